@@ -12,10 +12,10 @@ class XSpace(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     HOSTNAMES_FIELD_NUMBER: _ClassVar[int]
     planes: _containers.RepeatedCompositeFieldContainer[XPlane]
-    errors: _containers.RepeatedScalarFieldContainer[str]
-    warnings: _containers.RepeatedScalarFieldContainer[str]
-    hostnames: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, planes: _Optional[_Iterable[_Union[XPlane, _Mapping]]] = ..., errors: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., hostnames: _Optional[_Iterable[str]] = ...) -> None: ...
+    errors: _containers.RepeatedScalarFieldContainer[bytes]
+    warnings: _containers.RepeatedScalarFieldContainer[bytes]
+    hostnames: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, planes: _Optional[_Iterable[_Union[XPlane, _Mapping]]] = ..., errors: _Optional[_Iterable[bytes]] = ..., warnings: _Optional[_Iterable[bytes]] = ..., hostnames: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class XPlane(_message.Message):
     __slots__ = ("id", "name", "lines", "event_metadata", "stat_metadata", "stats")
@@ -40,12 +40,12 @@ class XPlane(_message.Message):
     STAT_METADATA_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     id: int
-    name: str
+    name: bytes
     lines: _containers.RepeatedCompositeFieldContainer[XLine]
     event_metadata: _containers.MessageMap[int, XEventMetadata]
     stat_metadata: _containers.MessageMap[int, XStatMetadata]
     stats: _containers.RepeatedCompositeFieldContainer[XStat]
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., lines: _Optional[_Iterable[_Union[XLine, _Mapping]]] = ..., event_metadata: _Optional[_Mapping[int, XEventMetadata]] = ..., stat_metadata: _Optional[_Mapping[int, XStatMetadata]] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., lines: _Optional[_Iterable[_Union[XLine, _Mapping]]] = ..., event_metadata: _Optional[_Mapping[int, XEventMetadata]] = ..., stat_metadata: _Optional[_Mapping[int, XStatMetadata]] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ...) -> None: ...
 
 class XLine(_message.Message):
     __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps", "events")
@@ -58,12 +58,12 @@ class XLine(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     id: int
     display_id: int
-    name: str
-    display_name: str
+    name: bytes
+    display_name: bytes
     timestamp_ns: int
     duration_ps: int
     events: _containers.RepeatedCompositeFieldContainer[XEvent]
-    def __init__(self, id: _Optional[int] = ..., display_id: _Optional[int] = ..., name: _Optional[str] = ..., display_name: _Optional[str] = ..., timestamp_ns: _Optional[int] = ..., duration_ps: _Optional[int] = ..., events: _Optional[_Iterable[_Union[XEvent, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., display_id: _Optional[int] = ..., name: _Optional[bytes] = ..., display_name: _Optional[bytes] = ..., timestamp_ns: _Optional[int] = ..., duration_ps: _Optional[int] = ..., events: _Optional[_Iterable[_Union[XEvent, _Mapping]]] = ...) -> None: ...
 
 class XEvent(_message.Message):
     __slots__ = ("metadata_id", "offset_ps", "num_occurrences", "duration_ps", "stats")
@@ -92,10 +92,10 @@ class XStat(_message.Message):
     double_value: float
     uint64_value: int
     int64_value: int
-    str_value: str
+    str_value: bytes
     bytes_value: bytes
     ref_value: int
-    def __init__(self, metadata_id: _Optional[int] = ..., double_value: _Optional[float] = ..., uint64_value: _Optional[int] = ..., int64_value: _Optional[int] = ..., str_value: _Optional[str] = ..., bytes_value: _Optional[bytes] = ..., ref_value: _Optional[int] = ...) -> None: ...
+    def __init__(self, metadata_id: _Optional[int] = ..., double_value: _Optional[float] = ..., uint64_value: _Optional[int] = ..., int64_value: _Optional[int] = ..., str_value: _Optional[bytes] = ..., bytes_value: _Optional[bytes] = ..., ref_value: _Optional[int] = ...) -> None: ...
 
 class XEventMetadata(_message.Message):
     __slots__ = ("id", "name", "display_name", "metadata", "stats", "child_id")
@@ -106,12 +106,12 @@ class XEventMetadata(_message.Message):
     STATS_FIELD_NUMBER: _ClassVar[int]
     CHILD_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
-    name: str
-    display_name: str
+    name: bytes
+    display_name: bytes
     metadata: bytes
     stats: _containers.RepeatedCompositeFieldContainer[XStat]
     child_id: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., display_name: _Optional[str] = ..., metadata: _Optional[bytes] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ..., child_id: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., display_name: _Optional[bytes] = ..., metadata: _Optional[bytes] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ..., child_id: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class XStatMetadata(_message.Message):
     __slots__ = ("id", "name", "description")
@@ -119,6 +119,6 @@ class XStatMetadata(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     id: int
-    name: str
-    description: str
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    name: bytes
+    description: bytes
+    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., description: _Optional[bytes] = ...) -> None: ...

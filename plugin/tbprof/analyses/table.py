@@ -1,0 +1,163 @@
+"""Tables of analysis results: columnar, typed, with units, queryable without Python loops.
+
+Every table a tool returns (op stats, kernel stats, input ops, ...) is a ``Table``; the
+HTTP layer sorts, filters and pages it (``query``) and encodes it as JSON rows or CSV, so
+every page gets the same sort/filter/paging/CSV behaviour and a 100 k-row table stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+COLUMN_KINDS = ("str", "int", "float", "bool")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # snake_case with unit, e.g. "total_self_time_us"
+    label: str  # human label, e.g. "Total self-time"
+    kind: str  # one of COLUMN_KINDS
+    unit: str = ""  # "us", "ms", "%", "bytes", "GFLOP/s", ...
+    description: str = ""
+
+
+@dataclass
+class Table:
+    columns: list[Column]
+    data: dict[str, np.ndarray]  # column name -> values (object arrays for strings)
+    default_sort: str | None = None
+    default_desc: bool = True
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def from_columns(columns: Sequence[Column], values: dict[str, Any], default_sort: str | None = None,
+                     default_desc: bool = True) -> Table:
+        data: dict[str, np.ndarray] = {}
+        n: int | None = None
+        for c in columns:
+            v = values[c.name]
+            if c.kind == "str":
+                arr = np.asarray(v, dtype=object) if not isinstance(v, np.ndarray) else v.astype(object)
+            elif c.kind == "int":
+                arr = np.asarray(v, dtype=np.int64)
+            elif c.kind == "float":
+                arr = np.asarray(v, dtype=np.float64)
+            else:
+                arr = np.asarray(v, dtype=bool)
+            if n is None:
+                n = arr.shape[0]
+            elif arr.shape[0] != n:
+                raise ValueError(f"column {c.name} has {arr.shape[0]} rows, expected {n}")
+            data[c.name] = arr
+        return Table(list(columns), data, default_sort, default_desc)
+
+    @property
+    def n_rows(self) -> int:
+        if not self.columns:
+            return 0
+        return int(self.data[self.columns[0].name].shape[0])
+
+    def column(self, name: str) -> Column | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    def rows(self, index: np.ndarray | None = None) -> list[list[Any]]:
+        """Row-major plain Python values (NaN becomes None so JSON stays valid)."""
+        cols = []
+        for c in self.columns:
+            v = self.data[c.name] if index is None else self.data[c.name][index]
+            if c.kind == "float":
+                lst = [None if x != x else x for x in v.tolist()]
+            else:
+                lst = v.tolist()
+            cols.append(lst)
+        return [list(r) for r in zip(*cols)] if cols else []
+
+
+class QueryError(ValueError):
+    """A sort/filter/paging parameter that cannot be applied (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    sort: str | None = None
+    desc: bool | None = None
+    offset: int = 0
+    limit: int | None = None
+    # column name -> regex (string columns) or "op value" numeric filter, e.g. ">=10"
+    filters: tuple[tuple[str, str], ...] = ()
+
+
+_NUMERIC_FILTER = re.compile(r"^\s*(<=|>=|<|>|==|=|!=)\s*(-?[0-9.eE+-]+)\s*$")
+
+
+def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
+    """Row indices after filter + sort + paging, and the row count after filtering."""
+    mask = np.ones(table.n_rows, dtype=bool)
+    for col_name, expr in q.filters:
+        col = table.column(col_name)
+        if col is None:
+            raise QueryError(f"unknown column {col_name!r} in filter; columns: "
+                             + ", ".join(c.name for c in table.columns))
+        values = table.data[col_name]
+        if col.kind == "str":
+            try:
+                rx = re.compile(expr)
+            except re.error as e:
+                raise QueryError(f"filter regex {expr!r} for {col_name} does not compile: {e}") from e
+            # Match each distinct string once: op tables repeat types thousands of times.
+            uniq, inverse = np.unique(values.astype(str), return_inverse=True)
+            hit = np.fromiter((rx.search(u) is not None for u in uniq.tolist()), dtype=bool, count=len(uniq))
+            mask &= hit[inverse]
+        elif col.kind == "bool":
+            want = expr.strip().lower() in ("1", "true", "yes")
+            mask &= values == want
+        else:
+            m = _NUMERIC_FILTER.match(expr)
+            if not m:
+                raise QueryError(f"numeric filter {expr!r} for {col_name} must look like '>=10'")
+            op, num = m.group(1), float(m.group(2))
+            ops = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+                   "=": np.equal, "==": np.equal, "!=": np.not_equal}
+            mask &= ops[op](values, num)
+    index = np.nonzero(mask)[0]
+    sort = q.sort if q.sort is not None else table.default_sort
+    desc = q.desc if q.desc is not None else (table.default_desc if q.sort is None else False)
+    if sort is not None:
+        col = table.column(sort)
+        if col is None:
+            raise QueryError(f"unknown sort column {sort!r}; columns: " + ", ".join(c.name for c in table.columns))
+        values = table.data[sort][index]
+        if col.kind == "str":
+            order = np.argsort(values.astype(str), kind="stable")
+            if desc:
+                order = order[::-1]
+        else:
+            numeric = values.astype(np.float64)
+            # Stable in both directions: ties keep the tool's order; NaN (unknown) sorts last.
+            order = np.argsort(-numeric if desc else numeric, kind="stable")
+        index = index[order]
+    total = int(index.shape[0])
+    if q.offset < 0:
+        raise QueryError("offset must be >= 0")
+    end = total if q.limit is None else q.offset + q.limit
+    return index[q.offset:end], total
+
+
+def table_json(table: Table, q: TableQuery | None = None) -> dict[str, Any]:
+    index, total = apply_query(table, q or TableQuery())
+    return {
+        "columns": [{"name": c.name, "label": c.label, "kind": c.kind, "unit": c.unit,
+                     **({"description": c.description} if c.description else {})} for c in table.columns],
+        "rows": table.rows(index),
+        "total_rows": total,
+        "offset": (q.offset if q else 0),
+        **({"meta": table.meta} if table.meta else {}),
+    }

@@ -1,0 +1,1 @@
+"""The WSGI app: routes, argument parsing, JSON/CSV/binary responses."""

@@ -1,0 +1,60 @@
+"""Request argument parsing: every malformed value becomes a 400 that names it."""
+
+from __future__ import annotations
+
+from werkzeug.datastructures import MultiDict
+
+from tbprof.analyses.table import TableQuery
+from tbprof.profiles import BadRequest
+
+# Arguments with a meaning of their own; everything else is passed to the tool as an option.
+RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit"}
+FILTER_PREFIX = "filter."
+MAX_LIMIT = 1_000_000
+
+
+def required(args: MultiDict[str, str], name: str) -> str:
+    value = args.get(name)
+    if value is None or value == "":
+        raise BadRequest(f"missing required parameter {name!r}")
+    if "\x00" in value:
+        raise BadRequest(f"parameter {name!r} contains a NUL byte")
+    return value
+
+
+def int_arg(args: MultiDict[str, str], name: str, default: int | None, lo: int = 0,
+            hi: int = MAX_LIMIT) -> int | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"parameter {name}={raw!r} is not an integer") from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"parameter {name}={value} is out of range [{lo}, {hi}]")
+    return value
+
+
+def bool_arg(args: MultiDict[str, str], name: str) -> bool | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return None
+    low = raw.lower()
+    if low in ("1", "true", "yes"):
+        return True
+    if low in ("0", "false", "no"):
+        return False
+    raise BadRequest(f"parameter {name}={raw!r} must be true or false")
+
+
+def table_query(args: MultiDict[str, str]) -> TableQuery:
+    filters = tuple((k[len(FILTER_PREFIX):], v) for k, v in args.items(multi=True)
+                    if k.startswith(FILTER_PREFIX) and v != "")
+    return TableQuery(sort=args.get("sort") or None, desc=bool_arg(args, "desc"),
+                      offset=int_arg(args, "offset", 0) or 0, limit=int_arg(args, "limit", None, lo=1),
+                      filters=filters)
+
+
+def tool_options(args: MultiDict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in args.items() if k not in RESERVED and not k.startswith(FILTER_PREFIX)}

@@ -1,0 +1,129 @@
+"""The profiles of a logdir as analyses see them: runs -> hosts -> stores -> tool results.
+
+This is the one object the HTTP app, the TensorBoard plugin and the CLI share. It owns the
+run index, the store cache (memory + disk) and the memo of tool results, and it is the only
+place that maps a run kind to the reader that decodes its files.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tbprof.analyses import registry
+from tbprof.logdir import Run, RunIndex
+from tbprof.readers import xplane
+from tbprof.store.cache import ProfileCache
+from tbprof.store.disk_cache import cache_key
+
+ALL_HOSTS = "__all__"
+
+# Run kind -> (store format, reader of one host file).
+Reader = Callable[[Path], Any]
+_READERS: dict[str, tuple[str, Reader]] = {"xspace": ("xspace", xplane.read_xspace)}
+
+
+def register_reader(kind: str, store_format: str, reader: Reader) -> None:
+    _READERS[kind] = (store_format, reader)
+
+
+class NotFound(LookupError):
+    """Unknown run, host or tool (HTTP 404)."""
+
+
+class BadRequest(ValueError):
+    """A request that cannot be answered as asked (HTTP 400)."""
+
+
+class Profiles:
+    def __init__(self, logdir: Path, cache_dir: Path | None = None, memory_bytes: int | None = None,
+                 memo_entries: int = 512) -> None:
+        self.logdir = Path(logdir)
+        self.index = RunIndex(self.logdir)
+        kwargs: dict[str, Any] = {"cache_dir": cache_dir}
+        if memory_bytes is not None:
+            kwargs["memory_bytes"] = memory_bytes
+        self.cache = ProfileCache(**kwargs)
+        self._memo: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+        self._memo_entries = memo_entries
+        self._memo_lock = threading.Lock()
+
+    # --- runs and hosts -------------------------------------------------------------------
+    def runs(self, refresh: bool = False) -> dict[str, Run]:
+        return self.index.runs(refresh=refresh)
+
+    def run(self, name: str) -> Run:
+        run = self.index.get(name)
+        if run is None:
+            raise NotFound(f"unknown run {name!r}")
+        return run
+
+    def hosts(self, run: Run, host: str | None) -> list[str]:
+        """Host names a request selects: one host, all hosts, or the only host."""
+        if host in (None, "") and len(run.hosts) == 1:
+            return list(run.hosts)
+        if host == ALL_HOSTS:
+            return list(run.hosts)
+        if host in (None, ""):
+            raise BadRequest(f"run {run.name!r} has several hosts; choose host= one of "
+                             f"{sorted(run.hosts)} or {ALL_HOSTS}")
+        if host not in run.hosts:
+            raise NotFound(f"unknown host {host!r} in run {run.name!r}; hosts: {sorted(run.hosts)}")
+        return [host]
+
+    def store_format(self, run: Run) -> str:
+        return _READERS[run.kind][0] if run.kind in _READERS else run.kind
+
+    def store(self, run: Run, host: str) -> Any:
+        kind = run.kind
+        if kind not in _READERS:
+            raise NotFound(f"run {run.name!r} is of kind {kind!r}, which has no reader")
+        fmt, reader = _READERS[kind]
+        return self.cache.get(run.hosts[host], reader, kind=fmt)
+
+    def is_loaded(self, run: Run, host: str) -> bool:
+        return self.cache.contains(run.hosts[host], _READERS.get(run.kind, (run.kind, None))[0])
+
+    # --- tools ----------------------------------------------------------------------------
+    def tool(self, name: str) -> registry.Tool:
+        tool = registry.get(name)
+        if tool is None:
+            raise NotFound(f"unknown tool {name!r}; tools: {sorted(t.name for t in registry.all_tools())}")
+        return tool
+
+    def candidate_tools(self, run: Run) -> list[str]:
+        fmt = self.store_format(run)
+        return [t.name for t in registry.all_tools() if fmt in t.formats]
+
+    def tools(self, run: Run) -> list[str]:
+        """Tools with data for the run (loads its stores)."""
+        fmt = self.store_format(run)
+        stores = [self.store(run, h) for h in run.hosts]
+        return [t.name for t in registry.all_tools()
+                if fmt in t.formats and any(t.available(s) for s in stores)]
+
+    def compute(self, run: Run, hosts: Sequence[str], tool: registry.Tool,
+                raw_options: Mapping[str, str]) -> dict[str, Any]:
+        if len(hosts) > 1 and not tool.multi_host:
+            raise BadRequest(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
+        fmt = self.store_format(run)
+        if fmt not in tool.formats:
+            raise NotFound(f"tool {tool.name!r} has no data for run {run.name!r} (a {run.kind} run)")
+        options = tool.parse_options(raw_options)
+        keys = tuple(cache_key(run.hosts[h], fmt) for h in hosts)
+        memo_key = (keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
+        with self._memo_lock:
+            hit = self._memo.get(memo_key)
+            if hit is not None:
+                self._memo.move_to_end(memo_key)
+                return hit
+        stores = [self.store(run, h) for h in hosts]
+        result = tool.compute(stores, options)
+        with self._memo_lock:
+            self._memo[memo_key] = result
+            while len(self._memo) > self._memo_entries:
+                self._memo.popitem(last=False)
+        return result

@@ -1,0 +1,91 @@
+"""Converts each profile file once: memory LRU (bounded by bytes) over a disk cache.
+
+Concurrent requests for the same file wait for one conversion (single flight), so ten
+browser tabs opening a cold 60 MB profile cost one conversion, not ten.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.paths import default_cache_dir
+from tbprof.store.tables import ProfileStore
+
+DEFAULT_MEMORY_BYTES = 4 << 30
+
+Loader = Callable[[Path], Any]
+
+
+class ProfileCache:
+    def __init__(self, cache_dir: Path | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+                 use_disk: bool = True) -> None:
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.disk = DiskCache(self.cache_dir) if use_disk else None
+        self.memory_bytes = memory_bytes
+        self._lru: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._used_bytes = 0
+        self._inflight: dict[str, Future[Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
+        """The converted profile of ``path``; converts (once) when neither cache has it."""
+        key = cache_key(path, kind)
+        with self._lock:
+            hit = self._lru.get(key)
+            if hit is not None:
+                self._lru.move_to_end(key)
+                return hit[0]
+            future = self._inflight.get(key)
+            owner = future is None
+            if owner:
+                future = Future()
+                self._inflight[key] = future
+        assert future is not None
+        if not owner:
+            return future.result()
+        try:
+            value = self.disk.load(key) if self.disk is not None else None
+            if value is None:
+                value = loader(path)
+                if self.disk is not None and isinstance(value, ProfileStore):
+                    self.disk.save(key, value)
+        except BaseException as e:
+            with self._lock:
+                del self._inflight[key]
+            future.set_exception(e)
+            raise
+        with self._lock:
+            del self._inflight[key]
+            self._remember(key, value)
+        future.set_result(value)
+        return value
+
+    def contains(self, path: Path, kind: str = "xspace") -> bool:
+        """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
+        try:
+            key = cache_key(path, kind)
+        except OSError:
+            return False
+        with self._lock:
+            if key in self._lru:
+                return True
+        return self.disk is not None and self.disk.has(key)
+
+    def _remember(self, key: str, value: Any) -> None:
+        size = int(getattr(value, "nbytes", 1 << 20))
+        self._lru[key] = (value, size)
+        self._used_bytes += size
+        while self._used_bytes > self.memory_bytes and len(self._lru) > 1:
+            _, (_, old_size) = self._lru.popitem(last=False)
+            self._used_bytes -= old_size
+
+    def clear_memory(self) -> None:
+        with self._lock:
+            self._lru.clear()
+            self._used_bytes = 0

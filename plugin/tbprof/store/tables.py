@@ -1,0 +1,257 @@
+"""The columnar profile store: planes, lines, events and stats as numpy columns.
+
+A ``ProfileStore`` holds one host's profile (one ``*.xplane.pb`` or one Chrome trace).
+Each ``Plane`` (a device or the host) keeps its events as struct-of-arrays, sorted by
+(line, start_ps, -dur_ps) so that the events of line ``i`` are rows
+``line_offsets[i]:line_offsets[i + 1]`` and parents precede their children.
+Stats live in long tables (owner row, stat name id, kind, value) sorted by owner.
+
+Times are picoseconds relative to ``ProfileStore.origin_ps`` (the earliest event of the
+profile), so int64 covers 106 days of trace and float64 conversions stay exact far below
+the 2^53 ps (2.5 hours) a trace would need to lose picoseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from tbprof.store.strings import StringTable
+
+# Stat value kinds (``StatTable.kind``); mirrors readers/wire_scan.py.
+KIND_NONE = 0
+KIND_DOUBLE = 1
+KIND_UINT64 = 2
+KIND_INT64 = 3
+KIND_STR = 4  # value = string id
+KIND_BYTES = 5  # value = index into Plane.blobs
+KIND_REF = 6  # value = string id of the referenced stat metadata name
+
+T = TypeVar("T")
+
+
+@dataclass
+class StatTable:
+    """Long table of stats. ``owner`` is an event row (or a metadata row), sorted ascending."""
+
+    owner: np.ndarray  # int32
+    stat_id: np.ndarray  # int32, string id of the stat name
+    kind: np.ndarray  # int8
+    value: np.ndarray  # int64 bit pattern; float64 for KIND_DOUBLE via .view
+
+    @staticmethod
+    def empty() -> StatTable:
+        return StatTable(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8),
+                         np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return int(self.owner.shape[0])
+
+    def rows_of(self, owner: int) -> slice:
+        lo = int(np.searchsorted(self.owner, owner, side="left"))
+        hi = int(np.searchsorted(self.owner, owner, side="right"))
+        return slice(lo, hi)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.owner, self.stat_id, self.kind, self.value))
+
+
+@dataclass
+class StatColumn:
+    """One stat over all events of a plane: ``rows`` (event rows that carry it) and values."""
+
+    rows: np.ndarray  # int64 event rows, ascending
+    kind: np.ndarray  # int8
+    value: np.ndarray  # int64 bit pattern
+
+    def as_float(self) -> np.ndarray:
+        out = self.value.astype(np.float64)
+        is_double = self.kind == KIND_DOUBLE
+        if is_double.any():
+            out[is_double] = self.value[is_double].view(np.float64)
+        return out
+
+    def as_int(self) -> np.ndarray:
+        out = self.value.copy()
+        is_double = self.kind == KIND_DOUBLE
+        if is_double.any():
+            out[is_double] = self.value[is_double].view(np.float64).astype(np.int64)
+        return out
+
+    def dense_int(self, n_events: int, missing: int = -1) -> np.ndarray:
+        out = np.full(n_events, missing, dtype=np.int64)
+        out[self.rows] = self.as_int()
+        return out
+
+    def dense_float(self, n_events: int) -> np.ndarray:
+        out = np.full(n_events, np.nan)
+        out[self.rows] = self.as_float()
+        return out
+
+    def dense_str(self, n_events: int) -> np.ndarray:
+        """String ids per event (-1 where the event has no such string stat)."""
+        out = np.full(n_events, -1, dtype=np.int32)
+        is_text = (self.kind == KIND_STR) | (self.kind == KIND_REF)
+        out[self.rows[is_text]] = self.value[is_text]
+        return out
+
+
+@dataclass
+class Plane:
+    """One XPlane: a device (``/device:GPU:0``) or the host (``/host:CPU``)."""
+
+    index: int
+    id: int
+    name: str
+    # Lines (threads, streams, "Steps", "XLA Ops", ...).
+    line_ids: np.ndarray  # int64
+    line_names: list[str]
+    line_display_names: list[str]
+    line_timestamp_ns: np.ndarray  # int64
+    line_offsets: np.ndarray  # int64, n_lines + 1
+    # Events.
+    start_ps: np.ndarray  # int64, relative to ProfileStore.origin_ps
+    dur_ps: np.ndarray  # int64
+    meta_idx: np.ndarray  # int32 row into the metadata table
+    name_id: np.ndarray  # int32 string id of the event name
+    depth: np.ndarray  # int16 nesting depth within its line
+    line_idx: np.ndarray  # int32
+    stats: StatTable
+    # Event metadata.
+    meta_ids: np.ndarray  # int64 XEventMetadata.id, ascending
+    meta_name_id: np.ndarray  # int32
+    meta_display_name_id: np.ndarray  # int32
+    meta_stats: StatTable  # owner = metadata row
+    # Plane-level stats by name (device model, clock rate, core count, ...).
+    plane_stats: dict[str, Any] = field(default_factory=dict)
+    blobs: list[bytes] = field(default_factory=list)  # values of KIND_BYTES stats
+    _columns: dict[tuple[str, int], Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_events(self) -> int:
+        return int(self.start_ps.shape[0])
+
+    @property
+    def n_lines(self) -> int:
+        return int(self.line_ids.shape[0])
+
+    def line_rows(self, line: int) -> slice:
+        return slice(int(self.line_offsets[line]), int(self.line_offsets[line + 1]))
+
+    def line_index(self, name: str) -> int:
+        """Index of the first line called ``name`` (or with that display name), else -1."""
+        for i, (n, d) in enumerate(zip(self.line_names, self.line_display_names)):
+            if n == name or d == name:
+                return i
+        return -1
+
+    def stat_column(self, stat_id: int) -> StatColumn:
+        """The stat ``stat_id`` of every event that has it (event stats only)."""
+        key = ("event", stat_id)
+        cached = self._columns.get(key)
+        if cached is None:
+            mask = self.stats.stat_id == stat_id
+            rows = self.stats.owner[mask].astype(np.int64)
+            cached = StatColumn(rows, self.stats.kind[mask], self.stats.value[mask])
+            self._columns[key] = cached
+        return cached  # type: ignore[no-any-return]
+
+    def meta_stat_column(self, stat_id: int) -> StatColumn:
+        key = ("meta", stat_id)
+        cached = self._columns.get(key)
+        if cached is None:
+            mask = self.meta_stats.stat_id == stat_id
+            rows = self.meta_stats.owner[mask].astype(np.int64)
+            cached = StatColumn(rows, self.meta_stats.kind[mask], self.meta_stats.value[mask])
+            self._columns[key] = cached
+        return cached  # type: ignore[no-any-return]
+
+    def event_stat(self, stat_id: int) -> StatColumn:
+        """The stat of each event, falling back to its metadata's stat (as XProf reads them).
+
+        Profilers put per-call values (correlation_id, bytes) on events and per-op values
+        (tf_op, hlo_op, kernel_details) often on the shared metadata; analyses must see both.
+        """
+        key = ("merged", stat_id)
+        cached = self._columns.get(key)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        own = self.stat_column(stat_id)
+        meta = self.meta_stat_column(stat_id)
+        if len(meta.rows) == 0:
+            merged = own
+        else:
+            # Map metadata rows to the events that use them and lack their own value.
+            meta_has = np.full(len(self.meta_ids), -1, dtype=np.int64)
+            meta_has[meta.rows] = np.arange(len(meta.rows))
+            pick = meta_has[self.meta_idx]
+            has_own = np.zeros(self.n_events, dtype=bool)
+            has_own[own.rows] = True
+            inherit = np.nonzero((pick >= 0) & ~has_own)[0]
+            rows = np.concatenate([own.rows, inherit])
+            kind = np.concatenate([own.kind, meta.kind[pick[inherit]]])
+            value = np.concatenate([own.value, meta.value[pick[inherit]]])
+            order = np.argsort(rows, kind="stable")
+            merged = StatColumn(rows[order], kind[order], value[order])
+        self._columns[key] = merged
+        return merged
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.line_ids, self.line_timestamp_ns, self.line_offsets, self.start_ps,
+                  self.dur_ps, self.meta_idx, self.name_id, self.depth, self.line_idx,
+                  self.meta_ids, self.meta_name_id, self.meta_display_name_id)
+        return sum(a.nbytes for a in arrays) + self.stats.nbytes + self.meta_stats.nbytes
+
+
+@dataclass
+class ProfileStore:
+    """One host's profile, decoded once and shared by every analysis."""
+
+    source_path: str
+    host: str
+    format: str  # "xspace" | "chrome_trace" | ...
+    strings: StringTable
+    planes: list[Plane]
+    origin_ps: int  # absolute time (ps since the profiler's epoch) of start_ps == 0
+    span_ps: int  # end of the last event, relative to origin_ps
+    hostnames: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def n_events(self) -> int:
+        return sum(p.n_events for p in self.planes)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.nbytes for p in self.planes) + self.strings.nbytes
+
+    def plane(self, name: str) -> Plane | None:
+        for p in self.planes:
+            if p.name == name:
+                return p
+        return None
+
+    def planes_with_prefix(self, prefix: str) -> list[Plane]:
+        return [p for p in self.planes if p.name.startswith(prefix)]
+
+    def stat_id(self, name: str) -> int:
+        """String id of a stat name (-1 when absent: then no event carries that stat)."""
+        return self.strings.id(name)
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """Computes a derived value once per store (step assignment, op links, ...)."""
+        with self._memo_lock:
+            if key in self._memo:
+                return self._memo[key]  # type: ignore[no-any-return]
+        value = compute()
+        with self._memo_lock:
+            return self._memo.setdefault(key, value)  # type: ignore[no-any-return]

@@ -1,0 +1,57 @@
+"""The TensorBoard plugin: mounts the tbprof WSGI app at /data/plugin/tbprof/."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tensorboard.plugins import base_plugin
+
+from tbprof.http.app import PLUGIN_PREFIX, create_app
+
+PLUGIN_NAME = "tbprof"
+
+
+class TbprofPlugin(base_plugin.TBPlugin):
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext) -> None:
+        logdir = context.logdir or ""
+        flags = context.flags
+        cache_dir = getattr(flags, "tbprof_cache_dir", None) or os.environ.get("TBPROF_CACHE_DIR")
+        no_capture = bool(getattr(flags, "tbprof_no_capture", False)) or os.environ.get("TBPROF_NO_CAPTURE") == "1"
+        self._logdir = Path(logdir) if logdir else None
+        self._app = create_app(self._logdir or Path("/nonexistent"), cache_dir=Path(cache_dir) if cache_dir else None,
+                               prefix=PLUGIN_PREFIX, capture_enabled=not no_capture)
+
+    def get_plugin_apps(self) -> dict[str, Any]:
+        # One prefix route: TensorBoard hands every /data/plugin/tbprof/... request to our app.
+        return {"/*": self._app}
+
+    def is_active(self) -> bool:
+        if self._logdir is None:
+            return False
+        try:
+            return bool(self._app.ctx.profiles.runs())
+        except OSError:
+            return False
+
+    def frontend_metadata(self) -> base_plugin.FrontendMetadata:
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="tbprof")
+
+
+class TbprofLoader(base_plugin.TBLoader):
+    """Adds tbprof's flags to TensorBoard's command line."""
+
+    def define_flags(self, parser: Any) -> None:
+        group = parser.add_argument_group("tbprof")
+        group.add_argument("--tbprof_cache_dir", default=None,
+                           help="Where tbprof keeps converted profiles (default: $TBPROF_CACHE_DIR or "
+                                "~/.cache/tbprof). Never inside the logdir.")
+        group.add_argument("--tbprof_no_capture", action="store_true",
+                           help="Hide Capture Profile: the TensorBoard machine then opens no connections "
+                                "to profiler servers.")
+
+    def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin:
+        return TbprofPlugin(context)

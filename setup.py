@@ -27,7 +27,7 @@ setup(
         "grpcio>=1.60",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.58.0"],
+        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2"],
         "capture-test": ["tensorflow-cpu==2.21.0"],
     },
     entry_points={

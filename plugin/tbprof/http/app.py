@@ -60,7 +60,9 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
-                if e.name != name:
+                # Missing feature package (e.g. tbprof.timeline before it exists): skip it;
+                # a missing import *inside* an existing module is a bug and is raised.
+                if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
                     raise
 
     def route_path(self, request: Request) -> str:

@@ -297,8 +297,12 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
                  event_step=event_step, dropped_boundary_steps=dropped, candidate_count=candidate_count)
 
 
-def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray) -> _TypedEvents:
-    """Typed events for inferred steps: device events on a GPU run, host events otherwise, by time."""
+def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray,
+                   marker_rows: np.ndarray | None) -> _TypedEvents:
+    """Typed events for inferred steps: device events on a GPU run, host events otherwise, by time.
+
+    The host events that define the steps (``marker_rows``) are markers, not work, as in XProf.
+    """
     typed = _TypedEvents()
     if devices:
         for pi in devices:
@@ -312,6 +316,8 @@ def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, e
         if host is not None:
             pi = store.planes.index(host)
             k = _event_step_by_time(host, begin, end)
+            if marker_rows is not None:
+                k[marker_rows] = -1
             rows = np.nonzero(k >= 0)[0]
             types = _types_by_name(store, host, rows, gpu=False)
             ok = types >= 0
@@ -320,7 +326,7 @@ def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, e
     return typed
 
 
-def _infer_step_num_annotation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, str] | None:
+def _infer_step_num_annotation(store: ProfileStore) -> tuple[Any, ...] | None:
     """Events with a ``step_num`` stat but no ``_r`` flag: annotated steps XProf does not pick up."""
     sid = store.stat_id("step_num")
     host = store.plane(HOST_PLANE)
@@ -342,7 +348,7 @@ def _infer_step_num_annotation(store: ProfileStore) -> tuple[np.ndarray, np.ndar
         return None
     name = store.strings[name_id]
     return begin, end, nums, name, (f"{len(pick)} '{name}' events carry a step_num stat but no _r=1 root flag "
-                                    "(XProf ignores them); each is taken as one step")
+                                    "(XProf ignores them); each is taken as one step"), pick
 
 
 def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
@@ -357,7 +363,7 @@ def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
-def _infer_repeated_function(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, str] | None:
+def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
     """The host function that runs again and again and covers most of its thread: one run = one step."""
     host = store.plane(HOST_PLANE)
     if host is None or host.n_events == 0:
@@ -405,7 +411,7 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[np.ndarray, np.ndarra
     name = store.strings[name_id]
     return begin, end, np.arange(len(rows), dtype=np.int64), name, (
         f"'{name}' runs {len(rows)} times on thread '{host.line_names[li]}' and covers most of it; each run is "
-        "taken as one step (a tf.function per training step, as Keras model.fit runs it)")
+        "taken as one step (a tf.function per training step, as Keras model.fit runs it)"), rows
 
 
 def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[np.ndarray, ...] | None:
@@ -438,7 +444,7 @@ def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[np.
     name = store.strings[top]
     return begin, end, np.arange(len(begin), dtype=np.int64), name, (
         f"XLA module '{name}' was launched {len(begin)} times and takes the most device time; each launch is "
-        "taken as one step")
+        "taken as one step"), None
 
 
 def compute_steps(store: ProfileStore) -> Steps:
@@ -466,12 +472,12 @@ def compute_steps(store: ProfileStore) -> Steps:
         got = infer(store)
         if got is None:
             continue
-        begin, end, nums, name, detail = got
+        begin, end, nums, name, detail, marker_rows = got
         method = {_infer_step_num_annotation: "step_num_annotation",
                   _infer_repeated_function: "repeated_function"}.get(infer, "repeated_module")  # type: ignore[call-overload]
         order = np.argsort(begin, kind="stable")
         begin, end, nums = begin[order], end[order], nums[order]
-        typed = _typed_by_time(store, devices, begin, end)
+        typed = _typed_by_time(store, devices, begin, end, marker_rows)
         names = [f"{name} {int(x)}" for x in nums.tolist()]
         steps = _assemble(store, "inferred", method, detail, names, nums, begin, end, devices, typed, None,
                           len(begin), None)

@@ -16,6 +16,7 @@ from typing import Any
 from tbprof.analyses import registry
 from tbprof.logdir import Run, RunIndex
 from tbprof.readers import xplane
+from tbprof.readers.errors import ProfileReadError
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
 
@@ -87,6 +88,29 @@ class Profiles:
     def is_loaded(self, run: Run, host: str) -> bool:
         return self.cache.contains(run.hosts[host], _READERS.get(run.kind, (run.kind, None))[0])
 
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str],
+                         tool: registry.Tool) -> tuple[list[Any], list[dict[str, str]]]:
+        """Stores of ``hosts``; for a multi-host view, hosts whose file is unreadable are left out.
+
+        One broken host file among good ones must not hide the others: the tool gets the good
+        stores and ``options["unreadable_hosts"]`` ([{host, path, reason}]) to report. A single
+        host, or every host unreadable, still raises the ProfileReadError (HTTP 422).
+        """
+        if len(hosts) <= 1 or not tool.multi_host:
+            return [self.store(run, h) for h in hosts], []
+        stores: list[Any] = []
+        unreadable: list[dict[str, str]] = []
+        first_error: ProfileReadError | None = None
+        for h in hosts:
+            try:
+                stores.append(self.store(run, h))
+            except ProfileReadError as e:
+                first_error = first_error or e
+                unreadable.append({"host": h, "path": e.path, "reason": e.reason})
+        if not stores and first_error is not None:
+            raise first_error
+        return stores, unreadable
+
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> registry.Tool:
         tool = registry.get(name)
@@ -120,7 +144,9 @@ class Profiles:
             if hit is not None:
                 self._memo.move_to_end(memo_key)
                 return hit
-        stores = [self.store(run, h) for h in hosts]
+        stores, unreadable = self._stores_tolerant(run, hosts, tool)
+        if unreadable:
+            options = {**options, "unreadable_hosts": unreadable}
         result = tool.compute(stores, options)
         with self._memo_lock:
             self._memo[memo_key] = result

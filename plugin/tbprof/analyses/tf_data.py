@@ -24,6 +24,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
 SLOW_CALL_PS = 50_000_000  # 50 us
+WAITING_KINDS = ("Root", "Prefetch")
 _KIND = re.compile(r"\[\d+\]$")
 
 SUGGESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -45,6 +46,9 @@ SUGGESTIONS: tuple[tuple[tuple[str, ...], str], ...] = (
                                "map_and_batch-style fusion (options.experimental_optimization.map_and_batch_fusion)."),
     (("Generator", "FlatMap"), "The Python generator is the bottleneck: it holds the GIL; build the dataset from "
                                "tensors or files instead, or parallelize with interleave."),
+    (("TensorSlice", "Range", "FromTensor", "Zip"),
+     "Producing elements one by one is the bottleneck: batch as early as possible and vectorize the following "
+     "transformations, or cache() the prepared data."),
     (("Prefetch",), "Prefetch waits for its producer: the stages below it are too slow; parallelize them. If the "
                     "pipeline has no prefetch at its end, add .prefetch(tf.data.AUTOTUNE)."),
 )
@@ -124,16 +128,20 @@ def _analyse(pipe: dict[str, Any]) -> dict[str, Any]:
     children: dict[str, list[str]] = {x: [] for x in paths}
     tops = []
     for x in paths:
-        parent = x.rsplit("::", 1)[0]
+        head = x.rsplit("::", 1)[0]
+        # "...::ForeverRepeat[0]::Prefetch" is the input 0 of "...::ForeverRepeat".
+        parent = head if head in index else _KIND.sub("", head)
         if parent in index and parent != x:
             children[parent].append(x)
         else:
             tops.append(x)
-    root = max(tops, key=lambda x: pipe["total_ps"][index[x]])
+    root = min(tops, key=lambda x: (x.count("::"), -pipe["total_ps"][index[x]]))
     path = [root]
     while children[path[-1]]:
         path.append(max(children[path[-1]], key=lambda x: pipe["total_ps"][index[x]]))
-    bottleneck = max(path, key=lambda x: pipe["self_ps"][index[x]])
+    # Root and Prefetch stages mostly wait for their producer; blame the stage doing the work.
+    working = [x for x in path if iterator_kind(x) not in WAITING_KINDS] or path[-1:]
+    bottleneck = max(working, key=lambda x: pipe["self_ps"][index[x]])
     ri = index[root]
     return {"root": root, "critical_path": path, "bottleneck": bottleneck,
             "root_calls": int(pipe["calls"][ri]), "root_slow_calls": int(pipe["slow_calls"][ri]),

@@ -85,31 +85,27 @@ class Profiles:
         fmt, reader = _READERS[kind]
         return self.cache.get(run.hosts[host], reader, kind=fmt)
 
-    def is_loaded(self, run: Run, host: str) -> bool:
-        return self.cache.contains(run.hosts[host], _READERS.get(run.kind, (run.kind, None))[0])
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[Any], list[dict[str, str]]]:
+        """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
-    def _stores_tolerant(self, run: Run, hosts: Sequence[str],
-                         tool: registry.Tool) -> tuple[list[Any], list[dict[str, str]]]:
-        """Stores of ``hosts``; for a multi-host view, hosts whose file is unreadable are left out.
-
-        One broken host file among good ones must not hide the others: the tool gets the good
-        stores and ``options["unreadable_hosts"]`` ([{host, path, reason}]) to report. A single
-        host, or every host unreadable, still raises the ProfileReadError (HTTP 422).
+        A single host (or every host) unreadable raises the ProfileReadError (HTTP 422).
         """
-        if len(hosts) <= 1 or not tool.multi_host:
-            return [self.store(run, h) for h in hosts], []
         stores: list[Any] = []
-        unreadable: list[dict[str, str]] = []
+        errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
         for h in hosts:
             try:
                 stores.append(self.store(run, h))
             except ProfileReadError as e:
                 first_error = first_error or e
-                unreadable.append({"host": h, "path": e.path, "reason": e.reason})
-        if not stores and first_error is not None:
+                errors.append({"host": h, "file": e.path, "error": e.reason})
+        if not stores:
+            assert first_error is not None
             raise first_error
-        return stores, unreadable
+        return stores, errors
+
+    def is_loaded(self, run: Run, host: str) -> bool:
+        return self.cache.contains(run.hosts[host], _READERS.get(run.kind, (run.kind, None))[0])
 
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> registry.Tool:
@@ -144,10 +140,11 @@ class Profiles:
             if hit is not None:
                 self._memo.move_to_end(memo_key)
                 return hit
-        stores, unreadable = self._stores_tolerant(run, hosts, tool)
-        if unreadable:
-            options = {**options, "unreadable_hosts": unreadable}
+        stores, host_errors = self._stores_tolerant(run, hosts)
         result = tool.compute(stores, options)
+        if host_errors:
+            # One broken host file among good ones: analyse the good ones, name the broken one.
+            result = {**result, "host_errors": host_errors}
         with self._memo_lock:
             self._memo[memo_key] = result
             while len(self._memo) > self._memo_entries:

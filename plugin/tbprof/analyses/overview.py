@@ -90,8 +90,6 @@ def next_steps(result: Mapping[str, Any], has_device: bool) -> list[dict[str, st
 
 def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[str, Any]) -> dict[str, list[str]]:
     errors = [f"{s.host}: {e}" for s in stores for e in s.errors]
-    for bad in options.get("unreadable_hosts") or []:
-        errors.append(f"{bad['host']}: could not be read and is left out ({bad['reason']})")
     warnings = [f"{s.host}: {w}" for s in stores for w in s.warnings]
     info = list(st.notes)
     if st.diagnosis:

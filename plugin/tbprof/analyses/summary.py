@@ -26,10 +26,10 @@ def summary(profiles: Any, run: Run) -> dict[str, Any]:
         except ProfileReadError as e:
             if len(run.hosts) == 1:
                 raise
-            unreadable.append({"host": h, "path": e.path, "reason": e.reason})
+            unreadable.append({"host": h, "file": e.path, "error": e.reason})
     if not stores:
         raise ProfileReadError(run.name, "no host file of this run is readable: "
-                               + "; ".join(f"{u['host']}: {u['reason']}" for u in unreadable))
+                               + "; ".join(f"{u['host']}: {u['error']}" for u in unreadable))
     per_host = [summarize_store(s) for s in stores]
     device_types = sorted({t for h in per_host for t in h["device_types"]})
     out: dict[str, Any] = {
@@ -42,7 +42,7 @@ def summary(profiles: Any, run: Run) -> dict[str, Any]:
         "span_ms": max((h["span_ps"] for h in per_host), default=0) / 1e9,
     }
     if unreadable:
-        out["unreadable_hosts"] = unreadable
+        out["host_errors"] = unreadable
     for fn in SUMMARY_FIELDS:
         out.update(fn(stores))
     return out

@@ -197,8 +197,6 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     if not pipes_out:
         diag.append("No tf.data iterator events (Iterator::...) in this profile: the program does not use tf.data, "
                     "or the host tracer level was too low to record them (use host_tracer_level >= 2).")
-    for bad in options.get("unreadable_hosts") or []:
-        diag.append(f"{bad['host']}: could not be read and is left out ({bad['reason']})")
     return {
         "schema_version": registry.SCHEMA_VERSION, "tool": "tf_data_bottleneck_analysis",
         "hosts": [s.host for s in stores], "pipelines": pipes_out, "slow_call_threshold_us": SLOW_CALL_PS / 1e6,

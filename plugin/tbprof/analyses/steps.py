@@ -34,7 +34,7 @@ from tbprof.store.tables import Plane, ProfileStore
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2
-MIN_COVERAGE = 0.5  # an inferred step function must cover this share of its thread's active time
+MIN_COVERAGE = 0.5  # an inferred step function must cover this share of the host's traced time
 
 NO_STEPS_DIAGNOSIS = (
     "No step markers were found and no repeated step could be inferred. Mark each training step in "
@@ -369,14 +369,16 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
     if host is None or host.n_events == 0:
         return None
     best: tuple[float, int, int] | None = None  # (covered ps, line, name id)
+    # A step function must cover most of the host's traced time, not just of its own thread
+    # (a worker pool's per-element function repeats too, but covers little of the profile).
+    active_ps = float(np.max(host.start_ps + host.dur_ps) - np.min(host.start_ps))
+    if active_ps <= 0:
+        return None
     for li in range(host.n_lines):
         sl = host.line_rows(li)
         if sl.stop - sl.start < MIN_INFERRED_STEPS:
             continue
-        start, dur, depth = host.start_ps[sl], host.dur_ps[sl], host.depth[sl]
-        active_ps = float(np.sum(dur[depth == 0]))
-        if active_ps <= 0:
-            continue
+        dur, depth = host.dur_ps[sl], host.depth[sl]
         # Candidates: names that occur >= 2 times in the top 4 levels of the thread.
         shallow = np.nonzero(depth <= 3)[0]
         names, inv, counts = np.unique(host.name_id[sl][shallow], return_inverse=True, return_counts=True)
@@ -398,7 +400,6 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
             if best is None or score > best[0]:
                 best = (score, li, int(names[k]))
             break
-        del start
     if best is None:
         return None
     _, li, name_id = best

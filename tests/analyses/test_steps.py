@@ -151,12 +151,18 @@ def test_zero_length_markers_give_a_diagnosis(custom_loop: ProfileStore) -> None
     host = custom_loop.plane("/host:CPU")
     assert host is not None
     names = np.array(custom_loop.strings.lookup(host.name_id))
-    dur = np.where(names == "train", 0, host.dur_ps)
-    st = compute_steps(derived_store(custom_loop, dur_override={"/host:CPU": dur}))
-    # Zero-length markers hold no time: not steps, and the diagnosis says markers were found.
-    assert st.n_steps == 0 or st.source == "inferred"
-    if st.source == "none":
-        assert "step markers were found" in st.diagnosis
+    # The 10 "train" markers lose their length: they mark nothing, so the steps are inferred from
+    # the Python function the loop calls once per step ('step', 10 runs; boundary rule: 8).
+    st = compute_steps(derived_store(custom_loop, dur_override={"/host:CPU": np.where(names == "train", 0,
+                                                                                     host.dur_ps)}))
+    assert (st.source, st.method, st.candidate_count, st.n_steps) == ("inferred", "repeated_function", 10, 8)
+    assert any("10 step markers were found" in n for n in st.notes)
+    # Every host event zero-length: nothing to infer either; the diagnosis names the markers.
+    st = compute_steps(derived_store(custom_loop, dur_override={"/host:CPU": np.zeros_like(host.dur_ps)}))
+    assert st.source == "none" and st.n_steps == 0
+    assert st.diagnosis.startswith("10 step markers were found but none holds host compute")
+    r = overview.compute([derived_store(custom_loop, dur_override={"/host:CPU": np.zeros_like(host.dur_ps)})], {})
+    assert r["recommendation"]["input_bound"] == "unknown"
 
 
 def test_cpu_only_host_ranks_host_ops(custom_loop: ProfileStore) -> None:

@@ -344,7 +344,7 @@ def _infer_step_num_annotation(store: ProfileStore) -> tuple[Any, ...] | None:
     pick, nums = pick[order], nums[order]
     begin = host.start_ps[pick]
     end = begin + host.dur_ps[pick]
-    if len(pick) < MIN_INFERRED_STEPS or np.any(begin[1:] < end[:-1]):
+    if len(pick) < MIN_INFERRED_STEPS or np.any(begin[1:] < end[:-1]) or np.any(end <= begin):
         return None
     name = store.strings[name_id]
     return begin, end, nums, name, (f"{len(pick)} '{name}' events carry a step_num stat but no _r=1 root flag "
@@ -484,6 +484,10 @@ def compute_steps(store: ProfileStore) -> Steps:
                           len(begin), None)
         steps.notes.append("XProf reports no steps for this profile (it needs step markers); these steps are "
                            "inferred by tbprof")
+        if found is not None and len(found[1]):
+            steps.notes.append(f"{len(found[1])} step markers were found but none holds "
+                               f"{'device compute' if devices else 'host compute'} or time (zero-length?), "
+                               "so steps were inferred instead")
         return steps
     empty = np.zeros(0, np.int64)
     diagnosis = NO_STEPS_DIAGNOSIS

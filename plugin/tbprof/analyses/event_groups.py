@@ -197,7 +197,6 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     n = int(offsets[-1])
     parent = np.full(n, -1, dtype=np.int64)
     root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
-    root_nodes: list[np.ndarray] = []
     src_parts: list[np.ndarray] = []
     dst_parts: list[np.ndarray] = []
     prod_keys, prod_nodes, cons_keys, cons_nodes = [], [], [], []
@@ -282,7 +281,7 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
     root_row = group_root - offsets[root_plane]
     implicit_ids = {store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}
-    names: list[str] = []
+    group_names: list[str] = []
     implicit = np.zeros(len(group_root), dtype=bool)
     step_num_id, iter_num_id = store.stat_id("step_num"), store.stat_id("iter_num")
     for g in range(len(group_root)):
@@ -299,9 +298,9 @@ def compute_groups(store: ProfileStore) -> EventGroups:
                     num = int(col.as_int()[k])
                     break
         prefix = "" if is_implicit else store.strings[int(p.name_id[row])] + " "
-        names.append(f"{prefix}{num}")
+        group_names.append(f"{prefix}{num}")
     return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
-                       root_row=root_row, root_is_implicit=implicit, group_names=names)
+                       root_row=root_row, root_is_implicit=implicit, group_names=group_names)
 
 
 def event_groups(store: ProfileStore) -> EventGroups:

@@ -20,18 +20,18 @@ TOP_OPS = 10
 
 
 def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
-    devices = []
+    devices: list[dict[str, Any]] = []
     for s in stores:
         for pi in device_planes_of(s):
             p = s.planes[pi]
-            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name),
-                            "model": str(p.plane_stats.get("gpu_device_name", "") or p.plane_stats.get("device_name", "")),
+            model = p.plane_stats.get("gpu_device_name", "") or p.plane_stats.get("device_name", "")
+            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name), "model": str(model),
                             "core_count": int(p.plane_stats.get("core_count", 0) or 0),
                             "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
                                                    f"{p.plane_stats.get('compute_cap_minor', 0)}"
                                                    if "compute_cap_major" in p.plane_stats else "")})
-    types = sorted({d["device_type"] for d in devices})
-    models = sorted({d["model"] for d in devices if d["model"]})
+    types = sorted({str(d["device_type"]) for d in devices})
+    models = sorted({str(d["model"]) for d in devices if d["model"]})
     return {
         "host_count": len(stores), "hosts": [s.host for s in stores],
         "hardware_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU_ONLY",

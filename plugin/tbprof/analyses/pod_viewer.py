@@ -64,9 +64,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                   Column("total_duration_us", "Step time", "float", "us"),
                   Column("bottleneck", "Bottleneck", "str"),
                   *(Column(label.lower().replace(" ", "_") + "_us", label, "float", "us") for label in LABELS)]
-    values = {c.name: rows[c.name] for c in table_cols[:6]}
-    for label, c in zip(LABELS, table_cols[6:]):
-        values[c.name] = rows[label]
+    values = {col.name: rows[col.name] for col in table_cols[:6]}
+    for label, col in zip(LABELS, table_cols[6:]):
+        values[col.name] = rows[label]
     env = run_environment(stores)
     return {
         "schema_version": registry.SCHEMA_VERSION, "tool": "pod_viewer", "hosts": st.hosts,

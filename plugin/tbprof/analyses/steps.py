@@ -23,6 +23,7 @@ last are dropped, because a profile window usually cuts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -415,7 +416,7 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
         "taken as one step (a tf.function per training step, as Keras model.fit runs it)"), rows
 
 
-def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[np.ndarray, ...] | None:
+def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
     """Repeated launches of the XLA module with the most device time: one launch = one step."""
     sid = store.stat_id("hlo_module")
     if sid < 0 or not devices:
@@ -468,18 +469,20 @@ def compute_steps(store: ProfileStore) -> Steps:
                 steps.notes.append(f"{len(candidates) - len(keep)} marked groups were not counted as steps: they "
                                    f"hold no {'device' if devices else 'host'} compute or have zero length")
             return steps
-    for infer in (_infer_step_num_annotation, _infer_repeated_function,
-                  lambda s: _infer_repeated_module(s, devices)):
-        got = infer(store)
+    inferences: list[tuple[str, Callable[[], tuple[Any, ...] | None]]] = [
+        ("step_num_annotation", lambda: _infer_step_num_annotation(store)),
+        ("repeated_function", lambda: _infer_repeated_function(store)),
+        ("repeated_module", lambda: _infer_repeated_module(store, devices)),
+    ]
+    for method, infer in inferences:
+        got = infer()
         if got is None:
             continue
-        begin, end, nums, name, detail, marker_rows = got
-        method = {_infer_step_num_annotation: "step_num_annotation",
-                  _infer_repeated_function: "repeated_function"}.get(infer, "repeated_module")  # type: ignore[call-overload]
+        begin, end, nums, fn_name, detail, marker_rows = got
         order = np.argsort(begin, kind="stable")
         begin, end, nums = begin[order], end[order], nums[order]
         typed = _typed_by_time(store, devices, begin, end, marker_rows)
-        names = [f"{name} {int(x)}" for x in nums.tolist()]
+        names = [f"{fn_name} {int(x)}" for x in nums.tolist()]
         steps = _assemble(store, "inferred", method, detail, names, nums, begin, end, devices, typed, None,
                           len(begin), None)
         steps.notes.append("XProf reports no steps for this profile (it needs step markers); these steps are "

@@ -85,7 +85,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     root_cache: dict[int, int] = {}
 
     def root_of(i: int) -> int:
-        seen = []
+        seen: list[int] = []
         while i in parent_of and parent_of[i] not in (-1, i) and i not in root_cache and len(seen) < 64:
             seen.append(i)
             i = parent_of[i]

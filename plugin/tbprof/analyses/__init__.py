@@ -1,3 +1,10 @@
 """Analyses: pure functions ``stores -> dict``, one module per page, registered as tools."""
 
-from tbprof.analyses import profile_summary  # noqa: F401
+from tbprof.analyses import (  # noqa: F401
+    input_pipeline,
+    overview,
+    pod_viewer,
+    profile_summary,
+    step_summary_fields,
+    tf_data,
+)

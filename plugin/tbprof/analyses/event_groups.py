@@ -1,0 +1,309 @@
+"""Groups events into steps the way XProf's ``GroupTfEvents`` does: from root events outward.
+
+A *root* is an event with the ``_r`` stat (``tf.profiler.experimental.Trace(..., _r=1)``, JAX
+``StepTraceAnnotation``) or a legacy ``TraceContext``. Each root, in time order (higher root
+levels first), claims every event reachable from it that no earlier root claimed, following
+
+- nesting on the same thread (an event contains its children),
+- producer/consumer context links (``_pt``/``_p`` to ``_ct``/``_c`` with the same type and id;
+  XProf skips a context id with >= 64 producers and >= 64 consumers, and so do we),
+- host launch -> device kernel links (the same ``correlation_id`` on the host and a device plane),
+- ``ExecutorState::Process`` -> ``IteratorGetNextOp::DoCompute`` with the same (step_id, iter_num).
+
+The group id of an event is the index of the root that claimed it (0, 1, ... in claim order).
+Everything here runs once per store (``store.memo``) in a few numba loops over numpy columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from tbprof.store.tables import Plane, ProfileStore
+
+HOST_PLANE = "/host:CPU"
+# XProf's implicit roots (kFunctionRun, kSessionRun, kRunGraph, kExecutorStateProcess): they group
+# events but are not step markers, so their groups carry no step name.
+IMPLICIT_ROOT_NAMES = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process")
+# XProf skips context ids this crowded on both sides (a shared id, not a real link).
+_CONTEXT_FANOUT_LIMIT = 64
+
+
+@dataclass
+class EventGroups:
+    """Group id of every event of every plane (-1: not grouped) and what each group is."""
+
+    group_of: list[np.ndarray]  # per plane, int64 per event
+    n_groups: int
+    root_plane: np.ndarray  # int32 per group
+    root_row: np.ndarray  # int64 per group
+    root_is_implicit: np.ndarray  # bool per group: FunctionRun & co. (not a step marker)
+    group_names: list[str]  # "train 3" (root name + step_num), else the group id
+
+
+@numba.njit(cache=True, nogil=True)
+def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
+    """Nesting parent of each event (-1 for top level): the innermost earlier event that includes it."""
+    n = start_ps.shape[0]
+    parent = np.full(n, -1, dtype=np.int64)
+    stack = np.empty(256, dtype=np.int64)
+    for line in range(line_offsets.shape[0] - 1):
+        top = 0
+        for i in range(line_offsets[line], line_offsets[line + 1]):
+            s = start_ps[i]
+            e = s + dur_ps[i]
+            while top > 0:
+                p = stack[top - 1]
+                if start_ps[p] <= s and e <= start_ps[p] + dur_ps[p]:
+                    parent[i] = p
+                    break
+                top -= 1
+            if top == stack.shape[0]:
+                grown = np.empty(top * 2, dtype=np.int64)
+                grown[:top] = stack[:top]
+                stack = grown
+            stack[top] = i
+            top += 1
+    return parent
+
+
+@numba.njit(cache=True, nogil=True)
+def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray,
+               child_ptr: np.ndarray, child_idx: np.ndarray,
+               edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Breadth-first claim from each root in order; returns (group per node, root node per group)."""
+    n = parent.shape[0]
+    group = np.full(n, -1, dtype=np.int64)
+    group_root = np.empty(roots.shape[0], dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    n_groups = 0
+    for r in roots:
+        if group[r] >= 0:
+            continue
+        # A root nested in a root of the same level is grouped with its ancestor instead.
+        a = parent[r]
+        nested = False
+        while a >= 0:
+            if root_level[a] == root_level[r]:
+                nested = True
+                break
+            a = parent[a]
+        if nested:
+            continue
+        gid = n_groups
+        n_groups += 1
+        group_root[gid] = r
+        head = 0
+        tail = 0
+        queue[tail] = r
+        tail += 1
+        group[r] = gid
+        while head < tail:
+            node = queue[head]
+            head += 1
+            for k in range(child_ptr[node], child_ptr[node + 1]):
+                c = child_idx[k]
+                if group[c] < 0:
+                    group[c] = gid
+                    queue[tail] = c
+                    tail += 1
+            for k in range(edge_ptr[node], edge_ptr[node + 1]):
+                c = edge_idx[k]
+                if group[c] < 0:
+                    group[c] = gid
+                    queue[tail] = c
+                    tail += 1
+    return group, group_root[:n_groups]
+
+
+def _csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr, dst[order].astype(np.int64)
+
+
+def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
+                child_nodes: np.ndarray, limit: int | None = None,
+                last_parent_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Edges parent -> child between nodes with equal keys (rows of an int64 key matrix)."""
+    if len(parent_nodes) == 0 or len(child_nodes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keys = np.concatenate([parent_keys, child_keys])
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
+    n_keys = int(inv.max()) + 1
+    if last_parent_only:
+        # XProf keeps one parent per key in a map (the last one written).
+        last = np.full(n_keys, -1, dtype=np.int64)
+        last[pk] = parent_nodes
+        keep = np.nonzero(last >= 0)[0]
+        pk, parent_nodes = keep, last[keep]
+    n_par = np.bincount(pk, minlength=n_keys)
+    n_chi = np.bincount(ck, minlength=n_keys)
+    if limit is not None:
+        crowded = (n_par >= limit) & (n_chi >= limit)
+        pk_ok = ~crowded[pk]
+        pk, parent_nodes = pk[pk_ok], parent_nodes[pk_ok]
+    c_order = np.argsort(ck, kind="stable")
+    c_sorted_nodes = child_nodes[c_order]
+    c_start = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(n_chi, out=c_start[1:])
+    reps = n_chi[pk]
+    src = np.repeat(parent_nodes, reps)
+    # Offsets 0..reps-1 within each parent's run of children.
+    run_start = np.repeat(np.cumsum(reps) - reps, reps)
+    within = np.arange(int(reps.sum())) - run_start
+    dst = c_sorted_nodes[np.repeat(c_start[pk], reps) + within]
+    return src.astype(np.int64), dst.astype(np.int64)
+
+
+def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``plane`` that carry both stats ``a`` and ``b``, and their (a, b) values."""
+    ida, idb = store.stat_id(a), store.stat_id(b)
+    if ida < 0 or idb < 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    ca, cb = plane.event_stat(ida), plane.event_stat(idb)
+    rows, ia, ib = np.intersect1d(ca.rows, cb.rows, assume_unique=True, return_indices=True)
+    return rows, np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
+
+
+def _carry_forward(group: np.ndarray, start_ps: np.ndarray) -> np.ndarray:
+    """Device events no launch reaches (async host-to-device copies) join the group running before them.
+
+    XProf 2.24.2 shows this on jax_mlp: every device ``MemcpyH2D`` has a group although its host
+    event has none, and it is the group of the device work that started last before it.
+    """
+    if not np.any(group < 0) or not np.any(group >= 0):
+        return group
+    order = np.argsort(start_ps, kind="stable")
+    g = group[order]
+    idx = np.where(g >= 0, np.arange(len(g)), -1)
+    last = np.maximum.accumulate(idx)
+    filled = np.where(last >= 0, g[np.clip(last, 0, None)], -1)
+    out = np.empty_like(group)
+    out[order] = filled
+    return out
+
+
+def compute_groups(store: ProfileStore) -> EventGroups:
+    planes = store.planes
+    offsets = np.zeros(len(planes) + 1, dtype=np.int64)
+    np.cumsum([p.n_events for p in planes], out=offsets[1:])
+    n = int(offsets[-1])
+    parent = np.full(n, -1, dtype=np.int64)
+    root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
+    root_nodes: list[np.ndarray] = []
+    src_parts: list[np.ndarray] = []
+    dst_parts: list[np.ndarray] = []
+    prod_keys, prod_nodes, cons_keys, cons_nodes = [], [], [], []
+    launch_keys, launch_nodes, exec_keys, exec_nodes = [], [], [], []
+    executor_keys, executor_nodes, getnext_keys, getnext_nodes = [], [], [], []
+    r_id, corr_id = store.stat_id("_r"), store.stat_id("correlation_id")
+    executor_name = store.strings.id("ExecutorState::Process")
+    getnext_names = [store.strings.id(x) for x in ("IteratorGetNextOp::DoCompute",
+                                                   "IteratorGetNextAsOptionalOp::DoCompute")]
+    trace_context = store.strings.id("TraceContext")
+    for pi, p in enumerate(planes):
+        if p.n_events == 0:
+            continue
+        base = offsets[pi]
+        par = _parents(p.start_ps, p.dur_ps, p.line_offsets)
+        parent[base:base + p.n_events] = np.where(par >= 0, par + base, -1)
+        if r_id >= 0:
+            rc = p.event_stat(r_id)
+            lvl = rc.as_int()
+            ok = lvl > 0
+            root_level[base + rc.rows[ok]] = lvl[ok]
+        if trace_context >= 0:
+            tc = np.nonzero(p.name_id == trace_context)[0] + base
+            root_level[tc[root_level[tc] == 0]] = 1
+        rows, kv = _stat_pairs(store, p, "_pt", "_p")
+        prod_keys.append(kv)
+        prod_nodes.append(rows + base)
+        rows, kv = _stat_pairs(store, p, "_ct", "_c")
+        cons_keys.append(kv)
+        cons_nodes.append(rows + base)
+        if corr_id >= 0:
+            cc = p.event_stat(corr_id)
+            key = np.stack([cc.as_int(), np.zeros(len(cc.rows), np.int64)], axis=1)
+            if p.name == HOST_PLANE:
+                launch_keys.append(key)
+                launch_nodes.append(cc.rows + base)
+            elif p.name.startswith("/device:"):
+                exec_keys.append(key)
+                exec_nodes.append(cc.rows + base)
+        if executor_name >= 0 or any(g >= 0 for g in getnext_names):
+            rows, kv = _stat_pairs(store, p, "step_id", "iter_num")
+            if len(rows):
+                names = p.name_id[rows]
+                is_exec = names == executor_name
+                is_next = np.isin(names, [g for g in getnext_names if g >= 0])
+                executor_keys.append(kv[is_exec])
+                executor_nodes.append(rows[is_exec] + base)
+                getnext_keys.append(kv[is_next])
+                getnext_nodes.append(rows[is_next] + base)
+
+    def cat(parts: list[np.ndarray], width: int = 0) -> np.ndarray:
+        if not parts:
+            return np.zeros((0, width) if width else 0, np.int64)
+        return np.concatenate(parts)
+
+    for pk, pn, ck, cn, limit, last in (
+        (prod_keys, prod_nodes, cons_keys, cons_nodes, _CONTEXT_FANOUT_LIMIT, False),
+        (launch_keys, launch_nodes, exec_keys, exec_nodes, None, True),
+        (executor_keys, executor_nodes, getnext_keys, getnext_nodes, None, True),
+    ):
+        s, d = _pair_edges(cat(pk, 2), cat(pn), cat(ck, 2), cat(cn), limit=limit, last_parent_only=last)
+        src_parts.append(s)
+        dst_parts.append(d)
+
+    has_parent = np.nonzero(parent >= 0)[0]
+    child_ptr, child_idx = _csr(parent[has_parent], has_parent, n)
+    edge_ptr, edge_idx = _csr(cat(src_parts), cat(dst_parts), n)
+
+    roots = np.nonzero(root_level > 0)[0]
+    plane_of = np.searchsorted(offsets, roots, side="right") - 1
+    start_abs = np.concatenate([p.start_ps for p in planes])[roots] if n else np.zeros(0, np.int64)
+    dur = np.concatenate([p.dur_ps for p in planes])[roots] if n else np.zeros(0, np.int64)
+    order = np.lexsort((roots, -dur, start_abs, -root_level[roots]))
+    roots = roots[order]
+    del plane_of
+    group, group_root = _propagate(roots, root_level, parent, child_ptr, child_idx, edge_ptr, edge_idx)
+
+    group_of = [group[offsets[i]:offsets[i + 1]] for i in range(len(planes))]
+    for i, p in enumerate(planes):
+        if p.name.startswith("/device:") and p.n_events:
+            group_of[i] = _carry_forward(group_of[i], p.start_ps)
+    root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
+    root_row = group_root - offsets[root_plane]
+    implicit_ids = {store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}
+    names: list[str] = []
+    implicit = np.zeros(len(group_root), dtype=bool)
+    step_num_id, iter_num_id = store.stat_id("step_num"), store.stat_id("iter_num")
+    for g in range(len(group_root)):
+        p = planes[int(root_plane[g])]
+        row = int(root_row[g])
+        is_implicit = int(p.name_id[row]) in implicit_ids
+        implicit[g] = is_implicit
+        num = g
+        for sid in (iter_num_id, step_num_id):
+            if sid >= 0:
+                col = p.event_stat(sid)
+                k = int(np.searchsorted(col.rows, row))
+                if k < len(col.rows) and col.rows[k] == row:
+                    num = int(col.as_int()[k])
+                    break
+        prefix = "" if is_implicit else store.strings[int(p.name_id[row])] + " "
+        names.append(f"{prefix}{num}")
+    return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
+                       root_row=root_row, root_is_implicit=implicit, group_names=names)
+
+
+def event_groups(store: ProfileStore) -> EventGroups:
+    """The grouping of ``store`` (computed once per store)."""
+    return store.memo(("tbprof.event_groups", 1), lambda: compute_groups(store))

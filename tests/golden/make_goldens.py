@@ -53,7 +53,6 @@ sys.path.insert(0, os.path.join(REPO, "bench"))
 import xprof_runner  # noqa: E402  pylint: disable=wrong-import-position
 
 
-
 def _profiles_dir() -> str:
     """<repo>/../shared/profiles; a git worktree nested deeper (e.g.
     /work/wt/<name>) finds the same folder by walking further up.  The
@@ -425,7 +424,7 @@ FOS_ALIASES = {
     "Host_cumulative_total_self_time_percent": "host_cumulative_self_time_fraction",
     "measured_flop_rate": "measured_flop_rate_gflops_per_sec",
     "model_flop_rate": "model_flop_rate_gflops_per_sec",
-    "measured_memory_bw": "measured_memory_bw_gbytes_per_sec",
+    "measured_memory_bw": "measured_memory_bw_gibibytes_per_sec",
     "operational_intensity": "operational_intensity_flops_per_byte",
     "gpu_tensorcore_utilization": "gpu_tensorcore_utilization_fraction",
     "eager": "execution_mode",
@@ -469,7 +468,8 @@ def golden_framework_op_stats(raw: Any) -> dict:
         "_note": ("include_idle holds XProf's first table (IDLE rows included) in full, XProf order; "
                   "exclude_idle holds XProf's second table reduced to its key and the columns that differ "
                   "(all other values are identical to include_idle - checked by make_goldens.py). "
-                  "*_fraction columns are 0..1 even though XProf's ids say 'percent'. "
+                  "*_fraction columns are 0..1 even though XProf's ids say 'percent'. measured_memory_bw is GiB/s (XProf labels it "
+                  "'GBytes/Sec' but divides by 2^30). "
                   "XProf keeps at most 500 ops per side (host/device), IDLE included."),
     }
 

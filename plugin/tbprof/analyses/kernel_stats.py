@@ -22,7 +22,8 @@ import numpy as np
 
 from tbprof.analyses import registry, tf_op
 from tbprof.analyses.hlo_map import hlo_programs
-from tbprof.analyses.op_metrics import _is_derived_line, device_planes
+from tbprof.analyses.event_columns import RowStats, factorize, rows_with_stat
+from tbprof.analyses.op_metrics import _live_lines, device_planes
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -130,13 +131,6 @@ def kernel_reports(store: ProfileStore) -> KernelReports:
     return store.memo(("kernel_reports",), lambda: _kernel_reports(store))
 
 
-def _stat_ids(store: ProfileStore, plane: Any, name: str) -> np.ndarray:
-    sid = store.stat_id(name)
-    if sid < 0:
-        return np.full(plane.n_events, -1, dtype=np.int32)
-    return plane.event_stat(sid).dense_str(plane.n_events)  # type: ignore[no-any-return]
-
-
 def _kernel_reports(store: ProfileStore) -> KernelReports:
     strings = store.strings
     programs = hlo_programs(store)
@@ -155,33 +149,26 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
             op_list.append(name)
         return k
 
-    prog_sid = store.stat_id("program_id")
     for plane in device_planes(store):
-        n = plane.n_events
-        kd = _stat_ids(store, plane, "kernel_details")
-        derived = np.array([_is_derived_line(int(x)) for x in plane.line_ids.tolist()], dtype=bool)
-        ns = plane.dur_ps // 1000
-        rows = np.nonzero((kd > 0) & ~derived[plane.line_idx] & (ns > 0))[0]
+        rows = rows_with_stat(plane, store.stat_id("kernel_details"))
+        ns_all = plane.dur_ps[rows] // 1000
+        rows = rows[_live_lines(plane)[plane.line_idx[rows]] & (ns_all > 0)]
         if rows.shape[0] == 0:
             continue
-        tfop = _stat_ids(store, plane, "tf_op")[rows]
-        hlo = _stat_ids(store, plane, "hlo_op")[rows]
-        eq = _stat_ids(store, plane, "equation")[rows]
-        prog = np.full(rows.shape[0], -1, dtype=np.int64)
-        if prog_sid >= 0:
-            pc = plane.event_stat(prog_sid)
-            dense = np.full(n, -1, dtype=np.int64)
-            dense[pc.rows] = pc.as_int()
-            prog = dense[rows]
-        name_id = plane.name_id[rows]
+        st = RowStats(store, plane, rows, ("kernel_details", "tf_op", "hlo_op", "program_id", "equation"))
+        kd, tfop, hlo, eq = st.str_id("kernel_details"), st.str_id("tf_op"), st.str_id("hlo_op"), st.str_id("equation")
+        prog = np.where(st.has("program_id"), st.int("program_id"), -1)
+        keep = kd > 0
+        rows, kd, tfop, hlo, eq, prog = rows[keep], kd[keep], tfop[keep], hlo[keep], eq[keep], prog[keep]
+        name_id = plane.name_id[rows].astype(np.int64)
         # One decision per distinct (name, details, tf_op, hlo_op, program, equation).
-        combo = np.stack([name_id.astype(np.int64), kd[rows].astype(np.int64), tfop.astype(np.int64),
-                          hlo.astype(np.int64), prog, eq.astype(np.int64)], axis=1)
-        uniq, inv = np.unique(combo, axis=0, return_inverse=True)
-        u_params = np.empty(uniq.shape[0], dtype=np.int64)
-        u_op = np.empty(uniq.shape[0], dtype=np.int64)
-        u_elig = np.empty(uniq.shape[0], dtype=bool)
-        for j, (nid, kid, tid, hid, pid, qid) in enumerate(uniq.tolist()):
+        code, first = factorize(name_id, kd, tfop, hlo, prog, eq)
+        u_params = np.empty(first.shape[0], dtype=np.int64)
+        u_op = np.empty(first.shape[0], dtype=np.int64)
+        u_elig = np.empty(first.shape[0], dtype=bool)
+        combos = zip(name_id[first].tolist(), kd[first].tolist(), tfop[first].tolist(), hlo[first].tolist(),
+                     prog[first].tolist(), eq[first].tolist())
+        for j, (nid, kid, tid, hid, pid, qid) in enumerate(combos):
             lp = parse_kernel_details(strings[kid])
             pk = params_index.get(lp)
             if pk is None:
@@ -204,12 +191,11 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
                     elig = op_tensorcore_eligible(op_name) or elig
             u_op[j] = op_key(op_name)
             u_elig[j] = elig
-        inv = inv.reshape(-1)
-        names.append(name_id.astype(np.int64))
-        params_ids.append(u_params[inv])
-        op_keys.append(u_op[inv])
-        eligible.append(u_elig[inv])
-        dur_ns.append(ns[rows])
+        names.append(name_id)
+        params_ids.append(u_params[code])
+        op_keys.append(u_op[code])
+        eligible.append(u_elig[code])
+        dur_ns.append(plane.dur_ps[rows] // 1000)
     if not names:
         empty = Table.from_columns(COLUMNS, {c.name: [] for c in COLUMNS}, default_sort="total_duration_us")
         return KernelReports(empty, 0, {})
@@ -218,9 +204,8 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     op_a = np.concatenate(op_keys)
     elig_a = np.concatenate(eligible)
     ns_a = np.concatenate(dur_ns)
-    keys, inv = np.unique(np.stack([name_a, par_a, op_a, elig_a.astype(np.int64)], axis=1), axis=0,
-                          return_inverse=True)
-    inv = inv.reshape(-1)
+    inv, first_row = factorize(name_a, par_a, op_a, elig_a.astype(np.int64))
+    keys = np.stack([name_a[first_row], par_a[first_row], op_a[first_row], elig_a[first_row].astype(np.int64)], axis=1)
     k = keys.shape[0]
     occ = np.bincount(inv, minlength=k).astype(np.int64)
     total = np.bincount(inv, weights=ns_a.astype(np.float64), minlength=k).round().astype(np.int64)

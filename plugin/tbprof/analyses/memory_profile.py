@@ -23,9 +23,11 @@ import numba
 import numpy as np
 
 from tbprof.analyses import registry
+from tbprof.analyses.event_columns import RowStats
+from tbprof.analyses.event_groups import event_groups
 from tbprof.analyses.op_metrics import HOST_PLANE
 from tbprof.analyses.table import Column, Table
-from tbprof.store.tables import KIND_REF, KIND_STR, Plane, ProfileStore
+from tbprof.store.tables import Plane, ProfileStore
 
 ALLOCATION = "MemoryAllocation"
 DEALLOCATION = "MemoryDeallocation"
@@ -134,18 +136,12 @@ class MemoryEvents:
     peak_index: int  # row of the peak (time-sorted order)
 
 
-def _int_col(store: ProfileStore, plane: Plane, name: str, rows: np.ndarray, missing: int = 0) -> np.ndarray:
-    sid = store.stat_id(name)
-    if sid < 0:
-        return np.full(rows.shape[0], missing, dtype=np.int64)
-    return plane.event_stat(sid).dense_int(plane.n_events, missing)[rows]  # type: ignore[no-any-return]
-
-
-def _str_col(store: ProfileStore, plane: Plane, name: str, rows: np.ndarray) -> np.ndarray:
-    sid = store.stat_id(name)
-    if sid < 0:
-        return np.full(rows.shape[0], -1, dtype=np.int64)
-    return plane.event_stat(sid).dense_str(plane.n_events)[rows].astype(np.int64)  # type: ignore[no-any-return]
+def _group_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """XProf's step (group) id of each event: a ``group_id`` stat, else tbprof's event grouping."""
+    if (own >= 0).any():
+        return own
+    groups = event_groups(store)
+    return groups.group_of[plane.index][rows].astype(np.int64)  # type: ignore[no-any-return]
 
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -163,41 +159,36 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     if rows.shape[0] == 0:
         return {}
     strings = store.strings
+    st = RowStats(store, plane, rows, (
+        "allocator_name", "index_on_host", "device_ordinal", "bytes_allocated", "bytes_reserved",
+        "bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr",
+        "tf_op", "region_type", "data_type", "shape", "group_id"))
     # Memory id: allocator name, else index_on_host / device_ordinal.
     mem_key = np.full(rows.shape[0], "", dtype=object)
     for name in ("index_on_host", "device_ordinal"):
-        v = _int_col(store, plane, name, rows, missing=np.iinfo(np.int64).min)
-        has = v != np.iinfo(np.int64).min
-        mem_key[has] = v[has].astype(str)
-    sid = store.stat_id("allocator_name")
-    if sid >= 0:
-        col = plane.event_stat(sid)
-        text = (col.kind == KIND_STR) | (col.kind == KIND_REF)
-        dense = np.full(plane.n_events, -1, dtype=np.int64)
-        dense[col.rows[text]] = col.value[text]
-        ids = dense[rows]
-        uniq, inv = np.unique(ids, return_inverse=True)
-        names = np.array([strings[i] if i >= 0 else "" for i in uniq.tolist()], dtype=object)[inv.reshape(-1)]
-        mem_key = np.where(ids >= 0, names, mem_key)
-    frag_sid = store.stat_id("fragmentation")
-    frag = (plane.event_stat(frag_sid).dense_float(plane.n_events)[rows] if frag_sid >= 0
-            else np.zeros(rows.shape[0]))
+        has = st.has(name)
+        mem_key[has] = st.int(name)[has].astype(str)
+    alloc_name = st.str_id("allocator_name")
+    if (alloc_name >= 0).any():
+        mem_key = np.where(alloc_name >= 0, _strings(strings, alloc_name), mem_key)
+    codes = np.clip(st.int("data_type"), -1, len(DATA_TYPES))
+    dtype_names = np.array(list(DATA_TYPES) + ["DT_other", "DT_other"], dtype=object)
     cols = {
         "time_ps": plane.start_ps[rows],
         "is_alloc": plane.name_id[rows] == alloc_id,
-        "heap_bytes": _int_col(store, plane, "bytes_allocated", rows),
-        "stack_bytes": _int_col(store, plane, "bytes_reserved", rows),
-        "free_bytes": _int_col(store, plane, "bytes_available", rows),
-        "fragmentation": np.nan_to_num(frag, nan=0.0),
-        "peak_bytes_in_use": _int_col(store, plane, "peak_bytes_in_use", rows),
-        "requested_bytes": _int_col(store, plane, "requested_bytes", rows),
-        "allocation_bytes": _int_col(store, plane, "allocation_bytes", rows),
-        "address": _int_col(store, plane, "addr", rows),
-        "op_id": _str_col(store, plane, "tf_op", rows),
-        "region_id": _str_col(store, plane, "region_type", rows),
-        "dtype_code": _int_col(store, plane, "data_type", rows, missing=0),
-        "shape_id": _str_col(store, plane, "shape", rows),
-        "step_id": _int_col(store, plane, "group_id", rows, missing=-1),
+        "heap_bytes": st.int("bytes_allocated"),
+        "stack_bytes": st.int("bytes_reserved"),
+        "free_bytes": st.int("bytes_available"),
+        "fragmentation": st.float("fragmentation"),
+        "peak_bytes_in_use": st.int("peak_bytes_in_use"),
+        "requested_bytes": st.int("requested_bytes"),
+        "allocation_bytes": st.int("allocation_bytes"),
+        "address": st.int("addr"),
+        "op_id": st.str_id("tf_op"),
+        "region_id": st.str_id("region_type"),
+        "dtype_code": codes,
+        "shape_id": st.str_id("shape"),
+        "step_id": _group_ids(store, plane, rows, st.int("group_id", missing=-1)),
     }
     out: dict[str, MemoryEvents] = {}
     for memory_id in sorted(set(mem_key.tolist())):
@@ -228,7 +219,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
             peak_bytes_in_use=c["peak_bytes_in_use"], requested_bytes=c["requested_bytes"],
             allocation_bytes=c["allocation_bytes"], address=c["address"],
             op=_strings(strings, c["op_id"]), region=_strings(strings, c["region_id"]),
-            dtype=np.array([data_type_name(x) for x in c["dtype_code"].tolist()], dtype=object),
+            dtype=dtype_names[c["dtype_code"]],
             shape=_strings(strings, c["shape_id"]), step_id=step, peak_index=peak_index,
         )
     return out

@@ -148,5 +148,5 @@ def factorize(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 lo, width = 0, int(col.max()) + 1
         code = code * width + (col.astype(np.int64) - lo)
         code_span *= width
-    uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     return inv.reshape(-1), first

@@ -117,6 +117,6 @@ def _hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:
         program_id = program_of.get(meta_row, int(plane.meta_ids[meta_row]))
         try:
             out.setdefault(program_id, parse_hlo_proto(program_id, plane.blobs[value]))
-        except Exception:  # noqa: BLE001 - a truncated proto loses its program, not the profile
+        except Exception:
             continue
     return out

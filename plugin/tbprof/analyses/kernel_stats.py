@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry, tf_op
-from tbprof.analyses.hlo_map import hlo_programs
 from tbprof.analyses.event_columns import RowStats, factorize, rows_with_stat
+from tbprof.analyses.hlo_map import hlo_programs
 from tbprof.analyses.op_metrics import _live_lines, device_planes
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
@@ -217,11 +217,11 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     lps = [params_list[i] for i in keys[:, 1].tolist()]
     opn = [op_list[i] for i in keys[:, 2].tolist()]
     uses = np.array([kernel_uses_tensorcore(x) for x in kname], dtype=bool)
-    elig = keys[:, 3].astype(bool)
+    elig_k = keys[:, 3].astype(bool)
     # XProf's order: total duration descending, then the report key ascending.
     sort_key = [(-int(t), nm, lp.grid, lp.block, lp.registers_per_thread, lp.static_shmem_bytes,
                  lp.dynamic_shmem_bytes, bool(u), bool(e), o)
-                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig.tolist(), opn)]
+                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig_k.tolist(), opn)]
     order = np.array(sorted(range(k), key=sort_key.__getitem__), dtype=np.int64)
     values: dict[str, Any] = {
         "kernel_name": [kname[i] for i in order],
@@ -232,7 +232,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
         "block_dim": [",".join(map(str, lps[i].block)) for i in order],
         "grid_dim": [",".join(map(str, lps[i].grid)) for i in order],
         "occupancy_pct": [occupancy_first[keys[i, 1]] for i in order],
-        "op_tensorcore_eligible": elig[order],
+        "op_tensorcore_eligible": elig_k[order],
         "kernel_uses_tensorcore": uses[order],
         "op_name": [opn[i] for i in order],
         "occurrences": occ[order],

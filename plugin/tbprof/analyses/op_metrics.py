@@ -29,7 +29,7 @@ import numpy as np
 from tbprof.analyses import tf_op
 from tbprof.analyses.event_columns import RowStats, factorize, per_name, rows_with_stat
 from tbprof.analyses.hlo_map import HloProgram, hlo_programs
-from tbprof.store.tables import KIND_REF, KIND_STR, Plane, ProfileStore
+from tbprof.store.tables import Plane, ProfileStore
 
 HOST_PLANE = "/host:CPU"
 IDLE = "IDLE"
@@ -340,8 +340,11 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
         out_plane.append(np.full(sel.shape[0], pi, dtype=np.int64))
         out_row.append(live_rows[sel].astype(np.int64))
         out_op.append(op_of_event[sel])
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
-    return DeviceOpEvents(cat(out_plane), cat(out_row), cat(out_op), names, cats, provs, progs, total_time_ps)
+    return DeviceOpEvents(_cat(out_plane), _cat(out_row), _cat(out_op), names, cats, provs, progs, total_time_ps)
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def device_op_metrics(store: ProfileStore) -> OpMetricsDb:

@@ -8,3 +8,4 @@ from tbprof.analyses import (  # noqa: F401
     step_summary_fields,
     tf_data,
 )
+from tbprof.analyses import kernel_stats, memory_profile, op_profile, tf_stats  # noqa: F401

@@ -54,7 +54,7 @@ def _xspace_detector(folder: Path, files: list[str], logdir: Path) -> list[Run]:
         return []
     session = folder.name
     parent = folder.parent
-    if parent.name == "profile" and parent.parent.name == "plugins":
+    if parent.name == "profile" and parent.parent.name == "plugins" and parent.parent.parent.is_relative_to(logdir):
         prefix = _run_prefix(parent.parent.parent, logdir)
         name = f"{prefix}/{session}" if prefix else session
     else:

@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name != module:
+            if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
                 raise
     for name, (configure, run_fn) in EXTRA_COMMANDS.items():
         p = sub.add_parser(name)
@@ -233,4 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: commands of COMMAND_MODULES register into ``tbprof.cli``,
+    # which under ``python -m`` is a different module object than this ``__main__``.
+    from tbprof.cli import main as _main
+
+    sys.exit(_main())

@@ -4,7 +4,7 @@ Body (JSON): ``{"addresses": "host:port[,host:port]", "duration_ms": 1000, "host
 "device_tracer_level": 1, "python_tracer_level": 0, "delay_ms": 0, "retries": 3}``.
 Answers 200 when every address was captured; 502 when none was (the body still lists
 every address); 200 with ``ok: false`` when some were. Refusals before connecting:
-400 bad input, 403 capture disabled or logdir not writable, 409 a capture of that address
+400 bad input, 415 not JSON, 403 capture disabled or logdir not writable, 409 a capture of that address
 is running.
 """
 
@@ -37,6 +37,10 @@ def run_for_session(runs: dict[str, Run], session_dir: str) -> str | None:
 
 
 def _body(request: Request) -> dict[str, Any]:
+    # A JSON content type cannot be sent cross-site without a CORS preflight (which we never
+    # grant), so a web page the user visits cannot make this server open connections.
+    if request.mimetype != "application/json":
+        raise CaptureRefused(415, "bad_request", "send the capture request as application/json")
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise CaptureRefused(400, "bad_request", f"request body larger than {MAX_BODY_BYTES} bytes")
     raw = request.get_data(cache=False, as_text=False)[: MAX_BODY_BYTES + 1]

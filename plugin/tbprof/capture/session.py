@@ -134,6 +134,12 @@ def claim(addresses: list[Address]) -> Iterator[None]:
             _busy.difference_update(keys)
 
 
+def busy_addresses() -> list[str]:
+    """Addresses being captured right now in this process."""
+    with _lock:
+        return sorted(_busy)
+
+
 # --- the logdir side ----------------------------------------------------------------------------
 def check_writable(logdir: Path) -> Path:
     """The repository root ``<logdir>/plugins/profile``, after proving we can write there.
@@ -233,6 +239,10 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Path
         return result(False, "deadline", (
             f"the profiler server at {address.text} did not answer within {client.deadline_s(options):g} s "
             f"(delay + duration + margin): {attempt.message}"))
+    if attempt.code == "UNIMPLEMENTED":
+        return result(False, "server_error", (
+            f"{address.text} answered, but not as a profiler server (it does not implement "
+            f"{client.PROFILE_METHOD}): {attempt.message}"))
     return result(False, "server_error",
                   f"the profiler server at {address.text} refused the capture ({attempt.code}): {attempt.message}")
 

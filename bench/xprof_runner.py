@@ -67,7 +67,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 SUPPORTED_TOOLS = (
     "overview_page",

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 XPLANE_SUFFIX = ".xplane.pb"
 
@@ -29,7 +30,7 @@ class Run:
     hosts: dict[str, Path] = field(default_factory=dict)  # host -> file
     mtime: float = 0.0
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
 
 

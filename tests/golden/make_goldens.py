@@ -53,7 +53,6 @@ sys.path.insert(0, os.path.join(REPO, "bench"))
 import xprof_runner  # noqa: E402  pylint: disable=wrong-import-position
 
 
-
 def _profiles_dir() -> str:
     """<repo>/../shared/profiles; a git worktree nested deeper (e.g.
     /work/wt/<name>) finds the same folder by walking further up.  The

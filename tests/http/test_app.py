@@ -203,3 +203,19 @@ def test_wrong_method_and_unknown_route(profiles_root: Path, cache_dir: Path) ->
     client = _client(profiles_root, cache_dir)
     assert client.post(API + "runs").status_code == 405
     assert client.get(API + "no_such_route").status_code == 404
+
+
+def test_one_broken_host_among_good_ones(logdir_copy: Path, cache_dir: Path) -> None:
+    """All-hosts views analyse the readable hosts and name the broken one."""
+    session = next(logdir_copy.glob("jax_2hosts/plugins/profile/*"))
+    (session / "worker1.xplane.pb").write_bytes(b"\x0a\xff\xff")  # truncated
+    client = _client(logdir_copy, cache_dir)
+    run = f"jax_2hosts/{session.name}"
+    r = client.get(API + "data", query_string={"run": run, "host": "__all__", "tool": "profile_summary"})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert [h["host"] for h in body["hosts"]] == ["worker0"]
+    assert body["host_errors"][0]["host"] == "worker1"
+    assert "truncated" in body["host_errors"][0]["error"] or "runs past" in body["host_errors"][0]["error"]
+    r1 = client.get(API + "data", query_string={"run": run, "host": "worker1", "tool": "profile_summary"})
+    assert r1.status_code == 422

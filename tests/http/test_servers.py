@@ -23,7 +23,7 @@ def _check_routes(server: servers.Server, root: Path) -> None:
     assert data["event_count"] > 0
     status, err = server.get_json("data?run=..%2F..%2Fetc&tool=profile_summary")
     assert status == 404 and "unknown run" in err["error"]
-    status, headers, js = server.get("index.js")
+    status, headers, _ = server.get("index.js")
     assert status == 200 and "javascript" in headers["Content-Type"]
     status, _, csv_body = server.get(f"csv?run={run}&tool=profile_summary&table=lines")
     assert status == 200 and csv_body.startswith(b"host,plane,line,event_count")

@@ -20,6 +20,7 @@ returns an error code with the byte offset, which the reader turns into a clear 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from tbprof.store import paths as _paths
 # Compiling the scanner takes ~10 s once per machine; the compiled code is reused after.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))
 
-import numba  # noqa: E402  (must follow the NUMBA_CACHE_DIR default above)
+import numba
 
 # Stat value kinds, stored in the store's ``kind`` column.
 KIND_NONE = 0
@@ -57,7 +58,7 @@ ERROR_TEXT = {
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
+def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, int]:
     """Returns (value as int64 bit pattern, new position, error code)."""
     if pos < end and buf[pos] < 0x80:  # most tags, ids and small values are one byte
         return np.int64(buf[pos]), pos + 1, 0
@@ -209,7 +210,7 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                         return ERR_LENGTH, pos
                                     s_meta = 0
                                     s_kind = KIND_NONE
-                                    s_val = 0
+                                    s_val = np.int64(0)
                                     s_len = 0
                                     while pos < send:
                                         stag, pos, err = _varint(buf, pos, send)
@@ -223,7 +224,7 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                             if pos + 8 > send:
                                                 return ERR_TRUNCATED, pos
                                             s_kind = KIND_DOUBLE
-                                            s_val = 0
+                                            s_val = np.int64(0)
                                             for k in range(8):
                                                 s_val |= np.int64(buf[pos + k]) << np.int64(8 * k)
                                             pos += 8
@@ -242,7 +243,7 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                             if s_len < 0 or pos + s_len > send:
                                                 return ERR_LENGTH, pos
                                             s_kind = KIND_STR if sfield == 5 else KIND_BYTES
-                                            s_val = pos
+                                            s_val = np.int64(pos)
                                             pos += s_len
                                         else:
                                             pos, err = _skip(buf, pos, send, swire)

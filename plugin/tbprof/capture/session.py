@@ -63,13 +63,10 @@ def options_from(body: Mapping[str, Any]) -> CaptureOptions:
     duration = body.get("duration_ms", d.duration_ms)
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration <= 0:
         raise CaptureRefused(400, "bad_option", f"duration_ms must be positive, not {duration}")
+    levels = {name: _int_field(body, name, getattr(d, name), lo, hi) for name, (lo, hi) in LEVEL_RANGES.items()}
     return CaptureOptions(
         duration_ms=_int_field(body, "duration_ms", d.duration_ms, 1, MAX_DURATION_MS),
-        host_tracer_level=_int_field(body, "host_tracer_level", d.host_tracer_level, *LEVEL_RANGES["host_tracer_level"]),
-        device_tracer_level=_int_field(body, "device_tracer_level", d.device_tracer_level,
-                                       *LEVEL_RANGES["device_tracer_level"]),
-        python_tracer_level=_int_field(body, "python_tracer_level", d.python_tracer_level,
-                                       *LEVEL_RANGES["python_tracer_level"]),
+        **levels,
         delay_ms=_int_field(body, "delay_ms", d.delay_ms, 0, MAX_DELAY_MS),
         retries=_int_field(body, "retries", d.retries, 0, MAX_RETRIES),
     )

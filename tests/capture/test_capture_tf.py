@@ -23,6 +23,7 @@ from werkzeug.test import Client
 
 from tbprof.capture import session
 from tbprof.http.app import create_app
+from tbprof.protos import profiler_options_pb2
 from tests.capture.profiler_servers import ProfilerServer, mount_namespace_cmd, profiler_server
 from tests.servers import PLUGIN_SRC, free_port
 
@@ -79,15 +80,29 @@ def test_capture_through_http_route(tf_server: ProfilerServer, logdir: Path, tmp
 
 
 def test_capture_through_cli(tf_server: ProfilerServer, logdir: Path, tmp_path: Path) -> None:
+    """The CLI's options reach the server: it records the ProfileOptions it ran with in the
+    XSpace (Task Environment plane, stat profile_options), and the delay holds tracing back."""
     env = dict(os.environ, PYTHONPATH=str(PLUGIN_SRC))
+    requested_ns = time.time_ns()
     proc = subprocess.run([sys.executable, "-m", "tbprof.cli", "capture", tf_server.address, "--logdir", str(logdir),
-                           "--duration-ms", "400", "--host-tracer-level", "3", "--json"],
+                           "--duration-ms", "400", "--host-tracer-level", "3", "--python-tracer-level", "1",
+                           "--delay-ms", "700", "--json"],
                           capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["ok"] and report["options"]["host_tracer_level"] == 3
+    host = f"localhost_{tf_server.port}"
     app = create_app(logdir, cache_dir=tmp_path / "cache")
-    _check_run(app, report["run"], f"localhost_{tf_server.port}")
+    _check_run(app, report["run"], host)
+    env_plane = app.ctx.profiles.store(app.ctx.profiles.run(report["run"]), host).plane("Task Environment")
+    used = profiler_options_pb2.ProfileOptions.FromString(env_plane.plane_stats["profile_options"])
+    assert (used.version, used.host_tracer_level, used.device_tracer_level, used.python_tracer_level,
+            used.duration_ms) == (1, 3, 1, 1, 400)
+    assert used.start_timestamp_ns >= requested_ns + 700 * 1_000_000
+    start_ns = env_plane.plane_stats["profile_start_time"]
+    stop_ns = env_plane.plane_stats["profile_stop_time"]
+    assert start_ns >= used.start_timestamp_ns  # the server waited for the delay ...
+    assert stop_ns - start_ns >= 400 * 1_000_000  # ... then traced for the duration
 
 
 def test_one_session_answers_per_address(tf_server: ProfilerServer, logdir: Path, tmp_path: Path) -> None:

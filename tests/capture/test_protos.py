@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from google.protobuf import descriptor_pb2
 
 from tbprof.capture import client
 from tbprof.protos import profiler_options_pb2, profiler_service_pb2
+from tests.servers import PLUGIN_SRC
 
 
 def _tf_descriptor(relative: str) -> descriptor_pb2.FileDescriptorProto:
@@ -61,3 +65,18 @@ def test_request_bytes_as_tensorflow_numbers_them() -> None:
     resp = profiler_service_pb2.ProfileResponse.FromString(bytes([7 << 3, 1]))
     assert resp.empty_trace is True
     assert client.PROFILE_METHOD == "/tensorflow.ProfilerService/Profile"
+
+
+@pytest.mark.slow
+def test_loads_next_to_tensorflow() -> None:
+    """TensorBoard processes often import TensorFlow, which registers tensorflow.ProfileOptions in
+    the default descriptor pool; our messages must not collide with it (hence our package)."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    code = ("import tensorflow.tsl.profiler.protobuf.profiler_options_pb2 as tf_opts\n"
+            "from tbprof.capture import client\n"
+            "req = client.build_request(client.CaptureOptions(), '/r', 's', 'h', '/l')\n"
+            "assert tf_opts.ProfileOptions.FromString(req.opts.SerializeToString()).host_tracer_level == 2\n")
+    env = dict(os.environ, PYTHONPATH=str(PLUGIN_SRC), TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]

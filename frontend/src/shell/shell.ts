@@ -3,7 +3,7 @@
 // Everything it shows follows the URL state; every failure becomes a readable message.
 
 import { formatTimestamp } from "../base/format";
-import { matchesAllTerms } from "../base/search";
+import { matchesAllTerms, newestFirst } from "../base/search";
 import { ApiError, type Api } from "../data/api";
 import type { DataRequest, RunInfo, Settings, ToolInfo } from "../data/types";
 import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
@@ -100,7 +100,8 @@ export class Shell {
 
   private async loadRuns(refresh: boolean): Promise<void> {
     try {
-      this.runs = (await this.api.runs(refresh)).runs;
+      // The backend lists newest first already; sorting here keeps that a frontend promise.
+      this.runs = newestFirst((await this.api.runs(refresh)).runs);
       this.runsError = null;
     } catch (e) {
       this.runsError = e;

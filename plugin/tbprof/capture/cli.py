@@ -21,7 +21,8 @@ from tbprof.capture.session import (
     CaptureRefused,
     capture,
     options_from,
-    summary_message,
+    report_json,
+    run_for_session,
 )
 from tbprof.logdir import discover
 
@@ -54,11 +55,9 @@ def run(args: argparse.Namespace) -> int:
     except (AddressError, CaptureRefused) as e:
         raise cli.CliError(str(e)) from None
     if report.any_ok:
-        from tbprof.capture.routes import run_for_session
-
         report.run = run_for_session(discover(Path(report.logdir)), report.session_dir)
     if args.json:
-        sys.stdout.write(json.dumps({**report.to_json(), "message": summary_message(report)}, indent=1) + "\n")
+        sys.stdout.write(json.dumps(report_json(report), indent=1) + "\n")
     for r in report.results:
         if r.ok:
             print(f"{r.address}: {r.message}", file=sys.stderr if args.json else sys.stdout)

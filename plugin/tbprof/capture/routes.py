@@ -11,29 +11,18 @@ is running.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from tbprof.analyses.registry import SCHEMA_VERSION
 from tbprof.capture.addresses import AddressError, parse_addresses
-from tbprof.capture.session import CaptureRefused, CaptureReport, capture, options_from, summary_message
+from tbprof.capture.session import CaptureRefused, capture, options_from, report_json, run_for_session
 from tbprof.http import responses
 from tbprof.http.app import AppContext, route
-from tbprof.logdir import Run
 
 MAX_BODY_BYTES = 64 * 1024
 DISABLED_MESSAGE = ("Capture Profile is turned off on this server (tbprof serve --no-capture, TensorBoard "
                     "--tbprof_no_capture or TBPROF_NO_CAPTURE=1), so it opens no connections to profiler servers.")
-
-
-def run_for_session(runs: dict[str, Run], session_dir: str) -> str | None:
-    target = Path(session_dir).resolve()
-    for run in runs.values():
-        if run.kind == "xspace" and Path(run.path).resolve() == target:
-            return run.name
-    return None
 
 
 def _body(request: Request) -> dict[str, Any]:
@@ -57,10 +46,6 @@ def _body(request: Request) -> dict[str, Any]:
     if unknown:
         raise CaptureRefused(400, "bad_request", f"unknown field(s) {unknown}")
     return body
-
-
-def report_json(report: CaptureReport) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, **report.to_json(), "message": summary_message(report)}
 
 
 @route("capture", "POST")

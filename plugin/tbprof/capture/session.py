@@ -20,9 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tbprof.analyses.registry import SCHEMA_VERSION
 from tbprof.capture import client
 from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
+from tbprof.logdir import Run
 
 MAX_DURATION_MS = 10 * 60 * 1000
 MAX_DELAY_MS = 10 * 60 * 1000
@@ -284,3 +286,17 @@ def summary_message(report: CaptureReport) -> str:
     if total == 1:
         return report.results[0].message
     return f"no host was captured ({total} failed)"
+
+
+def report_json(report: CaptureReport) -> dict[str, Any]:
+    """The answer of ``POST capture`` and ``tbprof capture --json`` (docs/api.md)."""
+    return {"schema_version": SCHEMA_VERSION, **report.to_json(), "message": summary_message(report)}
+
+
+def run_for_session(runs: dict[str, Run], session_dir: str) -> str | None:
+    """The name the run index gives the new session (``<session>`` at the logdir's root)."""
+    target = Path(session_dir).resolve()
+    for run in runs.values():
+        if run.kind == "xspace" and Path(run.path).resolve() == target:
+            return run.name
+    return None

@@ -1,3 +1,7 @@
 """Analyses: pure functions ``stores -> dict``, one module per page, registered as tools."""
 
-from tbprof.analyses import profile_summary  # noqa: F401
+from tbprof.analyses import (
+    profile_summary,  # noqa: F401
+    tfprof_advice,  # noqa: F401
+    tfprof_views,  # noqa: F401
+)

@@ -1,0 +1,96 @@
+"""Runs of older and foreign profilers: TF1 timelines, tfprof ProfileProtos, PyTorch traces.
+
+A folder anywhere in the logdir is a run of each kind it holds files of:
+
+* ``tf1_timeline``: Chrome trace JSON of TF1 graph sessions, ``timeline-<step>.json`` as
+  ``tf.estimator.ProfilerHook`` writes it, any ``*timeline*.json`` from
+  ``tensorflow.python.client.timeline`` and ``*.ctf.json``; each file is one step (a host);
+* ``tfprof_timeline``: tfprof's ``with_timeline_output`` files, ``<name>timeline<...>.json_<step>``;
+* ``tfprof``: tfprof ``ProfileProto`` files, ``profile.pb`` (``Profiler.serialize_to_string()``
+  saved by the user) and ``profile_<step>`` (``ProfileContext`` dumps);
+* ``pytorch``: ``*.pt.trace.json[.gz]`` from ``torch.profiler.tensorboard_trace_handler``,
+  one host per file.
+
+The run is named after the folder; when a folder holds several kinds, the first of the
+order above keeps the plain name and the others get `` (<kind>)``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tbprof import logdir, profiles
+from tbprof.logdir import Run
+
+PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+_TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
+_TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
+_STEP_IN_NAME = re.compile(r"(\d+)(?!.*\d)")
+
+KIND_ORDER = ("tf1_timeline", "pytorch", "tfprof", "tfprof_timeline")
+
+
+def classify(name: str) -> tuple[str, str] | None:
+    """(run kind, host name) of a file name, or None when it is none of these formats."""
+    for suffix in PYTORCH_SUFFIXES:
+        if name.endswith(suffix):
+            return "pytorch", name[: -len(suffix)]
+    if _TFPROF_TIMELINE.fullmatch(name):
+        return "tfprof_timeline", name
+    if name.endswith(".ctf.json"):
+        return "tf1_timeline", name[: -len(".ctf.json")]
+    if name.endswith(".json") and "timeline" in name:
+        return "tf1_timeline", name[: -len(".json")]
+    if _TFPROF_PROFILE.fullmatch(name):
+        return "tfprof", name
+    return None
+
+
+def step_of(host: str) -> int | None:
+    """The step number in a step file's name (``timeline-12`` -> 12, ``profile_300`` -> 300)."""
+    m = _STEP_IN_NAME.search(host)
+    return int(m.group(1)) if m else None
+
+
+def _detector(folder: Path, files: list[str], root: Path) -> list[Run]:
+    by_kind: dict[str, dict[str, Path]] = {}
+    for name in files:
+        found = classify(name)
+        if found is not None:
+            kind, host = found
+            by_kind.setdefault(kind, {})[host] = folder / name
+    if not by_kind:
+        return []
+    rel = folder.relative_to(root).as_posix() if folder != root else ""
+    base = rel or folder.name
+    runs = []
+    for kind in KIND_ORDER:
+        hosts = by_kind.get(kind)
+        if not hosts:
+            continue
+        name = base if not runs else f"{base} ({kind})"
+        ordered = dict(sorted(hosts.items(), key=lambda kv: (step_of(kv[0]) is None, step_of(kv[0]) or 0, kv[0])))
+        mtime = max((p.stat().st_mtime for p in ordered.values() if p.exists()), default=0.0)
+        runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=mtime))
+    return runs
+
+
+def _read_chrome_trace(path: Path) -> Any:
+    # Imported on use: the Chrome trace reader is its own module (readers/chrome_trace.py).
+    from tbprof.readers.chrome_trace import read_chrome_trace
+
+    return read_chrome_trace(path)
+
+
+def _read_tfprof(path: Path) -> Any:
+    from tbprof.readers.tfprof import read_tfprof
+
+    return read_tfprof(path)
+
+
+logdir.register_detector(_detector)
+for _kind in ("tf1_timeline", "tfprof_timeline", "pytorch"):
+    profiles.register_reader(_kind, "chrome_trace", _read_chrome_trace)
+profiles.register_reader("tfprof", "tfprof", _read_tfprof)

@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
+            if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+                raise  # a missing feature module is fine; a broken import inside one is not
     for name, (configure, run_fn) in EXTRA_COMMANDS.items():
         p = sub.add_parser(name)
         configure(p)

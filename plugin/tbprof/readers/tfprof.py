@@ -11,7 +11,6 @@ tfprof would); a file whose content is only unknown fields is not a ProfileProto
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,12 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _is_repeated(fd: Any) -> bool:
+    # protobuf >= 5.28 has is_repeated (7 dropped label); older ones only label.
+    flag = getattr(fd, "is_repeated", None)
+    return bool(flag) if flag is not None else fd.label == fd.LABEL_REPEATED
+
+
 def _unknown_fields(msg: Message, path: str) -> Iterator[str]:
     """Paths of unknown fields, e.g. ``ProfileNode(id 3).field 40`` (only called when some exist)."""
     from google.protobuf import unknown_fields
@@ -45,7 +50,7 @@ def _unknown_fields(msg: Message, path: str) -> Iterator[str]:
             if value_fd.message_type is not None:
                 for k, v in value.items():
                     yield from _unknown_fields(v, f"{path}.{fd.name}[{k}]")
-        elif fd.label == fd.LABEL_REPEATED:
+        elif _is_repeated(fd):
             for i, v in enumerate(value):
                 yield from _unknown_fields(v, f"{path}.{fd.name}[{i}]")
         else:
@@ -200,11 +205,3 @@ def _build(proto: Any, source: str, host: str, warnings: list[str]) -> TfprofPro
         data_format=data_format, execs=execs, kernels=kernels, devices=list(devices), steps=steps,
         has_trace=bool(proto.has_trace), miss_accelerator_stream=bool(proto.miss_accelerator_stream),
         warnings=warnings)
-
-
-def looks_like_tfprof(path: Path) -> bool:
-    """Cheap check for discovery: a non-empty regular file (the reader decides the rest)."""
-    try:
-        return path.is_file() and os.path.getsize(path) > 0
-    except OSError:
-        return False

@@ -15,7 +15,7 @@ from typing import Any
 
 from tbprof.analyses import registry
 from tbprof.logdir import Run, RunIndex
-from tbprof.readers import xplane
+from tbprof.readers import chrome_trace, xplane
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
 
@@ -28,6 +28,10 @@ _READERS: dict[str, tuple[str, Reader]] = {"xspace": ("xspace", xplane.read_xspa
 
 def register_reader(kind: str, store_format: str, reader: Reader) -> None:
     _READERS[kind] = (store_format, reader)
+
+
+# Generic Chrome trace JSON runs (``<host>.trace.json(.gz)`` without an xplane beside them).
+register_reader("chrome_trace", chrome_trace.FORMAT, chrome_trace.read_chrome_trace)
 
 
 class NotFound(LookupError):

@@ -60,7 +60,8 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
-                if e.name != name:
+                # Skip a missing feature module (or its missing package), not a broken import inside it.
+                if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
                     raise
 
     def route_path(self, request: Request) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tbprof.analyses import registry
 from tbprof.logdir import Run, RunIndex
-from tbprof.readers import xplane
+from tbprof.readers import chrome_trace, xplane
 from tbprof.readers.errors import ProfileReadError
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
@@ -31,6 +31,9 @@ _READERS: dict[str, tuple[str, Reader]] = {"xspace": ("xspace", xplane.read_xspa
 def register_reader(kind: str, store_format: str, reader: Reader) -> None:
     _READERS[kind] = (store_format, reader)
 
+
+# Generic Chrome trace JSON runs (``<host>.trace.json(.gz)`` without an xplane beside them).
+register_reader("chrome_trace", chrome_trace.FORMAT, chrome_trace.read_chrome_trace)
 
 # Modules that register run detectors and readers of other run kinds; missing ones are skipped.
 READER_MODULES = ("tbprof.readers.foreign_runs",)

@@ -4,4 +4,5 @@ from tbprof.analyses import (
     profile_summary,  # noqa: F401
     tfprof_advice,  # noqa: F401
     tfprof_views,  # noqa: F401
+    trace_viewer,  # noqa: F401
 )

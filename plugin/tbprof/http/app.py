@@ -61,8 +61,9 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
+                # Skip a missing feature module (or its missing package), not a broken import inside it.
                 if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
-                    raise  # a missing feature module is fine; a broken import inside one is not
+                    raise
 
     def route_path(self, request: Request) -> str:
         path = request.path

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from tbprof import logdir, profiles
 from tbprof.logdir import Run
+from tbprof.readers import chrome_trace, tfprof
 
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
@@ -77,20 +77,7 @@ def _detector(folder: Path, files: list[str], root: Path) -> list[Run]:
     return runs
 
 
-def _read_chrome_trace(path: Path) -> Any:
-    # Imported on use: the Chrome trace reader is its own module (readers/chrome_trace.py).
-    from tbprof.readers.chrome_trace import read_chrome_trace
-
-    return read_chrome_trace(path)
-
-
-def _read_tfprof(path: Path) -> Any:
-    from tbprof.readers.tfprof import read_tfprof
-
-    return read_tfprof(path)
-
-
 logdir.register_detector(_detector)
 for _kind in ("tf1_timeline", "tfprof_timeline", "pytorch"):
-    profiles.register_reader(_kind, "chrome_trace", _read_chrome_trace)
-profiles.register_reader("tfprof", "tfprof", _read_tfprof)
+    profiles.register_reader(_kind, chrome_trace.FORMAT, chrome_trace.read_chrome_trace)
+profiles.register_reader("tfprof", "tfprof", tfprof.read_tfprof)

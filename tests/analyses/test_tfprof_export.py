@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def test_scope_timeline_widths_add_up() -> None:
     top = [e for e in events if e["pid"] == 1]
     # Top-level scopes sit side by side from 0 and fill the root exactly (no self time at the root).
     assert top[0]["ts"] == 0
-    assert all(a["ts"] + a["dur"] == b["ts"] for a, b in zip(top, top[1:], strict=False))
+    assert all(a["ts"] + a["dur"] == b["ts"] for a, b in itertools.pairwise(top))
     assert sum(e["dur"] for e in top) == root["dur"]
 
 

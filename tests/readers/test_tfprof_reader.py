@@ -98,7 +98,7 @@ def test_unknown_fields_from_another_version_are_named(tmp_path: Path) -> None:
 
 def test_only_unknown_fields_is_an_error(tmp_path: Path) -> None:
     data = _varint(40 << 3) + _varint(7) + _varint(41 << 3 | 2) + _varint(2) + b"ok"
-    with pytest.raises(ProfileReadError, match="only fields tfprof does not define.*field 40"):
+    with pytest.raises(ProfileReadError, match=r"only fields tfprof does not define.*field 40"):
         read_tfprof(_write(tmp_path, data))
 
 

@@ -11,47 +11,18 @@ A folder anywhere in the logdir is a run of each kind it holds files of:
 * ``pytorch``: ``*.pt.trace.json[.gz]`` from ``torch.profiler.tensorboard_trace_handler``,
   one host per file.
 
-The run is named after the folder; when a folder holds several kinds, the first of the
-order above keeps the plain name and the others get `` (<kind>)``.
+The run is named after the folder; when a folder holds several kinds, the first in
+``step_files.KIND_ORDER`` keeps the plain name and the others get `` (<kind>)``.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from tbprof import logdir, profiles
 from tbprof.logdir import Run
 from tbprof.readers import chrome_trace, tfprof
-
-PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
-_TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
-_TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
-_STEP_IN_NAME = re.compile(r"(\d+)(?!.*\d)")
-
-KIND_ORDER = ("tf1_timeline", "pytorch", "tfprof", "tfprof_timeline")
-
-
-def classify(name: str) -> tuple[str, str] | None:
-    """(run kind, host name) of a file name, or None when it is none of these formats."""
-    for suffix in PYTORCH_SUFFIXES:
-        if name.endswith(suffix):
-            return "pytorch", name[: -len(suffix)]
-    if _TFPROF_TIMELINE.fullmatch(name):
-        return "tfprof_timeline", name
-    if name.endswith(".ctf.json"):
-        return "tf1_timeline", name[: -len(".ctf.json")]
-    if name.endswith(".json") and "timeline" in name:
-        return "tf1_timeline", name[: -len(".json")]
-    if _TFPROF_PROFILE.fullmatch(name):
-        return "tfprof", name
-    return None
-
-
-def step_of(host: str) -> int | None:
-    """The step number in a step file's name (``timeline-12`` -> 12, ``profile_300`` -> 300)."""
-    m = _STEP_IN_NAME.search(host)
-    return int(m.group(1)) if m else None
+from tbprof.readers.step_files import KIND_ORDER, classify, step_of
 
 
 def _detector(folder: Path, files: list[str], root: Path) -> list[Run]:
@@ -65,7 +36,7 @@ def _detector(folder: Path, files: list[str], root: Path) -> list[Run]:
         return []
     rel = folder.relative_to(root).as_posix() if folder != root else ""
     base = rel or folder.name
-    runs = []
+    runs: list[Run] = []
     for kind in KIND_ORDER:
         hosts = by_kind.get(kind)
         if not hosts:

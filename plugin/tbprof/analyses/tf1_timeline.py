@@ -142,6 +142,16 @@ def _ordered(stores: Sequence[ProfileStore]) -> list[tuple[int, StepOps, Profile
     return [(ops.step if ops.step is not None else i, ops, s) for i, (ops, s) in enumerate(items)]
 
 
+def _empty_note(steps: Sequence[StepOps]) -> dict[str, Any]:
+    """Step files without a single op (an empty timeline) are named, not silently averaged in."""
+    empty = [s.host for s in steps if s.start_us.shape[0] == 0]
+    if not empty:
+        return {}
+    return {"empty_files": empty,
+            "message": f"{', '.join(empty)}: no op events (an empty timeline); "
+                       "their step time shows as 0 and they are left out of the averages"}
+
+
 # --- tf1_steps ---------------------------------------------------------------------------------
 
 STEP_COLUMNS = [
@@ -171,10 +181,12 @@ def steps_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) ->
         values["op_count"].append(int(s.start_us.shape[0]))
         values["start_offset_ms"].append(float(s.start_us.min() - first) / 1e3 if has else 0.0)
     table = Table.from_columns(STEP_COLUMNS, values, default_sort=None)
-    times = np.asarray(values["step_time_ms"], dtype=np.float64)
+    timed = [i for i, s in enumerate(steps) if s.start_us.shape[0] > 0]
+    times = np.asarray(values["step_time_ms"], dtype=np.float64)[timed]
     return {
         "schema_version": registry.SCHEMA_VERSION,
         "tool": "tf1_steps",
+        **_empty_note(steps),
         "step_count": len(steps),
         "chart": {"step": values["step"], "step_time_ms": values["step_time_ms"]},
         "average_step_time_ms": float(times.mean()) if times.shape[0] else 0.0,
@@ -259,6 +271,7 @@ def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any])
     return {
         "schema_version": registry.SCHEMA_VERSION,
         "tool": "tf1_op_stats",
+        **_empty_note(steps),
         "step_count": len(steps),
         "steps": [step for step, _, _ in ordered],
         "sides": sides,

@@ -170,3 +170,20 @@ def test_timeline_and_pytorch_tools(client: Client) -> None:
     assert r.status_code == 200 and r.get_json()["kernel_event_count"] == 252
     r = _get(client, "csv", run="torch/torch_cnn", tool="pytorch_op_stats")
     assert r.status_code == 200 and r.get_data(as_text=True).startswith("operator,calls,")
+
+
+def test_summary_of_legacy_runs(logdir: Path, tmp_path: Path) -> None:
+    from tbprof.analyses.summary import summary
+    from tbprof.profiles import Profiles
+
+    profiles = Profiles(logdir, cache_dir=tmp_path / "cache")
+    tfprof = summary(profiles, profiles.run(TFPROF_RUN))
+    views = golden("tfprof_views.json")
+    graph = next(c for c in views["cases"] if c["id"] == "graph_default")
+    root = dict(zip(graph["fields"], graph["rows"][0], strict=True))
+    assert tfprof["tfprof_nodes"] == len(graph["rows"]) - 1
+    assert tfprof["tfprof_steps"] == 6
+    # TensorFlow's root total: the sum of each node's mean time over the steps.
+    assert tfprof["tfprof_exec_us_per_step"] == root["total_exec_micros"]
+    timeline = summary(profiles, profiles.run(TIMELINE_RUN))
+    assert timeline["host_count"] == 6 and "tfprof_nodes" not in timeline

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from tbprof.analyses import registry
+from tbprof.analyses import registry, summary
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tfprof_engine import (
     METRICS,
@@ -110,7 +110,8 @@ def run_view(profile: TfprofProfile, options: Mapping[str, Any]) -> ViewResult:
     view = str(options.get("view", "scope"))
     opts = view_options(options)
     try:
-        return profile.memo(("tfprof_view", view, opts), lambda: show_view(profile, view, opts))
+        # Not memoised here: Profiles memoises tool results, and a view takes milliseconds.
+        return show_view(profile, view, opts)
     except ViewError as e:
         raise registry.OptionError(str(e)) from e
 
@@ -233,6 +234,20 @@ def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> dict[str, Any]
         "tables": {"nodes": view_table(profile, result)},
     }
 
+
+def summary_fields(stores: Sequence[Any]) -> dict[str, Any]:
+    """``tbprof summary`` of a tfprof run: graph nodes, traced steps, time and memory per step."""
+    profiles = [s for s in stores if isinstance(s, TfprofProfile)]
+    if not profiles:
+        return {}
+    p = profiles[0]
+    stats = p.node_stats(-1)
+    return {"tfprof_nodes": p.n_nodes, "tfprof_steps": len(p.steps),
+            "tfprof_exec_us_per_step": int(stats["exec_micros"].sum()),
+            "tfprof_requested_bytes_per_step": int(stats["requested_bytes"].sum())}
+
+
+summary.SUMMARY_FIELDS.append(summary_fields)
 
 registry.register(registry.Tool(
     name=TOOL, title="tfprof views", compute=compute, options=OPTIONS, formats=("tfprof",),

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tbprof.store.strings import StringTable
+
 T = TypeVar("T")
 
 # Per-record columns of ExecTable (all int64), in the order tfprof shows them.
@@ -86,6 +88,13 @@ class TfprofProfile:
     format: str = "tfprof"
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # A tfprof profile has no event planes. These keep code written for ProfileStore (run
+    # summaries, availability checks) working on it: it reads as a profile without events.
+    planes: list[Any] = field(default_factory=list)
+    hostnames: list[str] = field(default_factory=list)
+    strings: StringTable = field(default_factory=StringTable)
+    origin_ps: int = 0
+    span_ps: int = 0
     _index: dict[str, int] = field(default_factory=dict, repr=False)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -99,6 +108,17 @@ class TfprofProfile:
 
     def index(self, name: str) -> int:
         return self._index.get(name, -1)
+
+    n_events = 0
+
+    def plane(self, name: str) -> None:
+        return None
+
+    def planes_with_prefix(self, prefix: str) -> list[Any]:
+        return []
+
+    def stat_id(self, name: str) -> int:
+        return -1
 
     @property
     def nbytes(self) -> int:

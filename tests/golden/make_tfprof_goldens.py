@@ -12,11 +12,12 @@ TensorFlow computed into ``tests/golden/tf1_timeline/``:
 
 Run with the Python that has TensorFlow (2.21 here), from the repository root:
 
-    python tests/golden/make_tfprof_goldens.py
+    python tests/golden/make_tfprof_goldens.py [--out DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -212,23 +213,26 @@ def pprof_code(tmp: Path) -> dict[str, Any]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
+    out = parser.parse_args().out
     if not PROFILE.is_file():
         print(f"{PROFILE} is missing", file=sys.stderr)
         return 1
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     meta = {"generator": "tests/golden/make_tfprof_goldens.py", "tensorflow": tf.__version__,
             "profile": "tf1_timeline/profile.pb", "base_options": BASE}
     cases = view_cases()
     text = json.dumps({**meta, "cases": cases}, separators=(",", ":"))
     # One case per line keeps diffs readable.
     text = text.replace(',{"id":', ',\n{"id":')
-    (OUT / "tfprof_views.json").write_text(text + "\n")
-    (OUT / "tfprof_advice.json").write_text(json.dumps({**meta, "checkers": advice()}, indent=1) + "\n")
+    (out / "tfprof_views.json").write_text(text + "\n")
+    (out / "tfprof_advice.json").write_text(json.dumps({**meta, "checkers": advice()}, indent=1) + "\n")
     with tempfile.TemporaryDirectory() as d:
         for view, entry in timelines(Path(d)).items():
-            (OUT / f"tfprof_timeline_{view}.json").write_text(json.dumps({**meta, **entry}) + "\n")
-        (OUT / "tfprof_pprof_code.json").write_text(json.dumps({**meta, **pprof_code(Path(d))}) + "\n")
-    print(f"wrote goldens for {len(CASES)} view cases to {OUT}")
+            (out / f"tfprof_timeline_{view}.json").write_text(json.dumps({**meta, **entry}) + "\n")
+        (out / "tfprof_pprof_code.json").write_text(json.dumps({**meta, **pprof_code(Path(d))}) + "\n")
+    print(f"wrote goldens for {len(CASES)} view cases to {out}")
     return 0
 
 

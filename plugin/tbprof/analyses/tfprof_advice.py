@@ -121,7 +121,8 @@ def expensive_call_sites(p: TfprofProfile) -> list[dict[str, Any]]:
 def faster_alternatives(p: TfprofProfile) -> list[dict[str, Any]]:
     findings = []
     unfused = [n for n in p.names if "BatchNorm" in n]
-    fused = any("FusedBatchNorm" in types for types in p.op_types)
+    # tfprof looks for the exact type FusedBatchNorm; V2/V3 are fused kernels too.
+    fused = any(t.startswith("FusedBatchNorm") for types in p.op_types for t in types)
     if unfused and not fused:
         findings.append({"kind": "batch_norm", "nodes": unfused[:10], "node_count": len(unfused)})
     nhwc_gpu = [p.names[g] for g in range(p.n_nodes)

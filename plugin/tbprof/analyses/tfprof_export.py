@@ -71,11 +71,10 @@ def _tree_timeline(result: ViewResult) -> list[dict[str, Any]]:
     return events
 
 
-def _trackable(p: TfprofProfile, g: int, step: int) -> bool:
-    rows = np.nonzero((p.execs.node == g) & (p.execs.step == step))[0]
-    if len(rows) == 0 or p.execs.values["all_start_micros"][rows[0]] == 0:
-        return False
-    return bool(p.canonical_device[g]) and bool(p.host_device[g])
+def _trackable_nodes(p: TfprofProfile, step: int) -> set[int]:
+    """Nodes tfprof draws for a step: a record with a start time, and known devices."""
+    rows = np.nonzero((p.execs.step == step) & (p.execs.values["all_start_micros"] != 0))[0]
+    return {g for g in p.execs.node[rows].tolist() if p.canonical_device[g] and p.host_device[g]}
 
 
 def _graph_timeline(p: TfprofProfile, result: ViewResult, step: int) -> list[dict[str, Any]]:
@@ -87,6 +86,7 @@ def _graph_timeline(p: TfprofProfile, result: ViewResult, step: int) -> list[dic
     by_node: dict[int, list[int]] = {}
     for i in picked:
         by_node.setdefault(int(k.node[i]), []).append(i)
+    trackable = _trackable_nodes(p, step)
     metadata: list[dict[str, Any]] = []
     pids: dict[str, int] = {}
     tnodes: dict[str, dict[int, tuple[int, int]]] = {}  # device -> start -> (graph node, exec micros)
@@ -95,7 +95,7 @@ def _graph_timeline(p: TfprofProfile, result: ViewResult, step: int) -> list[dic
     while stack:
         row = stack.pop()
         g = result.rows[row].node
-        if g >= 0 and _trackable(p, g, step):
+        if g in trackable:
             for i in by_node.get(g, []):
                 device = p.devices[int(k.device[i])]
                 if device not in pids:

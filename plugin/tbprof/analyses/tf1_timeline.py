@@ -231,7 +231,9 @@ def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any])
         sel = np.nonzero(side == side_name)[0]
         if sel.shape[0] == 0:
             continue
-        keys = np.asarray([f"{d}\0{t}\0{n}" for d, t, n in zip(device[sel], types[sel], names[sel], strict=True)])
+        # One key per (device, type, name); \x1f (not \0, which numpy strips at the end).
+        keys = np.asarray([f"{d}\x1f{t}\x1f{n}"
+                           for d, t, n in zip(device[sel], types[sel], names[sel], strict=True)])
         uniq, inv = np.unique(keys, return_inverse=True)
         inv = inv.reshape(-1)
         k = uniq.shape[0]
@@ -241,7 +243,7 @@ def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any])
         present = np.zeros((k, max(len(steps), 1)), dtype=bool)
         present[inv, step_idx[sel]] = True
         side_self = float(total_self.sum())
-        parts = [u.split("\0") for u in uniq.tolist()]
+        parts = [u.split("\x1f") for u in uniq.tolist()]
         order = sorted(range(k), key=lambda i: (-total_self[i], parts[i][2]))
         frac = total_self / side_self if side_self > 0 else np.zeros(k)
         cum = np.cumsum(frac[order])

@@ -78,7 +78,8 @@ def _plane_matches(store: ProfileStore, plane_index: int, is_match: np.ndarray) 
 
 def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
     """Every event matching ``query`` (case-insensitive substring, or regex), in time order."""
-    cache = store.memo(("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
+    cache: tuple[OrderedDict[tuple[str, bool], Matches], threading.Lock] = store.memo(
+        ("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
     lru, lock = cache
     key = (query, regex)
     with lock:

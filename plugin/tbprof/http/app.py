@@ -60,7 +60,8 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
-                # Skip a missing feature module (or its missing package), not a broken import inside it.
+                # Missing feature package (e.g. tbprof.timeline before it exists): skip it;
+                # a missing import *inside* an existing module is a bug and is raised.
                 if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
                     raise
 

@@ -107,7 +107,7 @@ def _event_ref(store: ProfileStore, index: TrackIndex, plane_index: int, row: in
     plane = store.planes[plane_index]
     return {"plane": plane_index, "row": int(row), "track": track_of(index, store, plane_index, int(row)),
             "name": store.strings[int(plane.name_id[row])], "start_ps": int(plane.start_ps[row]),
-            "dur_ps": int(plane.dur_ps[row])}
+            "dur_ps": int(plane.dur_ps[row]), "depth": int(plane.depth[row])}
 
 
 def _refs(store: ProfileStore, index: TrackIndex, pairs: list[tuple[int, np.ndarray]]) -> tuple[list[Any], int]:

@@ -205,9 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
-            # A feature package that does not exist yet is skipped (see http/app.py).
             if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
-                raise
+                raise  # a missing feature module is fine; a broken import inside one is not
     for name, (configure, run_fn) in EXTRA_COMMANDS.items():
         p = sub.add_parser(name)
         configure(p)

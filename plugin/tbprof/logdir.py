@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 XPLANE_SUFFIX = ".xplane.pb"
 
@@ -29,7 +30,7 @@ class Run:
     hosts: dict[str, Path] = field(default_factory=dict)  # host -> file
     mtime: float = 0.0
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
 
 
@@ -54,7 +55,7 @@ def _xspace_detector(folder: Path, files: list[str], logdir: Path) -> list[Run]:
         return []
     session = folder.name
     parent = folder.parent
-    if parent.name == "profile" and parent.parent.name == "plugins":
+    if parent.name == "profile" and parent.parent.name == "plugins" and parent.parent.parent.is_relative_to(logdir):
         prefix = _run_prefix(parent.parent.parent, logdir)
         name = f"{prefix}/{session}" if prefix else session
     else:

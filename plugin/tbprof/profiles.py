@@ -16,6 +16,7 @@ from typing import Any
 from tbprof.analyses import registry
 from tbprof.logdir import Run, RunIndex
 from tbprof.readers import chrome_trace, xplane
+from tbprof.readers.errors import ProfileReadError
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
 
@@ -88,6 +89,25 @@ class Profiles:
         fmt, reader = _READERS[kind]
         return self.cache.get(run.hosts[host], reader, kind=fmt)
 
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[Any], list[dict[str, str]]]:
+        """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
+
+        A single host (or every host) unreadable raises the ProfileReadError (HTTP 422).
+        """
+        stores: list[Any] = []
+        errors: list[dict[str, str]] = []
+        first_error: ProfileReadError | None = None
+        for h in hosts:
+            try:
+                stores.append(self.store(run, h))
+            except ProfileReadError as e:
+                first_error = first_error or e
+                errors.append({"host": h, "file": e.path, "error": e.reason})
+        if not stores:
+            assert first_error is not None
+            raise first_error
+        return stores, errors
+
     def is_loaded(self, run: Run, host: str) -> bool:
         return self.cache.contains(run.hosts[host], _READERS.get(run.kind, (run.kind, None))[0])
 
@@ -124,8 +144,11 @@ class Profiles:
             if hit is not None:
                 self._memo.move_to_end(memo_key)
                 return hit
-        stores = [self.store(run, h) for h in hosts]
+        stores, host_errors = self._stores_tolerant(run, hosts)
         result = tool.compute(stores, options)
+        if host_errors:
+            # One broken host file among good ones: analyse the good ones, name the broken one.
+            result = {**result, "host_errors": host_errors}
         with self._memo_lock:
             self._memo[memo_key] = result
             while len(self._memo) > self._memo_entries:

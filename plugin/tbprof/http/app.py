@@ -60,10 +60,8 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
-                # Missing feature package (e.g. tbprof.timeline before it exists): skip it;
-                # a missing import *inside* an existing module is a bug and is raised.
                 if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
-                    raise
+                    raise  # a missing feature module is fine; a broken import inside one is not
 
     def route_path(self, request: Request) -> str:
         path = request.path

@@ -28,7 +28,7 @@ def runs(ctx: AppContext, request: Request) -> Response:
     profiles = ctx.profiles
     out: list[dict[str, Any]] = []
     for run in sorted(profiles.runs(refresh=refresh).values(), key=lambda r: (-r.mtime, r.name)):
-        entry = run.to_json()
+        entry: dict[str, Any] = run.to_json()
         loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
         try:
             entry["tools"] = profiles.tools(run) if loaded else profiles.candidate_tools(run)

@@ -1,12 +1,15 @@
-from google.protobuf.internal import containers as _containers
+from collections.abc import Iterable as _Iterable
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar
+
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from google.protobuf.internal import containers as _containers
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class XSpace(_message.Message):
-    __slots__ = ("planes", "errors", "warnings", "hostnames")
+    __slots__ = ("errors", "hostnames", "planes", "warnings")
     PLANES_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
@@ -15,24 +18,24 @@ class XSpace(_message.Message):
     errors: _containers.RepeatedScalarFieldContainer[bytes]
     warnings: _containers.RepeatedScalarFieldContainer[bytes]
     hostnames: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, planes: _Optional[_Iterable[_Union[XPlane, _Mapping]]] = ..., errors: _Optional[_Iterable[bytes]] = ..., warnings: _Optional[_Iterable[bytes]] = ..., hostnames: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    def __init__(self, planes: _Iterable[XPlane | _Mapping] | None = ..., errors: _Iterable[bytes] | None = ..., warnings: _Iterable[bytes] | None = ..., hostnames: _Iterable[bytes] | None = ...) -> None: ...
 
 class XPlane(_message.Message):
-    __slots__ = ("id", "name", "lines", "event_metadata", "stat_metadata", "stats")
+    __slots__ = ("event_metadata", "id", "lines", "name", "stat_metadata", "stats")
     class EventMetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: int
         value: XEventMetadata
-        def __init__(self, key: _Optional[int] = ..., value: _Optional[_Union[XEventMetadata, _Mapping]] = ...) -> None: ...
+        def __init__(self, key: int | None = ..., value: XEventMetadata | _Mapping | None = ...) -> None: ...
     class StatMetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: int
         value: XStatMetadata
-        def __init__(self, key: _Optional[int] = ..., value: _Optional[_Union[XStatMetadata, _Mapping]] = ...) -> None: ...
+        def __init__(self, key: int | None = ..., value: XStatMetadata | _Mapping | None = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     LINES_FIELD_NUMBER: _ClassVar[int]
@@ -45,10 +48,10 @@ class XPlane(_message.Message):
     event_metadata: _containers.MessageMap[int, XEventMetadata]
     stat_metadata: _containers.MessageMap[int, XStatMetadata]
     stats: _containers.RepeatedCompositeFieldContainer[XStat]
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., lines: _Optional[_Iterable[_Union[XLine, _Mapping]]] = ..., event_metadata: _Optional[_Mapping[int, XEventMetadata]] = ..., stat_metadata: _Optional[_Mapping[int, XStatMetadata]] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: int | None = ..., name: bytes | None = ..., lines: _Iterable[XLine | _Mapping] | None = ..., event_metadata: _Mapping[int, XEventMetadata] | None = ..., stat_metadata: _Mapping[int, XStatMetadata] | None = ..., stats: _Iterable[XStat | _Mapping] | None = ...) -> None: ...
 
 class XLine(_message.Message):
-    __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps", "events")
+    __slots__ = ("display_id", "display_name", "duration_ps", "events", "id", "name", "timestamp_ns")
     ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -63,10 +66,10 @@ class XLine(_message.Message):
     timestamp_ns: int
     duration_ps: int
     events: _containers.RepeatedCompositeFieldContainer[XEvent]
-    def __init__(self, id: _Optional[int] = ..., display_id: _Optional[int] = ..., name: _Optional[bytes] = ..., display_name: _Optional[bytes] = ..., timestamp_ns: _Optional[int] = ..., duration_ps: _Optional[int] = ..., events: _Optional[_Iterable[_Union[XEvent, _Mapping]]] = ...) -> None: ...
+    def __init__(self, id: int | None = ..., display_id: int | None = ..., name: bytes | None = ..., display_name: bytes | None = ..., timestamp_ns: int | None = ..., duration_ps: int | None = ..., events: _Iterable[XEvent | _Mapping] | None = ...) -> None: ...
 
 class XEvent(_message.Message):
-    __slots__ = ("metadata_id", "offset_ps", "num_occurrences", "duration_ps", "stats")
+    __slots__ = ("duration_ps", "metadata_id", "num_occurrences", "offset_ps", "stats")
     METADATA_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_PS_FIELD_NUMBER: _ClassVar[int]
     NUM_OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
@@ -77,10 +80,10 @@ class XEvent(_message.Message):
     num_occurrences: int
     duration_ps: int
     stats: _containers.RepeatedCompositeFieldContainer[XStat]
-    def __init__(self, metadata_id: _Optional[int] = ..., offset_ps: _Optional[int] = ..., num_occurrences: _Optional[int] = ..., duration_ps: _Optional[int] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ...) -> None: ...
+    def __init__(self, metadata_id: int | None = ..., offset_ps: int | None = ..., num_occurrences: int | None = ..., duration_ps: int | None = ..., stats: _Iterable[XStat | _Mapping] | None = ...) -> None: ...
 
 class XStat(_message.Message):
-    __slots__ = ("metadata_id", "double_value", "uint64_value", "int64_value", "str_value", "bytes_value", "ref_value")
+    __slots__ = ("bytes_value", "double_value", "int64_value", "metadata_id", "ref_value", "str_value", "uint64_value")
     METADATA_ID_FIELD_NUMBER: _ClassVar[int]
     DOUBLE_VALUE_FIELD_NUMBER: _ClassVar[int]
     UINT64_VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -95,10 +98,10 @@ class XStat(_message.Message):
     str_value: bytes
     bytes_value: bytes
     ref_value: int
-    def __init__(self, metadata_id: _Optional[int] = ..., double_value: _Optional[float] = ..., uint64_value: _Optional[int] = ..., int64_value: _Optional[int] = ..., str_value: _Optional[bytes] = ..., bytes_value: _Optional[bytes] = ..., ref_value: _Optional[int] = ...) -> None: ...
+    def __init__(self, metadata_id: int | None = ..., double_value: float | None = ..., uint64_value: int | None = ..., int64_value: int | None = ..., str_value: bytes | None = ..., bytes_value: bytes | None = ..., ref_value: int | None = ...) -> None: ...
 
 class XEventMetadata(_message.Message):
-    __slots__ = ("id", "name", "display_name", "metadata", "stats", "child_id")
+    __slots__ = ("child_id", "display_name", "id", "metadata", "name", "stats")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -111,14 +114,14 @@ class XEventMetadata(_message.Message):
     metadata: bytes
     stats: _containers.RepeatedCompositeFieldContainer[XStat]
     child_id: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., display_name: _Optional[bytes] = ..., metadata: _Optional[bytes] = ..., stats: _Optional[_Iterable[_Union[XStat, _Mapping]]] = ..., child_id: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, id: int | None = ..., name: bytes | None = ..., display_name: bytes | None = ..., metadata: bytes | None = ..., stats: _Iterable[XStat | _Mapping] | None = ..., child_id: _Iterable[int] | None = ...) -> None: ...
 
 class XStatMetadata(_message.Message):
-    __slots__ = ("id", "name", "description")
+    __slots__ = ("description", "id", "name")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     id: int
     name: bytes
     description: bytes
-    def __init__(self, id: _Optional[int] = ..., name: _Optional[bytes] = ..., description: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, id: int | None = ..., name: bytes | None = ..., description: bytes | None = ...) -> None: ...

@@ -20,6 +20,7 @@ returns an error code with the byte offset, which the reader turns into a clear 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from tbprof.store import paths as _paths
 # Compiling the scanner takes ~10 s once per machine; the compiled code is reused after.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))
 
-import numba  # noqa: E402  (must follow the NUMBA_CACHE_DIR default above)
+import numba
 
 # Stat value kinds, stored in the store's ``kind`` column.
 KIND_NONE = 0
@@ -46,6 +47,7 @@ ERR_TRUNCATED = 1
 ERR_BAD_WIRE_TYPE = 2
 ERR_BAD_VARINT = 3
 ERR_LENGTH = 4
+ERR_CAPACITY = 5  # the output arrays are too small: count first, then fill
 
 ERROR_TEXT = {
     ERR_TRUNCATED: "the data ends in the middle of a field (truncated file?)",
@@ -56,7 +58,7 @@ ERROR_TEXT = {
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[int, int, int]:
+def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, int]:
     """Returns (value as int64 bit pattern, new position, error code)."""
     if pos < end and buf[pos] < 0x80:  # most tags, ids and small values are one byte
         return np.int64(buf[pos]), pos + 1, 0
@@ -153,6 +155,8 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                         return ERR_LENGTH, pos
                     line_idx = n_lines
                     n_lines += 1
+                    if fill and line_idx >= lines.shape[0]:
+                        return ERR_CAPACITY, pos
                     if fill:
                         lines[line_idx, 0] = plane_idx
                         lines[line_idx, 1] = n_events
@@ -172,6 +176,8 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                 return ERR_LENGTH, pos
                             ev_idx = n_events
                             n_events += 1
+                            if fill and ev_idx >= ev.shape[0]:
+                                return ERR_CAPACITY, pos
                             meta_id = 0
                             offset_ps = 0
                             dur_ps = 0
@@ -204,7 +210,7 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                         return ERR_LENGTH, pos
                                     s_meta = 0
                                     s_kind = KIND_NONE
-                                    s_val = 0
+                                    s_val = np.int64(0)
                                     s_len = 0
                                     while pos < send:
                                         stag, pos, err = _varint(buf, pos, send)
@@ -218,7 +224,7 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                             if pos + 8 > send:
                                                 return ERR_TRUNCATED, pos
                                             s_kind = KIND_DOUBLE
-                                            s_val = 0
+                                            s_val = np.int64(0)
                                             for k in range(8):
                                                 s_val |= np.int64(buf[pos + k]) << np.int64(8 * k)
                                             pos += 8
@@ -237,12 +243,14 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                                             if s_len < 0 or pos + s_len > send:
                                                 return ERR_LENGTH, pos
                                             s_kind = KIND_STR if sfield == 5 else KIND_BYTES
-                                            s_val = pos
+                                            s_val = np.int64(pos)
                                             pos += s_len
                                         else:
                                             pos, err = _skip(buf, pos, send, swire)
                                         if err != 0:
                                             return err, pos
+                                    if fill and n_stats >= st.shape[0]:
+                                        return ERR_CAPACITY, pos
                                     if fill:
                                         st[n_stats, 0] = ev_idx
                                         st[n_stats, 1] = s_meta
@@ -264,6 +272,8 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                             pos, err = _skip(buf, pos, lend, lwire)
                             if err != 0:
                                 return err, pos
+                            if fill and n_spans >= spans.shape[0]:
+                                return ERR_CAPACITY, pos
                             if fill:
                                 spans[n_spans, 0] = (2 << 32) + line_idx
                                 spans[n_spans, 1] = ltag_start
@@ -273,6 +283,8 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
                     pos, err = _skip(buf, pos, pend, pwire)
                     if err != 0:
                         return err, pos
+                    if fill and n_spans >= spans.shape[0]:
+                        return ERR_CAPACITY, pos
                     if fill:
                         spans[n_spans, 0] = (1 << 32) + plane_idx
                         spans[n_spans, 1] = ptag_start
@@ -282,6 +294,8 @@ def _scan(buf, fill, counts, spans, lines, ev, st):  # type: ignore[no-untyped-d
             pos, err = _skip(buf, pos, end, wire)
             if err != 0:
                 return err, pos
+            if fill and n_spans >= spans.shape[0]:
+                return ERR_CAPACITY, pos
             if fill:
                 spans[n_spans, 0] = 0
                 spans[n_spans, 1] = tag_start
@@ -329,22 +343,34 @@ class ScanResult:
 
 
 def scan(data: bytes | np.ndarray) -> ScanResult:
-    """Scans an XSpace; raises WireError on malformed bytes."""
+    """Scans an XSpace; raises WireError on malformed bytes.
+
+    One pass into generously sized arrays (``np.empty`` reserves address space; only the rows
+    written become resident memory), falling back to a counting pass when a file is denser
+    than the estimate. Real profiles spend >= 16 bytes per event and >= 6 per stat
+    (jax_large: 29 and 16), so the estimates below hold with a wide margin.
+    """
     buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    n = int(buf.shape[0])
     counts = np.zeros(5, dtype=np.int64)
-    empty2 = np.zeros((0, 2), dtype=np.int64)
-    empty3 = np.zeros((0, 3), dtype=np.int64)
-    empty4 = np.zeros((0, 4), dtype=np.int64)
-    empty6 = np.zeros((0, 6), dtype=np.int64)
-    err, offset = _scan(buf, False, counts, empty3, empty2, empty6, empty4)
-    if err != 0:
-        raise WireError(int(err), int(offset))
-    n_spans, n_planes, n_lines, n_events, n_stats = (int(c) for c in counts)
-    spans = np.empty((n_spans, 3), dtype=np.int64)
-    lines = np.empty((n_lines, 2), dtype=np.int64)
-    events = np.empty((n_events, 6), dtype=np.int64)
-    stats = np.empty((n_stats, 4), dtype=np.int64)
-    err, offset = _scan(buf, True, counts, spans, lines, events, stats)
-    if err != 0:  # pragma: no cover - the counting pass already validated the bytes
-        raise WireError(int(err), int(offset))
-    return ScanResult(spans, n_planes, lines, events, stats)
+    caps = (n // 64 + 1024, n // 16 + 1024, n // 8 + 1024, n // 4 + 1024)  # spans, lines, events, stats
+    for attempt in range(2):
+        spans = np.empty((caps[0], 3), dtype=np.int64)
+        lines = np.empty((caps[1], 2), dtype=np.int64)
+        events = np.empty((caps[2], 6), dtype=np.int64)
+        stats = np.empty((caps[3], 4), dtype=np.int64)
+        err, offset = _scan(buf, True, counts, spans, lines, events, stats)
+        if err == 0:
+            n_spans, n_planes, n_lines, n_events, n_stats = (int(c) for c in counts)
+            # Views, not copies: the untouched tail of each buffer is address space, not memory,
+            # and the reader drops the scan result once the store is built.
+            return ScanResult(spans[:n_spans], n_planes, lines[:n_lines], events[:n_events], stats[:n_stats])
+        if err != ERR_CAPACITY or attempt == 1:
+            raise WireError(int(err), int(offset))
+        empty2 = np.zeros((0, 2), dtype=np.int64)
+        err, offset = _scan(buf, False, counts, np.zeros((0, 3), dtype=np.int64), empty2,
+                            np.zeros((0, 6), dtype=np.int64), np.zeros((0, 4), dtype=np.int64))
+        if err != 0:
+            raise WireError(int(err), int(offset))
+        caps = (int(counts[0]), int(counts[2]), int(counts[3]), int(counts[4]))
+    raise AssertionError("unreachable")

@@ -76,9 +76,9 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
 
     space = _parse_spans(xplane_pb2.XSpace, data, span_se[owner_kind == 0])
     assert isinstance(space, xplane_pb2.XSpace)
-    if sc.n_planes == 0 and len(data) > 0 and not (space.hostnames or space.errors or space.warnings):
+    if sc.n_planes == 0:
         raise ProfileReadError(source, "the file parses as protobuf but holds no XSpace planes "
-                               "(is it another kind of protobuf?)")
+                               "(an empty profile, or another kind of protobuf)")
 
     line_plane = sc.lines[:, 0]
     line_first_event = sc.lines[:, 1]

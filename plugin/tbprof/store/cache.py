@@ -32,6 +32,7 @@ class ProfileCache:
         self._used_bytes = 0
         self._inflight: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
+        self._savers: list[threading.Thread] = []
 
     def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
@@ -54,7 +55,11 @@ class ProfileCache:
             if value is None:
                 value = loader(path)
                 if self.disk is not None and isinstance(value, ProfileStore):
-                    self.disk.save(key, value)
+                    # Written in the background: the first request does not wait for ~100 MB of
+                    # disk writes. Non-daemon, so a CLI run still finishes the write before exit.
+                    saver = threading.Thread(target=self.disk.save, args=(key, value), name="tbprof-cache-save")
+                    saver.start()
+                    self._savers.append(saver)
         except BaseException as e:
             with self._lock:
                 del self._inflight[key]
@@ -65,6 +70,11 @@ class ProfileCache:
             self._remember(key, value)
         future.set_result(value)
         return value
+
+    def flush(self) -> None:
+        """Waits for background disk writes (tests and benchmarks)."""
+        while self._savers:
+            self._savers.pop().join()
 
     def contains(self, path: Path, kind: str = "xspace") -> bool:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""

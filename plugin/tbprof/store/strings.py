@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -39,7 +39,7 @@ class StringTable:
         strings = self._strings
         return [strings[i] if i >= 0 else "" for i in ids.tolist()]
 
-    def ids_matching(self, predicate: "callable[[str], bool]") -> np.ndarray:  # type: ignore[valid-type]
+    def ids_matching(self, predicate: Callable[[str], bool]) -> np.ndarray:
         """Ids of all strings for which predicate holds (vectorises name filters)."""
         return np.fromiter((i for i, s in enumerate(self._strings) if predicate(s)), dtype=np.int32)
 

@@ -1,0 +1,68 @@
+"""The `tbprof` command line on real profiles."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tbprof import cli
+from tests.conftest import xplane_of
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tools_lists_runs(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path) -> None:
+    code, out, _ = _run(capsys, "tools", str(profiles_root), "--cache-dir", str(cache_dir))
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 4  # keras_cnn, custom_loop, jax_mlp, jax_2hosts: one session each
+    two = next(line for line in lines if line.startswith("jax_2hosts/"))
+    assert two.split("\t")[1] == "worker0,worker1"
+
+
+@pytest.mark.parametrize("target", ["file", "session", "logdir"])
+def test_show_accepts_file_session_or_logdir(capsys: pytest.CaptureFixture[str], profiles_root: Path,
+                                             cache_dir: Path, target: str) -> None:
+    f = xplane_of(profiles_root, "custom_loop")
+    path = {"file": f, "session": f.parent, "logdir": profiles_root / "custom_loop"}[target]
+    code, out, _ = _run(capsys, "show", "profile_summary", str(path), "--cache-dir", str(cache_dir))
+    assert code == 0
+    body = json.loads(out)
+    assert body["tool"] == "profile_summary" and body["event_count"] > 0
+
+
+def test_csv_output(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path) -> None:
+    f = xplane_of(profiles_root, "jax_mlp")
+    code, out, _ = _run(capsys, "show", "profile_summary", str(f), "--format", "csv", "--cache-dir", str(cache_dir))
+    assert code == 0
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["host", "plane", "line", "event_count", "device_type"]
+    assert sum(int(r[3]) for r in rows[1:]) == json.loads(
+        _run(capsys, "show", "profile_summary", str(f), "--cache-dir", str(cache_dir))[1])["event_count"]
+
+
+def test_summary_json(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path) -> None:
+    code, out, _ = _run(capsys, "summary", str(profiles_root / "jax_mlp"), "--json", "--cache-dir", str(cache_dir))
+    assert code == 0
+    body = json.loads(out)
+    assert body["device_type"] == "GPU" and body["device_count"] == 2 and body["host_count"] == 1
+    assert body["event_count"] > 0
+
+
+def test_errors_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache_dir: Path) -> None:
+    code, _, err = _run(capsys, "show", "profile_summary", str(tmp_path / "missing"))
+    assert code == cli.EXIT_USAGE and "no such file" in err
+    bad = tmp_path / "bad.xplane.pb"
+    bad.write_bytes(b"\xff" * 20)
+    code, _, err = _run(capsys, "show", "profile_summary", str(bad), "--cache-dir", str(cache_dir))
+    assert code == cli.EXIT_UNREADABLE and "bad.xplane.pb" in err and "not a readable XSpace" in err
+    code, _, err = _run(capsys, "show", "no_such_tool", str(bad))
+    assert code == cli.EXIT_USAGE and "unknown tool" in err

@@ -1,0 +1,234 @@
+"""The XSpace reader against an independent decode of every real xplane with the protobuf API."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tbprof.protos import xplane_pb2
+from tbprof.readers import xplane
+from tbprof.readers.errors import ProfileReadError
+from tbprof.store import tables
+from tests.conftest import SMALL_ARCHIVES
+
+
+def _all_xplanes(root: Path) -> list[Path]:
+    return sorted(p for name in SMALL_ARCHIVES for p in (root / name).rglob("*.xplane.pb"))
+
+
+def _independent(path: Path) -> tuple[xplane_pb2.XSpace, dict[str, tuple[int, int, int]]]:
+    """Per plane: (lines, events, event stats) counted with upb, no tbprof code involved."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    counts = {}
+    for p in space.planes:
+        n_events = sum(len(line.events) for line in p.lines)
+        n_stats = sum(len(e.stats) for line in p.lines for e in line.events)
+        counts[p.name.decode()] = (len(p.lines), n_events, n_stats)
+    return space, counts
+
+
+def test_every_small_profile_matches_protobuf_counts(profiles_root: Path) -> None:
+    files = _all_xplanes(profiles_root)
+    assert len(files) == 5  # keras_cnn, custom_loop, jax_mlp, jax_2hosts x2
+    for path in files:
+        space, expected = _independent(path)
+        store = xplane.read_xspace(path)
+        got = {p.name: (p.n_lines, p.n_events, len(p.stats)) for p in store.planes}
+        assert got == expected, path
+        assert store.hostnames == [h.decode() for h in space.hostnames]
+
+
+def test_event_times_names_and_stats_match_protobuf(profiles_root: Path) -> None:
+    """Every event's absolute start, duration, name and stat multiset, on jax_mlp (GPU + host)."""
+    path = next(p for p in _all_xplanes(profiles_root) if "jax_mlp" in str(p))
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    store = xplane.read_xspace(path)
+    for pb_plane, plane in zip(space.planes, store.planes, strict=True):
+        names = {k: v.name.decode() for k, v in pb_plane.event_metadata.items()}
+        stat_names = {k: v.name.decode() for k, v in pb_plane.stat_metadata.items()}
+        want = Counter()
+        want_stats = Counter()
+        for line in pb_plane.lines:
+            for e in line.events:
+                start = line.timestamp_ns * 1000 + e.offset_ps - store.origin_ps
+                want[(line.name.decode(), start, e.duration_ps, names.get(e.metadata_id, ""))] += 1
+                for s in e.stats:
+                    want_stats[stat_names[s.metadata_id]] += 1
+        got = Counter()
+        for i in range(plane.n_events):
+            got[(plane.line_names[plane.line_idx[i]], int(plane.start_ps[i]), int(plane.dur_ps[i]),
+                 store.strings[int(plane.name_id[i])])] += 1
+        assert got == want, plane.name
+        got_stats = Counter(store.strings[int(s)] for s in plane.stats.stat_id)
+        assert got_stats == want_stats
+
+
+def test_stat_values_decode_like_protobuf(profiles_root: Path) -> None:
+    """kernel_details (a ref), correlation_id (uint64) and context_id (str) of GPU kernels."""
+    path = next(p for p in _all_xplanes(profiles_root) if "jax_mlp" in str(p))
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    pb_gpu = next(p for p in space.planes if p.name == b"/device:GPU:0")
+    sm = {k: v.name.decode() for k, v in pb_gpu.stat_metadata.items()}
+    want_details = Counter()
+    want_corr = set()
+    for line in pb_gpu.lines:
+        for e in line.events:
+            for s in e.stats:
+                if sm[s.metadata_id] == "kernel_details":
+                    want_details[sm[s.ref_value] if s.WhichOneof("value") == "ref_value" else s.str_value.decode()] += 1
+                if sm[s.metadata_id] == "correlation_id":
+                    want_corr.add(int(getattr(s, s.WhichOneof("value"))))
+    store = xplane.read_xspace(path)
+    gpu = store.plane("/device:GPU:0")
+    assert gpu is not None
+    details = gpu.event_stat(store.stat_id("kernel_details"))
+    assert Counter(store.strings[int(v)] for v in details.value) == want_details
+    corr = gpu.event_stat(store.stat_id("correlation_id"))
+    assert set(corr.as_int().tolist()) == want_corr
+
+
+def test_events_sorted_and_nested(profiles_root: Path) -> None:
+    """Sorted by (line, start, -dur); a child's depth is its parent's + 1 when strictly inside."""
+    path = next(p for p in _all_xplanes(profiles_root) if "custom_loop" in str(p))
+    store = xplane.read_xspace(path)
+    host = store.plane("/host:CPU")
+    assert host is not None
+    key = np.lexsort((-host.dur_ps, host.start_ps, host.line_idx))
+    assert np.array_equal(key, np.arange(host.n_events))
+    # Depth derivation: brute force on one line with a plain stack of end times.
+    line = int(np.argmax(np.diff(host.line_offsets)))
+    rows = host.line_rows(line)
+    stack: list[int] = []
+    for i in range(rows.start, rows.stop):
+        s = int(host.start_ps[i])
+        while stack and stack[-1] <= s:
+            stack.pop()
+        assert host.depth[i] == len(stack)
+        stack.append(s + int(host.dur_ps[i]))
+
+
+def _space_bytes(**planes: list[tuple[str, int, int]]) -> bytes:
+    space = xplane_pb2.XSpace(hostnames=[b"h"])
+    for pname, events in planes.items():
+        p = space.planes.add(id=1, name=pname.encode())
+        line = p.lines.add(id=1, name=b"t", timestamp_ns=1000)
+        for i, (name, off, dur) in enumerate(events, start=1):
+            p.event_metadata[i].id = i
+            p.event_metadata[i].name = name.encode()
+            line.events.add(metadata_id=i, offset_ps=off, duration_ps=dur)
+    return space.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty"),
+        (b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", "malformed varint"),
+        (bytes(range(256)) * 8, "not a readable XSpace"),
+        (_space_bytes(plane=[("a", 0, 10), ("b", 20, 5)])[:30], "truncated"),
+        # A valid protobuf of another kind: an XStatMetadata has fields 1-3 only, none a plane.
+        (xplane_pb2.XStatMetadata(id=5, name=b"not a space").SerializeToString(), "holds no XSpace planes"),
+    ],
+)
+def test_bad_bytes_raise_clear_errors(tmp_path: Path, data: bytes, reason: str) -> None:
+    path = tmp_path / "bad.xplane.pb"
+    path.write_bytes(data)
+    with pytest.raises(ProfileReadError) as info:
+        xplane.read_xspace(path)
+    assert reason in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_random_bytes_never_crash(tmp_path: Path) -> None:
+    """Fuzz: random buffers and random truncations of a real profile raise or parse, never crash."""
+    rng = np.random.default_rng(0)
+    real = _space_bytes(plane=[("a", 0, 10), ("b", 5, 2)])
+    for i in range(300):
+        data = rng.integers(0, 256, size=int(rng.integers(1, 400)), dtype=np.uint8).tobytes()
+        if i % 3 == 0:
+            data = real[: int(rng.integers(1, len(real)))]
+        try:
+            xplane.xspace_from_bytes(data, "fuzz", "h")
+        except ProfileReadError:
+            pass
+
+
+def test_plane_without_events_and_non_utf8_names(tmp_path: Path) -> None:
+    space = xplane_pb2.XSpace()
+    space.planes.add(id=1, name=b"/device:GPU:0")  # no lines at all
+    p = space.planes.add(id=2, name=b"/host:CPU")
+    p.event_metadata[1].id = 1
+    p.event_metadata[1].name = b"op\xff\xfename"
+    line = p.lines.add(id=7, name=b"thread\xc3", timestamp_ns=5)
+    line.events.add(metadata_id=1, offset_ps=3, duration_ps=4)
+    path = tmp_path / "odd.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    store = xplane.read_xspace(path)
+    assert [p.n_events for p in store.planes] == [0, 1]
+    host = store.planes[1]
+    assert store.strings[int(host.name_id[0])] == "op\ufffd\ufffdname"
+    assert host.line_names == ["thread\ufffd"]
+    assert int(host.start_ps[0]) == 0 and store.origin_ps == 5 * 1000 + 3
+
+
+def test_file_that_changes_while_read_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profiler still writing the file: size/mtime differ before and after the read."""
+    path = tmp_path / "growing.xplane.pb"
+    path.write_bytes(_space_bytes(plane=[("a", 0, 10)]))
+    real_open = open
+
+    def growing_open(p: object, mode: str = "r", *a: object, **k: object) -> object:
+        f = real_open(p, mode, *a, **k)  # type: ignore[call-overload]
+        if str(p) == str(path) and "r" in mode:
+            with real_open(path, "ab") as g:  # the writer appends while we read
+                g.write(b"\x00" * 16)
+        return f
+
+    monkeypatch.setattr("builtins.open", growing_open)
+    with pytest.raises(ProfileReadError, match="changed while it was being read"):
+        xplane.read_xspace(path)
+
+
+def test_stat_kinds_round_trip(tmp_path: Path) -> None:
+    """double, uint64 (> 2^63), int64 (negative), str, bytes and ref values all decode."""
+    space = xplane_pb2.XSpace()
+    p = space.planes.add(id=1, name=b"/host:CPU")
+    for i, n in enumerate([b"d", b"u", b"i", b"s", b"b", b"r", b"target"], start=1):
+        p.stat_metadata[i].id = i
+        p.stat_metadata[i].name = n
+    p.event_metadata[1].id = 1
+    p.event_metadata[1].name = b"e"
+    e = p.lines.add(id=1, name=b"t").events.add(metadata_id=1, offset_ps=0, duration_ps=1)
+    e.stats.add(metadata_id=1, double_value=2.5)
+    e.stats.add(metadata_id=2, uint64_value=2**64 - 2)
+    e.stats.add(metadata_id=3, int64_value=-7)
+    e.stats.add(metadata_id=4, str_value=b"hello")
+    e.stats.add(metadata_id=5, bytes_value=b"\x00\x01")
+    e.stats.add(metadata_id=6, ref_value=7)
+    path = tmp_path / "kinds.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    store = xplane.read_xspace(path)
+    plane = store.planes[0]
+
+    def col(name: str) -> tables.StatColumn:
+        return plane.event_stat(store.stat_id(name))
+
+    assert col("d").as_float().tolist() == [2.5]
+    assert col("u").value.view(np.uint64).tolist() == [2**64 - 2]
+    assert col("i").as_int().tolist() == [-7]
+    assert store.strings[int(col("s").value[0])] == "hello"
+    assert plane.blobs[int(col("b").value[0])] == b"\x00\x01"
+    assert store.strings[int(col("r").value[0])] == "target"
+
+
+@pytest.mark.slow
+def test_jax_large_matches_protobuf_counts(jax_large_root: Path) -> None:
+    """The 60.7 MB benchmark file: 2.06 M events, 3.76 M stats, counted independently."""
+    path = next(jax_large_root.rglob("vm.xplane.pb"))
+    _, expected = _independent(path)
+    store = xplane.read_xspace(path)
+    assert {p.name: (p.n_lines, p.n_events, len(p.stats)) for p in store.planes} == expected
+    assert sum(v[1] for v in expected.values()) == store.n_events

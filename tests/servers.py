@@ -1,0 +1,117 @@
+"""Starting real servers for tests: TensorBoard with the installed plugin, and `tbprof serve`.
+
+Both run as subprocesses on a free loopback port; readiness is polled with a bounded timeout
+and the process group is always killed at teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN_SRC = REPO / "plugin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    base_url: str  # e.g. http://127.0.0.1:1234
+    api: str  # base of the tbprof routes, e.g. http://127.0.0.1:1234/data/plugin/tbprof/
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def get(self, route: str, timeout_s: float = 120) -> tuple[int, dict[str, str], bytes]:
+        try:
+            with urllib.request.urlopen(self.api + route, timeout=timeout_s) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def get_json(self, route: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+        status, _, body = self.get(route)
+        return status, json.loads(body)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _env(cache_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    # The checkout's code, whether or not `pip install -e .` points elsewhere.
+    env["PYTHONPATH"] = str(PLUGIN_SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env["TBPROF_CACHE_DIR"] = str(cache_dir)
+    env.pop("TBPROF_NO_CAPTURE", None)
+    return env
+
+
+@contextmanager
+def _run(cmd: list[str], ready_url: str, api: str, base: str, cache_dir: Path, log_path: Path,
+         timeout_s: float = 90, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    env = _env(cache_dir)
+    env.update(extra_env or {})
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = Server(base, api, proc, log_path)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}:\n{server.log()}")
+            try:
+                with urllib.request.urlopen(ready_url, timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server not ready after {timeout_s} s:\n{server.log()}")
+            time.sleep(0.25)
+        yield server
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+
+
+@contextmanager
+def tensorboard(logdir: Path, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Server]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+           "--host", "127.0.0.1", "--load_fast", "false", *extra_args]
+    with _run(cmd, base + "/data/plugins_listing", base + "/data/plugin/tbprof/", base, cache_dir, log_path,
+              timeout_s=120) as s:
+        yield s
+
+
+@contextmanager
+def tbprof_serve(logdir: Path, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Server]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port), *extra_args]
+    with _run(cmd, base + "/data/plugin/tbprof/settings", base + "/data/plugin/tbprof/", base, cache_dir,
+              log_path) as s:
+        yield s

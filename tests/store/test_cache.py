@@ -1,0 +1,98 @@
+"""The store cache: disk round trip, single flight, memory bound, key invalidation."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from tbprof.readers import xplane
+from tbprof.store.cache import ProfileCache
+from tbprof.store.tables import ProfileStore
+from tests.conftest import xplane_of
+
+
+def _same(a: ProfileStore, b: ProfileStore) -> None:
+    assert a.strings.as_list() == b.strings.as_list()
+    assert (a.origin_ps, a.span_ps, a.hostnames, a.host) == (b.origin_ps, b.span_ps, b.hostnames, b.host)
+    for pa, pb in zip(a.planes, b.planes, strict=True):
+        assert (pa.name, pa.line_names, pa.plane_stats) == (pb.name, pb.line_names, pb.plane_stats)
+        for col in ("start_ps", "dur_ps", "name_id", "depth", "line_offsets", "meta_ids"):
+            assert np.array_equal(getattr(pa, col), getattr(pb, col)), col
+        for col in ("owner", "stat_id", "kind", "value"):
+            assert np.array_equal(getattr(pa.stats, col), getattr(pb.stats, col)), col
+            assert np.array_equal(getattr(pa.meta_stats, col), getattr(pb.meta_stats, col)), col
+
+
+def test_disk_round_trip_is_identical(profiles_root: Path, cache_dir: Path) -> None:
+    path = xplane_of(profiles_root, "jax_mlp")
+    first = ProfileCache(cache_dir)
+    fresh = first.get(path, xplane.read_xspace)
+    first.flush()
+    calls: list[Path] = []
+
+    def must_not_convert(p: Path) -> ProfileStore:
+        calls.append(p)
+        return xplane.read_xspace(p)
+
+    reopened = ProfileCache(cache_dir).get(path, must_not_convert)
+    assert calls == []  # served from disk
+    _same(fresh, reopened)
+
+
+def test_single_flight(profiles_root: Path, cache_dir: Path) -> None:
+    path = xplane_of(profiles_root, "custom_loop")
+    cache = ProfileCache(cache_dir, use_disk=False)
+    calls = 0
+    gate = threading.Event()
+
+    def slow_loader(p: Path) -> ProfileStore:
+        nonlocal calls
+        calls += 1
+        gate.wait(5)
+        return xplane.read_xspace(p)
+
+    results: list[ProfileStore] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get(path, slow_loader))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(30)
+    assert calls == 1 and len(results) == 6
+    assert all(r is results[0] for r in results)
+
+
+def test_memory_bound_evicts_oldest(profiles_root: Path, cache_dir: Path) -> None:
+    a, b = xplane_of(profiles_root, "custom_loop"), xplane_of(profiles_root, "keras_cnn")
+    cache = ProfileCache(cache_dir, memory_bytes=1, use_disk=False)  # room for one store only
+    sa = cache.get(a, xplane.read_xspace)
+    cache.get(b, xplane.read_xspace)
+    assert cache.contains(b) and not cache.contains(a)
+    assert cache.get(a, xplane.read_xspace) is not sa  # converted again
+
+
+def test_rewritten_file_misses(tmp_path: Path, profiles_root: Path, cache_dir: Path) -> None:
+    src = xplane_of(profiles_root, "custom_loop")
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(src.read_bytes())
+    cache = ProfileCache(cache_dir)
+    first = cache.get(path, xplane.read_xspace)
+    cache.flush()
+    other = xplane_of(profiles_root, "keras_cnn")
+    path.write_bytes(other.read_bytes())
+    second = ProfileCache(cache_dir).get(path, xplane.read_xspace)
+    assert second.n_events != first.n_events
+    assert second.n_events == xplane.read_xspace(other).n_events
+
+
+def test_damaged_cache_entry_is_rebuilt(profiles_root: Path, cache_dir: Path) -> None:
+    path = xplane_of(profiles_root, "custom_loop")
+    cache = ProfileCache(cache_dir)
+    want = cache.get(path, xplane.read_xspace)
+    cache.flush()
+    for meta in cache_dir.rglob("meta.pkl"):
+        meta.write_bytes(b"garbage")
+    got = ProfileCache(cache_dir).get(path, xplane.read_xspace)
+    _same(want, got)

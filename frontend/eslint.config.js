@@ -23,6 +23,9 @@ export default tseslint.config(
   {
     files: ["scripts/**/*.mjs", "eslint.config.js"],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+    languageOptions: {
+      parserOptions: { projectService: false },
+      globals: { process: "readonly", console: "readonly" },
+    },
   },
 );

@@ -50,6 +50,7 @@ export function formatNumber(value: number, digits = 4): string {
 /** A duration given in picoseconds, in the largest unit that keeps it >= 1: "12.35 ms". */
 export function formatDurationPs(ps: number, digits = 4): string {
   if (!Number.isFinite(ps)) return "–";
+  if (ps === 0) return "0";
   const abs = Math.abs(ps);
   for (const [scale, unit] of TIME_STEPS) {
     if (abs >= scale || scale === 1) return `${formatNumber(ps / scale, digits)} ${unit}`;
@@ -85,7 +86,8 @@ export function formatBytes(bytes: number, digits = 4): string {
 export function formatPercent(percent: number, decimals = 1): string {
   if (!Number.isFinite(percent)) return "–";
   const fixed = percent.toFixed(decimals);
-  return `${fixed === (-0).toFixed(decimals) ? (0).toFixed(decimals) : fixed}%`;
+  // -0.01 rounds to "-0.0": a sign on zero only confuses.
+  return `${/^-0(\.0*)?$/.test(fixed) ? fixed.slice(1) : fixed}%`;
 }
 
 /** A ratio (0..1) shown as a percentage: 0.1234 -> "12.3%". */
@@ -150,9 +152,9 @@ export function humanizeKey(key: string): string {
   const unit = unitFromKey(key);
   const stem = unit ? key.replace(/_[a-z]+$/, "") : key;
   const words = stem.split(/[_\s]+/).filter((w) => w.length > 0);
-  const acronyms = new Set(["tf", "xla", "gpu", "tpu", "cpu", "hlo", "id", "io", "flops", "jax", "ops"]);
+  const acronyms = new Set(["tf", "xla", "gpu", "tpu", "cpu", "hlo", "id", "io", "jax", "csv"]);
   const out = words.map((w, i) => {
-    if (acronyms.has(w) && w !== "ops") return w.toUpperCase();
+    if (acronyms.has(w)) return w.toUpperCase();
     return i === 0 ? w.charAt(0).toUpperCase() + w.slice(1) : w;
   });
   return out.join(" ");

@@ -28,8 +28,8 @@ function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return `an array of ${v.length}`;
   if (typeof v === "string") return `"${v.length > 40 ? v.slice(0, 40) + "…" : v}"`;
-  if (typeof v === "object") return "an object";
-  return `${typeof v} ${String(v)}`;
+  if (typeof v === "number" || typeof v === "boolean") return `${typeof v} ${String(v)}`;
+  return typeof v === "object" ? "an object" : typeof v;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

@@ -3,7 +3,7 @@
 // Everything it shows follows the URL state; every failure becomes a readable message.
 
 import { formatTimestamp } from "../base/format";
-import { matchesAllTerms } from "../base/search";
+import { matchesAllTerms, newestFirst } from "../base/search";
 import { ApiError, type Api } from "../data/api";
 import type { DataRequest, RunInfo, Settings, ToolInfo } from "../data/types";
 import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
@@ -100,7 +100,8 @@ export class Shell {
 
   private async loadRuns(refresh: boolean): Promise<void> {
     try {
-      this.runs = (await this.api.runs(refresh)).runs;
+      // The backend lists newest first already; sorting here keeps that a frontend promise.
+      this.runs = newestFirst((await this.api.runs(refresh)).runs);
       this.runsError = null;
     } catch (e) {
       this.runsError = e;
@@ -207,6 +208,9 @@ export class Shell {
     runName = run.name;
     this.fillRunSelect(run.name);
     this.current = { run, host: null };
+    // Hosts are known before the tools are: show them while the run opens (or fails to).
+    const wantedHost = this.state.get("host");
+    this.renderHostSelect(run, run.hosts, false, wantedHost !== null && run.hosts.includes(wantedHost) ? wantedHost : (run.hosts[0] ?? null));
 
     // Tools of the run: converting a large profile the first time takes a moment.
     let tools: RunTools;

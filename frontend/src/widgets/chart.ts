@@ -97,7 +97,8 @@ export class Chart {
 export function unitFormatter(unit: string): (value: unknown) => string {
   return (value: unknown) => {
     const v = Array.isArray(value) ? (value as unknown[])[0] : value;
-    return typeof v === "number" ? formatWithUnit(v, unit) : String(v ?? "–");
+    if (typeof v === "number") return formatWithUnit(v, unit);
+    return typeof v === "string" ? v : "–";
   };
 }
 

@@ -59,9 +59,8 @@ export function nextSort(view: TableView, column: TableColumn): TableView {
 }
 
 export function withFilter(view: TableView, column: string, expr: string): TableView {
-  const filters = { ...view.filters };
-  if (expr.trim() === "") delete filters[column];
-  else filters[column] = expr;
+  const filters = Object.fromEntries(Object.entries(view.filters).filter(([c]) => c !== column));
+  if (expr.trim() !== "") filters[column] = expr;
   return { ...view, filters, page: 0 };
 }
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import xplane_of
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import SliceWindow, query_window, resolution_for
+from tests.conftest import xplane_of
 
 
 @pytest.fixture(scope="module")

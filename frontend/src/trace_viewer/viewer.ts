@@ -15,7 +15,7 @@ import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy"
 import type { Frame } from "./model/frame";
 import { Viewport } from "./model/viewport";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
-import { hitY, LABEL_W, type Layout, layoutTracks, RULER_H } from "./render/layout";
+import { depthY, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H } from "./render/layout";
 
 const FETCH_DEBOUNCE_MS = 60;
 const SEARCH_PAGE = 100;
@@ -63,7 +63,7 @@ export class TraceViewer implements ControlTarget {
   private selected: Selected | null = null;
   private arrows: Arrow[] = [];
   private range: { startPs: number; endPs: number } | null = null;
-  private rangeAnchor: { ps: number; cy: number } | null = null;
+  private rangeAnchor: { ps: number; cy: number; allTracks: boolean } | null = null;
   private rangeCy: [number, number] = [0, 0];
   private hoverTrack: number | null = null;
   private drawQueued = false;
@@ -161,12 +161,39 @@ export class TraceViewer implements ControlTarget {
     }
     const q = this.opts.param("q");
     if (q) {
+      // Restore the search without moving to a match: the URL's selection stays selected.
       this.searchInput.value = q;
-      void this.runSearch(q, 0);
+      void this.runSearch(q, 0, sel === null);
     }
   }
 
   // --- view ----------------------------------------------------------------------------
+  /** The visible window (tests and benchmarks read it through window.__tbprofTrace). */
+  visibleWindow(): { startPs: number; endPs: number } | null {
+    return this.view ? { startPs: this.view.startPs, endPs: this.view.endPs } : null;
+  }
+
+  /** Where an event is drawn, in canvas CSS pixels (its middle), or null when off screen. */
+  eventPosition(track: number, startPs: number, durPs: number, depth: number): { x: number; y: number } | null {
+    const row = this.layout.byTrack.get(track);
+    if (!row || !this.view) return null;
+    const x0 = Math.max(this.view.xOf(startPs), 0);
+    const x1 = Math.min(this.view.xOf(startPs + durPs), this.view.widthPx);
+    const y = RULER_H + depthY(row, depth) + ROW_H / 2 - this.scroller.scrollTop;
+    if (x1 < 0 || x0 > this.view.widthPx || y < RULER_H || y > this.scroller.clientHeight) return null;
+    return { x: LABEL_W + (x0 + Math.max(x1, x0 + 1)) / 2, y };
+  }
+
+  /** The selected time range, if any. */
+  rangeSelection(): { startPs: number; endPs: number } | null {
+    return this.range;
+  }
+
+  /** The selected event's plane and row, if any. */
+  selection(): { plane: number; row: number } | null {
+    return this.selected ? { plane: this.selected.plane, row: this.selected.row } : null;
+  }
+
   timelineWidth(): number {
     return Math.max(this.scroller.clientWidth - LABEL_W, 1);
   }
@@ -438,9 +465,9 @@ export class TraceViewer implements ControlTarget {
   }
 
   // --- range selection -------------------------------------------------------------------
-  rangeStart(x: number, contentY: number): void {
+  rangeStart(x: number, contentY: number, allTracks: boolean): void {
     if (!this.view) return;
-    this.rangeAnchor = { ps: this.view.psOf(x), cy: contentY };
+    this.rangeAnchor = { ps: this.view.psOf(x), cy: contentY, allTracks };
     this.range = null;
   }
 
@@ -459,7 +486,7 @@ export class TraceViewer implements ControlTarget {
     if (!r || !anchor || r.endPs - r.startPs <= 0) return;
     // A drag inside the tracks (shift+drag) selects the tracks it spans; on the ruler, all.
     let tracks: number[] | null = null;
-    if (anchor.cy >= 0) {
+    if (!anchor.allTracks) {
       const [y0, y1] = this.rangeCy;
       tracks = this.layout.tracks.filter((t) => t.y + t.h > y0 && t.y < y1 && t.track.kind === "slices")
         .map((t) => t.track.id);
@@ -472,7 +499,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   // --- search ----------------------------------------------------------------------------
-  private async runSearch(query: string, direction: number): Promise<void> {
+  private async runSearch(query: string, direction: number, navigate = true): Promise<void> {
     if (!query) {
       this.search = null;
       this.searchCount.textContent = "";
@@ -486,13 +513,14 @@ export class TraceViewer implements ControlTarget {
     this.searchCount.textContent = "searching…";
     try {
       const page = await fetchSearch(this.opts.api, this.opts.target, query, 0, SEARCH_PAGE, this.lifetime.signal);
-      this.search = { query, page, index: 0 };
+      this.search = { query, page, index: navigate ? 0 : -1 };
       this.opts.setParams({ q: query });
       if (page.total === 0) {
         this.searchCount.textContent = "no matches";
         return;
       }
-      await this.gotoMatch(0);
+      if (navigate) await this.gotoMatch(0);
+      else this.searchCount.textContent = `${formatNumber(page.total)} matches`;
     } catch (e) {
       this.searchCount.textContent = e instanceof Error ? e.message : String(e);
     }
@@ -505,7 +533,8 @@ export class TraceViewer implements ControlTarget {
       return;
     }
     if (s.page.total === 0) return;
-    await this.gotoMatch((s.index + direction + s.page.total) % s.page.total);
+    const from = s.index < 0 && direction < 0 ? 0 : s.index;
+    await this.gotoMatch((from + direction + s.page.total) % s.page.total);
   }
 
   private async gotoMatch(index: number): Promise<void> {

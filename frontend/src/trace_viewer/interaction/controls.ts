@@ -17,7 +17,8 @@ export interface ControlTarget {
   pan(dxPx: number): void;
   scrollBy(dy: number): void;
   click(x: number, contentY: number, labelArea: boolean): void;
-  rangeStart(x: number, contentY: number): void;
+  /** `allTracks`: the drag started on the ruler (a time range over every track). */
+  rangeStart(x: number, contentY: number, allTracks: boolean): void;
   rangeMove(x: number, contentY: number): void;
   rangeEnd(): void;
   hover(contentY: number | null): void;
@@ -63,7 +64,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
     const ranging = start.y < RULER_H || e.shiftKey;
     let lastX = start.x;
     let moved = false;
-    if (ranging && start.x >= LABEL_W) t.rangeStart(start.x - LABEL_W, start.cy);
+    if (ranging && start.x >= LABEL_W) t.rangeStart(start.x - LABEL_W, start.cy, start.y < RULER_H);
     t.interacting(true);
     const move = (ev: MouseEvent): void => {
       const p = pos(ev);

@@ -1,4 +1,6 @@
 """Analyses: pure functions ``stores -> dict``, one module per page, registered as tools."""
 
-from tbprof.analyses import profile_summary  # noqa: F401
-from tbprof.analyses import trace_viewer  # noqa: F401
+from tbprof.analyses import (
+    profile_summary,  # noqa: F401
+    trace_viewer,  # noqa: F401
+)

@@ -265,7 +265,8 @@ def main() -> int:
             print("\n== XProf 2.24.2 trace_viewer@ (in-process conversion, no HTTP)")
             print(f"cold whole span: {x['cold_s']:.2f} s; cached {_median(x['cached_s']) * 1e3:.1f} ms; "
                   f"{x['bytes'] / 1e6:.2f} MB JSON ({x['gzip_bytes'] / 1e6:.2f} MB gzipped); "
-                  f"{x['events']} events returned (first at {x['first_ts_us'] / 1e3:.3f} ms; our origin {base_ms:.3f} ms)")
+                  f"{x['events']} events returned (first at {x['first_ts_us'] / 1e3:.3f} ms; "
+                  f"our origin {base_ms:.3f} ms)")
             for xw, win in zip(theirs["windows"], ours["windows"], strict=True):
                 # Every XProf event at least one of our buckets long must be among ours (same start/duration
                 # to the nanosecond); shorter ones are in our density boxes.
@@ -275,7 +276,8 @@ def main() -> int:
                           if d * 1e6 >= res]
                 found = sum(1 for k in long_x if k in ours_set)
                 print(f"{win['ms']:>4} ms window: first {xw['first_s'] * 1e3:.1f} ms, "
-                      f"cached {_median(xw['cached_s']) * 1e3:.1f} ms, {xw['gzip_bytes'] / 1e3:.0f} kB gzipped JSON; {xw['events']} events returned; of its "
+                      f"cached {_median(xw['cached_s']) * 1e3:.1f} ms, {xw['gzip_bytes'] / 1e3:.0f} kB gzipped JSON; "
+                      f"{xw['events']} events returned; of its "
                       f"{len(long_x)} events >= 1 bucket, {found} are in ours; ours hold {win['counts']['in_window']} "
                       f"in the window ({win['counts']['returned']} drawn + {win['counts']['merged']} merged)")
 

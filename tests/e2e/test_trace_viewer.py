@@ -140,6 +140,9 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     assert pos is not None
     page.keyboard.press("Escape")
     assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") is None
+    page.mouse.move(*_canvas_point(page, pos["x"], pos["y"]))
+    tip = page.locator('[data-testid="trace-tooltip"]')
+    assert tip.is_visible() and tip.inner_text().startswith("gemm_fusion_dot_17 — ")
     page.mouse.click(*_canvas_point(page, pos["x"], pos["y"]))
     _wait_details(page, "gemm_fusion_dot_17")
     assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": first["plane"],
@@ -182,6 +185,15 @@ def test_custom_loop_steps_flows_and_deep_link(standalone: Any, serve_page: Any)
     run = run_named(standalone, "custom_loop")
     _open(page, standalone, run)
     serve_page.screenshot("trace_custom_loop_whole")
+    # The memory counter: clicking it shows the value in force there (a sample of the backend's series).
+    tool = standalone.json("data", run=run, tool="trace_viewer")
+    counter = next(t for t in tool["tracks"] if t["kind"] == "counter")
+    start, end = _window(page)
+    pos = page.evaluate("([t, s]) => window.__tbprofTrace.viewer.eventPosition(t, s, 0, 0)",
+                        [counter["id"], (start + end) / 2])
+    page.mouse.click(*_canvas_point(page, pos["x"], pos["y"] + 8))
+    panel = page.inner_text('[data-testid="trace-details"]')
+    assert counter["name"] in panel and "in_use_bytes: " in panel
     # Search a step marker; its details list the events of the step.
     page.fill('[data-testid="trace-search"]', "train")
     page.press('[data-testid="trace-search"]', "Enter")

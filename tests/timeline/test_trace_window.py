@@ -157,3 +157,23 @@ def test_steps_track(stores: dict[str, ProfileStore]) -> None:
         plane = store.planes[steps.plane]
         assert steps.rows is not None
         assert set(store.strings.lookup(plane.name_id[steps.rows])) == {"train"}
+
+
+def test_pytorch_memory_counters(shared_profiles: Path) -> None:
+    """Kineto's [memory] instants become one counter per device (values from plain JSON parsing)."""
+    import json
+
+    from tbprof.readers.chrome_trace import read_chrome_trace
+
+    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "[memory]"]
+    store = read_chrome_trace(path)
+    counters = {t.name: t for t in track_index(store).tracks if t.kind == "counter"}
+    gpu = [e for e in events if e["args"]["Device Id"] == 0]
+    track = counters["Memory: device 0"]
+    assert track.counter is not None
+    assert track.event_count == len(gpu)
+    assert track.counter.values["allocated_bytes"].max() == max(e["args"]["Total Allocated"] for e in gpu)
+    # Samples in time order, the last one is the last allocation/free of the file.
+    last = sorted(gpu, key=lambda e: e["ts"])[-1]
+    assert track.counter.values["allocated_bytes"][-1] == last["args"]["Total Allocated"]

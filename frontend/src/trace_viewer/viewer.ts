@@ -43,6 +43,7 @@ declare global {
 }
 
 type Selected = EventRef & { plane: number; row: number };
+type Pick = { kind: "event" | "box" | "counter"; frame: Frame; track: number; index: number };
 
 export class TraceViewer implements ControlTarget {
   readonly el: HTMLElement;
@@ -53,6 +54,7 @@ export class TraceViewer implements ControlTarget {
   private readonly searchInput: HTMLInputElement;
   private readonly searchCount: HTMLElement;
   private readonly panel: DetailsPanel;
+  private readonly tooltip: HTMLElement;
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
   private view: Viewport | null = null;
@@ -107,7 +109,9 @@ export class TraceViewer implements ControlTarget {
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
     });
-    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el);
+    this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
+    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el,
+      this.tooltip);
     this.renderer = new Renderer(this.canvas);
     this.scroller.addEventListener("scroll", () => this.requestDraw(), { signal: this.lifetime.signal });
     attachControls(this, this.lifetime.signal);
@@ -354,16 +358,88 @@ export class TraceViewer implements ControlTarget {
     this.requestDraw();
   }
 
-  hover(contentY: number | null): void {
+  hover(at: { x: number; cy: number; clientX: number; clientY: number } | null): void {
     let track: number | null = null;
-    if (contentY !== null) {
-      const hit = hitY(this.layout, contentY);
+    let tip = "";
+    if (at !== null) {
+      const hit = hitY(this.layout, at.cy);
       if (hit.kind === "track") track = hit.row.track.id;
+      if (at.x >= 0) tip = this.describe(this.pick(at.x, at.cy));
+    }
+    if (tip && at) {
+      this.tooltip.textContent = tip;
+      this.tooltip.hidden = false;
+      this.tooltip.style.left = `${Math.min(at.clientX + 14, window.innerWidth - 320)}px`;
+      this.tooltip.style.top = `${at.clientY + 16}px`;
+    } else {
+      this.tooltip.hidden = true;
     }
     if (track !== this.hoverTrack) {
       this.hoverTrack = track;
       this.requestDraw();
     }
+  }
+
+  private describe(p: Pick | null): string {
+    if (!p) return "";
+    const f = p.frame;
+    if (p.kind === "event") {
+      return `${f.strings[f.eventName[p.index] ?? 0] ?? ""} — ${formatDurationPs(f.eventDur[p.index] ?? 0)}`;
+    }
+    if (p.kind === "box") {
+      return `${formatNumber(f.boxCount[p.index] ?? 0)} events merged (${Math.round((f.boxBusy[p.index] ?? 0) * 100)} % busy), ` +
+        `longest: ${f.strings[f.boxName[p.index] ?? 0] ?? ""}`;
+    }
+    const r = f.counters.get(p.track);
+    if (!r) return "";
+    return r.series.map((s) => `${s.name}: ${formatNumber(f.counterLast[s.offset + p.index] ?? 0)}`).join(" · ") +
+      ` @ ${formatDurationPs(f.counterTime[r.sampleOffset + p.index] ?? 0, 7)}`;
+  }
+
+  /** What is drawn at timeline x / content y: an event, a density box or a counter sample. */
+  private pick(x: number, contentY: number): Pick | null {
+    const hit = hitY(this.layout, contentY);
+    const view = this.view;
+    if (hit.kind !== "track" || !view) return null;
+    const ps = view.psOf(x);
+    const tol = 2 * view.psPerPx;
+    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
+    if (!f) return null;
+    const id = hit.row.track.id;
+    if (hit.row.track.kind === "counter") {
+      const c = f.counters.get(id);
+      if (!c || c.sampleCount === 0) return null;
+      // The sample in force at ps: the last one at or before it.
+      let lo = 0;
+      let hi = c.sampleCount;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((f.counterTime[c.sampleOffset + mid] ?? 0) <= ps) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo > 0 ? { kind: "counter", frame: f, track: id, index: lo - 1 } : null;
+    }
+    const r = f.slices.get(id);
+    if (!r) return null;
+    let best = -1;
+    let bestDist = Infinity;
+    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
+      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
+      const s = f.eventStart[i] ?? 0;
+      const e = s + (f.eventDur[i] ?? 0);
+      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
+      if (dist <= tol && dist < bestDist) {
+        best = i;
+        bestDist = dist;
+      }
+    }
+    if (best >= 0) return { kind: "event", frame: f, track: id, index: best };
+    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
+      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
+      const s = f.boxStart[i] ?? 0;
+      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) return { kind: "box", frame: f, track: id, index: i };
+    }
+    return null;
   }
 
   // --- picking ---------------------------------------------------------------------------
@@ -377,41 +453,24 @@ export class TraceViewer implements ControlTarget {
       this.requestDraw();
       return;
     }
-    if (hit.kind !== "track" || labelArea || !this.view) return;
-    const view = this.view;
-    const ps = view.psOf(x);
-    const tol = 2 * view.psPerPx;
-    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
-    if (!f) return;
-    const r = f.slices.get(hit.row.track.id);
-    if (!r) return;
-    let best = -1;
-    let bestDist = Infinity;
-    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
-      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.eventStart[i] ?? 0;
-      const e = s + (f.eventDur[i] ?? 0);
-      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
-      if (dist <= tol && dist < bestDist) {
-        best = i;
-        bestDist = dist;
-      }
-    }
-    if (best >= 0) {
-      void this.selectEvent(hit.row.track.plane, f.eventRow[best] ?? 0, false);
+    if (hit.kind !== "track" || labelArea) return;
+    const p = this.pick(x, contentY);
+    if (!p) return;
+    const f = p.frame;
+    if (p.kind === "event") {
+      void this.selectEvent(hit.row.track.plane, f.eventRow[p.index] ?? 0, false);
       return;
     }
-    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
-      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.boxStart[i] ?? 0;
-      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) {
-        this.selected = null;
-        this.arrows = [];
-        this.panel.showBox(f.strings[f.boxName[i] ?? 0] ?? "", f.boxCount[i] ?? 0, f.boxBusy[i] ?? 0, s, s + f.resolutionPs);
-        this.requestDraw();
-        return;
-      }
+    this.selected = null;
+    this.arrows = [];
+    if (p.kind === "box") {
+      const s = f.boxStart[p.index] ?? 0;
+      this.panel.showBox(f.strings[f.boxName[p.index] ?? 0] ?? "", f.boxCount[p.index] ?? 0, f.boxBusy[p.index] ?? 0,
+        s, s + f.resolutionPs);
+    } else {
+      this.panel.showCounter(hit.row.track.name, this.describe(p));
     }
+    this.requestDraw();
   }
 
   async selectEvent(plane: number, row: number, reveal: boolean): Promise<void> {

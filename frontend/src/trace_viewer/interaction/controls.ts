@@ -21,7 +21,8 @@ export interface ControlTarget {
   rangeStart(x: number, contentY: number, allTracks: boolean): void;
   rangeMove(x: number, contentY: number): void;
   rangeEnd(): void;
-  hover(contentY: number | null): void;
+  /** The pointer over the tracks (timeline x, content y, page coordinates), or null when it left. */
+  hover(at: { x: number; cy: number; clientX: number; clientY: number } | null): void;
   zoomToSelection(): void;
   fitAll(): void;
   clearSelection(): void;
@@ -93,7 +94,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
   canvas.addEventListener("mousemove", (e) => {
     const p = pos(e);
     mouseX = p.x;
-    t.hover(p.y >= RULER_H ? p.cy : null);
+    t.hover(p.y >= RULER_H ? { x: p.x - LABEL_W, cy: p.cy, clientX: e.clientX, clientY: e.clientY } : null);
   }, { signal });
   canvas.addEventListener("mouseleave", () => {
     mouseX = -1;

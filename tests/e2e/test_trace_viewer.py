@@ -80,6 +80,15 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     assert pixels["painted"] > 0.005 * pixels["sampled"] and pixels["colours"] >= 5, pixels
     serve_page.screenshot("trace_jax_mlp_whole")
 
+    # Folding the first group (a click on its header) hides its tracks; a second click shows them.
+    first_track = whole["groups"][0]["tracks"][0]
+    visible_js = "(t) => window.__tbprofTrace.viewer.eventPosition(t, 0, 1e15, 0) !== null"
+    assert page.evaluate(visible_js, first_track)
+    page.mouse.click(*_canvas_point(page, 60, 26 + 11))
+    page.wait_for_function(f"() => !({visible_js})({first_track})", timeout=PAGE_TIMEOUT_MS)
+    page.mouse.click(*_canvas_point(page, 60, 26 + 11))
+    page.wait_for_function(f"() => ({visible_js})({first_track})", timeout=PAGE_TIMEOUT_MS)
+
     # Zoom with the wheel at the middle of the timeline: the window shrinks around the cursor.
     fetches = page.evaluate(FETCHES_JS)
     x, y = _canvas_point(page, 230 + 400, 120)

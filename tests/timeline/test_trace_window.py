@@ -177,3 +177,25 @@ def test_pytorch_memory_counters(shared_profiles: Path) -> None:
     # Samples in time order, the last one is the last allocation/free of the file.
     last = sorted(gpu, key=lambda e: e["ts"])[-1]
     assert track.counter.values["allocated_bytes"][-1] == last["args"]["Total Allocated"]
+
+
+def test_disk_cached_store_answers_the_same(profiles_root: Path, cache_dir: Path) -> None:
+    """A store reopened from the disk cache (memory-mapped, read-only columns) gives the same window."""
+    from tbprof.store.cache import ProfileCache
+    from tbprof.timeline.details import event_details
+    from tbprof.timeline.search import find_all
+
+    path = xplane_of(profiles_root, "jax_mlp")
+    first = ProfileCache(cache_dir)
+    fresh = first.get(path, read_xspace)
+    first.flush()
+    reopened = ProfileCache(cache_dir).get(path, read_xspace)
+    assert reopened is not fresh
+    a = query_window(fresh, None, None, 1500)
+    b = query_window(reopened, None, None, 1500)
+    assert (a.in_window, a.returned, a.merged, a.boxes) == (b.in_window, b.returned, b.merged, b.boxes)
+    assert np.array_equal(find_all(fresh, "fusion").row, find_all(reopened, "fusion").row)
+    gpu = reopened.plane("/device:GPU:0")
+    assert gpu is not None
+    kernel = event_details(reopened, gpu.index, 1)["decoded"]["kernel"]
+    assert kernel == event_details(fresh, gpu.index, 1)["decoded"]["kernel"]

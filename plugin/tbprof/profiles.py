@@ -7,6 +7,7 @@ place that maps a run kind to the reader that decodes its files.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,18 @@ def register_reader(kind: str, store_format: str, reader: Reader) -> None:
 # Generic Chrome trace JSON runs (``<host>.trace.json(.gz)`` without an xplane beside them).
 register_reader("chrome_trace", chrome_trace.FORMAT, chrome_trace.read_chrome_trace)
 
+# Modules that register run detectors and readers of other run kinds; missing ones are skipped.
+READER_MODULES = ("tbprof.readers.foreign_runs",)
+
+
+def load_reader_modules() -> None:
+    for name in READER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+
 
 class NotFound(LookupError):
     """Unknown run, host or tool (HTTP 404)."""
@@ -46,6 +59,7 @@ class BadRequest(ValueError):
 class Profiles:
     def __init__(self, logdir: Path, cache_dir: Path | None = None, memory_bytes: int | None = None,
                  memo_entries: int = 512) -> None:
+        load_reader_modules()
         self.logdir = Path(logdir)
         self.index = RunIndex(self.logdir)
         kwargs: dict[str, Any] = {"cache_dir": cache_dir}

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry
-from tbprof.analyses.event_groups import HOST_PLANE, _parents
+from tbprof.analyses.event_groups import HOST_PLANE, _parents, sorted_unique
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -72,7 +72,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     p = store.plane(HOST_PLANE)
     if p is None or p.n_events == 0:
         return []
-    uniq = np.unique(p.name_id)
+    uniq = np.nonzero(np.bincount(p.name_id))[0]  # names present (O(n); np.unique sorts 2 M ids)
     it_ids = np.array([u for u in uniq.tolist() if store.strings[u].startswith("Iterator::")], np.int32)
     if len(it_ids) == 0:
         return []
@@ -104,7 +104,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     nested = nested[is_it[par[nested]]]
     np.add.at(child_ps, par[nested], p.dur_ps[nested])
     out = []
-    for root in np.unique(roots).tolist():
+    for root in sorted_unique(roots).tolist():
         m = roots == root
         r = rows[m]
         names, inv = np.unique(p.name_id[r], return_inverse=True)

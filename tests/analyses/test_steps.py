@@ -274,3 +274,20 @@ def test_summary_cli_json(profiles_root: Path, tmp_path: Path, capsys: pytest.Ca
     assert out["input_bound"] == "potential"  # XProf: POTENTIALLY input-bound (80 % all-others)
     assert set(out["top_ops"][0]) == {"name", "type", "self_time_us", "occurrences"}
     assert out["top_ops"][0]["self_time_us"] >= out["top_ops"][-1]["self_time_us"]
+
+
+@pytest.mark.parametrize(("name", "host"), [("jax_mlp", "vm"), ("jax_2hosts", "worker1")])
+def test_linked_events_grouping_equals_full_grouping_on_devices(profiles_root: Path, name: str, host: str) -> None:
+    # GPU runs group only the events that carry links; device groups must equal the full grouping.
+    from tbprof.analyses.event_groups import compute_groups
+
+    store = read_xspace(xplane_of(profiles_root, name, host))
+    full, reduced = compute_groups(store, full=True), compute_groups(store, full=False)
+    assert full.n_groups == reduced.n_groups == 10  # 10 StepTraceAnnotation roots
+    assert full.group_names == reduced.group_names
+    for i, p in enumerate(store.planes):
+        if p.name.startswith("/device:"):
+            assert np.array_equal(full.group_of[i], reduced.group_of[i])
+        else:
+            linked = reduced.group_of[i] >= 0
+            assert np.array_equal(full.group_of[i][linked], reduced.group_of[i][linked])

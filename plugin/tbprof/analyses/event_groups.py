@@ -44,10 +44,16 @@ class EventGroups:
 
 
 @numba.njit(cache=True, nogil=True)
-def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
-    """Nesting parent of each event (-1 for top level): the innermost earlier event that includes it."""
+def _nesting(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nesting parent of each event (-1: top level) and the end of its subtree (exclusive row).
+
+    XProf's rule: an event's parent is the innermost open event that includes it; an open event
+    that does not include the next one is closed. So an event's descendants are exactly the
+    rows after it up to the row that closed it.
+    """
     n = start_ps.shape[0]
     parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.empty(n, dtype=np.int64)
     stack = np.empty(256, dtype=np.int64)
     for line in range(line_offsets.shape[0] - 1):
         top = 0
@@ -59,6 +65,7 @@ def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray)
                 if start_ps[p] <= s and e <= start_ps[p] + dur_ps[p]:
                     parent[i] = p
                     break
+                sub_end[p] = i
                 top -= 1
             if top == stack.shape[0]:
                 grown = np.empty(top * 2, dtype=np.int64)
@@ -66,14 +73,25 @@ def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray)
                 stack = grown
             stack[top] = i
             top += 1
-    return parent
+        while top > 0:
+            sub_end[stack[top - 1]] = line_offsets[line + 1]
+            top -= 1
+    return parent, sub_end
+
+
+def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
+    return _nesting(start_ps, dur_ps, line_offsets)[0]
 
 
 @numba.njit(cache=True, nogil=True)
-def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray,
-               child_ptr: np.ndarray, child_idx: np.ndarray,
-               edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Breadth-first claim from each root in order; returns (group per node, root node per group)."""
+def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, sub_end: np.ndarray,
+               edge_nodes: np.ndarray, edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Claims, root by root, every unclaimed event reachable from it; returns (group, root of group).
+
+    A claimed event brings its whole subtree (a contiguous row range) and the targets of the
+    cross links (``edge_nodes`` sorted, ``edge_ptr``/``edge_idx`` their targets) of the events in
+    it, so the work is proportional to events plus links, with no per-child queue traffic.
+    """
     n = parent.shape[0]
     group = np.full(n, -1, dtype=np.int64)
     group_root = np.empty(roots.shape[0], dtype=np.int64)
@@ -95,35 +113,31 @@ def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray,
         gid = n_groups
         n_groups += 1
         group_root[gid] = r
+        group[r] = gid
         head = 0
         tail = 0
         queue[tail] = r
         tail += 1
-        group[r] = gid
         while head < tail:
             node = queue[head]
             head += 1
-            for k in range(child_ptr[node], child_ptr[node + 1]):
-                c = child_idx[k]
-                if group[c] < 0:
-                    group[c] = gid
-                    queue[tail] = c
-                    tail += 1
-            for k in range(edge_ptr[node], edge_ptr[node + 1]):
-                c = edge_idx[k]
-                if group[c] < 0:
-                    group[c] = gid
-                    queue[tail] = c
-                    tail += 1
+            end = sub_end[node]
+            for j in range(node + 1, end):
+                if group[j] < 0:
+                    group[j] = gid
+            k0 = np.searchsorted(edge_nodes, node)
+            k1 = np.searchsorted(edge_nodes, end)
+            for k in range(k0, k1):
+                src = edge_nodes[k]
+                if group[src] != gid:
+                    continue
+                for q in range(edge_ptr[k], edge_ptr[k + 1]):
+                    t = edge_idx[q]
+                    if group[t] < 0:
+                        group[t] = gid
+                        queue[tail] = t
+                        tail += 1
     return group, group_root[:n_groups]
-
-
-def _csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(src, kind="stable")
-    counts = np.bincount(src, minlength=n)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return ptr, dst[order].astype(np.int64)
 
 
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
@@ -133,7 +147,16 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = np.concatenate([parent_keys, child_keys])
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    a, b = keys[:, 0], keys[:, 1]
+    if len(keys) and a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55):
+        # Context types are small and ids fit 55 bits: one int64 key (the common case).
+        _, inv = np.unique((a << 55) | b, return_inverse=True)
+    else:
+        # Unique rows without np.unique(axis=0), which sorts void records slowly.
+        _, inv_a = np.unique(a, return_inverse=True)
+        _, inv_b = np.unique(b, return_inverse=True)
+        _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
+                           return_inverse=True)
     inv = inv.reshape(-1)
     pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
     n_keys = int(inv.max()) + 1
@@ -196,8 +219,8 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     np.cumsum([p.n_events for p in planes], out=offsets[1:])
     n = int(offsets[-1])
     parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.zeros(n, dtype=np.int64)
     root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
-    root_nodes: list[np.ndarray] = []
     src_parts: list[np.ndarray] = []
     dst_parts: list[np.ndarray] = []
     prod_keys, prod_nodes, cons_keys, cons_nodes = [], [], [], []
@@ -208,12 +231,16 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     getnext_names = [store.strings.id(x) for x in ("IteratorGetNextOp::DoCompute",
                                                    "IteratorGetNextAsOptionalOp::DoCompute")]
     trace_context = store.strings.id("TraceContext")
+    wanted = [store.stat_id(x) for x in ("_r", "_pt", "_p", "_ct", "_c", "correlation_id", "step_id", "iter_num",
+                                         "step_num", "tensor_shapes")]
     for pi, p in enumerate(planes):
         if p.n_events == 0:
             continue
+        p.prefetch_stat_columns(wanted)
         base = offsets[pi]
-        par = _parents(p.start_ps, p.dur_ps, p.line_offsets)
+        par, send = _nesting(p.start_ps, p.dur_ps, p.line_offsets)
         parent[base:base + p.n_events] = np.where(par >= 0, par + base, -1)
+        sub_end[base:base + p.n_events] = send + base
         if r_id >= 0:
             rc = p.event_stat(r_id)
             lvl = rc.as_int()
@@ -262,9 +289,11 @@ def compute_groups(store: ProfileStore) -> EventGroups:
         src_parts.append(s)
         dst_parts.append(d)
 
-    has_parent = np.nonzero(parent >= 0)[0]
-    child_ptr, child_idx = _csr(parent[has_parent], has_parent, n)
-    edge_ptr, edge_idx = _csr(cat(src_parts), cat(dst_parts), n)
+    src, dst = cat(src_parts), cat(dst_parts)
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    edge_nodes, first = np.unique(src, return_index=True)
+    edge_ptr = np.append(first, len(src)).astype(np.int64)
 
     roots = np.nonzero(root_level > 0)[0]
     plane_of = np.searchsorted(offsets, roots, side="right") - 1
@@ -273,7 +302,8 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     order = np.lexsort((roots, -dur, start_abs, -root_level[roots]))
     roots = roots[order]
     del plane_of
-    group, group_root = _propagate(roots, root_level, parent, child_ptr, child_idx, edge_ptr, edge_idx)
+    group, group_root = _propagate(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
+                                   dst.astype(np.int64))
 
     group_of = [group[offsets[i]:offsets[i + 1]] for i in range(len(planes))]
     for i, p in enumerate(planes):
@@ -281,27 +311,33 @@ def compute_groups(store: ProfileStore) -> EventGroups:
             group_of[i] = _carry_forward(group_of[i], p.start_ps)
     root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
     root_row = group_root - offsets[root_plane]
-    implicit_ids = {store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}
-    names: list[str] = []
+    implicit_ids = np.array(sorted({store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}), np.int64)
     implicit = np.zeros(len(group_root), dtype=bool)
+    nums = np.arange(len(group_root), dtype=np.int64)
+    name_ids = np.zeros(len(group_root), dtype=np.int64)
     step_num_id, iter_num_id = store.stat_id("step_num"), store.stat_id("iter_num")
-    for g in range(len(group_root)):
-        p = planes[int(root_plane[g])]
-        row = int(root_row[g])
-        is_implicit = int(p.name_id[row]) in implicit_ids
-        implicit[g] = is_implicit
-        num = g
-        for sid in (iter_num_id, step_num_id):
-            if sid >= 0:
-                col = p.event_stat(sid)
-                k = int(np.searchsorted(col.rows, row))
-                if k < len(col.rows) and col.rows[k] == row:
-                    num = int(col.as_int()[k])
-                    break
-        prefix = "" if is_implicit else store.strings[int(p.name_id[row])] + " "
-        names.append(f"{prefix}{num}")
+    for pi in np.unique(root_plane).tolist():
+        p = planes[pi]
+        sel = np.nonzero(root_plane == pi)[0]
+        rows = root_row[sel]
+        name_ids[sel] = p.name_id[rows]
+        implicit[sel] = np.isin(p.name_id[rows], implicit_ids)
+        found = np.zeros(len(sel), bool)
+        for sid in (iter_num_id, step_num_id):  # XProf prefers iter_num, then step_num
+            if sid < 0:
+                continue
+            col = p.event_stat(sid)
+            if len(col.rows) == 0:
+                continue
+            k = np.searchsorted(col.rows, rows)
+            hit = (k < len(col.rows)) & (col.rows[np.clip(k, 0, len(col.rows) - 1)] == rows) & ~found
+            if hit.any():
+                nums[sel[hit]] = col.as_int()[k[hit]]
+                found |= hit
+    group_names = [f"{num}" if imp else f"{store.strings[int(nid)]} {num}"
+                   for num, imp, nid in zip(nums.tolist(), implicit.tolist(), name_ids.tolist())]
     return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
-                       root_row=root_row, root_is_implicit=implicit, group_names=names)
+                       root_row=root_row, root_is_implicit=implicit, group_names=group_names)
 
 
 def event_groups(store: ProfileStore) -> EventGroups:

@@ -291,7 +291,8 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
                                          "'Device Collective Communication'.")
     kl_pct = pct["kernel_launch_percent"]
     kl = _level(kl_pct, HIGH_PERCENT, MODERATE_PERCENT)
-    kl_stmt = "" if kl == "no" else f"{_one_digit(kl_pct)} % of the total step time sampled is spent on 'Kernel Launch'."
+    kl_stmt = "" if kl == "no" else (f"{_one_digit(kl_pct)} % of the total step time sampled is spent on "
+                                     "'Kernel Launch'.")
     if kl != "no" and tf_data_used:
         kl_stmt += (" It could be due to CPU contention with tf.data. In this case, you may try to set the "
                     "environment variable TF_GPU_THREAD_MODE=gpu_private.")

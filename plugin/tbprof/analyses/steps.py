@@ -23,6 +23,7 @@ last are dropped, because a profile window usually cuts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from tbprof.store.tables import Plane, ProfileStore
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2
-MIN_COVERAGE = 0.5  # an inferred step function must cover this share of its thread's active time
+MIN_COVERAGE = 0.5  # an inferred step function must cover this share of the host's traced time
 
 NO_STEPS_DIAGNOSIS = (
     "No step markers were found and no repeated step could be inferred. Mark each training step in "
@@ -61,10 +62,31 @@ class Steps:
     type_ps: np.ndarray  # (n_steps, sb.N_TYPES) ps per event type, non-overlapped
     device_planes: list[int]  # plane indexes of the devices (columns of the pod viewer)
     per_device_type_ps: np.ndarray  # (n_devices, n_steps, N_TYPES)
-    event_step: list[np.ndarray]  # per plane: step index of each event (-1: none)
     dropped_boundary_steps: int = 0
     candidate_count: int = 0  # steps before the boundary rule and the well-formed check
     notes: list[str] = field(default_factory=list)
+    planes: list[Plane] = field(default_factory=list, repr=False)
+    # Marker steps: group id of each event per plane, and group id -> step index.
+    group_of: list[np.ndarray] | None = field(default=None, repr=False)
+    group_to_step: np.ndarray | None = field(default=None, repr=False)
+    _event_step: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def event_step(self, plane_index: int) -> np.ndarray:
+        """Step index of each event of a plane (-1: in no step), computed on first use.
+
+        Events of a marked step's group belong to it; other events belong to the step whose
+        span contains their start (tf.data threads, host threads on a GPU run, ...).
+        """
+        got = self._event_step.get(plane_index)
+        if got is None:
+            plane = self.planes[plane_index]
+            got = _event_step_by_time(plane, self.begin_ps, self.end_ps)
+            if self.group_of is not None and self.group_to_step is not None and plane.n_events:
+                g = self.group_of[plane_index]
+                gs = np.where(g >= 0, self.group_to_step[np.clip(g, 0, None)], -1)
+                got = np.where(g >= 0, gs, got)
+            self._event_step[plane_index] = got
+        return got
 
     @property
     def n_steps(self) -> int:
@@ -275,15 +297,12 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     for d, pi in enumerate(devices):
         m = plane_of == pi
         per_dev[d] = _breakdown(step_idx[m], st[m], en[m], ty[m], begin, end)
-    event_step = []
-    for pi, p in enumerate(store.planes):
-        by_time = _event_step_by_time(p, begin, end)
-        if group_of is not None and key_to_step is not None and p.n_events:
-            g = group_of[pi]
-            gs = np.where(g >= 0, key_to_step[np.clip(g, 0, None)], -1)
-            gs = np.where(gs >= 0, remap[np.clip(gs, 0, None)], -1)
-            by_time = np.where(g >= 0, gs, by_time)
-        event_step.append(by_time)
+    group_to_step = None
+    if group_of is not None and key_to_step is not None:
+        group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)
+    if dropped:
+        detail += (f"; the first and the last of the {n} are dropped (boundary rule: more than "
+                   f"{DROP_BOUNDARY_ABOVE} steps), {len(begin)} remain")
     diagnosis = ""
     dur = end - begin
     if len(begin) == 1:
@@ -294,11 +313,16 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     return Steps(source=source, method=method, detail=detail, diagnosis=diagnosis, has_device=bool(devices),
                  names=names, step_nums=nums.astype(np.int64), begin_ps=begin.astype(np.int64),
                  end_ps=end.astype(np.int64), type_ps=type_ps, device_planes=devices, per_device_type_ps=per_dev,
-                 event_step=event_step, dropped_boundary_steps=dropped, candidate_count=candidate_count)
+                 dropped_boundary_steps=dropped, candidate_count=candidate_count, planes=store.planes,
+                 group_of=group_of, group_to_step=group_to_step)
 
 
-def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray) -> _TypedEvents:
-    """Typed events for inferred steps: device events on a GPU run, host events otherwise, by time."""
+def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray,
+                   marker_rows: np.ndarray | None) -> _TypedEvents:
+    """Typed events for inferred steps: device events on a GPU run, host events otherwise, by time.
+
+    The host events that define the steps (``marker_rows``) are markers, not work, as in XProf.
+    """
     typed = _TypedEvents()
     if devices:
         for pi in devices:
@@ -312,6 +336,8 @@ def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, e
         if host is not None:
             pi = store.planes.index(host)
             k = _event_step_by_time(host, begin, end)
+            if marker_rows is not None:
+                k[marker_rows] = -1
             rows = np.nonzero(k >= 0)[0]
             types = _types_by_name(store, host, rows, gpu=False)
             ok = types >= 0
@@ -320,7 +346,7 @@ def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, e
     return typed
 
 
-def _infer_step_num_annotation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, str] | None:
+def _infer_step_num_annotation(store: ProfileStore) -> tuple[Any, ...] | None:
     """Events with a ``step_num`` stat but no ``_r`` flag: annotated steps XProf does not pick up."""
     sid = store.stat_id("step_num")
     host = store.plane(HOST_PLANE)
@@ -338,11 +364,11 @@ def _infer_step_num_annotation(store: ProfileStore) -> tuple[np.ndarray, np.ndar
     pick, nums = pick[order], nums[order]
     begin = host.start_ps[pick]
     end = begin + host.dur_ps[pick]
-    if len(pick) < MIN_INFERRED_STEPS or np.any(begin[1:] < end[:-1]):
+    if len(pick) < MIN_INFERRED_STEPS or np.any(begin[1:] < end[:-1]) or np.any(end <= begin):
         return None
     name = store.strings[name_id]
     return begin, end, nums, name, (f"{len(pick)} '{name}' events carry a step_num stat but no _r=1 root flag "
-                                    "(XProf ignores them); each is taken as one step")
+                                    "(XProf ignores them); each is taken as one step"), pick
 
 
 def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
@@ -357,20 +383,22 @@ def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
-def _infer_repeated_function(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray, str, str] | None:
+def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
     """The host function that runs again and again and covers most of its thread: one run = one step."""
     host = store.plane(HOST_PLANE)
     if host is None or host.n_events == 0:
         return None
     best: tuple[float, int, int] | None = None  # (covered ps, line, name id)
+    # A step function must cover most of the host's traced time, not just of its own thread
+    # (a worker pool's per-element function repeats too, but covers little of the profile).
+    active_ps = float(np.max(host.start_ps + host.dur_ps) - np.min(host.start_ps))
+    if active_ps <= 0:
+        return None
     for li in range(host.n_lines):
         sl = host.line_rows(li)
         if sl.stop - sl.start < MIN_INFERRED_STEPS:
             continue
-        start, dur, depth = host.start_ps[sl], host.dur_ps[sl], host.depth[sl]
-        active_ps = float(np.sum(dur[depth == 0]))
-        if active_ps <= 0:
-            continue
+        dur, depth = host.dur_ps[sl], host.depth[sl]
         # Candidates: names that occur >= 2 times in the top 4 levels of the thread.
         shallow = np.nonzero(depth <= 3)[0]
         names, inv, counts = np.unique(host.name_id[sl][shallow], return_inverse=True, return_counts=True)
@@ -392,7 +420,6 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[np.ndarray, np.ndarra
             if best is None or score > best[0]:
                 best = (score, li, int(names[k]))
             break
-        del start
     if best is None:
         return None
     _, li, name_id = best
@@ -405,10 +432,10 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[np.ndarray, np.ndarra
     name = store.strings[name_id]
     return begin, end, np.arange(len(rows), dtype=np.int64), name, (
         f"'{name}' runs {len(rows)} times on thread '{host.line_names[li]}' and covers most of it; each run is "
-        "taken as one step (a tf.function per training step, as Keras model.fit runs it)")
+        "taken as one step (a tf.function per training step, as Keras model.fit runs it)"), rows
 
 
-def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[np.ndarray, ...] | None:
+def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
     """Repeated launches of the XLA module with the most device time: one launch = one step."""
     sid = store.stat_id("hlo_module")
     if sid < 0 or not devices:
@@ -438,7 +465,7 @@ def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[np.
     name = store.strings[top]
     return begin, end, np.arange(len(begin), dtype=np.int64), name, (
         f"XLA module '{name}' was launched {len(begin)} times and takes the most device time; each launch is "
-        "taken as one step")
+        "taken as one step"), None
 
 
 def compute_steps(store: ProfileStore) -> Steps:
@@ -450,7 +477,7 @@ def compute_steps(store: ProfileStore) -> Steps:
             key_to_step = np.full(groups.n_groups, -1, np.int64)
             key_to_step[keep] = np.arange(len(keep))
             where = "device work of each marked step" if devices else "the host step markers"
-            detail = (f"{len(keep)} steps from step markers (root events with _r=1, e.g. "
+            detail = (f"{len(keep)} marked steps (root events with _r=1, e.g. "
                       f"tf.profiler.experimental.Trace or jax.profiler.StepTraceAnnotation); step time from "
                       f"{where}")
             names = [groups.group_names[int(g)] for g in keep]
@@ -461,22 +488,28 @@ def compute_steps(store: ProfileStore) -> Steps:
                 steps.notes.append(f"{len(candidates) - len(keep)} marked groups were not counted as steps: they "
                                    f"hold no {'device' if devices else 'host'} compute or have zero length")
             return steps
-    for infer in (_infer_step_num_annotation, _infer_repeated_function,
-                  lambda s: _infer_repeated_module(s, devices)):
-        got = infer(store)
+    inferences: list[tuple[str, Callable[[], tuple[Any, ...] | None]]] = [
+        ("step_num_annotation", lambda: _infer_step_num_annotation(store)),
+        ("repeated_function", lambda: _infer_repeated_function(store)),
+        ("repeated_module", lambda: _infer_repeated_module(store, devices)),
+    ]
+    for method, infer in inferences:
+        got = infer()
         if got is None:
             continue
-        begin, end, nums, name, detail = got
-        method = {_infer_step_num_annotation: "step_num_annotation",
-                  _infer_repeated_function: "repeated_function"}.get(infer, "repeated_module")  # type: ignore[call-overload]
+        begin, end, nums, fn_name, detail, marker_rows = got
         order = np.argsort(begin, kind="stable")
         begin, end, nums = begin[order], end[order], nums[order]
-        typed = _typed_by_time(store, devices, begin, end)
-        names = [f"{name} {int(x)}" for x in nums.tolist()]
+        typed = _typed_by_time(store, devices, begin, end, marker_rows)
+        names = [f"{fn_name} {int(x)}" for x in nums.tolist()]
         steps = _assemble(store, "inferred", method, detail, names, nums, begin, end, devices, typed, None,
                           len(begin), None)
         steps.notes.append("XProf reports no steps for this profile (it needs step markers); these steps are "
                            "inferred by tbprof")
+        if found is not None and len(found[1]):
+            steps.notes.append(f"{len(found[1])} step markers were found but none holds "
+                               f"{'device compute' if devices else 'host compute'} or time (zero-length?), "
+                               "so steps were inferred instead")
         return steps
     empty = np.zeros(0, np.int64)
     diagnosis = NO_STEPS_DIAGNOSIS
@@ -486,7 +519,7 @@ def compute_steps(store: ProfileStore) -> Steps:
     return Steps(source="none", method="", detail="", diagnosis=diagnosis, has_device=bool(devices), names=[],
                  step_nums=empty, begin_ps=empty, end_ps=empty, type_ps=np.zeros((0, sb.N_TYPES), np.int64),
                  device_planes=devices, per_device_type_ps=np.zeros((len(devices), 0, sb.N_TYPES), np.int64),
-                 event_step=[np.full(p.n_events, -1, np.int64) for p in store.planes], candidate_count=0)
+                 candidate_count=0, planes=store.planes)
 
 
 def _num_of(name: str, default: int) -> int:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import xplane_of
 
 from tbprof.analyses import input_pipeline, overview, pod_viewer
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
+from tests.conftest import xplane_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 STEP_TIME_REL = 0.02

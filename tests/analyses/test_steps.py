@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import xplane_of
 from werkzeug.test import Client
 
 from tbprof.analyses import overview, pod_viewer, step_breakdown, tf_data
@@ -21,6 +20,7 @@ from tbprof.http.app import create_app
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.strings import StringTable
 from tbprof.store.tables import Plane, ProfileStore, StatTable
+from tests.conftest import xplane_of
 
 API = "/data/plugin/tbprof/"
 STEP_TOOLS = ("overview_page", "input_pipeline_analyzer", "pod_viewer", "tf_data_bottleneck_analysis")

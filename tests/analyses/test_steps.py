@@ -291,3 +291,35 @@ def test_linked_events_grouping_equals_full_grouping_on_devices(profiles_root: P
         else:
             linked = reduced.group_of[i] >= 0
             assert np.array_equal(full.group_of[i][linked], reduced.group_of[i][linked])
+
+
+def test_group_id_stats_in_the_file_are_used(profiles_root: Path) -> None:
+    # An XSpace that was already grouped (group_id stats on device events) keeps its groups:
+    # jax_mlp with the computed groups written as stats and the _r root flags removed gives
+    # the same steps.
+    from tbprof.analyses.event_groups import compute_groups
+    from tbprof.store.tables import KIND_INT64
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    expected = compute_steps(store)
+    groups = compute_groups(store)
+    gid = store.strings.intern("group_id")
+    r_id = store.stat_id("_r")
+    planes = []
+    for i, p in enumerate(store.planes):
+        keep = p.stats.stat_id != r_id
+        owner, sid, kind, value = (a[keep] for a in (p.stats.owner, p.stats.stat_id, p.stats.kind, p.stats.value))
+        if p.name.startswith("/device:"):
+            rows = np.nonzero(groups.group_of[i] >= 0)[0]
+            owner = np.concatenate([owner, rows.astype(np.int32)])
+            sid = np.concatenate([sid, np.full(len(rows), gid, np.int32)])
+            kind = np.concatenate([kind, np.full(len(rows), KIND_INT64, np.int8)])
+            value = np.concatenate([value, groups.group_of[i][rows]])
+            order = np.argsort(owner, kind="stable")
+            owner, sid, kind, value = owner[order], sid[order], kind[order], value[order]
+        planes.append(dataclasses.replace(p, stats=StatTable(owner, sid, kind, value), _columns={}))
+    regrouped = dataclasses.replace(store, planes=planes, _memo={})
+    assert compute_groups(regrouped).n_groups == 0  # no roots left to group from
+    got = compute_steps(regrouped)
+    assert got.source == "markers" and got.n_steps == expected.n_steps
+    assert np.array_equal(got.begin_ps, expected.begin_ps) and np.array_equal(got.end_ps, expected.end_ps)

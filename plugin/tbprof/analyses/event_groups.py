@@ -398,6 +398,37 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
                        root_row=root_row, root_is_implicit=implicit, group_names=group_names)
 
 
+def recorded_groups(store: ProfileStore) -> EventGroups | None:
+    """Groups already in the file: ``group_id`` stats (an XSpace that XProf or a TPU runtime grouped).
+
+    Device events with a ``group_id`` carry their step; a device ``Steps`` line names the steps
+    (``step_name`` stat). None when no device event has a ``group_id``.
+    """
+    gid = store.stat_id("group_id")
+    if gid < 0:
+        return None
+    group_of = [p.event_stat(gid).dense_int(p.n_events) if p.n_events else np.zeros(0, np.int64)
+                for p in store.planes]
+    if not any(p.name.startswith("/device:") and np.any(g >= 0) for p, g in zip(store.planes, group_of)):
+        return None
+    n_groups = int(max(int(g.max()) for g in group_of if len(g)) + 1)
+    names = [str(i) for i in range(n_groups)]
+    root_plane = np.full(n_groups, -1, np.int32)
+    root_row = np.full(n_groups, -1, np.int64)
+    step_name = store.stat_id("step_name")
+    for pi, p in enumerate(store.planes):
+        li = p.line_index("Steps")
+        if li < 0 or step_name < 0:
+            continue
+        sl = p.line_rows(li)
+        col = p.event_stat(step_name).dense_str(p.n_events)[sl]
+        for g, sid in zip(group_of[pi][sl].tolist(), col.tolist()):
+            if 0 <= g < n_groups and sid >= 0:
+                names[g] = store.strings[sid]
+    return EventGroups(group_of=group_of, n_groups=n_groups, root_plane=root_plane, root_row=root_row,
+                       root_is_implicit=np.zeros(n_groups, bool), group_names=names)
+
+
 def event_groups(store: ProfileStore) -> EventGroups:
-    """The grouping of ``store`` (computed once per store)."""
-    return store.memo(("tbprof.event_groups", 1), lambda: compute_groups(store))
+    """The grouping of ``store`` (computed once per store): recorded in the file, else computed."""
+    return store.memo(("tbprof.event_groups", 1), lambda: recorded_groups(store) or compute_groups(store))

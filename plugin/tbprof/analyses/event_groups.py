@@ -141,48 +141,46 @@ def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, su
     return group, group_root[:n_groups]
 
 
+def _packed_keys(parent_keys: np.ndarray, child_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 per (type, id) key row, equal exactly when the rows are equal."""
+    keys = np.concatenate([parent_keys, child_keys])
+    a, b = keys[:, 0], keys[:, 1]
+    if len(keys) == 0 or (a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55)):
+        packed = (a << 55) | b  # context types are small and ids fit 55 bits: the common case
+    else:
+        _, inv_a = np.unique(a, return_inverse=True)
+        _, inv_b = np.unique(b, return_inverse=True)
+        packed = inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1)
+    return packed[:len(parent_keys)], packed[len(parent_keys):]
+
+
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
                 child_nodes: np.ndarray, limit: int | None = None,
                 last_parent_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Edges parent -> child between nodes with equal keys (rows of an int64 key matrix)."""
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    keys = np.concatenate([parent_keys, child_keys])
-    a, b = keys[:, 0], keys[:, 1]
-    if len(keys) and a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55):
-        # Context types are small and ids fit 55 bits: one int64 key (the common case).
-        _, inv = np.unique((a << 55) | b, return_inverse=True)
-    else:
-        # Unique rows without np.unique(axis=0), which sorts void records slowly.
-        _, inv_a = np.unique(a, return_inverse=True)
-        _, inv_b = np.unique(b, return_inverse=True)
-        _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
-                           return_inverse=True)
-    inv = inv.reshape(-1)
-    pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
-    n_keys = int(inv.max()) + 1
+    pk, ck = _packed_keys(parent_keys, child_keys)
     if last_parent_only:
         # XProf keeps one parent per key in a map (the last one written).
-        last = np.full(n_keys, -1, dtype=np.int64)
-        last[pk] = parent_nodes
-        keep = np.nonzero(last >= 0)[0]
-        pk, parent_nodes = keep, last[keep]
-    n_par = np.bincount(pk, minlength=n_keys)
-    n_chi = np.bincount(ck, minlength=n_keys)
-    if limit is not None:
-        crowded = (n_par >= limit) & (n_chi >= limit)
-        pk_ok = ~crowded[pk]
-        pk, parent_nodes = pk[pk_ok], parent_nodes[pk_ok]
+        o = np.argsort(pk, kind="stable")
+        pk_s = pk[o]
+        last = np.concatenate([pk_s[1:] != pk_s[:-1], [True]])
+        pk, parent_nodes = pk_s[last], parent_nodes[o][last]
     c_order = np.argsort(ck, kind="stable")
-    c_sorted_nodes = child_nodes[c_order]
-    c_start = np.zeros(n_keys + 1, dtype=np.int64)
-    np.cumsum(n_chi, out=c_start[1:])
-    reps = n_chi[pk]
+    ck_s, cn_s = ck[c_order], child_nodes[c_order]
+    lo = np.searchsorted(ck_s, pk, side="left")
+    reps = np.searchsorted(ck_s, pk, side="right") - lo
+    if limit is not None:
+        pk_sorted = np.sort(pk)
+        n_par = np.searchsorted(pk_sorted, pk, side="right") - np.searchsorted(pk_sorted, pk, side="left")
+        ok = ~((n_par >= limit) & (reps >= limit))
+        pk, parent_nodes, lo, reps = pk[ok], parent_nodes[ok], lo[ok], reps[ok]
     src = np.repeat(parent_nodes, reps)
     # Offsets 0..reps-1 within each parent's run of children.
     run_start = np.repeat(np.cumsum(reps) - reps, reps)
     within = np.arange(int(reps.sum())) - run_start
-    dst = c_sorted_nodes[np.repeat(c_start[pk], reps) + within]
+    dst = cn_s[np.repeat(lo, reps) + within]
     return src.astype(np.int64), dst.astype(np.int64)
 
 

@@ -323,3 +323,21 @@ def test_group_id_stats_in_the_file_are_used(profiles_root: Path) -> None:
     got = compute_steps(regrouped)
     assert got.source == "markers" and got.n_steps == expected.n_steps
     assert np.array_equal(got.begin_ps, expected.begin_ps) and np.array_equal(got.end_ps, expected.end_ps)
+
+
+def test_gpu_steps_inferred_from_repeated_module_launches(profiles_root: Path) -> None:
+    # jax_mlp without its StepTraceAnnotation stats (_r, step_num): each launch of the XLA module
+    # with the most device time (jit_train_step, once per step) becomes a step: 10 runs -> 8.
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    drop = {store.stat_id("_r"), store.stat_id("step_num")}
+    planes = []
+    for p in store.planes:
+        keep = ~np.isin(p.stats.stat_id, list(drop))
+        planes.append(dataclasses.replace(p, stats=StatTable(*(a[keep] for a in (
+            p.stats.owner, p.stats.stat_id, p.stats.kind, p.stats.value))), _columns={}))
+    st = compute_steps(dataclasses.replace(store, planes=planes, _memo={}))
+    assert (st.source, st.method, st.candidate_count, st.n_steps) == ("inferred", "repeated_module", 10, 8)
+    assert "jit_train_step" in st.detail
+    marked = steps_of(store)
+    # A module launch spans the step's device compute, so it is at most the marked device step.
+    assert np.all(st.duration_ps <= marked.duration_ps + 1)

@@ -493,6 +493,9 @@ def compute_steps(store: ProfileStore) -> Steps:
         ("repeated_function", lambda: _infer_repeated_function(store)),
         ("repeated_module", lambda: _infer_repeated_module(store, devices)),
     ]
+    if devices:
+        # A GPU step is the device's work (as for marked steps): module launches before host functions.
+        inferences[1], inferences[2] = inferences[2], inferences[1]
     for method, infer in inferences:
         got = infer()
         if got is None:

@@ -27,7 +27,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "profiles"
+# ../shared/profiles beside the checkout (a worktree nested deeper finds it further up).
+SHARED = Path(os.environ.get("TBPROF_SHARED_PROFILES", next(
+    (p / "shared" / "profiles" for p in REPO.parents if (p / "shared" / "profiles").is_dir()),
+    REPO.parent / "shared" / "profiles")))
 API = "/data/plugin/tbprof/"
 TOOLS = ("overview_page", "input_pipeline_analyzer", "pod_viewer", "tf_data_bottleneck_analysis")
 

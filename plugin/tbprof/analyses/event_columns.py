@@ -2,7 +2,7 @@
 
 A plane of jax_large has 2 M events and 3 M stats; a tool that needs 100 k memory events or
 50 k kernels must not scan, sort or densify the whole plane per stat. Stats are sorted by
-owner row, so the stats of chosen rows are contiguous ranges found by ``searchsorted``.
+owner row, so the stats of chosen rows are contiguous ranges found by a forward walk.
 """
 
 from __future__ import annotations

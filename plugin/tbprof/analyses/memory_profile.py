@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from tbprof.analyses import registry
-from tbprof.analyses.event_columns import RowStats, rows_with_stat
+from tbprof.analyses.event_columns import RowStats, rows_of_metas, rows_with_stat
 from tbprof.analyses.event_groups import IMPLICIT_ROOT_NAMES
 from tbprof.analyses.op_metrics import HOST_PLANE
 from tbprof.analyses.table import Column, Table
@@ -128,12 +128,20 @@ class MemoryEvents:
     requested_bytes: np.ndarray
     allocation_bytes: np.ndarray
     address: np.ndarray
-    op: np.ndarray  # object
-    region: np.ndarray  # object
-    dtype: np.ndarray  # object
-    shape: np.ndarray  # object
+    op_id: np.ndarray  # string ids (-1: none); text only for the rows a table shows
+    region_id: np.ndarray
+    dtype_code: np.ndarray  # TensorFlow DataType enum
+    shape_id: np.ndarray
     step_id: np.ndarray
     peak_index: int  # row of the peak (time-sorted order)
+    strings: Any = None
+
+    def text(self, col: str, idx: np.ndarray) -> np.ndarray:
+        """Object array of the op / region / dtype / shape names of rows ``idx``."""
+        if col == "dtype":
+            codes = np.clip(self.dtype_code[idx], -1, len(DATA_TYPES))
+            return np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)[codes]
+        return _strings(self.strings, getattr(self, f"{col}_id")[idx])
 
 
 def _step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
@@ -172,8 +180,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     alloc_id, dealloc_id = store.strings.id(ALLOCATION), store.strings.id(DEALLOCATION)
     if plane is None or (alloc_id < 0 and dealloc_id < 0):
         return {}
-    is_mem = (plane.name_id == alloc_id) | (plane.name_id == dealloc_id)
-    rows = np.nonzero(is_mem)[0]
+    rows = rows_of_metas(plane, np.flatnonzero(np.isin(plane.meta_name_id, [alloc_id, dealloc_id])))
     if rows.shape[0] == 0:
         return {}
     strings = store.strings
@@ -181,16 +188,14 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         "allocator_name", "index_on_host", "device_ordinal", "bytes_allocated", "bytes_reserved",
         "bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr",
         "tf_op", "region_type", "data_type", "shape", "group_id"))
-    # Memory id: allocator name, else index_on_host / device_ordinal.
-    mem_key = np.full(rows.shape[0], "", dtype=object)
+    # Memory id: allocator name (a string id >= 0), else index_on_host / device_ordinal
+    # (coded below -1 so one int per event groups the allocators).
+    mem_code = np.full(rows.shape[0], -1, dtype=np.int64)
     for name in ("index_on_host", "device_ordinal"):
         has = st.has(name)
-        mem_key[has] = st.int(name)[has].astype(str)
+        mem_code[has] = -2 - st.int(name)[has]
     alloc_name = st.str_id("allocator_name")
-    if (alloc_name >= 0).any():
-        mem_key = np.where(alloc_name >= 0, _strings(strings, alloc_name), mem_key)
-    codes = np.clip(st.int("data_type"), -1, len(DATA_TYPES))
-    dtype_names = np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)
+    mem_code = np.where(alloc_name >= 0, alloc_name, mem_code)
     cols = {
         "time_ps": plane.start_ps[rows],
         "is_alloc": plane.name_id[rows] == alloc_id,
@@ -204,13 +209,22 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         "address": st.int("addr"),
         "op_id": st.str_id("tf_op"),
         "region_id": st.str_id("region_type"),
-        "dtype_code": codes,
+        "dtype_code": st.int("data_type"),
         "shape_id": st.str_id("shape"),
         "step_id": _step_ids(store, plane, rows, st.int("group_id", missing=-1)),
     }
     out: dict[str, MemoryEvents] = {}
-    for memory_id in sorted(set(mem_key.tolist())):
-        sel = np.nonzero(mem_key == memory_id)[0]  # trace (store) order
+    # Few distinct codes: count them instead of sorting 100 k events.
+    shift = int(mem_code.min())
+    present = np.flatnonzero(np.bincount(mem_code - shift))
+    code_of = np.full(present.max() + 1, -1, dtype=np.int64)
+    code_of[present] = np.arange(present.shape[0])
+    inv = code_of[mem_code - shift]
+    codes = present + shift
+    names = [strings[c] if c >= 0 else ("" if c == -1 else str(-2 - c)) for c in codes.tolist()]
+    for k in sorted(range(codes.shape[0]), key=names.__getitem__):
+        memory_id = names[k]
+        sel = np.flatnonzero(inv == k)  # trace (store) order
         used = cols["stack_bytes"][sel] + cols["heap_bytes"][sel]
         # Peak: most stack + heap bytes; ties go to the last event in trace order (XProf).
         peak_trace = int(sel.shape[0] - 1 - np.argmax(used[::-1]))
@@ -219,7 +233,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         peak_index = int(np.nonzero(order == peak_trace)[0][0])
         c = {k: v[idx] for k, v in cols.items()}
         # A deallocation describes the allocation it frees.
-        addr_order = np.lexsort((np.arange(idx.shape[0]), c["address"]))
+        addr_order = np.argsort(c["address"], kind="stable")
         source = _match_deallocations(addr_order, c["address"], c["is_alloc"])
         freed = source >= 0
         for k in ("op_id", "region_id", "dtype_code", "shape_id"):
@@ -235,10 +249,9 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
             memory_id=memory_id, time_ps=c["time_ps"], is_alloc=c["is_alloc"], heap_bytes=c["heap_bytes"],
             stack_bytes=c["stack_bytes"], free_bytes=c["free_bytes"], fragmentation=c["fragmentation"],
             peak_bytes_in_use=c["peak_bytes_in_use"], requested_bytes=c["requested_bytes"],
-            allocation_bytes=c["allocation_bytes"], address=c["address"],
-            op=_strings(strings, c["op_id"]), region=_strings(strings, c["region_id"]),
-            dtype=dtype_names[c["dtype_code"]],
-            shape=_strings(strings, c["shape_id"]), step_id=step, peak_index=peak_index,
+            allocation_bytes=c["allocation_bytes"], address=c["address"], op_id=c["op_id"],
+            region_id=c["region_id"], dtype_code=c["dtype_code"], shape_id=c["shape_id"], step_id=step,
+            peak_index=peak_index, strings=strings,
         )
     return out
 
@@ -326,9 +339,9 @@ def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
         "free_bytes": ev.free_bytes[idx], "in_use_bytes": in_use[idx],
         "fragmentation_fraction": ev.fragmentation[idx],
         "activity": np.where(ev.is_alloc[idx], "allocation", "deallocation").astype(object),
-        "operation": ev.op[idx], "requested_bytes": ev.requested_bytes[idx],
-        "allocation_bytes": ev.allocation_bytes[idx], "region_type": ev.region[idx], "data_type": ev.dtype[idx],
-        "shape": ev.shape[idx], "step_id": ev.step_id[idx],
+        "operation": ev.text("op", idx), "requested_bytes": ev.requested_bytes[idx],
+        "allocation_bytes": ev.allocation_bytes[idx], "region_type": ev.text("region", idx),
+        "data_type": ev.text("dtype", idx), "shape": ev.text("shape", idx), "step_id": ev.step_id[idx],
     }
     return Table.from_columns(TIMELINE_COLUMNS, values, default_sort=None)
 
@@ -345,14 +358,14 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     upto = ev.time_ps <= ev.time_ps[p]
     if scope == "step":
         upto &= ev.step_id == ev.step_id[p]
-    addr_order = np.lexsort((np.arange(ev.address.shape[0]), ev.address))
+    addr_order = np.argsort(ev.address, kind="stable")
     live, net, unmatched_free = _live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
     rows = np.nonzero(live)[0]
     unexplained = int(ev.heap_bytes[p]) - net - unmatched_free
-    op = list(ev.op[rows])
+    op = list(ev.text("op", rows))
     alloc = ev.allocation_bytes[rows].tolist()
     req = ev.requested_bytes[rows].tolist()
-    region, dtype, shape = list(ev.region[rows]), list(ev.dtype[rows]), list(ev.shape[rows])
+    region, dtype, shape = list(ev.text("region", rows)), list(ev.text("dtype", rows)), list(ev.text("shape", rows))
     special = [False] * rows.shape[0]
     for label, nbytes, reg in (("unused preallocated device memory", unexplained, "persist/dynamic"),
                                ("stack", int(ev.stack_bytes[p]), "stack")):

@@ -18,21 +18,25 @@ from tbprof.store.tables import KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileS
 @numba.njit(cache=True, nogil=True)
 def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, rows: np.ndarray,
             slot_of: np.ndarray, has_out: np.ndarray, kind_out: np.ndarray, value_out: np.ndarray,
-            ascending: bool) -> None:
-    """Copies the wanted stats of each row from the owner-sorted stat table."""
+            mode: int) -> None:
+    """Copies the wanted stats of each row from the owner-sorted stat table.
+
+    mode 0: rows ascend and are dense in the table, walk forward (sequential reads);
+    mode 1: rows ascend but are sparse, binary search from the previous row's end;
+    mode 2: rows in any order, binary search over the whole table.
+    """
     m = owner.shape[0]
     start = 0
     for i in range(rows.shape[0]):
         r = rows[i]
         if r < 0:
             continue
-        if ascending:
-            # Rows ascend: walk forward (sequential reads beat a binary search per row).
+        if mode == 0:
             k = start
             while k < m and owner[k] < r:
                 k += 1
         else:
-            lo = 0
+            lo = start if mode == 1 else 0
             hi = m
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -48,7 +52,7 @@ def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.
                 kind_out[sl, i] = kind[k]
                 value_out[sl, i] = value[k]
             k += 1
-        if ascending:
+        if mode != 2:
             start = k
 
 
@@ -72,8 +76,9 @@ class RowStats:
         for table, owners in ((plane.meta_stats, plane.meta_idx[rows]), (plane.stats, rows)):
             if len(table) == 0:
                 continue
+            mode = 2 if owners is not rows else (0 if self.n * 64 > len(table) else 1)
             _gather(table.owner, table.stat_id, table.kind, table.value, owners.astype(np.int64), slot_of,
-                    has, kind, value, owners is rows)
+                    has, kind, value, mode)
         for i, nm in enumerate(names):
             if has[i].any():
                 self._cols[nm] = (has[i], kind[i], value[i])

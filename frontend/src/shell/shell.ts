@@ -367,8 +367,16 @@ export class Shell {
     const missing = sortTools(this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n)));
     if (active !== null && !tools.names.includes(active) && !missing.includes(active)) missing.unshift(active);
     if (missing.length) {
-      this.toolNav.appendChild(h("div", { class: "tbp-nav-title tbp-muted" }, "No data in this run"));
-      for (const name of missing) this.toolNav.appendChild(link(name, false));
+      // Closed unless the page shown is one of them: most are tools of other profile kinds.
+      const open = active !== null && missing.includes(active);
+      this.toolNav.appendChild(
+        h(
+          "details",
+          { class: "tbp-nav-missing", open },
+          h("summary", { class: "tbp-nav-title tbp-muted" }, `No data in this run (${missing.length})`),
+          ...missing.map((name) => link(name, false)),
+        ),
+      );
     }
     if (run.error) this.toolNav.appendChild(h("p", { class: "tbp-error" }, run.error));
   }

@@ -1,9 +1,10 @@
 """Browser tests: a real TensorBoard and a real `tbprof serve` on real profiles, driven by
 Playwright in Debian's chromium (never a downloaded browser).
 
-Servers start once per session on free ports, share one converted-profile cache, and are
-killed at teardown. Each test gets a fresh browser context whose console errors, page errors
-and requests are recorded; `Watch.check()` asserts none of them is wrong.
+Servers start once per session (tests/servers.py: free loopback port, bounded readiness
+wait, process group killed at teardown) and share one converted-profile cache. Each test
+gets a fresh browser context whose console errors, page errors and requests are recorded;
+`Watch.check()` asserts none of them is wrong.
 """
 
 from __future__ import annotations
@@ -11,12 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -26,29 +21,24 @@ from typing import Any
 
 import pytest
 
+from tests import servers
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TBPROF_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
 PLUGIN_ROUTES = "/data/plugin/tbprof/"
-READY_TIMEOUT_S = 90.0
 
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="pip install playwright==1.65.2 (test extra)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Server:
+    """A running server as the browser tests use it."""
+
     name: str
     base: str  # http://127.0.0.1:PORT
-    proc: subprocess.Popen[bytes]
-    log: Path
 
     @property
     def api(self) -> str:
@@ -61,37 +51,6 @@ class Server:
 
     def json(self, route: str, **params: str) -> Any:
         return json.loads(self.get(route, **params))
-
-
-def _start(name: str, cmd: list[str], base: str, ready_path: str, log: Path) -> Server:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
-                                start_new_session=True)
-    server = Server(name, base, proc, log)
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(base + ready_path, timeout=5) as r:
-                if r.status == 200:
-                    return server
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.3)
-    _stop(server)
-    raise RuntimeError(f"{name} not ready after {READY_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop(server: Server) -> None:
-    if server.proc.poll() is None:
-        os.killpg(server.proc.pid, signal.SIGTERM)
-        try:
-            server.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.proc.pid, signal.SIGKILL)
-            server.proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -123,34 +82,22 @@ def _warm(server: Server) -> None:
 
 @pytest.fixture(scope="session")
 def standalone(e2e_logdir: Path, e2e_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    port = _free_port()
     log = tmp_path_factory.mktemp("serve_log") / "serve.log"
-    server = _start("tbprof serve", [sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(e2e_logdir),
-                                     "--host", "127.0.0.1", "--port", str(port), "--cache-dir", str(e2e_cache)],
-                    f"http://127.0.0.1:{port}", PLUGIN_ROUTES + "settings", log)
-    try:
+    with servers.tbprof_serve(e2e_logdir, e2e_cache, log, ("--host", "127.0.0.1")) as s:
+        server = Server("tbprof serve", s.base_url)
         _warm(server)
         yield server
-    finally:
-        _stop(server)
 
 
 @pytest.fixture(scope="session")
 def tensorboard(e2e_logdir: Path, e2e_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tb = shutil.which("tensorboard")
-    cmd = [tb] if tb else [sys.executable, "-m", "tensorboard.main"]
-    port = _free_port()
     log = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
-    server = _start("tensorboard", [*cmd, "--logdir", str(e2e_logdir), "--host", "127.0.0.1", "--port", str(port),
-                                    "--tbprof_cache_dir", str(e2e_cache), "--load_fast", "false"],
-                    f"http://127.0.0.1:{port}", "/data/plugins_listing", log)
-    try:
-        listing = json.loads(urllib.request.urlopen(server.base + "/data/plugins_listing", timeout=30).read())
+    with servers.tensorboard(e2e_logdir, e2e_cache, log) as s:
+        listing = json.loads(urllib.request.urlopen(s.base_url + "/data/plugins_listing", timeout=30).read())
         assert "tbprof" in listing, f"TensorBoard did not load the tbprof plugin: {sorted(listing)}"
+        server = Server("tensorboard", s.base_url)
         _warm(server)
         yield server
-    finally:
-        _stop(server)
 
 
 @pytest.fixture(scope="session")

@@ -63,9 +63,9 @@ def wait_ready(target: Any) -> None:
 
 
 def wait_charts_drawn(target: Any, min_charts: int = 1) -> list[dict[str, Any]]:
-    target.wait_for_function(
-        f"() => {{ const c = ({CHART_PIXELS_JS})(); return c.length >= {min_charts} && c.every((x) => x.painted > 0); }}",
-        timeout=PAGE_TIMEOUT_MS)
+    drawn = (f"() => {{ const c = ({CHART_PIXELS_JS})(); "
+             f"return c.length >= {min_charts} && c.every((x) => x.painted > 0); }}")
+    target.wait_for_function(drawn, timeout=PAGE_TIMEOUT_MS)
     return list(target.evaluate(CHART_PIXELS_JS))
 
 

@@ -11,13 +11,25 @@ from typing import Any
 
 from tbprof.analyses.profile_summary import summarize_store
 from tbprof.logdir import Run
+from tbprof.readers.errors import ProfileReadError
 
 # Each adds keys to the summary from the run's stores: fn(stores) -> dict.
 SUMMARY_FIELDS: list[Callable[[list[Any]], dict[str, Any]]] = []
 
 
 def summary(profiles: Any, run: Run) -> dict[str, Any]:
-    stores = [profiles.store(run, h) for h in run.hosts]
+    stores: list[Any] = []
+    unreadable: list[dict[str, str]] = []
+    for h in run.hosts:
+        try:
+            stores.append(profiles.store(run, h))
+        except ProfileReadError as e:
+            if len(run.hosts) == 1:
+                raise
+            unreadable.append({"host": h, "file": e.path, "error": e.reason})
+    if not stores:
+        raise ProfileReadError(run.name, "no host file of this run is readable: "
+                               + "; ".join(f"{u['host']}: {u['error']}" for u in unreadable))
     per_host = [summarize_store(s) for s in stores]
     device_types = sorted({t for h in per_host for t in h["device_types"]})
     out: dict[str, Any] = {
@@ -29,6 +41,8 @@ def summary(profiles: Any, run: Run) -> dict[str, Any]:
         "event_count": sum(h["event_count"] for h in per_host),
         "span_ms": max((h["span_ps"] for h in per_host), default=0) / 1e9,
     }
+    if unreadable:
+        out["host_errors"] = unreadable
     for fn in SUMMARY_FIELDS:
         out.update(fn(stores))
     return out

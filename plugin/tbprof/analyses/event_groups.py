@@ -1,0 +1,345 @@
+"""Groups events into steps the way XProf's ``GroupTfEvents`` does: from root events outward.
+
+A *root* is an event with the ``_r`` stat (``tf.profiler.experimental.Trace(..., _r=1)``, JAX
+``StepTraceAnnotation``) or a legacy ``TraceContext``. Each root, in time order (higher root
+levels first), claims every event reachable from it that no earlier root claimed, following
+
+- nesting on the same thread (an event contains its children),
+- producer/consumer context links (``_pt``/``_p`` to ``_ct``/``_c`` with the same type and id;
+  XProf skips a context id with >= 64 producers and >= 64 consumers, and so do we),
+- host launch -> device kernel links (the same ``correlation_id`` on the host and a device plane),
+- ``ExecutorState::Process`` -> ``IteratorGetNextOp::DoCompute`` with the same (step_id, iter_num).
+
+The group id of an event is the index of the root that claimed it (0, 1, ... in claim order).
+Everything here runs once per store (``store.memo``) in a few numba loops over numpy columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from tbprof.store.tables import Plane, ProfileStore
+
+HOST_PLANE = "/host:CPU"
+# XProf's implicit roots (kFunctionRun, kSessionRun, kRunGraph, kExecutorStateProcess): they group
+# events but are not step markers, so their groups carry no step name.
+IMPLICIT_ROOT_NAMES = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process")
+# XProf skips context ids this crowded on both sides (a shared id, not a real link).
+_CONTEXT_FANOUT_LIMIT = 64
+
+
+@dataclass
+class EventGroups:
+    """Group id of every event of every plane (-1: not grouped) and what each group is."""
+
+    group_of: list[np.ndarray]  # per plane, int64 per event
+    n_groups: int
+    root_plane: np.ndarray  # int32 per group
+    root_row: np.ndarray  # int64 per group
+    root_is_implicit: np.ndarray  # bool per group: FunctionRun & co. (not a step marker)
+    group_names: list[str]  # "train 3" (root name + step_num), else the group id
+
+
+@numba.njit(cache=True, nogil=True)
+def _nesting(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nesting parent of each event (-1: top level) and the end of its subtree (exclusive row).
+
+    XProf's rule: an event's parent is the innermost open event that includes it; an open event
+    that does not include the next one is closed. So an event's descendants are exactly the
+    rows after it up to the row that closed it.
+    """
+    n = start_ps.shape[0]
+    parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.empty(n, dtype=np.int64)
+    stack = np.empty(256, dtype=np.int64)
+    for line in range(line_offsets.shape[0] - 1):
+        top = 0
+        for i in range(line_offsets[line], line_offsets[line + 1]):
+            s = start_ps[i]
+            e = s + dur_ps[i]
+            while top > 0:
+                p = stack[top - 1]
+                if start_ps[p] <= s and e <= start_ps[p] + dur_ps[p]:
+                    parent[i] = p
+                    break
+                sub_end[p] = i
+                top -= 1
+            if top == stack.shape[0]:
+                grown = np.empty(top * 2, dtype=np.int64)
+                grown[:top] = stack[:top]
+                stack = grown
+            stack[top] = i
+            top += 1
+        while top > 0:
+            sub_end[stack[top - 1]] = line_offsets[line + 1]
+            top -= 1
+    return parent, sub_end
+
+
+def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
+    return _nesting(start_ps, dur_ps, line_offsets)[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, sub_end: np.ndarray,
+               edge_nodes: np.ndarray, edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Claims, root by root, every unclaimed event reachable from it; returns (group, root of group).
+
+    A claimed event brings its whole subtree (a contiguous row range) and the targets of the
+    cross links (``edge_nodes`` sorted, ``edge_ptr``/``edge_idx`` their targets) of the events in
+    it, so the work is proportional to events plus links, with no per-child queue traffic.
+    """
+    n = parent.shape[0]
+    group = np.full(n, -1, dtype=np.int64)
+    group_root = np.empty(roots.shape[0], dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    n_groups = 0
+    for r in roots:
+        if group[r] >= 0:
+            continue
+        # A root nested in a root of the same level is grouped with its ancestor instead.
+        a = parent[r]
+        nested = False
+        while a >= 0:
+            if root_level[a] == root_level[r]:
+                nested = True
+                break
+            a = parent[a]
+        if nested:
+            continue
+        gid = n_groups
+        n_groups += 1
+        group_root[gid] = r
+        group[r] = gid
+        head = 0
+        tail = 0
+        queue[tail] = r
+        tail += 1
+        while head < tail:
+            node = queue[head]
+            head += 1
+            end = sub_end[node]
+            for j in range(node + 1, end):
+                if group[j] < 0:
+                    group[j] = gid
+            k0 = np.searchsorted(edge_nodes, node)
+            k1 = np.searchsorted(edge_nodes, end)
+            for k in range(k0, k1):
+                src = edge_nodes[k]
+                if group[src] != gid:
+                    continue
+                for q in range(edge_ptr[k], edge_ptr[k + 1]):
+                    t = edge_idx[q]
+                    if group[t] < 0:
+                        group[t] = gid
+                        queue[tail] = t
+                        tail += 1
+    return group, group_root[:n_groups]
+
+
+def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
+                child_nodes: np.ndarray, limit: int | None = None,
+                last_parent_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Edges parent -> child between nodes with equal keys (rows of an int64 key matrix)."""
+    if len(parent_nodes) == 0 or len(child_nodes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keys = np.concatenate([parent_keys, child_keys])
+    a, b = keys[:, 0], keys[:, 1]
+    if len(keys) and a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55):
+        # Context types are small and ids fit 55 bits: one int64 key (the common case).
+        _, inv = np.unique((a << 55) | b, return_inverse=True)
+    else:
+        # Unique rows without np.unique(axis=0), which sorts void records slowly.
+        _, inv_a = np.unique(a, return_inverse=True)
+        _, inv_b = np.unique(b, return_inverse=True)
+        _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
+                           return_inverse=True)
+    inv = inv.reshape(-1)
+    pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
+    n_keys = int(inv.max()) + 1
+    if last_parent_only:
+        # XProf keeps one parent per key in a map (the last one written).
+        last = np.full(n_keys, -1, dtype=np.int64)
+        last[pk] = parent_nodes
+        keep = np.nonzero(last >= 0)[0]
+        pk, parent_nodes = keep, last[keep]
+    n_par = np.bincount(pk, minlength=n_keys)
+    n_chi = np.bincount(ck, minlength=n_keys)
+    if limit is not None:
+        crowded = (n_par >= limit) & (n_chi >= limit)
+        pk_ok = ~crowded[pk]
+        pk, parent_nodes = pk[pk_ok], parent_nodes[pk_ok]
+    c_order = np.argsort(ck, kind="stable")
+    c_sorted_nodes = child_nodes[c_order]
+    c_start = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(n_chi, out=c_start[1:])
+    reps = n_chi[pk]
+    src = np.repeat(parent_nodes, reps)
+    # Offsets 0..reps-1 within each parent's run of children.
+    run_start = np.repeat(np.cumsum(reps) - reps, reps)
+    within = np.arange(int(reps.sum())) - run_start
+    dst = c_sorted_nodes[np.repeat(c_start[pk], reps) + within]
+    return src.astype(np.int64), dst.astype(np.int64)
+
+
+def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``plane`` that carry both stats ``a`` and ``b``, and their (a, b) values."""
+    ida, idb = store.stat_id(a), store.stat_id(b)
+    if ida < 0 or idb < 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    ca, cb = plane.event_stat(ida), plane.event_stat(idb)
+    rows, ia, ib = np.intersect1d(ca.rows, cb.rows, assume_unique=True, return_indices=True)
+    return rows, np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
+
+
+def _carry_forward(group: np.ndarray, start_ps: np.ndarray) -> np.ndarray:
+    """Device events no launch reaches (async host-to-device copies) join the group running before them.
+
+    XProf 2.24.2 shows this on jax_mlp: every device ``MemcpyH2D`` has a group although its host
+    event has none, and it is the group of the device work that started last before it.
+    """
+    if not np.any(group < 0) or not np.any(group >= 0):
+        return group
+    order = np.argsort(start_ps, kind="stable")
+    g = group[order]
+    idx = np.where(g >= 0, np.arange(len(g)), -1)
+    last = np.maximum.accumulate(idx)
+    filled = np.where(last >= 0, g[np.clip(last, 0, None)], -1)
+    out = np.empty_like(group)
+    out[order] = filled
+    return out
+
+
+def compute_groups(store: ProfileStore) -> EventGroups:
+    planes = store.planes
+    offsets = np.zeros(len(planes) + 1, dtype=np.int64)
+    np.cumsum([p.n_events for p in planes], out=offsets[1:])
+    n = int(offsets[-1])
+    parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.zeros(n, dtype=np.int64)
+    root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
+    src_parts: list[np.ndarray] = []
+    dst_parts: list[np.ndarray] = []
+    prod_keys, prod_nodes, cons_keys, cons_nodes = [], [], [], []
+    launch_keys, launch_nodes, exec_keys, exec_nodes = [], [], [], []
+    executor_keys, executor_nodes, getnext_keys, getnext_nodes = [], [], [], []
+    r_id, corr_id = store.stat_id("_r"), store.stat_id("correlation_id")
+    executor_name = store.strings.id("ExecutorState::Process")
+    getnext_names = [store.strings.id(x) for x in ("IteratorGetNextOp::DoCompute",
+                                                   "IteratorGetNextAsOptionalOp::DoCompute")]
+    trace_context = store.strings.id("TraceContext")
+    wanted = [store.stat_id(x) for x in ("_r", "_pt", "_p", "_ct", "_c", "correlation_id", "step_id", "iter_num",
+                                         "step_num", "tensor_shapes")]
+    for pi, p in enumerate(planes):
+        if p.n_events == 0:
+            continue
+        p.prefetch_stat_columns(wanted)
+        base = offsets[pi]
+        par, send = _nesting(p.start_ps, p.dur_ps, p.line_offsets)
+        parent[base:base + p.n_events] = np.where(par >= 0, par + base, -1)
+        sub_end[base:base + p.n_events] = send + base
+        if r_id >= 0:
+            rc = p.event_stat(r_id)
+            lvl = rc.as_int()
+            ok = lvl > 0
+            root_level[base + rc.rows[ok]] = lvl[ok]
+        if trace_context >= 0:
+            tc = np.nonzero(p.name_id == trace_context)[0] + base
+            root_level[tc[root_level[tc] == 0]] = 1
+        rows, kv = _stat_pairs(store, p, "_pt", "_p")
+        prod_keys.append(kv)
+        prod_nodes.append(rows + base)
+        rows, kv = _stat_pairs(store, p, "_ct", "_c")
+        cons_keys.append(kv)
+        cons_nodes.append(rows + base)
+        if corr_id >= 0:
+            cc = p.event_stat(corr_id)
+            key = np.stack([cc.as_int(), np.zeros(len(cc.rows), np.int64)], axis=1)
+            if p.name == HOST_PLANE:
+                launch_keys.append(key)
+                launch_nodes.append(cc.rows + base)
+            elif p.name.startswith("/device:"):
+                exec_keys.append(key)
+                exec_nodes.append(cc.rows + base)
+        if executor_name >= 0 or any(g >= 0 for g in getnext_names):
+            rows, kv = _stat_pairs(store, p, "step_id", "iter_num")
+            if len(rows):
+                names = p.name_id[rows]
+                is_exec = names == executor_name
+                is_next = np.isin(names, [g for g in getnext_names if g >= 0])
+                executor_keys.append(kv[is_exec])
+                executor_nodes.append(rows[is_exec] + base)
+                getnext_keys.append(kv[is_next])
+                getnext_nodes.append(rows[is_next] + base)
+
+    def cat(parts: list[np.ndarray], width: int = 0) -> np.ndarray:
+        if not parts:
+            return np.zeros((0, width) if width else 0, np.int64)
+        return np.concatenate(parts)
+
+    for pk, pn, ck, cn, limit, last in (
+        (prod_keys, prod_nodes, cons_keys, cons_nodes, _CONTEXT_FANOUT_LIMIT, False),
+        (launch_keys, launch_nodes, exec_keys, exec_nodes, None, True),
+        (executor_keys, executor_nodes, getnext_keys, getnext_nodes, None, True),
+    ):
+        s, d = _pair_edges(cat(pk, 2), cat(pn), cat(ck, 2), cat(cn), limit=limit, last_parent_only=last)
+        src_parts.append(s)
+        dst_parts.append(d)
+
+    src, dst = cat(src_parts), cat(dst_parts)
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    edge_nodes, first = np.unique(src, return_index=True)
+    edge_ptr = np.append(first, len(src)).astype(np.int64)
+
+    roots = np.nonzero(root_level > 0)[0]
+    plane_of = np.searchsorted(offsets, roots, side="right") - 1
+    start_abs = np.concatenate([p.start_ps for p in planes])[roots] if n else np.zeros(0, np.int64)
+    dur = np.concatenate([p.dur_ps for p in planes])[roots] if n else np.zeros(0, np.int64)
+    order = np.lexsort((roots, -dur, start_abs, -root_level[roots]))
+    roots = roots[order]
+    del plane_of
+    group, group_root = _propagate(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
+                                   dst.astype(np.int64))
+
+    group_of = [group[offsets[i]:offsets[i + 1]] for i in range(len(planes))]
+    for i, p in enumerate(planes):
+        if p.name.startswith("/device:") and p.n_events:
+            group_of[i] = _carry_forward(group_of[i], p.start_ps)
+    root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
+    root_row = group_root - offsets[root_plane]
+    implicit_ids = np.array(sorted({store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}), np.int64)
+    implicit = np.zeros(len(group_root), dtype=bool)
+    nums = np.arange(len(group_root), dtype=np.int64)
+    name_ids = np.zeros(len(group_root), dtype=np.int64)
+    step_num_id, iter_num_id = store.stat_id("step_num"), store.stat_id("iter_num")
+    for pi in np.unique(root_plane).tolist():
+        p = planes[pi]
+        sel = np.nonzero(root_plane == pi)[0]
+        rows = root_row[sel]
+        name_ids[sel] = p.name_id[rows]
+        implicit[sel] = np.isin(p.name_id[rows], implicit_ids)
+        found = np.zeros(len(sel), bool)
+        for sid in (iter_num_id, step_num_id):  # XProf prefers iter_num, then step_num
+            if sid < 0:
+                continue
+            col = p.event_stat(sid)
+            if len(col.rows) == 0:
+                continue
+            k = np.searchsorted(col.rows, rows)
+            hit = (k < len(col.rows)) & (col.rows[np.clip(k, 0, len(col.rows) - 1)] == rows) & ~found
+            if hit.any():
+                nums[sel[hit]] = col.as_int()[k[hit]]
+                found |= hit
+    group_names = [f"{num}" if imp else f"{store.strings[int(nid)]} {num}"
+                   for num, imp, nid in zip(nums.tolist(), implicit.tolist(), name_ids.tolist())]
+    return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
+                       root_row=root_row, root_is_implicit=implicit, group_names=group_names)
+
+
+def event_groups(store: ProfileStore) -> EventGroups:
+    """The grouping of ``store`` (computed once per store)."""
+    return store.memo(("tbprof.event_groups", 1), lambda: compute_groups(store))

@@ -1,0 +1,307 @@
+"""Per-step time breakdown in XProf's categories, and the bottleneck verdict built on it.
+
+Every event of a step gets an *event type* (XProf's ``EventType``: a bigger number wins where
+events overlap), the step's events are flattened so each picosecond of the step counts once for
+its highest-priority type, and the types are summed into the generic categories users see:
+input, output, device compute (16/32-bit), device-to-device, device collectives, host compute,
+kernel launch, compile and all others (time no event explains).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numba
+import numpy as np
+
+# XProf's EventType values (xprof/utils/event_span.h): the value is the priority.
+UNKNOWN_TIME = 0
+HOST_COMPUTE = 10
+HOST_PREPROCESS = 20
+HOST_POSTPROCESS = 30
+HOST_BATCH_FORMATION = 40
+HOST_RUNTIME = 50
+HOST_COMPILE = 60
+HOST_TO_HOST = 70
+HOST_TO_DEVICE = 80
+HOST_PREPARE = 90
+DEVICE_COLLECTIVES = 100
+HOST_WAIT_INPUT = 110
+DEVICE_TO_DEVICE = 120
+DEVICE_TO_HOST = 130
+DEVICE_COMPUTE_32 = 140
+DEVICE_COMPUTE_16 = 150
+DEVICE_WAIT_DEVICE = 160
+DEVICE_WAIT_HOST = 170
+N_TYPES = 18  # type value // 10
+
+# Generic categories (columns of the step table), in XProf's order, with the event types they sum.
+CATEGORIES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("device_compute_ms", "Device compute", (DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)),
+    ("device_to_device_ms", "Device to device", (DEVICE_TO_DEVICE, DEVICE_WAIT_DEVICE)),
+    ("device_collectives_ms", "Device collective communication", (DEVICE_COLLECTIVES,)),
+    ("host_compute_ms", "Host compute", (HOST_COMPUTE,)),
+    ("kernel_launch_ms", "Kernel launch", (HOST_PREPARE,)),
+    ("input_ms", "Input", (HOST_WAIT_INPUT, HOST_TO_DEVICE, DEVICE_WAIT_HOST)),
+    ("output_ms", "Output", (DEVICE_TO_HOST,)),
+    ("compile_ms", "Compilation", (HOST_COMPILE,)),
+    ("all_others_ms", "All others", (UNKNOWN_TIME,)),
+)
+CATEGORY_KEYS = tuple(c[0] for c in CATEGORIES)
+# Finer input split the input-pipeline page shows.
+INPUT_PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("host_wait_input_ms", (HOST_WAIT_INPUT,)),
+    ("host_to_device_ms", (HOST_TO_DEVICE, DEVICE_WAIT_HOST)),
+)
+
+# XProf's thresholds (op_stats_to_input_pipeline_analysis.cc), percent of total step time.
+INPUT_HIGH_PERCENT = 20.0
+INPUT_MODERATE_PERCENT = 5.0
+ALL_OTHER_POTENTIAL_PERCENT = 3.0
+HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
+MODERATE_PERCENT = 3.0
+
+_OP_TYPE = re.compile(r"^(?:.*[:/])?([A-Za-z0-9_.]+)$")
+
+
+def _starts_ci(name: str, prefix: str) -> bool:
+    return name[:len(prefix)].lower() == prefix.lower()
+
+
+def _memcpy_kind(name: str) -> str:
+    """"h2d" | "d2h" | "d2d" | "h2h" | "" from a memcpy event or TF op name.
+
+    XProf matches only ``MemcpyHToD``-style names; CUDA activity names are ``MemcpyH2D``,
+    ``MemcpyD2H``, ``MemcpyD2D`` and ``MemcpyP2P`` (peer to peer), which XProf counts as device
+    compute. We recognise both spellings (a documented difference).
+    """
+    op_type = name.rsplit(":", 1)[-1] if ":" in name else name
+    for text in (op_type, name):
+        low = text.lower()
+        if low.startswith(("memcpyhtod", "memcpyh2d")):
+            return "h2d"
+        if low.startswith(("memcpydtoh", "memcpyd2h")):
+            return "d2h"
+        if low.startswith(("memcpydtod", "memcpyd2d", "memcpyp2p")):
+            return "d2d"
+        if low.startswith(("memcpyhtoh", "memcpyh2h")):
+            return "h2h"
+    return ""
+
+
+def is_explicit_host_step_marker(name: str) -> bool:
+    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
+
+
+def is_real_cpu_compute(name: str) -> bool:
+    return not (name.startswith(("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun"))
+                or is_explicit_host_step_marker(name))
+
+
+def classify_cpu_event(name: str, has_device: bool, has_correlation_id: bool) -> int:
+    op_type = name.rsplit(":", 1)[-1]
+    kind = _memcpy_kind(name)
+    if op_type.startswith("InfeedEnqueue") or kind == "h2d":
+        return HOST_TO_DEVICE
+    if kind == "h2h":
+        return HOST_TO_HOST
+    if has_device and (has_correlation_id or _starts_ci(name, "ExecutorState::Process")):
+        return HOST_PREPARE
+    if _starts_ci(name, "IteratorGetNext"):
+        return HOST_WAIT_INPUT
+    return HOST_COMPUTE
+
+
+def classify_gpu_event(name: str, tensor_shapes: str) -> int:
+    kind = _memcpy_kind(name)
+    if kind == "h2d":
+        return HOST_TO_DEVICE
+    if kind == "d2h":
+        return DEVICE_TO_HOST
+    if kind == "d2d":
+        return DEVICE_TO_DEVICE
+    if _starts_ci(name, "nccl"):
+        return DEVICE_COLLECTIVES
+    text = tensor_shapes if tensor_shapes else name
+    if "half" in text or (not tensor_shapes and "fp16" in name):
+        return DEVICE_COMPUTE_16
+    return DEVICE_COMPUTE_32
+
+
+@numba.njit(cache=True, nogil=True)
+def nonoverlapped_type_ps(step_of: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray, type_idx: np.ndarray,
+                          step_begin_ps: np.ndarray, step_end_ps: np.ndarray, n_types: int) -> np.ndarray:
+    """ps of each step covered by each type, counting overlapping events once for the top type.
+
+    Inputs are sorted by step. ``type_idx`` is the type value // 10 (its priority). Time of the
+    step that no event covers goes to column 0 (unknown). Mirrors XProf's ToNonOverlappedEvents
+    followed by clipping to the step span.
+    """
+    n_steps = step_begin_ps.shape[0]
+    out = np.zeros((n_steps, n_types), dtype=np.int64)
+    n = step_of.shape[0]
+    i = 0
+    counts = np.zeros(n_types, dtype=np.int64)
+    while i < n or n == 0:
+        if n == 0:
+            break
+        s = step_of[i]
+        j = i
+        while j < n and step_of[j] == s:
+            j += 1
+        b0 = step_begin_ps[s]
+        b1 = step_end_ps[s]
+        m = j - i
+        times = np.empty(2 * m, dtype=np.int64)
+        kinds = np.empty(2 * m, dtype=np.int64)  # type * 2 + is_start
+        for k in range(m):
+            a = start_ps[i + k]
+            e = end_ps[i + k]
+            if a < b0:
+                a = b0
+            if e > b1:
+                e = b1
+            if e < a:
+                e = a
+            times[2 * k] = a
+            kinds[2 * k] = type_idx[i + k] * 2 + 1
+            times[2 * k + 1] = e
+            kinds[2 * k + 1] = type_idx[i + k] * 2
+        order = np.argsort(times, kind="mergesort")
+        counts[:] = 0
+        covered = 0
+        top = -1
+        prev_t = b0
+        for q in range(2 * m):
+            idx = order[q]
+            t = times[idx]
+            if top >= 0 and t > prev_t:
+                out[s, top] += t - prev_t
+                covered += t - prev_t
+            prev_t = t
+            ty = kinds[idx] // 2
+            if kinds[idx] % 2 == 1:
+                counts[ty] += 1
+                if ty > top:
+                    top = ty
+            else:
+                counts[ty] -= 1
+                if ty == top and counts[ty] == 0:
+                    top = -1
+                    for u in range(ty - 1, -1, -1):
+                        if counts[u] > 0:
+                            top = u
+                            break
+        out[s, 0] += (b1 - b0) - covered
+        i = j
+    # Steps without any event: all unknown.
+    for s in range(n_steps):
+        tot = 0
+        for u in range(n_types):
+            tot += out[s, u]
+        if tot == 0:
+            out[s, 0] = step_end_ps[s] - step_begin_ps[s]
+    return out
+
+
+def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:
+    """Generic category columns (ms per step) from a (steps, N_TYPES) ps matrix."""
+    out = {}
+    for key, _, types in CATEGORIES:
+        out[key] = type_ps[:, [t // 10 for t in types]].sum(axis=1) / 1e9
+    for key, types in INPUT_PARTS:
+        out[key] = type_ps[:, [t // 10 for t in types]].sum(axis=1) / 1e9
+    out["device_compute_16bit_ms"] = type_ps[:, DEVICE_COMPUTE_16 // 10] / 1e9
+    out["device_compute_32bit_ms"] = type_ps[:, DEVICE_COMPUTE_32 // 10] / 1e9
+    return out
+
+
+def summary_stats(values: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """avg, sample stddev (n-1, as XProf's tsl::Stat), min, max; zeros when there are no values."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return {"avg": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+    sd = float(np.std(v, ddof=1)) if v.size > 1 else 0.0
+    return {"avg": float(v.mean()), "stddev": sd, "min": float(v.min()), "max": float(v.max())}
+
+
+def _one_digit(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _level(percent: float, high: float, moderate: float) -> str:
+    if percent >= high:
+        return "high"
+    if percent >= moderate:
+        return "moderate"
+    return "no"
+
+
+def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray,
+                        tf_data_used: bool = False) -> dict[str, Any]:
+    """XProf's generic BottleneckAnalysis: percentages of total step time and the verdicts.
+
+    ``input_bound`` condenses XProf's input classification: "high" (host, input >= 20 %),
+    "moderate" (both, input >= 5 %), "potential" (both, because all-others >= 3 %), "no"
+    (device), "unknown" (no step time).
+    """
+    total = float(np.sum(step_time_ms))
+    if total <= 0 or not math.isfinite(total):
+        return {
+            "input_classification": "unknown", "input_bound": "unknown",
+            "input_statement": "No step time measured. Therefore we cannot tell where the performance "
+                               "bottleneck is.",
+            "percent": {k.removesuffix("_ms") + "_percent": 0.0 for k in CATEGORY_KEYS} | {"idle_percent": 0.0},
+            "kernel_launch_bottleneck": "no", "kernel_launch_statement": "",
+            "all_other_bottleneck": "no", "all_other_statement": "",
+            "device_collectives_bottleneck": "no", "device_collectives_statement": "",
+        }
+    pct = {k.removesuffix("_ms") + "_percent": 100.0 * float(np.sum(step_ms[k])) / total for k in CATEGORY_KEYS}
+    input_pct = pct["input_percent"]
+    idle_pct = max(0.0, 100.0 - input_pct - pct["output_percent"] - pct["device_compute_percent"]
+                   - pct["device_collectives_percent"])
+    pct["idle_percent"] = idle_pct
+    all_other_pct = pct["all_others_percent"]
+    all_other_reported = False
+    if input_pct >= INPUT_HIGH_PERCENT:
+        cls, bound = "host", "high"
+        stmt = (f"Your program is HIGHLY input-bound because {_one_digit(input_pct)}% of the total step time "
+                "sampled is waiting for input. Therefore, you should first focus on reducing the input time.")
+    elif input_pct >= INPUT_MODERATE_PERCENT:
+        cls, bound = "both", "moderate"
+        stmt = (f"Your program is MODERATELY input-bound because {_one_digit(input_pct)}% of the total step "
+                "time sampled is waiting for input. Therefore, you would need to reduce both the input time "
+                "and other time.")
+    elif all_other_pct >= ALL_OTHER_POTENTIAL_PERCENT:
+        cls, bound = "both", "potential"
+        all_other_reported = True
+        stmt = (f"Your program is POTENTIALLY input-bound because {_one_digit(all_other_pct)}% of the total "
+                "step time sampled is spent on 'All Others' time (which could be due to I/O or Python "
+                "execution or both).")
+    else:
+        cls, bound = "device", "no"
+        stmt = (f"Your program is NOT input-bound because only {_one_digit(input_pct)}% of the total step "
+                "time sampled is waiting for input. Therefore, you should focus on reducing other time.")
+    coll_pct = pct["device_collectives_percent"]
+    coll = _level(coll_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    coll_stmt = "" if coll == "no" else (f"{_one_digit(coll_pct)} % of the total step time sampled is spent on "
+                                         "'Device Collective Communication'.")
+    kl_pct = pct["kernel_launch_percent"]
+    kl = _level(kl_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    kl_stmt = "" if kl == "no" else (f"{_one_digit(kl_pct)} % of the total step time sampled is spent on "
+                                     "'Kernel Launch'.")
+    if kl != "no" and tf_data_used:
+        kl_stmt += (" It could be due to CPU contention with tf.data. In this case, you may try to set the "
+                    "environment variable TF_GPU_THREAD_MODE=gpu_private.")
+    ao = "no" if all_other_reported else _level(all_other_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    ao_stmt = "" if ao == "no" else (f"{_one_digit(all_other_pct)} % of the total step time sampled is spent on "
+                                     "'All Others' time. This could be due to Python execution overhead.")
+    return {
+        "input_classification": cls, "input_bound": bound, "input_statement": stmt, "percent": pct,
+        "kernel_launch_bottleneck": kl, "kernel_launch_statement": kl_stmt,
+        "all_other_bottleneck": ao, "all_other_statement": ao_stmt,
+        "device_collectives_bottleneck": coll, "device_collectives_statement": coll_stmt,
+    }

@@ -1,0 +1,275 @@
+"""Steps found, inferred or missing; odd inputs give a diagnosis; the step tools over HTTP and CLI."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.conftest import xplane_of
+from werkzeug.test import Client
+
+from tbprof.analyses import overview, pod_viewer, step_breakdown, tf_data
+from tbprof.analyses.steps import DROP_BOUNDARY_ABOVE, compute_steps, steps_of
+from tbprof.cli import main as cli_main
+from tbprof.http.app import create_app
+from tbprof.readers.xplane import read_xspace
+from tbprof.store.strings import StringTable
+from tbprof.store.tables import Plane, ProfileStore, StatTable
+
+API = "/data/plugin/tbprof/"
+STEP_TOOLS = ("overview_page", "input_pipeline_analyzer", "pod_viewer", "tf_data_bottleneck_analysis")
+
+
+def _keep_rows(plane: Plane, keep: np.ndarray) -> Plane:
+    """The plane with only the events in the boolean mask ``keep`` (stats follow their events)."""
+    new_row = np.cumsum(keep) - 1
+    own = keep[plane.stats.owner]
+    stats = StatTable(new_row[plane.stats.owner[own]].astype(np.int32), plane.stats.stat_id[own],
+                      plane.stats.kind[own], plane.stats.value[own])
+    counts = np.bincount(plane.line_idx[keep], minlength=plane.n_lines)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    cols = {k: getattr(plane, k)[keep] for k in ("start_ps", "dur_ps", "meta_idx", "name_id", "depth", "line_idx")}
+    return dataclasses.replace(plane, line_offsets=offsets, stats=stats, _columns={}, **cols)
+
+
+def derived_store(store: ProfileStore, keep: dict[str, np.ndarray] | None = None,
+                  dur_override: dict[str, np.ndarray] | None = None) -> ProfileStore:
+    """A copy of a real store with events removed (``keep`` masks per plane) or durations changed."""
+    planes = []
+    for p in store.planes:
+        q = p
+        if dur_override and p.name in dur_override:
+            q = dataclasses.replace(q, dur_ps=dur_override[p.name], _columns={})
+        if keep and p.name in keep:
+            q = _keep_rows(q, keep[p.name])
+        planes.append(q)
+    return dataclasses.replace(store, planes=planes, strings=StringTable(store.strings.as_list()), _memo={})
+
+
+@pytest.fixture(scope="module")
+def custom_loop(profiles_root: Path) -> ProfileStore:
+    return read_xspace(xplane_of(profiles_root, "custom_loop"))
+
+
+@pytest.fixture(scope="module")
+def keras(profiles_root: Path) -> ProfileStore:
+    return read_xspace(xplane_of(profiles_root, "keras_cnn"))
+
+
+def test_keras_steps_are_inferred_from_profile_batch(keras: ProfileStore) -> None:
+    # TensorBoard(profile_batch=(5, 12)) profiles batches 5..12: 8 batches. tbprof applies the
+    # boundary rule of marked steps (more than 5 steps: drop the first and the last), so 6.
+    profiled_batches = 12 - 5 + 1
+    expected = profiled_batches - 2 if profiled_batches > DROP_BOUNDARY_ABOVE else profiled_batches
+    st = steps_of(keras)
+    assert st.source == "inferred"
+    assert st.candidate_count == profiled_batches
+    assert st.n_steps == expected
+    assert st.method == "step_num_annotation"
+    # Keras numbers batches from 0: batches 5..12 are step_num 4..11; the middle six remain.
+    assert st.step_nums.tolist() == list(range(5, 11))
+    r = overview.compute([keras], {})
+    assert r["performance_summary"]["step_time_ms"]["avg"] > 0
+    assert 0 <= r["performance_summary"]["input_percent"] < 100
+    assert r["recommendation"]["input_bound"] in ("high", "moderate", "potential", "no")
+
+
+def test_keras_repeated_function_inference_without_step_num(keras: ProfileStore) -> None:
+    # Without the step_num stat, the step is the function Keras runs once per batch.
+    sid = keras.stat_id("step_num")
+    host = keras.plane("/host:CPU")
+    assert host is not None
+    st_plane = dataclasses.replace(host, stats=StatTable(*(a[host.stats.stat_id != sid] for a in (
+        host.stats.owner, host.stats.stat_id, host.stats.kind, host.stats.value))), _columns={})
+    stripped = dataclasses.replace(keras, planes=[st_plane if p is host else p for p in keras.planes], _memo={})
+    st = compute_steps(stripped)
+    assert st.source == "inferred" and st.method == "repeated_function"
+    assert st.candidate_count == 8 and st.n_steps == 6
+
+
+def test_custom_loop_markers_and_breakdown_add_up(custom_loop: ProfileStore) -> None:
+    st = steps_of(custom_loop)
+    # Trace("train", step_num=s, _r=1) around steps 0..9; XProf's boundary rule drops 0 and 9.
+    assert st.source == "markers" and st.candidate_count == 10
+    assert st.names == [f"train {i}" for i in range(1, 9)]
+    # Every picosecond of a step is in exactly one category.
+    assert np.array_equal(st.type_ps.sum(axis=1), st.duration_ps)
+    assert not st.has_device
+
+
+def test_memo_second_call_is_the_same_object(custom_loop: ProfileStore) -> None:
+    assert steps_of(custom_loop) is steps_of(custom_loop)
+
+
+def test_events_are_assigned_to_steps(custom_loop: ProfileStore) -> None:
+    st = steps_of(custom_loop)
+    host = custom_loop.plane("/host:CPU")
+    assert host is not None
+    es = st.event_step(custom_loop.planes.index(host))
+    # Events of the tf.data iterator threads are in steps too (through context links or time).
+    it_lines = [i for i, n in enumerate(host.line_names) if n.startswith("tf_data_iterator")]
+    on_it = np.isin(host.line_idx, it_lines)
+    assert np.any(es[on_it] >= 0)
+    # An assigned event starts inside its step or belongs to its step's group.
+    assert set(np.unique(es[es >= 0]).tolist()) <= set(range(st.n_steps))
+
+
+def test_no_steps_gives_a_diagnosis(custom_loop: ProfileStore) -> None:
+    # Only the tf.data threads: no markers, nothing that repeats across the thread.
+    host = custom_loop.plane("/host:CPU")
+    assert host is not None
+    keep = np.array([host.line_names[i].startswith("tf_data_private") for i in host.line_idx.tolist()])
+    odd = derived_store(custom_loop, keep={"/host:CPU": keep})
+    st = compute_steps(odd)
+    assert st.source == "none" and st.n_steps == 0
+    assert "StepTraceAnnotation" in st.diagnosis and "_r=1" in st.diagnosis
+    r = overview.compute([odd], {})
+    assert r["recommendation"]["input_bound"] == "unknown"
+    assert r["steps"]["diagnosis"] == st.diagnosis
+    assert r["tables"]["steps"].n_rows == 0
+
+
+def test_one_step_gives_a_diagnosis(custom_loop: ProfileStore) -> None:
+    host = custom_loop.plane("/host:CPU")
+    assert host is not None
+    first = steps_of(custom_loop)  # step 'train 1' spans [begin, end)
+    b, e = int(first.begin_ps[0]), int(first.end_ps[0])
+    keep = (host.start_ps >= b) & (host.start_ps + host.dur_ps <= e)
+    st = compute_steps(derived_store(custom_loop, keep={"/host:CPU": keep}))
+    assert st.n_steps == 1
+    assert "Only one step" in st.diagnosis
+    assert st.duration_ps[0] == e - b
+
+
+def test_zero_length_markers_give_a_diagnosis(custom_loop: ProfileStore) -> None:
+    host = custom_loop.plane("/host:CPU")
+    assert host is not None
+    names = np.array(custom_loop.strings.lookup(host.name_id))
+    # The 10 "train" markers lose their length: they mark nothing, so the steps are inferred from
+    # the Python function the loop calls once per step ('step', 10 runs; boundary rule: 8).
+    st = compute_steps(derived_store(custom_loop, dur_override={"/host:CPU": np.where(names == "train", 0,
+                                                                                     host.dur_ps)}))
+    assert (st.source, st.method, st.candidate_count, st.n_steps) == ("inferred", "repeated_function", 10, 8)
+    assert any("10 step markers were found" in n for n in st.notes)
+    # Every host event zero-length: nothing to infer either; the diagnosis names the markers.
+    st = compute_steps(derived_store(custom_loop, dur_override={"/host:CPU": np.zeros_like(host.dur_ps)}))
+    assert st.source == "none" and st.n_steps == 0
+    assert st.diagnosis.startswith("10 step markers were found but none holds host compute")
+    r = overview.compute([derived_store(custom_loop, dur_override={"/host:CPU": np.zeros_like(host.dur_ps)})], {})
+    assert r["recommendation"]["input_bound"] == "unknown"
+
+
+def test_cpu_only_host_ranks_host_ops(custom_loop: ProfileStore) -> None:
+    r = overview.compute([custom_loop], {})
+    assert r["run_environment"]["hardware_type"] == "CPU_ONLY"
+    assert r["top_ops_side"] == "host"
+    top = r["tables"]["top_ops"]
+    assert 0 < top.n_rows <= overview.TOP_OPS
+    pct = top.data["self_time_percent"]
+    assert np.all(np.diff(pct) <= 0) and top.data["cumulative_percent"][-1] <= 100.0 + 1e-9
+
+
+def test_breakdown_counts_overlap_once_for_the_top_priority() -> None:
+    # Two events of one step: compute 32-bit [0, 10), collectives [5, 20); step [0, 30).
+    out = step_breakdown.nonoverlapped_type_ps(
+        np.array([0, 0]), np.array([0, 5]), np.array([10, 20]),
+        np.array([step_breakdown.DEVICE_COMPUTE_32 // 10, step_breakdown.DEVICE_COLLECTIVES // 10]),
+        np.array([0]), np.array([30]), step_breakdown.N_TYPES)
+    # Compute wins 0..10 (priority 140 > 100); collectives keep 10..20; 10 ps unknown.
+    assert out[0, step_breakdown.DEVICE_COMPUTE_32 // 10] == 10
+    assert out[0, step_breakdown.DEVICE_COLLECTIVES // 10] == 10
+    assert out[0, 0] == 10
+
+
+@pytest.mark.parametrize(("input_pct", "all_other_pct", "expected"), [
+    (25.0, 0.0, "high"), (20.0, 0.0, "high"), (19.9, 0.0, "moderate"), (5.0, 0.0, "moderate"),
+    (4.9, 3.0, "potential"), (4.9, 2.9, "no"),
+])
+def test_input_bound_thresholds(input_pct: float, all_other_pct: float, expected: str) -> None:
+    step = np.array([100.0])
+    cats = {k: np.array([0.0]) for k in step_breakdown.CATEGORY_KEYS}
+    cats["input_ms"] = np.array([input_pct])
+    cats["all_others_ms"] = np.array([all_other_pct])
+    cats["device_compute_ms"] = np.array([100.0 - input_pct - all_other_pct])
+    assert step_breakdown.bottleneck_analysis(cats, step)["input_bound"] == expected
+
+
+def test_tf_data_pipeline_critical_path(custom_loop: ProfileStore) -> None:
+    r = tf_data.compute([custom_loop], {})
+    (pipe,) = r["pipelines"]
+    assert pipe["root"] == "Iterator::Root"
+    assert pipe["root_calls"] == 10  # one GetNext per train step
+    # The repeat's input "[0]" hangs below ForeverRepeat: the path reaches the tensor slices.
+    assert pipe["critical_path"][-1].endswith("::Shuffle::TensorSlice")
+    assert tf_data.iterator_kind(pipe["bottleneck"]) not in tf_data.WAITING_KINDS
+    assert pipe["suggestion"]
+    it = r["tables"]["iterators"]
+    assert it.n_rows == 7 and bool(it.data["on_critical_path"].all())
+
+
+def test_pod_viewer_device_columns(profiles_root: Path) -> None:
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    r = pod_viewer.compute([store], {"step": 2})
+    assert len(r["steps"]) == 1 and r["steps"][0]["index"] == 2
+    assert r["tables"]["pod_stats"].n_rows == 3  # all devices + 2 GPUs
+
+
+def _client(logdir: Path, cache_dir: Path) -> Client:
+    return Client(create_app(logdir, cache_dir=cache_dir))
+
+
+def _run_of(client: Client, prefix: str) -> str:
+    runs = client.get(API + "runs").get_json()["runs"]
+    return next(r["run"] for r in runs if r["run"].startswith(prefix))
+
+
+@pytest.mark.parametrize("tool", STEP_TOOLS)
+def test_tools_over_http_json_and_csv(profiles_root: Path, cache_dir: Path, tool: str) -> None:
+    client = _client(profiles_root, cache_dir)
+    run = _run_of(client, "custom_loop")
+    r = client.get(API + "data", query_string={"run": run, "tool": tool})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["schema_version"] == 1 and body["tool"] == tool
+    for name in body["tables"]:
+        c = client.get(API + "csv", query_string={"run": run, "tool": tool, "table": name})
+        assert c.status_code == 200
+        rows = list(csv.reader(io.StringIO(c.get_data(as_text=True))))
+        assert rows[0] == [col["name"] for col in body["tables"][name]["columns"]] or len(rows[0]) > 0
+        assert len(rows) - 1 == body["tables"][name]["total_rows"]
+
+
+def test_all_hosts_with_a_broken_host_file(logdir_copy: Path, cache_dir: Path) -> None:
+    session = next(logdir_copy.glob("jax_2hosts/**/worker0.xplane.pb")).parent
+    (session / "worker2.xplane.pb").write_bytes(b"\x0a\x05broken, not an XSpace")
+    client = _client(logdir_copy, cache_dir)
+    run = _run_of(client, "jax_2hosts")
+    r = client.get(API + "data", query_string={"run": run, "tool": "overview_page", "host": "__all__"})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["hosts"] == ["worker0", "worker1"]
+    assert [e["host"] for e in body["host_errors"]] == ["worker2"]
+    assert body["steps"]["step_count"] == 8
+    bad = client.get(API + "data", query_string={"run": run, "tool": "overview_page", "host": "worker2"})
+    assert bad.status_code == 422
+
+
+def test_summary_cli_json(profiles_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logdir = tmp_path / "one"
+    shutil.copytree(profiles_root / "jax_mlp", logdir)
+    assert cli_main(["summary", str(logdir), "--json", "--cache-dir", str(tmp_path / "c")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("step_source", "step_count", "avg_step_time_ms", "stddev_step_time_ms", "input_percent",
+                "input_bound", "device_type", "device_count", "host_count", "top_ops"):
+        assert key in out, key
+    assert out["step_source"] == "markers" and out["step_count"] == 8
+    assert out["device_type"] == "GPU" and out["device_count"] == 2 and out["host_count"] == 1
+    assert out["input_bound"] == "potential"  # XProf: POTENTIALLY input-bound (80 % all-others)
+    assert set(out["top_ops"][0]) == {"name", "type", "self_time_us", "occurrences"}
+    assert out["top_ops"][0]["self_time_us"] >= out["top_ops"][-1]["self_time_us"]

@@ -2,6 +2,9 @@
 
 from tbprof.analyses import (  # noqa: F401
     input_pipeline,
+    kernel_stats,
+    memory_profile,
+    op_profile,
     overview,
     pod_viewer,
     profile_summary,
@@ -9,8 +12,8 @@ from tbprof.analyses import (  # noqa: F401
     step_summary_fields,
     tf1_timeline,
     tf_data,
+    tf_stats,
     tfprof_advice,
     tfprof_views,
     trace_viewer,
 )
-from tbprof.analyses import kernel_stats, memory_profile, op_profile, tf_stats  # noqa: F401

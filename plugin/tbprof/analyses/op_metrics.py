@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from tbprof.analyses import tf_op
+from tbprof.analyses.event_columns import RowStats, factorize, per_name, rows_with_stat
 from tbprof.analyses.hlo_map import HloProgram, hlo_programs
 from tbprof.store.tables import KIND_REF, KIND_STR, Plane, ProfileStore
 
@@ -122,6 +123,11 @@ def _is_derived_line(line_id: int) -> bool:
     return _DERIVED_LINE_MIN <= line_id <= _DERIVED_LINE_MAX
 
 
+def _live_lines(plane: Plane) -> np.ndarray:
+    """Per line: not one of XProf's derived lines (which analyses skip)."""
+    return ~((plane.line_ids >= _DERIVED_LINE_MIN) & (plane.line_ids <= _DERIVED_LINE_MAX))
+
+
 def _group(keys: np.ndarray, n_keys: int, rows: np.ndarray, occurrences: np.ndarray, time_ps: np.ndarray,
            self_ps: np.ndarray, flops: np.ndarray, bytes_accessed: np.ndarray,
            eager: np.ndarray) -> dict[str, np.ndarray]:
@@ -140,19 +146,10 @@ def _group(keys: np.ndarray, n_keys: int, rows: np.ndarray, occurrences: np.ndar
     }
 
 
-def _float_stat(store: ProfileStore, plane: Plane, name: str, rows: np.ndarray) -> np.ndarray:
-    sid = store.stat_id(name)
-    if sid < 0:
-        return np.zeros(rows.shape[0])
-    col = plane.event_stat(sid)
-    if len(col.rows) == 0:
-        return np.zeros(rows.shape[0])
-    dense = col.dense_float(plane.n_events)[rows]
-    return np.nan_to_num(dense, nan=0.0)
-
-
-def _bool_stat(store: ProfileStore, plane: Plane, name: str, rows: np.ndarray) -> np.ndarray:
-    return _float_stat(store, plane, name, rows) != 0
+def _cost_stats(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """flops, bytes_accessed (0 when absent) and is_eager of the given events."""
+    st = RowStats(store, plane, rows, ("flops", "bytes_accessed", "is_eager"))
+    return st.float("flops"), st.float("bytes_accessed"), st.int("is_eager") != 0
 
 
 def host_op_metrics(store: ProfileStore) -> OpMetricsDb:
@@ -165,50 +162,37 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     if plane is None or plane.n_events == 0:
         return OpMetricsDb.empty()
     strings = store.strings
-    # Parse each distinct event name once.
-    uniq_names, name_inv = np.unique(plane.name_id, return_inverse=True)
-    op_key_of_name = np.full(uniq_names.shape[0], -1, dtype=np.int64)
     key_index: dict[str, int] = {}
     key_types: list[str] = []
-    for i, sid in enumerate(uniq_names.tolist()):
-        text = strings[sid]
-        if not text:
-            continue
-        parsed = tf_op.parse_tf_op(text)
-        if not parsed.is_op:
-            continue
+
+    def key_of(parsed: tf_op.TfOp) -> int:
         k = key_index.get(parsed.name)
         if k is None:
             k = key_index[parsed.name] = len(key_index)
             key_types.append(parsed.type)
-        op_key_of_name[i] = k
-    derived = np.array([_is_derived_line(int(x)) for x in plane.line_ids.tolist()], dtype=bool)
-    live = ~derived[plane.line_idx]
-    name_key = op_key_of_name[name_inv]
-    name_rows = np.nonzero((name_key >= 0) & live)[0]
+        return k
+
+    # Parse each distinct event name once; events gather their op key through a lookup table.
+    def name_key_of(text: str) -> int:
+        parsed = tf_op.parse_tf_op(text) if text else None
+        return key_of(parsed) if parsed is not None and parsed.is_op else -1
+
+    name_key = per_name(store, plane, name_key_of, -1, np.int32)
+    live = _live_lines(plane)
+    name_rows = np.flatnonzero(name_key >= 0)
+    name_rows = name_rows[live[plane.line_idx[name_rows]]]
     # Events that carry a tf_op stat (memory allocations, ...) are activities of that op too.
-    stat_rows = np.zeros(0, dtype=np.int64)
-    stat_key = np.zeros(0, dtype=np.int64)
-    tfop_sid = store.stat_id("tf_op")
-    if tfop_sid >= 0:
-        col = plane.event_stat(tfop_sid)
-        text = (col.kind == KIND_STR) | (col.kind == KIND_REF)
-        srows, sval = col.rows[text], col.value[text]
-        keep = live[srows] & (sval > 0)
-        srows, sval = srows[keep], sval[keep]
-        uniq_vals, val_inv = np.unique(sval, return_inverse=True)
-        val_key = np.empty(uniq_vals.shape[0], dtype=np.int64)
-        for i, sid in enumerate(uniq_vals.tolist()):
-            parsed = tf_op.parse_tf_op(strings[sid])
-            k = key_index.get(parsed.name)
-            if k is None:
-                k = key_index[parsed.name] = len(key_index)
-                key_types.append(parsed.type)
-            val_key[i] = k
-        stat_rows, stat_key = srows.astype(np.int64), val_key[val_inv.reshape(-1)]
+    stat_rows = rows_with_stat(plane, store.stat_id("tf_op"))
+    stat_rows = stat_rows[live[plane.line_idx[stat_rows]]]
+    sval = RowStats(store, plane, stat_rows, ["tf_op"]).str_id("tf_op")
+    keep = sval > 0
+    stat_rows, sval = stat_rows[keep], sval[keep]
+    uniq_vals, val_inv = np.unique(sval, return_inverse=True)
+    val_key = np.array([key_of(tf_op.parse_tf_op(strings[v])) for v in uniq_vals.tolist()], dtype=np.int64)
+    stat_key = val_key[val_inv.reshape(-1)] if stat_rows.shape[0] else np.zeros(0, dtype=np.int64)
     # Emission order: per event, its name activity before its tf_op-stat activity.
     rows = np.concatenate([name_rows, stat_rows])
-    op_keys = np.concatenate([name_key[name_rows], stat_key])
+    op_keys = np.concatenate([name_key[name_rows].astype(np.int64), stat_key])
     emit = np.lexsort((np.concatenate([np.zeros(name_rows.shape[0]), np.ones(stat_rows.shape[0])]), rows))
     rows, op_keys = rows[emit], op_keys[emit]
     if rows.shape[0] == 0:
@@ -239,10 +223,9 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     keys = op_keys[kept]
     n_keys = len(key_index)
     krows = rows[kept]
+    flops, nbytes, eager = _cost_stats(store, plane, krows)
     sums = _group(keys, n_keys, krows, np.ones(keys.shape[0]), time_ps[kept].astype(np.float64),
-                  (time_ps[kept] - child_ps[kept]).astype(np.float64),
-                  _float_stat(store, plane, "flops", krows), _float_stat(store, plane, "bytes_accessed", krows),
-                  _bool_stat(store, plane, "is_eager", krows))
+                  (time_ps[kept] - child_ps[kept]).astype(np.float64), flops, nbytes, eager)
     present = sums["occurrences"] > 0
     names = np.empty(n_keys, dtype=object)
     types = np.empty(n_keys, dtype=object)
@@ -313,32 +296,23 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
             progs.append(program_id)
         return k
 
-    hlo_sid, prog_sid, tfop_sid = store.stat_id("hlo_op"), store.stat_id("program_id"), store.stat_id("tf_op")
     for pi, plane in enumerate(device_planes(store)):
-        n = plane.n_events
-        derived = np.array([_is_derived_line(int(x)) for x in plane.line_ids.tolist()], dtype=bool)
-        live = ~derived[plane.line_idx]
-        if not live.any():
+        live_rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+        if live_rows.shape[0] == 0:
             continue
-        ends = plane.start_ps + plane.dur_ps
-        total_time_ps += int(ends[live].max() - plane.start_ps[live].min())
-        hlo = plane.event_stat(hlo_sid).dense_str(n) if hlo_sid >= 0 else np.full(n, -1, np.int32)
-        has_prog = np.zeros(n, dtype=bool)
-        prog = np.zeros(n, dtype=np.int64)
-        if prog_sid >= 0:
-            pc = plane.event_stat(prog_sid)
-            has_prog[pc.rows] = True
-            prog[pc.rows] = pc.as_int()
-        tfop = plane.event_stat(tfop_sid).dense_str(n) if tfop_sid >= 0 else np.full(n, -1, np.int32)
-        op_of_event = np.full(n, -1, dtype=np.int64)
+        ends = plane.start_ps[live_rows] + plane.dur_ps[live_rows]
+        total_time_ps += int(ends.max() - plane.start_ps[live_rows].min())
+        st = RowStats(store, plane, live_rows, ("hlo_op", "program_id", "tf_op"))
+        hlo, tfop = st.str_id("hlo_op"), st.str_id("tf_op")
+        has_prog, prog = st.has("program_id"), st.int("program_id")
+        op_of_event = np.full(live_rows.shape[0], -1, dtype=np.int64)
         # XLA ops: one lookup per distinct (program, hlo_op).
-        is_xla = live & (hlo > 0) & has_prog
+        is_xla = (hlo > 0) & has_prog
         if is_xla.any():
-            xr = np.nonzero(is_xla)[0]
-            pairs, inv = np.unique(np.stack([prog[xr], hlo[xr].astype(np.int64)], axis=1), axis=0,
-                                   return_inverse=True)
-            pair_op = np.full(pairs.shape[0], -1, dtype=np.int64)
-            for j, (pid, hid) in enumerate(pairs.tolist()):
+            xr = np.flatnonzero(is_xla)
+            code, first = factorize(prog[xr], hlo[xr])
+            pair_op = np.full(first.shape[0], -1, dtype=np.int64)
+            for j, (pid, hid) in enumerate(zip(prog[xr][first].tolist(), hlo[xr][first].tolist())):
                 hlo_name = strings[hid].rsplit("::", 1)[-1]
                 program: HloProgram | None = programs.get(pid)
                 if program is not None:
@@ -349,23 +323,23 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
                     # No HLO protos at all (XProf then shows no device ops): fall back to the
                     # event's own names so such profiles still list their XLA ops.
                     pair_op[j] = intern(pid, hlo_name, "unknown", "")
-            op_of_event[xr] = pair_op[inv.reshape(-1)]
+            op_of_event[xr] = pair_op[code]
         # TensorFlow GPU kernels: "<tf op name>/<kernel name>".
-        is_tf = live & ~is_xla & (tfop > 0)
+        is_tf = ~is_xla & (tfop > 0)
         if is_tf.any():
-            tr = np.nonzero(is_tf)[0]
-            pairs, inv = np.unique(np.stack([tfop[tr].astype(np.int64), plane.name_id[tr].astype(np.int64)], axis=1),
-                                   axis=0, return_inverse=True)
-            pair_op = np.empty(pairs.shape[0], dtype=np.int64)
-            for j, (tid, nid) in enumerate(pairs.tolist()):
+            tr = np.flatnonzero(is_tf)
+            names_tr = plane.name_id[live_rows[tr]].astype(np.int64)
+            code, first = factorize(tfop[tr], names_tr)
+            pair_op = np.empty(first.shape[0], dtype=np.int64)
+            for j, (tid, nid) in enumerate(zip(tfop[tr][first].tolist(), names_tr[first].tolist())):
                 full = strings[tid]
                 parsed = tf_op.parse_tf_op(full)
                 pair_op[j] = intern(0, f"{parsed.name}/{strings[nid]}", parsed.type or "unknown", full)
-            op_of_event[tr] = pair_op[inv.reshape(-1)]
-        rows = np.nonzero(op_of_event >= 0)[0]
-        out_plane.append(np.full(rows.shape[0], pi, dtype=np.int64))
-        out_row.append(rows.astype(np.int64))
-        out_op.append(op_of_event[rows])
+            op_of_event[tr] = pair_op[code]
+        sel = np.flatnonzero(op_of_event >= 0)
+        out_plane.append(np.full(sel.shape[0], pi, dtype=np.int64))
+        out_row.append(live_rows[sel].astype(np.int64))
+        out_op.append(op_of_event[sel])
     cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
     return DeviceOpEvents(cat(out_plane), cat(out_row), cat(out_op), names, cats, provs, progs, total_time_ps)
 
@@ -387,9 +361,7 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
             continue
         rows = ev.row[sel]
         dur[sel] = plane.dur_ps[rows]
-        flops[sel] = _float_stat(store, plane, "flops", rows)
-        nbytes[sel] = _float_stat(store, plane, "bytes_accessed", rows)
-        eager[sel] = _bool_stat(store, plane, "is_eager", rows)
+        flops[sel], nbytes[sel], eager[sel] = _cost_stats(store, plane, rows)
     return {"dur": dur, "flops": flops, "bytes": nbytes, "eager": eager}
 
 

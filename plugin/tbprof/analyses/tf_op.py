@@ -72,6 +72,25 @@ def parse_tf_op(fullname: str) -> TfOp:
     return TfOp(CATEGORY_UNKNOWN, fullname, "")
 
 
+def split_name(op_name: str) -> list[str]:
+    """Splits at "/" outside parentheses: JAX names nest scopes like ``transpose(jvp(a/b))``."""
+    if "(" not in op_name:
+        return op_name.split("/")
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(op_name):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch == "/" and depth == 0:
+            parts.append(op_name[start:i])
+            start = i + 1
+    parts.append(op_name[start:])
+    return parts
+
+
 def name_scopes(op_name: str) -> list[str]:
     """``a/b/MatMul`` -> ``["a", "b"]`` (the last segment is the op, not a scope)."""
-    return op_name.split("/")[:-1]
+    return split_name(op_name)[:-1]

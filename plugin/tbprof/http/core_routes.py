@@ -8,8 +8,9 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from tbprof import __version__
+from tbprof.analyses import registry
 from tbprof.analyses.registry import SCHEMA_VERSION
-from tbprof.analyses.table import Table
+from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.http import params, responses
 from tbprof.http.app import AppContext, route
 from tbprof.profiles import ALL_HOSTS, NotFound
@@ -55,8 +56,11 @@ def tools(ctx: AppContext, request: Request) -> Response:
 
 @route("settings")
 def settings(ctx: AppContext, request: Request) -> Response:
+    # Every registered tool, so the frontend can name the tools a run has no data for.
+    all_tools = [{"name": t.name, "title": t.title, "description": t.description} for t in registry.all_tools()]
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "version": __version__,
-                                             "capture_enabled": ctx.capture_enabled, "all_hosts": ALL_HOSTS})
+                                             "capture_enabled": ctx.capture_enabled, "all_hosts": ALL_HOSTS,
+                                             "tools": all_tools})
 
 
 def _result(ctx: AppContext, request: Request) -> tuple[dict[str, Any], str, str, list[str]]:
@@ -81,13 +85,31 @@ def _pick_table(result: dict[str, Any], name: str | None, tool: str) -> tuple[st
 
 @route("data")
 def data(ctx: AppContext, request: Request) -> Response:
+    """The tool's JSON. ``rows=N`` caps every table not queried explicitly at its first N rows
+    (default order; ``total_rows`` still counts all), so a page's first response stays small
+    and its table widgets page through the rest with the ``table`` route."""
     result, _, tool, _ = _result(ctx, request)
     query = params.table_query(request.args)
-    queries = {}
+    queries: dict[str, TableQuery] = {}
+    rows = params.int_arg(request.args, "rows", None)
+    if rows is not None:
+        queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
+                   if isinstance(t, Table)}
     if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
         name, _ = _pick_table(result, request.args.get("table"), tool)
         queries[name] = query
     return responses.json_response(request, result, queries=queries)
+
+
+@route("table")
+def table(ctx: AppContext, request: Request) -> Response:
+    """One table of a tool result, sorted/filtered/paged (what the frontend's table widget
+    asks for): ``{"table", "columns", "rows", "total_rows", "offset"[, "meta"]}``."""
+    result, _, tool, _ = _result(ctx, request)
+    name, found = _pick_table(result, request.args.get("table"), tool)
+    body = {"schema_version": SCHEMA_VERSION, "table": name,
+            **table_json(found, params.table_query(request.args))}
+    return responses.json_response(request, body)
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")

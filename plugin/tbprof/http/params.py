@@ -8,7 +8,7 @@ from tbprof.analyses.table import TableQuery
 from tbprof.profiles import BadRequest
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
-RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit"}
+RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit", "rows"}
 FILTER_PREFIX = "filter."
 MAX_LIMIT = 1_000_000
 

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { parseCsv, pythonFloatRepr, toCsv } from "./csv";
+
+describe("pythonFloatRepr", () => {
+  // Expected strings are Python 3's repr() of the same floats.
+  it.each([
+    [1.0, "1.0"],
+    [0.1, "0.1"],
+    [1e16, "1e+16"], // Python switches to exponent form at 1e16 (JavaScript at 1e21)
+    [1e15, "1000000000000000.0"],
+    [1e-5, "1e-05"], // ... and below 1e-4 (JavaScript below 1e-6), with two exponent digits
+    [0.0001, "0.0001"],
+    [2.5e-7, "2.5e-07"],
+    [123456789.123, "123456789.123"],
+    [12345678901234568, "1.2345678901234568e+16"],
+    [1e22, "1e+22"],
+    [-0.0, "-0.0"],
+    [0, "0.0"],
+    [-42.5, "-42.5"],
+  ])("%s -> %s", (v, out) => expect(pythonFloatRepr(v)).toBe(out));
+});
+
+describe("toCsv", () => {
+  it("writes what Python's csv.writer writes", () => {
+    const columns = [
+      { name: "name", kind: "str" as const },
+      { name: "dur_us", kind: "float" as const },
+      { name: "n", kind: "int" as const },
+      { name: "ok", kind: "bool" as const },
+    ];
+    const rows = [
+      ["a,b", 1.0, 3, true],
+      ['say "hi"', 1e-5, 0, false],
+      ["line\nbreak", 1.5e16, -2, null],
+      ["", 123456789.123, 7, null],
+    ];
+    // Produced by csv.writer(out, lineterminator="\n") with the same Python values
+    // (None written as ""), as the backend's csv route does.
+    const python =
+      'name,dur_us,n,ok\n"a,b",1.0,3,True\n"say ""hi""",1e-05,0,False\n"line\nbreak",1.5e+16,-2,\n,123456789.123,7,\n';
+    expect(toCsv(columns, rows)).toBe(python);
+  });
+
+  it("round-trips through parseCsv", () => {
+    const columns = [
+      { name: "a", kind: "str" as const },
+      { name: "b", kind: "int" as const },
+    ];
+    const text = toCsv(columns, [
+      ['x,"y"', 1],
+      ["multi\nline", 2],
+    ]);
+    expect(parseCsv(text)).toEqual([
+      ["a", "b"],
+      ['x,"y"', "1"],
+      ["multi\nline", "2"],
+    ]);
+  });
+});

@@ -1,0 +1,66 @@
+// Decoding real backend responses (captured from `tbprof serve` on ../shared/profiles:
+// testdata/*.json) and malformed ones.
+import { describe, expect, it } from "vitest";
+import { DecodeError, decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools } from "./decode";
+import runsJson from "./testdata/runs.json";
+import summaryJson from "./testdata/profile_summary_jax_mlp.json";
+import tableJson from "./testdata/table_lines_gpu.json";
+
+describe("runs", () => {
+  it("decodes the runs route", () => {
+    const r = decodeRuns(runsJson);
+    expect(r.allHosts).toBe("__all__");
+    expect(r.runs.map((x) => x.name)).toEqual(runsJson.runs.map((x) => x.run));
+    const two = r.runs.find((x) => x.name.startsWith("jax_2hosts/"));
+    expect(two?.hosts).toEqual(["worker0", "worker1"]);
+    const twoJson = runsJson.runs.find((x) => x.run === two?.name);
+    expect(two?.toolsExact).toBe(twoJson?.tools_exact);
+    expect(two?.mtime).toBe(twoJson?.mtime);
+    expect(two?.multiHostTools).toContain("profile_summary");
+  });
+  it("names the path of a wrong field", () => {
+    const bad = { runs: [{ run: "a", hosts: ["h", 3] }] };
+    expect(() => decodeRuns(bad)).toThrow(DecodeError);
+    expect(() => decodeRuns(bad)).toThrow("runs[0].hosts[1] should be a string, found number 3");
+  });
+});
+
+describe("tables", () => {
+  it("decodes a paged, filtered table", () => {
+    const t = decodeTable(tableJson, "lines");
+    expect(t.columns.map((c) => c.name)).toEqual(["host", "plane", "line", "event_count", "device_type"]);
+    expect(t.columns[3]?.kind).toBe("int");
+    expect(t.rows).toHaveLength(4); // limit=4
+    expect(t.totalRows).toBe(9); // rows matching filter.plane=GPU before paging
+    const counts = t.rows.map((r) => r[3] as number);
+    expect(counts).toEqual([...counts].sort((a, b) => b - a)); // sort=event_count&desc=1
+  });
+  it("rejects rows of the wrong width or cell kind", () => {
+    const columns = [{ name: "a", label: "A", kind: "int", unit: "" }];
+    expect(() => decodeTable({ columns, rows: [[1, 2]] }, "t")).toThrow("t.rows[0] should be 1 cells");
+    expect(() => decodeTable({ columns, rows: [["x"]] }, "t")).toThrow("t.rows[0][0] should be a number");
+    expect(decodeTable({ columns, rows: [[null]] }, "t").rows).toEqual([[null]]); // NaN arrives as null
+    expect(() => decodeTable({ columns: [{ name: "a", kind: "date" }], rows: [] }, "t")).toThrow("t.columns[0].kind");
+  });
+});
+
+describe("tool results", () => {
+  it("keeps free-form fields and decodes tables", () => {
+    const r = decodeToolResult(summaryJson);
+    expect(r.tool).toBe("profile_summary");
+    expect(r.schemaVersion).toBe(1);
+    expect(Object.keys(r.tables)).toEqual(["lines"]);
+    expect(r.tables.lines?.rows).toHaveLength(3); // rows=3 cap
+    expect(r.tables.lines?.totalRows).toBeGreaterThan(3);
+    expect(r.raw.event_count).toBe(summaryJson.event_count);
+    expect(Array.isArray(r.raw.hosts)).toBe(true);
+  });
+  it("decodes tools and settings", () => {
+    const tools = decodeTools({ tools: [{ name: "x", title: "X", multi_host: true, options: [{ name: "o", default: false, help: "h" }] }] });
+    expect(tools[0]).toEqual({ name: "x", title: "X", multiHost: true, options: [{ name: "o", default: false, help: "h" }] });
+    const s = decodeSettings({ version: "1", capture_enabled: true, tools: [{ name: "t", title: "T" }] });
+    expect(s.captureEnabled).toBe(true);
+    expect(s.tools).toEqual([{ name: "t", title: "T", description: "" }]);
+    expect(() => decodeSettings({ capture_enabled: "yes" })).toThrow("settings.capture_enabled should be true or false");
+  });
+});

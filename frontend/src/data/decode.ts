@@ -1,0 +1,197 @@
+// Decoders from untrusted JSON to the typed shapes of types.ts. A wrong shape is a bug on
+// one side or a version mismatch: say where (path) and what was found, never guess.
+
+import type {
+  CellValue,
+  ColumnKind,
+  RunInfo,
+  RunsResponse,
+  Settings,
+  TableColumn,
+  TableData,
+  ToolInfo,
+  ToolResult,
+} from "./types";
+
+export class DecodeError extends Error {
+  constructor(
+    readonly path: string,
+    readonly expected: string,
+    found: unknown,
+  ) {
+    super(`unexpected response: ${path} should be ${expected}, found ${describe(found)}`);
+    this.name = "DecodeError";
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (typeof v === "string") return `"${v.length > 40 ? v.slice(0, 40) + "…" : v}"`;
+  if (typeof v === "number" || typeof v === "boolean") return `${typeof v} ${String(v)}`;
+  return typeof v === "object" ? "an object" : typeof v;
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export function record(v: unknown, path: string): Record<string, unknown> {
+  if (!isRecord(v)) throw new DecodeError(path, "an object", v);
+  return v;
+}
+
+export function array(v: unknown, path: string): unknown[] {
+  if (!Array.isArray(v)) throw new DecodeError(path, "an array", v);
+  return v as unknown[];
+}
+
+export function string(v: unknown, path: string): string {
+  if (typeof v !== "string") throw new DecodeError(path, "a string", v);
+  return v;
+}
+
+export function number(v: unknown, path: string): number {
+  if (typeof v !== "number") throw new DecodeError(path, "a number", v);
+  return v;
+}
+
+export function boolean(v: unknown, path: string): boolean {
+  if (typeof v !== "boolean") throw new DecodeError(path, "true or false", v);
+  return v;
+}
+
+function optString(v: unknown, path: string, fallback = ""): string {
+  return v === undefined || v === null ? fallback : string(v, path);
+}
+
+function strings(v: unknown, path: string): string[] {
+  return array(v, path).map((x, i) => string(x, `${path}[${i}]`));
+}
+
+const KINDS: readonly ColumnKind[] = ["str", "int", "float", "bool"];
+
+export function decodeColumn(v: unknown, path: string): TableColumn {
+  const o = record(v, path);
+  const kind = string(o.kind, `${path}.kind`);
+  if (!(KINDS as readonly string[]).includes(kind)) throw new DecodeError(`${path}.kind`, KINDS.join("|"), kind);
+  const name = string(o.name, `${path}.name`);
+  return {
+    name,
+    label: optString(o.label, `${path}.label`, name),
+    kind: kind as ColumnKind,
+    unit: optString(o.unit, `${path}.unit`),
+    description: optString(o.description, `${path}.description`),
+  };
+}
+
+function decodeCell(v: unknown, kind: ColumnKind, path: string): CellValue {
+  if (v === null) return null;
+  switch (kind) {
+    case "str":
+      return string(v, path);
+    case "bool":
+      return boolean(v, path);
+    default:
+      return number(v, path);
+  }
+}
+
+/** A table in the backend's JSON form ({columns, rows, total_rows, offset[, meta]}). */
+export function decodeTable(v: unknown, path: string): TableData {
+  const o = record(v, path);
+  const columns = array(o.columns, `${path}.columns`).map((c, i) => decodeColumn(c, `${path}.columns[${i}]`));
+  const rows = array(o.rows, `${path}.rows`).map((r, i) => {
+    const cells = array(r, `${path}.rows[${i}]`);
+    if (cells.length !== columns.length) {
+      throw new DecodeError(`${path}.rows[${i}]`, `${columns.length} cells`, cells);
+    }
+    return cells.map((c, j) => decodeCell(c, columns[j]?.kind ?? "str", `${path}.rows[${i}][${j}]`));
+  });
+  const totalRows = o.total_rows === undefined ? rows.length : number(o.total_rows, `${path}.total_rows`);
+  const offset = o.offset === undefined ? 0 : number(o.offset, `${path}.offset`);
+  const meta = o.meta === undefined ? {} : record(o.meta, `${path}.meta`);
+  return { columns, rows, totalRows, offset, meta };
+}
+
+export function isTableJson(v: unknown): boolean {
+  return isRecord(v) && Array.isArray(v.columns) && Array.isArray(v.rows);
+}
+
+export function decodeRun(v: unknown, path: string): RunInfo {
+  const o = record(v, path);
+  return {
+    name: string(o.run, `${path}.run`),
+    kind: optString(o.kind, `${path}.kind`),
+    hosts: strings(o.hosts, `${path}.hosts`),
+    mtime: o.mtime === undefined || o.mtime === null ? 0 : number(o.mtime, `${path}.mtime`),
+    tools: o.tools === undefined ? [] : strings(o.tools, `${path}.tools`),
+    toolsExact: o.tools_exact === undefined ? true : boolean(o.tools_exact, `${path}.tools_exact`),
+    multiHostTools: o.multi_host_tools === undefined ? [] : strings(o.multi_host_tools, `${path}.multi_host_tools`),
+    error: o.error === undefined || o.error === null ? null : string(o.error, `${path}.error`),
+  };
+}
+
+export function decodeRuns(v: unknown): RunsResponse {
+  const o = record(v, "runs response");
+  return {
+    runs: array(o.runs, "runs").map((r, i) => decodeRun(r, `runs[${i}]`)),
+    allHosts: optString(o.all_hosts, "all_hosts", "__all__"),
+  };
+}
+
+export function decodeTools(v: unknown): ToolInfo[] {
+  const o = record(v, "tools response");
+  return array(o.tools, "tools").map((t, i) => {
+    const p = `tools[${i}]`;
+    const to = record(t, p);
+    const name = string(to.name, `${p}.name`);
+    return {
+      name,
+      title: optString(to.title, `${p}.title`, name),
+      multiHost: to.multi_host === undefined ? false : boolean(to.multi_host, `${p}.multi_host`),
+      options: (to.options === undefined ? [] : array(to.options, `${p}.options`)).map((op, j) => {
+        const oo = record(op, `${p}.options[${j}]`);
+        return {
+          name: string(oo.name, `${p}.options[${j}].name`),
+          default: oo.default,
+          help: optString(oo.help, `${p}.options[${j}].help`),
+        };
+      }),
+    };
+  });
+}
+
+export function decodeSettings(v: unknown): Settings {
+  const o = record(v, "settings");
+  return {
+    version: optString(o.version, "settings.version"),
+    captureEnabled: o.capture_enabled === undefined ? false : boolean(o.capture_enabled, "settings.capture_enabled"),
+    allHosts: optString(o.all_hosts, "settings.all_hosts", "__all__"),
+    tools: (o.tools === undefined ? [] : array(o.tools, "settings.tools")).map((t, i) => {
+      const to = record(t, `settings.tools[${i}]`);
+      const name = string(to.name, `settings.tools[${i}].name`);
+      return {
+        name,
+        title: optString(to.title, `settings.tools[${i}].title`, name),
+        description: optString(to.description, `settings.tools[${i}].description`),
+      };
+    }),
+  };
+}
+
+/** A tool's JSON: `tables` entries become TableData, everything else stays as it came. */
+export function decodeToolResult(v: unknown): ToolResult {
+  const o = record(v, "result");
+  const tables: Record<string, TableData> = {};
+  const rawTables = o.tables === undefined ? {} : record(o.tables, "result.tables");
+  for (const [name, t] of Object.entries(rawTables)) {
+    if (isTableJson(t)) tables[name] = decodeTable(t, `result.tables.${name}`);
+  }
+  return {
+    schemaVersion: o.schema_version === undefined ? 0 : number(o.schema_version, "result.schema_version"),
+    tool: optString(o.tool, "result.tool"),
+    tables,
+    raw: { ...o, tables: { ...rawTables, ...tables } },
+  };
+}

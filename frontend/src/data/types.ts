@@ -1,0 +1,95 @@
+// Typed shapes of the backend's JSON (plugin/tbprof/http/core_routes.py, docs/api.md).
+// Decoders in decode.ts turn `unknown` into these or throw a DecodeError naming the path.
+
+export type CellValue = string | number | boolean | null;
+export type ColumnKind = "str" | "int" | "float" | "bool";
+
+export interface TableColumn {
+  name: string;
+  label: string;
+  kind: ColumnKind;
+  unit: string;
+  description: string;
+}
+
+/** One table of a tool result (possibly one page of it). */
+export interface TableData {
+  columns: TableColumn[];
+  rows: CellValue[][];
+  /** Rows after filtering, before paging. */
+  totalRows: number;
+  offset: number;
+  meta: Record<string, unknown>;
+}
+
+export interface RunInfo {
+  name: string;
+  kind: string;
+  hosts: string[];
+  /** Unix seconds of the newest file of the run. */
+  mtime: number;
+  tools: string[];
+  /** False when `tools` are the candidates of the run's kind (not converted yet). */
+  toolsExact: boolean;
+  multiHostTools: string[];
+  error: string | null;
+}
+
+export interface RunsResponse {
+  runs: RunInfo[];
+  allHosts: string;
+}
+
+export interface ToolOption {
+  name: string;
+  default: unknown;
+  help: string;
+}
+
+export interface ToolInfo {
+  name: string;
+  title: string;
+  multiHost: boolean;
+  options: ToolOption[];
+}
+
+export interface ToolTitle {
+  name: string;
+  title: string;
+  description: string;
+}
+
+export interface Settings {
+  version: string;
+  captureEnabled: boolean;
+  allHosts: string;
+  /** Every tool this backend has (with or without data for a given run). */
+  tools: ToolTitle[];
+}
+
+/** A tool's JSON: free-form fields plus the tables every page renders the same way. */
+export interface ToolResult {
+  schemaVersion: number;
+  tool: string;
+  tables: Record<string, TableData>;
+  /** The whole decoded JSON (tables included, as TableData). */
+  raw: Record<string, unknown>;
+}
+
+/** Which rows of a table to ask for. */
+export interface TableQuery {
+  sort: string | null;
+  desc: boolean | null;
+  /** column name -> regex (text columns) or comparison like ">=10" (numeric columns) */
+  filters: Record<string, string>;
+  offset: number;
+  limit: number | null;
+}
+
+/** What a page shows: run, host (a host name or the all-hosts token), tool and options. */
+export interface DataRequest {
+  run: string;
+  host: string | null;
+  tool: string;
+  options: Record<string, string>;
+}

@@ -1,0 +1,2 @@
+// Every dedicated page registers itself on import. One line per page.
+import "./profile_summary/profile_summary_page";

@@ -1,0 +1,90 @@
+// Building blocks every page uses: a table bound to the URL and the backend, a chart that
+// is disposed with the page, cards for a result's scalar fields, a page title.
+
+import { formatByKey, humanizeKey } from "../base/format";
+import type { ToolResult } from "../data/types";
+import { type Card, cardRow } from "../widgets/cards";
+import { Chart, type ChartOptions } from "../widgets/chart";
+import { h } from "../widgets/dom";
+import { DataTable } from "../widgets/table";
+import { viewFromParams, viewToUpdates } from "../widgets/table_model";
+import type { PageContext } from "./context";
+
+export const DEFAULT_PAGE_SIZE = 100;
+
+export interface TableWidgetOptions {
+  title?: string;
+  description?: string;
+  pageSize?: number;
+  decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^_+|_+$/g, "");
+}
+
+/** The table `name` of ctx.result as a DataTable whose sort/filter/page live in the URL. */
+export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOptions = {}): DataTable {
+  const initial = ctx.result?.tables[name];
+  if (!initial) throw new Error(`the ${ctx.request.tool} result has no table "${name}"`);
+  let view = viewFromParams(ctx.tableParams(name));
+  const host = ctx.request.host === ctx.allHosts ? "all_hosts" : (ctx.request.host ?? "");
+  const widget = new DataTable({
+    name,
+    title: opts.title ?? humanizeKey(name),
+    description: opts.description,
+    initial,
+    view,
+    pageSize: opts.pageSize ?? DEFAULT_PAGE_SIZE,
+    fetchRows: (q, signal) => ctx.api.table(ctx.request, name, q, signal),
+    onViewChange: (next) => {
+      ctx.setTableParams(viewToUpdates(`${name}.`, view, next));
+      view = next;
+    },
+    csvName: safeName(`${ctx.run.name}_${host}_${ctx.request.tool}_${name}`),
+    fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
+    decorateCell: opts.decorateCell,
+  });
+  ctx.onDispose(() => widget.dispose());
+  return widget;
+}
+
+/** A chart in `parent`, disposed when the page is left. */
+export function chart(ctx: PageContext, parent: HTMLElement, opts: ChartOptions): Chart {
+  const c = new Chart(parent, opts);
+  ctx.onDispose(() => c.dispose());
+  return c;
+}
+
+const HIDDEN_KEYS = new Set(["schema_version", "tool", "tables"]);
+
+export function isScalar(v: unknown): v is string | number | boolean | null {
+  return v === null || ["string", "number", "boolean"].includes(typeof v);
+}
+
+/** Cards for the result's top-level scalar fields, formatted by what their names say. */
+export function scalarCards(result: ToolResult): HTMLElement | null {
+  const cards: Card[] = [];
+  for (const [k, v] of Object.entries(result.raw)) {
+    if (HIDDEN_KEYS.has(k) || !isScalar(v)) continue;
+    if (typeof v === "string" && v.length > 120) continue; // long text belongs in the details
+    cards.push({ label: humanizeKey(k), value: formatByKey(k, v), id: k });
+  }
+  return cards.length ? cardRow(cards) : null;
+}
+
+/** Top-level fields that are neither scalars nor tables (shown as collapsible details). */
+export function nestedFields(result: ToolResult): [string, unknown][] {
+  return Object.entries(result.raw).filter(([k, v]) => !HIDDEN_KEYS.has(k) && !isScalar(v));
+}
+
+export function pageTitle(ctx: PageContext, fallback: string): HTMLElement {
+  const title = ctx.tool?.title ?? fallback;
+  const hostText = ctx.request.host === ctx.allHosts ? "all hosts" : (ctx.request.host ?? ctx.run.hosts[0] ?? "");
+  return h(
+    "div",
+    { class: "tbp-page-title" },
+    h("h1", {}, title),
+    h("span", { class: "tbp-muted" }, `${ctx.run.name} · ${hostText}`),
+  );
+}

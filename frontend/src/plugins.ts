@@ -1,0 +1,2 @@
+// Feature modules that register pages or header actions on import. Add one line per module.
+import "./pages/all";

@@ -1,0 +1,519 @@
+// The shell: run selector (newest first, searchable), host selector ("all hosts" where the
+// tool takes several hosts), the run's tool list, reload, header actions, and the page area.
+// Everything it shows follows the URL state; every failure becomes a readable message.
+
+import { formatTimestamp } from "../base/format";
+import { matchesAllTerms, newestFirst } from "../base/search";
+import { ApiError, type Api } from "../data/api";
+import type { DataRequest, RunInfo, Settings, ToolInfo } from "../data/types";
+import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
+import type { PageContext } from "../pages/context";
+import { renderGeneric } from "../pages/generic/generic_page";
+import { renderNoData } from "../pages/no_data/no_data_page";
+import { pageFor } from "../pages/registry";
+import { clear, h } from "../widgets/dom";
+import { loading, messageBox } from "../widgets/message";
+import { headerActions, type ShellContext } from "./actions";
+import { StateStore } from "./state";
+
+const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
+const DEFAULT_ROWS = 100;
+
+interface RunTools {
+  names: string[];
+  infos: Map<string, ToolInfo>;
+}
+
+export class Shell {
+  private readonly state = new StateStore();
+  private settings: Settings = FALLBACK_SETTINGS;
+  private runs: RunInfo[] = [];
+  private runsError: unknown = null;
+  private readonly runTools = new Map<string, Promise<RunTools>>();
+  private generation = 0;
+  private pageAbort: AbortController | null = null;
+  private disposers: (() => void)[] = [];
+  private current: { run: RunInfo | null; host: string | null } = { run: null, host: null };
+
+  private readonly runFilter: HTMLInputElement;
+  private readonly runSelect: HTMLSelectElement;
+  private readonly hostSelect: HTMLSelectElement;
+  private readonly reloadBtn: HTMLButtonElement;
+  private readonly actionsSlot: HTMLElement;
+  private readonly versionEl: HTMLElement;
+  private readonly toolNav: HTMLElement;
+  private readonly optionsBar: HTMLElement;
+  private readonly notice: HTMLElement;
+  private readonly page: HTMLElement;
+
+  constructor(
+    root: HTMLElement,
+    private readonly api: Api,
+  ) {
+    this.runFilter = h("input", { type: "search", class: "tbp-run-filter", placeholder: "Filter runs", "aria-label": "Filter runs" });
+    this.runSelect = h("select", { class: "tbp-run-select", "aria-label": "Run" });
+    this.hostSelect = h("select", { class: "tbp-host-select", "aria-label": "Host" });
+    this.reloadBtn = h("button", { type: "button", class: "tbp-btn tbp-reload", title: "Rescan the log directory for new runs" }, "↻ Reload");
+    this.actionsSlot = h("span", { class: "tbp-actions", "data-slot": "actions" });
+    this.versionEl = h("span", { class: "tbp-version tbp-muted" });
+    this.toolNav = h("nav", { class: "tbp-tools", "aria-label": "Tools" });
+    this.optionsBar = h("div", { class: "tbp-options", hidden: true });
+    this.notice = h("div", { class: "tbp-notice", role: "status", hidden: true });
+    this.page = h("main", { class: "tbp-page", "data-page": "" });
+    clear(root);
+    root.classList.add("tbp-app");
+    root.append(
+      h(
+        "header",
+        { class: "tbp-bar" },
+        h("span", { class: "tbp-brand" }, "tbprof"),
+        h("label", { class: "tbp-field" }, h("span", {}, "Run"), this.runFilter, this.runSelect),
+        h("label", { class: "tbp-field" }, h("span", {}, "Host"), this.hostSelect),
+        this.reloadBtn,
+        h("span", { class: "tbp-spacer" }),
+        this.actionsSlot,
+        this.versionEl,
+      ),
+      h("div", { class: "tbp-body" }, this.toolNav, h("div", { class: "tbp-main" }, this.notice, this.optionsBar, this.page)),
+    );
+    this.runFilter.addEventListener("input", () => this.fillRunSelect());
+    this.runSelect.addEventListener("change", () => {
+      this.state.update({ run: this.runSelect.value, host: null }, { push: true });
+    });
+    this.hostSelect.addEventListener("change", () => {
+      this.state.update({ host: this.hostSelect.value }, { push: true });
+    });
+    this.reloadBtn.addEventListener("click", () => void this.reloadRuns());
+    this.state.onChange(() => void this.route());
+  }
+
+  async start(): Promise<void> {
+    this.page.appendChild(loading("runs"));
+    const [settings] = await Promise.allSettled([this.api.settings(), this.loadRuns(false)]);
+    if (settings.status === "fulfilled") this.settings = settings.value;
+    this.versionEl.textContent = this.settings.version ? `v${this.settings.version}` : "";
+    this.renderActions();
+    await this.route();
+  }
+
+  // --- runs -------------------------------------------------------------------------------
+
+  private async loadRuns(refresh: boolean): Promise<void> {
+    try {
+      // The backend lists newest first already; sorting here keeps that a frontend promise.
+      this.runs = newestFirst((await this.api.runs(refresh)).runs);
+      this.runsError = null;
+    } catch (e) {
+      this.runsError = e;
+    }
+  }
+
+  async reloadRuns(): Promise<void> {
+    this.reloadBtn.disabled = true;
+    this.reloadBtn.classList.add("tbp-busy");
+    try {
+      const before = new Map(this.runs.map((r) => [r.name, r.mtime]));
+      await this.loadRuns(true);
+      // Tool lists of runs whose files changed must be asked again.
+      for (const r of this.runs) if (before.get(r.name) !== r.mtime) this.runTools.delete(r.name);
+      await this.route();
+    } finally {
+      this.reloadBtn.disabled = false;
+      this.reloadBtn.classList.remove("tbp-busy");
+    }
+  }
+
+  private fillRunSelect(selected: string | null = this.runSelect.value || null): void {
+    const query = this.runFilter.value;
+    clear(this.runSelect);
+    const shown = this.runs.filter((r) => r.name === selected || matchesAllTerms(r.name, query));
+    for (const r of shown) {
+      const when = formatTimestamp(r.mtime);
+      const opt = h("option", { value: r.name }, when ? `${r.name}  (${when})` : r.name);
+      if (r.name === selected) opt.selected = true;
+      this.runSelect.appendChild(opt);
+    }
+    this.runSelect.disabled = this.runs.length === 0;
+    const hidden = this.runs.length - shown.length;
+    this.runFilter.title = hidden > 0 ? `${hidden} run(s) hidden by the filter` : "";
+  }
+
+  private toolsOf(run: RunInfo): Promise<RunTools> {
+    let p = this.runTools.get(run.name);
+    if (!p) {
+      p = this.api.tools(run.name).then((infos) => ({
+        names: sortTools(infos.map((t) => t.name)),
+        infos: new Map(infos.map((t) => [t.name, t])),
+      }));
+      p.catch(() => this.runTools.delete(run.name));
+      this.runTools.set(run.name, p);
+    }
+    return p;
+  }
+
+  private toolTitle(name: string, tools?: RunTools): string {
+    return (
+      tools?.infos.get(name)?.title ??
+      this.settings.tools.find((t) => t.name === name)?.title ??
+      toolFacts(name)?.title ??
+      name
+    );
+  }
+
+  // --- routing ----------------------------------------------------------------------------
+
+  /** Draws what the URL state says. Later calls supersede earlier ones still loading. */
+  async route(): Promise<void> {
+    const gen = ++this.generation;
+    this.leavePage();
+    const ctl = new AbortController();
+    this.pageAbort = ctl;
+    this.notice.hidden = true;
+    const stale = (): boolean => gen !== this.generation;
+
+    if (this.runsError !== null) {
+      this.showPageMessage(errorBox(this.runsError, "the list of runs"));
+      this.fillRunSelect(null);
+      return;
+    }
+    if (this.runs.length === 0) {
+      this.fillRunSelect(null);
+      this.renderHostSelect(null, [], false);
+      clear(this.toolNav);
+      this.showPageMessage(
+        messageBox({
+          title: "No profiles found in this log directory",
+          body: [
+            "tbprof looks for profiler output below the log directory: plugins/profile/<session>/<host>.xplane.pb " +
+              "(TensorFlow, JAX), Chrome trace JSON files and tfprof dumps.",
+            "Record a profile (e.g. tf.profiler.experimental.start(logdir) … stop(), jax.profiler.trace(logdir)) " +
+              "and press Reload.",
+          ],
+        }),
+      );
+      return;
+    }
+
+    // Run: the URL's if it exists (rescanning once for a fresh deep link), else the newest.
+    let runName = this.state.get("run");
+    let run = this.runs.find((r) => r.name === runName) ?? null;
+    if (runName !== null && run === null) {
+      await this.loadRuns(true);
+      if (stale()) return;
+      run = this.runs.find((r) => r.name === runName) ?? null;
+      if (run === null) this.showNotice(`Run "${runName}" is not in this log directory; showing the newest run.`);
+    }
+    run ??= this.runs[0] ?? null;
+    if (run === null) return;
+    runName = run.name;
+    this.fillRunSelect(run.name);
+    this.current = { run, host: null };
+
+    // Tools of the run: converting a large profile the first time takes a moment.
+    let tools: RunTools;
+    if (!this.runTools.has(run.name)) {
+      clear(this.page);
+      this.page.appendChild(loading(run.toolsExact ? `run ${run.name}` : `run ${run.name} (reading the profile)`));
+    }
+    try {
+      tools = await this.toolsOf(run);
+    } catch (e) {
+      if (stale()) return;
+      clear(this.toolNav);
+      this.showPageMessage(errorBox(e, `run ${run.name}`));
+      return;
+    }
+    if (stale()) return;
+
+    const requested = this.state.get("tool");
+    const tool = requested ?? defaultTool(tools.names);
+    const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
+    const multi = info?.multiHost ?? (tool !== null && run.multiHostTools.includes(tool));
+    const host = this.pickHost(run, multi);
+    this.current = { run, host };
+    this.renderHostSelect(run, run.hosts, multi, host);
+    this.renderToolNav(run, tools, tool);
+    this.renderActions();
+    // Write back what was chosen by default, so the URL always names the full view.
+    this.state.update({ run: run.name, host, tool }, { silent: true });
+
+    if (tool === null) {
+      this.showPageMessage(
+        messageBox({ title: "No tool has data for this run", body: `tbprof found nothing to analyse in run ${run.name}.` }),
+      );
+      return;
+    }
+    if (!tools.names.includes(tool)) {
+      clear(this.page);
+      this.optionsBar.hidden = true;
+      renderNoData({
+        el: this.page,
+        api: this.api,
+        run,
+        runTools: tools.names,
+        tool,
+        title: this.toolTitle(tool, tools),
+        known: this.settings.tools.length === 0 || this.settings.tools.some((t) => t.name === tool),
+        backendMessage: null,
+        toolTitle: (t) => this.toolTitle(t, tools),
+        href: (t) => this.toolHref(t),
+        open: (t) => this.openTool(t),
+        signal: ctl.signal,
+      });
+      return;
+    }
+    await this.renderPage(gen, ctl, run, host, tool, info, tools);
+  }
+
+  private pickHost(run: RunInfo, multi: boolean): string | null {
+    const wanted = this.state.get("host");
+    const all = this.settings.allHosts;
+    if (run.hosts.length <= 1) return run.hosts[0] ?? null;
+    if (wanted === all && multi) return all;
+    if (wanted !== null && run.hosts.includes(wanted)) return wanted;
+    return multi ? all : (run.hosts[0] ?? null);
+  }
+
+  private toolHref(tool: string, params: Readonly<Record<string, string>> = {}): string {
+    const s = new Map<string, string>();
+    for (const k of ["run", "host"]) {
+      const v = this.state.get(k);
+      if (v !== null) s.set(k, v);
+    }
+    s.set("tool", tool);
+    for (const [k, v] of Object.entries(params)) s.set(`c.${k}`, v);
+    return this.state.hrefFor(s);
+  }
+
+  /** Opens a tool of the current run; table/page state of the old tool is dropped. */
+  private openTool(tool: string, params: Readonly<Record<string, string>> = {}): void {
+    const updates: Record<string, string | null> = { tool };
+    for (const k of this.state.snapshot().keys()) {
+      if (k.startsWith("t.") || k.startsWith("c.") || k.startsWith("o.")) updates[k] = null;
+    }
+    for (const [k, v] of Object.entries(params)) updates[`c.${k}`] = v;
+    this.state.update(updates, { push: true });
+  }
+
+  // --- header and navigation --------------------------------------------------------------
+
+  private renderHostSelect(run: RunInfo | null, hosts: readonly string[], multi: boolean, selected: string | null = null): void {
+    clear(this.hostSelect);
+    if (run && multi && hosts.length > 1) {
+      this.hostSelect.appendChild(h("option", { value: this.settings.allHosts }, `All hosts (${hosts.length})`));
+    }
+    for (const host of hosts) this.hostSelect.appendChild(h("option", { value: host }, host));
+    this.hostSelect.value = selected ?? "";
+    this.hostSelect.disabled = this.hostSelect.options.length <= 1;
+  }
+
+  private renderToolNav(run: RunInfo, tools: RunTools, active: string | null): void {
+    clear(this.toolNav);
+    const link = (name: string, available: boolean): HTMLElement => {
+      const a = h(
+        "a",
+        {
+          href: this.toolHref(name),
+          class: `tbp-tool${name === active ? " tbp-active" : ""}${available ? "" : " tbp-unavailable"}`,
+          "data-tool": name,
+          "aria-current": name === active ? "page" : null,
+          title: available ? null : "No data for this run: click to see why",
+        },
+        this.toolTitle(name, tools),
+      );
+      a.addEventListener("click", (e) => {
+        if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+        e.preventDefault();
+        if (name !== active) this.openTool(name);
+      });
+      return a;
+    };
+    this.toolNav.appendChild(h("div", { class: "tbp-nav-title" }, "Tools"));
+    for (const name of tools.names) this.toolNav.appendChild(link(name, true));
+    const missing = sortTools(this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n)));
+    if (active !== null && !tools.names.includes(active) && !missing.includes(active)) missing.unshift(active);
+    if (missing.length) {
+      this.toolNav.appendChild(h("div", { class: "tbp-nav-title tbp-muted" }, "No data in this run"));
+      for (const name of missing) this.toolNav.appendChild(link(name, false));
+    }
+    if (run.error) this.toolNav.appendChild(h("p", { class: "tbp-error" }, run.error));
+  }
+
+  private renderActions(): void {
+    clear(this.actionsSlot);
+    const ctx: ShellContext = {
+      api: this.api,
+      settings: this.settings,
+      run: this.current.run,
+      host: this.current.host,
+      reloadRuns: () => this.reloadRuns(),
+      openRun: (run, tool) => this.state.update({ run, host: null, tool: tool ?? null }, { push: true }),
+    };
+    for (const action of headerActions()) {
+      if (!action.visible(this.settings)) continue;
+      const b = h("button", { type: "button", class: "tbp-btn", "data-action": action.id, title: action.title ?? null }, action.label);
+      b.addEventListener("click", () => action.run(ctx));
+      this.actionsSlot.appendChild(b);
+    }
+  }
+
+  private renderOptions(info: ToolInfo | null): void {
+    clear(this.optionsBar);
+    const options = info?.options ?? [];
+    this.optionsBar.hidden = options.length === 0;
+    if (options.length === 0) return;
+    this.optionsBar.appendChild(h("span", { class: "tbp-muted" }, "Options:"));
+    for (const opt of options) {
+      const current = this.state.get(`o.${opt.name}`);
+      let input: HTMLInputElement;
+      if (typeof opt.default === "boolean") {
+        input = h("input", { type: "checkbox", "data-option": opt.name });
+        input.checked = current === null ? opt.default : ["1", "true", "yes", "on"].includes(current.toLowerCase());
+        input.addEventListener("change", () => {
+          const value = input.checked === opt.default ? null : input.checked ? "true" : "false";
+          this.state.update({ [`o.${opt.name}`]: value });
+        });
+      } else {
+        input = h("input", {
+          type: "text",
+          "data-option": opt.name,
+          value: current ?? (opt.default === null || opt.default === undefined ? "" : String(opt.default as string | number)),
+          size: 10,
+        });
+        input.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: input.value || null }));
+      }
+      this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, input, ` ${opt.name.replace(/_/g, " ")}`));
+    }
+  }
+
+  // --- the page ---------------------------------------------------------------------------
+
+  private async renderPage(
+    gen: number,
+    ctl: AbortController,
+    run: RunInfo,
+    host: string | null,
+    tool: string,
+    info: ToolInfo | null,
+    tools: RunTools,
+  ): Promise<void> {
+    const stale = (): boolean => gen !== this.generation;
+    const options: Record<string, string> = {};
+    for (const [k, v] of this.state.sub("o.")) options[k] = v;
+    const request: DataRequest = { run: run.name, host, tool, options };
+    const spec = pageFor(tool);
+    this.renderOptions(info);
+    clear(this.page);
+    this.page.dataset.page = tool;
+    let result = null;
+    if (!spec?.ownData) {
+      this.page.appendChild(loading(this.toolTitle(tool, tools)));
+      try {
+        result = await this.api.data(request, spec?.rows ?? DEFAULT_ROWS, ctl.signal);
+      } catch (e) {
+        if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
+        clear(this.page);
+        if (e instanceof ApiError && e.status === 404 && /no data|has no /i.test(e.message)) {
+          renderNoData({
+            el: this.page,
+            api: this.api,
+            run,
+            runTools: tools.names,
+            tool,
+            title: this.toolTitle(tool, tools),
+            known: true,
+            backendMessage: e.message,
+            toolTitle: (t) => this.toolTitle(t, tools),
+            href: (t) => this.toolHref(t),
+            open: (t) => this.openTool(t),
+            signal: ctl.signal,
+          });
+        } else {
+          this.page.appendChild(errorBox(e, this.toolTitle(tool, tools)));
+        }
+        return;
+      }
+      if (stale()) return;
+      clear(this.page);
+    }
+    const ctx: PageContext = {
+      el: this.page,
+      api: this.api,
+      request,
+      run,
+      tool: info,
+      result,
+      signal: ctl.signal,
+      allHosts: this.settings.allHosts,
+      param: (key) => this.state.get(`c.${key}`),
+      setParams: (updates) => this.state.update(prefixed("c.", updates), { silent: true }),
+      setOptions: (updates) => this.state.update(prefixed("o.", updates)),
+      tableParams: (table) => this.state.sub(`t.${table}.`),
+      setTableParams: (updates) => this.state.update(prefixed("t.", updates), { silent: true }),
+      navigate: (t, params) => this.openTool(t, params),
+      href: (t, params) => this.toolHref(t, params),
+      onDispose: (fn) => this.disposers.push(fn),
+    };
+    try {
+      if (spec) await spec.render(ctx);
+      else renderGeneric(ctx);
+    } catch (e) {
+      if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
+      this.page.appendChild(errorBox(e, `the ${this.toolTitle(tool, tools)} page`));
+    }
+  }
+
+  private leavePage(): void {
+    this.pageAbort?.abort();
+    this.pageAbort = null;
+    for (const fn of this.disposers.splice(0)) {
+      try {
+        fn();
+      } catch {
+        // a failing cleanup must not block the next page
+      }
+    }
+  }
+
+  private showPageMessage(el: HTMLElement): void {
+    clear(this.page);
+    this.optionsBar.hidden = true;
+    this.page.appendChild(el);
+  }
+
+  private showNotice(text: string): void {
+    this.notice.textContent = text;
+    this.notice.hidden = false;
+  }
+}
+
+function prefixed(prefix: string, updates: Readonly<Record<string, string | null>>): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(updates)) out[prefix + k] = v;
+  return out;
+}
+
+const STATUS_TITLES: Record<number, string> = {
+  0: "The tbprof server cannot be reached",
+  400: "The request was not valid",
+  404: "Not found",
+  422: "The profile could not be read",
+  500: "The server failed",
+};
+
+/** An error as a message box: what failed, the server's words, what to try. */
+export function errorBox(e: unknown, what: string): HTMLElement {
+  if (e instanceof ApiError) {
+    const title = `${STATUS_TITLES[e.status] ?? `Error ${e.status}`} (${what})`;
+    const hints: Record<number, string> = {
+      0: "Check that TensorBoard or `tbprof serve` is still running, then reload the page.",
+      404: "The run, host or tool may have been removed; press Reload to rescan the log directory.",
+      422: "The file is damaged or incomplete (still being written?). Other runs are not affected.",
+      500: "This is a bug in tbprof; the server log has the details.",
+    };
+    const file = typeof e.detail.file === "string" ? `File: ${e.detail.file}` : undefined;
+    return messageBox({ kind: "error", title, body: [e.message, ...(hints[e.status] ? [hints[e.status] ?? ""] : [])], detail: file });
+  }
+  const msg = e instanceof Error ? e.message : String(e);
+  return messageBox({ kind: "error", title: `Could not show ${what}`, body: msg });
+}

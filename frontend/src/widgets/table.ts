@@ -1,0 +1,263 @@
+// The data table: sort by any column, a regex / comparison filter per column, units in the
+// header, server-side paging, "Export CSV" of exactly the rows on screen and a link to the
+// backend's CSV of the whole (filtered, sorted) table.
+//
+// Sorting, filtering and paging always go to the backend (the `table` route): its Python
+// regex and sort order are the ones the CSV route uses, so what the table shows and what a
+// CSV download holds never disagree, and a 100 k-row table never comes to the browser.
+
+import { toCsv } from "../base/csv";
+import type { TableData, TableQuery } from "../data/types";
+import { clear, downloadText, h } from "./dom";
+import {
+  cellText,
+  filterPlaceholder,
+  headerLabel,
+  isDefaultView,
+  nextSort,
+  pageCount,
+  rowRangeLabel,
+  type TableView,
+  toQuery,
+  withFilter,
+} from "./table_model";
+
+export interface DataTableOptions {
+  /** The table's name in the tool result (also its data-table attribute). */
+  name: string;
+  title: string;
+  /** The table as the tool result carried it: the first rows in default order. */
+  initial: TableData;
+  view: TableView;
+  pageSize: number;
+  fetchRows: (q: TableQuery, signal: AbortSignal) => Promise<TableData>;
+  onViewChange: (view: TableView) => void;
+  /** CSV file name for the shown rows, without ".csv". */
+  csvName: string;
+  fullCsvUrl: (q: TableQuery) => string;
+  /** Optional extra content per cell (e.g. links); gets the default text node. */
+  decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
+  description?: string;
+}
+
+const FILTER_DEBOUNCE_MS = 350;
+
+export class DataTable {
+  readonly el: HTMLElement;
+  private view: TableView;
+  private data: TableData;
+  private readonly tbody: HTMLTableSectionElement;
+  private readonly headRow: HTMLTableRowElement;
+  private readonly filterRow: HTMLTableRowElement;
+  private readonly countEl: HTMLElement;
+  private readonly statusEl: HTMLElement;
+  private readonly pagerEl: HTMLElement;
+  private readonly fullCsv: HTMLAnchorElement;
+  private inflight: AbortController | null = null;
+  private seq = 0;
+  private filterTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Resolves when the rows for the current view are on screen (tests, chained UI). */
+  ready: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: DataTableOptions) {
+    this.view = opts.view;
+    this.data = opts.initial;
+    this.countEl = h("span", { class: "tbp-table-count" });
+    this.statusEl = h("div", { class: "tbp-table-status", role: "status" });
+    this.pagerEl = h("div", { class: "tbp-pager" });
+    this.fullCsv = h("a", { class: "tbp-link", title: "The whole table with this filter and sort, from the server" }, "Full table (CSV)");
+    const exportBtn = h("button", { type: "button", class: "tbp-btn", title: "Download the rows shown below" }, "Export CSV");
+    exportBtn.addEventListener("click", () => this.exportShown());
+    this.headRow = h("tr");
+    this.filterRow = h("tr", { class: "tbp-filter-row" });
+    this.tbody = h("tbody");
+    const table = h("table", { class: "tbp-table" }, h("thead", {}, this.headRow, this.filterRow), this.tbody);
+    this.el = h(
+      "section",
+      { class: "tbp-table-widget", "data-table": opts.name },
+      h(
+        "div",
+        { class: "tbp-table-head" },
+        h("h3", {}, opts.title),
+        this.countEl,
+        h("span", { class: "tbp-spacer" }),
+        exportBtn,
+        this.fullCsv,
+      ),
+      opts.description ? h("p", { class: "tbp-muted" }, opts.description) : null,
+      h("div", { class: "tbp-table-scroll" }, table),
+      this.pagerEl,
+      this.statusEl,
+    );
+    this.buildHeader();
+    const initialCovers = opts.initial.rows.length >= Math.min(opts.pageSize, opts.initial.totalRows);
+    if (isDefaultView(this.view) && initialCovers) {
+      this.data = { ...opts.initial, rows: opts.initial.rows.slice(0, opts.pageSize) };
+      this.renderBody();
+    } else {
+      this.renderBody();
+      this.ready = this.load();
+    }
+  }
+
+  get currentView(): TableView {
+    return this.view;
+  }
+
+  /** The rows on screen, as the backend sent them (raw values, not display text). */
+  get shownRows(): TableData {
+    return this.data;
+  }
+
+  dispose(): void {
+    this.inflight?.abort();
+    if (this.filterTimer !== null) clearTimeout(this.filterTimer);
+  }
+
+  private buildHeader(): void {
+    clear(this.headRow);
+    clear(this.filterRow);
+    for (const col of this.data.columns) {
+      const th = h(
+        "th",
+        {
+          "data-col": col.name,
+          class: col.kind === "str" ? "" : "tbp-num",
+          title: [col.description, `column ${col.name}${col.unit ? `, unit ${col.unit}` : ""}`, "click to sort"]
+            .filter(Boolean)
+            .join("\n"),
+          tabindex: 0,
+        },
+        h("span", { class: "tbp-th-label" }, headerLabel(col)),
+        h("span", { class: "tbp-sort-mark" }),
+      );
+      const onSort = (): void => this.setView(nextSort(this.view, col));
+      th.addEventListener("click", onSort);
+      th.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") {
+          e.preventDefault();
+          onSort();
+        }
+      });
+      this.headRow.appendChild(th);
+      const input = h("input", {
+        type: "search",
+        class: "tbp-filter",
+        "data-filter": col.name,
+        placeholder: filterPlaceholder(col),
+        "aria-label": `filter ${col.label}`,
+        value: this.view.filters[col.name] ?? "",
+      });
+      input.addEventListener("input", () => this.scheduleFilter(col.name, input.value));
+      input.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") this.applyFilter(col.name, input.value);
+      });
+      this.filterRow.appendChild(h("th", {}, input));
+    }
+    this.updateSortMarks();
+  }
+
+  private updateSortMarks(): void {
+    for (const th of Array.from(this.headRow.children) as HTMLElement[]) {
+      const mark = th.querySelector(".tbp-sort-mark");
+      const sorted = th.dataset.col === this.view.sort;
+      const desc = this.view.desc ?? false;
+      th.setAttribute("aria-sort", sorted ? (desc ? "descending" : "ascending") : "none");
+      if (mark) mark.textContent = sorted ? (desc ? " ▼" : " ▲") : "";
+    }
+  }
+
+  private scheduleFilter(column: string, expr: string): void {
+    if (this.filterTimer !== null) clearTimeout(this.filterTimer);
+    this.filterTimer = setTimeout(() => this.applyFilter(column, expr), FILTER_DEBOUNCE_MS);
+  }
+
+  private applyFilter(column: string, expr: string): void {
+    if (this.filterTimer !== null) clearTimeout(this.filterTimer);
+    this.filterTimer = null;
+    if ((this.view.filters[column] ?? "") === expr.trim()) return;
+    this.setView(withFilter(this.view, column, expr.trim()));
+  }
+
+  private setView(view: TableView): void {
+    this.view = view;
+    this.updateSortMarks();
+    this.opts.onViewChange(view);
+    this.ready = this.load();
+  }
+
+  private async load(): Promise<void> {
+    this.inflight?.abort();
+    const ctl = new AbortController();
+    this.inflight = ctl;
+    const seq = ++this.seq;
+    this.el.classList.add("tbp-loading");
+    this.statusEl.textContent = "Loading…";
+    this.statusEl.classList.remove("tbp-error");
+    try {
+      const data = await this.opts.fetchRows(toQuery(this.view, this.opts.pageSize), ctl.signal);
+      if (seq !== this.seq) return;
+      this.data = data;
+      this.statusEl.textContent = "";
+      this.renderBody();
+    } catch (e) {
+      if (seq !== this.seq || (e instanceof DOMException && e.name === "AbortError")) return;
+      // A bad regex is a 400 from the backend: say so under the table, keep the old rows.
+      this.statusEl.textContent = e instanceof Error ? e.message : String(e);
+      this.statusEl.classList.add("tbp-error");
+    } finally {
+      if (seq === this.seq) this.el.classList.remove("tbp-loading");
+    }
+  }
+
+  private renderBody(): void {
+    const { columns, rows, totalRows, offset } = this.data;
+    const frag = document.createDocumentFragment();
+    for (const row of rows) {
+      const tr = document.createElement("tr");
+      for (let i = 0; i < columns.length; i++) {
+        const col = columns[i];
+        if (col === undefined) continue;
+        const value = row[i] ?? null;
+        const td = document.createElement("td");
+        td.textContent = cellText(value, col);
+        td.dataset.v = JSON.stringify(value);
+        if (col.kind !== "str") td.className = "tbp-num";
+        if (value === null) td.classList.add("tbp-muted");
+        this.opts.decorateCell?.(td, row, i);
+        tr.appendChild(td);
+      }
+      frag.appendChild(tr);
+    }
+    clear(this.tbody);
+    if (rows.length === 0) {
+      const msg = Object.keys(this.view.filters).length > 0 ? "No rows match the filters." : "This table is empty.";
+      frag.appendChild(h("tr", {}, h("td", { colspan: columns.length, class: "tbp-empty" }, msg)));
+    }
+    this.tbody.appendChild(frag);
+    this.countEl.textContent = rowRangeLabel(offset, rows.length, totalRows);
+    this.fullCsv.href = this.opts.fullCsvUrl(toQuery(this.view, this.opts.pageSize));
+    this.fullCsv.setAttribute("download", "");
+    this.renderPager();
+  }
+
+  private renderPager(): void {
+    clear(this.pagerEl);
+    const pages = pageCount(this.data.totalRows, this.opts.pageSize);
+    if (pages <= 1) return;
+    const page = Math.min(this.view.page, pages - 1);
+    const go = (p: number): void => this.setView({ ...this.view, page: p });
+    const prev = h("button", { type: "button", class: "tbp-btn", "data-page": "prev", disabled: page === 0 }, "‹ Prev");
+    const next = h("button", { type: "button", class: "tbp-btn", "data-page": "next", disabled: page >= pages - 1 }, "Next ›");
+    prev.addEventListener("click", () => go(page - 1));
+    next.addEventListener("click", () => go(page + 1));
+    this.pagerEl.append(prev, h("span", { class: "tbp-muted" }, ` page ${page + 1} of ${pages} `), next);
+  }
+
+  private exportShown(): void {
+    const { columns, rows, offset } = this.data;
+    const text = toCsv(columns, rows);
+    const range = rows.length === this.data.totalRows ? "" : `_rows${offset + 1}-${offset + rows.length}`;
+    downloadText(text, `${this.opts.csvName}${range}.csv`);
+  }
+}

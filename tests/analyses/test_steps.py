@@ -111,7 +111,7 @@ def test_events_are_assigned_to_steps(custom_loop: ProfileStore) -> None:
     st = steps_of(custom_loop)
     host = custom_loop.plane("/host:CPU")
     assert host is not None
-    es = st.event_step[custom_loop.planes.index(host)]
+    es = st.event_step(custom_loop.planes.index(host))
     # Events of the tf.data iterator threads are in steps too (through context links or time).
     it_lines = [i for i, n in enumerate(host.line_names) if n.startswith("tf_data_iterator")]
     on_it = np.isin(host.line_idx, it_lines)

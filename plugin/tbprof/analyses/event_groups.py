@@ -44,10 +44,16 @@ class EventGroups:
 
 
 @numba.njit(cache=True, nogil=True)
-def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
-    """Nesting parent of each event (-1 for top level): the innermost earlier event that includes it."""
+def _nesting(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nesting parent of each event (-1: top level) and the end of its subtree (exclusive row).
+
+    XProf's rule: an event's parent is the innermost open event that includes it; an open event
+    that does not include the next one is closed. So an event's descendants are exactly the
+    rows after it up to the row that closed it.
+    """
     n = start_ps.shape[0]
     parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.empty(n, dtype=np.int64)
     stack = np.empty(256, dtype=np.int64)
     for line in range(line_offsets.shape[0] - 1):
         top = 0
@@ -59,6 +65,7 @@ def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray)
                 if start_ps[p] <= s and e <= start_ps[p] + dur_ps[p]:
                     parent[i] = p
                     break
+                sub_end[p] = i
                 top -= 1
             if top == stack.shape[0]:
                 grown = np.empty(top * 2, dtype=np.int64)
@@ -66,14 +73,25 @@ def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray)
                 stack = grown
             stack[top] = i
             top += 1
-    return parent
+        while top > 0:
+            sub_end[stack[top - 1]] = line_offsets[line + 1]
+            top -= 1
+    return parent, sub_end
+
+
+def _parents(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
+    return _nesting(start_ps, dur_ps, line_offsets)[0]
 
 
 @numba.njit(cache=True, nogil=True)
-def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray,
-               child_ptr: np.ndarray, child_idx: np.ndarray,
-               edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Breadth-first claim from each root in order; returns (group per node, root node per group)."""
+def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, sub_end: np.ndarray,
+               edge_nodes: np.ndarray, edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Claims, root by root, every unclaimed event reachable from it; returns (group, root of group).
+
+    A claimed event brings its whole subtree (a contiguous row range) and the targets of the
+    cross links (``edge_nodes`` sorted, ``edge_ptr``/``edge_idx`` their targets) of the events in
+    it, so the work is proportional to events plus links, with no per-child queue traffic.
+    """
     n = parent.shape[0]
     group = np.full(n, -1, dtype=np.int64)
     group_root = np.empty(roots.shape[0], dtype=np.int64)
@@ -95,35 +113,31 @@ def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray,
         gid = n_groups
         n_groups += 1
         group_root[gid] = r
+        group[r] = gid
         head = 0
         tail = 0
         queue[tail] = r
         tail += 1
-        group[r] = gid
         while head < tail:
             node = queue[head]
             head += 1
-            for k in range(child_ptr[node], child_ptr[node + 1]):
-                c = child_idx[k]
-                if group[c] < 0:
-                    group[c] = gid
-                    queue[tail] = c
-                    tail += 1
-            for k in range(edge_ptr[node], edge_ptr[node + 1]):
-                c = edge_idx[k]
-                if group[c] < 0:
-                    group[c] = gid
-                    queue[tail] = c
-                    tail += 1
+            end = sub_end[node]
+            for j in range(node + 1, end):
+                if group[j] < 0:
+                    group[j] = gid
+            k0 = np.searchsorted(edge_nodes, node)
+            k1 = np.searchsorted(edge_nodes, end)
+            for k in range(k0, k1):
+                src = edge_nodes[k]
+                if group[src] != gid:
+                    continue
+                for q in range(edge_ptr[k], edge_ptr[k + 1]):
+                    t = edge_idx[q]
+                    if group[t] < 0:
+                        group[t] = gid
+                        queue[tail] = t
+                        tail += 1
     return group, group_root[:n_groups]
-
-
-def _csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(src, kind="stable")
-    counts = np.bincount(src, minlength=n)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    return ptr, dst[order].astype(np.int64)
 
 
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
@@ -133,7 +147,11 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = np.concatenate([parent_keys, child_keys])
-    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    # Unique rows of a 2-column key without np.unique(axis=0) (a slow sort of void records).
+    _, inv_a = np.unique(keys[:, 0], return_inverse=True)
+    _, inv_b = np.unique(keys[:, 1], return_inverse=True)
+    _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
+                       return_inverse=True)
     inv = inv.reshape(-1)
     pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
     n_keys = int(inv.max()) + 1
@@ -196,6 +214,7 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     np.cumsum([p.n_events for p in planes], out=offsets[1:])
     n = int(offsets[-1])
     parent = np.full(n, -1, dtype=np.int64)
+    sub_end = np.zeros(n, dtype=np.int64)
     root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
     src_parts: list[np.ndarray] = []
     dst_parts: list[np.ndarray] = []
@@ -207,12 +226,16 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     getnext_names = [store.strings.id(x) for x in ("IteratorGetNextOp::DoCompute",
                                                    "IteratorGetNextAsOptionalOp::DoCompute")]
     trace_context = store.strings.id("TraceContext")
+    wanted = [store.stat_id(x) for x in ("_r", "_pt", "_p", "_ct", "_c", "correlation_id", "step_id", "iter_num",
+                                         "step_num", "tensor_shapes")]
     for pi, p in enumerate(planes):
         if p.n_events == 0:
             continue
+        p.prefetch_stat_columns(wanted)
         base = offsets[pi]
-        par = _parents(p.start_ps, p.dur_ps, p.line_offsets)
+        par, send = _nesting(p.start_ps, p.dur_ps, p.line_offsets)
         parent[base:base + p.n_events] = np.where(par >= 0, par + base, -1)
+        sub_end[base:base + p.n_events] = send + base
         if r_id >= 0:
             rc = p.event_stat(r_id)
             lvl = rc.as_int()
@@ -261,9 +284,11 @@ def compute_groups(store: ProfileStore) -> EventGroups:
         src_parts.append(s)
         dst_parts.append(d)
 
-    has_parent = np.nonzero(parent >= 0)[0]
-    child_ptr, child_idx = _csr(parent[has_parent], has_parent, n)
-    edge_ptr, edge_idx = _csr(cat(src_parts), cat(dst_parts), n)
+    src, dst = cat(src_parts), cat(dst_parts)
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    edge_nodes, first = np.unique(src, return_index=True)
+    edge_ptr = np.append(first, len(src)).astype(np.int64)
 
     roots = np.nonzero(root_level > 0)[0]
     plane_of = np.searchsorted(offsets, roots, side="right") - 1
@@ -272,7 +297,8 @@ def compute_groups(store: ProfileStore) -> EventGroups:
     order = np.lexsort((roots, -dur, start_abs, -root_level[roots]))
     roots = roots[order]
     del plane_of
-    group, group_root = _propagate(roots, root_level, parent, child_ptr, child_idx, edge_ptr, edge_idx)
+    group, group_root = _propagate(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
+                                   dst.astype(np.int64))
 
     group_of = [group[offsets[i]:offsets[i + 1]] for i in range(len(planes))]
     for i, p in enumerate(planes):

@@ -62,10 +62,31 @@ class Steps:
     type_ps: np.ndarray  # (n_steps, sb.N_TYPES) ps per event type, non-overlapped
     device_planes: list[int]  # plane indexes of the devices (columns of the pod viewer)
     per_device_type_ps: np.ndarray  # (n_devices, n_steps, N_TYPES)
-    event_step: list[np.ndarray]  # per plane: step index of each event (-1: none)
     dropped_boundary_steps: int = 0
     candidate_count: int = 0  # steps before the boundary rule and the well-formed check
     notes: list[str] = field(default_factory=list)
+    planes: list[Plane] = field(default_factory=list, repr=False)
+    # Marker steps: group id of each event per plane, and group id -> step index.
+    group_of: list[np.ndarray] | None = field(default=None, repr=False)
+    group_to_step: np.ndarray | None = field(default=None, repr=False)
+    _event_step: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def event_step(self, plane_index: int) -> np.ndarray:
+        """Step index of each event of a plane (-1: in no step), computed on first use.
+
+        Events of a marked step's group belong to it; other events belong to the step whose
+        span contains their start (tf.data threads, host threads on a GPU run, ...).
+        """
+        got = self._event_step.get(plane_index)
+        if got is None:
+            plane = self.planes[plane_index]
+            got = _event_step_by_time(plane, self.begin_ps, self.end_ps)
+            if self.group_of is not None and self.group_to_step is not None and plane.n_events:
+                g = self.group_of[plane_index]
+                gs = np.where(g >= 0, self.group_to_step[np.clip(g, 0, None)], -1)
+                got = np.where(g >= 0, gs, got)
+            self._event_step[plane_index] = got
+        return got
 
     @property
     def n_steps(self) -> int:
@@ -276,15 +297,9 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     for d, pi in enumerate(devices):
         m = plane_of == pi
         per_dev[d] = _breakdown(step_idx[m], st[m], en[m], ty[m], begin, end)
-    event_step = []
-    for pi, p in enumerate(store.planes):
-        by_time = _event_step_by_time(p, begin, end)
-        if group_of is not None and key_to_step is not None and p.n_events:
-            g = group_of[pi]
-            gs = np.where(g >= 0, key_to_step[np.clip(g, 0, None)], -1)
-            gs = np.where(gs >= 0, remap[np.clip(gs, 0, None)], -1)
-            by_time = np.where(g >= 0, gs, by_time)
-        event_step.append(by_time)
+    group_to_step = None
+    if group_of is not None and key_to_step is not None:
+        group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)
     diagnosis = ""
     dur = end - begin
     if len(begin) == 1:
@@ -295,7 +310,8 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     return Steps(source=source, method=method, detail=detail, diagnosis=diagnosis, has_device=bool(devices),
                  names=names, step_nums=nums.astype(np.int64), begin_ps=begin.astype(np.int64),
                  end_ps=end.astype(np.int64), type_ps=type_ps, device_planes=devices, per_device_type_ps=per_dev,
-                 event_step=event_step, dropped_boundary_steps=dropped, candidate_count=candidate_count)
+                 dropped_boundary_steps=dropped, candidate_count=candidate_count, planes=store.planes,
+                 group_of=group_of, group_to_step=group_to_step)
 
 
 def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray,
@@ -500,7 +516,7 @@ def compute_steps(store: ProfileStore) -> Steps:
     return Steps(source="none", method="", detail="", diagnosis=diagnosis, has_device=bool(devices), names=[],
                  step_nums=empty, begin_ps=empty, end_ps=empty, type_ps=np.zeros((0, sb.N_TYPES), np.int64),
                  device_planes=devices, per_device_type_ps=np.zeros((len(devices), 0, sb.N_TYPES), np.int64),
-                 event_step=[np.full(p.n_events, -1, np.int64) for p in store.planes], candidate_count=0)
+                 candidate_count=0, planes=store.planes)
 
 
 def _num_of(name: str, default: int) -> int:

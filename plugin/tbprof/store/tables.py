@@ -161,6 +161,28 @@ class Plane:
             self._columns[key] = cached
         return cached  # type: ignore[no-any-return]
 
+    def prefetch_stat_columns(self, stat_ids: list[int]) -> None:
+        """Builds ``stat_column`` for several stats in one pass over the stat table.
+
+        Each ``stat_column`` call scans every stat of the plane (3.7 M on jax_large, ~7 ms); an
+        analysis that needs ten stats asks for them together instead.
+        """
+        want = sorted({i for i in stat_ids if i >= 0 and ("event", i) not in self._columns})
+        if not want:
+            return
+        ids = self.stats.stat_id
+        lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
+        lut[want] = np.arange(len(want), dtype=np.int32)
+        slot = lut[ids]
+        hit = np.nonzero(slot >= 0)[0]
+        hit_slot = slot[hit]
+        counts = np.bincount(hit_slot, minlength=len(want))
+        for k, sid in enumerate(want):
+            # Few stats of interest per event: one boolean pick per wanted stat over the hits.
+            rows = hit[hit_slot == k] if counts[k] else hit[:0]
+            self._columns[("event", sid)] = StatColumn(self.stats.owner[rows].astype(np.int64),
+                                                       self.stats.kind[rows], self.stats.value[rows])
+
     def meta_stat_column(self, stat_id: int) -> StatColumn:
         key = ("meta", stat_id)
         cached = self._columns.get(key)

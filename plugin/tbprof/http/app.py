@@ -33,7 +33,8 @@ Handler = Callable[["AppContext", Request], Response]
 ROUTES: dict[str, tuple[str, Handler]] = {}  # path -> (method, handler)
 
 # Modules that register routes of later features; missing ones are skipped.
-ROUTE_MODULES = ("tbprof.http.core_routes", "tbprof.timeline.routes", "tbprof.capture.routes")
+ROUTE_MODULES = ("tbprof.http.core_routes", "tbprof.timeline.routes", "tbprof.capture.routes",
+                 "tbprof.http.compare_routes")
 
 
 def route(path: str, method: str = "GET") -> Callable[[Handler], Handler]:

@@ -95,8 +95,8 @@ def _top(table: Table, n: int) -> list[int]:
     return list(range(min(n, table.n_rows)))
 
 
-def print_text(result: dict[str, Any], out: Any = sys.stdout) -> None:
-    w = out.write
+def print_text(result: dict[str, Any], out: Any = None) -> None:
+    w = (out or sys.stdout).write
     for who in ("baseline", "candidate"):
         s = result[who]
         w(f"{who:9}  {s['label']}  ({s['step_count']} steps, {s['step_source'] or 'no step analysis'})\n")

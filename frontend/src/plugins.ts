@@ -1,2 +1,3 @@
 // Feature modules that register pages or header actions on import. Add one line per module.
 import "./pages/all";
+import "./capture/capture_dialog";

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -80,8 +81,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logdir = Path(args.logdir)
     if not logdir.is_dir():
         raise CliError(f"--logdir {args.logdir}: not a directory")
+    no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
     app = create_app(logdir, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                     prefix=PLUGIN_PREFIX, capture_enabled=not args.no_capture)
+                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture)
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
     return EXIT_OK
@@ -233,4 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: commands of COMMAND_MODULES register into ``tbprof.cli``,
+    # which under ``python -m`` is a different module object than this ``__main__``.
+    from tbprof.cli import main as _main
+
+    sys.exit(_main())

@@ -66,6 +66,39 @@ def _xspace_detector(folder: Path, files: list[str], logdir: Path) -> list[Run]:
 
 register_detector(_xspace_detector)
 
+# Generic Chrome trace JSON runs (readers/chrome_trace.py). PyTorch ``*.pt.trace.json``,
+# TF1 ``timeline-<step>.json`` and tfprof files have run kinds of their own (legacy runs).
+CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
+_NOT_GENERIC_CHROME = (".pt.trace.json.gz", ".pt.trace.json")
+
+
+def _chrome_trace_detector(folder: Path, files: list[str], logdir: Path) -> list[Run]:
+    """``<host>.trace.json(.gz)`` files whose host has no xplane here (the xplane says more)."""
+    xplane_hosts = {f[: -len(XPLANE_SUFFIX)] for f in files if f.endswith(XPLANE_SUFFIX)}
+    hosts: dict[str, Path] = {}
+    for f in files:
+        if f.endswith(_NOT_GENERIC_CHROME):
+            continue
+        for suffix in CHROME_TRACE_SUFFIXES:
+            if f.endswith(suffix) and len(f) > len(suffix):
+                host = f[: -len(suffix)]
+                if host not in xplane_hosts and host not in hosts:
+                    hosts[host] = folder / f
+                break
+    if not hosts:
+        return []
+    parent = folder.parent
+    if parent.name == "profile" and parent.parent.name == "plugins":
+        prefix = _run_prefix(parent.parent.parent, logdir)
+        name = f"{prefix}/{folder.name}" if prefix else folder.name
+    else:
+        name = _run_prefix(folder, logdir) or folder.name
+    mtime = max((p.stat().st_mtime for p in hosts.values() if p.exists()), default=0.0)
+    return [Run(name=name, path=folder, kind="chrome_trace", hosts=dict(sorted(hosts.items())), mtime=mtime)]
+
+
+register_detector(_chrome_trace_detector)
+
 
 def discover(logdir: Path) -> dict[str, Run]:
     """Walks ``logdir`` (following no symlinked folders out of it) and returns runs by name."""
@@ -85,7 +118,8 @@ def discover(logdir: Path) -> dict[str, Run]:
                 elif existing.kind == run.kind:
                     existing.hosts.update(run.hosts)
                 else:
-                    runs[f"{run.name} ({run.kind})"] = run
+                    run.name = f"{run.name} ({run.kind})"
+                    runs[run.name] = run
     return runs
 
 

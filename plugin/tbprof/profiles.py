@@ -7,6 +7,7 @@ place that maps a run kind to the reader that decodes its files.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from tbprof.analyses import registry
 from tbprof.logdir import Run, RunIndex
-from tbprof.readers import xplane
+from tbprof.readers import chrome_trace, xplane
 from tbprof.readers.errors import ProfileReadError
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
@@ -31,6 +32,22 @@ def register_reader(kind: str, store_format: str, reader: Reader) -> None:
     _READERS[kind] = (store_format, reader)
 
 
+# Generic Chrome trace JSON runs (``<host>.trace.json(.gz)`` without an xplane beside them).
+register_reader("chrome_trace", chrome_trace.FORMAT, chrome_trace.read_chrome_trace)
+
+# Modules that register run detectors and readers of other run kinds; missing ones are skipped.
+READER_MODULES = ("tbprof.readers.foreign_runs",)
+
+
+def load_reader_modules() -> None:
+    for name in READER_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+
+
 class NotFound(LookupError):
     """Unknown run, host or tool (HTTP 404)."""
 
@@ -42,6 +59,7 @@ class BadRequest(ValueError):
 class Profiles:
     def __init__(self, logdir: Path, cache_dir: Path | None = None, memory_bytes: int | None = None,
                  memo_entries: int = 512) -> None:
+        load_reader_modules()
         self.logdir = Path(logdir)
         self.index = RunIndex(self.logdir)
         kwargs: dict[str, Any] = {"cache_dir": cache_dir}

@@ -8,7 +8,12 @@ from tbprof.analyses import (  # noqa: F401
     overview,
     pod_viewer,
     profile_summary,
+    pytorch_trace,
     step_summary_fields,
+    tf1_timeline,
     tf_data,
     tf_stats,
+    tfprof_advice,
+    tfprof_views,
+    trace_viewer,
 )

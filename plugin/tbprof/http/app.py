@@ -34,7 +34,7 @@ ROUTES: dict[str, tuple[str, Handler]] = {}  # path -> (method, handler)
 
 # Modules that register routes of later features; missing ones are skipped.
 ROUTE_MODULES = ("tbprof.http.core_routes", "tbprof.timeline.routes", "tbprof.capture.routes",
-                 "tbprof.http.compare_routes")
+                 "tbprof.http.tfprof_routes", "tbprof.http.compare_routes")
 
 
 def route(path: str, method: str = "GET") -> Callable[[Handler], Handler]:
@@ -61,8 +61,9 @@ class TbprofApp:
             try:
                 importlib.import_module(name)
             except ModuleNotFoundError as e:
+                # Skip a missing feature module (or its missing package), not a broken import inside it.
                 if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
-                    raise  # a missing feature module is fine; a broken import inside one is not
+                    raise
 
     def route_path(self, request: Request) -> str:
         path = request.path

@@ -1,0 +1,1 @@
+"""Capture Profile: ask running TensorFlow/JAX profiler servers to trace and write into the logdir."""

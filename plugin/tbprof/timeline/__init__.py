@@ -1,0 +1,1 @@
+"""The trace viewer's backend: tracks, window queries with level of detail, search, details."""

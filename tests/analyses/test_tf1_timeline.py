@@ -1,0 +1,116 @@
+"""TF1 timeline runs (six timeline-<step>.json files) against plain-JSON counts and sums."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tbprof.analyses import tf1_timeline
+from tbprof.readers.chrome_trace import read_chrome_trace
+from tbprof.store.tables import ProfileStore
+
+STEPS = range(6)
+
+
+@pytest.fixture(scope="module")
+def timeline_dir(shared_profiles: Path) -> Path:
+    return shared_profiles / "tf1_timeline"
+
+
+@pytest.fixture(scope="module")
+def stores(timeline_dir: Path) -> list[ProfileStore]:
+    # Deliberately out of order: the tools order steps by the number in the file name.
+    return [read_chrome_trace(timeline_dir / f"timeline-{s}.json") for s in (3, 0, 5, 1, 4, 2)]
+
+
+def _events(timeline_dir: Path, step: int) -> list[dict[str, Any]]:
+    return json.loads((timeline_dir / f"timeline-{step}.json").read_text())["traceEvents"]  # type: ignore[no-any-return]
+
+
+def _process_names(events: list[dict[str, Any]]) -> dict[int, str]:
+    return {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_event_counts_per_file(timeline_dir: Path, step: int) -> None:
+    events = _events(timeline_dir, step)
+    names = _process_names(events)
+    store = read_chrome_trace(timeline_dir / f"timeline-{step}.json")
+    by_plane = {p.name: p.n_events for p in store.planes}
+    phases = Counter((names[e["pid"]], e["ph"]) for e in events if e["ph"] != "M")
+    compute = next(n for n in names.values() if n.endswith(" Compute"))
+    tensors = next(n for n in names.values() if n.endswith(" Tensors"))
+    # Ops are the X events of the Compute process; allocator samples the C events; each tensor
+    # (created by N, deleted by D) is one lifetime event.
+    assert by_plane[compute] == phases[(compute, "X")]
+    assert by_plane["Allocators"] == phases[("Allocators", "C")]
+    assert by_plane[tensors] == phases[(tensors, "N")] == phases[(tensors, "D")]
+    ops = tf1_timeline.step_ops(store)
+    assert len(ops.name) == phases[(compute, "X")]
+    assert set(ops.side.tolist()) == {"Host"}  # a CPU-only session
+
+
+def test_per_op_totals_over_six_steps(timeline_dir: Path, stores: list[ProfileStore]) -> None:
+    total_us: dict[tuple[str, str], float] = defaultdict(float)
+    count: Counter[tuple[str, str]] = Counter()
+    for step in STEPS:
+        for e in _events(timeline_dir, step):
+            if e["ph"] == "X":
+                key = (e["args"]["op"], e["args"]["name"])
+                total_us[key] += e["dur"]
+                count[key] += 1
+    result = tf1_timeline.op_stats_compute(stores, {})
+    table = result["tables"]["ops"]
+    got = {(t, n): (o, tot) for t, n, o, tot in zip(table.data["type"], table.data["operation"],
+                                                     table.data["occurrences"], table.data["total_time_us"],
+                                                     strict=True)}
+    assert set(got) == set(total_us)
+    for key, (occ, tot) in got.items():
+        assert occ == count[key]
+        assert tot == pytest.approx(total_us[key], abs=1e-6)
+    assert result["steps"] == list(STEPS)
+    # Nothing nests on these threads: self time is the time.
+    assert list(table.data["total_self_time_us"]) == pytest.approx(list(table.data["total_time_us"]))
+    fractions = table.data["self_time_fraction"]
+    assert fractions.sum() == pytest.approx(1.0)
+    assert list(table.data["total_self_time_us"]) == sorted(table.data["total_self_time_us"], reverse=True)
+
+
+def test_step_times_across_files(timeline_dir: Path, stores: list[ProfileStore]) -> None:
+    result = tf1_timeline.steps_compute(stores, {})
+    assert result["chart"]["step"] == list(STEPS)
+    for step, ms in zip(STEPS, result["chart"]["step_time_ms"], strict=True):
+        ops = [e for e in _events(timeline_dir, step) if e["ph"] == "X"]
+        span_us = max(e["ts"] + e["dur"] for e in ops) - min(e["ts"] for e in ops)
+        assert ms == pytest.approx(span_us / 1e3)
+    table = result["tables"]["steps"]
+    assert list(table.data["op_count"]) == [sum(e["ph"] == "X" for e in _events(timeline_dir, s)) for s in STEPS]
+    assert result["max_step_time_ms"] == max(result["chart"]["step_time_ms"])
+
+
+def test_allocator_memory_timeline(timeline_dir: Path, stores: list[ProfileStore]) -> None:
+    result = tf1_timeline.memory_compute(stores, {})
+    for step in STEPS:
+        samples: dict[str, list[int]] = defaultdict(list)
+        for e in _events(timeline_dir, step):
+            if e["ph"] == "C":
+                samples[e["name"]].append(e["args"][e["name"]])
+        series = {s["allocator"]: s for s in result["series"] if s["step"] == step}
+        assert set(series) == set(samples)
+        for allocator, values in samples.items():
+            # Same samples in time order (ties keep file order); the peak is their maximum.
+            assert sorted(series[allocator]["bytes_in_use"]) == sorted(values)
+            row = [i for i in range(result["tables"]["allocators"].n_rows)
+                   if result["tables"]["allocators"].data["step"][i] == step
+                   and result["tables"]["allocators"].data["allocator"][i] == allocator]
+            assert result["tables"]["allocators"].data["peak_bytes"][row[0]] == max(values)
+
+
+def test_timeline_tools_only_for_timelines(shared_profiles: Path, stores: list[ProfileStore]) -> None:
+    torch = read_chrome_trace(next((shared_profiles / "torch_cnn").glob("*.pt.trace.json")))
+    assert tf1_timeline.is_tf1_timeline(stores[0])
+    assert not tf1_timeline.is_tf1_timeline(torch)

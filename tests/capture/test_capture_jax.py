@@ -1,0 +1,33 @@
+"""The same capture against jax.profiler.start_server (skipped unless jax is installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from werkzeug.test import Client
+
+from tbprof.http.app import create_app
+from tests.capture.profiler_servers import profiler_server
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")]
+
+
+def test_capture_jax_server(tmp_path: Path) -> None:
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    with profiler_server("jax_training_server.py", tmp_path / "jax.log") as server:
+        app = create_app(logdir, cache_dir=tmp_path / "cache")
+        r = Client(app).post("/capture", json={"addresses": server.address, "duration_ms": 500})
+        body = json.loads(r.get_data())
+        assert r.status_code == 200 and body["ok"], body
+        host = f"localhost_{server.port}"
+        run = app.ctx.profiles.run(body["run"])
+        store = app.ctx.profiles.store(run, host)
+        plane = store.plane("/host:CPU")
+        assert plane is not None and plane.n_events > 0
+        # StepTraceAnnotation("train", step_num=i) in jax_training_server.py
+        assert store.strings.id("train") in set(plane.name_id.tolist())

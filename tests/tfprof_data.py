@@ -1,0 +1,45 @@
+"""Shared helpers for the tfprof tests: the real profile and TensorFlow's golden answers."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tbprof.analyses.tfprof_engine import METRICS, ViewOptions, ViewResult
+from tbprof.readers.tfprof import read_tfprof
+from tbprof.store.tfprof import TfprofProfile
+from tests.conftest import SHARED_PROFILES
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "tf1_timeline"
+PROFILE_PB = SHARED_PROFILES / "tf1_timeline" / "profile.pb"
+
+
+@cache
+def golden(name: str) -> dict[str, Any]:
+    return json.loads((GOLDEN / name).read_text())  # type: ignore[no-any-return]
+
+
+@cache
+def profile() -> TfprofProfile:
+    return read_tfprof(PROFILE_PB)
+
+
+def options(overrides: dict[str, Any]) -> ViewOptions:
+    """ViewOptions from the golden generator's base options plus a case's overrides."""
+    merged = dict(golden("tfprof_views.json")["base_options"], **overrides)
+    return ViewOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()})
+
+
+def rows_as_golden(result: ViewResult) -> list[dict[str, Any]]:
+    """Our rows under the field names of TensorFlow's GraphNodeProto / MultiGraphNodeProto."""
+    out = []
+    for row in result.rows:
+        values: dict[str, Any] = {"name": row.name, "depth": row.depth, "graph_nodes": row.node_count}
+        for i, m in enumerate(METRICS):
+            if m != "definition_count":
+                values[m] = row.self_stats[i]
+            values[f"total_{m}"] = row.total_stats[i]
+        out.append(values)
+    return out

@@ -147,11 +147,16 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     keys = np.concatenate([parent_keys, child_keys])
-    # Unique rows of a 2-column key without np.unique(axis=0) (a slow sort of void records).
-    _, inv_a = np.unique(keys[:, 0], return_inverse=True)
-    _, inv_b = np.unique(keys[:, 1], return_inverse=True)
-    _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
-                       return_inverse=True)
+    a, b = keys[:, 0], keys[:, 1]
+    if len(keys) and a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55):
+        # Context types are small and ids fit 55 bits: one int64 key (the common case).
+        _, inv = np.unique((a << 55) | b, return_inverse=True)
+    else:
+        # Unique rows without np.unique(axis=0), which sorts void records slowly.
+        _, inv_a = np.unique(a, return_inverse=True)
+        _, inv_b = np.unique(b, return_inverse=True)
+        _, inv = np.unique(inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1),
+                           return_inverse=True)
     inv = inv.reshape(-1)
     pk, ck = inv[:len(parent_nodes)], inv[len(parent_nodes):]
     n_keys = int(inv.max()) + 1
@@ -306,25 +311,31 @@ def compute_groups(store: ProfileStore) -> EventGroups:
             group_of[i] = _carry_forward(group_of[i], p.start_ps)
     root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
     root_row = group_root - offsets[root_plane]
-    implicit_ids = {store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}
-    group_names: list[str] = []
+    implicit_ids = np.array(sorted({store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}), np.int64)
     implicit = np.zeros(len(group_root), dtype=bool)
+    nums = np.arange(len(group_root), dtype=np.int64)
+    name_ids = np.zeros(len(group_root), dtype=np.int64)
     step_num_id, iter_num_id = store.stat_id("step_num"), store.stat_id("iter_num")
-    for g in range(len(group_root)):
-        p = planes[int(root_plane[g])]
-        row = int(root_row[g])
-        is_implicit = int(p.name_id[row]) in implicit_ids
-        implicit[g] = is_implicit
-        num = g
-        for sid in (iter_num_id, step_num_id):
-            if sid >= 0:
-                col = p.event_stat(sid)
-                k = int(np.searchsorted(col.rows, row))
-                if k < len(col.rows) and col.rows[k] == row:
-                    num = int(col.as_int()[k])
-                    break
-        prefix = "" if is_implicit else store.strings[int(p.name_id[row])] + " "
-        group_names.append(f"{prefix}{num}")
+    for pi in np.unique(root_plane).tolist():
+        p = planes[pi]
+        sel = np.nonzero(root_plane == pi)[0]
+        rows = root_row[sel]
+        name_ids[sel] = p.name_id[rows]
+        implicit[sel] = np.isin(p.name_id[rows], implicit_ids)
+        found = np.zeros(len(sel), bool)
+        for sid in (iter_num_id, step_num_id):  # XProf prefers iter_num, then step_num
+            if sid < 0:
+                continue
+            col = p.event_stat(sid)
+            if len(col.rows) == 0:
+                continue
+            k = np.searchsorted(col.rows, rows)
+            hit = (k < len(col.rows)) & (col.rows[np.clip(k, 0, len(col.rows) - 1)] == rows) & ~found
+            if hit.any():
+                nums[sel[hit]] = col.as_int()[k[hit]]
+                found |= hit
+    group_names = [f"{num}" if imp else f"{store.strings[int(nid)]} {num}"
+                   for num, imp, nid in zip(nums.tolist(), implicit.tolist(), name_ids.tolist())]
     return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
                        root_row=root_row, root_is_implicit=implicit, group_names=group_names)
 

@@ -300,6 +300,9 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     group_to_step = None
     if group_of is not None and key_to_step is not None:
         group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)
+    if dropped:
+        detail += (f"; the first and the last of the {n} are dropped (boundary rule: more than "
+                   f"{DROP_BOUNDARY_ABOVE} steps), {len(begin)} remain")
     diagnosis = ""
     dur = end - begin
     if len(begin) == 1:
@@ -474,7 +477,7 @@ def compute_steps(store: ProfileStore) -> Steps:
             key_to_step = np.full(groups.n_groups, -1, np.int64)
             key_to_step[keep] = np.arange(len(keep))
             where = "device work of each marked step" if devices else "the host step markers"
-            detail = (f"{len(keep)} steps from step markers (root events with _r=1, e.g. "
+            detail = (f"{len(keep)} marked steps (root events with _r=1, e.g. "
                       f"tf.profiler.experimental.Trace or jax.profiler.StepTraceAnnotation); step time from "
                       f"{where}")
             names = [groups.group_names[int(g)] for g in keep]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +104,12 @@ def test_memory_profile_without_allocation_events_explains(profiles_root: Path, 
     dest = tmp_path / "logdir" / "nomem" / "plugins" / "profile" / "2026_01_01_00_00_00"
     dest.mkdir(parents=True)
     (dest / "vm.xplane.pb").write_bytes(space.SerializeToString())
-    shutil.copy(src, tmp_path / "unused")  # the original stays untouched
     client = Client(create_app(tmp_path / "logdir", cache_dir=tmp_path / "cache"))
     run = _run(client, "nomem")
     assert "memory_profile" not in client.get(API + "tools", query_string={"run": run}).get_json()["tools"]
     body = _data(client, run=run, tool="memory_profile")
     assert body["memory_ids"] == [] and body["tables"] == {}
     assert "MemoryAllocation" in body["message"] and "host_tracer_level" in body["message"]
-    # The ops are unaffected by the removal.
-    assert _data(client, run=run, tool="framework_op_stats")["tables"]["ops"]["total_rows"] == 132
+    # XProf's 132 rows for custom_loop include one op known only as the tf_op of allocation
+    # events (random_flip_left_right/random_uniform/RandomUniform, 0 self time): 131 remain.
+    assert _data(client, run=run, tool="framework_op_stats")["tables"]["ops"]["total_rows"] == 131

@@ -7,14 +7,11 @@ owner row, so the stats of chosen rows are contiguous ranges found by ``searchso
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
 
 import numpy as np
 
 from tbprof.store.tables import KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileStore
-
-T = TypeVar("T")
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,18 +41,31 @@ class RowStats:
         kind = np.zeros((k, self.n), dtype=np.int8)
         value = np.zeros((k, self.n), dtype=np.int64)
         # Metadata stats first, event stats last: event values overwrite inherited ones.
+        dense = self.n * 4 > plane.n_events  # most of the plane: one pass over its stats
+        pos = None
+        if dense:
+            pos = np.full(plane.n_events, -1, dtype=np.int64)
+            pos[rows] = np.arange(self.n)
         for table, owners in ((plane.meta_stats, plane.meta_idx[rows]), (plane.stats, rows)):
             if len(table) == 0:
                 continue
-            # Same dtype as the owners column, or numpy converts all 3 M owners per call.
-            q = owners.astype(table.owner.dtype)
-            lo = np.searchsorted(table.owner, q, side="left").astype(np.int64)
-            hi = np.searchsorted(table.owner, q, side="right").astype(np.int64)
-            idx, which = _ranges(lo, hi)
-            flat = slot_of[table.stat_id[idx]]
-            keep = flat >= 0
-            idx = idx[keep]
-            flat = flat[keep] * self.n + which[keep]
+            if table is plane.stats and pos is not None:
+                slot = slot_of[table.stat_id]
+                idx = np.flatnonzero(slot >= 0)
+                which = pos[table.owner[idx]]
+                keep = which >= 0
+                idx, which = idx[keep], which[keep]
+                flat = slot[idx] * self.n + which
+            else:
+                # Same dtype as the owners column, or numpy converts all 3 M owners per call.
+                q = owners.astype(table.owner.dtype)
+                lo = np.searchsorted(table.owner, q, side="left").astype(np.int64)
+                hi = np.searchsorted(table.owner, q, side="right").astype(np.int64)
+                idx, which = _ranges(lo, hi)
+                flat = slot_of[table.stat_id[idx]]
+                keep = flat >= 0
+                idx = idx[keep]
+                flat = flat[keep] * self.n + which[keep]
             has.ravel()[flat] = True
             kind.ravel()[flat] = table.kind[idx]
             value.ravel()[flat] = table.value[idx]
@@ -115,13 +125,19 @@ def rows_with_stat(plane: Plane, stat_id: int) -> np.ndarray:
     return np.union1d(own, inherit)
 
 
-def per_name(store: ProfileStore, plane: Plane, fn: Callable[[str], T], fill: T, dtype: object) -> np.ndarray:
-    """``fn(name)`` of each event, evaluating ``fn`` once per distinct metadata name."""
-    strings = store.strings
-    lut = np.full(len(strings), fill, dtype=dtype)  # type: ignore[call-overload]
-    for sid in np.unique(plane.meta_name_id).tolist():
-        lut[sid] = fn(strings[sid])
-    return lut[plane.name_id]  # type: ignore[no-any-return]
+def rows_of_metas(plane: Plane, metas: np.ndarray) -> np.ndarray:
+    """Event rows whose metadata row is in ``metas`` (ascending). A few metadata rows cost a
+    compare per row each, many a lookup-table gather (2 M events: ~2 ms vs ~6 ms)."""
+    if metas.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    if metas.shape[0] <= 4:
+        mask = plane.meta_idx == metas[0]
+        for m in metas[1:].tolist():
+            mask |= plane.meta_idx == m
+        return np.flatnonzero(mask)
+    lut = np.zeros(len(plane.meta_ids) + 1, dtype=bool)
+    lut[metas] = True
+    return np.flatnonzero(lut[plane.meta_idx])  # meta_idx -1 reads the spare last slot (False)
 
 
 def factorize(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,5 +164,5 @@ def factorize(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 lo, width = 0, int(col.max()) + 1
         code = code * width + (col.astype(np.int64) - lo)
         code_span *= width
-    uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     return inv.reshape(-1), first

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry, tf_op
+from tbprof.analyses.event_columns import factorize
 from tbprof.analyses.hlo_map import hlo_programs
-from tbprof.analyses.event_columns import RowStats, factorize, rows_with_stat
-from tbprof.analyses.op_metrics import _live_lines, device_planes
+from tbprof.analyses.op_metrics import device_events, device_planes
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -149,17 +149,15 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
             op_list.append(name)
         return k
 
-    for plane in device_planes(store):
-        rows = rows_with_stat(plane, store.stat_id("kernel_details"))
-        ns_all = plane.dur_ps[rows] // 1000
-        rows = rows[_live_lines(plane)[plane.line_idx[rows]] & (ns_all > 0)]
+    for dev in device_events(store):
+        plane, st = dev.plane, dev.stats
+        kd = st.str_id("kernel_details")
+        keep = (kd > 0) & (plane.dur_ps[dev.rows] // 1000 > 0)
+        rows = dev.rows[keep]
         if rows.shape[0] == 0:
             continue
-        st = RowStats(store, plane, rows, ("kernel_details", "tf_op", "hlo_op", "program_id", "equation"))
-        kd, tfop, hlo, eq = st.str_id("kernel_details"), st.str_id("tf_op"), st.str_id("hlo_op"), st.str_id("equation")
-        prog = np.where(st.has("program_id"), st.int("program_id"), -1)
-        keep = kd > 0
-        rows, kd, tfop, hlo, eq, prog = rows[keep], kd[keep], tfop[keep], hlo[keep], eq[keep], prog[keep]
+        kd, tfop, hlo, eq = kd[keep], st.str_id("tf_op")[keep], st.str_id("hlo_op")[keep], st.str_id("equation")[keep]
+        prog = np.where(st.has("program_id"), st.int("program_id"), -1)[keep]
         name_id = plane.name_id[rows].astype(np.int64)
         # One decision per distinct (name, details, tf_op, hlo_op, program, equation).
         code, first = factorize(name_id, kd, tfop, hlo, prog, eq)
@@ -185,7 +183,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
                         or op_tensorcore_eligible(op_name) or uses_tc)
             if hid > 0 and pid >= 0:
                 program = programs.get(pid)
-                hlo_op = program.ops.get(strings[hid].rsplit("::", 1)[-1]) if program else None
+                hlo_op = program.op(strings[hid].rsplit("::", 1)[-1]) if program else None
                 if hlo_op is not None:
                     op_name = tf_op.parse_tf_op(hlo_op.provenance).name if hlo_op.provenance else ""
                     elig = op_tensorcore_eligible(op_name) or elig
@@ -217,11 +215,11 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     lps = [params_list[i] for i in keys[:, 1].tolist()]
     opn = [op_list[i] for i in keys[:, 2].tolist()]
     uses = np.array([kernel_uses_tensorcore(x) for x in kname], dtype=bool)
-    elig = keys[:, 3].astype(bool)
+    elig_k = keys[:, 3].astype(bool)
     # XProf's order: total duration descending, then the report key ascending.
     sort_key = [(-int(t), nm, lp.grid, lp.block, lp.registers_per_thread, lp.static_shmem_bytes,
                  lp.dynamic_shmem_bytes, bool(u), bool(e), o)
-                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig.tolist(), opn)]
+                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig_k.tolist(), opn)]
     order = np.array(sorted(range(k), key=sort_key.__getitem__), dtype=np.int64)
     values: dict[str, Any] = {
         "kernel_name": [kname[i] for i in order],
@@ -232,7 +230,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
         "block_dim": [",".join(map(str, lps[i].block)) for i in order],
         "grid_dim": [",".join(map(str, lps[i].grid)) for i in order],
         "occupancy_pct": [occupancy_first[keys[i, 1]] for i in order],
-        "op_tensorcore_eligible": elig[order],
+        "op_tensorcore_eligible": elig_k[order],
         "kernel_uses_tensorcore": uses[order],
         "op_name": [opn[i] for i in order],
         "occurrences": occ[order],

@@ -172,7 +172,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     if (alloc_name >= 0).any():
         mem_key = np.where(alloc_name >= 0, _strings(strings, alloc_name), mem_key)
     codes = np.clip(st.int("data_type"), -1, len(DATA_TYPES))
-    dtype_names = np.array(list(DATA_TYPES) + ["DT_other", "DT_other"], dtype=object)
+    dtype_names = np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)
     cols = {
         "time_ps": plane.start_ps[rows],
         "is_alloc": plane.name_id[rows] == alloc_id,

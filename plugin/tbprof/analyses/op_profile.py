@@ -92,8 +92,8 @@ def _finish(node: dict[str, Any], key: str, root_self_us: float, depth: int, max
 def _leaf(db: OpMetricsDb, i: int, side: str, program: str) -> dict[str, Any]:
     leaf = _node(str(db.name[i]), "op")
     leaf.update(self_time_us=db.self_time_ps[i] / 1e6, total_time_us=db.time_ps[i] / 1e6,
-                occurrences=int(db.occurrences[i]), flops=float(db.flops[i]), bytes_accessed=float(db.bytes_accessed[i]),
-                category=str(db.type[i]))
+                occurrences=int(db.occurrences[i]), flops=float(db.flops[i]),
+                bytes_accessed=float(db.bytes_accessed[i]), category=str(db.type[i]))
     if side == "device":
         leaf.update(framework_op=tf_op.parse_tf_op(db.provenance[i]).name if db.provenance[i] else "",
                     program=program)

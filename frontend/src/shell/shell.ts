@@ -208,6 +208,9 @@ export class Shell {
     runName = run.name;
     this.fillRunSelect(run.name);
     this.current = { run, host: null };
+    // Hosts are known before the tools are: show them while the run opens (or fails to).
+    const wantedHost = this.state.get("host");
+    this.renderHostSelect(run, run.hosts, false, wantedHost !== null && run.hosts.includes(wantedHost) ? wantedHost : (run.hosts[0] ?? null));
 
     // Tools of the run: converting a large profile the first time takes a moment.
     let tools: RunTools;

@@ -229,7 +229,7 @@ def breakdown_table(base: SideSteps, cand: SideSteps) -> tuple[Table, dict[str, 
     b_pct = np.array([bp.get(k, 0.0) for k in keys])
     c_pct = np.array([cp.get(k, 0.0) for k in keys])
     cols = [
-        Column("category", "Category", "str", "", "step_table column name"),
+        Column("category", "Key", "str", "", "the category's column in the step tables"),
         Column("label", "Category", "str"),
         Column("base_ms", "Baseline per step", "float", "ms", "mean over the baseline's steps"),
         Column("cand_ms", "Candidate per step", "float", "ms"),
@@ -272,9 +272,9 @@ def steps_table(base: SideSteps | None, cand: SideSteps | None) -> Table:
         return out
 
     cols = [Column("index", "#", "int", "", "position of the step in each side (1-based)"),
-            Column("base_step", "Baseline step", "str"), Column("base_step_num", "Baseline step number", "int"),
+            Column("base_step", "Baseline step", "str"), Column("base_step_num", "Baseline step number", "int", "", "-1: no step at this position"),
             Column("base_step_time_ms", "Baseline step time", "float", "ms"),
-            Column("cand_step", "Candidate step", "str"), Column("cand_step_num", "Candidate step number", "int"),
+            Column("cand_step", "Candidate step", "str"), Column("cand_step_num", "Candidate step number", "int", "", "-1: no step at this position"),
             Column("cand_step_time_ms", "Candidate step time", "float", "ms"),
             Column("delta_ms", "Δ step time", "float", "ms", "candidate - baseline at the same position")]
     b_t = pad_f(base.step_time_ms if base else None, nb)

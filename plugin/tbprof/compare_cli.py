@@ -25,6 +25,7 @@ import numpy as np
 
 from tbprof import cli
 from tbprof.analyses import compare_stats as cs
+from tbprof.analyses.compare_sources import WHOLE_RUN_KINDS
 from tbprof.analyses.table import Table
 from tbprof.comparisons import SideSpec, compare_sides, gather, match_op, op_step_series
 from tbprof.http import responses
@@ -61,7 +62,7 @@ def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, 
     elif run_name not in runs:
         raise cli.CliError(f"unknown {who} run {run_name!r}; runs: {', '.join(sorted(runs))}")
     run = runs[run_name]
-    if host is None and len(run.hosts) > 1:
+    if host is None and len(run.hosts) > 1 and run.kind not in WHOLE_RUN_KINDS:
         flag = "--base-host" if who == "baseline" else "--host"
         raise cli.CliError(f"the {who} run {run_name!r} has hosts {', '.join(sorted(run.hosts))}; choose one with "
                            f"{flag} (or {ALL_HOSTS})")

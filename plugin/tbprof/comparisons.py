@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import compare as cmp
+from tbprof.analyses import compare_sources as src
 from tbprof.analyses import compare_stats as cs
 from tbprof.analyses import op_metrics, tf_op
 from tbprof.analyses.step_table import step_table
@@ -26,9 +27,6 @@ from tbprof.logdir import Run
 from tbprof.profiles import ALL_HOSTS, BadRequest, NotFound, Profiles
 from tbprof.store.disk_cache import cache_key
 
-# Section -> the tool that feeds it (each side reads the tools its format has).
-SECTION_TOOLS = {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats",
-                 "memory": "memory_profile"}
 MEMO_ENTRIES = 64
 
 
@@ -43,7 +41,10 @@ class SideSpec:
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
     run = profiles.run(spec.run)
-    return run, profiles.hosts(run, spec.host)
+    host = spec.host
+    if host in (None, "") and run.kind in src.WHOLE_RUN_KINDS:
+        host = ALL_HOSTS  # a TF1 timeline run's hosts are its steps: compare them all
+    return run, profiles.hosts(run, host)
 
 
 def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: str,
@@ -58,34 +59,46 @@ def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: 
         return str(e).strip("'\"")
 
 
+# compare's section names (SideInput.unavailable keys) of each source section.
+_UNAVAILABLE_KEY = {"steps": "step_time", "ops": "ops", "kernels": "kernels", "memory": "memory"}
+
+
 def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
-    """One side's inputs: overview over its hosts; op, kernel and memory results per host."""
+    """One side's inputs: the results of the tools its run kind has for each section
+    (compare_sources.SOURCES), restated in the XSpace tools' shape."""
     run, hosts = resolve(profiles, spec)
     side = cmp.SideInput(run=run.name, hosts=list(hosts), kind=run.kind, steps=spec.steps)
-    ov = _tool_result(profiles, run, hosts, SECTION_TOOLS["steps"])
-    if isinstance(ov, str):
-        side.unavailable["step_time"] = ov
-    else:
-        side.overview = ov
-    for section, attr in (("ops", "op_stats"), ("kernels", "kernel_stats")):
-        for h in hosts:
-            r = _tool_result(profiles, run, [h], SECTION_TOOLS[section])
+    sources = src.SOURCES.get(run.kind, {})
+    for section in ("steps", "ops", "kernels", "memory"):
+        key = _UNAVAILABLE_KEY[section]
+        tool_name = sources.get(section)
+        if tool_name is None:
+            side.unavailable[key] = src.missing_reason(run.kind, section)
+            continue
+        tool = profiles.tool(tool_name)
+        groups = [list(hosts)] if tool.multi_host else [[h] for h in hosts]
+        results: list[dict[str, Any]] = []
+        for group in groups:
+            r = _tool_result(profiles, run, group, tool_name)
             if isinstance(r, str):
-                side.unavailable[section] = r
+                side.unavailable[key] = r
+                results = []
                 break
-            getattr(side, attr).append(r)
-    for h in hosts:
-        r = _tool_result(profiles, run, [h], SECTION_TOOLS["memory"])
-        if isinstance(r, str):
-            side.unavailable["memory"] = r
-            break
-        ids = r.get("memory_ids") or []
-        side.memory.append(r)
-        # The breakdown of the other allocators (the default result holds the first one's).
-        for mid in ids[1:]:
-            other = _tool_result(profiles, run, [h], SECTION_TOOLS["memory"], {"memory_id": mid})
-            if not isinstance(other, str):
-                side.memory.append(other)
+            results.append(src.adapt(section, tool_name, r))
+            # memory_profile's result details its first allocator; the others are options.
+            if tool_name == "memory_profile":
+                for mid in (r.get("memory_ids") or [])[1:]:
+                    other = _tool_result(profiles, run, group, tool_name, {"memory_id": mid})
+                    if not isinstance(other, str):
+                        results.append(other)
+        if section == "steps":
+            side.overview = results[0] if results else None
+        elif section == "ops":
+            side.op_stats = results
+        elif section == "kernels":
+            side.kernel_stats = results
+        else:
+            side.memory = results
     if side.kernel_stats and not any(r.get("has_gpu_kernels") for r in side.kernel_stats):
         side.kernel_stats = []
         side.unavailable["kernels"] = "no GPU kernels in the profile"

@@ -247,3 +247,71 @@ def test_bad_sides(profiles: Profiles, spec: SideSpec, error: type[Exception]) -
     other = SideSpec(_run(profiles, "jax_mlp/"))
     with pytest.raises(error):
         compare_pair(profiles, other, spec)
+
+
+@pytest.fixture(scope="module")
+def mixed(profiles_root: Path, shared_profiles: Path, tmp_path_factory: pytest.TempPathFactory) -> Profiles:
+    """A logdir with a TF1 timeline run, a PyTorch run and two XSpace runs."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("mixed")
+    (root / "tf1").mkdir()
+    timelines = sorted((shared_profiles / "tf1_timeline").glob("timeline-*.json"))
+    if not timelines or not (shared_profiles / "torch_cnn").is_dir():
+        pytest.skip("tf1_timeline/ or torch_cnn/ is missing")
+    for f in timelines:
+        shutil.copy(f, root / "tf1" / f.name)
+    shutil.copytree(shared_profiles / "torch_cnn", root / "torch")
+    for name in ("custom_loop", "jax_mlp"):
+        shutil.copytree(profiles_root / name, root / name)
+    return Profiles(root, cache_dir=tmp_path_factory.mktemp("mixed_cache"))
+
+
+def test_tf1_timeline_against_xspace(mixed: Profiles) -> None:
+    custom = _run(mixed, "custom_loop/")
+    result = compare_pair(mixed, SideSpec("tf1"), SideSpec(custom))
+    assert result["baseline"]["kind"] == "tf1_timeline" and len(result["baseline"]["hosts"]) == len(timelines_of(mixed))
+    steps = _tool(mixed, "tf1", "tf1_steps", "__all__")["tables"]["steps"]
+    times = np.asarray(steps.data["step_time_ms"])
+    assert result["step_time"]["baseline"]["median_ms"] == pytest.approx(np.median(times))
+    assert result["step_time"]["baseline"]["count"] == len(times)
+    # TF1 timelines have step times but no step breakdown, and no GPU kernels here.
+    assert "breakdown" in result["unavailable"] and "breakdown" not in result["tables"]
+    assert "tf1_timeline" in result["unavailable"]["kernels"]
+    # Op types: tf1_op_stats totals over the run's steps, per step = total / step count.
+    ops = _tool(mixed, "tf1", "tf1_op_stats", "__all__")
+    t = "_MklMatMul"
+    total = sum(r["total_self_time_us"] for r in _rows(ops["tables"]["ops"]) if r["type"] == t)
+    row = next(r for r in _rows(result["tables"]["op_types"]) if r["type"] == t and r["host_or_device"] == "Host")
+    assert row["base_total_self_time_us"] == pytest.approx(total)
+    assert row["base_per_step_us"] == pytest.approx(total / ops["step_count"])
+    # Memory: each allocator's highest peak over the steps; no allocation list on the TF1 side.
+    mem = _tool(mixed, "tf1", "tf1_memory", "__all__")["tables"]["allocators"]
+    peaks = {a: max(p for n, p in zip(mem.data["allocator"], mem.data["peak_bytes"]) if n == a)
+             for a in set(mem.data["allocator"].tolist())}
+    alloc = {r["memory_id"]: r for r in _rows(result["tables"]["memory_allocators"])}
+    assert {k: alloc[k]["base_peak_bytes"] for k in peaks} == peaks
+    assert "allocations" not in result["tables"]
+
+
+def timelines_of(profiles: Profiles) -> list[str]:
+    return sorted(profiles.run("tf1").hosts)
+
+
+def test_pytorch_against_xspace(mixed: Profiles) -> None:
+    jax = _run(mixed, "jax_mlp/")
+    torch = _run(mixed, "torch")
+    result = compare_pair(mixed, SideSpec(torch), SideSpec(jax))
+    assert result["step_time"] is None and "pytorch" in result["unavailable"]["step_time"]
+    assert result["verdict"]["kind"] == "unknown"
+    assert result["verdict"]["summary"].startswith("step time not compared")
+    kernels = _tool(mixed, torch, "pytorch_kernel_stats")["tables"]["kernels"]
+    joined = _rows(result["tables"]["kernels"])
+    assert sum(r["base_total_duration_us"] for r in joined) == pytest.approx(kernels.data["total_duration_us"].sum())
+    assert sum(r["base_occurrences"] for r in joined) == kernels.data["occurrences"].sum()
+    # No steps on the baseline: no time per step on either side's deltas, ordered by total.
+    assert all(r["delta_per_step_us"] is None for r in joined)
+    ops = _tool(mixed, torch, "pytorch_op_stats")["tables"]["operators"]
+    host = {r["operation"]: r for r in _rows(result["tables"]["ops"]) if r["host_or_device"] == "Host"}
+    for name, calls, self_us in list(zip(ops.data["operator"], ops.data["calls"], ops.data["host_self_us"]))[:5]:
+        assert host[name]["base_occurrences"] == calls and host[name]["base_total_self_time_us"] == pytest.approx(self_us)

@@ -295,6 +295,7 @@ class _Frame:
 
     keys: dict[str, np.ndarray]
     values: dict[str, np.ndarray]
+    per_step_ok: bool = True  # every table had a step count (else "per step" is unknown)
 
     @property
     def n(self) -> int:
@@ -319,7 +320,8 @@ def _frame(tables: Sequence[tuple[Table, float]], key_cols: Sequence[str], sum_c
             vals[c].append(v)
             vals["per_step_" + c].append(v / steps if steps > 0 else np.full(v.shape[0], np.nan))
     return _Frame({k: (np.concatenate(v) if v else np.zeros(0, object)) for k, v in keys.items()},
-                  {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in vals.items()})
+                  {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in vals.items()},
+                  per_step_ok=bool(tables) and all(steps > 0 for _, steps in tables))
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -368,6 +370,12 @@ def join(base: _Frame, cand: _Frame, key_cols: Sequence[str]) -> Joined:
                                np.asarray(cand.keys[k], dtype=object)])[first] for k in key_cols}
     b = {c: np.bincount(ib, weights=v, minlength=n) for c, v in base.values.items()}
     c_ = {c: np.bincount(ic, weights=v, minlength=n) for c, v in cand.values.items()}
+    # A side without steps has no time per step, not zero time per step for its missing keys.
+    for frame, sums in ((base, b), (cand, c_)):
+        if not frame.per_step_ok:
+            for name in sums:
+                if name.startswith("per_step_"):
+                    sums[name] = np.full(n, np.nan)
     return Joined(keys, b, c_, np.bincount(ib, minlength=n) > 0, np.bincount(ic, minlength=n) > 0)
 
 
@@ -435,8 +443,8 @@ KERNEL_KEY_COLUMNS = (
     Column("kernel_name", "Kernel name", "str"), Column("op_name", "Op name", "str"),
     Column("grid_dim", "Grid dim", "str"), Column("block_dim", "Block dim", "str"),
     Column("registers_per_thread", "Registers per thread", "int"),
-    Column("static_shmem_bytes", "Static shared memory", "int", "bytes"),
-    Column("dynamic_shmem_bytes", "Dynamic shared memory", "int", "bytes"),
+    # Static + dynamic: the split PyTorch traces do not record.
+    Column("shmem_bytes", "Shared memory", "int", "bytes", "static + dynamic shared memory per block"),
 )
 
 
@@ -528,6 +536,12 @@ def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], d
                 parts.append((Table([*t.columns, Column("memory_id", "", "str")], data), 1.0))
         return _frame(parts, kc, ("occurrences", "total_allocation_bytes"))
 
+    def has_breakdown(results: Sequence[dict[str, Any]]) -> bool:
+        return any(isinstance(r.get("tables", {}).get("breakdown"), Table) for r in results)
+
+    if not (has_breakdown(base.memory) and has_breakdown(cand.memory)):
+        # One side records peaks only (TF1 timelines): no allocation list to join.
+        return {"memory_allocators": allocators}, summary_of(ba, ca)
     j = join(frame(base.memory), frame(cand.memory), kc)
     d = j.cand["total_allocation_bytes"] - j.base["total_allocation_bytes"]
     order = np.lexsort((j.keys["operation"].astype(str), -d))
@@ -544,13 +558,13 @@ def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], d
         "base_bytes": j.base["total_allocation_bytes"][order].round(),
         "cand_bytes": j.cand["total_allocation_bytes"][order].round(), "delta_bytes": d[order].round()},
         default_sort=None)
-    summary = {
-        "baseline": [{"memory_id": m, **{k: ba[m][k] for k in ("host", "peak_bytes_in_use", "memory_capacity_bytes",
-                                                                 "peak_fragmentation_fraction")}} for m in sorted(ba)],
-        "candidate": [{"memory_id": m, **{k: ca[m][k] for k in ("host", "peak_bytes_in_use", "memory_capacity_bytes",
-                                                                  "peak_fragmentation_fraction")}} for m in sorted(ca)],
-    }
-    return {"memory_allocators": allocators, "allocations": allocations}, summary
+    return {"memory_allocators": allocators, "allocations": allocations}, summary_of(ba, ca)
+
+
+def summary_of(ba: dict[str, dict[str, Any]], ca: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    keys = ("host", "peak_bytes_in_use", "memory_capacity_bytes", "peak_fragmentation_fraction")
+    return {"baseline": [{"memory_id": m, **{k: ba[m].get(k) for k in keys}} for m in sorted(ba)],
+            "candidate": [{"memory_id": m, **{k: ca[m].get(k) for k in keys}} for m in sorted(ca)]}
 
 
 # --- verdict --------------------------------------------------------------------------------
@@ -684,8 +698,13 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
     breakdown = None
     breakdown_summary: dict[str, Any] = {}
     if bs is not None and cs_ is not None and bs.n and cs_.n:
-        breakdown, breakdown_summary = breakdown_table(bs, cs_)
-        tables["breakdown"] = breakdown
+        if bs.category_ms and cs_.category_ms:
+            breakdown, breakdown_summary = breakdown_table(bs, cs_)
+            tables["breakdown"] = breakdown
+        else:
+            who = " and ".join(f"the {n} ({s.kind})" for n, s, st in (("baseline", base, bs), ("candidate", cand, cs_))
+                               if not st.category_ms)
+            unavailable["breakdown"] = f"{who} has no step breakdown"
     if base.steps or cand.steps:
         notes.append("the step selection restricts step time and breakdown only; op, kernel and memory tables "
                      "cover each whole profile")

@@ -314,4 +314,5 @@ def test_pytorch_against_xspace(mixed: Profiles) -> None:
     ops = _tool(mixed, torch, "pytorch_op_stats")["tables"]["operators"]
     host = {r["operation"]: r for r in _rows(result["tables"]["ops"]) if r["host_or_device"] == "Host"}
     for name, calls, self_us in list(zip(ops.data["operator"], ops.data["calls"], ops.data["host_self_us"]))[:5]:
-        assert host[name]["base_occurrences"] == calls and host[name]["base_total_self_time_us"] == pytest.approx(self_us)
+        assert host[name]["base_occurrences"] == calls
+        assert host[name]["base_total_self_time_us"] == pytest.approx(self_us)

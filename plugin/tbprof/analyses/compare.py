@@ -272,9 +272,11 @@ def steps_table(base: SideSteps | None, cand: SideSteps | None) -> Table:
         return out
 
     cols = [Column("index", "#", "int", "", "position of the step in each side (1-based)"),
-            Column("base_step", "Baseline step", "str"), Column("base_step_num", "Baseline step number", "int", "", "-1: no step at this position"),
+            Column("base_step", "Baseline step", "str"),
+            Column("base_step_num", "Baseline step number", "int", "", "-1: no step at this position"),
             Column("base_step_time_ms", "Baseline step time", "float", "ms"),
-            Column("cand_step", "Candidate step", "str"), Column("cand_step_num", "Candidate step number", "int", "", "-1: no step at this position"),
+            Column("cand_step", "Candidate step", "str"),
+            Column("cand_step_num", "Candidate step number", "int", "", "-1: no step at this position"),
             Column("cand_step_time_ms", "Candidate step time", "float", "ms"),
             Column("delta_ms", "Δ step time", "float", "ms", "candidate - baseline at the same position")]
     b_t = pad_f(base.step_time_ms if base else None, nb)

@@ -23,8 +23,8 @@ import numba
 import numpy as np
 
 from tbprof.analyses import registry
-from tbprof.analyses.event_columns import RowStats
-from tbprof.analyses.event_groups import event_groups
+from tbprof.analyses.event_columns import RowStats, rows_with_stat
+from tbprof.analyses.event_groups import IMPLICIT_ROOT_NAMES
 from tbprof.analyses.op_metrics import HOST_PLANE
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import Plane, ProfileStore
@@ -136,12 +136,30 @@ class MemoryEvents:
     peak_index: int  # row of the peak (time-sorted order)
 
 
-def _group_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
-    """XProf's step (group) id of each event: a ``group_id`` stat, else tbprof's event grouping."""
+def _step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Step of each event: its ``group_id`` stat, else the step marker whose span holds it.
+
+    Step markers are the host's root events (``_r`` stat) other than the implicit roots
+    (FunctionRun, ...), numbered in time order; -1 outside every marker. XProf takes the id
+    of the event's group, which for allocations inside a step is that step. Looking markers
+    up by time keeps the memory profile independent of the (much costlier) event grouping.
+    """
     if (own >= 0).any():
         return own
-    groups = event_groups(store)
-    return groups.group_of[plane.index][rows].astype(np.int64)  # type: ignore[no-any-return]
+    roots = rows_with_stat(plane, store.stat_id("_r"))
+    implicit = np.isin(plane.name_id[roots], [store.strings.id(n) for n in IMPLICIT_ROOT_NAMES])
+    roots = roots[~implicit]
+    out = np.full(rows.shape[0], -1, dtype=np.int64)
+    if roots.shape[0] == 0:
+        return out
+    order = np.argsort(plane.start_ps[roots], kind="stable")
+    begin = plane.start_ps[roots][order]
+    end = begin + plane.dur_ps[roots][order]
+    t = plane.start_ps[rows]
+    k = np.searchsorted(begin, t, side="right") - 1
+    inside = (k >= 0) & (t < end[np.maximum(k, 0)])
+    out[inside] = k[inside]
+    return out
 
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -188,7 +206,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         "region_id": st.str_id("region_type"),
         "dtype_code": codes,
         "shape_id": st.str_id("shape"),
-        "step_id": _group_ids(store, plane, rows, st.int("group_id", missing=-1)),
+        "step_id": _step_ids(store, plane, rows, st.int("group_id", missing=-1)),
     }
     out: dict[str, MemoryEvents] = {}
     for memory_id in sorted(set(mem_key.tolist())):
@@ -315,14 +333,18 @@ def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
     return Table.from_columns(TIMELINE_COLUMNS, values, default_sort=None)
 
 
-def breakdown_table(ev: MemoryEvents) -> Table:
+def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     """Allocations live at the peak, identical ones merged (XProf's memory breakdown table).
 
-    The walk covers every event up to the peak time (XProf: only those of the peak's step, the
-    older live allocations then joining its "unused preallocated" row).
+    ``scope="step"`` walks the events of the peak's step up to the peak time, as XProf does:
+    allocations still live from earlier steps join the "unused preallocated device memory" row.
+    ``scope="window"`` walks every event up to the peak, so each live allocation of the
+    profile window is its own row.
     """
     p = ev.peak_index
     upto = ev.time_ps <= ev.time_ps[p]
+    if scope == "step":
+        upto &= ev.step_id == ev.step_id[p]
     addr_order = np.lexsort((np.arange(ev.address.shape[0]), ev.address))
     live, net, unmatched_free = _live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
     rows = np.nonzero(live)[0]
@@ -373,8 +395,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     max_points = int(options.get("max_points", DEFAULT_MAX_POINTS))
     timeline = timeline_table(ev, max_points)
     out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
-               tables={"breakdown": breakdown_table(ev), "timeline": timeline})
+               breakdown_scope=options.get("breakdown_scope", "step"),
+               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")), "timeline": timeline})
     return out
+
+
+def _parse_scope(text: str) -> str:
+    if text not in ("step", "window"):
+        raise ValueError("expected step or window")
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -391,6 +420,8 @@ registry.register(registry.Tool(
         registry.Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
         registry.Option("max_points", _positive_int, DEFAULT_MAX_POINTS,
                         "timeline points at most (the peak is always one of them)"),
+        registry.Option("breakdown_scope", _parse_scope, "step",
+                        "step: allocations of the peak's step (XProf); window: every allocation live at the peak"),
     ),
     description="Allocator memory over time, its peak, and the allocations live at the peak.",
 ))

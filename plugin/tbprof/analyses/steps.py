@@ -228,7 +228,7 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
             types = _types_by_name(store, p, rows, gpu=True)
             typed.add(pi, p.start_ps[rows], p.start_ps[rows] + p.dur_ps[rows], types, g[rows])
             compute = (types == sb.DEVICE_COMPUTE_16) | (types == sb.DEVICE_COMPUTE_32)
-            well_formed[np.unique(g[rows][compute])] = True
+            well_formed[g[rows][compute]] = True
     else:
         host = store.plane(HOST_PLANE)
         if host is None:
@@ -259,7 +259,7 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
         ok = types >= 0
         other, types = other[ok], types[ok]
         typed.add(pi, host.start_ps[other], host.start_ps[other] + host.dur_ps[other], types, g[other])
-        well_formed[np.unique(g[other][types == sb.HOST_COMPUTE])] = True
+        well_formed[g[other][types == sb.HOST_COMPUTE]] = True
     has_span = (best_b >= 0) & (best_e > best_b)
     candidates = np.nonzero(best_b >= 0)[0]
     keep = np.nonzero(has_span & well_formed)[0]
@@ -493,6 +493,9 @@ def compute_steps(store: ProfileStore) -> Steps:
         ("repeated_function", lambda: _infer_repeated_function(store)),
         ("repeated_module", lambda: _infer_repeated_module(store, devices)),
     ]
+    if devices:
+        # A GPU step is the device's work (as for marked steps): module launches before host functions.
+        inferences[1], inferences[2] = inferences[2], inferences[1]
     for method, infer in inferences:
         got = infer()
         if got is None:

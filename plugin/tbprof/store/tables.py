@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numba
 import numpy as np
 
 from tbprof.store.strings import StringTable
@@ -101,6 +102,26 @@ class StatColumn:
         return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _bucket_rows(ids: np.ndarray, lut: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort)."""
+    counts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(ids.shape[0]):
+        b = lut[ids[i]]
+        if b >= 0:
+            counts[b + 1] += 1
+    for b in range(n_buckets):
+        counts[b + 1] += counts[b]
+    pos = counts[:-1].copy()
+    out = np.empty(counts[n_buckets], dtype=np.int64)
+    for i in range(ids.shape[0]):
+        b = lut[ids[i]]
+        if b >= 0:
+            out[pos[b]] = i
+            pos[b] += 1
+    return out, counts
+
+
 @dataclass
 class Plane:
     """One XPlane: a device (``/device:GPU:0``) or the host (``/host:CPU``)."""
@@ -173,13 +194,9 @@ class Plane:
         ids = self.stats.stat_id
         lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
         lut[want] = np.arange(len(want), dtype=np.int32)
-        slot = lut[ids]
-        hit = np.nonzero(slot >= 0)[0]
-        hit_slot = slot[hit]
-        counts = np.bincount(hit_slot, minlength=len(want))
+        hit, bounds = _bucket_rows(np.asarray(ids), lut, len(want))
         for k, sid in enumerate(want):
-            # Few stats of interest per event: one boolean pick per wanted stat over the hits.
-            rows = hit[hit_slot == k] if counts[k] else hit[:0]
+            rows = hit[bounds[k]:bounds[k + 1]]
             self._columns[("event", sid)] = StatColumn(self.stats.owner[rows].astype(np.int64),
                                                        self.stats.kind[rows], self.stats.value[rows])
 

@@ -27,6 +27,10 @@ export interface PageSpec {
   multiHost?: boolean;
   /** Rows per table in the first `data` response (default 100); the table pages the rest. */
   rows?: number;
+  /** Tool options the page sets with its own controls (hidden from the shell's options bar). */
+  hideOptions?: readonly string[];
+  /** Options with a fixed set of values: the options bar shows a select for them. */
+  optionChoices?: Readonly<Record<string, readonly string[]>>;
   /** Draws the page into ctx.el. Errors thrown here are shown in the page, not lost. */
   render: (ctx: PageContext) => void | Promise<void>;
 }

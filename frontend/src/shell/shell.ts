@@ -10,7 +10,7 @@ import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
-import { everyRunTools, pageFor } from "../pages/registry";
+import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
@@ -363,9 +363,9 @@ export class Shell {
     }
   }
 
-  private renderOptions(info: ToolInfo | null): void {
+  private renderOptions(info: ToolInfo | null, spec: PageSpec | undefined): void {
     clear(this.optionsBar);
-    const options = info?.options ?? [];
+    const options = (info?.options ?? []).filter((o) => !(spec?.hideOptions ?? []).includes(o.name));
     this.optionsBar.hidden = options.length === 0;
     if (options.length === 0) return;
     this.optionsBar.appendChild(h("span", { class: "tbp-muted" }, "Options:"));
@@ -379,6 +379,14 @@ export class Shell {
           const value = input.checked === opt.default ? null : input.checked ? "true" : "false";
           this.state.update({ [`o.${opt.name}`]: value });
         });
+      } else if (spec?.optionChoices?.[opt.name]) {
+        const choices = spec.optionChoices[opt.name] ?? [];
+        const fallback = typeof opt.default === "string" ? opt.default : "";
+        const value = current ?? fallback;
+        const sel = h("select", { "data-option": opt.name }, choices.map((c) => h("option", { value: c, selected: c === value }, c.replace(/_/g, " "))));
+        sel.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: sel.value === fallback ? null : sel.value }));
+        this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, `${opt.name.replace(/_/g, " ")} `, sel));
+        continue;
       } else {
         input = h("input", {
           type: "text",
@@ -408,7 +416,7 @@ export class Shell {
     for (const [k, v] of this.state.sub("o.")) options[k] = v;
     const request: DataRequest = { run: run.name, host, tool, options };
     const spec = pageFor(tool);
-    this.renderOptions(info);
+    this.renderOptions(info, spec);
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;

@@ -74,6 +74,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         tool_name = sources.get(section)
         if tool_name is None:
             side.unavailable[key] = src.missing_reason(run.kind, section)
+            side.missing.add(key)
             continue
         tool = profiles.tool(tool_name)
         groups = [list(hosts)] if tool.multi_host else [[h] for h in hosts]
@@ -82,6 +83,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
             r = _tool_result(profiles, run, group, tool_name)
             if isinstance(r, str):
                 side.unavailable[key] = r
+                side.missing.add(key)
                 results = []
                 break
             results.append(src.adapt(section, tool_name, r))

@@ -262,6 +262,8 @@ def mixed(profiles_root: Path, shared_profiles: Path, tmp_path_factory: pytest.T
     for f in timelines:
         shutil.copy(f, root / "tf1" / f.name)
     shutil.copytree(shared_profiles / "torch_cnn", root / "torch")
+    (root / "tfprof").mkdir()
+    shutil.copy(shared_profiles / "tf1_timeline" / "profile.pb", root / "tfprof" / "profile.pb")
     for name in ("custom_loop", "jax_mlp"):
         shutil.copytree(profiles_root / name, root / name)
     return Profiles(root, cache_dir=tmp_path_factory.mktemp("mixed_cache"))
@@ -316,3 +318,13 @@ def test_pytorch_against_xspace(mixed: Profiles) -> None:
     for name, calls, self_us in list(zip(ops.data["operator"], ops.data["calls"], ops.data["host_self_us"]))[:5]:
         assert host[name]["base_occurrences"] == calls
         assert host[name]["base_total_self_time_us"] == pytest.approx(self_us)
+
+
+def test_a_kind_without_step_or_op_analyses(mixed: Profiles) -> None:
+    """A tfprof ProfileProto has none of the analyses compare reads: every part is named as
+    unavailable and nothing is joined (a join against nothing would call every op "added")."""
+    result = compare_pair(mixed, SideSpec(_run(mixed, "tfprof")), SideSpec(_run(mixed, "custom_loop/")))
+    assert result["step_time"] is None and result["verdict"]["kind"] == "unknown"
+    assert set(result["tables"]) == {"steps"}
+    for section in ("step_time", "ops", "kernels", "memory"):
+        assert "tfprof runs" in result["unavailable"][section]

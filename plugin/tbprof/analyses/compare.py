@@ -64,6 +64,9 @@ class SideInput:
     memory: list[dict[str, Any]] = field(default_factory=list)
     steps: str = ""  # step selection ("3:6", "2,4"): restricts the step statistics
     unavailable: dict[str, str] = field(default_factory=dict)
+    # Sections no tool answers for this side (unknown, not empty): never joined against the
+    # other side, where every row would look "added".
+    missing: set[str] = field(default_factory=set)
 
     @property
     def label(self) -> str:
@@ -710,12 +713,15 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
     if base.steps or cand.steps:
         notes.append("the step selection restricts step time and breakdown only; op, kernel and memory tables "
                      "cover each whole profile")
-    if base.op_stats or cand.op_stats:
+    def joinable(section: str) -> bool:
+        return section not in base.missing and section not in cand.missing
+
+    if (base.op_stats or cand.op_stats) and joinable("ops"):
         tables.update(ops_tables(base, cand, bs, cs_))
-    if base.kernel_stats or cand.kernel_stats:
+    if (base.kernel_stats or cand.kernel_stats) and joinable("kernels"):
         tables["kernels"] = kernels_table(base, cand, bs, cs_)
     memory_summary: dict[str, Any] = {}
-    if base.memory or cand.memory:
+    if (base.memory or cand.memory) and joinable("memory"):
         mt, memory_summary = memory_tables(base, cand)
         tables.update(mt)
     for name, side, st in (("baseline", base, bs), ("candidate", cand, cs_)):

@@ -21,8 +21,7 @@ def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.
             mode: int) -> None:
     """Copies the wanted stats of each row from the owner-sorted stat table.
 
-    mode 0: rows ascend and are dense in the table, walk forward (sequential reads);
-    mode 1: rows ascend but are sparse, binary search from the previous row's end;
+    mode 0/1: rows ascend: gallop from the previous row's end (cheap for dense and sparse rows);
     mode 2: rows in any order, binary search over the whole table.
     """
     m = owner.shape[0]
@@ -31,12 +30,25 @@ def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.
         r = rows[i]
         if r < 0:
             continue
-        if mode == 0:
-            k = start
-            while k < m and owner[k] < r:
-                k += 1
+        if mode != 2:
+            # Gallop forward from the previous row's end, then bisect the last stride.
+            lo = start
+            step = 1
+            while lo + step < m and owner[lo + step] < r:
+                lo += step
+                step *= 2
+            hi = min(lo + step, m)
+            if lo < m and owner[lo] >= r:
+                hi = lo
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if owner[mid] < r:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            k = lo
         else:
-            lo = start if mode == 1 else 0
+            lo = 0
             hi = m
             while lo < hi:
                 mid = (lo + hi) // 2

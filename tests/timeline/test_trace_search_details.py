@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import xplane_of
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
@@ -16,6 +15,7 @@ from tbprof.timeline.details import event_details
 from tbprof.timeline.search import SearchError, find_all, search
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import query_window
+from tests.conftest import xplane_of
 
 
 @pytest.fixture(scope="module")

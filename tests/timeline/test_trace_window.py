@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import xplane_of
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import SliceWindow, query_window, resolution_for
+from tests.conftest import xplane_of
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,45 @@ def test_steps_track(stores: dict[str, ProfileStore]) -> None:
         plane = store.planes[steps.plane]
         assert steps.rows is not None
         assert set(store.strings.lookup(plane.name_id[steps.rows])) == {"train"}
+
+
+def test_pytorch_memory_counters(shared_profiles: Path) -> None:
+    """Kineto's [memory] instants become one counter per device (values from plain JSON parsing)."""
+    import json
+
+    from tbprof.readers.chrome_trace import read_chrome_trace
+
+    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "[memory]"]
+    store = read_chrome_trace(path)
+    counters = {t.name: t for t in track_index(store).tracks if t.kind == "counter"}
+    gpu = [e for e in events if e["args"]["Device Id"] == 0]
+    track = counters["Memory: device 0"]
+    assert track.counter is not None
+    assert track.event_count == len(gpu)
+    assert track.counter.values["allocated_bytes"].max() == max(e["args"]["Total Allocated"] for e in gpu)
+    # Samples in time order, the last one is the last allocation/free of the file.
+    last = sorted(gpu, key=lambda e: e["ts"])[-1]
+    assert track.counter.values["allocated_bytes"][-1] == last["args"]["Total Allocated"]
+
+
+def test_disk_cached_store_answers_the_same(profiles_root: Path, cache_dir: Path) -> None:
+    """A store reopened from the disk cache (memory-mapped, read-only columns) gives the same window."""
+    from tbprof.store.cache import ProfileCache
+    from tbprof.timeline.details import event_details
+    from tbprof.timeline.search import find_all
+
+    path = xplane_of(profiles_root, "jax_mlp")
+    first = ProfileCache(cache_dir)
+    fresh = first.get(path, read_xspace)
+    first.flush()
+    reopened = ProfileCache(cache_dir).get(path, read_xspace)
+    assert reopened is not fresh
+    a = query_window(fresh, None, None, 1500)
+    b = query_window(reopened, None, None, 1500)
+    assert (a.in_window, a.returned, a.merged, a.boxes) == (b.in_window, b.returned, b.merged, b.boxes)
+    assert np.array_equal(find_all(fresh, "fusion").row, find_all(reopened, "fusion").row)
+    gpu = reopened.plane("/device:GPU:0")
+    assert gpu is not None
+    kernel = event_details(reopened, gpu.index, 1)["decoded"]["kernel"]
+    assert kernel == event_details(fresh, gpu.index, 1)["decoded"]["kernel"]

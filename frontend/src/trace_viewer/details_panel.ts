@@ -134,6 +134,12 @@ export class DetailsPanel {
     this.el.appendChild(h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(startPs, endPs) }, "Zoom in"));
   }
 
+  showCounter(track: string, text: string): void {
+    clear(this.el);
+    this.el.appendChild(h("div", { class: "tbp-tv-head" }, h("strong", {}, track)));
+    this.el.appendChild(h("p", {}, text));
+  }
+
   showRange(r: RangeSummary): void {
     clear(this.el);
     const dur = r.endPs - r.startPs;

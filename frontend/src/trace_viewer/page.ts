@@ -19,7 +19,9 @@ registerPage({
       styled = true;
     }
     ctx.el.appendChild(pageTitle(ctx, "Trace viewer"));
-    const host = ctx.request.host ?? ctx.run.hosts[0] ?? null;
+    // One host at a time: "all hosts" (kept from a multi-host page) shows the first host.
+    const requested = ctx.request.host;
+    const host = requested !== null && requested !== "" && requested !== ctx.allHosts ? requested : (ctx.run.hosts[0] ?? null);
     const viewer = new TraceViewer({
       api: ctx.api,
       target: { run: ctx.run.name, host },

@@ -15,7 +15,7 @@ import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy"
 import type { Frame } from "./model/frame";
 import { Viewport } from "./model/viewport";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
-import { hitY, LABEL_W, type Layout, layoutTracks, RULER_H } from "./render/layout";
+import { depthY, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H } from "./render/layout";
 
 const FETCH_DEBOUNCE_MS = 60;
 const SEARCH_PAGE = 100;
@@ -43,6 +43,7 @@ declare global {
 }
 
 type Selected = EventRef & { plane: number; row: number };
+type Pick = { kind: "event" | "box" | "counter"; frame: Frame; track: number; index: number };
 
 export class TraceViewer implements ControlTarget {
   readonly el: HTMLElement;
@@ -53,6 +54,7 @@ export class TraceViewer implements ControlTarget {
   private readonly searchInput: HTMLInputElement;
   private readonly searchCount: HTMLElement;
   private readonly panel: DetailsPanel;
+  private readonly tooltip: HTMLElement;
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
   private view: Viewport | null = null;
@@ -63,7 +65,7 @@ export class TraceViewer implements ControlTarget {
   private selected: Selected | null = null;
   private arrows: Arrow[] = [];
   private range: { startPs: number; endPs: number } | null = null;
-  private rangeAnchor: { ps: number; cy: number } | null = null;
+  private rangeAnchor: { ps: number; cy: number; allTracks: boolean } | null = null;
   private rangeCy: [number, number] = [0, 0];
   private hoverTrack: number | null = null;
   private drawQueued = false;
@@ -107,7 +109,9 @@ export class TraceViewer implements ControlTarget {
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
     });
-    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el);
+    this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
+    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el,
+      this.tooltip);
     this.renderer = new Renderer(this.canvas);
     this.scroller.addEventListener("scroll", () => this.requestDraw(), { signal: this.lifetime.signal });
     attachControls(this, this.lifetime.signal);
@@ -161,12 +165,39 @@ export class TraceViewer implements ControlTarget {
     }
     const q = this.opts.param("q");
     if (q) {
+      // Restore the search without moving to a match: the URL's selection stays selected.
       this.searchInput.value = q;
-      void this.runSearch(q, 0);
+      void this.runSearch(q, 0, sel === null);
     }
   }
 
   // --- view ----------------------------------------------------------------------------
+  /** The visible window (tests and benchmarks read it through window.__tbprofTrace). */
+  visibleWindow(): { startPs: number; endPs: number } | null {
+    return this.view ? { startPs: this.view.startPs, endPs: this.view.endPs } : null;
+  }
+
+  /** Where an event is drawn, in canvas CSS pixels (its middle), or null when off screen. */
+  eventPosition(track: number, startPs: number, durPs: number, depth: number): { x: number; y: number } | null {
+    const row = this.layout.byTrack.get(track);
+    if (!row || !this.view) return null;
+    const x0 = Math.max(this.view.xOf(startPs), 0);
+    const x1 = Math.min(this.view.xOf(startPs + durPs), this.view.widthPx);
+    const y = RULER_H + depthY(row, depth) + ROW_H / 2 - this.scroller.scrollTop;
+    if (x1 < 0 || x0 > this.view.widthPx || y < RULER_H || y > this.scroller.clientHeight) return null;
+    return { x: LABEL_W + (x0 + Math.max(x1, x0 + 1)) / 2, y };
+  }
+
+  /** The selected time range, if any. */
+  rangeSelection(): { startPs: number; endPs: number } | null {
+    return this.range;
+  }
+
+  /** The selected event's plane and row, if any. */
+  selection(): { plane: number; row: number } | null {
+    return this.selected ? { plane: this.selected.plane, row: this.selected.row } : null;
+  }
+
   timelineWidth(): number {
     return Math.max(this.scroller.clientWidth - LABEL_W, 1);
   }
@@ -327,16 +358,88 @@ export class TraceViewer implements ControlTarget {
     this.requestDraw();
   }
 
-  hover(contentY: number | null): void {
+  hover(at: { x: number; cy: number; clientX: number; clientY: number } | null): void {
     let track: number | null = null;
-    if (contentY !== null) {
-      const hit = hitY(this.layout, contentY);
+    let tip = "";
+    if (at !== null) {
+      const hit = hitY(this.layout, at.cy);
       if (hit.kind === "track") track = hit.row.track.id;
+      if (at.x >= 0) tip = this.describe(this.pick(at.x, at.cy));
+    }
+    if (tip && at) {
+      this.tooltip.textContent = tip;
+      this.tooltip.hidden = false;
+      this.tooltip.style.left = `${Math.min(at.clientX + 14, window.innerWidth - 320)}px`;
+      this.tooltip.style.top = `${at.clientY + 16}px`;
+    } else {
+      this.tooltip.hidden = true;
     }
     if (track !== this.hoverTrack) {
       this.hoverTrack = track;
       this.requestDraw();
     }
+  }
+
+  private describe(p: Pick | null): string {
+    if (!p) return "";
+    const f = p.frame;
+    if (p.kind === "event") {
+      return `${f.strings[f.eventName[p.index] ?? 0] ?? ""} — ${formatDurationPs(f.eventDur[p.index] ?? 0)}`;
+    }
+    if (p.kind === "box") {
+      return `${formatNumber(f.boxCount[p.index] ?? 0)} events merged (${Math.round((f.boxBusy[p.index] ?? 0) * 100)} % busy), ` +
+        `longest: ${f.strings[f.boxName[p.index] ?? 0] ?? ""}`;
+    }
+    const r = f.counters.get(p.track);
+    if (!r) return "";
+    return r.series.map((s) => `${s.name}: ${formatNumber(f.counterLast[s.offset + p.index] ?? 0)}`).join(" · ") +
+      ` @ ${formatDurationPs(f.counterTime[r.sampleOffset + p.index] ?? 0, 7)}`;
+  }
+
+  /** What is drawn at timeline x / content y: an event, a density box or a counter sample. */
+  private pick(x: number, contentY: number): Pick | null {
+    const hit = hitY(this.layout, contentY);
+    const view = this.view;
+    if (hit.kind !== "track" || !view) return null;
+    const ps = view.psOf(x);
+    const tol = 2 * view.psPerPx;
+    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
+    if (!f) return null;
+    const id = hit.row.track.id;
+    if (hit.row.track.kind === "counter") {
+      const c = f.counters.get(id);
+      if (!c || c.sampleCount === 0) return null;
+      // The sample in force at ps: the last one at or before it.
+      let lo = 0;
+      let hi = c.sampleCount;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((f.counterTime[c.sampleOffset + mid] ?? 0) <= ps) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo > 0 ? { kind: "counter", frame: f, track: id, index: lo - 1 } : null;
+    }
+    const r = f.slices.get(id);
+    if (!r) return null;
+    let best = -1;
+    let bestDist = Infinity;
+    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
+      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
+      const s = f.eventStart[i] ?? 0;
+      const e = s + (f.eventDur[i] ?? 0);
+      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
+      if (dist <= tol && dist < bestDist) {
+        best = i;
+        bestDist = dist;
+      }
+    }
+    if (best >= 0) return { kind: "event", frame: f, track: id, index: best };
+    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
+      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
+      const s = f.boxStart[i] ?? 0;
+      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) return { kind: "box", frame: f, track: id, index: i };
+    }
+    return null;
   }
 
   // --- picking ---------------------------------------------------------------------------
@@ -350,41 +453,24 @@ export class TraceViewer implements ControlTarget {
       this.requestDraw();
       return;
     }
-    if (hit.kind !== "track" || labelArea || !this.view) return;
-    const view = this.view;
-    const ps = view.psOf(x);
-    const tol = 2 * view.psPerPx;
-    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
-    if (!f) return;
-    const r = f.slices.get(hit.row.track.id);
-    if (!r) return;
-    let best = -1;
-    let bestDist = Infinity;
-    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
-      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.eventStart[i] ?? 0;
-      const e = s + (f.eventDur[i] ?? 0);
-      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
-      if (dist <= tol && dist < bestDist) {
-        best = i;
-        bestDist = dist;
-      }
-    }
-    if (best >= 0) {
-      void this.selectEvent(hit.row.track.plane, f.eventRow[best] ?? 0, false);
+    if (hit.kind !== "track" || labelArea) return;
+    const p = this.pick(x, contentY);
+    if (!p) return;
+    const f = p.frame;
+    if (p.kind === "event") {
+      void this.selectEvent(hit.row.track.plane, f.eventRow[p.index] ?? 0, false);
       return;
     }
-    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
-      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.boxStart[i] ?? 0;
-      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) {
-        this.selected = null;
-        this.arrows = [];
-        this.panel.showBox(f.strings[f.boxName[i] ?? 0] ?? "", f.boxCount[i] ?? 0, f.boxBusy[i] ?? 0, s, s + f.resolutionPs);
-        this.requestDraw();
-        return;
-      }
+    this.selected = null;
+    this.arrows = [];
+    if (p.kind === "box") {
+      const s = f.boxStart[p.index] ?? 0;
+      this.panel.showBox(f.strings[f.boxName[p.index] ?? 0] ?? "", f.boxCount[p.index] ?? 0, f.boxBusy[p.index] ?? 0,
+        s, s + f.resolutionPs);
+    } else {
+      this.panel.showCounter(hit.row.track.name, this.describe(p));
     }
+    this.requestDraw();
   }
 
   async selectEvent(plane: number, row: number, reveal: boolean): Promise<void> {
@@ -438,9 +524,9 @@ export class TraceViewer implements ControlTarget {
   }
 
   // --- range selection -------------------------------------------------------------------
-  rangeStart(x: number, contentY: number): void {
+  rangeStart(x: number, contentY: number, allTracks: boolean): void {
     if (!this.view) return;
-    this.rangeAnchor = { ps: this.view.psOf(x), cy: contentY };
+    this.rangeAnchor = { ps: this.view.psOf(x), cy: contentY, allTracks };
     this.range = null;
   }
 
@@ -459,7 +545,7 @@ export class TraceViewer implements ControlTarget {
     if (!r || !anchor || r.endPs - r.startPs <= 0) return;
     // A drag inside the tracks (shift+drag) selects the tracks it spans; on the ruler, all.
     let tracks: number[] | null = null;
-    if (anchor.cy >= 0) {
+    if (!anchor.allTracks) {
       const [y0, y1] = this.rangeCy;
       tracks = this.layout.tracks.filter((t) => t.y + t.h > y0 && t.y < y1 && t.track.kind === "slices")
         .map((t) => t.track.id);
@@ -472,7 +558,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   // --- search ----------------------------------------------------------------------------
-  private async runSearch(query: string, direction: number): Promise<void> {
+  private async runSearch(query: string, direction: number, navigate = true): Promise<void> {
     if (!query) {
       this.search = null;
       this.searchCount.textContent = "";
@@ -486,13 +572,14 @@ export class TraceViewer implements ControlTarget {
     this.searchCount.textContent = "searching…";
     try {
       const page = await fetchSearch(this.opts.api, this.opts.target, query, 0, SEARCH_PAGE, this.lifetime.signal);
-      this.search = { query, page, index: 0 };
+      this.search = { query, page, index: navigate ? 0 : -1 };
       this.opts.setParams({ q: query });
       if (page.total === 0) {
         this.searchCount.textContent = "no matches";
         return;
       }
-      await this.gotoMatch(0);
+      if (navigate) await this.gotoMatch(0);
+      else this.searchCount.textContent = `${formatNumber(page.total)} matches`;
     } catch (e) {
       this.searchCount.textContent = e instanceof Error ? e.message : String(e);
     }
@@ -505,7 +592,8 @@ export class TraceViewer implements ControlTarget {
       return;
     }
     if (s.page.total === 0) return;
-    await this.gotoMatch((s.index + direction + s.page.total) % s.page.total);
+    const from = s.index < 0 && direction < 0 ? 0 : s.index;
+    await this.gotoMatch((from + direction + s.page.total) % s.page.total);
   }
 
   private async gotoMatch(index: number): Promise<void> {

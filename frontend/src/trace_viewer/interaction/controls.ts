@@ -17,10 +17,12 @@ export interface ControlTarget {
   pan(dxPx: number): void;
   scrollBy(dy: number): void;
   click(x: number, contentY: number, labelArea: boolean): void;
-  rangeStart(x: number, contentY: number): void;
+  /** `allTracks`: the drag started on the ruler (a time range over every track). */
+  rangeStart(x: number, contentY: number, allTracks: boolean): void;
   rangeMove(x: number, contentY: number): void;
   rangeEnd(): void;
-  hover(contentY: number | null): void;
+  /** The pointer over the tracks (timeline x, content y, page coordinates), or null when it left. */
+  hover(at: { x: number; cy: number; clientX: number; clientY: number } | null): void;
   zoomToSelection(): void;
   fitAll(): void;
   clearSelection(): void;
@@ -63,7 +65,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
     const ranging = start.y < RULER_H || e.shiftKey;
     let lastX = start.x;
     let moved = false;
-    if (ranging && start.x >= LABEL_W) t.rangeStart(start.x - LABEL_W, start.cy);
+    if (ranging && start.x >= LABEL_W) t.rangeStart(start.x - LABEL_W, start.cy, start.y < RULER_H);
     t.interacting(true);
     const move = (ev: MouseEvent): void => {
       const p = pos(ev);
@@ -92,7 +94,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
   canvas.addEventListener("mousemove", (e) => {
     const p = pos(e);
     mouseX = p.x;
-    t.hover(p.y >= RULER_H ? p.cy : null);
+    t.hover(p.y >= RULER_H ? { x: p.x - LABEL_W, cy: p.cy, clientX: e.clientX, clientY: e.clientY } : null);
   }, { signal });
   canvas.addEventListener("mouseleave", () => {
     mouseX = -1;

@@ -105,7 +105,13 @@ export function decodeFrame(buf: ArrayBuffer): Frame {
   const magic = String.fromCharCode(bytes[0] ?? 0, bytes[1] ?? 0, bytes[2] ?? 0, bytes[3] ?? 0);
   if (magic !== "TBTR") throw new FrameError(`bad magic ${JSON.stringify(magic)}`);
   const headerLen = new DataView(buf).getUint32(4, true);
-  const header: unknown = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen)));
+  if (8 + headerLen > buf.byteLength) throw new FrameError(`truncated: the header needs ${headerLen} bytes`);
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen)));
+  } catch (e) {
+    throw new FrameError(`the header is not JSON (${String(e)})`);
+  }
   if (!isObj(header)) throw new FrameError("header is not an object");
   const dataStart = 8 + headerLen;
   const columns = new Map<string, ArrayLike<number>>();

@@ -4,7 +4,6 @@
 import { Api } from "./data/api";
 import { Shell } from "./shell/shell";
 import styles from "./styles.css?inline";
-import { preloadCharts } from "./widgets/chart";
 import { watchTheme } from "./widgets/theme";
 import "./plugins";
 
@@ -19,8 +18,6 @@ export function render(root: HTMLElement = document.body): Shell {
   document.head.appendChild(style);
   if (!document.title) document.title = "tbprof";
   watchTheme();
-  // The chart chunk downloads while runs and the first result are fetched.
-  void preloadCharts().catch(() => undefined);
   const container = document.createElement("div");
   root.appendChild(container);
   const shell = new Shell(container, new Api(PLUGIN_BASE));

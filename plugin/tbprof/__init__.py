@@ -1,3 +1,12 @@
 """tbprof: fast profile analysis for TensorFlow / JAX / PyTorch profiler output."""
 
+import os as _os
+
+from tbprof.store import paths as _paths
+
 __version__ = "0.1.0"
+
+# numba reads NUMBA_CACHE_DIR once, when it is first imported, and several modules compile
+# with cache=True (the wire scanner, nesting depths, the trace viewer's scans): set the
+# default here, before any of them can import numba (see readers/wire_scan.py for why).
+_os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))

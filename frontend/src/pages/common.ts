@@ -4,7 +4,7 @@
 import { formatByKey, humanizeKey } from "../base/format";
 import type { ToolResult } from "../data/types";
 import { type Card, cardRow } from "../widgets/cards";
-import { Chart, type ChartOptions } from "../widgets/chart";
+import { Chart, type ChartOptions, PALETTE, unitFormatter } from "../widgets/chart";
 import { h } from "../widgets/dom";
 import { DataTable } from "../widgets/table";
 import { viewFromParams, viewToUpdates } from "../widgets/table_model";
@@ -87,4 +87,41 @@ export function pageTitle(ctx: PageContext, fallback: string): HTMLElement {
     h("h1", {}, title),
     h("span", { class: "tbp-muted" }, `${ctx.run.name} · ${hostText}`),
   );
+}
+
+export interface Slice {
+  name: string;
+  value: number;
+}
+
+/** A pie of the largest `top` slices plus "Other" for the rest, tooltips in `unit`. */
+export function pieOption(slices: readonly Slice[], unit: string, top = 10): Record<string, unknown> {
+  const sorted = [...slices].filter((s) => s.value > 0).sort((a, b) => b.value - a.value);
+  const shown: Slice[] = sorted.slice(0, top);
+  const rest = sorted.slice(top).reduce((a, s) => a + s.value, 0);
+  if (rest > 0) shown.push({ name: `Other (${sorted.length - top})`, value: rest });
+  return {
+    color: PALETTE,
+    tooltip: { trigger: "item", valueFormatter: unitFormatter(unit), confine: true },
+    legend: { type: "scroll", bottom: 0, textStyle: { width: 110, overflow: "truncate" } },
+    series: [
+      {
+        type: "pie",
+        radius: ["28%", "58%"],
+        center: ["50%", "44%"],
+        data: shown,
+        // Labels only on slices wide enough to carry one; the legend and tooltip name the rest.
+        minShowLabelAngle: 14,
+        label: { formatter: "{d}%" },
+        labelLine: { length: 6, length2: 6 },
+      },
+    ],
+  };
+}
+
+/** A titled box for a chart, appended to `parent`. */
+export function panel(parent: HTMLElement, title: string): HTMLElement {
+  const box = h("div", { class: "tbp-panel" }, h("h2", {}, title));
+  parent.appendChild(box);
+  return box;
 }

@@ -5,12 +5,13 @@
 import { formatTimestamp } from "../base/format";
 import { matchesAllTerms, newestFirst } from "../base/search";
 import { ApiError, type Api } from "../data/api";
-import type { DataRequest, RunInfo, Settings, ToolInfo } from "../data/types";
+import type { DataRequest, RunInfo, Settings, ToolInfo, ToolResult } from "../data/types";
 import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
-import { pageFor } from "../pages/registry";
+import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
+import { preloadCharts } from "../widgets/chart";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
@@ -18,6 +19,11 @@ import { StateStore } from "./state";
 
 const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
 const DEFAULT_ROWS = 100;
+
+interface Prefetched {
+  key: string;
+  promise: Promise<ToolResult>;
+}
 
 interface RunTools {
   names: string[];
@@ -141,10 +147,12 @@ export class Shell {
   private toolsOf(run: RunInfo): Promise<RunTools> {
     let p = this.runTools.get(run.name);
     if (!p) {
-      p = this.api.tools(run.name).then((infos) => ({
-        names: sortTools(infos.map((t) => t.name)),
-        infos: new Map(infos.map((t) => [t.name, t])),
-      }));
+      p = this.api.tools(run.name).then((infos) => {
+        const names = infos.map((t) => t.name);
+        // Pages that read no tool of the run (compare) are there for every run.
+        for (const t of everyRunTools()) if (!names.includes(t)) names.push(t);
+        return { names: sortTools(names), infos: new Map(infos.map((t) => [t.name, t])) };
+      });
       p.catch(() => this.runTools.delete(run.name));
       this.runTools.set(run.name, p);
     }
@@ -208,6 +216,16 @@ export class Shell {
     runName = run.name;
     this.fillRunSelect(run.name);
     this.current = { run, host: null };
+    // Hosts are known before the tools are: show them while the run opens (or fails to).
+    const wantedHost = this.state.get("host");
+    this.renderHostSelect(run, run.hosts, false, wantedHost !== null && run.hosts.includes(wantedHost) ? wantedHost : (run.hosts[0] ?? null));
+
+    // When the run list already knows the run's tools exactly, the tool's data is requested
+    // now, in parallel with the tool list (one round trip less before the page can draw).
+    const early = this.prefetch(run, ctl.signal);
+    // The chart library is parsed while the server computes the tool (it is requested only
+    // now: parsing it earlier would hold up the handling of the runs response).
+    void preloadCharts().catch(() => undefined);
 
     // Tools of the run: converting a large profile the first time takes a moment.
     let tools: RunTools;
@@ -226,9 +244,10 @@ export class Shell {
     if (stale()) return;
 
     const requested = this.state.get("tool");
-    const tool = requested ?? defaultTool(tools.names);
+    const tool = requested ?? defaultTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
     const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
-    const multi = info?.multiHost ?? (tool !== null && run.multiHostTools.includes(tool));
+    const multi =
+      info?.multiHost ?? (tool !== null && (run.multiHostTools.includes(tool) || pageFor(tool)?.multiHost === true));
     const host = this.pickHost(run, multi);
     this.current = { run, host };
     this.renderHostSelect(run, run.hosts, multi, host);
@@ -262,7 +281,25 @@ export class Shell {
       });
       return;
     }
-    await this.renderPage(gen, ctl, run, host, tool, info, tools);
+    await this.renderPage(gen, ctl, run, host, tool, info, tools, early);
+  }
+
+  private currentOptions(): Record<string, string> {
+    const options: Record<string, string> = {};
+    for (const [k, v] of this.state.sub("o.")) options[k] = v;
+    return options;
+  }
+
+  private prefetch(run: RunInfo, signal: AbortSignal): Prefetched | null {
+    if (!run.toolsExact) return null;
+    const tool = this.state.get("tool") ?? defaultTool(run.tools);
+    if (tool === null || !run.tools.includes(tool)) return null;
+    const spec = pageFor(tool);
+    if (spec?.ownData) return null;
+    const request: DataRequest = { run: run.name, host: this.pickHost(run, run.multiHostTools.includes(tool)), tool, options: this.currentOptions() };
+    const promise = this.api.data(request, spec?.rows ?? DEFAULT_ROWS, signal);
+    promise.catch(() => undefined); // awaited (and its error shown) by renderPage, or dropped
+    return { key: JSON.stringify(request), promise };
   }
 
   private pickHost(run: RunInfo, multi: boolean): string | null {
@@ -333,8 +370,16 @@ export class Shell {
     const missing = sortTools(this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n)));
     if (active !== null && !tools.names.includes(active) && !missing.includes(active)) missing.unshift(active);
     if (missing.length) {
-      this.toolNav.appendChild(h("div", { class: "tbp-nav-title tbp-muted" }, "No data in this run"));
-      for (const name of missing) this.toolNav.appendChild(link(name, false));
+      // Closed unless the page shown is one of them: most are tools of other profile kinds.
+      const open = active !== null && missing.includes(active);
+      this.toolNav.appendChild(
+        h(
+          "details",
+          { class: "tbp-nav-missing", open },
+          h("summary", { class: "tbp-nav-title tbp-muted" }, `No data in this run (${missing.length})`),
+          ...missing.map((name) => link(name, false)),
+        ),
+      );
     }
     if (run.error) this.toolNav.appendChild(h("p", { class: "tbp-error" }, run.error));
   }
@@ -357,9 +402,9 @@ export class Shell {
     }
   }
 
-  private renderOptions(info: ToolInfo | null): void {
+  private renderOptions(info: ToolInfo | null, spec: PageSpec | undefined): void {
     clear(this.optionsBar);
-    const options = info?.options ?? [];
+    const options = (info?.options ?? []).filter((o) => !(spec?.hideOptions ?? []).includes(o.name));
     this.optionsBar.hidden = options.length === 0;
     if (options.length === 0) return;
     this.optionsBar.appendChild(h("span", { class: "tbp-muted" }, "Options:"));
@@ -373,6 +418,14 @@ export class Shell {
           const value = input.checked === opt.default ? null : input.checked ? "true" : "false";
           this.state.update({ [`o.${opt.name}`]: value });
         });
+      } else if (spec?.optionChoices?.[opt.name]) {
+        const choices = spec.optionChoices[opt.name] ?? [];
+        const fallback = typeof opt.default === "string" ? opt.default : "";
+        const value = current ?? fallback;
+        const sel = h("select", { "data-option": opt.name }, choices.map((c) => h("option", { value: c, selected: c === value }, c.replace(/_/g, " "))));
+        sel.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: sel.value === fallback ? null : sel.value }));
+        this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, `${opt.name.replace(/_/g, " ")} `, sel));
+        continue;
       } else {
         input = h("input", {
           type: "text",
@@ -396,20 +449,22 @@ export class Shell {
     tool: string,
     info: ToolInfo | null,
     tools: RunTools,
+    early: Prefetched | null,
   ): Promise<void> {
     const stale = (): boolean => gen !== this.generation;
-    const options: Record<string, string> = {};
-    for (const [k, v] of this.state.sub("o.")) options[k] = v;
-    const request: DataRequest = { run: run.name, host, tool, options };
+    const request: DataRequest = { run: run.name, host, tool, options: this.currentOptions() };
     const spec = pageFor(tool);
-    this.renderOptions(info);
+    this.renderOptions(info, spec);
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;
-    if (!spec?.ownData) {
+    if (!spec?.ownData && !spec?.everyRun) {
       this.page.appendChild(loading(this.toolTitle(tool, tools)));
       try {
-        result = await this.api.data(request, spec?.rows ?? DEFAULT_ROWS, ctl.signal);
+        result = await (early?.key === JSON.stringify(request)
+          ? early.promise
+          : this.api.data(request, spec?.rows ?? DEFAULT_ROWS, ctl.signal));
+        performance.mark("tbprof:data-received", { detail: { tool } });
       } catch (e) {
         if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
         clear(this.page);
@@ -457,6 +512,8 @@ export class Shell {
     try {
       if (spec) await spec.render(ctx);
       else renderGeneric(ctx);
+      // For bench/frontend_load_bench.py and the browser's performance panel.
+      performance.mark("tbprof:page-rendered", { detail: { tool } });
     } catch (e) {
       if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
       this.page.appendChild(errorBox(e, `the ${this.toolTitle(tool, tools)} page`));

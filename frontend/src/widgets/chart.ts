@@ -15,6 +15,7 @@ let loaded: EChartsModule | null = null;
 /** Starts loading the chart chunk (call early: it downloads while data is fetched). */
 export function preloadCharts(): Promise<EChartsModule> {
   loading ??= import("./echarts_setup").then((m) => {
+    performance.mark("tbprof:charts-loaded");
     loaded = m;
     return m;
   });
@@ -89,6 +90,12 @@ export class Chart {
     const inst = loaded.echarts.init(this.el, isDark() ? "dark" : undefined, { renderer: "canvas" });
     this.instance = inst;
     for (const [ev, fn] of this.handlers) inst.on(ev, fn);
+    // "Chart drawn" for bench/frontend_load_bench.py and the browser's performance panel.
+    const drawn = (): void => {
+      performance.mark("tbprof:chart-drawn");
+      inst.off("rendered", drawn);
+    };
+    inst.on("rendered", drawn);
     if (this.option) inst.setOption(this.option, { notMerge: true });
   }
 }

@@ -223,6 +223,11 @@ export class DataTable {
         td.textContent = cellText(value, col);
         td.dataset.v = JSON.stringify(value);
         if (col.kind !== "str") td.className = "tbp-num";
+        else {
+          // One line per row; the full text of a long name is in the tooltip.
+          td.className = "tbp-text";
+          if (typeof value === "string" && value.length > 40) td.title = value;
+        }
         if (value === null) td.classList.add("tbp-muted");
         this.opts.decorateCell?.(td, row, i);
         tr.appendChild(td);

@@ -58,5 +58,8 @@ describe("labels", () => {
     expect(cellText(1234567, col("n", "int"))).toBe("1,234,567");
     expect(cellText(null, col("n", "float"))).toBe("–");
     expect(cellText(true, col("ok", "bool"))).toBe("yes");
+    // fractions read as percentages: 0.5678 -> "56.8" under "f (%)"
+    expect(cellText(0.5678, col("f", "float", "fraction"))).toBe("56.8");
+    expect(headerLabel(col("f", "float", "fraction"))).toBe("f (%)");
   });
 });

@@ -88,6 +88,7 @@ export function rowRangeLabel(offset: number, shown: number, total: number): str
 /** Header text: the label with its unit, unless cells carry the unit themselves (bytes). */
 export function headerLabel(c: TableColumn): string {
   if (!c.unit || isByteUnit(c.unit)) return c.label;
+  if (c.unit === "fraction" || c.unit === "ratio") return `${c.label} (%)`; // cells show fractions as percentages
   return `${c.label} (${c.unit === "us" ? "µs" : c.unit})`;
 }
 
@@ -98,6 +99,7 @@ export function cellText(value: CellValue, c: TableColumn): string {
   if (typeof value === "string") return value;
   if (isByteUnit(c.unit)) return formatBytes(value);
   if (c.unit === "%") return formatPercent(value).replace(/%$/, "");
+  if (c.unit === "fraction" || c.unit === "ratio") return formatPercent(value * 100).replace(/%$/, "");
   if (c.kind === "int") return formatNumber(value);
   return formatNumber(value, 4);
 }

@@ -70,9 +70,17 @@ def get(name: str) -> Tool | None:
     return _TOOLS.get(_ALIASES.get(name, name))
 
 
+# The order users know from XProf's tool menu; a run's first listed tool is the page the
+# dashboard opens by default. Tools not named here follow in registration order.
+TOOL_ORDER = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "memory_profile",
+              "pod_viewer", "tf_data_bottleneck_analysis", "op_profile", "trace_viewer")
+
+
 def all_tools() -> list[Tool]:
     _load_all()
-    return list(_TOOLS.values())
+    rank = {name: i for i, name in enumerate(TOOL_ORDER)}
+    tools = list(_TOOLS.values())
+    return sorted(tools, key=lambda t: (rank.get(t.name, len(TOOL_ORDER)), tools.index(t)))
 
 
 def _load_all() -> None:

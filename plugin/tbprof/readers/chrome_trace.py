@@ -237,10 +237,7 @@ class _Builder:
         self.ev_cat: list[np.ndarray] = []
         self.n_events = 0
         # Stats: (event index in collection order, stat name id, kind, value).
-        self.st_owner: list[int] = []
-        self.st_name: list[int] = []
-        self.st_kind: list[int] = []
-        self.st_value: list[int] = []
+        self.st_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.counter_lines: set[int] = set()
         self.trace_end_us = 0.0
 
@@ -256,35 +253,70 @@ class _Builder:
             found = self.line_keys[key] = len(self.line_keys)
         return found
 
-    def _add_stat(self, owner: int, key: str, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool):
-            kind, raw = tables.KIND_INT64, int(value)
-        elif isinstance(value, int):
-            if -(1 << 63) <= value < (1 << 63):
-                kind, raw = tables.KIND_INT64, value
-            elif 0 <= value < (1 << 64):
-                kind, raw = tables.KIND_UINT64, value - (1 << 64) if value >= (1 << 63) else value
-            else:
-                kind, raw = tables.KIND_STR, self.strings.intern(str(value))
-        elif isinstance(value, float):
-            kind, raw = tables.KIND_DOUBLE, int(np.float64(value).view(np.int64))
-        elif isinstance(value, str):
-            kind, raw = tables.KIND_STR, self.strings.intern(value)
-        else:
-            kind, raw = tables.KIND_STR, self.strings.intern(json.dumps(value, sort_keys=True, default=str))
-        self.st_owner.append(owner)
-        self.st_name.append(self.strings.intern(str(key)))
-        self.st_kind.append(kind)
-        self.st_value.append(raw)
+    def _lines(self, pids: list[Any], tids: list[Any], kind: str = "thread") -> np.ndarray:
+        """Line index of each (pid, tid): one dictionary pass, ``_line`` once per distinct pair."""
+        local: dict[tuple[Any, Any], int] = {}
+        try:
+            codes = [local.setdefault(pt, len(local)) for pt in zip(pids, tids, strict=True)]
+        except TypeError:  # unhashable ids (lists, objects) are normalised one by one
+            return np.array([self._line(p, t, kind) for p, t in zip(pids, tids, strict=True)], dtype=np.int64)
+        mapping = np.array([self._line(p, t, kind) for p, t in local], dtype=np.int64)
+        return mapping[np.array(codes, dtype=np.int64)] if codes else np.zeros(0, np.int64)
 
     def _add_args(self, first: int, objs: list[dict[str, Any]]) -> None:
+        """Every ``args`` entry of ``objs`` (events first, first + 1, ...) as a stat.
+
+        One pass gathers (owner, key, value); values are then converted per type in bulk and
+        each distinct key and text is interned once (jax_large's trace has 1.7 M args).
+        """
+        owners: list[int] = []
+        keys: list[Any] = []
+        values: list[Any] = []
         for k, e in enumerate(objs):
             args = e.get("args")
-            if isinstance(args, dict) and args:
-                for key, value in args.items():
-                    self._add_stat(first + k, key, value)
+            if type(args) is dict and args:
+                owners.extend([first + k] * len(args))
+                keys.extend(args.keys())
+                values.extend(args.values())
+        if not owners:
+            return
+        intern = self.strings.intern
+        key_ids = {key: intern(str(key)) for key in set(keys)}
+        kinds = [_VALUE_KIND.get(type(v), _OTHER) for v in values]
+        kind_arr = np.array(kinds, dtype=np.int8)
+        raw = np.zeros(len(values), dtype=np.int64)
+        out_kind = np.full(len(values), tables.KIND_INT64, dtype=np.int8)
+        for code in np.unique(kind_arr).tolist():
+            idx = np.nonzero(kind_arr == code)[0]
+            picked = [values[i] for i in idx.tolist()]
+            if code == tables.KIND_INT64:
+                try:
+                    raw[idx] = np.array(picked, dtype=np.int64)
+                except OverflowError:  # an integer beyond int64: one at a time
+                    for i, v in zip(idx.tolist(), picked, strict=True):
+                        out_kind[i], raw[i] = _int_stat(v, intern)
+                    continue
+            elif code == tables.KIND_DOUBLE:
+                raw[idx] = np.array(picked, dtype=np.float64).view(np.int64)
+            elif code == tables.KIND_STR:
+                texts = {t: intern(t) for t in set(picked)}
+                raw[idx] = np.array([texts[t] for t in picked], dtype=np.int64)
+            elif code == _BOOL:
+                raw[idx] = np.array(picked, dtype=np.int64)
+                code = tables.KIND_INT64
+            elif code == _NULL:
+                code = tables.KIND_NONE
+            else:
+                texts = {}
+                for i, v in zip(idx.tolist(), picked, strict=True):
+                    t = json.dumps(v, sort_keys=True, default=str)
+                    raw[i] = texts[t] if t in texts else texts.setdefault(t, intern(t))
+                code = tables.KIND_STR
+            out_kind[idx] = code
+        keep = out_kind != tables.KIND_NONE  # a null argument says nothing
+        self.st_chunks.append((np.array(owners, dtype=np.int64)[keep],
+                               np.array([key_ids[key] for key in keys], dtype=np.int32)[keep],
+                               out_kind[keep], raw[keep]))
 
     def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, names: list[Any], cats: list[Any]) -> int:
         first = self.n_events
@@ -389,7 +421,7 @@ class _Builder:
             ts, dur = ts[keep], dur[keep]
         if ts.shape[0]:
             self.trace_end_us = max(self.trace_end_us, float((ts + dur).max()))
-        line = np.array([self._line(e.get("pid"), e.get("tid")) for e in x_events], dtype=np.int64)
+        line = self._lines([e.get("pid") for e in x_events], [e.get("tid") for e in x_events])
         first = self._append(line, ts, dur, [e.get("name", "") for e in x_events], [e.get("cat") for e in x_events])
         self._add_args(first, x_events)
 
@@ -397,7 +429,7 @@ class _Builder:
         if not points:
             return
         points, ts = self._timed(points, "begin/end ('B'/'E') events")
-        line = np.array([self._line(e.get("pid"), e.get("tid")) for e in points], dtype=np.int64)
+        line = self._lines([e.get("pid") for e in points], [e.get("tid") for e in points])
         is_begin = np.array([e["ph"] == "B" for e in points], dtype=np.bool_)
         # Time order per thread, ties in file order (an E and the next B at one timestamp).
         order = np.lexsort((np.arange(len(points)), ts, line))
@@ -419,11 +451,8 @@ class _Builder:
                              [e.get("cat") for e in begins])
         self._add_args(first, begins)
         # The E's args complete the slice's (chrome://tracing merges them the same way).
-        for k, p in enumerate(b_partner.tolist()):
-            args = points[p].get("args") if p >= 0 else None
-            if isinstance(args, dict):
-                for key, value in args.items():
-                    self._add_stat(first + k, key, value)
+        closing = [points[p] if p >= 0 else {} for p in b_partner.tolist()]
+        self._add_args(first, closing)
 
     def _instants(self, instants: list[dict[str, Any]]) -> None:
         if not instants:
@@ -431,8 +460,9 @@ class _Builder:
         instants, ts = self._timed(instants, "instant ('i') events")
         # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws them
         # across the whole trace; here they get a track of their own.
-        line = np.array([self._line(GLOBAL_PID, "Global") if e.get("s") == "g"
-                         else self._line(e.get("pid"), e.get("tid")) for e in instants], dtype=np.int64)
+        is_global = [e.get("s") == "g" for e in instants]
+        line = self._lines([GLOBAL_PID if g else e.get("pid") for e, g in zip(instants, is_global, strict=True)],
+                           ["Global" if g else e.get("tid") for e, g in zip(instants, is_global, strict=True)])
         first = self._append(line, ts, np.zeros(ts.shape[0]), [e.get("name", "") for e in instants],
                              [e.get("cat") for e in instants])
         self._add_args(first, instants)
@@ -442,8 +472,7 @@ class _Builder:
             return
         counters, ts = self._timed(counters, "counter ('C') events")
         names = [str(e.get("name", "")) + (f" {e['id']}" if e.get("id") is not None else "") for e in counters]
-        line = np.array([self._line(e.get("pid"), n, "counter") for e, n in zip(counters, names, strict=True)],
-                        dtype=np.int64)
+        line = self._lines([e.get("pid") for e in counters], names, "counter")
         self.counter_lines.update(np.unique(line).tolist())
         first = self._append(line, ts, np.zeros(ts.shape[0]), names, [e.get("cat") for e in counters])
         self._add_args(first, counters)
@@ -479,7 +508,7 @@ class _Builder:
         done.extend(alive.values())
         start = np.array([r[1] for r in done], dtype=np.float64)
         end = np.array([r[2] if r[2] is not None else self.trace_end_us for r in done], dtype=np.float64)
-        line = np.array([self._line(r[0].get("pid"), r[0].get("tid")) for r in done], dtype=np.int64)
+        line = self._lines([r[0].get("pid") for r in done], [r[0].get("tid") for r in done])
         first = self._append(line, start, end - start, [r[0].get("name", "") for r in done],
                              [r[0].get("cat") for r in done])
         self._add_args(first, [r[3] for r in done])
@@ -519,10 +548,12 @@ class _Builder:
 
         ev_plane = plane_of_line[line_g] if n else np.zeros(0, np.int64)
         ev_local = local_of_line[line_g] if n else np.zeros(0, np.int64)
-        owner = np.array(self.st_owner, dtype=np.int64)
-        st_name = np.array(self.st_name, dtype=np.int32)
-        st_kind = np.array(self.st_kind, dtype=np.int8)
-        st_value = np.array(self.st_value, dtype=np.int64)
+        chunks = self.st_chunks or [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8),
+                                     np.zeros(0, np.int64))]
+        owner = np.concatenate([c[0] for c in chunks])
+        st_name = np.concatenate([c[1] for c in chunks])
+        st_kind = np.concatenate([c[2] for c in chunks])
+        st_value = np.concatenate([c[3] for c in chunks])
 
         # One sort for all planes: (plane, line, start, -dur); row_of maps collection order -> row.
         order = np.lexsort((-dur_ps, start_ps, ev_local, ev_plane))
@@ -699,6 +730,22 @@ class _Builder:
             seen[n] += 1
         for plane, pid, name in zip(planes, pids, names, strict=True):
             plane.name = f"{name} (pid {pid})" if seen[name] > 1 else name
+
+
+_BOOL = 100
+_NULL = 101
+_OTHER = 102
+_VALUE_KIND: dict[type, int] = {int: tables.KIND_INT64, float: tables.KIND_DOUBLE, str: tables.KIND_STR,
+                                bool: _BOOL, type(None): _NULL}
+
+
+def _int_stat(value: int, intern: Any) -> tuple[int, int]:
+    """(kind, raw) of a JSON integer: int64, uint64 bit pattern, else its text."""
+    if -(1 << 63) <= value < (1 << 63):
+        return tables.KIND_INT64, value
+    if 0 <= value < (1 << 64):
+        return tables.KIND_UINT64, value - (1 << 64)
+    return tables.KIND_STR, int(intern(str(value)))
 
 
 def _int_id(value: Hashable) -> int:

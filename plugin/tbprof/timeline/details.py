@@ -80,7 +80,7 @@ def parse_details(text: str) -> dict[str, str]:
 
 def _dims(text: str) -> list[int]:
     parts = [int(p) for p in re.findall(r"\d+", text)]
-    return (parts + [1, 1, 1])[:3] if parts else [1, 1, 1]
+    return [*parts, 1, 1, 1][:3]
 
 
 def kernel_info(stats: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,7 +107,7 @@ def _event_ref(store: ProfileStore, index: TrackIndex, plane_index: int, row: in
     plane = store.planes[plane_index]
     return {"plane": plane_index, "row": int(row), "track": track_of(index, store, plane_index, int(row)),
             "name": store.strings[int(plane.name_id[row])], "start_ps": int(plane.start_ps[row]),
-            "dur_ps": int(plane.dur_ps[row])}
+            "dur_ps": int(plane.dur_ps[row]), "depth": int(plane.depth[row])}
 
 
 def _refs(store: ProfileStore, index: TrackIndex, pairs: list[tuple[int, np.ndarray]]) -> tuple[list[Any], int]:
@@ -163,7 +163,8 @@ def _correlation_links(store: ProfileStore, index: TrackIndex, plane_index: int,
         got = _value_of(me, sid, row)
         if got is None:
             continue
-        host_pairs, device_pairs = [], []
+        host_pairs: list[tuple[int, np.ndarray]] = []
+        device_pairs: list[tuple[int, np.ndarray]] = []
         for g in index.groups:
             other = store.planes[g.plane]
             rows = _rows_with(other, sid, got[1])

@@ -21,6 +21,7 @@ from tbprof.profiles import ALL_HOSTS, BadRequest
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
 from tbprof.timeline.details import event_details
+from tbprof.timeline.range import range_summary
 from tbprof.timeline.search import SearchError, search
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import query_window
@@ -70,6 +71,19 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
     return run.name, store
 
 
+def _tracks_arg(store: ProfileStore, raw: str | None) -> list[int] | None:
+    if not raw:
+        return None
+    n_tracks = len(track_index(store).tracks)
+    try:
+        tracks = sorted({int(t) for t in raw.split(",")})
+    except ValueError:
+        raise BadRequest(f"parameter tracks={raw!r} must be comma-separated track ids") from None
+    if any(not 0 <= t < n_tracks for t in tracks):
+        raise BadRequest(f"parameter tracks={raw!r} names a track outside 0..{n_tracks - 1}")
+    return tracks
+
+
 def _gzip_ok(request: Request) -> bool:
     return "gzip" in request.headers.get("Accept-Encoding", "")
 
@@ -86,16 +100,7 @@ def trace(ctx: AppContext, request: Request) -> Response:
         raise BadRequest(f"parameter format={fmt!r} must be binary or json")
     if start_ps is not None and end_ps is not None and end_ps <= start_ps:
         raise BadRequest(f"end_ps={end_ps} must be greater than start_ps={start_ps}")
-    tracks = None
-    raw_tracks = args.get("tracks")
-    if raw_tracks:
-        n_tracks = len(track_index(store).tracks)
-        try:
-            tracks = sorted({int(t) for t in raw_tracks.split(",")})
-        except ValueError:
-            raise BadRequest(f"parameter tracks={raw_tracks!r} must be comma-separated track ids") from None
-        if any(not 0 <= t < n_tracks for t in tracks):
-            raise BadRequest(f"parameter tracks={raw_tracks!r} names a track outside 0..{n_tracks - 1}")
+    tracks = _tracks_arg(store, args.get("tracks"))
     zipped = _gzip_ok(request)
     cache = store.memo(("timeline", "responses"), lambda: _ResponseCache(RESPONSE_CACHE_BYTES))
     key = (run_name, start_ps, end_ps, width_px, fmt, tuple(tracks) if tracks else None, zipped)
@@ -146,3 +151,17 @@ def trace_event(ctx: AppContext, request: Request) -> Response:
     details = event_details(store, plane, row)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
                                              "host": store.host, **details})
+
+
+@route("trace_range")
+def trace_range(ctx: AppContext, request: Request) -> Response:
+    args = request.args
+    run_name, store = _store(ctx, request)
+    start_ps = params.int_arg(args, "start_ps", None, lo=-MAX_PS, hi=MAX_PS)
+    end_ps = params.int_arg(args, "end_ps", None, lo=-MAX_PS, hi=MAX_PS)
+    if start_ps is None or end_ps is None or end_ps <= start_ps:
+        raise BadRequest("trace_range needs start_ps < end_ps")
+    limit = params.int_arg(args, "limit", 100, lo=1, hi=10000) or 100
+    summary = range_summary(store, start_ps, end_ps, _tracks_arg(store, args.get("tracks")), limit)
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
+                                             "host": store.host, **summary})

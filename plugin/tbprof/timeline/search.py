@@ -78,7 +78,8 @@ def _plane_matches(store: ProfileStore, plane_index: int, is_match: np.ndarray) 
 
 def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
     """Every event matching ``query`` (case-insensitive substring, or regex), in time order."""
-    cache = store.memo(("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
+    cache: tuple[OrderedDict[tuple[str, bool], Matches], threading.Lock] = store.memo(
+        ("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
     lru, lock = cache
     key = (query, regex)
     with lock:
@@ -137,7 +138,7 @@ def search(store: ProfileStore, query: str, regex: bool = False, offset: int = 0
         plane = store.planes[p]
         out.append({"plane": p, "row": r, "track": track_of(index, store, p, r),
                     "start_ps": int(plane.start_ps[r]), "dur_ps": int(plane.dur_ps[r]),
-                    "name": store.strings[int(plane.name_id[r])]})
+                    "depth": int(plane.depth[r]), "name": store.strings[int(plane.name_id[r])]})
     return {"query": query, "regex": regex, "total": total, "offset": offset, "count": len(out),
             "matched_strings": m.matched_strings, "matches": out,
             "prev_offset": max(offset - limit, 0) if offset > 0 else None,

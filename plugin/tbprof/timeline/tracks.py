@@ -145,6 +145,9 @@ def _build(store: ProfileStore) -> TrackIndex:
                 name = _line_name(plane, i)
                 return (_DEVICE_LINE_ORDER.index(name) if name in _DEVICE_LINE_ORDER else len(_DEVICE_LINE_ORDER), i)
             lines.sort(key=device_order)
+        if store.format == "chrome_trace":
+            for counter in _pytorch_memory_tracks(store, plane, group.id):
+                add(counter)
         for i in lines:
             rows = plane.line_rows(i)
             if store.format == "chrome_trace" and is_counter_line(plane, i):
@@ -235,6 +238,39 @@ def _memory_tracks(store: ProfileStore, plane: Plane, group: int, stats: dict[in
         series = CounterSeries(plane.start_ps[rows[sel]].astype(np.int64), {"in_use_bytes": in_use[sel]}, "bytes")
         out.append(Track(0, group, f"Memory in use: {name}", "counter", plane.index, -1, int(sel.sum()), 0,
                          counter=series))
+    return out
+
+
+def _pytorch_memory_tracks(store: ProfileStore, plane: Plane, group: int) -> list[Track]:
+    """PyTorch ``[memory]`` instant events: allocated and reserved bytes per device after each.
+
+    Kineto writes one per allocation/free with ``Total Allocated`` / ``Total Reserved`` and a
+    ``Device Id`` (-1 is the CPU).
+    """
+    name = store.strings.id("[memory]")
+    if name < 0:
+        return []
+    rows = np.nonzero(plane.name_id == name)[0]
+    if rows.shape[0] == 0:
+        return []
+    rows = rows[np.argsort(plane.start_ps[rows], kind="stable")]
+    allocated = _values_at(plane.event_stat(store.stat_id("Total Allocated")), rows) \
+        if store.stat_id("Total Allocated") >= 0 else np.full(rows.shape[0], np.nan)
+    reserved = _values_at(plane.event_stat(store.stat_id("Total Reserved")), rows) \
+        if store.stat_id("Total Reserved") >= 0 else np.full(rows.shape[0], np.nan)
+    device = _values_at(plane.event_stat(store.stat_id("Device Id")), rows) \
+        if store.stat_id("Device Id") >= 0 else np.zeros(rows.shape[0])
+    out = []
+    for dev in np.unique(device[np.isfinite(device)]).tolist():
+        sel = (device == dev) & np.isfinite(allocated)
+        if not sel.any():
+            continue
+        values = {"allocated_bytes": allocated[sel]}
+        if np.isfinite(reserved[sel]).all():
+            values["reserved_bytes"] = reserved[sel]
+        label = "CPU" if dev < 0 else f"device {int(dev)}"
+        out.append(Track(0, group, f"Memory: {label}", "counter", plane.index, -1, int(sel.sum()), 0,
+                         counter=CounterSeries(plane.start_ps[rows[sel]].astype(np.int64), values, "bytes")))
     return out
 
 

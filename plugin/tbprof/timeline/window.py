@@ -191,6 +191,10 @@ def _slice_window(store: ProfileStore, track: Track, start_ps: int, end_ps: int,
     visible, bucket, bdepth, count, busy, bname, in_window = _lod_scan(
         start, dur, depth, name, start_ps, resolution_ps.bit_length() - 1, track.max_depth + 1)
     visible_rows = rows[visible] if rows is not None else first_row + visible
+    # Boxes by (depth, bucket): the browser then draws each depth's boxes left to right and
+    # joins neighbours that fall on one screen pixel.
+    order = np.lexsort((bucket, bdepth))
+    bucket, bdepth, count, busy, bname = bucket[order], bdepth[order], count[order], busy[order], bname[order]
     return SliceWindow(visible_rows, start[visible], dur[visible], name[visible], depth[visible],
                        bucket, bdepth, count, busy, bname, int(in_window))
 

@@ -1,0 +1,108 @@
+// Input pipeline analyzer: is the program input-bound (XProf's verdict), how long each step
+// waits for input (device side), what the host's input pipeline spends its time on.
+
+import { formatNumber, formatPercent } from "../../base/format";
+import { type Card, cardRow, type Tone } from "../../widgets/cards";
+import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
+import { h } from "../../widgets/dom";
+import { chart, pageTitle, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { bool, list, num, obj, str, strs } from "../fields";
+import { registerPage } from "../registry";
+import { breakdownStatsTable, diagnosticsBoxes, statText, stepsText } from "../steps_common";
+
+const VERDICT_TONE: Record<string, Tone> = { yes: "bad", maybe: "warn", potential: "warn", no: "good" };
+
+const HOST_PARTS: readonly [string, string][] = [
+  ["enqueue_us", "Enqueuing data to the device"],
+  ["demanded_file_read_us", "Reading data from files on demand"],
+  ["advanced_file_read_us", "Reading data from files in advance"],
+  ["preprocessing_us", "Data preprocessing"],
+  ["unclassified_non_enqueue_us", "Other data reading or processing"],
+];
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Input pipeline analyzer"));
+  for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
+
+  const verdict = obj(raw, "verdict");
+  const device = obj(raw, "device_side");
+  const host = obj(raw, "host_side");
+  const bound = str(verdict, "input_bound");
+  const tone = VERDICT_TONE[bound] ?? "neutral";
+  const verdictBox = h(
+    "section",
+    { class: `tbp-message tbp-verdict tbp-tone-${tone}`, "data-verdict": bound },
+    h("h2", {}, bound ? `Input-bound: ${bound}` : "Verdict"),
+    ...["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"]
+      .map((k) => str(verdict, k))
+      .filter(Boolean)
+      .map((t) => h("p", {}, t)),
+  );
+  el.appendChild(verdictBox);
+
+  const inputPct = num(verdict, "input_percent");
+  const cards: Card[] = [
+    { id: "step_time", label: "Average step time", value: statText(obj(device, "step_time_ms")) },
+    { id: "input_time", label: "Average input wait", value: statText(obj(device, "input_ms")) },
+    { id: "input_percent", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: "of the step time", tone },
+    { id: "steps", label: "Steps", value: stepsText(obj(raw, "steps")) },
+    { id: "tf_data", label: "tf.data input", value: bool(host, "tf_data_used") === null ? "–" : bool(host, "tf_data_used") ? "yes" : "no", hint: num(host, "input_op_time_ms") !== null ? `${formatNumber(num(host, "input_op_time_ms") ?? 0)} ms in input ops` : undefined },
+  ];
+  el.appendChild(cardRow(cards));
+
+  // Device side: per step, the time waiting for input against the rest of the step.
+  const graph = obj(device, "step_time_graph");
+  const stepNames = strs(graph, "step");
+  const stepMs = list(graph, "step_time_ms").map((v) => (typeof v === "number" ? v : 0));
+  const inputMs = list(graph, "input_ms").map((v) => (typeof v === "number" ? v : 0));
+  const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
+  el.appendChild(grid);
+  const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Device side: step time and input wait"));
+  grid.appendChild(stepBox);
+  chart(ctx, stepBox, { label: "Step time and input wait per step", id: "input_wait", height: 300 }).setOption({
+    color: ["#e15759", "#4e79a7", "#f28e2b"],
+    grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
+    legend: { top: 0 },
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+    xAxis: { type: "category", data: stepNames, axisLabel: { hideOverlap: true } },
+    yAxis: [
+      { type: "value", axisLabel: { formatter: axisLabel("ms") } },
+      { type: "value", max: 100, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
+    ],
+    series: [
+      { type: "bar", name: "Waiting for input", stack: "s", data: inputMs, tooltip: { valueFormatter: unitFormatter("ms") }, barMaxWidth: 48 },
+      { type: "bar", name: "Rest of the step", stack: "s", data: stepMs.map((s, i) => Math.max(0, s - (inputMs[i] ?? 0))), tooltip: { valueFormatter: unitFormatter("ms") }, barMaxWidth: 48 },
+      { type: "line", name: "Input % of step", yAxisIndex: 1, data: stepMs.map((s, i) => (s > 0 ? ((inputMs[i] ?? 0) / s) * 100 : 0)), tooltip: { valueFormatter: unitFormatter("%") } },
+    ],
+  });
+
+  // Host side: where the input pipeline's own time goes.
+  const parts = obj(host, "input_time_breakdown_us");
+  const hostBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Host side: input time breakdown"));
+  grid.appendChild(hostBox);
+  const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: num(parts, k) ?? 0 })).filter((s) => s.value > 0);
+  if (slices.length) {
+    chart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }).setOption({
+      color: PALETTE,
+      tooltip: { trigger: "item", valueFormatter: unitFormatter("us") },
+      legend: { type: "scroll", bottom: 0 },
+      series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
+    });
+  } else {
+    hostBox.appendChild(h("p", { class: "tbp-muted" }, "No host-side input operations were recorded."));
+  }
+
+  el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(obj(device, "breakdown_ms"))));
+
+  const recs = strs(raw, "recommendations");
+  if (recs.length) el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "What to try"), h("ul", {}, recs.map((r) => h("li", {}, r)))));
+  if (result.tables.input_ops) el.appendChild(tableWidget(ctx, "input_ops", { title: "Host input operations" }).el);
+  if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+}
+
+registerPage({ tools: ["input_pipeline_analyzer"], render });

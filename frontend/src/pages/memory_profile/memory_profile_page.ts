@@ -1,0 +1,123 @@
+// Memory profile: per allocator, the summary (peaks, capacity, fragmentation), the timeline
+// (heap and stack stacked, free memory, fragmentation on a second axis; hovering a point
+// shows the allocation event behind it) and the breakdown of memory in use at the peak.
+
+import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
+import type { CellValue, TableData } from "../../data/types";
+import { cardRow } from "../../widgets/cards";
+import { axisLabel } from "../../widgets/chart";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { chart, pageTitle, panel, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, obj, str, strs } from "../fields";
+import { registerPage } from "../registry";
+
+function column(t: TableData, name: string): CellValue[] {
+  const i = t.columns.findIndex((c) => c.name === name);
+  return i < 0 ? [] : t.rows.map((r) => r[i] ?? null);
+}
+
+const asNum = (v: CellValue | undefined): number => (typeof v === "number" ? v : 0);
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Memory profile"));
+  const ids = strs(raw, "memory_ids");
+  const current = str(raw, "memory_id");
+  if (ids.length === 0) {
+    el.appendChild(messageBox({ title: "No allocator events", body: "This host recorded no memory allocations." }));
+    return;
+  }
+  const select = h("select", { class: "tbp-allocator-select", "aria-label": "Allocator" });
+  for (const id of ids) {
+    const opt = h("option", { value: id }, id);
+    if (id === current) opt.selected = true;
+    select.appendChild(opt);
+  }
+  select.addEventListener("change", () => ctx.setOptions({ memory_id: select.value }));
+  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Allocator"), select)));
+
+  const a = obj(obj(raw, "allocators"), current);
+  const capacity = num(a, "memory_capacity_bytes");
+  el.appendChild(
+    cardRow([
+      { id: "peak_heap", label: "Peak heap usage", value: formatBytes(num(a, "peak_heap_bytes") ?? 0), hint: `at ${formatDuration(num(a, "peak_time_ms") ?? 0, "ms")}${num(a, "peak_step_id") !== null ? `, step ${num(a, "peak_step_id") ?? 0}` : ""}` },
+      { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(num(a, "peak_bytes_in_use") ?? 0), hint: `lifetime peak ${formatBytes(num(a, "peak_bytes_usage_lifetime") ?? 0)}` },
+      { id: "capacity", label: "Capacity", value: capacity === null ? "–" : formatBytes(capacity) },
+      { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((num(a, "peak_fragmentation_fraction") ?? 0) * 100) },
+      { id: "allocations", label: "Allocations", value: formatNumber(num(a, "num_allocations") ?? 0), hint: `${formatNumber(num(a, "num_deallocations") ?? 0)} deallocations` },
+    ]),
+  );
+
+  const timeline = result.tables.timeline;
+  if (timeline && timeline.rows.length) {
+    const box = panel(el, "Memory timeline");
+    if (raw.timeline_is_downsampled === true) {
+      box.appendChild(h("p", { class: "tbp-muted" }, `Down-sampled to ${formatNumber(timeline.rows.length)} points (the peak is always one of them); raise “max points” above for more.`));
+    }
+    const t = column(timeline, "time_ms").map(asNum);
+    const heap = column(timeline, "heap_bytes").map(asNum);
+    const stack = column(timeline, "stack_bytes").map(asNum);
+    const free = column(timeline, "free_bytes").map(asNum);
+    const frag = column(timeline, "fragmentation_fraction").map((v) => asNum(v) * 100);
+    const details = ["activity", "operation", "requested_bytes", "allocation_bytes", "region_type", "data_type", "shape", "step_id"].map((n) => [n, column(timeline, n)] as const);
+    const pairs = (ys: number[]): [number, number][] => ys.map((y, i) => [t[i] ?? 0, y]);
+    const c = chart(ctx, box, { label: "Memory timeline", id: "memory_timeline", height: 360 });
+    c.setOption({
+      color: ["#4e79a7", "#f28e2b", "#59a14f", "#e15759"],
+      grid: { left: 8, right: 16, top: 40, bottom: 40, containLabel: true },
+      legend: { top: 0, selected: { "Free memory": false } },
+      dataZoom: [{ type: "inside" }, { type: "slider", height: 18, bottom: 6 }],
+      tooltip: {
+        trigger: "axis",
+        confine: true,
+        formatter: (params: unknown) => {
+          const first = Array.isArray(params) ? (params as { dataIndex?: number }[])[0] : undefined;
+          const i = first?.dataIndex ?? -1;
+          if (i < 0) return "";
+          const lines = [
+            `<b>${formatDuration(t[i] ?? 0, "ms")}</b>`,
+            `heap ${formatBytes(heap[i] ?? 0)}, stack ${formatBytes(stack[i] ?? 0)}, free ${formatBytes(free[i] ?? 0)}`,
+            `fragmentation ${formatPercent(frag[i] ?? 0)}`,
+          ];
+          const get = (n: string): CellValue => details.find(([k]) => k === n)?.[1][i] ?? null;
+          const activity = get("activity");
+          if (typeof activity === "string" && activity) {
+            const op = get("operation");
+            lines.push(`${escapeHtml(activity)}${typeof op === "string" && op ? ` by ${escapeHtml(op)}` : ""}`);
+            lines.push(`requested ${formatBytes(asNum(get("requested_bytes")))}, allocated ${formatBytes(asNum(get("allocation_bytes")))}`);
+            const meta = ["region_type", "data_type", "shape"].map(get).filter((v) => typeof v === "string" && v && v !== "INVALID");
+            if (meta.length) lines.push(escapeHtml(meta.join(" · ")));
+          }
+          return lines.join("<br>");
+        },
+      },
+      xAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") }, min: "dataMin", max: "dataMax" },
+      yAxis: [
+        { type: "value", axisLabel: { formatter: axisLabel("bytes") } },
+        { type: "value", max: 100, min: 0, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
+      ],
+      series: [
+        { type: "line", name: "Heap", stack: "mem", areaStyle: {}, showSymbol: false, step: "end", data: pairs(heap) },
+        { type: "line", name: "Stack", stack: "mem", areaStyle: {}, showSymbol: false, step: "end", data: pairs(stack) },
+        { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed" }, data: pairs(free) },
+        { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", data: pairs(frag) },
+      ],
+    });
+  }
+  if (result.tables.breakdown) {
+    el.appendChild(tableWidget(ctx, "breakdown", { title: "Memory in use at the peak, by operation" }).el);
+  }
+  if (result.tables.timeline) el.appendChild(tableWidget(ctx, "timeline", { title: "Timeline events" }).el);
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
+}
+
+// The whole timeline comes in the first response: it is the chart's data (max_points caps it).
+registerPage({ tools: ["memory_profile"], rows: 20000, hideOptions: ["memory_id"], render });

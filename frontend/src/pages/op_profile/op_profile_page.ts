@@ -1,0 +1,89 @@
+// Op profile: the ops as an expandable tree — by category, by name scope or by XLA program —
+// with each node's self/total time, share of the total, FLOP rate and memory bandwidth.
+// The backend's filters (side, order, depth, minimum self time, name regexes, idle) are the
+// tool's options in the shell's options bar.
+
+import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { cardRow } from "../../widgets/cards";
+import { h } from "../../widgets/dom";
+import { TreeTable } from "../../widgets/tree_table";
+import { pageTitle, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, obj, objs, type Obj, str } from "../fields";
+import { registerPage } from "../registry";
+
+const GROUPINGS: readonly [string, string][] = [
+  ["by_category", "Category"],
+  ["by_name_scope", "Name scope"],
+  ["by_program", "XLA program"],
+];
+
+function fractionBar(fraction: number): HTMLElement {
+  const pct = Math.max(0, Math.min(100, fraction * 100));
+  return h("span", { class: "tbp-bar-cell" }, h("span", { class: "tbp-bar-fill", style: `width:${pct.toFixed(1)}%` }), h("span", { class: "tbp-bar-text" }, formatPercent(pct)));
+}
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Op profile"));
+  const total = num(raw, "total_time_us") ?? 0;
+  const idle = num(raw, "idle_time_us") ?? 0;
+  el.appendChild(
+    cardRow([
+      { id: "side", label: "Side", value: str(raw, "side") || "–" },
+      { id: "total", label: "Total time", value: formatDuration(total, "us") },
+      { id: "idle", label: "Idle", value: total > 0 ? formatPercent((idle / total) * 100) : "–", hint: formatDuration(idle, "us") },
+      { id: "ops", label: "Ops shown", value: `${formatNumber(num(raw, "shown_op_count") ?? 0)} of ${formatNumber(num(raw, "op_count") ?? 0)}`, hint: `ordered by ${str(raw, "order_by").replace(/_/g, " ")}` },
+    ]),
+  );
+  const available = GROUPINGS.filter(([k]) => Object.keys(obj(raw, k)).length > 0);
+  const wanted = ctx.param("group");
+  let group = available.find(([k]) => k === wanted)?.[0] ?? available[0]?.[0] ?? "";
+  const select = h("select", { class: "tbp-group-select", "aria-label": "Group by" }, available.map(([k, label]) => h("option", { value: k, selected: k === group }, label)));
+  const expand = h("button", { type: "button", class: "tbp-btn" }, "Expand all");
+  const collapse = h("button", { type: "button", class: "tbp-btn" }, "Collapse all");
+  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse));
+  const holder = h("div", { "data-tree": "" });
+  el.appendChild(holder);
+  let tree: TreeTable<Obj> | null = null;
+  const draw = (): void => {
+    holder.textContent = "";
+    tree = new TreeTable<Obj>({
+      root: obj(raw, group),
+      children: (n) => objs(n, "children"),
+      name: (n) => str(n, "name"),
+      title: (n) => [str(n, "kind"), str(n, "category") && `category ${str(n, "category")}`, str(n, "framework_op") && `framework op ${str(n, "framework_op")}`, str(n, "program") && `program ${str(n, "program")}`].filter(Boolean).join("\n"),
+      openDepth: 1,
+      columns: [
+        { label: "Time share", cell: (n) => fractionBar(num(n, "fraction") ?? 0) },
+        { label: "Self time", numeric: true, cell: (n) => formatDuration(num(n, "self_time_us") ?? 0, "us") },
+        { label: "Total time", numeric: true, cell: (n) => formatDuration(num(n, "total_time_us") ?? 0, "us") },
+        { label: "Occurrences", numeric: true, cell: (n) => formatNumber(num(n, "occurrences") ?? 0) },
+        { label: "FLOP rate (GFLOP/s)", numeric: true, cell: (n) => formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0) },
+        { label: "Memory BW (GB/s)", numeric: true, cell: (n) => formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0) },
+      ],
+    });
+    holder.appendChild(tree.el);
+  };
+  select.addEventListener("change", () => {
+    group = select.value;
+    ctx.setParams({ group });
+    draw();
+  });
+  expand.addEventListener("click", () => tree?.expandAll());
+  collapse.addEventListener("click", () => tree?.collapseAll());
+  draw();
+  if (result.tables.ops) el.appendChild(tableWidget(ctx, "ops", { title: "Ops" }).el);
+}
+
+registerPage({
+  tools: ["op_profile"],
+  optionChoices: {
+    side: ["auto", "host", "device"],
+    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes"],
+  },
+  render,
+});

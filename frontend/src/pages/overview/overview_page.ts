@@ -1,0 +1,140 @@
+// Overview: how long a step takes and where the time goes, the top ops, the run's hardware,
+// and XProf's recommendation with links to the pages it names.
+
+import { formatNumber, formatPercent } from "../../base/format";
+import { type Card, cardRow, type Tone } from "../../widgets/cards";
+import { unitFormatter } from "../../widgets/chart";
+import { h } from "../../widgets/dom";
+import { chart, pageTitle, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, obj, objs, type Obj, str, strs } from "../fields";
+import { registerPage } from "../registry";
+import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepsText, stepTimeChart } from "../steps_common";
+
+/** XProf's input-bound thresholds: > 20 % of step time waiting for input is input-bound, > 5 % maybe. */
+export function inputTone(inputPercent: number | null): Tone {
+  if (inputPercent === null) return "neutral";
+  return inputPercent > 20 ? "bad" : inputPercent > 5 ? "warn" : "good";
+}
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Overview"));
+  for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
+
+  const perf = obj(raw, "performance_summary");
+  const pct = obj(perf, "percent_of_step_time");
+  const env = obj(raw, "run_environment");
+  const steps = obj(raw, "steps");
+  const stepTime = obj(perf, "step_time_ms");
+  const inputPct = num(perf, "input_percent");
+  const hasDevice = (num(env, "device_count") ?? 0) > 0;
+  const cards: Card[] = [
+    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
+    { id: "steps", label: "Steps", value: stepsText(steps) },
+    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: "of the step time", tone: inputTone(inputPct) },
+    { id: "host_ops", label: "Host op time (of all ops)", value: formatPercent(num(perf, "host_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "host_op_time_eager_percent") ?? 0)} eager` },
+  ];
+  if (hasDevice) {
+    cards.push(
+      { id: "device_ops", label: "Device op time", value: formatPercent(num(perf, "device_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "device_op_time_eager_percent") ?? 0)} eager` },
+      { id: "precision", label: "Device compute precision", value: `${formatPercent(num(perf, "device_compute_16bit_percent") ?? 0)} 16-bit`, hint: `${formatPercent(num(perf, "device_compute_32bit_percent") ?? 0)} 32-bit` },
+    );
+  }
+  el.appendChild(cardRow(cards));
+
+  el.appendChild(recommendation(ctx, obj(raw, "recommendation")));
+
+  const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
+  el.appendChild(grid);
+  const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
+  grid.appendChild(stepBox);
+  stepTimeChart(chart(ctx, stepBox, { label: "Step time per step, by category", id: "step_time", height: 300 }), obj(raw, "step_time_graph"));
+
+  const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
+  grid.appendChild(pieBox);
+  const breakdown = obj(perf, "breakdown_ms");
+  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, itemStyle: { color: c.color } })).filter((s) => s.value > 0);
+  chart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }).setOption({
+    tooltip: { trigger: "item", valueFormatter: unitFormatter("ms") },
+    legend: { type: "scroll", bottom: 0 },
+    series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
+  });
+
+  if (result.tables.top_ops) {
+    const side = str(raw, "top_ops_side");
+    el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
+  }
+  el.appendChild(environment(env, hasDevice ? pct : {}));
+  if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+}
+
+function recommendation(ctx: PageContext, rec: Obj): HTMLElement {
+  const box = h("section", { class: "tbp-message tbp-recommendation", "data-recommendation": "" }, h("h2", {}, "Recommendation"));
+  for (const key of ["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "precision_statement"]) {
+    const text = str(rec, key);
+    if (text) box.appendChild(h("p", {}, text));
+  }
+  const next = objs(rec, "next_steps");
+  if (next.length) {
+    box.appendChild(h("h3", {}, "Next steps"));
+    box.appendChild(
+      h(
+        "ul",
+        {},
+        next.map((n) => {
+          const tool = str(n, "tool");
+          const a = h("a", { class: "tbp-link", href: ctx.href(tool), "data-next-tool": tool }, toolLabel(tool));
+          a.addEventListener("click", (e) => {
+            if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+            e.preventDefault();
+            ctx.navigate(tool);
+          });
+          return h("li", {}, a, `: ${str(n, "why")}`);
+        }),
+      ),
+    );
+  }
+  return box;
+}
+
+const TOOL_LABELS: Record<string, string> = {
+  input_pipeline_analyzer: "Input pipeline analyzer",
+  tf_data_bottleneck_analysis: "tf.data bottleneck analysis",
+  pod_viewer: "Pod viewer",
+  framework_op_stats: "Framework op stats",
+  trace_viewer: "Trace viewer",
+  kernel_stats: "Kernel stats",
+  memory_profile: "Memory profile",
+  op_profile: "Op profile",
+};
+
+function toolLabel(tool: string): string {
+  return TOOL_LABELS[tool] ?? tool;
+}
+
+function environment(env: Obj, pct: Obj): HTMLElement {
+  const kv = (k: string, v: string): HTMLElement => h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, k), h("span", {}, v));
+  const devices = objs(env, "devices");
+  const idle = num(pct, "idle_percent");
+  return h(
+    "section",
+    { class: "tbp-section tbp-kv", "data-section": "environment" },
+    h("h2", {}, "Run environment"),
+    kv("Hosts", `${formatNumber(num(env, "host_count") ?? 0)} (${strs(env, "hosts").join(", ")})`),
+    kv("Hardware", str(env, "hardware_type").replace(/_/g, " ") || "–"),
+    kv("Devices", devices.length ? `${devices.length} × ${str(env, "device_model") || str(env, "device_type")}` : "none (host only)"),
+    ...devices.map((d) =>
+      kv(
+        `  ${str(d, "host")} ${str(d, "plane")}`,
+        [str(d, "model"), num(d, "core_count") !== null ? `${num(d, "core_count") ?? 0} cores` : "", str(d, "compute_capability") ? `compute capability ${str(d, "compute_capability")}` : ""].filter(Boolean).join(", "),
+      ),
+    ),
+    idle !== null ? kv("Device idle", formatPercent(idle)) : null,
+  );
+}
+
+registerPage({ tools: ["overview_page"], rows: 100, render });

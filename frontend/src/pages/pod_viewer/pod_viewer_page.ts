@@ -1,0 +1,120 @@
+// Pod viewer: one step at a time (slider), a stacked bar per host/device of where that step's
+// time went, and a details card for the column under the mouse.
+
+import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { unitFormatter, axisLabel } from "../../widgets/chart";
+import { cardRow } from "../../widgets/cards";
+import { clear, h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { chart, pageTitle, panel, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, obj, objs, type Obj, str } from "../fields";
+import { registerPage } from "../registry";
+import { STEP_CATEGORIES } from "../steps_common";
+
+/** Pod viewer category labels (XProf's names) -> the colours of the step categories. */
+const COLORS: Record<string, string> = {
+  "Device compute": "#4e79a7",
+  "Device to device": "#76b7b2",
+  "Device collective communication": "#b07aa1",
+  "Host compute": "#59a14f",
+  "Kernel launch": "#edc948",
+  Input: "#e15759",
+  Output: "#ff9da7",
+  Compilation: "#9c755f",
+  "All others": "#bab0ac",
+};
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Pod viewer"));
+  const steps = objs(raw, "steps");
+  if (steps.length === 0) {
+    el.appendChild(messageBox({ title: "No steps", body: "The pod viewer needs steps; none were found." }));
+    if (result.tables.pod_stats) el.appendChild(tableWidget(ctx, "pod_stats").el);
+    return;
+  }
+  const categories = Object.values(obj(raw, "step_breakdown_events")).filter((v): v is string => typeof v === "string");
+  const labels = categories.length ? categories : STEP_CATEGORIES.map((c) => c.label);
+  el.appendChild(
+    cardRow([
+      { id: "steps", label: "Steps", value: formatNumber(steps.length) },
+      { id: "columns", label: "Hosts × devices", value: formatNumber(objs(raw, "columns").length) },
+      { id: "device", label: "Device type", value: str(raw, "device_type") || "–" },
+    ]),
+  );
+
+  const initial = Math.min(steps.length - 1, Math.max(0, Number(ctx.param("step") ?? "0") || 0));
+  const slider = h("input", { type: "range", min: 0, max: steps.length - 1, step: 1, value: initial, class: "tbp-step-slider", "aria-label": "Step" });
+  const stepLabel = h("span", { class: "tbp-step-label" });
+  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Step"), slider, stepLabel)));
+
+  const grid = h("div", { class: "tbp-grid-side" });
+  el.appendChild(grid);
+  const box = panel(grid, "Step time by host and device");
+  const details = h("div", { class: "tbp-panel tbp-details", "data-details": "" });
+  grid.appendChild(details);
+  const c = chart(ctx, box, { label: "Step breakdown per host and device", id: "pod_step", height: 340 });
+
+  let cores: Obj[] = [];
+  const showDetails = (i: number): void => {
+    const core = cores[i];
+    clear(details);
+    if (!core) {
+      details.append(h("h2", {}, "Details"), h("p", { class: "tbp-muted" }, "Point at a column to see its breakdown."));
+      return;
+    }
+    const total = num(core, "total_duration_us") ?? 0;
+    const bd = obj(core, "breakdown_us");
+    details.append(
+      h("h2", {}, `${str(core, "host")} · ${str(core, "device")}`),
+      h("p", {}, `Step time ${formatDuration(total, "us")}; bottleneck: `, h("b", {}, str(core, "bottleneck") || "–")),
+      h(
+        "table",
+        { class: "tbp-table tbp-static-table" },
+        h(
+          "tbody",
+          {},
+          labels.map((l) => {
+            const v = num(bd, l) ?? 0;
+            return h("tr", {}, h("td", {}, h("span", { class: "tbp-swatch", style: `background:${COLORS[l] ?? "#999"}` }), l), h("td", { class: "tbp-num" }, formatDuration(v, "us")), h("td", { class: "tbp-num" }, total > 0 ? formatPercent((v / total) * 100) : "–"));
+          }),
+        ),
+      ),
+    );
+  };
+  const draw = (index: number): void => {
+    const step = steps[index] ?? {};
+    cores = objs(step, "cores");
+    stepLabel.textContent = ` ${str(step, "step") || `#${index}`} (${index + 1} of ${steps.length})`;
+    const hosts = new Set(cores.map((k) => str(k, "host")));
+    const names = cores.map((k) => (hosts.size > 1 ? `${str(k, "host")} · ${str(k, "device")}` : str(k, "device")));
+    const used = labels.filter((l) => cores.some((k) => (num(obj(k, "breakdown_us"), l) ?? 0) > 0));
+    c.setOption({
+      grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
+      legend: { top: 0, type: "scroll" },
+      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("us") },
+      xAxis: { type: "category", data: names, axisLabel: { interval: 0, width: 110, overflow: "truncate" } },
+      yAxis: { type: "value", axisLabel: { formatter: axisLabel("us") } },
+      series: used.map((l) => ({ type: "bar", name: l, stack: "core", itemStyle: { color: COLORS[l] }, barMaxWidth: 64, data: cores.map((k) => num(obj(k, "breakdown_us"), l) ?? 0) })),
+    });
+    showDetails(0);
+  };
+  c.on("mouseover", (p) => {
+    const i = (p as { dataIndex?: number }).dataIndex;
+    if (typeof i === "number") showDetails(i);
+  });
+  slider.addEventListener("input", () => {
+    const i = Number(slider.value);
+    draw(i);
+    ctx.setParams({ step: i === 0 ? null : String(i) });
+  });
+  draw(initial);
+  if (result.tables.pod_stats) el.appendChild(tableWidget(ctx, "pod_stats", { title: "Every step, host and device" }).el);
+}
+
+// The step slider replaces the backend's `step` option (every step comes in one response).
+registerPage({ tools: ["pod_viewer"], hideOptions: ["step"], render });

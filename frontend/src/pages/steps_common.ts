@@ -1,0 +1,109 @@
+// Pieces shared by the step-based pages (overview, input pipeline): XProf's step-time
+// categories with fixed colours (the same category has the same colour on every page), the
+// per-step stacked chart, avg/stddev/min/max tables and diagnostics.
+
+import { formatNumber } from "../base/format";
+import { axisLabel, type Chart, unitFormatter } from "../widgets/chart";
+import { h } from "../widgets/dom";
+import { messageBox } from "../widgets/message";
+import { list, num, obj, type Obj, strs } from "./fields";
+
+export interface Category {
+  /** Key stem in the JSON: `${key}_ms` in breakdowns, `${key}_percent` in percentages. */
+  key: string;
+  label: string;
+  color: string;
+}
+
+/** XProf's step-time breakdown, in its stacking order. */
+export const STEP_CATEGORIES: readonly Category[] = [
+  { key: "device_compute", label: "Device compute", color: "#4e79a7" },
+  { key: "device_to_device", label: "Device to device", color: "#76b7b2" },
+  { key: "device_collectives", label: "Device collectives", color: "#b07aa1" },
+  { key: "host_compute", label: "Host compute", color: "#59a14f" },
+  { key: "kernel_launch", label: "Kernel launch", color: "#edc948" },
+  { key: "input", label: "Input", color: "#e15759" },
+  { key: "output", label: "Output", color: "#ff9da7" },
+  { key: "compile", label: "Compilation", color: "#9c755f" },
+  { key: "all_others", label: "All others", color: "#bab0ac" },
+];
+
+/** The per-step stacked bar chart of step_time_graph (categories that are all zero are left out). */
+export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Category[] = STEP_CATEGORIES): void {
+  const steps = strs(graph, "step");
+  const series = categories
+    .map((c) => ({ c, values: list(graph, `${c.key}_ms`).map((v) => (typeof v === "number" ? v : 0)) }))
+    .filter((s) => s.values.some((v) => v > 0));
+  chart.setOption({
+    grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
+    legend: { top: 0, type: "scroll" },
+    tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("ms") },
+    xAxis: { type: "category", data: steps, axisLabel: { hideOverlap: true } },
+    yAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") } },
+    series: series.map((s) => ({
+      type: "bar",
+      name: s.c.label,
+      stack: "step",
+      itemStyle: { color: s.c.color },
+      data: s.values,
+      barMaxWidth: 48,
+    })),
+  });
+}
+
+/** avg ± stddev (min–max) of a {avg, stddev, min, max} object, in ms. */
+export function statText(stat: Obj): string {
+  const avg = num(stat, "avg");
+  if (avg === null) return "–";
+  const sd = num(stat, "stddev");
+  return `${formatNumber(avg, 3)} ms${sd !== null ? ` ± ${formatNumber(sd, 2)}` : ""}`;
+}
+
+/** A small static table: category, avg, stddev, min, max (non-zero rows only). */
+export function breakdownStatsTable(breakdown: Obj, categories: readonly Category[] = STEP_CATEGORIES): HTMLElement {
+  const rows = categories
+    .map((c) => ({ c, s: obj(breakdown, `${c.key}_ms`) }))
+    .filter(({ s }) => (num(s, "max") ?? 0) > 0);
+  const cell = (v: number | null): HTMLElement => h("td", { class: "tbp-num" }, v === null ? "–" : formatNumber(v));
+  return h(
+    "table",
+    { class: "tbp-table tbp-static-table" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Category"), ...["avg (ms)", "stddev (ms)", "min (ms)", "max (ms)"].map((t) => h("th", { class: "tbp-num" }, t)))),
+    h(
+      "tbody",
+      {},
+      rows.map(({ c, s }) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, h("span", { class: "tbp-swatch", style: `background:${c.color}` }), c.label),
+          cell(num(s, "avg")),
+          cell(num(s, "stddev")),
+          cell(num(s, "min")),
+          cell(num(s, "max")),
+        ),
+      ),
+    ),
+  );
+}
+
+/** Errors, warnings and infos of a result's `diagnostics` (and step notes) as message boxes. */
+export function diagnosticsBoxes(result: Obj): HTMLElement[] {
+  const d = obj(result, "diagnostics");
+  const out: HTMLElement[] = [];
+  const errors = strs(d, "errors");
+  const warnings = strs(d, "warnings");
+  if (errors.length) out.push(messageBox({ kind: "error", title: "Errors", body: h("ul", {}, errors.map((e) => h("li", {}, e))) }));
+  if (warnings.length) out.push(messageBox({ title: "Warnings", body: h("ul", {}, warnings.map((e) => h("li", {}, e))) }));
+  const steps = obj(result, "steps");
+  const diagnosis = typeof steps.diagnosis === "string" ? steps.diagnosis : "";
+  if (diagnosis) out.push(messageBox({ title: "Steps", body: diagnosis }));
+  return out;
+}
+
+/** "8 steps (step markers)" from a result's `steps` block. */
+export function stepsText(steps: Obj): string {
+  const n = num(steps, "step_count");
+  const source = typeof steps.step_source === "string" ? steps.step_source : "";
+  return n === null ? "–" : `${formatNumber(n)}${source ? ` (${source.replace(/_/g, " ")})` : ""}`;
+}

@@ -1,0 +1,143 @@
+// tf.data bottleneck analysis: per input pipeline, the iterator tree drawn as a graph with the
+// bottleneck highlighted and the critical path in bold, XProf's suggestion, and the tables.
+
+import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import type { CellValue, TableData } from "../../data/types";
+import { cardRow } from "../../widgets/cards";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { chart, pageTitle, panel, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, objs, type Obj, str, strs } from "../fields";
+import { registerPage } from "../registry";
+import { layoutTree, shortName } from "./iterator_tree";
+
+interface IteratorRow {
+  name: string;
+  kind: string;
+  totalMs: number;
+  selfMs: number;
+  calls: number;
+  avgUs: number;
+  critical: boolean;
+}
+
+function iteratorsOf(t: TableData | undefined, host: string, pipeline: string): IteratorRow[] {
+  if (!t) return [];
+  const idx = (n: string): number => t.columns.findIndex((c) => c.name === n);
+  const [ih, ip, ii, ik, it, is, ic, ia, icp] = ["host", "pipeline", "iterator", "kind", "total_time_ms", "self_time_ms", "calls", "avg_time_us", "on_critical_path"].map(idx);
+  const get = (r: CellValue[], i: number | undefined): CellValue => (i === undefined || i < 0 ? null : (r[i] ?? null));
+  const n = (v: CellValue): number => (typeof v === "number" ? v : 0);
+  return t.rows
+    .filter((r) => get(r, ih) === host && get(r, ip) === pipeline)
+    .map((r) => ({
+      name: String(get(r, ii) ?? ""),
+      kind: String(get(r, ik) ?? ""),
+      totalMs: n(get(r, it)),
+      selfMs: n(get(r, is)),
+      calls: n(get(r, ic)),
+      avgUs: n(get(r, ia)),
+      critical: get(r, icp) === true,
+    }));
+}
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "tf.data bottleneck analysis"));
+  const pipelines = objs(raw, "pipelines");
+  if (pipelines.length === 0) {
+    el.appendChild(messageBox({ title: "No tf.data pipelines", body: "No tf.data iterator events were recorded on this host." }));
+  }
+  pipelines.forEach((p, i) => drawPipeline(ctx, el, p, i, result.tables.iterators));
+  const diags = strs(raw, "diagnostics");
+  if (diags.length) el.appendChild(messageBox({ title: "Notes", body: h("ul", {}, diags.map((d) => h("li", {}, d))) }));
+  if (result.tables.pipelines) el.appendChild(tableWidget(ctx, "pipelines", { title: "Pipelines" }).el);
+  if (result.tables.iterators) el.appendChild(tableWidget(ctx, "iterators", { title: "Iterators" }).el);
+}
+
+function drawPipeline(ctx: PageContext, el: HTMLElement, p: Obj, index: number, table: TableData | undefined): void {
+  const host = str(p, "host");
+  const name = str(p, "pipeline");
+  const bottleneck = str(p, "bottleneck");
+  const critical = new Set(strs(p, "critical_path"));
+  el.appendChild(h("h2", { class: "tbp-subtitle" }, `Pipeline ${name}`));
+  el.appendChild(
+    cardRow([
+      { id: `calls_${index}`, label: "GetNext calls of the root", value: formatNumber(num(p, "root_calls") ?? 0), hint: `${formatNumber(num(p, "root_slow_calls") ?? 0)} slow` },
+      { id: `latency_${index}`, label: "Average root latency", value: formatDuration(num(p, "root_avg_latency_us") ?? 0, "us") },
+      { id: `slow_${index}`, label: "Slow calls", value: formatPercent(num(p, "slow_call_percent") ?? 0), tone: (num(p, "slow_call_percent") ?? 0) > 50 ? "bad" : "neutral" },
+      { id: `bottleneck_${index}`, label: "Bottleneck", value: str(p, "bottleneck_kind") || shortName(bottleneck), tone: "warn" },
+    ]),
+  );
+  const suggestion = str(p, "suggestion");
+  const hint = str(p, "input_bound_hint");
+  if (suggestion || hint) {
+    el.appendChild(messageBox({ title: "Suggestion", body: [suggestion, hint].filter(Boolean) }));
+  }
+  const iterators = iteratorsOf(table, host, name);
+  if (iterators.length === 0) return;
+  const nodes = layoutTree(iterators.map((it) => it.name));
+  const byName = new Map(iterators.map((it) => [it.name, it]));
+  const rows = Math.max(...nodes.map((n) => n.row)) + 1;
+  const box = panel(el, "Iterator graph (bottleneck in red, critical path in bold)");
+  const c = chart(ctx, box, { label: `Iterator graph of ${name}`, id: `tf_data_graph_${index}`, height: Math.max(200, 90 * rows + 60) });
+  c.setOption({
+    tooltip: {
+      trigger: "item",
+      confine: true,
+      formatter: (params: unknown) => {
+        const d = (params as { data?: { id?: string } }).data;
+        const it = d?.id !== undefined ? byName.get(d.id) : undefined;
+        if (!it) return "";
+        return [
+          `<b>${it.kind || shortName(it.name)}</b>`,
+          it.name,
+          `${formatNumber(it.calls)} calls, avg ${formatDuration(it.avgUs, "us")}`,
+          `total ${formatDuration(it.totalMs, "ms")}, self ${formatDuration(it.selfMs, "ms")}`,
+          it.name === bottleneck ? "<b>bottleneck</b>" : it.critical ? "on the critical path" : "",
+        ].filter(Boolean).join("<br>");
+      },
+    },
+    series: [
+      {
+        type: "graph",
+        layout: "none",
+        roam: true,
+        symbol: "roundRect",
+        symbolSize: [110, 34],
+        label: { show: true, formatter: (q: { data?: { label?: string } }) => q.data?.label ?? "", fontSize: 11, overflow: "truncate", width: 104 },
+        edgeSymbol: ["none", "arrow"],
+        edgeSymbolSize: 7,
+        data: nodes.map((n) => {
+          const it = byName.get(n.name);
+          const isBottleneck = n.name === bottleneck;
+          const onPath = critical.has(n.name) || it?.critical === true;
+          return {
+            id: n.name,
+            name: n.name,
+            label: shortName(n.name).replace(/\[\d+\]$/, ""),
+            x: n.depth * 150,
+            y: n.row * 80,
+            itemStyle: {
+              color: isBottleneck ? "#e15759" : onPath ? "#f28e2b" : "#4e79a7",
+              borderColor: onPath ? "#222" : "transparent",
+              borderWidth: onPath ? 2 : 0,
+            },
+          };
+        }),
+        links: nodes
+          .filter((n) => n.parent !== null)
+          .map((n) => {
+            const bold = critical.has(n.name) && critical.has(n.parent ?? "");
+            return { source: n.parent ?? "", target: n.name, lineStyle: { width: bold ? 4 : 1.5, color: bold ? "#f28e2b" : "#999", opacity: 0.9 } };
+          }),
+      },
+    ],
+  });
+}
+
+// The graph needs every iterator of every pipeline in the first response.
+registerPage({ tools: ["tf_data_bottleneck_analysis"], rows: 5000, render });

@@ -1,0 +1,54 @@
+// Framework op stats (XProf's "TensorFlow stats"): the four pies — host and device time by
+// operation and by op type — and the op table; the "include idle" option is in the shell's
+// options bar.
+
+import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { cardRow } from "../../widgets/cards";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { chart, pageTitle, panel, pieOption, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { bool, num, obj, objs, str } from "../fields";
+import { registerPage } from "../registry";
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Framework op stats"));
+  const sides = obj(raw, "sides");
+  const names = (["host", "device"] as const).filter((s) => Object.keys(obj(sides, s)).length > 0);
+  if (names.length === 0) el.appendChild(messageBox({ title: "No ops", body: "No framework ops were found on the host or devices." }));
+  const includeIdle = bool(raw, "include_idle");
+  el.appendChild(
+    cardRow(
+      names.flatMap((side) => {
+        const s = obj(sides, side);
+        const total = num(s, "total_time_us") ?? 0;
+        const idle = num(s, "idle_time_us") ?? 0;
+        return [
+          { id: `${side}_ops`, label: `${side === "host" ? "Host" : "Device"} ops`, value: formatNumber(num(s, "op_count") ?? 0), hint: `${formatDuration(num(s, "op_time_us") ?? 0, "us")} in ops` },
+          { id: `${side}_idle`, label: `${side === "host" ? "Host" : "Device"} idle`, value: total > 0 ? formatPercent((idle / total) * 100) : "–", hint: `of ${formatDuration(total, "us")}` },
+        ];
+      }),
+    ),
+  );
+  if (includeIdle !== null) {
+    el.appendChild(h("p", { class: "tbp-muted" }, includeIdle ? "Idle time is included as an IDLE row (uncheck “include idle” above to leave it out)." : "Idle time is left out."));
+  }
+  const grid = h("div", { class: "tbp-grid-4" });
+  el.appendChild(grid);
+  for (const side of names) {
+    const s = obj(sides, side);
+    const sideLabel = side === "host" ? "Host" : "Device";
+    for (const [key, what] of [["pie_by_type", "op type"], ["pie_by_operation", "operation"]] as const) {
+      const box = panel(grid, `${sideLabel} self-time by ${what}`);
+      const slices = objs(s, key).map((o) => ({ name: str(o, "name"), value: num(o, "self_time_us") ?? 0 }));
+      chart(ctx, box, { label: `${sideLabel} self-time by ${what}`, id: `${side}_${key}`, height: 300 }).setOption(pieOption(slices, "us"));
+    }
+  }
+  if (result.tables.ops) el.appendChild(tableWidget(ctx, "ops", { title: "Operations" }).el);
+}
+
+registerPage({ tools: ["framework_op_stats", "tensorflow_stats"], render });

@@ -1,0 +1,158 @@
+// The panel under the timeline: one event's details (stats, decoded kernel launch, linked
+// events as links), a density box's summary, or a range selection's per-name totals.
+
+import { formatDurationPs, formatNumber, formatPercent } from "../base/format";
+import { clear, h } from "../widgets/dom";
+import type { EventDetails, LinkedEvent, RangeSummary } from "./model/api";
+import { colorOf } from "./model/colors";
+
+const RELATIONS: readonly [string, string][] = [
+  ["launched_by", "Launched by (CPU, same correlation id)"],
+  ["launches", "Launches (GPU, same correlation id)"],
+  ["same_launch", "Same launch (CUDA graph)"],
+  ["kernels", "Kernels of this op"],
+  ["flow_from", "Flow from"],
+  ["flow_to", "Flow to"],
+  ["step", "Step"],
+  ["parent", "Parent"],
+];
+
+export interface PanelActions {
+  select(e: LinkedEvent): void;
+  zoomTo(startPs: number, endPs: number): void;
+}
+
+function kv(rows: [string, string | Node][]): HTMLElement {
+  return h("table", { class: "tbp-tv-kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
+}
+
+function valueText(v: unknown): string {
+  if (typeof v === "number") return formatNumber(v, 8);
+  if (typeof v === "string") return v;
+  return JSON.stringify(v);
+}
+
+export class DetailsPanel {
+  readonly el: HTMLElement;
+
+  constructor(private readonly actions: PanelActions) {
+    this.el = h("section", { class: "tbp-tv-details", "data-testid": "trace-details" },
+      h("p", { class: "tbp-muted" }, "Click an event to see its details; drag on the time ruler (or shift-drag) to select a range."));
+  }
+
+  private linkButton(e: LinkedEvent): HTMLElement {
+    return h("button", {
+      type: "button", class: "tbp-tv-link", "data-plane": e.plane, "data-row": e.row,
+      title: `${e.name} at ${formatDurationPs(e.startPs, 7)}`,
+      onclick: () => this.actions.select(e),
+    }, h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(e.name)}` }), e.name,
+    h("span", { class: "tbp-muted" }, ` ${formatDurationPs(e.durPs)} @ ${formatDurationPs(e.startPs, 7)}`));
+  }
+
+  showLoading(what: string): void {
+    clear(this.el);
+    this.el.appendChild(h("p", { class: "tbp-muted" }, `Loading ${what}…`));
+  }
+
+  showError(message: string): void {
+    clear(this.el);
+    this.el.appendChild(h("p", { class: "tbp-error" }, message));
+  }
+
+  showEvent(d: EventDetails): void {
+    clear(this.el);
+    const e = d.event;
+    const head = h("div", { class: "tbp-tv-head" },
+      h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(e.name)}` }),
+      h("strong", { class: "tbp-tv-name", "data-testid": "event-name" }, e.name),
+      h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(e.startPs, e.endPs) },
+        "Zoom to event"));
+    const info = kv([
+      ["Track", `${e.planeName} › ${e.lineName}`],
+      ["Start", formatDurationPs(e.startPs, 9)],
+      ["Duration", formatDurationPs(e.durPs, 6)],
+      ["End", formatDurationPs(e.endPs, 9)],
+      ...(e.displayName ? [["Display name", e.displayName] as [string, string]] : []),
+    ]);
+    const cols = h("div", { class: "tbp-tv-cols" });
+    const left = h("div", {}, head, info);
+    const kernel = d.decoded.kernel;
+    if (typeof kernel === "object" && kernel !== null) {
+      const k = kernel as Record<string, unknown>;
+      const dims = (v: unknown): string => (Array.isArray(v) ? v.join(" × ") : "");
+      left.appendChild(h("h3", {}, "Kernel launch"));
+      left.appendChild(kv([
+        ["Grid", dims(k.grid)],
+        ["Block", dims(k.block)],
+        ["Registers / thread", valueText(k.registers_per_thread)],
+        ["Shared memory", k.shared_memory_bytes === null ? "–" : `${valueText(k.shared_memory_bytes)} B` +
+          (typeof k.static_shared_memory_bytes === "number"
+            ? ` (static ${valueText(k.static_shared_memory_bytes)}, dynamic ${valueText(k.dynamic_shared_memory_bytes)})` : "")],
+        ["Occupancy", typeof k.occupancy_pct === "number" ? formatPercent(k.occupancy_pct) : "–"],
+      ]));
+    }
+    for (const key of ["memcpy_details", "memset_details"]) {
+      const m = d.decoded[key];
+      if (typeof m === "object" && m !== null) {
+        left.appendChild(h("h3", {}, key === "memcpy_details" ? "Memcpy" : "Memset"));
+        left.appendChild(kv(Object.entries(m as Record<string, unknown>).map(([a, b]) => [a, valueText(b)])));
+      }
+    }
+    const linksEl = h("div", { class: "tbp-tv-links", "data-testid": "event-links" });
+    for (const [rel, label] of RELATIONS) {
+      const list = d.links.get(rel);
+      if (!list || list.length === 0) continue;
+      const total = d.totals.get(rel) ?? list.length;
+      linksEl.appendChild(h("h3", {}, label, total > list.length ? h("span", { class: "tbp-muted" }, ` (first ${list.length} of ${total})`) : null));
+      linksEl.appendChild(h("div", { class: "tbp-tv-linklist", "data-relation": rel }, list.map((x) => this.linkButton(x))));
+    }
+    if (d.stepWindow) {
+      const w = d.stepWindow;
+      linksEl.appendChild(h("h3", {}, "Events in this step"));
+      linksEl.appendChild(h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(w.startPs, w.endPs) }, "Zoom to step"));
+      linksEl.appendChild(kv(d.stepEvents.map((s) => [s.name, formatNumber(s.count)])));
+    }
+    left.appendChild(linksEl);
+    const stats = h("div", {}, h("h3", {}, `Stats (${d.stats.length})`),
+      h("table", { class: "tbp-tv-stats", "data-testid": "event-stats" },
+        d.stats.map((s) => h("tr", { title: s.source === "metadata" ? "from the event's metadata" : null },
+          h("th", {}, s.name), h("td", {}, valueText(s.value))))));
+    cols.append(left, stats);
+    this.el.appendChild(cols);
+  }
+
+  showBox(name: string, count: number, busy: number, startPs: number, endPs: number): void {
+    clear(this.el);
+    this.el.appendChild(h("div", { class: "tbp-tv-head" }, h("strong", {}, `${formatNumber(count)} events merged`)));
+    this.el.appendChild(kv([
+      ["Time", `${formatDurationPs(startPs, 9)} – ${formatDurationPs(endPs, 9)}`],
+      ["Busy", formatPercent(busy * 100)],
+      ["Longest", name],
+    ]));
+    this.el.appendChild(h("p", { class: "tbp-muted" },
+      "Events shorter than a pixel are drawn as density boxes (darker = busier). Zoom in to see each one."));
+    this.el.appendChild(h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(startPs, endPs) }, "Zoom in"));
+  }
+
+  showCounter(track: string, text: string): void {
+    clear(this.el);
+    this.el.appendChild(h("div", { class: "tbp-tv-head" }, h("strong", {}, track)));
+    this.el.appendChild(h("p", {}, text));
+  }
+
+  showRange(r: RangeSummary): void {
+    clear(this.el);
+    const dur = r.endPs - r.startPs;
+    this.el.appendChild(h("div", { class: "tbp-tv-head", "data-testid": "range-summary" },
+      h("strong", {}, `Selection: ${formatDurationPs(dur, 6)}`),
+      h("span", { class: "tbp-muted" }, ` ${formatDurationPs(r.startPs, 9)} – ${formatDurationPs(r.endPs, 9)} · ` +
+        `${formatNumber(r.eventCount)} events, ${formatNumber(r.nameCount)} names`),
+      h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(r.startPs, r.endPs) }, "Zoom to selection")));
+    this.el.appendChild(h("table", { class: "tbp-tv-stats tbp-tv-range" },
+      h("tr", {}, h("th", {}, "Name"), h("th", {}, "Count"), h("th", {}, "Total (clipped)"), h("th", {}, "% of selection")),
+      r.names.map((n) => h("tr", {},
+        h("td", {}, h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(n.name)}` }), n.name),
+        h("td", {}, formatNumber(n.count)), h("td", {}, formatDurationPs(n.totalPs)),
+        h("td", {}, formatPercent((100 * n.totalPs) / Math.max(dur, 1)))))));
+  }
+}

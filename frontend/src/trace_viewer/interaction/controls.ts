@@ -1,0 +1,122 @@
+// Mouse and keyboard, as in chrome://tracing:
+//   wheel            zoom at the cursor        shift+wheel   scroll tracks vertically
+//   horizontal wheel pan                       drag          pan
+//   drag on ruler / shift+drag                 select a time range
+//   click            select an event (or a density box); click a group header to fold it
+//   W / S            zoom in / out             A / D         pan left / right
+//   F                zoom to the selection     0             show everything
+//   Esc              clear the selection
+
+import { LABEL_W, RULER_H } from "../render/layout";
+
+export interface ControlTarget {
+  readonly canvas: HTMLCanvasElement;
+  readonly scroller: HTMLElement;
+  /** Timeline x (0 at the left of the tracks area) and content y of a mouse event. */
+  zoomAt(x: number, factor: number): void;
+  pan(dxPx: number): void;
+  scrollBy(dy: number): void;
+  click(x: number, contentY: number, labelArea: boolean): void;
+  /** `allTracks`: the drag started on the ruler (a time range over every track). */
+  rangeStart(x: number, contentY: number, allTracks: boolean): void;
+  rangeMove(x: number, contentY: number): void;
+  rangeEnd(): void;
+  /** The pointer over the tracks (timeline x, content y, page coordinates), or null when it left. */
+  hover(at: { x: number; cy: number; clientX: number; clientY: number } | null): void;
+  zoomToSelection(): void;
+  fitAll(): void;
+  clearSelection(): void;
+  timelineWidth(): number;
+  interacting(on: boolean): void;
+}
+
+const DRAG_THRESHOLD_PX = 3;
+const KEY_ZOOM = 1.25;
+const KEY_PAN_FRACTION = 0.1;
+
+export function attachControls(t: ControlTarget, signal: AbortSignal): void {
+  const { canvas } = t;
+  const pos = (e: MouseEvent): { x: number; y: number; cy: number } => {
+    const r = canvas.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const y = e.clientY - r.top;
+    return { x, y, cy: y - RULER_H + t.scroller.scrollTop };
+  };
+  let mouseX = -1;
+
+  canvas.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const p = pos(e);
+    const scale = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    const dx = e.deltaX * scale;
+    const dy = e.deltaY * scale;
+    if (e.shiftKey) {
+      t.scrollBy(dy || dx);
+    } else if (Math.abs(dx) > Math.abs(dy)) {
+      t.pan(dx);
+    } else if (dy !== 0) {
+      t.zoomAt(Math.max(p.x - LABEL_W, 0), Math.exp(-dy * 0.002));
+    }
+  }, { passive: false, signal });
+
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.button !== 0) return;
+    const start = pos(e);
+    const ranging = start.y < RULER_H || e.shiftKey;
+    let lastX = start.x;
+    let moved = false;
+    if (ranging && start.x >= LABEL_W) t.rangeStart(start.x - LABEL_W, start.cy, start.y < RULER_H);
+    t.interacting(true);
+    const move = (ev: MouseEvent): void => {
+      const p = pos(ev);
+      if (!moved && Math.abs(p.x - start.x) + Math.abs(p.y - start.y) < DRAG_THRESHOLD_PX) return;
+      moved = true;
+      if (ranging) {
+        t.rangeMove(Math.max(p.x - LABEL_W, 0), p.cy);
+      } else {
+        t.pan(lastX - p.x);
+        t.scrollBy(0);
+      }
+      lastX = p.x;
+    };
+    const up = (): void => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      t.interacting(false);
+      if (ranging && moved) t.rangeEnd();
+      else if (!moved) t.click(start.x - LABEL_W, start.cy, start.x < LABEL_W);
+    };
+    window.addEventListener("mousemove", move, { signal });
+    window.addEventListener("mouseup", up, { signal });
+    e.preventDefault();
+  }, { signal });
+
+  canvas.addEventListener("mousemove", (e) => {
+    const p = pos(e);
+    mouseX = p.x;
+    t.hover(p.y >= RULER_H ? { x: p.x - LABEL_W, cy: p.cy, clientX: e.clientX, clientY: e.clientY } : null);
+  }, { signal });
+  canvas.addEventListener("mouseleave", () => {
+    mouseX = -1;
+    t.hover(null);
+  }, { signal });
+
+  window.addEventListener("keydown", (e) => {
+    const target = e.target as HTMLElement | null;
+    if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.isContentEditable)) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const w = t.timelineWidth();
+    const anchor = mouseX >= LABEL_W ? mouseX - LABEL_W : w / 2;
+    switch (e.key.toLowerCase()) {
+      case "w": t.zoomAt(anchor, KEY_ZOOM); break;
+      case "s": t.zoomAt(anchor, 1 / KEY_ZOOM); break;
+      case "a": t.pan(-w * KEY_PAN_FRACTION); break;
+      case "d": t.pan(w * KEY_PAN_FRACTION); break;
+      case "f": t.zoomToSelection(); break;
+      case "0": t.fitAll(); break;
+      case "escape": t.clearSelection(); break;
+      default: return;
+    }
+    e.preventDefault();
+  }, { signal });
+}

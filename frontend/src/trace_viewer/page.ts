@@ -1,0 +1,35 @@
+// Registers the trace viewer as the page of the `trace_viewer` tool (and XProf's name
+// `trace_viewer@`). The page fetches its own data window by window (ownData).
+
+import { registerPage } from "../pages/registry";
+import { pageTitle } from "../pages/common";
+import styles from "./trace_viewer.css?inline";
+import { TraceViewer } from "./viewer";
+
+let styled = false;
+
+registerPage({
+  tools: ["trace_viewer", "trace_viewer@"],
+  ownData: true,
+  render: async (ctx) => {
+    if (!styled) {
+      const style = document.createElement("style");
+      style.textContent = styles;
+      document.head.appendChild(style);
+      styled = true;
+    }
+    ctx.el.appendChild(pageTitle(ctx, "Trace viewer"));
+    // One host at a time: "all hosts" (kept from a multi-host page) shows the first host.
+    const requested = ctx.request.host;
+    const host = requested !== null && requested !== "" && requested !== ctx.allHosts ? requested : (ctx.run.hosts[0] ?? null);
+    const viewer = new TraceViewer({
+      api: ctx.api,
+      target: { run: ctx.run.name, host },
+      param: (k) => ctx.param(k),
+      setParams: (u) => ctx.setParams(u),
+    });
+    ctx.el.appendChild(viewer.el);
+    ctx.onDispose(() => viewer.dispose());
+    await viewer.start();
+  },
+});

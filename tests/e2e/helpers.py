@@ -1,0 +1,102 @@
+"""Reading the dashboard from a Playwright page or frame."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import urllib.parse
+from typing import Any
+
+PAGE_TIMEOUT_MS = 60_000
+
+# Every chart's canvases: how many sampled pixels are painted and in how many colours.
+CHART_PIXELS_JS = """
+() => [...document.querySelectorAll('[data-chart]')].map((chart) => {
+  let painted = 0, sampled = 0; const colours = new Set();
+  for (const canvas of chart.querySelectorAll('canvas')) {
+    const ctx = canvas.getContext('2d');
+    if (!ctx || canvas.width === 0 || canvas.height === 0) continue;
+    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < d.length; i += 4 * 5) {
+      sampled++;
+      if (d[i + 3] > 0) { painted++; colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]); }
+    }
+  }
+  return {id: chart.dataset.chart, painted, sampled, colours: colours.size};
+})
+"""
+
+ROWS_JS = """
+(name) => {
+  const table = document.querySelector(`[data-table="${name}"]`);
+  return [...table.querySelectorAll('tbody tr')]
+    .filter((tr) => !tr.querySelector('.tbp-empty'))
+    .map((tr) => [...tr.querySelectorAll('td')].map((td) => JSON.parse(td.dataset.v)));
+}
+"""
+
+PAGE_READY_JS = """
+() => {
+  const main = document.querySelector('main.tbp-page');
+  if (!main || main.children.length === 0) return false;
+  if (main.querySelector('.tbp-message-loading')) return false;
+  return [...main.querySelectorAll('.tbp-table-widget')].every((t) => !t.classList.contains('tbp-loading'));
+}
+"""
+
+
+def run_named(server: Any, prefix: str) -> str:
+    for r in server.json("runs")["runs"]:
+        if r["run"].startswith(prefix):
+            return str(r["run"])
+    raise AssertionError(f"no run starting with {prefix!r}")
+
+
+def app_url(server: Any, **state: str) -> str:
+    return server.base + "/#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote)
+
+
+def wait_ready(target: Any) -> None:
+    """Waits until the page shows its content (no loading message, no table loading)."""
+    target.wait_for_function(PAGE_READY_JS, timeout=PAGE_TIMEOUT_MS)
+
+
+def wait_charts_drawn(target: Any, min_charts: int = 1) -> list[dict[str, Any]]:
+    drawn = (f"() => {{ const c = ({CHART_PIXELS_JS})(); "
+             f"return c.length >= {min_charts} && c.every((x) => x.painted > 0); }}")
+    target.wait_for_function(drawn, timeout=PAGE_TIMEOUT_MS)
+    return list(target.evaluate(CHART_PIXELS_JS))
+
+
+def shown_rows(target: Any, table: str) -> list[list[Any]]:
+    return list(target.evaluate(ROWS_JS, table))
+
+
+def column_names(target: Any, table: str) -> list[str]:
+    return list(target.evaluate(
+        "(n) => [...document.querySelectorAll(`[data-table=\"${n}\"] thead tr:first-child th`)]"
+        ".map((th) => th.dataset.col)", table))
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def as_csv_cell(value: Any) -> str:
+    """A JSON value as Python's csv module writes the Python value it came from."""
+    if value is None:
+        return ""
+    return str(value)
+
+
+def backend_rows(server: Any, run: str, tool: str, table: str, host: str | None = None,
+                 **query: str) -> dict[str, Any]:
+    params = {"run": run, "tool": tool, "table": table, **query}
+    if host is not None:
+        params["host"] = host
+    return dict(server.json("table", **params))
+
+
+def json_of(text: str) -> Any:
+    return json.loads(text)

@@ -1,0 +1,128 @@
+"""Interactions of the dedicated pages, on real profiles: what each page promises beyond
+"it loads" (test_dashboard.py covers loading, tables, CSV, links and errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .helpers import app_url, run_named, shown_rows, wait_charts_drawn, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+
+def _tools(server: Any, run: str) -> set[str]:
+    return {t["name"] for t in server.json("tools", run=run)["tools"]}
+
+
+def test_overview_recommendation_links(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp/")
+    if "overview_page" not in _tools(standalone, run):
+        pytest.skip("this backend has no overview_page")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="overview_page"))
+    wait_ready(page)
+    result = standalone.json("data", run=run, tool="overview_page", rows="0")
+    avg = result["performance_summary"]["step_time_ms"]["avg"]
+    # The card shows the backend's average step time with 3 significant digits (4.724 -> "4.72 ms").
+    assert page.locator('[data-card="step_time"] .tbp-card-value').inner_text().startswith(f"{avg:.3g} ms")
+    # Every next step the backend names is a link to that tool; following one opens it.
+    named = [n["tool"] for n in result["recommendation"]["next_steps"]]
+    links = page.eval_on_selector_all("[data-next-tool]", "as => as.map(a => a.dataset.nextTool)")
+    assert links == named
+    target = next(t for t in named if t in _tools(standalone, run))
+    page.click(f'[data-next-tool="{target}"]')
+    wait_ready(page)
+    assert page.locator(f'a.tbp-tool.tbp-active[data-tool="{target}"]').count() == 1
+    assert f"tool={target}" in page.url
+    serve_page.check()
+
+
+def test_pod_viewer_step_slider_and_details(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_2hosts/")
+    if "pod_viewer" not in _tools(standalone, run):
+        pytest.skip("this backend has no pod_viewer")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, host="__all__", tool="pod_viewer"))
+    wait_ready(page)
+    wait_charts_drawn(page)
+    steps = standalone.json("data", run=run, host="__all__", tool="pod_viewer", rows="0")["steps"]
+    assert len(steps) > 1
+    label = page.locator(".tbp-step-label")
+    assert steps[0]["step"] in label.inner_text()
+    # Moving the slider shows another step and keeps it in the URL.
+    page.eval_on_selector(".tbp-step-slider", "(s) => { s.value = '1'; s.dispatchEvent(new Event('input')); }")
+    assert steps[1]["step"] in label.inner_text()
+    page.wait_for_function("() => location.hash.includes('c.step=1')")
+    # The details card describes a column of that step (the first by default).
+    first = steps[1]["cores"][0]
+    assert f"{first['host']} · {first['device']}" in page.locator("[data-details] h2").inner_text()
+    page.reload()
+    wait_ready(page)
+    assert steps[1]["step"] in page.locator(".tbp-step-label").inner_text()
+    serve_page.check()
+
+
+def test_op_profile_tree_expands(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp/")
+    if "op_profile" not in _tools(standalone, run):
+        pytest.skip("this backend has no op_profile")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="op_profile"))
+    wait_ready(page)
+    result = standalone.json("data", run=run, tool="op_profile", rows="0")
+    top = result["by_category"]["children"]
+    rows = page.locator("[data-tree] tbody tr")
+    assert rows.count() == len(top)  # the root's children, collapsed
+    # Expanding the first category with children adds exactly its children.
+    i = next(k for k, c in enumerate(top) if c["children"])
+    page.click(f'[data-tree] tr[data-path="/{i}"] button.tbp-toggle')
+    assert rows.count() == len(top) + len(top[i]["children"])
+    # Grouping by name scope shows that tree's top level.
+    page.select_option(".tbp-group-select", "by_name_scope")
+    assert rows.count() == len(result["by_name_scope"]["children"])
+    serve_page.check()
+
+
+def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp/")
+    if "framework_op_stats" not in _tools(standalone, run):
+        pytest.skip("this backend has no framework_op_stats")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="framework_op_stats"))
+    wait_ready(page)
+    charts = wait_charts_drawn(page, min_charts=4)
+    assert {c["id"] for c in charts} == {"host_pie_by_type", "host_pie_by_operation",
+                                         "device_pie_by_type", "device_pie_by_operation"}
+    types = [r[2] for r in shown_rows(page, "ops")]
+    assert "IDLE" in types
+    # Unchecking "include idle" refetches without the IDLE rows (option in the URL).
+    page.uncheck('input[data-option="include_idle"]')
+    wait_ready(page)
+    page.wait_for_function("() => location.hash.includes('o.include_idle=false')")
+    wait_ready(page)
+    types = [r[2] for r in shown_rows(page, "ops")]
+    assert types and "IDLE" not in types
+    serve_page.check()
+
+
+def test_memory_profile_timeline(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "custom_loop/")
+    if "memory_profile" not in _tools(standalone, run):
+        pytest.skip("this backend has no memory_profile")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="memory_profile"))
+    wait_ready(page)
+    result = standalone.json("data", run=run, tool="memory_profile", rows="0")
+    assert page.input_value(".tbp-allocator-select") == result["memory_id"]
+    charts = wait_charts_drawn(page)
+    assert "memory_timeline" in {c["id"] for c in charts}
+    # Hovering the timeline shows the allocation event of the point under the mouse.
+    box = page.locator('[data-chart="memory_timeline"]').bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    tip = page.locator('[data-chart="memory_timeline"] div').filter(has_text="fragmentation")
+    tip.first.wait_for(timeout=10_000)
+    assert "heap" in tip.first.inner_text()
+    serve_page.check()

@@ -1,0 +1,201 @@
+"""Window queries: every event of a window is either returned or counted in a density box.
+
+The expected sets are computed here straight from the store's columns with the plain
+definition of "in the window" (starts before its end and ends after its start; an instant
+counts when it lies inside), independently of the compiled scan under test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tbprof.readers.xplane import read_xspace
+from tbprof.store.tables import ProfileStore
+from tbprof.timeline.tracks import track_index
+from tbprof.timeline.window import SliceWindow, query_window, resolution_for
+from tests.conftest import xplane_of
+
+
+@pytest.fixture(scope="module")
+def stores(profiles_root: Path) -> dict[str, ProfileStore]:
+    return {name: read_xspace(xplane_of(profiles_root, name)) for name in ("jax_mlp", "custom_loop")}
+
+
+def _expected(store: ProfileStore, plane_index: int, rows: np.ndarray, start_ps: int, end_ps: int,
+              resolution_ps: int) -> tuple[set[int], dict[tuple[int, int], int], int]:
+    plane = store.planes[plane_index]
+    s = plane.start_ps[rows]
+    d = plane.dur_ps[rows]
+    inside = (s < end_ps) & ((s + d > start_ps) | ((d == 0) & (s >= start_ps)))
+    visible = set(rows[inside & (d >= resolution_ps)].tolist())
+    small = rows[inside & (d < resolution_ps)]
+    boxes: dict[tuple[int, int], int] = {}
+    keys, counts = np.unique(np.stack([plane.depth[small].astype(np.int64), plane.start_ps[small] // resolution_ps]),
+                             axis=1, return_counts=True)
+    for (depth, bucket), n in zip(keys.T.tolist(), counts.tolist(), strict=True):
+        boxes[(depth, bucket)] = n
+    return visible, boxes, int(inside.sum())
+
+
+def _check_track(store: ProfileStore, track_id: int, got: SliceWindow, start_ps: int, end_ps: int,
+                 resolution_ps: int) -> None:
+    track = track_index(store).tracks[track_id]
+    plane = store.planes[track.plane]
+    if track.rows is not None:
+        rows = track.rows
+    else:
+        rows = np.arange(plane.line_offsets[track.line], plane.line_offsets[track.line + 1])
+    visible, boxes, in_window = _expected(store, track.plane, rows, start_ps, end_ps, resolution_ps)
+    assert set(got.rows.tolist()) == visible, track.name
+    assert got.in_window == in_window
+    assert got.rows.shape[0] + got.merged == in_window  # returned + merged accounts for every event
+    if track.rows is None:  # derived tracks (Steps) have depths of their own
+        got_boxes = {(int(dep), int(b)): int(c) for dep, b, c in zip(got.box_depth, got.box_bucket, got.box_count,
+                                                                     strict=True)}
+        assert got_boxes == boxes, track.name
+    # Returned events carry the store's values.
+    assert np.array_equal(got.start_ps, plane.start_ps[got.rows])
+    assert np.array_equal(got.dur_ps, plane.dur_ps[got.rows])
+    assert np.array_equal(got.name_id, plane.name_id[got.rows])
+    # Busy time never exceeds what the merged events last.
+    assert np.all(got.box_busy_ps <= got.box_count * resolution_ps)
+
+
+@pytest.mark.parametrize("name", ["jax_mlp", "custom_loop"])
+@pytest.mark.parametrize(("frac_start", "frac_end", "width_px"), [
+    (None, None, 2000),  # the whole span
+    (0.30, 0.31, 1500),  # a zoomed window cutting through long events
+    (0.5, 0.5001, 800),  # deep zoom: nearly everything visible
+    (0.0, 1.0, 37),  # a very narrow canvas: nearly everything merged
+])
+def test_window_returns_or_merges_every_event(stores: dict[str, ProfileStore], name: str, frac_start: float | None,
+                                              frac_end: float | None, width_px: int) -> None:
+    store = stores[name]
+    start = None if frac_start is None else int(store.span_ps * frac_start)
+    end = None if frac_end is None else int(store.span_ps * frac_end)
+    result = query_window(store, start, end, width_px)
+    a = 0 if start is None else start
+    b = store.span_ps if end is None else end
+    # The resolution is the largest power of two not above span/width ps per pixel.
+    res = result.resolution_ps
+    assert res & (res - 1) == 0 and res <= max((b - a) // width_px, 1) < 2 * res
+    assert set(result.slices) | set(result.counters) == set(range(len(result.index.tracks)))
+    total_in_window = 0
+    for tid, got in result.slices.items():
+        _check_track(store, tid, got, a, b, res)
+        total_in_window += got.in_window
+    assert result.in_window == total_in_window == result.returned + result.merged
+
+
+def test_whole_span_holds_every_event_once(stores: dict[str, ProfileStore]) -> None:
+    """Over the whole span, line tracks account for every event of every shown plane exactly once."""
+    for store in stores.values():
+        result = query_window(store, None, None, 2000)
+        index = result.index
+        line_tracks = [t for t in index.tracks if t.kind == "slices" and t.line >= 0]
+        shown_planes = {g.plane for g in index.groups}
+        want = sum(store.planes[p].n_events for p in shown_planes)
+        assert sum(result.slices[t.id].in_window for t in line_tracks) == want
+
+
+def test_resolution_for() -> None:
+    assert resolution_for(2_000_000, 2000) == 512  # 1000 ps/px -> 512
+    assert resolution_for(2048 * 1000, 1000) == 2048
+    assert resolution_for(10, 2000) == 1  # never below one picosecond
+
+
+def test_memory_counters_match_xprof_peaks(stores: dict[str, ProfileStore]) -> None:
+    """Memory-in-use counter maxima equal XProf's peak_bytes_in_use (tests/golden memory_profile)."""
+    # XProf 2.24.2 (oracle goldens): custom_loop bfc_cpu_allocator_for_gpu 114 554 624 B from
+    # 4342 + 4342 (de)allocation events; jax_mlp GPU_0_bfc 474 089 728 B (280 + 278),
+    # GPU_1_bfc 509 447 680 B (150 + 148), xla_gpu_host_bfc 512 B (30 + 30).
+    want = {"custom_loop": {"bfc_cpu_allocator_for_gpu": (114_554_624, 8684)},
+            "jax_mlp": {"GPU_0_bfc": (474_089_728, 558), "GPU_1_bfc": (509_447_680, 298),
+                        "xla_gpu_host_bfc": (512, 60)}}
+    for name, allocators in want.items():
+        store = stores[name]
+        counters = {t.name.removeprefix("Memory in use: "): t for t in track_index(store).tracks
+                    if t.kind == "counter"}
+        assert set(counters) == set(allocators)
+        for allocator, (peak, samples) in allocators.items():
+            series = counters[allocator].counter
+            assert series is not None
+            assert series.time_ps.shape[0] == samples
+            assert np.all(np.diff(series.time_ps) >= 0)
+            assert int(series.values["in_use_bytes"].max()) == peak
+
+
+def test_counter_window_keeps_extremes(stores: dict[str, ProfileStore]) -> None:
+    store = stores["custom_loop"]
+    track = next(t for t in track_index(store).tracks if t.kind == "counter")
+    assert track.counter is not None
+    full = track.counter.values["in_use_bytes"]
+    result = query_window(store, None, None, 100)  # 8684 samples on 100 px: decimated
+    got = result.counters[track.id]
+    assert got.decimated
+    assert got.in_window == full.shape[0]
+    assert got.series_max["in_use_bytes"].max() == full.max()
+    assert got.series_min["in_use_bytes"].min() == full.min()
+    # A narrow window starts with the sample in force at its start.
+    t = track.counter.time_ps
+    mid = int(t[t.shape[0] // 2]) + 1
+    narrow = query_window(store, mid, mid + 1_000_000, 1000).counters[track.id]
+    assert int(narrow.time_ps[0]) < mid
+    assert narrow.series_last["in_use_bytes"][0] == full[t.shape[0] // 2]
+
+
+def test_steps_track(stores: dict[str, ProfileStore]) -> None:
+    """custom_loop and jax_mlp each annotate 10 steps (profiles/README.md)."""
+    for store in stores.values():
+        index = track_index(store)
+        assert index.steps_track is not None
+        steps = index.tracks[index.steps_track]
+        assert steps.name == "Steps" and steps.event_count == 10
+        plane = store.planes[steps.plane]
+        assert steps.rows is not None
+        assert set(store.strings.lookup(plane.name_id[steps.rows])) == {"train"}
+
+
+def test_pytorch_memory_counters(shared_profiles: Path) -> None:
+    """Kineto's [memory] instants become one counter per device (values from plain JSON parsing)."""
+    import json
+
+    from tbprof.readers.chrome_trace import read_chrome_trace
+
+    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+    events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "[memory]"]
+    store = read_chrome_trace(path)
+    counters = {t.name: t for t in track_index(store).tracks if t.kind == "counter"}
+    gpu = [e for e in events if e["args"]["Device Id"] == 0]
+    track = counters["Memory: device 0"]
+    assert track.counter is not None
+    assert track.event_count == len(gpu)
+    assert track.counter.values["allocated_bytes"].max() == max(e["args"]["Total Allocated"] for e in gpu)
+    # Samples in time order, the last one is the last allocation/free of the file.
+    last = sorted(gpu, key=lambda e: e["ts"])[-1]
+    assert track.counter.values["allocated_bytes"][-1] == last["args"]["Total Allocated"]
+
+
+def test_disk_cached_store_answers_the_same(profiles_root: Path, cache_dir: Path) -> None:
+    """A store reopened from the disk cache (memory-mapped, read-only columns) gives the same window."""
+    from tbprof.store.cache import ProfileCache
+    from tbprof.timeline.details import event_details
+    from tbprof.timeline.search import find_all
+
+    path = xplane_of(profiles_root, "jax_mlp")
+    first = ProfileCache(cache_dir)
+    fresh = first.get(path, read_xspace)
+    first.flush()
+    reopened = ProfileCache(cache_dir).get(path, read_xspace)
+    assert reopened is not fresh
+    a = query_window(fresh, None, None, 1500)
+    b = query_window(reopened, None, None, 1500)
+    assert (a.in_window, a.returned, a.merged, a.boxes) == (b.in_window, b.returned, b.merged, b.boxes)
+    assert np.array_equal(find_all(fresh, "fusion").row, find_all(reopened, "fusion").row)
+    gpu = reopened.plane("/device:GPU:0")
+    assert gpu is not None
+    kernel = event_details(reopened, gpu.index, 1)["decoded"]["kernel"]
+    assert kernel == event_details(fresh, gpu.index, 1)["decoded"]["kernel"]

@@ -149,6 +149,15 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # Keys are (type, id) with few types: match ids type by type (exact, no unique over pairs).
     types = sorted_unique(np.concatenate([parent_keys[:, 0], child_keys[:, 0]]))
+    if len(types) > 64:
+        # Many distinct first parts (e.g. step_id): one exact int64 per pair through unique ranks.
+        both = np.concatenate([parent_keys, child_keys])
+        _, ra = np.unique(both[:, 0], return_inverse=True)
+        _, rb = np.unique(both[:, 1], return_inverse=True)
+        rank = ra.reshape(-1).astype(np.int64) * (int(rb.max()) + 1) + rb.reshape(-1)
+        rank2 = np.stack([np.zeros(len(rank), np.int64), rank], axis=1)
+        return _pair_edges(rank2[:len(parent_keys)], parent_nodes, rank2[len(parent_keys):], child_nodes, limit,
+                           last_parent_only)
     if len(types) > 1:
         srcs, dsts = [], []
         for t in types.tolist():
@@ -259,7 +268,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
             f["corr"] = (np.zeros(0, np.int64), np.zeros((0, 2), np.int64))
             if corr_id >= 0:
                 cc = p.event_stat(corr_id)
-                f["corr"] = (cc.rows, np.stack([cc.as_int(), np.zeros(len(cc.rows), np.int64)], axis=1))
+                f["corr"] = (cc.rows, np.stack([np.zeros(len(cc.rows), np.int64), cc.as_int()], axis=1))
             f["exec"] = f["next"] = (np.zeros(0, np.int64), np.zeros((0, 2), np.int64))
             if executor_name >= 0 or getnext_names:
                 rows, kv = _stat_pairs(store, p, "step_id", "iter_num")

@@ -547,7 +547,7 @@ def warm_up() -> None:
     read-only (memory-mapped store columns) variants are loaded.
     """
     from tbprof.analyses.event_groups import _nesting, _propagate
-    from tbprof.store.tables import _bucket_rows
+    from tbprof.store.tables import _bucket_gather, _bucket_rows
 
     i64 = np.zeros(2, np.int64)
     ro = i64.copy()
@@ -557,6 +557,10 @@ def warm_up() -> None:
         _nesting(arr, arr, offsets)
         _bucket_rows(arr.astype(np.int32) if arr is i64 else _readonly(arr.astype(np.int32)),
                      np.zeros(1, np.int32), 1)
+    for owner in (np.zeros(2, np.int32), _readonly(np.zeros(2, np.int32))):
+        kind = np.zeros(2, np.int8) if owner.flags.writeable else _readonly(np.zeros(2, np.int8))
+        value = i64 if owner.flags.writeable else ro
+        _bucket_gather(owner, np.zeros(1, np.int32), 1, owner, kind, value)
     _propagate(np.zeros(0, np.int64), i64, np.full(2, -1, np.int64), np.array([1, 2], np.int64),
                np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
     sb.nonoverlapped_type_ps(np.zeros(1, np.int64), i64[:1], np.ones(1, np.int64), i64[:1],

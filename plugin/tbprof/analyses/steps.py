@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import registry
 from tbprof.analyses import step_breakdown as sb
 from tbprof.analyses.event_groups import HOST_PLANE, event_groups
 from tbprof.store.tables import Plane, ProfileStore
@@ -537,6 +538,9 @@ def _num_of(name: str, default: int) -> int:
 def steps_of(store: ProfileStore) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
     return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
+
+
+registry.register_warmup(lambda store: steps_of(store) if getattr(store, "format", "") == "xspace" else None)
 
 
 def warm_up() -> None:

@@ -281,6 +281,7 @@ class ProfileStore:
     warnings: list[str] = field(default_factory=list)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memo_key_locks: dict[Any, threading.Lock] = field(default_factory=dict, repr=False)
 
     @property
     def n_events(self) -> int:
@@ -304,10 +305,19 @@ class ProfileStore:
         return self.strings.id(name)
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
-        """Computes a derived value once per store (step assignment, op links, ...)."""
+        """Computes a derived value once per store (step assignment, op links, ...).
+
+        Single flight: a request that arrives while the background warm-up (or another request)
+        computes the same key waits for that computation instead of repeating it.
+        """
         with self._memo_lock:
             if key in self._memo:
                 return self._memo[key]  # type: ignore[no-any-return]
-        value = compute()
-        with self._memo_lock:
-            return self._memo.setdefault(key, value)  # type: ignore[no-any-return]
+            key_lock = self._memo_key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._memo_lock:
+                if key in self._memo:
+                    return self._memo[key]  # type: ignore[no-any-return]
+            value = compute()
+            with self._memo_lock:
+                return self._memo.setdefault(key, value)  # type: ignore[no-any-return]

@@ -509,12 +509,28 @@ export class Shell {
     try {
       if (spec) await spec.render(ctx);
       else renderGeneric(ctx);
+      if (result) this.showHostErrors(result.raw.host_errors);
       // For bench/frontend_load_bench.py and the browser's performance panel.
       performance.mark("tbprof:page-rendered", { detail: { tool } });
     } catch (e) {
       if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
       this.page.appendChild(errorBox(e, `the ${this.toolTitle(tool, tools)} page`));
     }
+  }
+
+  /** All-hosts results skip unreadable host files and name them in `host_errors`. */
+  private showHostErrors(errors: unknown): void {
+    if (!Array.isArray(errors) || errors.length === 0) return;
+    const items = errors.map((e) => {
+      const o = typeof e === "object" && e !== null ? (e as Record<string, unknown>) : {};
+      const host = typeof o.host === "string" ? o.host : "?";
+      const why = typeof o.error === "string" ? o.error : "unreadable";
+      return h("li", {}, h("b", {}, host), `: ${why}`);
+    });
+    this.page.insertBefore(
+      messageBox({ kind: "error", title: `${errors.length} host file(s) could not be read; the other hosts are shown`, body: h("ul", {}, items) }),
+      this.page.firstChild,
+    );
   }
 
   private leavePage(): void {

@@ -11,7 +11,6 @@ import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
 import { pageFor, type PageSpec } from "../pages/registry";
-import { preloadCharts } from "../widgets/chart";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
@@ -221,9 +220,6 @@ export class Shell {
     // When the run list already knows the run's tools exactly, the tool's data is requested
     // now, in parallel with the tool list (one round trip less before the page can draw).
     const early = this.prefetch(run, ctl.signal);
-    // The chart library is parsed while the server computes the tool (it is requested only
-    // now: parsing it earlier would hold up the handling of the runs response).
-    void preloadCharts().catch(() => undefined);
 
     // Tools of the run: converting a large profile the first time takes a moment.
     let tools: RunTools;

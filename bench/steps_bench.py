@@ -7,7 +7,8 @@ Prints, on the same unpacked file:
     numba's compiled-code cache warm), against XProf's cold overview_page in the same run
     (target: <= 0.25 x XProf);
   - every step tool through HTTP (werkzeug test client on the app) from a warm store (the store is
-    loaded, no step tool has run yet): the first request and the second (memoised) request
+    loaded and the server's start-up warm-up of the numba kernels has finished; no step tool has
+    run yet): the first request and the second (memoised) request
     (targets: <= 50 ms and <= 5 ms), with XProf's in-process time for the same tool once its
     cache (ALL_HOSTS.op_stats_v2.pb) exists, as reference.
 Timed assertions do not belong in tests; this prints numbers and ratios only.
@@ -62,6 +63,8 @@ from tbprof.http.app import create_app
 client = Client(create_app(Path(sys.argv[1]), cache_dir=Path(sys.argv[2])))
 run = client.get("/data/plugin/tbprof/runs").get_json()["runs"][0]["run"]
 assert client.get("/data/plugin/tbprof/data", query_string={"run": run, "tool": "profile_summary"}).status_code == 200
+from tbprof.analyses import steps
+steps.WARM_UP.join()  # a server that has been up a moment: numba kernels loaded
 out = {}
 for tool in sys.argv[3].split(","):
     times = []

@@ -157,6 +157,25 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": first["plane"],
                                                                              "row": first["row"]}
 
+    # The derived "XLA Ops" line above the stream: the op holding this kernel lists it among its kernels.
+    vs, ve = _window(page)
+    frame = standalone.json("trace", run=run, format="json", start_ps=str(int(vs)), end_ps=str(int(ve)),
+                            width_px="1000")
+    ops = next(t for t in frame["tracks"] if t["name"] == "XLA Ops - from #24")
+    cols = frame["columns"]
+    lo, n = ops["events"]
+    hit = next(i for i in range(lo, lo + n)
+               if cols["event_start_ps"][i] <= first["start_ps"] < cols["event_start_ps"][i] + cols["event_dur_ps"][i])
+    op_name = frame["strings"][cols["event_name"][hit]]
+    op_pos = page.evaluate("(a) => window.__tbprofTrace.viewer.eventPosition(...a)",
+                           [ops["id"], cols["event_start_ps"][hit], cols["event_dur_ps"][hit],
+                            cols["event_depth"][hit]])
+    page.mouse.click(*_canvas_point(page, op_pos["x"], op_pos["y"]))
+    _wait_details(page, op_name)
+    assert page.locator(f'[data-relation="kernels"] [data-row="{first["row"]}"]').count() == 1
+    page.mouse.click(*_canvas_point(page, pos["x"], pos["y"]))
+    _wait_details(page, "gemm_fusion_dot_17")
+
     # Follow the flow: the kernel was launched by a CPU event (same correlation_id).
     launcher = ev["links"]["launched_by"][0]
     link = page.locator(f'[data-relation="launched_by"] [data-row="{launcher["row"]}"]')

@@ -10,7 +10,7 @@ import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
-import { pageFor, type PageSpec } from "../pages/registry";
+import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
@@ -146,10 +146,12 @@ export class Shell {
   private toolsOf(run: RunInfo): Promise<RunTools> {
     let p = this.runTools.get(run.name);
     if (!p) {
-      p = this.api.tools(run.name).then((infos) => ({
-        names: sortTools(infos.map((t) => t.name)),
-        infos: new Map(infos.map((t) => [t.name, t])),
-      }));
+      p = this.api.tools(run.name).then((infos) => {
+        const names = infos.map((t) => t.name);
+        // Pages that read no tool of the run (compare) are there for every run.
+        for (const t of everyRunTools()) if (!names.includes(t)) names.push(t);
+        return { names: sortTools(names), infos: new Map(infos.map((t) => [t.name, t])) };
+      });
       p.catch(() => this.runTools.delete(run.name));
       this.runTools.set(run.name, p);
     }
@@ -238,9 +240,10 @@ export class Shell {
     if (stale()) return;
 
     const requested = this.state.get("tool");
-    const tool = requested ?? defaultTool(tools.names);
+    const tool = requested ?? defaultTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
     const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
-    const multi = info?.multiHost ?? (tool !== null && run.multiHostTools.includes(tool));
+    const multi =
+      info?.multiHost ?? (tool !== null && (run.multiHostTools.includes(tool) || pageFor(tool)?.multiHost === true));
     const host = this.pickHost(run, multi);
     this.current = { run, host };
     this.renderHostSelect(run, run.hosts, multi, host);
@@ -451,7 +454,7 @@ export class Shell {
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;
-    if (!spec?.ownData) {
+    if (!spec?.ownData && !spec?.everyRun) {
       this.page.appendChild(loading(this.toolTitle(tool, tools)));
       try {
         result = await (early?.key === JSON.stringify(request)

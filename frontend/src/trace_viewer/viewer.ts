@@ -160,8 +160,12 @@ export class TraceViewer implements ControlTarget {
     this.requestDraw();
     const sel = this.opts.param("sel");
     if (sel) {
-      const [p, r] = sel.split(":").map(Number);
-      if (Number.isInteger(p) && Number.isInteger(r)) void this.selectEvent(p ?? 0, r ?? 0, false);
+      const derived = sel.startsWith("d");
+      const [p, r] = (derived ? sel.slice(1) : sel).split(":").map(Number);
+      if (Number.isInteger(p) && Number.isInteger(r)) {
+        if (derived) void this.selectDerived(p ?? 0, r ?? 0);
+        else void this.selectEvent(p ?? 0, r ?? 0, false);
+      }
     }
     const q = this.opts.param("q");
     if (q) {
@@ -458,7 +462,8 @@ export class TraceViewer implements ControlTarget {
     if (!p) return;
     const f = p.frame;
     if (p.kind === "event") {
-      void this.selectEvent(hit.row.track.plane, f.eventRow[p.index] ?? 0, false);
+      if (hit.row.track.derived) void this.selectDerived(hit.row.track.id, f.eventRow[p.index] ?? 0);
+      else void this.selectEvent(hit.row.track.plane, f.eventRow[p.index] ?? 0, false);
       return;
     }
     this.selected = null;
@@ -473,23 +478,28 @@ export class TraceViewer implements ControlTarget {
     this.requestDraw();
   }
 
-  async selectEvent(plane: number, row: number, reveal: boolean): Promise<void> {
+  /** Selects an event of a derived line (XLA Modules / XLA Ops / Command Buffers) by its index. */
+  async selectDerived(track: number, index: number): Promise<void> {
+    await this.selectEvent(null, index, false, track);
+  }
+
+  async selectEvent(plane: number | null, row: number, reveal: boolean, track?: number): Promise<void> {
     this.detailsCtl?.abort();
     const ctl = new AbortController();
     this.detailsCtl = ctl;
     this.panel.showLoading("event details");
     let d: EventDetails;
     try {
-      d = await fetchEvent(this.opts.api, this.opts.target, plane, row, ctl.signal);
+      d = await fetchEvent(this.opts.api, this.opts.target, plane, row, ctl.signal, track);
     } catch (e) {
       if (!(e instanceof DOMException && e.name === "AbortError")) this.panel.showError(e instanceof Error ? e.message : String(e));
       return;
     }
     const e = d.event;
-    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane, row };
+    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row };
     this.arrows = this.arrowsOf(d);
     this.panel.showEvent(d);
-    this.opts.setParams({ sel: `${plane}:${row}` });
+    this.opts.setParams({ sel: plane === null ? `d${e.track}:${row}` : `${plane}:${row}` });
     if (reveal) this.reveal(e);
     this.requestDraw();
   }

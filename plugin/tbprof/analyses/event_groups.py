@@ -141,26 +141,33 @@ def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, su
     return group, group_root[:n_groups]
 
 
-def _packed_keys(parent_keys: np.ndarray, child_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One int64 per (type, id) key row, equal exactly when the rows are equal."""
-    keys = np.concatenate([parent_keys, child_keys])
-    a, b = keys[:, 0], keys[:, 1]
-    if len(keys) == 0 or (a.min() >= 0 and a.max() < 256 and b.min() >= 0 and b.max() < (1 << 55)):
-        packed = (a << 55) | b  # context types are small and ids fit 55 bits: the common case
-    else:
-        _, inv_a = np.unique(a, return_inverse=True)
-        _, inv_b = np.unique(b, return_inverse=True)
-        packed = inv_a.reshape(-1).astype(np.int64) * (int(inv_b.max()) + 1) + inv_b.reshape(-1)
-    return packed[:len(parent_keys)], packed[len(parent_keys):]
-
-
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
                 child_nodes: np.ndarray, limit: int | None = None,
                 last_parent_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Edges parent -> child between nodes with equal keys (rows of an int64 key matrix)."""
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pk, ck = _packed_keys(parent_keys, child_keys)
+    # Keys are (type, id) with few types: match ids type by type (exact, no unique over pairs).
+    types = sorted_unique(np.concatenate([parent_keys[:, 0], child_keys[:, 0]]))
+    if len(types) > 64:
+        # Many distinct first parts (e.g. step_id): one exact int64 per pair through unique ranks.
+        both = np.concatenate([parent_keys, child_keys])
+        _, ra = np.unique(both[:, 0], return_inverse=True)
+        _, rb = np.unique(both[:, 1], return_inverse=True)
+        rank = ra.reshape(-1).astype(np.int64) * (int(rb.max()) + 1) + rb.reshape(-1)
+        rank2 = np.stack([np.zeros(len(rank), np.int64), rank], axis=1)
+        return _pair_edges(rank2[:len(parent_keys)], parent_nodes, rank2[len(parent_keys):], child_nodes, limit,
+                           last_parent_only)
+    if len(types) > 1:
+        srcs, dsts = [], []
+        for t in types.tolist():
+            pm, cm = parent_keys[:, 0] == t, child_keys[:, 0] == t
+            s_, d_ = _pair_edges(parent_keys[pm], parent_nodes[pm], child_keys[cm], child_nodes[cm], limit,
+                                 last_parent_only)
+            srcs.append(s_)
+            dsts.append(d_)
+        return np.concatenate(srcs), np.concatenate(dsts)
+    pk, ck = parent_keys[:, 1], child_keys[:, 1]
     if last_parent_only:
         # XProf keeps one parent per key in a map (the last one written).
         o = np.argsort(pk, kind="stable")
@@ -261,7 +268,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
             f["corr"] = (np.zeros(0, np.int64), np.zeros((0, 2), np.int64))
             if corr_id >= 0:
                 cc = p.event_stat(corr_id)
-                f["corr"] = (cc.rows, np.stack([cc.as_int(), np.zeros(len(cc.rows), np.int64)], axis=1))
+                f["corr"] = (cc.rows, np.stack([np.zeros(len(cc.rows), np.int64), cc.as_int()], axis=1))
             f["exec"] = f["next"] = (np.zeros(0, np.int64), np.zeros((0, 2), np.int64))
             if executor_name >= 0 or getnext_names:
                 rows, kv = _stat_pairs(store, p, "step_id", "iter_num")

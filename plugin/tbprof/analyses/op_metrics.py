@@ -119,10 +119,6 @@ def _walk_activities(act_line: np.ndarray, act_ts: np.ndarray, act_op: np.ndarra
     return time_ps, child_ps
 
 
-def _is_derived_line(line_id: int) -> bool:
-    return _DERIVED_LINE_MIN <= line_id <= _DERIVED_LINE_MAX
-
-
 def _stable_order(line: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """Order by (line, ts), ties in input order; one stable sort of a packed key when it fits."""
     if ts.shape[0] == 0:
@@ -183,12 +179,14 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
             key_types.append(parsed.type)
         return k
 
-    # Parse each distinct event name once; events gather their op key through a lookup table.
+    # Parse each distinct event name once; events find their op key through their metadata.
     def name_key_of(text: str) -> int:
         parsed = tf_op.parse_tf_op(text) if text else None
         return key_of(parsed) if parsed is not None and parsed.is_op else -1
 
-    meta_key = np.array([name_key_of(strings[int(i)]) for i in plane.meta_name_id.tolist()], dtype=np.int64)
+    uniq_names, name_of_meta = np.unique(plane.meta_name_id, return_inverse=True)
+    key_of_name = np.array([name_key_of(strings[int(i)]) for i in uniq_names.tolist()], dtype=np.int64)
+    meta_key = key_of_name[name_of_meta.reshape(-1)] if uniq_names.shape[0] else np.zeros(0, dtype=np.int64)
     live = _live_lines(plane)
     name_rows = rows_of_metas(plane, np.flatnonzero(meta_key >= 0))
     name_rows = name_rows[live[plane.line_idx[name_rows]]]

@@ -23,6 +23,7 @@ last are dropped, because a profile window usually cuts them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -536,3 +537,48 @@ def _num_of(name: str, default: int) -> int:
 def steps_of(store: ProfileStore) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
     return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
+
+
+def warm_up() -> None:
+    """Loads the compiled step kernels from numba's cache (~150 ms) before the first request needs them.
+
+    Called once in a background thread when the analyses are imported (server start), so the
+    first step-tool request does not pay the JIT load. Arrays are tiny; both writable and
+    read-only (memory-mapped store columns) variants are loaded.
+    """
+    from tbprof.analyses.event_groups import _nesting, _propagate
+    from tbprof.store.tables import _bucket_gather, _bucket_rows
+
+    i64 = np.zeros(2, np.int64)
+    ro = i64.copy()
+    ro.flags.writeable = False
+    offsets = np.array([0, 2], np.int64)
+    for arr in (i64, ro):
+        _nesting(arr, arr, offsets)
+        _bucket_rows(arr.astype(np.int32) if arr is i64 else _readonly(arr.astype(np.int32)),
+                     np.zeros(1, np.int32), 1)
+    for owner in (np.zeros(2, np.int32), _readonly(np.zeros(2, np.int32))):
+        kind = np.zeros(2, np.int8) if owner.flags.writeable else _readonly(np.zeros(2, np.int8))
+        value = i64 if owner.flags.writeable else ro
+        _bucket_gather(owner, np.zeros(1, np.int32), 1, owner, kind, value)
+    _propagate(np.zeros(0, np.int64), i64, np.full(2, -1, np.int64), np.array([1, 2], np.int64),
+               np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    sb.nonoverlapped_type_ps(np.zeros(1, np.int64), i64[:1], np.ones(1, np.int64), i64[:1],
+                             i64[:1], np.ones(1, np.int64), sb.N_TYPES)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _warm_up_quietly() -> None:
+    try:
+        warm_up()
+    except Exception:  # a failed warm-up only means that the first request loads the kernels
+        pass
+
+
+# Started when the analyses are imported (server start); benchmarks join it to time a warmed server.
+WARM_UP = threading.Thread(target=_warm_up_quietly, name="tbprof-steps-warm-up", daemon=True)
+WARM_UP.start()

@@ -122,6 +122,23 @@ def _bucket_rows(ids: np.ndarray, lut: np.ndarray, n_buckets: int) -> tuple[np.n
     return out, counts
 
 
+@numba.njit(cache=True, nogil=True)
+def _bucket_gather(ids: np.ndarray, lut: np.ndarray, n_buckets: int, owner: np.ndarray, kind: np.ndarray,
+                   value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_bucket_rows`` that also gathers the owner, kind and value of each hit in the same pass."""
+    rows, bounds = _bucket_rows(ids, lut, n_buckets)
+    n = rows.shape[0]
+    out_owner = np.empty(n, dtype=np.int64)
+    out_kind = np.empty(n, dtype=kind.dtype)
+    out_value = np.empty(n, dtype=value.dtype)
+    for j in range(n):
+        r = rows[j]
+        out_owner[j] = owner[r]
+        out_kind[j] = kind[r]
+        out_value[j] = value[r]
+    return out_owner, out_kind, out_value, bounds
+
+
 @dataclass
 class Plane:
     """One XPlane: a device (``/device:GPU:0``) or the host (``/host:CPU``)."""
@@ -194,11 +211,11 @@ class Plane:
         ids = self.stats.stat_id
         lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
         lut[want] = np.arange(len(want), dtype=np.int32)
-        hit, bounds = _bucket_rows(np.asarray(ids), lut, len(want))
+        owner, kind, value, bounds = _bucket_gather(np.asarray(ids), lut, len(want), np.asarray(self.stats.owner),
+                                                    np.asarray(self.stats.kind), np.asarray(self.stats.value))
         for k, sid in enumerate(want):
-            rows = hit[bounds[k]:bounds[k + 1]]
-            self._columns[("event", sid)] = StatColumn(self.stats.owner[rows].astype(np.int64),
-                                                       self.stats.kind[rows], self.stats.value[rows])
+            sl = slice(int(bounds[k]), int(bounds[k + 1]))
+            self._columns[("event", sid)] = StatColumn(owner[sl], kind[sl], value[sl])
 
     def meta_stat_column(self, stat_id: int) -> StatColumn:
         key = ("meta", stat_id)

@@ -354,3 +354,31 @@ def event_details(store: ProfileStore, plane_index: int, row: int) -> dict[str, 
         "decoded": decoded,
         "links": links,
     }
+
+
+def derived_event_details(store: ProfileStore, track_id: int, index: int) -> dict[str, Any]:
+    """A viewer-only event (XLA Modules / XLA Ops / Command Buffers line): its run of source events."""
+    tracks = track_index(store)
+    if not 0 <= track_id < len(tracks.tracks) or tracks.tracks[track_id].derived is None:
+        raise NotFound(f"track {track_id} is not a derived line")
+    track = tracks.tracks[track_id]
+    d = track.derived
+    assert d is not None
+    if not 0 <= index < d.start_ps.shape[0]:
+        raise NotFound(f"no event {index} on track {track_id} ({track.name}); it has {d.start_ps.shape[0]}")
+    start, dur = int(d.start_ps[index]), int(d.dur_ps[index])
+    sources = d.source_rows[int(d.run_first[index]):int(d.run_last[index]) + 1]
+    links: dict[str, Any] = {}
+    refs, total = _refs(store, tracks, [(track.plane, sources)])
+    links["kernels"] = refs
+    links["kernels_total"] = total
+    plane = store.planes[track.plane]
+    return {
+        "event": {"plane": track.plane, "row": -1, "track": track_id, "index": index, "derived": True,
+                  "name": store.strings[int(d.name_id[index])], "start_ps": start, "dur_ps": dur,
+                  "depth": int(d.depth[index]), "end_ps": start + dur, "display_name": None,
+                  "plane_name": plane.name, "line": -1, "line_name": track.name},
+        "stats": [{"name": "events", "value": total, "source": "derived"}],
+        "decoded": {},
+        "links": links,
+    }

@@ -20,7 +20,7 @@ from tbprof.http.app import AppContext, route
 from tbprof.profiles import ALL_HOSTS, BadRequest
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
-from tbprof.timeline.details import event_details
+from tbprof.timeline.details import derived_event_details, event_details
 from tbprof.timeline.range import range_summary
 from tbprof.timeline.search import SearchError, search
 from tbprof.timeline.tracks import track_index
@@ -144,11 +144,19 @@ def trace_search(ctx: AppContext, request: Request) -> Response:
 def trace_event(ctx: AppContext, request: Request) -> Response:
     args = request.args
     run_name, store = _store(ctx, request)
-    plane = params.int_arg(args, "plane", None, lo=0, hi=1 << 20)
-    row = params.int_arg(args, "row", None, lo=0, hi=1 << 40)
-    if plane is None or row is None:
-        raise BadRequest("trace_event needs plane= and row= (from a trace or trace_search answer)")
-    details = event_details(store, plane, row)
+    track = params.int_arg(args, "track", None, lo=0, hi=1 << 20)
+    if track is not None:
+        # A derived line's event: track= and index= (its event_row in the trace frame).
+        index = params.int_arg(args, "index", None, lo=0, hi=1 << 40)
+        if index is None:
+            raise BadRequest("trace_event with track= needs index= (the event's row in a derived track)")
+        details = derived_event_details(store, track, index)
+    else:
+        plane = params.int_arg(args, "plane", None, lo=0, hi=1 << 20)
+        row = params.int_arg(args, "row", None, lo=0, hi=1 << 40)
+        if plane is None or row is None:
+            raise BadRequest("trace_event needs plane= and row= (from a trace or trace_search answer)")
+        details = event_details(store, plane, row)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
                                              "host": store.host, **details})
 

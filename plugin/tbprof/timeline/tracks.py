@@ -18,6 +18,7 @@ import numpy as np
 from tbprof.readers.chrome_trace import is_counter_line
 from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
+from tbprof.timeline.derived import DerivedEvents, derived_lines
 
 # Derived XSpace device lines, in the order XProf shows them; streams follow in store order.
 _DEVICE_LINE_ORDER = ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe", "Framework Name Scope", "Framework Ops",
@@ -48,11 +49,15 @@ class Track:
     rows: np.ndarray | None = None
     depth: np.ndarray | None = None
     counter: CounterSeries | None = None
+    # Viewer-only events (XLA Modules / XLA Ops / Command Buffers under a GPU stream).
+    derived: DerivedEvents | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "group": self.group, "name": self.name, "kind": self.kind,
                                "plane": self.plane, "line": self.line, "event_count": self.event_count,
                                "max_depth": self.max_depth}
+        if self.derived is not None:
+            out["derived"] = True
         if self.counter is not None:
             out["series"] = list(self.counter.values)
             out["unit"] = self.counter.unit
@@ -157,6 +162,10 @@ def _build(store: ProfileStore) -> TrackIndex:
             max_depth = int(plane.depth[rows].max()) if counts[i] else 0
             add(Track(0, group.id, _line_name(plane, i), "slices", plane.index, i, int(counts[i]), max_depth))
             by_line[(plane.index, i)] = tracks[-1].id
+            if kind == "device":
+                for name, events in derived_lines(store, plane, i):
+                    add(Track(0, group.id, name, "slices", plane.index, -1, int(events.start_ps.shape[0]),
+                              int(events.depth.max()), derived=events))
     return TrackIndex(groups, tracks, by_line, steps_track)
 
 

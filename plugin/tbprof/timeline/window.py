@@ -176,7 +176,14 @@ def _lod_scan(start_ps: np.ndarray, dur_ps: np.ndarray, depth: np.ndarray, name_
 
 def _slice_window(store: ProfileStore, track: Track, start_ps: int, end_ps: int, resolution_ps: int) -> SliceWindow:
     plane = store.planes[track.plane]
-    if track.rows is not None and track.depth is not None:
+    if track.derived is not None:
+        # Viewer-only events: "rows" are indices into the track's own arrays.
+        d = track.derived
+        hi = int(np.searchsorted(d.start_ps, end_ps, side="left"))
+        rows = np.arange(hi, dtype=np.int64)
+        first_row = 0
+        start, dur, name, depth = d.start_ps[:hi], d.dur_ps[:hi], d.name_id[:hi], d.depth[:hi]
+    elif track.rows is not None and track.depth is not None:
         # A derived track (Steps): its own rows and depths; few events, no cut needed.
         keep = plane.start_ps[track.rows] < end_ps
         rows = track.rows[keep]

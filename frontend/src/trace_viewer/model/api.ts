@@ -93,9 +93,13 @@ export async function fetchSearch(api: Api, t: Target, query: string, offset: nu
   };
 }
 
-export async function fetchEvent(api: Api, t: Target, plane: number, row: number,
-  signal?: AbortSignal): Promise<EventDetails> {
-  const body = await api.getJson("trace_event", [...base(t), ["plane", String(plane)], ["row", String(row)]], signal);
+/** An event by (plane, row), or a derived line's event by (track, index) when `plane` is null. */
+export async function fetchEvent(api: Api, t: Target, plane: number | null, row: number,
+  signal?: AbortSignal, track?: number): Promise<EventDetails> {
+  const id: [string, string][] = plane === null
+    ? [["track", String(track ?? 0)], ["index", String(row)]]
+    : [["plane", String(plane)], ["row", String(row)]];
+  const body = await api.getJson("trace_event", [...base(t), ...id], signal);
   const o = isObj(body) ? body : {};
   const ev = isObj(o.event) ? o.event : {};
   const linksRaw = isObj(o.links) ? o.links : {};

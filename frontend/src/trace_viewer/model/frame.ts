@@ -23,6 +23,8 @@ export interface TrackMeta {
   eventCount: number;
   maxDepth: number;
   unit: string;
+  /** A viewer-only line (XLA Modules / XLA Ops / Command Buffers): event rows index its own events. */
+  derived: boolean;
 }
 
 /** A slice track's part of the columns: events [eventOffset, +eventCount), boxes likewise. */
@@ -180,6 +182,7 @@ function fromHeader(header: Json, columns: Map<string, ArrayLike<number>>): Fram
       eventCount: num(t.event_count, "event_count"),
       maxDepth: num(t.max_depth, "max_depth"),
       unit: str(t.unit),
+      derived: t.derived === true,
     });
     if (t.events !== undefined) {
       const [eo, ec] = pair(t.events, "events");

@@ -2,9 +2,9 @@
 // boxes, counters, the selection, the range selection and flow arrows.
 //
 // Cost is bounded by what the server sends (at most a few events per pixel and depth), and
-// the loops below keep canvas state changes rare: events change fillStyle only when the
-// colour changes, density boxes are drawn as runs (same depth, adjacent pixels, same
-// shade: one fillRect), labels are drawn only on events wider than 34 px.
+// the loops below keep canvas calls few: events are collected into one path per colour and
+// density boxes into one path per shade (after joining neighbours of the same depth and
+// shade into runs), each filled once; labels are drawn only on events wider than 34 px.
 
 import { formatDurationPs } from "../../base/format";
 import { colorOf, densityColor, densityLevel, SERIES_COLORS, textOn } from "../model/colors";
@@ -171,15 +171,16 @@ export class Renderer {
     const res = f.resolutionPs;
     const yTop = y + TRACK_PAD;
 
-    // Density boxes as runs.
+    // Density boxes as runs, one path per shade: a few fill() calls instead of one per box.
+    const shades: (Path2D | null)[] = [null, null, null, null];
     let runX0 = 0;
     let runX1 = -1e9;
     let runDepth = -1;
     let runLevel = -1;
     const flush = (): void => {
       if (runDepth < 0) return;
-      ctx.fillStyle = densityColor(runLevel, st.dark);
-      ctx.fillRect(runX0, yTop + runDepth * ROW_H + 2, Math.max(runX1 - runX0, 1), ROW_H - 5);
+      const path = shades[runLevel] ?? (shades[runLevel] = new Path2D());
+      path.rect(runX0, yTop + runDepth * ROW_H + 2, Math.max(runX1 - runX0, 1), ROW_H - 5);
       runDepth = -1;
     };
     const boxEnd = r.boxOffset + r.boxCount;
@@ -202,10 +203,15 @@ export class Renderer {
       }
     }
     flush();
+    shades.forEach((path, level) => {
+      if (!path) return;
+      ctx.fillStyle = densityColor(level, st.dark);
+      ctx.fill(path);
+    });
 
-    // Events.
+    // Events, one path per colour.
     const strings = f.strings;
-    let lastColor = "";
+    const byColor = new Map<string, Path2D>();
     const labels: number[] = [];
     const evEnd = r.eventOffset + r.eventCount;
     for (let i = r.eventOffset; i < evEnd; i++) {
@@ -217,12 +223,17 @@ export class Renderer {
       if (ex1 > cx1) ex1 = cx1;
       const w = ex1 - ex0 < 1 ? 1 : ex1 - ex0;
       const color = this.color(strings[f.eventName[i] ?? 0] ?? "");
-      if (color !== lastColor) {
-        ctx.fillStyle = color;
-        lastColor = color;
+      let path = byColor.get(color);
+      if (!path) {
+        path = new Path2D();
+        byColor.set(color, path);
       }
-      ctx.fillRect(ex0, yTop + (f.eventDepth[i] ?? 0) * ROW_H, w, ROW_H - 1);
+      path.rect(ex0, yTop + (f.eventDepth[i] ?? 0) * ROW_H, w, ROW_H - 1);
       if (w >= LABEL_MIN_PX) labels.push(i, ex0, w);
+    }
+    for (const [color, path] of byColor) {
+      ctx.fillStyle = color;
+      ctx.fill(path);
     }
     for (let j = 0; j < labels.length; j += 3) {
       const i = labels[j] ?? 0;

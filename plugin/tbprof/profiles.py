@@ -106,12 +106,14 @@ class Profiles:
         if kind not in _READERS:
             raise NotFound(f"run {run.name!r} is of kind {kind!r}, which has no reader")
         fmt, reader = _READERS[kind]
-        store = self.cache.get(run.hosts[host], reader, kind=fmt)
-        self._warm(store)
-        return store
+        return self.cache.get(run.hosts[host], reader, kind=fmt)
 
     def _warm(self, store: Any) -> None:
-        """Starts the registered warm-ups once per loaded store, in one background thread."""
+        """Starts the registered warm-ups once per loaded store, in one background thread.
+
+        Called after the request that loaded the store has its answer, so the warm-up never
+        competes with that request for the interpreter.
+        """
         if not registry.WARMUPS or getattr(store, "_tbprof_warm_started", False):
             return
         try:
@@ -169,8 +171,10 @@ class Profiles:
         """Tools with data for the run (loads its stores)."""
         fmt = self.store_format(run)
         stores = [self.store(run, h) for h in run.hosts]
-        return [t.name for t in registry.all_tools()
-                if fmt in t.formats and any(t.available(s) for s in stores)]
+        names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
+        for store in stores:
+            self._warm(store)
+        return names
 
     def compute(self, run: Run, hosts: Sequence[str], tool: registry.Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
@@ -192,6 +196,8 @@ class Profiles:
         if host_errors:
             # One broken host file among good ones: analyse the good ones, name the broken one.
             result = {**result, "host_errors": host_errors}
+        for store in stores:
+            self._warm(store)
         with self._memo_lock:
             self._memo[memo_key] = result
             while len(self._memo) > self._memo_entries:

@@ -135,11 +135,12 @@ def _map_ids(sorted_ids: np.ndarray, mapped: np.ndarray, query: np.ndarray, miss
     hi = int(sorted_ids[-1])
     if int(sorted_ids[0]) >= 0 and hi < 4 * query.shape[0] + 1024:
         # Dense small ids (the usual case): a lookup table beats a binary search 10x.
-        lut = np.full(hi + 1, missing, dtype=mapped.dtype)
+        # One extra slot at hi + 1 holds `missing`; clipping sends every unknown id there, so the
+        # lookup is one gather with no boolean compaction.
+        lut = np.full(hi + 2, missing, dtype=mapped.dtype)
         lut[sorted_ids] = mapped
-        ok = (query >= 0) & (query <= hi)
-        out[ok] = lut[query[ok]]
-        return out
+        idx = np.minimum(query.astype(np.uint64, copy=False), hi + 1)  # negative ids wrap high, then clip
+        return lut[idx]
     pos = np.minimum(np.searchsorted(sorted_ids, query), sorted_ids.shape[0] - 1)
     found = sorted_ids[pos] == query
     out[found] = mapped[pos[found]]

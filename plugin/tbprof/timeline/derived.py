@@ -100,10 +100,19 @@ def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[st
     if (module > 0).any():
         program = np.where(program >= 0, program, 0)
         valid = module > 0
-        pairs, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0, return_inverse=True)
+        # One int64 per (module, program) pair (a structured np.unique would sort 10x slower).
+        span = int(program.max()) + 1
+        if int(module.max()) < (1 << 62) // span:
+            combined = module[valid] * span + program[valid]
+            uniq, inverse = np.unique(combined, return_inverse=True)
+            pairs = [(int(c) // span, int(c) % span) for c in uniq.tolist()]
+        else:
+            stacked, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0,
+                                         return_inverse=True)
+            pairs = [(int(m), int(p)) for m, p in stacked.tolist()]
         key = np.full(rows.shape[0], -1, dtype=np.int64)
         key[valid] = inverse.reshape(-1)
-        names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs.tolist())}
+        names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs)}
         runs = _runs(store, plane, rows, key, step, names)
         if runs is not None:
             out.append((f"XLA Modules - from #{stream}", runs))

@@ -8,9 +8,11 @@ place that maps a run kind to the reader that decodes its files.
 from __future__ import annotations
 
 import importlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from tbprof.readers import chrome_trace, xplane
 from tbprof.readers.errors import ProfileReadError
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
+
+log = logging.getLogger("tbprof")
 
 ALL_HOSTS = "__all__"
 
@@ -69,6 +73,7 @@ class Profiles:
         self._memo: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self._memo_entries = memo_entries
         self._memo_lock = threading.Lock()
+        self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -101,7 +106,31 @@ class Profiles:
         if kind not in _READERS:
             raise NotFound(f"run {run.name!r} is of kind {kind!r}, which has no reader")
         fmt, reader = _READERS[kind]
-        return self.cache.get(run.hosts[host], reader, kind=fmt)
+        store = self.cache.get(run.hosts[host], reader, kind=fmt)
+        self._warm(store)
+        return store
+
+    def _warm(self, store: Any) -> None:
+        """Starts the registered warm-ups once per loaded store, in one background thread."""
+        if not registry.WARMUPS or getattr(store, "_tbprof_warm_started", False):
+            return
+        try:
+            store._tbprof_warm_started = True
+        except AttributeError:
+            return
+
+        def run() -> None:
+            for fn in registry.WARMUPS:
+                try:
+                    fn(store)
+                except Exception:  # a failing warm-up only costs speed; the request reports it
+                    log.debug("tbprof: warm-up %r failed", fn, exc_info=True)
+
+        self._warmer.submit(run)
+
+    def wait_warm(self) -> None:
+        """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
+        self._warmer.submit(lambda: None).result()
 
     def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[Any], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.

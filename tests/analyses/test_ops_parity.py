@@ -3,7 +3,9 @@
 framework_op_stats: same (host/device, type, operation) keys as XProf's table (XProf keeps the
 top 500 per side; these profiles have fewer, so every XProf row must be ours and vice versa),
 equal occurrences, total self time within 1 %. kernel_stats: same row keys, order and
-durations. memory_profile: same peak bytes and allocation counts per allocator.
+durations. memory_profile: same peak bytes and allocation counts per allocator, same peak step;
+the breakdown at the peak (XProf's "step" scope) equals XProf's where the allocator's events
+all fall inside step markers (see docs/differences.md for the others).
 """
 
 from __future__ import annotations
@@ -140,3 +142,18 @@ def test_memory_profile_matches_xprof(profiles_root: Path, profile: str) -> None
         assert o["peak_bytes_usage_lifetime"] == x["peak_bytes_usage_lifetime"]
         assert o["num_allocations"] == x["num_allocations"]
         assert o["num_deallocations"] == x["num_deallocations"]
+        assert o["peak_step_id"] == x["peak_step_id"]
+
+
+@pytest.mark.parametrize(("profile", "memory_id"), [
+    ("jax_mlp", "GPU_1_bfc"), ("jax_mlp", "xla_gpu_host_bfc"),
+    ("jax_2hosts_worker0", "GPU_0_bfc"), ("jax_2hosts_worker1", "GPU_0_bfc"),
+])
+def test_memory_breakdown_matches_xprof(profiles_root: Path, profile: str, memory_id: str) -> None:
+    store = _store_of(profiles_root, profile)
+    table = memory_profile.compute([store], {"memory_id": memory_id})["tables"]["breakdown"]
+    ours = [(r["operation"], r["allocation_bytes"], r["requested_bytes"], r["occurrences"], r["region_type"],
+             r["data_type"], r["shape"]) for r in _rows(table)]
+    x = _golden(profile, "memory_profile")["allocators"][memory_id]["active_allocations"]
+    assert ours == [(a["tf_op_name"], a["allocation_bytes"], a["requested_bytes"], a["num_occurrences"],
+                     a["region_type"], a["data_type"], a["tensor_shape"]) for a in x]

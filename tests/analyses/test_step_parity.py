@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import xplane_of
 
 from tbprof.analyses import input_pipeline, overview, pod_viewer
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
+from tests.conftest import xplane_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 STEP_TIME_REL = 0.02
@@ -133,15 +133,26 @@ def test_pod_viewer_host_column_matches_xprof(profiles_root: Path) -> None:
     g = golden("jax_mlp", "pod_viewer")["as_served_after_overview_page"]
     r = pod_viewer.compute(selection_stores(profiles_root, "jax_mlp"), {"step": -1})
     assert r["step_count"] == g["step_count"]
-    assert [c["device"] for c in r["columns"]] == ["all devices", "/device:GPU:0", "/device:GPU:1"]
-    for ours, theirs in zip(r["steps"], g["steps"]):
-        core = ours["cores"][0]
+    assert [c["device"] for c in r["cores"]] == ["all devices", "/device:GPU:0", "/device:GPU:1"]
+    host = r["cores"][0]
+    for j, theirs in enumerate(g["steps"]):
         want = theirs["cores"][0]
-        assert core["total_duration_us"] == pytest.approx(want["total_duration_us"], rel=STEP_TIME_REL)
-        assert core["bottleneck"] == want["bottleneck"]
+        assert host["total_duration_us"][j] == pytest.approx(want["total_duration_us"], rel=STEP_TIME_REL)
+        assert host["bottleneck"][j] == want["bottleneck"]
         for label in ("Device collective communication", "All others"):
-            assert core["breakdown_us"][label] == pytest.approx(want["breakdown_us"][label], abs=2.0)
+            assert host["breakdown_us"][label][j] == pytest.approx(want["breakdown_us"][label], abs=2.0)
         # Per-device columns split the same step: each device's work fits in the step.
-        for dev in ours["cores"][1:]:
-            busy = sum(v for k, v in dev["breakdown_us"].items() if k != "All others")
-            assert 0 < busy <= core["total_duration_us"]
+        for dev in r["cores"][1:]:
+            busy = sum(v[j] for k, v in dev["breakdown_us"].items() if k != "All others")
+            assert 0 < busy <= host["total_duration_us"][j]
+
+
+def test_pod_viewer_all_hosts_columns_match_each_hosts_xprof_steps(profiles_root: Path) -> None:
+    r = pod_viewer.compute(selection_stores(profiles_root, "jax_2hosts"), {"step": -1})
+    assert [(c["host"], c["device"]) for c in r["cores"]] == [
+        ("worker0", "all devices"), ("worker0", "/device:GPU:0"),
+        ("worker1", "all devices"), ("worker1", "/device:GPU:0")]
+    for host, col in (("worker0", r["cores"][0]), ("worker1", r["cores"][2])):
+        g = golden(f"jax_2hosts_{host}", "overview_page")
+        want = [s["step_time_ms"] * 1000 for s in g["steps"]]
+        assert col["total_duration_us"].tolist() == pytest.approx(want, rel=STEP_TIME_REL)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import xplane_of
 from werkzeug.test import Client
 
 from tbprof.analyses import overview, pod_viewer, step_breakdown, tf_data
@@ -21,6 +20,7 @@ from tbprof.http.app import create_app
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.strings import StringTable
 from tbprof.store.tables import Plane, ProfileStore, StatTable
+from tests.conftest import xplane_of
 
 API = "/data/plugin/tbprof/"
 STEP_TOOLS = ("overview_page", "input_pipeline_analyzer", "pod_viewer", "tf_data_bottleneck_analysis")
@@ -216,8 +216,9 @@ def test_tf_data_pipeline_critical_path(custom_loop: ProfileStore) -> None:
 def test_pod_viewer_device_columns(profiles_root: Path) -> None:
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     r = pod_viewer.compute([store], {"step": 2})
-    assert len(r["steps"]) == 1 and r["steps"][0]["index"] == 2
+    assert r["steps"]["index"].tolist() == [2]
     assert r["tables"]["pod_stats"].n_rows == 3  # all devices + 2 GPUs
+    assert all(len(c["total_duration_us"]) == 1 for c in r["cores"])
 
 
 def _client(logdir: Path, cache_dir: Path) -> Client:
@@ -273,3 +274,70 @@ def test_summary_cli_json(profiles_root: Path, tmp_path: Path, capsys: pytest.Ca
     assert out["input_bound"] == "potential"  # XProf: POTENTIALLY input-bound (80 % all-others)
     assert set(out["top_ops"][0]) == {"name", "type", "self_time_us", "occurrences"}
     assert out["top_ops"][0]["self_time_us"] >= out["top_ops"][-1]["self_time_us"]
+
+
+@pytest.mark.parametrize(("name", "host"), [("jax_mlp", "vm"), ("jax_2hosts", "worker1")])
+def test_linked_events_grouping_equals_full_grouping_on_devices(profiles_root: Path, name: str, host: str) -> None:
+    # GPU runs group only the events that carry links; device groups must equal the full grouping.
+    from tbprof.analyses.event_groups import compute_groups
+
+    store = read_xspace(xplane_of(profiles_root, name, host))
+    full, reduced = compute_groups(store, full=True), compute_groups(store, full=False)
+    assert full.n_groups == reduced.n_groups == 10  # 10 StepTraceAnnotation roots
+    assert full.group_names == reduced.group_names
+    for i, p in enumerate(store.planes):
+        if p.name.startswith("/device:"):
+            assert np.array_equal(full.group_of[i], reduced.group_of[i])
+        else:
+            linked = reduced.group_of[i] >= 0
+            assert np.array_equal(full.group_of[i][linked], reduced.group_of[i][linked])
+
+
+def test_group_id_stats_in_the_file_are_used(profiles_root: Path) -> None:
+    # An XSpace that was already grouped (group_id stats on device events) keeps its groups:
+    # jax_mlp with the computed groups written as stats and the _r root flags removed gives
+    # the same steps.
+    from tbprof.analyses.event_groups import compute_groups
+    from tbprof.store.tables import KIND_INT64
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    expected = compute_steps(store)
+    groups = compute_groups(store)
+    gid = store.strings.intern("group_id")
+    r_id = store.stat_id("_r")
+    planes = []
+    for i, p in enumerate(store.planes):
+        keep = p.stats.stat_id != r_id
+        owner, sid, kind, value = (a[keep] for a in (p.stats.owner, p.stats.stat_id, p.stats.kind, p.stats.value))
+        if p.name.startswith("/device:"):
+            rows = np.nonzero(groups.group_of[i] >= 0)[0]
+            owner = np.concatenate([owner, rows.astype(np.int32)])
+            sid = np.concatenate([sid, np.full(len(rows), gid, np.int32)])
+            kind = np.concatenate([kind, np.full(len(rows), KIND_INT64, np.int8)])
+            value = np.concatenate([value, groups.group_of[i][rows]])
+            order = np.argsort(owner, kind="stable")
+            owner, sid, kind, value = owner[order], sid[order], kind[order], value[order]
+        planes.append(dataclasses.replace(p, stats=StatTable(owner, sid, kind, value), _columns={}))
+    regrouped = dataclasses.replace(store, planes=planes, _memo={})
+    assert compute_groups(regrouped).n_groups == 0  # no roots left to group from
+    got = compute_steps(regrouped)
+    assert got.source == "markers" and got.n_steps == expected.n_steps
+    assert np.array_equal(got.begin_ps, expected.begin_ps) and np.array_equal(got.end_ps, expected.end_ps)
+
+
+def test_gpu_steps_inferred_from_repeated_module_launches(profiles_root: Path) -> None:
+    # jax_mlp without its StepTraceAnnotation stats (_r, step_num): each launch of the XLA module
+    # with the most device time (jit_train_step, once per step) becomes a step: 10 runs -> 8.
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    drop = {store.stat_id("_r"), store.stat_id("step_num")}
+    planes = []
+    for p in store.planes:
+        keep = ~np.isin(p.stats.stat_id, list(drop))
+        planes.append(dataclasses.replace(p, stats=StatTable(*(a[keep] for a in (
+            p.stats.owner, p.stats.stat_id, p.stats.kind, p.stats.value))), _columns={}))
+    st = compute_steps(dataclasses.replace(store, planes=planes, _memo={}))
+    assert (st.source, st.method, st.candidate_count, st.n_steps) == ("inferred", "repeated_module", 10, 8)
+    assert "jit_train_step" in st.detail
+    marked = steps_of(store)
+    # A module launch spans the step's device compute, so it is at most the marked device step.
+    assert np.all(st.duration_ps <= marked.duration_ps + 1)

@@ -75,6 +75,8 @@ def test_capture_dialog(tf_server: ProfilerServer, page: Any, tmp_path: Path) ->
         run = page.locator("select.tbp-run-select").input_value()
         assert SESSION_RE.match(run), run
         assert (logdir / "plugins" / "profile" / run / f"localhost_{tf_server.port}.xplane.pb").is_file()
+        # The new run opens on its first tool; its profile summary names the host plane.
+        page.click("a.tbp-tool[data-tool=profile_summary]")
         page.locator("main.tbp-page[data-page=profile_summary]").wait_for()
         page.get_by_text("/host:CPU").first.wait_for()
 

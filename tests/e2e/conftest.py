@@ -100,8 +100,10 @@ def tensorboard(e2e_logdir: Path, e2e_cache: Path, tmp_path_factory: pytest.Temp
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One chromium per test module: Playwright's sync API allows one instance at a time, and
+    other modules (capture, legacy pages) start their own."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
     with playwright_sync.sync_playwright() as p:

@@ -47,20 +47,23 @@ def test_pod_viewer_step_slider_and_details(standalone: Any, serve_page: Any) ->
     page.goto(app_url(standalone, run=run, host="__all__", tool="pod_viewer"))
     wait_ready(page)
     wait_charts_drawn(page)
-    steps = standalone.json("data", run=run, host="__all__", tool="pod_viewer", rows="0")["steps"]
+    result = standalone.json("data", run=run, host="__all__", tool="pod_viewer", rows="0")
+    steps = result["steps"]["step"]  # columnar: one entry per step
     assert len(steps) > 1
     label = page.locator(".tbp-step-label")
-    assert steps[0]["step"] in label.inner_text()
+    assert steps[0] in label.inner_text()
     # Moving the slider shows another step and keeps it in the URL.
     page.eval_on_selector(".tbp-step-slider", "(s) => { s.value = '1'; s.dispatchEvent(new Event('input')); }")
-    assert steps[1]["step"] in label.inner_text()
+    assert steps[1] in label.inner_text()
     page.wait_for_function("() => location.hash.includes('c.step=1')")
-    # The details card describes a column of that step (the first by default).
-    first = steps[1]["cores"][0]
-    assert f"{first['host']} · {first['device']}" in page.locator("[data-details] h2").inner_text()
+    # The details card describes the first column of that step, with its step time.
+    first = result["cores"][0]
+    details = page.locator("[data-details]").inner_text()
+    assert f"{first['host']} · {first['device']}" in details
+    assert first["bottleneck"][1] in details
     page.reload()
     wait_ready(page)
-    assert steps[1]["step"] in page.locator(".tbp-step-label").inner_text()
+    assert steps[1] in page.locator(".tbp-step-label").inner_text()
     serve_page.check()
 
 

@@ -9,3 +9,4 @@ import "./memory_profile/memory_profile_page";
 import "./pod_viewer/pod_viewer_page";
 import "./tf_data/tf_data_page";
 import "./op_profile/op_profile_page";
+import "./compare/compare_page";

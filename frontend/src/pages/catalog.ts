@@ -89,6 +89,15 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
     howTo: ["Write one with tf.compat.v1.profiler.Profiler(...).serialize_to_string()."],
   },
   {
+    name: "compare",
+    title: "Compare",
+    needs: "two profiles (runs or hosts) to put side by side; steps for the step-time comparison.",
+    howTo: [
+      "Choose the candidate in the Run and Host selectors and the baseline on the page.",
+      "From a terminal: tbprof compare BASELINE CANDIDATE, or tbprof check ... --max-regression 5% in CI.",
+    ],
+  },
+  {
     name: "profile_summary",
     title: "Profile summary",
     needs: "a readable profile file.",

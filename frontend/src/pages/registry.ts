@@ -18,6 +18,13 @@ export interface PageSpec {
    * (e.g. the trace viewer, which asks for windows of events).
    */
   ownData?: boolean;
+  /**
+   * true: the page reads no tool result of its run (it asks its own routes, like compare, which
+   * puts two runs side by side), so the shell lists it for every run. Implies ownData.
+   */
+  everyRun?: boolean;
+  /** For everyRun pages (no backend tool to say so): the page accepts the all-hosts choice. */
+  multiHost?: boolean;
   /** Rows per table in the first `data` response (default 100); the table pages the rest. */
   rows?: number;
   /** Tool options the page sets with its own controls (hidden from the shell's options bar). */
@@ -37,6 +44,11 @@ export function registerPage(spec: PageSpec): void {
 /** The dedicated page of a tool, or undefined (the shell then uses the generic page). */
 export function pageFor(tool: string): PageSpec | undefined {
   return pages.get(tool);
+}
+
+/** Pages the shell lists for every run (see PageSpec.everyRun). */
+export function everyRunTools(): string[] {
+  return [...pages.entries()].filter(([, spec]) => spec.everyRun === true).map(([tool]) => tool);
 }
 
 export function registeredTools(): string[] {

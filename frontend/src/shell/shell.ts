@@ -10,7 +10,7 @@ import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
-import { pageFor, type PageSpec } from "../pages/registry";
+import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
 import { preloadCharts } from "../widgets/chart";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
@@ -147,10 +147,12 @@ export class Shell {
   private toolsOf(run: RunInfo): Promise<RunTools> {
     let p = this.runTools.get(run.name);
     if (!p) {
-      p = this.api.tools(run.name).then((infos) => ({
-        names: sortTools(infos.map((t) => t.name)),
-        infos: new Map(infos.map((t) => [t.name, t])),
-      }));
+      p = this.api.tools(run.name).then((infos) => {
+        const names = infos.map((t) => t.name);
+        // Pages that read no tool of the run (compare) are there for every run.
+        for (const t of everyRunTools()) if (!names.includes(t)) names.push(t);
+        return { names: sortTools(names), infos: new Map(infos.map((t) => [t.name, t])) };
+      });
       p.catch(() => this.runTools.delete(run.name));
       this.runTools.set(run.name, p);
     }
@@ -242,9 +244,10 @@ export class Shell {
     if (stale()) return;
 
     const requested = this.state.get("tool");
-    const tool = requested ?? defaultTool(tools.names);
+    const tool = requested ?? defaultTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
     const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
-    const multi = info?.multiHost ?? (tool !== null && run.multiHostTools.includes(tool));
+    const multi =
+      info?.multiHost ?? (tool !== null && (run.multiHostTools.includes(tool) || pageFor(tool)?.multiHost === true));
     const host = this.pickHost(run, multi);
     this.current = { run, host };
     this.renderHostSelect(run, run.hosts, multi, host);
@@ -367,8 +370,16 @@ export class Shell {
     const missing = sortTools(this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n)));
     if (active !== null && !tools.names.includes(active) && !missing.includes(active)) missing.unshift(active);
     if (missing.length) {
-      this.toolNav.appendChild(h("div", { class: "tbp-nav-title tbp-muted" }, "No data in this run"));
-      for (const name of missing) this.toolNav.appendChild(link(name, false));
+      // Closed unless the page shown is one of them: most are tools of other profile kinds.
+      const open = active !== null && missing.includes(active);
+      this.toolNav.appendChild(
+        h(
+          "details",
+          { class: "tbp-nav-missing", open },
+          h("summary", { class: "tbp-nav-title tbp-muted" }, `No data in this run (${missing.length})`),
+          ...missing.map((name) => link(name, false)),
+        ),
+      );
     }
     if (run.error) this.toolNav.appendChild(h("p", { class: "tbp-error" }, run.error));
   }
@@ -447,7 +458,7 @@ export class Shell {
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;
-    if (!spec?.ownData) {
+    if (!spec?.ownData && !spec?.everyRun) {
       this.page.appendChild(loading(this.toolTitle(tool, tools)));
       try {
         result = await (early?.key === JSON.stringify(request)

@@ -11,7 +11,8 @@ is not an op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from tbprof.protos import hlo_pb2
 from tbprof.store.tables import KIND_BYTES, ProfileStore
@@ -62,16 +63,37 @@ class HloOp:
     source: str  # "file.py:123" or ""
 
 
-@dataclass
 class HloProgram:
-    program_id: int
-    module_name: str
-    ops: dict[str, HloOp] = field(default_factory=dict)
+    """One HLO module. Instructions are decoded on first lookup: a profile names few of them."""
+
+    def __init__(self, program_id: int, module_name: str, instructions: dict[bytes, Any]) -> None:
+        self.program_id = program_id
+        self.module_name = module_name
+        self._instructions = instructions  # name (bytes) -> HloInstructionProto
+        self._ops: dict[str, HloOp | None] = {}
 
     @property
     def display_name(self) -> str:
         """``jit_train_step(13929)``, as XProf names programs."""
         return f"{self.module_name}({self.program_id})"
+
+    def __len__(self) -> int:
+        return len(self._instructions)
+
+    def op(self, name: str) -> HloOp | None:
+        """The HLO op called ``name`` (None when the module has no such instruction)."""
+        if name in self._ops:
+            return self._ops[name]
+        ins = self._instructions.get(name.encode())
+        found = None
+        if ins is not None:
+            opcode = _text(ins.opcode)
+            meta = ins.metadata
+            source = f"{_text(meta.source_file).rsplit('/', 1)[-1]}:{meta.source_line}" if meta.source_file else ""
+            found = HloOp(name, opcode, hlo_category(opcode, _text(ins.fusion_kind)),
+                          tf_op_fullname(_text(meta.op_type), _text(meta.op_name)), source)
+        self._ops[name] = found
+        return found
 
 
 def _text(raw: bytes) -> str:
@@ -82,18 +104,11 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
     proto = hlo_pb2.HloProto()
     proto.ParseFromString(data)
     module = proto.hlo_module
-    program = HloProgram(program_id, _text(module.name))
+    instructions: dict[bytes, Any] = {}
     for comp in module.computations:
         for ins in comp.instructions:
-            name = _text(ins.name)
-            if name in program.ops:
-                continue
-            opcode = _text(ins.opcode)
-            meta = ins.metadata
-            source = f"{_text(meta.source_file).rsplit('/', 1)[-1]}:{meta.source_line}" if meta.source_file else ""
-            program.ops[name] = HloOp(name, opcode, hlo_category(opcode, _text(ins.fusion_kind)),
-                                      tf_op_fullname(_text(meta.op_type), _text(meta.op_name)), source)
-    return program
+            instructions.setdefault(ins.name, ins)
+    return HloProgram(program_id, _text(module.name), instructions)
 
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:

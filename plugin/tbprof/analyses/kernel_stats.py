@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry, tf_op
-from tbprof.analyses.event_columns import RowStats, factorize, rows_with_stat
+from tbprof.analyses.event_columns import factorize
 from tbprof.analyses.hlo_map import hlo_programs
-from tbprof.analyses.op_metrics import _live_lines, device_planes
+from tbprof.analyses.op_metrics import device_events, device_planes
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -149,17 +149,15 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
             op_list.append(name)
         return k
 
-    for plane in device_planes(store):
-        rows = rows_with_stat(plane, store.stat_id("kernel_details"))
-        ns_all = plane.dur_ps[rows] // 1000
-        rows = rows[_live_lines(plane)[plane.line_idx[rows]] & (ns_all > 0)]
+    for dev in device_events(store):
+        plane, st = dev.plane, dev.stats
+        kd = st.str_id("kernel_details")
+        keep = (kd > 0) & (plane.dur_ps[dev.rows] // 1000 > 0)
+        rows = dev.rows[keep]
         if rows.shape[0] == 0:
             continue
-        st = RowStats(store, plane, rows, ("kernel_details", "tf_op", "hlo_op", "program_id", "equation"))
-        kd, tfop, hlo, eq = st.str_id("kernel_details"), st.str_id("tf_op"), st.str_id("hlo_op"), st.str_id("equation")
-        prog = np.where(st.has("program_id"), st.int("program_id"), -1)
-        keep = kd > 0
-        rows, kd, tfop, hlo, eq, prog = rows[keep], kd[keep], tfop[keep], hlo[keep], eq[keep], prog[keep]
+        kd, tfop, hlo, eq = kd[keep], st.str_id("tf_op")[keep], st.str_id("hlo_op")[keep], st.str_id("equation")[keep]
+        prog = np.where(st.has("program_id"), st.int("program_id"), -1)[keep]
         name_id = plane.name_id[rows].astype(np.int64)
         # One decision per distinct (name, details, tf_op, hlo_op, program, equation).
         code, first = factorize(name_id, kd, tfop, hlo, prog, eq)
@@ -185,7 +183,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
                         or op_tensorcore_eligible(op_name) or uses_tc)
             if hid > 0 and pid >= 0:
                 program = programs.get(pid)
-                hlo_op = program.ops.get(strings[hid].rsplit("::", 1)[-1]) if program else None
+                hlo_op = program.op(strings[hid].rsplit("::", 1)[-1]) if program else None
                 if hlo_op is not None:
                     op_name = tf_op.parse_tf_op(hlo_op.provenance).name if hlo_op.provenance else ""
                     elig = op_tensorcore_eligible(op_name) or elig

@@ -23,8 +23,8 @@ import numba
 import numpy as np
 
 from tbprof.analyses import registry
-from tbprof.analyses.event_columns import RowStats
-from tbprof.analyses.event_groups import event_groups
+from tbprof.analyses.event_columns import RowStats, rows_of_metas, rows_with_stat
+from tbprof.analyses.event_groups import IMPLICIT_ROOT_NAMES
 from tbprof.analyses.op_metrics import HOST_PLANE
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import Plane, ProfileStore
@@ -113,35 +113,82 @@ def _live_at(addr_order: np.ndarray, addr: np.ndarray, is_alloc: np.ndarray, all
     return live, net, unmatched_free
 
 
+DETAIL_STATS = ("bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "tf_op",
+                "region_type", "data_type", "shape")
+
+
 @dataclass
 class MemoryEvents:
-    """Memory events of one allocator, time-sorted, as columns."""
+    """Memory events of one allocator, time-sorted, as columns.
+
+    The columns every event needs (time, sizes, address, step) are read up front; the rest
+    (free bytes, fragmentation, names, ...) only for the rows a table or summary shows.
+    """
 
     memory_id: str
     time_ps: np.ndarray
     is_alloc: np.ndarray
     heap_bytes: np.ndarray
     stack_bytes: np.ndarray
-    free_bytes: np.ndarray
-    fragmentation: np.ndarray
-    peak_bytes_in_use: np.ndarray
-    requested_bytes: np.ndarray
     allocation_bytes: np.ndarray
     address: np.ndarray
-    op: np.ndarray  # object
-    region: np.ndarray  # object
-    dtype: np.ndarray  # object
-    shape: np.ndarray  # object
     step_id: np.ndarray
+    source: np.ndarray  # per deallocation the allocation it frees (-1: none / an allocation)
     peak_index: int  # row of the peak (time-sorted order)
+    last_trace_index: int  # row of the allocator's last event in trace order
+    store: Any
+    plane: Any
+    rows: np.ndarray  # event row of each (time-sorted) memory event in the host plane
+
+    def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
+        idx = np.asarray(idx, dtype=np.int64)
+        named = np.where(self.source[idx] >= 0, self.source[idx], idx)
+        need = np.unique(np.concatenate([idx, named]))
+        plane_rows = self.rows[need]
+        order = np.argsort(plane_rows)  # RowStats walks ascending plane rows
+        st = RowStats(self.store, self.plane, plane_rows[order], DETAIL_STATS)
+        slot = np.empty_like(order)
+        slot[order] = np.arange(order.shape[0])
+        at = slot[np.searchsorted(need, idx)]
+        at_named = slot[np.searchsorted(need, named)]
+        strings = self.store.strings
+        codes = np.clip(st.int("data_type")[at_named], -1, len(DATA_TYPES))
+        return {
+            "free_bytes": st.int("bytes_available")[at],
+            "fragmentation": st.float("fragmentation")[at],
+            "peak_bytes_in_use": st.int("peak_bytes_in_use")[at],
+            "requested_bytes": st.int("requested_bytes")[at],
+            "op": _strings(strings, st.str_id("tf_op")[at_named]),
+            "region": _strings(strings, st.str_id("region_type")[at_named]),
+            "dtype": np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)[codes],
+            "shape": _strings(strings, st.str_id("shape")[at_named]),
+        }
 
 
-def _group_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
-    """XProf's step (group) id of each event: a ``group_id`` stat, else tbprof's event grouping."""
+def _step_ids(store: ProfileStore, plane: Plane, t: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Step of each event: its ``group_id`` stat, else the step marker whose span holds it.
+
+    Step markers are the host's root events (``_r`` stat) other than the implicit roots
+    (FunctionRun, ...), numbered in time order; -1 outside every marker. XProf takes the id
+    of the event's group, which for allocations inside a step is that step. Looking markers
+    up by time keeps the memory profile independent of the (much costlier) event grouping.
+    """
     if (own >= 0).any():
         return own
-    groups = event_groups(store)
-    return groups.group_of[plane.index][rows].astype(np.int64)  # type: ignore[no-any-return]
+    roots = rows_with_stat(plane, store.stat_id("_r"))
+    implicit = np.isin(plane.name_id[roots], [store.strings.id(n) for n in IMPLICIT_ROOT_NAMES])
+    roots = roots[~implicit]
+    out = np.full(t.shape[0], -1, dtype=np.int64)
+    if roots.shape[0] == 0:
+        return out
+    order = np.argsort(plane.start_ps[roots], kind="stable")
+    begin = plane.start_ps[roots][order]
+    end = begin + plane.dur_ps[roots][order]
+    k = np.searchsorted(begin, t, side="right") - 1
+    inside = (k >= 0) & (t < end[np.maximum(k, 0)])
+    out[inside] = k[inside]
+    return out
 
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -154,73 +201,60 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     alloc_id, dealloc_id = store.strings.id(ALLOCATION), store.strings.id(DEALLOCATION)
     if plane is None or (alloc_id < 0 and dealloc_id < 0):
         return {}
-    is_mem = (plane.name_id == alloc_id) | (plane.name_id == dealloc_id)
-    rows = np.nonzero(is_mem)[0]
+    rows = rows_of_metas(plane, np.flatnonzero(np.isin(plane.meta_name_id, [alloc_id, dealloc_id])))
     if rows.shape[0] == 0:
         return {}
     strings = store.strings
-    st = RowStats(store, plane, rows, (
-        "allocator_name", "index_on_host", "device_ordinal", "bytes_allocated", "bytes_reserved",
-        "bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr",
-        "tf_op", "region_type", "data_type", "shape", "group_id"))
-    # Memory id: allocator name, else index_on_host / device_ordinal.
-    mem_key = np.full(rows.shape[0], "", dtype=object)
+    st = RowStats(store, plane, rows, ("allocator_name", "index_on_host", "device_ordinal", "bytes_allocated",
+                                       "bytes_reserved", "allocation_bytes", "addr", "group_id"))
+    # Memory id: allocator name (a string id >= 0), else index_on_host / device_ordinal
+    # (coded below -1 so one int per event groups the allocators).
+    mem_code = np.full(rows.shape[0], -1, dtype=np.int64)
     for name in ("index_on_host", "device_ordinal"):
         has = st.has(name)
-        mem_key[has] = st.int(name)[has].astype(str)
+        mem_code[has] = -2 - st.int(name)[has]
     alloc_name = st.str_id("allocator_name")
-    if (alloc_name >= 0).any():
-        mem_key = np.where(alloc_name >= 0, _strings(strings, alloc_name), mem_key)
-    codes = np.clip(st.int("data_type"), -1, len(DATA_TYPES))
-    dtype_names = np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)
-    cols = {
-        "time_ps": plane.start_ps[rows],
-        "is_alloc": plane.name_id[rows] == alloc_id,
-        "heap_bytes": st.int("bytes_allocated"),
-        "stack_bytes": st.int("bytes_reserved"),
-        "free_bytes": st.int("bytes_available"),
-        "fragmentation": st.float("fragmentation"),
-        "peak_bytes_in_use": st.int("peak_bytes_in_use"),
-        "requested_bytes": st.int("requested_bytes"),
-        "allocation_bytes": st.int("allocation_bytes"),
-        "address": st.int("addr"),
-        "op_id": st.str_id("tf_op"),
-        "region_id": st.str_id("region_type"),
-        "dtype_code": codes,
-        "shape_id": st.str_id("shape"),
-        "step_id": _group_ids(store, plane, rows, st.int("group_id", missing=-1)),
-    }
+    mem_code = np.where(alloc_name >= 0, alloc_name, mem_code)
+    time_ps = plane.start_ps[rows]
+    heap, stack = st.int("bytes_allocated"), st.int("bytes_reserved")
+    is_alloc = plane.name_id[rows] == alloc_id
+    alloc_bytes, address = st.int("allocation_bytes"), st.int("addr")
+    step_all = _step_ids(store, plane, time_ps, st.int("group_id", missing=-1))
     out: dict[str, MemoryEvents] = {}
-    for memory_id in sorted(set(mem_key.tolist())):
-        sel = np.nonzero(mem_key == memory_id)[0]  # trace (store) order
-        used = cols["stack_bytes"][sel] + cols["heap_bytes"][sel]
+    # Few distinct codes: count them instead of sorting 100 k events.
+    shift = int(mem_code.min())
+    present = np.flatnonzero(np.bincount(mem_code - shift))
+    code_of = np.full(present.max() + 1, -1, dtype=np.int64)
+    code_of[present] = np.arange(present.shape[0])
+    inv = code_of[mem_code - shift]
+    codes = present + shift
+    names = [strings[c] if c >= 0 else ("" if c == -1 else str(-2 - c)) for c in codes.tolist()]
+    for k in sorted(range(codes.shape[0]), key=names.__getitem__):
+        memory_id = names[k]
+        sel = np.flatnonzero(inv == k) if codes.shape[0] > 1 else np.arange(rows.shape[0])  # trace order
+        used = stack[sel] + heap[sel]
         # Peak: most stack + heap bytes; ties go to the last event in trace order (XProf).
         peak_trace = int(sel.shape[0] - 1 - np.argmax(used[::-1]))
-        order = np.argsort(cols["time_ps"][sel], kind="stable")
+        order = np.argsort(time_ps[sel], kind="stable")
         idx = sel[order]
-        peak_index = int(np.nonzero(order == peak_trace)[0][0])
-        c = {k: v[idx] for k, v in cols.items()}
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        addr = address[idx]
+        ev_alloc = is_alloc[idx]
         # A deallocation describes the allocation it frees.
-        addr_order = np.lexsort((np.arange(idx.shape[0]), c["address"]))
-        source = _match_deallocations(addr_order, c["address"], c["is_alloc"])
-        freed = source >= 0
-        for k in ("op_id", "region_id", "dtype_code", "shape_id"):
-            c[k][freed] = c[k][source[freed]]
+        source = _match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
         # Events outside any step take the previous step + 1 (the first ones step 0), as XProf.
-        step = c["step_id"]
+        step = step_all[idx]
         valid = step >= 0
         if not valid.all():
             last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
             prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
             step = np.where(valid, step, prev + 1)
         out[memory_id] = MemoryEvents(
-            memory_id=memory_id, time_ps=c["time_ps"], is_alloc=c["is_alloc"], heap_bytes=c["heap_bytes"],
-            stack_bytes=c["stack_bytes"], free_bytes=c["free_bytes"], fragmentation=c["fragmentation"],
-            peak_bytes_in_use=c["peak_bytes_in_use"], requested_bytes=c["requested_bytes"],
-            allocation_bytes=c["allocation_bytes"], address=c["address"],
-            op=_strings(strings, c["op_id"]), region=_strings(strings, c["region_id"]),
-            dtype=dtype_names[c["dtype_code"]],
-            shape=_strings(strings, c["shape_id"]), step_id=step, peak_index=peak_index,
+            memory_id=memory_id, time_ps=time_ps[idx], is_alloc=ev_alloc, heap_bytes=heap[idx],
+            stack_bytes=stack[idx], allocation_bytes=alloc_bytes[idx], address=addr, step_id=step,
+            source=source, peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]),
+            store=store, plane=plane, rows=rows[idx],
         )
     return out
 
@@ -233,23 +267,38 @@ def _strings(strings: Any, ids: np.ndarray) -> np.ndarray:
 
 def summarize(ev: MemoryEvents) -> dict[str, Any]:
     p = ev.peak_index
-    heap, stack, free = int(ev.heap_bytes[p]), int(ev.stack_bytes[p]), int(ev.free_bytes[p])
+    d = ev.details(np.array([p, ev.last_trace_index]))
+    heap, stack, free = int(ev.heap_bytes[p]), int(ev.stack_bytes[p]), int(d["free_bytes"][0])
     return {
         "memory_id": ev.memory_id,
         "num_allocations": int(ev.is_alloc.sum()),
         "num_deallocations": int((~ev.is_alloc).sum()),
         "memory_capacity_bytes": heap + stack + free,
-        "peak_bytes_usage_lifetime": int(ev.peak_bytes_in_use.max()),
+        # XProf keeps the allocator's own peak counter of the last event it visits.
+        "peak_bytes_usage_lifetime": int(d["peak_bytes_in_use"][1]),
         "peak_bytes_in_use": heap + stack,
         "peak_heap_bytes": heap,
         "peak_stack_bytes": stack,
         "peak_free_bytes": free,
-        "peak_fragmentation_fraction": float(ev.fragmentation[p]),
+        "peak_fragmentation_fraction": float(d["fragmentation"][0]),
         "peak_time_ps": int(ev.time_ps[p]),
         "peak_time_ms": float(ev.time_ps[p]) / 1e9,
         "peak_step_id": int(ev.step_id[p]),
         "event_count": int(ev.time_ps.shape[0]),
     }
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_max(values: np.ndarray, max_points: int) -> np.ndarray:
+    """Index of the first maximum of each bucket ⌊i·max_points/n⌋ (one pass, no sort)."""
+    n = values.shape[0]
+    out = np.full(max_points, -1, dtype=np.int64)
+    for i in range(n):
+        b = (i * max_points) // n
+        j = out[b]
+        if j < 0 or values[i] > values[j]:
+            out[b] = i
+    return out
 
 
 def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
@@ -261,11 +310,8 @@ def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
     n = values.shape[0]
     if n <= max_points:
         return np.arange(n)
-    bucket = (np.arange(n, dtype=np.int64) * max_points) // n
-    order = np.lexsort((np.arange(n), -values, bucket))
-    starts = np.searchsorted(bucket[order], np.arange(max_points))
-    picked = order[starts]
-    picked[bucket[keep]] = keep
+    picked = _bucket_max(values, max_points)
+    picked[(keep * max_points) // n] = keep
     return picked
 
 
@@ -303,34 +349,38 @@ BREAKDOWN_COLUMNS = [
 def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
     in_use = ev.heap_bytes + ev.stack_bytes
     idx = downsample(in_use, max_points, ev.peak_index)
+    d = ev.details(idx)
     values = {
         "time_ms": ev.time_ps[idx] / 1e9, "heap_bytes": ev.heap_bytes[idx], "stack_bytes": ev.stack_bytes[idx],
-        "free_bytes": ev.free_bytes[idx], "in_use_bytes": in_use[idx],
-        "fragmentation_fraction": ev.fragmentation[idx],
+        "free_bytes": d["free_bytes"], "in_use_bytes": in_use[idx], "fragmentation_fraction": d["fragmentation"],
         "activity": np.where(ev.is_alloc[idx], "allocation", "deallocation").astype(object),
-        "operation": ev.op[idx], "requested_bytes": ev.requested_bytes[idx],
-        "allocation_bytes": ev.allocation_bytes[idx], "region_type": ev.region[idx], "data_type": ev.dtype[idx],
-        "shape": ev.shape[idx], "step_id": ev.step_id[idx],
+        "operation": d["op"], "requested_bytes": d["requested_bytes"], "allocation_bytes": ev.allocation_bytes[idx],
+        "region_type": d["region"], "data_type": d["dtype"], "shape": d["shape"], "step_id": ev.step_id[idx],
     }
     return Table.from_columns(TIMELINE_COLUMNS, values, default_sort=None)
 
 
-def breakdown_table(ev: MemoryEvents) -> Table:
+def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     """Allocations live at the peak, identical ones merged (XProf's memory breakdown table).
 
-    The walk covers every event up to the peak time (XProf: only those of the peak's step, the
-    older live allocations then joining its "unused preallocated" row).
+    ``scope="step"`` walks the events of the peak's step up to the peak time, as XProf does:
+    allocations still live from earlier steps join the "unused preallocated device memory" row.
+    ``scope="window"`` walks every event up to the peak, so each live allocation of the
+    profile window is its own row.
     """
     p = ev.peak_index
     upto = ev.time_ps <= ev.time_ps[p]
-    addr_order = np.lexsort((np.arange(ev.address.shape[0]), ev.address))
+    if scope == "step":
+        upto &= ev.step_id == ev.step_id[p]
+    addr_order = np.argsort(ev.address, kind="stable")
     live, net, unmatched_free = _live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
     rows = np.nonzero(live)[0]
     unexplained = int(ev.heap_bytes[p]) - net - unmatched_free
-    op = list(ev.op[rows])
+    d = ev.details(rows)
+    op = list(d["op"])
     alloc = ev.allocation_bytes[rows].tolist()
-    req = ev.requested_bytes[rows].tolist()
-    region, dtype, shape = list(ev.region[rows]), list(ev.dtype[rows]), list(ev.shape[rows])
+    req = d["requested_bytes"].tolist()
+    region, dtype, shape = list(d["region"]), list(d["dtype"]), list(d["shape"])
     special = [False] * rows.shape[0]
     for label, nbytes, reg in (("unused preallocated device memory", unexplained, "persist/dynamic"),
                                ("stack", int(ev.stack_bytes[p]), "stack")):
@@ -373,8 +423,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     max_points = int(options.get("max_points", DEFAULT_MAX_POINTS))
     timeline = timeline_table(ev, max_points)
     out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
-               tables={"breakdown": breakdown_table(ev), "timeline": timeline})
+               breakdown_scope=options.get("breakdown_scope", "step"),
+               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")), "timeline": timeline})
     return out
+
+
+def _parse_scope(text: str) -> str:
+    if text not in ("step", "window"):
+        raise ValueError("expected step or window")
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -391,6 +448,8 @@ registry.register(registry.Tool(
         registry.Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
         registry.Option("max_points", _positive_int, DEFAULT_MAX_POINTS,
                         "timeline points at most (the peak is always one of them)"),
+        registry.Option("breakdown_scope", _parse_scope, "step",
+                        "step: allocations of the peak's step (XProf); window: every allocation live at the peak"),
     ),
     description="Allocator memory over time, its peak, and the allocations live at the peak.",
 ))

@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from tbprof.analyses import tf_op
-from tbprof.analyses.event_columns import RowStats, factorize, per_name, rows_with_stat
+from tbprof.analyses.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
 from tbprof.analyses.hlo_map import HloProgram, hlo_programs
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -119,8 +119,15 @@ def _walk_activities(act_line: np.ndarray, act_ts: np.ndarray, act_op: np.ndarra
     return time_ps, child_ps
 
 
-def _is_derived_line(line_id: int) -> bool:
-    return _DERIVED_LINE_MIN <= line_id <= _DERIVED_LINE_MAX
+def _stable_order(line: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Order by (line, ts), ties in input order; one stable sort of a packed key when it fits."""
+    if ts.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(ts.min()), int(ts.max())
+    span = hi - lo + 1
+    if (int(line.max()) + 1) * span < (1 << 62):
+        return np.argsort(line.astype(np.int64) * span + (ts - lo), kind="stable")
+    return np.lexsort((np.arange(ts.shape[0]), ts, line))
 
 
 def _live_lines(plane: Plane) -> np.ndarray:
@@ -172,15 +179,18 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
             key_types.append(parsed.type)
         return k
 
-    # Parse each distinct event name once; events gather their op key through a lookup table.
+    # Parse each distinct event name once; events find their op key through their metadata.
     def name_key_of(text: str) -> int:
         parsed = tf_op.parse_tf_op(text) if text else None
         return key_of(parsed) if parsed is not None and parsed.is_op else -1
 
-    name_key = per_name(store, plane, name_key_of, -1, np.int32)
+    uniq_names, name_of_meta = np.unique(plane.meta_name_id, return_inverse=True)
+    key_of_name = np.array([name_key_of(strings[int(i)]) for i in uniq_names.tolist()], dtype=np.int64)
+    meta_key = key_of_name[name_of_meta.reshape(-1)] if uniq_names.shape[0] else np.zeros(0, dtype=np.int64)
     live = _live_lines(plane)
-    name_rows = np.flatnonzero(name_key >= 0)
+    name_rows = rows_of_metas(plane, np.flatnonzero(meta_key >= 0))
     name_rows = name_rows[live[plane.line_idx[name_rows]]]
+    name_key = meta_key[plane.meta_idx[name_rows]]
     # Events that carry a tf_op stat (memory allocations, ...) are activities of that op too.
     stat_rows = rows_with_stat(plane, store.stat_id("tf_op"))
     stat_rows = stat_rows[live[plane.line_idx[stat_rows]]]
@@ -192,7 +202,7 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     stat_key = val_key[val_inv.reshape(-1)] if stat_rows.shape[0] else np.zeros(0, dtype=np.int64)
     # Emission order: per event, its name activity before its tf_op-stat activity.
     rows = np.concatenate([name_rows, stat_rows])
-    op_keys = np.concatenate([name_key[name_rows].astype(np.int64), stat_key])
+    op_keys = np.concatenate([name_key, stat_key])
     emit = np.lexsort((np.concatenate([np.zeros(name_rows.shape[0]), np.ones(stat_rows.shape[0])]), rows))
     rows, op_keys = rows[emit], op_keys[emit]
     if rows.shape[0] == 0:
@@ -209,7 +219,7 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     act_end = np.zeros(2 * n_ops, dtype=bool)
     act_end[1::2] = True
     act_op = np.repeat(np.arange(n_ops, dtype=np.int64), 2)
-    order = np.lexsort((np.arange(2 * n_ops), act_ts, act_line))
+    order = _stable_order(act_line, act_ts)
     time_ps, child_ps = _walk_activities(act_line[order], act_ts[order], act_op[order], act_end[order], n_ops)
     kept = time_ps >= 0
     # Each thread's op span: first activity to last activity.
@@ -250,12 +260,36 @@ def device_planes(store: ProfileStore) -> list[Plane]:
     return [p for p in store.planes if p.name.startswith("/device:") and p.n_events > 0]
 
 
+DEVICE_STATS = ("hlo_op", "program_id", "tf_op", "kernel_details", "equation", "flops", "bytes_accessed", "is_eager")
+
+
+@dataclass
+class DeviceEvents:
+    """The live (non-derived-line) events of one device plane and the stats the op tools read."""
+
+    plane: Plane
+    rows: np.ndarray  # int64 event rows
+    stats: RowStats
+
+
+def device_events(store: ProfileStore) -> list[DeviceEvents]:
+    """Per device plane (as ``device_planes``): one stats pass shared by the op tools (memoised)."""
+    def build() -> list[DeviceEvents]:
+        out = []
+        for plane in device_planes(store):
+            rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+            out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS)))
+        return out
+    return store.memo(("op_metrics", "device_stats"), build)
+
+
 @dataclass
 class DeviceOpEvents:
     """Device events that are ops, with the device op each one is (shared by several tools)."""
 
     plane_index: np.ndarray  # int64 index into device_planes(store)
     row: np.ndarray  # int64 event row in its plane
+    pos: np.ndarray  # int64 index into that plane's device_events(store)[i].rows
     op: np.ndarray  # int64 index into the op tables below
     op_name: list[str]  # HLO op name, or "<tf op name>/<kernel>"
     op_category: list[str]  # HLO category, or the tf_op type
@@ -296,13 +330,13 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
             progs.append(program_id)
         return k
 
-    for pi, plane in enumerate(device_planes(store)):
-        live_rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+    out_pos: list[np.ndarray] = []
+    for pi, dev in enumerate(device_events(store)):
+        plane, live_rows, st = dev.plane, dev.rows, dev.stats
         if live_rows.shape[0] == 0:
             continue
         ends = plane.start_ps[live_rows] + plane.dur_ps[live_rows]
         total_time_ps += int(ends.max() - plane.start_ps[live_rows].min())
-        st = RowStats(store, plane, live_rows, ("hlo_op", "program_id", "tf_op"))
         hlo, tfop = st.str_id("hlo_op"), st.str_id("tf_op")
         has_prog, prog = st.has("program_id"), st.int("program_id")
         op_of_event = np.full(live_rows.shape[0], -1, dtype=np.int64)
@@ -316,7 +350,7 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
                 hlo_name = strings[hid].rsplit("::", 1)[-1]
                 program: HloProgram | None = programs.get(pid)
                 if program is not None:
-                    op = program.ops.get(hlo_name)
+                    op = program.op(hlo_name)
                     if op is not None:
                         pair_op[j] = intern(pid, hlo_name, op.category, op.provenance)
                 elif not programs:
@@ -339,8 +373,10 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
         sel = np.flatnonzero(op_of_event >= 0)
         out_plane.append(np.full(sel.shape[0], pi, dtype=np.int64))
         out_row.append(live_rows[sel].astype(np.int64))
+        out_pos.append(sel.astype(np.int64))
         out_op.append(op_of_event[sel])
-    return DeviceOpEvents(_cat(out_plane), _cat(out_row), _cat(out_op), names, cats, provs, progs, total_time_ps)
+    return DeviceOpEvents(_cat(out_plane), _cat(out_row), _cat(out_pos), _cat(out_op), names, cats, provs, progs,
+                          total_time_ps)
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:
@@ -353,18 +389,20 @@ def device_op_metrics(store: ProfileStore) -> OpMetricsDb:
 
 
 def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
-    planes = device_planes(store)
-    dur = np.zeros(ev.row.shape[0], dtype=np.float64)
-    flops = np.zeros(ev.row.shape[0])
-    nbytes = np.zeros(ev.row.shape[0])
-    eager = np.zeros(ev.row.shape[0], dtype=bool)
-    for pi, plane in enumerate(planes):
-        sel = np.nonzero(ev.plane_index == pi)[0]
+    n = ev.row.shape[0]
+    dur = np.zeros(n, dtype=np.float64)
+    flops = np.zeros(n)
+    nbytes = np.zeros(n)
+    eager = np.zeros(n, dtype=bool)
+    for pi, dev in enumerate(device_events(store)):
+        sel = np.flatnonzero(ev.plane_index == pi)
         if sel.shape[0] == 0:
             continue
-        rows = ev.row[sel]
-        dur[sel] = plane.dur_ps[rows]
-        flops[sel], nbytes[sel], eager[sel] = _cost_stats(store, plane, rows)
+        pos = ev.pos[sel]
+        dur[sel] = dev.plane.dur_ps[ev.row[sel]]
+        flops[sel] = dev.stats.float("flops")[pos]
+        nbytes[sel] = dev.stats.float("bytes_accessed")[pos]
+        eager[sel] = dev.stats.int("is_eager")[pos] != 0
     return {"dur": dur, "flops": flops, "bytes": nbytes, "eager": eager}
 
 

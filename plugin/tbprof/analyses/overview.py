@@ -68,15 +68,16 @@ def _precision(st: StepTable) -> dict[str, float]:
             "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0}
 
 
-def next_steps(result: Mapping[str, Any], has_device: bool) -> list[dict[str, str]]:
+def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
     """Where to look next: the tbprof page that shows the cause of the verdict."""
     rec = result["recommendation"]
     out: list[dict[str, str]] = []
     if rec["input_bound"] in ("high", "moderate", "potential"):
         out.append({"tool": "input_pipeline_analyzer", "why": "see which input operations take the time "
                     "(host side) and how long each step waits for input (device side)"})
-        out.append({"tool": "tf_data_bottleneck_analysis", "why": "find the slowest tf.data iterator and "
-                    "how to speed it up"})
+        if uses_tf_data:
+            out.append({"tool": "tf_data_bottleneck_analysis", "why": "find the slowest tf.data iterator and "
+                        "how to speed it up"})
     if rec["kernel_launch_bottleneck"] != "no":
         out.append({"tool": "trace_viewer", "why": "look at the host threads launching kernels"})
     if rec["device_collectives_bottleneck"] != "no":
@@ -145,7 +146,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "top_ops_side": ops.side,
         "recommendation": recommendation,
     }
-    result["recommendation"]["next_steps"] = next_steps(result, st.has_device)
+    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
+    result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
     result["diagnostics"] = diagnostics(stores, st, options)
     result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(ops)}
     return result

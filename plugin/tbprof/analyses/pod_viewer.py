@@ -1,9 +1,10 @@
 """pod_viewer: every host and device as a column of stacked step breakdown, step by step.
 
-Columns: for each host, "all devices" (the host's step breakdown, which is what XProf's GPU pod
-viewer shows as its single core) and then each device (GPU) on its own, broken down from that
-device's events over the same step span. CPU-only hosts have one column. A column's bottleneck
-is its largest category.
+Columnar: ``steps`` lists the chosen steps; each entry of ``cores`` (one per column) holds one
+value per chosen step. Columns: for each host, "all devices" (the host's step breakdown, which
+is what XProf's GPU pod viewer shows as its single core) and then each device (GPU) on its own,
+broken down from that device's events over the same step span. CPU-only hosts have one column.
+A column's bottleneck is its largest category.
 """
 
 from __future__ import annotations
@@ -23,58 +24,54 @@ from tbprof.store.tables import ProfileStore
 LABELS = [label for _, label, _ in sb.CATEGORIES]
 
 
-def _breakdown_us(type_ps: np.ndarray) -> dict[str, float]:
-    cats = sb.categories_ms(type_ps[None, :])
-    return {label: float(cats[key][0]) * 1000.0 for key, label, _ in sb.CATEGORIES}
-
-
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
     st = step_table(stores)
     want = options.get("step", -1)
-    columns: list[dict[str, Any]] = []
+    sel = np.arange(st.n_steps) if want in (-1, None) else np.array([want], np.int64)
+    sel = sel[(sel >= 0) & (sel < st.n_steps)]
+    cores: list[dict[str, Any]] = []
     for h, (host, steps) in enumerate(zip(st.hosts, st.per_host)):
-        columns.append({"host": host, "device": "all devices" if steps.has_device else "host", "host_index": h,
-                        "device_index": -1})
-        for d, pi in enumerate(steps.device_planes):
-            columns.append({"host": host, "device": stores[h].planes[pi].name, "host_index": h, "device_index": d})
-    step_list = []
-    rows: dict[str, list[Any]] = {k: [] for k in ("step", "step_num", "host", "device", "total_duration_us",
-                                                  "bottleneck", *LABELS)}
-    for j in range(st.n_steps):
-        if want not in (-1, None) and j != want:
-            continue
-        cores = []
-        for c in columns:
-            steps = st.per_host[c["host_index"]]
-            k = int(st.step_index[c["host_index"], j])
-            tps = steps.type_ps[k] if c["device_index"] < 0 else steps.per_device_type_ps[c["device_index"], k]
-            bd = _breakdown_us(tps)
-            dur_us = float(steps.duration_ps[k]) / 1e6
-            bottleneck = max(bd, key=lambda x: bd[x]) if dur_us > 0 else ""
-            cores.append({"host": c["host"], "device": c["device"], "total_duration_us": dur_us,
-                          "bottleneck": bottleneck, "breakdown_us": bd, "begin_ps": int(steps.begin_ps[k])})
-            for key, v in (("step", st.names[j]), ("step_num", int(st.step_nums[j])), ("host", c["host"]),
-                           ("device", c["device"]), ("total_duration_us", dur_us), ("bottleneck", bottleneck)):
-                rows[key].append(v)
-            for label in LABELS:
-                rows[label].append(bd[label])
-        step_list.append({"index": j, "step": st.names[j], "step_num": int(st.step_nums[j]), "cores": cores})
+        k = st.step_index[h, sel] if len(sel) else np.zeros(0, np.int64)
+        dur_us = steps.duration_ps[k] / 1e6
+        mats = [("all devices" if steps.has_device else "host", steps.type_ps[k])]
+        mats += [(stores[h].planes[pi].name, steps.per_device_type_ps[d][k])
+                 for d, pi in enumerate(steps.device_planes)]
+        for device, type_ps in mats:
+            cats = sb.categories_ms(type_ps)
+            bd = np.stack([cats[key] * 1000.0 for key, _, _ in sb.CATEGORIES]) if len(sel) else \
+                np.zeros((len(LABELS), 0))
+            top = np.argmax(bd, axis=0) if len(sel) else np.zeros(0, np.int64)
+            bottleneck = np.where(dur_us > 0, np.array(LABELS, dtype=object)[top], "")
+            cores.append({"host": host, "device": device, "total_duration_us": dur_us,
+                          "begin_ps": steps.begin_ps[k], "bottleneck": bottleneck.tolist(),
+                          "breakdown_us": {label: bd[i] for i, label in enumerate(LABELS)}})
+    names = [st.names[int(j)] for j in sel]
+    nums = st.step_nums[sel]
+    n_cols = len(cores)
     table_cols = [Column("step", "Step", "str"), Column("step_num", "Step number", "int"),
                   Column("host", "Host", "str"), Column("device", "Device", "str"),
                   Column("total_duration_us", "Step time", "float", "us"),
                   Column("bottleneck", "Bottleneck", "str"),
                   *(Column(label.lower().replace(" ", "_") + "_us", label, "float", "us") for label in LABELS)]
-    values = {col.name: rows[col.name] for col in table_cols[:6]}
+    # Rows step-major: every column of step 0, then of step 1, ...
+    values: dict[str, Any] = {
+        "step": np.repeat(np.array(names, dtype=object), n_cols), "step_num": np.repeat(nums, n_cols),
+        "host": np.tile(np.array([c["host"] for c in cores], dtype=object), len(sel)),
+        "device": np.tile(np.array([c["device"] for c in cores], dtype=object), len(sel)),
+        "total_duration_us": np.stack([c["total_duration_us"] for c in cores], 1).reshape(-1) if cores else [],
+        "bottleneck": np.stack([np.array(c["bottleneck"], dtype=object) for c in cores], 1).reshape(-1)
+        if cores else [],
+    }
     for label, col in zip(LABELS, table_cols[6:]):
-        values[col.name] = rows[label]
+        values[col.name] = np.stack([c["breakdown_us"][label] for c in cores], 1).reshape(-1) if cores else []
     env = run_environment(stores)
     return {
         "schema_version": registry.SCHEMA_VERSION, "tool": "pod_viewer", "hosts": st.hosts,
         "device_type": env["device_model"] or env["device_type"],
         "step_breakdown_events": {str(i + 1): label for i, label in enumerate(LABELS)},
         "steps_info": st.steps_json(), "step_count": st.n_steps,
-        "step_names": st.names, "columns": [{"host": c["host"], "device": c["device"]} for c in columns],
-        "steps": step_list,
+        "steps": {"index": sel, "step": names, "step_num": nums},
+        "cores": cores,
         "diagnostics": diagnostics(stores, st, options),
         "tables": {"pod_stats": Table.from_columns(table_cols, values, default_sort=None)},
     }

@@ -55,6 +55,15 @@ class Tool:
 
 
 _TOOLS: dict[str, Tool] = {}
+# Derived values that most tools of a store need (the step assignment): computed in the
+# background as soon as a store is loaded, so the first page asked for does not wait for them.
+WARMUPS: list[Callable[[Any], Any]] = []
+
+
+def register_warmup(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    WARMUPS.append(fn)
+    return fn
+
 _ALIASES: dict[str, str] = {}
 
 

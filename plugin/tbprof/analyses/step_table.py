@@ -104,7 +104,10 @@ def step_table(stores: Sequence[ProfileStore]) -> StepTable:
         if len(set(counts)) > 1 or n_steps < min(counts):
             notes.append(f"hosts have {counts} steps; {n_steps} steps that every host ran are compared")
     first = next((s for s in per_host if s.source != "none"), per_host[0])
-    return StepTable(hosts=hosts, per_host=per_host, source=_combined_source(per_host), method=first.method,
+    source = _combined_source(per_host) if n_steps else "none"
+    if not n_steps and n_hosts > 1 and not diagnosis:
+        diagnosis = "The hosts have no step in common, so no all-hosts step can be compared; look at each host."
+    return StepTable(hosts=hosts, per_host=per_host, source=source, method=first.method,
                      detail=first.detail, diagnosis=diagnosis, notes=notes,
                      has_device=any(s.has_device for s in per_host), names=names, step_nums=nums,
                      step_time_ms=step_time, critical_host=[hosts[int(c)] for c in crit], category_ms=cat_ms,

@@ -23,12 +23,14 @@ last are dropped, because a profile window usually cuts them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import registry
 from tbprof.analyses import step_breakdown as sb
 from tbprof.analyses.event_groups import HOST_PLANE, event_groups
 from tbprof.store.tables import Plane, ProfileStore
@@ -228,7 +230,7 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
             types = _types_by_name(store, p, rows, gpu=True)
             typed.add(pi, p.start_ps[rows], p.start_ps[rows] + p.dur_ps[rows], types, g[rows])
             compute = (types == sb.DEVICE_COMPUTE_16) | (types == sb.DEVICE_COMPUTE_32)
-            well_formed[np.unique(g[rows][compute])] = True
+            well_formed[g[rows][compute]] = True
     else:
         host = store.plane(HOST_PLANE)
         if host is None:
@@ -259,7 +261,7 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
         ok = types >= 0
         other, types = other[ok], types[ok]
         typed.add(pi, host.start_ps[other], host.start_ps[other] + host.dur_ps[other], types, g[other])
-        well_formed[np.unique(g[other][types == sb.HOST_COMPUTE])] = True
+        well_formed[g[other][types == sb.HOST_COMPUTE]] = True
     has_span = (best_b >= 0) & (best_e > best_b)
     candidates = np.nonzero(best_b >= 0)[0]
     keep = np.nonzero(has_span & well_formed)[0]
@@ -300,6 +302,9 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     group_to_step = None
     if group_of is not None and key_to_step is not None:
         group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)
+    if dropped:
+        detail += (f"; the first and the last of the {n} are dropped (boundary rule: more than "
+                   f"{DROP_BOUNDARY_ABOVE} steps), {len(begin)} remain")
     diagnosis = ""
     dur = end - begin
     if len(begin) == 1:
@@ -474,7 +479,7 @@ def compute_steps(store: ProfileStore) -> Steps:
             key_to_step = np.full(groups.n_groups, -1, np.int64)
             key_to_step[keep] = np.arange(len(keep))
             where = "device work of each marked step" if devices else "the host step markers"
-            detail = (f"{len(keep)} steps from step markers (root events with _r=1, e.g. "
+            detail = (f"{len(keep)} marked steps (root events with _r=1, e.g. "
                       f"tf.profiler.experimental.Trace or jax.profiler.StepTraceAnnotation); step time from "
                       f"{where}")
             names = [groups.group_names[int(g)] for g in keep]
@@ -490,6 +495,9 @@ def compute_steps(store: ProfileStore) -> Steps:
         ("repeated_function", lambda: _infer_repeated_function(store)),
         ("repeated_module", lambda: _infer_repeated_module(store, devices)),
     ]
+    if devices:
+        # A GPU step is the device's work (as for marked steps): module launches before host functions.
+        inferences[1], inferences[2] = inferences[2], inferences[1]
     for method, infer in inferences:
         got = infer()
         if got is None:
@@ -530,3 +538,51 @@ def _num_of(name: str, default: int) -> int:
 def steps_of(store: ProfileStore) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
     return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
+
+
+registry.register_warmup(lambda store: steps_of(store) if getattr(store, "format", "") == "xspace" else None)
+
+
+def warm_up() -> None:
+    """Loads the compiled step kernels from numba's cache (~150 ms) before the first request needs them.
+
+    Called once in a background thread when the analyses are imported (server start), so the
+    first step-tool request does not pay the JIT load. Arrays are tiny; both writable and
+    read-only (memory-mapped store columns) variants are loaded.
+    """
+    from tbprof.analyses.event_groups import _nesting, _propagate
+    from tbprof.store.tables import _bucket_gather, _bucket_rows
+
+    i64 = np.zeros(2, np.int64)
+    ro = i64.copy()
+    ro.flags.writeable = False
+    offsets = np.array([0, 2], np.int64)
+    for arr in (i64, ro):
+        _nesting(arr, arr, offsets)
+        _bucket_rows(arr.astype(np.int32) if arr is i64 else _readonly(arr.astype(np.int32)),
+                     np.zeros(1, np.int32), 1)
+    for owner in (np.zeros(2, np.int32), _readonly(np.zeros(2, np.int32))):
+        kind = np.zeros(2, np.int8) if owner.flags.writeable else _readonly(np.zeros(2, np.int8))
+        value = i64 if owner.flags.writeable else ro
+        _bucket_gather(owner, np.zeros(1, np.int32), 1, owner, kind, value)
+    _propagate(np.zeros(0, np.int64), i64, np.full(2, -1, np.int64), np.array([1, 2], np.int64),
+               np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64))
+    sb.nonoverlapped_type_ps(np.zeros(1, np.int64), i64[:1], np.ones(1, np.int64), i64[:1],
+                             i64[:1], np.ones(1, np.int64), sb.N_TYPES)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _warm_up_quietly() -> None:
+    try:
+        warm_up()
+    except Exception:  # a failed warm-up only means that the first request loads the kernels
+        pass
+
+
+# Started when the analyses are imported (server start); benchmarks join it to time a warmed server.
+WARM_UP = threading.Thread(target=_warm_up_quietly, name="tbprof-steps-warm-up", daemon=True)
+WARM_UP.start()

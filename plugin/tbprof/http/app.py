@@ -36,7 +36,7 @@ ROUTES: dict[str, tuple[str, Handler]] = {}  # path -> (method, handler)
 
 # Modules that register routes of later features; missing ones are skipped.
 ROUTE_MODULES = ("tbprof.http.core_routes", "tbprof.timeline.routes", "tbprof.capture.routes",
-                 "tbprof.http.tfprof_routes")
+                 "tbprof.http.tfprof_routes", "tbprof.http.compare_routes")
 
 
 def route(path: str, method: str = "GET") -> Callable[[Handler], Handler]:

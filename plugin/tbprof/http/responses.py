@@ -7,6 +7,8 @@ import gzip
 import io
 import json
 import math
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -70,9 +72,35 @@ def finish(request: Request, body: bytes, mimetype: str, status: int = 200,
     return Response(body, status=status, mimetype=mimetype, headers=hdrs)
 
 
+# Encoded bodies of memoised results (tool results are computed once and never mutated), so a
+# repeated request costs a dict lookup instead of re-encoding 100 kB of JSON (10-30 ms).
+# Entries hold the result itself, so its id() cannot be reused while cached.
+_ENCODED: OrderedDict[int, tuple[Any, bytes, list[bytes]]] = OrderedDict()
+_ENCODED_MAX = 64
+_ENCODED_LOCK = threading.Lock()
+
+
 def json_response(request: Request, result: Any, status: int = 200,
                   queries: dict[str, TableQuery] | None = None) -> Response:
-    return finish(request, to_json_bytes(result, queries), "application/json", status)
+    if queries or not isinstance(result, dict) or status != 200:
+        return finish(request, to_json_bytes(result, queries), "application/json", status)
+    with _ENCODED_LOCK:
+        hit = _ENCODED.get(id(result))
+        if hit is not None and hit[0] is result:
+            _ENCODED.move_to_end(id(result))
+    if hit is None or hit[0] is not result:
+        hit = (result, to_json_bytes(result), [])
+        with _ENCODED_LOCK:
+            _ENCODED[id(result)] = hit
+            while len(_ENCODED) > _ENCODED_MAX:
+                _ENCODED.popitem(last=False)
+    body = hit[1]
+    if len(body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
+        if not hit[2]:
+            hit[2].append(gzip.compress(body, compresslevel=5))
+        return Response(hit[2][0], status=status, mimetype="application/json",
+                        headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+    return Response(body, status=status, mimetype="application/json")
 
 
 def error_response(request: Request, status: int, message: str, **extra: Any) -> Response:

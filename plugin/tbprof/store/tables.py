@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numba
 import numpy as np
 
 from tbprof.store.strings import StringTable
@@ -101,6 +102,43 @@ class StatColumn:
         return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _bucket_rows(ids: np.ndarray, lut: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort)."""
+    counts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(ids.shape[0]):
+        b = lut[ids[i]]
+        if b >= 0:
+            counts[b + 1] += 1
+    for b in range(n_buckets):
+        counts[b + 1] += counts[b]
+    pos = counts[:-1].copy()
+    out = np.empty(counts[n_buckets], dtype=np.int64)
+    for i in range(ids.shape[0]):
+        b = lut[ids[i]]
+        if b >= 0:
+            out[pos[b]] = i
+            pos[b] += 1
+    return out, counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_gather(ids: np.ndarray, lut: np.ndarray, n_buckets: int, owner: np.ndarray, kind: np.ndarray,
+                   value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_bucket_rows`` that also gathers the owner, kind and value of each hit in the same pass."""
+    rows, bounds = _bucket_rows(ids, lut, n_buckets)
+    n = rows.shape[0]
+    out_owner = np.empty(n, dtype=np.int64)
+    out_kind = np.empty(n, dtype=kind.dtype)
+    out_value = np.empty(n, dtype=value.dtype)
+    for j in range(n):
+        r = rows[j]
+        out_owner[j] = owner[r]
+        out_kind[j] = kind[r]
+        out_value[j] = value[r]
+    return out_owner, out_kind, out_value, bounds
+
+
 @dataclass
 class Plane:
     """One XPlane: a device (``/device:GPU:0``) or the host (``/host:CPU``)."""
@@ -173,15 +211,11 @@ class Plane:
         ids = self.stats.stat_id
         lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
         lut[want] = np.arange(len(want), dtype=np.int32)
-        slot = lut[ids]
-        hit = np.nonzero(slot >= 0)[0]
-        hit_slot = slot[hit]
-        counts = np.bincount(hit_slot, minlength=len(want))
+        owner, kind, value, bounds = _bucket_gather(np.asarray(ids), lut, len(want), np.asarray(self.stats.owner),
+                                                    np.asarray(self.stats.kind), np.asarray(self.stats.value))
         for k, sid in enumerate(want):
-            # Few stats of interest per event: one boolean pick per wanted stat over the hits.
-            rows = hit[hit_slot == k] if counts[k] else hit[:0]
-            self._columns[("event", sid)] = StatColumn(self.stats.owner[rows].astype(np.int64),
-                                                       self.stats.kind[rows], self.stats.value[rows])
+            sl = slice(int(bounds[k]), int(bounds[k + 1]))
+            self._columns[("event", sid)] = StatColumn(owner[sl], kind[sl], value[sl])
 
     def meta_stat_column(self, stat_id: int) -> StatColumn:
         key = ("meta", stat_id)
@@ -247,6 +281,7 @@ class ProfileStore:
     warnings: list[str] = field(default_factory=list)
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memo_key_locks: dict[Any, threading.Lock] = field(default_factory=dict, repr=False)
 
     @property
     def n_events(self) -> int:
@@ -270,10 +305,19 @@ class ProfileStore:
         return self.strings.id(name)
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
-        """Computes a derived value once per store (step assignment, op links, ...)."""
+        """Computes a derived value once per store (step assignment, op links, ...).
+
+        Single flight: a request that arrives while the background warm-up (or another request)
+        computes the same key waits for that computation instead of repeating it.
+        """
         with self._memo_lock:
             if key in self._memo:
                 return self._memo[key]  # type: ignore[no-any-return]
-        value = compute()
-        with self._memo_lock:
-            return self._memo.setdefault(key, value)  # type: ignore[no-any-return]
+            key_lock = self._memo_key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._memo_lock:
+                if key in self._memo:
+                    return self._memo[key]  # type: ignore[no-any-return]
+            value = compute()
+            with self._memo_lock:
+                return self._memo.setdefault(key, value)  # type: ignore[no-any-return]

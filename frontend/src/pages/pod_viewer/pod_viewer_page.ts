@@ -8,7 +8,7 @@ import { clear, h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, obj, objs, type Obj, str } from "../fields";
+import { list, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
 import { STEP_CATEGORIES } from "../steps_common";
 
@@ -25,13 +25,52 @@ const COLORS: Record<string, string> = {
   "All others": "#bab0ac",
 };
 
+/** One column (host × device) in one step. */
+interface Column {
+  host: string;
+  device: string;
+  totalUs: number;
+  bottleneck: string;
+  breakdownUs: Record<string, number>;
+}
+
+/** Step names and the columns of step i, from the columnar schema (docs/api.md, pod_viewer). */
+function decodePod(raw: Obj): { stepNames: string[]; columnsAt: (i: number) => Column[] } {
+  const steps = obj(raw, "steps");
+  const stepNames = list(steps, "step").map((s) => (typeof s === "string" ? s : String(s)));
+  const cores = objs(raw, "cores");
+  const at = (o: Obj, key: string, i: number): unknown => list(o, key)[i];
+  return {
+    stepNames,
+    columnsAt: (i) =>
+      cores.map((c) => {
+        const bd = obj(c, "breakdown_us");
+        const breakdownUs: Record<string, number> = {};
+        for (const k of Object.keys(bd)) {
+          const v = at(bd, k, i);
+          breakdownUs[k] = typeof v === "number" ? v : 0;
+        }
+        const total = at(c, "total_duration_us", i);
+        const bottleneck = at(c, "bottleneck", i);
+        return {
+          host: str(c, "host"),
+          device: str(c, "device"),
+          totalUs: typeof total === "number" ? total : 0,
+          bottleneck: typeof bottleneck === "string" ? bottleneck : "",
+          breakdownUs,
+        };
+      }),
+  };
+}
+
 function render(ctx: PageContext): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Pod viewer"));
-  const steps = objs(raw, "steps");
+  const { stepNames, columnsAt } = decodePod(raw);
+  const steps = stepNames;
   if (steps.length === 0) {
     el.appendChild(messageBox({ title: "No steps", body: "The pod viewer needs steps; none were found." }));
     if (result.tables.pod_stats) el.appendChild(tableWidget(ctx, "pod_stats").el);
@@ -42,7 +81,7 @@ function render(ctx: PageContext): void {
   el.appendChild(
     cardRow([
       { id: "steps", label: "Steps", value: formatNumber(steps.length) },
-      { id: "columns", label: "Hosts × devices", value: formatNumber(objs(raw, "columns").length) },
+      { id: "columns", label: "Hosts × devices", value: formatNumber(objs(raw, "cores").length) },
       { id: "device", label: "Device type", value: str(raw, "device_type") || "–" },
     ]),
   );
@@ -59,7 +98,7 @@ function render(ctx: PageContext): void {
   grid.appendChild(details);
   const c = chart(ctx, box, { label: "Step breakdown per host and device", id: "pod_step", height: 340 });
 
-  let cores: Obj[] = [];
+  let cores: Column[] = [];
   const showDetails = (i: number): void => {
     const core = cores[i];
     clear(details);
@@ -67,11 +106,10 @@ function render(ctx: PageContext): void {
       details.append(h("h2", {}, "Details"), h("p", { class: "tbp-muted" }, "Point at a column to see its breakdown."));
       return;
     }
-    const total = num(core, "total_duration_us") ?? 0;
-    const bd = obj(core, "breakdown_us");
+    const total = core.totalUs;
     details.append(
-      h("h2", {}, `${str(core, "host")} · ${str(core, "device")}`),
-      h("p", {}, `Step time ${formatDuration(total, "us")}; bottleneck: `, h("b", {}, str(core, "bottleneck") || "–")),
+      h("h2", {}, `${core.host} · ${core.device}`),
+      h("p", {}, `Step time ${formatDuration(total, "us")}; bottleneck: `, h("b", {}, core.bottleneck || "–")),
       h(
         "table",
         { class: "tbp-table tbp-static-table" },
@@ -79,7 +117,7 @@ function render(ctx: PageContext): void {
           "tbody",
           {},
           labels.map((l) => {
-            const v = num(bd, l) ?? 0;
+            const v = core.breakdownUs[l] ?? 0;
             return h("tr", {}, h("td", {}, h("span", { class: "tbp-swatch", style: `background:${COLORS[l] ?? "#999"}` }), l), h("td", { class: "tbp-num" }, formatDuration(v, "us")), h("td", { class: "tbp-num" }, total > 0 ? formatPercent((v / total) * 100) : "–"));
           }),
         ),
@@ -87,19 +125,18 @@ function render(ctx: PageContext): void {
     );
   };
   const draw = (index: number): void => {
-    const step = steps[index] ?? {};
-    cores = objs(step, "cores");
-    stepLabel.textContent = ` ${str(step, "step") || `#${index}`} (${index + 1} of ${steps.length})`;
-    const hosts = new Set(cores.map((k) => str(k, "host")));
-    const names = cores.map((k) => (hosts.size > 1 ? `${str(k, "host")} · ${str(k, "device")}` : str(k, "device")));
-    const used = labels.filter((l) => cores.some((k) => (num(obj(k, "breakdown_us"), l) ?? 0) > 0));
+    cores = columnsAt(index);
+    stepLabel.textContent = ` ${steps[index] ?? `#${index}`} (${index + 1} of ${steps.length})`;
+    const hosts = new Set(cores.map((k) => k.host));
+    const names = cores.map((k) => (hosts.size > 1 ? `${k.host} · ${k.device}` : k.device));
+    const used = labels.filter((l) => cores.some((k) => (k.breakdownUs[l] ?? 0) > 0));
     c.setOption({
       grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
       legend: { top: 0, type: "scroll" },
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("us") },
       xAxis: { type: "category", data: names, axisLabel: { interval: 0, width: 110, overflow: "truncate" } },
       yAxis: { type: "value", axisLabel: { formatter: axisLabel("us") } },
-      series: used.map((l) => ({ type: "bar", name: l, stack: "core", itemStyle: { color: COLORS[l] }, barMaxWidth: 64, data: cores.map((k) => num(obj(k, "breakdown_us"), l) ?? 0) })),
+      series: used.map((l) => ({ type: "bar", name: l, stack: "core", itemStyle: { color: COLORS[l] }, barMaxWidth: 64, data: cores.map((k) => k.breakdownUs[l] ?? 0) })),
     });
     showDetails(0);
   };

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { parseHash } from "../../base/url_state";
+import type { RunInfo } from "../../data/types";
+import {
+  compareParams,
+  defaultBaseline,
+  deltaTone,
+  intervalText,
+  pickHost,
+  signedPercent,
+  swappedHref,
+  traceHref,
+} from "./compare_model";
+
+function run(name: string, hosts: string[]): RunInfo {
+  return { name, kind: "xspace", hosts, mtime: 0, tools: [], toolsExact: true, multiHostTools: [], error: null };
+}
+
+// Newest first, as the runs route lists them.
+const RUNS = [run("jax_2hosts/s", ["worker0", "worker1"]), run("custom_loop/s", ["vm"]), run("keras_cnn/train/s", ["vm"])];
+
+describe("compare parameters", () => {
+  it("names both sides; empty hosts and selections are left out", () => {
+    expect(compareParams({ run: "a", host: null, steps: "" }, { run: "b", host: "vm", steps: " 3:6 " })).toEqual([
+      ["base_run", "a"],
+      ["run", "b"],
+      ["host", "vm"],
+      ["steps", "3:6"],
+    ]);
+  });
+});
+
+describe("default baseline", () => {
+  it("is the run recorded before the candidate", () => {
+    expect(defaultBaseline(RUNS, { run: "custom_loop/s", host: "vm", steps: "" })).toEqual({
+      run: "keras_cnn/train/s",
+      host: "vm",
+      steps: "",
+    });
+  });
+  it("is a newer run when the candidate is the oldest, without a host when it has several", () => {
+    expect(defaultBaseline(RUNS, { run: "keras_cnn/train/s", host: "vm", steps: "" })).toEqual({
+      run: "jax_2hosts/s",
+      host: null,
+      steps: "",
+    });
+  });
+  it("is another host of the only run", () => {
+    const only = [RUNS[0] as RunInfo];
+    expect(defaultBaseline(only, { run: "jax_2hosts/s", host: "worker1", steps: "" }).host).toBe("worker0");
+  });
+});
+
+describe("hosts", () => {
+  it("keeps a valid choice, the all-hosts token, else the first host", () => {
+    const r = RUNS[0];
+    expect(pickHost(r, "worker1", "__all__")).toBe("worker1");
+    expect(pickHost(r, "__all__", "__all__")).toBe("__all__");
+    expect(pickHost(r, "nope", "__all__")).toBe("worker0");
+    expect(pickHost(RUNS[1], null, "__all__")).toBe("vm");
+  });
+});
+
+describe("links", () => {
+  it("opens a side's trace viewer searching for the op", () => {
+    const href = traceHref("jax_mlp/s", "vm", "jit(train_step)/transpose(jvp())/transpose");
+    expect(parseHash(href)).toEqual(
+      new Map([
+        ["run", "jax_mlp/s"],
+        ["host", "vm"],
+        ["tool", "trace_viewer"],
+        ["c.q", "jit(train_step)/transpose(jvp())/transpose"],
+      ]),
+    );
+  });
+  it("swaps baseline and candidate with their step selections", () => {
+    const state = parseHash(
+      swappedHref({ run: "a", host: "w0", steps: "1:2" }, { run: "b", host: "w1", steps: "" }),
+    );
+    expect(Object.fromEntries(state)).toEqual({
+      run: "a",
+      host: "w0",
+      tool: "compare",
+      "c.base_run": "b",
+      "c.base_host": "w1",
+      "c.steps": "1:2",
+    });
+  });
+});
+
+describe("deltas", () => {
+  it("more time or memory is worse, fewer occurrences are neutral", () => {
+    expect(deltaTone("delta_per_step_us", "us", 12)).toBe("worse");
+    expect(deltaTone("delta_peak_bytes", "bytes", -4096)).toBe("better");
+    expect(deltaTone("delta_occurrences", "", 5)).toBe("neutral");
+    expect(deltaTone("delta_per_step_us", "us", 0)).toBe("neutral");
+    expect(deltaTone("base_per_step_us", "us", 3)).toBe("neutral");
+    expect(deltaTone("delta_per_step_us", "us", null)).toBe("neutral");
+  });
+  it("formats signed percentages and intervals", () => {
+    expect(signedPercent(12.345)).toBe("+12.3 %");
+    expect(signedPercent(-0.04)).toBe("0.0 %");
+    expect(signedPercent(Number.POSITIVE_INFINITY)).toBe("+∞ %");
+    expect(intervalText(-20.06, -9.5, 0.95)).toBe("95 % CI -20.1 … -9.5 %");
+    expect(intervalText(null, null, 0.9)).toBe("too few steps for a 90 % interval");
+  });
+});

@@ -1,0 +1,104 @@
+"""`tbprof compare` and `tbprof check` on real pairs: exit codes of a regression, an
+improvement and noise, and clear errors for ambiguous or bad arguments.
+
+Pairs: custom_loop is the keras_cnn model trained by a custom loop, about 18 % faster per step
+(see tests/analyses/test_compare.py for the numbers); jax_2hosts' two hosts run data-parallel
+steps of the same length, but worker0 waits in the all-reduce for worker1 (the straggler).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tbprof import cli
+from tbprof.compare_cli import EXIT_REGRESSION, EXIT_UNDECIDED
+from tests.conftest import xplane_of
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+def test_compare_text_and_json(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache: str) -> None:
+    keras, custom = profiles_root / "keras_cnn", profiles_root / "custom_loop"
+    code, out, _ = _run(capsys, "compare", str(keras), str(custom), "--cache-dir", cache)
+    assert code == 0
+    assert out.splitlines()[2].startswith("verdict    step time -")
+    assert "op types: largest changes" in out and "memory: peak in use" in out
+    code, out, _ = _run(capsys, "compare", str(keras), str(custom), "--json", "--cache-dir", cache)
+    body = json.loads(out)
+    assert code == 0 and body["tool"] == "compare" and body["verdict"]["kind"] == "faster"
+    assert set(body["tables"]["ops"]) >= {"columns", "rows", "total_rows"}
+
+
+@pytest.mark.parametrize(("base", "cand", "extra", "code", "decision"), [
+    # 8 custom-loop steps against 6 Keras steps: the interval of the change is above +5 %.
+    ("custom_loop", "keras_cnn", (), EXIT_REGRESSION, "REGRESSION"),
+    ("keras_cnn", "custom_loop", (), 0, "IMPROVEMENT"),
+    ("custom_loop", "custom_loop", (), 0, "NOISE"),
+    # Two close hosts of one data-parallel run.
+    ("jax_2hosts", "jax_2hosts", ("--base-host", "worker0", "--host", "worker1"), 0, "NOISE"),
+    # worker0's all-reduce waits ~2.6 ms per step for worker1; worker1's takes ~13 µs.
+    ("jax_2hosts", "jax_2hosts", ("--base-host", "worker1", "--host", "worker0", "--op", "reduce_sum"),
+     EXIT_REGRESSION, "REGRESSION"),
+    ("jax_2hosts", "jax_2hosts", ("--base-host", "worker0", "--host", "worker1", "--op", "reduce_sum"),
+     0, "IMPROVEMENT"),
+    # An op type whose time is the same on both hosts.
+    ("jax_2hosts", "jax_2hosts", ("--base-host", "worker0", "--host", "worker1", "--op", "transpose"),
+     0, "NOISE"),
+    # One step against eight: no 95 % interval exists (P(U = 0) = 1/9), so no decision.
+    ("jax_mlp", "jax_mlp", ("--steps", "5"), EXIT_UNDECIDED, "UNDECIDED"),
+])
+def test_check_exit_codes(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache: str, base: str,
+                          cand: str, extra: tuple[str, ...], code: int, decision: str) -> None:
+    got, out, err = _run(capsys, "check", str(profiles_root / base), str(profiles_root / cand),
+                         "--max-regression", "5%", *extra, "--cache-dir", cache)
+    assert (got, out.split(":", 1)[0]) == (code, decision), out + err
+
+
+def test_check_json_and_bound(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache: str) -> None:
+    args = ("check", str(profiles_root / "custom_loop"), str(profiles_root / "keras_cnn"), "--json",
+            "--cache-dir", cache)
+    code, out, _ = _run(capsys, *args, "--max-regression", "5")
+    body = json.loads(out)
+    assert code == EXIT_REGRESSION and body["decision"] == "regression" and body["ci_low_percent"] > 5
+    # A bound above the whole interval: the slowdown is real but allowed.
+    code, out, _ = _run(capsys, *args, "--max-regression", f"{body['ci_high_percent'] + 1:.1f}%")
+    assert code == 0 and json.loads(out)["decision"] == "slower within the bound"
+    # Between the interval's ends and below the estimate: not failing, but said.
+    mid = (body["ci_low_percent"] + body["change_percent"]) / 2
+    code, out, _ = _run(capsys, *args, "--max-regression", f"{mid:.2f}%")
+    assert code == 0 and json.loads(out)["decision"] == "possible regression"
+
+
+def test_file_paths_and_hosts(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache: str) -> None:
+    w0 = xplane_of(profiles_root, "jax_2hosts", "worker0")
+    w1 = xplane_of(profiles_root, "jax_2hosts", "worker1")
+    code, out, err = _run(capsys, "check", str(w1), str(w0), "--max-regression", "5%", "--op", "reduce_sum",
+                          "--cache-dir", cache)
+    assert code == EXIT_REGRESSION, out + err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("check", "{root}/jax_2hosts", "{root}/jax_2hosts", "--max-regression", "5%"), "choose one with --base-host"),
+    (("check", "{root}", "{root}/jax_mlp", "--max-regression", "5%"), "choose one with --base-run"),
+    (("check", "{root}/jax_mlp", "{root}/jax_mlp", "--max-regression", "lots"), "expected a percentage"),
+    (("check", "{root}/jax_mlp", "{root}/jax_mlp", "--max-regression", "5%", "--op", "NoSuchOp"), "matches no"),
+    (("compare", "{root}/jax_mlp", "{root}/nope"), "no such file"),
+    (("compare", "{root}/jax_mlp", "{root}/jax_mlp", "--steps", "900:999"), "matches none"),
+    (("compare", "{root}/jax_mlp", "{root}/jax_mlp", "--confidence", "1.5"), "--confidence"),
+])
+def test_usage_errors(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache: str,
+                      argv: tuple[str, ...], message: str) -> None:
+    code, _, err = _run(capsys, *(a.format(root=profiles_root) for a in argv), "--cache-dir", cache)
+    assert code == 1 and message in err, err

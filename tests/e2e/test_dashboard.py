@@ -288,3 +288,17 @@ def test_inside_tensorboard(tensorboard: Any, tb_page: Any) -> None:
     page.wait_for_function("() => location.hash.includes('p.tbprof.t.lines.sort=plane')", timeout=10_000)
     tb_page.screenshot("profile_summary__in_tensorboard")
     tb_page.check(inside_tensorboard=True)
+
+
+def test_follows_tensorboard_dark_mode(tensorboard: Any, tb_page: Any) -> None:
+    """TensorBoard's own dark mode (here its ?darkMode=true flag, with a light browser) turns
+    the plugin frame dark: the frame follows TensorBoard's body class, not only the browser."""
+    page = tb_page.page
+    page.goto(tensorboard.base + "/?darkMode=true#tbprof")
+    frame = _plugin_frame(page)
+    wait_ready(frame)
+    page.wait_for_function("() => document.body.classList.contains('dark-mode')", timeout=30_000)
+    frame.wait_for_function("() => document.documentElement.classList.contains('tbp-dark')", timeout=10_000)
+    _assert_charts_painted(wait_charts_drawn(frame))
+    tb_page.screenshot("in_tensorboard_dark")
+    tb_page.check(inside_tensorboard=True)

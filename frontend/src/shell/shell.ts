@@ -11,7 +11,6 @@ import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
 import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
-import { preloadCharts } from "../widgets/chart";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
@@ -223,9 +222,6 @@ export class Shell {
     // When the run list already knows the run's tools exactly, the tool's data is requested
     // now, in parallel with the tool list (one round trip less before the page can draw).
     const early = this.prefetch(run, ctl.signal);
-    // The chart library is parsed while the server computes the tool (it is requested only
-    // now: parsing it earlier would hold up the handling of the runs response).
-    void preloadCharts().catch(() => undefined);
 
     // Tools of the run: converting a large profile the first time takes a moment.
     let tools: RunTools;
@@ -512,12 +508,28 @@ export class Shell {
     try {
       if (spec) await spec.render(ctx);
       else renderGeneric(ctx);
+      if (result) this.showHostErrors(result.raw.host_errors);
       // For bench/frontend_load_bench.py and the browser's performance panel.
       performance.mark("tbprof:page-rendered", { detail: { tool } });
     } catch (e) {
       if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
       this.page.appendChild(errorBox(e, `the ${this.toolTitle(tool, tools)} page`));
     }
+  }
+
+  /** All-hosts results skip unreadable host files and name them in `host_errors`. */
+  private showHostErrors(errors: unknown): void {
+    if (!Array.isArray(errors) || errors.length === 0) return;
+    const items = errors.map((e) => {
+      const o = typeof e === "object" && e !== null ? (e as Record<string, unknown>) : {};
+      const host = typeof o.host === "string" ? o.host : "?";
+      const why = typeof o.error === "string" ? o.error : "unreadable";
+      return h("li", {}, h("b", {}, host), `: ${why}`);
+    });
+    this.page.insertBefore(
+      messageBox({ kind: "error", title: `${errors.length} host file(s) could not be read; the other hosts are shown`, body: h("ul", {}, items) }),
+      this.page.firstChild,
+    );
   }
 
   private leavePage(): void {

@@ -11,7 +11,7 @@ import { bool, list, num, obj, str, strs } from "../fields";
 import { registerPage } from "../registry";
 import { breakdownStatsTable, diagnosticsBoxes, statText, stepsText } from "../steps_common";
 
-const VERDICT_TONE: Record<string, Tone> = { yes: "bad", maybe: "warn", potential: "warn", no: "good" };
+const VERDICT_TONE: Record<string, Tone> = { high: "bad", yes: "bad", moderate: "warn", maybe: "warn", potential: "warn", no: "good" };
 
 const HOST_PARTS: readonly [string, string][] = [
   ["enqueue_us", "Enqueuing data to the device"],

@@ -92,7 +92,7 @@ def _framework_lines(store: ProfileStore, plane: Plane, rows: np.ndarray, step: 
     provenance: list[str] = []
     for (p, o) in pairs:
         prog = programs.get(p)
-        hop = prog.ops.get(store.strings[o]) if prog is not None and o > 0 else None
+        hop = prog.op(store.strings[o]) if prog is not None and o > 0 else None
         provenance.append(hop.provenance if hop is not None else "")
     prov_ids: dict[str, int] = {}
     prov_of_pair = np.array([prov_ids.setdefault(t, len(prov_ids)) if t else -1 for t in provenance], dtype=np.int64)

@@ -26,7 +26,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from tbprof.analyses import tf_op
+from tbprof.analyses import registry, tf_op
 from tbprof.analyses.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
 from tbprof.analyses.hlo_map import HloProgram, hlo_programs
 from tbprof.store.tables import Plane, ProfileStore
@@ -471,3 +471,14 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
 
 def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
     return store.memo(("op_metrics", "device_framework"), lambda: framework_ops(device_op_metrics(store)))
+
+
+def _warm_op_metrics(store: ProfileStore) -> None:
+    """Per-op times feed the overview, TF stats and op profile: derive them once a store loads."""
+    if getattr(store, "format", "") != "xspace":
+        return
+    host_op_metrics(store)
+    device_framework_op_metrics(store)
+
+
+registry.register_warmup(_warm_op_metrics)

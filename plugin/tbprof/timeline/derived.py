@@ -1,15 +1,15 @@
-"""Derived device lines, as XProf draws them under each GPU stream: "XLA Modules - from #N",
-"XLA Ops - from #N" and "Command Buffers - from #N".
+"""Derived device lines, as XProf draws them under each GPU stream: "XLA Modules", "XLA Ops",
+"Framework Ops", "Framework Name Scope" and "Command Buffers - from #N".
 
 Each is built from the stream's events in time order: consecutive events with the same key
-(``hlo_module`` + ``program_id`` -> "jit_train_step(13929)"; ``hlo_op``; ``cuda_graph_id`` ->
-"Command Buffer 25") become one derived event from the first one's start to the latest end.
-Events without the key (a memcpy between two kernels of one module) are skipped, not breaking
-the run; XLA Ops also skip the memsets/memcpys an op issues; a run ends at a step boundary
-(XProf splits at step-group boundaries; here the step is the host step marker holding the
-event's start). On jax_mlp this reproduces every derived event XProf 2.24.2 shows at 2000 px in
-a 10 ms window to the nanosecond. XProf also derives framework op and name-scope lines from the
-HLO protos' op metadata; tbprof does not (docs/differences.md).
+(``hlo_module`` + ``program_id`` -> "jit_train_step(13929)"; ``hlo_op``; the framework op and
+name scopes of the HLO op, from the HLO protos; ``cuda_graph_id`` -> "Command Buffer 25")
+become one derived event from the first one's start to the latest end. Events without the key
+(a memcpy between two kernels of one module) are skipped, not breaking the run; XLA Ops also
+skip the memsets/memcpys an op issues; a run ends at a step boundary (XProf splits at
+step-group boundaries; here the step is the host step marker holding the event's start). On
+jax_mlp this reproduces every derived event at least one bucket long that XProf 2.24.2 shows
+in a 10 ms window, to the nanosecond (tests/timeline/test_trace_window.py).
 """
 
 from __future__ import annotations
@@ -37,8 +37,12 @@ class DerivedEvents:
 
 def _runs(store: ProfileStore, plane: Plane, rows: np.ndarray, key: np.ndarray, step: np.ndarray,
           names: dict[int, str]) -> DerivedEvents | None:
-    """Runs of consecutive equal ``key`` within one step; ``names`` names each key."""
-    has = key >= 0
+    """Runs of consecutive equal ``key`` within one step; ``names`` names each key.
+
+    Key -1: the event is skipped (it neither joins nor breaks a run); -2: it ends the current
+    run and starts none.
+    """
+    has = key != -1
     rows, key, step = rows[has], key[has], step[has]
     n = rows.shape[0]
     if n == 0:
@@ -52,11 +56,94 @@ def _runs(store: ProfileStore, plane: Plane, rows: np.ndarray, key: np.ndarray, 
     run_start = start[first]
     run_end = np.maximum.reduceat(end, first)
     run_key = key[first]
+    real = run_key >= 0
+    if not real.any():
+        return None
+    first, last, run_start, run_end, run_key = first[real], last[real], run_start[real], run_end[real], run_key[real]
     uniq, inverse = np.unique(run_key, return_inverse=True)
     ids = np.array([store.strings.intern(names[int(k)]) for k in uniq.tolist()], dtype=np.int32)
     dur = run_end - run_start
     depth = nesting_depth(run_start, dur, np.array([0, run_start.shape[0]], dtype=np.int64))
     return DerivedEvents(run_start, dur, ids[inverse], depth, rows, first.astype(np.int64), last.astype(np.int64))
+
+
+def _framework_lines(store: ProfileStore, plane: Plane, rows: np.ndarray, step: np.ndarray,
+                     is_copy: np.ndarray, stream: int) -> list[tuple[str, DerivedEvents]]:
+    """"Framework Ops" and nested "Framework Name Scope" lines, from the HLO protos' op metadata.
+
+    Each event's framework op is the ``op_name:op_type`` its HLO op (``program_id`` +
+    ``hlo_op``) came from; events without one (a thunk like ``command_buffer_1``, a memcpy) are
+    skipped. Name scopes nest: level L is the run of events sharing the first L + 1 scopes (an
+    event with fewer scopes ends the level's run); a child that would end with its parent ends
+    1 ns earlier (as XProf draws it).
+    """
+    # Imported here: the analyses package imports the trace_viewer tool, which imports this.
+    from tbprof.analyses.hlo_map import hlo_programs
+    from tbprof.analyses.tf_op import name_scopes, parse_tf_op
+
+    programs = hlo_programs(store)
+    if not programs:
+        return []
+    op = _string_key(plane, store, "hlo_op", rows)
+    program = _int_key(plane, store, "program_id", rows)
+    pairs: dict[tuple[int, int], int] = {}
+    pair_of = np.array([pairs.setdefault((int(p), int(o)), len(pairs)) for p, o in zip(program.tolist(), op.tolist(),
+                                                                                          strict=True)], dtype=np.int64)
+    provenance: list[str] = []
+    for (p, o) in pairs:
+        prog = programs.get(p)
+        hop = prog.op(store.strings[o]) if prog is not None and o > 0 else None
+        provenance.append(hop.provenance if hop is not None else "")
+    prov_ids: dict[str, int] = {}
+    prov_of_pair = np.array([prov_ids.setdefault(t, len(prov_ids)) if t else -1 for t in provenance], dtype=np.int64)
+    key = np.where(is_copy, -1, prov_of_pair[pair_of]) if pair_of.shape[0] else pair_of
+    texts = list(prov_ids)
+    parsed = [parse_tf_op(t) for t in texts]
+    out: list[tuple[str, DerivedEvents]] = []
+    if (key >= 0).any():
+        names = {i: (t.type or t.name) for i, t in enumerate(parsed)}
+        runs = _runs(store, plane, rows, key, step, names)
+        if runs is not None:
+            out.append((f"Framework Ops - from #{stream}", runs))
+    scopes = [name_scopes(t.name) for t in parsed]
+    levels = max((len(sc) for sc in scopes), default=0)
+    per_level: list[DerivedEvents] = []
+    for level in range(levels):
+        prefix_ids: dict[tuple[str, ...], int] = {}
+        level_key = np.array([prefix_ids.setdefault(tuple(sc[:level + 1]), len(prefix_ids)) if len(sc) > level else -1
+                              for sc in scopes], dtype=np.int64)
+        lk = np.where(key >= 0, level_key[np.maximum(key, 0)], key)
+        names = {i: prefix[-1] for prefix, i in prefix_ids.items()}
+        runs = _runs(store, plane, rows, lk, step, names)
+        if runs is None:
+            continue
+        runs.depth = np.full(runs.start_ps.shape[0], level, dtype=np.int16)
+        if per_level:
+            parent = per_level[-1]
+            pend = parent.start_ps + parent.dur_ps
+            i = np.searchsorted(parent.start_ps, runs.start_ps, side="right") - 1
+            ok = i >= 0
+            end = runs.start_ps + runs.dur_ps
+            clip = ok & (end >= pend[np.maximum(i, 0)])
+            runs.dur_ps = np.where(clip, pend[np.maximum(i, 0)] - 1000 - runs.start_ps, runs.dur_ps)
+        per_level.append(runs)
+    if per_level:
+        out.append((f"Framework Name Scope - from #{stream}", _merge_levels(per_level)))
+    return out
+
+
+def _merge_levels(levels: list[DerivedEvents]) -> DerivedEvents:
+    """One line from per-level runs: events by (start, depth); source ranges re-based."""
+    offsets = np.cumsum([0] + [lv.source_rows.shape[0] for lv in levels])
+    start = np.concatenate([lv.start_ps for lv in levels])
+    depth = np.concatenate([lv.depth for lv in levels])
+    order = np.lexsort((depth, start))
+    return DerivedEvents(
+        start[order], np.concatenate([lv.dur_ps for lv in levels])[order],
+        np.concatenate([lv.name_id for lv in levels])[order], depth[order],
+        np.concatenate([lv.source_rows for lv in levels]),
+        np.concatenate([lv.run_first + off for lv, off in zip(levels, offsets, strict=False)])[order],
+        np.concatenate([lv.run_last + off for lv, off in zip(levels, offsets, strict=False)])[order])
 
 
 def _step_starts(store: ProfileStore) -> np.ndarray:
@@ -100,10 +187,19 @@ def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[st
     if (module > 0).any():
         program = np.where(program >= 0, program, 0)
         valid = module > 0
-        pairs, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0, return_inverse=True)
+        # One int64 per (module, program) pair (a structured np.unique would sort 10x slower).
+        span = int(program.max()) + 1
+        if int(module.max()) < (1 << 62) // span:
+            combined = module[valid] * span + program[valid]
+            uniq, inverse = np.unique(combined, return_inverse=True)
+            pairs = [(int(c) // span, int(c) % span) for c in uniq.tolist()]
+        else:
+            stacked, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0,
+                                         return_inverse=True)
+            pairs = [(int(m), int(p)) for m, p in stacked.tolist()]
         key = np.full(rows.shape[0], -1, dtype=np.int64)
         key[valid] = inverse.reshape(-1)
-        names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs.tolist())}
+        names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs)}
         runs = _runs(store, plane, rows, key, step, names)
         if runs is not None:
             out.append((f"XLA Modules - from #{stream}", runs))
@@ -120,6 +216,11 @@ def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[st
         runs = _runs(store, plane, rows, key, step, names)
         if runs is not None:
             out.append((f"XLA Ops - from #{stream}", runs))
+
+    names_of = store.strings.as_list()
+    copy_ids = np.array([i for i in np.unique(plane.name_id[rows]).tolist()
+                         if names_of[i].startswith(("Memset", "Memcpy"))], dtype=np.int64)
+    out.extend(_framework_lines(store, plane, rows, step, np.isin(plane.name_id[rows], copy_ids), stream))
 
     graph = _int_key(plane, store, "cuda_graph_id", rows)
     if (graph >= 0).any():

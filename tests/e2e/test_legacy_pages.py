@@ -12,6 +12,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from werkzeug.serving import make_server
@@ -20,7 +21,6 @@ from tbprof.http.app import PLUGIN_PREFIX, create_app
 from tests.tfprof_data import golden
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = "/usr/bin/chromium"
 RUN = "old_tf/tf1_timeline (tfprof)"
 
 
@@ -38,17 +38,12 @@ def server(tmp_path_factory: pytest.TempPathFactory, shared_profiles: Path) -> I
 
 
 @pytest.fixture(scope="module")
-def page(server: str) -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(accept_downloads=True)
-        pg = context.new_page()
-        yield pg
-        context.close()
-        browser.close()
+def page(server: str, browser: Any) -> Iterator[Any]:
+    """A page in the module's browser (Playwright's sync API allows one instance at a time)."""
+    context = browser.new_context(accept_downloads=True)
+    pg = context.new_page()
+    yield pg
+    context.close()
 
 
 def _names(pg: object) -> list[str]:

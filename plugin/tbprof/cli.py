@@ -146,6 +146,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     profiles = _profiles(args.path, args.cache_dir)
     run = _pick_run(profiles, args.run)
     result = summary(profiles, run)
+    profiles.cache.persist_pending()
     if args.json:
         sys.stdout.write(json.dumps(json.loads(responses.to_json_bytes(result)), indent=1) + "\n")
     else:

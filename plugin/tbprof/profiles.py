@@ -172,6 +172,7 @@ class Profiles:
         fmt = self.store_format(run)
         stores = [self.store(run, h) for h in run.hosts]
         names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
+        self.cache.persist_pending()
         for store in stores:
             self._warm(store)
         return names
@@ -196,6 +197,7 @@ class Profiles:
         if host_errors:
             # One broken host file among good ones: analyse the good ones, name the broken one.
             result = {**result, "host_errors": host_errors}
+        self.cache.persist_pending()
         for store in stores:
             self._warm(store)
         with self._memo_lock:

@@ -101,6 +101,8 @@ class TbprofApp:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
         response = self.dispatch(request)
+        # The answer is computed: now write stores converted by this request to the disk cache.
+        self.ctx.profiles.cache.persist_pending()
         return response(environ, start_response)
 
 

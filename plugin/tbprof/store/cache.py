@@ -33,6 +33,7 @@ class ProfileCache:
         self._inflight: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
         self._savers: list[threading.Thread] = []
+        self._pending: list[tuple[str, ProfileStore]] = []
 
     def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
@@ -55,11 +56,10 @@ class ProfileCache:
             if value is None:
                 value = loader(path)
                 if self.disk is not None and isinstance(value, ProfileStore):
-                    # Written in the background: the first request does not wait for ~100 MB of
-                    # disk writes. Non-daemon, so a CLI run still finishes the write before exit.
-                    saver = threading.Thread(target=self.disk.save, args=(key, value), name="tbprof-cache-save")
-                    saver.start()
-                    self._savers.append(saver)
+                    # Written later, in the background: the request that converted the file
+                    # answers first (``persist_pending``), then ~100 MB go to disk.
+                    with self._lock:
+                        self._pending.append((key, value))
         except BaseException as e:
             with self._lock:
                 del self._inflight[key]
@@ -71,8 +71,20 @@ class ProfileCache:
         future.set_result(value)
         return value
 
+    def persist_pending(self) -> None:
+        """Starts the disk writes of stores converted since the last call (after a request is
+        answered). Non-daemon threads, so a CLI run still finishes its write before exit."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for key, value in pending:
+            assert self.disk is not None
+            saver = threading.Thread(target=self.disk.save, args=(key, value), name="tbprof-cache-save")
+            saver.start()
+            self._savers.append(saver)
+
     def flush(self) -> None:
-        """Waits for background disk writes (tests and benchmarks)."""
+        """Writes pending stores and waits for every disk write (tests and benchmarks)."""
+        self.persist_pending()
         while self._savers:
             self._savers.pop().join()
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from tbprof.analyses import registry
 from tbprof.analyses import step_breakdown as sb
+from tbprof.analyses.kernel_stats import kernel_reports
 from tbprof.analyses.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.profile_summary import device_type
 from tbprof.analyses.step_table import StepTable, analysis, step_table, steps_table, summaries
@@ -40,24 +41,43 @@ def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
     }
 
 
-def top_ops_table(t: OpTimes, n: int = TOP_OPS) -> Table:
+def _tensorcore_by_op(stores: Sequence[ProfileStore]) -> dict[str, tuple[int, int]]:
+    """op name -> (kernel time, TensorCore kernel time) over the hosts' GPU kernels."""
+    merged: dict[str, tuple[int, int]] = {}
+    for s in stores:
+        for op, (total_ps, tc_ps) in kernel_reports(s).tensorcore_by_op.items():
+            a, b = merged.get(op, (0, 0))
+            merged[op] = (a + total_ps, b + tc_ps)
+    return merged
+
+
+def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tuple[int, int]] | None = None) -> Table:
     k = min(n, t.n_ops)
     total = float(t.total_op_time_ps) or 1.0
     self_ps = t.self_time_ps[:k].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        flop_rate = np.where(self_ps > 0, t.flops[:k] / (self_ps / 1e12) / 1e9, 0.0)
+        # Unknown (null), not 0, when the profile carries no FLOP counts for the op.
+        flop_rate = np.where((self_ps > 0) & (t.flops[:k] > 0), t.flops[:k] / (self_ps / 1e12) / 1e9, np.nan)
+    tc_pct = np.full(k, np.nan)
+    if tensorcore_by_op and t.side == "device":
+        for i, op in enumerate(t.name[:k].tolist()):
+            hit = tensorcore_by_op.get(op)
+            if hit and hit[0] > 0:
+                tc_pct[i] = 100.0 * hit[1] / hit[0]
     cols = [Column("rank", "Rank", "int"), Column("name", "Operation", "str"), Column("type", "Category", "str"),
             Column("occurrences", "Occurrences", "int"), Column("self_time_us", "Self time", "float", "us"),
             Column("self_time_percent", "Self time", "float", "%",
                    f"share of all {t.side} op self time (idle excluded)"),
             Column("cumulative_percent", "Cumulative", "float", "%"),
             Column("flop_rate_gflops_per_sec", "FLOP rate", "float", "GFLOP/s",
-                   "0 when the profile has no FLOP counts")]
+                   "empty when the profile has no FLOP counts for the op"),
+            Column("tensor_core_utilization_percent", "TensorCore use", "float", "%",
+                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels)")]
     pct = 100.0 * self_ps / total
     return Table.from_columns(cols, {
         "rank": np.arange(1, k + 1), "name": t.name[:k], "type": t.type[:k], "occurrences": t.occurrences[:k],
         "self_time_us": self_ps / 1e6, "self_time_percent": pct, "cumulative_percent": np.cumsum(pct),
-        "flop_rate_gflops_per_sec": flop_rate}, default_sort=None)
+        "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
 
 
 def _precision(st: StepTable) -> dict[str, float]:
@@ -149,7 +169,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
     result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
     result["diagnostics"] = diagnostics(stores, st, options)
-    result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(ops)}
+    result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
+        ops, tensorcore_by_op=_tensorcore_by_op(stores) if ops.side == "device" else None)}
     return result
 
 

@@ -6,4 +6,4 @@ PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv --system-site-packages .venv || {
   apt-get install -y -qq python3-venv >/dev/null && "$PY" -m venv --system-site-packages .venv; }
 .venv/bin/python -m pip install -q --disable-pip-version-check .
-exec .venv/bin/tensorboard --logdir demo_logs --port "${PORT:-6006}" "$@"
+exec .venv/bin/python -m tensorboard.main --logdir demo_logs --port "${PORT:-6006}" "$@"

@@ -27,14 +27,14 @@ PREPROCESSING = "Preprocessing"
 _FILE_READERS = ("::TFRecord", "::TextLine", "::FixedLengthRecord", "::SSTable", "::RecordIO")
 _IN_ADVANCE = ("::MemoryReader", "::MemoryWriter", "::Interleave", "::Prefetch", "::ParallelMap")
 
+# One suggestion per host-side input category (our wording; same categories as XProf).
 RECOMMENDATIONS = (
-    "Enqueuing data: you may want to combine small input data chunks into fewer but larger chunks.",
-    "Data preprocessing: you may increase num_parallel_calls in Dataset map() or preprocess the data OFFLINE.",
-    "Reading data from files in advance: you may tune parameters in the following tf.data API "
-    "(prefetch size, interleave cycle_length, reader buffer_size)",
-    "Reading data from files on demand: you should read data IN ADVANCE using the following tf.data API "
-    "(prefetch, interleave, reader buffer)",
-    "Other data reading or processing: you may consider using the tf.data API (if you are not using it now)",
+    "Enqueuing to the device: send fewer, larger batches (fewer host-to-device copies).",
+    "Preprocessing: parallelise Dataset.map (num_parallel_calls=tf.data.AUTOTUNE), or preprocess once "
+    "and store the result.",
+    "Reading files ahead of time: tune prefetch buffer sizes, interleave cycle_length and reader buffer_size.",
+    "Reading files on demand: read ahead instead, with prefetch, interleave and reader buffers.",
+    "Other reading or processing: a tf.data pipeline makes this time visible and tunable.",
 )
 
 
@@ -118,8 +118,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     if ana["input_classification"] in ("host", "both"):
         next_step = ("Look at the host-side breakdown below for where input time goes on the host."
                      if tf_data_used else
-                     "Consider using the tf.data API to enable the host-side analysis of the input pipeline; "
-                     "custom input pipelines are not analysed (ignore the host-side section).")
+                     "The host-side breakdown below only covers tf.data pipelines; this run's input does not use "
+                     "tf.data, so that section stays empty.")
     elif ana["input_classification"] == "unknown":
         next_step = st.diagnosis or "No steps, so no input analysis."
     else:

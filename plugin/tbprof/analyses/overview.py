@@ -132,9 +132,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     prec = _precision(st)
     precision_statement = ""
     if st.has_device and (prec["device_compute_16bit_percent"] + prec["device_compute_32bit_percent"]) > 0:
-        precision_statement = (f"Only {prec['device_compute_16bit_percent']:.1f}% of device computation is 16 bit. "
-                               "So you might want to replace more 32-bit Ops by 16-bit Ops to improve "
-                               "performance (if the reduced accuracy is acceptable).")
+        precision_statement = (f"{prec['device_compute_16bit_percent']:.1f}% of device compute runs in 16-bit "
+                               "precision; where accuracy allows, bf16/fp16 ops run faster and use less memory.")
     recommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
         "statement": ana["input_statement"],

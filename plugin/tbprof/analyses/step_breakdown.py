@@ -252,8 +252,8 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
     if total <= 0 or not math.isfinite(total):
         return {
             "input_classification": "unknown", "input_bound": "unknown",
-            "input_statement": "No step time measured. Therefore we cannot tell where the performance "
-                               "bottleneck is.",
+            "input_statement": "No steps were found, so there is no step time to break down and no "
+                               "bottleneck verdict.",
             "percent": {k.removesuffix("_ms") + "_percent": 0.0 for k in CATEGORY_KEYS} | {"idle_percent": 0.0},
             "kernel_launch_bottleneck": "no", "kernel_launch_statement": "",
             "all_other_bottleneck": "no", "all_other_statement": "",
@@ -268,37 +268,34 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
     all_other_reported = False
     if input_pct >= INPUT_HIGH_PERCENT:
         cls, bound = "host", "high"
-        stmt = (f"Your program is HIGHLY input-bound because {_one_digit(input_pct)}% of the total step time "
-                "sampled is waiting for input. Therefore, you should first focus on reducing the input time.")
+        stmt = (f"Input-bound (high): steps wait for input {_one_digit(input_pct)}% of the time. Speed up the "
+                "input pipeline before anything else.")
     elif input_pct >= INPUT_MODERATE_PERCENT:
         cls, bound = "both", "moderate"
-        stmt = (f"Your program is MODERATELY input-bound because {_one_digit(input_pct)}% of the total step "
-                "time sampled is waiting for input. Therefore, you would need to reduce both the input time "
-                "and other time.")
+        stmt = (f"Input-bound (moderate): steps wait for input {_one_digit(input_pct)}% of the time. Both the "
+                "input pipeline and the rest of the step are worth speeding up.")
     elif all_other_pct >= ALL_OTHER_POTENTIAL_PERCENT:
         cls, bound = "both", "potential"
         all_other_reported = True
-        stmt = (f"Your program is POTENTIALLY input-bound because {_one_digit(all_other_pct)}% of the total "
-                "step time sampled is spent on 'All Others' time (which could be due to I/O or Python "
-                "execution or both).")
+        stmt = (f"Possibly input-bound: {_one_digit(all_other_pct)}% of the step time is 'all others' "
+                "(time that is neither device work nor recognised input), often file I/O or Python overhead.")
     else:
         cls, bound = "device", "no"
-        stmt = (f"Your program is NOT input-bound because only {_one_digit(input_pct)}% of the total step "
-                "time sampled is waiting for input. Therefore, you should focus on reducing other time.")
+        stmt = (f"Not input-bound: steps wait for input only {_one_digit(input_pct)}% of the time. Look at "
+                "device and host compute instead.")
     coll_pct = pct["device_collectives_percent"]
     coll = _level(coll_pct, HIGH_PERCENT, MODERATE_PERCENT)
-    coll_stmt = "" if coll == "no" else (f"{_one_digit(coll_pct)} % of the total step time sampled is spent on "
-                                         "'Device Collective Communication'.")
+    coll_stmt = "" if coll == "no" else (f"Device collectives (all-reduce, all-gather, ...) take "
+                                         f"{_one_digit(coll_pct)}% of the step time.")
     kl_pct = pct["kernel_launch_percent"]
     kl = _level(kl_pct, HIGH_PERCENT, MODERATE_PERCENT)
-    kl_stmt = "" if kl == "no" else (f"{_one_digit(kl_pct)} % of the total step time sampled is spent on "
-                                     "'Kernel Launch'.")
+    kl_stmt = "" if kl == "no" else f"Launching kernels takes {_one_digit(kl_pct)}% of the step time."
     if kl != "no" and tf_data_used:
-        kl_stmt += (" It could be due to CPU contention with tf.data. In this case, you may try to set the "
-                    "environment variable TF_GPU_THREAD_MODE=gpu_private.")
+        kl_stmt += (" tf.data threads may be competing with the launching thread for the CPU; setting "
+                    "TF_GPU_THREAD_MODE=gpu_private gives GPU launches their own threads.")
     ao = "no" if all_other_reported else _level(all_other_pct, HIGH_PERCENT, MODERATE_PERCENT)
-    ao_stmt = "" if ao == "no" else (f"{_one_digit(all_other_pct)} % of the total step time sampled is spent on "
-                                     "'All Others' time. This could be due to Python execution overhead.")
+    ao_stmt = "" if ao == "no" else (f"'All others' takes {_one_digit(all_other_pct)}% of the step time, "
+                                     "often Python overhead between device launches.")
     return {
         "input_classification": cls, "input_bound": bound, "input_statement": stmt, "percent": pct,
         "kernel_launch_bottleneck": kl, "kernel_launch_statement": kl_stmt,

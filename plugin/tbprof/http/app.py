@@ -103,6 +103,8 @@ class TbprofApp:
         response = self.dispatch(request)
         # The answer is computed: now write stores converted by this request to the disk cache.
         self.ctx.profiles.cache.persist_pending()
+        # TensorBoard's security validator requires it (and it is right: no MIME sniffing).
+        response.headers["X-Content-Type-Options"] = "nosniff"
         return response(environ, start_response)
 
 

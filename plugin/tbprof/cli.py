@@ -115,7 +115,9 @@ def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | No
     tool = profiles.tool(tool_name)
     run = _pick_run(profiles, run_name)
     hosts = profiles.hosts(run, _host_arg(run, host, tool.multi_host))
-    return profiles.compute(run, hosts, tool, options), run, hosts
+    result = profiles.compute(run, hosts, tool, options)
+    profiles.cache.persist_pending()  # write the converted store for the next command
+    return result, run, hosts
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -146,7 +148,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     profiles = _profiles(args.path, args.cache_dir)
     run = _pick_run(profiles, args.run)
     result = summary(profiles, run)
-    profiles.cache.persist_pending()
+    profiles.cache.persist_pending()  # the CLI has no later request to warm up for
     if args.json:
         sys.stdout.write(json.dumps(json.loads(responses.to_json_bytes(result)), indent=1) + "\n")
     else:

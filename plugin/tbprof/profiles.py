@@ -74,6 +74,7 @@ class Profiles:
         self._memo_entries = memo_entries
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
+        self._after_request_stores: list[Any] = []
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -130,6 +131,16 @@ class Profiles:
 
         self._warmer.submit(run)
 
+    def after_request(self) -> None:
+        """Background work deferred until a response is ready: writing newly converted stores to
+        the disk cache, and the warm-ups of the stores the request used. Deferred so that neither
+        competes with the request (its analysis or its JSON encoding) for the interpreter."""
+        self.cache.persist_pending()
+        with self._memo_lock:
+            stores, self._after_request_stores = self._after_request_stores, []
+        for store in stores:
+            self._warm(store)
+
     def wait_warm(self) -> None:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
@@ -172,9 +183,8 @@ class Profiles:
         fmt = self.store_format(run)
         stores = [self.store(run, h) for h in run.hosts]
         names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
-        self.cache.persist_pending()
-        for store in stores:
-            self._warm(store)
+        with self._memo_lock:
+            self._after_request_stores.extend(stores)
         return names
 
     def compute(self, run: Run, hosts: Sequence[str], tool: registry.Tool,
@@ -197,9 +207,8 @@ class Profiles:
         if host_errors:
             # One broken host file among good ones: analyse the good ones, name the broken one.
             result = {**result, "host_errors": host_errors}
-        self.cache.persist_pending()
-        for store in stores:
-            self._warm(store)
+        with self._memo_lock:
+            self._after_request_stores.extend(stores)
         with self._memo_lock:
             self._memo[memo_key] = result
             while len(self._memo) > self._memo_entries:

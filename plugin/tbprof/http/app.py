@@ -101,8 +101,8 @@ class TbprofApp:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
         response = self.dispatch(request)
-        # The answer is computed: now write stores converted by this request to the disk cache.
-        self.ctx.profiles.cache.persist_pending()
+        # The answer is computed and encoded: now the deferred background work may start.
+        self.ctx.profiles.after_request()
         # TensorBoard's security validator requires it (and it is right: no MIME sniffing).
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response(environ, start_response)

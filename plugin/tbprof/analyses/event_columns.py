@@ -15,6 +15,18 @@ import numpy as np
 from tbprof.store.tables import KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileStore
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lower_bound(owner: np.ndarray, r: int, lo: int, hi: int) -> int:
+    """First index in [lo, hi) whose owner is >= r (owner ascending)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if owner[mid] < r:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @numba.njit(cache=True, nogil=True)
 def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, rows: np.ndarray,
             slot_of: np.ndarray, has_out: np.ndarray, kind_out: np.ndarray, value_out: np.ndarray,
@@ -40,23 +52,9 @@ def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.
             hi = min(lo + step, m)
             if lo < m and owner[lo] >= r:
                 hi = lo
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if owner[mid] < r:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            k = lo
+            k = _lower_bound(owner, r, lo, hi)
         else:
-            lo = 0
-            hi = m
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if owner[mid] < r:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            k = lo
+            k = _lower_bound(owner, r, 0, m)
         while k < m and owner[k] == r:
             sl = slot_of[stat_id[k]]
             if sl >= 0:

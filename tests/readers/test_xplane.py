@@ -232,3 +232,88 @@ def test_jax_large_matches_protobuf_counts(jax_large_root: Path) -> None:
     store = xplane.read_xspace(path)
     assert {p.name: (p.n_lines, p.n_events, len(p.stats)) for p in store.planes} == expected
     assert sum(v[1] for v in expected.values()) == store.n_events
+
+
+def _decoded_events(store: tables.ProfileStore, plane: tables.Plane) -> list[tuple[object, ...]]:
+    """(line name, start, dur, name, sorted (stat name, value)) of every event, in store order."""
+    by_owner: dict[int, list[tuple[str, object]]] = {}
+    for owner, sid, kind, value in zip(plane.stats.owner.tolist(), plane.stats.stat_id.tolist(),
+                                       plane.stats.kind.tolist(), plane.stats.value.tolist()):
+        shown = store.strings[value] if kind in (tables.KIND_STR, tables.KIND_REF) else value
+        by_owner.setdefault(owner, []).append((store.strings[sid], shown))
+    return [(plane.line_names[int(plane.line_idx[i])], int(plane.start_ps[i]), int(plane.dur_ps[i]),
+             store.strings[int(plane.name_id[i])], sorted(by_owner.get(i, []), key=repr))
+            for i in range(plane.n_events)]
+
+
+def _unordered_space(meta_ids: tuple[int, int, int]) -> xplane_pb2.XSpace:
+    """Two planes; the second writes its events out of time order, each with its own stats."""
+    space = xplane_pb2.XSpace()
+    first = space.planes.add(id=1, name=b"/device:GPU:0")
+    first.event_metadata[5].id = 5
+    first.event_metadata[5].name = b"kernel"
+    first.stat_metadata[9].id = 9
+    first.stat_metadata[9].name = b"correlation_id"
+    ev = first.lines.add(id=1, name=b"stream", timestamp_ns=2).events.add(metadata_id=5, offset_ps=0, duration_ps=3)
+    ev.stats.add(metadata_id=9, uint64_value=77)
+    p = space.planes.add(id=2, name=b"/host:CPU")
+    a, b, s = meta_ids
+    for mid, name in ((a, b"outer"), (b, b"inner")):
+        p.event_metadata[mid].id = mid
+        p.event_metadata[mid].name = name
+    p.stat_metadata[s].id = s
+    p.stat_metadata[s].name = b"step"
+    p.stat_metadata[s + 1].id = s + 1
+    p.stat_metadata[s + 1].name = b"label"
+    line = p.lines.add(id=3, name=b"thread", timestamp_ns=1)
+    # Wire order: inner (starts later), outer, then a zero-offset event of the same length as
+    # outer but listed after it; store order is (start, -dur).
+    for mid, off, dur, step, label in ((b, 500, 100, 2, b"x"), (a, 0, 1000, 1, b"y"), (b, 0, 10, 3, b"z")):
+        e = line.events.add(metadata_id=mid, offset_ps=off, duration_ps=dur)
+        e.stats.add(metadata_id=s, int64_value=step)
+        e.stats.add(metadata_id=s + 1, str_value=label)
+        e.stats.add(metadata_id=s + 1, ref_value=s)
+    return space
+
+
+@pytest.mark.parametrize(
+    "meta_ids",
+    [
+        (1, 2, 3),  # dense small ids: lookup tables
+        (7, 10**9, 2 * 10**9),  # sparse ids that fit int32: binary search
+        (2**40, -5, 2**45),  # ids beyond int32 (and a negative one): 64-bit rescan
+    ],
+)
+def test_out_of_order_events_and_any_metadata_ids(tmp_path: Path, meta_ids: tuple[int, int, int]) -> None:
+    path = tmp_path / "unordered.xplane.pb"
+    space = _unordered_space(meta_ids)
+    path.write_bytes(space.SerializeToString())
+    store = xplane.read_xspace(path)
+    gpu, host = store.planes
+    # Origin: host line at 1 ns + 0 ps = 1000 ps is the earliest event.
+    assert store.origin_ps == 1000
+    assert _decoded_events(store, gpu) == [("stream", 1000, 3, "kernel", [("correlation_id", 77)])]
+    rows = _decoded_events(store, host)
+    assert rows == [
+        ("thread", 0, 1000, "outer", sorted([("step", 1), ("label", "y"), ("label", "step")], key=repr)),
+        ("thread", 0, 10, "inner", sorted([("step", 3), ("label", "z"), ("label", "step")], key=repr)),
+        ("thread", 500, 100, "inner", sorted([("step", 2), ("label", "x"), ("label", "step")], key=repr)),
+    ]
+    assert host.depth.tolist() == [0, 1, 1]
+    assert host.line_offsets.tolist() == [0, 3]
+    assert np.all(np.diff(host.stats.owner) >= 0)
+
+
+def test_repeated_plane_stats_keep_the_last_value(tmp_path: Path) -> None:
+    """Plane stats by name (a name that repeats keeps its last value); unknown ids read as ""."""
+    space = xplane_pb2.XSpace()
+    p = space.planes.add(id=1, name=b"/host:__ScopeRangeCallStack__")
+    p.stat_metadata[1].id = 1
+    p.stat_metadata[1].name = b"device_name"
+    for i in range(1000):
+        p.stats.add(metadata_id=1, str_value=f"gpu {i}".encode())
+    p.stats.add(metadata_id=12345, int64_value=4)  # no metadata for this id
+    path = tmp_path / "plane_stats.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    store = xplane.read_xspace(path)
+    assert store.planes[0].plane_stats == {"device_name": "gpu 999", "": 4}

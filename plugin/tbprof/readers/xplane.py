@@ -14,7 +14,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tbprof.protos import xplane_pb2
-from tbprof.readers import wire_scan
+from tbprof.readers import wire_scan, xplane_columns
 from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.wire_scan import hash_spans
 from tbprof.store import tables
@@ -51,6 +51,14 @@ def read_xspace(path: str | Path, host: str | None = None) -> tables.ProfileStor
 
 
 def _parse_spans(message_type: type, data: bytes, spans: np.ndarray) -> object:
+    """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
+    if spans.shape[0] > 1:
+        # The fields of one message lie back to back except where its lines were cut out, so
+        # join runs of adjacent spans (a plane with 50 k stats is one run, not 50 k slices).
+        cut = np.flatnonzero(spans[1:, 0] != spans[:-1, 1]) + 1
+        first = np.concatenate(([0], cut))
+        last = np.concatenate((cut - 1, [spans.shape[0] - 1]))
+        spans = np.stack((spans[first, 0], spans[last, 1]), axis=1)
     joined = b"".join(data[s:e] for s, e in spans.tolist())
     return message_type.FromString(joined)  # type: ignore[attr-defined]
 
@@ -83,8 +91,7 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
     line_plane = sc.lines[:, 0]
     line_first_event = sc.lines[:, 1]
     n_lines_total = sc.lines.shape[0]
-    n_events_total = sc.events.shape[0]
-    line_event_end = np.append(line_first_event[1:], n_events_total) if n_lines_total else line_first_event
+    line_event_end = np.append(line_first_event[1:], sc.n_events) if n_lines_total else line_first_event
 
     # Line headers (name, timestamp) through upb, from the recorded spans.
     line_span_rows = np.nonzero(owner_kind == 2)[0]
@@ -98,24 +105,35 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
         line_msgs.append(msg)
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
 
-    ev = sc.events
-    abs_start = line_ts_ps[ev[:, 0]] + ev[:, 2] if n_events_total else np.zeros(0, np.int64)
-    origin_ps = int(abs_start.min()) if n_events_total else 0
-    span_ps = int((abs_start + ev[:, 3]).max() - origin_ps) if n_events_total else 0
+    # Absolute starts in place; the origin is the earliest event of the whole profile.
+    origin_ps, end_ps = xplane_columns.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
+    span_ps = int(end_ps - origin_ps)
 
     plane_span_rows = np.nonzero(owner_kind == 1)[0]
     plane_bounds = np.searchsorted(owner_idx[plane_span_rows], np.arange(sc.n_planes + 1))
-    planes: list[tables.Plane] = []
+    # Row ranges of each plane, found before any plane rewrites its owner rows in place. A
+    # plane's lines are contiguous in wire order, and so are their events and stats.
+    ranges: list[tuple[slice, slice, np.ndarray]] = []
     for pi in range(sc.n_planes):
+        plane_lines = np.nonzero(line_plane == pi)[0]
+        if plane_lines.shape[0]:
+            ev_lo, ev_hi = int(line_first_event[plane_lines[0]]), int(line_event_end[plane_lines[-1]])
+        else:
+            ev_lo = ev_hi = 0
+        # (Bounds in the column's own dtype: a Python list would make numpy cast the column.)
+        st_lo, st_hi = (int(i) for i in np.searchsorted(sc.st_owner, np.array([ev_lo, ev_hi], sc.st_owner.dtype)))
+        tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
+        ranges.append((slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
+    planes: list[tables.Plane] = []
+    for pi, (ev_range, st_range, texts) in enumerate(ranges):
         pmsg = _parse_spans(xplane_pb2.XPlane, data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
         assert isinstance(pmsg, xplane_pb2.XPlane)
-        plane_lines = np.nonzero(line_plane == pi)[0]
-        planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, line_first_event, line_event_end,
-                                   abs_start, origin_ps, sc, data, strings))
+        planes.append(_build_plane(pi, pmsg, np.nonzero(line_plane == pi)[0], line_msgs, ev_range, st_range, texts,
+                                   int(origin_ps), sc, data, strings))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
-        origin_ps=origin_ps, span_ps=span_ps,
+        origin_ps=int(origin_ps), span_ps=span_ps,
         hostnames=[_text(h) for h in space.hostnames],
         errors=[_text(e) for e in space.errors], warnings=[_text(w) for w in space.warnings],
     )
@@ -125,26 +143,6 @@ def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.nd
     ids = np.array(sorted(pmsg.stat_metadata.keys()), dtype=np.int64)
     name_ids = np.array([strings.intern(_text(pmsg.stat_metadata[i].name)) for i in ids.tolist()], dtype=np.int32)
     return ids, name_ids
-
-
-def _map_ids(sorted_ids: np.ndarray, mapped: np.ndarray, query: np.ndarray, missing: int) -> np.ndarray:
-    """Maps ids (e.g. stat metadata ids) to values; ids not in ``sorted_ids`` map to ``missing``."""
-    out = np.full(query.shape[0], missing, dtype=mapped.dtype)
-    if sorted_ids.shape[0] == 0 or query.shape[0] == 0:
-        return out
-    hi = int(sorted_ids[-1])
-    if int(sorted_ids[0]) >= 0 and hi < 4 * query.shape[0] + 1024:
-        # Dense small ids (the usual case): a lookup table beats a binary search 10x.
-        # One extra slot at hi + 1 holds `missing`; clipping sends every unknown id there, so the
-        # lookup is one gather with no boolean compaction.
-        lut = np.full(hi + 2, missing, dtype=mapped.dtype)
-        lut[sorted_ids] = mapped
-        idx = np.minimum(query.astype(np.uint64, copy=False), hi + 1)  # negative ids wrap high, then clip
-        return lut[idx]
-    pos = np.minimum(np.searchsorted(sorted_ids, query), sorted_ids.shape[0] - 1)
-    found = sorted_ids[pos] == query
-    out[found] = mapped[pos[found]]
-    return out
 
 
 def _value_from_pb(stat: xplane_pb2.XStat, stat_name_of: dict[int, int],
@@ -166,36 +164,31 @@ def _value_from_pb(stat: xplane_pb2.XStat, stat_name_of: dict[int, int],
     return tables.KIND_NONE, 0
 
 
-def _decode_stat_values(kinds: np.ndarray, values: np.ndarray, raw: bytes, stat_ids: np.ndarray,
-                        stat_names: np.ndarray, strings: StringTable, blobs: list[bytes]) -> np.ndarray:
-    """Turns wire values into store values: strings interned, refs to name ids."""
-    kind = kinds & 0xFF
-    length = kinds >> 32
-    out = values.copy()
-    is_ref = kind == tables.KIND_REF
-    if is_ref.any():
-        out[is_ref] = _map_ids(stat_ids, stat_names.astype(np.int64), values[is_ref], 0)
-    is_str = np.nonzero(kind == tables.KIND_STR)[0]
-    if is_str.shape[0]:
+def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray, raw: bytes,
+                  strings: StringTable, blobs: list[bytes]) -> None:
+    """Sets the value of str stats to a string id and of bytes stats to a blob index, in place."""
+    if texts.shape[0] == 0:
+        return
+    rows = texts[:, 0] - first_stat
+    is_str = kind[rows] == tables.KIND_STR
+    str_rows = rows[is_str]
+    if str_rows.shape[0]:
         # A few texts repeat on many events ("$$1" on every kernel): decode each distinct text
         # once, found by a content hash computed in compiled code.
-        offsets = values[is_str]
-        lengths = length[is_str]
+        offsets = texts[is_str, 1]
+        lengths = texts[is_str, 2]
         digest = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets, lengths)
         _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
         ids = np.array([strings.intern(raw[o:o + n].decode("utf-8", errors="replace"))
                         for o, n in zip(offsets[first].tolist(), lengths[first].tolist())], dtype=np.int64)
-        out[is_str] = ids[inverse]
-    is_bytes = np.nonzero(kind == tables.KIND_BYTES)[0]
-    for row in is_bytes.tolist():
-        o = int(values[row])
-        blobs.append(raw[o:o + int(length[row])])
-        out[row] = len(blobs) - 1
-    return out
+        value[str_rows] = ids[inverse]
+    for row, o, n in texts[~is_str].tolist():
+        blobs.append(raw[o:o + n])
+        value[row - first_stat] = len(blobs) - 1
 
 
 def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
-                 line_first_event: np.ndarray, line_event_end: np.ndarray, abs_start: np.ndarray, origin_ps: int,
+                 ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
                  sc: wire_scan.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
     blobs: list[bytes] = []
     stat_ids, stat_names = _stat_name_ids(pmsg, strings)
@@ -221,57 +214,52 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     meta_stats = tables.StatTable(np.array(m_owner, np.int32), np.array(m_stat, np.int32),
                                   np.array(m_kind, np.int8), np.array(m_value, np.int64))
 
+    # Plane-level stats by name; when a name repeats (the scope-range plane carries ~50 k
+    # stats under two names) the last value wins, so only the last of each is decoded.
+    last_of_name = {stat_name_of.get(st.metadata_id, 0): st for st in pmsg.stats}
     plane_stats: dict[str, object] = {}
-    for st in pmsg.stats:
-        name = strings[stat_name_of.get(st.metadata_id, 0)]
+    for name_id, st in last_of_name.items():
         kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
-        plane_stats[name] = _plain_value(kind, value, strings, blobs)
+        plane_stats[strings[name_id]] = _plain_value(kind, value, strings, blobs)
 
-    # Events of this plane: its lines are contiguous in wire order, and so are their events.
-    if plane_lines.shape[0]:
-        ev_lo = int(line_first_event[plane_lines[0]])
-        ev_hi = int(line_event_end[plane_lines[-1]])
-    else:
-        ev_lo = ev_hi = 0
-    ev = sc.events[ev_lo:ev_hi]
-    local_line = (ev[:, 0] - (plane_lines[0] if plane_lines.shape[0] else 0)).astype(np.int32)
-    start_ps = abs_start[ev_lo:ev_hi] - origin_ps
-    dur_ps = ev[:, 3].copy()
-    identity = _is_sorted(local_line, start_ps, dur_ps)
-    order = np.arange(0) if identity else np.lexsort((-dur_ps, start_ps, local_line))
+    # Events: the scanner's columns of this plane, finished in place (see xplane_columns).
+    start_ps = sc.ev_start[ev_range]
+    dur_ps = sc.ev_dur[ev_range]
+    local_line = sc.ev_line[ev_range]
+    meta_in = sc.ev_meta[ev_range]
+    meta_idx = meta_in if meta_in.dtype == np.int32 else np.empty(meta_in.shape[0], dtype=np.int32)
+    name_id = np.empty(meta_in.shape[0], dtype=np.int32)
+    meta_rows = np.arange(meta_ids.shape[0], dtype=np.int32)
+    identity = xplane_columns.finish_events(
+        start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
+        int(plane_lines[0]) if plane_lines.shape[0] else 0,
+        xplane_columns.id_lookup(meta_ids, meta_rows, meta_in.shape[0], -1), meta_ids, meta_rows, meta_name_id)
+
+    # Stats of this plane's events, likewise.
+    owner = sc.st_owner[st_range]
+    stat_in = sc.st_meta[st_range]
+    stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
+    kind_col = sc.st_kind[st_range]
+    values = sc.st_value[st_range]
+    xplane_columns.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
+                                xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids,
+                                stat_names)
+    _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
+    stats = tables.StatTable(owner, stat_id, kind_col, values)
+
     if not identity:
+        # Rare: a writer that did not emit rows in time order. Sort (copies) and re-point stats.
+        order = np.lexsort((-dur_ps, start_ps, local_line))
         local_line, start_ps, dur_ps = local_line[order], start_ps[order], dur_ps[order]
-    meta_idx_raw = ev[:, 1] if identity else ev[order, 1]
-    # Events whose metadata id is missing from the plane get row 0 and the empty name.
-    meta_idx = _map_ids(meta_ids, np.arange(meta_ids.shape[0], dtype=np.int32), meta_idx_raw, -1)
-    name_id = np.where(meta_idx >= 0, meta_name_id[np.maximum(meta_idx, 0)] if meta_ids.shape[0] else 0,
-                       0).astype(np.int32)
-    np.maximum(meta_idx, 0, out=meta_idx)
-    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
-    depth = nesting_depth(start_ps, dur_ps, line_offsets)
-
-    # Stats of this plane's events, re-pointed at the sorted rows.
-    if ev_hi > ev_lo:
-        st_lo = int(sc.events[ev_lo, 5])
-        st_hi = int(sc.events[ev_hi, 5]) if ev_hi < sc.events.shape[0] else sc.stats.shape[0]
-    else:
-        st_lo = st_hi = 0
-    st = sc.stats[st_lo:st_hi]
-    wire_row = st[:, 0] - ev_lo
-    if identity:
-        owner = wire_row
-    else:
+        meta_idx, name_id = meta_idx[order], name_id[order]
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.shape[0])
-        owner = inverse[wire_row]
-    stat_id = _map_ids(stat_ids, stat_names, st[:, 1], 0)
-    values = _decode_stat_values(st[:, 2], st[:, 3], data, stat_ids, stat_names, strings, blobs)
-    stats = tables.StatTable(owner.astype(np.int32), stat_id.astype(np.int32), (st[:, 2] & 0xFF).astype(np.int8),
-                             values)
-    if not identity:
-        sort = np.argsort(stats.owner, kind="stable")
-        stats = tables.StatTable(stats.owner[sort], stats.stat_id[sort], stats.kind[sort], stats.value[sort])
+        new_owner = inverse[owner].astype(np.int32)
+        sort = np.argsort(new_owner, kind="stable")
+        stats = tables.StatTable(new_owner[sort], stat_id[sort], kind_col[sort], values[sort])
 
+    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
+    depth = nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     plane = tables.Plane(
         index=pi, id=pmsg.id, name=_text(pmsg.name),
@@ -286,18 +274,6 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         meta_stats=meta_stats, plane_stats=plane_stats, blobs=blobs,
     )
     return plane
-
-
-def _is_sorted(line: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray) -> bool:
-    """True when rows are already in (line, start, -dur) order (profilers usually write them so)."""
-    if line.shape[0] < 2:
-        return True
-    d_line = np.diff(line)
-    d_start = np.diff(start_ps)
-    d_dur = np.diff(dur_ps)
-    same_line = d_line == 0
-    ok = (d_line > 0) | (same_line & ((d_start > 0) | ((d_start == 0) & (d_dur <= 0))))
-    return bool(ok.all())
 
 
 def _plain_value(kind: int, value: int, strings: StringTable, blobs: list[bytes]) -> object:

@@ -113,3 +113,26 @@ def test_memory_profile_without_allocation_events_explains(profiles_root: Path, 
     # XProf's 132 rows for custom_loop include one op known only as the tf_op of allocation
     # events (random_flip_left_right/random_uniform/RandomUniform, 0 self time): 131 remain.
     assert _data(client, run=run, tool="framework_op_stats")["tables"]["ops"]["total_rows"] == 131
+
+
+def test_op_tools_on_all_hosts(client: Client) -> None:
+    """framework_op_stats, kernel_stats and op_profile take host=__all__; memory_profile does not."""
+    run = _run(client, "jax_2hosts/")
+    tools = {t["name"]: t["multi_host"] for t in client.get(API + "tools", query_string={"run": run}).get_json()["tools"]}
+    assert tools["framework_op_stats"] and tools["kernel_stats"] and tools["op_profile"]
+    assert not tools["memory_profile"]
+    one = {h: _data(client, run=run, host=h, tool="kernel_stats") for h in ("worker0", "worker1")}
+    both = _data(client, run=run, host="__all__", tool="kernel_stats")
+    assert both["hosts"] == ["worker0", "worker1"]
+    assert both["row_count"] == one["worker0"]["row_count"] + one["worker1"]["row_count"]
+    assert both["total_duration_us"] == pytest.approx(sum(o["total_duration_us"] for o in one.values()))
+    r = client.get(API + "csv", query_string={"run": run, "host": "__all__", "tool": "kernel_stats", "table": "kernels"})
+    assert r.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    assert len(rows) == both["row_count"] and {x["host"] for x in rows} == {"worker0", "worker1"}
+    ops = _data(client, run=run, host="__all__", tool="framework_op_stats")
+    assert ops["sides"]["host"]["total_time_us"] == pytest.approx(sum(
+        _data(client, run=run, host=h, tool="framework_op_stats")["sides"]["host"]["total_time_us"] for h in one))
+    assert _data(client, run=run, host="__all__", tool="op_profile")["hosts"] == ["worker0", "worker1"]
+    bad = client.get(API + "data", query_string={"run": run, "host": "__all__", "tool": "memory_profile"})
+    assert bad.status_code == 400 and "one host at a time" in bad.get_json()["error"]

@@ -100,6 +100,7 @@ def parse_kernel_details(details: str) -> LaunchParams:
 
 
 COLUMNS = [
+    Column("host", "Host", "str", "", "the host whose GPUs ran the kernel"),
     Column("kernel_name", "Kernel name", "str"),
     Column("registers_per_thread", "Registers per thread", "int"),
     Column("shmem_bytes", "Shared memory", "int", "bytes", "static + dynamic shared memory per block"),
@@ -222,6 +223,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
                 for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig_k.tolist(), opn)]
     order = np.array(sorted(range(k), key=sort_key.__getitem__), dtype=np.int64)
     values: dict[str, Any] = {
+        "host": [store.host] * k,
         "kernel_name": [kname[i] for i in order],
         "registers_per_thread": [lps[i].registers_per_thread for i in order],
         "shmem_bytes": [lps[i].static_shmem_bytes + lps[i].dynamic_shmem_bytes for i in order],
@@ -261,10 +263,31 @@ def _pie(table: Table, limit: int = 10) -> list[dict[str, Any]]:
     return out
 
 
+def tensorcore_by_op(stores: Sequence[ProfileStore]) -> dict[str, tuple[int, int]]:
+    """op name -> (kernel time, TensorCore kernel time) over the hosts' GPU kernels."""
+    merged: dict[str, tuple[int, int]] = {}
+    for s in stores:
+        for op, (total_ns, tc_ns) in kernel_reports(s).tensorcore_by_op.items():
+            a, b = merged.get(op, (0, 0))
+            merged[op] = (a + total_ns, b + tc_ns)
+    return merged
+
+
+def hosts_table(stores: Sequence[ProfileStore]) -> Table:
+    """The kernel tables of several hosts as one: XProf's all-hosts kernel stats keep one row
+    per host and kernel (the same kernel on two hosts is two rows), by total duration."""
+    tables = [kernel_reports(s).table for s in stores]
+    if len(tables) == 1:
+        return tables[0]
+    data = {c.name: np.concatenate([t.data[c.name] for t in tables]) for c in COLUMNS}
+    host_idx = np.concatenate([np.full(t.n_rows, i) for i, t in enumerate(tables)])
+    rank = np.concatenate([np.arange(t.n_rows) for t in tables])
+    order = np.lexsort((rank, host_idx, -data["total_duration_us"]))
+    return Table.from_columns(COLUMNS, {k: v[order] for k, v in data.items()}, default_sort="total_duration_us")
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    store = stores[0]
-    reports = kernel_reports(store)
-    table = reports.table
+    table = hosts_table(stores)
     total_us = float(table.data["total_duration_us"].sum()) if table.n_rows else 0.0
     tc_us = float(table.data["total_duration_us"][table.data["kernel_uses_tensorcore"]].sum()) if table.n_rows else 0.0
     eligible_us = (float(table.data["total_duration_us"][table.data["op_tensorcore_eligible"]].sum())
@@ -272,9 +295,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     out: dict[str, Any] = {
         "schema_version": registry.SCHEMA_VERSION,
         "tool": "kernel_stats",
-        "host": store.host,
+        "host": stores[0].host if len(stores) == 1 else None,
+        "hosts": [s.host for s in stores],
         "has_gpu_kernels": table.n_rows > 0,
-        "kernel_event_count": reports.kernel_count,
+        "kernel_event_count": sum(kernel_reports(s).kernel_count for s in stores),
         "row_count": table.n_rows,
         "total_duration_us": total_us,
         "tensorcore_duration_us": tc_us,
@@ -288,7 +312,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 
 registry.register(registry.Tool(
-    name="kernel_stats", title="GPU kernel stats", compute=compute,
+    name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True,
     available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
     description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",
 ))

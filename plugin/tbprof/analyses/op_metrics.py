@@ -20,6 +20,7 @@ keys and ``np.bincount`` per measure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,6 +465,40 @@ def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
     )
 
 
+def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
+    """Ops of several hosts as one table, as XProf's all-hosts op stats: an op (same name,
+    type, framework op and program on every host) sums its occurrences, times, FLOPs and bytes;
+    the side's total time is the sum of the hosts' totals."""
+    if len(dbs) == 1:
+        return dbs[0]
+    total_ps = sum(d.total_time_ps for d in dbs)
+    parts = [d for d in dbs if d.n_ops]
+    if not parts:
+        return _with_total(OpMetricsDb.empty(), total_ps)
+    index: dict[tuple[Any, ...], int] = {}
+    keys = np.empty(sum(d.n_ops for d in parts), dtype=np.int64)
+    i = 0
+    for d in parts:
+        for key in zip(d.name.tolist(), d.type.tolist(), d.provenance.tolist(), d.program_id.tolist()):
+            keys[i] = index.setdefault(key, len(index))
+            i += 1
+    n = len(index)
+
+    def cat(col: str) -> np.ndarray:
+        return np.concatenate([getattr(d, col) for d in parts])
+
+    sums = _group(keys, n, np.arange(keys.shape[0]), cat("occurrences").astype(np.float64),
+                  cat("time_ps").astype(np.float64), cat("self_time_ps").astype(np.float64), cat("flops"),
+                  cat("bytes_accessed"), cat("is_eager"))
+    name, op_type, provenance, program_id = (list(col) for col in zip(*index))
+    return OpMetricsDb(
+        name=np.array(name, dtype=object), type=np.array(op_type, dtype=object),
+        provenance=np.array(provenance, dtype=object), program_id=np.array(program_id, dtype=np.int64),
+        occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
+        flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"], total_time_ps=total_ps,
+    )
+
+
 def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
     db.total_time_ps = total_time_ps
     return db
@@ -471,6 +506,21 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
 
 def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
     return store.memo(("op_metrics", "device_framework"), lambda: framework_ops(device_op_metrics(store)))
+
+
+def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:
+    """Ops of ``side`` over several hosts: "host" (framework ops on host threads), "device"
+    (HLO ops / kernels) or "device_framework" (device ops grouped by framework op). Device ops
+    are combined across hosts before grouping, so a framework op's occurrences are the most
+    frequent of its combined device ops, as in XProf's all-hosts table."""
+    if len(stores) == 1:
+        single = {"host": host_op_metrics, "device": device_op_metrics,
+                  "device_framework": device_framework_op_metrics}[side]
+        return single(stores[0])
+    if side == "host":
+        return combine([host_op_metrics(s) for s in stores])
+    device = combine([device_op_metrics(s) for s in stores])
+    return framework_ops(device) if side == "device_framework" else device
 
 
 def _warm_op_metrics(store: ProfileStore) -> None:

@@ -5,6 +5,7 @@ ops below it. ``by_category`` groups by op type (host) or XLA category (device: 
 "custom-call", ...); ``by_name_scope`` splits op names at "/" (``sequential/conv2d/Conv2D``
 -> ``sequential`` -> ``conv2d`` -> op; device ops sit under the framework op they came from);
 ``by_program`` (XLA only) groups by HLO module then category, as XProf's op profile does.
+With several hosts each op sums its measures over the hosts (XProf's all-hosts op profile).
 tfprof-style options prune and order the trees. Formulas: docs/formulas.md.
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry, tf_op
-from tbprof.analyses.hlo_map import hlo_programs
-from tbprof.analyses.op_metrics import IDLE, OpMetricsDb, device_op_metrics, host_op_metrics
+from tbprof.analyses.hlo_map import HloProgram, hlo_programs
+from tbprof.analyses.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -107,13 +108,17 @@ def _idle(db: OpMetricsDb) -> dict[str, Any]:
     return leaf
 
 
-def build(store: ProfileStore, options: Mapping[str, Any]) -> dict[str, Any]:
+def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    """The trees and op table of one host, or of several with each op summed over the hosts."""
     side = options.get("side", "auto")
-    device = device_op_metrics(store)
+    device = hosts_op_metrics(stores, "device")
     if side == "auto":
         side = "device" if device.n_ops > 0 else "host"
-    db = device if side == "device" else host_op_metrics(store)
-    programs = hlo_programs(store)
+    db = device if side == "device" else hosts_op_metrics(stores, "host")
+    programs: dict[int, HloProgram] = {}
+    for store in stores:  # a program id is a fingerprint of the module: the same on every host
+        for pid, hlo_program in hlo_programs(store).items():
+            programs.setdefault(pid, hlo_program)
     show: re.Pattern[str] | None = options.get("show_name_regex")
     hide: re.Pattern[str] | None = options.get("hide_name_regex")
     min_self_us = float(options.get("min_self_time_us", 0.0))
@@ -195,14 +200,14 @@ OP_COLUMNS = [
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    store = stores[0]
-    out = build(store, options)
-    return {"schema_version": registry.SCHEMA_VERSION, "tool": "op_profile", "host": store.host,
+    out = build(stores, options)
+    return {"schema_version": registry.SCHEMA_VERSION, "tool": "op_profile",
+            "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
             "order_by": options.get("order_by", "self_time"), **out}
 
 
 registry.register(registry.Tool(
-    name="op_profile", title="Op profile", compute=compute,
+    name="op_profile", title="Op profile", compute=compute, multi_host=True,
     options=(
         registry.Option("side", parse_side, "auto", "host, device, or auto (device when it has ops)"),
         registry.Option("max_depth", registry.parse_nonneg_int, 100, "tree levels below the root to return"),

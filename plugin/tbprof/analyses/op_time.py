@@ -36,12 +36,6 @@ class OpTimes:
         return int(self.name.shape[0])
 
 
-def _side_db(store: ProfileStore, side: str) -> op_metrics.OpMetricsDb:
-    if side == "device":
-        return op_metrics.device_framework_op_metrics(store)
-    return op_metrics.host_op_metrics(store)
-
-
 def has_device_ops(stores: Sequence[ProfileStore]) -> bool:
     return any(op_metrics.device_op_metrics(s).n_ops > 0 for s in stores)
 
@@ -50,29 +44,12 @@ def op_times(stores: Sequence[ProfileStore], side: str | None = None) -> OpTimes
     """Ops of ``side`` ("device", "host"; default: device if any host has device ops) over ``stores``."""
     if side is None:
         side = "device" if has_device_ops(stores) else "host"
-    dbs = [_side_db(s, side) for s in stores]
-    dbs = [d for d in dbs if d.n_ops]
-    if not dbs:
-        e = np.zeros(0, np.int64)
-        o = np.zeros(0, object)
-        return OpTimes(side, o, o.copy(), e, e.copy(), e.copy(), e.astype(np.float64), e.astype(bool), 0)
-    names = np.concatenate([d.name for d in dbs]).astype(str)
-    types = np.concatenate([d.type for d in dbs])
-    uniq, first, inv = np.unique(names, return_index=True, return_inverse=True)
-    n = len(uniq)
-
-    def total(col: str) -> np.ndarray:
-        return np.bincount(inv, weights=np.concatenate([getattr(d, col) for d in dbs]).astype(np.float64),
-                           minlength=n)
-
-    self_ps = total("self_time_ps").round().astype(np.int64)
-    order = np.lexsort((uniq, -self_ps))
-    eager = np.bincount(inv, weights=np.concatenate([d.is_eager for d in dbs]).astype(np.float64), minlength=n) > 0
+    db = op_metrics.hosts_op_metrics(stores, "device_framework" if side == "device" else "host")
+    order = np.lexsort((db.name.astype(str), -db.self_time_ps))
     return OpTimes(
-        side=side, name=uniq.astype(object)[order], type=types[first][order],
-        occurrences=total("occurrences").round().astype(np.int64)[order], self_time_ps=self_ps[order],
-        time_ps=total("time_ps").round().astype(np.int64)[order], flops=total("flops")[order],
-        is_eager=eager[order], total_op_time_ps=int(self_ps.sum()),
+        side=side, name=db.name[order], type=db.type[order], occurrences=db.occurrences[order],
+        self_time_ps=db.self_time_ps[order], time_ps=db.time_ps[order], flops=db.flops[order],
+        is_eager=db.is_eager[order], total_op_time_ps=db.total_op_time_ps,
     )
 
 

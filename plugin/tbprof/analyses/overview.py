@@ -9,7 +9,7 @@ import numpy as np
 
 from tbprof.analyses import registry
 from tbprof.analyses import step_breakdown as sb
-from tbprof.analyses.kernel_stats import kernel_reports
+from tbprof.analyses.kernel_stats import tensorcore_by_op
 from tbprof.analyses.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.profile_summary import device_type
 from tbprof.analyses.step_table import StepTable, analysis, step_table, steps_table, summaries
@@ -39,16 +39,6 @@ def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
         "device_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU",
         "device_model": ", ".join(models), "device_count": len(devices), "devices": devices,
     }
-
-
-def _tensorcore_by_op(stores: Sequence[ProfileStore]) -> dict[str, tuple[int, int]]:
-    """op name -> (kernel time, TensorCore kernel time) over the hosts' GPU kernels."""
-    merged: dict[str, tuple[int, int]] = {}
-    for s in stores:
-        for op, (total_ps, tc_ps) in kernel_reports(s).tensorcore_by_op.items():
-            a, b = merged.get(op, (0, 0))
-            merged[op] = (a + total_ps, b + tc_ps)
-    return merged
 
 
 def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tuple[int, int]] | None = None) -> Table:
@@ -169,7 +159,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
     result["diagnostics"] = diagnostics(stores, st, options)
     result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
-        ops, tensorcore_by_op=_tensorcore_by_op(stores) if ops.side == "device" else None)}
+        ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
     return result
 
 

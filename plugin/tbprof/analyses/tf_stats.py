@@ -4,7 +4,8 @@ Rows are XProf's: device rows (framework ops the device ran, from HLO ops or TF 
 then host rows (framework ops on host threads), each side ordered by total self time, with
 an IDLE row per side unless ``include_idle=false``. Unlike XProf (500 ops per side), every op
 is a row; the HTTP table layer sorts, filters (``filter.operation``, ``filter.type``,
-``filter.host_or_device``) and pages them. Formulas: docs/formulas.md.
+``filter.host_or_device``) and pages them. With several hosts, each op sums its measures over
+the hosts (XProf's all-hosts table). Formulas: docs/formulas.md.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import registry
-from tbprof.analyses.kernel_stats import kernel_reports
-from tbprof.analyses.op_metrics import IDLE, OpMetricsDb, device_framework_op_metrics, host_op_metrics
+from tbprof.analyses.kernel_stats import tensorcore_by_op
+from tbprof.analyses.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -123,10 +124,10 @@ def _pie(values: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
     return out
 
 
-def op_stats_table(store: ProfileStore, include_idle: bool) -> tuple[Table, dict[str, Any]]:
-    host = host_op_metrics(store)
-    device = device_framework_op_metrics(store)
-    tc = kernel_reports(store).tensorcore_by_op if device.n_ops else {}
+def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[Table, dict[str, Any]]:
+    host = hosts_op_metrics(stores, "host")
+    device = hosts_op_metrics(stores, "device_framework")
+    tc = tensorcore_by_op(stores) if device.n_ops else {}
     parts = [_side_rows("Device", device, include_idle, tc)] if device.total_time_ps > 0 else []
     parts.append(_side_rows("Host", host, include_idle, {}))
     values = {c.name: np.concatenate([p[c.name] for p in parts]) for c in COLUMNS}
@@ -149,13 +150,13 @@ def op_stats_table(store: ProfileStore, include_idle: bool) -> tuple[Table, dict
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    store = stores[0]
     include_idle = bool(options.get("include_idle", True))
-    table, sides = op_stats_table(store, include_idle)
+    table, sides = op_stats_table(stores, include_idle)
     return {
         "schema_version": registry.SCHEMA_VERSION,
         "tool": "framework_op_stats",
-        "host": store.host,
+        "host": stores[0].host if len(stores) == 1 else None,
+        "hosts": [s.host for s in stores],
         "include_idle": include_idle,
         "row_count": table.n_rows,
         "sides": sides,
@@ -165,6 +166,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 registry.register(registry.Tool(
     name="framework_op_stats", title="Framework op stats", compute=compute, aliases=("tensorflow_stats",),
+    multi_host=True,
     options=(registry.Option("include_idle", registry.parse_bool, True,
                              "include the IDLE row of each side (time with no op running)"),),
     description="Time per TensorFlow/JAX op on the host and on the devices: every op, sortable, filterable.",

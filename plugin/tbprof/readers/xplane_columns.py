@@ -10,6 +10,8 @@ one pass per plane, so the store's columns are the scanner's buffers.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 
@@ -54,7 +56,7 @@ def _search(key: int, sorted_ids: np.ndarray, mapped: np.ndarray, missing: int) 
 
 @numba.njit(cache=True, nogil=True)
 def absolute_starts(ev_start: np.ndarray, ev_dur: np.ndarray, ev_line: np.ndarray,
-                    line_ts_ps: np.ndarray) -> tuple[int, int]:
+                    line_ts_ps: np.ndarray) -> tuple[Any, Any]:
     """Adds each event's line timestamp to its offset, in place; returns (min start, max end)."""
     n = ev_start.shape[0]
     if n == 0:

@@ -118,7 +118,8 @@ def test_memory_profile_without_allocation_events_explains(profiles_root: Path, 
 def test_op_tools_on_all_hosts(client: Client) -> None:
     """framework_op_stats, kernel_stats and op_profile take host=__all__; memory_profile does not."""
     run = _run(client, "jax_2hosts/")
-    tools = {t["name"]: t["multi_host"] for t in client.get(API + "tools", query_string={"run": run}).get_json()["tools"]}
+    listed = client.get(API + "tools", query_string={"run": run}).get_json()["tools"]
+    tools = {t["name"]: t["multi_host"] for t in listed}
     assert tools["framework_op_stats"] and tools["kernel_stats"] and tools["op_profile"]
     assert not tools["memory_profile"]
     one = {h: _data(client, run=run, host=h, tool="kernel_stats") for h in ("worker0", "worker1")}
@@ -126,7 +127,8 @@ def test_op_tools_on_all_hosts(client: Client) -> None:
     assert both["hosts"] == ["worker0", "worker1"]
     assert both["row_count"] == one["worker0"]["row_count"] + one["worker1"]["row_count"]
     assert both["total_duration_us"] == pytest.approx(sum(o["total_duration_us"] for o in one.values()))
-    r = client.get(API + "csv", query_string={"run": run, "host": "__all__", "tool": "kernel_stats", "table": "kernels"})
+    r = client.get(API + "csv", query_string={"run": run, "host": "__all__", "tool": "kernel_stats",
+                                              "table": "kernels"})
     assert r.status_code == 200
     rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
     assert len(rows) == both["row_count"] and {x["host"] for x in rows} == {"worker0", "worker1"}

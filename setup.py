@@ -28,7 +28,8 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2"],
-        "capture-test": ["tensorflow-cpu==2.21.0"],
+        # Real profiler servers for the capture tests: TensorFlow and JAX (CPU wheels).
+        "capture-test": ["tensorflow-cpu==2.21.0", "jax[cpu]==0.10.2"],
     },
     entry_points={
         "tensorboard_plugins": ["tbprof = tbprof.tb_plugin:TbprofLoader"],

@@ -17,7 +17,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 # 2. Python: a venv that may reuse packages already on the machine (e.g. TensorFlow), with
-#    the package in editable mode and the test extras (pytest, ruff, mypy, playwright, tensorflow-cpu).
+#    the package in editable mode and the test extras (pytest, ruff, mypy, playwright, tensorflow-cpu,
+#    jax[cpu]).
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   if ! "$PY" -m venv --system-site-packages .venv 2>/dev/null; then

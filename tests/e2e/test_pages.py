@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import app_url, run_named, shown_rows, wait_charts_drawn, wait_ready
+from .helpers import app_url, backend_rows, column_names, run_named, shown_rows, wait_charts_drawn, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -128,4 +128,24 @@ def test_memory_profile_timeline(standalone: Any, serve_page: Any) -> None:
     tip = page.locator('[data-chart="memory_timeline"] div').filter(has_text="fragmentation")
     tip.first.wait_for(timeout=10_000)
     assert "heap" in tip.first.inner_text()
+    serve_page.check()
+
+
+def test_kernel_stats_all_hosts(standalone: Any, serve_page: Any) -> None:
+    """The host menu offers "all hosts" for kernel stats; the table then lists both hosts' rows."""
+    run = run_named(standalone, "jax_2hosts/")
+    if "kernel_stats" not in _tools(standalone, run):
+        pytest.skip("this backend has no kernel_stats")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, host="__all__", tool="kernel_stats"))
+    wait_ready(page)
+    wait_charts_drawn(page)
+    backend = backend_rows(standalone, run, "kernel_stats", "kernels", host="__all__")
+    at = [c["name"] for c in backend["columns"]].index("host")
+    hosts = {r[at] for r in backend["rows"]}
+    assert hosts == {"worker0", "worker1"}
+    cols = column_names(page, "kernels")
+    shown = shown_rows(page, "kernels")
+    assert cols[0] == "host" and shown
+    assert {r[0] for r in shown} == hosts
     serve_page.check()

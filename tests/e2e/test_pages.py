@@ -149,3 +149,23 @@ def test_kernel_stats_all_hosts(standalone: Any, serve_page: Any) -> None:
     assert cols[0] == "host" and shown
     assert {r[0] for r in shown} == hosts
     serve_page.check()
+
+
+def test_op_pages_all_hosts(standalone: Any, serve_page: Any) -> None:
+    """Op stats and op profile on all hosts show the summed results of the backend."""
+    run = run_named(standalone, "jax_2hosts/")
+    tools = _tools(standalone, run)
+    if not {"framework_op_stats", "op_profile"} <= tools:
+        pytest.skip("this backend has no op tools")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, host="__all__", tool="framework_op_stats"))
+    wait_ready(page)
+    wait_charts_drawn(page, min_charts=4)
+    backend = backend_rows(standalone, run, "framework_op_stats", "ops", host="__all__")
+    at = [c["name"] for c in backend["columns"]].index("operation")
+    assert sorted(r[3] for r in shown_rows(page, "ops")) == sorted(r[at] for r in backend["rows"])
+    page.goto(app_url(standalone, run=run, host="__all__", tool="op_profile"))
+    wait_ready(page)
+    result = standalone.json("data", run=run, host="__all__", tool="op_profile", rows="0")
+    assert page.locator("[data-tree] tbody tr").count() == len(result["by_category"]["children"])
+    serve_page.check()

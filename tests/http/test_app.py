@@ -162,6 +162,37 @@ def test_broken_profile_is_422_and_others_keep_serving(logdir_copy: Path, cache_
     assert _snapshot(logdir_copy) == before
 
 
+def test_huge_profile_is_refused_before_reading(logdir_copy: Path, cache_dir: Path) -> None:
+    """A 1 TiB xplane (sparse: no disk used) is refused with the sizes, without reading it;
+    the server keeps serving and nothing in the logdir changes."""
+    huge_dir = logdir_copy / "huge" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    huge_dir.mkdir(parents=True)
+    with open(huge_dir / "vm.xplane.pb", "wb") as f:
+        f.truncate(1 << 40)
+    before = _snapshot(logdir_copy)
+    client = _client(logdir_copy, cache_dir)
+    r = client.get(API + "data", query_string={"run": "huge/2026_01_01_00_00_00", "tool": "profile_summary"})
+    assert r.status_code == 422
+    error = r.get_json()["error"]
+    assert "too large to open here: it is 1099.5 GB" in error and "of memory and" in error
+    good = next(e["run"] for e in client.get(API + "runs").get_json()["runs"] if e["run"].startswith("jax_mlp/"))
+    assert client.get(API + "data", query_string={"run": good, "tool": "profile_summary"}).status_code == 200
+    assert _snapshot(logdir_copy) == before
+
+
+def test_memory_limit_applies_to_real_profiles(profiles_root: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """TBPROF_CONVERT_MEMORY_BYTES below 5x an xplane's size refuses it; above, it converts."""
+    path = next((profiles_root / "jax_mlp").rglob("vm.xplane.pb"))
+    size = path.stat().st_size
+    for limit, status in ((5 * size - 1, 422), (5 * size, 200)):
+        monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(limit))
+        client = _client(profiles_root, tmp_path / f"cache_{limit}")
+        run = next(e["run"] for e in client.get(API + "runs").get_json()["runs"] if e["run"].startswith("jax_mlp/"))
+        r = client.get(API + "data", query_string={"run": run, "tool": "profile_summary"})
+        assert r.status_code == status, r.get_data(as_text=True)
+
+
 def test_new_session_appears_without_restart(logdir_copy: Path, cache_dir: Path, profiles_root: Path) -> None:
     client = _client(logdir_copy, cache_dir)
     names = {e["run"] for e in client.get(API + "runs").get_json()["runs"]}

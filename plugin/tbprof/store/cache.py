@@ -13,7 +13,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from tbprof.readers.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.memory_guard import check_fits
 from tbprof.store.paths import default_cache_dir
 from tbprof.store.tables import ProfileStore
 
@@ -54,7 +56,12 @@ class ProfileCache:
         try:
             value = self.disk.load(key) if self.disk is not None else None
             if value is None:
-                value = loader(path)
+                check_fits(path)
+                try:
+                    value = loader(path)
+                except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
+                    raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
+                                           "it on a machine with more memory") from e
                 if self.disk is not None and isinstance(value, ProfileStore):
                     # Written later, in the background: the request that converted the file
                     # answers first (``persist_pending``), then ~100 MB go to disk.

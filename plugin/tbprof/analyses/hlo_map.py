@@ -66,9 +66,11 @@ class HloOp:
 class HloProgram:
     """One HLO module. Instructions are decoded on first lookup: a profile names few of them."""
 
-    def __init__(self, program_id: int, module_name: str, instructions: dict[bytes, Any]) -> None:
+    def __init__(self, program_id: int, module_name: str, instructions: dict[bytes, Any],
+                 module: Any = None) -> None:
         self.program_id = program_id
         self.module_name = module_name
+        self.module = module  # the HloModuleProto (for the cost analysis), None when not kept
         self._instructions = instructions  # name (bytes) -> HloInstructionProto
         self._ops: dict[str, HloOp | None] = {}
 
@@ -108,7 +110,7 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
     for comp in module.computations:
         for ins in comp.instructions:
             instructions.setdefault(ins.name, ins)
-    return HloProgram(program_id, _text(module.name), instructions)
+    return HloProgram(program_id, _text(module.name), instructions, module)
 
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\ntbprof.hlo\":\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tbprof.hlo.HloModuleProto\"\x9f\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\x0c\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tbprof.hlo.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\"f\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tbprof.hlo.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\"\xba\x01\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x0e\n\x06opcode\x18\x02 \x01(\x0c\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tbprof.hlo.OpMetadata\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\x0c\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\x0c\x12\n\n\x02id\x18# \x01(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\x0c\x12\x0f\n\x07op_name\x18\x02 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x03 \x01(\x0c\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\ntbprof.hlo\":\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tbprof.hlo.HloModuleProto\"\x9f\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\x0c\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tbprof.hlo.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\"w\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tbprof.hlo.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x0f\n\x07root_id\x18\x06 \x01(\x03\"\xa2\x04\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x0e\n\x06opcode\x18\x02 \x01(\x0c\x12%\n\x05shape\x18\x03 \x01(\x0b\x32\x16.tbprof.hlo.ShapeProto\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tbprof.hlo.OpMetadata\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\x0c\x12\x12\n\ndimensions\x18\x0e \x03(\x03\x12\"\n\x06window\x18\x0f \x01(\x0b\x32\x12.tbprof.hlo.Window\x12N\n\x1d\x63onvolution_dimension_numbers\x18\x10 \x01(\x0b\x32\'.tbprof.hlo.ConvolutionDimensionNumbers\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\x0c\x12>\n\x15\x64ot_dimension_numbers\x18\x1e \x01(\x0b\x32\x1f.tbprof.hlo.DotDimensionNumbers\x12\x12\n\nfft_length\x18  \x03(\x03\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\x12\x16\n\x0e\x62\x61\x63kend_config\x18+ \x01(\x0c\x12\x1b\n\x13\x66\x65\x61ture_group_count\x18\x32 \x01(\x03\x12\x19\n\x11\x62\x61tch_group_count\x18: \x01(\x03\"d\n\nShapeProto\x12\x14\n\x0c\x65lement_type\x18\x02 \x01(\x05\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12,\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x16.tbprof.hlo.ShapeProto\"\x99\x01\n\x13\x44otDimensionNumbers\x12\"\n\x1alhs_contracting_dimensions\x18\x01 \x03(\x03\x12\"\n\x1arhs_contracting_dimensions\x18\x02 \x03(\x03\x12\x1c\n\x14lhs_batch_dimensions\x18\x03 \x03(\x03\x12\x1c\n\x14rhs_batch_dimensions\x18\x04 \x03(\x03\"\x8a\x01\n\x0fWindowDimension\x12\x0c\n\x04size\x18\x01 \x01(\x03\x12\x0e\n\x06stride\x18\x02 \x01(\x03\x12\x13\n\x0bpadding_low\x18\x03 \x01(\x03\x12\x14\n\x0cpadding_high\x18\x04 \x01(\x03\x12\x17\n\x0fwindow_dilation\x18\x05 \x01(\x03\x12\x15\n\rbase_dilation\x18\x06 \x01(\x03\"9\n\x06Window\x12/\n\ndimensions\x18\x01 \x03(\x0b\x32\x1b.tbprof.hlo.WindowDimension\"\xd8\x02\n\x1b\x43onvolutionDimensionNumbers\x12&\n\x1ekernel_input_feature_dimension\x18\x03 \x01(\x03\x12\'\n\x1fkernel_output_feature_dimension\x18\x04 \x01(\x03\x12!\n\x19kernel_spatial_dimensions\x18\x06 \x03(\x03\x12\x1d\n\x15input_batch_dimension\x18\x07 \x01(\x03\x12\x1f\n\x17input_feature_dimension\x18\x08 \x01(\x03\x12\x1e\n\x16output_batch_dimension\x18\t \x01(\x03\x12 \n\x18output_feature_dimension\x18\n \x01(\x03\x12 \n\x18input_spatial_dimensions\x18\x0b \x03(\x03\x12!\n\x19output_spatial_dimensions\x18\x0c \x03(\x03\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\x0c\x12\x0f\n\x07op_name\x18\x02 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x03 \x01(\x0c\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,9 +36,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HLOMODULEPROTO']._serialized_start=86
   _globals['_HLOMODULEPROTO']._serialized_end=245
   _globals['_HLOCOMPUTATIONPROTO']._serialized_start=247
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=349
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=352
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=538
-  _globals['_OPMETADATA']._serialized_start=540
-  _globals['_OPMETADATA']._serialized_end=628
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=366
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=369
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=915
+  _globals['_SHAPEPROTO']._serialized_start=917
+  _globals['_SHAPEPROTO']._serialized_end=1017
+  _globals['_DOTDIMENSIONNUMBERS']._serialized_start=1020
+  _globals['_DOTDIMENSIONNUMBERS']._serialized_end=1173
+  _globals['_WINDOWDIMENSION']._serialized_start=1176
+  _globals['_WINDOWDIMENSION']._serialized_end=1314
+  _globals['_WINDOW']._serialized_start=1316
+  _globals['_WINDOW']._serialized_end=1373
+  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_start=1376
+  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_end=1720
+  _globals['_OPMETADATA']._serialized_start=1722
+  _globals['_OPMETADATA']._serialized_end=1810
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,344 @@
+"""FLOPs per HLO instruction, as XProf's GPU cost analysis counts them.
+
+XProf 2.24.2 runs XLA's GPU cost analysis (``GpuHloCostAnalysis``, with no device
+description) over the entry computation of every HLO module of a profile and shows, for a
+device op, ``flops = per-execution FLOPs x occurrences``. This module re-derives those
+per-execution counts from the ``HloProto`` bytes alone. The rules (our own statement of what
+that analysis does; docs/formulas.md has them as formulas):
+
+* Elementwise ops (add, multiply, compare, select, convert, exp, ...) cost
+  ``cycles(opcode, element type) x output elements``. ``cycles`` is XLA's table of measured
+  clock cycles per element; without a device XLA falls back to its sm_86 table, and pairs
+  missing from it (most cheap f32/bf16/integer ops) cost 3 per element.
+* dot and cuBLAS gemm custom-calls: 2 x output elements x product of the lhs contracting
+  dimensions (one multiply-add per contracted element). A gemm's dimension numbers are in its
+  JSON backend config, its output is the first tuple element.
+* reduce: ``(input elements - output elements) x FLOPs of one application of the reducer``.
+* all-reduce: the reducer's root op priced as an elementwise op over the output shape.
+* concatenate: 6 per output element (compare and branch), 400 when the concatenated
+  dimension is not the major one and the first operand's extent there is not a multiple of
+  32 (a warp straddles operands).
+* fusion: every fused instruction's FLOPs weighted by its *utilization*, the fraction of its
+  output that the fusion root needs (see ``_fusion_flops``); not the plain sum.
+* call / async-start: the called computation's total; while: body + condition once;
+  conditional: the most expensive branch; everything else (copies, data movement,
+  parameters, constants, broadcasts, slices, iota, rng, other custom-calls): 0.
+
+XLA stores every cost as a 32-bit float, so sums and products are rounded to float32 at the
+same steps; the final count is truncated to an integer as XProf does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.hlo_map import HloProgram, hlo_programs
+from tbprof.store.tables import ProfileStore
+
+# xla_data.proto PrimitiveType numbers used below.
+_TUPLE = 13
+_TYPE_IDS = {"S8": 2, "S16": 3, "S32": 4, "S64": 5, "U8": 6, "U16": 7, "U32": 8, "U64": 9, "F16": 10,
+             "F32": 11, "F64": 12, "C64": 15, "C128": 18}
+
+# Clock cycles per element of XLA's measured sm_86 profile (xla/service/gpu/model/
+# hlo_op_profiles_data.h), the profile XLA uses when the cost analysis has no device.
+_SM86_CYCLES: dict[str, dict[str, int]] = {
+    "S8": {"divide": 370, "power": 392},
+    "S16": {"divide": 367, "power": 396},
+    "S32": {"divide": 306},
+    "S64": {"divide": 918, "power": 601},
+    "U8": {"divide": 306, "power": 388},
+    "U16": {"divide": 302, "power": 399},
+    "U32": {"divide": 115},
+    "U64": {"divide": 838, "power": 604},
+    "F16": {"cbrt": 925, "cosine": 691, "exponential": 108, "exponential-minus-one": 396, "log": 266,
+            "log-plus-one": 284, "logistic": 226, "rsqrt": 97, "sqrt": 97, "tanh": 212, "atan2": 482, "power": 975},
+    "F32": {"cbrt": 867, "cosine": 662, "exponential": 86, "exponential-minus-one": 381, "log": 244,
+            "log-plus-one": 262, "logistic": 176, "rsqrt": 75, "sine": 662, "sqrt": 75, "tanh": 190, "atan2": 486,
+            "power": 925},
+    "F64": {"cbrt": 6339, "cosine": 1717, "exponential": 1652, "exponential-minus-one": 1900, "log": 608,
+            "log-plus-one": 2073, "logistic": 2412, "rsqrt": 698, "sine": 1789, "sqrt": 986, "tanh": 1609, "add": 97,
+            "atan2": 3747, "divide": 2016, "multiply": 97, "power": 5511, "subtract": 97},
+    "C64": {"exponential": 1360, "exponential-minus-one": 1400, "log": 950, "log-plus-one": 842, "rsqrt": 2383,
+            "sqrt": 3193, "atan2": 5353, "divide": 687, "power": 3351},
+    "C128": {"cosine": 6613, "exponential": 4028, "exponential-minus-one": 4161, "log": 7599, "log-plus-one": 6962,
+             "rsqrt": 11318, "sine": 5878, "sqrt": 15606, "tanh": 9939, "add": 97, "atan2": 39027, "divide": 7941,
+             "multiply": 270, "power": 18205, "subtract": 97},
+}
+_CYCLES_PER_ELEMENT = {(op, _TYPE_IDS[t]): c for t, ops in _SM86_CYCLES.items() for op, c in ops.items()}
+# XLA's guess for an elementwise op it has not profiled: "a few clock cycles".
+_DEFAULT_CYCLES_PER_ELEMENT = 3
+_FMA_FLOPS = 2  # a multiply-add is two FLOPs
+
+# Opcodes XLA prices as elementwise ops (cycles x elements).
+_PRICED_ELEMENTWISE = frozenset((
+    "abs", "add", "and", "atan2", "cbrt", "ceil", "clamp", "clz", "compare", "complex", "convert", "cosine",
+    "divide", "erf", "exponential", "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one",
+    "logistic", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "power", "real",
+    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "rsqrt", "select",
+    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt", "subtract", "tan",
+    "tanh", "xor",
+))
+# Opcodes whose output element i depends only on element i of their operands: in a fusion they
+# pass the utilization of their users straight through (XLA's HloInstruction::IsElementwise).
+_ELEMENTWISE = _PRICED_ELEMENTWISE | {"copy", "bitcast-convert", "stochastic-convert"}
+_PASS_THROUGH = _ELEMENTWISE | {"tuple", "get-tuple-element"}
+_CUBLAS_GEMM_TARGETS = frozenset(("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8"))
+_COLLECTIVE_REDUCE = frozenset(("all-reduce", "all-reduce-start"))
+_WARP_SIZE = 32
+_CONCAT_FLOPS_PER_ELEMENT = 6
+_CONCAT_DIVERGENT_FLOPS_PER_ELEMENT = 400
+
+
+def _f32(x: float) -> float:
+    """Rounds to float32, as XLA stores every cost property."""
+    return float(np.float32(x))
+
+
+def _elements(shape: Any) -> int:
+    """Elements of an array shape (tuple shapes: their elements summed, recursively)."""
+    if shape.element_type == _TUPLE:
+        return sum(_elements(s) for s in shape.tuple_shapes)
+    return math.prod(shape.dimensions)
+
+
+def _array_shape(shape: Any) -> Any:
+    """The shape itself, or the first element of a tuple shape (e.g. a gemm's result)."""
+    return shape.tuple_shapes[0] if shape.element_type == _TUPLE and shape.tuple_shapes else shape
+
+
+def elementwise_flops(opcode: str, shape: Any) -> int:
+    """FLOPs of an elementwise op over ``shape``: cycles per element x elements."""
+    cycles = _CYCLES_PER_ELEMENT.get((opcode, shape.element_type), _DEFAULT_CYCLES_PER_ELEMENT)
+    return cycles * _elements(shape)
+
+
+def dot_flops(lhs_shape: Any, out_shape: Any, lhs_contracting: Iterable[int]) -> int:
+    """One multiply-add per output element and contracted lhs element."""
+    width = math.prod(int(lhs_shape.dimensions[d]) for d in lhs_contracting)
+    return _FMA_FLOPS * _elements(out_shape) * width
+
+
+@dataclass
+class _Computation:
+    instructions: list[Any]  # HloInstructionProto, in proto order
+    by_id: dict[int, Any]
+    root_id: int
+    users: dict[int, list[int]] = field(default_factory=dict)
+
+
+class _Module:
+    """The computations of one HloModuleProto, indexed for the cost walk."""
+
+    def __init__(self, module: Any) -> None:
+        self.computations: dict[int, _Computation] = {}
+        for comp in module.computations:
+            by_id = {ins.id: ins for ins in comp.instructions}
+            root = comp.root_id if comp.root_id in by_id else (comp.instructions[-1].id if comp.instructions else -1)
+            self.computations[comp.id] = _Computation(list(comp.instructions), by_id, root)
+        self._totals: dict[int, float] = {}
+        self.flops: dict[int, dict[int, float]] = {}  # computation id -> instruction id -> FLOPs (float32)
+
+    def computation_flops(self, comp_id: int) -> float:
+        """Total FLOPs of one run of a computation (float32 sum in instruction order)."""
+        if comp_id not in self._totals:
+            self._totals[comp_id] = 0.0  # guards against (invalid) recursive calls
+            comp = self.computations.get(comp_id)
+            total = 0.0
+            if comp is not None:
+                per = self.flops.setdefault(comp_id, {})
+                for ins in comp.instructions:
+                    per[ins.id] = self.instruction_flops(comp, ins)
+                    total = _f32(total + per[ins.id])
+            self._totals[comp_id] = total
+        return self._totals[comp_id]
+
+    def operand(self, comp: _Computation, ins: Any, i: int) -> Any:
+        return comp.by_id[ins.operand_ids[i]]
+
+    def instruction_flops(self, comp: _Computation, ins: Any) -> float:
+        """FLOPs of one execution of ``ins`` (float32)."""
+        opcode = ins.opcode.decode()
+        try:
+            return _f32(self._flops_of(comp, ins, opcode))
+        except (KeyError, IndexError, ValueError):
+            return 0.0  # malformed or truncated proto: no estimate rather than a wrong one
+
+    def _flops_of(self, comp: _Computation, ins: Any, opcode: str) -> float:
+        if opcode in _PRICED_ELEMENTWISE:
+            return elementwise_flops(opcode, ins.shape)
+        handler = _HANDLERS.get(opcode)
+        return handler(self, comp, ins) if handler is not None else 0.0
+
+    # --- handlers -----------------------------------------------------------------------------
+
+    def _dot(self, comp: _Computation, ins: Any) -> float:
+        lhs = self.operand(comp, ins, 0)
+        return dot_flops(lhs.shape, ins.shape, ins.dot_dimension_numbers.lhs_contracting_dimensions)
+
+    def _custom_call(self, comp: _Computation, ins: Any) -> float:
+        if ins.custom_call_target.decode() not in _CUBLAS_GEMM_TARGETS:
+            return 0.0  # XLA marks other custom-calls' cost unknown; XProf shows 0
+        config = json.loads(ins.backend_config.decode() or "{}")
+        dnums = config.get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
+        contracting = [int(d) for d in dnums.get("lhs_contracting_dimensions", [])]
+        lhs = self.operand(comp, ins, 0)
+        return dot_flops(lhs.shape, _array_shape(ins.shape), contracting)
+
+    def _reduce(self, comp: _Computation, ins: Any) -> float:
+        reducer = self.computation_flops(ins.called_computation_ids[0])
+        reductions = _elements(self.operand(comp, ins, 0).shape) - _elements(_array_shape(ins.shape))
+        return _f32(reducer * reductions)
+
+    def _all_reduce(self, comp: _Computation, ins: Any) -> float:
+        reducer = self.computations[ins.called_computation_ids[0]]
+        root_opcode = reducer.by_id[reducer.root_id].opcode.decode()
+        return elementwise_flops(root_opcode, ins.shape)
+
+    def _concatenate(self, comp: _Computation, ins: Any) -> float:
+        dim = int(ins.dimensions[0]) if ins.dimensions else 0
+        per_element = _CONCAT_FLOPS_PER_ELEMENT
+        if dim > 0 and int(self.operand(comp, ins, 0).shape.dimensions[dim]) % _WARP_SIZE:
+            per_element = _CONCAT_DIVERGENT_FLOPS_PER_ELEMENT
+        return per_element * _elements(ins.shape)
+
+    def _called_total(self, comp: _Computation, ins: Any) -> float:
+        total = 0.0
+        for cid in ins.called_computation_ids:
+            total = _f32(total + self.computation_flops(cid))
+        return total
+
+    def _conditional(self, comp: _Computation, ins: Any) -> float:
+        return max((self.computation_flops(cid) for cid in ins.called_computation_ids), default=0.0)
+
+    def _fusion(self, comp: _Computation, ins: Any) -> float:
+        fused_id = ins.called_computation_ids[0]
+        self.computation_flops(fused_id)
+        return _fusion_flops(self.computations[fused_id], self.flops[fused_id])
+
+
+_HANDLERS = {
+    "dot": _Module._dot,
+    "custom-call": _Module._custom_call,
+    "reduce": _Module._reduce,
+    "all-reduce": _Module._all_reduce,
+    "all-reduce-start": _Module._all_reduce,
+    "concatenate": _Module._concatenate,
+    "call": _Module._called_total,
+    "async-start": _Module._called_total,
+    "while": _Module._called_total,
+    "conditional": _Module._conditional,
+    "fusion": _Module._fusion,
+}
+
+
+def _users_first(comp: _Computation) -> list[Any]:
+    """The computation's instructions ordered so that every user precedes its operands
+    (reverse of a depth-first post order from the instructions nobody uses)."""
+    used = {op for ins in comp.instructions for op in ins.operand_ids}
+    order: list[Any] = []
+    seen: set[int] = set()
+    for start in comp.instructions:
+        if start.id in used or start.id in seen:
+            continue
+        stack: list[tuple[Any, int]] = [(start, 0)]
+        seen.add(start.id)
+        while stack:
+            ins, i = stack.pop()
+            if i < len(ins.operand_ids):
+                stack.append((ins, i + 1))
+                child = comp.by_id.get(ins.operand_ids[i])
+                if child is not None and child.id not in seen:
+                    seen.add(child.id)
+                    stack.append((child, 0))
+            else:
+                order.append(ins)
+    order.extend(ins for ins in comp.instructions if ins.id not in seen)
+    order.reverse()
+    return order
+
+
+def _operand_utilization(comp: _Computation, ins: Any, index: int) -> float:
+    """The fraction of operand ``index``'s elements one full execution of ``ins`` reads. Only
+    slicing ops read less than all of it; XLA counts everything else (broadcasts too) as 1."""
+    opcode = ins.opcode.decode()
+    if index == 0 and opcode in ("slice", "dynamic-slice", "gather"):
+        n = _elements(comp.by_id[ins.operand_ids[0]].shape)
+        return _elements(ins.shape) / n if n else 0.0
+    if index == 0 and opcode == "dynamic-update-slice":
+        # The part of operand 0 that the update overwrites is never read.
+        n = _elements(ins.shape)
+        return (n - _elements(comp.by_id[ins.operand_ids[1]].shape)) / n if n else 0.0
+    return 1.0
+
+
+def _fusion_flops(comp: _Computation, flops: dict[int, float]) -> float:
+    """FLOPs of one fusion execution: each fused instruction's FLOPs times its utilization.
+
+    The root is fully used (1). An elementwise op (or tuple / get-tuple-element) passes on the
+    set of "roots" that use it; a non-elementwise op starts a new root at each operand, worth
+    its own utilization times the fraction of the operand it reads, rounded up to whole
+    elements. An instruction's utilization is the sum over its roots, so a value a broadcast
+    and a reduce both read counts twice (the fused emitter computes it twice), and a value
+    only ever read elementwise counts once however many elementwise users it has.
+    """
+    f32 = np.float32
+    root_util: dict[int, np.float32] = {ins.id: f32(0) for ins in comp.instructions}
+    roots: dict[int, set[int]] = {ins.id: set() for ins in comp.instructions}
+    root_util[comp.root_id] = f32(1)
+    roots[comp.root_id].add(comp.root_id)
+    total = f32(0)
+    for ins in _users_first(comp):
+        util = f32(0)
+        for r in roots[ins.id]:
+            util = f32(util + root_util[r])
+        total = f32(total + util * f32(flops.get(ins.id, 0.0)))
+        opcode = ins.opcode.decode()
+        for index, op_id in enumerate(ins.operand_ids):
+            operand = comp.by_id.get(op_id)
+            if operand is None:
+                continue
+            if opcode in _PASS_THROUGH:
+                roots[op_id] |= roots[ins.id]
+                continue
+            roots[op_id].add(op_id)
+            op_util = f32(util * f32(_operand_utilization(comp, ins, index)))
+            n = _elements(operand.shape)
+            op_util = f32(0) if n == 0 else f32(f32(math.ceil(f32(op_util * f32(n)))) / f32(n))
+            root_util[op_id] = f32(root_util[op_id] + op_util)
+    return float(total)
+
+
+def _program_flops(program: HloProgram) -> dict[str, int]:
+    """HLO instruction name -> FLOPs of one execution, for every instruction of the module
+    (computations visited from the entry computation; the first instruction of a name wins)."""
+    module = program.module
+    if module is None:
+        return {}
+    walk = _Module(module)
+    entry = module.entry_computation_id
+    if entry not in walk.computations and module.computations:
+        entry = module.computations[-1].id
+    walk.computation_flops(entry)
+    out: dict[str, int] = {}
+    for comp in module.computations:
+        per = walk.flops.get(comp.id, {})
+        for ins in comp.instructions:
+            name = ins.name.decode("utf-8", errors="replace")
+            if name not in out:
+                out[name] = max(0, int(per.get(ins.id, 0.0)))
+    return out
+
+
+def hlo_op_flops(store: ProfileStore, program_id: int) -> dict[str, int]:
+    """FLOPs of one execution of every HLO op of a program (memoised per store)."""
+    def build() -> dict[str, int]:
+        program = hlo_programs(store).get(program_id)
+        return _program_flops(program) if program is not None else {}
+    return store.memo(("hlo_flops", program_id), build)

@@ -90,7 +90,8 @@ _PRICED_ELEMENTWISE = frozenset((
 _ELEMENTWISE = _PRICED_ELEMENTWISE | {"copy", "bitcast-convert", "stochastic-convert"}
 _PASS_THROUGH = _ELEMENTWISE | {"tuple", "get-tuple-element"}
 _CUBLAS_GEMM_TARGETS = frozenset(("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8"))
-_COLLECTIVE_REDUCE = frozenset(("all-reduce", "all-reduce-start"))
+_CUDNN_CONV_TARGETS = frozenset(("__cudnn$convForward", "__cudnn$convBackwardInput", "__cudnn$convBackwardFilter",
+                                 "__cudnn$convBiasActivationForward", "__cudnn$convForwardGraph"))
 _WARP_SIZE = 32
 _CONCAT_FLOPS_PER_ELEMENT = 6
 _CONCAT_DIVERGENT_FLOPS_PER_ELEMENT = 400
@@ -183,7 +184,10 @@ class _Module:
         return dot_flops(lhs.shape, ins.shape, ins.dot_dimension_numbers.lhs_contracting_dimensions)
 
     def _custom_call(self, comp: _Computation, ins: Any) -> float:
-        if ins.custom_call_target.decode() not in _CUBLAS_GEMM_TARGETS:
+        target = ins.custom_call_target.decode()
+        if target in _CUDNN_CONV_TARGETS:
+            return self._convolution(comp, ins)
+        if target not in _CUBLAS_GEMM_TARGETS:
             return 0.0  # XLA marks other custom-calls' cost unknown; XProf shows 0
         config = json.loads(ins.backend_config.decode() or "{}")
         dnums = config.get("gemm_backend_config", {}).get("dot_dimension_numbers", {})
@@ -219,8 +223,60 @@ class _Module:
 
     def _fusion(self, comp: _Computation, ins: Any) -> float:
         fused_id = ins.called_computation_ids[0]
+        fused = self.computations[fused_id]
         self.computation_flops(fused_id)
-        return _fusion_flops(self.computations[fused_id], self.flops[fused_id])
+        if ins.fusion_kind.decode() == "kCustom":
+            # XLA prices a custom fusion around a gather or scatter as that one op.
+            for inner in fused.instructions:
+                opcode = inner.opcode.decode()
+                if opcode == "gather":
+                    return 0.0
+                if opcode == "scatter":
+                    return self._scatter(fused, inner)
+        return _fusion_flops(fused, self.flops[fused_id])
+
+    def _convolution(self, comp: _Computation, ins: Any) -> float:
+        lhs, rhs = self.operand(comp, ins, 0).shape, self.operand(comp, ins, 1).shape
+        return convolution_flops(ins, lhs, rhs, _array_shape(ins.shape))
+
+    def _reduce_window(self, comp: _Computation, ins: Any) -> float:
+        reducer = self.computation_flops(ins.called_computation_ids[0])
+        return _f32(reducer * reduce_window_count(ins.window, _array_shape(ins.shape)))
+
+    def _map(self, comp: _Computation, ins: Any) -> float:
+        return _f32(self.computation_flops(ins.called_computation_ids[0]) * _elements(ins.shape))
+
+    def _scatter(self, comp: _Computation, ins: Any) -> float:
+        # operands: n inputs, the indices, n updates; the combiner runs once per update element.
+        n_inputs = (len(ins.operand_ids) - 1) // 2
+        updates = self.operand(comp, ins, n_inputs + 1).shape
+        return _f32(self.computation_flops(ins.called_computation_ids[0]) * _elements(updates))
+
+    def _select_and_scatter(self, comp: _Computation, ins: Any) -> float:
+        # called computations: select, then scatter. Per source element: window - 1 selects
+        # and one scatter.
+        select_id, scatter_id = ins.called_computation_ids[0], ins.called_computation_ids[1]
+        source = _elements(self.operand(comp, ins, 1).shape)
+        window = math.prod(int(d.size) for d in ins.window.dimensions)
+        selects = _f32(self.computation_flops(select_id) * (source * (window - 1)))
+        return _f32(selects + _f32(self.computation_flops(scatter_id) * source))
+
+    def _sort(self, comp: _Computation, ins: Any) -> float:
+        n = _elements(self.operand(comp, ins, 0).shape)  # comparison sort: n log2 n compares
+        return n * (n - 1).bit_length() if n > 1 else 0
+
+    def _fft(self, comp: _Computation, ins: Any) -> float:
+        # One complex multiply-add (4 FMAs) per element and radix-2 stage.
+        stages = math.prod(int(length).bit_length() - 1 for length in ins.fft_length)
+        return _FMA_FLOPS * 4 * stages * _elements(_array_shape(self.operand(comp, ins, 0).shape))
+
+    def _triangular_solve(self, comp: _Computation, ins: Any) -> float:
+        a, b = self.operand(comp, ins, 0).shape, self.operand(comp, ins, 1).shape
+        return _FMA_FLOPS * int(a.dimensions[-1]) * _elements(b)
+
+    def _cholesky(self, comp: _Computation, ins: Any) -> float:
+        a = self.operand(comp, ins, 0).shape
+        return int(a.dimensions[-1]) * _elements(a) // 3
 
 
 _HANDLERS = {
@@ -235,7 +291,71 @@ _HANDLERS = {
     "while": _Module._called_total,
     "conditional": _Module._conditional,
     "fusion": _Module._fusion,
+    "convolution": _Module._convolution,
+    "reduce-window": _Module._reduce_window,
+    "map": _Module._map,
+    "scatter": _Module._scatter,
+    "select-and-scatter": _Module._select_and_scatter,
+    "sort": _Module._sort,
+    "fft": _Module._fft,
+    "triangular-solve": _Module._triangular_solve,
+    "cholesky": _Module._cholesky,
 }
+
+
+def _spatial_positions(dim: Any, input_size: int, kernel_size: int, output_size: int) -> int:
+    """How many (kernel position, output position) pairs of one spatial dimension read a real
+    input element (not padding, not a hole of a dilated input)."""
+    stride = int(dim.stride) or 1
+    window_dilation = int(dim.window_dilation) or 1
+    base_dilation = int(dim.base_dilation) or 1
+    valid = 0
+    for k in range(kernel_size):
+        for o in range(output_size):
+            undilated = o * stride - int(dim.padding_low) + k * window_dilation
+            if undilated % base_dilation:
+                continue
+            if 0 <= undilated // base_dilation < input_size:
+                valid += 1
+    return valid
+
+
+def convolution_flops(ins: Any, lhs: Any, rhs: Any, out: Any) -> int:
+    """One multiply-add per (batch, input feature of the group, output feature, valid
+    kernel/output spatial position pair)."""
+    dn = ins.convolution_dimension_numbers
+    feature_groups = int(ins.feature_group_count) or 1
+    batch_groups = int(ins.batch_group_count) or 1
+    input_features = int(lhs.dimensions[dn.input_feature_dimension])
+    output_features = int(out.dimensions[dn.output_feature_dimension])
+    batch = int(lhs.dimensions[dn.input_batch_dimension])
+    positions = 1
+    for i, dim in enumerate(ins.window.dimensions):
+        positions *= _spatial_positions(dim, int(lhs.dimensions[dn.input_spatial_dimensions[i]]),
+                                        int(rhs.dimensions[dn.kernel_spatial_dimensions[i]]),
+                                        int(out.dimensions[dn.output_spatial_dimensions[i]]))
+    fmas = (input_features // feature_groups) * output_features * (batch // batch_groups) * positions
+    return _FMA_FLOPS * fmas
+
+
+def reduce_window_count(window: Any, out: Any) -> int:
+    """Reducer applications of a reduce-window: window size - 1 per output element, except
+    for a window that reduces one padded dimension to its full extent (a reduce followed by a
+    broadcast), which XLA counts as one reduction of that dimension plus the rest."""
+    dims = list(window.dimensions)
+    window_elements = math.prod(int(d.size) for d in dims)
+    outputs = _elements(out)
+    reduced = [i for i, d in enumerate(dims) if int(d.size) != 1]
+    padded = [d for d in dims if int(d.padding_low) or int(d.padding_high)]
+    if len(reduced) == 1 and len(padded) == 1 and out.element_type != _TUPLE:
+        for i, d in enumerate(dims):
+            low, high, size = int(d.padding_low), int(d.padding_high), int(d.size)
+            if size != 1 and low and high and low == high and size == 2 * low + 1:
+                extent = int(out.dimensions[i])
+                if low == extent - 1:
+                    return outputs // extent + (extent - 1)
+                break
+    return (window_elements - 1) * outputs
 
 
 def _users_first(comp: _Computation) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, tf_stats
+from tbprof.analyses import hlo_cost, op_metrics, op_profile, overview, registry, tf_stats
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
@@ -131,3 +131,37 @@ def test_framework_op_flop_rate_matches_xprof(profiles_root: Path, profile: str)
             x["measured_flop_rate_gflops_per_sec"], rel=0.01, abs=1e-9), x["operation"]
         compared += 1
     assert compared == len(device) - (1 if profile.startswith("jax_2hosts") else 0)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_overview_top_device_op_flop_rate_matches_xprof(profiles_root: Path, profile: str) -> None:
+    """The overview's top device ops show XProf's FLOP rate wherever XProf's is non-zero (an op
+    with 0 FLOPs shows an empty rate in tbprof, 0 in XProf), except the merged jax_2hosts op."""
+    table = overview.compute([_store_of(profiles_root, profile)], {})["tables"]["top_ops"]
+    names = [c.name for c in table.columns]
+    ours = {r["name"]: r for r in (dict(zip(names, v)) for v in table.rows())}
+    compared = 0
+    for x in _golden(profile, "overview_page")["top_device_ops"]:
+        if x["flop_rate_gflops_per_sec"] == 0 or (profile.startswith("jax_2hosts")
+                                                 and x["operation"] == _JAX_2HOSTS_MERGED_OP):
+            continue
+        assert ours[x["operation"]]["flop_rate_gflops_per_sec"] == pytest.approx(
+            x["flop_rate_gflops_per_sec"], rel=0.01), x["operation"]
+        compared += 1
+    assert compared >= 4
+
+
+def test_all_hosts_framework_op_flop_rate_matches_xprof(profiles_root: Path) -> None:
+    """jax_2hosts on both hosts: FLOPs summed over the hosts, rate within 1 % of XProf's."""
+    stores = [_store_of(profiles_root, "jax_2hosts_worker0"), _store_of(profiles_root, "jax_2hosts_worker1")]
+    rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
+    names = [c.name for c in rows.columns]
+    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v)) for v in rows.rows())
+            if r["host_or_device"] == "Device"}
+    table = _golden("jax_2hosts", "framework_op_stats")["include_idle"]
+    device = [x for x in (dict(zip(table["columns"], r)) for r in table["rows"])
+              if x["host_or_device"] == "Device" and x["type"] != "IDLE" and x["operation"] != _JAX_2HOSTS_MERGED_OP]
+    assert len(device) >= 5
+    for x in device:
+        assert ours[(x["type"], x["operation"])]["measured_flop_rate_gflops_per_sec"] == pytest.approx(
+            x["measured_flop_rate_gflops_per_sec"], rel=0.01, abs=1e-9), x["operation"]

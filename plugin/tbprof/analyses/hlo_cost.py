@@ -20,6 +20,10 @@ that analysis does; docs/formulas.md has them as formulas):
   32 (a warp straddles operands).
 * fusion: every fused instruction's FLOPs weighted by its *utilization*, the fraction of its
   output that the fusion root needs (see ``_fusion_flops``); not the plain sum.
+* convolution (and cuDNN convolution custom-calls): 2 x features x batch x the kernel /
+  output position pairs that read a real input element; reduce-window, map, scatter,
+  select-and-scatter: the called computation's FLOPs x how often it runs; sort: n log2 n;
+  fft, triangular-solve, cholesky: XLA's closed forms.
 * call / async-start: the called computation's total; while: body + condition once;
   conditional: the most expensive branch; everything else (copies, data movement,
   parameters, constants, broadcasts, slices, iota, rng, other custom-calls): 0.

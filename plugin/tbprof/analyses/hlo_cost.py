@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -126,8 +126,8 @@ def elementwise_flops(opcode: str, shape: Any) -> int:
 
 def dot_flops(lhs_shape: Any, out_shape: Any, lhs_contracting: Iterable[int]) -> int:
     """One multiply-add per output element and contracted lhs element."""
-    width = math.prod(int(lhs_shape.dimensions[d]) for d in lhs_contracting)
-    return _FMA_FLOPS * _elements(out_shape) * width
+    contracted_elements = math.prod(int(lhs_shape.dimensions[d]) for d in lhs_contracting)
+    return _FMA_FLOPS * _elements(out_shape) * contracted_elements
 
 
 @dataclass
@@ -135,7 +135,6 @@ class _Computation:
     instructions: list[Any]  # HloInstructionProto, in proto order
     by_id: dict[int, Any]
     root_id: int
-    users: dict[int, list[int]] = field(default_factory=dict)
 
 
 class _Module:
@@ -172,7 +171,7 @@ class _Module:
         opcode = ins.opcode.decode()
         try:
             return _f32(self._flops_of(comp, ins, opcode))
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
             return 0.0  # malformed or truncated proto: no estimate rather than a wrong one
 
     def _flops_of(self, comp: _Computation, ins: Any, opcode: str) -> float:
@@ -200,9 +199,9 @@ class _Module:
         return dot_flops(lhs.shape, _array_shape(ins.shape), contracting)
 
     def _reduce(self, comp: _Computation, ins: Any) -> float:
-        reducer = self.computation_flops(ins.called_computation_ids[0])
+        reducer_flops = self.computation_flops(ins.called_computation_ids[0])
         reductions = _elements(self.operand(comp, ins, 0).shape) - _elements(_array_shape(ins.shape))
-        return _f32(reducer * reductions)
+        return _f32(reducer_flops * reductions)
 
     def _all_reduce(self, comp: _Computation, ins: Any) -> float:
         reducer = self.computations[ins.called_computation_ids[0]]
@@ -244,8 +243,8 @@ class _Module:
         return convolution_flops(ins, lhs, rhs, _array_shape(ins.shape))
 
     def _reduce_window(self, comp: _Computation, ins: Any) -> float:
-        reducer = self.computation_flops(ins.called_computation_ids[0])
-        return _f32(reducer * reduce_window_count(ins.window, _array_shape(ins.shape)))
+        reducer_flops = self.computation_flops(ins.called_computation_ids[0])
+        return _f32(reducer_flops * reduce_window_count(ins.window, _array_shape(ins.shape)))
 
     def _map(self, comp: _Computation, ins: Any) -> float:
         return _f32(self.computation_flops(ins.called_computation_ids[0]) * _elements(ins.shape))
@@ -315,11 +314,16 @@ def _spatial_positions(dim: Any, input_size: int, kernel_size: int, output_size:
     base_dilation = int(dim.base_dilation) or 1
     valid = 0
     for k in range(kernel_size):
+        offset = k * window_dilation - int(dim.padding_low)  # input index of output 0
+        if base_dilation == 1:
+            # Outputs o with 0 <= o * stride + offset <= input_size - 1, counted in closed form.
+            first = max(0, -(offset // stride))
+            last = min(output_size - 1, (input_size - 1 - offset) // stride)
+            valid += max(0, last - first + 1)
+            continue
         for o in range(output_size):
-            undilated = o * stride - int(dim.padding_low) + k * window_dilation
-            if undilated % base_dilation:
-                continue
-            if 0 <= undilated // base_dilation < input_size:
+            undilated = o * stride + offset
+            if undilated % base_dilation == 0 and 0 <= undilated // base_dilation < input_size:
                 valid += 1
     return valid
 

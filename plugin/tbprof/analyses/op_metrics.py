@@ -51,7 +51,7 @@ class OpMetricsDb:
     occurrences: np.ndarray  # int64
     time_ps: np.ndarray  # int64
     self_time_ps: np.ndarray  # int64
-    flops: np.ndarray  # float64 (0 when the profile has no flops stats)
+    flops: np.ndarray  # float64: flops stats, else (device HLO ops) the HLO cost analysis; 0 if neither
     bytes_accessed: np.ndarray  # float64
     is_eager: np.ndarray  # bool
     total_time_ps: int  # op span of every thread/device, idle included

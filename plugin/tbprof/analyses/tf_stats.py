@@ -40,7 +40,7 @@ COLUMNS = [
            "share of the host threads' total op time (0..1)"),
     Column("host_cumulative_self_time_fraction", "Cumulative self-time on host", "float", "fraction"),
     Column("measured_flop_rate_gflops_per_sec", "Measured FLOP rate", "float", "GFLOP/s",
-           "flops / total time; 0 when the profile has no flops stats"),
+           "flops / total time; FLOPs from flops stats or the HLO cost analysis, else 0"),
     Column("measured_memory_bw_gbytes_per_sec", "Measured memory BW", "float", "GB/s",
            "bytes accessed / total time; 0 when the profile has no bytes stats"),
     Column("operational_intensity_flops_per_byte", "Operational intensity", "float", "FLOP/byte"),

@@ -392,55 +392,340 @@ def _users_first(comp: _Computation) -> list[Any]:
     return order
 
 
-def _operand_utilization(comp: _Computation, ins: Any, index: int) -> float:
+def _operand_utilization(comp: _Computation, ins: Any, index: int, unread_operand0: frozenset[int]) -> float:
     """The fraction of operand ``index``'s elements one full execution of ``ins`` reads. Only
-    slicing ops read less than all of it; XLA counts everything else (broadcasts too) as 1."""
+    slicing ops read less than all of it; XLA counts everything else (broadcasts too) as 1,
+    except a reduce's init values, read once per output element."""
     opcode = ins.opcode.decode()
     if index == 0 and opcode in ("slice", "dynamic-slice", "gather"):
         n = _elements(comp.by_id[ins.operand_ids[0]].shape)
         return _elements(ins.shape) / n if n else 0.0
     if index == 0 and opcode == "dynamic-update-slice":
+        if ins.id in unread_operand0:
+            return 0.0  # a fusion output updated in place: operand 0 is the output buffer itself
         # The part of operand 0 that the update overwrites is never read.
         n = _elements(ins.shape)
         return (n - _elements(comp.by_id[ins.operand_ids[1]].shape)) / n if n else 0.0
+    if opcode == "reduce" and index >= len(ins.operand_ids) // 2:
+        return float(_elements(_array_shape(ins.shape)))
     return 1.0
 
 
-def _fusion_flops(comp: _Computation, flops: dict[int, float]) -> float:
-    """FLOPs of one fusion execution: each fused instruction's FLOPs times its utilization.
+def _same_array_layout(a: Any, b: Any) -> bool:
+    """Same dimensions and dimension order, element types aside (XLA's
+    ShapeUtil::EqualIgnoringElementType)."""
+    return (a.element_type != _TUPLE and b.element_type != _TUPLE and list(a.dimensions) == list(b.dimensions)
+            and list(a.layout.minor_to_major) == list(b.layout.minor_to_major))
 
-    The root is fully used (1). An elementwise op (or tuple / get-tuple-element) passes on the
-    set of "roots" that use it; a non-elementwise op starts a new root at each operand, worth
-    its own utilization times the fraction of the operand it reads, rounded up to whole
-    elements. An instruction's utilization is the sum over its roots, so a value a broadcast
-    and a reduce both read counts twice (the fused emitter computes it twice), and a value
-    only ever read elementwise counts once however many elementwise users it has.
+
+def _passes_utilization_through(comp: _Computation, ins: Any, opcode: str) -> bool:
+    """Whether ``ins`` reads element i of its operands only for its own element i, so its
+    operands inherit its roots instead of starting new ones. A bitcast does when it only
+    changes the element type, not when it reshapes."""
+    if opcode in _PASS_THROUGH:
+        return True
+    if opcode == "bitcast" and ins.operand_ids:
+        operand = comp.by_id.get(ins.operand_ids[0])
+        return operand is not None and _same_array_layout(operand.shape, ins.shape)
+    return False
+
+
+def _in_place_updates(comp: _Computation) -> frozenset[int]:
+    """dynamic-update-slice instructions that produce a fusion output (the root, or an element
+    of a root tuple): XLA updates the output buffer in place, so their operand 0 is not read."""
+    root = comp.by_id.get(comp.root_id)
+    if root is None:
+        return frozenset()
+    outputs = [comp.by_id[i] for i in root.operand_ids if i in comp.by_id] if root.opcode == b"tuple" else [root]
+    return frozenset(o.id for o in outputs if o.opcode == b"dynamic-update-slice")
+
+
+def _fusion_utilization(comp: _Computation) -> tuple[list[Any], dict[int, np.float32]]:
+    """Each fused instruction's utilization, with the instructions users first.
+
+    The root is fully used (1). An elementwise op (or tuple / get-tuple-element / a bitcast
+    that keeps the shape) passes on the set of "roots" that use it; any other op starts a new
+    root at each operand, worth its own utilization times the fraction of the operand it reads,
+    rounded up to whole elements. An instruction's utilization is the sum over its roots, so a
+    value a broadcast and a reduce both read counts twice (the fused emitter computes it
+    twice), and a value only ever read elementwise counts once however many elementwise users
+    it has. Sums and products are float32, as in XLA.
     """
     f32 = np.float32
+    unread = _in_place_updates(comp)
     root_util: dict[int, np.float32] = {ins.id: f32(0) for ins in comp.instructions}
     roots: dict[int, set[int]] = {ins.id: set() for ins in comp.instructions}
     root_util[comp.root_id] = f32(1)
     roots[comp.root_id].add(comp.root_id)
-    total = f32(0)
-    for ins in _users_first(comp):
+    order = _users_first(comp)
+    util_of: dict[int, np.float32] = {}
+    for ins in order:
         util = f32(0)
         for r in roots[ins.id]:
             util = f32(util + root_util[r])
-        total = f32(total + util * f32(flops.get(ins.id, 0.0)))
+        util_of[ins.id] = util
         opcode = ins.opcode.decode()
+        through = _passes_utilization_through(comp, ins, opcode)
         for index, op_id in enumerate(ins.operand_ids):
             operand = comp.by_id.get(op_id)
             if operand is None:
                 continue
-            if opcode in _PASS_THROUGH:
+            if through:
                 roots[op_id] |= roots[ins.id]
                 continue
             roots[op_id].add(op_id)
-            op_util = f32(util * f32(_operand_utilization(comp, ins, index)))
+            op_util = f32(util * f32(_operand_utilization(comp, ins, index, unread)))
             n = _elements(operand.shape)
             op_util = f32(0) if n == 0 else f32(f32(math.ceil(f32(op_util * f32(n)))) / f32(n))
             root_util[op_id] = f32(root_util[op_id] + op_util)
+    return order, util_of
+
+
+def _fusion_flops(comp: _Computation, flops: dict[int, float]) -> float:
+    """FLOPs of one fusion execution: each fused instruction's FLOPs times its utilization
+    (``_fusion_utilization``), not the plain sum."""
+    order, util_of = _fusion_utilization(comp)
+    total = np.float32(0)
+    for ins in order:
+        total = np.float32(total + util_of[ins.id] * np.float32(flops.get(ins.id, 0.0)))
     return float(total)
+
+
+# Bytes per element of xla_data.proto's PrimitiveType numbers. Sub-byte types (S4, U4, S2, U2,
+# S1, U1, F4E2M1FN) take one byte each unless a layout packs them, which we do not read.
+_ELEMENT_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 15: 8, 16: 2,
+                  18: 16, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1, 25: 1, 26: 1, 27: 1, 28: 1, 29: 1, 30: 1,
+                  31: 1, 32: 1, 33: 1}
+_CUDNN_CONV_OUTPUT = 0  # a cuDNN convolution returns (result, scratch): only the result counts
+
+
+def shape_bytes(shape: Any) -> int:
+    """Bytes of one array shape as XLA's cost analysis sizes it: 0 for a shape without a layout
+    (every tuple shape of these protos has none), a token or an opaque value."""
+    if shape.element_type == _TUPLE or not shape.HasField("layout"):
+        return 0
+    return _ELEMENT_BYTES.get(shape.element_type, 0) * math.prod(shape.dimensions)
+
+
+def _leaves(shape: Any, index: tuple[int, ...] = ()) -> Iterable[tuple[tuple[int, ...], Any]]:
+    """(tuple index, array shape) of every array leaf of a shape."""
+    if shape.element_type == _TUPLE:
+        for i, sub in enumerate(shape.tuple_shapes):
+            yield from _leaves(sub, (*index, i))
+    else:
+        yield index, shape
+
+
+def leaf_bytes(shape: Any) -> int:
+    """Bytes of every array of a (possibly tuple) shape."""
+    return sum(shape_bytes(leaf) for _, leaf in _leaves(shape))
+
+
+def _llround(x: float) -> int:
+    """C's llround: to nearest, halves away from zero."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+class _BytesWalk:
+    """Bytes accessed of one execution of each instruction of a module, as XLA's GPU cost
+    analysis counts them (float32, like every XLA cost property). None: XLA does not know
+    (e.g. an unrecognised custom-call, where it records -1)."""
+
+    def __init__(self, module: _Module) -> None:
+        self.m = module
+        self._totals: dict[int, float] = {}
+        self._util: dict[int, dict[int, np.float32]] = {}
+
+    def computation_bytes(self, comp_id: int) -> float:
+        """Sum over a called computation (call, while, async, conditional branches)."""
+        if comp_id not in self._totals:
+            self._totals[comp_id] = 0.0
+            comp = self.m.computations.get(comp_id)
+            total = 0.0
+            for ins in comp.instructions if comp is not None else ():
+                b = self.instruction_bytes(comp, ins)
+                total = _f32(total + (b if b is not None else -1.0))
+            self._totals[comp_id] = total
+        return self._totals[comp_id]
+
+    def instruction_bytes(self, comp: _Computation, ins: Any) -> float | None:
+        try:
+            b = self._bytes_of(comp, ins, ins.opcode.decode())
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+            return None  # malformed or truncated proto: no estimate rather than a wrong one
+        return None if b is None else _f32(b)
+
+    def _operand_shape(self, comp: _Computation, ins: Any, i: int) -> Any:
+        return comp.by_id[ins.operand_ids[i]].shape
+
+    def _default(self, comp: _Computation, ins: Any) -> float:
+        # Every op by default reads each operand once and writes its output once.
+        total = _f32(shape_bytes(ins.shape))
+        for i in range(len(ins.operand_ids)):
+            total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
+        return total
+
+    def _bytes_of(self, comp: _Computation, ins: Any, opcode: str) -> float | None:
+        shape = ins.shape
+        if opcode in _NO_MEMORY_OPS:
+            return 0.0
+        if opcode in ("slice", "gather"):
+            # Reads only the elements it outputs (plus a gather's indices).
+            indices = shape_bytes(self._operand_shape(comp, ins, 1)) if opcode == "gather" else 0
+            return 2 * shape_bytes(shape) + indices
+        if opcode == "dynamic-slice":
+            return 2 * shape_bytes(shape) + shape_bytes(self._operand_shape(comp, ins, 1))
+        if opcode == "dynamic-update-slice":
+            # Operand 0 is the output buffer, updated in place: the update is read and written.
+            return 2 * shape_bytes(self._operand_shape(comp, ins, 1)) + shape_bytes(self._operand_shape(comp, ins, 2))
+        if opcode == "scatter":
+            return self._scatter(comp, ins)
+        if opcode == "reduce":
+            return self._reduce(comp, ins)
+        if opcode == "all-reduce":
+            # Output arrays plus operands (a tuple output is counted by its arrays).
+            total = _f32(leaf_bytes(shape))
+            for i in range(len(ins.operand_ids)):
+                total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
+            return total
+        if opcode == "all-reduce-start":
+            return leaf_bytes(shape)
+        if opcode in _UNKNOWN_BYTES_OPS:
+            return None  # XLA's GPU rule needs the replica groups; not reproduced
+        if opcode == "fusion":
+            return self._fusion(comp, ins)
+        if opcode == "custom-call":
+            return self._custom_call(comp, ins)
+        if opcode in ("call", "while", "async-start"):
+            total = 0.0
+            for cid in ins.called_computation_ids:
+                total = _f32(total + self.computation_bytes(cid))
+            return total
+        if opcode == "conditional":
+            return max((self.computation_bytes(cid) for cid in ins.called_computation_ids), default=0.0)
+        return self._default(comp, ins)
+
+    def _custom_call(self, comp: _Computation, ins: Any) -> float | None:
+        target = ins.custom_call_target.decode()
+        if target in _CUBLAS_GEMM_TARGETS:
+            # Operands plus the output; a gemm returning (result, workspace) has a tuple
+            # output, which has no layout and so counts 0 (XProf 2.24.2 shows operands only).
+            return self._default(comp, ins)
+        if target in _CUDNN_CONV_TARGETS:
+            total = self._default(comp, ins)
+            if ins.shape.element_type == _TUPLE and ins.shape.tuple_shapes:
+                total = _f32(total + shape_bytes(ins.shape.tuple_shapes[_CUDNN_CONV_OUTPUT]))
+            return total
+        return None  # XLA records -1: unknown
+
+    def _reduce(self, comp: _Computation, ins: Any) -> float:
+        # Inputs once, outputs once, and each init value once per output element.
+        n = len(ins.operand_ids) // 2
+        outputs = _elements(_array_shape(ins.shape))
+        total = _f32(leaf_bytes(ins.shape))
+        for i in range(n):
+            total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
+        for i in range(n, len(ins.operand_ids)):
+            total = _f32(total + outputs * shape_bytes(self._operand_shape(comp, ins, i)))
+        return total
+
+    def _scatter(self, comp: _Computation, ins: Any) -> float:
+        # Each update element is read, and its operand element read and written; plus indices.
+        n = (len(ins.operand_ids) - 1) // 2
+        updates = sum(shape_bytes(self._operand_shape(comp, ins, n + 1 + i)) for i in range(n))
+        return 3 * updates + shape_bytes(self._operand_shape(comp, ins, n))
+
+    def utilization(self, comp_id: int) -> dict[int, np.float32]:
+        if comp_id not in self._util:
+            self._util[comp_id] = _fusion_utilization(self.m.computations[comp_id])[1]
+        return self._util[comp_id]
+
+    def _fusion(self, comp: _Computation, ins: Any) -> float:
+        """Outputs written once; each parameter read for the fraction of it the fusion uses
+        (its utilization, at most 1: several users share one read); large constants likewise.
+        Intermediate values stay on chip and cost nothing."""
+        fused_id = ins.called_computation_ids[0]
+        fused = self.m.computations[fused_id]
+        if ins.fusion_kind == b"kCustom":
+            # A custom fusion around a gather or scatter costs what that one op costs.
+            for inner in fused.instructions:
+                if inner.opcode in (b"gather", b"scatter"):
+                    return self._bytes_of(fused, inner, inner.opcode.decode()) or 0.0
+        util = self.utilization(fused_id)
+        root = fused.by_id[fused.root_id]
+        total = 0.0
+        for index, leaf in _leaves(ins.shape):
+            producer = root
+            if len(index) == 1 and root.opcode == b"tuple":
+                producer = fused.by_id[root.operand_ids[index[0]]]
+            if producer.opcode == b"dynamic-update-slice":
+                # Updated in place: only the update is written.
+                total = _f32(total + shape_bytes(fused.by_id[producer.operand_ids[1]].shape))
+            else:
+                total = _f32(total + shape_bytes(leaf))
+        for inner in fused.instructions:
+            if inner.opcode == b"constant" and _elements(inner.shape) > 1:
+                total = _f32(total + _f32(shape_bytes(inner.shape) * min(util[inner.id], np.float32(1))))
+        params = sorted((i for i in fused.instructions if i.opcode == b"parameter"), key=lambda i: i.parameter_number)
+        for param in params:
+            total = _f32(total + self._parameter_read(fused, param, util))
+        return total
+
+    def _parameter_read(self, fused: _Computation, param: Any, util: dict[int, np.float32]) -> int:
+        def read(value: Any) -> int:
+            u = min(float(util[value.id]), 1.0)
+            return _llround(_f32(shape_bytes(value.shape) * u))
+        if param.shape.element_type != _TUPLE:
+            return read(param)
+        users: dict[int, list[Any]] = {}
+        for other in fused.instructions:
+            for op in other.operand_ids:
+                users.setdefault(op, []).append(other)
+        total = 0
+        for index, _ in _leaves(param.shape):
+            # Follow the get-tuple-element chain to the leaf; the deepest one found is read.
+            value = param
+            for sub in index:
+                for user in users.get(value.id, []):
+                    if user.opcode == b"get-tuple-element" and user.tuple_index == sub:
+                        value = user
+                        break
+            total += read(value)
+        return total
+
+
+# No code, no memory traffic: pointers and compile-time ordering only.
+_NO_MEMORY_OPS = frozenset(("parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all",
+                            "add-dependency", "domain"))
+_UNKNOWN_BYTES_OPS = frozenset(("all-gather", "all-gather-start", "reduce-scatter"))
+
+
+def _program_bytes(program: HloProgram) -> dict[str, int]:
+    """HLO instruction name -> bytes accessed of one execution (instructions whose bytes XLA
+    does not know are left out; the first instruction of a name wins)."""
+    module = program.module
+    if module is None:
+        return {}
+    walk = _BytesWalk(_Module(module))
+    out: dict[str, int] = {}
+    for comp in module.computations:
+        c = walk.m.computations[comp.id]
+        for ins in comp.instructions:
+            name = ins.name.decode("utf-8", errors="replace")
+            if name in out:
+                continue
+            b = walk.instruction_bytes(c, ins)
+            if b is not None and b >= 0:
+                out[name] = int(b)
+    return out
+
+
+def hlo_op_bytes(store: ProfileStore, program_id: int) -> dict[str, int]:
+    """Bytes accessed by one execution of every HLO op of a program (memoised per store)."""
+    def build() -> dict[str, int]:
+        program = hlo_programs(store).get(program_id)
+        return _program_bytes(program) if program is not None else {}
+    return store.memo(("hlo_bytes", program_id), build)
 
 
 def _program_flops(program: HloProgram) -> dict[str, int]:

@@ -20,7 +20,7 @@ keys and ``np.bincount`` per measure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from tbprof.analyses import registry, tf_op
 from tbprof.analyses.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
-from tbprof.analyses.hlo_cost import hlo_op_flops
+from tbprof.analyses.hlo_cost import hlo_op_bytes, hlo_op_flops
 from tbprof.analyses.hlo_map import HloProgram, hlo_programs
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -396,7 +396,8 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
     flops = np.zeros(n)
     nbytes = np.zeros(n)
     eager = np.zeros(n, dtype=bool)
-    op_flops = _hlo_op_flops(store, ev)
+    op_flops = _hlo_op_cost(store, ev, hlo_op_flops)
+    op_bytes = _hlo_op_cost(store, ev, hlo_op_bytes)
     for pi, dev in enumerate(device_events(store)):
         sel = np.flatnonzero(ev.plane_index == pi)
         if sel.shape[0] == 0:
@@ -405,19 +406,22 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
         dur[sel] = dev.plane.dur_ps[ev.row[sel]]
         # An event's own flops stat wins; otherwise its HLO op's FLOPs from the cost analysis.
         flops[sel] = np.where(dev.stats.has("flops")[pos], dev.stats.float("flops")[pos], op_flops[ev.op[sel]])
-        nbytes[sel] = dev.stats.float("bytes_accessed")[pos]
+        nbytes[sel] = np.where(dev.stats.has("bytes_accessed")[pos], dev.stats.float("bytes_accessed")[pos],
+                               op_bytes[ev.op[sel]])
         eager[sel] = dev.stats.int("is_eager")[pos] != 0
     return {"dur": dur, "flops": flops, "bytes": nbytes, "eager": eager}
 
 
-def _hlo_op_flops(store: ProfileStore, ev: DeviceOpEvents) -> np.ndarray:
-    """Per device op: FLOPs of one execution from the HLO cost analysis (0 for ops that are
-    not HLO ops of a program in the profile's HLO protos, e.g. TensorFlow GPU kernels)."""
+def _hlo_op_cost(store: ProfileStore, ev: DeviceOpEvents,
+                 cost: Callable[[ProfileStore, int], dict[str, int]]) -> np.ndarray:
+    """Per device op: FLOPs or bytes accessed of one execution from the HLO cost analysis (0
+    for ops that are not HLO ops of a program in the profile's HLO protos, e.g. TensorFlow GPU
+    kernels, and for ops whose cost XLA does not know)."""
     programs = hlo_programs(store)
     out = np.zeros(len(ev.op_name), dtype=np.float64)
     for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
         if program_id in programs:
-            out[k] = hlo_op_flops(store, program_id).get(name, 0)
+            out[k] = cost(store, program_id).get(name, 0)
     return out
 
 

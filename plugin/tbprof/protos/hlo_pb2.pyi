@@ -38,12 +38,14 @@ class HloComputationProto(_message.Message):
     def __init__(self, name: _Optional[bytes] = ..., instructions: _Optional[_Iterable[_Union[HloInstructionProto, _Mapping]]] = ..., id: _Optional[int] = ..., root_id: _Optional[int] = ...) -> None: ...
 
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "fusion_kind", "dimensions", "window", "convolution_dimension_numbers", "custom_call_target", "dot_dimension_numbers", "fft_length", "id", "operand_ids", "called_computation_ids", "backend_config", "feature_group_count", "batch_group_count")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "dimensions", "window", "convolution_dimension_numbers", "custom_call_target", "dot_dimension_numbers", "fft_length", "id", "operand_ids", "called_computation_ids", "backend_config", "feature_group_count", "batch_group_count")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPCODE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    PARAMETER_NUMBER_FIELD_NUMBER: _ClassVar[int]
     FUSION_KIND_FIELD_NUMBER: _ClassVar[int]
+    TUPLE_INDEX_FIELD_NUMBER: _ClassVar[int]
     DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
     CONVOLUTION_DIMENSION_NUMBERS_FIELD_NUMBER: _ClassVar[int]
@@ -60,7 +62,9 @@ class HloInstructionProto(_message.Message):
     opcode: bytes
     shape: ShapeProto
     metadata: OpMetadata
+    parameter_number: int
     fusion_kind: bytes
+    tuple_index: int
     dimensions: _containers.RepeatedScalarFieldContainer[int]
     window: Window
     convolution_dimension_numbers: ConvolutionDimensionNumbers
@@ -73,17 +77,25 @@ class HloInstructionProto(_message.Message):
     backend_config: bytes
     feature_group_count: int
     batch_group_count: int
-    def __init__(self, name: _Optional[bytes] = ..., opcode: _Optional[bytes] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., fusion_kind: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., custom_call_target: _Optional[bytes] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., fft_length: _Optional[_Iterable[int]] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[bytes] = ..., opcode: _Optional[bytes] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[bytes] = ..., tuple_index: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., custom_call_target: _Optional[bytes] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., fft_length: _Optional[_Iterable[int]] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ...) -> None: ...
 
 class ShapeProto(_message.Message):
-    __slots__ = ("element_type", "dimensions", "tuple_shapes")
+    __slots__ = ("element_type", "dimensions", "tuple_shapes", "layout")
     ELEMENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
     TUPLE_SHAPES_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
     element_type: int
     dimensions: _containers.RepeatedScalarFieldContainer[int]
     tuple_shapes: _containers.RepeatedCompositeFieldContainer[ShapeProto]
-    def __init__(self, element_type: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., tuple_shapes: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ...) -> None: ...
+    layout: LayoutProto
+    def __init__(self, element_type: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., tuple_shapes: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., layout: _Optional[_Union[LayoutProto, _Mapping]] = ...) -> None: ...
+
+class LayoutProto(_message.Message):
+    __slots__ = ("minor_to_major",)
+    MINOR_TO_MAJOR_FIELD_NUMBER: _ClassVar[int]
+    minor_to_major: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, minor_to_major: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DotDimensionNumbers(_message.Message):
     __slots__ = ("lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")

@@ -496,7 +496,6 @@ def _fusion_flops(comp: _Computation, flops: dict[int, float]) -> float:
 _ELEMENT_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 15: 8, 16: 2,
                   18: 16, 19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1, 25: 1, 26: 1, 27: 1, 28: 1, 29: 1, 30: 1,
                   31: 1, 32: 1, 33: 1}
-_CUDNN_CONV_OUTPUT = 0  # a cuDNN convolution returns (result, scratch): only the result counts
 
 
 def shape_bytes(shape: Any) -> int:
@@ -526,108 +525,114 @@ def _llround(x: float) -> int:
     return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
 
 
+@dataclass(frozen=True)
+class OpBytes:
+    """Bytes accessed by one execution of an HLO op, as XLA's cost analysis records them.
+
+    ``total`` is XLA's bytes-accessed property (XProf's op ``bytes_accessed``: framework op
+    stats, roofline). ``hbm`` is what XProf's memory breakdown puts in HBM: the bytes XLA
+    attributes to each array operand and each array leaf of the output, in memory space 0
+    (what the op profile shows). They differ where XLA counts bytes it attributes to no
+    operand or output leaf: a cuBLAS gemm's result inside its (result, workspace) tuple, a
+    fusion's large constants.
+    """
+
+    total: float
+    hbm: float
+
+
 class _BytesWalk:
     """Bytes accessed of one execution of each instruction of a module, as XLA's GPU cost
     analysis counts them (float32, like every XLA cost property). None: XLA does not know
-    (e.g. an unrecognised custom-call, where it records -1)."""
+    (e.g. an unrecognised custom-call, where it records -1) or we do not reproduce it."""
 
     def __init__(self, module: _Module) -> None:
         self.m = module
-        self._totals: dict[int, float] = {}
         self._util: dict[int, dict[int, np.float32]] = {}
 
-    def computation_bytes(self, comp_id: int) -> float:
-        """Sum over a called computation (call, while, async, conditional branches)."""
-        if comp_id not in self._totals:
-            self._totals[comp_id] = 0.0
-            comp = self.m.computations.get(comp_id)
-            total = 0.0
-            for ins in comp.instructions if comp is not None else ():
-                b = self.instruction_bytes(comp, ins)
-                total = _f32(total + (b if b is not None else -1.0))
-            self._totals[comp_id] = total
-        return self._totals[comp_id]
-
-    def instruction_bytes(self, comp: _Computation, ins: Any) -> float | None:
+    def instruction_bytes(self, comp: _Computation, ins: Any) -> OpBytes | None:
         try:
             b = self._bytes_of(comp, ins, ins.opcode.decode())
         except (KeyError, IndexError, ValueError, AttributeError, TypeError):
             return None  # malformed or truncated proto: no estimate rather than a wrong one
-        return None if b is None else _f32(b)
+        return None if b is None else OpBytes(_f32(b.total), _f32(b.hbm))
 
     def _operand_shape(self, comp: _Computation, ins: Any, i: int) -> Any:
         return comp.by_id[ins.operand_ids[i]].shape
 
-    def _default(self, comp: _Computation, ins: Any) -> float:
-        # Every op by default reads each operand once and writes its output once.
-        total = _f32(shape_bytes(ins.shape))
+    def _operands(self, comp: _Computation, ins: Any) -> float:
+        """Each operand read once in full (a tuple operand has no layout: 0)."""
+        total = 0.0
         for i in range(len(ins.operand_ids)):
             total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
         return total
 
-    def _bytes_of(self, comp: _Computation, ins: Any, opcode: str) -> float | None:
+    def _default(self, comp: _Computation, ins: Any) -> OpBytes:
+        # By default an op reads each operand once and writes its output once. A tuple output
+        # has no layout and counts 0, in the total and in the breakdown.
+        total = _f32(shape_bytes(ins.shape) + self._operands(comp, ins))
+        return OpBytes(total, total)
+
+    def _same(self, total: float) -> OpBytes:
+        return OpBytes(total, total)
+
+    def _bytes_of(self, comp: _Computation, ins: Any, opcode: str) -> OpBytes | None:
         shape = ins.shape
         if opcode in _NO_MEMORY_OPS:
-            return 0.0
+            return self._same(0.0)
         if opcode in ("slice", "gather"):
             # Reads only the elements it outputs (plus a gather's indices).
             indices = shape_bytes(self._operand_shape(comp, ins, 1)) if opcode == "gather" else 0
-            return 2 * shape_bytes(shape) + indices
+            return self._same(2 * shape_bytes(shape) + indices)
         if opcode == "dynamic-slice":
-            return 2 * shape_bytes(shape) + shape_bytes(self._operand_shape(comp, ins, 1))
+            return self._same(2 * shape_bytes(shape) + shape_bytes(self._operand_shape(comp, ins, 1)))
         if opcode == "dynamic-update-slice":
             # Operand 0 is the output buffer, updated in place: the update is read and written.
-            return 2 * shape_bytes(self._operand_shape(comp, ins, 1)) + shape_bytes(self._operand_shape(comp, ins, 2))
+            return self._same(2 * shape_bytes(self._operand_shape(comp, ins, 1))
+                              + shape_bytes(self._operand_shape(comp, ins, 2)))
         if opcode == "scatter":
-            return self._scatter(comp, ins)
+            return self._same(self._scatter(comp, ins))
         if opcode == "reduce":
             return self._reduce(comp, ins)
         if opcode == "all-reduce":
-            # Output arrays plus operands (a tuple output is counted by its arrays).
-            total = _f32(leaf_bytes(shape))
-            for i in range(len(ins.operand_ids)):
-                total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
-            return total
-        if opcode == "all-reduce-start":
-            return leaf_bytes(shape)
+            # Output arrays plus operands. The breakdown has the output only when it is one
+            # array (XLA records the output bytes for the whole shape, not per tuple leaf).
+            out = leaf_bytes(shape)
+            total = _f32(out + self._operands(comp, ins))
+            return OpBytes(total, total if shape.element_type != _TUPLE else _f32(total - out))
         if opcode in _UNKNOWN_BYTES_OPS:
-            return None  # XLA's GPU rule needs the replica groups; not reproduced
+            return None  # XLA's GPU rules need the replica groups or nested walks; not reproduced
         if opcode == "fusion":
             return self._fusion(comp, ins)
         if opcode == "custom-call":
             return self._custom_call(comp, ins)
-        if opcode in ("call", "while", "async-start"):
-            total = 0.0
-            for cid in ins.called_computation_ids:
-                total = _f32(total + self.computation_bytes(cid))
-            return total
-        if opcode == "conditional":
-            return max((self.computation_bytes(cid) for cid in ins.called_computation_ids), default=0.0)
         return self._default(comp, ins)
 
-    def _custom_call(self, comp: _Computation, ins: Any) -> float | None:
+    def _custom_call(self, comp: _Computation, ins: Any) -> OpBytes | None:
         target = ins.custom_call_target.decode()
-        if target in _CUBLAS_GEMM_TARGETS:
-            # Operands plus the output; a gemm returning (result, workspace) has a tuple
-            # output, which has no layout and so counts 0 (XProf 2.24.2 shows operands only).
-            return self._default(comp, ins)
-        if target in _CUDNN_CONV_TARGETS:
-            total = self._default(comp, ins)
-            if ins.shape.element_type == _TUPLE and ins.shape.tuple_shapes:
-                total = _f32(total + shape_bytes(ins.shape.tuple_shapes[_CUDNN_CONV_OUTPUT]))
-            return total
+        if target in _CUBLAS_GEMM_TARGETS or target in _CUDNN_CONV_TARGETS:
+            # Operands plus the real result. A gemm or convolution returns (result, scratch):
+            # XLA counts the result, not the scratch, in the total, but records it for the
+            # whole tuple, which no output leaf carries, so the breakdown has operands only.
+            base = self._default(comp, ins)
+            if ins.shape.element_type != _TUPLE:
+                return base
+            result = shape_bytes(ins.shape.tuple_shapes[0]) if ins.shape.tuple_shapes else 0
+            return OpBytes(_f32(base.total + result), base.hbm)
         return None  # XLA records -1: unknown
 
-    def _reduce(self, comp: _Computation, ins: Any) -> float:
-        # Inputs once, outputs once, and each init value once per output element.
+    def _reduce(self, comp: _Computation, ins: Any) -> OpBytes:
+        # Inputs once, outputs once, and each init value once per output element. As for
+        # all-reduce, a tuple output is missing from the breakdown.
         n = len(ins.operand_ids) // 2
         outputs = _elements(_array_shape(ins.shape))
-        total = _f32(leaf_bytes(ins.shape))
+        out = leaf_bytes(ins.shape)
+        total = _f32(out)
         for i in range(n):
             total = _f32(total + shape_bytes(self._operand_shape(comp, ins, i)))
         for i in range(n, len(ins.operand_ids)):
             total = _f32(total + outputs * shape_bytes(self._operand_shape(comp, ins, i)))
-        return total
+        return OpBytes(total, total if ins.shape.element_type != _TUPLE else _f32(total - out))
 
     def _scatter(self, comp: _Computation, ins: Any) -> float:
         # Each update element is read, and its operand element read and written; plus indices.
@@ -640,17 +645,17 @@ class _BytesWalk:
             self._util[comp_id] = _fusion_utilization(self.m.computations[comp_id])[1]
         return self._util[comp_id]
 
-    def _fusion(self, comp: _Computation, ins: Any) -> float:
+    def _fusion(self, comp: _Computation, ins: Any) -> OpBytes | None:
         """Outputs written once; each parameter read for the fraction of it the fusion uses
-        (its utilization, at most 1: several users share one read); large constants likewise.
-        Intermediate values stay on chip and cost nothing."""
+        (its utilization, at most 1: several users share one read); large constants likewise,
+        but those are in the total only. Intermediate values stay on chip and cost nothing."""
         fused_id = ins.called_computation_ids[0]
         fused = self.m.computations[fused_id]
         if ins.fusion_kind == b"kCustom":
             # A custom fusion around a gather or scatter costs what that one op costs.
             for inner in fused.instructions:
                 if inner.opcode in (b"gather", b"scatter"):
-                    return self._bytes_of(fused, inner, inner.opcode.decode()) or 0.0
+                    return self._bytes_of(fused, inner, inner.opcode.decode())
         util = self.utilization(fused_id)
         root = fused.by_id[fused.root_id]
         total = 0.0
@@ -663,13 +668,16 @@ class _BytesWalk:
                 total = _f32(total + shape_bytes(fused.by_id[producer.operand_ids[1]].shape))
             else:
                 total = _f32(total + shape_bytes(leaf))
+        constants = 0.0
         for inner in fused.instructions:
             if inner.opcode == b"constant" and _elements(inner.shape) > 1:
-                total = _f32(total + _f32(shape_bytes(inner.shape) * min(util[inner.id], np.float32(1))))
+                read = _f32(shape_bytes(inner.shape) * min(util[inner.id], np.float32(1)))
+                constants = _f32(constants + read)
+                total = _f32(total + read)
         params = sorted((i for i in fused.instructions if i.opcode == b"parameter"), key=lambda i: i.parameter_number)
         for param in params:
             total = _f32(total + self._parameter_read(fused, param, util))
-        return total
+        return OpBytes(total, _f32(total - constants))
 
     def _parameter_read(self, fused: _Computation, param: Any, util: dict[int, np.float32]) -> int:
         def read(value: Any) -> int:
@@ -697,32 +705,37 @@ class _BytesWalk:
 # No code, no memory traffic: pointers and compile-time ordering only.
 _NO_MEMORY_OPS = frozenset(("parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all",
                             "add-dependency", "domain"))
-_UNKNOWN_BYTES_OPS = frozenset(("all-gather", "all-gather-start", "reduce-scatter"))
+# XLA's GPU rules for these need the replica groups (collectives) or sum nested properties in
+# ways we have not checked against XProf (calls, loops, async wrappers): no estimate.
+_UNKNOWN_BYTES_OPS = frozenset(("all-gather", "all-gather-start", "reduce-scatter", "all-reduce-start",
+                                "call", "while", "conditional", "async-start"))
 
 
-def _program_bytes(program: HloProgram) -> dict[str, int]:
+def _program_bytes(program: HloProgram) -> dict[str, OpBytes]:
     """HLO instruction name -> bytes accessed of one execution (instructions whose bytes XLA
     does not know are left out; the first instruction of a name wins)."""
     module = program.module
     if module is None:
         return {}
     walk = _BytesWalk(_Module(module))
-    out: dict[str, int] = {}
+    out: dict[str, OpBytes] = {}
+    seen: set[str] = set()
     for comp in module.computations:
         c = walk.m.computations[comp.id]
         for ins in comp.instructions:
             name = ins.name.decode("utf-8", errors="replace")
-            if name in out:
+            if name in seen:
                 continue
+            seen.add(name)
             b = walk.instruction_bytes(c, ins)
-            if b is not None and b >= 0:
-                out[name] = int(b)
+            if b is not None and b.total >= 0 and b.hbm >= 0:
+                out[name] = OpBytes(float(int(b.total)), float(int(b.hbm)))
     return out
 
 
-def hlo_op_bytes(store: ProfileStore, program_id: int) -> dict[str, int]:
+def hlo_op_bytes(store: ProfileStore, program_id: int) -> dict[str, OpBytes]:
     """Bytes accessed by one execution of every HLO op of a program (memoised per store)."""
-    def build() -> dict[str, int]:
+    def build() -> dict[str, OpBytes]:
         program = hlo_programs(store).get(program_id)
         return _program_bytes(program) if program is not None else {}
     return store.memo(("hlo_bytes", program_id), build)

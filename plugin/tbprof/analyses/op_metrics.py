@@ -52,10 +52,17 @@ class OpMetricsDb:
     time_ps: np.ndarray  # int64
     self_time_ps: np.ndarray  # int64
     flops: np.ndarray  # float64: flops stats, else (device HLO ops) the HLO cost analysis; 0 if neither
-    bytes_accessed: np.ndarray  # float64
+    bytes_accessed: np.ndarray  # float64: bytes_accessed stats, else (device HLO ops) the HLO cost analysis
     is_eager: np.ndarray  # bool
     total_time_ps: int  # op span of every thread/device, idle included
+    # float64: the part of bytes_accessed XProf's memory breakdown puts in HBM (the op profile's
+    # bytes); None: same as bytes_accessed.
+    hbm_bytes: np.ndarray | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def hbm(self) -> np.ndarray:
+        return self.bytes_accessed if self.hbm_bytes is None else self.hbm_bytes
 
     @property
     def n_ops(self) -> int:
@@ -139,7 +146,7 @@ def _live_lines(plane: Plane) -> np.ndarray:
 
 def _group(keys: np.ndarray, n_keys: int, rows: np.ndarray, occurrences: np.ndarray, time_ps: np.ndarray,
            self_ps: np.ndarray, flops: np.ndarray, bytes_accessed: np.ndarray,
-           eager: np.ndarray) -> dict[str, np.ndarray]:
+           eager: np.ndarray, hbm: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Sums per key (keys[i] in [0, n_keys)); ``first`` is the first row of each key."""
     first = np.full(n_keys, -1, dtype=np.int64)
     uniq, first_pos = np.unique(keys, return_index=True)
@@ -150,6 +157,7 @@ def _group(keys: np.ndarray, n_keys: int, rows: np.ndarray, occurrences: np.ndar
         "self_time_ps": np.bincount(keys, weights=self_ps, minlength=n_keys).round().astype(np.int64),
         "flops": np.bincount(keys, weights=flops, minlength=n_keys),
         "bytes_accessed": np.bincount(keys, weights=bytes_accessed, minlength=n_keys),
+        "hbm_bytes": np.bincount(keys, weights=bytes_accessed if hbm is None else hbm, minlength=n_keys),
         "is_eager": np.bincount(keys, weights=eager.astype(np.float64), minlength=n_keys) > 0,
         "first": first,
     }
@@ -395,9 +403,10 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
     dur = np.zeros(n, dtype=np.float64)
     flops = np.zeros(n)
     nbytes = np.zeros(n)
+    hbm = np.zeros(n)
     eager = np.zeros(n, dtype=bool)
     op_flops = _hlo_op_cost(store, ev, hlo_op_flops)
-    op_bytes = _hlo_op_cost(store, ev, hlo_op_bytes)
+    op_bytes, op_hbm = _hlo_op_bytes(store, ev)
     for pi, dev in enumerate(device_events(store)):
         sel = np.flatnonzero(ev.plane_index == pi)
         if sel.shape[0] == 0:
@@ -406,23 +415,38 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
         dur[sel] = dev.plane.dur_ps[ev.row[sel]]
         # An event's own flops stat wins; otherwise its HLO op's FLOPs from the cost analysis.
         flops[sel] = np.where(dev.stats.has("flops")[pos], dev.stats.float("flops")[pos], op_flops[ev.op[sel]])
-        nbytes[sel] = np.where(dev.stats.has("bytes_accessed")[pos], dev.stats.float("bytes_accessed")[pos],
-                               op_bytes[ev.op[sel]])
+        # Likewise bytes; an event's own stat stands for the HBM part too.
+        has_bytes = dev.stats.has("bytes_accessed")[pos]
+        nbytes[sel] = np.where(has_bytes, dev.stats.float("bytes_accessed")[pos], op_bytes[ev.op[sel]])
+        hbm[sel] = np.where(has_bytes, nbytes[sel], op_hbm[ev.op[sel]])
         eager[sel] = dev.stats.int("is_eager")[pos] != 0
-    return {"dur": dur, "flops": flops, "bytes": nbytes, "eager": eager}
+    return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "eager": eager}
 
 
 def _hlo_op_cost(store: ProfileStore, ev: DeviceOpEvents,
                  cost: Callable[[ProfileStore, int], dict[str, int]]) -> np.ndarray:
-    """Per device op: FLOPs or bytes accessed of one execution from the HLO cost analysis (0
-    for ops that are not HLO ops of a program in the profile's HLO protos, e.g. TensorFlow GPU
-    kernels, and for ops whose cost XLA does not know)."""
+    """Per device op: FLOPs of one execution from the HLO cost analysis (0 for ops that are
+    not HLO ops of a program in the profile's HLO protos, e.g. TensorFlow GPU kernels)."""
     programs = hlo_programs(store)
     out = np.zeros(len(ev.op_name), dtype=np.float64)
     for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
         if program_id in programs:
             out[k] = cost(store, program_id).get(name, 0)
     return out
+
+
+def _hlo_op_bytes(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray]:
+    """Per device op: bytes accessed of one execution from the HLO cost analysis, total and
+    HBM part (0 where the op is no HLO op of the profile's programs or XLA does not know)."""
+    programs = hlo_programs(store)
+    total = np.zeros(len(ev.op_name), dtype=np.float64)
+    hbm = np.zeros(len(ev.op_name), dtype=np.float64)
+    for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
+        if program_id in programs:
+            b = hlo_op_bytes(store, program_id).get(name)
+            if b is not None:
+                total[k], hbm[k] = b.total, b.hbm
+    return total, hbm
 
 
 def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
@@ -436,13 +460,13 @@ def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
     # Every event is one occurrence: XProf merges adjacent events of one HLO op only when they
     # share a step group id, and a profile without step grouping compares no ids as equal.
     sums = _group(ev.op, n_keys, np.arange(ev.op.shape[0]), np.ones(ev.op.shape[0]), per["dur"], per["dur"],
-                  per["flops"], per["bytes"], per["eager"])
+                  per["flops"], per["bytes"], per["eager"], per["hbm"])
     return OpMetricsDb(
         name=np.array(ev.op_name, dtype=object), type=np.array(ev.op_category, dtype=object),
         provenance=np.array(ev.op_provenance, dtype=object), program_id=np.array(ev.op_program_id, dtype=np.int64),
         occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
         flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"],
-        total_time_ps=ev.total_time_ps,
+        total_time_ps=ev.total_time_ps, hbm_bytes=sums["hbm_bytes"],
     )
 
 
@@ -471,7 +495,7 @@ def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
     occ = np.zeros(n, dtype=np.int64)
     np.maximum.at(occ, keys, db.occurrences)
     sums = _group(keys, n, np.arange(db.n_ops), np.zeros(db.n_ops), db.time_ps.astype(np.float64),
-                  db.self_time_ps.astype(np.float64), db.flops, db.bytes_accessed, db.is_eager)
+                  db.self_time_ps.astype(np.float64), db.flops, db.bytes_accessed, db.is_eager, db.hbm)
     names = np.empty(n, dtype=object)
     for name, k in index.items():
         names[k] = name
@@ -479,7 +503,7 @@ def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
         name=names, type=np.array(types, dtype=object), provenance=np.full(n, "", dtype=object),
         program_id=np.zeros(n, dtype=np.int64), occurrences=occ, time_ps=sums["time_ps"],
         self_time_ps=sums["self_time_ps"], flops=sums["flops"], bytes_accessed=sums["bytes_accessed"],
-        is_eager=sums["is_eager"], total_time_ps=db.total_time_ps,
+        is_eager=sums["is_eager"], total_time_ps=db.total_time_ps, hbm_bytes=sums["hbm_bytes"],
     )
 
 
@@ -507,13 +531,14 @@ def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
 
     sums = _group(keys, n, np.arange(keys.shape[0]), cat("occurrences").astype(np.float64),
                   cat("time_ps").astype(np.float64), cat("self_time_ps").astype(np.float64), cat("flops"),
-                  cat("bytes_accessed"), cat("is_eager"))
+                  cat("bytes_accessed"), cat("is_eager"), np.concatenate([d.hbm for d in parts]))
     name, op_type, provenance, program_id = (list(col) for col in zip(*index))
     return OpMetricsDb(
         name=np.array(name, dtype=object), type=np.array(op_type, dtype=object),
         provenance=np.array(provenance, dtype=object), program_id=np.array(program_id, dtype=np.int64),
         occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
         flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"], total_time_ps=total_ps,
+        hbm_bytes=sums["hbm_bytes"],
     )
 
 

@@ -94,7 +94,7 @@ def _leaf(db: OpMetricsDb, i: int, side: str, program: str) -> dict[str, Any]:
     leaf = _node(str(db.name[i]), "op")
     leaf.update(self_time_us=db.self_time_ps[i] / 1e6, total_time_us=db.time_ps[i] / 1e6,
                 occurrences=int(db.occurrences[i]), flops=float(db.flops[i]),
-                bytes_accessed=float(db.bytes_accessed[i]), category=str(db.type[i]))
+                bytes_accessed=float(db.hbm[i]), category=str(db.type[i]))
     if side == "device":
         leaf.update(framework_op=tf_op.parse_tf_op(db.provenance[i]).name if db.provenance[i] else "",
                     program=program)
@@ -162,7 +162,7 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
         flat["total_time_us"].append(db.time_ps[i] / 1e6)
         flat["self_time_us"].append(db.self_time_ps[i] / 1e6)
         flat["flops"].append(float(db.flops[i]))
-        flat["bytes_accessed"].append(float(db.bytes_accessed[i]))
+        flat["bytes_accessed"].append(float(db.hbm[i]))
     trees = [t for t in (by_category, by_scope, by_program) if t is not None]
     if options.get("include_idle", True) and db.total_time_ps > 0:
         for t in trees:

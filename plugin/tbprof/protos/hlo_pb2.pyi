@@ -92,10 +92,12 @@ class ShapeProto(_message.Message):
     def __init__(self, element_type: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., tuple_shapes: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., layout: _Optional[_Union[LayoutProto, _Mapping]] = ...) -> None: ...
 
 class LayoutProto(_message.Message):
-    __slots__ = ("minor_to_major",)
+    __slots__ = ("minor_to_major", "memory_space")
     MINOR_TO_MAJOR_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_SPACE_FIELD_NUMBER: _ClassVar[int]
     minor_to_major: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, minor_to_major: _Optional[_Iterable[int]] = ...) -> None: ...
+    memory_space: int
+    def __init__(self, minor_to_major: _Optional[_Iterable[int]] = ..., memory_space: _Optional[int] = ...) -> None: ...
 
 class DotDimensionNumbers(_message.Message):
     __slots__ = ("lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")

@@ -1,0 +1,122 @@
+"""Device-op bytes accessed from our HLO cost analysis against XProf 2.24.2's goldens.
+
+op_profile: every HLO op XProf lists under a category (depth 2 of "group_by_category") has
+our HBM bytes (per-execution HBM bytes x occurrences) exactly equal to XProf's
+``bytes_accessed[0]`` (the HBM entry of its memory breakdown).
+framework_op_stats: the measured memory bandwidth of every device framework op is within 1 %
+of XProf's, and so is its operational intensity (FLOPs per byte). XProf's column is GiB/s;
+ours (``measured_memory_bw_gbytes_per_sec``) is GB/s (1e9 bytes/s), so it is converted
+before comparing. The goldens are XProf's output; nothing here is regenerated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, tf_stats
+from tests.analyses.test_hlo_flops_parity import (
+    _JAX_2HOSTS_MERGED_OP,
+    PROFILES,
+    XPROF_DUPLICATES,
+    XPROF_MERGED_PROGRAM,
+    _golden,
+    _program_id,
+    _store_of,
+    _xprof_hlo_ops,
+)
+
+GIB = 2**30
+GB = 1e9
+
+
+def _hbm(x: dict[str, Any]) -> int:
+    """XProf's HBM bytes of an op-profile node (first entry of its per-memory-space list)."""
+    return int(x["bytes_accessed"][0])
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_hlo_op_bytes_match_xprof_op_profile(profiles_root: Path, profile: str) -> None:
+    """Per op within its own program: per-execution HBM bytes x XProf's occurrences. XProf
+    shows one op for same-named ops of several programs ("and its duplicate(s)") with their
+    bytes summed: those are compared as the sum of our device ops of that name."""
+    store = _store_of(profiles_root, profile)
+    db = op_metrics.device_op_metrics(store)
+    xprof = _xprof_hlo_ops(profile)
+    assert xprof
+    for x in xprof:
+        name = x["name"].removesuffix(XPROF_DUPLICATES)
+        if x["name"].endswith(XPROF_DUPLICATES):
+            same = [float(b) for n, b in zip(db.name, db.hbm) if n == name]
+            assert len(same) > 1, name
+            assert sum(same) == _hbm(x), name
+            continue
+        per_run = hlo_cost.hlo_op_bytes(store, int(x["program_id"])).get(name)
+        assert per_run is not None, name
+        assert per_run.hbm * x["occurrences"] == _hbm(x), name  # exact: integer byte counts
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_op_profile_leaf_bytes_match_xprof(profiles_root: Path, profile: str) -> None:
+    """The op_profile tool's HLO op leaves show XProf's HBM bytes; on jax_2hosts the op whose
+    occurrences XProf merges across two programs has XProf's bytes per execution."""
+    tool = registry.get("op_profile")
+    assert tool is not None
+    result = op_profile.compute([_store_of(profiles_root, profile)], tool.parse_options({}))
+    leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
+    ours = {(leaf["name"], _program_id(leaf.get("program", ""))): leaf for leaf in leaves}
+    merged = set()
+    for x in _xprof_hlo_ops(profile):
+        key = (x["name"].removesuffix(XPROF_DUPLICATES), int(x["program_id"]))
+        leaf = ours[key]
+        if x["name"].endswith(XPROF_DUPLICATES):
+            same = [o for o in leaves if o["name"] == key[0]]
+            leaf = {"occurrences": sum(o["occurrences"] for o in same),
+                    "bytes_accessed": sum(o["bytes_accessed"] for o in same)}
+        if leaf["occurrences"] != x["occurrences"]:
+            merged.add(key)
+            assert leaf["bytes_accessed"] / leaf["occurrences"] == _hbm(x) / x["occurrences"], key
+            continue
+        assert leaf["bytes_accessed"] == _hbm(x), key
+    assert merged == ({("loop_multiply_fusion", XPROF_MERGED_PROGRAM)} if profile.startswith("jax_2hosts") else set())
+
+
+def _device_rows(stores: list[Any], golden: str, skip_merged: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
+    names = [c.name for c in rows.columns]
+    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v)) for v in rows.rows())
+            if r["host_or_device"] == "Device"}
+    table = _golden(golden, "framework_op_stats")["include_idle"]
+    device = [x for x in (dict(zip(table["columns"], r)) for r in table["rows"])
+              if x["host_or_device"] == "Device" and x["type"] != "IDLE"
+              and not (skip_merged and x["operation"] == _JAX_2HOSTS_MERGED_OP)]
+    return [(ours[(x["type"], x["operation"])], x) for x in device]
+
+
+def _check_memory_columns(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    for o, x in pairs:
+        bw_gib = o["measured_memory_bw_gbytes_per_sec"] * GB / GIB
+        assert bw_gib == pytest.approx(x["measured_memory_bw_gibibytes_per_sec"], rel=0.01, abs=1e-12), x["operation"]
+        assert o["operational_intensity_flops_per_byte"] == pytest.approx(
+            x["operational_intensity_flops_per_byte"], rel=0.01, abs=1e-12), x["operation"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_framework_op_memory_bw_matches_xprof(profiles_root: Path, profile: str) -> None:
+    """Memory bandwidth (bytes / total time; gemms count their result here, unlike the op
+    profile's HBM bytes) and operational intensity of every device framework op within 1 % of
+    XProf's, except on jax_2hosts the op whose occurrences XProf merges across two programs."""
+    pairs = _device_rows([_store_of(profiles_root, profile)], profile, profile.startswith("jax_2hosts"))
+    assert len(pairs) >= 5
+    assert any(x["measured_memory_bw_gibibytes_per_sec"] > 0 for _, x in pairs)
+    _check_memory_columns(pairs)
+
+
+def test_all_hosts_framework_op_memory_bw_matches_xprof(profiles_root: Path) -> None:
+    """jax_2hosts on both hosts: bytes summed over the hosts."""
+    stores = [_store_of(profiles_root, "jax_2hosts_worker0"), _store_of(profiles_root, "jax_2hosts_worker1")]
+    pairs = _device_rows(stores, "jax_2hosts", skip_merged=True)
+    assert len(pairs) >= 5
+    _check_memory_columns(pairs)

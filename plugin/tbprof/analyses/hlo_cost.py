@@ -1,4 +1,4 @@
-"""FLOPs per HLO instruction, as XProf's GPU cost analysis counts them.
+"""FLOPs and bytes accessed per HLO instruction, as XProf's GPU cost analysis counts them.
 
 XProf 2.24.2 runs XLA's GPU cost analysis (``GpuHloCostAnalysis``, with no device
 description) over the entry computation of every HLO module of a profile and shows, for a
@@ -30,6 +30,14 @@ that analysis does; docs/formulas.md has them as formulas):
 
 XLA stores every cost as a 32-bit float, so sums and products are rounded to float32 at the
 same steps; the final count is truncated to an integer as XProf does.
+
+Bytes accessed (``hlo_op_bytes``, rules in ``_BytesWalk`` and docs/formulas.md): by default
+every operand read once and the output written once; slicing ops read only what they output;
+a fusion writes its outputs and reads each parameter for its utilization (at most once), its
+intermediates staying on chip. Each op has a total (XLA's bytes-accessed property, which
+XProf's framework op stats divide by time) and an HBM part (the bytes XLA attributes to array
+operands and output leaves, which XProf's op profile shows); they differ for gemms returning
+a (result, workspace) tuple and for fusions with large constants.
 """
 
 from __future__ import annotations
@@ -522,7 +530,7 @@ def leaf_bytes(shape: Any) -> int:
 
 def _llround(x: float) -> int:
     """C's llround: to nearest, halves away from zero."""
-    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+    return math.floor(abs(x) + 0.5) * (1 if x >= 0 else -1)
 
 
 @dataclass(frozen=True)
@@ -671,7 +679,7 @@ class _BytesWalk:
         constants = 0.0
         for inner in fused.instructions:
             if inner.opcode == b"constant" and _elements(inner.shape) > 1:
-                read = _f32(shape_bytes(inner.shape) * min(util[inner.id], np.float32(1)))
+                read = _f32(shape_bytes(inner.shape) * min(float(util[inner.id]), 1.0))
                 constants = _f32(constants + read)
                 total = _f32(total + read)
         params = sorted((i for i in fused.instructions if i.opcode == b"parameter"), key=lambda i: i.parameter_number)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, tf_stats
+from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, roofline, tf_stats
 from tests.analyses.test_hlo_flops_parity import (
     _JAX_2HOSTS_MERGED_OP,
     PROFILES,
@@ -120,3 +121,45 @@ def test_all_hosts_framework_op_memory_bw_matches_xprof(profiles_root: Path) -> 
     pairs = _device_rows(stores, "jax_2hosts", skip_merged=True)
     assert len(pairs) >= 5
     _check_memory_columns(pairs)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_peak_hbm_bandwidth_matches_xprof(profiles_root: Path, profile: str) -> None:
+    """XProf's op profile divides each op's HBM bandwidth by the device's peak: its
+    bandwidth_utilization_fractions give the peak back (bytes / time / fraction)."""
+    env = roofline.perf_env([_store_of(profiles_root, profile)])
+    checked = 0
+    for x in _xprof_hlo_ops(profile):
+        fraction = x["bandwidth_utilization_fractions"][0]
+        if fraction > 1e-3:
+            peak_gbps = _hbm(x) / x["time_ps"] * 1e3 / fraction
+            assert env.peak_hbm_gbps == pytest.approx(peak_gbps, rel=1e-6), x["name"]
+            checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_framework_op_bound_by_matches_xprof(profiles_root: Path, profile: str) -> None:
+    """Every row's bound_by (device ops, IDLE and host rows) equals XProf's."""
+    rows = tf_stats.compute([_store_of(profiles_root, profile)], {"include_idle": True})["tables"]["ops"]
+    names = [c.name for c in rows.columns]
+    ours = {(r["host_or_device"], r["type"], r["operation"]): r["bound_by"]
+            for r in (dict(zip(names, v)) for v in rows.rows())}
+    table = _golden(profile, "framework_op_stats")["include_idle"]
+    xprof = [dict(zip(table["columns"], r)) for r in table["rows"]]
+    assert any(x["bound_by"] == roofline.HBM for x in xprof)
+    for x in xprof:
+        assert ours[(x["host_or_device"], x["type"], x["operation"])] == x["bound_by"], x["operation"]
+
+
+def test_bound_by_rule() -> None:
+    """Compute wins when its utilization is strictly higher; ties go to the earlier resource;
+    nothing used is Unknown. Peaks: 100 TFLOP/s, 1000 GB/s HBM, 10000 GB/s shared memory."""
+    env = roofline.PerfEnv(peak_tflops=100.0, peak_hbm_gbps=1000.0, peak_shm_gbps=10000.0)
+    time_ps = np.array([1e6, 1e6, 1e6, 1e6])
+    # 1 us: 50e6 FLOPs = 50 TFLOP/s (0.5); 0.4e6 bytes = 400 GB/s (0.4) -> Compute.
+    # 0.6e6 bytes -> 0.6 > 0.5 -> HBM. Equal 0.5 / 0.5 -> Compute. Nothing -> Unknown.
+    flops = np.array([50e6, 50e6, 50e6, 0.0])
+    hbm = np.array([0.4e6, 0.6e6, 0.5e6, 0.0])
+    assert roofline.bound_by(env, flops, hbm, time_ps).tolist() == ["Compute", "HBM", "Compute", "Unknown"]
+    assert roofline.bound_by(roofline.PerfEnv(), flops, hbm, time_ps).tolist() == ["Unknown"] * 4

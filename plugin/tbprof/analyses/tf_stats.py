@@ -18,6 +18,7 @@ import numpy as np
 from tbprof.analyses import registry
 from tbprof.analyses.kernel_stats import tensorcore_by_op
 from tbprof.analyses.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
+from tbprof.analyses.roofline import PerfEnv, bound_by, perf_env
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
@@ -42,18 +43,20 @@ COLUMNS = [
     Column("measured_flop_rate_gflops_per_sec", "Measured FLOP rate", "float", "GFLOP/s",
            "flops / total time; FLOPs from flops stats or the HLO cost analysis, else 0"),
     Column("measured_memory_bw_gbytes_per_sec", "Measured memory BW", "float", "GB/s",
-           "bytes accessed / total time; 0 when the profile has no bytes stats"),
+           "bytes accessed / total time (10^9 bytes/s; XProf shows GiB/s); bytes from bytes stats or "
+           "the HLO cost analysis, else 0"),
     Column("operational_intensity_flops_per_byte", "Operational intensity", "float", "FLOP/byte"),
     Column("gpu_tensorcore_utilization_fraction", "GPU TensorCore utilization", "float", "fraction",
            "share of the op's kernel time spent in TensorCore kernels (device rows)"),
-    Column("bound_by", "Bound by", "str"),
+    Column("bound_by", "Bound by", "str", "",
+           "resource used the largest fraction of its peak: Compute, HBM or Shm/L1 (Unknown: none)"),
     Column("is_eager", "Eager", "bool", "", "executed eagerly (not inside a tf.function / jit)"),
     Column("execution_mode", "Execution mode", "str"),
 ]
 
 
 def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
-               tensorcore_by_op: dict[str, tuple[int, int]]) -> dict[str, Any]:
+               tensorcore_by_op: dict[str, tuple[int, int]], env: PerfEnv) -> dict[str, Any]:
     n = db.n_ops
     name = db.name
     op_type = db.type
@@ -62,6 +65,7 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
     self_ps = db.self_time_ps.astype(np.float64)
     flops = db.flops
     nbytes = db.bytes_accessed
+    hbm = db.hbm
     eager = db.is_eager
     total_ps = db.total_time_ps if include_idle else db.total_op_time_ps
     if include_idle and db.total_time_ps > 0:
@@ -73,12 +77,13 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
         self_ps = np.concatenate([self_ps, [idle]])
         flops = np.concatenate([flops, [0.0]])
         nbytes = np.concatenate([nbytes, [0.0]])
+        hbm = np.concatenate([hbm, [0.0]])
         eager = np.concatenate([eager, [False]])
         n += 1
     # XProf's order: self time descending (ties by name so the order is deterministic).
     order = np.lexsort((name.astype(str), -self_ps))
     name, op_type, occ, time_ps, self_ps = name[order], op_type[order], occ[order], time_ps[order], self_ps[order]
-    flops, nbytes, eager = flops[order], nbytes[order], eager[order]
+    flops, nbytes, hbm, eager = flops[order], nbytes[order], hbm[order], eager[order]
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = self_ps / total_ps if total_ps > 0 else np.zeros(n)
         cum = np.cumsum(frac)
@@ -95,7 +100,7 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
                 tc[i] = hit[1] / hit[0]
     zeros = np.zeros(n)
     is_device = side == "Device"
-    bound = np.where(nbytes > 0, "Memory", "Unknown").astype(object)
+    bound = bound_by(env, flops, hbm, time_ps)
     return {
         "rank": np.arange(1, n + 1), "host_or_device": np.full(n, side, dtype=object), "type": op_type,
         "operation": name, "occurrences": occ, "total_time_us": time_ps / 1e6, "avg_time_us": avg_time,
@@ -128,8 +133,9 @@ def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[
     host = hosts_op_metrics(stores, "host")
     device = hosts_op_metrics(stores, "device_framework")
     tc = tensorcore_by_op(stores) if device.n_ops else {}
-    parts = [_side_rows("Device", device, include_idle, tc)] if device.total_time_ps > 0 else []
-    parts.append(_side_rows("Host", host, include_idle, {}))
+    env = perf_env(stores)
+    parts = [_side_rows("Device", device, include_idle, tc, env)] if device.total_time_ps > 0 else []
+    parts.append(_side_rows("Host", host, include_idle, {}, env))
     values = {c.name: np.concatenate([p[c.name] for p in parts]) for c in COLUMNS}
     table = Table.from_columns(COLUMNS, values, default_sort=None)
     sides: dict[str, Any] = {}

@@ -31,6 +31,7 @@ from tests.analyses.test_hlo_flops_parity import (
 
 GIB = 2**30
 GB = 1e9
+SECOND_NORMAL_PROGRAM = 15909  # jax_2hosts: the second jit__normal, merged by XProf into 15245
 
 
 def _hbm(x: dict[str, Any]) -> int:
@@ -163,3 +164,29 @@ def test_bound_by_rule() -> None:
     hbm = np.array([0.4e6, 0.6e6, 0.5e6, 0.0])
     assert roofline.bound_by(env, flops, hbm, time_ps).tolist() == ["Compute", "HBM", "Compute", "Unknown"]
     assert roofline.bound_by(roofline.PerfEnv(), flops, hbm, time_ps).tolist() == ["Unknown"] * 4
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_op_profile_category_bytes_match_xprof(profiles_root: Path, profile: str) -> None:
+    """Categories and root sum their ops' HBM bytes as XProf does. On jax_2hosts the loop
+    fusion category (and so the root) differs by the merged op only: XProf prices the 10
+    executions of program 15909's loop_multiply_fusion with 15245's bytes."""
+    tool = registry.get("op_profile")
+    assert tool is not None
+    store = _store_of(profiles_root, profile)
+    result = op_profile.compute([store], tool.parse_options({}))["by_category"]
+    ours = {c["name"]: c["bytes_accessed"] for c in result["children"]}
+    xprof = _golden(profile, "op_profile")["group_by_category:byCategory"]
+    merged_gap = 0.0
+    if profile.startswith("jax_2hosts"):
+        name = "loop_multiply_fusion"
+        per_run = {pid: hlo_cost.hlo_op_bytes(store, pid)[name].hbm
+                   for pid in (XPROF_MERGED_PROGRAM, SECOND_NORMAL_PROGRAM)}
+        db = op_metrics.device_op_metrics(store)
+        runs = sum(int(o) for n, p, o in zip(db.name, db.program_id, db.occurrences)
+                   if n == name and p == SECOND_NORMAL_PROGRAM)
+        merged_gap = runs * (per_run[XPROF_MERGED_PROGRAM] - per_run[SECOND_NORMAL_PROGRAM])
+    for c in xprof["children"]:
+        gap = merged_gap if c["name"] == "loop fusion" else 0.0
+        assert ours[c["name"]] + gap == _hbm(c), c["name"]
+    assert result["bytes_accessed"] + merged_gap == _hbm(xprof)

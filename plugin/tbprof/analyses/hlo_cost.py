@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -143,6 +143,8 @@ class _Computation:
     instructions: list[Any]  # HloInstructionProto, in proto order
     by_id: dict[int, Any]
     root_id: int
+    # _fusion_utilization of this computation, computed once for both FLOPs and bytes.
+    utilization: tuple[list[Any], dict[int, np.float32]] | None = field(default=None, repr=False)
 
 
 class _Module:
@@ -459,6 +461,12 @@ def _fusion_utilization(comp: _Computation) -> tuple[list[Any], dict[int, np.flo
     twice), and a value only ever read elementwise counts once however many elementwise users
     it has. Sums and products are float32, as in XLA.
     """
+    if comp.utilization is None:
+        comp.utilization = _compute_fusion_utilization(comp)
+    return comp.utilization
+
+
+def _compute_fusion_utilization(comp: _Computation) -> tuple[list[Any], dict[int, np.float32]]:
     f32 = np.float32
     unread = _in_place_updates(comp)
     root_util: dict[int, np.float32] = {ins.id: f32(0) for ins in comp.instructions}
@@ -719,13 +727,21 @@ _UNKNOWN_BYTES_OPS = frozenset(("all-gather", "all-gather-start", "reduce-scatte
                                 "call", "while", "conditional", "async-start"))
 
 
+def program_module(program: HloProgram) -> _Module:
+    """The indexed module of a program, shared by the FLOP and byte walks (they reuse its
+    fusion utilizations). Kept on the HloProgram object, which is memoised per store."""
+    if program.cost_module is None:
+        program.cost_module = _Module(program.module)
+    return program.cost_module  # type: ignore[no-any-return]
+
+
 def _program_bytes(program: HloProgram) -> dict[str, OpBytes]:
     """HLO instruction name -> bytes accessed of one execution (instructions whose bytes XLA
     does not know are left out; the first instruction of a name wins)."""
     module = program.module
     if module is None:
         return {}
-    walk = _BytesWalk(_Module(module))
+    walk = _BytesWalk(program_module(program))
     out: dict[str, OpBytes] = {}
     seen: set[str] = set()
     for comp in module.computations:
@@ -755,7 +771,7 @@ def _program_flops(program: HloProgram) -> dict[str, int]:
     module = program.module
     if module is None:
         return {}
-    walk = _Module(module)
+    walk = program_module(program)
     entry = module.entry_computation_id
     if entry not in walk.computations and module.computations:
         entry = module.computations[-1].id

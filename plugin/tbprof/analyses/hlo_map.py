@@ -73,6 +73,7 @@ class HloProgram:
         self.module = module  # the HloModuleProto (for the cost analysis), None when not kept
         self._instructions = instructions  # name (bytes) -> HloInstructionProto
         self._ops: dict[str, HloOp | None] = {}
+        self.cost_module: Any = None  # hlo_cost's index of the module, built on first use
 
     @property
     def display_name(self) -> str:

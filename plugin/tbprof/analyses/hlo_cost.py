@@ -744,7 +744,13 @@ def _program_bytes(program: HloProgram) -> dict[str, OpBytes]:
     walk = _BytesWalk(program_module(program))
     out: dict[str, OpBytes] = {}
     seen: set[str] = set()
+    # Instructions inside fusion bodies never run as device ops of their own (a fusion's bytes
+    # come from its operands and outputs): skipping them saves most of the walk.
+    fusion_bodies = {cid for comp in module.computations for ins in comp.instructions
+                     if ins.opcode == b"fusion" for cid in ins.called_computation_ids}
     for comp in module.computations:
+        if comp.id in fusion_bodies:
+            continue
         c = walk.m.computations[comp.id]
         for ins in comp.instructions:
             name = ins.name.decode("utf-8", errors="replace")

@@ -24,9 +24,9 @@ from tests.analyses.test_hlo_flops_parity import (
     XPROF_DUPLICATES,
     XPROF_MERGED_PROGRAM,
     _golden,
-    _program_id,
     _store_of,
     _xprof_hlo_ops,
+    op_profile_leaves_vs_xprof,
 )
 
 GIB = 2**30
@@ -64,24 +64,12 @@ def test_hlo_op_bytes_match_xprof_op_profile(profiles_root: Path, profile: str) 
 def test_op_profile_leaf_bytes_match_xprof(profiles_root: Path, profile: str) -> None:
     """The op_profile tool's HLO op leaves show XProf's HBM bytes; on jax_2hosts the op whose
     occurrences XProf merges across two programs has XProf's bytes per execution."""
-    tool = registry.get("op_profile")
-    assert tool is not None
-    result = op_profile.compute([_store_of(profiles_root, profile)], tool.parse_options({}))
-    leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
-    ours = {(leaf["name"], _program_id(leaf.get("program", ""))): leaf for leaf in leaves}
-    merged = set()
-    for x in _xprof_hlo_ops(profile):
-        key = (x["name"].removesuffix(XPROF_DUPLICATES), int(x["program_id"]))
-        leaf = ours[key]
-        if x["name"].endswith(XPROF_DUPLICATES):
-            same = [o for o in leaves if o["name"] == key[0]]
-            leaf = {"occurrences": sum(o["occurrences"] for o in same),
-                    "bytes_accessed": sum(o["bytes_accessed"] for o in same)}
-        if leaf["occurrences"] != x["occurrences"]:
-            merged.add(key)
-            assert leaf["bytes_accessed"] / leaf["occurrences"] == _hbm(x) / x["occurrences"], key
+    pairs, merged = op_profile_leaves_vs_xprof(profiles_root, profile, "bytes_accessed", _hbm)
+    for key, leaf, x in pairs:
+        if key in merged:
+            assert leaf["bytes_accessed"] / leaf["occurrences"] == x["bytes_accessed"] / x["occurrences"], key
             continue
-        assert leaf["bytes_accessed"] == _hbm(x), key
+        assert leaf["bytes_accessed"] == x["bytes_accessed"], key
     assert merged == ({("loop_multiply_fusion", XPROF_MERGED_PROGRAM)} if profile.startswith("jax_2hosts") else set())
 
 

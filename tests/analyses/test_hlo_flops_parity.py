@@ -8,36 +8,17 @@ XProf's. The goldens are XProf's output; nothing here is regenerated.
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tbprof.analyses import hlo_cost, op_metrics, op_profile, overview, registry, tf_stats
-from tbprof.readers.xplane import read_xspace
-from tbprof.store.tables import ProfileStore
-from tests.conftest import xplane_of
+from tests.analyses.test_ops_parity import _golden, _store_of
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PROFILES = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1")
 XPROF_DUPLICATES = " and its duplicate(s)"  # XProf's suffix for ops deduplicated by name
-
-
-def _golden(profile: str, tool: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / profile / f"{tool}.json").read_text())  # type: ignore[no-any-return]
-
-
-@lru_cache(maxsize=4)
-def _store(path: Path) -> ProfileStore:
-    return read_xspace(path)
-
-
-def _store_of(root: Path, profile: str) -> ProfileStore:
-    if profile.startswith("jax_2hosts_"):
-        return _store(xplane_of(root, "jax_2hosts", profile.removeprefix("jax_2hosts_")))
-    return _store(xplane_of(root, profile))
 
 
 def _xprof_hlo_ops(profile: str) -> list[dict[str, Any]]:
@@ -77,27 +58,43 @@ def _program_id(program: str) -> int:
     return int(program.rsplit("(", 1)[1].rstrip(")")) if program.endswith(")") else 0
 
 
+LeafPair = tuple[tuple[str, int], dict[str, Any], dict[str, Any]]
+
+
+def op_profile_leaves_vs_xprof(root: Path, profile: str, measure: str,
+                               xprof_measure: Callable[[dict[str, Any]], float]
+                               ) -> tuple[list[LeafPair], set[tuple[str, int]]]:
+    """(key, our leaf, XProf's op) for every HLO op of XProf's op profile, and the keys whose
+    occurrences differ from XProf's. XProf shows one op for same-named ops of identical
+    programs ("and its duplicate(s)"): ours are summed over the programs for those."""
+    tool = registry.get("op_profile")
+    assert tool is not None
+    result = op_profile.compute([_store_of(root, profile)], tool.parse_options({}))
+    leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
+    ours = {(leaf["name"], _program_id(leaf.get("program", ""))): leaf for leaf in leaves}
+    pairs = []
+    merged = set()
+    for x in _xprof_hlo_ops(profile):
+        key = (x["name"].removesuffix(XPROF_DUPLICATES), int(x["program_id"]))
+        leaf = ours[key]
+        if x["name"].endswith(XPROF_DUPLICATES):
+            same = [o for o in leaves if o["name"] == key[0]]
+            leaf = {"occurrences": sum(o["occurrences"] for o in same), measure: sum(o[measure] for o in same)}
+        if leaf["occurrences"] != x["occurrences"]:
+            merged.add(key)
+        pairs.append((key, leaf, {"occurrences": x["occurrences"], measure: xprof_measure(x)}))
+    return pairs, merged
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_op_profile_leaf_flops_match_xprof(profiles_root: Path, profile: str) -> None:
     """The op_profile tool's HLO op leaves show XProf's FLOPs. On jax_2hosts XProf counts the
     ops of the second jit__normal program (15909) under the first (15245) (docs/differences.md,
     "Device occurrences"), so there loop_multiply_fusion of 15245 has half XProf's occurrences
     and FLOPs, and the loop fusion category total differs by that op."""
-    tool = registry.get("op_profile")
-    assert tool is not None
-    result = op_profile.compute([_store_of(profiles_root, profile)], tool.parse_options({}))
-    leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
-    ours = {(leaf["name"], _program_id(leaf.get("program", ""))): leaf for leaf in leaves}
-    merged = set()
-    for x in _xprof_hlo_ops(profile):
-        key = (x["name"].removesuffix(XPROF_DUPLICATES), int(x["program_id"]))
-        leaf = ours[key]
-        if x["name"].endswith(XPROF_DUPLICATES):
-            # XProf shows one op for same-named ops of identical programs: sum ours over programs.
-            same = [o for o in leaves if o["name"] == key[0]]
-            leaf = {"occurrences": sum(o["occurrences"] for o in same), "flops": sum(o["flops"] for o in same)}
-        if leaf["occurrences"] != x["occurrences"]:
-            merged.add(key)
+    pairs, merged = op_profile_leaves_vs_xprof(profiles_root, profile, "flops", lambda x: x["flops"])
+    for key, leaf, x in pairs:
+        if key in merged:
             # Same per-execution FLOPs: the difference is only in what XProf counts as one op.
             assert leaf["flops"] / leaf["occurrences"] == x["flops"] / x["occurrences"], key
             continue

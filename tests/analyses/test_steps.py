@@ -18,6 +18,7 @@ from tbprof.analyses.steps import DROP_BOUNDARY_ABOVE, compute_steps, steps_of
 from tbprof.cli import main as cli_main
 from tbprof.http.app import create_app
 from tbprof.readers.xplane import read_xspace
+from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
 from tbprof.store.tables import Plane, ProfileStore, StatTable
 from tests.conftest import xplane_of
@@ -49,7 +50,7 @@ def derived_store(store: ProfileStore, keep: dict[str, np.ndarray] | None = None
         if keep and p.name in keep:
             q = _keep_rows(q, keep[p.name])
         planes.append(q)
-    return dataclasses.replace(store, planes=planes, strings=StringTable(store.strings.as_list()), _memo={})
+    return dataclasses.replace(store, planes=planes, strings=StringTable(store.strings.as_list()), _memo=Memo())
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def test_keras_repeated_function_inference_without_step_num(keras: ProfileStore)
     assert host is not None
     st_plane = dataclasses.replace(host, stats=StatTable(*(a[host.stats.stat_id != sid] for a in (
         host.stats.owner, host.stats.stat_id, host.stats.kind, host.stats.value))), _columns={})
-    stripped = dataclasses.replace(keras, planes=[st_plane if p is host else p for p in keras.planes], _memo={})
+    stripped = dataclasses.replace(keras, planes=[st_plane if p is host else p for p in keras.planes], _memo=Memo())
     st = compute_steps(stripped)
     assert st.source == "inferred" and st.method == "repeated_function"
     assert st.candidate_count == 8 and st.n_steps == 6
@@ -318,7 +319,7 @@ def test_group_id_stats_in_the_file_are_used(profiles_root: Path) -> None:
             order = np.argsort(owner, kind="stable")
             owner, sid, kind, value = owner[order], sid[order], kind[order], value[order]
         planes.append(dataclasses.replace(p, stats=StatTable(owner, sid, kind, value), _columns={}))
-    regrouped = dataclasses.replace(store, planes=planes, _memo={})
+    regrouped = dataclasses.replace(store, planes=planes, _memo=Memo())
     assert compute_groups(regrouped).n_groups == 0  # no roots left to group from
     got = compute_steps(regrouped)
     assert got.source == "markers" and got.n_steps == expected.n_steps
@@ -335,7 +336,7 @@ def test_gpu_steps_inferred_from_repeated_module_launches(profiles_root: Path) -
         keep = ~np.isin(p.stats.stat_id, list(drop))
         planes.append(dataclasses.replace(p, stats=StatTable(*(a[keep] for a in (
             p.stats.owner, p.stats.stat_id, p.stats.kind, p.stats.value))), _columns={}))
-    st = compute_steps(dataclasses.replace(store, planes=planes, _memo={}))
+    st = compute_steps(dataclasses.replace(store, planes=planes, _memo=Memo()))
     assert (st.source, st.method, st.candidate_count, st.n_steps) == ("inferred", "repeated_module", 10, 8)
     assert "jit_train_step" in st.detail
     marked = steps_of(store)

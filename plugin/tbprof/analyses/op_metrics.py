@@ -20,7 +20,7 @@ keys and ``np.bincount`` per measure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -405,8 +405,7 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
     nbytes = np.zeros(n)
     hbm = np.zeros(n)
     eager = np.zeros(n, dtype=bool)
-    op_flops = _hlo_op_cost(store, ev, hlo_op_flops)
-    op_bytes, op_hbm = _hlo_op_bytes(store, ev)
+    op_flops, op_bytes, op_hbm = _hlo_op_costs(store, ev)
     for pi, dev in enumerate(device_events(store)):
         sel = np.flatnonzero(ev.plane_index == pi)
         if sel.shape[0] == 0:
@@ -423,30 +422,20 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
     return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "eager": eager}
 
 
-def _hlo_op_cost(store: ProfileStore, ev: DeviceOpEvents,
-                 cost: Callable[[ProfileStore, int], dict[str, int]]) -> np.ndarray:
-    """Per device op: FLOPs of one execution from the HLO cost analysis (0 for ops that are
-    not HLO ops of a program in the profile's HLO protos, e.g. TensorFlow GPU kernels)."""
+def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per device op, one execution from the HLO cost analysis: FLOPs, bytes accessed and their
+    HBM part (0 where the op is no HLO op of the profile's programs, e.g. a TensorFlow GPU
+    kernel, or XLA does not know)."""
     programs = hlo_programs(store)
-    out = np.zeros(len(ev.op_name), dtype=np.float64)
+    flops, total, hbm = (np.zeros(len(ev.op_name), dtype=np.float64) for _ in range(3))
     for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
-        if program_id in programs:
-            out[k] = cost(store, program_id).get(name, 0)
-    return out
-
-
-def _hlo_op_bytes(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray]:
-    """Per device op: bytes accessed of one execution from the HLO cost analysis, total and
-    HBM part (0 where the op is no HLO op of the profile's programs or XLA does not know)."""
-    programs = hlo_programs(store)
-    total = np.zeros(len(ev.op_name), dtype=np.float64)
-    hbm = np.zeros(len(ev.op_name), dtype=np.float64)
-    for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
-        if program_id in programs:
-            b = hlo_op_bytes(store, program_id).get(name)
-            if b is not None:
-                total[k], hbm[k] = b.total, b.hbm
-    return total, hbm
+        if program_id not in programs:
+            continue
+        flops[k] = hlo_op_flops(store, program_id).get(name, 0)
+        b = hlo_op_bytes(store, program_id).get(name)
+        if b is not None:
+            total[k], hbm[k] = b.total, b.hbm
+    return flops, total, hbm
 
 
 def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:

@@ -113,7 +113,7 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
     plane_bounds = np.searchsorted(owner_idx[plane_span_rows], np.arange(sc.n_planes + 1))
     # Row ranges of each plane, found before any plane rewrites its owner rows in place. A
     # plane's lines are contiguous in wire order, and so are their events and stats.
-    ranges: list[tuple[slice, slice, np.ndarray]] = []
+    ranges: list[tuple[np.ndarray, slice, slice, np.ndarray]] = []
     for pi in range(sc.n_planes):
         plane_lines = np.nonzero(line_plane == pi)[0]
         if plane_lines.shape[0]:
@@ -123,13 +123,13 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
         # (Bounds in the column's own dtype: a Python list would make numpy cast the column.)
         st_lo, st_hi = (int(i) for i in np.searchsorted(sc.st_owner, np.array([ev_lo, ev_hi], sc.st_owner.dtype)))
         tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
-        ranges.append((slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
+        ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
-    for pi, (ev_range, st_range, texts) in enumerate(ranges):
+    for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         pmsg = _parse_spans(xplane_pb2.XPlane, data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
         assert isinstance(pmsg, xplane_pb2.XPlane)
-        planes.append(_build_plane(pi, pmsg, np.nonzero(line_plane == pi)[0], line_msgs, ev_range, st_range, texts,
-                                   int(origin_ps), sc, data, strings))
+        planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
+                                   data, strings))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,

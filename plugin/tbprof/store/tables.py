@@ -13,7 +13,6 @@ the 2^53 ps (2.5 hours) a trace would need to lose picoseconds.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 import numba
 import numpy as np
 
+from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
 
 # Stat value kinds (``StatTable.kind``); mirrors readers/wire_scan.py.
@@ -279,9 +279,7 @@ class ProfileStore:
     hostnames: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _memo_key_locks: dict[Any, threading.Lock] = field(default_factory=dict, repr=False)
+    _memo: Memo = field(default_factory=Memo, repr=False)
 
     @property
     def n_events(self) -> int:
@@ -305,19 +303,6 @@ class ProfileStore:
         return self.strings.id(name)
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
-        """Computes a derived value once per store (step assignment, op links, ...).
-
-        Single flight: a request that arrives while the background warm-up (or another request)
-        computes the same key waits for that computation instead of repeating it.
-        """
-        with self._memo_lock:
-            if key in self._memo:
-                return self._memo[key]  # type: ignore[no-any-return]
-            key_lock = self._memo_key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._memo_lock:
-                if key in self._memo:
-                    return self._memo[key]  # type: ignore[no-any-return]
-            value = compute()
-            with self._memo_lock:
-                return self._memo.setdefault(key, value)  # type: ignore[no-any-return]
+        """Computes a derived value once per store (step assignment, op links, ...), single
+        flight (see ``store/memo.py``)."""
+        return self._memo.get(key, compute)

@@ -9,13 +9,13 @@ of a step, or the average over steps, are a few ``np.bincount`` calls.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
+from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
 
 T = TypeVar("T")
@@ -96,8 +96,7 @@ class TfprofProfile:
     origin_ps: int = 0
     span_ps: int = 0
     _index: dict[str, int] = field(default_factory=dict, repr=False)
-    _memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memo: Memo = field(default_factory=Memo, repr=False)
 
     def __post_init__(self) -> None:
         self._index = {n: i for i, n in enumerate(self.names)}
@@ -130,12 +129,7 @@ class TfprofProfile:
         return sum(int(a.nbytes) for a in arrays) + per_node * self.n_nodes
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
-        with self._memo_lock:
-            if key in self._memo:
-                return self._memo[key]  # type: ignore[no-any-return]
-        value = compute()
-        with self._memo_lock:
-            return self._memo.setdefault(key, value)  # type: ignore[no-any-return]
+        return self._memo.get(key, compute)
 
     def has_execs(self) -> np.ndarray:
         """Whether each node has any exec record (tfprof then counts float ops per run)."""

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses import compare_stats as cs
-from tbprof.analyses.compare import IDLE
+from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.compare.report import IDLE
 from tbprof.analyses.table import Table
-from tbprof.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
-from tbprof.profiles import BadRequest, NotFound, Profiles
+from tbprof.errors import BadRequest, NotFound
+from tbprof.service.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
+from tbprof.service.profiles import Profiles
 
 
 @pytest.fixture(scope="module")

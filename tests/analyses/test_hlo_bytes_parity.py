@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, roofline, tf_stats
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import op_metrics, op_profile
+from tbprof.domain import hlo_cost, roofline
+from tbprof.service import tools as registry
 from tests.analyses.test_hlo_flops_parity import (
     _JAX_2HOSTS_MERGED_OP,
     PROFILES,

@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, overview, registry, tf_stats
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import op_metrics, op_profile
+from tbprof.analyses.pages import overview
+from tbprof.domain import hlo_cost
+from tbprof.service import tools as registry
 from tests.analyses.test_ops_parity import _golden, _store_of
 
 PROFILES = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tbprof.analyses import kernel_stats, tf_stats
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import kernel_stats
 from tbprof.protos import hlo_pb2, xplane_pb2
 from tbprof.readers.xplane import read_xspace
 from tests.conftest import xplane_of

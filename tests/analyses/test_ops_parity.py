@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import kernel_stats, memory_profile, op_profile, registry, tf_stats
+from tbprof.analyses.memory import memory_profile
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import kernel_stats, op_profile
 from tbprof.readers.xplane import read_xspace
+from tbprof.service import tools as registry
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
 

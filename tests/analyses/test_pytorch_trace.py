@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import pytorch_trace
+from tbprof.analyses.legacy import pytorch_trace
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 

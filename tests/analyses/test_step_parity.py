@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import input_pipeline, overview, pod_viewer
+from tbprof.analyses.pages import input_pipeline, overview, pod_viewer
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of

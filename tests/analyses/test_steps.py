@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from werkzeug.test import Client
 
-from tbprof.analyses import overview, pod_viewer, step_breakdown, tf_data
-from tbprof.analyses.steps import DROP_BOUNDARY_ABOVE, compute_steps, steps_of
-from tbprof.cli import main as cli_main
+from tbprof.analyses.pages import overview, pod_viewer, tf_data
+from tbprof.analyses.steps import breakdown as step_breakdown
+from tbprof.analyses.steps.assignment import DROP_BOUNDARY_ABOVE, compute_steps, steps_of
+from tbprof.cli.main import main as cli_main
 from tbprof.http.app import create_app
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.memo import Memo
@@ -280,7 +281,7 @@ def test_summary_cli_json(profiles_root: Path, tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(("name", "host"), [("jax_mlp", "vm"), ("jax_2hosts", "worker1")])
 def test_linked_events_grouping_equals_full_grouping_on_devices(profiles_root: Path, name: str, host: str) -> None:
     # GPU runs group only the events that carry links; device groups must equal the full grouping.
-    from tbprof.analyses.event_groups import compute_groups
+    from tbprof.domain.event_groups import compute_groups
 
     store = read_xspace(xplane_of(profiles_root, name, host))
     full, reduced = compute_groups(store, full=True), compute_groups(store, full=False)
@@ -298,7 +299,7 @@ def test_group_id_stats_in_the_file_are_used(profiles_root: Path) -> None:
     # An XSpace that was already grouped (group_id stats on device events) keeps its groups:
     # jax_mlp with the computed groups written as stats and the _r root flags removed gives
     # the same steps.
-    from tbprof.analyses.event_groups import compute_groups
+    from tbprof.domain.event_groups import compute_groups
     from tbprof.store.tables import KIND_INT64
 
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))

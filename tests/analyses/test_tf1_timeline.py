@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import tf1_timeline
+from tbprof.analyses.legacy import tf1_timeline
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 

@@ -173,8 +173,8 @@ def test_timeline_and_pytorch_tools(client: Client) -> None:
 
 
 def test_summary_of_legacy_runs(logdir: Path, tmp_path: Path) -> None:
-    from tbprof.analyses.summary import summary
-    from tbprof.profiles import Profiles
+    from tbprof.service.profiles import Profiles
+    from tbprof.service.summary import summary
 
     profiles = Profiles(logdir, cache_dir=tmp_path / "cache")
     tfprof = summary(profiles, profiles.run(TFPROF_RUN))

@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.logdir import discover
-from tbprof.readers.chrome_trace import (
-    FLOW_ID_STAT,
-    chrome_trace_from_bytes,
-    host_of,
-    is_counter_line,
-    read_chrome_trace,
-)
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
+from tbprof.readers.chrome_trace import chrome_trace_from_bytes, host_of, read_chrome_trace
+from tbprof.service.logdir import discover
+from tbprof.store.markers import FLOW_ID_STAT, is_counter_line
 from tbprof.store.tables import KIND_STR, ProfileStore
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
-from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.tfprof import read_tfprof
 from tests.tfprof_data import PROFILE_PB, golden
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane
-from tbprof.readers.errors import ProfileReadError
 from tbprof.store import tables
 from tests.conftest import SMALL_ARCHIVES
 

@@ -51,16 +51,14 @@ from typing import Any
 import numba
 import numpy as np
 
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
+from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.nesting import nesting_depth
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
-COUNTER_LINES_STAT = "counter_lines"
-FLOW_ID_STAT = "flow_id"
-FLOW_CATEGORY_STAT = "flow_category"
 GLOBAL_PID = "Global instant events"
 # Suffixes stripped from a file name to get its host name ("vm.trace.json.gz" -> "vm").
 HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
@@ -78,10 +76,6 @@ def host_of(path: Path) -> str:
             return name[: -len(suffix)]
     return name
 
-
-def is_counter_line(plane: tables.Plane, line: int) -> bool:
-    """Whether line ``line`` of a Chrome-trace plane holds counter samples, not slices."""
-    return line in plane.plane_stats.get(COUNTER_LINES_STAT, ())
 
 
 def read_chrome_trace(path: str | Path, host: str | None = None) -> tables.ProfileStore:

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import wire_scan, xplane_columns
-from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.wire_scan import hash_spans
 from tbprof.store import tables
 from tbprof.store.nesting import nesting_depth

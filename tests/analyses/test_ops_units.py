@@ -114,7 +114,8 @@ def test_op_profile_name_scopes_sum_the_op_table(profiles_root: Path) -> None:
     result = op_profile.compute([store], tool.parse_options({"include_idle": "false"}))
     ops = tf_stats.compute([store], {"include_idle": False})["tables"]["ops"].data
     scope = next(c for c in result["by_name_scope"]["children"] if c["name"] == "gradient_tape")
-    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"]) if op.startswith("gradient_tape/"))
+    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"], strict=True)
+               if op.startswith("gradient_tape/"))
     assert scope["self_time_us"] == pytest.approx(want)
     assert result["by_name_scope"]["self_time_us"] == pytest.approx(float(ops["total_self_time_us"].sum()))
 

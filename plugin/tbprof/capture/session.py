@@ -270,7 +270,7 @@ def capture(logdir: Path, addresses: list[Address], options: CaptureOptions,
         hosts = host_names(addresses)
         with ThreadPoolExecutor(max_workers=len(addresses), thread_name_prefix="tbprof-capture") as pool:
             futures = [pool.submit(capture_one, a, h, options, root, session, logdir, connect_timeout_s)
-                       for a, h in zip(addresses, hosts)]
+                       for a, h in zip(addresses, hosts, strict=False)]
             report.results = [f.result() for f in futures]
     return report
 

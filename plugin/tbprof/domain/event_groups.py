@@ -372,7 +372,8 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
             g = _carry_forward(g, p.start_ps)
         group_of.append(g)
     root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
-    root_row = np.array([node_rows[int(pl)][int(r - offsets[pl])] for pl, r in zip(root_plane, group_root)],
+    root_row = np.array([node_rows[int(pl)][int(r - offsets[pl])]
+                         for pl, r in zip(root_plane, group_root, strict=False)],
                         dtype=np.int64)
     implicit_ids = np.array(sorted({store.strings.id(x) for x in IMPLICIT_ROOT_NAMES} - {-1}), np.int64)
     implicit = np.zeros(len(group_root), dtype=bool)
@@ -398,7 +399,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
                 nums[sel[hit]] = col.as_int()[k[hit]]
                 have_num |= hit
     group_names = [f"{num}" if imp else f"{store.strings[int(nid)]} {num}"
-                   for num, imp, nid in zip(nums.tolist(), implicit.tolist(), name_ids.tolist())]
+                   for num, imp, nid in zip(nums.tolist(), implicit.tolist(), name_ids.tolist(), strict=False)]
     return EventGroups(group_of=group_of, n_groups=len(group_root), root_plane=root_plane,
                        root_row=root_row, root_is_implicit=implicit, group_names=group_names)
 
@@ -414,7 +415,7 @@ def recorded_groups(store: ProfileStore) -> EventGroups | None:
         return None
     group_of = [p.event_stat(gid).dense_int(p.n_events) if p.n_events else np.zeros(0, np.int64)
                 for p in store.planes]
-    if not any(p.name.startswith("/device:") and np.any(g >= 0) for p, g in zip(store.planes, group_of)):
+    if not any(p.name.startswith("/device:") and np.any(g >= 0) for p, g in zip(store.planes, group_of, strict=False)):
         return None
     n_groups = int(max(int(g.max()) for g in group_of if len(g)) + 1)
     names = [str(i) for i in range(n_groups)]
@@ -427,7 +428,7 @@ def recorded_groups(store: ProfileStore) -> EventGroups | None:
             continue
         sl = p.line_rows(li)
         col = p.event_stat(step_name).dense_str(p.n_events)[sl]
-        for g, sid in zip(group_of[pi][sl].tolist(), col.tolist()):
+        for g, sid in zip(group_of[pi][sl].tolist(), col.tolist(), strict=False):
             if 0 <= g < n_groups and sid >= 0:
                 names[g] = store.strings[sid]
     return EventGroups(group_of=group_of, n_groups=n_groups, root_plane=root_plane, root_row=root_row,

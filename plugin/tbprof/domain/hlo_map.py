@@ -126,9 +126,9 @@ def _hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:
         return {}
     protos = plane.meta_stat_column(proto_id)
     program_col = plane.meta_stat_column(store.stat_id("program_id"))
-    program_of = dict(zip(program_col.rows.tolist(), program_col.as_int().tolist()))
+    program_of = dict(zip(program_col.rows.tolist(), program_col.as_int().tolist(), strict=False))
     out: dict[int, HloProgram] = {}
-    for meta_row, kind, value in zip(protos.rows.tolist(), protos.kind.tolist(), protos.value.tolist()):
+    for meta_row, kind, value in zip(protos.rows.tolist(), protos.kind.tolist(), protos.value.tolist(), strict=False):
         if kind != KIND_BYTES:
             continue
         # XProf keys programs by the metadata id when the program_id stat is absent.

@@ -169,7 +169,7 @@ def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None
         t = r.get("tables", {}).get("ops")
         if not isinstance(t, Table):
             continue
-        for name, typ in zip(t.data["operation"].tolist(), t.data["type"].tolist()):
+        for name, typ in zip(t.data["operation"].tolist(), t.data["type"].tolist(), strict=False):
             if typ == cmp.IDLE:
                 continue
             names.add(str(name))
@@ -221,7 +221,7 @@ def _device_op_per_step(store: Any, steps: Any, wanted: set[str]) -> np.ndarray:
         return out
     # framework_op_stats names a device op by its framework op (provenance), else by itself.
     fw = np.array([(tf_op.parse_tf_op(p).name if p else n) in wanted
-                   for n, p in zip(ev.op_name, ev.op_provenance)], dtype=bool)
+                   for n, p in zip(ev.op_name, ev.op_provenance, strict=False)], dtype=bool)
     planes = op_metrics.device_planes(store)
     for pi, plane in enumerate(planes):
         sel = np.nonzero((ev.plane_index == pi) & fw[ev.op])[0]

@@ -66,7 +66,7 @@ def _tf1_memory(r: dict[str, Any]) -> dict[str, Any]:
     t = r.get("tables", {}).get("allocators")
     allocators: dict[str, dict[str, Any]] = {}
     if isinstance(t, Table):
-        for name, peak in zip(t.data["allocator"].tolist(), t.data["peak_bytes"].tolist()):
+        for name, peak in zip(t.data["allocator"].tolist(), t.data["peak_bytes"].tolist(), strict=False):
             prev = allocators.get(str(name))
             if prev is None or peak > prev["peak_bytes_in_use"]:
                 allocators[str(name)] = {"peak_bytes_in_use": int(peak), "memory_capacity_bytes": float("nan"),

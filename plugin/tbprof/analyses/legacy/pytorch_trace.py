@@ -78,7 +78,7 @@ def op_names_by_external_id(store: ProfileStore) -> dict[int, str]:
             rows = np.nonzero(_category(store, plane) == cpu_op)[0]
             ext = _int_stat(store, plane, "External id")[rows]
             keep = ext >= 0
-            for e, n in zip(ext[keep].tolist(), store.strings.lookup(plane.name_id[rows[keep]]), strict=True):
+            for e, n in zip(ext[keep].tolist(), store.strings.lookup(plane.name_id[rows[keep]]), strict=False):
                 out.setdefault(e, n)
         return out
     return store.memo(("kineto_ext_ops",), build)

@@ -115,7 +115,7 @@ def step_ops(store: ProfileStore) -> StepOps:
             event_names = store.strings.lookup(plane.name_id[rows])
             arg_names = _str_column(store, plane, "name", rows)
             arg_ops = _str_column(store, plane, "op", rows)
-            names.extend(a or e for a, e in zip(arg_names, event_names, strict=True))
+            names.extend(a or e for a, e in zip(arg_names, event_names, strict=False))
             types.extend(arg_ops)
             parent = parent_rows(plane)
             own = self_time_ps(plane, parent)[rows]
@@ -232,7 +232,7 @@ def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any])
             continue
         # One key per (device, type, name); \x1f (not \0, which numpy strips at the end).
         keys = np.asarray([f"{d}\x1f{t}\x1f{n}"
-                           for d, t, n in zip(device[sel], types[sel], names[sel], strict=True)])
+                           for d, t, n in zip(device[sel], types[sel], names[sel], strict=False)])
         uniq, inv = np.unique(keys, return_inverse=True)
         inv = inv.reshape(-1)
         k = uniq.shape[0]

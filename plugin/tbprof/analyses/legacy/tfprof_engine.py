@@ -582,7 +582,7 @@ def _code_view(p: TfprofProfile, opts: ViewOptions) -> ViewResult:
 
     _walk([root], 1, print_expand, print_finish)
     result = _result("code", opts, nodes, root, multi=True)
-    for row, k in zip(result.rows, result_nodes(result, nodes, root), strict=True):
+    for row, k in zip(result.rows, result_nodes(result, nodes, root), strict=False):
         if k != root and not nodes.show_children[k]:
             row.leaf_graph_nodes = _all_leaf_members(nodes, k)
     return result

@@ -143,7 +143,7 @@ def _input_shapes(profile: TfprofProfile, g: int) -> str:
     if g < 0:
         return ""
     parts = []
-    for slot, (name, src) in enumerate(zip(profile.input_names[g], profile.input_src_output[g], strict=True)):
+    for slot, (name, src) in enumerate(zip(profile.input_names[g], profile.input_src_output[g], strict=False)):
         j = profile.index(name)
         shape = profile.output_shapes[j].get(src) if j >= 0 else None
         parts.append(f"{slot}:{'x'.join(str(d) for d in shape) if shape else 'unknown'}")

@@ -393,7 +393,7 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
             shape.append("unknown")
             special.append(True)
     groups: dict[tuple[Any, ...], int] = {}
-    for key in zip(alloc, req, op, region, dtype, shape, special):
+    for key in zip(alloc, req, op, region, dtype, shape, special, strict=False):
         groups[key] = groups.get(key, 0) + 1
     keys = sorted(groups, key=lambda k: (-k[0], -k[1], k[2], k[3], k[4], k[5]))
     values = {

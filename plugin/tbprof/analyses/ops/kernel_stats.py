@@ -169,7 +169,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
         u_op = np.empty(first.shape[0], dtype=np.int64)
         u_elig = np.empty(first.shape[0], dtype=bool)
         combos = zip(name_id[first].tolist(), kd[first].tolist(), tfop[first].tolist(), hlo[first].tolist(),
-                     prog[first].tolist(), eq[first].tolist())
+                     prog[first].tolist(), eq[first].tolist(), strict=False)
         for j, (nid, kid, tid, hid, pid, qid) in enumerate(combos):
             lp = parse_kernel_details(strings[kid])
             pk = params_index.get(lp)
@@ -223,7 +223,8 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     # XProf's order: total duration descending, then the report key ascending.
     sort_key = [(-int(t), nm, lp.grid, lp.block, lp.registers_per_thread, lp.static_shmem_bytes,
                  lp.dynamic_shmem_bytes, bool(u), bool(e), o)
-                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig_k.tolist(), opn)]
+                for t, nm, lp, u, e, o in zip(total.tolist(), kname, lps, uses.tolist(), elig_k.tolist(), opn,
+                                              strict=False)]
     order = np.array(sorted(range(k), key=sort_key.__getitem__), dtype=np.int64)
     values: dict[str, Any] = {
         "host": [store.host] * k,
@@ -246,7 +247,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     }
     table = Table.from_columns(COLUMNS, values, default_sort="total_duration_us")
     tc: dict[str, tuple[int, int]] = {}
-    for o, t, u in zip(opn, total.tolist(), uses.tolist()):
+    for o, t, u in zip(opn, total.tolist(), uses.tolist(), strict=False):
         tot, tcns = tc.get(o, (0, 0))
         tc[o] = (tot + t, tcns + (t if u else 0))
     return KernelReports(table, int(ns_a.shape[0]), tc)

@@ -352,7 +352,7 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
             xr = np.flatnonzero(is_xla)
             code, first = factorize(prog[xr], hlo[xr])
             pair_op = np.full(first.shape[0], -1, dtype=np.int64)
-            for j, (pid, hid) in enumerate(zip(prog[xr][first].tolist(), hlo[xr][first].tolist())):
+            for j, (pid, hid) in enumerate(zip(prog[xr][first].tolist(), hlo[xr][first].tolist(), strict=False)):
                 hlo_name = strings[hid].rsplit("::", 1)[-1]
                 program: HloProgram | None = programs.get(pid)
                 if program is not None:
@@ -371,7 +371,7 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
             names_tr = plane.name_id[live_rows[tr]].astype(np.int64)
             code, first = factorize(tfop[tr], names_tr)
             pair_op = np.empty(first.shape[0], dtype=np.int64)
-            for j, (tid, nid) in enumerate(zip(tfop[tr][first].tolist(), names_tr[first].tolist())):
+            for j, (tid, nid) in enumerate(zip(tfop[tr][first].tolist(), names_tr[first].tolist(), strict=False)):
                 full = strings[tid]
                 parsed = tf_op.parse_tf_op(full)
                 pair_op[j] = intern(0, f"{parsed.name}/{strings[nid]}", parsed.type or "unknown", full)
@@ -424,7 +424,7 @@ def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, 
     kernel, or XLA does not know)."""
     programs = hlo_programs(store)
     flops, total, hbm = (np.zeros(len(ev.op_name), dtype=np.float64) for _ in range(3))
-    for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id)):
+    for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id, strict=False)):
         if program_id not in programs:
             continue
         flops[k] = hlo_op_flops(store, program_id).get(name, 0)
@@ -465,7 +465,7 @@ def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
     index: dict[str, int] = {}
     types: list[str] = []
     keys = np.empty(db.n_ops, dtype=np.int64)
-    for i, (name, prov) in enumerate(zip(db.name.tolist(), db.provenance.tolist())):
+    for i, (name, prov) in enumerate(zip(db.name.tolist(), db.provenance.tolist(), strict=False)):
         if prov:
             parsed = tf_op.parse_tf_op(prov)
             fw_name, fw_type = parsed.name, parsed.type or "Unknown"
@@ -506,7 +506,7 @@ def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
     keys = np.empty(sum(d.n_ops for d in parts), dtype=np.int64)
     i = 0
     for d in parts:
-        for key in zip(d.name.tolist(), d.type.tolist(), d.provenance.tolist(), d.program_id.tolist()):
+        for key in zip(d.name.tolist(), d.type.tolist(), d.provenance.tolist(), d.program_id.tolist(), strict=False):
             keys[i] = index.setdefault(key, len(index))
             i += 1
     n = len(index)
@@ -517,7 +517,7 @@ def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
     sums = _group(keys, n, np.arange(keys.shape[0]), cat("occurrences").astype(np.float64),
                   cat("time_ps").astype(np.float64), cat("self_time_ps").astype(np.float64), cat("flops"),
                   cat("bytes_accessed"), cat("is_eager"), np.concatenate([d.hbm for d in parts]))
-    name, op_type, provenance, program_id = (list(col) for col in zip(*index))
+    name, op_type, provenance, program_id = (list(col) for col in zip(*index, strict=False))
     return OpMetricsDb(
         name=np.array(name, dtype=object), type=np.array(op_type, dtype=object),
         provenance=np.array(provenance, dtype=object), program_id=np.array(program_id, dtype=np.int64),

@@ -126,8 +126,8 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
     # Select ops (per distinct op: op counts are in the thousands, events in the millions).
     keep = db.self_time_ps / 1e6 >= min_self_us
     if show is not None or hide is not None:
-        names = [f"{n}\n{tf_op.parse_tf_op(p).name if p else ''}" for n, p in zip(db.name.tolist(),
-                                                                                    db.provenance.tolist())]
+        names = [f"{n}\n{tf_op.parse_tf_op(p).name if p else ''}"
+                 for n, p in zip(db.name.tolist(), db.provenance.tolist(), strict=False)]
         if show is not None:
             keep &= np.fromiter((any(show.search(x) for x in nm.split("\n")) for nm in names), bool, len(names))
         if hide is not None:

@@ -73,7 +73,7 @@ def input_ops(stores: Sequence[ProfileStore]) -> Table:
     sp = np.array(self_ps, dtype=np.float64)
     total = float(sp.sum())
     order = np.lexsort((np.array(names, dtype=object).astype(str), -sp)) if names else np.zeros(0, np.int64)
-    cats = [categorize_input_op(n, t) for n, t in zip(names, types)]
+    cats = [categorize_input_op(n, t) for n, t in zip(names, types, strict=False)]
     cols = [Column("op_name", "Input op", "str"), Column("host", "Host", "str"), Column("count", "Count", "int"),
             Column("time_ms", "Total time", "float", "ms"),
             Column("time_percent", "Total time", "float", "%", "of the summed self time of all input ops"),
@@ -91,7 +91,7 @@ def input_ops(stores: Sequence[ProfileStore]) -> Table:
 def host_breakdown_us(ops: Table, avg_step_ms: float, avg_h2d_ms: float) -> dict[str, float]:
     """XProf's host input-time split: self time per category, scaled to the non-enqueue time."""
     by_cat: dict[str, float] = {ENQUEUE: 0.0, DEMANDED_READ: 0.0, ADVANCED_READ: 0.0, PREPROCESSING: 0.0}
-    for cat, ms in zip(ops.data["category"].tolist(), ops.data["self_time_ms"].tolist()):
+    for cat, ms in zip(ops.data["category"].tolist(), ops.data["self_time_ms"].tolist(), strict=False):
         by_cat[cat] = by_cat.get(cat, 0.0) + ms * 1000.0
     enqueue = by_cat[ENQUEUE]
     total_input = by_cat[DEMANDED_READ] + by_cat[ADVANCED_READ] + by_cat[PREPROCESSING]

@@ -30,7 +30,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     sel = np.arange(st.n_steps) if want in (-1, None) else np.array([want], np.int64)
     sel = sel[(sel >= 0) & (sel < st.n_steps)]
     cores: list[dict[str, Any]] = []
-    for h, (host, steps) in enumerate(zip(st.hosts, st.per_host)):
+    for h, (host, steps) in enumerate(zip(st.hosts, st.per_host, strict=False)):
         k = st.step_index[h, sel] if len(sel) else np.zeros(0, np.int64)
         dur_us = steps.duration_ps[k] / 1e6
         mats = [("all devices" if steps.has_device else "host", steps.type_ps[k])]
@@ -62,7 +62,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "bottleneck": np.stack([np.array(c["bottleneck"], dtype=object) for c in cores], 1).reshape(-1)
         if cores else [],
     }
-    for label, col in zip(LABELS, table_cols[6:]):
+    for label, col in zip(LABELS, table_cols[6:], strict=False):
         values[col.name] = np.stack([c["breakdown_us"][label] for c in cores], 1).reshape(-1) if cores else []
     env = run_environment(stores)
     return {

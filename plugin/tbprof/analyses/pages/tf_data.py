@@ -83,7 +83,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     ids = p.event_stat(id_sid).dense_int(p.n_events)[rows] if id_sid >= 0 else np.full(len(rows), -1)
     pids = p.event_stat(pid_sid).dense_int(p.n_events)[rows] if pid_sid >= 0 else np.full(len(rows), -1)
     # Iterator id -> parent id -> ... -> root id (a few hundred ids at most).
-    parent_of = dict(zip(ids.tolist(), pids.tolist()))
+    parent_of = dict(zip(ids.tolist(), pids.tolist(), strict=False))
     root_cache: dict[int, int] = {}
 
     def root_of(i: int) -> int:

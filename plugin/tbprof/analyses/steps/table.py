@@ -48,7 +48,7 @@ class StepTable:
     def steps_json(self) -> dict[str, Any]:
         return {"step_source": self.source, "method": self.method, "detail": self.detail,
                 "diagnosis": self.diagnosis, "step_count": self.n_steps, "notes": self.notes,
-                "per_host": [{"host": h, **s.to_json()} for h, s in zip(self.hosts, self.per_host)]}
+                "per_host": [{"host": h, **s.to_json()} for h, s in zip(self.hosts, self.per_host, strict=False)]}
 
 
 def _align(per_host: list[Steps]) -> np.ndarray:
@@ -97,7 +97,7 @@ def step_table(stores: Sequence[ProfileStore]) -> StepTable:
     nums = np.array([per_host[int(crit[j])].step_nums[int(idx[int(crit[j]), j])] for j in range(n_steps)],
                     dtype=np.int64)
     diagnosis = "; ".join(f"{h}: {s.diagnosis}" if n_hosts > 1 else s.diagnosis
-                          for h, s in zip(hosts, per_host) if s.diagnosis)
+                          for h, s in zip(hosts, per_host, strict=False) if s.diagnosis)
     notes = sorted({n for s in per_host for n in s.notes})
     if n_hosts > 1:
         counts = [s.n_steps for s in per_host]

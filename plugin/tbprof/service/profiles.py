@@ -19,18 +19,25 @@ from tbprof.analyses.tool import Tool
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
+from tbprof.service.executor import DaskExecutor, Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
+from tbprof.store.fs import Location, location
 
 log = logging.getLogger("tbprof")
 
 ALL_HOSTS = "__all__"
+# Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
+# convert on the executor, whose workers hand stores over through the cache.
+PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
 
 class Profiles:
-    def __init__(self, logdir: Path, cache_dir: Path | None = None, memory_bytes: int | None = None,
-                 memo_entries: int = 512) -> None:
-        self.logdir = Path(logdir)
+    def __init__(self, logdir: Location | str, cache_dir: Path | None = None, memory_bytes: int | None = None,
+                 memo_entries: int = 512, executor: Executor | None = None) -> None:
+        self.logdir = location(logdir)
+        # Per-host conversions of multi-host requests (see prepare); in-process unless given.
+        self.executor: Executor = executor if executor is not None else InProcess()
         self.index = RunIndex(self.logdir)
         kwargs: dict[str, Any] = {"cache_dir": cache_dir}
         if memory_bytes is not None:
@@ -41,6 +48,7 @@ class Profiles:
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[Any] = []
+        self.progress: Progress | None = None  # the CLI's progress bar, when it has one
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -111,6 +119,27 @@ class Profiles:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
 
+    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None) -> list[dict[str, Any]]:
+        """Converts the hosts not yet converted on the executor, in parallel, into the disk cache.
+
+        Returns the per-host results (summary or error) in completion order; ``progress`` is
+        called with (done, total) as each host finishes. With the in-process executor, or one
+        host to convert, nothing is done here: ``store`` converts on first use as before.
+        """
+        fmt = self.store_format(run)
+        if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+            return []
+        todo = [HostTask(h, str(run.hosts[h]), run.kind, str(self.cache.cache_dir))
+                for h in hosts if not self.is_loaded(run, h)]
+        if len(todo) < 2 or (self.executor.workers < 2 and not isinstance(self.executor, DaskExecutor)):
+            return []
+        results: list[dict[str, Any]] = []
+        for result in self.executor.map_hosts(todo):
+            results.append(result)
+            if progress is not None:
+                progress(len(results), len(todo))
+        return results
+
     def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[Any], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
@@ -121,6 +150,8 @@ class Profiles:
         stores: list[Any] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
+        if len(hosts) > 1:
+            self.prepare(run, hosts, self.progress)
         for h in hosts:
             try:
                 stores.append(self.store(run, h))
@@ -152,6 +183,8 @@ class Profiles:
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
         fmt = self.store_format(run)
+        if len(run.hosts) > 1:
+            self.prepare(run, list(run.hosts), self.progress)
         stores = [self.store(run, h) for h in run.hosts]
         names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
         with self._memo_lock:

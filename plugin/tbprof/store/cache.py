@@ -15,13 +15,14 @@ from typing import Any
 
 from tbprof.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.fs import Location
 from tbprof.store.memory_guard import check_fits
 from tbprof.store.paths import default_cache_dir
 from tbprof.store.tables import ProfileStore
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 
-Loader = Callable[[Path], Any]
+Loader = Callable[[Location], Any]
 
 
 class ProfileCache:
@@ -37,7 +38,7 @@ class ProfileCache:
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
 
-    def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
+    def get(self, path: Location, loader: Loader, kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
         key = cache_key(path, kind)
         with self._lock:
@@ -95,7 +96,7 @@ class ProfileCache:
         while self._savers:
             self._savers.pop().join()
 
-    def contains(self, path: Path, kind: str = "xspace") -> bool:
+    def contains(self, path: Location, kind: str = "xspace") -> bool:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
         try:
             key = cache_key(path, kind)

@@ -28,6 +28,7 @@ class TbprofPlugin(base_plugin.TBPlugin):
         from tbprof.service.executor import make_executor
 
         executor = make_executor(getattr(flags, "tbprof_workers", None), getattr(flags, "tbprof_dask_scheduler", None))
+        executor.start()
         self._app = create_app(self._logdir or "/nonexistent", cache_dir=Path(cache_dir) if cache_dir else None,
                                prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)
 

@@ -29,9 +29,11 @@ class CliError(Exception):
 def executor_from(args: argparse.Namespace) -> Executor:
     """The executor of ``--workers`` / ``--dask-scheduler`` (and their environment variables)."""
     try:
-        return make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
     except ValueError as e:
         raise CliError(str(e)) from None
+    executor.start()
+    return executor
 
 
 def terminal_progress(done: int, total: int) -> None:

@@ -91,6 +91,7 @@ class Listing:
     def refresh(self, root_key: str) -> dict[str, FileInfo]:
         """Lists every file below ``root_key`` in one recursive listing and keeps the result."""
         try:
+            self.fs.invalidate_cache(root_key)  # ours is the one listing cache; fsspec's would hide new files
             found = self.fs.find(root_key, detail=True, withdirs=False)
         except FileNotFoundError:
             found = {}
@@ -98,12 +99,26 @@ class Listing:
             raise StorageError(self.url(root_key), f"cannot list the location: {describe_error(e)}") from e
         files = {k.rstrip("/"): FileInfo(int(v.get("size") or 0), _mtime_ns(v))
                  for k, v in found.items() if v.get("type", "file") != "directory"}
+        if not files:
+            self._check_bucket(root_key)
         with self._lock:
             # Keep other roots' entries (a CLI may name a file and its folder); replace this root's.
             prefix = root_key.rstrip("/") + "/"
             self.files = {k: v for k, v in self.files.items() if not (k == root_key or k.startswith(prefix))}
             self.files.update(files)
         return files
+
+    def _check_bucket(self, root_key: str) -> None:
+        """An empty listing: say so when the bucket itself is missing (backends list a missing
+        bucket as nothing), instead of "no profiles found"."""
+        bucket = root_key.split("/", 1)[0]
+        try:
+            exists = bool(self.fs.exists(bucket))
+        except Exception as e:
+            raise StorageError(self.url(root_key), f"cannot list the location: {describe_error(e)}") from e
+        if not exists:
+            raise StorageError(self.url(root_key), f"the bucket {bucket!r} does not exist (or these credentials "
+                               "cannot see it)")
 
     def info(self, key: str) -> FileInfo | None:
         with self._lock:

@@ -1,0 +1,115 @@
+"""Logdirs on S3 (moto's real S3 server over HTTP, s3fs): the same runs and numbers as the
+local copy of the same files, through the Python service, the CLI and `tbprof serve`.
+
+TensorBoard itself is not run on ``s3://`` here: TensorBoard 2.21 with TensorFlow installed
+refuses the scheme at start (``Unsupported filename scheme 's3'``, its own event ingestion
+needs ``tensorflow-io``) before it loads any plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import servers
+from tests.remote.conftest import S3
+
+pytestmark = pytest.mark.slow
+
+
+def _without_paths(value: Any) -> Any:
+    """The result as JSON with file locations dropped: the remote side names s3:// URLs, the local one paths."""
+    from tbprof.analyses.encode import to_json_bytes
+
+    return _drop_paths(json.loads(to_json_bytes(value)))
+
+
+def _drop_paths(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_paths(v) for k, v in value.items() if k not in ("source_path", "file", "path")}
+    if isinstance(value, list):
+        return [_drop_paths(v) for v in value]
+    return value
+
+
+def test_runs_and_numbers_match_local(s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
+    from tbprof.service.profiles import Profiles
+    from tbprof.service.summary import summary
+
+    remote = Profiles(s3_logdir, cache_dir=tmp_path / "cache_remote")
+    local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
+    remote_runs, local_runs = remote.runs(), local.runs()
+    # Same run names, kinds and host names: discovery reads names only, wherever they are.
+    assert {n: (r.kind, sorted(r.hosts)) for n, r in remote_runs.items()} == \
+           {n: (r.kind, sorted(r.hosts)) for n, r in local_runs.items()}
+    pod = next(n for n in remote_runs if n.startswith("jax_2hosts/"))
+    assert str(remote_runs[pod].hosts["worker0"]).startswith("s3://tbprof-logs/logs/jax_2hosts/")
+    assert _without_paths(summary(remote, remote_runs[pod])) == _without_paths(summary(local, local_runs[pod]))
+    tool = remote.tool("overview_page")
+    assert _without_paths(remote.compute(remote_runs[pod], list(remote_runs[pod].hosts), tool, {})) == \
+           _without_paths(local.compute(local_runs[pod], list(local_runs[pod].hosts), tool, {}))
+
+
+def test_listing_is_cached_between_refreshes(s3_logdir: str, tmp_path: Path) -> None:
+    from tbprof.service.logdir import MIN_REFRESH_S, RunIndex
+    from tbprof.store.fs import UrlPath, location
+
+    root = location(s3_logdir)
+    assert isinstance(root, UrlPath)
+    index = RunIndex(root, ttl_s=3600)
+    first = index.runs()
+    # A file added after the listing is not seen until a refresh: the index did not list again.
+    root.listing.fs.pipe("tbprof-logs/logs/late/plugins/profile/s1/h.xplane.pb", b"x")  # type: ignore[attr-defined]
+    try:
+        assert index.runs() is first
+        time.sleep(MIN_REFRESH_S + 0.1)  # a forced refresh of a URL waits this long since the last listing
+        assert "late/s1" in index.runs(refresh=True)
+    finally:
+        root.listing.fs.rm("tbprof-logs/logs/late", recursive=True)  # type: ignore[attr-defined]
+
+
+def _cli(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **env, "PYTHONPATH": str(servers.PLUGIN_SRC), "TBPROF_CACHE_DIR": str(tmp_path / "c")}
+    return subprocess.run([sys.executable, "-m", "tbprof.cli", *args], capture_output=True, text=True,
+                          env=full_env, timeout=300)
+
+
+def test_cli_summary_of_a_url(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
+    done = _cli(["summary", f"{s3_logdir}/jax_mlp", "--json", "--workers", "1"], s3.env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    local = _cli(["summary", str(profiles_root / "jax_mlp"), "--json", "--workers", "1"], {}, tmp_path)
+    assert _without_paths(json.loads(done.stdout)) == _without_paths(json.loads(local.stdout))
+
+
+def test_missing_bucket_and_bad_credentials_are_clear(s3: S3, tmp_path: Path) -> None:
+    done = _cli(["summary", "s3://no-such-bucket/logs"], s3.env, tmp_path)
+    assert done.returncode == 2  # unreadable profile / storage
+    assert "bucket 'no-such-bucket' does not exist" in done.stderr and "Traceback" not in done.stderr
+    # An endpoint nobody listens on (port 9 is discard; nothing serves it here): the reason is named.
+    done = _cli(["summary", "s3://tbprof-logs/logs"], {**s3.env, "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+                                                       "AWS_MAX_ATTEMPTS": "1"}, tmp_path)
+    assert done.returncode == 2 and "cannot list" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_serve_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
+    from tbprof.service.profiles import Profiles
+
+    local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
+    pod = next(n for n in local.runs() if n.startswith("jax_2hosts/"))
+    expected = _without_paths(local.compute(local.runs()[pod], list(local.runs()[pod].hosts),
+                                            local.tool("overview_page"), {}))
+    with servers.tbprof_serve(s3_logdir, tmp_path / "cache", tmp_path / "serve.log", extra_env=s3.env,
+                              extra_args=("--workers", "2")) as srv:
+        status, body = srv.get_json("runs")
+        assert status == 200, body
+        assert pod in {r["run"] for r in body["runs"]}
+        status, data = srv.get_json(f"data?run={pod}&host=__all__&tool=overview_page")
+        assert status == 200, data
+        assert _without_paths(data) == expected
+        assert "Traceback" not in srv.log()

@@ -152,8 +152,14 @@ class ProcessPool:
         todo = list(tasks)
         for attempt in range(TASK_RETRIES + 1):
             pool = self._get_pool()
-            futures: dict[Future[dict[str, Any]], HostTask] = {pool.submit(convert_host, t): t for t in todo}
+            futures: dict[Future[dict[str, Any]], HostTask] = {}
             broken: list[HostTask] = []
+            for i, t in enumerate(todo):
+                try:
+                    futures[pool.submit(convert_host, t)] = t
+                except BrokenProcessPool:  # a worker died before every host was handed out
+                    broken.extend(todo[i:])
+                    break
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -167,7 +173,8 @@ class ProcessPool:
             # A worker died (killed, out of memory): the pool is unusable; start a new one and
             # run the hosts it took down again.
             log.warning("tbprof: a worker process died; retrying %d host(s) (attempt %d)", len(broken), attempt + 1)
-            self._pool.shutdown(wait=False, cancel_futures=True) if self._pool is not None else None
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
             todo = broken
         for task in todo:

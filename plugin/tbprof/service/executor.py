@@ -47,6 +47,10 @@ class HostTask:
     path: str  # local path or fsspec URL of the host file
     kind: str  # a key of readers.kinds.KINDS
     cache_dir: str  # the disk cache every worker writes to (shared with the server)
+    # What the server's listing says of a URL's file, so a worker need not ask again (a
+    # request per host; the cache key must also be the server's).
+    size_bytes: int = -1
+    mtime_ns: int = -1
 
 
 def convert_host(task: HostTask) -> dict[str, Any]:
@@ -58,7 +62,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
     from tbprof.store.disk_cache import DiskCache, cache_key
-    from tbprof.store.fs import location
+    from tbprof.store.fs import FileInfo, UrlPath, location
     from tbprof.store.memory_guard import check_fits
     from tbprof.store.tables import ProfileStore
 
@@ -66,6 +70,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     try:
         kind = KINDS[task.kind]
         path = location(task.path)
+        if isinstance(path, UrlPath) and task.size_bytes >= 0:
+            path.listing.remember(path.key, FileInfo(task.size_bytes, task.mtime_ns))
         key = cache_key(path, kind.store_format)
         disk = DiskCache(Path(task.cache_dir))
         store = disk.load(key)

@@ -23,7 +23,7 @@ from tbprof.service.executor import DaskExecutor, Executor, HostTask, InProcess,
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
-from tbprof.store.fs import Location, location
+from tbprof.store.fs import Location, UrlPath, location
 
 log = logging.getLogger("tbprof")
 
@@ -129,8 +129,14 @@ class Profiles:
         fmt = self.store_format(run)
         if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
-        todo = [HostTask(h, str(run.hosts[h]), run.kind, str(self.cache.cache_dir))
-                for h in hosts if not self.is_loaded(run, h)]
+        todo = []
+        for h in hosts:
+            if self.is_loaded(run, h):
+                continue
+            path = run.hosts[h]
+            st = path.stat() if isinstance(path, UrlPath) else None  # from the listing: no request
+            todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
+                                 st.st_size if st else -1, st.st_mtime_ns if st else -1))
         if len(todo) < 2 or (self.executor.workers < 2 and not isinstance(self.executor, DaskExecutor)):
             return []
         results: list[dict[str, Any]] = []

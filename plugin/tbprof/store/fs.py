@@ -120,6 +120,11 @@ class Listing:
             raise StorageError(self.url(root_key), f"the bucket {bucket!r} does not exist (or these credentials "
                                "cannot see it)")
 
+    def remember(self, key: str, info: FileInfo) -> None:
+        """A file's info learnt elsewhere (the server's listing, handed to a worker)."""
+        with self._lock:
+            self.files[key] = info
+
     def info(self, key: str) -> FileInfo | None:
         with self._lock:
             hit = self.files.get(key)

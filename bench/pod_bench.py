@@ -132,6 +132,8 @@ def main() -> int:
         if not args.skip_dask:
             from distributed import LocalCluster
 
+            # The cluster's worker processes must import this checkout's tbprof, as the children do.
+            os.environ["PYTHONPATH"] = str(REPO / "plugin") + os.pathsep + os.environ.get("PYTHONPATH", "")
             t = time.perf_counter()
             with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
                 start_s = time.perf_counter() - t

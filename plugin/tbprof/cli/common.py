@@ -53,7 +53,7 @@ def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = N
     # a missing bucket) instead of "no such file".
     if isinstance(p, Path) and not p.exists():
         raise CliError(f"{path}: no such file or directory")
-    profiles = Profiles(p, cache_dir=Path(cache_dir) if cache_dir else None, executor=executor)
+    profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
     profiles.progress = terminal_progress
     return profiles
 

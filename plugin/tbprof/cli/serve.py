@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from tbprof import __version__
 from tbprof.cli.common import EXIT_OK, CliError, executor_from
@@ -31,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--logdir {args.logdir}: not a directory")
     no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
     executor = executor_from(args)
-    app = create_app(logdir, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+    app = create_app(logdir, cache_dir=args.cache_dir or None,
                      prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     run_simple(args.host, args.port, app, threaded=True, use_reloader=False)

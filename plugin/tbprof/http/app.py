@@ -117,7 +117,7 @@ def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
     return gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0)
 
 
-def create_app(logdir: Location | str, cache_dir: Path | None = None, prefix: str = "",
+def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",
                capture_enabled: bool = True, executor: Executor | None = None) -> TbprofApp:
     """The WSGI app; ``executor`` converts a pod's hosts (None: in this process)."""
     ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_enabled)

@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from tbprof.errors import ProfileReadError
@@ -61,9 +60,11 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     """
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
-    from tbprof.store.disk_cache import DiskCache, cache_key
+    from tbprof.store.disk_cache import cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
     from tbprof.store.memory_guard import check_fits
+    from tbprof.store.paths import user_cache_dir
+    from tbprof.store.remote_cache import open_disk_cache
     from tbprof.store.tables import ProfileStore
 
     started = time.perf_counter()
@@ -73,7 +74,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         if isinstance(path, UrlPath) and task.size_bytes >= 0:
             path.listing.remember(path.key, FileInfo(task.size_bytes, task.mtime_ns))
         key = cache_key(path, kind.store_format)
-        disk = DiskCache(Path(task.cache_dir))
+        disk = open_disk_cache(task.cache_dir, user_cache_dir())
         store = disk.load(key)
         cached = store is not None
         if store is None:

@@ -33,7 +33,7 @@ ALL_HOSTS = "__all__"
 PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
 
 class Profiles:
-    def __init__(self, logdir: Location | str, cache_dir: Path | None = None, memory_bytes: int | None = None,
+    def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
                  memo_entries: int = 512, executor: Executor | None = None) -> None:
         self.logdir = location(logdir)
         # Per-host conversions of multi-host requests (see prepare); in-process unless given.

@@ -6,6 +6,7 @@ browser tabs opening a cold 60 MB profile cost one conversion, not ten.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -15,9 +16,10 @@ from typing import Any
 
 from tbprof.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
-from tbprof.store.fs import Location
+from tbprof.store.fs import Location, is_url
 from tbprof.store.memory_guard import check_fits
-from tbprof.store.paths import default_cache_dir
+from tbprof.store.paths import default_cache_dir, user_cache_dir
+from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
 
 DEFAULT_MEMORY_BYTES = 4 << 30
@@ -26,10 +28,13 @@ Loader = Callable[[Location], Any]
 
 
 class ProfileCache:
-    def __init__(self, cache_dir: Path | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
                  use_disk: bool = True) -> None:
-        self.cache_dir = cache_dir or default_cache_dir()
-        self.disk = DiskCache(self.cache_dir) if use_disk else None
+        # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
+        explicit = os.environ.get("TBPROF_CACHE_DIR", "")
+        self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
+        self.disk: DiskCache | RemoteCache | None = (
+            open_disk_cache(self.cache_dir, user_cache_dir()) if use_disk else None)
         self.memory_bytes = memory_bytes
         self._lru: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._used_bytes = 0

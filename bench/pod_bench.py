@@ -26,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
+# The Dask scheduler runs in this process and imports the task's function: this checkout's.
+sys.path.insert(0, str(REPO / "plugin"))
 from make_pod import make_pod  # noqa: E402
 
 _CHILD = r"""

@@ -8,7 +8,7 @@ which it maps from the cache). The executor only ever ships strings (a path or U
 kind, a cache dir) to workers and dicts back.
 
 * ``InProcess``: ``--workers 1``; what tests and single-host runs use.
-* ``ProcessPool``: ``--workers N`` (default: the machine's cores); spawned worker processes
+* ``ProcessPool``: ``--workers N`` (default 1, see ``default_workers``); worker processes
   (never forked from a threaded server), kept for the life of the server. A worker that dies
   (OOM killer, a crash) breaks the pool: it is rebuilt and the unfinished hosts retried once.
 * ``DaskExecutor``: ``--dask-scheduler ADDRESS`` / ``$TBPROF_DASK_SCHEDULER``; Dask retries a
@@ -233,15 +233,24 @@ class DaskExecutor:
 
 
 def default_workers() -> int:
+    """``$TBPROF_WORKERS``, else 1 (in-process).
+
+    Not the core count: measured on 2 cores (bench/pod_bench.py, docs/remote.md), a process
+    pool is slower than converting in-process for every pod tried (2 hosts: 3.6 s vs 2.9 s for
+    ``tbprof summary``; 64 small hosts and 4 x 60 MB hosts too): the decoder already runs its
+    planes on threads with the GIL released, and handing a store over through the disk cache
+    (about 100 column files per host) costs more than converting it. Workers pay off with
+    more cores than the decoder's threads use, or on other machines (Dask).
+    """
     env = os.environ.get(WORKERS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return 1
 
 
 def make_executor(workers: int | None = None, dask_scheduler: str | None = None) -> Executor:
     """The executor the flags ask for: Dask when a scheduler is named (flag or environment),
-    else a process pool of ``workers`` (default: the cores), in-process for ``workers == 1``."""
+    else a process pool of ``workers`` (default ``default_workers()``), in-process for 1."""
     scheduler = dask_scheduler or os.environ.get(DASK_ENV, "").strip() or None
     if scheduler:
         return DaskExecutor(scheduler)

@@ -160,3 +160,53 @@ def test_dask_worker_killed_mid_run_is_retried(pod: Path, tmp_path: Path) -> Non
             assert started.is_set()
         finally:
             executor.close()
+
+
+def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Path) -> None:
+    """A scheduler and two workers started with the ``dask`` CLI (as on a cluster), used by
+    ``tbprof summary --dask-scheduler``: the same answer as in-process."""
+    import subprocess
+    import time
+
+    from tests.servers import PLUGIN_SRC, free_port
+
+    dask = str(Path(sys.executable).parent / "dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN_SRC)}
+    logs = [open(tmp_path / name, "wb") for name in ("scheduler.log", "worker.log")]
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=logs[0], stderr=logs[0], env=env, start_new_session=True)]
+    try:
+        procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                       "--no-dashboard", "--host", "127.0.0.1"],
+                                      stdout=logs[1], stderr=logs[1], env=env, start_new_session=True))
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        with Client(address, timeout=60) as client:
+            while len(client.scheduler_info()["workers"]) < 2:
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.2)
+
+        def cli(*extra: str) -> dict[str, Any]:
+            done = subprocess.run([sys.executable, "-m", "tbprof.cli", "summary", str(pod), "--json",
+                                   "--cache-dir", str(tmp_path / ("c" + str(len(extra)))), *extra],
+                                  capture_output=True, text=True, env=env, timeout=300)
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+        assert cli("--dask-scheduler", address) == cli()
+        # The workers converted every host into the cache the CLI named.
+        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=20)
+            except (ProcessLookupError, OSError):
+                pass
+            except Exception:
+                os.killpg(proc.pid, signal.SIGKILL)
+        for log in logs:
+            log.close()

@@ -210,3 +210,18 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
                 os.killpg(proc.pid, signal.SIGKILL)
         for log in logs:
             log.close()
+
+
+def test_progress_route_counts_converted_hosts(pod: Path, tmp_path: Path) -> None:
+    from werkzeug.test import Client
+
+    from tbprof.http.app import create_app
+
+    client = Client(create_app(pod, cache_dir=tmp_path / "cache"))
+    run = client.get("/runs").get_json()["runs"][0]["run"]
+    assert client.get("/progress", query_string={"run": run}).get_json()["hosts_converted"] == 0
+    assert client.get("/data", query_string={"run": run, "host": "__all__", "tool": "overview_page"}).status_code == 200
+    body = client.get("/progress", query_string={"run": run}).get_json()
+    assert (body["hosts_converted"], body["hosts_total"]) == (HOSTS, HOSTS)
+    missing = client.get("/progress", query_string={"run": "nope"})
+    assert missing.status_code == 404 and missing.get_json()["kind"] == "not_found"

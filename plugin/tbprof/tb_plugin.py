@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -24,9 +25,15 @@ class TbprofPlugin(base_plugin.TBPlugin):
         # Imported here, not at module level: TensorBoard imports every plugin's loader at start,
         # and the app (werkzeug routes, analyses) is only needed once tbprof's plugin is built.
         from tbprof.http.app import PLUGIN_PREFIX, create_app
-        from tbprof.service.executor import make_executor
+        from tbprof.service.executor import Executor, InProcess, make_executor
 
-        executor = make_executor(getattr(flags, "tbprof_workers", None), getattr(flags, "tbprof_dask_scheduler", None))
+        executor: Executor
+        try:
+            executor = make_executor(getattr(flags, "tbprof_workers", None),
+                                     getattr(flags, "tbprof_dask_scheduler", None))
+        except ValueError as e:  # a wrong scheduler address must not take TensorBoard down
+            logging.getLogger("tbprof").error("tbprof: %s; converting in TensorBoard's process instead", e)
+            executor = InProcess()
         executor.start()
         self._app = create_app(self._logdir or "/nonexistent", cache_dir=cache_dir or None,
                                prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)

@@ -127,7 +127,8 @@ class Profiles:
         host to convert, nothing is done here: ``store`` converts on first use as before.
         """
         fmt = self.store_format(run)
-        if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+        parallel = self.executor.workers >= 2 or isinstance(self.executor, DaskExecutor)
+        if not parallel or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
         todo = []
         for h in hosts:

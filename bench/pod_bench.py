@@ -81,9 +81,12 @@ def line(name: str, r: dict[str, float]) -> str:
 
 def s3_bench(pod: Path) -> None:
     """First (cold) and cached overview of the pod through moto's S3 server vs the local path."""
+    import logging
+
     import s3fs
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto logs every request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
@@ -95,11 +98,11 @@ def s3_bench(pod: Path) -> None:
         fs.mkdir("pod")
         fs.put(str(pod) + "/", "pod/logs/", recursive=True)
         with tempfile.TemporaryDirectory() as c_remote, tempfile.TemporaryDirectory() as c_local:
-            remote_cold = tbprof_cold("s3://pod/logs", 2, env=env, cache=c_remote)
-            remote_cached = tbprof_cold("s3://pod/logs", 2, env=env, cache=c_remote)
-            local_cold = tbprof_cold(str(pod), 2, cache=c_local)
-            local_cached = tbprof_cold(str(pod), 2, cache=c_local)
-        print(line("s3 cold (2 workers)", remote_cold))
+            remote_cold = tbprof_cold("s3://pod/logs", 1, env=env, cache=c_remote)
+            remote_cached = tbprof_cold("s3://pod/logs", 1, env=env, cache=c_remote)
+            local_cold = tbprof_cold(str(pod), 1, cache=c_local)
+            local_cached = tbprof_cold(str(pod), 1, cache=c_local)
+        print(line("s3 cold (in-process)", remote_cold))
         print(line("s3 cached", remote_cached))
         print(line("local cold", local_cold))
         print(line("local cached", local_cached))
@@ -147,6 +150,8 @@ def main() -> int:
             print(f"XProf all-hosts overview_page cold: {xp:.2f} s")
             print(f"tbprof 2 workers / XProf: {two['total_s'] / xp:.2f}x (target <= 0.5x); "
                   f"without import: {(two['total_s'] - two['import_s']) / xp:.2f}x")
+            print(f"tbprof 1 worker (the default) / XProf: {one['total_s'] / xp:.2f}x; "
+                  f"without import: {(one['total_s'] - one['import_s']) / xp:.2f}x")
         per_host_convert = one["convert_s"] / args.hosts
         per_host_combine = two["combine_s"] / args.hosts
         est = 1024 / 64 * per_host_convert + 1024 * per_host_combine

@@ -50,12 +50,12 @@ setup(
         "grpcio>=1.60",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2"],
+        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17"],
         # Real profiler servers for the capture tests: TensorFlow and JAX (CPU wheels).
         "capture-test": ["tensorflow-cpu==2.21.0", "jax[cpu]==0.10.2"],
     },
     entry_points={
         "tensorboard_plugins": ["tbprof = tbprof.tb_plugin:TbprofLoader"],
-        "console_scripts": ["tbprof = tbprof.cli:main"],
+        "console_scripts": ["tbprof = tbprof.cli.main:main"],
     },
 )

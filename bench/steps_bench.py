@@ -65,8 +65,6 @@ app = create_app(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
 client = Client(app)
 run = client.get("/data/plugin/tbprof/runs").get_json()["runs"][0]["run"]
 assert client.get("/data/plugin/tbprof/data", query_string={"run": run, "tool": "profile_summary"}).status_code == 200
-from tbprof.analyses import steps
-steps.WARM_UP.join()  # a server that has been up a moment: numba kernels loaded
 app.ctx.profiles.wait_warm()  # ... and the store's step columns derived in the background after it loaded
 out = {}
 for tool in sys.argv[3].split(","):

@@ -17,7 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, registry, roofline, tf_stats
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import op_metrics, op_profile
+from tbprof.domain import hlo_cost, roofline
+from tbprof.service import tools as registry
 from tests.analyses.test_hlo_flops_parity import (
     _JAX_2HOSTS_MERGED_OP,
     PROFILES,
@@ -51,7 +54,7 @@ def test_hlo_op_bytes_match_xprof_op_profile(profiles_root: Path, profile: str) 
     for x in xprof:
         name = x["name"].removesuffix(XPROF_DUPLICATES)
         if x["name"].endswith(XPROF_DUPLICATES):
-            same = [float(b) for n, b in zip(db.name, db.hbm) if n == name]
+            same = [float(b) for n, b in zip(db.name, db.hbm, strict=True) if n == name]
             assert len(same) > 1, name
             assert sum(same) == _hbm(x), name
             continue
@@ -76,10 +79,10 @@ def test_op_profile_leaf_bytes_match_xprof(profiles_root: Path, profile: str) ->
 def _device_rows(stores: list[Any], golden: str, skip_merged: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
-    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v)) for v in rows.rows())
+    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
     table = _golden(golden, "framework_op_stats")["include_idle"]
-    device = [x for x in (dict(zip(table["columns"], r)) for r in table["rows"])
+    device = [x for x in (dict(zip(table["columns"], r, strict=True)) for r in table["rows"])
               if x["host_or_device"] == "Device" and x["type"] != "IDLE"
               and not (skip_merged and x["operation"] == _JAX_2HOSTS_MERGED_OP)]
     return [(ours[(x["type"], x["operation"])], x) for x in device]
@@ -133,9 +136,9 @@ def test_framework_op_bound_by_matches_xprof(profiles_root: Path, profile: str) 
     rows = tf_stats.compute([_store_of(profiles_root, profile)], {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
     ours = {(r["host_or_device"], r["type"], r["operation"]): r["bound_by"]
-            for r in (dict(zip(names, v)) for v in rows.rows())}
+            for r in (dict(zip(names, v, strict=True)) for v in rows.rows())}
     table = _golden(profile, "framework_op_stats")["include_idle"]
-    xprof = [dict(zip(table["columns"], r)) for r in table["rows"]]
+    xprof = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     assert any(x["bound_by"] == roofline.HBM for x in xprof)
     for x in xprof:
         assert ours[(x["host_or_device"], x["type"], x["operation"])] == x["bound_by"], x["operation"]
@@ -171,7 +174,7 @@ def test_op_profile_category_bytes_match_xprof(profiles_root: Path, profile: str
         per_run = {pid: hlo_cost.hlo_op_bytes(store, pid)[name].hbm
                    for pid in (XPROF_MERGED_PROGRAM, SECOND_NORMAL_PROGRAM)}
         db = op_metrics.device_op_metrics(store)
-        runs = sum(int(o) for n, p, o in zip(db.name, db.program_id, db.occurrences)
+        runs = sum(int(o) for n, p, o in zip(db.name, db.program_id, db.occurrences, strict=True)
                    if n == name and p == SECOND_NORMAL_PROGRAM)
         merged_gap = runs * (per_run[XPROF_MERGED_PROGRAM] - per_run[SECOND_NORMAL_PROGRAM])
     for c in xprof["children"]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbprof.analyses import hlo_cost
-from tbprof.analyses.hlo_map import HloProgram
+from tbprof.domain import hlo_cost
+from tbprof.domain.hlo_map import HloProgram
 from tests.analyses.test_hlo_cost_units import F32, _Builder, _scalar_add
 
 S32, TUPLE = 4, 13

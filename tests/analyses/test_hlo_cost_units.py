@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tbprof.analyses import hlo_cost
-from tbprof.analyses.hlo_map import HloProgram
+from tbprof.domain import hlo_cost
+from tbprof.domain.hlo_map import HloProgram
 from tbprof.protos import hlo_pb2
 
 F32, U32 = 11, 8

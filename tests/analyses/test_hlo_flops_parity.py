@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import hlo_cost, op_metrics, op_profile, overview, registry, tf_stats
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import op_metrics, op_profile
+from tbprof.analyses.pages import overview
+from tbprof.domain import hlo_cost
+from tbprof.service import tools as registry
 from tests.analyses.test_ops_parity import _golden, _store_of
 
 PROFILES = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1")
@@ -45,7 +49,7 @@ def test_device_op_metrics_carry_xprof_flops(profiles_root: Path, profile: str) 
     wherever its occurrences are XProf's."""
     db = op_metrics.device_op_metrics(_store_of(profiles_root, profile))
     ours = {(int(p), str(n)): (int(o), float(f))
-            for n, p, o, f in zip(db.name, db.program_id, db.occurrences, db.flops)}
+            for n, p, o, f in zip(db.name, db.program_id, db.occurrences, db.flops, strict=True)}
     for x in _xprof_hlo_ops(profile):
         key = (int(x["program_id"]), x["name"].removesuffix(XPROF_DUPLICATES))
         occurrences, flops = ours[key]
@@ -113,10 +117,10 @@ def test_framework_op_flop_rate_matches_xprof(profiles_root: Path, profile: str)
     store = _store_of(profiles_root, profile)
     rows = tf_stats.compute([store], {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
-    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v)) for v in rows.rows())
+    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
     table = _golden(profile, "framework_op_stats")["include_idle"]
-    xprof = [dict(zip(table["columns"], r)) for r in table["rows"]]
+    xprof = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     device = [x for x in xprof if x["host_or_device"] == "Device" and x["type"] != "IDLE"]
     assert device
     compared = 0
@@ -136,7 +140,7 @@ def test_overview_top_device_op_flop_rate_matches_xprof(profiles_root: Path, pro
     with 0 FLOPs shows an empty rate in tbprof, 0 in XProf), except the merged jax_2hosts op."""
     table = overview.compute([_store_of(profiles_root, profile)], {})["tables"]["top_ops"]
     names = [c.name for c in table.columns]
-    ours = {r["name"]: r for r in (dict(zip(names, v)) for v in table.rows())}
+    ours = {r["name"]: r for r in (dict(zip(names, v, strict=True)) for v in table.rows())}
     compared = 0
     for x in _golden(profile, "overview_page")["top_device_ops"]:
         if x["flop_rate_gflops_per_sec"] == 0 or (profile.startswith("jax_2hosts")
@@ -153,10 +157,10 @@ def test_all_hosts_framework_op_flop_rate_matches_xprof(profiles_root: Path) -> 
     stores = [_store_of(profiles_root, "jax_2hosts_worker0"), _store_of(profiles_root, "jax_2hosts_worker1")]
     rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
-    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v)) for v in rows.rows())
+    ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
     table = _golden("jax_2hosts", "framework_op_stats")["include_idle"]
-    device = [x for x in (dict(zip(table["columns"], r)) for r in table["rows"])
+    device = [x for x in (dict(zip(table["columns"], r, strict=True)) for r in table["rows"])
               if x["host_or_device"] == "Device" and x["type"] != "IDLE" and x["operation"] != _JAX_2HOSTS_MERGED_OP]
     assert len(device) >= 5
     for x in device:

@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import kernel_stats, memory_profile, op_profile, registry, tf_stats
+from tbprof.analyses.memory import memory_profile
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import kernel_stats, op_profile
 from tbprof.readers.xplane import read_xspace
+from tbprof.service import tools as registry
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
 
@@ -44,13 +47,13 @@ def _store_of(root: Path, profile: str) -> ProfileStore:
 
 def _rows(table: Any) -> list[dict[str, Any]]:
     names = [c.name for c in table.columns]
-    return [dict(zip(names, r)) for r in table.rows()]
+    return [dict(zip(names, r, strict=True)) for r in table.rows()]
 
 
 def _xprof_op_rows(profile: str, idle: str) -> dict[tuple[str, str, str], dict[str, Any]]:
     g = _golden(profile, "framework_op_stats")
     table = g[idle]
-    rows = [dict(zip(table["columns"], r)) for r in table["rows"]]
+    rows = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     return {(r["host_or_device"], r.get("type", ""), r["operation"]): r for r in rows}
 
 
@@ -81,7 +84,7 @@ def test_framework_op_stats_without_idle_matches_xprof(profiles_root: Path, prof
     ours = {(r["host_or_device"], r["operation"]): r
             for r in _rows(tf_stats.compute([store], {"include_idle": False})["tables"]["ops"])}
     g = _golden(profile, "framework_op_stats")["exclude_idle"]
-    xprof = {(r[1], r[2]): dict(zip(g["columns"], r)) for r in g["rows"]}
+    xprof = {(r[1], r[2]): dict(zip(g["columns"], r, strict=True)) for r in g["rows"]}
     assert set(ours) == set(xprof)
     for key, x in xprof.items():
         for col in ("device_self_time_fraction", "device_cumulative_self_time_fraction",
@@ -107,7 +110,7 @@ def test_kernel_stats_matches_xprof(profiles_root: Path, profile: str) -> None:
     result = kernel_stats.compute([store], {})
     ours = _rows(result["tables"]["kernels"])
     g = _golden(profile, "kernel_stats")
-    xprof = [dict(zip(g["columns"], r)) for r in g["rows"]]
+    xprof = [dict(zip(g["columns"], r, strict=True)) for r in g["rows"]]
     assert len(ours) == len(xprof) == g["row_count"]
 
     def key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -116,7 +119,7 @@ def test_kernel_stats_matches_xprof(profiles_root: Path, profile: str) -> None:
 
     # Same rows in the same order (XProf: total duration descending, then the report key).
     assert [key(r) for r in ours] == [key(r) for r in xprof]
-    for o, x in zip(ours, xprof):
+    for o, x in zip(ours, xprof, strict=True):
         assert o["occurrences"] == x["occurrences"]
         for col in ("total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us"):
             assert o[col] == pytest.approx(x[col], rel=0.01), (key(o), col)
@@ -190,9 +193,9 @@ def test_kernel_stats_all_hosts_matches_xprof(profiles_root: Path) -> None:
     result = kernel_stats.compute(_both_hosts(profiles_root), {})
     ours = _rows(result["tables"]["kernels"])
     g = _golden("jax_2hosts", "kernel_stats")
-    xprof = [dict(zip(g["columns"], r)) for r in g["rows"]]
+    xprof = [dict(zip(g["columns"], r, strict=True)) for r in g["rows"]]
     assert len(ours) == len(xprof) == g["row_count"]
-    for o, x in zip(ours, xprof):
+    for o, x in zip(ours, xprof, strict=True):
         assert (o["kernel_name"], o["op_name"], o["grid_dim"], o["block_dim"], o["occurrences"]) == (
             x["kernel_name"], x["op_name"], x["grid_dim"], x["block_dim"], x["occurrences"])
         for col in ("total_duration_us", "min_duration_us", "max_duration_us"):

@@ -9,8 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.analyses import kernel_stats, memory_profile, op_profile, registry, tf_op, tf_stats
+from tbprof.analyses.memory import memory_profile
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import kernel_stats, op_profile
+from tbprof.analyses.tool import OptionError
+from tbprof.domain import tf_op
 from tbprof.readers.xplane import read_xspace
+from tbprof.service import tools as registry
 from tests.conftest import xplane_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -109,7 +114,8 @@ def test_op_profile_name_scopes_sum_the_op_table(profiles_root: Path) -> None:
     result = op_profile.compute([store], tool.parse_options({"include_idle": "false"}))
     ops = tf_stats.compute([store], {"include_idle": False})["tables"]["ops"].data
     scope = next(c for c in result["by_name_scope"]["children"] if c["name"] == "gradient_tape")
-    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"]) if op.startswith("gradient_tape/"))
+    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"], strict=True)
+               if op.startswith("gradient_tape/"))
     assert scope["self_time_us"] == pytest.approx(want)
     assert result["by_name_scope"]["self_time_us"] == pytest.approx(float(ops["total_self_time_us"].sum()))
 
@@ -130,7 +136,7 @@ def test_op_profile_options(profiles_root: Path) -> None:
     assert hidden["shown_op_count"] + shown["shown_op_count"] == base["shown_op_count"]
     big = op_profile.compute([store], tool.parse_options({"min_self_time_us": "1000"}))
     assert min(big["tables"]["ops"].data["self_time_us"]) >= 1000
-    with pytest.raises(registry.OptionError, match=r"regex '\[' does not compile"):
+    with pytest.raises(OptionError, match=r"regex '\[' does not compile"):
         tool.parse_options({"hide_name_regex": "["})
-    with pytest.raises(registry.OptionError, match="order_by"):
+    with pytest.raises(OptionError, match="order_by"):
         tool.parse_options({"order_by": "color"})

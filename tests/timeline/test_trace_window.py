@@ -165,13 +165,13 @@ def test_steps_track(stores: dict[str, ProfileStore]) -> None:
         assert set(store.strings.lookup(plane.name_id[steps.rows])) == {"train"}
 
 
-def test_pytorch_memory_counters(shared_profiles: Path) -> None:
+def test_pytorch_memory_counters(sample_profiles: Path) -> None:
     """Kineto's [memory] instants become one counter per device (values from plain JSON parsing)."""
     import json
 
     from tbprof.readers.chrome_trace import read_chrome_trace
 
-    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+    path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     events = [e for e in json.loads(path.read_text())["traceEvents"] if e.get("name") == "[memory]"]
     store = read_chrome_trace(path)
     counters = {t.name: t for t in track_index(store).tracks if t.kind == "counter"}

@@ -51,16 +51,14 @@ from typing import Any
 import numba
 import numpy as np
 
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
+from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.nesting import nesting_depth
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
-COUNTER_LINES_STAT = "counter_lines"
-FLOW_ID_STAT = "flow_id"
-FLOW_CATEGORY_STAT = "flow_category"
 GLOBAL_PID = "Global instant events"
 # Suffixes stripped from a file name to get its host name ("vm.trace.json.gz" -> "vm").
 HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
@@ -78,10 +76,6 @@ def host_of(path: Path) -> str:
             return name[: -len(suffix)]
     return name
 
-
-def is_counter_line(plane: tables.Plane, line: int) -> bool:
-    """Whether line ``line`` of a Chrome-trace plane holds counter samples, not slices."""
-    return line in plane.plane_stats.get(COUNTER_LINES_STAT, ())
 
 
 def read_chrome_trace(path: str | Path, host: str | None = None) -> tables.ProfileStore:
@@ -257,9 +251,9 @@ class _Builder:
         """Line index of each (pid, tid): one dictionary pass, ``_line`` once per distinct pair."""
         local: dict[tuple[Any, Any], int] = {}
         try:
-            codes = [local.setdefault(pt, len(local)) for pt in zip(pids, tids, strict=True)]
+            codes = [local.setdefault(pt, len(local)) for pt in zip(pids, tids, strict=False)]
         except TypeError:  # unhashable ids (lists, objects) are normalised one by one
-            return np.array([self._line(p, t, kind) for p, t in zip(pids, tids, strict=True)], dtype=np.int64)
+            return np.array([self._line(p, t, kind) for p, t in zip(pids, tids, strict=False)], dtype=np.int64)
         mapping = np.array([self._line(p, t, kind) for p, t in local], dtype=np.int64)
         return mapping[np.array(codes, dtype=np.int64)] if codes else np.zeros(0, np.int64)
 
@@ -293,7 +287,7 @@ class _Builder:
                 try:
                     raw[idx] = np.array(picked, dtype=np.int64)
                 except OverflowError:  # an integer beyond int64: one at a time
-                    for i, v in zip(idx.tolist(), picked, strict=True):
+                    for i, v in zip(idx.tolist(), picked, strict=False):
                         out_kind[i], raw[i] = _int_stat(v, intern)
                     continue
             elif code == tables.KIND_DOUBLE:
@@ -308,7 +302,7 @@ class _Builder:
                 code = tables.KIND_NONE
             else:
                 texts = {}
-                for i, v in zip(idx.tolist(), picked, strict=True):
+                for i, v in zip(idx.tolist(), picked, strict=False):
                     t = json.dumps(v, sort_keys=True, default=str)
                     raw[i] = texts[t] if t in texts else texts.setdefault(t, intern(t))
                 code = tables.KIND_STR
@@ -461,8 +455,8 @@ class _Builder:
         # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws them
         # across the whole trace; here they get a track of their own.
         is_global = [e.get("s") == "g" for e in instants]
-        line = self._lines([GLOBAL_PID if g else e.get("pid") for e, g in zip(instants, is_global, strict=True)],
-                           ["Global" if g else e.get("tid") for e, g in zip(instants, is_global, strict=True)])
+        line = self._lines([GLOBAL_PID if g else e.get("pid") for e, g in zip(instants, is_global, strict=False)],
+                           ["Global" if g else e.get("tid") for e, g in zip(instants, is_global, strict=False)])
         first = self._append(line, ts, np.zeros(ts.shape[0]), [e.get("name", "") for e in instants],
                              [e.get("cat") for e in instants])
         self._add_args(first, instants)
@@ -728,7 +722,7 @@ class _Builder:
         seen: dict[str, int] = defaultdict(int)
         for n in names:
             seen[n] += 1
-        for plane, pid, name in zip(planes, pids, names, strict=True):
+        for plane, pid, name in zip(planes, pids, names, strict=False):
             plane.name = f"{name} (pid {pid})" if seen[name] > 1 else name
 
 

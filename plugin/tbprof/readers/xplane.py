@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import wire_scan, xplane_columns
-from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.wire_scan import hash_spans
 from tbprof.store import tables
 from tbprof.store.nesting import nesting_depth
@@ -180,7 +180,8 @@ def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: n
         digest = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets, lengths)
         _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
         ids = np.array([strings.intern(raw[o:o + n].decode("utf-8", errors="replace"))
-                        for o, n in zip(offsets[first].tolist(), lengths[first].tolist())], dtype=np.int64)
+                        for o, n in zip(offsets[first].tolist(), lengths[first].tolist(), strict=False)],
+                       dtype=np.int64)
         value[str_rows] = ids[inverse]
     for row, o, n in texts[~is_str].tolist():
         blobs.append(raw[o:o + n])
@@ -192,7 +193,7 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
                  sc: wire_scan.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
     blobs: list[bytes] = []
     stat_ids, stat_names = _stat_name_ids(pmsg, strings)
-    stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist()))
+    stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
 
     # Event metadata table.
     meta_ids = np.array(sorted(pmsg.event_metadata.keys()), dtype=np.int64)

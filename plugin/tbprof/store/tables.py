@@ -183,7 +183,7 @@ class Plane:
 
     def line_index(self, name: str) -> int:
         """Index of the first line called ``name`` (or with that display name), else -1."""
-        for i, (n, d) in enumerate(zip(self.line_names, self.line_display_names)):
+        for i, (n, d) in enumerate(zip(self.line_names, self.line_display_names, strict=False)):
             if n == name or d == name:
                 return i
         return -1

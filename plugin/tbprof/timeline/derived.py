@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof.domain.hlo_map import hlo_programs
+from tbprof.domain.tf_op import name_scopes, parse_tf_op
 from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -77,10 +79,6 @@ def _framework_lines(store: ProfileStore, plane: Plane, rows: np.ndarray, step: 
     event with fewer scopes ends the level's run); a child that would end with its parent ends
     1 ns earlier (as XProf draws it).
     """
-    # Imported here: the analyses package imports the trace_viewer tool, which imports this.
-    from tbprof.analyses.hlo_map import hlo_programs
-    from tbprof.analyses.tf_op import name_scopes, parse_tf_op
-
     programs = hlo_programs(store)
     if not programs:
         return []

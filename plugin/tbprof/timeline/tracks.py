@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.readers.chrome_trace import is_counter_line
+from tbprof.store.markers import is_counter_line
 from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
 from tbprof.timeline.derived import DerivedEvents, derived_lines

@@ -31,7 +31,7 @@ def _outcome(fn: Any) -> tuple[str, Any]:
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
-    from tbprof.readers.errors import ProfileReadError
+    from tbprof.errors import ProfileReadError
     from tbprof.readers.xplane import xspace_from_bytes
 
     counts = {"ok": 0, "wire_error": 0, "read_ok": 0, "read_error": 0}

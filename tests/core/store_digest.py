@@ -58,14 +58,23 @@ def store_digest(store: tables.ProfileStore) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    """python -m tests.core.store_digest UNPACKED_ROOT: writes store_digests.json."""
+    """python -m tests.core.store_digest [--check] UNPACKED_ROOT: writes store_digests.json, or
+    with --check compares the current reader's stores with it (exit 1 on a difference)."""
     from tbprof.readers import xplane
 
-    root = Path(argv[1])
+    check = "--check" in argv
+    root = Path([a for a in argv[1:] if a != "--check"][0])
+    want = json.loads(DIGESTS.read_text()) if check else {}
     result = {}
     for name, host in PROFILES:
         path = next((root / name).rglob(f"{host}.xplane.pb"))
         result[f"{name}/{host}"] = store_digest(xplane.read_xspace(path))
+        if check:
+            key = f"{name}/{host}"
+            diff = sorted(k for k in set(want[key]) | set(result[key]) if want[key].get(k) != result[key].get(k))
+            print(f"{key}: {len(result[key])} columns, {'identical' if not diff else f'DIFFER: {diff}'}")
+    if check:
+        return 0 if result == want else 1
     DIGESTS.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0
 

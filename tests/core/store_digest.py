@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     from tbprof.readers import xplane
 
     check = "--check" in argv
-    root = Path([a for a in argv[1:] if a != "--check"][0])
+    root = Path(next(a for a in argv[1:] if a != "--check"))
     want = json.loads(DIGESTS.read_text()) if check else {}
     result = {}
     for name, host in PROFILES:

@@ -17,11 +17,10 @@ Parallel decode (``scan``): a cheap serial *index* pass walks space -> plane -> 
 headers (a tag and a length per event, no descent into events), which fixes every event's row
 and cuts the lines into chunks of about ``chunk_bytes`` at event boundaries (one huge line, such
 as a Python tracer thread holding 93 % of jax_large's events, is split too). Threads then decode
-the chunks with the GIL released, each writing events at their exact rows and stats into its
-own region of the stat buffers (sized by the same bytes-per-stat bound as the serial scanner);
-a final pass moves the regions together. Any surprise (an error, a region too small, a metadata
-id beyond int32) falls back to the serial scan, which reports the first error in wire order
-exactly as before.
+the chunks with the GIL released, each writing events at their exact rows and stats into buffers
+of its chunk, which a final pass copies into exact-size columns. Any surprise (an error, a
+metadata id beyond int32) falls back to the serial scan, which reports the first error in wire
+order exactly as the numba scanner did.
 
 Wire facts (proto3, field numbers from ``protos/xplane.proto``):
   XSpace: planes=1 (LEN); XPlane: lines=3 (LEN); XLine: events=4 (LEN);
@@ -30,8 +29,8 @@ Wire facts (proto3, field numbers from ``protos/xplane.proto``):
 """
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, realloc
-from libc.string cimport memmove
+from libc.stdlib cimport calloc, free, realloc
+from libc.string cimport memcpy
 
 import threading
 
@@ -51,7 +50,7 @@ ERR_TRUNCATED = 1
 ERR_BAD_WIRE_TYPE = 2
 ERR_BAD_VARINT = 3
 ERR_LENGTH = 4
-ERR_CAPACITY = 5  # an output region is too small (internal: triggers the exact two-pass scan)
+ERR_CAPACITY = 5  # internal: the index pass and a chunk disagree (triggers the serial scan)
 ERR_TOO_MANY = 6
 ERR_NO_MEMORY = 7
 
@@ -82,6 +81,7 @@ cdef enum:
     C_CAPACITY = 5
     C_TOO_MANY = 6
     C_NO_MEMORY = 7
+    C_REGION_FULL = 8  # a chunk's stat or text buffer is full: grow it and decode the chunk again
 
 cdef int64_t C_MAX_ROWS = 2147483647
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
@@ -269,12 +269,12 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             if s.stats_before + s.n_stats >= C_MAX_ROWS:
                 return C_TOO_MANY
             if s.fill and s.n_stats >= s.st_cap:
-                return C_CAPACITY
+                return C_REGION_FULL
             st_slot = s.n_stats
             if s_kind == C_KIND_STR or s_kind == C_KIND_BYTES:
                 if s.fill:
                     if s.n_texts >= s.tx_cap:
-                        return C_CAPACITY
+                        return C_REGION_FULL
                     s.texts[3 * s.n_texts] = s.st_row0 + st_slot
                     s.texts[3 * s.n_texts + 1] = s_off
                     s.texts[3 * s.n_texts + 2] = s_len
@@ -734,22 +734,82 @@ cdef int fill_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept 
     return 0 if ev == ev_end else C_CAPACITY
 
 
-cdef class _ParallelScan:
-    """State shared by the threads of one parallel scan: the chunk table and the outputs."""
+cdef struct ChunkOut:
+    # One chunk's stats and texts, in buffers of its own (malloc, grown on demand).
+    int32_t* owner
+    int32_t* meta
+    int8_t* kind
+    int64_t* value
+    int64_t* texts  # (n, 3)
+    int64_t st_cap
+    int64_t tx_cap
+    int64_t n_stats
+    int64_t n_texts
+    int64_t n_wide
+    int err
 
-    cdef object buf_arr, chunks_arr, region_arr, result_arr
+
+cdef int grow_chunk(ChunkOut* c, int64_t st_cap, int64_t tx_cap) noexcept nogil:
+    cdef void* p
+    if st_cap > c.st_cap:
+        p = realloc(c.owner, st_cap * sizeof(int32_t))
+        if p == NULL:
+            return C_NO_MEMORY
+        c.owner = <int32_t*>p
+        p = realloc(c.meta, st_cap * sizeof(int32_t))
+        if p == NULL:
+            return C_NO_MEMORY
+        c.meta = <int32_t*>p
+        p = realloc(c.kind, st_cap * sizeof(int8_t))
+        if p == NULL:
+            return C_NO_MEMORY
+        c.kind = <int8_t*>p
+        p = realloc(c.value, st_cap * sizeof(int64_t))
+        if p == NULL:
+            return C_NO_MEMORY
+        c.value = <int64_t*>p
+        c.st_cap = st_cap
+    if tx_cap > c.tx_cap:
+        p = realloc(c.texts, 3 * tx_cap * sizeof(int64_t))
+        if p == NULL:
+            return C_NO_MEMORY
+        c.texts = <int64_t*>p
+        c.tx_cap = tx_cap
+    return 0
+
+
+cdef class _ParallelScan:
+    """State shared by the threads of one parallel scan: the chunk table and the outputs.
+
+    Events go straight to their rows of the event columns (the index pass counted them).
+    Stats and texts go to per-chunk buffers that are copied into exact-size columns at the
+    end: regions of one big buffer would cost more, because numpy asks for transparent huge
+    pages on large arrays and a barely used 2 MB page per chunk and column is still zeroed.
+    """
+
+    cdef object buf_arr, chunks_arr
     cdef const uint8_t* buf
     cdef int64_t* chunks  # (n_chunks, 5)
-    cdef int64_t* region  # (n_chunks, 2): first stat slot, first text slot of the chunk's region
-    cdef int64_t* result  # (n_chunks, 4): error, stats, texts, wide ids
+    cdef ChunkOut* out
     cdef Py_ssize_t n_chunks
-    cdef _Columns cols
+    cdef _Columns events
+
+    def __dealloc__(self):
+        cdef Py_ssize_t k
+        if self.out != NULL:
+            for k in range(self.n_chunks):
+                free(self.out[k].owner)
+                free(self.out[k].meta)
+                free(self.out[k].kind)
+                free(self.out[k].value)
+                free(self.out[k].texts)
+            free(self.out)
 
     def run(self, Py_ssize_t lo, Py_ssize_t hi):
         """Decodes chunks [lo, hi) with the GIL released."""
         cdef Sink base
         memset_sink(&base)
-        self.cols.bind(&base)
+        self.events.bind(&base)
         base.fill = True
         base.narrow = True
         with nogil:
@@ -758,57 +818,75 @@ cdef class _ParallelScan:
     cdef void _run(self, Py_ssize_t lo, Py_ssize_t hi, Sink* base) noexcept nogil:
         cdef Sink s
         cdef Py_ssize_t k
-        cdef int64_t st0, tx0
+        cdef ChunkOut* c
+        cdef int64_t chunk_bytes
+        cdef int err
         for k in range(lo, hi):
-            s = base[0]
-            st0 = self.region[2 * k]
-            tx0 = self.region[2 * k + 1]
-            s.st_owner = base.st_owner + st0
-            s.st_meta32 = base.st_meta32 + st0
-            s.st_kind = base.st_kind + st0
-            s.st_value = base.st_value + st0
-            s.texts = base.texts + 3 * tx0
-            s.st_cap = self.region[2 * (k + 1)] - st0
-            s.tx_cap = self.region[2 * (k + 1) + 1] - tx0
-            s.st_row0 = 0  # chunk-local; made global when the regions are joined
-            s.n_stats = 0
-            s.n_texts = 0
-            s.n_wide = 0
-            s.stats_before = 0
-            self.result[4 * k] = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-            self.result[4 * k + 1] = s.n_stats
-            self.result[4 * k + 2] = s.n_texts
-            self.result[4 * k + 3] = s.n_wide
+            c = &self.out[k]
+            chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
+            # Real profiles spend >= 16 bytes per stat and far more per text (jax_large: 16 and
+            # 60); a denser chunk grows its buffers and is decoded again.
+            err = grow_chunk(c, chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
+            while err == 0:
+                s = base[0]
+                s.st_owner = c.owner
+                s.st_meta32 = c.meta
+                s.st_kind = c.kind
+                s.st_value = c.value
+                s.texts = c.texts
+                s.st_cap = c.st_cap
+                s.tx_cap = c.tx_cap
+                s.st_row0 = 0  # chunk-local; made global when the chunks are joined
+                s.n_stats = 0
+                s.n_texts = 0
+                s.n_wide = 0
+                s.stats_before = 0
+                err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+                c.n_stats = s.n_stats
+                c.n_texts = s.n_texts
+                c.n_wide = s.n_wide
+                if err != C_REGION_FULL:
+                    break
+                # A stat takes >= 2 bytes and a text >= 3: doubling ends within a few rounds.
+                err = grow_chunk(c, 2 * c.st_cap if s.n_stats >= c.st_cap else c.st_cap,
+                                 2 * c.tx_cap if s.n_texts >= c.tx_cap else c.tx_cap)
+            c.err = err
 
-
-cdef int64_t join_regions(int64_t* region, int64_t* result, Py_ssize_t n_chunks, Sink* s) noexcept nogil:
-    """Moves each chunk's stats and texts right after the previous chunk's (wire order) and makes
-    the chunk-local text and stat rows global; returns the total stat count, or -1 when it exceeds int32 rows."""
-    cdef int64_t n_st = 0, n_tx = 0, st0, tx0, ns, nt, j
-    cdef Py_ssize_t k
-    for k in range(n_chunks):
-        st0 = region[2 * k]
-        tx0 = region[2 * k + 1]
-        ns = result[4 * k + 1]
-        nt = result[4 * k + 2]
-        if st0 != n_st and ns > 0:
-            memmove(s.st_owner + n_st, s.st_owner + st0, ns * sizeof(int32_t))
-            memmove(s.st_meta32 + n_st, s.st_meta32 + st0, ns * sizeof(int32_t))
-            memmove(s.st_kind + n_st, s.st_kind + st0, ns * sizeof(int8_t))
-            memmove(s.st_value + n_st, s.st_value + st0, ns * sizeof(int64_t))
-        if tx0 != n_tx and nt > 0:
-            memmove(s.texts + 3 * n_tx, s.texts + 3 * tx0, 3 * nt * sizeof(int64_t))
-        for j in range(n_tx, n_tx + nt):
-            s.texts[3 * j] += n_st
-        if n_tx > 0 and nt > 0:  # a str/bytes stat's value is its row of texts
-            for j in range(n_st, n_st + ns):
-                if s.st_kind[j] == C_KIND_STR or s.st_kind[j] == C_KIND_BYTES:
-                    s.st_value[j] += n_tx
-        n_st += ns
-        n_tx += nt
-        if n_st >= C_MAX_ROWS:
-            return -1
-    return n_st
+    cdef void join(self, Sink* s) noexcept nogil:
+        """Copies each chunk's stats and texts after the previous chunk's (wire order) and makes
+        the chunk-local text and stat rows global."""
+        cdef int64_t n_st = 0, n_tx = 0, ns, nt, j
+        cdef Py_ssize_t k
+        cdef ChunkOut* c
+        for k in range(self.n_chunks):
+            c = &self.out[k]
+            ns = c.n_stats
+            nt = c.n_texts
+            if ns > 0:
+                memcpy(s.st_owner + n_st, c.owner, ns * sizeof(int32_t))
+                memcpy(s.st_meta32 + n_st, c.meta, ns * sizeof(int32_t))
+                memcpy(s.st_kind + n_st, c.kind, ns * sizeof(int8_t))
+                memcpy(s.st_value + n_st, c.value, ns * sizeof(int64_t))
+            if nt > 0:
+                memcpy(s.texts + 3 * n_tx, c.texts, 3 * nt * sizeof(int64_t))
+                for j in range(n_tx, n_tx + nt):
+                    s.texts[3 * j] += n_st
+                if n_tx > 0:  # a str/bytes stat's value is its row of texts
+                    for j in range(n_st, n_st + ns):
+                        if s.st_kind[j] == C_KIND_STR or s.st_kind[j] == C_KIND_BYTES:
+                            s.st_value[j] += n_tx
+            n_st += ns
+            n_tx += nt
+            # Free as we go: the joined columns replace the chunk buffers.
+            free(c.owner)
+            free(c.meta)
+            free(c.kind)
+            free(c.value)
+            free(c.texts)
+            c.owner = c.meta = NULL
+            c.kind = NULL
+            c.value = c.texts = NULL
+            c.st_cap = c.tx_cap = 0
 
 
 def default_threads() -> int:
@@ -835,10 +913,10 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
     cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
     cdef Py_ssize_t end = view.shape[0]
     cdef Rows spans, lines, chunks
-    cdef int64_t n_planes = 0, n_events = 0, n_stats
+    cdef int64_t n_planes = 0, n_events = 0, n_stats = 0, n_texts = 0
     cdef int err
     cdef Py_ssize_t k, n_chunks, n_threads
-    cdef int64_t st_cap = 0, tx_cap = 0, cb
+    cdef bint bad = False
     cdef _ParallelScan ps
     cdef Sink s
     n_threads = default_threads() if threads is None else max(1, int(threads))
@@ -855,29 +933,16 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
         if err != 0:
             return scan_serial_py(buf_arr)  # raises WireError at the first error in wire order
         n_chunks = chunks.n
-        # Regions per chunk: real profiles spend >= 16 bytes per event and >= 6 per stat
-        # (jax_large: 29 and 16), so a quarter of the bytes as stats and an eighth as texts
-        # hold with a wide margin; a denser (crafted) file takes the exact serial path.
-        region_arr = np.empty((n_chunks + 1, 2), dtype=np.int64)
         ps = _ParallelScan()
         ps.buf_arr = buf_arr
         ps.buf = buf
         ps.chunks_arr = rows_array(&chunks)
-        ps.region_arr = region_arr
-        ps.result_arr = np.zeros((n_chunks, 4), dtype=np.int64)
-        ps.n_chunks = n_chunks
         ps.chunks = _ptr64(ps.chunks_arr)
-        ps.region = _ptr64(region_arr)
-        ps.result = _ptr64(ps.result_arr)
-        for k in range(n_chunks):
-            ps.region[2 * k] = st_cap
-            ps.region[2 * k + 1] = tx_cap
-            cb = ps.chunks[5 * k + 2] - ps.chunks[5 * k + 1]
-            st_cap += cb // 4 + 16
-            tx_cap += cb // 8 + 16
-        ps.region[2 * n_chunks] = st_cap
-        ps.region[2 * n_chunks + 1] = tx_cap
-        ps.cols = _Columns(n_events, st_cap, tx_cap, np.int32)
+        ps.n_chunks = n_chunks
+        ps.out = <ChunkOut*>calloc(n_chunks + 1, sizeof(ChunkOut))
+        if ps.out == NULL:
+            raise MemoryError()
+        ps.events = _Columns(n_events, 0, 0, np.int32)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
         workers = [threading.Thread(target=ps.run, args=(bounds[t], bounds[t + 1]), daemon=True)
@@ -888,18 +953,26 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
             ps.run(bounds[0], bounds[1])
         for w in workers:
             w.join()
-        res = ps.result_arr
-        if n_chunks and (res[:, 0].any() or res[:, 3].any()):
-            # An error (report the first in wire order), a region too small, or wide ids.
+        for k in range(n_chunks):
+            bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0
+            n_stats += ps.out[k].n_stats
+            n_texts += ps.out[k].n_texts
+        if bad:
+            # An error (reported by the serial scan as the first in wire order) or a metadata id
+            # beyond int32 (the serial scan switches to int64 columns).
             return scan_serial_py(buf_arr)
-        memset_sink(&s)
-        ps.cols.bind(&s)
-        with nogil:
-            n_stats = join_regions(ps.region, ps.result, n_chunks, &s)
-        if n_stats < 0:
+        if n_stats >= C_MAX_ROWS:
             raise WireError(ERR_TOO_MANY, end)
-        n_texts = int(res[:, 2].sum())
-        return _result(ps.cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        cols = _Columns(0, n_stats, n_texts, np.int32)
+        memset_sink(&s)
+        cols.bind(&s)
+        with nogil:
+            ps.join(&s)
+        cols.ev_line = ps.events.ev_line
+        cols.ev_meta = ps.events.ev_meta
+        cols.ev_start = ps.events.ev_start
+        cols.ev_dur = ps.events.ev_dur
+        return _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
     finally:
         free(spans.data)
         free(lines.data)

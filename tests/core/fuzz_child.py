@@ -1,7 +1,9 @@
 """Runs the risky decodes of ``test_wire_fuzz.py`` in a child process, so that a crash fails a
 test instead of killing pytest. Reads a JSON job from stdin, prints a JSON report.
 
-Job: {"inputs": [hex, ...], "reader": bool, "compare": bool}. For each input the child runs
+Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome"}.
+A "chrome" job only reads each input as a Chrome trace (result or ``ProfileReadError``). For
+each XSpace input the child runs
 the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
 the serial scan, and with "reader" the whole XSpace reader. Accepted outcomes: a result, a
 ``WireError`` from the scanners, a ``ProfileReadError`` from the reader. With "compare" the
@@ -30,10 +32,29 @@ def _outcome(fn: Any) -> tuple[str, Any]:
         return "wire_error", (e.code, e.offset)
 
 
+def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.chrome_trace import chrome_trace_from_bytes
+
+    counts = {"read_ok": 0, "read_error": 0}
+    problems: list[str] = []
+    for i, text in enumerate(job["inputs"]):
+        try:
+            chrome_trace_from_bytes(bytes.fromhex(text), "fuzz.trace.json", "fuzz")
+            counts["read_ok"] += 1
+        except ProfileReadError:
+            counts["read_error"] += 1
+        except Exception:
+            problems.append(f"input {i}: reader raised {traceback.format_exc(limit=4)}")
+    return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     from tbprof.errors import ProfileReadError
     from tbprof.readers.xplane import xspace_from_bytes
 
+    if job.get("format") == "chrome":
+        return run_chrome(job)
     counts = {"ok": 0, "wire_error": 0, "read_ok": 0, "read_error": 0}
     problems: list[str] = []
     for i, text in enumerate(job["inputs"]):

@@ -67,8 +67,9 @@ def crafted(level: str, length: int) -> bytes:
     return wrap("plane", 1, field(1, 0, 1) + line)
 
 
-def run_child(inputs: list[bytes], reader: bool = True, compare: bool = True, timeout: float = 120) -> dict[str, Any]:
-    job = json.dumps({"inputs": [b.hex() for b in inputs], "reader": reader, "compare": compare})
+def run_child(inputs: list[bytes], reader: bool = True, compare: bool = True, timeout: float = 120,
+              fmt: str = "xspace") -> dict[str, Any]:
+    job = json.dumps({"inputs": [b.hex() for b in inputs], "reader": reader, "compare": compare, "format": fmt})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "plugin"), str(REPO)]))
     proc = subprocess.run([sys.executable, "-m", "tests.core.fuzz_child"], input=job, capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=timeout)
@@ -192,3 +193,34 @@ def test_random_bytes_never_crash() -> None:
     inputs = [rng.integers(0, 256, int(rng.integers(1, 200)), dtype=np.uint8).tobytes() for _ in range(1000)]
     report = run_child(inputs, reader=False)
     assert report["counts"]["ok"] + report["counts"]["wire_error"] == len(inputs)
+
+
+# Values that break naive time and index arithmetic: overflow to +-inf or past int64 after the
+# microseconds -> picoseconds scaling, NaN, wrong types.
+WEIRD_VALUES: tuple[Any, ...] = (-1e18, 1e18, 1e300, -1e300, 2**70, -(2**70), float("nan"), float("inf"), 0, -1,
+                                 "12", None, [1, 2], {"a": 1}, True)
+
+
+def test_chrome_trace_mutations_read_or_raise(sample_profiles: Path) -> None:
+    """The Chrome-trace kernels take no sizes from the file (line and row indices are computed
+    from the parsed JSON), so the risk is in the values: seeded mutations of a real TF1
+    timeline's events (phase, times, ids, args) either read or raise ProfileReadError."""
+    doc = json.loads((sample_profiles / "tf1_timeline" / "timeline-0.json").read_text())
+    events = doc["traceEvents"][:400]
+    rng = np.random.default_rng(1414)
+    phases = ("X", "B", "E", "i", "I", "C", "s", "t", "f", "N", "O", "D", "M", "b", "e", "P", "zz")
+    inputs = []
+    for _ in range(150):
+        mutated = json.loads(json.dumps(events))
+        for _ in range(int(rng.integers(1, 8))):
+            ev = mutated[int(rng.integers(0, len(mutated)))]
+            key = ("ph", "ts", "dur", "pid", "tid", "id", "args", "name", "bp", "cat")[int(rng.integers(0, 10))]
+            if key == "ph":
+                ev[key] = phases[int(rng.integers(0, len(phases)))]
+            elif rng.random() < 0.2:
+                ev.pop(key, None)
+            else:
+                ev[key] = WEIRD_VALUES[int(rng.integers(0, len(WEIRD_VALUES)))]
+        inputs.append(json.dumps({"traceEvents": mutated}).encode())
+    report = run_child(inputs, fmt="chrome")
+    assert report["counts"]["read_ok"] + report["counts"]["read_error"] == len(inputs)

@@ -81,7 +81,7 @@ class Profiles:
         Called after the request that loaded the store has its answer, so the warm-up never
         competes with that request for the interpreter.
         """
-        if not registry.WARMUPS or getattr(store, "_tbprof_warm_started", False):
+        if not registry.warmups() or getattr(store, "_tbprof_warm_started", False):
             return
         try:
             store._tbprof_warm_started = True
@@ -89,7 +89,7 @@ class Profiles:
             return
 
         def run() -> None:
-            for fn in registry.WARMUPS:
+            for fn in registry.warmups():
                 try:
                     fn(store)
                 except Exception:  # a failing warm-up only costs speed; the request reports it

@@ -37,6 +37,7 @@ class ScanResult:
     st_value: np.ndarray  # int64
     texts: np.ndarray  # int64 (n, 3)
     n_planes: int
+    phase_s: dict[str, float] | None  # parallel scan: seconds per phase, threads, chunks
     @property
     def n_events(self) -> int: ...
     @property

@@ -33,6 +33,7 @@ from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy
 
 import threading
+import time
 
 import numpy as np
 
@@ -502,6 +503,7 @@ cdef class ScanResult:
 
     cdef public object spans, lines, ev_line, ev_meta, ev_start, ev_dur, st_owner, st_meta, st_kind, st_value, texts
     cdef public int n_planes
+    cdef public dict phase_s  # seconds per phase of the parallel scan (index, decode, join), for benchmarks
 
     @property
     def n_events(self) -> int:
@@ -746,6 +748,8 @@ cdef struct ChunkOut:
     int64_t n_stats
     int64_t n_texts
     int64_t n_wide
+    int64_t st_first  # the chunk's first row in the joined stat and text columns
+    int64_t tx_first
     int err
 
 
@@ -793,6 +797,7 @@ cdef class _ParallelScan:
     cdef ChunkOut* out
     cdef Py_ssize_t n_chunks
     cdef _Columns events
+    cdef _Columns joined
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -852,31 +857,39 @@ cdef class _ParallelScan:
                                  2 * c.tx_cap if s.n_texts >= c.tx_cap else c.tx_cap)
             c.err = err
 
-    cdef void join(self, Sink* s) noexcept nogil:
-        """Copies each chunk's stats and texts after the previous chunk's (wire order) and makes
-        the chunk-local text and stat rows global."""
-        cdef int64_t n_st = 0, n_tx = 0, ns, nt, j
+    def join(self, Py_ssize_t lo, Py_ssize_t hi):
+        """Copies the stats and texts of chunks [lo, hi) to their rows of the joined columns
+        (``st_first``/``tx_first``, set in wire order) with the GIL released."""
+        cdef Sink s
+        memset_sink(&s)
+        self.joined.bind(&s)
+        with nogil:
+            self._join(lo, hi, &s)
+
+    cdef void _join(self, Py_ssize_t lo, Py_ssize_t hi, Sink* s) noexcept nogil:
+        cdef int64_t n_st, n_tx, ns, nt, j
         cdef Py_ssize_t k
         cdef ChunkOut* c
-        for k in range(self.n_chunks):
+        for k in range(lo, hi):
             c = &self.out[k]
             ns = c.n_stats
             nt = c.n_texts
+            n_st = c.st_first
+            n_tx = c.tx_first
             if ns > 0:
                 memcpy(s.st_owner + n_st, c.owner, ns * sizeof(int32_t))
                 memcpy(s.st_meta32 + n_st, c.meta, ns * sizeof(int32_t))
                 memcpy(s.st_kind + n_st, c.kind, ns * sizeof(int8_t))
                 memcpy(s.st_value + n_st, c.value, ns * sizeof(int64_t))
             if nt > 0:
+                # Chunk-local rows become global: a text's stat row, a str/bytes stat's text row.
                 memcpy(s.texts + 3 * n_tx, c.texts, 3 * nt * sizeof(int64_t))
                 for j in range(n_tx, n_tx + nt):
                     s.texts[3 * j] += n_st
-                if n_tx > 0:  # a str/bytes stat's value is its row of texts
+                if n_tx > 0:
                     for j in range(n_st, n_st + ns):
                         if s.st_kind[j] == C_KIND_STR or s.st_kind[j] == C_KIND_BYTES:
                             s.st_value[j] += n_tx
-            n_st += ns
-            n_tx += nt
             # Free as we go: the joined columns replace the chunk buffers.
             free(c.owner)
             free(c.meta)
@@ -887,6 +900,18 @@ cdef class _ParallelScan:
             c.kind = NULL
             c.value = c.texts = NULL
             c.st_cap = c.tx_cap = 0
+
+
+def _in_threads(fn, bounds: list) -> None:
+    """fn(lo, hi) for each run of ``bounds`` on its own thread (the first on this one)."""
+    workers = [threading.Thread(target=fn, args=(bounds[t], bounds[t + 1]), daemon=True)
+               for t in range(1, len(bounds) - 1)]
+    for w in workers:
+        w.start()
+    if len(bounds) > 1:
+        fn(bounds[0], bounds[1])
+    for w in workers:
+        w.join()
 
 
 def default_threads() -> int:
@@ -918,8 +943,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
-    cdef Sink s
     n_threads = default_threads() if threads is None else max(1, int(threads))
+    t_start = time.perf_counter()
     if chunk_bytes < 1:
         chunk_bytes = 1
     spans.data = lines.data = chunks.data = NULL
@@ -933,6 +958,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
         if err != 0:
             return scan_serial_py(buf_arr)  # raises WireError at the first error in wire order
         n_chunks = chunks.n
+        t_index = time.perf_counter()
         ps = _ParallelScan()
         ps.buf_arr = buf_arr
         ps.buf = buf
@@ -945,16 +971,12 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
         ps.events = _Columns(n_events, 0, 0, np.int32)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
-        workers = [threading.Thread(target=ps.run, args=(bounds[t], bounds[t + 1]), daemon=True)
-                   for t in range(1, len(bounds) - 1)]
-        for w in workers:
-            w.start()
-        if len(bounds) > 1:
-            ps.run(bounds[0], bounds[1])
-        for w in workers:
-            w.join()
+        _in_threads(ps.run, bounds)
+        t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0
+            ps.out[k].st_first = n_stats
+            ps.out[k].tx_first = n_texts
             n_stats += ps.out[k].n_stats
             n_texts += ps.out[k].n_texts
         if bad:
@@ -963,16 +985,17 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
             return scan_serial_py(buf_arr)
         if n_stats >= C_MAX_ROWS:
             raise WireError(ERR_TOO_MANY, end)
-        cols = _Columns(0, n_stats, n_texts, np.int32)
-        memset_sink(&s)
-        cols.bind(&s)
-        with nogil:
-            ps.join(&s)
+        cols = ps.joined = _Columns(0, n_stats, n_texts, np.int32)
+        _in_threads(ps.join, bounds)
         cols.ev_line = ps.events.ev_line
         cols.ev_meta = ps.events.ev_meta
         cols.ev_start = ps.events.ev_start
         cols.ev_dur = ps.events.ev_dur
-        return _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        t_end = time.perf_counter()
+        result.phase_s = {"index": t_index - t_start, "decode": t_decode - t_index, "join": t_end - t_decode,
+                          "threads": len(bounds) - 1, "chunks": n_chunks}
+        return result
     finally:
         free(spans.data)
         free(lines.data)

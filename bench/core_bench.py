@@ -108,15 +108,17 @@ from tbprof._core import wire
 data = open(sys.argv[1], "rb").read()
 out = {}
 for threads in (1, 2):
-    best = float("inf")
+    runs = []
     for _ in range(int(sys.argv[2])):
-        t = time.perf_counter(); wire.scan(data, threads=threads); best = min(best, time.perf_counter() - t)
-    out[threads] = best
+        t = time.perf_counter(); r = wire.scan(data, threads=threads); runs.append((time.perf_counter() - t, r.phase_s))
+        del r
+    best = min(runs, key=lambda x: x[0])
+    out[threads] = {"total": best[0], **{k: v for k, v in best[1].items() if k in ("index", "decode", "join")}}
 print(json.dumps(out))
 """
 
 
-def scan_scaling(xplane: Path, repeat: int) -> dict[str, float]:
+def scan_scaling(xplane: Path, repeat: int) -> dict[str, dict[str, float]]:
     env = tbprof_env(Path.home())
     out = subprocess.run([sys.executable, "-c", _SCAN_CHILD, str(xplane), str(max(repeat, 3))], env=env, check=True,
                          capture_output=True, text=True).stdout
@@ -155,8 +157,11 @@ def main() -> int:
         print(f"tbprof summary jax_large, fresh install : {large_s:.3f} s, peak RSS {large_rss / 1e6:.0f} MB")
         print(f"  TBPROF_THREADS=1 / 2                  : {large_1t:.3f} s / {large_2t:.3f} s "
               f"(x{large_1t / large_2t:.2f})")
-        print(f"wire scan jax_large, 1 / 2 threads      : {scan['1']:.3f} s / {scan['2']:.3f} s "
-              f"(x{scan['1'] / scan['2']:.2f})")
+        one, two = scan["1"], scan["2"]
+        print(f"wire scan jax_large, 1 / 2 threads      : {one['total']:.3f} s / {two['total']:.3f} s "
+              f"(x{one['total'] / two['total']:.2f}); phases index {one['index']:.3f} / {two['index']:.3f}, "
+              f"decode {one['decode']:.3f} / {two['decode']:.3f} (x{one['decode'] / two['decode']:.2f}), "
+              f"join {one['join']:.3f} / {two['join']:.3f}")
         if args.skip_xprof:
             return 0
         xp_small = xprof_whole_process(args.xprof_python, small, args.repeat)

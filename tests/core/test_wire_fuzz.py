@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tbprof
 from tbprof.protos import xplane_pb2
 from tests.conftest import REPO, xplane_of
 
@@ -70,7 +71,9 @@ def crafted(level: str, length: int) -> bytes:
 def run_child(inputs: list[bytes], reader: bool = True, compare: bool = True, timeout: float = 120,
               fmt: str = "xspace") -> dict[str, Any]:
     job = json.dumps({"inputs": [b.hex() for b in inputs], "reader": reader, "compare": compare, "format": fmt})
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "plugin"), str(REPO)]))
+    # The child imports tbprof from where this process did (the source tree, or an installed
+    # wheel under cibuildwheel) and the tests package from the repository.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tbprof.__file__).parent.parent), str(REPO)]))
     proc = subprocess.run([sys.executable, "-m", "tests.core.fuzz_child"], input=job, capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=timeout)
     assert proc.returncode == 0, f"the decoder child died (exit code {proc.returncode}): {proc.stderr[-2000:]}"

@@ -75,6 +75,10 @@ def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStor
         return _build(data, scanned, source, host)
     except DecodeError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
+    except IndexError as e:
+        # The compiled kernels check every index; one out of range means the file's rows and
+        # metadata disagree (corrupt bytes that still scan), not a bug to report as a 500.
+        raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
 def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:

@@ -51,3 +51,11 @@ def test_ids_beyond_int32_switch_to_int64_columns() -> None:
     sc = wire.scan(data, threads=2, chunk_bytes=1)
     assert sc.ev_meta.dtype == np.int64 and sc.ev_meta.tolist() == [2**40]
     assert sc.st_meta.tolist() == [2**33] and sc.st_value.tolist() == [7]
+
+
+def test_stat_kinds_agree_with_the_store() -> None:
+    """The scanner writes kind codes the store interprets (store/tables.py mirrors them)."""
+    from tbprof.store import tables
+
+    names = ("KIND_NONE", "KIND_DOUBLE", "KIND_UINT64", "KIND_INT64", "KIND_STR", "KIND_BYTES", "KIND_REF")
+    assert [getattr(wire, n) for n in names] == [getattr(tables, n) for n in names]

@@ -206,7 +206,9 @@ class _Builder:
         if not owners:
             return
         intern = self.strings.intern
-        key_ids = {key: intern(str(key)) for key in set(keys)}
+        # First-seen order (not a set's, which follows the per-process string hash): the same
+        # file interns the same string ids in every process, so stores and caches are reproducible.
+        key_ids = {key: intern(str(key)) for key in dict.fromkeys(keys)}
         kinds = [_VALUE_KIND.get(type(v), _OTHER) for v in values]
         kind_arr = np.array(kinds, dtype=np.int8)
         raw = np.zeros(len(values), dtype=np.int64)
@@ -224,7 +226,7 @@ class _Builder:
             elif code == tables.KIND_DOUBLE:
                 raw[idx] = np.array(picked, dtype=np.float64).view(np.int64)
             elif code == tables.KIND_STR:
-                texts = {t: intern(t) for t in set(picked)}
+                texts = {t: intern(t) for t in dict.fromkeys(picked)}
                 raw[idx] = np.array([texts[t] for t in picked], dtype=np.int64)
             elif code == _BOOL:
                 raw[idx] = np.array(picked, dtype=np.int64)

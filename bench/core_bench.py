@@ -160,7 +160,8 @@ def main() -> int:
             large_runs.append(fresh_summary(large, tmp, 1))
             if xp:
                 xp_large_runs.append(xprof_cold(args.xprof_python, large))
-            threads_runs.append((fresh_summary(large, tmp, 1, threads=1)[0], fresh_summary(large, tmp, 1, threads=2)[0]))
+            one_thread = fresh_summary(large, tmp, 1, threads=1)[0]
+            threads_runs.append((one_thread, fresh_summary(large, tmp, 1, threads=2)[0]))
         scan = scan_scaling(large, args.repeat)
 
         fresh_small = min(r["fresh_small"] for r in rounds)

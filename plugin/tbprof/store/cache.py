@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tbprof.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
@@ -24,7 +24,8 @@ from tbprof.store.tables import ProfileStore
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 
-Loader = Callable[[Location], Any]
+# A loader of one kind of location: a reader takes any Location, a test's loader may take a Path.
+L = TypeVar("L", bound=Location)
 
 
 class ProfileCache:
@@ -43,7 +44,7 @@ class ProfileCache:
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
 
-    def get(self, path: Location, loader: Loader, kind: str = "xspace") -> Any:
+    def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
         key = cache_key(path, kind)
         with self._lock:

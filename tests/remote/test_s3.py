@@ -8,6 +8,7 @@ needs ``tensorflow-io``) before it loads any plugin."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from tests import servers
+
+sys.path.insert(0, str(servers.REPO / "bench"))  # make_pod: N hosts from real host files
 from tests.remote.conftest import S3
 
 pytestmark = pytest.mark.slow
@@ -143,3 +146,60 @@ def test_tensorboard_plugin_on_s3(s3_logdir: str, profiles_root: Path, tmp_path:
     run = local.runs()[pod]
     assert _without_paths(answer.get_json()) == _without_paths(local.compute(run, list(run.hosts),
                                                                              local.tool("overview_page"), {}))
+
+
+class _Requests(logging.Handler):
+    """Counts the requests moto's server logs (one werkzeug INFO line per request)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def count(self, method: str, needle: str = "") -> int:
+        return sum(1 for line in self.lines if f'"{method} ' in line and needle in line)
+
+
+def test_a_pod_is_listed_with_one_request_and_read_with_one_get_per_host(s3: S3, tmp_path: Path) -> None:
+    from make_pod import make_pod
+    from tbprof.service.profiles import Profiles
+    from tbprof.service.summary import summary
+
+    hosts = 16
+    make_pod(tmp_path / "pod", hosts)
+    s3.fs.mkdir("pod-requests")  # type: ignore[attr-defined]
+    s3.fs.put(str(tmp_path / "pod") + "/", "pod-requests/logs/", recursive=True)  # type: ignore[attr-defined]
+    counter = _Requests()
+    werkzeug_log = logging.getLogger("werkzeug")
+    level = werkzeug_log.level
+    werkzeug_log.setLevel(logging.INFO)
+    werkzeug_log.addHandler(counter)
+    try:
+        profiles = Profiles("s3://pod-requests/logs", cache_dir=tmp_path / "cache")
+        runs = profiles.runs()
+        assert [len(r.hosts) for r in runs.values()] == [hosts]
+        # Discovery: one recursive listing, no request per file (sizes and times come with it).
+        assert counter.count("GET", "list-type=2") == 1 and counter.count("HEAD") == 0
+        assert profiles.runs() is runs  # within the refresh interval: no request at all
+        assert len(counter.lines) == 1
+        summary(profiles, next(iter(runs.values())))
+        # Reading: one GET per host file, and still no HEAD (the listing answered the stats).
+        assert counter.count("GET", ".xplane.pb") == hosts and counter.count("HEAD") == 0
+    finally:
+        werkzeug_log.removeHandler(counter)
+        werkzeug_log.setLevel(level)
+
+
+def test_compare_and_check_between_a_bucket_and_a_local_copy(s3: S3, s3_logdir: str, profiles_root: Path,
+                                                             tmp_path: Path) -> None:
+    remote, local = f"{s3_logdir}/jax_mlp", str(profiles_root / "jax_mlp")
+    done = _cli(["compare", remote, local, "--json"], s3.env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # The same file on both sides (one read from the bucket): the compare finds them identical.
+    assert report["identical"] is True
+    assert report["step_time"]["change"]["median_delta_ms"] == 0
+    done = _cli(["check", remote, local, "--max-regression", "5%"], s3.env, tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -90,7 +90,7 @@ def test_cli_summary_of_a_url(s3: S3, s3_logdir: str, profiles_root: Path, tmp_p
     assert _without_paths(json.loads(done.stdout)) == _without_paths(json.loads(local.stdout))
 
 
-def test_missing_bucket_and_bad_credentials_are_clear(s3: S3, tmp_path: Path) -> None:
+def test_missing_bucket_and_unreachable_endpoint_are_clear(s3: S3, tmp_path: Path) -> None:
     done = _cli(["summary", "s3://no-such-bucket/logs"], s3.env, tmp_path)
     assert done.returncode == 2  # unreadable profile / storage
     assert "bucket 'no-such-bucket' does not exist" in done.stderr and "Traceback" not in done.stderr
@@ -203,3 +203,39 @@ def test_compare_and_check_between_a_bucket_and_a_local_copy(s3: S3, s3_logdir: 
     assert report["step_time"]["change"]["median_delta_ms"] == 0
     done = _cli(["check", remote, local, "--max-regression", "5%"], s3.env, tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+def test_bad_credentials_are_named(tmp_path: Path) -> None:
+    """moto's server with IAM authentication on (``INITIAL_NO_AUTH_ACTION_COUNT=0``): keys it does
+    not know are refused, and tbprof says it is the credentials."""
+    import urllib.error
+    import urllib.request
+
+    port = servers.free_port()
+    log = open(tmp_path / "moto.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}, stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=2).close()
+                break
+            except urllib.error.HTTPError:
+                break  # answering, even if with an error: it is up
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "moto.log").read_text()
+                time.sleep(0.2)
+        env = {"AWS_ACCESS_KEY_ID": "unknown-key", "AWS_SECRET_ACCESS_KEY": "unknown-secret",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
+        done = _cli(["summary", "s3://some-bucket/logs"], env, tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "permission denied" in done.stderr and "check the credentials" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -237,7 +237,7 @@ def default_workers() -> int:
 
     Not the core count: measured on 2 cores (bench/pod_bench.py, docs/remote.md), a process
     pool is slower than converting in-process for every pod tried (2 hosts: 3.6 s vs 2.9 s for
-    ``tbprof summary``; 64 small hosts and 4 x 60 MB hosts too): the decoder already runs its
+    ``tbprof summary``; 64 small hosts; 4 x 60 MB hosts 4.98 s vs 4.60 s): the decoder already runs its
     planes on threads with the GIL released, and handing a store over through the disk cache
     (about 100 column files per host) costs more than converting it. Workers pay off with
     more cores than the decoder's threads use, or on other machines (Dask).

@@ -112,18 +112,50 @@ class HeapSimulatorTrace(_message.Message):
     def __init__(self, events: _Optional[_Iterable[_Union[HeapSimulatorTrace.Event, _Mapping]]] = ..., whole_module_simulation: bool = ..., buffer_allocation_index: _Optional[int] = ...) -> None: ...
 
 class HloModuleProto(_message.Message):
-    __slots__ = ("name", "entry_computation_name", "computations", "id", "entry_computation_id")
+    __slots__ = ("name", "entry_computation_name", "computations", "id", "entry_computation_id", "stack_frame_index")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COMPUTATION_NAME_FIELD_NUMBER: _ClassVar[int]
     COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COMPUTATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_INDEX_FIELD_NUMBER: _ClassVar[int]
     name: bytes
     entry_computation_name: bytes
     computations: _containers.RepeatedCompositeFieldContainer[HloComputationProto]
     id: int
     entry_computation_id: int
-    def __init__(self, name: _Optional[bytes] = ..., entry_computation_name: _Optional[bytes] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., entry_computation_id: _Optional[int] = ...) -> None: ...
+    stack_frame_index: StackFrameIndexProto
+    def __init__(self, name: _Optional[bytes] = ..., entry_computation_name: _Optional[bytes] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., entry_computation_id: _Optional[int] = ..., stack_frame_index: _Optional[_Union[StackFrameIndexProto, _Mapping]] = ...) -> None: ...
+
+class StackFrameIndexProto(_message.Message):
+    __slots__ = ("file_names", "function_names", "file_locations", "stack_frames")
+    class FileLocation(_message.Message):
+        __slots__ = ("file_name_id", "function_name_id", "line", "column")
+        FILE_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        FUNCTION_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        LINE_FIELD_NUMBER: _ClassVar[int]
+        COLUMN_FIELD_NUMBER: _ClassVar[int]
+        file_name_id: int
+        function_name_id: int
+        line: int
+        column: int
+        def __init__(self, file_name_id: _Optional[int] = ..., function_name_id: _Optional[int] = ..., line: _Optional[int] = ..., column: _Optional[int] = ...) -> None: ...
+    class StackFrame(_message.Message):
+        __slots__ = ("file_location_id", "parent_frame_id")
+        FILE_LOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+        PARENT_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
+        file_location_id: int
+        parent_frame_id: int
+        def __init__(self, file_location_id: _Optional[int] = ..., parent_frame_id: _Optional[int] = ...) -> None: ...
+    FILE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FILE_LOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    file_names: _containers.RepeatedScalarFieldContainer[bytes]
+    function_names: _containers.RepeatedScalarFieldContainer[bytes]
+    file_locations: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.FileLocation]
+    stack_frames: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.StackFrame]
+    def __init__(self, file_names: _Optional[_Iterable[bytes]] = ..., function_names: _Optional[_Iterable[bytes]] = ..., file_locations: _Optional[_Iterable[_Union[StackFrameIndexProto.FileLocation, _Mapping]]] = ..., stack_frames: _Optional[_Iterable[_Union[StackFrameIndexProto.StackFrame, _Mapping]]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id")
@@ -256,13 +288,15 @@ class ConvolutionDimensionNumbers(_message.Message):
     def __init__(self, kernel_input_feature_dimension: _Optional[int] = ..., kernel_output_feature_dimension: _Optional[int] = ..., kernel_spatial_dimensions: _Optional[_Iterable[int]] = ..., input_batch_dimension: _Optional[int] = ..., input_feature_dimension: _Optional[int] = ..., output_batch_dimension: _Optional[int] = ..., output_feature_dimension: _Optional[int] = ..., input_spatial_dimensions: _Optional[_Iterable[int]] = ..., output_spatial_dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class OpMetadata(_message.Message):
-    __slots__ = ("op_type", "op_name", "source_file", "source_line")
+    __slots__ = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id")
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     OP_NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_LINE_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
     op_type: bytes
     op_name: bytes
     source_file: bytes
     source_line: int
-    def __init__(self, op_type: _Optional[bytes] = ..., op_name: _Optional[bytes] = ..., source_file: _Optional[bytes] = ..., source_line: _Optional[int] = ...) -> None: ...
+    stack_frame_id: int
+    def __init__(self, op_type: _Optional[bytes] = ..., op_name: _Optional[bytes] = ..., source_file: _Optional[bytes] = ..., source_line: _Optional[int] = ..., stack_frame_id: _Optional[int] = ...) -> None: ...

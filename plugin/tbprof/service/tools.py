@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tbprof.analyses.hlo import hlo_stats, memory_viewer, roofline_model
 from tbprof.analyses.legacy import pytorch_trace, tf1_timeline, tfprof_advice, tfprof_views
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats, kernel_stats, op_metrics, op_profile
@@ -29,6 +30,9 @@ TOOLS: tuple[Tool, ...] = (
     *tf_data.TOOLS,
     *op_profile.TOOLS,
     *trace_viewer.TOOLS,
+    *hlo_stats.TOOLS,
+    *roofline_model.TOOLS,
+    *memory_viewer.TOOLS,
     *profile_summary.TOOLS,
     *pytorch_trace.TOOLS,
     *tf1_timeline.TOOLS,

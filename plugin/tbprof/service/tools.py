@@ -13,7 +13,15 @@ from tbprof.analyses.hlo import graph_viewer, hlo_stats, memory_viewer, roofline
 from tbprof.analyses.legacy import pytorch_trace, tf1_timeline, tfprof_advice, tfprof_views
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats, kernel_stats, op_metrics, op_profile
-from tbprof.analyses.pages import input_pipeline, overview, pod_viewer, profile_summary, smart_suggestion, tf_data
+from tbprof.analyses.pages import (
+    inference_profile,
+    input_pipeline,
+    overview,
+    pod_viewer,
+    profile_summary,
+    smart_suggestion,
+    tf_data,
+)
 from tbprof.analyses.steps import assignment
 from tbprof.analyses.tool import Tool
 from tbprof.timeline import tool as trace_viewer
@@ -35,6 +43,8 @@ TOOLS: tuple[Tool, ...] = (
     *memory_viewer.TOOLS,
     *graph_viewer.TOOLS,
     *smart_suggestion.TOOLS,
+    *inference_profile.TOOLS,
+    *inference_profile.TPU_ONLY_TOOLS,
     *profile_summary.TOOLS,
     *pytorch_trace.TOOLS,
     *tf1_timeline.TOOLS,

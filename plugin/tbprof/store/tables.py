@@ -280,6 +280,8 @@ class ProfileStore:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     _memo: Memo = field(default_factory=Memo, repr=False)
+    # Set once the service has started this store's background warm-ups (service/profiles.py).
+    warm_started: bool = field(default=False, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:

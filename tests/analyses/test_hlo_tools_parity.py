@@ -1,11 +1,12 @@
-"""hlo_stats, roofline_model and memory_viewer against XProf 2.24.2 goldens (tests/golden,
+"""hlo_stats, roofline_model, memory_viewer and graph_viewer against XProf 2.24.2 goldens (tests/golden,
 written by make_goldens.py from XProf's own output).
 
 Tolerances (issue #18): hlo_stats — the same rows in the same order, occurrences exact, times
 within 1 %, FLOP rates and bandwidths within 2 %; roofline_model — peaks equal to XProf's six
 printed digits, the program rows (with and without infeed/outfeed) within 1 %, every op point
 within 2 %; memory_viewer — per HLO module, peak bytes and the heap curve exact, the list of
-buffers live at the peak equal (id, size, op, shape, allocation type, order).
+buffers live at the peak equal (id, size, op, shape, allocation type, order); graph_viewer —
+the same ops around an op at widths 1 and 2, and the same edges between plain ops.
 CPU profiles: XProf produces empty tables and no module, and so must we.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses.hlo import hlo_stats, memory_viewer, roofline_model
+from tbprof.analyses.hlo import graph_viewer, hlo_stats, memory_viewer, roofline_model
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
@@ -167,3 +168,40 @@ def test_hlo_stats_single_host_difference_is_the_documented_one(profiles_root: P
         if len(rows) == 1:
             assert _close(rows[0]["model_flop_rate"], want["model_flop_rate"], RATE_RTOL), name
     assert [n for n, rows in by_name.items() if len(rows) > 1] == ["loop_multiply_fusion"]
+
+
+def _graph_cases() -> list[tuple[str, int]]:
+    return [(sel, i) for sel in ("jax_mlp", "jax_2hosts_worker0")
+            for i in range(len(_golden(sel, "graph_viewer")["cases"]))]
+
+
+@pytest.mark.parametrize(("sel", "case"), _graph_cases())
+def test_graph_viewer_neighbourhood_matches_xprof(profiles_root: Path, sel: str, case: int) -> None:
+    """The ops XProf draws around an op, read from its DOT: XProf draws a fusion's (and an async
+    op's) called computation inside a cluster, so its instructions and "Parameter N" nodes
+    stand for that one op of ours; get-tuple-elements are edges in both."""
+    want = _golden(sel, "graph_viewer")["cases"][case]
+    (store,) = _stores(profiles_root, sel)
+    out = graph_viewer.compute([store], {"node_name": want["node_name"], "module": want["module"],
+                                         "graph_width": want["graph_width"]})
+    program = next(p for p in hlo_programs(store).values() if p.display_name == want["module"])
+    comps = {c.id: c for c in program.module.computations}
+    inside = {ins.name.decode(): {j.name.decode() for cid in ins.called_computation_ids
+                                  for j in comps[cid].instructions}
+              for c in program.module.computations for ins in c.instructions if ins.called_computation_ids}
+    # When the op itself sits in a called computation (an async all-reduce), that computation is
+    # the frame XProf draws, not a cluster.
+    inside = {op: names for op, names in inside.items() if want["node_name"] not in names}
+    internal = set().union(*inside.values()) if inside else set()
+    drawn = set(want["bold_labels"]) | {n for e in want["edges"] for n in e}
+    theirs = {n for n in drawn if n not in internal and n not in {c.name.decode() for c in comps.values()}
+              and not n.startswith("Parameter ")}
+    # An op of ours with a called computation is drawn by XProf as a cluster of its insides.
+    theirs |= {op for op, names in inside.items() if names & drawn}
+    ours = {n["name"] for n in out["nodes"]}
+    assert ours == theirs, ours ^ theirs
+    # Edges between ops XProf draws as plain nodes are the same edges.
+    plain = theirs - set(inside)
+    their_edges = {tuple(e) for e in want["edges"] if e[0] in plain and e[1] in plain}
+    our_edges = {(e["from"], e["to"]) for e in out["edges"] if e["from"] in plain and e["to"] in plain}
+    assert our_edges == their_edges

@@ -94,7 +94,18 @@ TOOLS = (
     "hlo_stats",
     "roofline_model",
     "memory_viewer",
+    "graph_viewer",
 )
+
+# graph_viewer cases per selection: (module, op, graph_width). Ops of the training step and of
+# its async all-reduce computation, at widths 1 and 2.
+GRAPH_CASES = {
+    "jax_mlp": [("jit_train_step(13929)", "fusion.97", 1), ("jit_train_step(13929)", "fusion.97", 2),
+                ("jit_train_step(13929)", "loop_subtract_fusion.1", 1), ("jit_train_step(13929)", "custom-call.1", 2),
+                ("jit_train_step(13929)", "all-reduce.2.1", 1)],
+    "jax_2hosts_worker0": [("jit_step(16572)", "loop_subtract_fusion", 1),
+                           ("jit_step(16572)", "custom-call.5", 2)],
+}
 
 # Column ids of XProf's generic (GPU/CPU) step-time table -> golden names.
 STEP_COLUMNS = {
@@ -725,6 +736,39 @@ def golden_memory_viewer(raw_by_module: dict) -> dict:
                       "positions in the heap simulation.")}
 
 
+def golden_graph_viewer(raw_by_case: dict) -> dict:
+    cases = []
+    for (module, node, width), dot in raw_by_case.items():
+        edges = sorted(set(re.findall(r'tooltip="([^"]+) -> ([^"]+)"', dot)))
+        cases.append({"module": module, "node_name": node, "graph_width": width,
+                      "bold_labels": sorted(set(re.findall(r"\[label=<<b>([^<]+)</b>", dot))),
+                      "edges": [list(e) for e in edges],
+                      "dashed_labels": sorted(set(re.findall(r'\[label=<<b>([^<]+)</b>(?:(?!\];).)*?style="filled,dashed"', dot,
+                                                             re.S)))})
+    return {"cases": cases,
+            "_note": ("XProf's graph_viewer (type=graph, format=dot, merge_fusion off, show_metadata off) per case: "
+                      "the bold node labels (instruction names; fused and async computations are drawn inside "
+                      "clusters, their parameters as 'Parameter N'), the dashed ones (boundary nodes) and every edge as (from, to) instruction "
+                      "names, read from the DOT edge tooltips.")}
+
+
+def run_graph_viewer(paths: list[str], cases: list, tmp_root: str) -> dict:
+    from xprof.convert import raw_to_tool_data  # pylint: disable=import-outside-toplevel
+
+    d, fresh = xprof_runner.copy_to_fresh_dir(paths, tmp_root)
+    try:
+        raw_to_tool_data.xspace_to_tool_names(fresh)
+        out = {}
+        for module, node, width in cases:
+            opts = {"node_name": node, "module_name": module, "graph_width": width, "show_metadata": 0,
+                    "merge_fusion": 0, "format": "dot", "type": "graph"}
+            payload, _ = raw_to_tool_data.xspace_to_tool_data(fresh, "graph_viewer", {"graph_viewer_options": opts})
+            out[(module, node, width)] = payload.decode() if isinstance(payload, bytes) else payload
+        return out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def run_memory_viewer(paths: list[str], tmp_root: str) -> dict:
     """memory_viewer for every HLO module of the host(s), in one fresh dir (XProf writes the
     modules' .hlo_proto.pb files there when it lists its tools)."""
@@ -872,6 +916,9 @@ def main(argv=None) -> int:
                 for m in pod_after["podStatsSequence"]["podStatsMap"] if m.get("podStatsPerCore")
             ]
             for tool in args.tools:
+                if tool == "graph_viewer" and sel not in GRAPH_CASES:
+                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp and jax_2hosts_worker0"
+                    continue
                 if tool in ("memory_profile", "memory_viewer") and len(paths) != 1:
                     index[sel]["tools"][tool] = f"skipped: XProf's {tool} reads exactly one host"
                     continue
@@ -880,13 +927,16 @@ def main(argv=None) -> int:
                         raw = {g: run_tool(paths, tool, {"group_by": g}, tmp) for g in ("program", "category")}
                     elif tool == "memory_viewer":
                         raw = run_memory_viewer(paths, tmp)
+                    elif tool == "graph_viewer":
+                        raw = run_graph_viewer(paths, GRAPH_CASES[sel], tmp)
                     else:
                         raw = run_tool(paths, tool, {}, tmp)
                     extra_raw = None
                     if tool == "pod_viewer":
                         extra_raw = run_tool_after(paths, "overview_page", tool, tmp)
                 with open(os.path.join(raw_dir, tool + ".json"), "w") as f:
-                    json.dump(raw, f, indent=1, sort_keys=True)
+                    json.dump({"|".join(map(str, k)): v for k, v in raw.items()} if tool == "graph_viewer" else raw,
+                              f, indent=1, sort_keys=True)
                 if tool == "overview_page":
                     body = golden_overview(raw, max_core_step_ms)
                 elif tool == "input_pipeline_analyzer":
@@ -916,6 +966,8 @@ def main(argv=None) -> int:
                     body = golden_roofline_model(raw)
                 elif tool == "memory_viewer":
                     body = golden_memory_viewer(raw)
+                elif tool == "graph_viewer":
+                    body = golden_graph_viewer(raw)
                 else:
                     raise ValueError(tool)
                 golden = dict(header, tool=tool, params=({"group_by": ["program", "category"]} if tool == "op_profile" else {}))

@@ -2,7 +2,9 @@
 
 From the HloProto of the op's program: the instructions of the computation that holds the op,
 within ``graph_width`` edges of it (operands and users, XProf's option name), with the edges
-between them. Each node carries its opcode, shape, framework op and the op's self time from
+between them; as in XLA's graph dumper (which XProf runs), a get-tuple-element is drawn as an
+edge, not a node. Fusions and async ops are single nodes (XProf draws their called
+computation inside them). Each node carries its opcode, shape, framework op and the op's self time from
 the op metrics (0 for ops that never ran on the device: parameters, tuples, ops inside a
 fusion), so the page can colour the graph by self time. ``format=dot`` adds the graph as
 Graphviz DOT text for scripts. The browser lays the graph out itself (dagre).
@@ -110,6 +112,9 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             if oid in users:
                 users[oid].append(ins.id)
     center = next(i for i in comp.instructions if _decode(i.name) == node)
+    # XLA's graph dumper (which XProf runs) merges a get-tuple-element into its users: it costs
+    # one step of width like any op but is drawn as the edge it is, not as a node.
+    gte = {i.id for i in comp.instructions if i.opcode == b"get-tuple-element" and i.id != center.id}
     dist = {center.id: 0}
     queue = deque([center.id])
     while queue and len(dist) < MAX_NODES:
@@ -120,8 +125,20 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             if nxt in by_id and nxt not in dist:
                 dist[nxt] = dist[cur] + 1
                 queue.append(nxt)
+    shown = {iid for iid in dist if iid not in gte}
+
+    def source(oid: int) -> int:
+        """The instruction an operand comes from, through get-tuple-elements."""
+        seen = 0
+        while oid in gte and by_id[oid].operand_ids and seen < 64:
+            oid = by_id[oid].operand_ids[0]
+            seen += 1
+        return oid
+
     nodes = []
     for iid, d in sorted(dist.items(), key=lambda kv: (kv[1], kv[0])):
+        if iid not in shown:
+            continue
         ins = by_id[iid]
         name = _decode(ins.name)
         opcode = _decode(ins.opcode)
@@ -130,8 +147,12 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             "shape": shape_text(ins.shape), "framework_op": _decode(ins.metadata.op_name), "distance": d,
             "center": iid == center.id, "self_time_us": self_us.get((program.program_id, name), 0.0),
         })
-    edges = [{"from": _decode(by_id[oid].name), "to": _decode(by_id[iid].name)}
-             for iid in dist for oid in by_id[iid].operand_ids if oid in dist]
+    edges = []
+    for iid in sorted(shown):
+        for oid in by_id[iid].operand_ids:
+            src = source(oid)
+            if src in shown:
+                edges.append({"from": _decode(by_id[src].name), "to": _decode(by_id[iid].name)})
     return {"module": program.display_name, "program_id": str(program.program_id),
             "computation": _decode(comp.name), "node_name": node, "graph_width": width,
             "truncated": len(dist) >= MAX_NODES, "nodes": nodes, "edges": edges}

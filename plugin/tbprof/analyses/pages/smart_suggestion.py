@@ -17,6 +17,7 @@ from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.pages import overview
+from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
 
@@ -41,10 +42,12 @@ def _suggestion(rule: str, severity: str, message: str, page: str, evidence: dic
 def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     if not any(overview.TOOLS[0].available(s) for s in stores):
         return
-    ov = overview.compute(stores, {})
-    pct = ov.get("performance_summary", {}).get("percent_of_step_time", {})
-    if not pct:
+    # The overview's step-time shares (performance_summary.percent_of_step_time), without the
+    # rest of the overview page.
+    st = step_table(stores)
+    if st.step_time_ms.shape[0] == 0:
         return
+    pct = analysis(st)["percent"]
     inp = float(pct.get("input_percent", 0.0))
     if inp >= INPUT_MODERATE_PERCENT:
         high = inp >= INPUT_HIGH_PERCENT
@@ -65,19 +68,21 @@ def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]])
 def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     if not any(kernel_stats.TOOLS[0].available(s) for s in stores):
         return
-    ks = kernel_stats.compute(stores, {})
-    eligible = float(ks["tensorcore_eligible_duration_us"])
+    table = kernel_stats.hosts_table(stores)
+    if table.n_rows == 0:
+        return
+    dur = table.data["total_duration_us"]
+    eligible = float(dur[table.data["op_tensorcore_eligible"]].sum())
     if eligible > 0:
-        tc_pct = 100.0 * float(ks["tensorcore_duration_us"]) / eligible
+        tc_pct = 100.0 * float(dur[table.data["kernel_uses_tensorcore"]].sum()) / eligible
         if tc_pct < TENSORCORE_MIN_PERCENT:
             out.append(_suggestion(
                 "low_tensorcore_use", "medium",
                 f"Only {tc_pct:.1f} % of the TensorCore-eligible kernel time ran on TensorCores. "
                 "Use 16-bit inputs (bf16/fp16) and dimensions that are multiples of 8.",
                 "kernel_stats", {"tensorcore_percent_of_eligible": tc_pct, "eligible_us": eligible}))
-    table = ks["tables"]["kernels"]
-    total = float(ks["total_duration_us"])
-    if table.n_rows and total > 0:
+    total = float(dur.sum())
+    if total > 0:
         low = table.data["occupancy_pct"] < LOW_OCCUPANCY_PERCENT
         low_us = float(table.data["total_duration_us"][low].sum())
         share = 100.0 * low_us / total
@@ -95,9 +100,8 @@ def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     store = stores[0]
     if not memory_profile.TOOLS[0].available(store):
         return
-    mp = memory_profile.compute([store], {})
-    for mid, a in mp.get("allocators", {}).items():
-        frag = float(a.get("peak_fragmentation_fraction", 0.0))
+    for mid, events in sorted(memory_profile.memory_events(store).items()):
+        frag = float(memory_profile.summarize(events)["peak_fragmentation_fraction"])
         if frag >= FRAGMENTATION_FRACTION:
             out.append(_suggestion(
                 "memory_fragmentation", "medium",

@@ -1,8 +1,8 @@
 """hlo_stats: one row per HLO op, as XProf's "HLO Op Stats" tool.
 
-The rows are the device side of the op metrics (``ops/op_metrics.py``: one row per HLO op of a
-program), ranked by total self time; with several hosts, ops of one name are one row
-(``merge_by_name``, as XProf's all-hosts HLO op stats). Rates use the op's total
+The rows are the device side of the op metrics (``ops/op_metrics.py``), keyed as XProf keys
+them (``host_hlo_ops``: a kernel's op by module name and op name, a copy's by program), summed
+over the hosts, ranked by total self time. Rates use the op's total
 time: ``model_flop_rate`` = FLOPs / time in GFLOP/s (10^9 FLOP/s), ``measured_memory_bw`` =
 bytes accessed / time and ``hbm_bw`` = the HBM part of them / time, both in GiB/s (2^30
 bytes/s) as XProf prints them; ``operational_intensity`` = FLOPs / bytes accessed;
@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.ops.op_metrics import OpMetricsDb, hosts_op_metrics
+from tbprof.analyses.ops.op_metrics import (
+    OpMetricsDb,
+    combine,
+    device_events,
+    device_op_events,
+    device_op_metrics,
+)
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
@@ -54,26 +60,26 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
 
 
-def merge_by_name(db: OpMetricsDb) -> OpMetricsDb:
-    """One row per HLO op name: XProf's all-hosts HLO op stats combine ops by name, so ops of
-    one name in different programs (two ``jit(_normal)`` programs each with a
-    ``loop_multiply_fusion``) become one row. It keeps the program, category and framework op
-    of the op with the most self time and, as it prices an op per occurrence from one HLO
-    instruction, that op's FLOPs and bytes per occurrence times the merged occurrences."""
+def merge_ops(db: OpMetricsDb, keys: list[Any]) -> OpMetricsDb:
+    """Rows with equal ``keys`` as one row, as XProf keys its HLO op metrics: the row keeps the
+    program, category and framework op of its op with the most self time and, as XProf prices
+    an op per occurrence from one HLO instruction, that op's FLOPs and bytes per occurrence
+    times the merged occurrences; times and occurrences are summed."""
     if db.n_ops == 0:
         return db
-    names, inv = np.unique(db.name.astype(str), return_inverse=True)
-    inv = inv.reshape(-1)
-    if names.shape[0] == db.n_ops:
+    index: dict[Any, int] = {}
+    inv = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+    n = len(index)
+    if n == db.n_ops:
         return db
-    # The representative of each name: most self time, then first in table order.
+    # The representative of each key: most self time, then first in table order.
     rep_order = np.lexsort((np.arange(db.n_ops), -db.self_time_ps, inv))
     first = np.ones(rep_order.shape[0], dtype=bool)
     first[1:] = inv[rep_order][1:] != inv[rep_order][:-1]
-    rep = rep_order[first]  # one row index per name, in name order
+    rep = rep_order[first]  # one row index per key, in key order
 
     def total(col: np.ndarray) -> np.ndarray:
-        return np.bincount(inv, weights=col.astype(np.float64), minlength=names.shape[0])
+        return np.bincount(inv, weights=col.astype(np.float64), minlength=n)
 
     occurrences = total(db.occurrences)
     scale = occurrences / np.maximum(db.occurrences[rep], 1)
@@ -85,10 +91,42 @@ def merge_by_name(db: OpMetricsDb) -> OpMetricsDb:
         total_time_ps=db.total_time_ps, hbm_bytes=db.hbm[rep] * scale)
 
 
+_COPY_PREFIXES = ("Memcpy", "Memset")
+
+
+def host_hlo_ops(store: ProfileStore) -> OpMetricsDb:
+    """One host's HLO ops as XProf counts them (memoised): a kernel's op is keyed by its module
+    *name* and op name, so programs compiled twice under one name (two ``jit__normal``) share
+    their ops, while an op that runs as a memory copy (``MemcpyD2D`` events, e.g.
+    ``wrapped_slice``) is keyed by its program id, as observed in XProf 2.24.2's output."""
+    return store.memo(("hlo_stats", "ops"), lambda: _host_hlo_ops(store))
+
+
+def _host_hlo_ops(store: ProfileStore) -> OpMetricsDb:
+    db = device_op_metrics(store)
+    if db.n_ops == 0:
+        return db
+    ev = device_op_events(store)
+    is_copy_event = np.zeros(ev.op.shape[0], dtype=bool)
+    for pi, dev in enumerate(device_events(store)):
+        sel = np.flatnonzero(ev.plane_index == pi)
+        if sel.shape[0] == 0:
+            continue
+        name_ids = dev.plane.name_id[ev.row[sel]]
+        uniq, inv = np.unique(name_ids, return_inverse=True)
+        copy = np.array([store.strings[int(u)].startswith(_COPY_PREFIXES) for u in uniq.tolist()], dtype=bool)
+        is_copy_event[sel] = copy[inv.reshape(-1)]
+    copy_op = np.bincount(ev.op, weights=is_copy_event.astype(np.float64), minlength=db.n_ops) > 0
+    programs = hlo_programs(store)
+    keys: list[Any] = []
+    for name, pid, copy in zip(db.name.tolist(), db.program_id.tolist(), copy_op.tolist(), strict=True):
+        program = programs.get(pid)
+        keys.append(("program", pid, name) if copy or program is None else ("module", program.module_name, name))
+    return merge_ops(db, keys)
+
+
 def op_rates(stores: Sequence[ProfileStore]) -> HloOpRates:
-    db = hosts_op_metrics(stores, "device")
-    if len(stores) > 1:
-        db = merge_by_name(db)
+    db = combine([host_hlo_ops(s) for s in stores])
     order = np.lexsort((db.name.astype(str), -db.self_time_ps)) if db.n_ops else np.zeros(0, dtype=np.int64)
     time_s = db.time_ps.astype(np.float64) / 1e12
     env = roofline.perf_env(stores)

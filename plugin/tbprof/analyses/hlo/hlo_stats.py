@@ -107,16 +107,15 @@ def _host_hlo_ops(store: ProfileStore) -> OpMetricsDb:
     if db.n_ops == 0:
         return db
     ev = device_op_events(store)
-    is_copy_event = np.zeros(ev.op.shape[0], dtype=bool)
-    for pi, dev in enumerate(device_events(store)):
-        sel = np.flatnonzero(ev.plane_index == pi)
-        if sel.shape[0] == 0:
-            continue
-        name_ids = dev.plane.name_id[ev.row[sel]]
-        uniq, inv = np.unique(name_ids, return_inverse=True)
-        copy = np.array([store.strings[int(u)].startswith(_COPY_PREFIXES) for u in uniq.tolist()], dtype=bool)
-        is_copy_event[sel] = copy[inv.reshape(-1)]
-    copy_op = np.bincount(ev.op, weights=is_copy_event.astype(np.float64), minlength=db.n_ops) > 0
+    # An op runs either as kernels or as copies: its first event says which.
+    first = np.full(db.n_ops, -1, dtype=np.int64)
+    first[ev.op[::-1]] = np.arange(ev.op.shape[0] - 1, -1, -1)
+    planes = [dev.plane for dev in device_events(store)]
+    copy_op = np.zeros(db.n_ops, dtype=bool)
+    for k in np.flatnonzero(first >= 0).tolist():
+        e = int(first[k])
+        plane = planes[int(ev.plane_index[e])]
+        copy_op[k] = store.strings[int(plane.name_id[int(ev.row[e])])].startswith(_COPY_PREFIXES)
     programs = hlo_programs(store)
     keys: list[Any] = []
     for name, pid, copy in zip(db.name.tolist(), db.program_id.tolist(), copy_op.tolist(), strict=True):

@@ -97,12 +97,12 @@ class Profiles:
         Called after the request that loaded the store has its answer, so the warm-up never
         competes with that request for the interpreter.
         """
-        if not registry.WARMUPS or not isinstance(store, ProfileStore) or store.warm_started:
+        if not registry.warmups() or not isinstance(store, ProfileStore) or store.warm_started:
             return
         store.warm_started = True
 
         def run() -> None:
-            for fn in registry.WARMUPS:
+            for fn in registry.warmups():
                 try:
                     fn(store)
                 except Exception:  # a failing warm-up only costs speed; the request reports it

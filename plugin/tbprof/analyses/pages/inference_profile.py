@@ -1,6 +1,5 @@
 """inference_profile: request latency of an inference server's profile (XProf's "Inference
-Profile"), and the TPU-only tools of XProf's list, which tbprof names with the reason they have
-no data on other profiles.
+Profile").
 
 Inference request markers are host events carrying a ``request_id`` stat (TensorFlow Serving
 and XLA's inference runtimes annotate each request's events with it, XProf groups by it). A
@@ -85,34 +84,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     }
 
 
-def _has_tpu(store: ProfileStore) -> bool:
-    return any(p.name.startswith("/device:TPU") and p.n_events > 0 for p in store.planes)
-
-
-def _tpu_only(name: str, title: str, what: str) -> Tool:
-    reason = (f"{title} needs a TPU profile: it reads {what}, which only TPU planes (/device:TPU:N) carry. "
-              "GPU and CPU profiles have no such data in XProf either.")
-
-    def compute_tpu(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-        # Listed so the no-data page can say why; tbprof has no TPU decoder for these counters.
-        raise NoData(reason)
-
-    return Tool(name=name, title=title, compute=compute_tpu, available=_has_tpu, multi_host=True,
-                description=reason)
-
-
 TOOLS = (
     Tool(
         name="inference_profile", title="Inference profile", compute=compute, multi_host=True,
         available=has_requests,
         description="Request latency of an inference server profile (needs request_id markers).",
     ),
-)
-
-# XProf's TPU-only tools, after its other tools in its menu.
-TPU_ONLY_TOOLS = (
-    _tpu_only("megascale_stats", "Megascale stats", "the Megascale (multi-slice DCN) collective events"),
-    _tpu_only("perf_counters", "Perf counters", "TPU hardware performance counters"),
-    _tpu_only("utilization_viewer", "Utilization viewer", "TPU core unit utilization counters"),
-    _tpu_only("kernel_utilization", "Kernel utilization", "TPU kernel (SparseCore/TensorCore) utilization"),
 )

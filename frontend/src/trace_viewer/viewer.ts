@@ -2,23 +2,26 @@
 // frames, the selection and the search, and redraws on the next animation frame after any
 // change. Data comes window by window from the backend (model/fetch_policy.ts).
 
-import { formatDurationPs, formatNumber } from "../base/format";
 import { ApiError, type Api } from "../data/api";
 import { h } from "../widgets/dom";
 import { isDark, watchTheme } from "../widgets/theme";
 import { DetailsPanel } from "./details_panel";
 import { attachControls, type ControlTarget } from "./interaction/controls";
+import { keyHelpPanel } from "./interaction/key_help";
 import {
-  type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type SearchPage, type Target,
+  type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type Target,
 } from "./model/api";
 import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy";
 import type { Frame } from "./model/frame";
+import { describePick, frameAt, type Pick, pickIn } from "./model/picking";
+import { statusText } from "./model/status_text";
 import { Viewport } from "./model/viewport";
+import { PanelSplitter } from "./panel_splitter";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
 import { depthY, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H } from "./render/layout";
+import { SearchBox } from "./search_box";
 
 const FETCH_DEBOUNCE_MS = 60;
-const SEARCH_PAGE = 100;
 const DRAW_SAMPLES = 600;
 
 export interface ViewerOptions {
@@ -43,7 +46,6 @@ declare global {
 }
 
 type Selected = EventRef & { plane: number; row: number };
-type Pick = { kind: "event" | "box" | "counter"; frame: Frame; track: number; index: number };
 
 export class TraceViewer implements ControlTarget {
   readonly el: HTMLElement;
@@ -51,9 +53,11 @@ export class TraceViewer implements ControlTarget {
   readonly scroller: HTMLElement;
   private readonly spacer: HTMLElement;
   private readonly status: HTMLElement;
-  private readonly searchInput: HTMLInputElement;
-  private readonly searchCount: HTMLElement;
+  private readonly search: SearchBox;
+  private readonly keyHelp: HTMLElement;
+  private readonly keyHelpButton: HTMLButtonElement;
   private readonly panel: DetailsPanel;
+  private readonly splitter: PanelSplitter;
   private readonly tooltip: HTMLElement;
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
@@ -72,7 +76,6 @@ export class TraceViewer implements ControlTarget {
   private fetchTimer: number | null = null;
   private fetching: { key: string; ctl: AbortController } | null = null;
   private urlTimer: number | null = null;
-  private search: { query: string; page: SearchPage; index: number } | null = null;
   private detailsCtl: AbortController | null = null;
   private busy = false;
   readonly debug: TraceDebug;
@@ -82,36 +85,35 @@ export class TraceViewer implements ControlTarget {
     this.spacer = h("div", { class: "tbp-tv-spacer" });
     this.scroller = h("div", { class: "tbp-tv-scroller" }, this.canvas, this.spacer);
     this.status = h("span", { class: "tbp-tv-status tbp-muted", "data-testid": "trace-status" }, "Loading…");
-    this.searchInput = h("input", {
-      type: "search", class: "tbp-tv-search", placeholder: "Search names, ops, kernels (whole trace)",
-      "aria-label": "Search events", "data-testid": "trace-search",
+    this.search = new SearchBox({
+      fetchPage: (q, offset, limit) => fetchSearch(this.opts.api, this.opts.target, q, offset, limit, this.lifetime.signal),
+      goTo: (m) => this.selectEvent(m.plane, m.row, true),
+      changed: () => this.requestDraw(),
+      setQueryParam: (q) => this.opts.setParams({ q }),
     });
-    this.searchCount = h("span", { class: "tbp-tv-count tbp-muted", "data-testid": "search-count" });
     const button = (label: string, title: string, fn: () => void, testid: string): HTMLButtonElement =>
       h("button", { type: "button", class: "tbp-btn", title, "data-testid": testid, onclick: fn }, label);
+    this.keyHelp = keyHelpPanel(() => this.closeKeyHelp());
+    this.keyHelpButton = button("?", "Keys and mouse (?)", () => this.toggleKeyHelp(), "key-help-button");
+    this.keyHelpButton.setAttribute("aria-expanded", "false");
     const toolbar = h("div", { class: "tbp-tv-toolbar" },
-      this.searchInput,
-      button("◀", "Previous match", () => void this.stepSearch(-1), "search-prev"),
-      button("▶", "Next match", () => void this.stepSearch(1), "search-next"),
-      this.searchCount,
+      this.search.el,
       h("span", { class: "tbp-spacer" }),
       button("Fit", "Show the whole profile (0)", () => this.fitAll(), "fit"),
       button("Zoom to selection", "Zoom to the selected event or range (F)", () => this.zoomToSelection(), "zoom-selection"),
-      h("span", {
-        class: "tbp-tv-help tbp-muted",
-        title: "wheel: zoom · shift+wheel: scroll · drag: pan · drag on the ruler or shift+drag: select a range · " +
-          "W/S zoom · A/D pan · F zoom to selection · 0 fit · Esc clear",
-      }, "Keys"));
-    this.searchInput.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") void this.runSearch(this.searchInput.value.trim(), e.shiftKey ? -1 : 1);
-    });
+      this.keyHelpButton);
     this.panel = new DetailsPanel({
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
     });
     this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
-    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el,
-      this.tooltip);
+    this.splitter = new PanelSplitter({
+      scroller: this.scroller, panel: this.panel.el,
+      param: (k) => this.opts.param(k), setParams: (u) => this.opts.setParams(u),
+      resized: () => this.resized(),
+    }, this.lifetime.signal);
+    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.keyHelp, this.status, this.scroller,
+      this.splitter.el, this.panel.el, this.tooltip);
     this.renderer = new Renderer(this.canvas);
     this.scroller.addEventListener("scroll", () => this.requestDraw(), { signal: this.lifetime.signal });
     attachControls(this, this.lifetime.signal);
@@ -170,8 +172,7 @@ export class TraceViewer implements ControlTarget {
     const q = this.opts.param("q");
     if (q) {
       // Restore the search without moving to a match: the URL's selection stays selected.
-      this.searchInput.value = q;
-      void this.runSearch(q, 0, sel === null);
+      void this.search.restore(q, sel === null);
     }
   }
 
@@ -206,20 +207,45 @@ export class TraceViewer implements ControlTarget {
     return Math.max(this.scroller.clientWidth - LABEL_W, 1);
   }
 
+  /** Tracks shown whole in the timeline now (the browser tests check that ~20 fit at 1280×800). */
+  visibleTrackCount(): number {
+    const top = this.scroller.scrollTop;
+    const bottom = top + this.scroller.clientHeight - RULER_H;
+    return this.layout.tracks.filter((t) => t.y >= top && t.y + t.h <= bottom).length;
+  }
+
   private resize(): void {
-    const top = this.scroller.getBoundingClientRect().top;
-    const panelH = Math.min(320, Math.max(180, window.innerHeight * 0.3));
-    const height = Math.max(260, window.innerHeight - Math.max(top, 0) - panelH - 12);
-    this.scroller.style.height = `${Math.round(height)}px`;
-    this.panel.el.style.height = `${Math.round(panelH)}px`;
+    this.splitter.apply();
+  }
+
+  /** The splitter set new heights. */
+  private resized(): void {
     if (this.view) this.view.widthPx = this.timelineWidth();
+    this.relayoutSpacer();
     this.requestDraw();
+  }
+
+  toggleKeyHelp(): void {
+    this.keyHelp.hidden = !this.keyHelp.hidden;
+    this.keyHelpButton.setAttribute("aria-expanded", String(!this.keyHelp.hidden));
+    this.resize();
+  }
+
+  closeKeyHelp(): boolean {
+    if (this.keyHelp.hidden) return false;
+    this.toggleKeyHelp();
+    return true;
   }
 
   private relayout(): void {
     const f = this.base;
     if (!f) return;
     this.layout = layoutTracks(f.groups, f.tracks, this.collapsed);
+    this.relayoutSpacer();
+  }
+
+  /** The spacer gives the scroller the layout's height (the canvas is sticky on top of it). */
+  private relayoutSpacer(): void {
     this.spacer.style.height = `${Math.max(0, RULER_H + this.layout.height - this.scroller.clientHeight)}px`;
   }
 
@@ -300,13 +326,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   private updateStatus(): void {
-    const f = this.frame;
-    if (!f) return;
-    const c = f.counts;
-    this.status.textContent =
-      `Loaded ${formatDurationPs(f.startPs, 6)} – ${formatDurationPs(f.endPs, 6)} at ${formatDurationPs(f.resolutionPs)}/box: ` +
-      `${formatNumber(c.inWindow)} events — ${formatNumber(c.returned)} drawn, ${formatNumber(c.merged)} merged into ` +
-      `${formatNumber(c.boxes)} density boxes (none dropped)`;
+    if (this.frame) this.status.textContent = statusText(this.frame.counts);
   }
 
   private scheduleUrl(): void {
@@ -321,16 +341,25 @@ export class TraceViewer implements ControlTarget {
 
   zoomAt(x: number, factor: number): void {
     this.view?.zoomAt(x, factor);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   pan(dxPx: number): void {
     this.view?.panPx(dxPx);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   scrollBy(dy: number): void {
     if (dy) this.scroller.scrollTop += dy;
+    this.viewMoved();
+  }
+
+  /**
+   * The timeline moved under a still pointer (keys, wheel, a search jump): the hover tooltip
+   * describes what was there before, so it goes until the pointer moves again (issue 19).
+   */
+  private viewMoved(): void {
+    this.tooltip.hidden = true;
     this.requestDraw();
   }
 
@@ -341,12 +370,12 @@ export class TraceViewer implements ControlTarget {
 
   fitAll(): void {
     this.view?.fitAll();
-    this.requestDraw();
+    this.viewMoved();
   }
 
   zoomTo(startPs: number, endPs: number): void {
     this.view?.show(startPs, endPs, 0.05);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   zoomToSelection(): void {
@@ -368,7 +397,7 @@ export class TraceViewer implements ControlTarget {
     if (at !== null) {
       const hit = hitY(this.layout, at.cy);
       if (hit.kind === "track") track = hit.row.track.id;
-      if (at.x >= 0) tip = this.describe(this.pick(at.x, at.cy));
+      if (at.x >= 0) tip = describePick(this.pick(at.x, at.cy));
     }
     if (tip && at) {
       this.tooltip.textContent = tip;
@@ -384,66 +413,15 @@ export class TraceViewer implements ControlTarget {
     }
   }
 
-  private describe(p: Pick | null): string {
-    if (!p) return "";
-    const f = p.frame;
-    if (p.kind === "event") {
-      return `${f.strings[f.eventName[p.index] ?? 0] ?? ""} — ${formatDurationPs(f.eventDur[p.index] ?? 0)}`;
-    }
-    if (p.kind === "box") {
-      return `${formatNumber(f.boxCount[p.index] ?? 0)} events merged (${Math.round((f.boxBusy[p.index] ?? 0) * 100)} % busy), ` +
-        `longest: ${f.strings[f.boxName[p.index] ?? 0] ?? ""}`;
-    }
-    const r = f.counters.get(p.track);
-    if (!r) return "";
-    return r.series.map((s) => `${s.name}: ${formatNumber(f.counterLast[s.offset + p.index] ?? 0)}`).join(" · ") +
-      ` @ ${formatDurationPs(f.counterTime[r.sampleOffset + p.index] ?? 0, 7)}`;
-  }
-
   /** What is drawn at timeline x / content y: an event, a density box or a counter sample. */
   private pick(x: number, contentY: number): Pick | null {
     const hit = hitY(this.layout, contentY);
     const view = this.view;
     if (hit.kind !== "track" || !view) return null;
     const ps = view.psOf(x);
-    const tol = 2 * view.psPerPx;
-    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
+    const f = frameAt(this.frame, this.base, ps);
     if (!f) return null;
-    const id = hit.row.track.id;
-    if (hit.row.track.kind === "counter") {
-      const c = f.counters.get(id);
-      if (!c || c.sampleCount === 0) return null;
-      // The sample in force at ps: the last one at or before it.
-      let lo = 0;
-      let hi = c.sampleCount;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if ((f.counterTime[c.sampleOffset + mid] ?? 0) <= ps) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo > 0 ? { kind: "counter", frame: f, track: id, index: lo - 1 } : null;
-    }
-    const r = f.slices.get(id);
-    if (!r) return null;
-    let best = -1;
-    let bestDist = Infinity;
-    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
-      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.eventStart[i] ?? 0;
-      const e = s + (f.eventDur[i] ?? 0);
-      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
-      if (dist <= tol && dist < bestDist) {
-        best = i;
-        bestDist = dist;
-      }
-    }
-    if (best >= 0) return { kind: "event", frame: f, track: id, index: best };
-    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
-      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.boxStart[i] ?? 0;
-      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) return { kind: "box", frame: f, track: id, index: i };
-    }
-    return null;
+    return pickIn(f, { track: hit.row.track.id, trackKind: hit.row.track.kind, depth: hit.depth, ps, tolerancePs: 2 * view.psPerPx });
   }
 
   // --- picking ---------------------------------------------------------------------------
@@ -473,7 +451,7 @@ export class TraceViewer implements ControlTarget {
       this.panel.showBox(f.strings[f.boxName[p.index] ?? 0] ?? "", f.boxCount[p.index] ?? 0, f.boxBusy[p.index] ?? 0,
         s, s + f.resolutionPs);
     } else {
-      this.panel.showCounter(hit.row.track.name, this.describe(p));
+      this.panel.showCounter(hit.row.track.name, describePick(p));
     }
     this.requestDraw();
   }
@@ -530,7 +508,7 @@ export class TraceViewer implements ControlTarget {
     const inside = e.startPs >= view.startPs && e.startPs + dur <= view.endPs;
     if (widthPx < 2) view.setWindow(e.startPs - 4.5 * dur, e.startPs + 5.5 * dur);
     else if (!inside) view.centre(e.startPs + dur / 2);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   // --- range selection -------------------------------------------------------------------
@@ -565,57 +543,5 @@ export class TraceViewer implements ControlTarget {
     fetchRange(this.opts.api, this.opts.target, r.startPs, r.endPs, tracks, this.lifetime.signal)
       .then((s) => this.panel.showRange(s))
       .catch((e: unknown) => this.panel.showError(e instanceof Error ? e.message : String(e)));
-  }
-
-  // --- search ----------------------------------------------------------------------------
-  private async runSearch(query: string, direction: number, navigate = true): Promise<void> {
-    if (!query) {
-      this.search = null;
-      this.searchCount.textContent = "";
-      this.opts.setParams({ q: null });
-      return;
-    }
-    if (this.search && this.search.query === query && direction !== 0) {
-      await this.stepSearch(direction);
-      return;
-    }
-    this.searchCount.textContent = "searching…";
-    try {
-      const page = await fetchSearch(this.opts.api, this.opts.target, query, 0, SEARCH_PAGE, this.lifetime.signal);
-      this.search = { query, page, index: navigate ? 0 : -1 };
-      this.opts.setParams({ q: query });
-      if (page.total === 0) {
-        this.searchCount.textContent = "no matches";
-        return;
-      }
-      if (navigate) await this.gotoMatch(0);
-      else this.searchCount.textContent = `${formatNumber(page.total)} matches`;
-    } catch (e) {
-      this.searchCount.textContent = e instanceof Error ? e.message : String(e);
-    }
-  }
-
-  private async stepSearch(direction: number): Promise<void> {
-    const s = this.search;
-    if (!s) {
-      await this.runSearch(this.searchInput.value.trim(), 0);
-      return;
-    }
-    if (s.page.total === 0) return;
-    const from = s.index < 0 && direction < 0 ? 0 : s.index;
-    await this.gotoMatch((from + direction + s.page.total) % s.page.total);
-  }
-
-  private async gotoMatch(index: number): Promise<void> {
-    const s = this.search;
-    if (!s) return;
-    if (index < s.page.offset || index >= s.page.offset + s.page.matches.length) {
-      const offset = Math.floor(index / SEARCH_PAGE) * SEARCH_PAGE;
-      s.page = await fetchSearch(this.opts.api, this.opts.target, s.query, offset, SEARCH_PAGE, this.lifetime.signal);
-    }
-    s.index = index;
-    const m = s.page.matches[index - s.page.offset];
-    this.searchCount.textContent = `${formatNumber(index + 1)} of ${formatNumber(s.page.total)}`;
-    if (m) await this.selectEvent(m.plane, m.row, true);
   }
 }

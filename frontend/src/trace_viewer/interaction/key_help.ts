@@ -24,5 +24,5 @@ export function keyHelpPanel(onClose: () => void): HTMLElement {
       h("span", { class: "tbp-muted" }, "click the timeline first so that it has the keyboard"),
       h("span", { class: "tbp-spacer" }),
       h("button", { type: "button", class: "tbp-btn", "aria-label": "Close", onclick: onClose }, "×")),
-    h("div", { class: "tbp-tv-keys" }, KEY_HELP.map(([k, what]) => [h("span", {}, h("kbd", {}, k)), h("span", {}, what)])));
+    h("div", { class: "tbp-tv-keys" }, KEY_HELP.flatMap(([k, what]) => [h("span", {}, h("kbd", {}, k)), h("span", {}, what)])));
 }

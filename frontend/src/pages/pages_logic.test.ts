@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { pieOption } from "./common";
 import { list, num, obj, objs, str } from "./fields";
-import { inputTone } from "./overview/overview_page";
+import { inputCardHint, inputVerdict } from "./input_verdict";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -20,13 +20,23 @@ describe("pieOption", () => {
   });
 });
 
-describe("inputTone", () => {
-  it("uses XProf's 20 % / 5 % input-bound thresholds", () => {
-    expect(inputTone(25)).toBe("bad");
-    expect(inputTone(20)).toBe("warn"); // "more than 20 %" is input-bound
-    expect(inputTone(5.1)).toBe("warn");
-    expect(inputTone(5)).toBe("good");
-    expect(inputTone(null)).toBe("neutral");
+describe("input verdict", () => {
+  it("takes colour and words from the backend's input_bound, never from the percentage", () => {
+    // Exactly 20 %: the backend says "high" (it tests >= 20); the card must agree.
+    expect(inputVerdict({ input_bound: "high" }).tone).toBe("bad");
+    expect(inputVerdict({ input_bound: "moderate" }).tone).toBe("warn");
+    // "potential" comes from 'all others' time, not from the input wait: still a warning.
+    expect(inputVerdict({ input_bound: "potential" })).toMatchObject({ tone: "warn", label: "Possibly input-bound" });
+    expect(inputVerdict({ input_bound: "no" })).toMatchObject({ tone: "good", label: "Not input-bound" });
+    expect(inputVerdict({ input_bound: "unknown" }).tone).toBe("neutral");
+    expect(inputVerdict({}).tone).toBe("neutral");
+  });
+  it("shows the thresholds the backend sends beside the verdict, and none when it sends none", () => {
+    const v = inputVerdict({ input_bound: "no", input_bound_thresholds: { high_percent: 20, moderate_percent: 5, all_others_potential_percent: 3 } });
+    expect(v.thresholds).toBe("input-bound at ≥ 20%, moderate at ≥ 5%");
+    expect(inputCardHint(v)).toBe("of the step time · Not input-bound (input-bound at ≥ 20%, moderate at ≥ 5%)");
+    expect(inputVerdict({ input_bound: "no" }).thresholds).toBe("");
+    expect(inputCardHint(inputVerdict({ input_bound: "no" }))).toBe("of the step time · Not input-bound");
   });
 });
 

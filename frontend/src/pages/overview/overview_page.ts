@@ -2,20 +2,15 @@
 // and XProf's recommendation with links to the pages it names.
 
 import { formatNumber, formatPercent } from "../../base/format";
-import { type Card, cardRow, type Tone } from "../../widgets/cards";
+import { type Card, cardRow } from "../../widgets/cards";
 import { unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
+import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepsText, stepTimeChart } from "../steps_common";
-
-/** XProf's input-bound thresholds: > 20 % of step time waiting for input is input-bound, > 5 % maybe. */
-export function inputTone(inputPercent: number | null): Tone {
-  if (inputPercent === null) return "neutral";
-  return inputPercent > 20 ? "bad" : inputPercent > 5 ? "warn" : "good";
-}
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -31,11 +26,13 @@ function render(ctx: PageContext): void {
   const steps = obj(raw, "steps");
   const stepTime = obj(perf, "step_time_ms");
   const inputPct = num(perf, "input_percent");
+  // Colour and words from the backend's verdict, so the card and the recommendation agree.
+  const verdict = inputVerdict(obj(raw, "recommendation"));
   const hasDevice = (num(env, "device_count") ?? 0) > 0;
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps) },
-    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: "of the step time", tone: inputTone(inputPct) },
+    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
     { id: "host_ops", label: "Host op time (of all ops)", value: formatPercent(num(perf, "host_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "host_op_time_eager_percent") ?? 0)} eager` },
   ];
   if (hasDevice) {

@@ -98,14 +98,15 @@ def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_pag
     charts = wait_charts_drawn(page, min_charts=4)
     assert {c["id"] for c in charts} == {"host_pie_by_type", "host_pie_by_operation",
                                          "device_pie_by_type", "device_pie_by_operation"}
-    types = [r[2] for r in shown_rows(page, "ops")]
+    at_type = column_names(page, "ops").index("type")  # key columns come first on screen
+    types = [r[at_type] for r in shown_rows(page, "ops")]
     assert "IDLE" in types
     # Unchecking "include idle" refetches without the IDLE rows (option in the URL).
     page.uncheck('input[data-option="include_idle"]')
     wait_ready(page)
     page.wait_for_function("() => location.hash.includes('o.include_idle=false')")
     wait_ready(page)
-    types = [r[2] for r in shown_rows(page, "ops")]
+    types = [r[at_type] for r in shown_rows(page, "ops")]
     assert types and "IDLE" not in types
     serve_page.check()
 
@@ -163,7 +164,8 @@ def test_op_pages_all_hosts(standalone: Any, serve_page: Any) -> None:
     wait_charts_drawn(page, min_charts=4)
     backend = backend_rows(standalone, run, "framework_op_stats", "ops", host="__all__")
     at = [c["name"] for c in backend["columns"]].index("operation")
-    assert sorted(r[3] for r in shown_rows(page, "ops")) == sorted(r[at] for r in backend["rows"])
+    shown_at = column_names(page, "ops").index("operation")
+    assert sorted(r[shown_at] for r in shown_rows(page, "ops")) == sorted(r[at] for r in backend["rows"])
     page.goto(app_url(standalone, run=run, host="__all__", tool="op_profile"))
     wait_ready(page)
     result = standalone.json("data", run=run, host="__all__", tool="op_profile", rows="0")

@@ -6,17 +6,36 @@ import type { ToolResult } from "../data/types";
 import { type Card, cardRow } from "../widgets/cards";
 import { Chart, type ChartOptions, PALETTE, unitFormatter } from "../widgets/chart";
 import { h } from "../widgets/dom";
-import { DataTable } from "../widgets/table";
+import { DataTable, type DataTableOptions } from "../widgets/table";
+import { hiddenFromParam, hiddenToParam } from "../widgets/table_columns";
 import { viewFromParams, viewToUpdates } from "../widgets/table_model";
 import type { PageContext } from "./context";
 
 export const DEFAULT_PAGE_SIZE = 100;
+
+/**
+ * Tables read by their name, count and time (tool/table): shown with those columns first
+ * (issue 19: kernel stats put the kernel's name second and its time 14th of 17 columns).
+ */
+const KEY_FIRST_TABLES = new Set([
+  "kernel_stats/kernels", "framework_op_stats/ops", "tf1_op_stats/ops", "pytorch_op_stats/operators",
+  "pytorch_kernel_stats/kernels",
+]);
 
 export interface TableWidgetOptions {
   title?: string;
   description?: string;
   pageSize?: number;
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
+  keyColumnsFirst?: boolean;
+}
+
+/** The column chooser's state of table `name` in the URL (t.<name>.hide). */
+export function hiddenColumns(ctx: PageContext, name: string): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+  return {
+    hidden: hiddenFromParam(ctx.tableParams(name).get("hide")),
+    onHiddenChange: (hidden) => ctx.setTableParams({ [`${name}.hide`]: hiddenToParam(hidden) }),
+  };
 }
 
 function safeName(s: string): string {
@@ -44,6 +63,8 @@ export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOpt
     csvName: safeName(`${ctx.run.name}_${host}_${ctx.request.tool}_${name}`),
     fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
     decorateCell: opts.decorateCell,
+    keyColumnsFirst: opts.keyColumnsFirst ?? KEY_FIRST_TABLES.has(`${ctx.request.tool}/${name}`),
+    ...hiddenColumns(ctx, name),
   });
   ctx.onDispose(() => widget.dispose());
   return widget;

@@ -14,7 +14,7 @@ import { clear, h } from "../../widgets/dom";
 import { loading, messageBox } from "../../widgets/message";
 import { DataTable } from "../../widgets/table";
 import { viewFromParams, viewToUpdates } from "../../widgets/table_model";
-import { chart } from "../common";
+import { chart, hiddenColumns } from "../common";
 import type { PageContext } from "../context";
 import { registerPage } from "../registry";
 import {
@@ -385,6 +385,7 @@ function compareTable(
       ctx.setTableParams(viewToUpdates(`${name}.`, view, next));
       view = next;
     },
+    ...hiddenColumns(ctx, name),
     csvName: safe(`compare_${base.run}_vs_${cand.run}_${name}`),
     fullCsvUrl: (q) => ctx.api.url("compare_csv", [...params, ["table", name], ...tableQueryParams(q, false)]).href,
     decorateCell: (td, row, i) => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { pieOption } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
+import { stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -50,5 +51,29 @@ describe("fields", () => {
     expect(list(obj(o, "c"), "d")).toHaveLength(3);
     expect(objs(obj(o, "c"), "d")).toEqual([{ e: 2 }]);
     expect(obj(o, "missing")).toEqual({});
+  });
+});
+
+describe("all-hosts step chart", () => {
+  const table = (rows: [string, string][]) => ({
+    columns: [
+      { name: "step", label: "Step", kind: "str" as const, unit: "", description: "" },
+      { name: "host", label: "Host", kind: "str" as const, unit: "", description: "" },
+    ],
+    rows, totalRows: rows.length, offset: 0, meta: {},
+  });
+  it("names the host of each bar: the backend's list first", () => {
+    expect(stepHosts({ step: ["a", "b"], host: ["w0", "w1"] }, undefined)).toEqual(["w0", "w1"]);
+  });
+  it("else the steps table's host of the same step", () => {
+    // jax_2hosts: the step chart keeps, per step, the slower host's bar.
+    expect(stepHosts({ step: ["train 4", "train 5"] }, table([["train 4", "worker1"], ["train 5", "worker0"]])))
+      .toEqual(["worker1", "worker0"]);
+    // A name on two hosts is ambiguous: no host for that bar.
+    expect(stepHosts({ step: ["s", "t"] }, table([["s", "w0"], ["s", "w1"], ["t", "w0"], ["u", "w1"]]))).toBeNull();
+  });
+  it("says nothing when every bar is from one host", () => {
+    expect(stepHosts({ step: ["a", "b"], host: ["w0", "w0"] }, undefined)).toBeNull();
+    expect(stepHosts({ step: ["a"] }, undefined)).toBeNull();
   });
 });

@@ -10,7 +10,7 @@ import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
-import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepsText, stepTimeChart } from "../steps_common";
+import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -49,7 +49,9 @@ function render(ctx: PageContext): void {
   el.appendChild(grid);
   const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
   grid.appendChild(stepBox);
-  stepTimeChart(chart(ctx, stepBox, { label: "Step time per step, by category", id: "step_time", height: 300 }), obj(raw, "step_time_graph"));
+  const graph = obj(raw, "step_time_graph");
+  const hosts = ctx.request.host === ctx.allHosts ? stepHosts(graph, result.tables.steps) : null;
+  stepTimeChart(chart(ctx, stepBox, { label: hosts ? "Step time per step and host, by category" : "Step time per step, by category", id: "step_time", height: 300 }), graph, STEP_CATEGORIES, hosts);
 
   const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
   grid.appendChild(pieBox);

@@ -1,0 +1,59 @@
+"""Labels and numbers that agree (issue 19), at 1280x800: the overview's "Waiting for input"
+card takes its colour and words from the backend's verdict, the all-hosts step chart names
+each bar's host, the pod viewer draws no duplicate "all devices" bar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .helpers import app_url, run_named, wait_charts_drawn, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+OPTION_JS = "(id) => JSON.parse(JSON.stringify(window.__tbprofCharts.get(id).currentOption))"
+TONES = {"high": "bad", "moderate": "warn", "potential": "warn", "no": "good", "unknown": "neutral"}
+
+
+def test_overview_input_card_follows_the_verdict_and_bars_name_hosts(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_2hosts/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, host="__all__", tool="overview_page"))
+    wait_ready(page)
+    wait_charts_drawn(page)
+    result = standalone.json("data", run=run, host="__all__", tool="overview_page", rows="100")
+    bound = result["recommendation"]["input_bound"]
+    card = page.locator('[data-card="input"]')
+    # jax_2hosts waits ~0 % for input but is "potential" (68 % 'all others'): the card says so
+    # in the verdict's colour instead of a green 0.0 %.
+    assert f"tbp-tone-{TONES[bound]}" in (card.get_attribute("class") or "")
+    if bound == "potential":
+        assert "Possibly input-bound" in card.inner_text()
+    # Every bar of the all-hosts step chart names its host (from the steps table: the host of each step).
+    option = page.evaluate(OPTION_JS, "step_time")
+    labels = option["xAxis"]["data"]
+    table = result["tables"]["steps"]
+    at_step = [c["name"] for c in table["columns"]].index("step")
+    at_host = [c["name"] for c in table["columns"]].index("host")
+    host_of = {r[at_step]: r[at_host] for r in table["rows"]}
+    assert labels == [f"{s}\n{host_of[s]}" for s in result["step_time_graph"]["step"]]
+    serve_page.screenshot("overview__all_hosts_labels")
+    serve_page.check()
+
+
+def test_pod_viewer_has_no_duplicate_all_devices_bar(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_2hosts/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, host="__all__", tool="pod_viewer"))
+    wait_ready(page)
+    wait_charts_drawn(page)
+    result = standalone.json("data", run=run, host="__all__", tool="pod_viewer", rows="0")
+    devices = [c for c in result["cores"] if c["device"] != "all devices"]
+    # One GPU per host: the backend's "all devices" column repeats the device's numbers.
+    assert len(result["cores"]) == 2 * len(devices) == 4
+    labels = page.evaluate(OPTION_JS, "pod_step")["xAxis"]["data"]
+    assert labels == [f"{c['host']}\n{c['device'].removeprefix('/device:')}" for c in devices]
+    assert page.locator('[data-card="columns"]').inner_text().endswith(str(len(devices)))
+    serve_page.screenshot("pod_viewer__one_bar_per_device")
+    serve_page.check()

@@ -57,3 +57,24 @@ def test_pod_viewer_has_no_duplicate_all_devices_bar(standalone: Any, serve_page
     assert page.locator('[data-card="columns"]').inner_text().endswith(str(len(devices)))
     serve_page.screenshot("pod_viewer__one_bar_per_device")
     serve_page.check()
+
+
+def test_compare_kpis_in_one_row_and_no_internal_keys(standalone: Any, serve_page: Any) -> None:
+    keras, custom = run_named(standalone, "keras_cnn/"), run_named(standalone, "custom_loop/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=custom, tool="compare", **{"c.base_run": keras}))
+    page.wait_for_function("() => document.querySelector('[data-verdict]') !== null", timeout=120_000)
+    wait_ready(page)
+    # At 1280 px every KPI card sits in the same row.
+    tops = page.evaluate("() => [...document.querySelectorAll('.tbp-cards .tbp-card')]"
+                         ".map((c) => Math.round(c.getBoundingClientRect().top))")
+    assert len(tops) >= 4 and len(set(tops)) == 1, tops
+    # The step breakdown names categories in words; the backend's keys (device_compute_ms) stay out.
+    backend = standalone.json("compare", base_run=keras, run=custom)["tables"]["breakdown"]
+    assert "category" in [c["name"] for c in backend["columns"]]
+    table = page.locator('[data-table="breakdown"]')
+    assert table.locator('th[data-col="category"]').count() == 0
+    assert "device_compute_ms" not in table.locator("tbody").inner_text()
+    assert "Device compute" in table.locator("tbody").inner_text()
+    serve_page.screenshot("compare__kpis_one_row")
+    serve_page.check()

@@ -46,6 +46,8 @@ export interface DataTableOptions {
   description?: string;
   /** Show the name, occurrences, total and self time columns first (wide op and kernel tables). */
   keyColumnsFirst?: boolean;
+  /** Columns never shown (internal keys); still in the CSV downloads. */
+  omitColumns?: readonly string[];
   /** Names of the columns the user hid, and where to keep a change (the URL). */
   hidden?: readonly string[];
   onHiddenChange?: (hidden: string[]) => void;
@@ -136,9 +138,17 @@ export class DataTable {
   }
 
   /** Display order and sticky columns for the current columns and hidden list. */
+  /** Display order of every column that may show (omitted ones left out). */
+  private columnOrder(): number[] {
+    const cols = this.data.columns;
+    const omit = new Set(this.opts.omitColumns ?? []);
+    const order = this.opts.keyColumnsFirst ? keyFirstOrder(cols) : cols.map((_, i) => i);
+    return order.filter((i) => !omit.has(cols[i]?.name ?? ""));
+  }
+
   private computeColumns(): void {
     const cols = this.data.columns;
-    const order = this.opts.keyColumnsFirst ? keyFirstOrder(cols) : cols.map((_, i) => i);
+    const order = this.columnOrder();
     this.shown = shownOrder(cols, order, this.hidden);
     this.sticky = stickyCount(cols, this.shown);
   }
@@ -147,8 +157,8 @@ export class DataTable {
     clear(this.chooser);
     const cols = this.data.columns;
     const name = nameColumnIndex(cols);
-    const order = this.opts.keyColumnsFirst ? keyFirstOrder(cols) : cols.map((_, i) => i);
-    const hiddenCount = cols.length - this.shown.length;
+    const order = this.columnOrder();
+    const hiddenCount = order.length - this.shown.length;
     this.chooser.appendChild(h("summary", { class: "tbp-btn", title: "Choose the columns to show" },
       hiddenCount > 0 ? `Columns (${hiddenCount} hidden)` : "Columns"));
     const list = h("div", { class: "tbp-colchooser-list" });

@@ -285,7 +285,7 @@ function summaryCards(raw: Record<string, unknown>, tables: Record<string, Table
   if (ops) {
     cards.push({ id: "ops", label: "Ops compared", value: formatNumber(ops.totalRows), hint: "added and removed ones in the Status column" });
   }
-  return cardRow(cards);
+  return cardRow(cards, { oneRow: true });
 }
 
 function series(raw: Record<string, unknown>, side: "baseline" | "candidate"): number[] {
@@ -386,6 +386,9 @@ function compareTable(
       view = next;
     },
     ...hiddenColumns(ctx, name),
+    // The breakdown's "category" (device_compute_ms, ...) is the backend's key of the category
+    // the next column names in words.
+    omitColumns: name === "breakdown" ? ["category"] : [],
     csvName: safe(`compare_${base.run}_vs_${cand.run}_${name}`),
     fullCsvUrl: (q) => ctx.api.url("compare_csv", [...params, ["table", name], ...tableQueryParams(q, false)]).href,
     decorateCell: (td, row, i) => {

@@ -78,3 +78,22 @@ def test_compare_kpis_in_one_row_and_no_internal_keys(standalone: Any, serve_pag
     assert "Device compute" in table.locator("tbody").inner_text()
     serve_page.screenshot("compare__kpis_one_row")
     serve_page.check()
+
+
+def test_capture_error_is_shown_once(standalone: Any, serve_page: Any) -> None:
+    if not standalone.json("settings").get("capture_enabled", False):
+        pytest.fail("capture is off on this loopback server")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run_named(standalone, "jax_mlp/"), tool="overview_page"))
+    wait_ready(page)
+    page.click('button[data-action="capture"]')
+    page.fill('dialog input[name="addresses"]', "localhost:1")  # nothing listens on port 1
+    page.fill('dialog input[name="durationMs"]', "200")
+    page.fill('dialog input[name="retries"]', "0")
+    page.click('dialog button:has-text("Capture")')
+    page.wait_for_selector("dialog .tbp-capture-failure", timeout=60_000)
+    text = page.inner_text("dialog .tbp-capture-status")
+    assert "localhost:1" in text
+    assert text.count("could not connect") == 1, text
+    serve_page.expect_http_error(502)
+    serve_page.check()

@@ -96,9 +96,10 @@ def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_pag
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="framework_op_stats"))
     wait_ready(page)
-    charts = wait_charts_drawn(page, min_charts=4)
-    assert {c["id"] for c in charts} == {"host_pie_by_type", "host_pie_by_operation",
-                                         "device_pie_by_type", "device_pie_by_operation"}
+    charts = wait_charts_drawn(page, min_charts=2)
+    # jax_mlp's host side has one op type and one op: a sentence each instead of a 100 % donut.
+    assert {c["id"] for c in charts} == {"device_pie_by_type", "device_pie_by_operation"}
+    assert page.locator("[data-pie-sentence]").count() == 2
     at_type = column_names(page, "ops").index("type")  # key columns come first on screen
     types = [r[at_type] for r in shown_rows(page, "ops")]
     assert "IDLE" in types
@@ -162,7 +163,7 @@ def test_op_pages_all_hosts(standalone: Any, serve_page: Any) -> None:
     page = serve_page.page
     page.goto(app_url(standalone, run=run, host="__all__", tool="framework_op_stats"))
     wait_ready(page)
-    wait_charts_drawn(page, min_charts=4)
+    wait_charts_drawn(page, min_charts=2)  # the host side's one-slice pies are sentences
     backend = backend_rows(standalone, run, "framework_op_stats", "ops", host="__all__")
     at = [c["name"] for c in backend["columns"]].index("operation")
     shown_at = column_names(page, "ops").index("operation")

@@ -1,6 +1,6 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, field reading.
 import { describe, expect, it } from "vitest";
-import { pieOption } from "./common";
+import { middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { stepHosts } from "./steps_common";
@@ -13,11 +13,22 @@ describe("pieOption", () => {
     expect(data).toHaveLength(11);
     expect(data[0]).toEqual({ name: "op12", value: 13 }); // largest first
     // op0..op2 (values 1+2+3 = 6) fall outside the top 10.
-    expect(data[10]).toEqual({ name: "Other (3)", value: 6 });
+    expect(data[10]).toMatchObject({ name: "Other (3)", value: 6 });
   });
-  it("drops empty slices", () => {
-    const series = (pieOption([{ name: "a", value: 0 }, { name: "b", value: 2 }], "us").series as { data: unknown[] }[])[0];
-    expect(series?.data).toEqual([{ name: "b", value: 2 }]);
+  it("drops empty slices, never makes an 'Other (1)', keeps fixed colours", () => {
+    expect(pieSlices([{ name: "a", value: 0 }, { name: "b", value: 2 }])).toEqual([{ name: "b", value: 2 }]);
+    const nine = Array.from({ length: 9 }, (_, i) => ({ name: `k${i}`, value: 9 - i }));
+    expect(pieSlices(nine, 8).map((s) => s.name)).toEqual(nine.map((s) => s.name));
+    expect(pieSlices([...nine, { name: "z", value: 0.5 }], 8).at(-1)).toMatchObject({ name: "Other (2)", value: 1.5 });
+    const series = (pieOption([{ name: "a", value: 1, color: "#123456" }, { name: "b", value: 1 }], "ms").series as { data: unknown[] }[])[0];
+    expect(series?.data[0]).toEqual({ name: "a", value: 1, itemStyle: { color: "#123456" } });
+  });
+  it("cuts long legend names in the middle, keeping the end", () => {
+    expect(middleEllipsis("short", 26)).toBe("short");
+    const cut = middleEllipsis("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 26);
+    expect(cut).toHaveLength(26);
+    expect(cut.endsWith("ncclWork*)")).toBe(true);
+    expect(cut.startsWith("ncclDevKe")).toBe(true);
   });
 });
 

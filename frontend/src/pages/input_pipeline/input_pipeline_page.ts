@@ -3,9 +3,9 @@
 
 import { formatNumber, formatPercent } from "../../base/format";
 import { type Card, cardRow } from "../../widgets/cards";
-import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
+import { axisLabel, unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
-import { chart, pageTitle, tableWidget } from "../common";
+import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { bool, list, num, obj, str, strs } from "../fields";
 import { inputCardHint, inputVerdict } from "../input_verdict";
@@ -88,12 +88,8 @@ function render(ctx: PageContext): void {
   grid.appendChild(hostBox);
   const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: num(parts, k) ?? 0 })).filter((s) => s.value > 0);
   if (slices.length) {
-    chart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }).setOption({
-      color: PALETTE,
-      tooltip: { trigger: "item", valueFormatter: unitFormatter("us") },
-      legend: { type: "scroll", bottom: 0 },
-      series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
-    });
+    pieChart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }, slices, "us",
+      { measure: "host input time", kind: "part" });
   } else {
     hostBox.appendChild(h("p", { class: "tbp-muted" }, "No host-side input operations were recorded."));
   }

@@ -3,9 +3,8 @@
 
 import { formatNumber, formatPercent } from "../../base/format";
 import { type Card, cardRow } from "../../widgets/cards";
-import { unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
-import { chart, pageTitle, tableWidget } from "../common";
+import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { inputCardHint, inputVerdict } from "../input_verdict";
@@ -56,12 +55,8 @@ function render(ctx: PageContext): void {
   const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
   grid.appendChild(pieBox);
   const breakdown = obj(perf, "breakdown_ms");
-  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, itemStyle: { color: c.color } })).filter((s) => s.value > 0);
-  chart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }).setOption({
-    tooltip: { trigger: "item", valueFormatter: unitFormatter("ms") },
-    legend: { type: "scroll", bottom: 0 },
-    series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
-  });
+  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, color: c.color }));
+  pieChart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }, slices, "ms", { measure: "step time", kind: "category" });
 
   if (result.tables.top_ops) {
     const side = str(raw, "top_ops_side");

@@ -40,3 +40,29 @@ def test_op_stats_pies_have_whole_legends_and_no_one_slice_donut(standalone: Any
     assert box is not None and box["width"] >= 400
     serve_page.screenshot("framework_op_stats__pies")
     serve_page.check()
+
+
+def test_memory_timeline_stacked_areas_binary_ticks_and_unnamed_rows(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="memory_profile"))
+    wait_ready(page)
+    wait_charts_drawn(page)
+    option = page.evaluate(OPTION_JS, "memory_timeline")
+    heap, stack = option["series"][0], option["series"][1]
+    assert heap["stack"] == stack["stack"] and heap["areaStyle"]["color"] != stack["areaStyle"]["color"]
+    # Byte ticks step by a power of two (128 MiB, not 95.37 MiB), and the top is a whole number of steps.
+    axis = option["yAxis"][0]
+    step = axis["interval"]
+    assert step & (step - 1) == 0 and axis["max"] % step == 0
+    peak = max(h + s for (_, h), (_, s) in zip(heap["data"], stack["data"], strict=True))
+    assert axis["max"] >= peak > axis["max"] - step
+    # Breakdown rows whose allocation has no op name say so, with their size class.
+    rows = standalone.json("data", run=run, tool="memory_profile", rows="100")["tables"]["breakdown"]["rows"]
+    blank = sum(1 for r in rows if r[0] == "")
+    assert blank > 0
+    cells = page.locator('[data-table="breakdown"] tbody td:first-child').all_inner_texts()
+    assert sum(1 for c in cells if c.startswith("(unnamed, ")) == blank
+    assert "" not in cells
+    serve_page.screenshot("memory_profile__jax_mlp")
+    serve_page.check()

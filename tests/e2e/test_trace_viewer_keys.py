@@ -112,3 +112,73 @@ def test_key_help_button_status_and_details_panel(standalone: Any, serve_page: A
     assert tracks_folded >= 12 and len(whole["tracks"]) > tracks_folded, tracks_folded
     serve_page.screenshot("trace_details_folded")
     serve_page.check()
+
+
+INK_JS = """
+() => {
+  const c = document.querySelector('[data-testid="trace-canvas"]');
+  const dpr = window.devicePixelRatio || 1;
+  const x0 = Math.round(230 * dpr), y0 = Math.round(26 * dpr);
+  const d = c.getContext('2d').getImageData(x0, y0, c.width - x0, c.height - y0).data;
+  let ink = 0;
+  for (let i = 0; i < d.length; i += 4 * 3) ink += 765 - d[i] - d[i + 1] - d[i + 2];
+  return ink;
+}
+"""
+
+
+def test_search_highlight_sticky_headers_flows_and_stale_tooltip(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="trace_viewer"))
+    page.wait_for_function(READY_JS, timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    viewer = "window.__tbprofTrace.viewer"
+    ink_before = page.evaluate(INK_JS)
+
+    # Search: the first match is selected and revealed; hovering it shows a tooltip.
+    found = standalone.json("trace_search", run=run, q="gemm_fusion_dot_17", limit="1")
+    first = found["matches"][0]
+    page.fill('[data-testid="trace-search"]', "gemm_fusion_dot_17")
+    page.press('[data-testid="trace-search"]', "Enter")
+    page.wait_for_function(f"() => {viewer}.selection() && {viewer}.selection().row === {first['row']}",
+                           timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    pos = page.evaluate(f"(e) => {viewer}.eventPosition(e.track, e.start_ps, e.dur_ps, e.depth)", first)
+    box = page.locator('[data-testid="trace-canvas"]').bounding_box()
+    page.mouse.move(box["x"] + pos["x"], box["y"] + pos["y"])
+    page.wait_for_selector('[data-testid="trace-tooltip"]', state="visible", timeout=5_000)
+    # A jump under a still pointer (a key, the next match) clears the stale tooltip.
+    page.evaluate("() => document.activeElement.blur()")  # the keys go to the search box while it has focus
+    page.keyboard.press("s")
+    page.wait_for_selector('[data-testid="trace-tooltip"]', state="hidden", timeout=5_000)
+
+    # The rest of the timeline fades while the search is active: far less ink on the whole view.
+    assert page.evaluate(f"() => {viewer}.highlighting()")
+    page.click('[data-testid="fit"]')
+    page.wait_for_timeout(400)
+    ink_searching = page.evaluate(INK_JS)
+    assert ink_searching < 0.6 * ink_before, (ink_searching, ink_before)
+    serve_page.screenshot("trace_search_highlight")
+    page.fill('[data-testid="trace-search"]', "")
+    page.wait_for_function(f"() => !{viewer}.highlighting()", timeout=5_000)
+
+    # Flow arrows of the selected kernel (its launch on the host) can be hidden; the URL keeps it.
+    page.wait_for_function(f"() => {viewer}.drawnArrowCount() > 0", timeout=PAGE_TIMEOUT_MS)
+    page.uncheck('[data-testid="flows-toggle"]')
+    assert page.evaluate(f"() => {viewer}.drawnArrowCount()") == 0
+    page.wait_for_function("() => location.hash.includes('c.flows=0')", timeout=5_000)
+    page.check('[data-testid="flows-toggle"]')
+    assert page.evaluate(f"() => {viewer}.drawnArrowCount()") > 0
+
+    # Scrolled into the first group's tracks, its header stays under the ruler; clicking it folds the group.
+    whole = standalone.json("trace", run=run, format="json", width_px="1000")
+    first_track = whole["groups"][0]["tracks"][0]
+    page.eval_on_selector(".tbp-tv-scroller", "(s) => { s.scrollTop = 120; }")
+    page.wait_for_timeout(200)
+    page.mouse.click(box["x"] + 60, box["y"] + 26 + 11)
+    visible_js = f"(t) => {viewer}.eventPosition(t, 0, 1e15, 0) !== null"
+    page.wait_for_function(f"() => window.__tbprofTrace.viewer.layout.groups[0].collapsed", timeout=5_000)
+    assert page.eval_on_selector(".tbp-tv-scroller", "(s) => s.scrollTop") == 0
+    assert not page.evaluate(visible_js, first_track)
+    serve_page.check()

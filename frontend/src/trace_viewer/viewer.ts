@@ -14,11 +14,12 @@ import {
 import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy";
 import type { Frame } from "./model/frame";
 import { describePick, frameAt, type Pick, pickIn } from "./model/picking";
+import { nameMatcher, type SearchState } from "./model/search_paging";
 import { statusText } from "./model/status_text";
 import { Viewport } from "./model/viewport";
 import { PanelSplitter } from "./panel_splitter";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
-import { depthY, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H } from "./render/layout";
+import { depthY, GROUP_H, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H, stickyGroup } from "./render/layout";
 import { SearchBox } from "./search_box";
 
 const FETCH_DEBOUNCE_MS = 60;
@@ -78,6 +79,9 @@ export class TraceViewer implements ControlTarget {
   private urlTimer: number | null = null;
   private detailsCtl: AbortController | null = null;
   private busy = false;
+  /** Flow and launch arrows of the selected event drawn (toolbar checkbox, c.flows=0 when off). */
+  private showFlows: boolean;
+  private matcher: { state: SearchState; page: unknown; test: (name: string) => boolean } | null = null;
   readonly debug: TraceDebug;
 
   constructor(private readonly opts: ViewerOptions) {
@@ -96,9 +100,19 @@ export class TraceViewer implements ControlTarget {
     this.keyHelp = keyHelpPanel(() => this.closeKeyHelp());
     this.keyHelpButton = button("?", "Keys and mouse (?)", () => this.toggleKeyHelp(), "key-help-button");
     this.keyHelpButton.setAttribute("aria-expanded", "false");
+    this.showFlows = opts.param("flows") !== "0";
+    const flows = h("input", { type: "checkbox", "data-testid": "flows-toggle" });
+    flows.checked = this.showFlows;
+    flows.addEventListener("change", () => {
+      this.showFlows = flows.checked;
+      this.opts.setParams({ flows: flows.checked ? null : "0" });
+      this.requestDraw();
+    });
     const toolbar = h("div", { class: "tbp-tv-toolbar" },
       this.search.el,
       h("span", { class: "tbp-spacer" }),
+      h("label", { class: "tbp-tv-flows", title: "Arrows from the selected event to the events it launched or flows to" },
+        flows, " Flow arrows"),
       button("Fit", "Show the whole profile (0)", () => this.fitAll(), "fit"),
       button("Zoom to selection", "Zoom to the selected event or range (F)", () => this.zoomToSelection(), "zoom-selection"),
       this.keyHelpButton);
@@ -268,14 +282,36 @@ export class TraceViewer implements ControlTarget {
     const t0 = performance.now();
     this.renderer.draw({
       frame: this.frame, base: this.base, view, layout: this.layout, scrollY: this.scroller.scrollTop,
-      widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range, arrows: this.arrows,
-      hoverTrack: this.hoverTrack,
+      widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range,
+      arrows: this.showFlows ? this.arrows : [], hoverTrack: this.hoverTrack, highlight: this.highlight(),
+      marks: this.matcher ? (this.search.current()?.page.matches ?? []) : [],
     });
     const ms = performance.now() - t0;
     this.debug.drawMs.push(ms);
     if (this.debug.drawMs.length > DRAW_SAMPLES) this.debug.drawMs.shift();
     this.maybeFetch();
     this.scheduleUrl();
+  }
+
+  /** The search's name test, the same function while the search and its loaded page stay. */
+  private highlight(): ((name: string) => boolean) | null {
+    const s = this.search.current();
+    if (!s || s.page.total === 0) {
+      this.matcher = null;
+      return null;
+    }
+    if (this.matcher?.state !== s || this.matcher.page !== s.page) this.matcher = { state: s, page: s.page, test: nameMatcher(s) };
+    return this.matcher.test;
+  }
+
+  /** Arrows drawn now (browser tests: the flow toggle). */
+  drawnArrowCount(): number {
+    return this.showFlows ? this.arrows.length : 0;
+  }
+
+  /** Whether the timeline fades what the search does not match. */
+  highlighting(): boolean {
+    return this.highlight() !== null;
   }
 
   private maybeFetch(): void {
@@ -426,12 +462,18 @@ export class TraceViewer implements ControlTarget {
 
   // --- picking ---------------------------------------------------------------------------
   click(x: number, contentY: number, labelArea: boolean): void {
-    const hit = hitY(this.layout, contentY);
+    // A click on the pinned header folds that group, not the track scrolled under it.
+    const pin = stickyGroup(this.layout, this.scroller.scrollTop);
+    const screenY = contentY - this.scroller.scrollTop;
+    const hit = pin && screenY >= pin.offset && screenY < pin.offset + GROUP_H
+      ? { kind: "group" as const, group: pin.group } : hitY(this.layout, contentY);
     if (hit.kind === "group") {
       const id = hit.group.group.id;
       if (this.collapsed.has(id)) this.collapsed.delete(id);
       else this.collapsed.add(id);
       this.relayout();
+      // Folded from its pinned header: show the folded header where the user was looking.
+      if (pin?.group === hit.group) this.scroller.scrollTop = hit.group.y;
       this.requestDraw();
       return;
     }

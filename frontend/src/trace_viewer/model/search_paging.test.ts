@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LinkedEvent, SearchPage } from "./api";
-import { countText, matchAt, onPage, pageOffset, type SearchState, stepIndex } from "./search_paging";
+import { countText, matchAt, nameMatcher, onPage, pageOffset, type SearchState, stepIndex } from "./search_paging";
 
 const ev = (row: number): LinkedEvent => ({ plane: 0, row, track: row % 3, name: "x", startPs: row, durPs: 1, depth: 0 });
 
@@ -53,5 +53,13 @@ describe("search paging", () => {
     expect(countText(state(0, -1))).toBe("no matches");
     expect(countText(state(1234, -1))).toBe("1,234 matches");
     expect(countText(state(1234, 9))).toBe("10 of 1,234");
+  });
+
+  it("highlights names that contain the query, and names of loaded matches (found by a stat)", () => {
+    const byStat: SearchPage = { query: "dot", total: 1, offset: 0, matches: [{ ...ev(0), name: "fusion.3" }] };
+    const test = nameMatcher({ query: "DOT", page: byStat, index: 0 });
+    expect(test("gemm_fusion_dot_17")).toBe(true);
+    expect(test("fusion.3")).toBe(true); // its hlo_op stat matched
+    expect(test("loop_add_fusion")).toBe(false);
   });
 });

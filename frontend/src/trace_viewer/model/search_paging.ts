@@ -55,3 +55,15 @@ export function countText(s: SearchState | null): string {
 export function matchesOnTrack(page: SearchPage | null, track: number): LinkedEvent[] {
   return page ? page.matches.filter((m) => m.track === track) : [];
 }
+
+/**
+ * Which event names the timeline shows as matches while a search is active. The backend
+ * matches names, display names and string stats (case-insensitive); the frame only has names,
+ * so an event counts when its name contains the query or is the name of a loaded match (which
+ * covers matches by a stat, for the page of matches at hand).
+ */
+export function nameMatcher(s: SearchState): (name: string) => boolean {
+  const needle = s.query.toLowerCase();
+  const names = new Set(s.page.matches.map((m) => m.name));
+  return (name) => names.has(name) || name.toLowerCase().includes(needle);
+}

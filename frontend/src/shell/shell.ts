@@ -15,6 +15,8 @@ import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
 import { errorBox } from "./error_box";
+import { renderOptionControls } from "./option_controls";
+import { KNOWN_CHOICES } from "./option_model";
 import { StateStore } from "./state";
 
 const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
@@ -423,40 +425,18 @@ export class Shell {
   }
 
   private renderOptions(info: ToolInfo | null, spec: PageSpec | undefined): void {
-    clear(this.optionsBar);
     const options = (info?.options ?? []).filter((o) => !(spec?.hideOptions ?? []).includes(o.name));
-    this.optionsBar.hidden = options.length === 0;
-    if (options.length === 0) return;
-    this.optionsBar.appendChild(h("span", { class: "tbp-muted" }, "Options:"));
-    for (const opt of options) {
-      const current = this.state.get(`o.${opt.name}`);
-      let input: HTMLInputElement;
-      if (typeof opt.default === "boolean") {
-        input = h("input", { type: "checkbox", "data-option": opt.name });
-        input.checked = current === null ? opt.default : ["1", "true", "yes", "on"].includes(current.toLowerCase());
-        input.addEventListener("change", () => {
-          const value = input.checked === opt.default ? null : input.checked ? "true" : "false";
-          this.state.update({ [`o.${opt.name}`]: value });
-        });
-      } else if (spec?.optionChoices?.[opt.name]) {
-        const choices = spec.optionChoices[opt.name] ?? [];
-        const fallback = typeof opt.default === "string" ? opt.default : "";
-        const value = current ?? fallback;
-        const sel = h("select", { "data-option": opt.name }, choices.map((c) => h("option", { value: c, selected: c === value }, c.replace(/_/g, " "))));
-        sel.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: sel.value === fallback ? null : sel.value }));
-        this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, `${opt.name.replace(/_/g, " ")} `, sel));
-        continue;
-      } else {
-        input = h("input", {
-          type: "text",
-          "data-option": opt.name,
-          value: current ?? (opt.default === null || opt.default === undefined ? "" : String(opt.default as string | number)),
-          size: 10,
-        });
-        input.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: input.value || null }));
-      }
-      this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, input, ` ${opt.name.replace(/_/g, " ")}`));
-    }
+    renderOptionControls(this.optionsBar, options, {
+      value: (name) => this.state.get(`o.${name}`),
+      set: (name, value) => this.state.update({ [`o.${name}`]: value }),
+      pageChoices: { ...(info ? KNOWN_CHOICES[info.name] : {}), ...spec?.optionChoices },
+    });
+  }
+
+  /** Options belong under the page's title (issue 19), once the page has drawn one. */
+  private placeOptions(): void {
+    const title = this.page.querySelector(":scope > .tbp-page-title");
+    if (title && !this.optionsBar.hidden) title.after(this.optionsBar);
   }
 
   // --- the page ---------------------------------------------------------------------------
@@ -475,6 +455,8 @@ export class Shell {
     const request: DataRequest = { run: run.name, host, tool, options: this.currentOptions() };
     const spec = pageFor(tool);
     this.renderOptions(info, spec);
+    // Above the page while it loads (and for messages); under the title once it has one.
+    this.page.before(this.optionsBar);
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;
@@ -519,6 +501,7 @@ export class Shell {
     try {
       if (spec) await spec.render(ctx);
       else renderGeneric(ctx);
+      if (!stale()) this.placeOptions();
       if (result) this.showHostErrors(result.raw.host_errors);
       // For bench/frontend_load_bench.py and the browser's performance panel.
       performance.mark("tbprof:page-rendered", { detail: { tool } });

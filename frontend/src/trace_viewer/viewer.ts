@@ -11,18 +11,18 @@ import { keyHelpPanel } from "./interaction/key_help";
 import {
   type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type Target,
 } from "./model/api";
-import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy";
 import type { Frame } from "./model/frame";
 import { describePick, frameAt, type Pick, pickIn } from "./model/picking";
 import { nameMatcher, type SearchState } from "./model/search_paging";
 import { statusText } from "./model/status_text";
+import { parseSelection, parseWindow, selectionParam } from "./model/view_params";
 import { Viewport } from "./model/viewport";
 import { PanelSplitter } from "./panel_splitter";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
 import { depthY, GROUP_H, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H, stickyGroup } from "./render/layout";
 import { SearchBox } from "./search_box";
+import { WindowLoader } from "./window_loader";
 
-const FETCH_DEBOUNCE_MS = 60;
 const DRAW_SAMPLES = 600;
 
 export interface ViewerOptions {
@@ -63,8 +63,6 @@ export class TraceViewer implements ControlTarget {
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
   private view: Viewport | null = null;
-  private frame: Frame | null = null;
-  private base: Frame | null = null;
   private layout: Layout = { groups: [], tracks: [], byTrack: new Map(), height: 0 };
   private readonly collapsed = new Set<number>();
   private selected: Selected | null = null;
@@ -74,8 +72,7 @@ export class TraceViewer implements ControlTarget {
   private rangeCy: [number, number] = [0, 0];
   private hoverTrack: number | null = null;
   private drawQueued = false;
-  private fetchTimer: number | null = null;
-  private fetching: { key: string; ctl: AbortController } | null = null;
+  private readonly loader: WindowLoader;
   private urlTimer: number | null = null;
   private detailsCtl: AbortController | null = null;
   private busy = false;
@@ -85,6 +82,16 @@ export class TraceViewer implements ControlTarget {
   readonly debug: TraceDebug;
 
   constructor(private readonly opts: ViewerOptions) {
+    this.loader = new WindowLoader({
+      fetch: (req, signal) => fetchWindow(this.opts.api, this.opts.target, req, signal),
+      loaded: () => {
+        this.updateStatus();
+        this.requestDraw();
+      },
+      failed: (message) => {
+        this.status.textContent = message;
+      },
+    });
     this.canvas = h("canvas", { class: "tbp-tv-canvas", "data-testid": "trace-canvas", tabindex: 0 });
     this.spacer = h("div", { class: "tbp-tv-spacer" });
     this.scroller = h("div", { class: "tbp-tv-scroller" }, this.canvas, this.spacer);
@@ -137,13 +144,14 @@ export class TraceViewer implements ControlTarget {
     ro.observe(this.scroller);
     window.addEventListener("resize", () => this.resize(), { signal: this.lifetime.signal });
     this.lifetime.signal.addEventListener("abort", () => ro.disconnect());
-    this.debug = { drawMs: [], fetches: 0, viewer: this };
+    const loader = this.loader;
+    this.debug = { drawMs: [], get fetches() { return loader.fetches; }, viewer: this };
     window.__tbprofTrace = this.debug;
   }
 
   dispose(): void {
     this.lifetime.abort();
-    this.fetching?.ctl.abort();
+    this.loader.dispose();
     this.detailsCtl?.abort();
     if (window.__tbprofTrace === this.debug) delete window.__tbprofTrace;
   }
@@ -161,32 +169,21 @@ export class TraceViewer implements ControlTarget {
       this.panel.showError(e instanceof ApiError ? e.message : String(e));
       throw e;
     }
-    this.debug.fetches++;
-    this.base = first;
-    this.frame = first;
+    this.loader.start(first);
     this.view = new Viewport(first.spanPs);
     this.view.widthPx = width;
     this.relayout();
-    const start = Number(this.opts.param("start"));
-    const end = Number(this.opts.param("end"));
-    if (this.opts.param("start") !== null && Number.isFinite(start) && Number.isFinite(end) && end > start) {
-      this.view.setWindow(start, end);
-    }
+    const win = parseWindow(this.opts.param("start"), this.opts.param("end"));
+    if (win) this.view.setWindow(win.startPs, win.endPs);
     this.updateStatus();
     this.requestDraw();
-    const sel = this.opts.param("sel");
-    if (sel) {
-      const derived = sel.startsWith("d");
-      const [p, r] = (derived ? sel.slice(1) : sel).split(":").map(Number);
-      if (Number.isInteger(p) && Number.isInteger(r)) {
-        if (derived) void this.selectDerived(p ?? 0, r ?? 0);
-        else void this.selectEvent(p ?? 0, r ?? 0, false);
-      }
-    }
+    const sel = parseSelection(this.opts.param("sel"));
+    if (sel?.kind === "derived") void this.selectDerived(sel.track, sel.index);
+    else if (sel?.kind === "event") void this.selectEvent(sel.plane, sel.row, false);
     const q = this.opts.param("q");
     if (q) {
       // Restore the search without moving to a match: the URL's selection stays selected.
-      void this.search.restore(q, sel === null);
+      void this.search.restore(q, this.opts.param("sel") === null);
     }
   }
 
@@ -252,7 +249,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   private relayout(): void {
-    const f = this.base;
+    const f = this.loader.base;
     if (!f) return;
     this.layout = layoutTracks(f.groups, f.tracks, this.collapsed);
     this.relayoutSpacer();
@@ -281,7 +278,7 @@ export class TraceViewer implements ControlTarget {
     this.renderer.resize(w, hgt);
     const t0 = performance.now();
     this.renderer.draw({
-      frame: this.frame, base: this.base, view, layout: this.layout, scrollY: this.scroller.scrollTop,
+      frame: this.loader.frame, base: this.loader.base, view, layout: this.layout, scrollY: this.scroller.scrollTop,
       widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range,
       arrows: this.showFlows ? this.arrows : [], hoverTrack: this.hoverTrack, highlight: this.highlight(),
       marks: this.matcher ? (this.search.current()?.page.matches ?? []) : [],
@@ -289,7 +286,7 @@ export class TraceViewer implements ControlTarget {
     const ms = performance.now() - t0;
     this.debug.drawMs.push(ms);
     if (this.debug.drawMs.length > DRAW_SAMPLES) this.debug.drawMs.shift();
-    this.maybeFetch();
+    this.loader.follow(view);
     this.scheduleUrl();
   }
 
@@ -314,55 +311,8 @@ export class TraceViewer implements ControlTarget {
     return this.highlight() !== null;
   }
 
-  private maybeFetch(): void {
-    const view = this.view;
-    if (!view) return;
-    const want = { startPs: view.startPs, endPs: view.endPs, widthPx: view.widthPx };
-    if (covers(this.frame, want, view.spanPs)) return;
-    if (this.base && this.base !== this.frame && covers(this.base, want, view.spanPs)) {
-      // Zoomed back out to what the first frame shows: use it.
-      this.frame = this.base;
-      this.updateStatus();
-      this.requestDraw();
-      return;
-    }
-    if (this.fetchTimer !== null) window.clearTimeout(this.fetchTimer);
-    this.fetchTimer = window.setTimeout(() => {
-      this.fetchTimer = null;
-      const v = this.view;
-      if (!v) return;
-      void this.fetch(paddedRequest({ startPs: v.startPs, endPs: v.endPs, widthPx: v.widthPx }, v.spanPs));
-    }, FETCH_DEBOUNCE_MS);
-  }
-
-  private async fetch(req: WindowRequest): Promise<void> {
-    const key = JSON.stringify(req);
-    if (this.fetching?.key === key) return;
-    this.fetching?.ctl.abort();
-    const ctl = new AbortController();
-    this.fetching = { key, ctl };
-    try {
-      const f = await fetchWindow(this.opts.api, this.opts.target, req, ctl.signal);
-      this.debug.fetches++;
-      if (!this.isCurrent(ctl)) return;
-      this.frame = f;
-      this.updateStatus();
-      this.requestDraw();
-    } catch (e) {
-      if (!(e instanceof DOMException && e.name === "AbortError")) {
-        this.status.textContent = `Could not load the window: ${e instanceof Error ? e.message : String(e)}`;
-      }
-    } finally {
-      if (this.isCurrent(ctl)) this.fetching = null;
-    }
-  }
-
-  private isCurrent(ctl: AbortController): boolean {
-    return this.fetching?.ctl === ctl;
-  }
-
   private updateStatus(): void {
-    if (this.frame) this.status.textContent = statusText(this.frame.counts);
+    if (this.loader.frame) this.status.textContent = statusText(this.loader.frame.counts);
   }
 
   private scheduleUrl(): void {
@@ -455,7 +405,7 @@ export class TraceViewer implements ControlTarget {
     const view = this.view;
     if (hit.kind !== "track" || !view) return null;
     const ps = view.psOf(x);
-    const f = frameAt(this.frame, this.base, ps);
+    const f = frameAt(this.loader.frame, this.loader.base, ps);
     if (!f) return null;
     return pickIn(f, { track: hit.row.track.id, trackKind: hit.row.track.kind, depth: hit.depth, ps, tolerancePs: 2 * view.psPerPx });
   }
@@ -519,7 +469,9 @@ export class TraceViewer implements ControlTarget {
     this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row };
     this.arrows = this.arrowsOf(d);
     this.panel.showEvent(d);
-    this.opts.setParams({ sel: plane === null ? `d${e.track}:${row}` : `${plane}:${row}` });
+    this.opts.setParams({
+      sel: selectionParam(plane === null ? { kind: "derived", track: e.track, index: row } : { kind: "event", plane, row }),
+    });
     if (reveal) this.reveal(e);
     this.requestDraw();
   }
@@ -537,7 +489,7 @@ export class TraceViewer implements ControlTarget {
   private reveal(e: LinkedEvent): void {
     const view = this.view;
     if (!view) return;
-    const track = this.base?.tracks.find((t) => t.id === e.track);
+    const track = this.loader.base?.tracks.find((t) => t.id === e.track);
     if (track && this.collapsed.delete(track.group)) this.relayout();
     const row = this.layout.byTrack.get(e.track);
     if (row) {

@@ -38,6 +38,11 @@ def test_overview_input_card_follows_the_verdict_and_bars_name_hosts(standalone:
     at_host = [c["name"] for c in table["columns"]].index("host")
     host_of = {r[at_step]: r[at_host] for r in table["rows"]}
     assert labels == [f"{s}\n{host_of[s]}" for s in result["step_time_graph"]["step"]]
+    # Op placement says what it is measured by (time here; by count once the backend sends counts).
+    placement = page.inner_text('[data-card="op_placement_time"]')
+    perf = result["performance_summary"]
+    assert "by time" in placement and f"{perf['device_op_time_percent']:.1f}% device" in placement
+    assert page.locator('[data-card="op_placement_count"]').count() == (1 if "device_op_count_percent" in perf else 0)
     serve_page.screenshot("overview__all_hosts_labels")
     serve_page.check()
 

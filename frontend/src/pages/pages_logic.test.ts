@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
+import { opPlacementCards } from "./overview/overview_page";
 import { stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
@@ -86,5 +87,21 @@ describe("all-hosts step chart", () => {
   it("says nothing when every bar is from one host", () => {
     expect(stepHosts({ step: ["a", "b"], host: ["w0", "w0"] }, undefined)).toBeNull();
     expect(stepHosts({ step: ["a"] }, undefined)).toBeNull();
+  });
+});
+
+describe("op placement cards", () => {
+  const perf = { host_op_time_percent: 3.8, device_op_time_percent: 96.2, host_op_time_eager_percent: 0, device_op_time_eager_percent: 0 };
+  it("labels placement by time, and by count when the backend sends counts", () => {
+    const time = opPlacementCards(perf, true);
+    expect(time.map((c) => [c.label, c.value])).toEqual([["Op placement, by time", "96.2% device"]]);
+    const both = opPlacementCards({ ...perf, device_op_count_percent: 40, host_op_count_percent: 60 }, true);
+    expect(both.map((c) => [c.label, c.value, c.hint])).toEqual([
+      ["Op placement, by time", "96.2% device", "3.8% host · eager: 0.0% of device, 0.0% of host op time"],
+      ["Op placement, by count", "40.0% device", "60.0% host (of all ops run)"],
+    ]);
+  });
+  it("speaks of the host alone on host-only runs", () => {
+    expect(opPlacementCards({ host_op_time_percent: 100, host_op_time_eager_percent: 12 }, false)[0]?.value).toBe("100.0% host");
   });
 });

@@ -32,11 +32,10 @@ function render(ctx: PageContext): void {
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps) },
     { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
-    { id: "host_ops", label: "Host op time (of all ops)", value: formatPercent(num(perf, "host_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "host_op_time_eager_percent") ?? 0)} eager` },
+    ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
     cards.push(
-      { id: "device_ops", label: "Device op time", value: formatPercent(num(perf, "device_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "device_op_time_eager_percent") ?? 0)} eager` },
       { id: "precision", label: "Device compute precision", value: `${formatPercent(num(perf, "device_compute_16bit_percent") ?? 0)} 16-bit`, hint: `${formatPercent(num(perf, "device_compute_32bit_percent") ?? 0)} 32-bit` },
     );
   }
@@ -64,6 +63,27 @@ function render(ctx: PageContext): void {
   }
   el.appendChild(environment(env, hasDevice ? pct : {}));
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+}
+
+/**
+ * Where ops run, as XProf shows it: by time and by count, each labelled (issue 19). The count
+ * needs `host_op_count_percent` / `device_op_count_percent` from the backend; until it sends
+ * them only the card by time is shown.
+ */
+export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
+  const pct = (key: string): string => formatPercent(num(perf, key) ?? 0);
+  const byTime: Card = hasDevice
+    ? { id: "op_placement_time", label: "Op placement, by time", value: `${pct("device_op_time_percent")} device`,
+      hint: `${pct("host_op_time_percent")} host · eager: ${pct("device_op_time_eager_percent")} of device, ${pct("host_op_time_eager_percent")} of host op time` }
+    : { id: "op_placement_time", label: "Op placement, by time", value: `${pct("host_op_time_percent")} host`,
+      hint: `${pct("host_op_time_eager_percent")} of it eager` };
+  const countKey = hasDevice ? "device_op_count_percent" : "host_op_count_percent";
+  if (num(perf, countKey) === null) return [byTime];
+  return [byTime, {
+    id: "op_placement_count", label: "Op placement, by count",
+    value: `${pct(countKey)} ${hasDevice ? "device" : "host"}`,
+    hint: hasDevice ? `${pct("host_op_count_percent")} host (of all ops run)` : "of all ops run",
+  }];
 }
 
 function recommendation(ctx: PageContext, rec: Obj): HTMLElement {

@@ -11,6 +11,7 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
+import { devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
 
 const GROUPINGS: readonly [string, string][] = [
   ["by_category", "Category"],
@@ -45,7 +46,36 @@ function render(ctx: PageContext): void {
   const select = h("select", { class: "tbp-group-select", "aria-label": "Group by" }, available.map(([k, label]) => h("option", { value: k, selected: k === group }, label)));
   const expand = h("button", { type: "button", class: "tbp-btn" }, "Expand all");
   const collapse = h("button", { type: "button", class: "tbp-btn" }, "Collapse all");
-  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse));
+  // Only the children that make up 90 % of their parent's time (XProf's default view).
+  const top90 = h("input", { type: "checkbox", "data-testid": "top90" });
+  top90.checked = ctx.param("top90") === "1";
+  const peaks = devicePeaks(raw);
+  const byWaste = h("input", { type: "checkbox", "data-testid": "order-wasted", disabled: peaks === null });
+  byWaste.checked = peaks !== null && ctx.param("waste") === "1";
+  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse,
+    h("label", { class: "tbp-option", title: "List only the children that make up 90 % of their parent's time" }, top90, " Top 90 %"),
+    h("label", { class: "tbp-option", title: peaks ? "Order children by the time their utilisation leaves unused" : "Needs the device's peak FLOP/s and bandwidth" },
+      byWaste, " Order by wasted time")));
+  if (peaks === null) {
+    el.appendChild(h("p", { class: "tbp-muted", "data-no-peaks": "" },
+      "Utilisation against the device's peaks needs its peak FLOP/s and memory bandwidth, which this profile does not name."));
+  }
+  const wasteOf = (n: Obj): number => wastedUs(n, utilization(n, peaks)) ?? 0;
+  const childrenOf = (n: Obj): Obj[] => {
+    let kids = objs(n, "children");
+    if (top90.checked) kids = topShare(kids, (c) => num(c, "total_time_us") ?? 0);
+    if (byWaste.checked) kids = [...kids].sort((a, b) => wasteOf(b) - wasteOf(a));
+    return kids;
+  };
+  const util = (v: number | null): string => (v === null ? "–" : formatPercent(v * 100));
+  const peakColumns = peaks === null ? [] : [
+    { label: "FLOP/s (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).flops) },
+    { label: "HBM BW (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).hbm) },
+    { label: "Wasted time", numeric: true, cell: (n: Obj) => {
+      const w = wastedUs(n, utilization(n, peaks));
+      return w === null ? "–" : formatDuration(w, "us");
+    } },
+  ];
   const holder = h("div", { "data-tree": "" });
   el.appendChild(holder);
   let tree: TreeTable<Obj> | null = null;
@@ -53,7 +83,7 @@ function render(ctx: PageContext): void {
     holder.textContent = "";
     tree = new TreeTable<Obj>({
       root: obj(raw, group),
-      children: (n) => objs(n, "children"),
+      children: childrenOf,
       name: (n) => str(n, "name"),
       title: (n) => [str(n, "kind"), str(n, "category") && `category ${str(n, "category")}`, str(n, "framework_op") && `framework op ${str(n, "framework_op")}`, str(n, "program") && `program ${str(n, "program")}`].filter(Boolean).join("\n"),
       openDepth: 1,
@@ -64,6 +94,7 @@ function render(ctx: PageContext): void {
         { label: "Occurrences", numeric: true, cell: (n) => formatNumber(num(n, "occurrences") ?? 0) },
         { label: "FLOP rate (GFLOP/s)", numeric: true, cell: (n) => formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0) },
         { label: "Memory BW (GB/s)", numeric: true, cell: (n) => formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0) },
+        ...peakColumns,
       ],
     });
     holder.appendChild(tree.el);
@@ -71,6 +102,14 @@ function render(ctx: PageContext): void {
   select.addEventListener("change", () => {
     group = select.value;
     ctx.setParams({ group });
+    draw();
+  });
+  top90.addEventListener("change", () => {
+    ctx.setParams({ top90: top90.checked ? "1" : null });
+    draw();
+  });
+  byWaste.addEventListener("change", () => {
+    ctx.setParams({ waste: byWaste.checked ? "1" : null });
     draw();
   });
   expand.addEventListener("click", () => tree?.expandAll());

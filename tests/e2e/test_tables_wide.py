@@ -93,3 +93,22 @@ def test_no_wide_table_without_a_pinned_first_column(standalone: Any, serve_page
         wide = page.evaluate(WIDE_TABLES_JS)
         assert all(t["pinned"] for t in wide), (tool, wide)
     serve_page.check()
+
+
+def test_no_wide_table_without_a_pinned_first_column_at_1600(standalone: Any, browser: Any) -> None:
+    """The same at 1600x1000 (issue 19 looked at both sizes)."""
+    ctx = browser.new_context(viewport={"width": 1600, "height": 1000})
+    try:
+        page = ctx.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for prefix, tool in [("jax_mlp/", "kernel_stats"), ("jax_mlp/", "framework_op_stats"),
+                             ("custom_loop/", "memory_profile"), ("jax_2hosts/", "pod_viewer")]:
+            page.goto(app_url(standalone, run=run_named(standalone, prefix), tool=tool))
+            wait_ready(page)
+            page.wait_for_timeout(100)
+            wide = page.evaluate(WIDE_TABLES_JS)
+            assert all(t["pinned"] for t in wide), (tool, wide)
+        assert errors == []
+    finally:
+        ctx.close()

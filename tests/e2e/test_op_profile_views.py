@@ -51,3 +51,31 @@ def test_top_90_percent_and_utilisation(standalone: Any, serve_page: Any) -> Non
         assert page.is_disabled('[data-testid="order-wasted"]')
     serve_page.screenshot("op_profile__top90")
     serve_page.check()
+
+
+def test_op_details_and_link_to_its_events(standalone: Any, serve_page: Any) -> None:
+    run = run_named(standalone, "jax_mlp/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="op_profile"))
+    wait_ready(page)
+    result = standalone.json("data", run=run, tool="op_profile", rows="0")
+    cats = result["by_category"]["children"]
+    at = next(i for i, c in enumerate(cats) if c.get("children"))
+    op = cats[at]["children"][0]
+    # Open the category, click its first op: the details name it with its FLOPs and bytes.
+    page.click(f'[data-tree] tr[data-path="/{at}"] .tbp-toggle')
+    page.click(f'[data-tree] tr[data-path="/{at}/0"] td:nth-child(3)')
+    details = page.locator("[data-op-details]")
+    page.wait_for_function("(n) => document.querySelector('[data-op-details] h2')?.textContent === n", arg=op["name"])
+    text = details.inner_text()
+    assert f"{op['flops']:,.0f}" in text and op["category"] in text
+    assert page.locator(f'[data-tree] tr[data-path="/{at}/0"]').get_attribute("class") == "tbp-selected"
+    serve_page.screenshot("op_profile__details")
+    # Its events: the trace viewer opens with the op's name searched and the first match selected.
+    page.click("[data-op-details] [data-trace-link]")
+    page.wait_for_selector('main.tbp-page[data-page="trace_viewer"]', timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_function(
+        "() => /^1 of /.test(document.querySelector('[data-testid=\"search-count\"]')?.textContent ?? '')",
+        timeout=PAGE_TIMEOUT_MS)
+    assert page.input_value('[data-testid="trace-search"]') == op["name"]
+    serve_page.check()

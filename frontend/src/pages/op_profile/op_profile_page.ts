@@ -3,7 +3,7 @@
 // The backend's filters (side, order, depth, minimum self time, name regexes, idle) are the
 // tool's options in the shell's options bar.
 
-import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { TreeTable } from "../../widgets/tree_table";
@@ -11,7 +11,7 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
-import { devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
+import { boundBy, type DevicePeaks, devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
 
 const GROUPINGS: readonly [string, string][] = [
   ["by_category", "Category"],
@@ -78,6 +78,9 @@ function render(ctx: PageContext): void {
   ];
   const holder = h("div", { "data-tree": "" });
   el.appendChild(holder);
+  const details = h("section", { class: "tbp-panel tbp-op-details", "data-op-details": "" },
+    h("p", { class: "tbp-muted" }, "Click an op to see its details."));
+  el.appendChild(details);
   let tree: TreeTable<Obj> | null = null;
   const draw = (): void => {
     holder.textContent = "";
@@ -87,6 +90,7 @@ function render(ctx: PageContext): void {
       name: (n) => str(n, "name"),
       title: (n) => [str(n, "kind"), str(n, "category") && `category ${str(n, "category")}`, str(n, "framework_op") && `framework op ${str(n, "framework_op")}`, str(n, "program") && `program ${str(n, "program")}`].filter(Boolean).join("\n"),
       openDepth: 1,
+      onSelect: (n) => showDetails(ctx, details, n, peaks),
       columns: [
         { label: "Time share", cell: (n) => fractionBar(num(n, "fraction") ?? 0) },
         { label: "Self time", numeric: true, cell: (n) => formatDuration(num(n, "self_time_us") ?? 0, "us") },
@@ -116,6 +120,38 @@ function render(ctx: PageContext): void {
   collapse.addEventListener("click", () => tree?.collapseAll());
   draw();
   if (result.tables.ops) el.appendChild(tableWidget(ctx, "ops", { title: "Ops" }).el);
+}
+
+/** The selected node: what it is, its FLOPs and bytes, what bounds it, and a way to its kernels. */
+function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePeaks | null): void {
+  box.textContent = "";
+  const name = str(n, "name");
+  const flops = num(n, "flops") ?? 0;
+  const bytes = num(n, "bytes_accessed") ?? 0;
+  const u = utilization(n, peaks);
+  const bound = boundBy(n, peaks);
+  const rows: [string, string][] = [
+    ["Kind", str(n, "kind") || "–"],
+    ...(str(n, "category") ? [["Category", str(n, "category")] as [string, string]] : []),
+    ...(str(n, "program") ? [["Program", str(n, "program")] as [string, string]] : []),
+    ...(str(n, "framework_op") ? [["Framework op (source)", str(n, "framework_op")] as [string, string]] : []),
+    ...(str(n, "expression") ? [["Expression", str(n, "expression")] as [string, string]] : []),
+    ["Time", `${formatDuration(num(n, "total_time_us") ?? 0, "us")} total, ${formatDuration(num(n, "self_time_us") ?? 0, "us")} self, ${formatNumber(num(n, "occurrences") ?? 0)} times`],
+    ["FLOPs", flops > 0 ? formatNumber(flops) : "–"],
+    ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
+    ["FLOPs per byte", flops > 0 && bytes > 0 ? formatNumber(flops / bytes, 3) : "–"],
+    ["FLOP rate", `${formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0)} GFLOP/s${u.flops === null ? "" : ` (${formatPercent(u.flops * 100)} of peak)`}`],
+    ["Memory bandwidth", `${formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0)} GB/s${u.hbm === null ? "" : ` (${formatPercent(u.hbm * 100)} of peak)`}`],
+    ["Bound by", bound ?? "– (needs the device's peaks)"],
+  ];
+  const trace = h("a", { class: "tbp-link", href: ctx.href("trace_viewer", { q: name }), "data-trace-link": "" }, "Find its events in the trace viewer");
+  trace.addEventListener("click", (e) => {
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    ctx.navigate("trace_viewer", { q: name });
+  });
+  box.append(h("h2", {}, name), h("table", { class: "tbp-table tbp-static-table" },
+    h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))), h("p", {}, trace));
 }
 
 registerPage({

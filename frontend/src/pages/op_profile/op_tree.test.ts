@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
+import { boundBy, devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
 
 // An H100 SXM's dense bf16 peak (~989 TFLOP/s) and HBM3 bandwidth (3.35 TB/s).
 const peaks = { flopsPerSec: 989e12, hbmBytesPerSec: 3.35e12 };
@@ -30,5 +30,13 @@ describe("op profile tree", () => {
     expect(topShare(kids, (k) => k.t).map((k) => k.t)).toEqual([60, 30]);
     expect(topShare([{ t: 0 }], (k) => k.t)).toHaveLength(1);
     expect(topShare([{ t: 95 }, { t: 5 }], (k) => k.t).map((k) => k.t)).toEqual([95]);
+  });
+
+  it("says what bounds an op: the backend's word, else the roofline's ridge point", () => {
+    // Ridge: 989e12 / 3.35e12 = 295 FLOP per byte. all-reduce.2.1: 1.0e9 FLOP over 2.7e9 bytes.
+    expect(boundBy({ flops: 1006632960, bytes_accessed: 2684354560 }, peaks)).toBe("memory bandwidth");
+    expect(boundBy({ flops: 1e12, bytes_accessed: 1e9 }, peaks)).toBe("compute");
+    expect(boundBy({ flops: 1, bytes_accessed: 1, bound_by: "HBM" }, null)).toBe("HBM");
+    expect(boundBy({ flops: 1, bytes_accessed: 1 }, null)).toBeNull();
   });
 });

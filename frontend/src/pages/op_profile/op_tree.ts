@@ -65,3 +65,17 @@ export function topShare<T>(children: readonly T[], timeOf: (c: T) => number, sh
   }
   return out;
 }
+
+/**
+ * What limits an op: the backend's `bound_by` when it sends one, else the roofline's answer:
+ * an op whose FLOPs per byte are below the device's ridge point (peak FLOP/s / peak bytes/s)
+ * is memory-bound, above it compute-bound. Null without FLOPs, bytes or peaks.
+ */
+export function boundBy(node: Obj, peaks: DevicePeaks | null): string | null {
+  const own = node.bound_by;
+  if (typeof own === "string" && own) return own;
+  const flops = num(node, "flops") ?? 0;
+  const bytes = num(node, "bytes_accessed") ?? 0;
+  if (peaks === null || flops <= 0 || bytes <= 0) return null;
+  return flops / bytes < peaks.flopsPerSec / peaks.hbmBytesPerSec ? "memory bandwidth" : "compute";
+}

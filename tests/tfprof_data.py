@@ -7,13 +7,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tbprof.analyses.tfprof_engine import METRICS, ViewOptions, ViewResult
+from tbprof.analyses.legacy.tfprof_engine import METRICS, ViewOptions, ViewResult
 from tbprof.readers.tfprof import read_tfprof
 from tbprof.store.tfprof import TfprofProfile
-from tests.conftest import SHARED_PROFILES
+from tests.conftest import SAMPLE_PROFILES
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "tf1_timeline"
-PROFILE_PB = SHARED_PROFILES / "tf1_timeline" / "profile.pb"
+PROFILE_PB = SAMPLE_PROFILES / "tf1_timeline" / "profile.pb"
 
 
 @cache
@@ -28,8 +28,9 @@ def profile() -> TfprofProfile:
 
 def options(overrides: dict[str, Any]) -> ViewOptions:
     """ViewOptions from the golden generator's base options plus a case's overrides."""
-    merged = dict(golden("tfprof_views.json")["base_options"], **overrides)
-    return ViewOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()})
+    merged: dict[str, Any] = dict(golden("tfprof_views.json")["base_options"], **overrides)
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()}
+    return ViewOptions(**fields)
 
 
 def rows_as_golden(result: ViewResult) -> list[dict[str, Any]]:

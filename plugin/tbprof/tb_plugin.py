@@ -8,8 +8,6 @@ from typing import Any
 
 from tensorboard.plugins import base_plugin
 
-from tbprof.http.app import PLUGIN_PREFIX, create_app
-
 PLUGIN_NAME = "tbprof"
 
 
@@ -22,6 +20,10 @@ class TbprofPlugin(base_plugin.TBPlugin):
         cache_dir = getattr(flags, "tbprof_cache_dir", None) or os.environ.get("TBPROF_CACHE_DIR")
         no_capture = bool(getattr(flags, "tbprof_no_capture", False)) or os.environ.get("TBPROF_NO_CAPTURE") == "1"
         self._logdir = Path(logdir) if logdir else None
+        # Imported here, not at module level: TensorBoard imports every plugin's loader at start,
+        # and the app (werkzeug routes, analyses) is only needed once tbprof's plugin is built.
+        from tbprof.http.app import PLUGIN_PREFIX, create_app
+
         self._app = create_app(self._logdir or Path("/nonexistent"), cache_dir=Path(cache_dir) if cache_dir else None,
                                prefix=PLUGIN_PREFIX, capture_enabled=not no_capture)
 

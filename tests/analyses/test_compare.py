@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses import compare_stats as cs
-from tbprof.analyses.compare import IDLE
+from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.compare.report import IDLE
 from tbprof.analyses.table import Table
-from tbprof.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
-from tbprof.profiles import BadRequest, NotFound, Profiles
+from tbprof.errors import BadRequest, NotFound
+from tbprof.service.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
+from tbprof.service.profiles import Profiles
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def _tool(profiles: Profiles, run: str, tool: str, host: str | None = None, **op
 
 def _rows(t: Table) -> list[dict[str, Any]]:
     names = [c.name for c in t.columns]
-    return [dict(zip(names, row)) for row in t.rows()]
+    return [dict(zip(names, row, strict=True)) for row in t.rows()]
 
 
 def _brute_u_cdf(n: int, m: int) -> np.ndarray:
@@ -250,20 +251,19 @@ def test_bad_sides(profiles: Profiles, spec: SideSpec, error: type[Exception]) -
 
 
 @pytest.fixture(scope="module")
-def mixed(profiles_root: Path, shared_profiles: Path, tmp_path_factory: pytest.TempPathFactory) -> Profiles:
+def mixed(profiles_root: Path, sample_profiles: Path, tmp_path_factory: pytest.TempPathFactory) -> Profiles:
     """A logdir with a TF1 timeline run, a PyTorch run and two XSpace runs."""
     import shutil
 
     root = tmp_path_factory.mktemp("mixed")
     (root / "tf1").mkdir()
-    timelines = sorted((shared_profiles / "tf1_timeline").glob("timeline-*.json"))
-    if not timelines or not (shared_profiles / "torch_cnn").is_dir():
-        pytest.skip("tf1_timeline/ or torch_cnn/ is missing")
+    timelines = sorted((sample_profiles / "tf1_timeline").glob("timeline-*.json"))
+    assert timelines and (sample_profiles / "torch_cnn").is_dir()
     for f in timelines:
         shutil.copy(f, root / "tf1" / f.name)
-    shutil.copytree(shared_profiles / "torch_cnn", root / "torch")
+    shutil.copytree(sample_profiles / "torch_cnn", root / "torch")
     (root / "tfprof").mkdir()
-    shutil.copy(shared_profiles / "tf1_timeline" / "profile.pb", root / "tfprof" / "profile.pb")
+    shutil.copy(sample_profiles / "tf1_timeline" / "profile.pb", root / "tfprof" / "profile.pb")
     for name in ("custom_loop", "jax_mlp"):
         shutil.copytree(profiles_root / name, root / name)
     return Profiles(root, cache_dir=tmp_path_factory.mktemp("mixed_cache"))
@@ -289,7 +289,7 @@ def test_tf1_timeline_against_xspace(mixed: Profiles) -> None:
     assert row["base_per_step_us"] == pytest.approx(total / ops["step_count"])
     # Memory: each allocator's highest peak over the steps; no allocation list on the TF1 side.
     mem = _tool(mixed, "tf1", "tf1_memory", "__all__")["tables"]["allocators"]
-    peaks = {a: max(p for n, p in zip(mem.data["allocator"], mem.data["peak_bytes"]) if n == a)
+    peaks = {a: max(p for n, p in zip(mem.data["allocator"], mem.data["peak_bytes"], strict=True) if n == a)
              for a in set(mem.data["allocator"].tolist())}
     alloc = {r["memory_id"]: r for r in _rows(result["tables"]["memory_allocators"])}
     assert {k: alloc[k]["base_peak_bytes"] for k in peaks} == peaks
@@ -315,7 +315,8 @@ def test_pytorch_against_xspace(mixed: Profiles) -> None:
     assert all(r["delta_per_step_us"] is None for r in joined)
     ops = _tool(mixed, torch, "pytorch_op_stats")["tables"]["operators"]
     host = {r["operation"]: r for r in _rows(result["tables"]["ops"]) if r["host_or_device"] == "Host"}
-    for name, calls, self_us in list(zip(ops.data["operator"], ops.data["calls"], ops.data["host_self_us"]))[:5]:
+    rows = zip(ops.data["operator"], ops.data["calls"], ops.data["host_self_us"], strict=True)
+    for name, calls, self_us in list(rows)[:5]:
         assert host[name]["base_occurrences"] == calls
         assert host[name]["base_total_self_time_us"] == pytest.approx(self_us)
 

@@ -9,8 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.analyses import kernel_stats, memory_profile, op_profile, registry, tf_op, tf_stats
+from tbprof.analyses.memory import memory_profile
+from tbprof.analyses.ops import framework_op_stats as tf_stats
+from tbprof.analyses.ops import kernel_stats, op_profile
+from tbprof.analyses.tool import OptionError
+from tbprof.domain import tf_op
 from tbprof.readers.xplane import read_xspace
+from tbprof.service import tools as registry
 from tests.conftest import xplane_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -109,7 +114,8 @@ def test_op_profile_name_scopes_sum_the_op_table(profiles_root: Path) -> None:
     result = op_profile.compute([store], tool.parse_options({"include_idle": "false"}))
     ops = tf_stats.compute([store], {"include_idle": False})["tables"]["ops"].data
     scope = next(c for c in result["by_name_scope"]["children"] if c["name"] == "gradient_tape")
-    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"]) if op.startswith("gradient_tape/"))
+    want = sum(t for op, t in zip(ops["operation"], ops["total_self_time_us"], strict=True)
+               if op.startswith("gradient_tape/"))
     assert scope["self_time_us"] == pytest.approx(want)
     assert result["by_name_scope"]["self_time_us"] == pytest.approx(float(ops["total_self_time_us"].sum()))
 
@@ -130,7 +136,27 @@ def test_op_profile_options(profiles_root: Path) -> None:
     assert hidden["shown_op_count"] + shown["shown_op_count"] == base["shown_op_count"]
     big = op_profile.compute([store], tool.parse_options({"min_self_time_us": "1000"}))
     assert min(big["tables"]["ops"].data["self_time_us"]) >= 1000
-    with pytest.raises(registry.OptionError, match=r"regex '\[' does not compile"):
+    with pytest.raises(OptionError, match=r"regex '\[' does not compile"):
         tool.parse_options({"hide_name_regex": "["})
-    with pytest.raises(registry.OptionError, match="order_by"):
+    with pytest.raises(OptionError, match="order_by"):
         tool.parse_options({"order_by": "color"})
+
+
+@pytest.mark.parametrize("size_bytes,label", [
+    (1, "≤1 B"), (1000, "≤1 KiB"), (1024, "≤1 KiB"), (1025, "≤2 KiB"),
+    (83_886_080, "≤128 MiB"),  # 80 MiB: 2^26 < it <= 2^27 = 128 MiB
+    (3 << 30, "≤4 GiB"),
+])
+def test_memory_size_classes(size_bytes: int, label: str) -> None:
+    assert memory_profile.size_class(size_bytes) == label
+
+
+def test_unnamed_jax_allocations_are_labelled(profiles_root: Path) -> None:
+    tool = registry.get("memory_profile")
+    assert tool is not None
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    table = memory_profile.compute([store], tool.parse_options({}))["tables"]["breakdown"]
+    rows = [dict(zip([c.name for c in table.columns], r, strict=True)) for r in table.rows()]
+    unnamed = [r for r in rows if r["operation"] == ""]
+    assert unnamed and all(r["label"].startswith("(unnamed, ≤") for r in unnamed)
+    assert all(r["label"] == r["operation"] for r in rows if r["operation"])

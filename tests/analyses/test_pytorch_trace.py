@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import pytorch_trace
+from tbprof.analyses.legacy import pytorch_trace
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
 
 @pytest.fixture(scope="module")
-def trace_path(shared_profiles: Path) -> Path:
-    return next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+def trace_path(sample_profiles: Path) -> Path:
+    return next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_kernel_stats_match_raw_kernels(store: ProfileStore, events: list[dict[s
     for key, (c, us) in got.items():
         assert c == want_count[key]
         assert us == pytest.approx(want_us[key], abs=1e-3)  # the reader keeps whole nanoseconds
-    assert result["kernel_event_count"] == sum(want_count.values()) == 252
+    assert result["kernel_event_count"] == sum(want_count.values())
     assert all(op for op in t["op_name"])  # every kernel has its launching operator here
 
 
@@ -85,6 +85,6 @@ def test_op_stats_match_raw_ops(store: ProfileStore, events: list[dict[str, Any]
     assert t["device_self_us"][conv] == 0 < t["device_total_us"][conv]
 
 
-def test_kineto_detection(store: ProfileStore, shared_profiles: Path) -> None:
+def test_kineto_detection(store: ProfileStore, sample_profiles: Path) -> None:
     assert pytorch_trace.is_kineto(store)
-    assert not pytorch_trace.is_kineto(read_chrome_trace(shared_profiles / "tf1_timeline" / "timeline-0.json"))
+    assert not pytorch_trace.is_kineto(read_chrome_trace(sample_profiles / "tf1_timeline" / "timeline-0.json"))

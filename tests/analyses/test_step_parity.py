@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import input_pipeline, overview, pod_viewer
+from tbprof.analyses.pages import input_pipeline, overview, pod_viewer
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
@@ -48,7 +48,7 @@ def selection_stores(root: Path, selection: str) -> list[ProfileStore]:
 
 def rows_of(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
     t = result["tables"][table]
-    return [dict(zip((c.name for c in t.columns), r)) for r in t.rows()]
+    return [dict(zip((c.name for c in t.columns), r, strict=True)) for r in t.rows()]
 
 
 SELECTIONS = ("custom_loop", "jax_mlp", "jax_2hosts", "jax_2hosts_worker0", "jax_2hosts_worker1")
@@ -61,7 +61,7 @@ def test_overview_step_times_match_xprof(profiles_root: Path, selection: str) ->
     steps = rows_of(r, "steps")
     assert r["steps"]["step_source"] == "markers"
     assert len(steps) == g["step_count"]
-    for ours, theirs in zip(steps, g["steps"]):
+    for ours, theirs in zip(steps, g["steps"], strict=True):
         # All hosts: XProf's rows show host 0 but each step's time is its slowest host's
         # (step_time_ms_max_over_cores), which is what tbprof reports per step.
         want = theirs.get("step_time_ms_max_over_cores") or theirs["step_time_ms"]
@@ -88,7 +88,7 @@ def test_overview_input_percent_and_verdict_match_xprof(profiles_root: Path, sel
 def test_per_step_categories_match_xprof(profiles_root: Path, selection: str) -> None:
     g = golden(selection, "overview_page")
     steps = rows_of(overview.compute(selection_stores(profiles_root, selection), {}), "steps")
-    for ours, theirs in zip(steps, g["steps"]):
+    for ours, theirs in zip(steps, g["steps"], strict=True):
         # XProf counts MemcpyD2D/P2P and MemcpyH2D activity as device compute (it only knows the
         # "MemcpyDToD"/"MemcpyHToD" spellings); tbprof counts them as device-to-device and input.
         compute = ours["device_compute_ms"] + ours["device_to_device_ms"] + ours["host_to_device_ms"]
@@ -159,3 +159,14 @@ def test_pod_viewer_all_hosts_columns_match_each_hosts_xprof_steps(profiles_root
         g = golden(f"jax_2hosts_{host}", "overview_page")
         want = [s["step_time_ms"] * 1000 for s in g["steps"]]
         assert col["total_duration_us"].tolist() == pytest.approx(want, rel=STEP_TIME_REL)
+
+
+@pytest.mark.parametrize("selection", ("custom_loop", "jax_mlp"))
+def test_op_placement_by_count_matches_xprof(profiles_root: Path, selection: str) -> None:
+    """XProf's host/device_tf_op_percent: shares of op executions, printed as whole percents
+    (so within 0.5). jax_2hosts differs by its merged op (docs/differences.md)."""
+    g = golden(selection, "overview_page")
+    summary = overview.compute(selection_stores(profiles_root, selection), {})["performance_summary"]
+    assert summary["host_op_count_percent"] == pytest.approx(g["analysis"]["host_tf_op_percent"], abs=0.5)
+    assert summary["device_op_count_percent"] == pytest.approx(g["analysis"]["device_tf_op_percent"], abs=0.5)
+    assert summary["host_op_count_percent"] + summary["device_op_count_percent"] == pytest.approx(100.0)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses import tf1_timeline
+from tbprof.analyses.legacy import tf1_timeline
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
@@ -17,8 +17,8 @@ STEPS = range(6)
 
 
 @pytest.fixture(scope="module")
-def timeline_dir(shared_profiles: Path) -> Path:
-    return shared_profiles / "tf1_timeline"
+def timeline_dir(sample_profiles: Path) -> Path:
+    return sample_profiles / "tf1_timeline"
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_allocator_memory_timeline(timeline_dir: Path, stores: list[ProfileStore
             assert result["tables"]["allocators"].data["peak_bytes"][row[0]] == max(values)
 
 
-def test_timeline_tools_only_for_timelines(shared_profiles: Path, stores: list[ProfileStore]) -> None:
-    torch = read_chrome_trace(next((shared_profiles / "torch_cnn").glob("*.pt.trace.json")))
+def test_timeline_tools_only_for_timelines(sample_profiles: Path, stores: list[ProfileStore]) -> None:
+    torch = read_chrome_trace(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")))
     assert tf1_timeline.is_tf1_timeline(stores[0])
     assert not tf1_timeline.is_tf1_timeline(torch)

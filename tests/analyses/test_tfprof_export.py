@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tbprof.analyses import tfprof_export
-from tbprof.analyses.tfprof_engine import METRICS, show_view
+from tbprof.analyses.legacy import tfprof_export
+from tbprof.analyses.legacy.tfprof_engine import METRICS, show_view
 from tbprof.protos import pprof_profile_pb2
 from tests.tfprof_data import golden, options, profile
 
@@ -22,9 +22,9 @@ def test_timeline_equals_tensorflow(view: str) -> None:
     assert tfprof_export.timeline_trace(profile(), result)["traceEvents"] == g["trace"]["traceEvents"]
 
 
-def test_graph_timeline_equals_shared_tfprof_timeline(shared_profiles: Path) -> None:
+def test_graph_timeline_equals_shared_tfprof_timeline(sample_profiles: Path) -> None:
     """tfprof_timeline.json_3 was written with ProfileOptionBuilder.time_and_memory() at step 3."""
-    shared = json.loads((shared_profiles / "tf1_timeline" / "tfprof_timeline.json_3").read_text())
+    shared = json.loads((sample_profiles / "tf1_timeline" / "tfprof_timeline.json_3").read_text())
     opts = options({"step": 3, "min_bytes": 1, "min_micros": 1, "order_by": "micros",
                     "account_displayed_op_only": True})
     result = show_view(profile(), "graph", opts)

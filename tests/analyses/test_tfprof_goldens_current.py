@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SHARED_PROFILES
+from tests.conftest import REPO, SAMPLE_PROFILES
 from tests.tfprof_data import GOLDEN
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is not installed")
 def test_goldens_regenerate_identically(tmp_path: Path) -> None:
-    env = dict(os.environ, TBPROF_SHARED_PROFILES=str(SHARED_PROFILES))
+    env = dict(os.environ, TBPROF_SAMPLE_PROFILES=str(SAMPLE_PROFILES))
     subprocess.run([sys.executable, str(REPO / "tests" / "golden" / "make_tfprof_goldens.py"), "--out",
                     str(tmp_path)], check=True, env=env, capture_output=True, timeout=600)
     for name in ("tfprof_views.json", "tfprof_advice.json", "tfprof_timeline_graph.json",

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses import registry
-from tbprof.analyses.tfprof_engine import ViewError, show_view
-from tbprof.analyses.tfprof_views import compute
+from tbprof.analyses.legacy.tfprof_engine import ViewError, show_view
+from tbprof.analyses.legacy.tfprof_views import compute
+from tbprof.analyses.tool import OptionError
 from tbprof.protos import tfprof_log_pb2
+from tbprof.service import tools as registry
 from tests.tfprof_data import PROFILE_PB, golden, options, profile, rows_as_golden
 
 CASES = golden("tfprof_views.json")["cases"]
@@ -217,7 +218,7 @@ def test_tool_result_shape() -> None:
 def test_bad_options_are_option_errors(raw: dict[str, str], match: str) -> None:
     tool = registry.get("tfprof_views")
     assert tool is not None
-    with pytest.raises(registry.OptionError, match=match):
+    with pytest.raises(OptionError, match=match):
         tool.compute([profile()], tool.parse_options(raw))
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
-from tbprof import cli
 from tbprof.capture import client as capture_client
 from tbprof.capture.session import MAX_DURATION_MS
+from tbprof.cli import main as cli
 from tbprof.http.app import create_app
 
 

@@ -34,7 +34,7 @@ def main() -> None:
             logits = tf.matmul(x, w) + b
             loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(y, logits))
         grads = tape.gradient(loss, [w, b])
-        opt.apply_gradients(zip(grads, [w, b]))
+        opt.apply_gradients(zip(grads, [w, b], strict=True))
         return loss
 
     train_step()

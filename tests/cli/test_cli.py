@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tbprof import cli
+from tbprof.cli import main as cli
 from tests.conftest import xplane_of
 
 

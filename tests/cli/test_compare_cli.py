@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tbprof import cli
-from tbprof.compare_cli import EXIT_REGRESSION, EXIT_UNDECIDED
+from tbprof.cli import main as cli
+from tbprof.cli.compare import EXIT_REGRESSION, EXIT_UNDECIDED
 from tests.conftest import xplane_of
 
 

@@ -88,7 +88,7 @@ def test_compare_two_runs(standalone: Any, serve_page: Any) -> None:
     # Float columns are written as Python writes floats ("0.0"), whatever JSON made of them.
     kinds = [c["kind"] for c in backend["columns"]]
     assert parsed[1:] == [[str(float(v)) if k == "float" and v is not None else as_csv_cell(v)
-                           for v, k in zip(row, kinds)] for row in shown]
+                           for v, k in zip(row, kinds, strict=True)] for row in shown]
     # The whole filtered, sorted table from the server: the same rows (they fit on one page).
     href = page.get_attribute(f'{table} a:has-text("Full table")', "href")
     assert href is not None and "/data/plugin/tbprof/compare_csv?" in href

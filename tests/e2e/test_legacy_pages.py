@@ -25,9 +25,9 @@ RUN = "old_tf/tf1_timeline (tfprof)"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, shared_profiles: Path) -> Iterator[str]:
+def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[str]:
     root = tmp_path_factory.mktemp("e2e_legacy")
-    shutil.copytree(shared_profiles / "tf1_timeline", root / "logs" / "old_tf" / "tf1_timeline")
+    shutil.copytree(sample_profiles / "tf1_timeline", root / "logs" / "old_tf" / "tf1_timeline")
     app = create_app(root / "logs", cache_dir=root / "cache", prefix=PLUGIN_PREFIX, capture_enabled=False)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

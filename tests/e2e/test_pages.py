@@ -18,8 +18,7 @@ def _tools(server: Any, run: str) -> set[str]:
 
 def test_overview_recommendation_links(standalone: Any, serve_page: Any) -> None:
     run = run_named(standalone, "jax_mlp/")
-    if "overview_page" not in _tools(standalone, run):
-        pytest.skip("this backend has no overview_page")
+    assert "overview_page" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="overview_page"))
     wait_ready(page)
@@ -41,8 +40,7 @@ def test_overview_recommendation_links(standalone: Any, serve_page: Any) -> None
 
 def test_pod_viewer_step_slider_and_details(standalone: Any, serve_page: Any) -> None:
     run = run_named(standalone, "jax_2hosts/")
-    if "pod_viewer" not in _tools(standalone, run):
-        pytest.skip("this backend has no pod_viewer")
+    assert "pod_viewer" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, host="__all__", tool="pod_viewer"))
     wait_ready(page)
@@ -70,8 +68,7 @@ def test_pod_viewer_step_slider_and_details(standalone: Any, serve_page: Any) ->
 
 def test_op_profile_tree_expands(standalone: Any, serve_page: Any) -> None:
     run = run_named(standalone, "jax_mlp/")
-    if "op_profile" not in _tools(standalone, run):
-        pytest.skip("this backend has no op_profile")
+    assert "op_profile" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="op_profile"))
     wait_ready(page)
@@ -91,8 +88,7 @@ def test_op_profile_tree_expands(standalone: Any, serve_page: Any) -> None:
 
 def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_page: Any) -> None:
     run = run_named(standalone, "jax_mlp/")
-    if "framework_op_stats" not in _tools(standalone, run):
-        pytest.skip("this backend has no framework_op_stats")
+    assert "framework_op_stats" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="framework_op_stats"))
     wait_ready(page)
@@ -115,8 +111,7 @@ def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_pag
 
 def test_memory_profile_timeline(standalone: Any, serve_page: Any) -> None:
     run = run_named(standalone, "custom_loop/")
-    if "memory_profile" not in _tools(standalone, run):
-        pytest.skip("this backend has no memory_profile")
+    assert "memory_profile" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="memory_profile"))
     wait_ready(page)
@@ -137,8 +132,7 @@ def test_memory_profile_timeline(standalone: Any, serve_page: Any) -> None:
 def test_kernel_stats_all_hosts(standalone: Any, serve_page: Any) -> None:
     """The host menu offers "all hosts" for kernel stats; the table then lists both hosts' rows."""
     run = run_named(standalone, "jax_2hosts/")
-    if "kernel_stats" not in _tools(standalone, run):
-        pytest.skip("this backend has no kernel_stats")
+    assert "kernel_stats" in _tools(standalone, run)
     page = serve_page.page
     page.goto(app_url(standalone, run=run, host="__all__", tool="kernel_stats"))
     wait_ready(page)
@@ -158,8 +152,7 @@ def test_op_pages_all_hosts(standalone: Any, serve_page: Any) -> None:
     """Op stats and op profile on all hosts show the summed results of the backend."""
     run = run_named(standalone, "jax_2hosts/")
     tools = _tools(standalone, run)
-    if not {"framework_op_stats", "op_profile"} <= tools:
-        pytest.skip("this backend has no op tools")
+    assert {"framework_op_stats", "op_profile"} <= tools
     page = serve_page.page
     page.goto(app_url(standalone, run=run, host="__all__", tool="framework_op_stats"))
     wait_ready(page)

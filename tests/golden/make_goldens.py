@@ -160,7 +160,7 @@ def table_rows(table: dict) -> list[dict]:
     ids = [c["id"] for c in table.get("cols", [])]
     out = []
     for r in table.get("rows", []):
-        out.append({i: (c or {}).get("v") for i, c in zip(ids, r["c"])})
+        out.append({i: (c or {}).get("v") for i, c in zip(ids, r["c"], strict=True)})
     return out
 
 
@@ -211,9 +211,9 @@ def extract_step_table(table: dict, max_core_step_ms: list[float] | None = None)
         steps.append(s)
     multi_core = False
     if max_core_step_ms is not None and len(max_core_step_ms) == len(steps):
-        if any(abs(m - s["step_time_ms"]) > 1e-9 for m, s in zip(max_core_step_ms, steps)):
+        if any(abs(m - s["step_time_ms"]) > 1e-9 for m, s in zip(max_core_step_ms, steps, strict=True)):
             multi_core = True
-            for m, s in zip(max_core_step_ms, steps):
+            for m, s in zip(max_core_step_ms, steps, strict=True):
                 s["step_time_ms_max_over_cores"] = m
 
     props_numeric = {}
@@ -455,7 +455,7 @@ def golden_framework_op_stats(raw: Any) -> dict:
                     r["host_total_self_time_percent"], r["Host_cumulative_total_self_time_percent"]]
                    for r in exc_rows]
     counts = collections.Counter(r[1] for r in inc_rows)
-    idle_rows = [dict(zip(cols, r)) for r in inc_rows if r[2] == "IDLE"]
+    idle_rows = [dict(zip(cols, r, strict=True)) for r in inc_rows if r[2] == "IDLE"]
     return {
         "table_properties": inc.get("p", {}),
         "row_count_include_idle": len(inc_rows),

@@ -34,7 +34,7 @@ from tensorflow.python.profiler import model_analyzer
 from tensorflow.python.util import _pywrap_tfprof as tfprof
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("TBPROF_SHARED_PROFILES", REPO.parent / "shared" / "profiles"))
+SHARED = Path(os.environ.get("TBPROF_SAMPLE_PROFILES", REPO / "demo_logs"))
 PROFILE = SHARED / "tf1_timeline" / "profile.pb"
 OUT = REPO / "tests" / "golden" / "tf1_timeline"
 

@@ -23,17 +23,17 @@ TFPROF_RUN = f"{TIMELINE_RUN} (tfprof)"
 
 
 @pytest.fixture(scope="module")
-def logdir(tmp_path_factory: pytest.TempPathFactory, shared_profiles: Path) -> Path:
+def logdir(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Path:
     root = tmp_path_factory.mktemp("legacy_logdir")
-    shutil.copytree(shared_profiles / "tf1_timeline", root / "experiments" / "estimator" / "tf1_timeline")
-    shutil.copytree(shared_profiles / "torch_cnn", root / "torch" / "torch_cnn")
+    shutil.copytree(sample_profiles / "tf1_timeline", root / "experiments" / "estimator" / "tf1_timeline")
+    shutil.copytree(sample_profiles / "torch_cnn", root / "torch" / "torch_cnn")
     broken = root / "broken_tfprof"
     broken.mkdir()
-    data = (shared_profiles / "tf1_timeline" / "profile.pb").read_bytes()
+    data = (sample_profiles / "tf1_timeline" / "profile.pb").read_bytes()
     (broken / "profile.pb").write_bytes(data[: len(data) // 3])
     steps = root / "broken_steps"
     steps.mkdir()
-    good = (shared_profiles / "tf1_timeline" / "timeline-0.json").read_text()
+    good = (sample_profiles / "tf1_timeline" / "timeline-0.json").read_text()
     (steps / "timeline-0.json").write_text(good)
     (steps / "timeline-1.json").write_text(good[: len(good) // 2])  # truncated JSON
     (steps / "timeline-2.json").write_text('{"name": "not a trace"}')
@@ -161,20 +161,22 @@ def test_all_steps_skip_broken_files_and_name_the_empty_one(client: Client) -> N
     assert steps[0][2] == full["tables"]["steps"]["rows"][0][2]
 
 
-def test_timeline_and_pytorch_tools(client: Client) -> None:
+def test_timeline_and_pytorch_tools(client: Client, sample_profiles: Path) -> None:
     r = _get(client, "data", run=TIMELINE_RUN, host="__all__", tool="tf1_op_stats")
     assert r.status_code == 200 and r.get_json()["steps"] == list(range(6))
     r = _get(client, "data", run=TIMELINE_RUN, host="timeline-4", tool="trace_viewer")
     assert r.status_code == 200 and r.get_json()["event_count"] > 0
     r = _get(client, "data", run="torch/torch_cnn", tool="pytorch_kernel_stats")
-    assert r.status_code == 200 and r.get_json()["kernel_event_count"] == 252
+    trace = json.loads(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")).read_text())
+    kernels = sum(1 for e in trace["traceEvents"] if e.get("cat") == "kernel")  # counted apart from tbprof
+    assert r.status_code == 200 and r.get_json()["kernel_event_count"] == kernels > 0
     r = _get(client, "csv", run="torch/torch_cnn", tool="pytorch_op_stats")
     assert r.status_code == 200 and r.get_data(as_text=True).startswith("operator,calls,")
 
 
 def test_summary_of_legacy_runs(logdir: Path, tmp_path: Path) -> None:
-    from tbprof.analyses.summary import summary
-    from tbprof.profiles import Profiles
+    from tbprof.service.profiles import Profiles
+    from tbprof.service.summary import summary
 
     profiles = Profiles(logdir, cache_dir=tmp_path / "cache")
     tfprof = summary(profiles, profiles.run(TFPROF_RUN))

@@ -36,7 +36,7 @@ def test_op_stats_filters_on_name_type_and_side(client: Client) -> None:
     run = _run(client, "jax_mlp/")
     full = _data(client, run=run, tool="framework_op_stats")["tables"]["ops"]
     cols = [c["name"] for c in full["columns"]]
-    rows = [dict(zip(cols, r)) for r in full["rows"]]
+    rows = [dict(zip(cols, r, strict=True)) for r in full["rows"]]
     assert full["total_rows"] == len(rows)
     for params, keep in (
         ({"filter.operation": r"^jit\(train_step\)/"}, lambda r: re.search(r"^jit\(train_step\)/", r["operation"])),

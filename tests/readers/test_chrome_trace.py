@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.logdir import discover
-from tbprof.readers.chrome_trace import (
-    FLOW_ID_STAT,
-    chrome_trace_from_bytes,
-    host_of,
-    is_counter_line,
-    read_chrome_trace,
-)
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
+from tbprof.readers.chrome_trace import chrome_trace_from_bytes, host_of, read_chrome_trace
+from tbprof.service.logdir import discover
+from tbprof.store.markers import FLOW_ID_STAT, is_counter_line
 from tbprof.store.tables import KIND_STR, ProfileStore
 
 
@@ -51,10 +46,10 @@ def _store_counts(store: ProfileStore) -> Counter[Any]:
     return Counter({p.plane_stats["pid"]: p.n_events for p in store.planes})
 
 
-def _samples(shared_profiles: Path, jax_mlp_trace: Path) -> list[Path]:
-    return [*sorted((shared_profiles / "tf1_timeline").glob("timeline-*.json")),
-            shared_profiles / "tf1_timeline" / "tfprof_timeline.json_3",
-            *sorted((shared_profiles / "torch_cnn").glob("*.pt.trace.json")),
+def _samples(sample_profiles: Path, jax_mlp_trace: Path) -> list[Path]:
+    return [*sorted((sample_profiles / "tf1_timeline").glob("timeline-*.json")),
+            sample_profiles / "tf1_timeline" / "tfprof_timeline.json_3",
+            *sorted((sample_profiles / "torch_cnn").glob("*.pt.trace.json")),
             jax_mlp_trace]
 
 
@@ -65,8 +60,8 @@ def jax_mlp_trace(profiles_root: Path) -> Path:
     return found[0]
 
 
-def test_every_sample_imports_with_independent_counts(shared_profiles: Path, jax_mlp_trace: Path) -> None:
-    samples = _samples(shared_profiles, jax_mlp_trace)
+def test_every_sample_imports_with_independent_counts(sample_profiles: Path, jax_mlp_trace: Path) -> None:
+    samples = _samples(sample_profiles, jax_mlp_trace)
     assert len(samples) == 9  # 6 TF1 timelines, 1 tfprof timeline, 1 PyTorch trace, 1 JAX trace
     for path in samples:
         store = read_chrome_trace(path)
@@ -99,8 +94,8 @@ def test_times_are_relative_picoseconds(jax_mlp_trace: Path) -> None:
     assert store.span_ps == max(round((e["ts"] + e["dur"] - t0_us) * 1e3) * 1000 for e in events)
 
 
-def test_process_and_thread_names(shared_profiles: Path) -> None:
-    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+def test_process_and_thread_names(sample_profiles: Path) -> None:
+    path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     store = read_chrome_trace(path)
     # process_name "python3" on several pids: labels make the planes distinct.
     names = [p.name for p in store.planes]
@@ -111,9 +106,9 @@ def test_process_and_thread_names(shared_profiles: Path) -> None:
     assert gpu is not None and gpu.line_names == ["stream 7 "]
 
 
-def test_pytorch_flows_link_launches_to_kernels(shared_profiles: Path) -> None:
+def test_pytorch_flows_link_launches_to_kernels(sample_profiles: Path) -> None:
     """ac2g flows join a CPU cudaLaunchKernel to its GPU kernel; both carry one correlation id."""
-    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+    path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     store = read_chrome_trace(path)
     flow_stat = store.stat_id(FLOW_ID_STAT)
     corr_stat = store.stat_id("correlation")
@@ -140,8 +135,8 @@ def test_pytorch_flows_link_launches_to_kernels(shared_profiles: Path) -> None:
     assert checked == want == 276
 
 
-def test_counters_become_counter_lines(shared_profiles: Path) -> None:
-    path = shared_profiles / "tf1_timeline" / "timeline-1.json"
+def test_counters_become_counter_lines(sample_profiles: Path) -> None:
+    path = sample_profiles / "tf1_timeline" / "timeline-1.json"
     events = _events(path)
     samples = [e for e in events if e.get("ph") == "C"]
     store = read_chrome_trace(path)
@@ -160,8 +155,8 @@ def test_counters_become_counter_lines(shared_profiles: Path) -> None:
     assert values[rows.stop - 1] == last["args"]["mklcpu"]
 
 
-def test_args_become_stats(shared_profiles: Path) -> None:
-    path = next((shared_profiles / "torch_cnn").glob("*.pt.trace.json"))
+def test_args_become_stats(sample_profiles: Path) -> None:
+    path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     kernel = next(e for e in _events(path) if e.get("cat") == "kernel")
     store = read_chrome_trace(path)
     gpu = store.plane("python3 (GPU 0)")

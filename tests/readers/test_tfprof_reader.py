@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
-from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.tfprof import read_tfprof
 from tests.tfprof_data import PROFILE_PB, golden
 
@@ -64,8 +64,8 @@ def test_truncated_file(tmp_path: Path) -> None:
     assert e.value.path.endswith("profile.pb")
 
 
-def test_json_is_not_a_profile_proto(tmp_path: Path, shared_profiles: Path) -> None:
-    data = (shared_profiles / "tf1_timeline" / "timeline-0.json").read_bytes()
+def test_json_is_not_a_profile_proto(tmp_path: Path, sample_profiles: Path) -> None:
+    data = (sample_profiles / "tf1_timeline" / "timeline-0.json").read_bytes()
     with pytest.raises(ProfileReadError, match="not a tfprof ProfileProto"):
         read_tfprof(_write(tmp_path, data))
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane
-from tbprof.readers.errors import ProfileReadError
 from tbprof.store import tables
-from tests.conftest import SMALL_ARCHIVES
+from tests.conftest import XSPACE_PROFILES, xplane_of
 
 
 def _all_xplanes(root: Path) -> list[Path]:
-    return sorted(p for name in SMALL_ARCHIVES for p in (root / name).rglob("*.xplane.pb"))
+    return sorted(p for name in XSPACE_PROFILES for p in (root / name).rglob("*.xplane.pb"))
 
 
 def _independent(path: Path) -> tuple[xplane_pb2.XSpace, dict[str, tuple[int, int, int]]]:
@@ -49,15 +49,15 @@ def test_event_times_names_and_stats_match_protobuf(profiles_root: Path) -> None
     for pb_plane, plane in zip(space.planes, store.planes, strict=True):
         names = {k: v.name.decode() for k, v in pb_plane.event_metadata.items()}
         stat_names = {k: v.name.decode() for k, v in pb_plane.stat_metadata.items()}
-        want = Counter()
-        want_stats = Counter()
+        want: Counter[tuple[str, int, int, str]] = Counter()
+        want_stats: Counter[str] = Counter()
         for line in pb_plane.lines:
             for e in line.events:
                 start = line.timestamp_ns * 1000 + e.offset_ps - store.origin_ps
                 want[(line.name.decode(), start, e.duration_ps, names.get(e.metadata_id, ""))] += 1
                 for s in e.stats:
                     want_stats[stat_names[s.metadata_id]] += 1
-        got = Counter()
+        got: Counter[tuple[str, int, int, str]] = Counter()
         for i in range(plane.n_events):
             got[(plane.line_names[plane.line_idx[i]], int(plane.start_ps[i]), int(plane.dur_ps[i]),
                  store.strings[int(plane.name_id[i])])] += 1
@@ -72,7 +72,7 @@ def test_stat_values_decode_like_protobuf(profiles_root: Path) -> None:
     space = xplane_pb2.XSpace.FromString(path.read_bytes())
     pb_gpu = next(p for p in space.planes if p.name == b"/device:GPU:0")
     sm = {k: v.name.decode() for k, v in pb_gpu.stat_metadata.items()}
-    want_details = Counter()
+    want_details: Counter[str] = Counter()
     want_corr = set()
     for line in pb_gpu.lines:
         for e in line.events:
@@ -224,10 +224,10 @@ def test_stat_kinds_round_trip(tmp_path: Path) -> None:
     assert store.strings[int(col("r").value[0])] == "target"
 
 
-@pytest.mark.slow
-def test_jax_large_matches_protobuf_counts(jax_large_root: Path) -> None:
-    """The 60.7 MB benchmark file: 2.06 M events, 3.76 M stats, counted independently."""
-    path = next(jax_large_root.rglob("vm.xplane.pb"))
+@pytest.mark.parametrize("name,host", [("jax_mlp", "vm"), ("custom_loop", "vm"), ("jax_2hosts", "worker1")])
+def test_real_profiles_match_protobuf_counts(profiles_root: Path, name: str, host: str) -> None:
+    """Lines, events and stats of every plane, counted independently with the protobuf API."""
+    path = xplane_of(profiles_root, name, host)
     _, expected = _independent(path)
     store = xplane.read_xspace(path)
     assert {p.name: (p.n_lines, p.n_events, len(p.stats)) for p in store.planes} == expected
@@ -238,7 +238,7 @@ def _decoded_events(store: tables.ProfileStore, plane: tables.Plane) -> list[tup
     """(line name, start, dur, name, sorted (stat name, value)) of every event, in store order."""
     by_owner: dict[int, list[tuple[str, object]]] = {}
     for owner, sid, kind, value in zip(plane.stats.owner.tolist(), plane.stats.stat_id.tolist(),
-                                       plane.stats.kind.tolist(), plane.stats.value.tolist()):
+                                       plane.stats.kind.tolist(), plane.stats.value.tolist(), strict=True):
         shown = store.strings[value] if kind in (tables.KIND_STR, tables.KIND_REF) else value
         by_owner.setdefault(owner, []).append((store.strings[sid], shown))
     return [(plane.line_names[int(plane.line_idx[i])], int(plane.start_ps[i]), int(plane.dur_ps[i]),

@@ -185,8 +185,8 @@ def test_step_marker_lists_its_events(stores: dict[str, ProfileStore]) -> None:
     assert event_details(store, steps.plane, inside)["links"]["step"][0]["row"] == row
 
 
-def test_pytorch_kernel_details_and_flows(shared_profiles: Path) -> None:
-    store = read_chrome_trace(next((shared_profiles / "torch_cnn").glob("*.pt.trace.json")))
+def test_pytorch_kernel_details_and_flows(sample_profiles: Path) -> None:
+    store = read_chrome_trace(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")))
     gpu = store.plane("python3 (GPU 0)")
     cpu = store.plane("python3 (CPU)")
     assert gpu is not None and cpu is not None

@@ -1,19 +1,7 @@
-"""Analyses: pure functions ``stores -> dict``, one module per page, registered as tools."""
+"""Analyses: pure functions ``stores -> dict``, grouped by subject.
 
-from tbprof.analyses import (  # noqa: F401
-    input_pipeline,
-    kernel_stats,
-    memory_profile,
-    op_profile,
-    overview,
-    pod_viewer,
-    profile_summary,
-    pytorch_trace,
-    step_summary_fields,
-    tf1_timeline,
-    tf_data,
-    tf_stats,
-    tfprof_advice,
-    tfprof_views,
-    trace_viewer,
-)
+``steps/`` (step assignment and breakdown), ``ops/`` (op metrics, op tables, kernels),
+``memory/``, ``pages/`` (overview, input pipeline, pod viewer, tf.data, profile summary),
+``legacy/`` (TF1 timelines, tfprof, PyTorch), ``compare/``; ``tool.py`` says what a tool is,
+``table.py`` and ``encode.py`` hold tables and their JSON/CSV. ``service/tools.py`` lists the tools.
+"""

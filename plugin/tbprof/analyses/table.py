@@ -78,7 +78,7 @@ class Table:
             else:
                 lst = v.tolist()
             cols.append(lst)
-        return [list(r) for r in zip(*cols)] if cols else []
+        return [list(r) for r in zip(*cols, strict=False)] if cols else []
 
 
 class QueryError(ValueError):

@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tbprof.analyses.registry import SCHEMA_VERSION
+from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.capture import client
 from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
-from tbprof.logdir import Run
+from tbprof.service.logdir import Run
 
 MAX_DURATION_MS = 10 * 60 * 1000
 MAX_DELAY_MS = 10 * 60 * 1000
@@ -270,7 +270,7 @@ def capture(logdir: Path, addresses: list[Address], options: CaptureOptions,
         hosts = host_names(addresses)
         with ThreadPoolExecutor(max_workers=len(addresses), thread_name_prefix="tbprof-capture") as pool:
             futures = [pool.submit(capture_one, a, h, options, root, session, logdir, connect_timeout_s)
-                       for a, h in zip(addresses, hosts)]
+                       for a, h in zip(addresses, hosts, strict=False)]
             report.results = [f.result() for f in futures]
     return report
 

@@ -10,47 +10,28 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.wrappers import Request, Response
 
-from tbprof.analyses.registry import OptionError
 from tbprof.analyses.table import QueryError
+from tbprof.analyses.tool import OptionError
+from tbprof.errors import ProfileReadError, TbprofError
 from tbprof.http import responses
-from tbprof.profiles import BadRequest, NotFound, Profiles
-from tbprof.readers.errors import ProfileReadError
+from tbprof.http.context import AppContext
+from tbprof.http.urls import URL_MAP
+from tbprof.service.profiles import Profiles
 
 log = logging.getLogger("tbprof")
 
 PLUGIN_PREFIX = "/data/plugin/tbprof"
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
-Handler = Callable[["AppContext", Request], Response]
-ROUTES: dict[str, tuple[str, Handler]] = {}  # path -> (method, handler)
-
-# Modules that register routes of later features; missing ones are skipped.
-ROUTE_MODULES = ("tbprof.http.core_routes", "tbprof.timeline.routes", "tbprof.capture.routes",
-                 "tbprof.http.tfprof_routes", "tbprof.http.compare_routes")
-
-
-def route(path: str, method: str = "GET") -> Callable[[Handler], Handler]:
-    def wrap(fn: Handler) -> Handler:
-        ROUTES[path] = (method, fn)
-        return fn
-    return wrap
-
-
-@dataclass
-class AppContext:
-    profiles: Profiles
-    capture_enabled: bool = True
-    settings: dict[str, Any] = field(default_factory=dict)
+Handler = Callable[[AppContext, Request], Response]
 
 
 class TbprofApp:
@@ -59,13 +40,7 @@ class TbprofApp:
     def __init__(self, ctx: AppContext, prefix: str = "") -> None:
         self.ctx = ctx
         self.prefix = prefix.rstrip("/")
-        for name in ROUTE_MODULES:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as e:
-                # Skip a missing feature module (or its missing package), not a broken import inside it.
-                if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
-                    raise
+        self.urls = URL_MAP.bind("localhost")
 
     def route_path(self, request: Request) -> str:
         path = request.path
@@ -78,25 +53,26 @@ class TbprofApp:
 
     def dispatch(self, request: Request) -> Response:
         path = self.route_path(request)
-        entry = ROUTES.get(path)
         try:
-            if entry is None:
+            try:
+                handler, _ = self.urls.match("/" + path, method=request.method)
+            except NotFound:
                 return static_file(request, path)
-            method, handler = entry
-            if request.method not in (method, "HEAD") and not (method == "GET" and request.method == "HEAD"):
-                return responses.error_response(request, 405, f"{path} takes {method}, not {request.method}")
-            return handler(self.ctx, request)
-        except NotFound as e:
-            return responses.error_response(request, 404, str(e).strip("'\""))
-        except (BadRequest, OptionError, QueryError) as e:
-            return responses.error_response(request, 400, str(e))
-        except ProfileReadError as e:
-            return responses.error_response(request, 422, str(e), file=e.path, reason=e.reason)
+            return cast(Handler, handler)(self.ctx, request)
+        except TbprofError as e:
+            extra = {"file": e.path, "reason": e.reason} if isinstance(e, ProfileReadError) else {}
+            return responses.error_response(request, e.http_status, str(e), kind=e.kind, **extra)
+        except (OptionError, QueryError) as e:
+            return responses.error_response(request, 400, str(e), kind="bad_request")
+        except MethodNotAllowed as e:
+            allowed = ", ".join(sorted(e.valid_methods or ()))
+            return responses.error_response(request, 405, f"{path} takes {allowed}, not {request.method}",
+                                            kind="method_not_allowed")
         except HTTPException as e:
-            return responses.error_response(request, e.code or 500, e.description or e.name)
+            return responses.error_response(request, e.code or 500, e.description or e.name, kind="http")
         except Exception as e:  # a bug: say so without a traceback, keep serving
             log.exception("tbprof: internal error on %s", request.full_path)
-            return responses.error_response(request, 500, f"internal error: {type(e).__name__}: {e}")
+            return responses.error_response(request, 500, f"internal error: {type(e).__name__}", kind="internal")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
@@ -119,7 +95,7 @@ def static_file(request: Request, path: str) -> Response:
     root = STATIC_DIR.resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root) or not target.is_file():
-        return responses.error_response(request, 404, f"no such route or file: {path}")
+        return responses.error_response(request, 404, f"no such route or file: {path}", kind="not_found")
     mime = _MIME.get(target.suffix, "application/octet-stream")
     # Hashed asset names can be cached forever; entry files must revalidate.
     immutable = "/assets/" in f"/{path}"

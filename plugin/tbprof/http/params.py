@@ -5,7 +5,7 @@ from __future__ import annotations
 from werkzeug.datastructures import MultiDict
 
 from tbprof.analyses.table import TableQuery
-from tbprof.profiles import BadRequest
+from tbprof.errors import BadRequest
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
 RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit", "rows"}

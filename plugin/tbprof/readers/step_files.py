@@ -1,17 +1,20 @@
 """File names of the older and foreign profilers' runs: which kind a file is, which step it holds.
 
-Kept apart from the registrations in ``foreign_runs`` so analyses can use the naming rules
-without importing the run index.
+``kinds.py`` turns these names into runs; analyses read a step file's step with
+``store.markers.step_of``.
 """
 
 from __future__ import annotations
 
 import re
 
+from tbprof.store.markers import step_of
+
+__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "step_of"]
+
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
 _TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
-_STEP_IN_NAME = re.compile(r"(\d+)(?!.*\d)")
 
 # A folder holding several kinds: the first kind in this order keeps the folder's name as
 # its run name, the others get " (<kind>)".
@@ -32,9 +35,3 @@ def classify(name: str) -> tuple[str, str] | None:
     if _TFPROF_PROFILE.fullmatch(name):
         return "tfprof", name
     return None
-
-
-def step_of(host: str) -> int | None:
-    """The step in a step file's name: its last number (``timeline-12`` -> 12, ``x.json_3`` -> 3)."""
-    m = _STEP_IN_NAME.search(host)
-    return int(m.group(1)) if m else None

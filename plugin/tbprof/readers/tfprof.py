@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
+from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
-from tbprof.readers.errors import ProfileReadError
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace
 

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
 from tbprof.store.memory_guard import check_fits
 from tbprof.store.paths import default_cache_dir

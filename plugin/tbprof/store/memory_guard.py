@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tbprof.readers.errors import ProfileReadError
+from tbprof.errors import ProfileReadError
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
 _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.profiles import NotFound
-from tbprof.readers.chrome_trace import FLOW_ID_STAT
+from tbprof.errors import NotFound
+from tbprof.store.markers import FLOW_ID_STAT
 from tbprof.store.tables import (
     KIND_BYTES,
     KIND_DOUBLE,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.registry import SCHEMA_VERSION
+from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.window import WindowResult
 

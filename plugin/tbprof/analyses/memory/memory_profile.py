@@ -1,0 +1,397 @@
+"""memory_profile: allocator usage over time, its peak, and what was live at the peak.
+
+Input: the host plane's ``MemoryAllocation`` / ``MemoryDeallocation`` events that the
+TensorFlow / XLA BFC allocators record (stats ``allocator_name``, ``bytes_allocated`` (heap),
+``bytes_reserved`` (stack), ``bytes_available`` (free), ``fragmentation``,
+``peak_bytes_in_use``, ``requested_bytes``, ``allocation_bytes``, ``addr``, ``tf_op``,
+``region_type``, ``data_type``, ``shape``, ``group_id``). One allocator per memory id.
+
+Like XProf: the peak in the window is the event with the most stack + heap bytes (ties: the
+last one in trace order); capacity = stack + heap + free there; a deallocation takes the op,
+region, dtype and shape of the allocation at its address. Unlike XProf, the timeline keeps
+the exact peak point when it is downsampled (max of each bucket, the peak's bucket picks the
+peak) and times are relative to the profile start. Formulas: docs/formulas.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tbprof._core.kernels import bucket_max, live_at, match_deallocations
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
+from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
+from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES
+from tbprof.domain.planes import HOST_PLANE
+from tbprof.store.tables import Plane, ProfileStore
+
+ALLOCATION = "MemoryAllocation"
+DEALLOCATION = "MemoryDeallocation"
+DEFAULT_MAX_POINTS = 1000
+
+NO_MEMORY_MESSAGE = (
+    "This profile has no memory allocation events. They are recorded by the TensorFlow (and "
+    "XLA/JAX GPU) BFC allocators when the host tracer runs at level 2 or more, e.g. "
+    "tf.profiler.experimental.start(logdir, options=tf.profiler.experimental.ProfilerOptions("
+    "host_tracer_level=2)) or the TensorBoard Keras callback's profile_batch, and appear as "
+    "MemoryAllocation/MemoryDeallocation events on the host plane.")
+
+# TensorFlow DataType enum -> DataTypeString (tensorflow/core/framework/types.proto).
+DATA_TYPES = ("INVALID", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64",
+              "int64", "bool", "qint8", "quint8", "qint32", "bfloat16", "qint16", "quint16", "uint16",
+              "complex128", "half", "resource", "variant", "uint32", "uint64", "float8_e5m2",
+              "float8_e4m3fn", "int4", "uint4")
+
+
+def data_type_name(code: int) -> str:
+    return DATA_TYPES[code] if 0 <= code < len(DATA_TYPES) else f"DT_{code}"
+
+
+DETAIL_STATS = ("bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "tf_op",
+                "region_type", "data_type", "shape")
+
+
+@dataclass
+class MemoryEvents:
+    """Memory events of one allocator, time-sorted, as columns.
+
+    The columns every event needs (time, sizes, address, step) are read up front; the rest
+    (free bytes, fragmentation, names, ...) only for the rows a table or summary shows.
+    """
+
+    memory_id: str
+    time_ps: np.ndarray
+    is_alloc: np.ndarray
+    heap_bytes: np.ndarray
+    stack_bytes: np.ndarray
+    allocation_bytes: np.ndarray
+    address: np.ndarray
+    step_id: np.ndarray
+    source: np.ndarray  # per deallocation the allocation it frees (-1: none / an allocation)
+    peak_index: int  # row of the peak (time-sorted order)
+    last_trace_index: int  # row of the allocator's last event in trace order
+    store: Any
+    plane: Any
+    rows: np.ndarray  # event row of each (time-sorted) memory event in the host plane
+
+    def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
+        idx = np.asarray(idx, dtype=np.int64)
+        named = np.where(self.source[idx] >= 0, self.source[idx], idx)
+        need = np.unique(np.concatenate([idx, named]))
+        plane_rows = self.rows[need]
+        order = np.argsort(plane_rows)  # RowStats walks ascending plane rows
+        st = RowStats(self.store, self.plane, plane_rows[order], DETAIL_STATS)
+        slot = np.empty_like(order)
+        slot[order] = np.arange(order.shape[0])
+        at = slot[np.searchsorted(need, idx)]
+        at_named = slot[np.searchsorted(need, named)]
+        strings = self.store.strings
+        codes = np.clip(st.int("data_type")[at_named], -1, len(DATA_TYPES))
+        return {
+            "free_bytes": st.int("bytes_available")[at],
+            "fragmentation": st.float("fragmentation")[at],
+            "peak_bytes_in_use": st.int("peak_bytes_in_use")[at],
+            "requested_bytes": st.int("requested_bytes")[at],
+            "op": _strings(strings, st.str_id("tf_op")[at_named]),
+            "region": _strings(strings, st.str_id("region_type")[at_named]),
+            "dtype": np.array([*DATA_TYPES, "DT_other", "DT_other"], dtype=object)[codes],
+            "shape": _strings(strings, st.str_id("shape")[at_named]),
+        }
+
+
+def _step_ids(store: ProfileStore, plane: Plane, t: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Step of each event: its ``group_id`` stat, else the step marker whose span holds it.
+
+    Step markers are the host's root events (``_r`` stat) other than the implicit roots
+    (FunctionRun, ...), numbered in time order; -1 outside every marker. XProf takes the id
+    of the event's group, which for allocations inside a step is that step. Looking markers
+    up by time keeps the memory profile independent of the (much costlier) event grouping.
+    """
+    if (own >= 0).any():
+        return own
+    roots = rows_with_stat(plane, store.stat_id("_r"))
+    implicit = np.isin(plane.name_id[roots], [store.strings.id(n) for n in IMPLICIT_ROOT_NAMES])
+    roots = roots[~implicit]
+    out = np.full(t.shape[0], -1, dtype=np.int64)
+    if roots.shape[0] == 0:
+        return out
+    order = np.argsort(plane.start_ps[roots], kind="stable")
+    begin = plane.start_ps[roots][order]
+    end = begin + plane.dur_ps[roots][order]
+    k = np.searchsorted(begin, t, side="right") - 1
+    inside = (k >= 0) & (t < end[np.maximum(k, 0)])
+    out[inside] = k[inside]
+    return out
+
+
+def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
+    """memory id -> that allocator's events (memoised)."""
+    return store.memo(("memory_events",), lambda: _memory_events(store))
+
+
+def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
+    plane = store.plane(HOST_PLANE)
+    alloc_id, dealloc_id = store.strings.id(ALLOCATION), store.strings.id(DEALLOCATION)
+    if plane is None or (alloc_id < 0 and dealloc_id < 0):
+        return {}
+    rows = rows_of_metas(plane, np.flatnonzero(np.isin(plane.meta_name_id, [alloc_id, dealloc_id])))
+    if rows.shape[0] == 0:
+        return {}
+    strings = store.strings
+    st = RowStats(store, plane, rows, ("allocator_name", "index_on_host", "device_ordinal", "bytes_allocated",
+                                       "bytes_reserved", "allocation_bytes", "addr", "group_id"))
+    # Memory id: allocator name (a string id >= 0), else index_on_host / device_ordinal
+    # (coded below -1 so one int per event groups the allocators).
+    mem_code = np.full(rows.shape[0], -1, dtype=np.int64)
+    for name in ("index_on_host", "device_ordinal"):
+        has = st.has(name)
+        mem_code[has] = -2 - st.int(name)[has]
+    alloc_name = st.str_id("allocator_name")
+    mem_code = np.where(alloc_name >= 0, alloc_name, mem_code)
+    time_ps = plane.start_ps[rows]
+    heap, stack = st.int("bytes_allocated"), st.int("bytes_reserved")
+    is_alloc = plane.name_id[rows] == alloc_id
+    alloc_bytes, address = st.int("allocation_bytes"), st.int("addr")
+    step_all = _step_ids(store, plane, time_ps, st.int("group_id", missing=-1))
+    out: dict[str, MemoryEvents] = {}
+    # Few distinct codes: count them instead of sorting 100 k events.
+    shift = int(mem_code.min())
+    present = np.flatnonzero(np.bincount(mem_code - shift))
+    code_of = np.full(present.max() + 1, -1, dtype=np.int64)
+    code_of[present] = np.arange(present.shape[0])
+    inv = code_of[mem_code - shift]
+    codes = present + shift
+    names = [strings[c] if c >= 0 else ("" if c == -1 else str(-2 - c)) for c in codes.tolist()]
+    for k in sorted(range(codes.shape[0]), key=names.__getitem__):
+        memory_id = names[k]
+        sel = np.flatnonzero(inv == k) if codes.shape[0] > 1 else np.arange(rows.shape[0])  # trace order
+        used = stack[sel] + heap[sel]
+        # Peak: most stack + heap bytes; ties go to the last event in trace order (XProf).
+        peak_trace = int(sel.shape[0] - 1 - np.argmax(used[::-1]))
+        order = np.argsort(time_ps[sel], kind="stable")
+        idx = sel[order]
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        addr = address[idx]
+        ev_alloc = is_alloc[idx]
+        # A deallocation describes the allocation it frees.
+        source = match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
+        # Events outside any step take the previous step + 1 (the first ones step 0), as XProf.
+        step = step_all[idx]
+        valid = step >= 0
+        if not valid.all():
+            last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
+            prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
+            step = np.where(valid, step, prev + 1)
+        out[memory_id] = MemoryEvents(
+            memory_id=memory_id, time_ps=time_ps[idx], is_alloc=ev_alloc, heap_bytes=heap[idx],
+            stack_bytes=stack[idx], allocation_bytes=alloc_bytes[idx], address=addr, step_id=step,
+            source=source, peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]),
+            store=store, plane=plane, rows=rows[idx],
+        )
+    return out
+
+
+def _strings(strings: Any, ids: np.ndarray) -> np.ndarray:
+    uniq, inv = np.unique(ids, return_inverse=True)
+    table = np.array([strings[i] if i >= 0 else "" for i in uniq.tolist()], dtype=object)
+    return table[inv.reshape(-1)]
+
+
+def summarize(ev: MemoryEvents) -> dict[str, Any]:
+    p = ev.peak_index
+    d = ev.details(np.array([p, ev.last_trace_index]))
+    heap, stack, free = int(ev.heap_bytes[p]), int(ev.stack_bytes[p]), int(d["free_bytes"][0])
+    return {
+        "memory_id": ev.memory_id,
+        "num_allocations": int(ev.is_alloc.sum()),
+        "num_deallocations": int((~ev.is_alloc).sum()),
+        "memory_capacity_bytes": heap + stack + free,
+        # XProf keeps the allocator's own peak counter of the last event it visits.
+        "peak_bytes_usage_lifetime": int(d["peak_bytes_in_use"][1]),
+        "peak_bytes_in_use": heap + stack,
+        "peak_heap_bytes": heap,
+        "peak_stack_bytes": stack,
+        "peak_free_bytes": free,
+        "peak_fragmentation_fraction": float(d["fragmentation"][0]),
+        "peak_time_ps": int(ev.time_ps[p]),
+        "peak_time_ms": float(ev.time_ps[p]) / 1e9,
+        "peak_step_id": int(ev.step_id[p]),
+        "event_count": int(ev.time_ps.shape[0]),
+    }
+
+
+def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
+    """Indices of at most ``max_points`` points: the max of each of equal buckets.
+
+    The bucket holding ``keep`` (the global peak) yields ``keep`` itself, so the peak point
+    is never lost; other buckets yield their first maximum.
+    """
+    n = values.shape[0]
+    if n <= max_points:
+        return np.arange(n)
+    picked = bucket_max(values, max_points)
+    picked[(keep * max_points) // n] = keep
+    return picked
+
+
+TIMELINE_COLUMNS = [
+    Column("time_ms", "Time", "float", "ms", "since the profile start"),
+    Column("heap_bytes", "Heap", "int", "bytes"),
+    Column("stack_bytes", "Stack", "int", "bytes"),
+    Column("free_bytes", "Free", "int", "bytes"),
+    Column("in_use_bytes", "In use", "int", "bytes", "heap + stack"),
+    Column("fragmentation_fraction", "Fragmentation", "float", "fraction"),
+    Column("activity", "Activity", "str", "", "allocation or deallocation"),
+    Column("operation", "Operation", "str"),
+    Column("requested_bytes", "Requested size", "int", "bytes"),
+    Column("allocation_bytes", "Allocation size", "int", "bytes"),
+    Column("region_type", "Region type", "str"),
+    Column("data_type", "Data type", "str"),
+    Column("shape", "Shape", "str"),
+    Column("step_id", "Step", "int"),
+]
+
+BREAKDOWN_COLUMNS = [
+    Column("label", "Allocation", "str", "", "the operation, or \"(unnamed)\" with the allocation's size class "
+                                           "when the event names none (JAX's allocator events)"),
+    Column("operation", "Operation", "str"),
+    Column("allocation_bytes", "Allocation size", "int", "bytes"),
+    Column("requested_bytes", "Requested size", "int", "bytes"),
+    Column("occurrences", "Occurrences", "int"),
+    Column("total_allocation_bytes", "Total allocation", "int", "bytes", "allocation size x occurrences"),
+    Column("region_type", "Region type", "str"),
+    Column("data_type", "Data type", "str"),
+    Column("shape", "Shape", "str"),
+    Column("special", "Special", "bool", "", "not an allocation event: stack, or heap the window "
+                                                "does not explain (allocated before the profile)"),
+]
+
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def size_class(size_bytes: int) -> str:
+    """The power-of-two size class of an allocation, as BFC allocators bin them: "≤128 MiB"."""
+    if size_bytes <= 1:
+        return "≤1 B"
+    exp = (int(size_bytes) - 1).bit_length()  # 2**exp >= size_bytes
+    unit = min(exp // 10, len(_BINARY_UNITS) - 1)
+    return f"≤{2 ** (exp - 10 * unit)} {_BINARY_UNITS[unit]}"
+
+
+def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
+    in_use = ev.heap_bytes + ev.stack_bytes
+    idx = downsample(in_use, max_points, ev.peak_index)
+    d = ev.details(idx)
+    values = {
+        "time_ms": ev.time_ps[idx] / 1e9, "heap_bytes": ev.heap_bytes[idx], "stack_bytes": ev.stack_bytes[idx],
+        "free_bytes": d["free_bytes"], "in_use_bytes": in_use[idx], "fragmentation_fraction": d["fragmentation"],
+        "activity": np.where(ev.is_alloc[idx], "allocation", "deallocation").astype(object),
+        "operation": d["op"], "requested_bytes": d["requested_bytes"], "allocation_bytes": ev.allocation_bytes[idx],
+        "region_type": d["region"], "data_type": d["dtype"], "shape": d["shape"], "step_id": ev.step_id[idx],
+    }
+    return Table.from_columns(TIMELINE_COLUMNS, values, default_sort=None)
+
+
+def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
+    """Allocations live at the peak, identical ones merged (XProf's memory breakdown table).
+
+    ``scope="step"`` walks the events of the peak's step up to the peak time, as XProf does:
+    allocations still live from earlier steps join the "unused preallocated device memory" row.
+    ``scope="window"`` walks every event up to the peak, so each live allocation of the
+    profile window is its own row.
+    """
+    p = ev.peak_index
+    upto = ev.time_ps <= ev.time_ps[p]
+    if scope == "step":
+        upto &= ev.step_id == ev.step_id[p]
+    addr_order = np.argsort(ev.address, kind="stable")
+    live, net, unmatched_free = live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
+    rows = np.nonzero(live)[0]
+    unexplained = int(ev.heap_bytes[p]) - net - unmatched_free
+    d = ev.details(rows)
+    op = list(d["op"])
+    alloc = ev.allocation_bytes[rows].tolist()
+    req = d["requested_bytes"].tolist()
+    region, dtype, shape = list(d["region"]), list(d["dtype"]), list(d["shape"])
+    special = [False] * rows.shape[0]
+    for label, nbytes, reg in (("unused preallocated device memory", unexplained, "persist/dynamic"),
+                               ("stack", int(ev.stack_bytes[p]), "stack")):
+        if nbytes > 0:
+            op.append(label)
+            alloc.append(nbytes)
+            req.append(nbytes)
+            region.append(reg)
+            dtype.append("INVALID")
+            shape.append("unknown")
+            special.append(True)
+    groups: dict[tuple[Any, ...], int] = {}
+    for key in zip(alloc, req, op, region, dtype, shape, special, strict=False):
+        groups[key] = groups.get(key, 0) + 1
+    keys = sorted(groups, key=lambda k: (-k[0], -k[1], k[2], k[3], k[4], k[5]))
+    values = {
+        "label": [k[2] or f"(unnamed, {size_class(k[0])})" for k in keys],
+        "operation": [k[2] for k in keys], "allocation_bytes": [k[0] for k in keys],
+        "requested_bytes": [k[1] for k in keys], "occurrences": [groups[k] for k in keys],
+        "total_allocation_bytes": [k[0] * groups[k] for k in keys], "region_type": [k[3] for k in keys],
+        "data_type": [k[4] for k in keys], "shape": [k[5] for k in keys], "special": [k[6] for k in keys],
+    }
+    return Table.from_columns(BREAKDOWN_COLUMNS, values, default_sort=None)
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    store = stores[0]
+    events = memory_events(store)
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "tool": "memory_profile", "host": store.host,
+        "memory_ids": sorted(events), "allocators": {k: summarize(v) for k, v in events.items()},
+    }
+    if not events:
+        out.update(memory_id=None, message=NO_MEMORY_MESSAGE, tables={})
+        return out
+    memory_id = options.get("memory_id") or sorted(events)[0]
+    if memory_id not in events:
+        raise OptionError(f"option memory_id={memory_id!r} is not an allocator of this profile; "
+                                   f"allocators: {sorted(events)}")
+    ev = events[memory_id]
+    max_points = int(options.get("max_points", DEFAULT_MAX_POINTS))
+    timeline = timeline_table(ev, max_points)
+    out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
+               breakdown_scope=options.get("breakdown_scope", "step"),
+               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")), "timeline": timeline})
+    return out
+
+
+def _parse_scope(text: str) -> str:
+    if text not in ("step", "window"):
+        raise ValueError("expected step or window")
+    return text
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise ValueError("must be >= 2")
+    return value
+
+
+TOOLS = (
+    Tool(
+        name="memory_profile", title="Memory profile", compute=compute,
+        available=lambda store: bool(memory_events(store)),
+        options=(
+            Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
+            Option("max_points", _positive_int, DEFAULT_MAX_POINTS,
+                            "timeline points at most (the peak is always one of them)"),
+            Option("breakdown_scope", _parse_scope, "step",
+                            "step: allocations of the peak's step (XProf); window: every allocation live at the peak"),
+    ),
+        description="Allocator memory over time, its peak, and the allocations live at the peak.",
+    ),
+)

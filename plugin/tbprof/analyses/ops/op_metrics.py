@@ -1,0 +1,518 @@
+"""Per-op time of a profile (XProf's OpMetricsDb): occurrences, total and self time per op.
+
+Host side: every event whose name is a framework op (``dense/MatMul:MatMul``, ``Iterator::..``)
+is an op; its self time is its duration minus the time of the framework ops nested in it on
+the same thread. XProf walks begin/end activities per thread with a stack, and an op whose
+end it reaches while a child is still open discards that child (it ends at the same instant,
+so ordering is by emission); a compiled loop (``walk_activities``) replays exactly that walk. Each thread's op span
+(first begin to last end) minus its busy self time is that thread's IDLE time.
+
+Device side (GPU): each event naming an HLO op (``hlo_op`` + ``program_id``) that exists in
+its program's HLO proto is one occurrence of that HLO op; events without HLO but with a
+``tf_op`` stat (TensorFlow GPU kernels) are ops named ``<tf op>/<kernel>``. A device's op span
+(first event start to last end) minus the op time is its IDLE time. ``framework_ops`` groups
+device ops by the framework op they came from; a framework op's occurrences are the maximum
+over its device ops (a MatMul that runs 2 kernels 10 times ran 10 times).
+
+Everything is computed once per store (memoised) and vectorised: one ``np.unique`` over op
+keys and ``np.bincount`` per measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tbprof._core.kernels import walk_activities
+from tbprof.domain import tf_op
+from tbprof.domain.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
+from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
+from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.domain.planes import HOST_PLANE, device_planes
+from tbprof.store.tables import Plane, ProfileStore
+
+IDLE = "IDLE"
+# XProf's derived lines ("Steps", "XLA Ops", ...) use thread ids from 0xdeadbeef up.
+_DERIVED_LINE_MIN = 0xDEADBEEF
+_DERIVED_LINE_MAX = 0xDEADBEEF + 64
+
+
+@dataclass
+class OpMetricsDb:
+    """Ops of one side (host or device) as parallel columns, plus the side's total time."""
+
+    name: np.ndarray  # object: op name (host: framework op; device: HLO op or "tf_op/kernel")
+    type: np.ndarray  # object: framework op type (host/TF level) or HLO category (device)
+    provenance: np.ndarray  # object: framework op fullname "name:type" of a device op ("" if none)
+    program_id: np.ndarray  # int64: HLO program of a device op (0 otherwise)
+    occurrences: np.ndarray  # int64
+    time_ps: np.ndarray  # int64
+    self_time_ps: np.ndarray  # int64
+    flops: np.ndarray  # float64: flops stats, else (device HLO ops) the HLO cost analysis; 0 if neither
+    bytes_accessed: np.ndarray  # float64: bytes_accessed stats, else (device HLO ops) the HLO cost analysis
+    is_eager: np.ndarray  # bool
+    total_time_ps: int  # op span of every thread/device, idle included
+    # float64: the part of bytes_accessed XProf's memory breakdown puts in HBM (the op profile's
+    # bytes); None: same as bytes_accessed.
+    hbm_bytes: np.ndarray | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def hbm(self) -> np.ndarray:
+        return self.bytes_accessed if self.hbm_bytes is None else self.hbm_bytes
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.name.shape[0])
+
+    @property
+    def total_op_time_ps(self) -> int:
+        return int(self.self_time_ps.sum())
+
+    @property
+    def idle_time_ps(self) -> int:
+        return max(0, self.total_time_ps - self.total_op_time_ps)
+
+    @staticmethod
+    def empty() -> OpMetricsDb:
+        e = np.zeros(0, dtype=np.int64)
+        o = np.zeros(0, dtype=object)
+        return OpMetricsDb(o, o.copy(), o.copy(), e, e.copy(), e.copy(), e.copy(), e.astype(np.float64),
+                           e.astype(np.float64), e.astype(bool), 0)
+
+
+# --- host -----------------------------------------------------------------------------------
+
+def _stable_order(line: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Order by (line, ts), ties in input order; one stable sort of a packed key when it fits."""
+    if ts.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(ts.min()), int(ts.max())
+    span = hi - lo + 1
+    if (int(line.max()) + 1) * span < (1 << 62):
+        return np.argsort(line.astype(np.int64) * span + (ts - lo), kind="stable")
+    return np.lexsort((np.arange(ts.shape[0]), ts, line))
+
+
+def _live_lines(plane: Plane) -> np.ndarray:
+    """Per line: not one of XProf's derived lines (which analyses skip)."""
+    return ~((plane.line_ids >= _DERIVED_LINE_MIN) & (plane.line_ids <= _DERIVED_LINE_MAX))
+
+
+def _group(keys: np.ndarray, n_keys: int, rows: np.ndarray, occurrences: np.ndarray, time_ps: np.ndarray,
+           self_ps: np.ndarray, flops: np.ndarray, bytes_accessed: np.ndarray,
+           eager: np.ndarray, hbm: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Sums per key (keys[i] in [0, n_keys)); ``first`` is the first row of each key."""
+    first = np.full(n_keys, -1, dtype=np.int64)
+    uniq, first_pos = np.unique(keys, return_index=True)
+    first[uniq] = rows[first_pos]
+    return {
+        "occurrences": np.bincount(keys, weights=occurrences, minlength=n_keys).astype(np.int64),
+        "time_ps": np.bincount(keys, weights=time_ps, minlength=n_keys).round().astype(np.int64),
+        "self_time_ps": np.bincount(keys, weights=self_ps, minlength=n_keys).round().astype(np.int64),
+        "flops": np.bincount(keys, weights=flops, minlength=n_keys),
+        "bytes_accessed": np.bincount(keys, weights=bytes_accessed, minlength=n_keys),
+        "hbm_bytes": np.bincount(keys, weights=bytes_accessed if hbm is None else hbm, minlength=n_keys),
+        "is_eager": np.bincount(keys, weights=eager.astype(np.float64), minlength=n_keys) > 0,
+        "first": first,
+    }
+
+
+def _cost_stats(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """flops, bytes_accessed (0 when absent) and is_eager of the given events."""
+    st = RowStats(store, plane, rows, ("flops", "bytes_accessed", "is_eager"))
+    return st.float("flops"), st.float("bytes_accessed"), st.int("is_eager") != 0
+
+
+def host_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    """Framework ops on the host threads (memoised per store)."""
+    return store.memo(("op_metrics", "host"), lambda: _host_op_metrics(store))
+
+
+def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    plane = store.plane(HOST_PLANE)
+    if plane is None or plane.n_events == 0:
+        return OpMetricsDb.empty()
+    strings = store.strings
+    key_index: dict[str, int] = {}
+    key_types: list[str] = []
+
+    def key_of(parsed: tf_op.TfOp) -> int:
+        k = key_index.get(parsed.name)
+        if k is None:
+            k = key_index[parsed.name] = len(key_index)
+            key_types.append(parsed.type)
+        return k
+
+    # Parse each distinct event name once; events find their op key through their metadata.
+    def name_key_of(text: str) -> int:
+        parsed = tf_op.parse_tf_op(text) if text else None
+        return key_of(parsed) if parsed is not None and parsed.is_op else -1
+
+    uniq_names, name_of_meta = np.unique(plane.meta_name_id, return_inverse=True)
+    key_of_name = np.array([name_key_of(strings[int(i)]) for i in uniq_names.tolist()], dtype=np.int64)
+    meta_key = key_of_name[name_of_meta.reshape(-1)] if uniq_names.shape[0] else np.zeros(0, dtype=np.int64)
+    live = _live_lines(plane)
+    name_rows = rows_of_metas(plane, np.flatnonzero(meta_key >= 0))
+    name_rows = name_rows[live[plane.line_idx[name_rows]]]
+    name_key = meta_key[plane.meta_idx[name_rows]]
+    # Events that carry a tf_op stat (memory allocations, ...) are activities of that op too.
+    stat_rows = rows_with_stat(plane, store.stat_id("tf_op"))
+    stat_rows = stat_rows[live[plane.line_idx[stat_rows]]]
+    sval = RowStats(store, plane, stat_rows, ["tf_op"]).str_id("tf_op")
+    keep = sval > 0
+    stat_rows, sval = stat_rows[keep], sval[keep]
+    uniq_vals, val_inv = np.unique(sval, return_inverse=True)
+    val_key = np.array([key_of(tf_op.parse_tf_op(strings[v])) for v in uniq_vals.tolist()], dtype=np.int64)
+    stat_key = val_key[val_inv.reshape(-1)] if stat_rows.shape[0] else np.zeros(0, dtype=np.int64)
+    # Emission order: per event, its name activity before its tf_op-stat activity.
+    rows = np.concatenate([name_rows, stat_rows])
+    op_keys = np.concatenate([name_key, stat_key])
+    emit = np.lexsort((np.concatenate([np.zeros(name_rows.shape[0]), np.ones(stat_rows.shape[0])]), rows))
+    rows, op_keys = rows[emit], op_keys[emit]
+    if rows.shape[0] == 0:
+        return OpMetricsDb.empty()
+    n_ops = rows.shape[0]
+    start = plane.start_ps[rows]
+    end = start + plane.dur_ps[rows]
+    line = plane.line_idx[rows].astype(np.int64)
+    # Activities: begin then end of each op, in event order; stable sort by (line, time).
+    act_ts = np.empty(2 * n_ops, dtype=np.int64)
+    act_ts[0::2] = start
+    act_ts[1::2] = end
+    act_line = np.repeat(line, 2)
+    act_end = np.zeros(2 * n_ops, dtype=bool)
+    act_end[1::2] = True
+    act_op = np.repeat(np.arange(n_ops, dtype=np.int64), 2)
+    order = _stable_order(act_line, act_ts)
+    time_ps, child_ps = walk_activities(act_line[order], act_ts[order], act_op[order], act_end[order], n_ops)
+    kept = time_ps >= 0
+    # Each thread's op span: first activity to last activity.
+    line_first = np.full(plane.n_lines, np.iinfo(np.int64).max, dtype=np.int64)
+    line_last = np.full(plane.n_lines, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(line_first, line, start)
+    np.maximum.at(line_last, line, end)
+    has = line_last >= line_first
+    total_time_ps = int((line_last[has] - line_first[has]).sum())
+
+    keys = op_keys[kept]
+    n_keys = len(key_index)
+    krows = rows[kept]
+    flops, nbytes, eager = _cost_stats(store, plane, krows)
+    sums = _group(keys, n_keys, krows, np.ones(keys.shape[0]), time_ps[kept].astype(np.float64),
+                  (time_ps[kept] - child_ps[kept]).astype(np.float64), flops, nbytes, eager)
+    present = sums["occurrences"] > 0
+    names = np.empty(n_keys, dtype=object)
+    types = np.empty(n_keys, dtype=object)
+    for name, k in key_index.items():
+        names[k] = name
+        types[k] = key_types[k]
+    first_type = types[present]
+    n = int(present.sum())
+    return OpMetricsDb(
+        name=names[present], type=first_type, provenance=np.full(n, "", dtype=object),
+        program_id=np.zeros(n, dtype=np.int64), occurrences=sums["occurrences"][present],
+        time_ps=sums["time_ps"][present], self_time_ps=sums["self_time_ps"][present],
+        flops=sums["flops"][present], bytes_accessed=sums["bytes_accessed"][present],
+        is_eager=sums["is_eager"][present], total_time_ps=total_time_ps,
+    )
+
+
+# --- device ---------------------------------------------------------------------------------
+
+
+DEVICE_STATS = ("hlo_op", "program_id", "tf_op", "kernel_details", "equation", "flops", "bytes_accessed", "is_eager")
+
+
+@dataclass
+class DeviceEvents:
+    """The live (non-derived-line) events of one device plane and the stats the op tools read."""
+
+    plane: Plane
+    rows: np.ndarray  # int64 event rows
+    stats: RowStats
+
+
+def device_events(store: ProfileStore) -> list[DeviceEvents]:
+    """Per device plane (as ``device_planes``): one stats pass shared by the op tools (memoised)."""
+    def build() -> list[DeviceEvents]:
+        out = []
+        for plane in device_planes(store):
+            rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+            out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS)))
+        return out
+    return store.memo(("op_metrics", "device_stats"), build)
+
+
+@dataclass
+class DeviceOpEvents:
+    """Device events that are ops, with the device op each one is (shared by several tools)."""
+
+    plane_index: np.ndarray  # int64 index into device_planes(store)
+    row: np.ndarray  # int64 event row in its plane
+    pos: np.ndarray  # int64 index into that plane's device_events(store)[i].rows
+    op: np.ndarray  # int64 index into the op tables below
+    op_name: list[str]  # HLO op name, or "<tf op name>/<kernel>"
+    op_category: list[str]  # HLO category, or the tf_op type
+    op_provenance: list[str]  # framework op fullname ("" when unknown)
+    op_program_id: list[int]
+    total_time_ps: int  # sum over devices of (last event end - first event start)
+
+
+def device_op_events(store: ProfileStore) -> DeviceOpEvents:
+    return store.memo(("op_metrics", "device_events"), lambda: _device_op_events(store))
+
+
+def _str_at(strings: Any, ids: np.ndarray) -> list[str]:
+    return [strings[i] if i >= 0 else "" for i in ids.tolist()]
+
+
+def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
+    programs = hlo_programs(store)
+    strings = store.strings
+    op_index: dict[tuple[int, str], int] = {}
+    names: list[str] = []
+    cats: list[str] = []
+    provs: list[str] = []
+    progs: list[int] = []
+    out_plane: list[np.ndarray] = []
+    out_row: list[np.ndarray] = []
+    out_op: list[np.ndarray] = []
+    total_time_ps = 0
+
+    def intern(program_id: int, name: str, category: str, provenance: str) -> int:
+        key = (program_id, name)
+        k = op_index.get(key)
+        if k is None:
+            k = op_index[key] = len(names)
+            names.append(name)
+            cats.append(category)
+            provs.append(provenance)
+            progs.append(program_id)
+        return k
+
+    out_pos: list[np.ndarray] = []
+    for pi, dev in enumerate(device_events(store)):
+        plane, live_rows, st = dev.plane, dev.rows, dev.stats
+        if live_rows.shape[0] == 0:
+            continue
+        ends = plane.start_ps[live_rows] + plane.dur_ps[live_rows]
+        total_time_ps += int(ends.max() - plane.start_ps[live_rows].min())
+        hlo, tfop = st.str_id("hlo_op"), st.str_id("tf_op")
+        has_prog, prog = st.has("program_id"), st.int("program_id")
+        op_of_event = np.full(live_rows.shape[0], -1, dtype=np.int64)
+        # XLA ops: one lookup per distinct (program, hlo_op).
+        is_xla = (hlo > 0) & has_prog
+        if is_xla.any():
+            xr = np.flatnonzero(is_xla)
+            code, first = factorize(prog[xr], hlo[xr])
+            pair_op = np.full(first.shape[0], -1, dtype=np.int64)
+            for j, (pid, hid) in enumerate(zip(prog[xr][first].tolist(), hlo[xr][first].tolist(), strict=False)):
+                hlo_name = strings[hid].rsplit("::", 1)[-1]
+                program: HloProgram | None = programs.get(pid)
+                if program is not None:
+                    op = program.op(hlo_name)
+                    if op is not None:
+                        pair_op[j] = intern(pid, hlo_name, op.category, op.provenance)
+                elif not programs:
+                    # No HLO protos at all (XProf then shows no device ops): fall back to the
+                    # event's own names so such profiles still list their XLA ops.
+                    pair_op[j] = intern(pid, hlo_name, "unknown", "")
+            op_of_event[xr] = pair_op[code]
+        # TensorFlow GPU kernels: "<tf op name>/<kernel name>".
+        is_tf = ~is_xla & (tfop > 0)
+        if is_tf.any():
+            tr = np.flatnonzero(is_tf)
+            names_tr = plane.name_id[live_rows[tr]].astype(np.int64)
+            code, first = factorize(tfop[tr], names_tr)
+            pair_op = np.empty(first.shape[0], dtype=np.int64)
+            for j, (tid, nid) in enumerate(zip(tfop[tr][first].tolist(), names_tr[first].tolist(), strict=False)):
+                full = strings[tid]
+                parsed = tf_op.parse_tf_op(full)
+                pair_op[j] = intern(0, f"{parsed.name}/{strings[nid]}", parsed.type or "unknown", full)
+            op_of_event[tr] = pair_op[code]
+        sel = np.flatnonzero(op_of_event >= 0)
+        out_plane.append(np.full(sel.shape[0], pi, dtype=np.int64))
+        out_row.append(live_rows[sel].astype(np.int64))
+        out_pos.append(sel.astype(np.int64))
+        out_op.append(op_of_event[sel])
+    return DeviceOpEvents(_cat(out_plane), _cat(out_row), _cat(out_pos), _cat(out_op), names, cats, provs, progs,
+                          total_time_ps)
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def device_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    """HLO-level (or tf_op/kernel) device ops of all devices of the host, combined."""
+    return store.memo(("op_metrics", "device"), lambda: _device_op_metrics(store))
+
+
+def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
+    n = ev.row.shape[0]
+    dur = np.zeros(n, dtype=np.float64)
+    flops = np.zeros(n)
+    nbytes = np.zeros(n)
+    hbm = np.zeros(n)
+    eager = np.zeros(n, dtype=bool)
+    op_flops, op_bytes, op_hbm = _hlo_op_costs(store, ev)
+    for pi, dev in enumerate(device_events(store)):
+        sel = np.flatnonzero(ev.plane_index == pi)
+        if sel.shape[0] == 0:
+            continue
+        pos = ev.pos[sel]
+        dur[sel] = dev.plane.dur_ps[ev.row[sel]]
+        # An event's own flops stat wins; otherwise its HLO op's FLOPs from the cost analysis.
+        flops[sel] = np.where(dev.stats.has("flops")[pos], dev.stats.float("flops")[pos], op_flops[ev.op[sel]])
+        # Likewise bytes; an event's own stat stands for the HBM part too.
+        has_bytes = dev.stats.has("bytes_accessed")[pos]
+        nbytes[sel] = np.where(has_bytes, dev.stats.float("bytes_accessed")[pos], op_bytes[ev.op[sel]])
+        hbm[sel] = np.where(has_bytes, nbytes[sel], op_hbm[ev.op[sel]])
+        eager[sel] = dev.stats.int("is_eager")[pos] != 0
+    return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "eager": eager}
+
+
+def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per device op, one execution from the HLO cost analysis: FLOPs, bytes accessed and their
+    HBM part (0 where the op is no HLO op of the profile's programs, e.g. a TensorFlow GPU
+    kernel, or XLA does not know)."""
+    programs = hlo_programs(store)
+    flops, total, hbm = (np.zeros(len(ev.op_name), dtype=np.float64) for _ in range(3))
+    for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id, strict=False)):
+        if program_id not in programs:
+            continue
+        flops[k] = hlo_op_flops(store, program_id).get(name, 0)
+        b = hlo_op_bytes(store, program_id).get(name)
+        if b is not None:
+            total[k], hbm[k] = b.total, b.hbm
+    return flops, total, hbm
+
+
+def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    ev = device_op_events(store)
+    n_keys = len(ev.op_name)
+    if n_keys == 0:
+        db = OpMetricsDb.empty()
+        db.total_time_ps = ev.total_time_ps
+        return db
+    per = _per_event(store, ev)
+    # Every event is one occurrence: XProf merges adjacent events of one HLO op only when they
+    # share a step group id, and a profile without step grouping compares no ids as equal.
+    sums = _group(ev.op, n_keys, np.arange(ev.op.shape[0]), np.ones(ev.op.shape[0]), per["dur"], per["dur"],
+                  per["flops"], per["bytes"], per["eager"], per["hbm"])
+    return OpMetricsDb(
+        name=np.array(ev.op_name, dtype=object), type=np.array(ev.op_category, dtype=object),
+        provenance=np.array(ev.op_provenance, dtype=object), program_id=np.array(ev.op_program_id, dtype=np.int64),
+        occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
+        flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"],
+        total_time_ps=ev.total_time_ps, hbm_bytes=sums["hbm_bytes"],
+    )
+
+
+def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
+    """Device ops grouped by the framework op they came from (XProf's TF-level device table).
+
+    Device ops without a framework op keep their own name with type "Unknown".
+    """
+    if db.n_ops == 0:
+        return OpMetricsDb.empty() if db.total_time_ps == 0 else _with_total(OpMetricsDb.empty(), db.total_time_ps)
+    index: dict[str, int] = {}
+    types: list[str] = []
+    keys = np.empty(db.n_ops, dtype=np.int64)
+    for i, (name, prov) in enumerate(zip(db.name.tolist(), db.provenance.tolist(), strict=False)):
+        if prov:
+            parsed = tf_op.parse_tf_op(prov)
+            fw_name, fw_type = parsed.name, parsed.type or "Unknown"
+        else:
+            fw_name, fw_type = name, "Unknown"
+        k = index.get(fw_name)
+        if k is None:
+            k = index[fw_name] = len(types)
+            types.append(fw_type)
+        keys[i] = k
+    n = len(types)
+    occ = np.zeros(n, dtype=np.int64)
+    np.maximum.at(occ, keys, db.occurrences)
+    sums = _group(keys, n, np.arange(db.n_ops), np.zeros(db.n_ops), db.time_ps.astype(np.float64),
+                  db.self_time_ps.astype(np.float64), db.flops, db.bytes_accessed, db.is_eager, db.hbm)
+    names = np.empty(n, dtype=object)
+    for name, k in index.items():
+        names[k] = name
+    return OpMetricsDb(
+        name=names, type=np.array(types, dtype=object), provenance=np.full(n, "", dtype=object),
+        program_id=np.zeros(n, dtype=np.int64), occurrences=occ, time_ps=sums["time_ps"],
+        self_time_ps=sums["self_time_ps"], flops=sums["flops"], bytes_accessed=sums["bytes_accessed"],
+        is_eager=sums["is_eager"], total_time_ps=db.total_time_ps, hbm_bytes=sums["hbm_bytes"],
+    )
+
+
+def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
+    """Ops of several hosts as one table, as XProf's all-hosts op stats: an op (same name,
+    type, framework op and program on every host) sums its occurrences, times, FLOPs and bytes;
+    the side's total time is the sum of the hosts' totals."""
+    if len(dbs) == 1:
+        return dbs[0]
+    total_ps = sum(d.total_time_ps for d in dbs)
+    parts = [d for d in dbs if d.n_ops]
+    if not parts:
+        return _with_total(OpMetricsDb.empty(), total_ps)
+    index: dict[tuple[Any, ...], int] = {}
+    keys = np.empty(sum(d.n_ops for d in parts), dtype=np.int64)
+    i = 0
+    for d in parts:
+        for key in zip(d.name.tolist(), d.type.tolist(), d.provenance.tolist(), d.program_id.tolist(), strict=False):
+            keys[i] = index.setdefault(key, len(index))
+            i += 1
+    n = len(index)
+
+    def cat(col: str) -> np.ndarray:
+        return np.concatenate([getattr(d, col) for d in parts])
+
+    sums = _group(keys, n, np.arange(keys.shape[0]), cat("occurrences").astype(np.float64),
+                  cat("time_ps").astype(np.float64), cat("self_time_ps").astype(np.float64), cat("flops"),
+                  cat("bytes_accessed"), cat("is_eager"), np.concatenate([d.hbm for d in parts]))
+    name, op_type, provenance, program_id = (list(col) for col in zip(*index, strict=False))
+    return OpMetricsDb(
+        name=np.array(name, dtype=object), type=np.array(op_type, dtype=object),
+        provenance=np.array(provenance, dtype=object), program_id=np.array(program_id, dtype=np.int64),
+        occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
+        flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"], total_time_ps=total_ps,
+        hbm_bytes=sums["hbm_bytes"],
+    )
+
+
+def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
+    db.total_time_ps = total_time_ps
+    return db
+
+
+def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    return store.memo(("op_metrics", "device_framework"), lambda: framework_ops(device_op_metrics(store)))
+
+
+def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:
+    """Ops of ``side`` over several hosts: "host" (framework ops on host threads), "device"
+    (HLO ops / kernels) or "device_framework" (device ops grouped by framework op). Device ops
+    are combined across hosts before grouping, so a framework op's occurrences are the most
+    frequent of its combined device ops, as in XProf's all-hosts table."""
+    if len(stores) == 1:
+        single = {"host": host_op_metrics, "device": device_op_metrics,
+                  "device_framework": device_framework_op_metrics}[side]
+        return single(stores[0])
+    if side == "host":
+        return combine([host_op_metrics(s) for s in stores])
+    device = combine([device_op_metrics(s) for s in stores])
+    return framework_ops(device) if side == "device_framework" else device
+
+
+def warm_op_metrics(store: ProfileStore) -> None:
+    """Per-op times feed the overview, TF stats and op profile: derive them once a store loads."""
+    if getattr(store, "format", "") != "xspace":
+        return
+    host_op_metrics(store)
+    device_framework_op_metrics(store)
+

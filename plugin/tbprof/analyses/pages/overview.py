@@ -1,0 +1,181 @@
+"""overview_page: run environment, step-time summary and breakdown, top ops, recommendation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
+from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
+from tbprof.analyses.pages.profile_summary import device_type
+from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.domain.planes import device_planes_of
+from tbprof.store.tables import ProfileStore
+
+TOP_OPS = 10
+
+
+def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
+    devices: list[dict[str, Any]] = []
+    for s in stores:
+        for pi in device_planes_of(s):
+            p = s.planes[pi]
+            model = p.plane_stats.get("gpu_device_name", "") or p.plane_stats.get("device_name", "")
+            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name), "model": str(model),
+                            "core_count": int(p.plane_stats.get("core_count", 0) or 0),
+                            "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
+                                                   f"{p.plane_stats.get('compute_cap_minor', 0)}"
+                                                   if "compute_cap_major" in p.plane_stats else "")})
+    types = sorted({str(d["device_type"]) for d in devices})
+    models = sorted({str(d["model"]) for d in devices if d["model"]})
+    return {
+        "host_count": len(stores), "hosts": [s.host for s in stores],
+        "hardware_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU_ONLY",
+        "device_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU",
+        "device_model": ", ".join(models), "device_count": len(devices), "devices": devices,
+    }
+
+
+def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tuple[int, int]] | None = None) -> Table:
+    k = min(n, t.n_ops)
+    total = float(t.total_op_time_ps) or 1.0
+    self_ps = t.self_time_ps[:k].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Unknown (null), not 0, when the profile carries no FLOP counts for the op.
+        flop_rate = np.where((self_ps > 0) & (t.flops[:k] > 0), t.flops[:k] / (self_ps / 1e12) / 1e9, np.nan)
+    tc_pct = np.full(k, np.nan)
+    if tensorcore_by_op and t.side == "device":
+        for i, op in enumerate(t.name[:k].tolist()):
+            hit = tensorcore_by_op.get(op)
+            if hit and hit[0] > 0:
+                tc_pct[i] = 100.0 * hit[1] / hit[0]
+    cols = [Column("rank", "Rank", "int"), Column("name", "Operation", "str"), Column("type", "Category", "str"),
+            Column("occurrences", "Occurrences", "int"), Column("self_time_us", "Self time", "float", "us"),
+            Column("self_time_percent", "Self time", "float", "%",
+                   f"share of all {t.side} op self time (idle excluded)"),
+            Column("cumulative_percent", "Cumulative", "float", "%"),
+            Column("flop_rate_gflops_per_sec", "FLOP rate", "float", "GFLOP/s",
+                   "empty when the profile has no FLOP counts for the op"),
+            Column("tensor_core_utilization_percent", "TensorCore use", "float", "%",
+                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels)")]
+    pct = 100.0 * self_ps / total
+    return Table.from_columns(cols, {
+        "rank": np.arange(1, k + 1), "name": t.name[:k], "type": t.type[:k], "occurrences": t.occurrences[:k],
+        "self_time_us": self_ps / 1e6, "self_time_percent": pct, "cumulative_percent": np.cumsum(pct),
+        "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
+
+
+def _precision(st: StepTable) -> dict[str, float]:
+    c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
+    c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
+    tot = c16 + c32
+    return {"device_compute_16bit_percent": 100.0 * c16 / tot if tot else 0.0,
+            "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0}
+
+
+def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
+    """Where to look next: the tbprof page that shows the cause of the verdict."""
+    rec = result["recommendation"]
+    out: list[dict[str, str]] = []
+    if rec["input_bound"] in ("high", "moderate", "potential"):
+        out.append({"tool": "input_pipeline_analyzer", "why": "see which input operations take the time "
+                    "(host side) and how long each step waits for input (device side)"})
+        if uses_tf_data:
+            out.append({"tool": "tf_data_bottleneck_analysis", "why": "find the slowest tf.data iterator and "
+                        "how to speed it up"})
+    if rec["kernel_launch_bottleneck"] != "no":
+        out.append({"tool": "trace_viewer", "why": "look at the host threads launching kernels"})
+    if rec["device_collectives_bottleneck"] != "no":
+        out.append({"tool": "pod_viewer", "why": "compare collective time across devices and hosts"})
+    out.append({"tool": "framework_op_stats", "why": f"find the most expensive operations on the "
+                f"{'device' if has_device else 'host'}"})
+    out.append({"tool": "trace_viewer", "why": "look at one step on the timeline"})
+    seen: set[str] = set()
+    return [x for x in out if not (x["tool"] in seen or seen.add(x["tool"]))]  # type: ignore[func-returns-value]
+
+
+def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[str, Any]) -> dict[str, list[str]]:
+    errors = [f"{s.host}: {e}" for s in stores for e in s.errors]
+    warnings = [f"{s.host}: {w}" for s in stores for w in s.warnings]
+    info = list(st.notes)
+    if st.diagnosis:
+        warnings.append(st.diagnosis)
+    if st.source == "inferred":
+        info.append(f"Steps inferred: {st.detail}")
+    return {"errors": errors, "warnings": warnings, "info": info}
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    st = step_table(stores)
+    summ = summaries(st)
+    ana = analysis(st)
+    side = "device" if st.has_device else "host"
+    ops = op_times(stores, side)
+    host_ops, dev_ops = op_times(stores, "host"), op_times(stores, "device")
+    op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
+    host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
+    env = run_environment(stores)
+    prec = _precision(st)
+    precision_statement = ""
+    if st.has_device and (prec["device_compute_16bit_percent"] + prec["device_compute_32bit_percent"]) > 0:
+        precision_statement = (f"{prec['device_compute_16bit_percent']:.1f}% of device compute runs in 16-bit "
+                               "precision; where accuracy allows, bf16/fp16 ops run faster and use less memory.")
+    recommendation = {
+        "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
+        "statement": ana["input_statement"],
+        "kernel_launch_bottleneck": ana["kernel_launch_bottleneck"],
+        "kernel_launch_statement": ana["kernel_launch_statement"],
+        "all_other_bottleneck": ana["all_other_bottleneck"], "all_other_statement": ana["all_other_statement"],
+        "device_collectives_bottleneck": ana["device_collectives_bottleneck"],
+        "device_collectives_statement": ana["device_collectives_statement"],
+        "precision_statement": precision_statement,
+        # The thresholds behind input_bound, so a page colours its cards by the same rule.
+        "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
+    }
+    if st.source == "none":
+        recommendation["statement"] = st.diagnosis or recommendation["statement"]
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "tool": "overview_page",
+        "hosts": st.hosts, "steps": st.steps_json(), "run_environment": env,
+        "performance_summary": {
+            "step_time_ms": summ["step_time_ms"],
+            "breakdown_ms": {k: summ[k] for k in (*sb.CATEGORY_KEYS, "host_wait_input_ms", "host_to_device_ms")},
+            "percent_of_step_time": ana["percent"],
+            "input_percent": ana["percent"]["input_percent"],
+            "host_op_time_percent": 100.0 * host_ops.total_op_time_ps / op_total if op_total else 0.0,
+            "device_op_time_percent": 100.0 * dev_ops.total_op_time_ps / op_total if op_total else 0.0,
+            # XProf's op placement (host_tf_op_percent / device_tf_op_percent): shares of op executions.
+            "host_op_count_percent": 100.0 * host_count / (host_count + dev_count) if host_count + dev_count else 0.0,
+            "device_op_count_percent": 100.0 * dev_count / (host_count + dev_count) if host_count + dev_count else 0.0,
+            "host_op_time_eager_percent": eager_percent(stores, "host"),
+            "device_op_time_eager_percent": eager_percent(stores, "device") if st.has_device else 0.0,
+            **prec,
+        },
+        "step_time_graph": {"step": st.names, "step_time_ms": st.step_time_ms,
+                            **{k: st.category_ms.get(k, np.zeros(0)) for k in sb.CATEGORY_KEYS}},
+        "top_ops_side": ops.side,
+        "recommendation": recommendation,
+    }
+    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
+    result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
+    result["diagnostics"] = diagnostics(stores, st, options)
+    result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
+        ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
+    return result
+
+
+def _available(store: ProfileStore) -> bool:
+    return store.n_events > 0
+
+
+TOOLS = (
+    Tool(
+        name="overview_page", title="Overview", compute=compute, available=_available, multi_host=True,
+        description="Step time and what it is spent on, top operations and a recommendation.",
+    ),
+)

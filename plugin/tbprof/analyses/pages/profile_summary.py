@@ -1,0 +1,89 @@
+"""profile_summary: what a profile file contains (planes, lines, counts, span, devices)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.tfprof import TfprofProfile
+
+
+def device_type(plane_name: str) -> str:
+    """"GPU" for /device:GPU:0, "TPU" for /device:TPU:0, "CPU" for /host:CPU, else ""."""
+    if plane_name.startswith("/device:"):
+        kind = plane_name[len("/device:"):].split(":", 1)[0]
+        return kind.removeprefix("CUSTOM:")
+    if plane_name == "/host:CPU":
+        return "CPU"
+    return ""
+
+
+def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
+    first_ps = int(plane.start_ps.min()) if plane.n_events else None
+    last_ps = int((plane.start_ps + plane.dur_ps).max()) if plane.n_events else None
+    counts = np.diff(plane.line_offsets)
+    lines = [{"id": int(plane.line_ids[i]), "name": plane.line_names[i],
+              "display_name": plane.line_display_names[i] or plane.line_names[i],
+              "event_count": int(counts[i])} for i in range(plane.n_lines)]
+    stats = {k: v for k, v in plane.plane_stats.items() if isinstance(v, (int, float, str))}
+    return {
+        "name": plane.name, "id": plane.id, "device_type": device_type(plane.name),
+        "device_name": str(plane.plane_stats.get("gpu_device_name", "") or plane.plane_stats.get("device_name", "")),
+        "line_count": plane.n_lines, "event_count": plane.n_events, "stat_count": len(plane.stats),
+        "first_event_ps": first_ps, "last_event_end_ps": last_ps, "lines": lines, "stats": stats,
+    }
+
+
+def summarize_store(store: ProfileStore | TfprofProfile) -> dict[str, Any]:
+    """Headline numbers of one host (a tfprof profile has no planes: no devices, no events)."""
+    planes = [_plane_summary(store, p) for p in store.planes] if isinstance(store, ProfileStore) else []
+    devices = [p for p in planes if p["name"].startswith("/device:")]
+    types = sorted({p["device_type"] for p in devices if p["event_count"] > 0})
+    return {
+        "host": store.host, "source_path": store.source_path, "format": store.format,
+        "hostnames": store.hostnames, "errors": store.errors, "warnings": store.warnings,
+        "span_ps": store.span_ps, "event_count": store.n_events,
+        "device_types": types or ["CPU"],
+        "device_count": sum(1 for p in devices if p["event_count"] > 0),
+        "device_names": sorted({p["device_name"] for p in devices if p["device_name"]}),
+        "planes": planes,
+    }
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    hosts = [summarize_store(s) for s in stores]
+    rows: dict[str, list[Any]] = {k: [] for k in ("host", "plane", "line", "event_count", "device_type")}
+    for h in hosts:
+        for p in h["planes"]:
+            for line in p["lines"] or [{"display_name": "", "event_count": 0}]:
+                rows["host"].append(h["host"])
+                rows["plane"].append(p["name"])
+                rows["line"].append(line["display_name"])
+                rows["event_count"].append(line["event_count"])
+                rows["device_type"].append(p["device_type"])
+    lines = Table.from_columns([
+        Column("host", "Host", "str"), Column("plane", "Plane", "str"), Column("line", "Line", "str"),
+        Column("event_count", "Events", "int"), Column("device_type", "Device type", "str"),
+    ], rows, default_sort=None)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": "profile_summary",
+        "host_count": len(hosts),
+        "event_count": sum(h["event_count"] for h in hosts),
+        "hosts": hosts,
+        "tables": {"lines": lines},
+    }
+
+
+TOOLS = (
+    Tool(
+        name="profile_summary", title="Profile summary", compute=compute, multi_host=True,
+        formats=("xspace", "chrome_trace"),
+        description="Planes, lines, event counts, time span and devices of the profile.",
+    ),
+)

@@ -1,0 +1,540 @@
+"""Steps of a profile: found from step markers, or inferred when a program writes none.
+
+``steps_of(store)`` is the one step assignment every step tool shares (memoised per store):
+
+1. **Markers** (``step_source: "markers"``), as XProf finds them: root events
+   (``tf.profiler.experimental.Trace(name, step_num=..., _r=1)``, JAX ``StepTraceAnnotation``)
+   group the events they reach (see ``event_groups``). On a GPU run a step spans the device work
+   of its group (the longest run of the group's events on one device, XProf's derived ``Steps``
+   line) and is broken down from device events only; on a CPU-only run it spans the longest host
+   marker (``train...``/``test...`` events, user roots) and is broken down from host events.
+   Groups without device compute (GPU) or host compute (CPU) are not steps.
+2. **Inferred** (``step_source: "inferred"``) when no marker makes a step, first that applies:
+   ``step_num_annotation`` - events that carry a ``step_num`` stat but no ``_r`` root flag
+   (Keras 3's ``TensorBoard(profile_batch=...)`` writes "Profiled batch" events like this);
+   ``repeated_function`` - the host function that runs again and again at the top of a thread
+   and covers most of it (a ``tf.function`` per ``fit`` step);
+   ``repeated_module`` - repeated launches of the XLA module that takes most device time.
+3. **None** (``step_source: "none"``) with a diagnosis saying what to add to the code.
+
+Boundary rule (XProf's, applied to every source): with more than 5 steps the first and the
+last are dropped, because a profile window usually cuts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.steps import breakdown as sb
+from tbprof.domain.event_groups import event_groups
+from tbprof.domain.planes import HOST_PLANE, device_planes_of
+from tbprof.store.tables import Plane, ProfileStore
+
+DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
+MIN_INFERRED_STEPS = 2
+MIN_COVERAGE = 0.5  # an inferred step function must cover this share of the host's traced time
+
+NO_STEPS_DIAGNOSIS = (
+    "No step markers were found and no repeated step could be inferred. Mark each training step in "
+    "your code: TensorFlow `with tf.profiler.experimental.Trace('train', step_num=step, _r=1):` around "
+    "the step body; JAX `with jax.profiler.StepTraceAnnotation('train', step_num=step):`; Keras "
+    "`model.fit` marks nothing - wrap the body of a custom train_step or use a custom loop. Also make "
+    "sure the profile is longer than a few steps."
+)
+
+
+@dataclass
+class Steps:
+    """The step assignment of one store."""
+
+    source: str  # "markers" | "inferred" | "none"
+    method: str  # how: "xprof_groups", "step_num_annotation", "repeated_function", "repeated_module", ""
+    detail: str  # human explanation of how the steps were found
+    diagnosis: str  # non-empty when something is odd (no steps, one step, all zero-length...)
+    has_device: bool
+    names: list[str]
+    step_nums: np.ndarray  # int64 (group id, step_num or sequence number)
+    begin_ps: np.ndarray  # int64, relative to store.origin_ps
+    end_ps: np.ndarray
+    type_ps: np.ndarray  # (n_steps, sb.N_TYPES) ps per event type, non-overlapped
+    device_planes: list[int]  # plane indexes of the devices (columns of the pod viewer)
+    per_device_type_ps: np.ndarray  # (n_devices, n_steps, N_TYPES)
+    dropped_boundary_steps: int = 0
+    candidate_count: int = 0  # steps before the boundary rule and the well-formed check
+    notes: list[str] = field(default_factory=list)
+    planes: list[Plane] = field(default_factory=list, repr=False)
+    # Marker steps: group id of each event per plane, and group id -> step index.
+    group_of: list[np.ndarray] | None = field(default=None, repr=False)
+    group_to_step: np.ndarray | None = field(default=None, repr=False)
+    _event_step: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def event_step(self, plane_index: int) -> np.ndarray:
+        """Step index of each event of a plane (-1: in no step), computed on first use.
+
+        Events of a marked step's group belong to it; other events belong to the step whose
+        span contains their start (tf.data threads, host threads on a GPU run, ...).
+        """
+        got = self._event_step.get(plane_index)
+        if got is None:
+            plane = self.planes[plane_index]
+            got = _event_step_by_time(plane, self.begin_ps, self.end_ps)
+            if self.group_of is not None and self.group_to_step is not None and plane.n_events:
+                g = self.group_of[plane_index]
+                gs = np.where(g >= 0, self.group_to_step[np.clip(g, 0, None)], -1)
+                got = np.where(g >= 0, gs, got)
+            self._event_step[plane_index] = got
+        return got
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.begin_ps.shape[0])
+
+    @property
+    def duration_ps(self) -> np.ndarray:
+        return self.end_ps - self.begin_ps
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step_source": self.source, "method": self.method, "detail": self.detail,
+                "diagnosis": self.diagnosis, "step_count": self.n_steps,
+                "candidate_step_count": self.candidate_count,
+                "dropped_boundary_steps": self.dropped_boundary_steps, "notes": self.notes}
+
+
+
+def _types_by_name(store: ProfileStore, plane: Plane, rows: np.ndarray, gpu: bool,
+                   has_device: bool = False) -> np.ndarray:
+    """Event type (priority value) of ``rows`` of ``plane``, classified once per distinct name."""
+    if len(rows) == 0:
+        return np.zeros(0, np.int64)
+    names = plane.name_id[rows]
+    extra = np.zeros(len(rows), np.int64)
+    if gpu:
+        shapes_id = store.stat_id("tensor_shapes")
+        if shapes_id >= 0:
+            extra = plane.event_stat(shapes_id).dense_str(plane.n_events)[rows].astype(np.int64) + 1
+    else:
+        corr = store.stat_id("correlation_id")
+        if corr >= 0:
+            has = np.zeros(plane.n_events, bool)
+            has[plane.event_stat(corr).rows] = True
+            extra = has[rows].astype(np.int64)
+    keys = names.astype(np.int64) * (1 << 32) + extra
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = np.empty(len(uniq), np.int64)
+    for k, key in enumerate(uniq.tolist()):
+        name = store.strings[key >> 32]
+        ex = key & 0xFFFFFFFF
+        if gpu:
+            shapes = store.strings[ex - 1] if ex > 0 else ""
+            out[k] = sb.classify_gpu_event(name, shapes)
+        else:
+            out[k] = sb.classify_cpu_event(name, has_device, bool(ex)) if sb.is_real_cpu_compute(name) else -1
+    return out[inv.reshape(-1)]
+
+
+def _longest_runs(groups: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
+    """Per group, the longest run of consecutive (in time) events of that group: XProf's device step marker."""
+    order = np.lexsort((-(end - start), start))
+    g, s, e = groups[order], start[order], end[order]
+    if len(g) == 0:
+        return np.full(n_groups, -1, np.int64), np.full(n_groups, -1, np.int64)
+    new_run = np.ones(len(g), bool)
+    new_run[1:] = g[1:] != g[:-1]
+    run_id = np.cumsum(new_run) - 1
+    heads = np.nonzero(new_run)[0]
+    run_group = g[heads]
+    run_begin = s[heads]
+    run_end = np.maximum.reduceat(e, heads)
+    dur = run_end - run_begin
+    best_begin = np.full(n_groups, -1, np.int64)
+    best_end = np.full(n_groups, -1, np.int64)
+    # Longest run per group (first of equals): sort runs by (group, -dur).
+    o = np.lexsort((np.arange(len(dur)), -dur, run_group))
+    first = np.ones(len(o), bool)
+    first[1:] = run_group[o][1:] != run_group[o][:-1]
+    pick = o[first]
+    best_begin[run_group[pick]] = run_begin[pick]
+    best_end[run_group[pick]] = run_end[pick]
+    del run_id
+    return best_begin, best_end
+
+
+@dataclass
+class _TypedEvents:
+    """Typed events that make up step breakdowns: where they are and which step they belong to."""
+
+    plane: list[np.ndarray] = field(default_factory=list)  # plane index per chunk
+    start: list[np.ndarray] = field(default_factory=list)
+    end: list[np.ndarray] = field(default_factory=list)
+    type: list[np.ndarray] = field(default_factory=list)
+    key: list[np.ndarray] = field(default_factory=list)  # group id or step index per event
+
+    def add(self, plane_idx: int, start: np.ndarray, end: np.ndarray, types: np.ndarray, key: np.ndarray) -> None:
+        self.plane.append(np.full(len(start), plane_idx, np.int32))
+        self.start.append(start)
+        self.end.append(end)
+        self.type.append(types)
+        self.key.append(key)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        if not self.start:
+            z = np.zeros(0, np.int64)
+            return np.zeros(0, np.int32), z, z, z, z
+        return (np.concatenate(self.plane), np.concatenate(self.start), np.concatenate(self.end),
+                np.concatenate(self.type), np.concatenate(self.key))
+
+
+def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: np.ndarray,
+               begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
+    keep = step_idx >= 0
+    si, st, en, ty = step_idx[keep], start[keep], end[keep], types[keep]
+    order = np.argsort(si, kind="stable")
+    return sb.nonoverlapped_type_ps(si[order].astype(np.int64), st[order].astype(np.int64),
+                                    en[order].astype(np.int64), (ty[order] // 10).astype(np.int64),
+                                    begin_ps.astype(np.int64), end_ps.astype(np.int64), sb.N_TYPES)
+
+
+def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
+    """XProf's StepEvents from the grouping: (group ids, begin, end, typed events keyed by group)."""
+    groups = event_groups(store)
+    if groups.n_groups == 0:
+        return None
+    ng = groups.n_groups
+    typed = _TypedEvents()
+    best_b = np.full(ng, -1, np.int64)
+    best_e = np.full(ng, -1, np.int64)
+    well_formed = np.zeros(ng, bool)
+    if devices:
+        corr = store.stat_id("correlation_id")
+        for pi in devices:
+            p = store.planes[pi]
+            g = groups.group_of[pi]
+            grouped = np.nonzero(g >= 0)[0]
+            b, e = _longest_runs(g[grouped], p.start_ps[grouped], p.start_ps[grouped] + p.dur_ps[grouped], ng)
+            longer = (e - b) > (best_e - best_b)
+            best_b[longer], best_e[longer] = b[longer], e[longer]
+            has_corr = np.zeros(p.n_events, bool)
+            if corr >= 0:
+                has_corr[p.event_stat(corr).rows] = True
+            rows = np.nonzero((g >= 0) & has_corr)[0]
+            types = _types_by_name(store, p, rows, gpu=True)
+            typed.add(pi, p.start_ps[rows], p.start_ps[rows] + p.dur_ps[rows], types, g[rows])
+            compute = (types == sb.DEVICE_COMPUTE_16) | (types == sb.DEVICE_COMPUTE_32)
+            well_formed[g[rows][compute]] = True
+    else:
+        host = store.plane(HOST_PLANE)
+        if host is None:
+            return None
+        pi = store.planes.index(host)
+        g = groups.group_of[pi]
+        rows = np.nonzero(g >= 0)[0]
+        if len(rows) == 0:
+            return None
+        names = host.name_id[rows]
+        uniq, inv = np.unique(names, return_inverse=True)
+        explicit = np.array([sb.is_explicit_host_step_marker(store.strings[int(u)]) for u in uniq], bool)[inv]
+        # Implicit markers: roots of user-defined (not FunctionRun-like) groups carry a step name.
+        root_mask = np.zeros(host.n_events, bool)
+        user_roots = groups.root_row[(groups.root_plane == pi) & ~groups.root_is_implicit]
+        root_mask[user_roots] = True
+        marker = explicit | root_mask[rows]
+        mr = rows[marker]
+        dur = host.dur_ps[mr]
+        o = np.lexsort((-dur, g[mr]))
+        first = np.ones(len(o), bool)
+        first[1:] = g[mr][o][1:] != g[mr][o][:-1]
+        pick = mr[o][first]
+        best_b[g[pick]] = host.start_ps[pick]
+        best_e[g[pick]] = host.start_ps[pick] + host.dur_ps[pick]
+        other = rows[~marker]
+        types = _types_by_name(store, host, other, gpu=False, has_device=False)
+        ok = types >= 0
+        other, types = other[ok], types[ok]
+        typed.add(pi, host.start_ps[other], host.start_ps[other] + host.dur_ps[other], types, g[other])
+        well_formed[g[other][types == sb.HOST_COMPUTE]] = True
+    has_span = (best_b >= 0) & (best_e > best_b)
+    candidates = np.nonzero(best_b >= 0)[0]
+    keep = np.nonzero(has_span & well_formed)[0]
+    return groups, candidates, keep, best_b, best_e, typed
+
+
+def _event_step_by_time(plane: Plane, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Step index of each event whose start lies inside a step span (spans sorted, disjoint)."""
+    if len(begin) == 0:
+        return np.full(plane.n_events, -1, np.int64)
+    k = np.searchsorted(begin, plane.start_ps, side="right") - 1
+    ok = (k >= 0) & (plane.start_ps < end[np.clip(k, 0, None)])
+    return np.where(ok, k, -1).astype(np.int64)
+
+
+def _assemble(store: ProfileStore, source: str, method: str, detail: str, names: list[str], nums: np.ndarray,
+              begin: np.ndarray, end: np.ndarray, devices: list[int], typed: _TypedEvents,
+              key_to_step: np.ndarray | None, candidate_count: int, group_of: list[np.ndarray] | None) -> Steps:
+    n = len(begin)
+    dropped = 0
+    if n > DROP_BOUNDARY_ABOVE:
+        sel = np.arange(1, n - 1)
+        dropped = 2
+    else:
+        sel = np.arange(n)
+    remap = np.full(n, -1, np.int64)
+    remap[sel] = np.arange(len(sel))
+    names = [names[i] for i in sel.tolist()]
+    nums, begin, end = nums[sel], begin[sel], end[sel]
+    plane_of, st, en, ty, key = typed.arrays()
+    step_idx = key_to_step[key] if key_to_step is not None else key
+    step_idx = np.where(step_idx >= 0, remap[np.clip(step_idx, 0, None)], -1) if len(step_idx) else step_idx
+    type_ps = _breakdown(step_idx, st, en, ty, begin, end)
+    per_dev = np.zeros((len(devices), len(begin), sb.N_TYPES), np.int64)
+    for d, pi in enumerate(devices):
+        m = plane_of == pi
+        per_dev[d] = _breakdown(step_idx[m], st[m], en[m], ty[m], begin, end)
+    group_to_step = None
+    if group_of is not None and key_to_step is not None:
+        group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)
+    if dropped:
+        detail += (f"; the first and the last of the {n} are dropped (boundary rule: more than "
+                   f"{DROP_BOUNDARY_ABOVE} steps), {len(begin)} remain")
+    diagnosis = ""
+    dur = end - begin
+    if len(begin) == 1:
+        diagnosis = ("Only one step was found, so there is no step-to-step variation to show; profile more "
+                     "steps for stable averages.")
+    elif len(begin) and np.all(dur == 0):
+        diagnosis = "Every step has zero length: the step markers hold no time, so no breakdown is possible."
+    return Steps(source=source, method=method, detail=detail, diagnosis=diagnosis, has_device=bool(devices),
+                 names=names, step_nums=nums.astype(np.int64), begin_ps=begin.astype(np.int64),
+                 end_ps=end.astype(np.int64), type_ps=type_ps, device_planes=devices, per_device_type_ps=per_dev,
+                 dropped_boundary_steps=dropped, candidate_count=candidate_count, planes=store.planes,
+                 group_of=group_of, group_to_step=group_to_step)
+
+
+def _typed_by_time(store: ProfileStore, devices: list[int], begin: np.ndarray, end: np.ndarray,
+                   marker_rows: np.ndarray | None) -> _TypedEvents:
+    """Typed events for inferred steps: device events on a GPU run, host events otherwise, by time.
+
+    The host events that define the steps (``marker_rows``) are markers, not work, as in XProf.
+    """
+    typed = _TypedEvents()
+    if devices:
+        for pi in devices:
+            p = store.planes[pi]
+            k = _event_step_by_time(p, begin, end)
+            rows = np.nonzero(k >= 0)[0]
+            typed.add(pi, p.start_ps[rows], p.start_ps[rows] + p.dur_ps[rows],
+                      _types_by_name(store, p, rows, gpu=True), k[rows])
+    else:
+        host = store.plane(HOST_PLANE)
+        if host is not None:
+            pi = store.planes.index(host)
+            k = _event_step_by_time(host, begin, end)
+            if marker_rows is not None:
+                k[marker_rows] = -1
+            rows = np.nonzero(k >= 0)[0]
+            types = _types_by_name(store, host, rows, gpu=False)
+            ok = types >= 0
+            rows = rows[ok]
+            typed.add(pi, host.start_ps[rows], host.start_ps[rows] + host.dur_ps[rows], types[ok], k[rows])
+    return typed
+
+
+def _infer_step_num_annotation(store: ProfileStore) -> tuple[Any, ...] | None:
+    """Events with a ``step_num`` stat but no ``_r`` flag: annotated steps XProf does not pick up."""
+    sid = store.stat_id("step_num")
+    host = store.plane(HOST_PLANE)
+    if sid < 0 or host is None:
+        return None
+    col = host.event_stat(sid)
+    if len(col.rows) < MIN_INFERRED_STEPS:
+        return None
+    rows = col.rows
+    names, counts = np.unique(host.name_id[rows], return_counts=True)
+    name_id = int(names[np.argmax(counts)])
+    pick = rows[host.name_id[rows] == name_id]
+    nums = col.as_int()[host.name_id[rows] == name_id]
+    order = np.argsort(host.start_ps[pick], kind="stable")
+    pick, nums = pick[order], nums[order]
+    begin = host.start_ps[pick]
+    end = begin + host.dur_ps[pick]
+    if len(pick) < MIN_INFERRED_STEPS or np.any(begin[1:] < end[:-1]) or np.any(end <= begin):
+        return None
+    name = store.strings[name_id]
+    return begin, end, nums, name, (f"{len(pick)} '{name}' events carry a step_num stat but no _r=1 root flag "
+                                    "(XProf ignores them); each is taken as one step"), pick
+
+
+def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
+    """Drop occurrences that start inside an earlier occurrence (recursion, nested calls)."""
+    if len(rows) == 0:
+        return rows
+    rows = rows[np.lexsort((-plane.dur_ps[rows], plane.start_ps[rows]))]
+    ends = plane.start_ps[rows] + plane.dur_ps[rows]
+    running = np.maximum.accumulate(ends)
+    keep = np.ones(len(rows), bool)
+    keep[1:] = plane.start_ps[rows][1:] >= running[:-1]
+    return rows[keep]
+
+
+def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
+    """The host function that runs again and again and covers most of its thread: one run = one step."""
+    host = store.plane(HOST_PLANE)
+    if host is None or host.n_events == 0:
+        return None
+    best: tuple[float, int, int] | None = None  # (covered ps, line, name id)
+    # A step function must cover most of the host's traced time, not just of its own thread
+    # (a worker pool's per-element function repeats too, but covers little of the profile).
+    active_ps = float(np.max(host.start_ps + host.dur_ps) - np.min(host.start_ps))
+    if active_ps <= 0:
+        return None
+    for li in range(host.n_lines):
+        sl = host.line_rows(li)
+        if sl.stop - sl.start < MIN_INFERRED_STEPS:
+            continue
+        dur, depth = host.dur_ps[sl], host.depth[sl]
+        # Candidates: names that occur >= 2 times in the top 4 levels of the thread.
+        shallow = np.nonzero(depth <= 3)[0]
+        names, inv, counts = np.unique(host.name_id[sl][shallow], return_inverse=True, return_counts=True)
+        total = np.bincount(inv, weights=dur[shallow].astype(np.float64), minlength=len(names))
+        for k in np.argsort(-total)[:20].tolist():
+            if counts[k] < MIN_INFERRED_STEPS or total[k] < MIN_COVERAGE * active_ps:
+                continue
+            name = store.strings[int(names[k])]
+            if not sb.is_real_cpu_compute(name) and not name.startswith(("FunctionRun", "EagerExecute")):
+                continue
+            rows = _non_nested_occurrences(host, shallow[inv == k] + sl.start)
+            if len(rows) < MIN_INFERRED_STEPS:
+                continue
+            covered = float(np.sum(host.dur_ps[rows]))
+            if covered < MIN_COVERAGE * active_ps:
+                continue
+            # Prefer the outermost candidate: on ties in coverage, the lower depth wins.
+            score = covered - float(np.min(host.depth[rows]))
+            if best is None or score > best[0]:
+                best = (score, li, int(names[k]))
+            break
+    if best is None:
+        return None
+    _, li, name_id = best
+    sl = host.line_rows(li)
+    rows = np.nonzero(host.name_id[sl] == name_id)[0] + sl.start
+    rows = rows[host.depth[rows] <= 3]
+    rows = _non_nested_occurrences(host, rows)
+    begin = host.start_ps[rows]
+    end = begin + host.dur_ps[rows]
+    name = store.strings[name_id]
+    return begin, end, np.arange(len(rows), dtype=np.int64), name, (
+        f"'{name}' runs {len(rows)} times on thread '{host.line_names[li]}' and covers most of it; each run is "
+        "taken as one step (a tf.function per training step, as Keras model.fit runs it)"), rows
+
+
+def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
+    """Repeated launches of the XLA module with the most device time: one launch = one step."""
+    sid = store.stat_id("hlo_module")
+    if sid < 0 or not devices:
+        return None
+    p = store.planes[devices[0]]
+    mod = p.event_stat(sid).dense_str(p.n_events)
+    rows = np.nonzero(mod >= 0)[0]
+    if len(rows) == 0:
+        return None
+    mods, inv = np.unique(mod[rows], return_inverse=True)
+    total = np.bincount(inv, weights=p.dur_ps[rows].astype(np.float64))
+    top = int(mods[np.argmax(total)])
+    r = rows[mod[rows] == top]
+    r = r[np.argsort(p.start_ps[r], kind="stable")]
+    # Consecutive events of the module without another module's event between them = one launch.
+    all_sorted = rows[np.argsort(p.start_ps[rows], kind="stable")]
+    is_top = mod[all_sorted] == top
+    new_launch = is_top & ~np.concatenate([[False], is_top[:-1]])
+    launch_id = np.cumsum(new_launch) - 1
+    sel = all_sorted[is_top]
+    lid = launch_id[is_top]
+    heads = np.nonzero(np.concatenate([[True], lid[1:] != lid[:-1]]))[0]
+    begin = p.start_ps[sel][heads]
+    end = np.maximum.reduceat(p.start_ps[sel] + p.dur_ps[sel], heads)
+    if len(begin) < MIN_INFERRED_STEPS:
+        return None
+    name = store.strings[top]
+    return begin, end, np.arange(len(begin), dtype=np.int64), name, (
+        f"XLA module '{name}' was launched {len(begin)} times and takes the most device time; each launch is "
+        "taken as one step"), None
+
+
+def compute_steps(store: ProfileStore) -> Steps:
+    devices = device_planes_of(store)
+    found = _marker_steps(store, devices)
+    if found is not None:
+        groups, candidates, keep, best_b, best_e, typed = found
+        if len(keep):
+            key_to_step = np.full(groups.n_groups, -1, np.int64)
+            key_to_step[keep] = np.arange(len(keep))
+            where = "device work of each marked step" if devices else "the host step markers"
+            detail = (f"{len(keep)} marked steps (root events with _r=1, e.g. "
+                      f"tf.profiler.experimental.Trace or jax.profiler.StepTraceAnnotation); step time from "
+                      f"{where}")
+            names = [groups.group_names[int(g)] for g in keep]
+            nums = np.array([_num_of(groups.group_names[int(g)], int(g)) for g in keep], np.int64)
+            steps = _assemble(store, "markers", "xprof_groups", detail, names, nums, best_b[keep], best_e[keep],
+                              devices, typed, key_to_step, len(candidates), groups.group_of)
+            if len(candidates) > len(keep):
+                steps.notes.append(f"{len(candidates) - len(keep)} marked groups were not counted as steps: they "
+                                   f"hold no {'device' if devices else 'host'} compute or have zero length")
+            return steps
+    inferences: list[tuple[str, Callable[[], tuple[Any, ...] | None]]] = [
+        ("step_num_annotation", lambda: _infer_step_num_annotation(store)),
+        ("repeated_function", lambda: _infer_repeated_function(store)),
+        ("repeated_module", lambda: _infer_repeated_module(store, devices)),
+    ]
+    if devices:
+        # A GPU step is the device's work (as for marked steps): module launches before host functions.
+        inferences[1], inferences[2] = inferences[2], inferences[1]
+    for method, infer in inferences:
+        got = infer()
+        if got is None:
+            continue
+        begin, end, nums, fn_name, detail, marker_rows = got
+        order = np.argsort(begin, kind="stable")
+        begin, end, nums = begin[order], end[order], nums[order]
+        typed = _typed_by_time(store, devices, begin, end, marker_rows)
+        names = [f"{fn_name} {int(x)}" for x in nums.tolist()]
+        steps = _assemble(store, "inferred", method, detail, names, nums, begin, end, devices, typed, None,
+                          len(begin), None)
+        steps.notes.append("XProf reports no steps for this profile (it needs step markers); these steps are "
+                           "inferred by tbprof")
+        if found is not None and len(found[1]):
+            steps.notes.append(f"{len(found[1])} step markers were found but none holds "
+                               f"{'device compute' if devices else 'host compute'} or time (zero-length?), "
+                               "so steps were inferred instead")
+        return steps
+    empty = np.zeros(0, np.int64)
+    diagnosis = NO_STEPS_DIAGNOSIS
+    if found is not None and len(found[1]):
+        diagnosis = (f"{len(found[1])} step markers were found but none holds "
+                     f"{'device compute' if devices else 'host compute'} or time. " + NO_STEPS_DIAGNOSIS)
+    return Steps(source="none", method="", detail="", diagnosis=diagnosis, has_device=bool(devices), names=[],
+                 step_nums=empty, begin_ps=empty, end_ps=empty, type_ps=np.zeros((0, sb.N_TYPES), np.int64),
+                 device_planes=devices, per_device_type_ps=np.zeros((len(devices), 0, sb.N_TYPES), np.int64),
+                 candidate_count=0, planes=store.planes)
+
+
+def _num_of(name: str, default: int) -> int:
+    tail = name.rsplit(" ", 1)[-1]
+    try:
+        return int(tail)
+    except ValueError:
+        return default
+
+
+def steps_of(store: ProfileStore) -> Steps:
+    """The step assignment of ``store``, computed once and shared by every step tool."""
+    return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
+
+
+def warm_steps(store: ProfileStore) -> None:
+    """Derives the step assignment in the background once a store is loaded (``service/tools.warmups``)."""
+    if getattr(store, "format", "") == "xspace":
+        steps_of(store)

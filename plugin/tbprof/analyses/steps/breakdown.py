@@ -1,0 +1,231 @@
+"""Per-step time breakdown in XProf's categories, and the bottleneck verdict built on it.
+
+Every event of a step gets an *event type* (XProf's ``EventType``: a bigger number wins where
+events overlap), the step's events are flattened so each picosecond of the step counts once for
+its highest-priority type, and the types are summed into the generic categories users see:
+input, output, device compute (16/32-bit), device-to-device, device collectives, host compute,
+kernel launch, compile and all others (time no event explains).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
+from tbprof._core.kernels import nonoverlapped_type_ps as nonoverlapped_type_ps
+
+# XProf's EventType values (xprof/utils/event_span.h): the value is the priority.
+UNKNOWN_TIME = 0
+HOST_COMPUTE = 10
+HOST_PREPROCESS = 20
+HOST_POSTPROCESS = 30
+HOST_BATCH_FORMATION = 40
+HOST_RUNTIME = 50
+HOST_COMPILE = 60
+HOST_TO_HOST = 70
+HOST_TO_DEVICE = 80
+HOST_PREPARE = 90
+DEVICE_COLLECTIVES = 100
+HOST_WAIT_INPUT = 110
+DEVICE_TO_DEVICE = 120
+DEVICE_TO_HOST = 130
+DEVICE_COMPUTE_32 = 140
+DEVICE_COMPUTE_16 = 150
+DEVICE_WAIT_DEVICE = 160
+DEVICE_WAIT_HOST = 170
+N_TYPES = 18  # type value // 10
+
+# Generic categories (columns of the step table), in XProf's order, with the event types they sum.
+CATEGORIES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("device_compute_ms", "Device compute", (DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)),
+    ("device_to_device_ms", "Device to device", (DEVICE_TO_DEVICE, DEVICE_WAIT_DEVICE)),
+    ("device_collectives_ms", "Device collective communication", (DEVICE_COLLECTIVES,)),
+    ("host_compute_ms", "Host compute", (HOST_COMPUTE,)),
+    ("kernel_launch_ms", "Kernel launch", (HOST_PREPARE,)),
+    ("input_ms", "Input", (HOST_WAIT_INPUT, HOST_TO_DEVICE, DEVICE_WAIT_HOST)),
+    ("output_ms", "Output", (DEVICE_TO_HOST,)),
+    ("compile_ms", "Compilation", (HOST_COMPILE,)),
+    ("all_others_ms", "All others", (UNKNOWN_TIME,)),
+)
+CATEGORY_KEYS = tuple(c[0] for c in CATEGORIES)
+# Finer input split the input-pipeline page shows.
+INPUT_PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("host_wait_input_ms", (HOST_WAIT_INPUT,)),
+    ("host_to_device_ms", (HOST_TO_DEVICE, DEVICE_WAIT_HOST)),
+)
+
+# XProf's thresholds (op_stats_to_input_pipeline_analysis.cc), percent of total step time.
+INPUT_HIGH_PERCENT = 20.0
+INPUT_MODERATE_PERCENT = 5.0
+INPUT_THRESHOLDS_PERCENT = {"high": INPUT_HIGH_PERCENT, "moderate": INPUT_MODERATE_PERCENT}
+ALL_OTHER_POTENTIAL_PERCENT = 3.0
+HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
+MODERATE_PERCENT = 3.0
+
+_OP_TYPE = re.compile(r"^(?:.*[:/])?([A-Za-z0-9_.]+)$")
+
+
+def _starts_ci(name: str, prefix: str) -> bool:
+    return name[:len(prefix)].lower() == prefix.lower()
+
+
+def _memcpy_kind(name: str) -> str:
+    """"h2d" | "d2h" | "d2d" | "h2h" | "" from a memcpy event or TF op name.
+
+    XProf matches only ``MemcpyHToD``-style names; CUDA activity names are ``MemcpyH2D``,
+    ``MemcpyD2H``, ``MemcpyD2D`` and ``MemcpyP2P`` (peer to peer), which XProf counts as device
+    compute. We recognise both spellings (a documented difference).
+    """
+    op_type = name.rsplit(":", 1)[-1] if ":" in name else name
+    for text in (op_type, name):
+        low = text.lower()
+        if low.startswith(("memcpyhtod", "memcpyh2d")):
+            return "h2d"
+        if low.startswith(("memcpydtoh", "memcpyd2h")):
+            return "d2h"
+        if low.startswith(("memcpydtod", "memcpyd2d", "memcpyp2p")):
+            return "d2d"
+        if low.startswith(("memcpyhtoh", "memcpyh2h")):
+            return "h2h"
+    return ""
+
+
+def is_explicit_host_step_marker(name: str) -> bool:
+    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
+
+
+def is_real_cpu_compute(name: str) -> bool:
+    return not (name.startswith(("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun"))
+                or is_explicit_host_step_marker(name))
+
+
+def classify_cpu_event(name: str, has_device: bool, has_correlation_id: bool) -> int:
+    op_type = name.rsplit(":", 1)[-1]
+    kind = _memcpy_kind(name)
+    if op_type.startswith("InfeedEnqueue") or kind == "h2d":
+        return HOST_TO_DEVICE
+    if kind == "h2h":
+        return HOST_TO_HOST
+    if has_device and (has_correlation_id or _starts_ci(name, "ExecutorState::Process")):
+        return HOST_PREPARE
+    if _starts_ci(name, "IteratorGetNext"):
+        return HOST_WAIT_INPUT
+    return HOST_COMPUTE
+
+
+def classify_gpu_event(name: str, tensor_shapes: str) -> int:
+    kind = _memcpy_kind(name)
+    if kind == "h2d":
+        return HOST_TO_DEVICE
+    if kind == "d2h":
+        return DEVICE_TO_HOST
+    if kind == "d2d":
+        return DEVICE_TO_DEVICE
+    if _starts_ci(name, "nccl"):
+        return DEVICE_COLLECTIVES
+    text = tensor_shapes if tensor_shapes else name
+    if "half" in text or (not tensor_shapes and "fp16" in name):
+        return DEVICE_COMPUTE_16
+    return DEVICE_COMPUTE_32
+
+
+def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:
+    """Generic category columns (ms per step) from a (steps, N_TYPES) ps matrix."""
+    out = {}
+    for key, _, types in CATEGORIES:
+        out[key] = type_ps[:, [t // 10 for t in types]].sum(axis=1) / 1e9
+    for key, types in INPUT_PARTS:
+        out[key] = type_ps[:, [t // 10 for t in types]].sum(axis=1) / 1e9
+    out["device_compute_16bit_ms"] = type_ps[:, DEVICE_COMPUTE_16 // 10] / 1e9
+    out["device_compute_32bit_ms"] = type_ps[:, DEVICE_COMPUTE_32 // 10] / 1e9
+    return out
+
+
+def summary_stats(values: Sequence[float] | np.ndarray) -> dict[str, float]:
+    """avg, sample stddev (n-1, as XProf's tsl::Stat), min, max; zeros when there are no values."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return {"avg": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+    sd = float(np.std(v, ddof=1)) if v.size > 1 else 0.0
+    return {"avg": float(v.mean()), "stddev": sd, "min": float(v.min()), "max": float(v.max())}
+
+
+def _one_digit(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _level(percent: float, high: float, moderate: float) -> str:
+    if percent >= high:
+        return "high"
+    if percent >= moderate:
+        return "moderate"
+    return "no"
+
+
+def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray,
+                        tf_data_used: bool = False) -> dict[str, Any]:
+    """XProf's generic BottleneckAnalysis: percentages of total step time and the verdicts.
+
+    ``input_bound`` condenses XProf's input classification: "high" (host, input >= 20 %),
+    "moderate" (both, input >= 5 %), "potential" (both, because all-others >= 3 %), "no"
+    (device), "unknown" (no step time).
+    """
+    total = float(np.sum(step_time_ms))
+    if total <= 0 or not math.isfinite(total):
+        return {
+            "input_classification": "unknown", "input_bound": "unknown",
+            "input_statement": "No steps were found, so there is no step time to break down and no "
+                               "bottleneck verdict.",
+            "percent": {k.removesuffix("_ms") + "_percent": 0.0 for k in CATEGORY_KEYS} | {"idle_percent": 0.0},
+            "kernel_launch_bottleneck": "no", "kernel_launch_statement": "",
+            "all_other_bottleneck": "no", "all_other_statement": "",
+            "device_collectives_bottleneck": "no", "device_collectives_statement": "",
+        }
+    pct = {k.removesuffix("_ms") + "_percent": 100.0 * float(np.sum(step_ms[k])) / total for k in CATEGORY_KEYS}
+    input_pct = pct["input_percent"]
+    idle_pct = max(0.0, 100.0 - input_pct - pct["output_percent"] - pct["device_compute_percent"]
+                   - pct["device_collectives_percent"])
+    pct["idle_percent"] = idle_pct
+    all_other_pct = pct["all_others_percent"]
+    all_other_reported = False
+    if input_pct >= INPUT_HIGH_PERCENT:
+        cls, bound = "host", "high"
+        stmt = (f"Input-bound (high): steps wait for input {_one_digit(input_pct)}% of the time. Speed up the "
+                "input pipeline before anything else.")
+    elif input_pct >= INPUT_MODERATE_PERCENT:
+        cls, bound = "both", "moderate"
+        stmt = (f"Input-bound (moderate): steps wait for input {_one_digit(input_pct)}% of the time. Both the "
+                "input pipeline and the rest of the step are worth speeding up.")
+    elif all_other_pct >= ALL_OTHER_POTENTIAL_PERCENT:
+        cls, bound = "both", "potential"
+        all_other_reported = True
+        stmt = (f"Possibly input-bound: {_one_digit(all_other_pct)}% of the step time is 'all others' "
+                "(time that is neither device work nor recognised input), often file I/O or Python overhead.")
+    else:
+        cls, bound = "device", "no"
+        stmt = (f"Not input-bound: steps wait for input only {_one_digit(input_pct)}% of the time. Look at "
+                "device and host compute instead.")
+    coll_pct = pct["device_collectives_percent"]
+    coll = _level(coll_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    coll_stmt = "" if coll == "no" else (f"Device collectives (all-reduce, all-gather, ...) take "
+                                         f"{_one_digit(coll_pct)}% of the step time.")
+    kl_pct = pct["kernel_launch_percent"]
+    kl = _level(kl_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    kl_stmt = "" if kl == "no" else f"Launching kernels takes {_one_digit(kl_pct)}% of the step time."
+    if kl != "no" and tf_data_used:
+        kl_stmt += (" tf.data threads may be competing with the launching thread for the CPU; setting "
+                    "TF_GPU_THREAD_MODE=gpu_private gives GPU launches their own threads.")
+    ao = "no" if all_other_reported else _level(all_other_pct, HIGH_PERCENT, MODERATE_PERCENT)
+    ao_stmt = "" if ao == "no" else (f"'All others' takes {_one_digit(all_other_pct)}% of the step time, "
+                                     "often Python overhead between device launches.")
+    return {
+        "input_classification": cls, "input_bound": bound, "input_statement": stmt, "percent": pct,
+        "kernel_launch_bottleneck": kl, "kernel_launch_statement": kl_stmt,
+        "all_other_bottleneck": ao, "all_other_statement": ao_stmt,
+        "device_collectives_bottleneck": coll, "device_collectives_statement": coll_stmt,
+    }

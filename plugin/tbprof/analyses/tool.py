@@ -1,0 +1,77 @@
+"""What a tool is: its id, options (with parsers) and compute function.
+
+A tool is a pure function ``compute(stores, options) -> dict``: it gets the decoded
+profile(s) of the chosen host(s) and parsed options, never a request or a file. Each page
+module defines its ``TOOL``; ``service/tools.py`` lists them all. The HTTP layer and the CLI
+parse options with the declared parsers (a bad value becomes a 400 naming the option).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class OptionError(ValueError):
+    """An option value that does not parse (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    compute: Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]]
+    # Whether a store has data for this tool (listed in `runs`); cheap, no full analysis.
+    available: Callable[[Any], bool] = lambda store: True
+    options: tuple[Option, ...] = ()
+    multi_host: bool = False  # accepts several hosts at once ("all hosts")
+    aliases: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ("xspace",)  # store formats the tool reads
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
+        parsed: dict[str, Any] = {}
+        for opt in self.options:
+            if opt.name in raw and raw[opt.name] != "":
+                try:
+                    parsed[opt.name] = opt.parse(raw[opt.name])
+                except (ValueError, TypeError) as e:
+                    raise OptionError(f"option {opt.name}={raw[opt.name]!r} is invalid: {e}") from e
+            else:
+                parsed[opt.name] = opt.default
+        return parsed
+
+
+def parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true/false")
+
+
+def parse_nonneg_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def parse_float(text: str) -> float:
+    value = float(text)
+    if value != value:
+        raise ValueError("must be a number")
+    return value

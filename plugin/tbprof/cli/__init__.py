@@ -1,0 +1,1 @@
+"""The ``tbprof`` command line: ``main.py`` lists the subcommands, one module each."""

@@ -1,0 +1,77 @@
+"""What every ``tbprof`` subcommand shares: exit codes, usage errors, finding the run to show.
+
+``cli/main.py`` imports this module for every command, ``--help`` included, so it imports the
+service layer (numpy, the readers, the analyses: ~0.5 s) only inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tbprof.service.logdir import Run
+    from tbprof.service.profiles import Profiles
+
+EXIT_OK = 0
+EXIT_USAGE = 1
+EXIT_UNREADABLE = 2
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def profiles_for(path: str, cache_dir: str | None) -> Profiles:
+    from tbprof.service.profiles import Profiles
+
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"{path}: no such file or directory")
+    return Profiles(p, cache_dir=Path(cache_dir) if cache_dir else None)
+
+
+def pick_run(profiles: Profiles, name: str | None) -> Run:
+    runs = profiles.runs()
+    if not runs:
+        raise CliError(f"{profiles.logdir}: no profiles found (looked for plugins/profile/<session>/*.xplane.pb "
+                       "and the other supported formats)")
+    if name is not None:
+        if name not in runs:
+            raise CliError(f"unknown run {name!r}; runs: {', '.join(sorted(runs))}")
+        return runs[name]
+    if len(runs) > 1:
+        newest = max(runs.values(), key=lambda r: r.mtime)
+        print(f"tbprof: {len(runs)} runs found; using the newest, {newest.name!r} (choose with --run)",
+              file=sys.stderr)
+        return newest
+    return next(iter(runs.values()))
+
+
+def host_arg(run: Run, host: str | None, multi: bool) -> str | None:
+    from tbprof.service.profiles import ALL_HOSTS
+
+    if host is None and len(run.hosts) > 1:
+        return ALL_HOSTS if multi else sorted(run.hosts)[0]
+    return host
+
+
+def parse_option_args(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise CliError(f"--option {item!r}: expected NAME=VALUE")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+def print_json(result: Any) -> None:
+    from tbprof.analyses.encode import to_json_bytes
+
+    sys.stdout.write(json.dumps(json.loads(to_json_bytes(result)), indent=1) + "\n")

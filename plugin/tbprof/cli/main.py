@@ -1,0 +1,93 @@
+"""``tbprof``: serve the app without TensorBoard, print analyses as JSON/CSV, capture, compare.
+
+    tbprof serve --logdir DIR [--host 127.0.0.1] [--port 6007] [--cache-dir D] [--no-capture]
+    tbprof tools PATH
+    tbprof show TOOL PATH [--run R] [--host H] [--format json|csv] [--table T] [--option k=v ...]
+    tbprof csv TOOL PATH [--table T] ...          (same as show --format csv)
+    tbprof summary PATH [--json]
+    tbprof capture ADDR[,ADDR] --logdir DIR ...
+    tbprof compare BASELINE CANDIDATE [--json]
+    tbprof check BASELINE CANDIDATE --max-regression 5%
+
+PATH is a logdir, a session folder or one profile file. Exit codes: 0 ok, 1 usage or
+unknown name, 2 unreadable profile (3 and 4: ``check``'s verdicts, 5: capture failed).
+
+Only the chosen command's module is imported (``tbprof --help`` imports none), so a command
+starts without loading numpy, the analyses or werkzeug before it needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from tbprof import __version__
+from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError
+from tbprof.errors import BadRequest, NotFound, ProfileReadError
+
+# Every subcommand: name -> (module defining it in its COMMANDS, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("tbprof.cli.serve", "serve the tbprof app without TensorBoard"),
+    "tools": ("tbprof.cli.show", "list runs, hosts and the tools with data"),
+    "show": ("tbprof.cli.show", "print one tool's result"),
+    "csv": ("tbprof.cli.show", "print one tool table as CSV"),
+    "summary": ("tbprof.cli.summary", "the headline numbers of a profile"),
+    "capture": ("tbprof.cli.capture", "profile a running TF/JAX program through its profiler server"),
+    "compare": ("tbprof.cli.compare", "two profiles side by side, with a verdict"),
+    "check": ("tbprof.cli.compare", "CI gate: fail when the candidate regresses beyond a bound"),
+}
+
+Configure = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+
+def _command(name: str) -> tuple[Configure, Run]:
+    module = importlib.import_module(COMMANDS[name][0])
+    commands: dict[str, tuple[Configure, Run]] = module.COMMANDS
+    return commands[name]
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s arguments are configured (None: every command's)."""
+    parser = argparse.ArgumentParser(prog="tbprof", description="Fast TensorFlow/JAX/PyTorch profile analysis.")
+    parser.add_argument("--version", action="version", version=f"tbprof {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if command is None or name == command:
+            configure, run = _command(name)
+            configure(p)
+            if "--cache-dir" not in p._option_string_actions:  # compare/capture word their own
+                p.add_argument("--cache-dir", default=None,
+                               help="converted-profile cache (default: $TBPROF_CACHE_DIR or ~/.cache/tbprof)")
+            p.set_defaults(fn=run)
+    return parser
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _chosen(argv)
+    parser = build_parser(command) if command is not None else build_parser("")
+    args = parser.parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except CliError as e:
+        print(f"tbprof: {e}", file=sys.stderr)
+        return e.code
+    except ProfileReadError as e:
+        print(f"tbprof: {e}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    except (NotFound, BadRequest, ValueError) as e:
+        print(f"tbprof: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK

@@ -1,0 +1,36 @@
+"""``tbprof serve``: the tbprof app without TensorBoard."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from tbprof import __version__
+from tbprof.cli.common import EXIT_OK, CliError
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--logdir", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=6007)
+    p.add_argument("--no-capture", action="store_true", help="hide Capture Profile (no outgoing connections)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from werkzeug.serving import run_simple
+
+    from tbprof.http.app import PLUGIN_PREFIX, create_app
+
+    logdir = Path(args.logdir)
+    if not logdir.is_dir():
+        raise CliError(f"--logdir {args.logdir}: not a directory")
+    no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
+    app = create_app(logdir, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture)
+    print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
+    run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
+    return EXIT_OK
+
+
+COMMANDS = {"serve": (configure, run)}

@@ -1,0 +1,83 @@
+"""``tbprof tools | show | csv``: which tools a profile has, and one tool's result as JSON or CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tbprof.analyses.encode import table_csv
+from tbprof.analyses.table import Table, TableQuery
+from tbprof.cli.common import EXIT_OK, CliError, host_arg, parse_option_args, pick_run, print_json, profiles_for
+from tbprof.service.logdir import Run
+from tbprof.service.profiles import ALL_HOSTS
+
+
+def configure_tools(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    profiles = profiles_for(args.path, args.cache_dir)
+    runs = profiles.runs()
+    if not runs:
+        raise CliError(f"{args.path}: no profiles found")
+    for run in sorted(runs.values(), key=lambda r: r.name):
+        print(f"{run.name}\t{','.join(run.hosts)}\t{' '.join(profiles.tools(run))}")
+    return EXIT_OK
+
+
+def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | None,
+                 options: dict[str, str], cache_dir: str | None = None) -> tuple[dict[str, Any], Run, list[str]]:
+    profiles = profiles_for(path, cache_dir)
+    tool = profiles.tool(tool_name)
+    run = pick_run(profiles, run_name)
+    hosts = profiles.hosts(run, host_arg(run, host, tool.multi_host))
+    result = profiles.compute(run, hosts, tool, options)
+    profiles.cache.persist_pending()  # write the converted store for the next command
+    return result, run, hosts
+
+
+def _configure(p: argparse.ArgumentParser, with_format: bool) -> None:
+    p.add_argument("tool")
+    p.add_argument("path")
+    p.add_argument("--run", default=None)
+    p.add_argument("--host", default=None, help=f"a host, or {ALL_HOSTS} (default: all hosts when the tool "
+                                                "supports it, else the first)")
+    if with_format:
+        p.add_argument("--format", choices=("json", "csv"), default="json")
+    p.add_argument("--table", default=None)
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE")
+
+
+def configure_show(p: argparse.ArgumentParser) -> None:
+    _configure(p, with_format=True)
+
+
+def configure_csv(p: argparse.ArgumentParser) -> None:
+    _configure(p, with_format=False)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    result, _, _ = compute_tool(args.path, args.tool, args.run, args.host, parse_option_args(args.option),
+                                args.cache_dir)
+    if args.format == "csv":
+        tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
+        if not tables:
+            raise CliError(f"tool {args.tool!r} has no tables for this profile")
+        name = args.table or next(iter(tables))
+        if name not in tables:
+            raise CliError(f"tool {args.tool!r} has no table {name!r}; tables: {', '.join(tables)}")
+        sys.stdout.write(table_csv(tables[name], TableQuery()).decode())
+    else:
+        print_json(result)
+    return EXIT_OK
+
+
+def cmd_csv(args: argparse.Namespace) -> int:
+    args.format = "csv"
+    return cmd_show(args)
+
+
+COMMANDS = {"tools": (configure_tools, cmd_tools), "show": (configure_show, cmd_show),
+            "csv": (configure_csv, cmd_csv)}

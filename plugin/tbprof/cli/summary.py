@@ -1,0 +1,34 @@
+"""``tbprof summary``: the headline numbers of a profile, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+from tbprof.cli.common import EXIT_OK, pick_run, print_json, profiles_for
+from tbprof.service.summary import summary
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+    p.add_argument("--run", default=None)
+    p.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    profiles = profiles_for(args.path, args.cache_dir)
+    result = summary(profiles, pick_run(profiles, args.run))
+    profiles.cache.persist_pending()  # the CLI has no later request to warm up for
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    for key, value in result.items():
+        if isinstance(value, list):
+            print(f"{key}:")
+            for item in value:
+                print(f"  {item}")
+        else:
+            print(f"{key}: {value}")
+    return EXIT_OK
+
+
+COMMANDS = {"summary": (configure, run)}

@@ -1,0 +1,48 @@
+"""The errors every layer may raise, each with the HTTP status and machine-readable ``kind`` it maps to.
+
+They live at the bottom of the package so that readers, stores, analyses and the service
+raise them without importing the layers that translate them (http: status + JSON
+``{"error", "kind"}``; cli: exit codes).
+"""
+
+from __future__ import annotations
+
+
+class TbprofError(Exception):
+    """Base of the errors that are answers, not bugs."""
+
+    kind = "error"
+    http_status = 500
+
+
+class NotFound(TbprofError, LookupError):
+    """Unknown run, host, tool or event (HTTP 404)."""
+
+    kind = "not_found"
+    http_status = 404
+
+
+class NoData(NotFound):
+    """A tool asked of a run whose profile has no data for it (HTTP 404, its own ``kind`` so a page
+    can show "no data" instead of an error)."""
+
+    kind = "no_data"
+
+
+class BadRequest(TbprofError, ValueError):
+    """A request that cannot be answered as asked (HTTP 400)."""
+
+    kind = "bad_request"
+    http_status = 400
+
+
+class ProfileReadError(TbprofError):
+    """A profile file that cannot be read. HTTP turns it into a 422, the CLI into exit 2."""
+
+    kind = "unreadable_profile"
+    http_status = 422
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

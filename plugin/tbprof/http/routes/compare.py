@@ -1,0 +1,87 @@
+"""Routes of the A/B comparison: compare, compare_table, compare_csv (docs/api.md, "compare").
+
+``base_run``/``base_host``/``base_steps`` name the baseline, ``run``/``host``/``steps`` the
+candidate; tables sort, filter, page and export exactly like a tool's (``data``/``table``/``csv``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.table import Table, TableQuery, table_json
+from tbprof.analyses.tool import SCHEMA_VERSION
+from tbprof.errors import BadRequest, NotFound
+from tbprof.http import params, responses
+from tbprof.http.context import AppContext
+from tbprof.service.comparisons import compare_pair, parse_side_args
+
+
+def _confidence(request: Request) -> float:
+    raw = request.args.get("confidence")
+    if raw in (None, ""):
+        return cs.DEFAULT_CONFIDENCE
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"parameter confidence={raw!r} is not a number") from None
+    if not 0.5 <= value < 1.0:
+        raise BadRequest(f"parameter confidence={value} must be in [0.5, 1)")
+    return value
+
+
+def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
+    base = parse_side_args(request.args, "base_")
+    cand = parse_side_args(request.args, "")
+    return compare_pair(ctx.profiles, base, cand, _confidence(request))
+
+
+def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
+    tables = {k: v for k, v in result["tables"].items() if isinstance(v, Table)}
+    if name is None:
+        name = "ops" if "ops" in tables else next(iter(tables))
+    if name not in tables:
+        raise NotFound(f"the comparison has no table {name!r}; tables: {sorted(tables)}")
+    return name, tables[name]
+
+
+def compare(ctx: AppContext, request: Request) -> Response:
+    """The comparison's JSON; ``rows=N`` caps every table (as ``data`` does)."""
+    result = _result(ctx, request)
+    query = params.table_query(request.args)
+    queries: dict[str, TableQuery] = {}
+    rows = params.int_arg(request.args, "rows", None)
+    if rows is not None:
+        queries = {n: TableQuery(limit=rows) for n, t in result["tables"].items() if isinstance(t, Table)}
+    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+        name, _ = _pick(result, request.args.get("table"))
+        queries[name] = query
+    return responses.json_response(request, result, queries=queries)
+
+
+def compare_table(ctx: AppContext, request: Request) -> Response:
+    result = _result(ctx, request)
+    name, table = _pick(result, request.args.get("table"))
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "table": name,
+                                             **table_json(table, params.table_query(request.args))})
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def compare_csv(ctx: AppContext, request: Request) -> Response:
+    result = _result(ctx, request)
+    name, table = _pick(result, request.args.get("table"))
+    body = responses.table_csv(table, params.table_query(request.args))
+
+    def side(d: dict[str, Any]) -> str:
+        hosts = d["hosts"]
+        return f"{d['run']}_{'all_hosts' if len(hosts) > 1 else hosts[0]}"
+
+    filename = _SAFE.sub("_", f"compare_{side(result['baseline'])}_vs_{side(result['candidate'])}_{name}")
+    return responses.finish(request, body, "text/csv",
+                            headers={"Content-Disposition": f'attachment; filename="{filename.strip("_")}.csv"'})
+

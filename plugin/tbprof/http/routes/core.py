@@ -1,0 +1,123 @@
+"""Core routes: runs, tools, data, csv, settings."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from tbprof import __version__
+from tbprof.analyses.table import Table, TableQuery, table_json
+from tbprof.analyses.tool import SCHEMA_VERSION
+from tbprof.errors import NotFound
+from tbprof.http import params, responses
+from tbprof.http.context import AppContext
+from tbprof.service import tools as registry
+from tbprof.service.profiles import ALL_HOSTS
+
+
+def runs(ctx: AppContext, request: Request) -> Response:
+    """Every run, newest first, with its hosts and the tools that have data for it.
+
+    Tools are exact for runs already converted (memory or disk cache); for the others they
+    are the tools that read that kind of run, flagged ``tools_exact: false`` (the ``tools``
+    route converts and answers exactly), so listing a large logdir converts nothing.
+    """
+    refresh = params.bool_arg(request.args, "refresh") or False
+    profiles = ctx.profiles
+    out: list[dict[str, Any]] = []
+    for run in sorted(profiles.runs(refresh=refresh).values(), key=lambda r: (-r.mtime, r.name)):
+        entry: dict[str, Any] = run.to_json()
+        loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
+        try:
+            entry["tools"] = profiles.tools(run) if loaded else profiles.candidate_tools(run)
+            entry["tools_exact"] = loaded
+        except Exception as e:  # one broken run must not hide the others
+            entry["tools"] = []
+            entry["tools_exact"] = True
+            entry["error"] = str(e)
+        entry["multi_host_tools"] = [t for t in entry["tools"] if profiles.tool(t).multi_host]
+        out.append(entry)
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "runs": out,
+                                             "all_hosts": ALL_HOSTS})
+
+
+def tools(ctx: AppContext, request: Request) -> Response:
+    run = ctx.profiles.run(params.required(request.args, "run"))
+    names = ctx.profiles.tools(run)
+    return responses.json_response(request, {
+        "schema_version": SCHEMA_VERSION, "run": run.name, "tools": [
+            {"name": n, "title": ctx.profiles.tool(n).title, "multi_host": ctx.profiles.tool(n).multi_host,
+             "options": [{"name": o.name, "default": o.default, "help": o.help} for o in ctx.profiles.tool(n).options]}
+            for n in names]})
+
+
+def settings(ctx: AppContext, request: Request) -> Response:
+    # Every registered tool, so the frontend can name the tools a run has no data for.
+    all_tools = [{"name": t.name, "title": t.title, "description": t.description} for t in registry.all_tools()]
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "version": __version__,
+                                             "capture_enabled": ctx.capture_enabled, "all_hosts": ALL_HOSTS,
+                                             "tools": all_tools})
+
+
+def _result(ctx: AppContext, request: Request) -> tuple[dict[str, Any], str, str, list[str]]:
+    args = request.args
+    run = ctx.profiles.run(params.required(args, "run"))
+    tool = ctx.profiles.tool(params.required(args, "tool"))
+    hosts = ctx.profiles.hosts(run, args.get("host"))
+    result = ctx.profiles.compute(run, hosts, tool, params.tool_options(args))
+    return result, run.name, tool.name, hosts
+
+
+def _pick_table(result: dict[str, Any], name: str | None, tool: str) -> tuple[str, Table]:
+    tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
+    if not tables:
+        raise NotFound(f"tool {tool!r} has no tables for this run")
+    if name is None:
+        name = next(iter(tables))
+    if name not in tables:
+        raise NotFound(f"tool {tool!r} has no table {name!r}; tables: {sorted(tables)}")
+    return name, tables[name]
+
+
+def data(ctx: AppContext, request: Request) -> Response:
+    """The tool's JSON. ``rows=N`` caps every table not queried explicitly at its first N rows
+    (default order; ``total_rows`` still counts all), so a page's first response stays small
+    and its table widgets page through the rest with the ``table`` route."""
+    result, _, tool, _ = _result(ctx, request)
+    query = params.table_query(request.args)
+    queries: dict[str, TableQuery] = {}
+    rows = params.int_arg(request.args, "rows", None)
+    if rows is not None:
+        queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
+                   if isinstance(t, Table)}
+    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+        name, _ = _pick_table(result, request.args.get("table"), tool)
+        queries[name] = query
+    return responses.json_response(request, result, queries=queries)
+
+
+def table(ctx: AppContext, request: Request) -> Response:
+    """One table of a tool result, sorted/filtered/paged (what the frontend's table widget
+    asks for): ``{"table", "columns", "rows", "total_rows", "offset"[, "meta"]}``."""
+    result, _, tool, _ = _result(ctx, request)
+    name, found = _pick_table(result, request.args.get("table"), tool)
+    body = {"schema_version": SCHEMA_VERSION, "table": name,
+            **table_json(found, params.table_query(request.args))}
+    return responses.json_response(request, body)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def csv(ctx: AppContext, request: Request) -> Response:
+    result, run, tool, hosts = _result(ctx, request)
+    name, table = _pick_table(result, request.args.get("table"), tool)
+    body = responses.table_csv(table, params.table_query(request.args))
+    host_part = "all_hosts" if len(hosts) > 1 else hosts[0]
+    filename = _SAFE.sub("_", f"{run}_{host_part}_{tool}_{name}").strip("_") + ".csv"
+    return responses.finish(request, body, "text/csv",
+                            headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+

@@ -1,0 +1,138 @@
+"""The one table of run kinds: which files make a run of which kind, and which reader decodes them.
+
+A run is a folder's worth of host files of one kind:
+
+* ``xspace``: ``<logdir>/<tb run>/plugins/profile/<session>/<host>.xplane.pb`` (XProf's layout);
+* ``chrome_trace``: ``<host>.trace.json(.gz)`` whose host has no xplane beside it;
+* ``tf1_timeline``: Chrome trace JSON of TF1 graph sessions, ``timeline-<step>.json`` as
+  ``tf.estimator.ProfilerHook`` writes it, any ``*timeline*.json`` from
+  ``tensorflow.python.client.timeline`` and ``*.ctf.json``; each file is one step (a host);
+* ``tfprof_timeline``: tfprof's ``with_timeline_output`` files, ``<name>timeline<...>.json_<step>``;
+* ``tfprof``: tfprof ``ProfileProto`` files, ``profile.pb`` (``Profiler.serialize_to_string()``
+  saved by the user) and ``profile_<step>`` (``ProfileContext`` dumps);
+* ``pytorch``: ``*.pt.trace.json[.gz]`` from ``torch.profiler.tensorboard_trace_handler``,
+  one host per file.
+
+Run names: XSpace and Chrome-trace sessions are ``<tb run>/<session>``; the other kinds are
+named after their folder, and when a folder holds several kinds, the first in
+``step_files.KIND_ORDER`` keeps the plain name and the others get `` (<kind>)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tbprof.readers import chrome_trace, tfprof, xplane
+from tbprof.readers.step_files import KIND_ORDER, classify, step_of
+
+XPLANE_SUFFIX = ".xplane.pb"
+CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
+_NOT_GENERIC_CHROME = (".pt.trace.json.gz", ".pt.trace.json")
+
+
+@dataclass
+class Run:
+    name: str
+    path: Path  # the session folder (or file) that holds the hosts' files
+    kind: str  # a key of KINDS
+    hosts: dict[str, Path] = field(default_factory=dict)  # host -> file
+    mtime: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
+
+
+Reader = Callable[[Path], Any]
+
+
+@dataclass(frozen=True)
+class RunKind:
+    store_format: str  # the store model the reader fills ("xspace", "chrome_trace", "tfprof")
+    reader: Reader  # decodes one host file
+
+
+KINDS: dict[str, RunKind] = {
+    "xspace": RunKind("xspace", xplane.read_xspace),
+    "chrome_trace": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
+    "tf1_timeline": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
+    "tfprof_timeline": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
+    "pytorch": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
+    "tfprof": RunKind("tfprof", tfprof.read_tfprof),
+}
+
+
+def _mtime(hosts: dict[str, Path]) -> float:
+    return max((p.stat().st_mtime for p in hosts.values() if p.exists()), default=0.0)
+
+
+def _run_prefix(path: Path, logdir: Path) -> str:
+    rel = path.relative_to(logdir).as_posix()
+    return "" if rel == "." else rel
+
+
+def _session_name(folder: Path, logdir: Path) -> str:
+    """``<tb run>/<session>`` for XProf's ``plugins/profile/<session>`` folders, else the folder."""
+    parent = folder.parent
+    if parent.name == "profile" and parent.parent.name == "plugins" and parent.parent.parent.is_relative_to(logdir):
+        prefix = _run_prefix(parent.parent.parent, logdir)
+        return f"{prefix}/{folder.name}" if prefix else folder.name
+    return _run_prefix(folder, logdir) or folder.name
+
+
+def xspace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]:
+    hosts = {f[: -len(XPLANE_SUFFIX)]: folder / f for f in files if f.endswith(XPLANE_SUFFIX)}
+    if not hosts:
+        return []
+    return [Run(name=_session_name(folder, logdir), path=folder, kind="xspace", hosts=dict(sorted(hosts.items())),
+                mtime=_mtime(hosts))]
+
+
+def chrome_trace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]:
+    """``<host>.trace.json(.gz)`` files whose host has no xplane here (the xplane says more)."""
+    xplane_hosts = {f[: -len(XPLANE_SUFFIX)] for f in files if f.endswith(XPLANE_SUFFIX)}
+    hosts: dict[str, Path] = {}
+    for f in files:
+        if f.endswith(_NOT_GENERIC_CHROME):
+            continue
+        for suffix in CHROME_TRACE_SUFFIXES:
+            if f.endswith(suffix) and len(f) > len(suffix):
+                host = f[: -len(suffix)]
+                if host not in xplane_hosts and host not in hosts:
+                    hosts[host] = folder / f
+                break
+    if not hosts:
+        return []
+    return [Run(name=_session_name(folder, logdir), path=folder, kind="chrome_trace",
+                hosts=dict(sorted(hosts.items())), mtime=_mtime(hosts))]
+
+
+def step_file_runs(folder: Path, files: list[str], root: Path) -> list[Run]:
+    """TF1 timelines, tfprof files and PyTorch traces: one run per kind found in the folder."""
+    by_kind: dict[str, dict[str, Path]] = {}
+    for name in files:
+        found = classify(name)
+        if found is not None:
+            kind, host = found
+            by_kind.setdefault(kind, {})[host] = folder / name
+    if not by_kind:
+        return []
+    rel = folder.relative_to(root).as_posix() if folder != root else ""
+    base = rel or folder.name
+    runs: list[Run] = []
+    for kind in KIND_ORDER:
+        hosts = by_kind.get(kind)
+        if not hosts:
+            continue
+        name = base if not runs else f"{base} ({kind})"
+        ordered = dict(sorted(hosts.items(), key=lambda kv: (step_of(kv[0]) is None, step_of(kv[0]) or 0, kv[0])))
+        runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=_mtime(ordered)))
+    return runs
+
+
+# A detector looks at one folder (path, its file names, the logdir) and returns runs; run in
+# this order, so a later detector's run of an existing name and kind adds its hosts to it.
+Detector = Callable[[Path, list[str], Path], list[Run]]
+DETECTORS: tuple[Detector, ...] = (xspace_runs, chrome_trace_runs, step_file_runs)

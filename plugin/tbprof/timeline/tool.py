@@ -1,0 +1,37 @@
+"""trace_viewer: the tracks of a profile and their event counts (the events stream through
+the ``trace`` route, window by window; see tbprof.timeline)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.tables import ProfileStore
+from tbprof.timeline.tracks import track_index
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    store = stores[0]
+    index = track_index(store)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": "trace_viewer",
+        "host": store.host,
+        "format": store.format,
+        "span_ps": store.span_ps,
+        "origin_ps": store.origin_ps,
+        "event_count": store.n_events,
+        "warnings": list(store.warnings),
+        **index.to_json(),
+    }
+
+
+TOOLS = (
+    Tool(
+        name="trace_viewer", title="Trace viewer", compute=compute,
+        available=lambda store: store.n_events > 0,
+        aliases=("trace_viewer@",), formats=("xspace", "chrome_trace"),
+        description="Timeline of every event, streamed window by window with level of detail.",
+    ),
+)

@@ -1,6 +1,7 @@
-"""Op profile, closer to what users use it for (issue 19): a "top 90 %" toggle listing only
-the children that make up 90 % of their parent's time (kept in the URL), and utilisation
-columns against the device's peaks when the backend names them (a note says why not)."""
+"""Op profile, closer to what users use it for (issue 19): a "top 90 %" toggle (the backend's
+top_percent option, kept in the URL), utilisation and wasted-time columns against the
+device's peaks when the backend names them (a note says why not), and the details of an op
+with a way to its events."""
 
 from __future__ import annotations
 
@@ -15,15 +16,9 @@ pytestmark = pytest.mark.e2e
 ROWS_JS = "() => document.querySelectorAll('[data-tree] tbody tr').length"
 
 
-def _top90(children: list[dict[str, Any]]) -> int:
-    """How many of the largest children it takes to reach 90 % of their summed time."""
-    times = sorted((c["total_time_us"] for c in children), reverse=True)
-    total, n, acc = sum(times), 0, 0.0
-    for t in times:
-        if n > 0 and acc >= 0.9 * total:
-            break
-        n, acc = n + 1, acc + t
-    return n
+def _nodes(node: dict[str, Any]) -> int:
+    """Nodes below `node` (what the tree shows with every node open)."""
+    return sum(1 + _nodes(c) for c in node.get("children") or [])
 
 
 def test_top_90_percent_and_utilisation(standalone: Any, serve_page: Any) -> None:
@@ -34,21 +29,32 @@ def test_top_90_percent_and_utilisation(standalone: Any, serve_page: Any) -> Non
     result = standalone.json("data", run=run, tool="op_profile", rows="0")
     children = result["by_category"]["children"]
     assert page.evaluate(ROWS_JS) == len(children)
-    want = _top90(children)
-    assert 0 < want < len(children)  # jax_mlp: IDLE is 84 % of the time, so a few categories suffice
+    # The toggle is the backend's top_percent option (it cuts below the root's children): with
+    # every node open, the rows are the backend's cut tree.
+    cut_root = standalone.json("data", run=run, tool="op_profile", rows="0", top_percent="90")["by_category"]
+    assert 0 < _nodes(cut_root) < _nodes(result["by_category"])
+    page.click('button:has-text("Expand all")')
+    assert page.evaluate(ROWS_JS) == _nodes(result["by_category"])
     page.check('[data-testid="top90"]')
-    page.wait_for_function(f"() => ({ROWS_JS})() === {want}", timeout=PAGE_TIMEOUT_MS)
-    page.wait_for_function("() => location.hash.includes('c.top90=1')", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_function("() => location.hash.includes('o.top_percent=90')", timeout=PAGE_TIMEOUT_MS)
+    wait_ready(page)
+    page.click('button:has-text("Expand all")')
+    page.wait_for_function(f"() => ({ROWS_JS})() === {_nodes(cut_root)}", timeout=PAGE_TIMEOUT_MS)
     page.reload()
     wait_ready(page)
-    assert page.is_checked('[data-testid="top90"]') and page.evaluate(ROWS_JS) == want
+    assert page.is_checked('[data-testid="top90"]')
+    cut = cut_root["children"]
     # Utilisation needs the device's peaks: columns when the backend names them, a note when not.
     headers = page.locator("[data-tree] thead th").all_inner_texts()
-    if "device_peaks" in result:
-        assert "Wasted time" in headers
+    peaks = result.get("peaks") or {}
+    if peaks.get("flop_rate_gflops_per_sec") and peaks.get("hbm_bw_gbytes_per_sec"):
+        assert "Wasted time" in headers and "HBM BW (% of peak)" in headers
+        # The first category's HBM share is the backend's utilisation, as a percentage.
+        at = next(i for i, c in enumerate(cut) if c.get("hbm_bw_utilization") is not None)
+        row = page.locator(f'[data-tree] tbody tr[data-path="/{at}"] td').all_inner_texts()
+        assert f"{100 * cut[at]['hbm_bw_utilization']:.1f}%" in row
     else:
         assert "Wasted time" not in headers and page.locator("[data-no-peaks]").count() == 1
-        assert page.is_disabled('[data-testid="order-wasted"]')
     serve_page.screenshot("op_profile__top90")
     serve_page.check()
 

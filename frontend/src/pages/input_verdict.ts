@@ -31,14 +31,14 @@ const LABELS: Record<string, string> = {
 
 /**
  * The verdict of an object holding `input_bound` (the overview's `recommendation`, the input
- * pipeline analyzer's `verdict`) and, next to it, `input_bound_thresholds`:
- * `{high_percent, moderate_percent, all_others_potential_percent}`.
+ * pipeline analyzer's `verdict`) and, next to it, `input_thresholds_percent`: `{high, moderate}`
+ * (docs/api.md).
  */
 export function inputVerdict(holder: Obj): InputVerdict {
   const bound = str(holder, "input_bound");
-  const t = obj(holder, "input_bound_thresholds");
-  const high = num(t, "high_percent");
-  const moderate = num(t, "moderate_percent");
+  const t = obj(holder, "input_thresholds_percent");
+  const high = num(t, "high");
+  const moderate = num(t, "moderate");
   const pct = (x: number): string => formatPercent(x, Number.isInteger(x) ? 0 : 1);
   const parts: string[] = [];
   if (high !== null) parts.push(`input-bound at ≥ ${pct(high)}`);

@@ -45,7 +45,7 @@ describe("input verdict", () => {
     expect(inputVerdict({}).tone).toBe("neutral");
   });
   it("shows the thresholds the backend sends beside the verdict, and none when it sends none", () => {
-    const v = inputVerdict({ input_bound: "no", input_bound_thresholds: { high_percent: 20, moderate_percent: 5, all_others_potential_percent: 3 } });
+    const v = inputVerdict({ input_bound: "no", input_thresholds_percent: { high: 20, moderate: 5 } });
     expect(v.thresholds).toBe("input-bound at ≥ 20%, moderate at ≥ 5%");
     expect(inputCardHint(v)).toBe("of the step time · Not input-bound (input-bound at ≥ 20%, moderate at ≥ 5%)");
     expect(inputVerdict({ input_bound: "no" }).thresholds).toBe("");

@@ -126,7 +126,8 @@ function render(ctx: PageContext): void {
   }
   if (result.tables.breakdown) {
     const bd = result.tables.breakdown;
-    const opAt = bd.columns.findIndex((col) => col.name === "operation");
+    // The backend's `label` column names unnamed allocations itself; older results have none.
+    const opAt = bd.columns.some((col) => col.name === "label") ? -1 : bd.columns.findIndex((col) => col.name === "operation");
     const bytesAt = bd.columns.findIndex((col) => col.name === "allocation_bytes");
     el.appendChild(tableWidget(ctx, "breakdown", {
       title: "Memory in use at the peak, by operation",

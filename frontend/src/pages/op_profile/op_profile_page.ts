@@ -11,7 +11,7 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
-import { boundBy, type DevicePeaks, devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
+import { boundBy, type DevicePeaks, devicePeaks, utilization, wastedUs } from "./op_tree";
 
 const GROUPINGS: readonly [string, string][] = [
   ["by_category", "Category"],
@@ -46,33 +46,26 @@ function render(ctx: PageContext): void {
   const select = h("select", { class: "tbp-group-select", "aria-label": "Group by" }, available.map(([k, label]) => h("option", { value: k, selected: k === group }, label)));
   const expand = h("button", { type: "button", class: "tbp-btn" }, "Expand all");
   const collapse = h("button", { type: "button", class: "tbp-btn" }, "Collapse all");
-  // Only the children that make up 90 % of their parent's time (XProf's default view).
+  // Only the children that make up 90 % of their parent's time (XProf's "top 90%"): the
+  // backend's top_percent option, so the cut is the one the CSV and the API give too.
   const top90 = h("input", { type: "checkbox", "data-testid": "top90" });
-  top90.checked = ctx.param("top90") === "1";
+  top90.checked = Number(ctx.request.options.top_percent ?? "100") < 100;
+  top90.addEventListener("change", () => ctx.setOptions({ top_percent: top90.checked ? "90" : null }));
   const peaks = devicePeaks(raw);
-  const byWaste = h("input", { type: "checkbox", "data-testid": "order-wasted", disabled: peaks === null });
-  byWaste.checked = peaks !== null && ctx.param("waste") === "1";
+  const rootUs = num(raw, "total_time_us") ?? 0;
   el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse,
-    h("label", { class: "tbp-option", title: "List only the children that make up 90 % of their parent's time" }, top90, " Top 90 %"),
-    h("label", { class: "tbp-option", title: peaks ? "Order children by the time their utilisation leaves unused" : "Needs the device's peak FLOP/s and bandwidth" },
-      byWaste, " Order by wasted time")));
+    h("label", { class: "tbp-option", title: "List only the children that make up 90 % of their parent's time" }, top90, " Top 90 %")));
   if (peaks === null) {
     el.appendChild(h("p", { class: "tbp-muted", "data-no-peaks": "" },
       "Utilisation against the device's peaks needs its peak FLOP/s and memory bandwidth, which this profile does not name."));
   }
-  const wasteOf = (n: Obj): number => wastedUs(n, utilization(n, peaks)) ?? 0;
-  const childrenOf = (n: Obj): Obj[] => {
-    let kids = objs(n, "children");
-    if (top90.checked) kids = topShare(kids, (c) => num(c, "total_time_us") ?? 0);
-    if (byWaste.checked) kids = [...kids].sort((a, b) => wasteOf(b) - wasteOf(a));
-    return kids;
-  };
+  const childrenOf = (n: Obj): Obj[] => objs(n, "children");
   const util = (v: number | null): string => (v === null ? "–" : formatPercent(v * 100));
   const peakColumns = peaks === null ? [] : [
     { label: "FLOP/s (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).flops) },
     { label: "HBM BW (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).hbm) },
     { label: "Wasted time", numeric: true, cell: (n: Obj) => {
-      const w = wastedUs(n, utilization(n, peaks));
+      const w = wastedUs(n, utilization(n, peaks), rootUs);
       return w === null ? "–" : formatDuration(w, "us");
     } },
   ];
@@ -108,14 +101,6 @@ function render(ctx: PageContext): void {
     ctx.setParams({ group });
     draw();
   });
-  top90.addEventListener("change", () => {
-    ctx.setParams({ top90: top90.checked ? "1" : null });
-    draw();
-  });
-  byWaste.addEventListener("change", () => {
-    ctx.setParams({ waste: byWaste.checked ? "1" : null });
-    draw();
-  });
   expand.addEventListener("click", () => tree?.expandAll());
   collapse.addEventListener("click", () => tree?.collapseAll());
   draw();
@@ -135,7 +120,8 @@ function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePe
     ...(str(n, "category") ? [["Category", str(n, "category")] as [string, string]] : []),
     ...(str(n, "program") ? [["Program", str(n, "program")] as [string, string]] : []),
     ...(str(n, "framework_op") ? [["Framework op (source)", str(n, "framework_op")] as [string, string]] : []),
-    ...(str(n, "expression") ? [["Expression", str(n, "expression")] as [string, string]] : []),
+    ...(str(n, "opcode") ? [["Opcode", str(n, "opcode")] as [string, string]] : []),
+    ...(str(n, "source") ? [["Source", str(n, "source")] as [string, string]] : []),
     ["Time", `${formatDuration(num(n, "total_time_us") ?? 0, "us")} total, ${formatDuration(num(n, "self_time_us") ?? 0, "us")} self, ${formatNumber(num(n, "occurrences") ?? 0)} times`],
     ["FLOPs", flops > 0 ? formatNumber(flops) : "–"],
     ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
@@ -158,7 +144,8 @@ registerPage({
   tools: ["op_profile"],
   optionChoices: {
     side: ["auto", "host", "device"],
-    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes"],
+    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes", "time_wasted"],
   },
+  hideOptions: ["top_percent"],
   render,
 });

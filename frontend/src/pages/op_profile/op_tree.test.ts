@@ -1,14 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { boundBy, devicePeaks, topShare, utilization, wastedUs } from "./op_tree";
+import { boundBy, devicePeaks, utilization, wastedUs } from "./op_tree";
 
 // An H100 SXM's dense bf16 peak (~989 TFLOP/s) and HBM3 bandwidth (3.35 TB/s).
 const peaks = { flopsPerSec: 989e12, hbmBytesPerSec: 3.35e12 };
 
 describe("op profile tree", () => {
   it("reads the device's peaks and nothing else", () => {
-    expect(devicePeaks({ device_peaks: { flops_per_sec: 989e12, hbm_bytes_per_sec: 3.35e12 } })).toEqual(peaks);
+    expect(devicePeaks({ peaks: { flop_rate_gflops_per_sec: 989e3, hbm_bw_gbytes_per_sec: 3.35e3 } })).toEqual(peaks);
     expect(devicePeaks({})).toBeNull();
-    expect(devicePeaks({ device_peaks: { flops_per_sec: 0, hbm_bytes_per_sec: 1 } })).toBeNull();
+    // 0: unknown peaks (docs/api.md).
+    expect(devicePeaks({ peaks: { flop_rate_gflops_per_sec: 0, hbm_bw_gbytes_per_sec: 4814.3 } })).toBeNull();
   });
 
   it("divides achieved rates by the peaks, preferring the backend's own utilisation", () => {
@@ -20,16 +21,10 @@ describe("op profile tree", () => {
   });
 
   it("counts as wasted the time the best utilisation leaves unused", () => {
-    expect(wastedUs({ total_time_us: 100 }, { flops: 0.25, hbm: 0.6 })).toBeCloseTo(40, 9);
-    expect(wastedUs({ total_time_us: 100 }, { flops: null, hbm: null })).toBeNull();
-  });
-
-  it("keeps the children that make up 90 % of the time", () => {
-    const kids = [5, 60, 30, 3, 2].map((t) => ({ t }));
-    // 60 + 30 = 90 of 100: the third largest is not needed.
-    expect(topShare(kids, (k) => k.t).map((k) => k.t)).toEqual([60, 30]);
-    expect(topShare([{ t: 0 }], (k) => k.t)).toHaveLength(1);
-    expect(topShare([{ t: 95 }, { t: 5 }], (k) => k.t).map((k) => k.t)).toEqual([95]);
+    // The backend's fraction is of the root's time: 5 % of a 94.5 ms root.
+    expect(wastedUs({ total_time_us: 5449, time_wasted_fraction: 0.05 }, { flops: 0, hbm: 0.1 }, 94503.544)).toBeCloseTo(4725.18, 2);
+    expect(wastedUs({ total_time_us: 100 }, { flops: 0.25, hbm: 0.6 }, 1000)).toBeCloseTo(40, 9);
+    expect(wastedUs({ total_time_us: 100 }, { flops: null, hbm: null }, 1000)).toBeNull();
   });
 
   it("says what bounds an op: the backend's word, else the roofline's ridge point", () => {

@@ -1,7 +1,8 @@
-// What the op profile tree shows of each node, computed from the backend's node fields
-// (DOM-free, vitest): utilisation against the device's peaks, the time that utilisation
-// leaves unused ("wasted"), and the "top 90 %" cut that lists only the children that make up
-// 90 % of their parent's time (issue 19: closer to what users use XProf's op profile for).
+// What the op profile tree shows of each node, from the backend's node fields (DOM-free,
+// vitest): utilisation against the device's peaks, the time that utilisation leaves unused
+// ("wasted"), and what bounds an op (issue 19: closer to what users use XProf's op profile for).
+// The "top 90 %" cut and the order by wasted time are the backend's options (top_percent,
+// order_by=time_wasted).
 
 import { num, type Obj, obj } from "../fields";
 
@@ -11,14 +12,14 @@ export interface DevicePeaks {
 }
 
 /**
- * The device's peaks, from the result's `device_peaks` ({flops_per_sec, hbm_bytes_per_sec});
- * null when the backend sends none (then there is no utilisation to show).
+ * The device's peaks, from the result's `peaks` ({flop_rate_gflops_per_sec,
+ * hbm_bw_gbytes_per_sec}, 0 when unknown); null when they are unknown.
  */
 export function devicePeaks(raw: Obj): DevicePeaks | null {
-  const p = obj(raw, "device_peaks");
-  const flops = num(p, "flops_per_sec");
-  const hbm = num(p, "hbm_bytes_per_sec");
-  return flops !== null && hbm !== null && flops > 0 && hbm > 0 ? { flopsPerSec: flops, hbmBytesPerSec: hbm } : null;
+  const p = obj(raw, "peaks");
+  const flops = num(p, "flop_rate_gflops_per_sec");
+  const hbm = num(p, "hbm_bw_gbytes_per_sec");
+  return flops !== null && hbm !== null && flops > 0 && hbm > 0 ? { flopsPerSec: flops * 1e9, hbmBytesPerSec: hbm * 1e9 } : null;
 }
 
 export interface Utilization {
@@ -42,28 +43,15 @@ export function utilization(node: Obj, peaks: DevicePeaks | null): Utilization {
 }
 
 /**
- * Time the node leaves unused: its time × (1 − its best utilisation), the op keeping the
- * device furthest from either roof. Null without utilisation.
+ * Time the node leaves unused: the backend's `time_wasted_fraction` (of the root's time) times
+ * the root's time; else its own time × (1 − its best utilisation). Null without utilisation.
  */
-export function wastedUs(node: Obj, u: Utilization): number | null {
+export function wastedUs(node: Obj, u: Utilization, rootUs: number): number | null {
+  const fraction = num(node, "time_wasted_fraction");
+  if (fraction !== null) return fraction * rootUs;
   const best = Math.max(u.flops ?? -1, u.hbm ?? -1);
   if (best < 0) return null;
   return (num(node, "total_time_us") ?? 0) * (1 - best);
-}
-
-/** The children that make up `share` of the summed time, largest first (never none). */
-export function topShare<T>(children: readonly T[], timeOf: (c: T) => number, share = 0.9): T[] {
-  const total = children.reduce((a, c) => a + Math.max(0, timeOf(c)), 0);
-  if (total <= 0) return [...children];
-  const sorted = [...children].sort((a, b) => timeOf(b) - timeOf(a));
-  const out: T[] = [];
-  let sum = 0;
-  for (const c of sorted) {
-    if (out.length > 0 && sum >= share * total) break;
-    out.push(c);
-    sum += Math.max(0, timeOf(c));
-  }
-  return out;
 }
 
 /**

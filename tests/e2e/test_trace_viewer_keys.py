@@ -178,7 +178,7 @@ def test_search_highlight_sticky_headers_flows_and_stale_tooltip(standalone: Any
     page.wait_for_timeout(200)
     page.mouse.click(box["x"] + 60, box["y"] + 26 + 11)
     visible_js = f"(t) => {viewer}.eventPosition(t, 0, 1e15, 0) !== null"
-    page.wait_for_function(f"() => window.__tbprofTrace.viewer.layout.groups[0].collapsed", timeout=5_000)
+    page.wait_for_function("() => window.__tbprofTrace.viewer.layout.groups[0].collapsed", timeout=5_000)
     assert page.eval_on_selector(".tbp-tv-scroller", "(s) => s.scrollTop") == 0
     assert not page.evaluate(visible_js, first_track)
     serve_page.check()

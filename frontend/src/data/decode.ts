@@ -49,19 +49,6 @@ function describe(v: unknown): string {
  * values stay `unknown` until a decoder below checks them. */
 type Wire<T extends object> = Partial<Record<keyof T & string, unknown>>;
 
-/**
- * Option fields the dashboard reads when the backend sends them (options as real controls,
- * issue 19); not in http/schemas.py yet, so older and current servers send none and every one
- * decodes to null. Move them into ToolOption there (and out of here) when the backend adds them.
- */
-interface PendingToolOptionJson {
-  choices: string[];
-  min: number;
-  max: number;
-  group: string;
-  advanced: boolean;
-}
-
 function wire<T extends object>(v: unknown, path: string): Wire<T> {
   const o: Partial<Record<string, unknown>> = record(v, path);
   return o;
@@ -186,13 +173,13 @@ export function decodeTools(v: unknown): ToolInfo[] {
       title: optString(to.title, `${p}.title`, name),
       multiHost: to.multi_host === undefined ? false : boolean(to.multi_host, `${p}.multi_host`),
       options: (to.options === undefined ? [] : array(to.options, `${p}.options`)).map((op, j) => {
-        const oo = wire<ToolOptionJson & PendingToolOptionJson>(op, `${p}.options[${j}]`);
+        const oo = wire<ToolOptionJson>(op, `${p}.options[${j}]`);
         const n = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
         return {
           name: string(oo.name, `${p}.options[${j}].name`),
           default: oo.default,
           help: optString(oo.help, `${p}.options[${j}].help`),
-          // Optional fields (issue 19: options as real controls); older servers send none.
+          // How to draw it (a select, a bounded number, "More options"); older servers send none.
           choices: Array.isArray(oo.choices) ? oo.choices.filter((c): c is string => typeof c === "string") : null,
           min: n(oo.min),
           max: n(oo.max),

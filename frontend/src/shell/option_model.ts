@@ -12,19 +12,6 @@ export type Control =
   | { kind: "list" }
   | { kind: "text" };
 
-/**
- * Choices of options whose values are a fixed set, for servers that do not send `choices`
- * yet (tool -> option -> values; the values are the backend's, see docs/api.md).
- */
-export const KNOWN_CHOICES: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
-  memory_profile: { breakdown_scope: ["step", "window"] },
-  tfprof_views: {
-    view: ["scope", "graph", "op", "code"],
-    order_by: ["name", "depth", "bytes", "peak_bytes", "residual_bytes", "output_bytes", "micros",
-      "accelerator_micros", "cpu_micros", "params", "float_ops", "occurrence"],
-  },
-};
-
 export function controlOf(o: ToolOption, pageChoices?: readonly string[]): Control {
   if (typeof o.default === "boolean") return { kind: "checkbox" };
   const choices = o.choices ?? pageChoices;

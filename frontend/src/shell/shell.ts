@@ -16,7 +16,6 @@ import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
 import { errorBox } from "./error_box";
 import { renderOptionControls } from "./option_controls";
-import { KNOWN_CHOICES } from "./option_model";
 import { StateStore } from "./state";
 
 const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
@@ -429,7 +428,7 @@ export class Shell {
     renderOptionControls(this.optionsBar, options, {
       value: (name) => this.state.get(`o.${name}`),
       set: (name, value) => this.state.update({ [`o.${name}`]: value }),
-      pageChoices: { ...(info ? KNOWN_CHOICES[info.name] : {}), ...spec?.optionChoices },
+      pageChoices: { ...spec?.optionChoices },
     });
   }
 

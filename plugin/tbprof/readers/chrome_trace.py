@@ -122,7 +122,31 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str) -> tables.Profi
     else:
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
-    return _Builder(source, host).build(events)
+    store = _Builder(source, host).build(events)
+    if isinstance(doc, dict):
+        store.metadata = _trace_metadata(doc)
+    return store
+
+
+# Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):
+# the GPUs (``deviceProperties``), the rank and process groups (``distributedInfo``), versions.
+_METADATA_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion", "cuda_runtime_version",
+                  "cuda_driver_version", "cupti_version", "displayTimeUnit", "baseTimeNanoseconds", "profile_memory")
+_METADATA_MAX_BYTES = 1 << 20  # a trace is not a metadata store: bound what is kept
+
+
+def _trace_metadata(doc: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _METADATA_KEYS:
+        if key in doc:
+            value = doc[key]
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+            if len(text) <= _METADATA_MAX_BYTES:
+                out[key] = json.loads(text)
+    return out
 
 
 def _hashable(value: Any) -> Hashable:

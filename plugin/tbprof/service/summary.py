@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.legacy import tfprof_views
 from tbprof.analyses.pages.profile_summary import summarize_store
 from tbprof.analyses.pages.summary_fields import step_fields
@@ -16,7 +17,8 @@ from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 
 # Each adds keys to the summary from the run's stores: fn(stores) -> dict.
-SUMMARY_FIELDS: tuple[Callable[[list[Any]], dict[str, Any]], ...] = (step_fields, tfprof_views.summary_fields)
+SUMMARY_FIELDS: tuple[Callable[[list[Any]], dict[str, Any]], ...] = (
+    step_fields, tfprof_views.summary_fields, gpu_breakdown.summary_fields)
 
 
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.legacy import pytorch_trace, tf1_timeline, tfprof_advice, tfprof_views
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats, kernel_stats, op_metrics, op_profile
@@ -30,6 +31,7 @@ TOOLS: tuple[Tool, ...] = (
     *op_profile.TOOLS,
     *trace_viewer.TOOLS,
     *profile_summary.TOOLS,
+    *gpu_breakdown.TOOLS,
     *pytorch_trace.TOOLS,
     *tf1_timeline.TOOLS,
     *tfprof_advice.TOOLS,

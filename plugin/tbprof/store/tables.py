@@ -279,6 +279,9 @@ class ProfileStore:
     hostnames: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Profile-level facts a reader found outside the events, JSON-able (Kineto's
+    # ``deviceProperties`` and ``distributedInfo``, ...).
+    metadata: dict[str, Any] = field(default_factory=dict)
     _memo: Memo = field(default_factory=Memo, repr=False)
 
     @property

@@ -27,7 +27,11 @@ setup(
         "grpcio>=1.60",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17"],
+        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17",
+                 # HTA, the anchor of gpu_breakdown's parity tests, and pandas for the Python API tests.
+                 "holistictraceanalysis==0.5.0", "pandas==3.1.1"],
+        # DataFrames from the Python API (tbprof.open(...).steps() / ops() / kernels() / memory()).
+        "pandas": ["pandas>=2.0"],
         # Real profiler servers for the capture tests: TensorFlow and JAX (CPU wheels).
         "capture-test": ["tensorflow-cpu==2.21.0", "jax[cpu]==0.10.2"],
     },

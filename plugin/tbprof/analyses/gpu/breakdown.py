@@ -179,8 +179,11 @@ def top_kernels(names: list[str], dur_us: np.ndarray, num_kernels: int, duration
     sums = np.array([r[1] for r in rows])
     cum = np.cumsum(sums)
     threshold = float(np.quantile(cum, duration_ratio))
-    kept = [r for i, r in enumerate(rows) if i < num_kernels and cum[i] <= threshold]
-    folded = sums[[i for i in range(len(rows)) if not (i < num_kernels and cum[i] <= threshold)]]
+    # HTA never folds a kernel whose total is negative (its "keep" mask is ``sum < 0``); after
+    # the inward rounding a few sub-microsecond kernels have one. Kept as HTA shows them.
+    named = [(i < num_kernels and cum[i] <= threshold) or sums[i] < 0 for i in range(len(rows))]
+    kept = [r for i, r in enumerate(rows) if named[i]]
+    folded = sums[[i for i in range(len(rows)) if not named[i]]]
     if folded.shape[0]:
         f_std = float(np.std(folded, ddof=1)) if folded.shape[0] > 1 else 0.0
         kept.append(("others", float(folded.sum()), float(folded.max()), float(folded.min()),

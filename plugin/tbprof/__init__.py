@@ -10,3 +10,13 @@ __version__ = "0.1.0"
 # with cache=True (the wire scanner, nesting depths, the trace viewer's scans): set the
 # default here, before any of them can import numba (see readers/wire_scan.py for why).
 _os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))
+
+
+def __getattr__(name: str) -> object:
+    """``tbprof.open`` / ``tbprof.Profile`` (the Python API, ``service/api.py``), imported on first
+    use so that ``import tbprof`` (the CLI, the TensorBoard loader) stays cheap."""
+    if name in ("open", "Profile"):
+        from tbprof.service import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tbprof' has no attribute {name!r}")

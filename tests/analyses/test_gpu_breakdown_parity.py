@@ -58,7 +58,8 @@ def test_temporal_breakdown(case: tuple[dict[str, Any], dict[str, Any]]) -> None
     assert sorted(ours) == sorted(r["rank"] for r in hta["temporal_breakdown"])
     for want in hta["temporal_breakdown"]:
         got = ours[want["rank"]]
-        for ours_key, hta_key in (("idle_time_percent", "idle_time_pctg"), ("compute_time_percent", "compute_time_pctg"),
+        for ours_key, hta_key in (("idle_time_percent", "idle_time_pctg"),
+                                  ("compute_time_percent", "compute_time_pctg"),
                                   ("non_compute_time_percent", "non_compute_time_pctg")):
             assert got[ours_key] == pytest.approx(want[hta_key], abs=PCT_TOL), (want["rank"], ours_key)
         for ours_key, hta_key in (("idle_time_us", "idle_time(us)"), ("compute_time_us", "compute_time(us)"),

@@ -31,10 +31,10 @@ __all__ = ["DATAFRAME_SOURCES", "Profile", "open"]
 # Which (tool, table) gives each DataFrame: the first tool the run lists wins, so every format
 # answers with the tool that has its data.
 DATAFRAME_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
-    "steps": (("overview_page", "steps"), ("tf1_steps", "steps"), ("gpu_breakdown", "steps")),
-    "ops": (("framework_op_stats", "ops"), ("tf1_op_stats", "ops"), ("pytorch_op_stats", "operators")),
-    "kernels": (("kernel_stats", "kernels"), ("pytorch_kernel_stats", "kernels")),
-    "memory": (("memory_profile", "timeline"), ("tf1_memory", "allocators"), ("gpu_breakdown", "memory")),
+    "steps": (("overview_page", "steps"), ("tf1_steps", "steps")),
+    "ops": (("framework_op_stats", "ops"), ("tf1_op_stats", "ops")),
+    "kernels": (("kernel_stats", "kernels"),),
+    "memory": (("memory_profile", "timeline"), ("tf1_memory", "allocators")),
 }
 
 _PANDAS_HINT = ('tbprof\'s DataFrame methods need pandas: pip install "tbprof[pandas]" '

@@ -223,5 +223,5 @@ def coverage_by_mask(groups: list[tuple[np.ndarray, np.ndarray]]) -> dict[int, i
     if keep.any():
         uniq, inv = np.unique(mask[keep], return_inverse=True)
         sums = np.bincount(inv.reshape(-1), weights=length[keep].astype(np.float64), minlength=uniq.shape[0])
-        out = {int(m): int(round(v)) for m, v in zip(uniq.tolist(), sums.tolist(), strict=True)}
+        out = {int(m): round(v) for m, v in zip(uniq.tolist(), sums.tolist(), strict=True)}
     return out

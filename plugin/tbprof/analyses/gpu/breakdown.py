@@ -257,7 +257,7 @@ def _table(columns: list[Column], rows: list[tuple[Any, ...]], sort: str | None 
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    delay_ps = int(round(float(options.get("consecutive_kernel_delay_us", 30.0)) * _PS_PER_US))
+    delay_ps = round(float(options.get("consecutive_kernel_delay_us", 30.0)) * _PS_PER_US)
     runtime_cutoff_us = float(options.get("runtime_cutoff_us", 50.0))
     launch_delay_cutoff_us = float(options.get("launch_delay_cutoff_us", 100.0))
     num_kernels = int(options.get("num_kernels", 10))
@@ -299,7 +299,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         rows = launches(store, act)
         cpu_us = act.launch_dur_ps[rows] / _PS_PER_US
         gpu_us = (act.end_ps[rows] - act.start_ps[rows]) / _PS_PER_US
-        delay_us = np.maximum(act.start_ps[rows] - (act.launch_start_ps[rows] + act.launch_dur_ps[rows]), 0) / _PS_PER_US
+        launch_end_ps = act.launch_start_ps[rows] + act.launch_dur_ps[rows]
+        delay_us = np.maximum(act.start_ps[rows] - launch_end_ps, 0) / _PS_PER_US
         n = int(rows.shape[0])
         nan = float("nan")
         summary_rows.append((rank, store.host, n, float(cpu_us.mean()) if n else nan, float(cpu_us.max()) if n else nan,
@@ -372,7 +373,7 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="GPU breakdown (HTA)", compute=compute, available=has_device_activity, options=OPTIONS,
-        multi_host=True, formats=("chrome_trace",),
+        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
         description="HTA's temporal, idle-time, overlap, launch and kernel-type breakdowns per rank.",
     ),
 )

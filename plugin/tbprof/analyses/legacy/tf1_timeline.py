@@ -351,16 +351,19 @@ TOOLS = (
     Tool(
         name="tf1_steps", title="Step time (timelines)", compute=steps_compute, available=is_tf1_timeline,
         multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Step time of each TF1 timeline step file, as a chart across steps.",
     ),
     Tool(
         name="tf1_op_stats", title="TensorFlow stats (timelines)", compute=op_stats_compute,
         available=is_tf1_timeline, multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Time per TensorFlow op over the chosen TF1 timeline steps, host and device.",
     ),
     Tool(
         name="tf1_memory", title="Allocator memory (timelines)", compute=memory_compute,
         available=_has_allocators, multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Bytes in use per allocator over each step (timelines written with show_memory=True).",
     ),
 )

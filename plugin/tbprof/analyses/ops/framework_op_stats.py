@@ -182,7 +182,7 @@ TOOLS = (
     Tool(
         name="framework_op_stats", title="Framework op stats", compute=compute,
         aliases=("tensorflow_stats", "pytorch_op_stats"),  # pytorch_op_stats: until the next release
-        multi_host=True, formats=("xspace", "chrome_trace"), available=_available,
+        multi_host=True, formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"), available=_available,
         options=(Option("include_idle", parse_bool, True,
                                  "include the IDLE row of each side (time with no op running)"),),
         description="Time per TensorFlow/JAX op on the host and on the devices: every op, sortable, filterable.",

@@ -350,7 +350,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True,
-        aliases=("pytorch_kernel_stats",), formats=("xspace", "chrome_trace"),  # the alias: until the next release
+        aliases=("pytorch_kernel_stats",),  # PyTorch's former id, until the next release
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
         description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",
     ),

@@ -164,7 +164,7 @@ def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[L
         if rows.shape[0] == 0:
             continue
 
-        def stat(name: str, kind: str) -> np.ndarray:
+        def stat(name: str, kind: str, plane: Plane = plane) -> np.ndarray:
             sid = store.stat_id(name)
             n = plane.n_events
             if sid < 0:

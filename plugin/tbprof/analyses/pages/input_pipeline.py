@@ -156,6 +156,7 @@ TOOLS = (
     Tool(
         name="input_pipeline_analyzer", title="Input pipeline analyzer", compute=compute,
         available=has_steps_data, multi_host=True, formats=("xspace", "chrome_trace"),
+        kinds=("xspace", "pytorch"),
         description="Whether steps wait for input, and which input operations take the host's time.",
     ),
 )

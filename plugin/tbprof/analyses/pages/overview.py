@@ -171,7 +171,7 @@ def _available(store: ProfileStore) -> bool:
 TOOLS = (
     Tool(
         name="overview_page", title="Overview", compute=compute, available=_available, multi_host=True,
-        formats=("xspace", "chrome_trace"),
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         description="Step time and what it is spent on, top operations and a recommendation.",
     ),
 )

@@ -81,7 +81,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="pod_viewer", title="Pod viewer", compute=compute, available=has_steps_data,
-        formats=("xspace", "chrome_trace"),
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         multi_host=True,
         options=(Option("step", int, -1, "step index to show (-1: every step)"),),
         description="Step breakdown of every host and device side by side.",

@@ -17,7 +17,7 @@ setup(
     packages=find_packages("plugin"),
     package_data={"tbprof": ["static/*", "static/**/*", "protos/*.proto", "protos/*.pyi"]},
     include_package_data=True,
-    python_requires=">=3.10",
+    python_requires=">=3.11",
     install_requires=[
         "tensorboard>=2.15",
         "protobuf>=5.27.2",

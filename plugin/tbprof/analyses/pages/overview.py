@@ -134,6 +134,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "device_collectives_bottleneck": ana["device_collectives_bottleneck"],
         "device_collectives_statement": ana["device_collectives_statement"],
         "precision_statement": precision_statement,
+        # The thresholds behind input_bound, so a page colours its cards by the same rule.
+        "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
     }
     if st.source == "none":
         recommendation["statement"] = st.diagnosis or recommendation["statement"]

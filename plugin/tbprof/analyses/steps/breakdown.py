@@ -60,6 +60,7 @@ INPUT_PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
 # XProf's thresholds (op_stats_to_input_pipeline_analysis.cc), percent of total step time.
 INPUT_HIGH_PERCENT = 20.0
 INPUT_MODERATE_PERCENT = 5.0
+INPUT_THRESHOLDS_PERCENT = {"high": INPUT_HIGH_PERCENT, "moderate": INPUT_MODERATE_PERCENT}
 ALL_OTHER_POTENTIAL_PERCENT = 3.0
 HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
 MODERATE_PERCENT = 3.0

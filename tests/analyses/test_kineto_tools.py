@@ -173,3 +173,24 @@ def test_dataloader_is_input(tmp_path: Path) -> None:
     # 400 us waiting for input (nothing else runs then) -> 40 % of the 1000 us step: input-bound (>= 20 %).
     assert breakdown["input_ms"]["avg"] == pytest.approx(0.4)
     assert result["recommendation"]["input_bound"] == "high"
+
+
+def test_memory_profile_from_memory_events(store: ProfileStore, doc: dict[str, Any]) -> None:
+    from tbprof.analyses.memory import memory_profile
+
+    gpu = [e["args"] for e in doc["traceEvents"]
+           if e.get("name") == "[memory]" and e["args"].get("Device Type") == 1 and e["args"].get("Device Id") == 0]
+    result = memory_profile.compute([store], memory_profile.TOOLS[0].parse_options({}))
+    assert result["memory_id"] == "GPU 0" and "cpu" in result["memory_ids"]
+    a = result["allocators"]["GPU 0"]
+    peak = max(gpu, key=lambda g: g["Total Allocated"])
+    assert a["peak_bytes_in_use"] == peak["Total Allocated"]
+    # Capacity = what the caching allocator reserved at the peak; free = reserved - allocated.
+    assert a["memory_capacity_bytes"] == peak["Total Reserved"]
+    assert a["peak_free_bytes"] == peak["Total Reserved"] - peak["Total Allocated"]
+    assert a["num_allocations"] == sum(1 for g in gpu if g["Bytes"] > 0)
+    assert a["num_deallocations"] == sum(1 for g in gpu if g["Bytes"] < 0)
+    timeline = result["tables"]["timeline"]
+    assert max(timeline.data["in_use_bytes"]) == peak["Total Allocated"]
+    # The breakdown explains the peak: its rows add up to the bytes in use there.
+    assert sum(result["tables"]["breakdown"].data["total_allocation_bytes"]) == peak["Total Allocated"]

@@ -22,9 +22,9 @@ from typing import Any
 import numba
 import numpy as np
 
+from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
-from tbprof.analyses.steps.assignment import steps_of
 from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
 from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES
 from tbprof.domain.event_tree import parent_rows

@@ -1,6 +1,7 @@
 """tbprof: fast profile analysis for TensorFlow / JAX / PyTorch profiler output."""
 
 import os as _os
+from typing import Any
 
 from tbprof.store import paths as _paths
 
@@ -12,7 +13,7 @@ __version__ = "0.1.0"
 _os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     """``tbprof.open`` / ``tbprof.Profile`` (the Python API, ``service/api.py``), imported on first
     use so that ``import tbprof`` (the CLI, the TensorBoard loader) stays cheap."""
     if name in ("open", "Profile"):

@@ -158,6 +158,8 @@ export interface PerformanceSummary {
   input_percent: number;
   host_op_time_percent: number;
   device_op_time_percent: number;
+  host_op_count_percent: number;
+  device_op_count_percent: number;
   host_op_time_eager_percent: number;
   device_op_time_eager_percent: number;
   device_compute_16bit_percent: number;

@@ -101,6 +101,8 @@ class PerformanceSummary(TypedDict):
     input_percent: float
     host_op_time_percent: float
     device_op_time_percent: float
+    host_op_count_percent: float
+    device_op_count_percent: float
     host_op_time_eager_percent: float
     device_op_time_eager_percent: float
     device_compute_16bit_percent: float

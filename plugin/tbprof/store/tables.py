@@ -283,6 +283,8 @@ class ProfileStore:
     # ``deviceProperties`` and ``distributedInfo``, ...).
     metadata: dict[str, Any] = field(default_factory=dict)
     _memo: Memo = field(default_factory=Memo, repr=False)
+    # Set once the service has started this store's background warm-ups (service/profiles.py).
+    warm_started: bool = field(default=False, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:

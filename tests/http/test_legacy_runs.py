@@ -69,8 +69,10 @@ def test_runs_show_each_kind_wherever_it_sits(client: Client) -> None:
     assert {"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "pod_viewer",
             "trace_viewer", "gpu_breakdown"} <= tools["torch/torch_cnn"]
     assert not {"pytorch_kernel_stats", "pytorch_op_stats"} & tools["torch/torch_cnn"]
-    # Nothing PyTorch-only on a TF1 timeline run, nothing TF1-only on a PyTorch run.
-    assert not {"kernel_stats", "gpu_breakdown", "overview_page"} & tools[TIMELINE_RUN]
+    # TF1 timelines: the overview (a step per file) and framework op stats, nothing PyTorch-only;
+    # nothing TF1-only on a PyTorch run.
+    assert {"overview_page", "framework_op_stats"} <= tools[TIMELINE_RUN]
+    assert not {"kernel_stats", "gpu_breakdown", "pod_viewer"} & tools[TIMELINE_RUN]
     assert not {"tf1_steps", "tf1_op_stats", "tf1_memory"} & tools["torch/torch_cnn"]
 
 

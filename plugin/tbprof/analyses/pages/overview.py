@@ -177,7 +177,7 @@ def _available(store: ProfileStore) -> bool:
 TOOLS = (
     Tool(
         name="overview_page", title="Overview", compute=compute, available=_available, multi_host=True,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         description="Step time and what it is spent on, top operations and a recommendation.",
     ),
 )

@@ -33,6 +33,8 @@ import numpy as np
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
+from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
@@ -591,11 +593,53 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     return steps
 
 
+def _tf1_file_step(store: ProfileStore) -> Steps | None:
+    """A TF1 timeline file is one step (``tf.estimator.ProfilerHook`` writes one per traced step).
+
+    The step spans its ops (first op start to last op end, as ``tf1_steps``), numbered by the
+    file name (``timeline-3`` -> 3). Breakdown: device-side ops by XProf's GPU rules, host ops
+    by its CPU rules on the op type (``IteratorGetNext`` waits for input, ``*HtoD`` memcpys are
+    host to device, ...); gaps between ops are "all others".
+    """
+    if not is_tf1_timeline(store):
+        return None
+    ops = [op for op in op_planes(store) if op.rows.shape[0]]
+    if not ops:
+        return None
+    begin = min(int(op.plane.start_ps[op.rows].min()) for op in ops)
+    end = max(int((op.plane.start_ps[op.rows] + op.plane.dur_ps[op.rows]).max()) for op in ops)
+    devices = [store.planes.index(op.plane) for op in ops if op.side == "Device"]
+    typed = _TypedEvents()
+    type_sid = store.stat_id("op")
+    for op in ops:
+        plane, rows = op.plane, op.rows
+        kind = plane.event_stat(type_sid).dense_str(plane.n_events)[rows] if type_sid >= 0 else \
+            np.full(rows.shape[0], -1, np.int32)
+        label = np.where(kind >= 0, kind, plane.name_id[rows]).astype(np.int64)
+        uniq, inv = np.unique(label, return_inverse=True)
+        if op.side == "Device":
+            types = np.array([sb.classify_gpu_event(n, "") for n in store.strings.lookup(uniq)], np.int64)
+        else:
+            types = np.array([sb.classify_cpu_event(n, bool(devices), False) for n in store.strings.lookup(uniq)],
+                             np.int64)
+        typed.add(store.planes.index(plane), plane.start_ps[rows], plane.start_ps[rows] + plane.dur_ps[rows],
+                  types[inv.reshape(-1)], np.zeros(rows.shape[0], np.int64))
+    num = step_of(store.host)
+    steps = _assemble(store, "markers", "timeline_file", f"one step per timeline file: {store.host}", [store.host],
+                      np.array([num if num is not None else 0], np.int64), np.array([begin], np.int64),
+                      np.array([end], np.int64), devices, typed, None, 1, None)
+    steps.diagnosis = ""  # one step per file is what a timeline run is, not a problem
+    return steps
+
+
 def compute_steps(store: ProfileStore) -> Steps:
     devices = device_planes_of(store)
     kineto = _kineto_steps(store, devices)
     if kineto is not None:
         return kineto
+    tf1 = _tf1_file_step(store)
+    if tf1 is not None:
+        return tf1
     found = _marker_steps(store, devices)
     if found is not None:
         groups, candidates, keep, best_b, best_e, typed = found
@@ -661,11 +705,16 @@ def _num_of(name: str, default: int) -> int:
 
 def has_steps_data(store: Any) -> bool:
     """Whether the step pages have anything to show for a store: any XSpace with events; a
-    Chrome trace only when it has PyTorch's ``ProfilerStep#<n>`` markers on its ``/host:CPU``."""
+    Chrome trace when it has PyTorch's ``ProfilerStep#<n>`` markers on its ``/host:CPU`` or is
+    a TF1 timeline file with ops (one step)."""
     fmt = getattr(store, "format", "")
     if fmt == "xspace":
         return bool(store.n_events > 0)
-    if fmt != "chrome_trace" or store.plane(HOST_PLANE) is None:
+    if fmt != "chrome_trace":
+        return False
+    if is_tf1_timeline(store):
+        return any(op.rows.shape[0] for op in op_planes(store))
+    if store.plane(HOST_PLANE) is None:
         return False
     return any(_PROFILER_STEP.fullmatch(text) for text in store.strings.as_list())
 

@@ -1,5 +1,6 @@
 """Browser test: a PyTorch run (Kineto traces, two ranks) on XProf's pages: overview with HTA's
-GPU breakdown, kernel stats, memory profile and pod viewer, drawn from a real WSGI server.
+GPU breakdown, kernel stats, memory profile and pod viewer; and a TF1 timeline run's overview
+(one step per file) and framework op stats; drawn from a real WSGI server.
 
 Expected texts are the backend's numbers formatted as the page formats them
 (``formatPercent``: one decimal; card values), so the test checks that each page shows what
@@ -24,6 +25,7 @@ from .helpers import wait_charts_drawn, wait_ready
 pytestmark = pytest.mark.e2e
 RUN = "torch/torch_ddp"
 SINGLE = "torch/torch_cnn"
+TF1 = "tf1/tf1_timeline"
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> I
     root = tmp_path_factory.mktemp("e2e_torch")
     for name in ("torch_ddp", "torch_cnn"):
         shutil.copytree(sample_profiles / name, root / "logs" / "torch" / name)
+    shutil.copytree(sample_profiles / "tf1_timeline", root / "logs" / "tf1" / "tf1_timeline")
     app = create_app(root / "logs", cache_dir=root / "cache", prefix=PLUGIN_PREFIX, capture_enabled=False)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -133,3 +136,19 @@ def test_pod_viewer_with_gpu_breakdown(page: Any, server: Any) -> None:
     assert result["step_count"] > 0
     page.wait_for_selector('[data-gpu-breakdown="ready"]')
     assert page.locator('[data-gpu-table="comm_comp_overlap"] tbody tr').count() == 2
+
+
+def test_tf1_overview_and_op_stats(page: Any, server: Any) -> None:
+    _open(page, server, run=TF1, host="__all__", tool="overview_page")
+    wait_charts_drawn(page)
+    result = server.json("data", run=TF1, host="__all__", tool="overview_page", rows="0")
+    steps = server.json("data", run=TF1, host="__all__", tool="tf1_steps", rows="0")
+    # The overview's steps are the timeline files, with tf1_steps' step times.
+    assert result["steps"]["step_count"] == steps["step_count"] == 6
+    avg = result["performance_summary"]["step_time_ms"]["avg"]
+    assert avg == steps["average_step_time_ms"]
+    assert page.locator('[data-card="step_time"] .tbp-card-value').inner_text().startswith(f"{avg:.3g} ms")
+    assert page.locator("[data-gpu-breakdown]").count() == 0  # a CPU run: no GPU section
+    _open(page, server, run=TF1, host="__all__", tool="framework_op_stats")
+    page.wait_for_selector('[data-table="ops"] tbody tr')
+    assert page.locator('[data-table="ops"] tbody tr').count() > 0

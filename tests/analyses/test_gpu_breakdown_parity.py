@@ -159,3 +159,38 @@ def test_goldens_are_current(profile: str) -> None:
     finally:
         sys.path.remove(str(GOLDEN))
     assert make_hta_goldens.golden(profile) == _golden(profile)
+
+
+def test_xspace_gpu_profile(profiles_root: Path) -> None:
+    """An XSpace GPU profile (CUPTI events on /device:GPU:n stream lines): HTA cannot read it, so
+    the temporal breakdown is derived here with a plain interval walk over the store's events."""
+    from tbprof.readers.xplane import read_xspace
+    from tests.conftest import xplane_of
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    result = breakdown.compute([store], breakdown.TOOLS[0].parse_options({}))
+    rows = {r["device"]: r for r in _rows(result, "temporal_breakdown")}
+    assert sorted(rows) == ["/device:GPU:0", "/device:GPU:1"]
+    corr = store.stat_id("correlation_id")
+    for device, got in rows.items():
+        plane = store.plane(device)
+        assert plane is not None
+        has = plane.event_stat(corr).dense_int(plane.n_events) >= 0
+        spans = sorted((int(plane.start_ps[i]), int(plane.start_ps[i] + plane.dur_ps[i]))
+                       for i in range(plane.n_events) if has[i])
+        busy, cur_s, cur_e = 0, spans[0][0], spans[0][1]
+        for s, e in spans[1:]:
+            if s > cur_e:
+                busy += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        busy += cur_e - cur_s
+        span = max(e for _, e in spans) - spans[0][0]
+        assert got["kernel_time_us"] == pytest.approx(span / 1e6)
+        assert got["idle_time_percent"] == pytest.approx(100 * (span - busy) / span)
+    # NCCL all-reduces are communication kernels: the overlap table has them on both GPUs.
+    overlap = {r["device"]: r for r in _rows(result, "comm_comp_overlap")}
+    assert all(r["communication_time_us"] > 0 for r in overlap.values())
+    assert result["device_idle_percent"] == pytest.approx(
+        sum(r["idle_time_percent"] for r in rows.values()) / len(rows))

@@ -1,5 +1,9 @@
 """The device activity of one host (rank) as HTA sees it: GPU events, their launches, their kind.
 
+Kineto (PyTorch) traces are HTA's own input; XSpace GPU profiles (CUPTI) are read the same way
+(device events on the ``/device:GPU:n`` stream lines with a ``correlation_id``, launched by the
+host event with the same id), so every format with device events gets the analyses.
+
 HTA (Holistic Trace Analysis 0.5.0) analyses PyTorch (Kineto) traces; its numbers are the
 common language of PyTorch users, so tbprof selects the same events:
 
@@ -31,6 +35,7 @@ COMPUTATION, COMMUNICATION, MEMORY, OTHER = 0, 1, 2, 3
 KIND_NAMES = ("COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER")
 STEP_MARKER = "ProfilerStep"
 _PS_PER_US = 1_000_000
+_DERIVED_LINE_MIN = 0xDEADBEEF  # XProf's derived lines ("XLA Ops", "Steps", ...) are not streams
 # Host calls whose device work HTA's launch statistics measure.
 LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"))
 
@@ -59,6 +64,7 @@ class DeviceActivity:
     launch_start_ps: np.ndarray  # int64, -1 when the launch is not in the trace
     launch_dur_ps: np.ndarray  # int64, -1 when the launch is not in the trace
     launch_name_id: np.ndarray  # int32, -1 when the launch is not in the trace
+    plane: np.ndarray  # int64, the device plane of each event
 
     @property
     def n(self) -> int:
@@ -80,7 +86,7 @@ def _int_column(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 def _empty() -> DeviceActivity:
     z64 = np.zeros(0, np.int64)
     return DeviceActivity(z64, z64, z64, np.zeros(0, np.int8), np.zeros(0, np.int32), z64, z64, z64,
-                          np.zeros(0, np.int32))
+                          np.zeros(0, np.int32), z64)
 
 
 def device_activity(store: ProfileStore) -> DeviceActivity:
@@ -89,10 +95,15 @@ def device_activity(store: ProfileStore) -> DeviceActivity:
 
 
 def has_device_activity(store: object) -> bool:
-    if getattr(store, "format", "") != "chrome_trace":
-        return False
+    fmt = getattr(store, "format", "")
     strings = getattr(store, "strings", None)
-    if strings is None or strings.id("stream") < 0 or strings.id("correlation") < 0:
+    if strings is None:
+        return False
+    if fmt == "chrome_trace" and (strings.id("stream") < 0 or strings.id("correlation") < 0):
+        return False
+    if fmt == "xspace" and strings.id("correlation_id") < 0:
+        return False
+    if fmt not in ("chrome_trace", "xspace"):
         return False
     return device_activity(store).n > 0  # type: ignore[arg-type]
 
@@ -107,15 +118,19 @@ def _inward_us(store: ProfileStore, start_ps: np.ndarray, dur_ps: np.ndarray) ->
     return start, end
 
 
-def _build(store: ProfileStore) -> DeviceActivity:
-    if store.stat_id("stream") < 0 or store.stat_id("correlation") < 0:
-        return _empty()
+# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index);
+# host parts: (start_ps, dur_ps, name_id, correlation).
+_Parts = tuple[list[tuple[np.ndarray, ...]], list[tuple[np.ndarray, ...]]]
+
+
+def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
+    """Kineto: device events carry ``stream`` and ``correlation``; times rounded as HTA does."""
     dev_parts: list[tuple[np.ndarray, ...]] = []
     host_parts: list[tuple[np.ndarray, ...]] = []
     step_starts: list[np.ndarray] = []
     names = store.strings.as_list()
     step_ids = np.array([i for i, n in enumerate(names) if STEP_MARKER in n], dtype=np.int32)
-    for plane in store.planes:
+    for pi, plane in enumerate(store.planes):
         if plane.n_events == 0:
             continue
         stream = _int_column(store, plane, "stream")
@@ -124,7 +139,8 @@ def _build(store: ProfileStore) -> DeviceActivity:
         rows = np.nonzero(is_dev)[0]
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
-            dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows]))
+            dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows],
+                              np.full(rows.shape[0], pi, np.int64)))
         hrows = np.nonzero(~is_dev & (corr >= 0))[0]
         if hrows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[hrows], plane.dur_ps[hrows])
@@ -132,36 +148,78 @@ def _build(store: ProfileStore) -> DeviceActivity:
         if step_ids.shape[0]:
             is_step = np.isin(plane.name_id, step_ids) & ~is_dev
             step_starts.append(plane.start_ps[is_step])
+    # HTA treats the last step as incomplete once there are two or more step names.
+    last = np.concatenate(step_starts) if step_ids.shape[0] >= 2 and step_starts else np.zeros(0, np.int64)
+    return (dev_parts, host_parts), last
+
+
+def _collect_xspace(store: ProfileStore) -> _Parts:
+    """XSpace (CUPTI): events on the stream lines of ``/device:GPU:n`` planes with a
+    ``correlation_id``, launched by the ``/host:CPU`` event with the same ``correlation_id``;
+    the stream is the line id. Times stay exact (nanoseconds): HTA's rounding is a JSON matter."""
+    dev_parts: list[tuple[np.ndarray, ...]] = []
+    host_parts: list[tuple[np.ndarray, ...]] = []
+    sid = store.stat_id("correlation_id")
+    if sid < 0:
+        return dev_parts, host_parts
+    for pi, plane in enumerate(store.planes):
+        if plane.n_events == 0:
+            continue
+        corr = plane.event_stat(sid).dense_int(plane.n_events)
+        if plane.name.startswith("/device:GPU"):
+            line_id = plane.line_ids[plane.line_idx]
+            rows = np.nonzero((corr >= 0) & (line_id < _DERIVED_LINE_MIN))[0]
+            if rows.shape[0]:
+                dev_parts.append((plane.start_ps[rows].astype(np.int64),
+                                  (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64),
+                                  line_id[rows].astype(np.int64), plane.name_id[rows], corr[rows],
+                                  np.full(rows.shape[0], pi, np.int64)))
+        elif plane.name == "/host:CPU":
+            rows = np.nonzero(corr >= 0)[0]
+            if rows.shape[0]:
+                host_parts.append((plane.start_ps[rows].astype(np.int64), plane.dur_ps[rows].astype(np.int64),
+                                   plane.name_id[rows], corr[rows]))
+    return dev_parts, host_parts
+
+
+def _build(store: ProfileStore) -> DeviceActivity:
+    last_steps = np.zeros(0, np.int64)
+    if store.format == "xspace":
+        dev_parts, host_parts = _collect_xspace(store)
+    elif store.stat_id("stream") >= 0 and store.stat_id("correlation") >= 0:
+        (dev_parts, host_parts), last_steps = _collect_kineto(store)
+    else:
+        return _empty()
     if not dev_parts:
         return _empty()
-    d_start, d_end, d_stream, d_name, d_corr = (np.concatenate(c) for c in zip(*dev_parts, strict=True))
+    d_start, d_end, d_stream, d_name, d_corr, d_plane = (np.concatenate(c) for c in zip(*dev_parts, strict=True))
     if host_parts:
         h_start, h_dur, h_name, h_corr = (np.concatenate(c) for c in zip(*host_parts, strict=True))
     else:
         h_start = h_dur = h_corr = np.zeros(0, np.int64)
         h_name = np.zeros(0, np.int32)
-    # HTA treats the last step as incomplete once there are two or more step names.
-    distinct_steps = step_ids.shape[0]
-    if distinct_steps >= 2 and step_starts and sum(s.shape[0] for s in step_starts):
-        last_step_start = int(np.concatenate(step_starts).max())
+    if last_steps.shape[0]:
+        last_step_start = int(last_steps.max())
         keep_host = h_start < last_step_start
         h_start, h_dur, h_name, h_corr = h_start[keep_host], h_dur[keep_host], h_name[keep_host], h_corr[keep_host]
         keep_dev = np.isin(d_corr, h_corr)
-        d_start, d_end, d_stream, d_name, d_corr = (a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr))
+        d_start, d_end, d_stream, d_name, d_corr, d_plane = (
+            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane))
     # Launch of each device event: the host event with its correlation.
     order = np.argsort(h_corr, kind="stable")
     sorted_corr = h_corr[order]
     pos = np.searchsorted(sorted_corr, d_corr)
     pos_c = np.clip(pos, 0, max(sorted_corr.shape[0] - 1, 0))
-    found = (sorted_corr.shape[0] > 0) & (pos < sorted_corr.shape[0])
     if sorted_corr.shape[0]:
-        found = found & (sorted_corr[pos_c] == d_corr)
+        found = (pos < sorted_corr.shape[0]) & (sorted_corr[pos_c] == d_corr)
+        src = order[pos_c]
+        l_start = np.where(found, h_start[src], -1).astype(np.int64)
+        l_dur = np.where(found, h_dur[src], -1).astype(np.int64)
+        l_name = np.where(found, h_name[src], -1).astype(np.int32)
     else:
-        found = np.zeros(d_corr.shape[0], bool)
-    src = order[pos_c] if sorted_corr.shape[0] else np.zeros(d_corr.shape[0], np.int64)
-    l_start = np.where(found, h_start[src] if h_start.shape[0] else 0, -1).astype(np.int64)
-    l_dur = np.where(found, h_dur[src] if h_dur.shape[0] else 0, -1).astype(np.int64)
-    l_name = np.where(found, h_name[src] if h_name.shape[0] else 0, -1).astype(np.int32)
+        l_start = np.full(d_corr.shape[0], -1, np.int64)
+        l_dur = l_start.copy()
+        l_name = np.full(d_corr.shape[0], -1, np.int32)
     # Kind by name, once per distinct name.
     uniq, inv = np.unique(d_name, return_inverse=True)
     kinds = np.array([kernel_kind(n) for n in store.strings.lookup(uniq)], dtype=np.int8)
@@ -171,8 +229,20 @@ def _build(store: ProfileStore) -> DeviceActivity:
         start_ps=d_start[by_start].astype(np.int64), end_ps=d_end[by_start].astype(np.int64),
         stream=d_stream[by_start].astype(np.int64), kind=kind[by_start], name_id=d_name[by_start].astype(np.int32),
         correlation=d_corr[by_start].astype(np.int64), launch_start_ps=l_start[by_start],
-        launch_dur_ps=l_dur[by_start], launch_name_id=l_name[by_start],
+        launch_dur_ps=l_dur[by_start], launch_name_id=l_name[by_start], plane=d_plane[by_start].astype(np.int64),
     )
+
+
+def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, DeviceActivity]]:
+    """The activity of each device plane of the host (HTA's unit: one GPU per rank)."""
+    out = []
+    for pi in np.unique(act.plane).tolist():
+        m = act.plane == pi
+        out.append((store.planes[pi].name, DeviceActivity(
+            start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],
+            name_id=act.name_id[m], correlation=act.correlation[m], launch_start_ps=act.launch_start_ps[m],
+            launch_dur_ps=act.launch_dur_ps[m], launch_name_id=act.launch_name_id[m], plane=act.plane[m])))
+    return out
 
 
 # --- interval arithmetic (vectorised; inputs need not be sorted) -----------------------------

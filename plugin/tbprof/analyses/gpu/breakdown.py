@@ -37,6 +37,7 @@ from tbprof.analyses.gpu.activity import (
     device_activity,
     has_device_activity,
     merge_intervals,
+    per_device,
     union_ps,
 )
 from tbprof.analyses.table import Column, Table
@@ -124,7 +125,10 @@ def communication_percent(act: DeviceActivity) -> float:
 # --- kernel launch statistics -------------------------------------------------------------------
 
 def launches(store: ProfileStore, act: DeviceActivity) -> np.ndarray:
-    """Rows of ``act`` whose launch is one of HTA's launch calls."""
+    """Rows of ``act`` whose launch is one of HTA's launch calls (XSpace: every launch in the
+    profile; its CUPTI launch events carry the kernel's name, not the API call's)."""
+    if store.format == "xspace":
+        return np.nonzero(act.launch_name_id >= 0)[0]
     ids = [store.strings.id(n) for n in LAUNCH_CALLS]
     ids = [i for i in ids if i >= 0]
     if not ids:
@@ -193,8 +197,18 @@ def top_kernels(names: list[str], dur_us: np.ndarray, num_kernels: int, duration
 
 # --- the tool -----------------------------------------------------------------------------------
 
+def _devices(ranked: list[tuple[int, ProfileStore]]) -> list[tuple[int, ProfileStore, str, DeviceActivity]]:
+    """(rank, store, device plane, its activity) for every GPU with device events."""
+    out: list[tuple[int, ProfileStore, str, DeviceActivity]] = []
+    for rank, store in ranked:
+        act = device_activity(store)
+        if act.n:
+            out.extend((rank, store, device, a) for device, a in per_device(store, act))
+    return out
+
+
 TEMPORAL_COLUMNS = [
-    Column("rank", "Rank", "int"), Column("host", "Host", "str"),
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
     Column("idle_time_us", "Idle time", "float", "us"),
     Column("compute_time_us", "Compute time", "float", "us"),
     Column("non_compute_time_us", "Non-compute time", "float", "us"),
@@ -204,7 +218,8 @@ TEMPORAL_COLUMNS = [
     Column("non_compute_time_percent", "Non-compute", "float", "%"),
 ]
 IDLE_COLUMNS = [
-    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("stream", "Stream", "int"),
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
+    Column("stream", "Stream", "int"),
     Column("idle_category", "Idle category", "str", "", "host_wait, kernel_wait or other"),
     Column("idle_time_us", "Idle time", "float", "us"),
     Column("idle_time_ratio", "Share of the stream's idle time", "float"),
@@ -213,12 +228,13 @@ IDLE_COLUMNS = [
     Column("median_us", "Median gap", "float", "us"), Column("max_us", "Max gap", "float", "us"),
 ]
 OVERLAP_COLUMNS = [
-    Column("rank", "Rank", "int"), Column("host", "Host", "str"),
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
     Column("communication_time_us", "Communication time", "float", "us"),
     Column("comp_comm_overlap_percent", "Overlapped by computation", "float", "%"),
 ]
 LAUNCH_SUMMARY_COLUMNS = [
-    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("launches", "Launches", "int"),
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
+    Column("launches", "Launches", "int"),
     Column("mean_cpu_duration_us", "Mean CPU launch duration", "float", "us"),
     Column("max_cpu_duration_us", "Max CPU launch duration", "float", "us"),
     Column("mean_gpu_duration_us", "Mean device duration", "float", "us"),
@@ -231,7 +247,7 @@ LAUNCH_SUMMARY_COLUMNS = [
            "launches whose device work took less time than the launch call itself"),
 ]
 LAUNCH_COLUMNS = [
-    Column("rank", "Rank", "int"), Column("correlation", "Correlation", "int"),
+    Column("rank", "Rank", "int"), Column("device", "Device", "str"), Column("correlation", "Correlation", "int"),
     Column("kernel_name", "Kernel", "str"), Column("launch_name", "Launch call", "str"),
     Column("cpu_duration_us", "CPU duration", "float", "us"),
     Column("gpu_duration_us", "Device duration", "float", "us"),
@@ -243,7 +259,8 @@ TYPE_COLUMNS = [
     Column("percent", "Share", "float", "%", "of the device time of all ranks"),
 ]
 TOP_KERNEL_COLUMNS = [
-    Column("kernel_type", "Kernel type", "str"), Column("rank", "Rank", "int"), Column("name", "Kernel", "str"),
+    Column("kernel_type", "Kernel type", "str"), Column("rank", "Rank", "int"), Column("device", "Device", "str"),
+    Column("name", "Kernel", "str"),
     Column("sum_us", "Total", "float", "us"), Column("max_us", "Max", "float", "us"),
     Column("min_us", "Min", "float", "us"), Column("mean_us", "Mean", "float", "us"),
     Column("stddev_us", "Std. dev.", "float", "us"),
@@ -272,14 +289,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     type_ps: dict[str, int] = {}
     idle_pcts: list[float] = []
     comm_pcts: list[float] = []
-    for rank, store in ranked:
-        act = device_activity(store)
-        if act.n == 0:
-            continue
+    for rank, store, device, act in _devices(ranked):
         t = temporal(act)
-        temporal_rows.append((rank, store.host, t["idle_time_us"], t["compute_time_us"], t["non_compute_time_us"],
-                              t["kernel_time_us"], t["idle_time_percent"], t["compute_time_percent"],
-                              t["non_compute_time_percent"]))
+        temporal_rows.append((rank, store.host, device, t["idle_time_us"], t["compute_time_us"],
+                              t["non_compute_time_us"], t["kernel_time_us"], t["idle_time_percent"],
+                              t["compute_time_percent"], t["non_compute_time_percent"]))
         idle_pcts.append(t["idle_time_percent"])
         comm_pcts.append(communication_percent(act))
         for s in idle_intervals(act, delay_ps):
@@ -288,14 +302,14 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             for c, label in enumerate(IDLE_CATEGORIES):
                 g = gap_us[s["category"] == c]
                 idle_us = float(g.sum())
-                idle_rows.append((rank, store.host, s["stream"], label, idle_us,
+                idle_rows.append((rank, store.host, device, s["stream"], label, idle_us,
                                   idle_us / total_us if total_us else float("nan"), int(g.shape[0]),
                                   float(g.mean()) if g.shape[0] else float("nan"),
                                   float(g.min()) if g.shape[0] else float("nan"),
                                   float(np.median(g)) if g.shape[0] else float("nan"),
                                   float(g.max()) if g.shape[0] else float("nan")))
         comm_us, overlap_pct = comm_comp_overlap(act)
-        overlap_rows.append((rank, store.host, comm_us, overlap_pct))
+        overlap_rows.append((rank, store.host, device, comm_us, overlap_pct))
         rows = launches(store, act)
         cpu_us = act.launch_dur_ps[rows] / _PS_PER_US
         gpu_us = (act.end_ps[rows] - act.start_ps[rows]) / _PS_PER_US
@@ -303,7 +317,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         delay_us = np.maximum(act.start_ps[rows] - launch_end_ps, 0) / _PS_PER_US
         n = int(rows.shape[0])
         nan = float("nan")
-        summary_rows.append((rank, store.host, n, float(cpu_us.mean()) if n else nan, float(cpu_us.max()) if n else nan,
+        summary_rows.append((rank, store.host, device, n, float(cpu_us.mean()) if n else nan,
+                             float(cpu_us.max()) if n else nan,
                              float(gpu_us.mean()) if n else nan, float(delay_us.mean()) if n else nan,
                              float(np.percentile(delay_us, 95)) if n else nan, float(delay_us.max()) if n else nan,
                              int((cpu_us > runtime_cutoff_us).sum()), int((delay_us > launch_delay_cutoff_us).sum()),
@@ -312,8 +327,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         launch_names = store.strings.lookup(act.launch_name_id[rows])
         corr = act.correlation[rows].tolist()
         for i in range(n):
-            launch_rows.append((rank, corr[i], kernel_names[i], launch_names[i], float(cpu_us[i]), float(gpu_us[i]),
-                                float(delay_us[i])))
+            launch_rows.append((rank, device, corr[i], kernel_names[i], launch_names[i], float(cpu_us[i]),
+                                float(gpu_us[i]), float(delay_us[i])))
         for label, ps in type_coverage(act).items():
             type_ps[label] = type_ps.get(label, 0) + ps
         names_all = store.strings.lookup(act.name_id)
@@ -323,7 +338,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             picked = [names_all[i] for i in sel.tolist()]
             for name, total, mx, mn, mean, std, count in top_kernels(picked, dur_all[sel], num_kernels,
                                                                    duration_ratio):
-                top_rows.append((KIND_NAMES[kind], rank, name, total, mx, mn, mean, std, count))
+                top_rows.append((KIND_NAMES[kind], rank, device, name, total, mx, mn, mean, std, count))
     all_ps = sum(type_ps.values())
     type_rows = [(label, ps / _PS_PER_US, 100.0 * ps / all_ps if all_ps else float("nan"))
                  for label, ps in sorted(type_ps.items(), key=lambda kv: -kv[1])]
@@ -345,18 +360,17 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 
 def summary_fields(stores: list[Any]) -> dict[str, Any]:
-    """``device_idle_percent`` (and ``communication_percent`` for several ranks) for `tbprof summary`."""
+    """``device_idle_percent`` (and ``communication_percent`` for several ranks or GPUs) for `tbprof summary`."""
     gpu = [s for s in stores if has_device_activity(s)]
     if not gpu:
         return {}
     idle: list[float] = []
     comm: list[float] = []
-    for s in gpu:
-        act = device_activity(s)
+    for _, _, _, act in _devices(list(enumerate(gpu))):
         idle.append(temporal(act)["idle_time_percent"])
         comm.append(communication_percent(act))
     out: dict[str, Any] = {"device_idle_percent": round(float(np.mean(idle)), 2)}
-    if len(gpu) > 1:
+    if len(idle) > 1:
         out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else 0.0
     return out
 
@@ -373,7 +387,7 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="GPU breakdown (HTA)", compute=compute, available=has_device_activity, options=OPTIONS,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
         description="HTA's temporal, idle-time, overlap, launch and kernel-type breakdowns per rank.",
     ),
 )

@@ -435,6 +435,8 @@ TIMELINE_COLUMNS = [
 ]
 
 BREAKDOWN_COLUMNS = [
+    Column("label", "Allocation", "str", "", "the operation, or \"(unnamed)\" with the allocation's size class "
+                                           "when the event names none (JAX's allocator events)"),
     Column("operation", "Operation", "str"),
     Column("allocation_bytes", "Allocation size", "int", "bytes"),
     Column("requested_bytes", "Requested size", "int", "bytes"),
@@ -446,6 +448,18 @@ BREAKDOWN_COLUMNS = [
     Column("special", "Special", "bool", "", "not an allocation event: stack, or heap the window "
                                                 "does not explain (allocated before the profile)"),
 ]
+
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def size_class(size_bytes: int) -> str:
+    """The power-of-two size class of an allocation, as BFC allocators bin them: "≤128 MiB"."""
+    if size_bytes <= 1:
+        return "≤1 B"
+    exp = (int(size_bytes) - 1).bit_length()  # 2**exp >= size_bytes
+    unit = min(exp // 10, len(_BINARY_UNITS) - 1)
+    return f"≤{2 ** (exp - 10 * unit)} {_BINARY_UNITS[unit]}"
 
 
 def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
@@ -499,6 +513,7 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
         groups[key] = groups.get(key, 0) + 1
     keys = sorted(groups, key=lambda k: (-k[0], -k[1], k[2], k[3], k[4], k[5]))
     values = {
+        "label": [k[2] or f"(unnamed, {size_class(k[0])})" for k in keys],
         "operation": [k[2] for k in keys], "allocation_bytes": [k[0] for k in keys],
         "requested_bytes": [k[1] for k in keys], "occurrences": [groups[k] for k in keys],
         "total_allocation_bytes": [k[0] * groups[k] for k in keys], "region_type": [k[3] for k in keys],

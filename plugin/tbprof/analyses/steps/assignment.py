@@ -726,5 +726,6 @@ def steps_of(store: ProfileStore) -> Steps:
 
 def warm_steps(store: ProfileStore) -> None:
     """Derives the step assignment in the background once a store is loaded (``service/tools.WARMUPS``)."""
-    if getattr(store, "format", "") in ("xspace", "chrome_trace"):
+    fmt = getattr(store, "format", "")
+    if fmt == "xspace" or (fmt == "chrome_trace" and has_steps_data(store)):
         steps_of(store)

@@ -194,3 +194,25 @@ def test_memory_profile_from_memory_events(store: ProfileStore, doc: dict[str, A
     assert max(timeline.data["in_use_bytes"]) == peak["Total Allocated"]
     # The breakdown explains the peak: its rows add up to the bytes in use there.
     assert sum(result["tables"]["breakdown"].data["total_allocation_bytes"]) == peak["Total Allocated"]
+
+
+def test_cpu_only_trace_without_labels(tmp_path: Path) -> None:
+    """A CPU-only PyTorch trace whose processes carry no labels: the process with the operators
+    is the host; two 1000 us steps, each with 600 us of one operator -> 60 % host compute."""
+    events: list[dict[str, Any]] = []
+    for i, t0 in enumerate((0.0, 1000.0)):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i + 1}", "ts": t0, "dur": 1000,
+                       "pid": 7, "tid": 7})
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": t0 + 100, "dur": 600, "pid": 7,
+                       "tid": 7, "args": {"External id": i + 1}})
+    path = tmp_path / "cpu.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = read_chrome_trace(path)
+    assert s.plane("/host:CPU") is not None
+    result = overview.compute([s], {})
+    assert result["run_environment"]["device_type"] == "CPU"
+    assert result["steps"]["step_count"] == 2
+    breakdown = result["performance_summary"]["breakdown_ms"]
+    assert breakdown["host_compute_ms"]["avg"] == pytest.approx(0.6)
+    assert result["top_ops_side"] == "host"
+    assert result["tables"]["top_ops"].data["name"][0] == "aten::add"

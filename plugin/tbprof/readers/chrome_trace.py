@@ -178,6 +178,21 @@ def _name_kineto_planes(store: tables.ProfileStore) -> None:
             plane.plane_stats["process_name"] = plane.name
             plane.name = "/host:CPU"
             host_named = True
+    if not host_named:
+        # Some Kineto versions label no process (CPU-only traces): the host is the process with
+        # the most operators.
+        sid = store.strings.id("cat")
+        cpu_op = store.strings.id("cpu_op")
+        best, most = None, 0
+        for plane in store.planes:
+            if plane.name.startswith("/device:") or sid < 0 or cpu_op < 0:
+                continue
+            n = int((plane.event_stat(sid).dense_str(plane.n_events) == cpu_op).sum())
+            if n > most:
+                best, most = plane, n
+        if best is not None:
+            best.plane_stats["process_name"] = best.name
+            best.name = "/host:CPU"
 
 
 # Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):

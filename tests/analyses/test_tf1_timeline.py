@@ -165,3 +165,31 @@ def test_framework_op_stats_equal_raw_sums(timeline_dir: Path, stores: list[Prof
     for key, (n, us) in got.items():
         assert n == count[key]
         assert us == pytest.approx(total_us[key], abs=1e-3)
+
+
+@pytest.mark.parametrize("step", [1, 4])
+def test_memory_profile_from_allocator_counters(timeline_dir: Path, step: int) -> None:
+    from tbprof.analyses.memory import memory_profile
+
+    events = _events(timeline_dir, step)
+    samples = [e for e in events if e["ph"] == "C"]
+    series: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for e in samples:
+        for name, value in e["args"].items():
+            series[name].append((e["ts"], int(value)))
+    store = read_chrome_trace(timeline_dir / f"timeline-{step}.json")
+    options = memory_profile.TOOLS[0].parse_options({})
+    first = memory_profile.compute([store], options)
+    assert first["memory_ids"] == sorted(series)
+    for allocator, points in series.items():
+        result = memory_profile.compute([store], {**options, "memory_id": allocator})
+        a = result["allocators"][allocator]
+        values = [v for _, v in sorted(points, key=lambda p: p[0])]  # file order within a timestamp
+        assert a["peak_bytes_in_use"] == max(values)
+        assert a["event_count"] == len(values)
+        # A rise of the counter counts as an allocation, a fall as a deallocation.
+        rises = sum(1 for prev, cur in zip([0, *values[:-1]], values, strict=True) if cur > prev)
+        assert a["num_allocations"] == rises
+        assert a["peak_step_id"] == step
+        assert result["tables"]["breakdown"].n_rows == 0  # counters name no allocations
+        assert max(result["tables"]["timeline"].data["in_use_bytes"]) == max(values)

@@ -152,3 +152,13 @@ def test_tf1_overview_and_op_stats(page: Any, server: Any) -> None:
     _open(page, server, run=TF1, host="__all__", tool="framework_op_stats")
     page.wait_for_selector('[data-table="ops"] tbody tr')
     assert page.locator('[data-table="ops"] tbody tr').count() > 0
+
+
+def test_tf1_memory_profile_page(page: Any, server: Any) -> None:
+    _open(page, server, run=TF1, host="timeline-1", tool="memory_profile")
+    wait_charts_drawn(page)
+    result = server.json("data", run=TF1, host="timeline-1", tool="memory_profile", rows="0")
+    options = page.eval_on_selector_all(".tbp-allocator-select option", "os => os.map(o => o.value)")
+    assert options == result["memory_ids"] and len(options) >= 1
+    a = result["allocators"][result["memory_id"]]
+    assert page.locator('[data-card="allocations"] .tbp-card-value').inner_text() == f"{a['num_allocations']}"

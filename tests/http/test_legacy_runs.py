@@ -71,7 +71,7 @@ def test_runs_show_each_kind_wherever_it_sits(client: Client) -> None:
     assert not {"pytorch_kernel_stats", "pytorch_op_stats"} & tools["torch/torch_cnn"]
     # TF1 timelines: the overview (a step per file) and framework op stats, nothing PyTorch-only;
     # nothing TF1-only on a PyTorch run.
-    assert {"overview_page", "framework_op_stats"} <= tools[TIMELINE_RUN]
+    assert {"overview_page", "framework_op_stats", "memory_profile"} <= tools[TIMELINE_RUN]
     assert not {"kernel_stats", "gpu_breakdown", "pod_viewer"} & tools[TIMELINE_RUN]
     assert not {"tf1_steps", "tf1_op_stats", "tf1_memory"} & tools["torch/torch_cnn"]
 

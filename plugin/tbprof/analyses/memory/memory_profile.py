@@ -29,6 +29,8 @@ from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
 from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
+from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
+from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
 
 ALLOCATION = "MemoryAllocation"
@@ -141,6 +143,7 @@ class MemoryEvents:
     store: Any
     plane: Any
     rows: np.ndarray  # event row of each (time-sorted) memory event in the host plane
+    has_allocations: bool = True  # False: samples of a counter, nothing to break the peak down into
 
     def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
@@ -195,7 +198,8 @@ def _step_ids(store: ProfileStore, plane: Plane, t: np.ndarray, own: np.ndarray)
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     """memory id -> that allocator's events (memoised)."""
-    return store.memo(("memory_events",), lambda: _kineto_memory_events(store) or _memory_events(store))
+    return store.memo(("memory_events",), lambda: (_kineto_memory_events(store) or _tf1_memory_events(store)
+                                                   or _memory_events(store)))
 
 
 # --- PyTorch (Kineto) ``[memory]`` events ------------------------------------------------------
@@ -234,6 +238,47 @@ class KinetoMemoryEvents(MemoryEvents):
             "requested_bytes": self.allocation_bytes[idx],
             "op": self.op_names[named], "region": empty, "dtype": empty.copy(), "shape": empty.copy(),
         }
+
+
+def _tf1_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
+    """A TF1 timeline's ``Allocators`` counters (``show_memory=True``): bytes in use per allocator.
+
+    Counters hold no allocation events: a rise counts as an allocation of its size and a fall as
+    a deallocation, there is no breakdown of the peak, and the capacity is not known (free = 0,
+    so the capacity shown is the peak). The file is one step (its number)."""
+    if getattr(store, "format", "") != "chrome_trace":
+        return {}
+    plane = store.plane(ALLOCATORS_PLANE)
+    if plane is None:
+        return {}
+    step = step_of(store.host)
+    out: dict[str, MemoryEvents] = {}
+    for line in sorted(plane.plane_stats.get(COUNTER_LINES_STAT, ())):
+        span = plane.line_rows(int(line))
+        rows = np.arange(span.start, span.stop)
+        name = plane.line_names[line]
+        sid = store.stat_id(name)
+        if rows.shape[0] == 0 or sid < 0:
+            continue
+        values = plane.event_stat(sid).dense_float(plane.n_events)[rows]
+        keep = np.isfinite(values)
+        rows = rows[keep]
+        if rows.shape[0] == 0:
+            continue
+        order = np.argsort(plane.start_ps[rows], kind="stable")
+        rows = rows[order]
+        heap = values[keep][order].astype(np.int64)
+        delta = np.diff(heap, prepend=0)
+        n = rows.shape[0]
+        peak = int(n - 1 - np.argmax(heap[::-1]))  # ties: the last sample, as for allocator events
+        out[name] = KinetoMemoryEvents(
+            memory_id=name, time_ps=plane.start_ps[rows], is_alloc=delta > 0, heap_bytes=heap,
+            stack_bytes=np.zeros(n, np.int64), allocation_bytes=np.abs(delta),
+            address=np.arange(n, dtype=np.int64), step_id=np.full(n, step if step is not None else 0, np.int64),
+            source=np.full(n, -1, np.int64), peak_index=peak, last_trace_index=n - 1, store=store, plane=plane,
+            rows=rows, reserved_bytes=heap.copy(), op_names=np.full(n, "", dtype=object), has_allocations=False,
+        )
+    return out
 
 
 def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -541,7 +586,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     timeline = timeline_table(ev, max_points)
     out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
                breakdown_scope=options.get("breakdown_scope", "step"),
-               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")), "timeline": timeline})
+               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")) if ev.has_allocations
+                       else Table.from_columns(BREAKDOWN_COLUMNS, {c.name: [] for c in BREAKDOWN_COLUMNS}),
+                       "timeline": timeline})
     return out
 
 
@@ -561,7 +608,7 @@ def _positive_int(text: str) -> int:
 TOOLS = (
     Tool(
         name="memory_profile", title="Memory profile", compute=compute,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         available=lambda store: bool(memory_events(store)),
         options=(
             Option("memory_id", str, "", "allocator to show (default: the first memory id)"),

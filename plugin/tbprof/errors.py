@@ -46,3 +46,10 @@ class ProfileReadError(TbprofError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class StorageError(ProfileReadError):
+    """Object storage that cannot be listed or read: bad credentials, a missing bucket, an
+    unreachable endpoint (HTTP 422 with its own ``kind``, CLI exit 2)."""
+
+    kind = "storage_error"

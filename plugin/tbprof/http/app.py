@@ -24,7 +24,9 @@ from tbprof.errors import ProfileReadError, TbprofError
 from tbprof.http import responses
 from tbprof.http.context import AppContext
 from tbprof.http.urls import URL_MAP
+from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
+from tbprof.store.fs import Location
 
 log = logging.getLogger("tbprof")
 
@@ -115,7 +117,8 @@ def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
     return gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0)
 
 
-def create_app(logdir: Path, cache_dir: Path | None = None, prefix: str = "",
-               capture_enabled: bool = True) -> TbprofApp:
-    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir), capture_enabled=capture_enabled)
+def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",
+               capture_enabled: bool = True, executor: Executor | None = None) -> TbprofApp:
+    """The WSGI app; ``executor`` converts a pod's hosts (None: in this process)."""
+    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_enabled)
     return TbprofApp(ctx, prefix=prefix)

@@ -1,8 +1,9 @@
 """Reader of ``*.xplane.pb`` (XSpace) files into a ``ProfileStore``.
 
 The bulky part (events and their stats) is scanned from the wire bytes by
-``wire_scan.scan``; the small parts (plane metadata, line names, hostnames) are parsed by upb
-from the byte spans the scanner recorded. See ``wire_scan`` for why.
+``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); the small parts (plane metadata,
+line names, hostnames) are parsed by upb from the byte spans the scanner recorded. See
+``_core/wire.pyx`` for why.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from pathlib import Path
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tbprof._core import kernels, wire
+from tbprof._core.wire import hash_spans
 from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
-from tbprof.readers import wire_scan, xplane_columns
-from tbprof.readers.wire_scan import hash_spans
+from tbprof.readers import xplane_columns
 from tbprof.store import tables
-from tbprof.store.nesting import nesting_depth
+from tbprof.store.fs import Location, UrlPath
+from tbprof.store.fs import location as as_location
 from tbprof.store.strings import StringTable
 
 
@@ -26,8 +29,10 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def read_file_bytes(path: str | Path) -> bytes:
+def read_file_bytes(path: str | Location) -> bytes:
     """Reads a profile file, refusing one that changes while it is read (still being written)."""
+    if isinstance(path, UrlPath):
+        return _read_url(path)
     path = Path(path)
     try:
         before = os.stat(path)
@@ -42,9 +47,20 @@ def read_file_bytes(path: str | Path) -> bytes:
     return data
 
 
-def read_xspace(path: str | Path, host: str | None = None) -> tables.ProfileStore:
+def _read_url(path: UrlPath) -> bytes:
+    """An object's bytes; its listed size must still hold (an object store has no partial
+    objects, but a rewritten one may differ from what discovery listed)."""
+    listed = path.stat().st_size
+    data = path.read_bytes()
+    if len(data) != listed:
+        raise ProfileReadError(str(path), f"the file changed since it was listed ({listed} bytes listed, "
+                               f"{len(data)} read); reload the page")
+    return data
+
+
+def read_xspace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
     """Reads one ``.xplane.pb`` file. Raises ProfileReadError with a readable reason."""
-    path = Path(path)
+    path = as_location(path)
     data = read_file_bytes(path)
     host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
     return xspace_from_bytes(data, str(path), host_name)
@@ -67,16 +83,20 @@ def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStor
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     try:
-        scanned = wire_scan.scan(data)
-    except wire_scan.WireError as e:
+        scanned = wire.scan(data)
+    except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:
         return _build(data, scanned, source, host)
     except DecodeError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
+    except IndexError as e:
+        # The compiled kernels check every index; one out of range means the file's rows and
+        # metadata disagree (corrupt bytes that still scan), not a bug to report as a 500.
+        raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
-def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tables.ProfileStore:
+def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:
     strings = StringTable()
     owner_kind = sc.spans[:, 0] >> 32
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
@@ -106,7 +126,7 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
 
     # Absolute starts in place; the origin is the earliest event of the whole profile.
-    origin_ps, end_ps = xplane_columns.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
+    origin_ps, end_ps = kernels.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
     span_ps = int(end_ps - origin_ps)
 
     plane_span_rows = np.nonzero(owner_kind == 1)[0]
@@ -190,7 +210,7 @@ def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: n
 
 def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
                  ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire_scan.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
+                 sc: wire.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
     blobs: list[bytes] = []
     stat_ids, stat_names = _stat_name_ids(pmsg, strings)
     stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
@@ -231,7 +251,7 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     meta_idx = meta_in if meta_in.dtype == np.int32 else np.empty(meta_in.shape[0], dtype=np.int32)
     name_id = np.empty(meta_in.shape[0], dtype=np.int32)
     meta_rows = np.arange(meta_ids.shape[0], dtype=np.int32)
-    identity = xplane_columns.finish_events(
+    identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
         xplane_columns.id_lookup(meta_ids, meta_rows, meta_in.shape[0], -1), meta_ids, meta_rows, meta_name_id)
@@ -242,9 +262,8 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
     kind_col = sc.st_kind[st_range]
     values = sc.st_value[st_range]
-    xplane_columns.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
-                                xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids,
-                                stat_names)
+    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
+                         xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids, stat_names)
     _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
     stats = tables.StatTable(owner, stat_id, kind_col, values)
 
@@ -260,7 +279,7 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         stats = tables.StatTable(new_owner[sort], stat_id[sort], kind_col[sort], values[sort])
 
     line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
-    depth = nesting_depth(start_ps, dur_ps, line_offsets)
+    depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     plane = tables.Plane(
         index=pi, id=pmsg.id, name=_text(pmsg.name),

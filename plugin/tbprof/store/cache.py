@@ -6,29 +6,36 @@ browser tabs opening a cold 60 MB profile cost one conversion, not ten.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tbprof.errors import ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.fs import Location, is_url
 from tbprof.store.memory_guard import check_fits
-from tbprof.store.paths import default_cache_dir
+from tbprof.store.paths import default_cache_dir, user_cache_dir
+from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 
-Loader = Callable[[Path], Any]
+# A loader of one kind of location: a reader takes any Location, a test's loader may take a Path.
+L = TypeVar("L", bound=Location)
 
 
 class ProfileCache:
-    def __init__(self, cache_dir: Path | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
                  use_disk: bool = True) -> None:
-        self.cache_dir = cache_dir or default_cache_dir()
-        self.disk = DiskCache(self.cache_dir) if use_disk else None
+        # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
+        explicit = os.environ.get("TBPROF_CACHE_DIR", "")
+        self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
+        self.disk: DiskCache | RemoteCache | None = (
+            open_disk_cache(self.cache_dir, user_cache_dir()) if use_disk else None)
         self.memory_bytes = memory_bytes
         self._lru: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._used_bytes = 0
@@ -37,7 +44,7 @@ class ProfileCache:
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
 
-    def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
+    def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
         key = cache_key(path, kind)
         with self._lock:
@@ -95,7 +102,7 @@ class ProfileCache:
         while self._savers:
             self._savers.pop().join()
 
-    def contains(self, path: Path, kind: str = "xspace") -> bool:
+    def contains(self, path: Location, kind: str = "xspace") -> bool:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
         try:
             key = cache_key(path, kind)

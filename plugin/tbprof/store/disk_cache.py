@@ -22,6 +22,7 @@ import numpy as np
 
 from tbprof import __version__
 from tbprof.store import tables
+from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
 # Bump when the store layout changes, so old entries are ignored.
@@ -32,7 +33,7 @@ _PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "d
 _STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
 
 
-def cache_key(path: Path, extra: str = "") -> str:
+def cache_key(path: Location, extra: str = "") -> str:
     st = path.stat()
     raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]

@@ -11,9 +11,9 @@ json objects per event). The factors below round those up.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from tbprof.errors import ProfileReadError
+from tbprof.store.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
 _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes
@@ -22,7 +22,7 @@ _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a fe
 LIMIT_ENV = "TBPROF_CONVERT_MEMORY_BYTES"
 
 
-def memory_factor(path: Path) -> int:
+def memory_factor(path: Location) -> int:
     name = path.name.lower()
     return next((f for suffix, f in _FACTOR_BY_SUFFIX if name.endswith(suffix)), _DEFAULT_FACTOR)
 
@@ -47,7 +47,7 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def check_fits(path: Path) -> None:
+def check_fits(path: Location) -> None:
     """Raises ProfileReadError naming the sizes when converting ``path`` would not fit."""
     try:
         size = path.stat().st_size

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof._core.kernels import nesting_depth
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.tf_op import name_scopes, parse_tf_op
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore
 
 

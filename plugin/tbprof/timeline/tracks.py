@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tbprof._core.kernels import nesting_depth
 from tbprof.store.markers import is_counter_line
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
 from tbprof.timeline.derived import DerivedEvents, derived_lines, device_plane_lines
 

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import bucket_max, live_at, match_deallocations
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
@@ -53,68 +53,6 @@ DATA_TYPES = ("INVALID", "float", "double", "int32", "uint8", "int16", "int8", "
 
 def data_type_name(code: int) -> str:
     return DATA_TYPES[code] if 0 <= code < len(DATA_TYPES) else f"DT_{code}"
-
-
-@numba.njit(cache=True, nogil=True)
-def _match_deallocations(addr_order: np.ndarray, addr: np.ndarray, is_alloc: np.ndarray) -> np.ndarray:
-    """For each deallocation the allocation it frees (-1 if none); events in address order.
-
-    Per address in time order, the first allocation not yet freed is remembered (a second
-    allocation at a taken address is ignored) and the next deallocation takes it.
-    """
-    source = np.full(addr.shape[0], -1, dtype=np.int64)
-    pending = -1
-    prev_addr = 0
-    for j in range(addr_order.shape[0]):
-        i = addr_order[j]
-        if j == 0 or addr[i] != prev_addr:
-            pending = -1
-            prev_addr = addr[i]
-        if is_alloc[i]:
-            if pending < 0:
-                pending = i
-        elif pending >= 0:
-            source[i] = pending
-            pending = -1
-    return source
-
-
-@numba.njit(cache=True, nogil=True)
-def _live_at(addr_order: np.ndarray, addr: np.ndarray, is_alloc: np.ndarray, alloc_bytes: np.ndarray,
-             upto: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """Allocations live after the events marked ``upto`` (XProf's active-allocation walk).
-
-    Returns the live flags, the bytes of all counted allocations minus deallocations, and the
-    bytes of deallocations whose allocation is not in the window.
-    """
-    live = np.zeros(addr.shape[0], dtype=np.bool_)
-    net = 0
-    unmatched_free = 0
-    pending = -1
-    started = False
-    prev_addr = 0
-    for j in range(addr_order.shape[0]):
-        i = addr_order[j]
-        if not upto[i]:
-            continue
-        if not started or addr[i] != prev_addr:
-            if pending >= 0:
-                live[pending] = True
-            pending = -1
-            prev_addr = addr[i]
-            started = True
-        if is_alloc[i]:
-            pending = i
-            net += alloc_bytes[i]
-        else:
-            if pending >= 0:
-                pending = -1
-            else:
-                unmatched_free += alloc_bytes[i]
-            net -= alloc_bytes[i]
-    if pending >= 0:
-        live[pending] = True
-    return live, net, unmatched_free
 
 
 DETAIL_STATS = ("bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "tf_op",
@@ -336,7 +274,7 @@ def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         out[memory_id] = KinetoMemoryEvents(
             memory_id=memory_id, time_ps=time_ps[idx], is_alloc=is_alloc, heap_bytes=heap[order],
             stack_bytes=np.zeros(idx.shape[0], np.int64), allocation_bytes=np.abs(nbytes[idx]), address=addr,
-            step_id=step, source=_match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
+            step_id=step, source=match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
             peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]), store=store, plane=plane,
             rows=rows[idx], reserved_bytes=st.int("Total Reserved")[idx], op_names=op_names[idx],
         )
@@ -389,7 +327,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         addr = address[idx]
         ev_alloc = is_alloc[idx]
         # A deallocation describes the allocation it frees.
-        source = _match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
+        source = match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
         # Events outside any step take the previous step + 1 (the first ones step 0), as XProf.
         step = step_all[idx]
         valid = step >= 0
@@ -435,19 +373,6 @@ def summarize(ev: MemoryEvents) -> dict[str, Any]:
     }
 
 
-@numba.njit(cache=True, nogil=True)
-def _bucket_max(values: np.ndarray, max_points: int) -> np.ndarray:
-    """Index of the first maximum of each bucket ⌊i·max_points/n⌋ (one pass, no sort)."""
-    n = values.shape[0]
-    out = np.full(max_points, -1, dtype=np.int64)
-    for i in range(n):
-        b = (i * max_points) // n
-        j = out[b]
-        if j < 0 or values[i] > values[j]:
-            out[b] = i
-    return out
-
-
 def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
     """Indices of at most ``max_points`` points: the max of each of equal buckets.
 
@@ -457,7 +382,7 @@ def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
     n = values.shape[0]
     if n <= max_points:
         return np.arange(n)
-    picked = _bucket_max(values, max_points)
+    picked = bucket_max(values, max_points)
     picked[(keep * max_points) // n] = keep
     return picked
 
@@ -534,7 +459,7 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     if scope == "step":
         upto &= ev.step_id == ev.step_id[p]
     addr_order = np.argsort(ev.address, kind="stable")
-    live, net, unmatched_free = _live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
+    live, net, unmatched_free = live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
     rows = np.nonzero(live)[0]
     unexplained = int(ev.heap_bytes[p]) - net - unmatched_free
     d = ev.details(rows)

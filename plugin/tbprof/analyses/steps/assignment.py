@@ -725,7 +725,7 @@ def steps_of(store: ProfileStore) -> Steps:
 
 
 def warm_steps(store: ProfileStore) -> None:
-    """Derives the step assignment in the background once a store is loaded (``service/tools.WARMUPS``)."""
+    """Derives the step assignment in the background once a store is loaded (``service/tools.warmups``)."""
     fmt = getattr(store, "format", "")
     if fmt == "xspace" or (fmt == "chrome_trace" and has_steps_data(store)):
         steps_of(store)

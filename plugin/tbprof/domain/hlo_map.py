@@ -70,10 +70,12 @@ class HloProgram:
     """One HLO module. Instructions are decoded on first lookup: a profile names few of them."""
 
     def __init__(self, program_id: int, module_name: str, instructions: dict[bytes, Any],
-                 module: Any = None) -> None:
+                 module: Any = None, buffer_assignment: Any = None) -> None:
         self.program_id = program_id
         self.module_name = module_name
         self.module = module  # the HloModuleProto (for the cost analysis), None when not kept
+        # The BufferAssignmentProto (memory viewer); None when the proto has none.
+        self.buffer_assignment = buffer_assignment
         self._instructions = instructions  # name (bytes) -> HloInstructionProto
         self._ops: dict[str, HloOp | None] = {}
         self.cost_module: Any = None  # hlo_cost's index of the module, built on first use
@@ -85,6 +87,10 @@ class HloProgram:
 
     def __len__(self) -> int:
         return len(self._instructions)
+
+    def instruction(self, name: str) -> Any:
+        """The HloInstructionProto called ``name`` (None when the module has none)."""
+        return self._instructions.get(name.encode())
 
     def op(self, name: str) -> HloOp | None:
         """The HLO op called ``name`` (None when the module has no such instruction)."""
@@ -114,7 +120,8 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
     for comp in module.computations:
         for ins in comp.instructions:
             instructions.setdefault(ins.name, ins)
-    return HloProgram(program_id, _text(module.name), instructions, module)
+    assignment = proto.buffer_assignment if proto.HasField("buffer_assignment") else None
+    return HloProgram(program_id, _text(module.name), instructions, module, assignment)
 
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:

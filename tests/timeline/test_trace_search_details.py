@@ -187,8 +187,8 @@ def test_step_marker_lists_its_events(stores: dict[str, ProfileStore]) -> None:
 
 def test_pytorch_kernel_details_and_flows(sample_profiles: Path) -> None:
     store = read_chrome_trace(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")))
-    gpu = store.plane("python3 (GPU 0)")
-    cpu = store.plane("python3 (CPU)")
+    gpu = store.plane("/device:GPU:0")
+    cpu = store.plane("/host:CPU")
     assert gpu is not None and cpu is not None
     cat = gpu.event_stat(store.stat_id("cat")).dense_str(gpu.n_events)
     row = int(np.nonzero(cat == store.strings.id("kernel"))[0][0])

@@ -212,3 +212,15 @@ export interface InputPipelineResult {
   recommendations: string[];
   diagnostics: Diagnostics;
 }
+
+/** HTA's GPU breakdowns (``gpu_breakdown``); per-rank numbers are in its tables. */
+export interface GpuBreakdownResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  hosts: string[];
+  ranks: number[];
+  device_idle_percent: number | null;
+  communication_percent: number | null;
+}

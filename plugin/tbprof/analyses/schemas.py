@@ -142,8 +142,18 @@ class InputPipelineResult(ToolEnvelope):
     diagnostics: Diagnostics
 
 
+class GpuBreakdownResult(ToolEnvelope):
+    """HTA's GPU breakdowns (``gpu_breakdown``); per-rank numbers are in its tables."""
+
+    hosts: list[str]
+    ranks: list[int]
+    device_idle_percent: float | None
+    communication_percent: float | None
+
+
 # tool id -> the shape of its answer (tools not named here are checked against ToolEnvelope).
 TOOL_RESULTS: dict[str, type] = {
     "overview_page": OverviewResult,
     "input_pipeline_analyzer": InputPipelineResult,
+    "gpu_breakdown": GpuBreakdownResult,
 }

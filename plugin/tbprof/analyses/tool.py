@@ -61,6 +61,10 @@ class Tool:
     multi_host: bool = False  # accepts several hosts at once ("all hosts")
     aliases: tuple[str, ...] = ()
     formats: tuple[str, ...] = ("xspace",)  # store formats the tool reads
+    # Run kinds (readers/kinds.py) it can have data for; empty: every kind of its formats. Lets a
+    # run list its tools exactly before its files are read (a TF1 timeline and a PyTorch trace
+    # are both Chrome traces, with different tools).
+    kinds: tuple[str, ...] = ()
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -10,6 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from tbprof.analyses.schemas import (
     Diagnostics,
+    GpuBreakdownResult,
     HostError,
     InputPipelineResult,
     InputPipelineVerdict,
@@ -108,7 +109,7 @@ WIRE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
     TableColumnJson, TableJson, TableResponse, HostError, ToolEnvelope, InputThresholds, StepsInfo, Diagnostics,
     NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
-    InputPipelineResult,
+    InputPipelineResult, GpuBreakdownResult,
 )
 # Named literal unions, emitted as TypeScript type aliases.
 WIRE_ALIASES: dict[str, Any] = {"ErrorKind": ErrorKind}

@@ -22,6 +22,11 @@ Mapping (format ``"chrome_trace"``):
   event of one flow chain carries the same ``flow_id``, the chain's order is their time
   order, and the stat ``flow_category`` names the chain's ``cat``.
 
+PyTorch (Kineto) traces: the GPU processes (labelled ``GPU <n>``) become ``/device:GPU:<n>``
+planes and the profiled process (``CPU``) ``/host:CPU``, as in an XSpace, with the
+``deviceProperties`` as plane stats; ``deviceProperties``, ``distributedInfo`` and the
+versions are kept in ``store.metadata``.
+
 Timestamps are microseconds in the format; they are stored as picoseconds relative to the
 earliest event, rounded to the nanosecond: every known producer writes at most three
 decimals, and a float64 holding an epoch-based microsecond timestamp (~1.8e15) cannot
@@ -41,6 +46,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Hashable
@@ -122,7 +128,92 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str) -> tables.Profi
     else:
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
-    return _Builder(source, host).build(events)
+    store = _Builder(source, host).build(events)
+    if isinstance(doc, dict):
+        store.metadata = _trace_metadata(doc)
+    if _is_kineto(store):
+        _name_kineto_planes(store)
+    return store
+
+
+_GPU_LABEL = re.compile(r"GPU (\d{1,4})")
+
+
+def _is_kineto(store: tables.ProfileStore) -> bool:
+    """A PyTorch profiler (Kineto) trace: it says so in its metadata or its event categories."""
+    return "deviceProperties" in store.metadata or store.strings.id("cpu_op") >= 0 or \
+        store.strings.id("gpu_user_annotation") >= 0
+
+
+def _name_kineto_planes(store: tables.ProfileStore) -> None:
+    """XSpace's plane names for Kineto's processes, so the XSpace-shaped analyses find them.
+
+    Kineto labels each GPU's process ``GPU <n>`` (its pid is the device index) and the profiled
+    process ``CPU``: they become ``/device:GPU:<n>`` and ``/host:CPU`` (the first one, when a
+    trace holds several), with the GPU's ``deviceProperties`` as XSpace's plane stats
+    (``gpu_device_name``, ``core_count`` = SMs, ``compute_cap_major/minor``, memory). The
+    process name stays as the plane stat ``process_name``.
+    """
+    props: dict[int, dict[str, Any]] = {}
+    for dev in store.metadata.get("deviceProperties") or []:
+        if isinstance(dev, dict) and isinstance(dev.get("id"), int):
+            props[dev["id"]] = dev
+    host_named = any(p.name == "/host:CPU" for p in store.planes)
+    for plane in store.planes:
+        label = plane.plane_stats.get("process_labels")
+        if not isinstance(label, str):
+            continue
+        m = _GPU_LABEL.fullmatch(label.strip())
+        if m:
+            index = int(m.group(1))
+            plane.plane_stats["process_name"] = plane.name
+            plane.name = f"/device:GPU:{index}"
+            dev = props.get(index, {})
+            for ours, theirs in (("gpu_device_name", "name"), ("core_count", "numSms"),
+                                 ("compute_cap_major", "computeMajor"), ("compute_cap_minor", "computeMinor"),
+                                 ("memory_size_bytes", "totalGlobalMem")):
+                if theirs in dev:
+                    plane.plane_stats[ours] = dev[theirs]
+        elif label.strip() == "CPU" and not host_named:
+            plane.plane_stats["process_name"] = plane.name
+            plane.name = "/host:CPU"
+            host_named = True
+    if not host_named:
+        # Some Kineto versions label no process (CPU-only traces): the host is the process with
+        # the most operators.
+        sid = store.strings.id("cat")
+        cpu_op = store.strings.id("cpu_op")
+        best, most = None, 0
+        for plane in store.planes:
+            if plane.name.startswith("/device:") or sid < 0 or cpu_op < 0:
+                continue
+            n = int((plane.event_stat(sid).dense_str(plane.n_events) == cpu_op).sum())
+            if n > most:
+                best, most = plane, n
+        if best is not None:
+            best.plane_stats["process_name"] = best.name
+            best.name = "/host:CPU"
+
+
+# Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):
+# the GPUs (``deviceProperties``), the rank and process groups (``distributedInfo``), versions.
+_METADATA_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion", "cuda_runtime_version",
+                  "cuda_driver_version", "cupti_version", "displayTimeUnit", "baseTimeNanoseconds", "profile_memory")
+_METADATA_MAX_BYTES = 1 << 20  # a trace is not a metadata store: bound what is kept
+
+
+def _trace_metadata(doc: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _METADATA_KEYS:
+        if key in doc:
+            value = doc[key]
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError):
+                continue
+            if len(text) <= _METADATA_MAX_BYTES:
+                out[key] = json.loads(text)
+    return out
 
 
 def _hashable(value: Any) -> Hashable:

@@ -198,15 +198,15 @@ class Profiles:
 
     def candidate_tools(self, run: Run) -> list[str]:
         fmt = self.store_format(run)
-        return [t.name for t in registry.all_tools() if fmt in t.formats]
+        return [t.name for t in registry.all_tools() if fmt in t.formats and (not t.kinds or run.kind in t.kinds)]
 
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
-        fmt = self.store_format(run)
+        candidates = set(self.candidate_tools(run))
         if len(run.hosts) > 1:
             self.prepare(run, list(run.hosts), self.progress)
         stores = [self.store(run, h) for h in run.hosts]
-        names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
+        names = [t.name for t in registry.all_tools() if t.name in candidates and any(t.available(s) for s in stores)]
         with self._memo_lock:
             self._after_request_stores.extend(stores)
         return names

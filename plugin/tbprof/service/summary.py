@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.legacy import tfprof_views
 from tbprof.analyses.pages.profile_summary import summarize_store
 from tbprof.analyses.pages.summary_fields import step_fields
@@ -17,7 +18,8 @@ from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
 
 # Each adds keys to the summary from the run's stores: fn(stores) -> dict.
-SUMMARY_FIELDS: tuple[Callable[[list[AnyStore]], dict[str, Any]], ...] = (step_fields, tfprof_views.summary_fields)
+SUMMARY_FIELDS: tuple[Callable[[list[AnyStore]], dict[str, Any]], ...] = (
+    step_fields, tfprof_views.summary_fields, gpu_breakdown.summary_fields)
 
 
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:

@@ -34,7 +34,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.pages.inference_profile",
     "tbprof.analyses.pages.tpu_only",
     "tbprof.analyses.pages.profile_summary",
-    "tbprof.analyses.legacy.pytorch_trace",
+    "tbprof.analyses.gpu.breakdown",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

@@ -26,7 +26,7 @@ from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
 # Bump when the store layout changes, so old entries are ignored.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",
                  "name_id", "depth", "line_idx", "meta_ids", "meta_name_id", "meta_display_name_id")
@@ -95,7 +95,8 @@ class DiskCache:
                 "planes": planes_meta,
                 "store": {"source_path": store.source_path, "host": store.host, "format": store.format,
                           "origin_ps": store.origin_ps, "span_ps": store.span_ps, "hostnames": store.hostnames,
-                          "errors": store.errors, "warnings": store.warnings},
+                          "errors": store.errors, "warnings": store.warnings,
+                          "metadata": store.metadata},
             }
             with open(tmp / "meta.pkl", "wb") as f:
                 pickle.dump(meta, f, protocol=pickle.HIGHEST_PROTOCOL)

@@ -242,6 +242,9 @@ class ProfileStore:
     hostnames: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Profile-level facts a reader found outside the events, JSON-able (Kineto's
+    # ``deviceProperties`` and ``distributedInfo``, ...).
+    metadata: dict[str, Any] = field(default_factory=dict)
     _memo: Memo = field(default_factory=Memo, repr=False)
     # Set once the service has started this store's background warm-ups (service/profiles.py).
     warm_started: bool = field(default=False, repr=False, compare=False)

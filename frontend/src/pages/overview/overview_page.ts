@@ -7,6 +7,7 @@ import { h } from "../../widgets/dom";
 import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
+import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
@@ -62,6 +63,7 @@ function render(ctx: PageContext): void {
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
   el.appendChild(environment(env, hasDevice ? pct : {}));
+  appendGpuBreakdown(ctx, el);
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
 

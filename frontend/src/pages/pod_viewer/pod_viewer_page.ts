@@ -9,6 +9,7 @@ import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { list, obj, objs, type Obj, str } from "../fields";
+import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { registerPage } from "../registry";
 import { STEP_CATEGORIES } from "../steps_common";
 import { ALL_DEVICES, columnLabel, shownColumns } from "./pod_columns";
@@ -154,6 +155,7 @@ function render(ctx: PageContext): void {
   });
   draw(initial);
   if (result.tables.pod_stats) el.appendChild(tableWidget(ctx, "pod_stats", { title: "Every step, host and device" }).el);
+  appendGpuBreakdown(ctx, el);
 }
 
 // The step slider replaces the backend's `step` option (every step comes in one response).

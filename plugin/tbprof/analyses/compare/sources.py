@@ -3,7 +3,7 @@
 ``compare`` reads steps like ``overview_page`` gives them, ops like ``framework_op_stats``,
 kernels like ``kernel_stats`` and memory like ``memory_profile``. Other run kinds have their
 own tools for the same questions (TF1 timelines: ``tf1_steps``, ``tf1_op_stats``,
-``tf1_memory``; PyTorch traces: ``pytorch_op_stats``, ``pytorch_kernel_stats``); the adapters
+``tf1_memory``); the adapters
 below restate their results in the XSpace tools' shape, so a TF1 timeline run compares
 against an XSpace run. Parts no tool answers for a kind are reported as unavailable.
 """
@@ -22,7 +22,8 @@ SOURCES: dict[str, dict[str, str]] = {
                "memory": "memory_profile"},
     "tf1_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
     "tfprof_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
-    "pytorch": {"ops": "pytorch_op_stats", "kernels": "pytorch_kernel_stats"},
+    # PyTorch runs have XProf's tools (Kineto steps, op metrics and kernel reports).
+    "pytorch": {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats"},
 }
 # Kinds whose hosts are the steps of one run (a file per step): compared as a whole.
 WHOLE_RUN_KINDS = ("tf1_timeline", "tfprof_timeline")
@@ -76,35 +77,8 @@ def _tf1_memory(r: dict[str, Any]) -> dict[str, Any]:
             "memory_id": None, "tables": {}}
 
 
-def _pytorch_op_stats(r: dict[str, Any]) -> dict[str, Any]:
-    t: Table = r["tables"]["operators"]
-    names = np.asarray(t.data["operator"], dtype=object)
-    calls = np.asarray(t.data["calls"], np.int64)
-    host_self = np.asarray(t.data["host_self_us"], np.float64)
-    dev_self = np.asarray(t.data["device_self_us"], np.float64)
-    on_dev = dev_self > 0
-    n_host, n_dev = names.shape[0], int(on_dev.sum())
-    ops = Table.from_columns(
-        [Column("host_or_device", "Host/device", "str"), Column("type", "Operation type", "str"),
-         Column("operation", "Operation", "str"), Column("occurrences", "Occurrences", "int"),
-         Column("total_self_time_us", "Total self-time", "float", "us")],
-        {"host_or_device": ["Host"] * n_host + ["Device"] * n_dev,
-         # PyTorch operators have no separate type: the operator is its own type.
-         "type": np.concatenate([names, names[on_dev]]), "operation": np.concatenate([names, names[on_dev]]),
-         "occurrences": np.concatenate([calls, calls[on_dev]]),
-         "total_self_time_us": np.concatenate([host_self, dev_self[on_dev]])})
-    return {"host": r.get("host", ""), "tables": {"ops": ops}}
-
-
-def _pytorch_kernel_stats(r: dict[str, Any]) -> dict[str, Any]:
-    t: Table = r["tables"]["kernels"]
-    return {"host": r.get("host", ""), "has_gpu_kernels": t.n_rows > 0, "tables": {"kernels": t}}
-
-
 _ADAPTERS = {
     "tf1_steps": _tf1_steps,
     "tf1_op_stats": _tf1_op_stats,
     "tf1_memory": _tf1_memory,
-    "pytorch_op_stats": _pytorch_op_stats,
-    "pytorch_kernel_stats": _pytorch_kernel_stats,
 }

@@ -16,7 +16,6 @@ These tools take one or several step files (``host=__all__``): each file is a st
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,60 +25,9 @@ import numpy as np
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_tree import parent_rows, self_time_ps
+from tbprof.domain.tf1_planes import ALLOCATORS_PLANE, is_tf1_timeline, op_planes
 from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
-
-_COMPUTE_SUFFIX = " Compute"
-_TFPROF_PREFIXES = ("Op scheduling threads: ", "Op execution threads: ")
-ALLOCATORS_PLANE = "Allocators"
-_PER_STREAM = re.compile(r"stream:\d+", re.I)
-_ACCELERATOR = re.compile(r"(gpu|tpu)", re.I)
-
-
-def op_device(plane_name: str) -> str | None:
-    """The device of an op process (``/job:.../device:CPU:0 Compute`` -> ``/job:.../device:CPU:0``)."""
-    if plane_name.endswith(_COMPUTE_SUFFIX):
-        return plane_name[: -len(_COMPUTE_SUFFIX)]
-    for prefix in _TFPROF_PREFIXES:
-        if plane_name.startswith(prefix):
-            return plane_name[len(prefix):]
-    return None
-
-
-def is_tf1_timeline(store: Any) -> bool:
-    planes = getattr(store, "planes", None)
-    if getattr(store, "format", "") != "chrome_trace" or not planes:
-        return False
-    return any(op_device(p.name) is not None or p.name == ALLOCATORS_PLANE for p in planes)
-
-
-@dataclass
-class OpPlane:
-    plane: Plane
-    device: str
-    side: str  # "Host" | "Device"
-    rows: np.ndarray  # op event rows (counter lines excluded)
-
-
-def op_planes(store: ProfileStore) -> list[OpPlane]:
-    devices = [(p, op_device(p.name)) for p in store.planes]
-    named = [(p, d) for p, d in devices if d is not None]
-    has_all_stream = {d.lower().split("/stream", 1)[0] for _, d in named if "stream:all" in d.lower()}
-    out = []
-    for plane, device in named:
-        low = device.lower()
-        if _PER_STREAM.search(low) and low.split("/stream", 1)[0] in has_all_stream:
-            continue  # repeats the stream:all process
-        if "stream" in low or "memcpy" in low:
-            side = "Device"
-        elif _ACCELERATOR.search(low) and low not in has_all_stream:
-            side = "Device"
-        else:
-            side = "Host"
-        counters = set(plane.plane_stats.get(COUNTER_LINES_STAT, ()))
-        keep = ~np.isin(plane.line_idx, np.asarray(sorted(counters), dtype=np.int32))
-        out.append(OpPlane(plane, device, side, np.nonzero(keep)[0]))
-    return out
 
 
 @dataclass
@@ -351,16 +299,19 @@ TOOLS = (
     Tool(
         name="tf1_steps", title="Step time (timelines)", compute=steps_compute, available=is_tf1_timeline,
         multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Step time of each TF1 timeline step file, as a chart across steps.",
     ),
     Tool(
         name="tf1_op_stats", title="TensorFlow stats (timelines)", compute=op_stats_compute,
         available=is_tf1_timeline, multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Time per TensorFlow op over the chosen TF1 timeline steps, host and device.",
     ),
     Tool(
         name="tf1_memory", title="Allocator memory (timelines)", compute=memory_compute,
         available=_has_allocators, multi_host=True, formats=("chrome_trace",),
+        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
         description="Bytes in use per allocator over each step (timelines written with show_memory=True).",
     ),
 )

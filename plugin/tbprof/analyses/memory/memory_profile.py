@@ -22,11 +22,15 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import bucket_max, live_at, match_deallocations
+from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
 from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
 from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, compute_groups, event_groups
+from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
+from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
+from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
 
 ALLOCATION = "MemoryAllocation"
@@ -77,6 +81,7 @@ class MemoryEvents:
     store: Any
     plane: Any
     rows: np.ndarray  # event row of each (time-sorted) memory event in the host plane
+    has_allocations: bool = True  # False: samples of a counter, nothing to break the peak down into
 
     def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
@@ -157,7 +162,149 @@ def _grouped_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, on_gp
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     """memory id -> that allocator's events (memoised)."""
-    return store.memo(("memory_events",), lambda: _memory_events(store))
+    return store.memo(("memory_events",), lambda: (_kineto_memory_events(store) or _tf1_memory_events(store)
+                                                   or _memory_events(store)))
+
+
+# --- PyTorch (Kineto) ``[memory]`` events ------------------------------------------------------
+
+KINETO_MEMORY = "[memory]"
+# c10::DeviceType: kCPU = 0, kCUDA = 1. "cpu" as XProf names the host allocator (and it sorts
+# after the GPUs, so the page opens on a GPU).
+_KINETO_DEVICE_TYPES = {0: "cpu", 1: "GPU"}
+
+
+@dataclass
+class KinetoMemoryEvents(MemoryEvents):
+    """A PyTorch caching allocator's events: ``[memory]`` instants on the host threads.
+
+    Each carries ``Bytes`` (+ allocated, - freed), ``Addr``, ``Total Allocated`` and ``Total
+    Reserved`` after the event, and ``Device Type`` / ``Device Id``. Mapped onto XProf's
+    allocator: heap = allocated, stack = 0, free = reserved - allocated (memory the caching
+    allocator holds but no tensor uses), capacity = reserved at the peak; the operation is the
+    operator (``cpu_op``) the event happened in. PyTorch records no fragmentation, data type or
+    shape.
+    """
+
+    reserved_bytes: np.ndarray | None = None
+    op_names: np.ndarray | None = None  # object, per event
+
+    def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        idx = np.asarray(idx, dtype=np.int64)
+        named = np.where(self.source[idx] >= 0, self.source[idx], idx)
+        assert self.reserved_bytes is not None and self.op_names is not None
+        n = idx.shape[0]
+        empty = np.full(n, "", dtype=object)
+        return {
+            "free_bytes": np.maximum(self.reserved_bytes[idx] - self.heap_bytes[idx], 0),
+            "fragmentation": np.full(n, np.nan),
+            "peak_bytes_in_use": np.maximum.accumulate(self.heap_bytes)[idx],
+            "requested_bytes": self.allocation_bytes[idx],
+            "op": self.op_names[named], "region": empty, "dtype": empty.copy(), "shape": empty.copy(),
+        }
+
+
+def _tf1_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
+    """A TF1 timeline's ``Allocators`` counters (``show_memory=True``): bytes in use per allocator.
+
+    Counters hold no allocation events: a rise counts as an allocation of its size and a fall as
+    a deallocation, there is no breakdown of the peak, and the capacity is not known (free = 0,
+    so the capacity shown is the peak). The file is one step (its number)."""
+    if getattr(store, "format", "") != "chrome_trace":
+        return {}
+    plane = store.plane(ALLOCATORS_PLANE)
+    if plane is None:
+        return {}
+    step = step_of(store.host)
+    out: dict[str, MemoryEvents] = {}
+    for line in sorted(plane.plane_stats.get(COUNTER_LINES_STAT, ())):
+        span = plane.line_rows(int(line))
+        rows = np.arange(span.start, span.stop)
+        name = plane.line_names[line]
+        sid = store.stat_id(name)
+        if rows.shape[0] == 0 or sid < 0:
+            continue
+        values = plane.event_stat(sid).dense_float(plane.n_events)[rows]
+        keep = np.isfinite(values)
+        rows = rows[keep]
+        if rows.shape[0] == 0:
+            continue
+        order = np.argsort(plane.start_ps[rows], kind="stable")
+        rows = rows[order]
+        heap = values[keep][order].astype(np.int64)
+        delta = np.diff(heap, prepend=0)
+        n = rows.shape[0]
+        peak = int(n - 1 - np.argmax(heap[::-1]))  # ties: the last sample, as for allocator events
+        out[name] = KinetoMemoryEvents(
+            memory_id=name, time_ps=plane.start_ps[rows], is_alloc=delta > 0, heap_bytes=heap,
+            stack_bytes=np.zeros(n, np.int64), allocation_bytes=np.abs(delta),
+            address=np.arange(n, dtype=np.int64), step_id=np.full(n, step if step is not None else 0, np.int64),
+            source=np.full(n, -1, np.int64), peak_index=peak, last_trace_index=n - 1, store=store, plane=plane,
+            rows=rows, reserved_bytes=heap.copy(), op_names=np.full(n, "", dtype=object), has_allocations=False,
+        )
+    return out
+
+
+def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
+    if getattr(store, "format", "") != "chrome_trace":
+        return {}
+    plane = store.plane(HOST_PLANE)
+    mem_id = store.strings.id(KINETO_MEMORY)
+    if plane is None or mem_id < 0:
+        return {}
+    rows = np.nonzero(plane.name_id == mem_id)[0]
+    if rows.shape[0] == 0:
+        return {}
+    st = RowStats(store, plane, rows, ("Bytes", "Addr", "Total Allocated", "Total Reserved", "Device Type",
+                                       "Device Id"))
+    nbytes = st.int("Bytes")
+    dev_type, dev_id = st.int("Device Type", missing=-1), st.int("Device Id", missing=-1)
+    # The operator an event happened in: its closest enclosing cpu_op on the thread.
+    parent = parent_rows(plane)
+    cat_sid = store.stat_id("cat")
+    cat = plane.event_stat(cat_sid).dense_str(plane.n_events) if cat_sid >= 0 else np.full(plane.n_events, -1)
+    is_op = cat == store.strings.id("cpu_op")
+    owner = parent[rows]
+    for _ in range(64):  # climb past annotations; nesting is shallow
+        climb = (owner >= 0) & ~is_op[np.maximum(owner, 0)]
+        if not climb.any():
+            break
+        owner = np.where(climb, parent[np.maximum(owner, 0)], owner)
+    op_names = np.array([store.strings[int(plane.name_id[o])] if o >= 0 and is_op[o] else "" for o in owner.tolist()],
+                        dtype=object)
+    steps = steps_of(store)
+    time_ps = plane.start_ps[rows]
+    k = np.searchsorted(steps.begin_ps, time_ps, side="right") - 1
+    in_step = (k >= 0) & (time_ps < steps.end_ps[np.maximum(k, 0)]) if steps.n_steps else np.zeros(rows.shape[0], bool)
+    step_all = np.where(in_step, steps.step_nums[np.maximum(k, 0)] if steps.n_steps else -1, -1)
+    out: dict[str, MemoryEvents] = {}
+    keys = sorted({(int(t), int(d)) for t, d in zip(dev_type.tolist(), dev_id.tolist(), strict=True)})
+    for t, d in keys:
+        label = _KINETO_DEVICE_TYPES.get(t, f"device type {t}")
+        memory_id = label if t == 0 else f"{label} {d}"
+        sel = np.nonzero((dev_type == t) & (dev_id == d))[0]  # trace order
+        heap = st.int("Total Allocated")[sel]
+        peak_trace = int(sel.shape[0] - 1 - np.argmax(heap[::-1]))
+        order = np.argsort(time_ps[sel], kind="stable")
+        idx = sel[order]
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.shape[0])
+        addr = st.int("Addr")[idx]
+        is_alloc = nbytes[idx] > 0
+        step = step_all[idx]
+        valid = step >= 0
+        if not valid.all():
+            last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
+            prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
+            step = np.where(valid, step, prev + 1)
+        out[memory_id] = KinetoMemoryEvents(
+            memory_id=memory_id, time_ps=time_ps[idx], is_alloc=is_alloc, heap_bytes=heap[order],
+            stack_bytes=np.zeros(idx.shape[0], np.int64), allocation_bytes=np.abs(nbytes[idx]), address=addr,
+            step_id=step, source=match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
+            peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]), store=store, plane=plane,
+            rows=rows[idx], reserved_bytes=st.int("Total Reserved")[idx], op_names=op_names[idx],
+        )
+    return out
 
 
 def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -390,7 +537,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     timeline = timeline_table(ev, max_points)
     out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
                breakdown_scope=options.get("breakdown_scope", "step"),
-               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")), "timeline": timeline})
+               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")) if ev.has_allocations
+                       else Table.from_columns(BREAKDOWN_COLUMNS, {c.name: [] for c in BREAKDOWN_COLUMNS}),
+                       "timeline": timeline})
     return out
 
 
@@ -410,6 +559,7 @@ def _positive_int(text: str) -> int:
 TOOLS = (
     Tool(
         name="memory_profile", title="Memory profile", compute=compute,
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         available=lambda store: bool(memory_events(store)),
         options=(
             Option("memory_id", str, "", "allocator to show (default: the first memory id)"),

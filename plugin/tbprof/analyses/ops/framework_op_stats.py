@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.ops import kineto_ops, tf1_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
@@ -173,10 +174,16 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     }
 
 
+def _available(store: ProfileStore) -> bool:
+    return getattr(store, "format", "") == "xspace" or kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store)
+
+
 TOOLS = (
     Tool(
-        name="framework_op_stats", title="Framework op stats", compute=compute, aliases=("tensorflow_stats",),
-        multi_host=True,
+        name="framework_op_stats", title="Framework op stats", compute=compute,
+        aliases=("tensorflow_stats", "pytorch_op_stats"),  # pytorch_op_stats: until the next release
+        multi_host=True, formats=("xspace", "chrome_trace"),
+        kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"), available=_available,
         options=(Option("include_idle", parse_bool, False,
                                  "include the IDLE row of each side (time with no op running)"),),
         description="Time per TensorFlow/JAX op on the host and on the devices: every op, sortable, filterable.",

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.op_metrics import device_events
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -53,6 +54,17 @@ def kernel_uses_tensorcore(kernel_name: str) -> bool:
 
 def op_tensorcore_eligible(op_name: str) -> bool:
     return op_name.endswith(_ELIGIBLE_SUFFIXES) or any(p in op_name for p in _ELIGIBLE_CONTAINS)
+
+
+# PyTorch operators that run matrix multiplies or convolutions, the ops TensorCores serve
+# (the PyTorch counterpart of XProf's TensorFlow list above).
+_TORCH_ELIGIBLE_PREFIXES = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
+                            "aten::einsum", "aten::conv", "aten::cudnn_conv", "aten::_conv", "aten::convolution",
+                            "aten::_scaled_mm", "aten::lstm", "aten::gru", "aten::_cudnn_rnn", "aten::addbmm")
+
+
+def torch_op_tensorcore_eligible(op_name: str) -> bool:
+    return op_name.startswith(_TORCH_ELIGIBLE_PREFIXES)
 
 
 def einsum_tensorcore_eligible(equation: str) -> bool:
@@ -153,7 +165,27 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
             op_list.append(name)
         return k
 
-    for dev in device_events(store):
+    if kineto_ops.is_kineto(store):
+        for plane, rows, launch, ops in kineto_ops.kernel_launches(store):
+            lps = [LaunchParams(*t) for t in launch]
+            codes = np.empty(rows.shape[0], dtype=np.int64)
+            op_codes = np.empty(rows.shape[0], dtype=np.int64)
+            elig_rows = np.empty(rows.shape[0], dtype=bool)
+            for j, (lp, op_name, nid) in enumerate(zip(lps, ops, plane.name_id[rows].tolist(), strict=True)):
+                pk = params_index.get(lp)
+                if pk is None:
+                    pk = params_index[lp] = len(params_list)
+                    params_list.append(lp)
+                    occupancy_first.append(lp.occupancy_pct)
+                codes[j] = pk
+                op_codes[j] = op_key(op_name)
+                elig_rows[j] = torch_op_tensorcore_eligible(op_name) or kernel_uses_tensorcore(strings[nid])
+            names.append(plane.name_id[rows].astype(np.int64))
+            params_ids.append(codes)
+            op_keys.append(op_codes)
+            eligible.append(elig_rows)
+            dur_ns.append(plane.dur_ps[rows] // 1000)
+    for dev in ([] if kineto_ops.is_kineto(store) else device_events(store)):
         plane, st = dev.plane, dev.stats
         kd = st.str_id("kernel_details")
         keep = (kd > 0) & (plane.dur_ps[dev.rows] // 1000 > 0)
@@ -318,6 +350,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True,
+        aliases=("pytorch_kernel_stats",),  # PyTorch's former id, until the next release
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
         description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",
     ),

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import walk_activities
+from tbprof.analyses.ops import kineto_ops, tf1_ops
 from tbprof.domain import tf_op
 from tbprof.domain.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
 from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
@@ -133,6 +134,10 @@ def host_op_metrics(store: ProfileStore) -> OpMetricsDb:
 
 
 def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    if kineto_ops.is_kineto(store):
+        return OpMetricsDb(**kineto_ops.host_ops(store))
+    if tf1_ops.is_tf1_timeline(store):
+        return OpMetricsDb(**tf1_ops.side_ops(store, "Host"))
     plane = store.plane(HOST_PLANE)
     if plane is None or plane.n_events == 0:
         return OpMetricsDb.empty()
@@ -393,6 +398,10 @@ def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, 
 
 
 def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    if kineto_ops.is_kineto(store):
+        return OpMetricsDb(**kineto_ops.device_ops(store))
+    if tf1_ops.is_tf1_timeline(store):
+        return OpMetricsDb(**tf1_ops.side_ops(store, "Device"))
     ev = device_op_events(store)
     n_keys = len(ev.op_name)
     if n_keys == 0:
@@ -491,6 +500,8 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
 
 
 def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
+    if kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store):  # already framework ops
+        return device_op_metrics(store)
     return store.memo(("op_metrics", "device_framework"), lambda: framework_ops(device_op_metrics(store)))
 
 
@@ -505,13 +516,16 @@ def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:
         return single(stores[0])
     if side == "host":
         return combine([host_op_metrics(s) for s in stores])
+    if side == "device_framework" and all(kineto_ops.is_kineto(s) or tf1_ops.is_tf1_timeline(s) for s in stores):
+        return combine([device_framework_op_metrics(s) for s in stores])
     device = combine([device_op_metrics(s) for s in stores])
     return framework_ops(device) if side == "device_framework" else device
 
 
 def warm_op_metrics(store: ProfileStore) -> None:
     """Per-op times feed the overview, TF stats and op profile: derive them once a store loads."""
-    if getattr(store, "format", "") != "xspace":
+    if getattr(store, "format", "") != "xspace" and not (kineto_ops.is_kineto(store)
+                                                           or tf1_ops.is_tf1_timeline(store)):
         return
     host_op_metrics(store)
     device_framework_op_metrics(store)

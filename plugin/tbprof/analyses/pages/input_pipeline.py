@@ -16,6 +16,7 @@ import numpy as np
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.pages.overview import diagnostics
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -155,7 +156,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="input_pipeline_analyzer", title="Input pipeline analyzer", compute=compute,
-        available=lambda store: store.n_events > 0, multi_host=True,
+        available=has_steps_data, multi_host=True, formats=("xspace", "chrome_trace"),
+        kinds=("xspace", "pytorch"),
         description="Whether steps wait for input, and which input operations take the host's time.",
     ),
 )

@@ -11,6 +11,7 @@ from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.pages.profile_summary import device_type
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -172,12 +173,13 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 
 def _available(store: ProfileStore) -> bool:
-    return store.n_events > 0
+    return has_steps_data(store)
 
 
 TOOLS = (
     Tool(
         name="overview_page", title="Overview", compute=compute, available=_available, multi_host=True,
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         description="Step time and what it is spent on, top operations and a recommendation.",
     ),
 )

@@ -16,6 +16,7 @@ import numpy as np
 
 from tbprof.analyses.pages.overview import diagnostics, run_environment
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool
@@ -79,7 +80,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 TOOLS = (
     Tool(
-        name="pod_viewer", title="Pod viewer", compute=compute, available=lambda store: store.n_events > 0,
+        name="pod_viewer", title="Pod viewer", compute=compute, available=has_steps_data,
+        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         multi_host=True,
         options=(Option("step", int, -1, "step index to show (-1: every step)"),),
         description="Step breakdown of every host and device side by side.",

@@ -23,6 +23,7 @@ last are dropped, because a profile window usually cuts them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ import numpy as np
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
+from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
@@ -464,8 +467,179 @@ def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any
         "taken as one step"), None
 
 
+# PyTorch profiler (Kineto) step markers: ``ProfilerStep#<n>`` record_function spans.
+_PROFILER_STEP = re.compile(r"ProfilerStep#(\d{1,18})")
+# PyTorch's DataLoader iteration span: the step waits for its next batch inside it.
+DATALOADER_PREFIX = "enumerate(DataLoader)"
+_DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+def _kineto_gpu_type(name: str) -> int:
+    """XProf's device event type of a Kineto device event (``Memcpy HtoD (Pageable -> Device)``)."""
+    if name.startswith("Memcpy "):
+        name = "Memcpy" + name[len("Memcpy "):]
+    return sb.classify_gpu_event(name, "")
+
+
+def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
+    """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
+
+    A step starts at its host marker and ends at the later of the host marker's end and the
+    end of the device work launched inside it (Kineto's ``gpu_user_annotation`` of the same
+    name, and the device events whose launch, linked by ``correlation``, starts in the marker),
+    but never after the next step starts. Breakdown (XProf's event types): device events by
+    XProf's GPU rules (NCCL kernels are collectives, memcpys by direction), the host's
+    DataLoader spans (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA
+    runtime/driver calls that launch device work are kernel launch, other operators host
+    compute; overlapping time counts once for the highest-priority type, as in XProf.
+    """
+    if store.format != "chrome_trace":
+        return None
+    host = store.plane(HOST_PLANE)
+    if host is None or host.n_events == 0:
+        return None
+    step_ids: dict[int, int] = {}
+    for sid, text in enumerate(store.strings.as_list()):
+        m = _PROFILER_STEP.fullmatch(text)
+        if m:
+            step_ids[sid] = int(m.group(1))
+    if not step_ids:
+        return None
+    ids = np.fromiter(step_ids, dtype=np.int64)
+    rows = np.nonzero(np.isin(host.name_id, ids))[0]
+    if rows.shape[0] == 0:
+        return None
+    nums_all = np.array([step_ids[int(i)] for i in host.name_id[rows].tolist()], dtype=np.int64)
+    # One marker per step number (the longest, should a trace repeat one).
+    o = np.lexsort((-host.dur_ps[rows], nums_all))
+    first = np.ones(o.shape[0], bool)
+    first[1:] = nums_all[o][1:] != nums_all[o][:-1]
+    rows, nums = rows[o][first], nums_all[o][first]
+    by_start = np.argsort(host.start_ps[rows], kind="stable")
+    rows, nums = rows[by_start], nums[by_start]
+    begin = host.start_ps[rows].astype(np.int64)
+    host_end = begin + host.dur_ps[rows]
+    end = host_end.copy()
+    corr_sid = store.stat_id("correlation")
+    cat_sid = store.stat_id("cat")
+
+    def categories(plane: Plane, wanted: tuple[str, ...]) -> np.ndarray:
+        if cat_sid < 0:
+            return np.zeros(plane.n_events, bool)
+        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        want = [store.strings.id(c) for c in wanted]
+        return np.isin(cat, np.asarray([w for w in want if w >= 0], dtype=np.int64))
+
+    # Launch correlation -> step (by where the launch starts).
+    launch_step: dict[int, int] = {}
+    is_launch = categories(host, _LAUNCH_CATEGORIES)
+    if corr_sid >= 0:
+        corr = host.event_stat(corr_sid).dense_int(host.n_events)
+        lrows = np.nonzero(is_launch & (corr >= 0))[0]
+        k = _event_step_by_time(host, begin, host_end)[lrows]
+        launch_step = dict(zip(corr[lrows][k >= 0].tolist(), k[k >= 0].tolist(), strict=True))
+    typed = _TypedEvents()
+    for pi in devices:
+        p = store.planes[pi]
+        # The GPU-side marker of step n spans the device work launched in it.
+        anno = np.nonzero(np.isin(p.name_id, ids))[0]
+        for r in anno.tolist():
+            hit = np.nonzero(nums == step_ids[int(p.name_id[r])])[0]
+            if hit.shape[0]:
+                end[hit[0]] = max(end[hit[0]], int(p.start_ps[r] + p.dur_ps[r]))
+        drows = np.nonzero(categories(p, _DEVICE_CATEGORIES))[0]
+        if drows.shape[0] == 0:
+            continue
+        key = np.full(drows.shape[0], -1, np.int64)
+        if corr_sid >= 0 and launch_step:
+            dcorr = p.event_stat(corr_sid).dense_int(p.n_events)[drows]
+            key = np.array([launch_step.get(c, -1) for c in dcorr.tolist()], dtype=np.int64)
+            for k_step, e in zip(key.tolist(), (p.start_ps[drows] + p.dur_ps[drows]).tolist(), strict=True):
+                if k_step >= 0 and e > end[k_step]:
+                    end[k_step] = e
+        uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
+        kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)
+        typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], kinds[inv.reshape(-1)], key)
+    # Steps never overlap: a step's device tail stops where the next step starts.
+    end[:-1] = np.minimum(end[:-1], begin[1:])
+    # Device events launched outside every step, or whose launch is not in the trace, go by time.
+    for i, key in enumerate(typed.key):
+        t = np.searchsorted(begin, typed.start[i], side="right") - 1
+        ok = (t >= 0) & (typed.start[i] < end[np.clip(t, 0, None)])
+        typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
+    # Host side: DataLoader waits, launches, operators.
+    k_host = _event_step_by_time(host, begin, end)
+    host_names = store.strings.lookup(np.unique(host.name_id))
+    loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
+    is_loader = np.isin(host.name_id, loader_ids)
+    is_op = categories(host, ("cpu_op",))
+    is_step_marker = np.isin(host.name_id, ids)
+    htype = np.full(host.n_events, -1, np.int64)
+    htype[is_op] = sb.HOST_COMPUTE
+    htype[is_launch] = sb.HOST_PREPARE if devices else sb.HOST_COMPUTE
+    htype[is_loader] = sb.HOST_WAIT_INPUT
+    htype[is_step_marker] = -1
+    hrows = np.nonzero((htype >= 0) & (k_host >= 0))[0]
+    typed.add(store.planes.index(host), host.start_ps[hrows], host.start_ps[hrows] + host.dur_ps[hrows],
+              htype[hrows], k_host[hrows])
+    names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
+    detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its host marker "
+              f"to the end of the {'device work launched in it' if devices else 'marker'}")
+    steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
+                      len(names), None)
+    if not np.any(is_loader):
+        steps.notes.append("no DataLoader spans (enumerate(DataLoader)#...) in the trace: input time is 0")
+    return steps
+
+
+def _tf1_file_step(store: ProfileStore) -> Steps | None:
+    """A TF1 timeline file is one step (``tf.estimator.ProfilerHook`` writes one per traced step).
+
+    The step spans its ops (first op start to last op end, as ``tf1_steps``), numbered by the
+    file name (``timeline-3`` -> 3). Breakdown: device-side ops by XProf's GPU rules, host ops
+    by its CPU rules on the op type (``IteratorGetNext`` waits for input, ``*HtoD`` memcpys are
+    host to device, ...); gaps between ops are "all others".
+    """
+    if not is_tf1_timeline(store):
+        return None
+    ops = [op for op in op_planes(store) if op.rows.shape[0]]
+    if not ops:
+        return None
+    begin = min(int(op.plane.start_ps[op.rows].min()) for op in ops)
+    end = max(int((op.plane.start_ps[op.rows] + op.plane.dur_ps[op.rows]).max()) for op in ops)
+    devices = [store.planes.index(op.plane) for op in ops if op.side == "Device"]
+    typed = _TypedEvents()
+    type_sid = store.stat_id("op")
+    for op in ops:
+        plane, rows = op.plane, op.rows
+        kind = plane.event_stat(type_sid).dense_str(plane.n_events)[rows] if type_sid >= 0 else \
+            np.full(rows.shape[0], -1, np.int32)
+        label = np.where(kind >= 0, kind, plane.name_id[rows]).astype(np.int64)
+        uniq, inv = np.unique(label, return_inverse=True)
+        if op.side == "Device":
+            types = np.array([sb.classify_gpu_event(n, "") for n in store.strings.lookup(uniq)], np.int64)
+        else:
+            types = np.array([sb.classify_cpu_event(n, bool(devices), False) for n in store.strings.lookup(uniq)],
+                             np.int64)
+        typed.add(store.planes.index(plane), plane.start_ps[rows], plane.start_ps[rows] + plane.dur_ps[rows],
+                  types[inv.reshape(-1)], np.zeros(rows.shape[0], np.int64))
+    num = step_of(store.host)
+    steps = _assemble(store, "markers", "timeline_file", f"one step per timeline file: {store.host}", [store.host],
+                      np.array([num if num is not None else 0], np.int64), np.array([begin], np.int64),
+                      np.array([end], np.int64), devices, typed, None, 1, None)
+    steps.diagnosis = ""  # one step per file is what a timeline run is, not a problem
+    return steps
+
+
 def compute_steps(store: ProfileStore) -> Steps:
     devices = device_planes_of(store)
+    kineto = _kineto_steps(store, devices)
+    if kineto is not None:
+        return kineto
+    tf1 = _tf1_file_step(store)
+    if tf1 is not None:
+        return tf1
     found = _marker_steps(store, devices)
     if found is not None:
         groups, candidates, keep, best_b, best_e, typed = found
@@ -529,6 +703,22 @@ def _num_of(name: str, default: int) -> int:
         return default
 
 
+def has_steps_data(store: Any) -> bool:
+    """Whether the step pages have anything to show for a store: any XSpace with events; a
+    Chrome trace when it has PyTorch's ``ProfilerStep#<n>`` markers on its ``/host:CPU`` or is
+    a TF1 timeline file with ops (one step)."""
+    fmt = getattr(store, "format", "")
+    if fmt == "xspace":
+        return bool(store.n_events > 0)
+    if fmt != "chrome_trace":
+        return False
+    if is_tf1_timeline(store):
+        return any(op.rows.shape[0] for op in op_planes(store))
+    if store.plane(HOST_PLANE) is None:
+        return False
+    return any(_PROFILER_STEP.fullmatch(text) for text in store.strings.as_list())
+
+
 def steps_of(store: ProfileStore) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
     return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
@@ -536,5 +726,6 @@ def steps_of(store: ProfileStore) -> Steps:
 
 def warm_steps(store: ProfileStore) -> None:
     """Derives the step assignment in the background once a store is loaded (``service/tools.warmups``)."""
-    if getattr(store, "format", "") == "xspace":
+    fmt = getattr(store, "format", "")
+    if fmt == "xspace" or (fmt == "chrome_trace" and has_steps_data(store)):
         steps_of(store)

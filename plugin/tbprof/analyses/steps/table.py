@@ -82,6 +82,8 @@ def _combined_source(per_host: list[Steps]) -> str:
 def step_table(stores: Sequence[ProfileStore]) -> StepTable:
     hosts = [s.host for s in stores]
     per_host = [steps_of(s) for s in stores]
+    if len(per_host) > 1 and all(s.method == "timeline_file" for s in per_host):
+        return _files_as_steps(hosts, per_host)
     idx = _align(per_host)
     n_steps = idx.shape[1]
     n_hosts = len(stores)
@@ -112,6 +114,27 @@ def step_table(stores: Sequence[ProfileStore]) -> StepTable:
                      has_device=any(s.has_device for s in per_host), names=names, step_nums=nums,
                      step_time_ms=step_time, critical_host=[hosts[int(c)] for c in crit], category_ms=cat_ms,
                      host_index=crit.astype(np.int64), step_index=idx)
+
+
+def _files_as_steps(hosts: list[str], per_host: list[Steps]) -> StepTable:
+    """A TF1 timeline run: its hosts are its steps (a file per step), in step order, not replicas
+    to align. ``step_index[h, j]`` is 0 where step j is host h's file and -1 elsewhere."""
+    order = sorted(range(len(hosts)), key=lambda h: (int(per_host[h].step_nums[0]), hosts[h]))
+    n = len(order)
+    idx = np.full((len(hosts), n), -1, dtype=np.int64)
+    for j, h in enumerate(order):
+        idx[h, j] = 0
+    cats = {k: np.array([sb.categories_ms(per_host[h].type_ps[:1])[k][0] for h in order], dtype=np.float64)
+            for k in sb.categories_ms(per_host[order[0]].type_ps[:1])}
+    first = per_host[order[0]]
+    return StepTable(hosts=hosts, per_host=per_host, source="markers", method=first.method,
+                     detail=f"{n} timeline files, one step each", diagnosis="",
+                     notes=sorted({x for s in per_host for x in s.notes}),
+                     has_device=any(s.has_device for s in per_host), names=[hosts[h] for h in order],
+                     step_nums=np.array([int(per_host[h].step_nums[0]) for h in order], dtype=np.int64),
+                     step_time_ms=np.array([per_host[h].duration_ps[0] / 1e9 for h in order]),
+                     critical_host=[hosts[h] for h in order], category_ms=cats,
+                     host_index=np.array(order, dtype=np.int64), step_index=idx)
 
 
 STEP_COLUMNS = (

@@ -1,0 +1,93 @@
+// HTA's GPU breakdowns (the backend's gpu_breakdown tool) as a section of the overview and pod
+// viewer pages of runs that have device events: per rank, how much of the device timeline is
+// idle, computing or doing other work, why it is idle, how much communication overlaps with
+// computation, and device time by kernel type.
+
+import { formatDuration, formatPercent } from "../../base/format";
+import type { CellValue, TableData, ToolResult } from "../../data/types";
+import { type Card, cardRow } from "../../widgets/cards";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import type { PageContext } from "../context";
+import { num } from "../fields";
+
+export const GPU_BREAKDOWN_TOOL = "gpu_breakdown";
+
+function cell(value: CellValue, unit: string): string {
+  if (value === null) return "–";
+  if (typeof value !== "number") return String(value);
+  if (unit === "%") return formatPercent(value);
+  if (unit === "us") return formatDuration(value, "us");
+  return String(Math.round(value * 1000) / 1000);
+}
+
+/** A small static table (a handful of rows per rank): every column of the backend table. */
+export function staticTable(t: TableData, title: string, id: string, skip: readonly string[] = ["host"]): HTMLElement {
+  const cols = t.columns.map((c, i) => ({ c, i })).filter(({ c }) => !skip.includes(c.name));
+  return h(
+    "section",
+    { class: "tbp-section", "data-gpu-table": id },
+    h("h3", {}, title),
+    h(
+      "table",
+      { class: "tbp-static-table" },
+      h("thead", {}, h("tr", {}, cols.map(({ c }) => h("th", { title: c.description }, c.label + (c.unit && c.unit !== "%" && c.unit !== "us" ? ` (${c.unit})` : ""))))),
+      h(
+        "tbody",
+        {},
+        t.rows.map((r) => h("tr", {}, cols.map(({ c, i }) => h("td", {}, cell(r[i] ?? null, c.unit))))),
+      ),
+    ),
+  );
+}
+
+/** The section for a loaded gpu_breakdown result. */
+export function gpuBreakdownView(result: ToolResult): HTMLElement {
+  const raw = result.raw;
+  const idle = num(raw, "device_idle_percent");
+  const comm = num(raw, "communication_percent");
+  const cards: Card[] = [
+    { id: "device_idle", label: "Device idle (HTA)", value: idle === null ? "–" : formatPercent(idle), hint: "of the device timeline, mean over ranks", tone: idle === null ? "neutral" : idle > 50 ? "bad" : idle > 20 ? "warn" : "good" },
+  ];
+  if (comm !== null) cards.push({ id: "communication", label: "Communication", value: formatPercent(comm), hint: "of the device timeline, mean over ranks" });
+  const box = h(
+    "section",
+    { class: "tbp-section", "data-section": "gpu_breakdown" },
+    h("h2", {}, "GPU time breakdown (HTA)"),
+    cardRow(cards),
+  );
+  const tables: [string, string][] = [
+    ["temporal_breakdown", "Temporal breakdown per rank"],
+    ["idle_time_breakdown", "Idle time by cause (host wait: the CPU launched late; kernel wait: launch gaps under the threshold)"],
+    ["comm_comp_overlap", "Communication overlapped by computation"],
+    ["kernel_type_breakdown", "Device time by kernel type (all ranks)"],
+    ["kernel_launch_summary", "Kernel launches"],
+  ];
+  for (const [name, title] of tables) {
+    const t = result.tables[name];
+    if (t && t.rows.length) box.appendChild(staticTable(t, title, name));
+  }
+  return box;
+}
+
+/**
+ * Appends the section to `into` when the run has the tool: fetched after the page is drawn, so
+ * the page never waits for it; a failure shows a message in place of the section.
+ */
+export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement): void {
+  if (!ctx.run.tools.includes(GPU_BREAKDOWN_TOOL)) return;
+  const holder = h("div", { "data-gpu-breakdown": "loading" });
+  into.appendChild(holder);
+  const host = ctx.run.hosts.length > 1 ? ctx.allHosts : (ctx.request.host ?? ctx.run.hosts[0] ?? null);
+  ctx.api
+    .data({ run: ctx.request.run, host, tool: GPU_BREAKDOWN_TOOL, options: {} }, 50, ctx.signal)
+    .then((result) => {
+      holder.replaceChildren(gpuBreakdownView(result));
+      holder.setAttribute("data-gpu-breakdown", "ready");
+    })
+    .catch((e: unknown) => {
+      if (ctx.signal.aborted) return;
+      holder.replaceChildren(messageBox({ title: "GPU breakdown unavailable", body: e instanceof Error ? e.message : String(e) }));
+      holder.setAttribute("data-gpu-breakdown", "error");
+    });
+}

@@ -1,0 +1,193 @@
+"""Per-op time of a PyTorch profiler (Kineto) trace, in XProf's OpMetricsDb shape.
+
+PyTorch's framework ops are the ``cpu_op`` events (ATen operators, nested on the host
+threads); Kineto gives an operator and the device work it launched (kernels, memcpys,
+memsets) the same ``External id``.
+
+* host side: one op per operator name; self time = duration minus the operators and CUDA
+  runtime/driver calls nested directly inside it (the launches are not the operator's own
+  compute); a thread's idle time is its operator span minus that self time;
+* device side: one op per launching operator (the innermost ``cpu_op`` with the device event's
+  ``External id``); device work no operator launched (NCCL kernels of ``nccl:*`` annotations,
+  ...) is an op of its own name with type ``Unknown``; occurrences = the operator instances
+  that launched work; a device's idle time is its span minus the time of its device events.
+
+Op types are the operator names (``aten::conv2d``): PyTorch has no op-type/op-name split.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tbprof.domain.event_tree import parent_rows, self_time_ps
+from tbprof.domain.planes import HOST_PLANE, device_planes
+from tbprof.store.tables import Plane, ProfileStore
+
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+def is_kineto(store: Any) -> bool:
+    strings = getattr(store, "strings", None)
+    return getattr(store, "format", "") == "chrome_trace" and strings is not None and strings.id("cpu_op") >= 0
+
+
+def _category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:
+    sid = store.stat_id("cat")
+    if sid < 0:
+        return np.zeros(plane.n_events, bool)
+    cat = plane.event_stat(sid).dense_str(plane.n_events)
+    ids = [store.strings.id(n) for n in names]
+    return np.isin(cat, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
+
+
+def _external_id(store: ProfileStore, plane: Plane) -> np.ndarray:
+    sid = store.stat_id("External id")
+    if sid < 0:
+        return np.full(plane.n_events, -1, dtype=np.int64)
+    return plane.event_stat(sid).dense_int(plane.n_events)
+
+
+def op_by_external_id(store: ProfileStore) -> dict[int, int]:
+    """External id -> name id of the operator (``cpu_op``) that carries it (memoised)."""
+    def build() -> dict[int, int]:
+        out: dict[int, int] = {}
+        for plane in store.planes:
+            is_op = _category_mask(store, plane, ("cpu_op",))
+            if not is_op.any():
+                continue
+            rows = np.nonzero(is_op)[0]
+            ext = _external_id(store, plane)[rows]
+            keep = ext >= 0
+            # Later (deeper) rows win: the innermost operator owns its External id.
+            out.update(zip(ext[keep].tolist(), plane.name_id[rows[keep]].tolist(), strict=True))
+        return out
+    return store.memo(("kineto_op_by_external_id",), build)
+
+
+def _db(names: list[str], occurrences: np.ndarray, time_ps: np.ndarray, self_ps: np.ndarray, total_ps: int,
+        types: list[str] | None = None) -> dict[str, Any]:
+    """The fields of an ``op_metrics.OpMetricsDb`` (which builds it: that module imports this one)."""
+    n = len(names)
+    return dict(
+        name=np.array(names, dtype=object), type=np.array(types if types is not None else names, dtype=object),
+        provenance=np.full(n, "", dtype=object), program_id=np.zeros(n, np.int64),
+        occurrences=occurrences.astype(np.int64), time_ps=time_ps.astype(np.int64),
+        self_time_ps=self_ps.astype(np.int64), flops=np.zeros(n), bytes_accessed=np.zeros(n),
+        is_eager=np.ones(n, bool), total_time_ps=int(total_ps),
+    )
+
+
+def host_ops(store: ProfileStore) -> dict[str, Any]:
+    plane = store.plane(HOST_PLANE)
+    if plane is None or plane.n_events == 0:
+        return _db([], np.zeros(0), np.zeros(0), np.zeros(0), 0)
+    is_op = _category_mask(store, plane, ("cpu_op",))
+    child_counts = is_op | _category_mask(store, plane, _LAUNCH_CATEGORIES)
+    parent = parent_rows(plane)
+    own = self_time_ps(plane, parent, include=child_counts)
+    rows = np.nonzero(is_op)[0]
+    if rows.shape[0] == 0:
+        return _db([], np.zeros(0), np.zeros(0), np.zeros(0), 0)
+    uniq, inv = np.unique(plane.name_id[rows], return_inverse=True)
+    inv = inv.reshape(-1)
+    k = uniq.shape[0]
+    occ = np.bincount(inv, minlength=k)
+    time_ps = np.bincount(inv, weights=plane.dur_ps[rows].astype(np.float64), minlength=k).round()
+    self_ps = np.bincount(inv, weights=own[rows].astype(np.float64), minlength=k).round()
+    # Idle per thread: the span of its operators minus their self time (XProf's host IDLE).
+    total_ps = 0
+    for line in np.unique(plane.line_idx[rows]).tolist():
+        lr = rows[plane.line_idx[rows] == line]
+        total_ps += int((plane.start_ps[lr] + plane.dur_ps[lr]).max() - plane.start_ps[lr].min())
+    return _db(store.strings.lookup(uniq), occ, time_ps, self_ps, max(total_ps, int(self_ps.sum())))
+
+
+def device_ops(store: ProfileStore) -> dict[str, Any]:
+    ops = op_by_external_id(store)
+    names: list[str] = []
+    ext_all: list[np.ndarray] = []
+    dur_all: list[np.ndarray] = []
+    total_ps = 0
+    for plane in device_planes(store):
+        rows = np.nonzero(_category_mask(store, plane, DEVICE_CATEGORIES))[0]
+        if rows.shape[0] == 0:
+            continue
+        total_ps += int((plane.start_ps[rows] + plane.dur_ps[rows]).max() - plane.start_ps[rows].min())
+        ext = _external_id(store, plane)[rows]
+        op_id = np.array([ops.get(e, -1) for e in ext.tolist()], dtype=np.int64)
+        label = np.where(op_id >= 0, op_id, plane.name_id[rows].astype(np.int64))
+        names.extend(store.strings.lookup(label))
+        ext_all.append(np.where(op_id >= 0, ext, -1 - np.arange(rows.shape[0])))
+        dur_all.append(plane.dur_ps[rows].astype(np.float64))
+    if not names:
+        return _db([], np.zeros(0), np.zeros(0), np.zeros(0), total_ps)
+    has_op = np.concatenate([e >= 0 for e in ext_all])
+    ext = np.concatenate(ext_all)
+    dur = np.concatenate(dur_all)
+    uniq, inv = np.unique(np.asarray(names, dtype=object), return_inverse=True)
+    inv = inv.reshape(-1)
+    k = uniq.shape[0]
+    time_ps = np.bincount(inv, weights=dur, minlength=k).round()
+    # Occurrences: operator instances (distinct External ids) that launched work; own launches count one each.
+    pairs = np.unique(np.stack([inv, ext], axis=1), axis=0)
+    occ = np.bincount(pairs[:, 0], minlength=k)
+    launched = np.zeros(k, bool)
+    launched[inv[has_op]] = True
+    types = [str(u) if launched[i] else "Unknown" for i, u in enumerate(uniq.tolist())]
+    return _db([str(u) for u in uniq.tolist()], occ, time_ps, time_ps, max(total_ps, int(time_ps.sum())), types)
+
+
+def _dims(text: str) -> tuple[int, int, int]:
+    """``[8192, 2, 1]`` (a JSON list the reader kept as text) -> (8192, 2, 1); (1, 1, 1) otherwise."""
+    parts = text.strip().strip("[]").split(",")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        return (1, 1, 1)
+    return (dims[0], dims[1], dims[2]) if len(dims) == 3 else (1, 1, 1)
+
+
+LaunchTuple = tuple[int, int, int, tuple[int, int, int], tuple[int, int, int], float]
+
+
+def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]]:
+    """Per device plane: its kernel rows, each kernel's launch configuration (registers per thread,
+    static shared memory (Kineto's ``shared memory``), dynamic shared memory (0: Kineto does not
+    split it), grid, block, estimated achieved occupancy %) and the operator that launched it."""
+    ops = op_by_external_id(store)
+    out: list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]] = []
+    for plane in device_planes(store):
+        rows = np.nonzero(_category_mask(store, plane, ("kernel",)) & (plane.dur_ps // 1000 > 0))[0]
+        if rows.shape[0] == 0:
+            continue
+
+        def stat(name: str, kind: str, plane: Plane = plane) -> np.ndarray:
+            sid = store.stat_id(name)
+            n = plane.n_events
+            if sid < 0:
+                return np.full(n, -1 if kind != "float" else 0.0)
+            col = plane.event_stat(sid)
+            if kind == "str":
+                return col.dense_str(n)
+            if kind == "float":
+                return np.nan_to_num(col.dense_float(n))
+            return col.dense_int(n)
+
+        regs, shmem = stat("registers per thread", "int")[rows], stat("shared memory", "int")[rows]
+        grid, block = stat("grid", "str")[rows], stat("block", "str")[rows]
+        occ = stat("est. achieved occupancy %", "float")[rows]
+        grid_text = store.strings.lookup(np.maximum(grid, 0))
+        block_text = store.strings.lookup(np.maximum(block, 0))
+        ext = _external_id(store, plane)[rows]
+        params: list[LaunchTuple] = [
+            (max(int(r), 0), max(int(m), 0), 0, _dims(g) if gi >= 0 else (1, 1, 1), _dims(b) if bi >= 0 else (1, 1, 1),
+             float(o))
+            for r, m, g, gi, b, bi, o in zip(regs.tolist(), shmem.tolist(), grid_text, grid.tolist(), block_text,
+                                             block.tolist(), occ.tolist(), strict=True)]
+        op_ids = [ops.get(e, -1) for e in ext.tolist()]
+        op_names = [store.strings[i] if i >= 0 else "" for i in op_ids]
+        out.append((plane, rows, params, op_names))
+    return out

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Write HTA 0.5.0 golden files for tbprof's ``gpu_breakdown`` parity tests.
+
+HOW TO REGENERATE
+-----------------
+With a Python that has PyPI ``holistictraceanalysis==0.5.0`` (``pip install -e ".[test]"``
+installs it)::
+
+    python tests/golden/make_hta_goldens.py             # every profile below
+    python tests/golden/make_hta_goldens.py torch_ddp   # one
+
+For each PyTorch profile in ``demo_logs/`` the script runs HTA's own ``TraceAnalysis`` on a
+copy of the trace files (HTA writes nothing into the folder, but the copy keeps the repo
+clean if a later version does) and writes ``tests/golden/hta/<profile>.json`` with exactly
+what HTA returned, DataFrames as lists of records:
+
+* ``temporal_breakdown``: ``get_temporal_breakdown()``;
+* ``idle_time_breakdown`` / ``idle_interval_stats``: ``get_idle_time_breakdown(ranks=r,
+  show_idle_interval_stats=True)`` for every rank;
+* ``comm_comp_overlap``: ``get_comm_comp_overlap()``;
+* ``kernel_launch_stats``: ``get_cuda_kernel_launch_stats(ranks=all)`` (per launch);
+* ``kernel_type_breakdown`` / ``kernel_breakdown``: ``get_gpu_kernel_breakdown()``.
+
+Units are HTA's: microseconds (integers after HTA's inward rounding), percentages 0..100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PROFILES = ("torch_cnn", "torch_ddp")
+
+
+def _records(df: Any) -> list[dict[str, Any]]:
+    out = []
+    for rec in df.reset_index().to_dict("records"):
+        clean: dict[str, Any] = {}
+        for k, v in rec.items():
+            if hasattr(v, "item"):
+                v = v.item()
+            if isinstance(v, float) and math.isnan(v):
+                v = None
+            clean[str(k)] = v
+        out.append(clean)
+    return out
+
+
+def golden(profile: str) -> dict[str, Any]:
+    """HTA's answers on ``demo_logs/<profile>`` (its deprecation warnings silenced: not ours)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _golden(profile)
+
+
+def _golden(profile: str) -> dict[str, Any]:
+    import hta  # noqa: F401  (fail early with a clear message when HTA is missing)
+    from hta.trace_analysis import TraceAnalysis
+
+    src = os.path.join(REPO, "demo_logs", profile)
+    with tempfile.TemporaryDirectory() as tmp:
+        trace_dir = os.path.join(tmp, profile)
+        shutil.copytree(src, trace_dir)
+        analysis = TraceAnalysis(trace_dir=trace_dir)
+        ranks = sorted(analysis.t.get_ranks())
+        idle: list[dict[str, Any]] = []
+        idle_stats: list[dict[str, Any]] = []
+        for rank in ranks:
+            breakdown, stats = analysis.get_idle_time_breakdown(ranks=[rank], visualize=False,
+                                                                show_idle_interval_stats=True)
+            idle += _records(breakdown)
+            if stats is not None:
+                idle_stats += _records(stats)
+        launch = analysis.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
+        type_df, kernel_df = analysis.get_gpu_kernel_breakdown(visualize=False)
+        return {
+            "hta_version": _hta_version(),
+            "profile": profile,
+            "ranks": ranks,
+            "temporal_breakdown": _records(analysis.get_temporal_breakdown(visualize=False)),
+            "idle_time_breakdown": idle,
+            "idle_interval_stats": idle_stats,
+            "comm_comp_overlap": _records(analysis.get_comm_comp_overlap(visualize=False)),
+            "kernel_launch_stats": {str(r): _records(df) for r, df in launch.items()},
+            "kernel_type_breakdown": _records(type_df),
+            "kernel_breakdown": _records(kernel_df),
+        }
+
+
+def _hta_version() -> str:
+    from importlib.metadata import version
+    return version("HolisticTraceAnalysis")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("profiles", nargs="*", default=list(PROFILES))
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    out_dir = os.path.join(HERE, "hta")
+    os.makedirs(out_dir, exist_ok=True)
+    for profile in args.profiles:
+        data = golden(profile)
+        path = os.path.join(out_dir, f"{profile}.json")
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"wrote {os.path.relpath(path, REPO)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

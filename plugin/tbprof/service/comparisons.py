@@ -24,6 +24,7 @@ from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Table
 from tbprof.domain import tf_op
+from tbprof.domain.regex import RegexError, searcher
 from tbprof.errors import BadRequest, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
@@ -161,8 +162,6 @@ class OpMatch:
 
 def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None:
     """Exact operation name, else exact op type, else a regex searched in operation names."""
-    import re
-
     names: set[str] = set()
     types: dict[str, set[str]] = {}
     for r in results:
@@ -179,10 +178,10 @@ def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None
     if selector in types:
         return OpMatch("type", sorted(types[selector]))
     try:
-        rx = re.compile(selector)
-    except re.error:
+        found = searcher(selector, what="op selector")
+    except RegexError:
         return None
-    hits = sorted(n for n in names if rx.search(n))
+    hits = sorted(n for n in names if found(n))
     return OpMatch("regex", hits) if hits else None
 
 

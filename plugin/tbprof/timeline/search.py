@@ -8,7 +8,6 @@ searches everything and pages through the matches in time order.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.regex import RegexError, searcher
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
 
@@ -44,10 +44,9 @@ def _string_matcher(query: str, regex: bool) -> Any:
         raise SearchError(f"the search query is longer than {MAX_QUERY_CHARS} characters")
     if regex:
         try:
-            pattern = re.compile(query, re.IGNORECASE)
-        except re.error as e:
-            raise SearchError(f"invalid regular expression {query!r}: {e}") from None
-        return lambda s: pattern.search(s) is not None
+            return searcher(query, ignore_case=True, what="search regex")
+        except RegexError as e:
+            raise SearchError(str(e)) from None
     needle = query.casefold()
     return lambda s: needle in s.casefold()
 

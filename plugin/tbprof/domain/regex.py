@@ -47,7 +47,7 @@ def compile_user_regex(pattern: str, *, ignore_case: bool = False, what: str = "
         return re2.compile(pattern, _options(ignore_case))
     except re2.error as e:
         reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise RegexError(f"{what} {pattern!r} is not supported: {reason} (regexes run on RE2, which has no "
+        raise RegexError(f"{what} {pattern!r} does not compile: {reason} (regexes run on RE2, which has no "
                          "backreferences or lookaround, so that every match takes linear time)") from None
 
 

@@ -46,3 +46,10 @@ class ProfileReadError(TbprofError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class UnsafeCacheDir(TbprofError, ValueError):
+    """A cache dir another user could write to: its entries would be trusted input (the CLI exits 1)."""
+
+    kind = "unsafe_cache_dir"
+    http_status = 500

@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError, Message
 
 from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
-from tbprof.readers.xplane import read_file_bytes
+from tbprof.readers.files import read_profile_bytes
 from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace
 
 MAX_UNKNOWN_REPORTED = 8
@@ -60,7 +60,7 @@ def _unknown_fields(msg: Message, path: str) -> Iterator[str]:
 def read_tfprof(path: str | Path, host: str | None = None) -> TfprofProfile:
     """Reads one tfprof ProfileProto file. Raises ProfileReadError with a readable reason."""
     path = Path(path)
-    data = read_file_bytes(path)
+    data = read_profile_bytes(path)
     return tfprof_from_bytes(data, str(path), host if host is not None else path.name)
 
 

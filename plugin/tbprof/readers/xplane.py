@@ -7,7 +7,6 @@ from the byte spans the scanner recorded. See ``wire_scan`` for why.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from google.protobuf.message import DecodeError
 from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import wire_scan, xplane_columns
+from tbprof.readers.files import read_profile_bytes
 from tbprof.readers.wire_scan import hash_spans
 from tbprof.store import tables
 from tbprof.store.nesting import nesting_depth
@@ -27,19 +27,8 @@ def _text(raw: bytes) -> str:
 
 
 def read_file_bytes(path: str | Path) -> bytes:
-    """Reads a profile file, refusing one that changes while it is read (still being written)."""
-    path = Path(path)
-    try:
-        before = os.stat(path)
-        with open(path, "rb") as f:
-            data = f.read()
-        after = os.stat(path)
-    except OSError as e:
-        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
-    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(data) != after.st_size:
-        raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
-                               "still writing it?); try again when it is complete")
-    return data
+    """Reads a profile file: regular files only, refusing one that changes while it is read."""
+    return read_profile_bytes(path)
 
 
 def read_xspace(path: str | Path, host: str | None = None) -> tables.ProfileStore:

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
 
 __all__ = ["Run", "RunIndex", "discover", "runs_for_path"]
@@ -29,8 +30,9 @@ def discover(logdir: Path) -> dict[str, Run]:
     for root, dirs, files in os.walk(logdir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         folder = Path(root)
+        names = profile_file_names(folder, sorted(files), logdir)  # no FIFOs, no links out of the logdir
         for detector in DETECTORS:
-            for run in detector(folder, sorted(files), logdir):
+            for run in detector(folder, names, logdir):
                 # A later detector may add hosts/files to a run of the same name.
                 existing = runs.get(run.name)
                 if existing is None:
@@ -63,9 +65,12 @@ class RunIndex:
     """Discovered runs of a logdir, re-walked at most every ``ttl_s`` seconds (new sessions
     written by a capture or a training job show up without a restart)."""
 
-    def __init__(self, logdir: Path, ttl_s: float = 2.0) -> None:
+    def __init__(self, logdir: Path, ttl_s: float = 2.0, miss_refresh_s: float = 1.0) -> None:
         self.logdir = logdir
         self.ttl_s = ttl_s
+        # An unknown run name re-walks the logdir at most this often: a flood of requests for
+        # made-up names must not keep the index lock busy walking a large logdir.
+        self.miss_refresh_s = miss_refresh_s
         self._runs: dict[str, Run] = {}
         self._at = -1e9
         self._lock = threading.Lock()
@@ -79,6 +84,6 @@ class RunIndex:
 
     def get(self, name: str) -> Run | None:
         run = self.runs().get(name)
-        if run is None:
+        if run is None and time.monotonic() - self._at >= self.miss_refresh_s:
             run = self.runs(refresh=True).get(name)
         return run

@@ -13,9 +13,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
-from tbprof.store.memory_guard import check_fits
+from tbprof.store.failures import FailureMemo
+from tbprof.store.memory_guard import conversion
 from tbprof.store.paths import default_cache_dir
 from tbprof.store.tables import ProfileStore
 
@@ -36,6 +37,7 @@ class ProfileCache:
         self._lock = threading.Lock()
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
+        self.failures = FailureMemo()
 
     def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
@@ -54,14 +56,22 @@ class ProfileCache:
         if not owner:
             return future.result()
         try:
+            failed = self.failures.get(key)
+            if failed is not None:  # the same bytes failed before: answer that, do not parse again
+                raise failed
             value = self.disk.load(key) if self.disk is not None else None
             if value is None:
-                check_fits(path)
-                try:
-                    value = loader(path)
-                except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
-                    raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
-                                           "it on a machine with more memory") from e
+                with conversion(path):
+                    try:
+                        value = loader(path)
+                    except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
+                        raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
+                                               "it on a machine with more memory") from e
+                    except MemoryRefusal:
+                        raise
+                    except ProfileReadError as e:
+                        self.failures.put(key, e)
+                        raise
                 if self.disk is not None and isinstance(value, ProfileStore):
                     # Written later, in the background: the request that converted the file
                     # answers first (``persist_pending``), then ~100 MB go to disk.
@@ -99,7 +109,7 @@ class ProfileCache:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
         try:
             key = cache_key(path, kind)
-        except OSError:
+        except (OSError, ProfileReadError):
             return False
         with self._lock:
             if key in self._lru:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tbprof import __version__
+from tbprof.errors import ProfileReadError
 from tbprof.store import tables
 from tbprof.store.cache_dir import check_cache_dir
 from tbprof.store.strings import StringTable
@@ -41,7 +42,12 @@ _STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
 
 
 def cache_key(path: Path, extra: str = "") -> str:
-    st = path.stat()
+    """The key of ``path``'s current content; a file that vanished since discovery is a 422
+    naming it (ProfileReadError), not an OSError."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
     raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 

@@ -67,10 +67,13 @@ def head_bytes(path: str | Path, n: int) -> bytes:
 
 def read_profile_bytes(path: str | Path) -> bytes:
     """The whole file, refusing special files and a file that changes while it is read."""
+    try:
+        before = os.stat(path)
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
     fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", closefd=True) as f:
-            before = os.fstat(f.fileno())
             data = f.read()
             after = os.stat(path)
     except OSError as e:
@@ -103,7 +106,7 @@ def gunzip_bounded(data: bytes, source: str, limit_bytes: int | None) -> bytes:
                         "machine with more memory, or set $TBPROF_CONVERT_MEMORY_BYTES"))
                 out.append(chunk)
             if not d.eof:
-                raise ProfileReadError(source, "the gzip stream is truncated")
+                raise ProfileReadError(source, "the gzip stream is damaged or truncated: it ends early")
             rest = d.unused_data.lstrip(b"\x00")  # members may follow (and padding)
             if rest and not rest.startswith(GZIP_MAGIC):
                 break  # trailing garbage after the last member: ignored, as gzip(1) warns and does

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +28,7 @@ from tbprof.errors import BadRequest, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 from tbprof.store.disk_cache import cache_key
-
-MEMO_ENTRIES = 64
+from tbprof.store.memo import Memo
 
 
 @dataclass(frozen=True)
@@ -118,7 +116,8 @@ def _file_keys(profiles: Profiles, run: Run, hosts: Sequence[str]) -> tuple[str,
     return tuple(cache_key(run.hosts[h], fmt) for h in hosts)
 
 
-_MEMOS: weakref.WeakKeyDictionary[Profiles, OrderedDict[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+# Comparisons per Profiles, in the process-wide memory budget (store/memo.py).
+_MEMOS: weakref.WeakKeyDictionary[Profiles, Memo] = weakref.WeakKeyDictionary()
 _MEMO_LOCK = threading.Lock()
 
 
@@ -130,17 +129,8 @@ def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
     key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps,
            c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, confidence)
     with _MEMO_LOCK:
-        memo = _MEMOS.setdefault(profiles, OrderedDict())
-        hit = memo.get(key)
-        if hit is not None:
-            memo.move_to_end(key)
-            return hit
-    result = compare_sides(gather(profiles, base), gather(profiles, cand), confidence)
-    with _MEMO_LOCK:
-        memo[key] = result
-        while len(memo) > MEMO_ENTRIES:
-            memo.popitem(last=False)
-    return result
+        memo = _MEMOS.setdefault(profiles, Memo())
+    return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:

@@ -8,8 +8,6 @@ searches everything and pages through the matches in time order.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +18,6 @@ from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
 
 MAX_QUERY_CHARS = 500
-_CACHED_QUERIES = 8
 
 
 class SearchError(ValueError):
@@ -77,16 +74,11 @@ def _plane_matches(store: ProfileStore, plane_index: int, is_match: np.ndarray) 
 
 def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
     """Every event matching ``query`` (case-insensitive substring, or regex), in time order."""
-    cache: tuple[OrderedDict[tuple[str, bool], Matches], threading.Lock] = store.memo(
-        ("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
-    lru, lock = cache
-    key = (query, regex)
-    with lock:
-        hit = lru.get(key)
-        if hit is not None:
-            lru.move_to_end(key)
-            return hit  # type: ignore[no-any-return]
-    matcher = _string_matcher(query, regex)
+    matcher = _string_matcher(query, regex)  # a bad query raises before anything is cached
+    return store.memo(("timeline", "search", query, regex), lambda: _find_all(store, matcher))
+
+
+def _find_all(store: ProfileStore, matcher: Any) -> Matches:
     ids = store.strings.ids_matching(matcher)
     is_match = np.zeros(len(store.strings), dtype=bool)
     is_match[ids] = True
@@ -108,10 +100,6 @@ def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
         result = Matches(plane[order], row[order], start[order], int(ids.shape[0]))
     else:
         result = Matches(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
-    with lock:
-        lru[key] = result
-        while len(lru) > _CACHED_QUERIES:
-            lru.popitem(last=False)
     return result
 
 

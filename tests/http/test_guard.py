@@ -160,3 +160,15 @@ def test_capture_body_over_limit_is_refused_without_reading_it(tmp_path: Path) -
     r = client.open(API + "capture", method="POST", environ_overrides=environ)
     assert r.status_code == 413
     assert stream.sent <= 4 * MAX_BODY_BYTES  # read about the limit, not the stream
+
+
+def test_capture_errors_are_coarse(tmp_path: Path) -> None:
+    """Refused / timed out / answered, never gRPC's own details (which tell closed from filtered
+    ports and would make capture a port scanner)."""
+    status, body = _capture(_client(tmp_path), {})
+    assert status == 502
+    (result,) = body["results"]  # type: ignore[misc]
+    assert result["kind"] == "could_not_connect"
+    assert "connection refused or closed" in result["message"]
+    for detail in ("ipv4:", "ipv6:", "failed to connect to all addresses", "errno", "Socket closed"):
+        assert detail.lower() not in result["message"].lower()

@@ -172,3 +172,19 @@ def test_capture_errors_are_coarse(tmp_path: Path) -> None:
     assert "connection refused or closed" in result["message"]
     for detail in ("ipv4:", "ipv6:", "failed to connect to all addresses", "errno", "Socket closed"):
         assert detail.lower() not in result["message"].lower()
+
+
+def test_compare_side_reason_keeps_its_closing_quote(profiles_root: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from tbprof.errors import NotFound
+    from tbprof.service import comparisons
+    from tbprof.service.profiles import Profiles
+
+    profiles = Profiles(profiles_root, cache_dir=tmp_path / "cache")
+    run = next(r for r in profiles.runs().values() if r.name.startswith("jax_mlp"))
+
+    def missing(*args: object, **kwargs: object) -> None:
+        raise NotFound("unknown table 'steps'")
+
+    monkeypatch.setattr(profiles, "compute", missing)
+    assert comparisons._tool_result(profiles, run, list(run.hosts), "overview_page") == "unknown table 'steps'"

@@ -57,7 +57,7 @@ def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: 
     try:
         return profiles.compute(run, list(hosts), tool, dict(options or {}))
     except NotFound as e:
-        return str(e).strip("'\"")
+        return str(e)  # (stripping quotes here used to cut the closing quote off names)
 
 
 # compare's section names (SideInput.unavailable keys) of each source section.

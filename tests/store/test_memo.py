@@ -113,3 +113,27 @@ def test_large_samples_need_no_matrix() -> None:
     assert s.estimate == pytest.approx(0.25, abs=0.01)
     assert s.low is not None and s.high is not None and s.low < s.estimate < s.high
     assert s.method == "hodges_lehmann_normal"
+
+
+def test_evicting_a_value_that_owns_a_memo_does_not_deadlock() -> None:
+    """A store is a value of the stores memo and owns a Memo of the same budget: evicting (or
+    dropping) it runs that Memo's finalizer inside the budget's own calls."""
+    budget = MemoryBudget(max_bytes=20_000)
+    outer = Memo(budget)
+
+    class Store:
+        def __init__(self) -> None:
+            self.memo = Memo(budget)
+            self.memo.get("derived", lambda: b"d" * 1000)
+
+    def churn() -> None:
+        for i in range(50):
+            outer.get(("store", i), Store)  # each new store evicts older ones
+        outer.clear()
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "deadlock in MemoryBudget"
+    gc.collect()
+    assert budget.used_bytes == 0

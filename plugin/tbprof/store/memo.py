@@ -103,7 +103,10 @@ class MemoryBudget:
         self.used_bytes = 0
         self._lru: OrderedDict[tuple[int, Hashable], tuple[Any, int]] = OrderedDict()
         self._by_owner: dict[int, set[Hashable]] = {}
-        self._lock = threading.Lock()
+        # Reentrant, and values are released only after it is let go: dropping the last
+        # reference to a store runs its Memo's finalizer (``drop_owner``), which may happen
+        # inside any of these methods, or in a garbage collection that any allocation here starts.
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         return len(self._lru)
@@ -121,22 +124,26 @@ class MemoryBudget:
             return (owner, key) in self._lru
 
     def put(self, owner: int, key: Hashable, value: Any, size_bytes: int) -> None:
+        released: list[Any] = []  # freed after the lock (see __init__)
         with self._lock:
             full = (owner, key)
             old = self._lru.pop(full, None)
             if old is not None:
                 self.used_bytes -= old[1]
+                released.append(old)
             self._lru[full] = (value, size_bytes)
             self._by_owner.setdefault(owner, set()).add(key)
             self.used_bytes += size_bytes
             while self.used_bytes > self.max_bytes and len(self._lru) > 1:
-                (o, k), (_, size) = self._lru.popitem(last=False)
-                self.used_bytes -= size
+                (o, k), evicted = self._lru.popitem(last=False)
+                self.used_bytes -= evicted[1]
+                released.append(evicted)
                 keys = self._by_owner.get(o)
                 if keys is not None:
                     keys.discard(k)
                     if not keys:
                         del self._by_owner[o]
+        del released
 
     def drop(self, owner: int, key: Hashable) -> None:
         with self._lock:
@@ -146,14 +153,18 @@ class MemoryBudget:
                 keys = self._by_owner.get(owner)
                 if keys is not None:
                     keys.discard(key)
+        del hit
 
     def drop_owner(self, owner: int) -> None:
         """Forgets every value of one owner (a store that is gone, a cleared memo)."""
+        released: list[Any] = []
         with self._lock:
             for k in self._by_owner.pop(owner, ()):
                 hit = self._lru.pop((owner, k), None)
                 if hit is not None:
                     self.used_bytes -= hit[1]
+                    released.append(hit)
+        del released
 
 
 _budget: MemoryBudget | None = None

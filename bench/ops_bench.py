@@ -6,7 +6,7 @@ For each tool (framework_op_stats, kernel_stats, memory_profile, op_profile), ev
 measured in a fresh process on the same unpacked file, through the WSGI app (werkzeug test
 client, as the browser asks):
   - warm store, first request: the store is in memory (reopened from the disk cache), the
-    server has already answered the op tools on a small profile (numba code loaded), and
+    server has already answered the op tools on a small profile (modules imported), and
     this tool was never computed for jax_large. Target <= 50 ms;
   - the same request again (memoised result, JSON encoding included). Target <= 5 ms;
   - cold: empty converted-profile cache, store build from the xplane file + the tool, against
@@ -46,8 +46,7 @@ def get(client, run, tool):
     return dt, len(r.get_data())
 def only_run(client):
     return client.get(API + "runs").get_json()["runs"][0]["run"]
-# A server that already answered requests (on a small profile): modules imported, numba code
-# loaded from its on-disk cache (a few ms per function, once per process).
+# A server that already answered requests (on a small profile): modules imported.
 warm_client = Client(create_app(small, cache_dir=cache_dir / "small"))
 small_run = only_run(warm_client)
 for t in ("framework_op_stats", "kernel_stats", "op_profile"):

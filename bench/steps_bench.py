@@ -4,11 +4,10 @@
 
 Prints, on the same unpacked file:
   - tbprof cold "store build + overview_page" in a fresh process (empty converted-profile cache,
-    numba's compiled-code cache warm), against XProf's cold overview_page in the same run
+    nothing compiled at run time), against XProf's cold overview_page in the same run
     (target: <= 0.25 x XProf);
   - every step tool through HTTP (werkzeug test client on the app) from a warm store (the store is
-    loaded, the server's start-up warm-up of the numba kernels has finished, and so has the
-    store's background derivation of the step columns that starts when a store loads; no step
+    loaded, and the store's background derivation of the step columns that starts when a store loads; no step
     tool has run yet): the first request and the second (memoised) request
     (targets: <= 50 ms and <= 5 ms), with XProf's in-process time for the same tool once its
     cache (ALL_HOSTS.op_stats_v2.pb) exists, as reference.

@@ -7,8 +7,7 @@ One run measures, on the same unpacked file:
 
 tbprof (a real ``tbprof serve`` in a child process, timed from the client, HTTP included):
   - cold whole span: a new server with an empty converted-profile cache, first ``trace``
-    request (reads the xplane, builds the tracks, the window, encodes, gzips). numba's
-    compiled-code cache is a per-machine compile cache and is kept;
+    request (reads the xplane, builds the tracks, the window, encodes, gzips);
   - cached whole span: the same request again (answered from the per-profile response cache),
     and "recomputed": the same window under another cache key, computed from the in-memory
     store; bytes on the wire (gzip);

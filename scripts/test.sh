@@ -40,7 +40,7 @@ if [ -f frontend/package.json ]; then
 fi
 
 # 4. Python: lint, types, and every test (unit, HTTP, real servers, capture, browser).
-"$VPY" -m ruff check plugin tests bench
+"$VPY" -m ruff check plugin tests bench scripts
 "$VPY" -m mypy
 "$ROOT/.venv/bin/lint-imports"  # layers import only downward (pyproject.toml [tool.importlinter])
 exec "$VPY" -m pytest -q "$@"

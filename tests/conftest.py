@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,18 @@ def profiles_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         source = SAMPLE_PROFILES / name
         assert source.is_dir(), f"{source} is missing from the repository"
         shutil.copytree(source, root / name)
+        _session_mtimes(root / name)
     return root
+
+
+def _session_mtimes(profile: Path) -> None:
+    """Files of ``plugins/profile/<YYYY_MM_DD_HH_MM_SS>/`` get their session's time as mtime, as the
+    profiler wrote them: a clean clone gives every file its checkout time, and runs ordered by
+    mtime (newest first, the default run) would then tie."""
+    for session in profile.rglob("plugins/profile/*"):
+        stamp = datetime.strptime(session.name, "%Y_%m_%d_%H_%M_%S").replace(tzinfo=UTC).timestamp()
+        for f in session.iterdir():
+            os.utime(f, (stamp, stamp))
 
 
 def xplane_of(root: Path, name: str, host: str = "vm") -> Path:

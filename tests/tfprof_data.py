@@ -28,8 +28,9 @@ def profile() -> TfprofProfile:
 
 def options(overrides: dict[str, Any]) -> ViewOptions:
     """ViewOptions from the golden generator's base options plus a case's overrides."""
-    merged = dict(golden("tfprof_views.json")["base_options"], **overrides)
-    return ViewOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()})
+    merged: dict[str, Any] = dict(golden("tfprof_views.json")["base_options"], **overrides)
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()}
+    return ViewOptions(**fields)
 
 
 def rows_as_golden(result: ViewResult) -> list[dict[str, Any]]:

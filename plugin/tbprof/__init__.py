@@ -1,12 +1,7 @@
-"""tbprof: fast profile analysis for TensorFlow / JAX / PyTorch profiler output."""
+"""tbprof: fast profile analysis for TensorFlow / JAX / PyTorch profiler output.
 
-import os as _os
-
-from tbprof.store import paths as _paths
+Importing the package starts nothing and imports nothing heavy: the CLI, the server and the
+TensorBoard plugin each import only the modules a command needs.
+"""
 
 __version__ = "0.1.0"
-
-# numba reads NUMBA_CACHE_DIR once, when it is first imported, and several modules compile
-# with cache=True (the wire scanner, nesting depths, the trace viewer's scans): set the
-# default here, before any of them can import numba (see readers/wire_scan.py for why).
-_os.environ.setdefault("NUMBA_CACHE_DIR", str(_paths.numba_cache_dir()))

@@ -21,15 +21,14 @@ from tbprof.analyses.ops import framework_op_stats as tf_stats
 from tbprof.analyses.ops import op_metrics, op_profile
 from tbprof.domain import hlo_cost, roofline
 from tbprof.service import tools as registry
-from tests.analyses.test_hlo_flops_parity import (
-    _JAX_2HOSTS_MERGED_OP,
+from tests.helpers import golden, store_of
+from tests.hlo_parity import (
+    JAX_2HOSTS_MERGED_OP,
     PROFILES,
     XPROF_DUPLICATES,
     XPROF_MERGED_PROGRAM,
-    _golden,
-    _store_of,
-    _xprof_hlo_ops,
     op_profile_leaves_vs_xprof,
+    xprof_hlo_ops,
 )
 
 GIB = 2**30
@@ -47,9 +46,9 @@ def test_hlo_op_bytes_match_xprof_op_profile(profiles_root: Path, profile: str) 
     """Per op within its own program: per-execution HBM bytes x XProf's occurrences. XProf
     shows one op for same-named ops of several programs ("and its duplicate(s)") with their
     bytes summed: those are compared as the sum of our device ops of that name."""
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     db = op_metrics.device_op_metrics(store)
-    xprof = _xprof_hlo_ops(profile)
+    xprof = xprof_hlo_ops(profile)
     assert xprof
     for x in xprof:
         name = x["name"].removesuffix(XPROF_DUPLICATES)
@@ -76,15 +75,15 @@ def test_op_profile_leaf_bytes_match_xprof(profiles_root: Path, profile: str) ->
     assert merged == ({("loop_multiply_fusion", XPROF_MERGED_PROGRAM)} if profile.startswith("jax_2hosts") else set())
 
 
-def _device_rows(stores: list[Any], golden: str, skip_merged: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _device_rows(stores: list[Any], profile: str, skip_merged: bool) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
     ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
-    table = _golden(golden, "framework_op_stats")["include_idle"]
+    table = golden(profile, "framework_op_stats")["include_idle"]
     device = [x for x in (dict(zip(table["columns"], r, strict=True)) for r in table["rows"])
               if x["host_or_device"] == "Device" and x["type"] != "IDLE"
-              and not (skip_merged and x["operation"] == _JAX_2HOSTS_MERGED_OP)]
+              and not (skip_merged and x["operation"] == JAX_2HOSTS_MERGED_OP)]
     return [(ours[(x["type"], x["operation"])], x) for x in device]
 
 
@@ -101,7 +100,7 @@ def test_framework_op_memory_bw_matches_xprof(profiles_root: Path, profile: str)
     """Memory bandwidth (bytes / total time; gemms count their result here, unlike the op
     profile's HBM bytes) and operational intensity of every device framework op within 1 % of
     XProf's, except on jax_2hosts the op whose occurrences XProf merges across two programs."""
-    pairs = _device_rows([_store_of(profiles_root, profile)], profile, profile.startswith("jax_2hosts"))
+    pairs = _device_rows([store_of(profiles_root, profile)], profile, profile.startswith("jax_2hosts"))
     assert len(pairs) >= 5
     assert any(x["measured_memory_bw_gibibytes_per_sec"] > 0 for _, x in pairs)
     _check_memory_columns(pairs)
@@ -109,7 +108,7 @@ def test_framework_op_memory_bw_matches_xprof(profiles_root: Path, profile: str)
 
 def test_all_hosts_framework_op_memory_bw_matches_xprof(profiles_root: Path) -> None:
     """jax_2hosts on both hosts: bytes summed over the hosts."""
-    stores = [_store_of(profiles_root, "jax_2hosts_worker0"), _store_of(profiles_root, "jax_2hosts_worker1")]
+    stores = [store_of(profiles_root, "jax_2hosts_worker0"), store_of(profiles_root, "jax_2hosts_worker1")]
     pairs = _device_rows(stores, "jax_2hosts", skip_merged=True)
     assert len(pairs) >= 5
     _check_memory_columns(pairs)
@@ -119,9 +118,9 @@ def test_all_hosts_framework_op_memory_bw_matches_xprof(profiles_root: Path) -> 
 def test_peak_hbm_bandwidth_matches_xprof(profiles_root: Path, profile: str) -> None:
     """XProf's op profile divides each op's HBM bandwidth by the device's peak: its
     bandwidth_utilization_fractions give the peak back (bytes / time / fraction)."""
-    env = roofline.perf_env([_store_of(profiles_root, profile)])
+    env = roofline.perf_env([store_of(profiles_root, profile)])
     checked = 0
-    for x in _xprof_hlo_ops(profile):
+    for x in xprof_hlo_ops(profile):
         fraction = x["bandwidth_utilization_fractions"][0]
         if fraction > 1e-3:
             peak_gbps = _hbm(x) / x["time_ps"] * 1e3 / fraction
@@ -133,11 +132,11 @@ def test_peak_hbm_bandwidth_matches_xprof(profiles_root: Path, profile: str) -> 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_framework_op_bound_by_matches_xprof(profiles_root: Path, profile: str) -> None:
     """Every row's bound_by (device ops, IDLE and host rows) equals XProf's."""
-    rows = tf_stats.compute([_store_of(profiles_root, profile)], {"include_idle": True})["tables"]["ops"]
+    rows = tf_stats.compute([store_of(profiles_root, profile)], {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
     ours = {(r["host_or_device"], r["type"], r["operation"]): r["bound_by"]
             for r in (dict(zip(names, v, strict=True)) for v in rows.rows())}
-    table = _golden(profile, "framework_op_stats")["include_idle"]
+    table = golden(profile, "framework_op_stats")["include_idle"]
     xprof = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     assert any(x["bound_by"] == roofline.HBM for x in xprof)
     for x in xprof:
@@ -164,10 +163,10 @@ def test_op_profile_category_bytes_match_xprof(profiles_root: Path, profile: str
     executions of program 15909's loop_multiply_fusion with 15245's bytes."""
     tool = registry.get("op_profile")
     assert tool is not None
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     result = op_profile.compute([store], tool.parse_options({}))["by_category"]
     ours = {c["name"]: c["bytes_accessed"] for c in result["children"]}
-    xprof = _golden(profile, "op_profile")["group_by_category:byCategory"]
+    xprof = golden(profile, "op_profile")["group_by_category:byCategory"]
     merged_gap = 0.0
     if profile.startswith("jax_2hosts"):
         name = "loop_multiply_fusion"

@@ -7,12 +7,12 @@ from typing import Any
 
 from tbprof.domain import hlo_cost
 from tbprof.domain.hlo_map import HloProgram
-from tests.analyses.test_hlo_cost_units import F32, _Builder, _scalar_add
+from tests.hlo_builder import F32, HloBuilder, scalar_add
 
 S32, TUPLE = 4, 13
 
 
-class _LaidOut(_Builder):
+class _LaidOut(HloBuilder):
     """Arrays get the default dimension order as layout (XLA counts no bytes without one)."""
 
     def add(self, comp: Any, name: str, opcode: str, dims: list[int], operands: tuple[Any, ...] = (),
@@ -39,7 +39,7 @@ def _same(total: float) -> hlo_cost.OpBytes:
 
 def test_unfused_ops() -> None:
     b = _LaidOut()
-    add = _scalar_add(b)
+    add = scalar_add(b)
     entry = b.computation("main")
     p = b.add(entry, "p", "parameter", [4, 8])
     v = b.add(entry, "v", "parameter", [100])

@@ -2,54 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tbprof.domain import hlo_cost
-from tbprof.domain.hlo_map import HloProgram
-from tbprof.protos import hlo_pb2
-
-F32, U32 = 11, 8
-
-
-class _Builder:
-    def __init__(self) -> None:
-        self.module = hlo_pb2.HloModuleProto(name=b"m")
-        self._next_id = 1
-
-    def computation(self, name: str) -> Any:
-        comp = self.module.computations.add(name=name.encode(), id=len(self.module.computations) + 1)
-        return comp
-
-    def add(self, comp: Any, name: str, opcode: str, dims: list[int], operands: tuple[Any, ...] = (),
-            element_type: int = F32, **fields: Any) -> Any:
-        ins = comp.instructions.add(name=name.encode(), opcode=opcode.encode(), id=self._next_id)
-        self._next_id += 1
-        ins.shape.element_type = element_type
-        ins.shape.dimensions.extend(dims)
-        ins.operand_ids.extend(o.id for o in operands)
-        for key, value in fields.items():
-            if isinstance(value, list):
-                getattr(ins, key).extend(value)
-            else:
-                setattr(ins, key, value)
-        comp.root_id = ins.id
-        return ins
-
-    def flops(self, entry: Any) -> dict[str, int]:
-        self.module.entry_computation_id = entry.id
-        return hlo_cost._program_flops(HloProgram(1, "m", {}, self.module))
-
-
-def _scalar_add(b: _Builder) -> Any:
-    comp = b.computation("add")
-    x = b.add(comp, "x", "parameter", [])
-    y = b.add(comp, "y", "parameter", [])
-    b.add(comp, "sum", "add", [], (x, y))
-    return comp
+from tests.hlo_builder import F32, U32, HloBuilder, scalar_add
 
 
 def test_elementwise_ops_cost_table_cycles_or_three_per_element() -> None:
-    b = _Builder()
+    b = HloBuilder()
     entry = b.computation("main")
     p = b.add(entry, "p", "parameter", [4, 8])
     b.add(entry, "a", "add", [4, 8], (p, p))
@@ -61,7 +18,7 @@ def test_elementwise_ops_cost_table_cycles_or_three_per_element() -> None:
 
 
 def test_fusion_weights_fused_ops_by_utilization() -> None:
-    b = _Builder()
+    b = HloBuilder()
     fused = b.computation("fused")
     p0 = b.add(fused, "p0", "parameter", [100])
     a = b.add(fused, "a", "add", [100], (p0, p0))
@@ -84,8 +41,8 @@ def test_fusion_weights_fused_ops_by_utilization() -> None:
 
 
 def test_reduce_and_all_reduce_use_the_reducer() -> None:
-    b = _Builder()
-    add = _scalar_add(b)
+    b = HloBuilder()
+    add = scalar_add(b)
     entry = b.computation("main")
     p = b.add(entry, "p", "parameter", [16, 8])
     z = b.add(entry, "z", "constant", [])
@@ -97,7 +54,7 @@ def test_reduce_and_all_reduce_use_the_reducer() -> None:
 
 
 def test_dot_and_cublas_gemm() -> None:
-    b = _Builder()
+    b = HloBuilder()
     entry = b.computation("main")
     lhs = b.add(entry, "lhs", "parameter", [32, 64])
     rhs = b.add(entry, "rhs", "parameter", [64, 16])
@@ -118,7 +75,7 @@ def test_dot_and_cublas_gemm() -> None:
 
 
 def test_concatenate_flops() -> None:
-    b = _Builder()
+    b = HloBuilder()
     entry = b.computation("main")
     x = b.add(entry, "x", "parameter", [4, 20])
     y = b.add(entry, "y", "parameter", [4, 64])
@@ -132,7 +89,7 @@ def test_concatenate_flops() -> None:
 
 
 def test_convolution_counts_valid_window_positions() -> None:
-    b = _Builder()
+    b = HloBuilder()
     entry = b.computation("main")
     lhs = b.add(entry, "lhs", "parameter", [1, 4, 5, 5])  # batch, feature, h, w
     rhs = b.add(entry, "rhs", "parameter", [8, 4, 3, 3])  # out feature, in feature, h, w
@@ -153,8 +110,8 @@ def test_convolution_counts_valid_window_positions() -> None:
 
 
 def test_reduce_window_sort_and_while() -> None:
-    b = _Builder()
-    add = _scalar_add(b)
+    b = HloBuilder()
+    add = scalar_add(b)
     body = b.computation("body")
     bp = b.add(body, "bp", "parameter", [10])
     b.add(body, "inc", "add", [10], (bp, bp))

@@ -8,33 +8,29 @@ XProf's. The goldens are XProf's output; nothing here is regenerated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tbprof.analyses.ops import framework_op_stats as tf_stats
-from tbprof.analyses.ops import op_metrics, op_profile
+from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.pages import overview
 from tbprof.domain import hlo_cost
-from tbprof.service import tools as registry
-from tests.analyses.test_ops_parity import _golden, _store_of
-
-PROFILES = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1")
-XPROF_DUPLICATES = " and its duplicate(s)"  # XProf's suffix for ops deduplicated by name
-
-
-def _xprof_hlo_ops(profile: str) -> list[dict[str, Any]]:
-    """The HLO ops (depth 2) of XProf's op profile by category."""
-    root = _golden(profile, "op_profile")["group_by_category:byCategory"]
-    return [op for cat in root["children"] for op in cat.get("children", [])]
+from tests.helpers import golden, store_of
+from tests.hlo_parity import (
+    JAX_2HOSTS_MERGED_OP,
+    PROFILES,
+    XPROF_DUPLICATES,
+    XPROF_MERGED_PROGRAM,
+    op_profile_leaves_vs_xprof,
+    xprof_hlo_ops,
+)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_hlo_op_flops_match_xprof_op_profile(profiles_root: Path, profile: str) -> None:
-    store = _store_of(profiles_root, profile)
-    xprof = _xprof_hlo_ops(profile)
+    store = store_of(profiles_root, profile)
+    xprof = xprof_hlo_ops(profile)
     assert xprof
     for x in xprof:
         name = x["name"].removesuffix(XPROF_DUPLICATES)
@@ -47,47 +43,14 @@ def test_hlo_op_flops_match_xprof_op_profile(profiles_root: Path, profile: str) 
 def test_device_op_metrics_carry_xprof_flops(profiles_root: Path, profile: str) -> None:
     """The device op table (what op_profile and the op stats tools read) has XProf's FLOPs
     wherever its occurrences are XProf's."""
-    db = op_metrics.device_op_metrics(_store_of(profiles_root, profile))
+    db = op_metrics.device_op_metrics(store_of(profiles_root, profile))
     ours = {(int(p), str(n)): (int(o), float(f))
             for n, p, o, f in zip(db.name, db.program_id, db.occurrences, db.flops, strict=True)}
-    for x in _xprof_hlo_ops(profile):
+    for x in xprof_hlo_ops(profile):
         key = (int(x["program_id"]), x["name"].removesuffix(XPROF_DUPLICATES))
         occurrences, flops = ours[key]
         if occurrences == x["occurrences"]:
             assert flops == x["flops"], key
-
-
-def _program_id(program: str) -> int:
-    """``jit_step(16572)`` -> 16572 (0 for ops without a program)."""
-    return int(program.rsplit("(", 1)[1].rstrip(")")) if program.endswith(")") else 0
-
-
-LeafPair = tuple[tuple[str, int], dict[str, Any], dict[str, Any]]
-
-
-def op_profile_leaves_vs_xprof(root: Path, profile: str, measure: str,
-                               xprof_measure: Callable[[dict[str, Any]], float]
-                               ) -> tuple[list[LeafPair], set[tuple[str, int]]]:
-    """(key, our leaf, XProf's op) for every HLO op of XProf's op profile, and the keys whose
-    occurrences differ from XProf's. XProf shows one op for same-named ops of identical
-    programs ("and its duplicate(s)"): ours are summed over the programs for those."""
-    tool = registry.get("op_profile")
-    assert tool is not None
-    result = op_profile.compute([_store_of(root, profile)], tool.parse_options({}))
-    leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
-    ours = {(leaf["name"], _program_id(leaf.get("program", ""))): leaf for leaf in leaves}
-    pairs = []
-    merged = set()
-    for x in _xprof_hlo_ops(profile):
-        key = (x["name"].removesuffix(XPROF_DUPLICATES), int(x["program_id"]))
-        leaf = ours[key]
-        if x["name"].endswith(XPROF_DUPLICATES):
-            same = [o for o in leaves if o["name"] == key[0]]
-            leaf = {"occurrences": sum(o["occurrences"] for o in same), measure: sum(o[measure] for o in same)}
-        if leaf["occurrences"] != x["occurrences"]:
-            merged.add(key)
-        pairs.append((key, leaf, {"occurrences": x["occurrences"], measure: xprof_measure(x)}))
-    return pairs, merged
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -106,26 +69,25 @@ def test_op_profile_leaf_flops_match_xprof(profiles_root: Path, profile: str) ->
     assert merged == ({("loop_multiply_fusion", XPROF_MERGED_PROGRAM)} if profile.startswith("jax_2hosts") else set())
 
 
-XPROF_MERGED_PROGRAM = 15245  # jax_2hosts: XProf's program for both jit__normal programs
-_JAX_2HOSTS_MERGED_OP = "jit(_normal)/jit(_normal_real)/mul"
+
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_framework_op_flop_rate_matches_xprof(profiles_root: Path, profile: str) -> None:
     """Measured FLOP rate (FLOPs / total time) of every device framework op within 1 % of
     XProf's, except on jax_2hosts the op whose occurrences XProf merges across two programs."""
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     rows = tf_stats.compute([store], {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
     ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
-    table = _golden(profile, "framework_op_stats")["include_idle"]
+    table = golden(profile, "framework_op_stats")["include_idle"]
     xprof = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     device = [x for x in xprof if x["host_or_device"] == "Device" and x["type"] != "IDLE"]
     assert device
     compared = 0
     for x in device:
-        if profile.startswith("jax_2hosts") and x["operation"] == _JAX_2HOSTS_MERGED_OP:
+        if profile.startswith("jax_2hosts") and x["operation"] == JAX_2HOSTS_MERGED_OP:
             continue
         o = ours[(x["type"], x["operation"])]
         assert o["measured_flop_rate_gflops_per_sec"] == pytest.approx(
@@ -138,13 +100,13 @@ def test_framework_op_flop_rate_matches_xprof(profiles_root: Path, profile: str)
 def test_overview_top_device_op_flop_rate_matches_xprof(profiles_root: Path, profile: str) -> None:
     """The overview's top device ops show XProf's FLOP rate wherever XProf's is non-zero (an op
     with 0 FLOPs shows an empty rate in tbprof, 0 in XProf), except the merged jax_2hosts op."""
-    table = overview.compute([_store_of(profiles_root, profile)], {})["tables"]["top_ops"]
+    table = overview.compute([store_of(profiles_root, profile)], {})["tables"]["top_ops"]
     names = [c.name for c in table.columns]
     ours = {r["name"]: r for r in (dict(zip(names, v, strict=True)) for v in table.rows())}
     compared = 0
-    for x in _golden(profile, "overview_page")["top_device_ops"]:
+    for x in golden(profile, "overview_page")["top_device_ops"]:
         if x["flop_rate_gflops_per_sec"] == 0 or (profile.startswith("jax_2hosts")
-                                                 and x["operation"] == _JAX_2HOSTS_MERGED_OP):
+                                                 and x["operation"] == JAX_2HOSTS_MERGED_OP):
             continue
         assert ours[x["operation"]]["flop_rate_gflops_per_sec"] == pytest.approx(
             x["flop_rate_gflops_per_sec"], rel=0.01), x["operation"]
@@ -154,14 +116,14 @@ def test_overview_top_device_op_flop_rate_matches_xprof(profiles_root: Path, pro
 
 def test_all_hosts_framework_op_flop_rate_matches_xprof(profiles_root: Path) -> None:
     """jax_2hosts on both hosts: FLOPs summed over the hosts, rate within 1 % of XProf's."""
-    stores = [_store_of(profiles_root, "jax_2hosts_worker0"), _store_of(profiles_root, "jax_2hosts_worker1")]
+    stores = [store_of(profiles_root, "jax_2hosts_worker0"), store_of(profiles_root, "jax_2hosts_worker1")]
     rows = tf_stats.compute(stores, {"include_idle": True})["tables"]["ops"]
     names = [c.name for c in rows.columns]
     ours = {(r["type"], r["operation"]): r for r in (dict(zip(names, v, strict=True)) for v in rows.rows())
             if r["host_or_device"] == "Device"}
-    table = _golden("jax_2hosts", "framework_op_stats")["include_idle"]
+    table = golden("jax_2hosts", "framework_op_stats")["include_idle"]
     device = [x for x in (dict(zip(table["columns"], r, strict=True)) for r in table["rows"])
-              if x["host_or_device"] == "Device" and x["type"] != "IDLE" and x["operation"] != _JAX_2HOSTS_MERGED_OP]
+              if x["host_or_device"] == "Device" and x["type"] != "IDLE" and x["operation"] != JAX_2HOSTS_MERGED_OP]
     assert len(device) >= 5
     for x in device:
         assert ours[(x["type"], x["operation"])]["measured_flop_rate_gflops_per_sec"] == pytest.approx(

@@ -58,7 +58,7 @@ def test_kernel_table_has_every_kernel_configuration(large: tuple[xplane_pb2.XSp
                 total_ns += ev.duration_ps // 1000
     table = kernel_stats.compute([read_xspace(path)], {})["tables"]["kernels"]
     d = table.data
-    ours = Counter()
+    ours: Counter[tuple[object, ...]] = Counter()
     for i in range(table.n_rows):
         ours[(d["kernel_name"][i], int(d["registers_per_thread"][i]), int(d["shmem_bytes"][i]), d["block_dim"][i],
               d["grid_dim"][i])] += int(d["occurrences"][i])

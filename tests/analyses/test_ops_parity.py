@@ -10,8 +10,6 @@ all fall inside step markers (see docs/differences.md for the others).
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +18,12 @@ import pytest
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats as tf_stats
 from tbprof.analyses.ops import kernel_stats, op_profile
-from tbprof.readers.xplane import read_xspace
 from tbprof.service import tools as registry
 from tbprof.store.tables import ProfileStore
-from tests.conftest import xplane_of
+from tests.helpers import golden, store_of
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PARITY_PROFILES = ("custom_loop", "keras_cnn", "jax_mlp")
 XPROF_ROWS_PER_SIDE = 500
-
-
-def _golden(profile: str, tool: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / profile / f"{tool}.json").read_text())  # type: ignore[no-any-return]
-
-
-@lru_cache(maxsize=8)
-def _store(path: Path) -> ProfileStore:
-    return read_xspace(path)
-
-
-def _store_of(root: Path, profile: str) -> ProfileStore:
-    if profile.startswith("jax_2hosts_"):
-        return _store(xplane_of(root, "jax_2hosts", profile.removeprefix("jax_2hosts_")))
-    return _store(xplane_of(root, profile))
 
 
 def _rows(table: Any) -> list[dict[str, Any]]:
@@ -51,7 +32,7 @@ def _rows(table: Any) -> list[dict[str, Any]]:
 
 
 def _xprof_op_rows(profile: str, idle: str) -> dict[tuple[str, str, str], dict[str, Any]]:
-    g = _golden(profile, "framework_op_stats")
+    g = golden(profile, "framework_op_stats")
     table = g[idle]
     rows = [dict(zip(table["columns"], r, strict=True)) for r in table["rows"]]
     return {(r["host_or_device"], r.get("type", ""), r["operation"]): r for r in rows}
@@ -59,12 +40,12 @@ def _xprof_op_rows(profile: str, idle: str) -> dict[tuple[str, str, str], dict[s
 
 @pytest.mark.parametrize("profile", PARITY_PROFILES)
 def test_framework_op_stats_matches_xprof(profiles_root: Path, profile: str) -> None:
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     ours = {(r["host_or_device"], r["type"], r["operation"]): r
             for r in _rows(tf_stats.compute([store], {"include_idle": True})["tables"]["ops"])}
     xprof = _xprof_op_rows(profile, "include_idle")
     # XProf shows at most 500 rows per side: every one of them is ours, and below the cap the sets are equal.
-    per_side = _golden(profile, "framework_op_stats")["rows_per_side_include_idle"]
+    per_side = golden(profile, "framework_op_stats")["rows_per_side_include_idle"]
     assert set(xprof) <= set(ours)
     for side, n in per_side.items():
         if n < XPROF_ROWS_PER_SIDE:
@@ -80,10 +61,10 @@ def test_framework_op_stats_matches_xprof(profiles_root: Path, profile: str) -> 
 
 @pytest.mark.parametrize("profile", PARITY_PROFILES)
 def test_framework_op_stats_without_idle_matches_xprof(profiles_root: Path, profile: str) -> None:
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     ours = {(r["host_or_device"], r["operation"]): r
             for r in _rows(tf_stats.compute([store], {"include_idle": False})["tables"]["ops"])}
-    g = _golden(profile, "framework_op_stats")["exclude_idle"]
+    g = golden(profile, "framework_op_stats")["exclude_idle"]
     xprof = {(r[1], r[2]): dict(zip(g["columns"], r, strict=True)) for r in g["rows"]}
     assert set(ours) == set(xprof)
     for key, x in xprof.items():
@@ -95,7 +76,7 @@ def test_framework_op_stats_without_idle_matches_xprof(profiles_root: Path, prof
 @pytest.mark.parametrize("profile", ("jax_2hosts_worker0", "jax_2hosts_worker1"))
 def test_framework_op_stats_two_host_keys_and_self_time(profiles_root: Path, profile: str) -> None:
     """Same keys and self times; occurrences of one op differ (see docs/differences.md)."""
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     ours = {(r["host_or_device"], r["type"], r["operation"]): r
             for r in _rows(tf_stats.compute([store], {})["tables"]["ops"])}
     xprof = _xprof_op_rows(profile, "include_idle")
@@ -106,10 +87,10 @@ def test_framework_op_stats_two_host_keys_and_self_time(profiles_root: Path, pro
 
 @pytest.mark.parametrize("profile", (*PARITY_PROFILES, "jax_2hosts_worker0", "jax_2hosts_worker1"))
 def test_kernel_stats_matches_xprof(profiles_root: Path, profile: str) -> None:
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     result = kernel_stats.compute([store], {})
     ours = _rows(result["tables"]["kernels"])
-    g = _golden(profile, "kernel_stats")
+    g = golden(profile, "kernel_stats")
     xprof = [dict(zip(g["columns"], r, strict=True)) for r in g["rows"]]
     assert len(ours) == len(xprof) == g["row_count"]
 
@@ -130,9 +111,9 @@ def test_kernel_stats_matches_xprof(profiles_root: Path, profile: str) -> None:
 
 @pytest.mark.parametrize("profile", (*PARITY_PROFILES, "jax_2hosts_worker0", "jax_2hosts_worker1"))
 def test_memory_profile_matches_xprof(profiles_root: Path, profile: str) -> None:
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     result = memory_profile.compute([store], {})
-    g = _golden(profile, "memory_profile")
+    g = golden(profile, "memory_profile")
     assert result["memory_ids"] == g["memory_ids"]
     for memory_id, x in g["allocators"].items():
         o = result["allocators"][memory_id]
@@ -153,17 +134,17 @@ def test_memory_profile_matches_xprof(profiles_root: Path, profile: str) -> None
     ("jax_2hosts_worker0", "GPU_0_bfc"), ("jax_2hosts_worker1", "GPU_0_bfc"),
 ])
 def test_memory_breakdown_matches_xprof(profiles_root: Path, profile: str, memory_id: str) -> None:
-    store = _store_of(profiles_root, profile)
+    store = store_of(profiles_root, profile)
     table = memory_profile.compute([store], {"memory_id": memory_id})["tables"]["breakdown"]
     ours = [(r["operation"], r["allocation_bytes"], r["requested_bytes"], r["occurrences"], r["region_type"],
              r["data_type"], r["shape"]) for r in _rows(table)]
-    x = _golden(profile, "memory_profile")["allocators"][memory_id]["active_allocations"]
+    x = golden(profile, "memory_profile")["allocators"][memory_id]["active_allocations"]
     assert ours == [(a["tf_op_name"], a["allocation_bytes"], a["requested_bytes"], a["num_occurrences"],
                      a["region_type"], a["data_type"], a["tensor_shape"]) for a in x]
 
 
 def _both_hosts(root: Path) -> list[ProfileStore]:
-    return [_store_of(root, "jax_2hosts_worker0"), _store_of(root, "jax_2hosts_worker1")]
+    return [store_of(root, "jax_2hosts_worker0"), store_of(root, "jax_2hosts_worker1")]
 
 
 # The one op whose device occurrences differ from XProf on jax_2hosts (docs/differences.md,
@@ -192,7 +173,7 @@ def test_kernel_stats_all_hosts_matches_xprof(profiles_root: Path) -> None:
     """XProf keeps one row per host and kernel (84 = 42 + 42 here), by total duration."""
     result = kernel_stats.compute(_both_hosts(profiles_root), {})
     ours = _rows(result["tables"]["kernels"])
-    g = _golden("jax_2hosts", "kernel_stats")
+    g = golden("jax_2hosts", "kernel_stats")
     xprof = [dict(zip(g["columns"], r, strict=True)) for r in g["rows"]]
     assert len(ours) == len(xprof) == g["row_count"]
     for o, x in zip(ours, xprof, strict=True):
@@ -209,9 +190,9 @@ def test_op_profile_all_hosts_matches_xprof(profiles_root: Path) -> None:
     tool = registry.get("op_profile")
     assert tool is not None
     result = op_profile.compute(_both_hosts(profiles_root), tool.parse_options({}))
-    golden = _golden("jax_2hosts", "op_profile")
+    xprof_result = golden("jax_2hosts", "op_profile")
     ours = {c["name"]: c for c in result["by_category"]["children"]}
-    xprof = {c["name"]: c for c in golden["group_by_category:byCategory"]["children"]}
+    xprof = {c["name"]: c for c in xprof_result["group_by_category:byCategory"]["children"]}
     assert set(ours) == set(xprof)
     for name, x in xprof.items():
         assert ours[name]["self_time_us"] == pytest.approx(x["time_ps"] / 1e6, rel=1e-9), name
@@ -219,7 +200,7 @@ def test_op_profile_all_hosts_matches_xprof(profiles_root: Path) -> None:
             assert ours[name]["occurrences"] == sum(c["occurrences"] for c in x["children"]), name
     # By program: equal except the two jit__normal programs XProf reports as one (15245).
     ours_p = {c["name"]: c for c in result["by_program"]["children"]}
-    xprof_p = {c["name"]: c for c in golden["group_by_program:byProgram"]["children"]}
+    xprof_p = {c["name"]: c for c in xprof_result["group_by_program:byProgram"]["children"]}
     assert set(ours_p) == set(xprof_p) | {"jit__normal(15909)"}
     for name, x in xprof_p.items():
         got = ours_p[name]["self_time_us"]

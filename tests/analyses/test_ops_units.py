@@ -140,3 +140,23 @@ def test_op_profile_options(profiles_root: Path) -> None:
         tool.parse_options({"hide_name_regex": "["})
     with pytest.raises(OptionError, match="order_by"):
         tool.parse_options({"order_by": "color"})
+
+
+@pytest.mark.parametrize("size_bytes,label", [
+    (1, "≤1 B"), (1000, "≤1 KiB"), (1024, "≤1 KiB"), (1025, "≤2 KiB"),
+    (83_886_080, "≤128 MiB"),  # 80 MiB: 2^26 < it <= 2^27 = 128 MiB
+    (3 << 30, "≤4 GiB"),
+])
+def test_memory_size_classes(size_bytes: int, label: str) -> None:
+    assert memory_profile.size_class(size_bytes) == label
+
+
+def test_unnamed_jax_allocations_are_labelled(profiles_root: Path) -> None:
+    tool = registry.get("memory_profile")
+    assert tool is not None
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    table = memory_profile.compute([store], tool.parse_options({}))["tables"]["breakdown"]
+    rows = [dict(zip([c.name for c in table.columns], r, strict=True)) for r in table.rows()]
+    unnamed = [r for r in rows if r["operation"] == ""]
+    assert unnamed and all(r["label"].startswith("(unnamed, ≤") for r in unnamed)
+    assert all(r["label"] == r["operation"] for r in rows if r["operation"])

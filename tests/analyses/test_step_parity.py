@@ -159,3 +159,14 @@ def test_pod_viewer_all_hosts_columns_match_each_hosts_xprof_steps(profiles_root
         g = golden(f"jax_2hosts_{host}", "overview_page")
         want = [s["step_time_ms"] * 1000 for s in g["steps"]]
         assert col["total_duration_us"].tolist() == pytest.approx(want, rel=STEP_TIME_REL)
+
+
+@pytest.mark.parametrize("selection", ("custom_loop", "jax_mlp"))
+def test_op_placement_by_count_matches_xprof(profiles_root: Path, selection: str) -> None:
+    """XProf's host/device_tf_op_percent: shares of op executions, printed as whole percents
+    (so within 0.5). jax_2hosts differs by its merged op (docs/differences.md)."""
+    g = golden(selection, "overview_page")
+    summary = overview.compute(selection_stores(profiles_root, selection), {})["performance_summary"]
+    assert summary["host_op_count_percent"] == pytest.approx(g["analysis"]["host_tf_op_percent"], abs=0.5)
+    assert summary["device_op_count_percent"] == pytest.approx(g["analysis"]["device_tf_op_percent"], abs=0.5)
+    assert summary["host_op_count_percent"] + summary["device_op_count_percent"] == pytest.approx(100.0)

@@ -117,7 +117,8 @@ def test_capture_through_cli(tf_server: ProfilerServer, logdir: Path, tmp_path: 
     (_, report, requested_ns), _ = capture_until(capture, lambda r: _has_training(app, r[1]["run"], host))
     assert report["ok"] and report["options"]["host_tracer_level"] == 3
     _check_run(app, report["run"], host)
-    env_plane = app.ctx.profiles.store(app.ctx.profiles.run(report["run"]), host).plane("Task Environment")
+    env_plane = app.ctx.profiles.event_store(app.ctx.profiles.run(report["run"]), host).plane("Task Environment")
+    assert env_plane is not None
     used = profiler_options_pb2.ProfileOptions.FromString(env_plane.plane_stats["profile_options"])
     assert (used.version, used.host_tracer_level, used.device_tracer_level, used.python_tracer_level,
             used.duration_ms) == (1, 3, 1, 1, 400)

@@ -159,7 +159,7 @@ def _get(server: Server, route: str, query: dict[str, str] | None = None,
          headers: dict[str, str] | None = None, method: str = "GET",
          body: bytes | None = None) -> tuple[int, dict[str, Any] | None]:
     url = urllib.parse.urlsplit(server.api)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=120)
     try:
         path = url.path + route + ("?" + urllib.parse.urlencode(query) if query else "")
         conn.request(method, path, body=body, headers=headers or {})
@@ -280,7 +280,7 @@ def test_foreign_host_origin_and_methods(hostile: tuple[Server, Path, Any]) -> N
 def test_chunked_capture_body_is_cut_at_the_limit(hostile: tuple[Server, Path, Any]) -> None:
     server, _, _ = hostile
     url = urllib.parse.urlsplit(server.api)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=120)
     chunk = b" " * 65536
 
     def body() -> Iterator[bytes]:

@@ -48,13 +48,13 @@ def test_compare_json_with_capped_tables(client: Client, runs: dict[str, str]) -
 
 
 def test_compare_table_sort_filter_and_page(client: Client, runs: dict[str, str]) -> None:
-    q = {"base_run": runs["keras_cnn"], "run": runs["custom_loop"], "table": "op_types"}
+    q: dict[str, Any] = {"base_run": runs["keras_cnn"], "run": runs["custom_loop"], "table": "op_types"}
     full = _get(client, "compare_table", **q).get_json()
     assert full["table"] == "op_types"
     asc = _get(client, "compare_table", sort="delta_per_step_us", **q).get_json()
     values = [v for v in _col(asc, "delta_per_step_us") if v is not None]
     assert values == sorted(values) and len(values) == full["total_rows"]
-    added = _get(client, "compare_table", **{"filter.status": "^added$"}, **q).get_json()
+    added = _get(client, "compare_table", **{"filter.status": "^added$", **q}).get_json()
     assert set(_col(added, "status")) == {"added"}
     assert added["total_rows"] == _col(full, "status").count("added")
     page = _get(client, "compare_table", offset=3, limit=4, **q).get_json()
@@ -66,8 +66,9 @@ def test_compare_table_sort_filter_and_page(client: Client, runs: dict[str, str]
 
 
 def test_compare_csv(client: Client, runs: dict[str, str]) -> None:
+    nccl: dict[str, Any] = {"filter.kernel_name": "^nccl"}
     r = _get(client, "compare_csv", base_run=runs["jax_2hosts"], base_host="worker1", run=runs["jax_2hosts"],
-             host="worker0", table="kernels", **{"filter.kernel_name": "^nccl"})
+             host="worker0", table="kernels", **nccl)
     assert r.mimetype == "text/csv"
     disposition = r.headers["Content-Disposition"]
     assert "compare_" in disposition and "worker1_vs_" in disposition and disposition.endswith('_kernels.csv"')

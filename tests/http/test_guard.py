@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -71,7 +72,7 @@ def test_allowed_host_is_served(tmp_path: Path) -> None:
     assert client.get(API + "runs", headers={"Host": "other.corp:6007"}).status_code == 403
 
 
-def _capture(client: Client, headers: dict[str, str]) -> tuple[int, dict[str, object]]:
+def _capture(client: Client, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
     # An address nothing listens on: with the guard passed, the route answers 502 (no capture).
     r = client.post(API + "capture", data=json.dumps({"addresses": "localhost:1", "duration_ms": 10,
                                                       "retries": 0}),
@@ -167,7 +168,7 @@ def test_capture_errors_are_coarse(tmp_path: Path) -> None:
     ports and would make capture a port scanner)."""
     status, body = _capture(_client(tmp_path), {})
     assert status == 502
-    (result,) = body["results"]  # type: ignore[misc]
+    (result,) = body["results"]
     assert result["kind"] == "could_not_connect"
     assert "connection refused or closed" in result["message"]
     for detail in ("ipv4:", "ipv6:", "failed to connect to all addresses", "errno", "Socket closed"):

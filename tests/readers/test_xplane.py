@@ -50,15 +50,15 @@ def test_event_times_names_and_stats_match_protobuf(profiles_root: Path) -> None
     for pb_plane, plane in zip(space.planes, store.planes, strict=True):
         names = {k: v.name.decode() for k, v in pb_plane.event_metadata.items()}
         stat_names = {k: v.name.decode() for k, v in pb_plane.stat_metadata.items()}
-        want = Counter()
-        want_stats = Counter()
+        want: Counter[tuple[str, int, int, str]] = Counter()
+        want_stats: Counter[str] = Counter()
         for line in pb_plane.lines:
             for e in line.events:
                 start = line.timestamp_ns * 1000 + e.offset_ps - store.origin_ps
                 want[(line.name.decode(), start, e.duration_ps, names.get(e.metadata_id, ""))] += 1
                 for s in e.stats:
                     want_stats[stat_names[s.metadata_id]] += 1
-        got = Counter()
+        got: Counter[tuple[str, int, int, str]] = Counter()
         for i in range(plane.n_events):
             got[(plane.line_names[plane.line_idx[i]], int(plane.start_ps[i]), int(plane.dur_ps[i]),
                  store.strings[int(plane.name_id[i])])] += 1
@@ -73,7 +73,7 @@ def test_stat_values_decode_like_protobuf(profiles_root: Path) -> None:
     space = xplane_pb2.XSpace.FromString(path.read_bytes())
     pb_gpu = next(p for p in space.planes if p.name == b"/device:GPU:0")
     sm = {k: v.name.decode() for k, v in pb_gpu.stat_metadata.items()}
-    want_details = Counter()
+    want_details: Counter[str] = Counter()
     want_corr = set()
     for line in pb_gpu.lines:
         for e in line.events:

@@ -29,7 +29,7 @@ def client(profiles_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Cli
 
 
 def _run(client: Client, prefix: str) -> str:
-    runs = client.get("/runs").json["runs"]
+    runs = client.get("/runs").get_json()["runs"]
     return next(r["run"] for r in runs if r["run"].startswith(prefix))
 
 
@@ -39,7 +39,7 @@ def test_binary_and_json_encodings_agree(client: Client) -> None:
     assert raw.status_code == 200 and raw.mimetype == BINARY_MIME
     assert raw.headers["Content-Encoding"] == "gzip"
     header, columns = decode_binary(gzip.decompress(raw.data))
-    js = client.get("/trace", query_string={"run": run, "width_px": 1200, "format": "json"}).json
+    js = client.get("/trace", query_string={"run": run, "width_px": 1200, "format": "json"}).get_json()
     assert js["counts"] == header["counts"]
     assert js["window"] == header["window"]
     assert js["strings"] == header["strings"]
@@ -59,10 +59,10 @@ def test_binary_and_json_encodings_agree(client: Client) -> None:
 
 def test_window_and_track_selection(client: Client) -> None:
     run = _run(client, "custom_loop")
-    whole = client.get("/trace", query_string={"run": run, "format": "json"}).json
+    whole = client.get("/trace", query_string={"run": run, "format": "json"}).get_json()
     span = whole["span_ps"]
     part = client.get("/trace", query_string={"run": run, "format": "json", "start_ps": span // 4,
-                                              "end_ps": span // 2, "width_px": 500, "tracks": "2,3"}).json
+                                              "end_ps": span // 2, "width_px": 500, "tracks": "2,3"}).get_json()
     assert part["window"]["start_ps"] == span // 4 and part["window"]["end_ps"] == span // 2
     with_data = [t["id"] for t in part["tracks"] if "events" in t]
     assert with_data == [2, 3]
@@ -70,9 +70,9 @@ def test_window_and_track_selection(client: Client) -> None:
 
 def test_trace_viewer_tool_lists_tracks(client: Client, profiles_root: Path) -> None:
     run = _run(client, "jax_mlp")
-    tools = client.get("/tools", query_string={"run": run}).json["tools"]
+    tools = client.get("/tools", query_string={"run": run}).get_json()["tools"]
     assert "trace_viewer" in [t["name"] for t in tools]
-    d = client.get("/data", query_string={"run": run, "tool": "trace_viewer"}).json
+    d = client.get("/data", query_string={"run": run, "tool": "trace_viewer"}).get_json()
     space = xplane_pb2.XSpace.FromString(xplane_of(profiles_root, "jax_mlp").read_bytes())
     events = sum(len(line.events) for plane in space.planes for line in plane.lines)  # protobuf's count
     assert d["tool"] == "trace_viewer" and d["event_count"] == events > 0
@@ -83,23 +83,23 @@ def test_trace_viewer_tool_lists_tracks(client: Client, profiles_root: Path) -> 
 
 def test_chrome_trace_run(client: Client) -> None:
     run = _run(client, "solo_json")
-    runs = {r["run"]: r for r in client.get("/runs").json["runs"]}
+    runs = {r["run"]: r for r in client.get("/runs").get_json()["runs"]}
     assert runs[run]["kind"] == "chrome_trace" and runs[run]["hosts"] == ["gpu_host"]
-    js = client.get("/trace", query_string={"run": run, "format": "json"}).json
+    js = client.get("/trace", query_string={"run": run, "format": "json"}).get_json()
     assert js["counts"]["in_window"] >= 17736  # every X event of the file (+ none dropped)
-    found = client.get("/trace_search", query_string={"run": run, "q": "fusion", "limit": 2}).json
+    found = client.get("/trace_search", query_string={"run": run, "q": "fusion", "limit": 2}).get_json()
     assert found["total"] > 0
     m = found["matches"][0]
-    ev = client.get("/trace_event", query_string={"run": run, "plane": m["plane"], "row": m["row"]}).json
+    ev = client.get("/trace_event", query_string={"run": run, "plane": m["plane"], "row": m["row"]}).get_json()
     assert ev["event"]["name"] == m["name"]
 
 
 def test_search_and_event_routes(client: Client) -> None:
     run = _run(client, "jax_mlp")
-    found = client.get("/trace_search", query_string={"run": run, "q": "nccl", "limit": 5}).json
+    found = client.get("/trace_search", query_string={"run": run, "q": "nccl", "limit": 5}).get_json()
     assert found["total"] > 5 and found["count"] == 5 and found["next_offset"] == 5
     m = found["matches"][0]
-    ev = client.get("/trace_event", query_string={"run": run, "plane": m["plane"], "row": m["row"]}).json
+    ev = client.get("/trace_event", query_string={"run": run, "plane": m["plane"], "row": m["row"]}).get_json()
     assert ev["event"]["start_ps"] == m["start_ps"]
 
 
@@ -120,7 +120,7 @@ def test_bad_requests(client: Client, route: str, query: dict[str, str], status:
     run = _run(client, "jax_mlp")
     r = client.get(f"/{route}", query_string={"run": run, **query})
     assert r.status_code == status
-    assert "error" in r.json
+    assert "error" in r.get_json()
 
 
 def test_unknown_run_and_all_hosts(client: Client) -> None:

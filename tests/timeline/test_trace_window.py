@@ -239,3 +239,40 @@ def test_derived_xla_lines_match_xprof(stores: dict[str, ProfileStore]) -> None:
         assert key in ours.get((e["line"], e["name"]), set()), e
     for line in {e["line"] for e in golden if e["dur_us"] * 1e6 < result.resolution_ps}:
         assert merged_by_line.get(line, 0) > 0, line
+
+
+def test_device_planes_start_with_steps_and_xla_modules_rows(stores: dict[str, ProfileStore]) -> None:
+    """Each GPU plane's first rows are "Steps" and "XLA Modules" over all its streams (as XProf's).
+
+    Expected values derived here with plain loops over the store's columns: a device event
+    belongs to the last host step marker (event with step_num) starting at or before it; a
+    device step spans its events' first start to their last end. XLA Modules: the plane's
+    events in time order that carry hlo_module, runs of one (module, program) within a step.
+    """
+    store = stores["jax_mlp"]
+    index = track_index(store)
+    host = store.plane("/host:CPU")
+    assert host is not None
+    sid = store.stat_id("step_num")
+    step_col = host.event_stat(sid)
+    markers = sorted((int(host.start_ps[r]), f"{store.strings[int(host.name_id[r])]} {n}")
+                     for r, n in zip(step_col.rows.tolist(), step_col.as_int().tolist(), strict=True))
+    for group in (g for g in index.groups if g.kind == "device"):
+        plane = store.planes[group.plane]
+        first, second = (index.tracks[t] for t in group.tracks[:2])
+        assert (first.name, second.name) == ("Steps", "XLA Modules")
+        spans: dict[int, list[int]] = {}
+        for start, dur in zip(plane.start_ps.tolist(), plane.dur_ps.tolist(), strict=True):
+            k = sum(1 for m, _ in markers if m <= start)
+            if k:
+                span = spans.setdefault(k - 1, [start, start + dur])
+                span[0], span[1] = min(span[0], start), max(span[1], start + dur)
+        want = sorted((s, e - s, markers[k][1]) for k, (s, e) in spans.items())
+        assert first.derived is not None and second.derived is not None
+        got = sorted(zip(first.derived.start_ps.tolist(), first.derived.dur_ps.tolist(),
+                         [store.strings[int(i)] for i in first.derived.name_id.tolist()], strict=True))
+        assert got == want and len(want) > 0
+        # Every module run lies inside the plane's span and names a module of the HLO protos.
+        assert second.event_count > 0 and all(store.strings[int(i)].endswith(")") for i in second.derived.name_id)
+        result = query_window(store, None, None, 1000)
+        assert result.slices[first.id].in_window == len(want)

@@ -1,4 +1,4 @@
-// Decoding real backend responses (captured from `tbprof serve` on ../shared/profiles:
+// Decoding real backend responses (written by scripts/gen_frontend_fixtures.py from demo_logs/:
 // testdata/*.json) and malformed ones.
 import { describe, expect, it } from "vitest";
 import { DecodeError, decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools } from "./decode";

@@ -12,6 +12,18 @@ import type {
   ToolInfo,
   ToolResult,
 } from "./types";
+import type {
+  RunJson,
+  RunsResponse as RunsWire,
+  SettingsResponse,
+  TableColumnJson,
+  TableJson,
+  ToolEnvelope,
+  ToolJson,
+  ToolOptionJson,
+  ToolsResponse,
+  ToolTitleJson,
+} from "./schema.gen";
 
 export class DecodeError extends Error {
   constructor(
@@ -30,6 +42,16 @@ function describe(v: unknown): string {
   if (typeof v === "string") return `"${v.length > 40 ? v.slice(0, 40) + "…" : v}"`;
   if (typeof v === "number" || typeof v === "boolean") return `${typeof v} ${String(v)}`;
   return typeof v === "object" ? "an object" : typeof v;
+}
+
+/** A JSON object read through the keys of its wire type (schema.gen.ts, generated from the
+ * backend's TypedDicts): reading a key the backend does not send is a compile error, and the
+ * values stay `unknown` until a decoder below checks them. */
+type Wire<T extends object> = Partial<Record<keyof T & string, unknown>>;
+
+function wire<T extends object>(v: unknown, path: string): Wire<T> {
+  const o: Partial<Record<string, unknown>> = record(v, path);
+  return o;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
@@ -72,7 +94,7 @@ function strings(v: unknown, path: string): string[] {
 const KINDS: readonly ColumnKind[] = ["str", "int", "float", "bool"];
 
 export function decodeColumn(v: unknown, path: string): TableColumn {
-  const o = record(v, path);
+  const o = wire<TableColumnJson>(v, path);
   const kind = string(o.kind, `${path}.kind`);
   if (!(KINDS as readonly string[]).includes(kind)) throw new DecodeError(`${path}.kind`, KINDS.join("|"), kind);
   const name = string(o.name, `${path}.name`);
@@ -99,7 +121,7 @@ function decodeCell(v: unknown, kind: ColumnKind, path: string): CellValue {
 
 /** A table in the backend's JSON form ({columns, rows, total_rows, offset[, meta]}). */
 export function decodeTable(v: unknown, path: string): TableData {
-  const o = record(v, path);
+  const o = wire<TableJson>(v, path);
   const columns = array(o.columns, `${path}.columns`).map((c, i) => decodeColumn(c, `${path}.columns[${i}]`));
   const rows = array(o.rows, `${path}.rows`).map((r, i) => {
     const cells = array(r, `${path}.rows[${i}]`);
@@ -119,7 +141,7 @@ export function isTableJson(v: unknown): boolean {
 }
 
 export function decodeRun(v: unknown, path: string): RunInfo {
-  const o = record(v, path);
+  const o = wire<RunJson>(v, path);
   return {
     name: string(o.run, `${path}.run`),
     kind: optString(o.kind, `${path}.kind`),
@@ -133,7 +155,7 @@ export function decodeRun(v: unknown, path: string): RunInfo {
 }
 
 export function decodeRuns(v: unknown): RunsResponse {
-  const o = record(v, "runs response");
+  const o = wire<RunsWire>(v, "runs response");
   return {
     runs: array(o.runs, "runs").map((r, i) => decodeRun(r, `runs[${i}]`)),
     allHosts: optString(o.all_hosts, "all_hosts", "__all__"),
@@ -141,17 +163,17 @@ export function decodeRuns(v: unknown): RunsResponse {
 }
 
 export function decodeTools(v: unknown): ToolInfo[] {
-  const o = record(v, "tools response");
+  const o = wire<ToolsResponse>(v, "tools response");
   return array(o.tools, "tools").map((t, i) => {
     const p = `tools[${i}]`;
-    const to = record(t, p);
+    const to = wire<ToolJson>(t, p);
     const name = string(to.name, `${p}.name`);
     return {
       name,
       title: optString(to.title, `${p}.title`, name),
       multiHost: to.multi_host === undefined ? false : boolean(to.multi_host, `${p}.multi_host`),
       options: (to.options === undefined ? [] : array(to.options, `${p}.options`)).map((op, j) => {
-        const oo = record(op, `${p}.options[${j}]`);
+        const oo = wire<ToolOptionJson>(op, `${p}.options[${j}]`);
         return {
           name: string(oo.name, `${p}.options[${j}].name`),
           default: oo.default,
@@ -163,13 +185,13 @@ export function decodeTools(v: unknown): ToolInfo[] {
 }
 
 export function decodeSettings(v: unknown): Settings {
-  const o = record(v, "settings");
+  const o = wire<SettingsResponse>(v, "settings");
   return {
     version: optString(o.version, "settings.version"),
     captureEnabled: o.capture_enabled === undefined ? false : boolean(o.capture_enabled, "settings.capture_enabled"),
     allHosts: optString(o.all_hosts, "settings.all_hosts", "__all__"),
     tools: (o.tools === undefined ? [] : array(o.tools, "settings.tools")).map((t, i) => {
-      const to = record(t, `settings.tools[${i}]`);
+      const to = wire<ToolTitleJson>(t, `settings.tools[${i}]`);
       const name = string(to.name, `settings.tools[${i}].name`);
       return {
         name,
@@ -182,7 +204,7 @@ export function decodeSettings(v: unknown): Settings {
 
 /** A tool's JSON: `tables` entries become TableData, everything else stays as it came. */
 export function decodeToolResult(v: unknown): ToolResult {
-  const o = record(v, "result");
+  const o = wire<ToolEnvelope>(v, "result");
   const tables: Record<string, TableData> = {};
   const rawTables = o.tables === undefined ? {} : record(o.tables, "result.tables");
   for (const [name, t] of Object.entries(rawTables)) {

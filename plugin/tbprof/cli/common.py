@@ -1,4 +1,8 @@
-"""What every ``tbprof`` subcommand shares: exit codes, usage errors, finding the run to show."""
+"""What every ``tbprof`` subcommand shares: exit codes, usage errors, finding the run to show.
+
+``cli/main.py`` imports this module for every command, ``--help`` included, so it imports the
+service layer (numpy, the readers, the analyses: ~0.5 s) only inside the functions that need it.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,11 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tbprof.analyses.encode import to_json_bytes
-from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+if TYPE_CHECKING:
+    from tbprof.service.logdir import Run
+    from tbprof.service.profiles import Profiles
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -24,6 +28,8 @@ class CliError(Exception):
 
 
 def profiles_for(path: str, cache_dir: str | None) -> Profiles:
+    from tbprof.service.profiles import Profiles
+
     p = Path(path)
     if not p.exists():
         raise CliError(f"{path}: no such file or directory")
@@ -48,6 +54,8 @@ def pick_run(profiles: Profiles, name: str | None) -> Run:
 
 
 def host_arg(run: Run, host: str | None, multi: bool) -> str | None:
+    from tbprof.service.profiles import ALL_HOSTS
+
     if host is None and len(run.hosts) > 1:
         return ALL_HOSTS if multi else sorted(run.hosts)[0]
     return host
@@ -64,4 +72,6 @@ def parse_option_args(items: Sequence[str]) -> dict[str, str]:
 
 
 def print_json(result: Any) -> None:
+    from tbprof.analyses.encode import to_json_bytes
+
     sys.stdout.write(json.dumps(json.loads(to_json_bytes(result)), indent=1) + "\n")

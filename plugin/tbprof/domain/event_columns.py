@@ -9,61 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import gather_stats
 from tbprof.store.tables import KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileStore
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _lower_bound(owner: np.ndarray, r: int, lo: int, hi: int) -> int:
-    """First index in [lo, hi) whose owner is >= r (owner ascending)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if owner[mid] < r:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@numba.njit(cache=True, nogil=True)
-def _gather(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, rows: np.ndarray,
-            slot_of: np.ndarray, has_out: np.ndarray, kind_out: np.ndarray, value_out: np.ndarray,
-            mode: int) -> None:
-    """Copies the wanted stats of each row from the owner-sorted stat table.
-
-    mode 0/1: rows ascend: gallop from the previous row's end (cheap for dense and sparse rows);
-    mode 2: rows in any order, binary search over the whole table.
-    """
-    m = owner.shape[0]
-    start = 0
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        if r < 0:
-            continue
-        if mode != 2:
-            # Gallop forward from the previous row's end, then bisect the last stride.
-            lo = start
-            step = 1
-            while lo + step < m and owner[lo + step] < r:
-                lo += step
-                step *= 2
-            hi = min(lo + step, m)
-            if lo < m and owner[lo] >= r:
-                hi = lo
-            k = _lower_bound(owner, r, lo, hi)
-        else:
-            k = _lower_bound(owner, r, 0, m)
-        while k < m and owner[k] == r:
-            sl = slot_of[stat_id[k]]
-            if sl >= 0:
-                has_out[sl, i] = True
-                kind_out[sl, i] = kind[k]
-                value_out[sl, i] = value[k]
-            k += 1
-        if mode != 2:
-            start = k
 
 
 class RowStats:
@@ -87,7 +36,7 @@ class RowStats:
             if len(table) == 0:
                 continue
             mode = 2 if owners is not rows else (0 if self.n * 64 > len(table) else 1)
-            _gather(table.owner, table.stat_id, table.kind, table.value, owners.astype(np.int64), slot_of,
+            gather_stats(table.owner, table.stat_id, table.kind, table.value, owners.astype(np.int64), slot_of,
                     has, kind, value, mode)
         for i, nm in enumerate(names):
             if has[i].any():

@@ -11,7 +11,8 @@ levels first), claims every event reachable from it that no earlier root claimed
 - ``ExecutorState::Process`` -> ``IteratorGetNextOp::DoCompute`` with the same (step_id, iter_num).
 
 The group id of an event is the index of the root that claimed it (0, 1, ... in claim order).
-Everything here runs once per store (``store.memo``) in a few numba loops over numpy columns.
+Everything here runs once per store (``store.memo``) in a few compiled loops over numpy columns
+(``tbprof._core.kernels``: ``nesting_parents``, ``propagate_groups``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import nesting_parents, propagate_groups
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -44,101 +45,9 @@ class EventGroups:
     group_names: list[str]  # "train 3" (root name + step_num), else the group id
 
 
-@numba.njit(cache=True, nogil=True)
-def _nesting(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Nesting parent of each event (-1: top level) and the end of its subtree (exclusive row).
-
-    XProf's rule: an event's parent is the innermost open event that includes it; an open event
-    that does not include the next one is closed. So an event's descendants are exactly the
-    rows after it up to the row that closed it.
-    """
-    n = start_ps.shape[0]
-    parent = np.full(n, -1, dtype=np.int64)
-    sub_end = np.empty(n, dtype=np.int64)
-    stack = np.empty(256, dtype=np.int64)
-    for line in range(line_offsets.shape[0] - 1):
-        top = 0
-        for i in range(line_offsets[line], line_offsets[line + 1]):
-            s = start_ps[i]
-            e = s + dur_ps[i]
-            while top > 0:
-                p = stack[top - 1]
-                if start_ps[p] <= s and e <= start_ps[p] + dur_ps[p]:
-                    parent[i] = p
-                    break
-                sub_end[p] = i
-                top -= 1
-            if top == stack.shape[0]:
-                grown = np.empty(top * 2, dtype=np.int64)
-                grown[:top] = stack[:top]
-                stack = grown
-            stack[top] = i
-            top += 1
-        while top > 0:
-            sub_end[stack[top - 1]] = line_offsets[line + 1]
-            top -= 1
-    return parent, sub_end
-
-
 def parents_of(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
-    return _nesting(start_ps, dur_ps, line_offsets)[0]
-
-
-@numba.njit(cache=True, nogil=True)
-def _propagate(roots: np.ndarray, root_level: np.ndarray, parent: np.ndarray, sub_end: np.ndarray,
-               edge_nodes: np.ndarray, edge_ptr: np.ndarray, edge_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Claims, root by root, every unclaimed event reachable from it; returns (group, root of group).
-
-    A claimed event brings its whole subtree (a contiguous row range) and the targets of the
-    cross links (``edge_nodes`` sorted, ``edge_ptr``/``edge_idx`` their targets) of the events in
-    it, so the work is proportional to events plus links, with no per-child queue traffic.
-    """
-    n = parent.shape[0]
-    group = np.full(n, -1, dtype=np.int64)
-    group_root = np.empty(roots.shape[0], dtype=np.int64)
-    queue = np.empty(n, dtype=np.int64)
-    n_groups = 0
-    for r in roots:
-        if group[r] >= 0:
-            continue
-        # A root nested in a root of the same level is grouped with its ancestor instead.
-        a = parent[r]
-        nested = False
-        while a >= 0:
-            if root_level[a] == root_level[r]:
-                nested = True
-                break
-            a = parent[a]
-        if nested:
-            continue
-        gid = n_groups
-        n_groups += 1
-        group_root[gid] = r
-        group[r] = gid
-        head = 0
-        tail = 0
-        queue[tail] = r
-        tail += 1
-        while head < tail:
-            node = queue[head]
-            head += 1
-            end = sub_end[node]
-            for j in range(node + 1, end):
-                if group[j] < 0:
-                    group[j] = gid
-            k0 = np.searchsorted(edge_nodes, node)
-            k1 = np.searchsorted(edge_nodes, end)
-            for k in range(k0, k1):
-                src = edge_nodes[k]
-                if group[src] != gid:
-                    continue
-                for q in range(edge_ptr[k], edge_ptr[k + 1]):
-                    t = edge_idx[q]
-                    if group[t] < 0:
-                        group[t] = gid
-                        queue[tail] = t
-                        tail += 1
-    return group, group_root[:n_groups]
+    """XProf's nesting parent of each event (-1: top level); see ``nesting_parents``."""
+    return nesting_parents(start_ps, dur_ps, line_offsets)[0]
 
 
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
@@ -301,11 +210,11 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
             return (rows if full else np.searchsorted(rows_p, rows)) + base
 
         if full:
-            par, send = _nesting(p.start_ps, p.dur_ps, p.line_offsets)
+            par, send = nesting_parents(p.start_ps, p.dur_ps, p.line_offsets)
         else:
             line_counts = np.bincount(p.line_idx[rows_p], minlength=p.n_lines)
             line_offsets = np.concatenate([[0], np.cumsum(line_counts)]).astype(np.int64)
-            par, send = _nesting(p.start_ps[rows_p], p.dur_ps[rows_p], line_offsets)
+            par, send = nesting_parents(p.start_ps[rows_p], p.dur_ps[rows_p], line_offsets)
         parent[base:base + len(rows_p)] = np.where(par >= 0, par + base, -1)
         sub_end[base:base + len(rows_p)] = send + base
         root_level[node(f["roots"])] = f["levels"]
@@ -358,7 +267,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     order = np.lexsort((roots, -dur, start_abs, -root_level[roots]))
     roots = roots[order]
     del plane_of
-    group, group_root = _propagate(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
+    group, group_root = propagate_groups(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
                                    dst.astype(np.int64))
 
     group_of = []

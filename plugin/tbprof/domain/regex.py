@@ -26,7 +26,7 @@ MAX_PROGRAM_BYTES = 4 << 20
 class RegexError(BadRequest):
     """A user regex that is too long, malformed, or uses syntax RE2 does not support (HTTP 400)."""
 
-    kind = "bad_regex"
+    kind = "bad_request"
 
 
 def _options(ignore_case: bool) -> re2.Options:

@@ -100,7 +100,7 @@ def static_file(request: Request, path: str) -> Response:
     root = STATIC_DIR.resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root) or not target.is_file():
-        return responses.error_response(request, 404, f"no such route or file: {path}")
+        return responses.error_response(request, 404, f"no such route or file: {path}", kind="not_found")
     mime = _MIME.get(target.suffix, "application/octet-stream")
     # Hashed asset names can be cached forever; entry files must revalidate.
     immutable = "/assets/" in f"/{path}"

@@ -64,12 +64,12 @@ def json_response(request: Request, result: Any, status: int = 200,
     return Response(body, status=status, mimetype="application/json")
 
 
-_KIND_BY_STATUS = {400: "bad_request", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-                   413: "too_large", 415: "bad_request", 422: "unreadable_profile", 429: "busy"}
+_KIND_BY_STATUS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
+                   415: "bad_request", 422: "unreadable_profile"}
 
 
 def error_response(request: Request, status: int, message: str, **extra: Any) -> Response:
     """``{"error", "kind", "status", ...}``: every refusal names its machine-readable kind."""
-    extra.setdefault("kind", _KIND_BY_STATUS.get(status, "internal" if status >= 500 else "error"))
+    extra.setdefault("kind", _KIND_BY_STATUS.get(status, "internal" if status >= 500 else "http"))
     body = json.dumps({"error": message, "status": status, **extra}).encode()
     return Response(body, status=status, mimetype="application/json")

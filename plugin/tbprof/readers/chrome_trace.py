@@ -47,16 +47,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
+from tbprof._core import kernels
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_events import sanitize_events
 from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded, read_profile_bytes
 from tbprof.store import tables
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.memory_guard import decompressed_limit_bytes
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
@@ -144,74 +143,6 @@ def _floats(values: list[Any]) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _match_begin_end(line: np.ndarray, is_begin: np.ndarray) -> np.ndarray:
-    """Pairs B/E points (sorted by line, then time, then file order) per line, last open first.
-
-    Returns, per point, the index of its partner (-1 when unmatched).
-    """
-    n = line.shape[0]
-    partner = np.full(n, -1, dtype=np.int64)
-    stack = np.empty(n + 1, dtype=np.int64)
-    top = 0
-    current = -1
-    for i in range(n):
-        if line[i] != current:
-            current = line[i]
-            top = 0
-        if is_begin[i]:
-            stack[top] = i
-            top += 1
-        elif top > 0:
-            top -= 1
-            partner[i] = stack[top]
-            partner[stack[top]] = i
-    return partner
-
-
-@numba.njit(cache=True, nogil=True)
-def _parents(depth: np.ndarray, line_offsets: np.ndarray) -> np.ndarray:
-    """Row of each event's parent (the nearest earlier event one level up), -1 at depth 0."""
-    n = depth.shape[0]
-    parent = np.full(n, -1, dtype=np.int64)
-    last_at = np.full(32768, -1, dtype=np.int64)
-    for line in range(line_offsets.shape[0] - 1):
-        for i in range(line_offsets[line], line_offsets[line + 1]):
-            d = depth[i]
-            if d > 0:
-                parent[i] = last_at[d - 1]
-            last_at[d] = i
-    return parent
-
-
-@numba.njit(cache=True, nogil=True)
-def _bind_points(start_ps: np.ndarray, end_ps: np.ndarray, parent: np.ndarray, line_offsets: np.ndarray,
-                 point_line: np.ndarray, point_ts: np.ndarray, point_next: np.ndarray) -> np.ndarray:
-    """Event row each flow point binds to, or -1.
-
-    Enclosing binding: the last event starting at or before the point, climbing to its
-    parents until one still runs at the point (end inclusive: TF1 timelines start a flow
-    exactly at the producer's end). ``point_next`` selects "next slice" binding instead: the
-    first event of the line starting at or after the point.
-    """
-    out = np.full(point_line.shape[0], -1, dtype=np.int64)
-    for k in range(point_line.shape[0]):
-        lo = line_offsets[point_line[k]]
-        hi = line_offsets[point_line[k] + 1]
-        ts = point_ts[k]
-        if point_next[k]:
-            j = lo + np.searchsorted(start_ps[lo:hi], ts, side="left")
-            if j < hi:
-                out[k] = j
-                continue
-        c = lo + np.searchsorted(start_ps[lo:hi], ts, side="right") - 1
-        while c >= lo and end_ps[c] < ts:
-            c = parent[c]
-        if c >= lo:
-            out[k] = c
-    return out
-
-
 class _Builder:
     """Collects the trace's events into per-plane columns (one pass over the JSON objects)."""
 
@@ -278,7 +209,9 @@ class _Builder:
         if not owners:
             return
         intern = self.strings.intern
-        key_ids = {key: intern(str(key)) for key in set(keys)}
+        # First-seen order (not a set's, which follows the per-process string hash): the same
+        # file interns the same string ids in every process, so stores and caches are reproducible.
+        key_ids = {key: intern(str(key)) for key in dict.fromkeys(keys)}
         kinds = [_VALUE_KIND.get(type(v), _OTHER) for v in values]
         kind_arr = np.array(kinds, dtype=np.int8)
         raw = np.zeros(len(values), dtype=np.int64)
@@ -296,7 +229,7 @@ class _Builder:
             elif code == tables.KIND_DOUBLE:
                 raw[idx] = np.array(picked, dtype=np.float64).view(np.int64)
             elif code == tables.KIND_STR:
-                texts = {t: intern(t) for t in set(picked)}
+                texts = {t: intern(t) for t in dict.fromkeys(picked)}
                 raw[idx] = np.array([texts[t] for t in picked], dtype=np.int64)
             elif code == _BOOL:
                 raw[idx] = np.array(picked, dtype=np.int64)
@@ -432,7 +365,7 @@ class _Builder:
         is_begin = np.array([e["ph"] == "B" for e in points], dtype=np.bool_)
         # Time order per thread, ties in file order (an E and the next B at one timestamp).
         order = np.lexsort((np.arange(len(points)), ts, line))
-        partner_sorted = _match_begin_end(line[order], is_begin[order])
+        partner_sorted = kernels.match_begin_end(line[order], is_begin[order])
         partner = np.full(len(points), -1, dtype=np.int64)
         matched = partner_sorted >= 0
         partner[order[matched]] = order[partner_sorted[matched]]
@@ -586,7 +519,7 @@ class _Builder:
             p_dur = dur_ps[rows]
             n_lines = len(plane_lines[pi])
             line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = nesting_depth(p_start, p_dur, line_offsets)
+            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
             # Metadata: one row per distinct (name, cat).
             pair = name_id[rows].astype(np.int64) * (len(self.strings) + 1) + cat_id[rows]
             uniq, meta_idx = np.unique(pair, return_inverse=True)
@@ -649,9 +582,9 @@ class _Builder:
             p_line = ev_local[rows]
             n_lines = int(local_of_line[plane_of_line == pi].max()) + 1
             line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = nesting_depth(p_start, dur_ps[rows], line_offsets)
-            parent = _parents(depth, line_offsets)
-            got = _bind_points(p_start, p_end, parent, line_offsets, local_of_line[line_g[sel]], point_ps[sel],
+            depth = kernels.nesting_depth(p_start, dur_ps[rows], line_offsets)
+            parent = kernels.depth_parents(depth, line_offsets)
+            got = kernels.bind_points(p_start, p_end, parent, line_offsets, local_of_line[line_g[sel]], point_ps[sel],
                                is_next[sel])
             ok = got >= 0
             bound[sel[ok]] = rows[got[ok]]

@@ -1,8 +1,9 @@
 """Reader of ``*.xplane.pb`` (XSpace) files into a ``ProfileStore``.
 
 The bulky part (events and their stats) is scanned from the wire bytes by
-``wire_scan.scan``; the small parts (plane metadata, line names, hostnames) are parsed by upb
-from the byte spans the scanner recorded. See ``wire_scan`` for why.
+``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); the small parts (plane metadata,
+line names, hostnames) are parsed by upb from the byte spans the scanner recorded. See
+``_core/wire.pyx`` for why.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ from pathlib import Path
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tbprof._core import kernels, wire
+from tbprof._core.wire import hash_spans
 from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
-from tbprof.readers import wire_scan, xplane_columns
+from tbprof.readers import xplane_columns
 from tbprof.readers.files import read_profile_bytes
-from tbprof.readers.wire_scan import hash_spans
 from tbprof.store import tables
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.strings import StringTable
 
 
@@ -56,16 +57,20 @@ def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStor
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     try:
-        scanned = wire_scan.scan(data)
-    except wire_scan.WireError as e:
+        scanned = wire.scan(data)
+    except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:
         return _build(data, scanned, source, host)
     except DecodeError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
+    except IndexError as e:
+        # The compiled kernels check every index; one out of range means the file's rows and
+        # metadata disagree (corrupt bytes that still scan), not a bug to report as a 500.
+        raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
-def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tables.ProfileStore:
+def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:
     strings = StringTable()
     owner_kind = sc.spans[:, 0] >> 32
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
@@ -95,7 +100,7 @@ def _build(data: bytes, sc: wire_scan.ScanResult, source: str, host: str) -> tab
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
 
     # Absolute starts in place; the origin is the earliest event of the whole profile.
-    origin_ps, end_ps = xplane_columns.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
+    origin_ps, end_ps = kernels.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
     span_ps = int(end_ps - origin_ps)
 
     plane_span_rows = np.nonzero(owner_kind == 1)[0]
@@ -179,7 +184,7 @@ def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: n
 
 def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
                  ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire_scan.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
+                 sc: wire.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
     blobs: list[bytes] = []
     stat_ids, stat_names = _stat_name_ids(pmsg, strings)
     stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
@@ -220,7 +225,7 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     meta_idx = meta_in if meta_in.dtype == np.int32 else np.empty(meta_in.shape[0], dtype=np.int32)
     name_id = np.empty(meta_in.shape[0], dtype=np.int32)
     meta_rows = np.arange(meta_ids.shape[0], dtype=np.int32)
-    identity = xplane_columns.finish_events(
+    identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
         xplane_columns.id_lookup(meta_ids, meta_rows, meta_in.shape[0], -1), meta_ids, meta_rows, meta_name_id)
@@ -231,9 +236,8 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
     kind_col = sc.st_kind[st_range]
     values = sc.st_value[st_range]
-    xplane_columns.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
-                                xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids,
-                                stat_names)
+    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
+                         xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids, stat_names)
     _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
     stats = tables.StatTable(owner, stat_id, kind_col, values)
 
@@ -249,7 +253,7 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         stats = tables.StatTable(new_owner[sort], stat_id[sort], kind_col[sort], values[sort])
 
     line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
-    depth = nesting_depth(start_ps, dur_ps, line_offsets)
+    depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     plane = tables.Plane(
         index=pi, id=pmsg.id, name=_text(pmsg.name),

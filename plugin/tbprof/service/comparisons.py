@@ -20,6 +20,7 @@ from tbprof.analyses.compare import report as cmp
 from tbprof.analyses.compare import sources as src
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.ops import op_metrics
+from tbprof.analyses.steps.assignment import Steps
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Table
 from tbprof.domain import tf_op
@@ -29,6 +30,7 @@ from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 from tbprof.store.disk_cache import cache_key
 from tbprof.store.memo import Memo
+from tbprof.store.tables import ProfileStore
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def op_step_series(profiles: Profiles, spec: SideSpec, op_names: Sequence[str]) 
     (and the selection's). None when the side has no steps.
     """
     run, hosts = resolve(profiles, spec)
-    stores = [profiles.store(run, h) for h in hosts]
+    stores = [s for s in (profiles.store(run, h) for h in hosts) if isinstance(s, ProfileStore)]
     st = step_table(stores)
     if st.n_steps == 0:
         return None
@@ -203,7 +205,7 @@ def op_step_series(profiles: Profiles, spec: SideSpec, op_names: Sequence[str]) 
     return total[keep] / 1e6
 
 
-def _device_op_per_step(store: Any, steps: Any, wanted: set[str]) -> np.ndarray:
+def _device_op_per_step(store: ProfileStore, steps: Steps, wanted: set[str]) -> np.ndarray:
     ev = op_metrics.device_op_events(store)
     out = np.zeros(steps.n_steps)
     if ev.row.shape[0] == 0:
@@ -223,7 +225,7 @@ def _device_op_per_step(store: Any, steps: Any, wanted: set[str]) -> np.ndarray:
     return out
 
 
-def _host_op_per_step(store: Any, steps: Any, wanted: set[str]) -> np.ndarray:
+def _host_op_per_step(store: ProfileStore, steps: Steps, wanted: set[str]) -> np.ndarray:
     out = np.zeros(steps.n_steps)
     db = op_metrics.host_op_metrics(store)
     hit = np.isin(db.name, list(wanted))
@@ -242,9 +244,9 @@ def _host_op_per_step(store: Any, steps: Any, wanted: set[str]) -> np.ndarray:
     dur = plane.dur_ps[rows].astype(np.float64)
     step = steps.event_step(store.planes.index(plane))[rows]
     ok = step >= 0
-    out = np.bincount(step[ok], weights=dur[ok], minlength=steps.n_steps)
+    per_step_ps = np.bincount(step[ok], weights=dur[ok], minlength=steps.n_steps)
     all_dur = float(dur.sum())
-    return out * (self_ps / all_dur) if all_dur > 0 else out
+    return per_step_ps * (self_ps / all_dur) if all_dur > 0 else per_step_ps
 
 
 def parse_side_args(args: Mapping[str, str], prefix: str) -> SideSpec:

@@ -19,9 +19,12 @@ from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
 from tbprof.service.logdir import Run, RunIndex
+from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
 from tbprof.store.memo import Memo
+from tbprof.store.tables import ProfileStore
+from tbprof.store.tfprof import TfprofProfile
 
 log = logging.getLogger("tbprof")
 
@@ -39,7 +42,7 @@ class Profiles:
         self._results = Memo()
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
-        self._after_request_stores: list[Any] = []
+        self._after_request_stores: list[AnyStore] = []
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -68,27 +71,37 @@ class Profiles:
         kind = KINDS.get(run.kind)
         return kind.store_format if kind is not None else run.kind
 
-    def store(self, run: Run, host: str) -> Any:
+    def store(self, run: Run, host: str) -> AnyStore:
         kind = KINDS.get(run.kind)
         if kind is None:
             raise NotFound(f"run {run.name!r} is of kind {run.kind!r}, which has no reader")
         return self.cache.get(run.hosts[host], kind.reader, kind=kind.store_format)
 
-    def _warm(self, store: Any) -> None:
+    def event_store(self, run: Run, host: str) -> ProfileStore:
+        """The event store of a host (XSpace and Chrome-trace runs); tfprof runs have none."""
+        store = self.store(run, host)
+        if not isinstance(store, ProfileStore):
+            raise NoData(f"run {run.name!r} is a {run.kind} run: it has no events (open it with tfprof_views)")
+        return store
+
+    def tfprof_profile(self, run: Run, host: str) -> TfprofProfile:
+        store = self.store(run, host)
+        if not isinstance(store, TfprofProfile):
+            raise BadRequest(f"run {run.name!r} is a {run.kind} run, not a tfprof ProfileProto run")
+        return store
+
+    def _warm(self, store: AnyStore) -> None:
         """Starts the registered warm-ups once per loaded store, in one background thread.
 
         Called after the request that loaded the store has its answer, so the warm-up never
         competes with that request for the interpreter.
         """
-        if not registry.WARMUPS or getattr(store, "_tbprof_warm_started", False):
+        if not registry.warmups() or not isinstance(store, ProfileStore) or store.warm_started:
             return
-        try:
-            store._tbprof_warm_started = True
-        except AttributeError:
-            return
+        store.warm_started = True
 
         def run() -> None:
-            for fn in registry.WARMUPS:
+            for fn in registry.warmups():
                 try:
                     fn(store)
                 except Exception:  # a failing warm-up only costs speed; the request reports it
@@ -110,14 +123,14 @@ class Profiles:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
 
-    def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[Any], list[dict[str, str]]]:
+    def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
         The one loader every tool, the summary and comparisons use. A single host unreadable
         raises its ProfileReadError (HTTP 422); every host of several unreadable raises one
         naming them all.
         """
-        stores: list[Any] = []
+        stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
         for h in hosts:
@@ -179,6 +192,7 @@ class Profiles:
             return result
 
         try:
-            return self._results.get(memo_key, compute)
+            hash(memo_key)
         except TypeError:  # an option value that cannot be a key (never from HTTP: strings)
             return compute()
+        return self._results.get(memo_key, compute)

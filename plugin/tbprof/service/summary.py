@@ -14,9 +14,10 @@ from tbprof.analyses.pages.profile_summary import summarize_store
 from tbprof.analyses.pages.summary_fields import step_fields
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
+from tbprof.store.any_store import AnyStore
 
 # Each adds keys to the summary from the run's stores: fn(stores) -> dict.
-SUMMARY_FIELDS: tuple[Callable[[list[Any]], dict[str, Any]], ...] = (step_fields, tfprof_views.summary_fields)
+SUMMARY_FIELDS: tuple[Callable[[list[AnyStore]], dict[str, Any]], ...] = (step_fields, tfprof_views.summary_fields)
 
 
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:

@@ -17,9 +17,3 @@ def default_cache_dir() -> Path:
     """Converted profiles: ``$TBPROF_CACHE_DIR``, else the user cache dir."""
     explicit = os.environ.get("TBPROF_CACHE_DIR")
     return Path(explicit) if explicit else user_cache_dir()
-
-
-def numba_cache_dir() -> Path:
-    """Compiled scanner code: per machine and user, not per profile cache, so that a test or
-    a server with its own ``--cache-dir`` does not compile again."""
-    return user_cache_dir() / "numba"

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import bucket_gather
 from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
 
-# Stat value kinds (``StatTable.kind``); mirrors readers/wire_scan.py.
+# Stat value kinds (``StatTable.kind``); mirrors _core/wire.pyx.
 KIND_NONE = 0
 KIND_DOUBLE = 1
 KIND_UINT64 = 2
@@ -102,43 +102,6 @@ class StatColumn:
         return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _bucket_rows(ids: np.ndarray, lut: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort)."""
-    counts = np.zeros(n_buckets + 1, dtype=np.int64)
-    for i in range(ids.shape[0]):
-        b = lut[ids[i]]
-        if b >= 0:
-            counts[b + 1] += 1
-    for b in range(n_buckets):
-        counts[b + 1] += counts[b]
-    pos = counts[:-1].copy()
-    out = np.empty(counts[n_buckets], dtype=np.int64)
-    for i in range(ids.shape[0]):
-        b = lut[ids[i]]
-        if b >= 0:
-            out[pos[b]] = i
-            pos[b] += 1
-    return out, counts
-
-
-@numba.njit(cache=True, nogil=True)
-def _bucket_gather(ids: np.ndarray, lut: np.ndarray, n_buckets: int, owner: np.ndarray, kind: np.ndarray,
-                   value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``_bucket_rows`` that also gathers the owner, kind and value of each hit in the same pass."""
-    rows, bounds = _bucket_rows(ids, lut, n_buckets)
-    n = rows.shape[0]
-    out_owner = np.empty(n, dtype=np.int64)
-    out_kind = np.empty(n, dtype=kind.dtype)
-    out_value = np.empty(n, dtype=value.dtype)
-    for j in range(n):
-        r = rows[j]
-        out_owner[j] = owner[r]
-        out_kind[j] = kind[r]
-        out_value[j] = value[r]
-    return out_owner, out_kind, out_value, bounds
-
-
 @dataclass
 class Plane:
     """One XPlane: a device (``/device:GPU:0``) or the host (``/host:CPU``)."""
@@ -211,7 +174,7 @@ class Plane:
         ids = self.stats.stat_id
         lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
         lut[want] = np.arange(len(want), dtype=np.int32)
-        owner, kind, value, bounds = _bucket_gather(np.asarray(ids), lut, len(want), np.asarray(self.stats.owner),
+        owner, kind, value, bounds = bucket_gather(np.asarray(ids), lut, len(want), np.asarray(self.stats.owner),
                                                     np.asarray(self.stats.kind), np.asarray(self.stats.value))
         for k, sid in enumerate(want):
             sl = slice(int(bounds[k]), int(bounds[k + 1]))
@@ -280,6 +243,8 @@ class ProfileStore:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     _memo: Memo = field(default_factory=Memo, repr=False)
+    # Set once the service has started this store's background warm-ups (service/profiles.py).
+    warm_started: bool = field(default=False, repr=False, compare=False)
 
     @property
     def n_events(self) -> int:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof._core.kernels import nesting_depth
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.tf_op import name_scopes, parse_tf_op
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore
 
 
@@ -168,6 +168,73 @@ def _int_key(plane: Plane, store: ProfileStore, stat: str, rows: np.ndarray) -> 
     return plane.event_stat(sid).dense_int(plane.n_events, missing=-1)[rows]
 
 
+def _module_runs(store: ProfileStore, plane: Plane, rows: np.ndarray, step: np.ndarray) -> DerivedEvents | None:
+    """Runs of one XLA module execution (``hlo_module`` + ``program_id`` -> "jit_step(13929)")."""
+    module = _string_key(plane, store, "hlo_module", rows)
+    if not (module > 0).any():
+        return None
+    program = _int_key(plane, store, "program_id", rows)
+    program = np.where(program >= 0, program, 0)
+    valid = module > 0
+    # One int64 per (module, program) pair (a structured np.unique would sort 10x slower).
+    span = int(program.max()) + 1
+    if int(module.max()) < (1 << 62) // span:
+        combined = module[valid] * span + program[valid]
+        uniq, inverse = np.unique(combined, return_inverse=True)
+        pairs = [(int(c) // span, int(c) % span) for c in uniq.tolist()]
+    else:
+        stacked, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0,
+                                     return_inverse=True)
+        pairs = [(int(m), int(p)) for m, p in stacked.tolist()]
+    key = np.full(rows.shape[0], -1, dtype=np.int64)
+    key[valid] = inverse.reshape(-1)
+    names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs)}
+    return _runs(store, plane, rows, key, step, names)
+
+
+def _step_markers(store: ProfileStore) -> tuple[np.ndarray, list[str]]:
+    """Start times (ascending) and names ("train 4": marker name and step_num) of the host's step markers."""
+    def compute() -> tuple[np.ndarray, list[str]]:
+        sid = store.stat_id("step_num")
+        starts: list[np.ndarray] = []
+        names: list[str] = []
+        for p in store.planes:
+            if sid < 0 or not p.name.startswith("/host:"):
+                continue
+            col = p.event_stat(sid)
+            starts.append(p.start_ps[col.rows])
+            names.extend(f"{store.strings[int(i)]} {n}" for i, n in zip(p.name_id[col.rows].tolist(),
+                                                                         col.as_int().tolist(), strict=True))
+        if not starts:
+            return np.zeros(0, np.int64), []
+        start = np.concatenate(starts)
+        order = np.argsort(start, kind="stable")
+        return start[order], [names[i] for i in order.tolist()]
+    return store.memo(("timeline", "step_markers"), compute)
+
+
+def device_plane_lines(store: ProfileStore, plane: Plane) -> list[tuple[str, DerivedEvents]]:
+    """The rows XProf draws at the top of a GPU plane, over all its streams: "Steps" (each host
+    step's device work, from its first event's start to its last event's end) and "XLA Modules"
+    (runs of one module execution, whichever stream runs it)."""
+    rows = np.arange(plane.n_events, dtype=np.int64)
+    if rows.shape[0] == 0:
+        return []
+    rows = rows[np.argsort(plane.start_ps, kind="stable")]
+    marker_start, marker_names = _step_markers(store)
+    # 1-based step of each event by its start (0: before the first marker, not a step).
+    step = np.searchsorted(marker_start, plane.start_ps[rows], side="right").astype(np.int64)
+    out: list[tuple[str, DerivedEvents]] = []
+    if marker_start.shape[0]:
+        steps = _runs(store, plane, rows, step - 1, step, dict(enumerate(marker_names)))
+        if steps is not None:
+            out.append(("Steps", steps))
+    modules = _module_runs(store, plane, rows, step)
+    if modules is not None:
+        out.append(("XLA Modules", modules))
+    return out
+
+
 def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[str, DerivedEvents]]:
     """(name, events) of the derived lines of one device stream (none when it has no XLA stats)."""
     rows = np.arange(plane.line_offsets[line], plane.line_offsets[line + 1], dtype=np.int64)
@@ -180,27 +247,9 @@ def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[st
     # Step of each event (0 before the first marker): part of every key, so runs end at steps.
     step = np.searchsorted(_step_starts(store), plane.start_ps[rows], side="right").astype(np.int64)
 
-    module = _string_key(plane, store, "hlo_module", rows)
-    program = _int_key(plane, store, "program_id", rows)
-    if (module > 0).any():
-        program = np.where(program >= 0, program, 0)
-        valid = module > 0
-        # One int64 per (module, program) pair (a structured np.unique would sort 10x slower).
-        span = int(program.max()) + 1
-        if int(module.max()) < (1 << 62) // span:
-            combined = module[valid] * span + program[valid]
-            uniq, inverse = np.unique(combined, return_inverse=True)
-            pairs = [(int(c) // span, int(c) % span) for c in uniq.tolist()]
-        else:
-            stacked, inverse = np.unique(np.stack([module[valid], program[valid]], axis=1), axis=0,
-                                         return_inverse=True)
-            pairs = [(int(m), int(p)) for m, p in stacked.tolist()]
-        key = np.full(rows.shape[0], -1, dtype=np.int64)
-        key[valid] = inverse.reshape(-1)
-        names = {i: f"{store.strings[m]}({p})" for i, (m, p) in enumerate(pairs)}
-        runs = _runs(store, plane, rows, key, step, names)
-        if runs is not None:
-            out.append((f"XLA Modules - from #{stream}", runs))
+    modules = _module_runs(store, plane, rows, step)
+    if modules is not None:
+        out.append((f"XLA Modules - from #{stream}", modules))
 
     op = _string_key(plane, store, "hlo_op", rows)
     if (op > 0).any():

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from tbprof._core.kernels import nesting_depth
 from tbprof.store.markers import is_counter_line
-from tbprof.store.nesting import nesting_depth
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
-from tbprof.timeline.derived import DerivedEvents, derived_lines
+from tbprof.timeline.derived import DerivedEvents, derived_lines, device_plane_lines
 
 # Derived XSpace device lines, in the order XProf shows them; streams follow in store order.
 _DEVICE_LINE_ORDER = ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe", "Framework Name Scope", "Framework Ops",
@@ -146,6 +146,10 @@ def _build(store: ProfileStore) -> TrackIndex:
             for counter in _memory_tracks(store, plane, group.id, stats):
                 add(counter)
         if kind == "device":
+            for derived_name, events in device_plane_lines(store, plane):
+                add(Track(0, group.id, derived_name, "slices", plane.index, -1, int(events.start_ps.shape[0]),
+                          int(events.depth.max()), derived=events))
+
             def device_order(i: int, plane: Plane = plane) -> tuple[int, int]:
                 name = _line_name(plane, i)
                 return (_DEVICE_LINE_ORDER.index(name) if name in _DEVICE_LINE_ORDER else len(_DEVICE_LINE_ORDER), i)

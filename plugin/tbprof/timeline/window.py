@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import lod_scan
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.timeline.counters import CounterWindow, counter_window
 from tbprof.timeline.tracks import Track, TrackIndex, track_index
@@ -107,73 +107,6 @@ def window_rows(store: ProfileStore, plane: Plane, lo: int, hi: int, start_ps: i
     return a, max(a, b)
 
 
-@numba.njit(cache=True, nogil=True)
-def _lod_scan(start_ps: np.ndarray, dur_ps: np.ndarray, depth: np.ndarray, name_id: np.ndarray,
-              window_start_ps: int, resolution_shift: int, n_depths: int):  # type: ignore[no-untyped-def]
-    """One pass over candidate events (ascending start): visible ones and density boxes.
-
-    An event is in the window when it ends after the window start (instants: when they
-    start at or after it); the candidates already start before the window end. Returns
-    indices into the given arrays for visible events. The resolution is 2**resolution_shift
-    picoseconds, so a bucket is a shift, not a 64-bit division (a third of the scan's time).
-    """
-    resolution_ps = np.int64(1) << resolution_shift
-    n = start_ps.shape[0]
-    visible = np.empty(n, dtype=np.int64)
-    n_visible = 0
-    b_bucket = np.empty(n, dtype=np.int64)
-    b_depth = np.empty(n, dtype=np.int16)
-    b_count = np.empty(n, dtype=np.int64)
-    b_busy = np.empty(n, dtype=np.int64)
-    b_name = np.empty(n, dtype=np.int32)
-    n_boxes = 0
-    cur_bucket = np.full(n_depths, -1, dtype=np.int64)
-    cur_count = np.zeros(n_depths, dtype=np.int64)
-    cur_busy = np.zeros(n_depths, dtype=np.int64)
-    cur_best = np.zeros(n_depths, dtype=np.int64)
-    cur_name = np.zeros(n_depths, dtype=np.int32)
-    in_window = 0
-    for i in range(n):
-        s = start_ps[i]
-        d = dur_ps[i]
-        if s + d <= window_start_ps and not (d == 0 and s >= window_start_ps):
-            continue
-        in_window += 1
-        if d >= resolution_ps:
-            visible[n_visible] = i
-            n_visible += 1
-            continue
-        lvl = depth[i]
-        bucket = s >> resolution_shift
-        if cur_bucket[lvl] != bucket:
-            if cur_count[lvl] > 0:
-                b_bucket[n_boxes] = cur_bucket[lvl]
-                b_depth[n_boxes] = lvl
-                b_count[n_boxes] = cur_count[lvl]
-                b_busy[n_boxes] = cur_busy[lvl]
-                b_name[n_boxes] = cur_name[lvl]
-                n_boxes += 1
-            cur_bucket[lvl] = bucket
-            cur_count[lvl] = 0
-            cur_busy[lvl] = 0
-            cur_best[lvl] = -1
-        cur_count[lvl] += 1
-        cur_busy[lvl] += d
-        if d > cur_best[lvl]:
-            cur_best[lvl] = d
-            cur_name[lvl] = name_id[i]
-    for lvl in range(n_depths):
-        if cur_count[lvl] > 0:
-            b_bucket[n_boxes] = cur_bucket[lvl]
-            b_depth[n_boxes] = lvl
-            b_count[n_boxes] = cur_count[lvl]
-            b_busy[n_boxes] = cur_busy[lvl]
-            b_name[n_boxes] = cur_name[lvl]
-            n_boxes += 1
-    return (visible[:n_visible], b_bucket[:n_boxes], b_depth[:n_boxes], b_count[:n_boxes], b_busy[:n_boxes],
-            b_name[:n_boxes], in_window)
-
-
 def _slice_window(store: ProfileStore, track: Track, start_ps: int, end_ps: int, resolution_ps: int) -> SliceWindow:
     plane = store.planes[track.plane]
     if track.derived is not None:
@@ -195,7 +128,7 @@ def _slice_window(store: ProfileStore, track: Track, start_ps: int, end_ps: int,
         rows = None
         first_row = a
         start, dur, name, depth = plane.start_ps[a:b], plane.dur_ps[a:b], plane.name_id[a:b], plane.depth[a:b]
-    visible, bucket, bdepth, count, busy, bname, in_window = _lod_scan(
+    visible, bucket, bdepth, count, busy, bname, in_window = lod_scan(
         start, dur, depth, name, start_ps, resolution_ps.bit_length() - 1, track.max_depth + 1)
     visible_rows = rows[visible] if rows is not None else first_row + visible
     # Boxes by (depth, bucket): the browser then draws each depth's boxes left to right and

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import bucket_max, live_at, match_deallocations
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
 from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
@@ -49,68 +49,6 @@ DATA_TYPES = ("INVALID", "float", "double", "int32", "uint8", "int16", "int8", "
 
 def data_type_name(code: int) -> str:
     return DATA_TYPES[code] if 0 <= code < len(DATA_TYPES) else f"DT_{code}"
-
-
-@numba.njit(cache=True, nogil=True)
-def _match_deallocations(addr_order: np.ndarray, addr: np.ndarray, is_alloc: np.ndarray) -> np.ndarray:
-    """For each deallocation the allocation it frees (-1 if none); events in address order.
-
-    Per address in time order, the first allocation not yet freed is remembered (a second
-    allocation at a taken address is ignored) and the next deallocation takes it.
-    """
-    source = np.full(addr.shape[0], -1, dtype=np.int64)
-    pending = -1
-    prev_addr = 0
-    for j in range(addr_order.shape[0]):
-        i = addr_order[j]
-        if j == 0 or addr[i] != prev_addr:
-            pending = -1
-            prev_addr = addr[i]
-        if is_alloc[i]:
-            if pending < 0:
-                pending = i
-        elif pending >= 0:
-            source[i] = pending
-            pending = -1
-    return source
-
-
-@numba.njit(cache=True, nogil=True)
-def _live_at(addr_order: np.ndarray, addr: np.ndarray, is_alloc: np.ndarray, alloc_bytes: np.ndarray,
-             upto: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """Allocations live after the events marked ``upto`` (XProf's active-allocation walk).
-
-    Returns the live flags, the bytes of all counted allocations minus deallocations, and the
-    bytes of deallocations whose allocation is not in the window.
-    """
-    live = np.zeros(addr.shape[0], dtype=np.bool_)
-    net = 0
-    unmatched_free = 0
-    pending = -1
-    started = False
-    prev_addr = 0
-    for j in range(addr_order.shape[0]):
-        i = addr_order[j]
-        if not upto[i]:
-            continue
-        if not started or addr[i] != prev_addr:
-            if pending >= 0:
-                live[pending] = True
-            pending = -1
-            prev_addr = addr[i]
-            started = True
-        if is_alloc[i]:
-            pending = i
-            net += alloc_bytes[i]
-        else:
-            if pending >= 0:
-                pending = -1
-            else:
-                unmatched_free += alloc_bytes[i]
-            net -= alloc_bytes[i]
-    if pending >= 0:
-        live[pending] = True
-    return live, net, unmatched_free
 
 
 DETAIL_STATS = ("bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "tf_op",
@@ -242,7 +180,7 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         addr = address[idx]
         ev_alloc = is_alloc[idx]
         # A deallocation describes the allocation it frees.
-        source = _match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
+        source = match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
         # Events outside any step take the previous step + 1 (the first ones step 0), as XProf.
         step = step_all[idx]
         valid = step >= 0
@@ -288,19 +226,6 @@ def summarize(ev: MemoryEvents) -> dict[str, Any]:
     }
 
 
-@numba.njit(cache=True, nogil=True)
-def _bucket_max(values: np.ndarray, max_points: int) -> np.ndarray:
-    """Index of the first maximum of each bucket ⌊i·max_points/n⌋ (one pass, no sort)."""
-    n = values.shape[0]
-    out = np.full(max_points, -1, dtype=np.int64)
-    for i in range(n):
-        b = (i * max_points) // n
-        j = out[b]
-        if j < 0 or values[i] > values[j]:
-            out[b] = i
-    return out
-
-
 def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
     """Indices of at most ``max_points`` points: the max of each of equal buckets.
 
@@ -310,7 +235,7 @@ def downsample(values: np.ndarray, max_points: int, keep: int) -> np.ndarray:
     n = values.shape[0]
     if n <= max_points:
         return np.arange(n)
-    picked = _bucket_max(values, max_points)
+    picked = bucket_max(values, max_points)
     picked[(keep * max_points) // n] = keep
     return picked
 
@@ -333,6 +258,8 @@ TIMELINE_COLUMNS = [
 ]
 
 BREAKDOWN_COLUMNS = [
+    Column("label", "Allocation", "str", "", "the operation, or \"(unnamed)\" with the allocation's size class "
+                                           "when the event names none (JAX's allocator events)"),
     Column("operation", "Operation", "str"),
     Column("allocation_bytes", "Allocation size", "int", "bytes"),
     Column("requested_bytes", "Requested size", "int", "bytes"),
@@ -344,6 +271,18 @@ BREAKDOWN_COLUMNS = [
     Column("special", "Special", "bool", "", "not an allocation event: stack, or heap the window "
                                                 "does not explain (allocated before the profile)"),
 ]
+
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def size_class(size_bytes: int) -> str:
+    """The power-of-two size class of an allocation, as BFC allocators bin them: "≤128 MiB"."""
+    if size_bytes <= 1:
+        return "≤1 B"
+    exp = (int(size_bytes) - 1).bit_length()  # 2**exp >= size_bytes
+    unit = min(exp // 10, len(_BINARY_UNITS) - 1)
+    return f"≤{2 ** (exp - 10 * unit)} {_BINARY_UNITS[unit]}"
 
 
 def timeline_table(ev: MemoryEvents, max_points: int) -> Table:
@@ -373,7 +312,7 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     if scope == "step":
         upto &= ev.step_id == ev.step_id[p]
     addr_order = np.argsort(ev.address, kind="stable")
-    live, net, unmatched_free = _live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
+    live, net, unmatched_free = live_at(addr_order, ev.address, ev.is_alloc, ev.allocation_bytes, upto)
     rows = np.nonzero(live)[0]
     unexplained = int(ev.heap_bytes[p]) - net - unmatched_free
     d = ev.details(rows)
@@ -397,6 +336,7 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
         groups[key] = groups.get(key, 0) + 1
     keys = sorted(groups, key=lambda k: (-k[0], -k[1], k[2], k[3], k[4], k[5]))
     values = {
+        "label": [k[2] or f"(unnamed, {size_class(k[0])})" for k in keys],
         "operation": [k[2] for k in keys], "allocation_bytes": [k[0] for k in keys],
         "requested_bytes": [k[1] for k in keys], "occurrences": [groups[k] for k in keys],
         "total_allocation_bytes": [k[0] * groups[k] for k in keys], "region_type": [k[3] for k in keys],

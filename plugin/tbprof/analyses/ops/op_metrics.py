@@ -4,7 +4,7 @@ Host side: every event whose name is a framework op (``dense/MatMul:MatMul``, ``
 is an op; its self time is its duration minus the time of the framework ops nested in it on
 the same thread. XProf walks begin/end activities per thread with a stack, and an op whose
 end it reaches while a child is still open discards that child (it ends at the same instant,
-so ordering is by emission); a numba loop replays exactly that walk. Each thread's op span
+so ordering is by emission); a compiled loop (``walk_activities``) replays exactly that walk. Each thread's op span
 (first begin to last end) minus its busy self time is that thread's IDLE time.
 
 Device side (GPU): each event naming an HLO op (``hlo_op`` + ``program_id``) that exists in
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 
+from tbprof._core.kernels import walk_activities
 from tbprof.domain import tf_op
 from tbprof.domain.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
 from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
@@ -85,48 +85,6 @@ class OpMetricsDb:
 
 
 # --- host -----------------------------------------------------------------------------------
-
-@numba.njit(cache=True, nogil=True)
-def _walk_activities(act_line: np.ndarray, act_ts: np.ndarray, act_op: np.ndarray, act_end: np.ndarray,
-                     n_ops: int) -> tuple[np.ndarray, np.ndarray]:
-    """Replays XProf's per-thread op stack over time-sorted begin/end activities.
-
-    Returns per op its time (-1 when XProf drops it) and its nested children's time.
-    """
-    time_ps = np.full(n_ops, -1, dtype=np.int64)
-    child_ps = np.zeros(n_ops, dtype=np.int64)
-    begin_ps = np.zeros(n_ops, dtype=np.int64)
-    stack = np.empty(64, dtype=np.int64)
-    top = 0
-    line = -1
-    for i in range(act_ts.shape[0]):
-        if act_line[i] != line:
-            line = act_line[i]
-            top = 0
-        op = act_op[i]
-        if not act_end[i]:
-            if top == stack.shape[0]:
-                grown = np.empty(top * 2, dtype=np.int64)
-                grown[:top] = stack[:top]
-                stack = grown
-            stack[top] = op
-            top += 1
-            begin_ps[op] = act_ts[i]
-            continue
-        found = False
-        while top > 0:
-            top -= 1
-            if stack[top] == op:
-                found = True
-                break
-        if not found:
-            continue
-        dur = act_ts[i] - begin_ps[op]
-        time_ps[op] = dur
-        if top > 0:
-            child_ps[stack[top - 1]] += dur
-    return time_ps, child_ps
-
 
 def _stable_order(line: np.ndarray, ts: np.ndarray) -> np.ndarray:
     """Order by (line, ts), ties in input order; one stable sort of a packed key when it fits."""
@@ -230,7 +188,7 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     act_end[1::2] = True
     act_op = np.repeat(np.arange(n_ops, dtype=np.int64), 2)
     order = _stable_order(act_line, act_ts)
-    time_ps, child_ps = _walk_activities(act_line[order], act_ts[order], act_op[order], act_end[order], n_ops)
+    time_ps, child_ps = walk_activities(act_line[order], act_ts[order], act_op[order], act_end[order], n_ops)
     kept = time_ps >= 0
     # Each thread's op span: first activity to last activity.
     line_first = np.full(plane.n_lines, np.iinfo(np.int64).max, dtype=np.int64)

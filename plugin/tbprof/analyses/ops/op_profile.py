@@ -22,10 +22,11 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool, parse
 from tbprof.domain import tf_op
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
 from tbprof.domain.regex import RegexError, compile_user_regex
+from tbprof.domain.roofline import PerfEnv, perf_env
 from tbprof.store.tables import ProfileStore
 
 ORDER_BY = {"self_time": "self_time_us", "total_time": "total_time_us", "occurrences": "occurrences",
-            "flops": "flops", "bytes": "bytes_accessed"}
+            "flops": "flops", "bytes": "bytes_accessed", "time_wasted": "time_wasted_fraction"}
 NO_FRAMEWORK_OP = "(no framework op)"
 _MEASURES = ("self_time_us", "total_time_us", "occurrences", "flops", "bytes_accessed")
 
@@ -41,6 +42,13 @@ def parse_order_by(text: str) -> str:
     if text not in ORDER_BY:
         raise ValueError(f"expected one of {sorted(ORDER_BY)}")
     return text
+
+
+def parse_percent(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 100.0:
+        raise ValueError("must be in (0, 100]")
+    return value
 
 
 def parse_side(text: str) -> str:
@@ -78,20 +86,54 @@ def _merge_leaf(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return a
 
 
-def _finish(node: dict[str, Any], key: str, root_self_us: float, depth: int, max_depth: int) -> dict[str, Any]:
-    """Children dicts -> lists ordered by ``key`` (descending), cut below ``max_depth``."""
-    kids = sorted(node["children"].values(), key=lambda c: (-c[key], c["name"]))
-    node["num_children"] = len(kids)
-    node["fraction"] = node["self_time_us"] / root_self_us if root_self_us > 0 else 0.0
+def _rates(node: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
+    """FLOP rate and HBM bandwidth of a node, as fractions of the device's peaks, and the time
+    they waste (XProf's op profile): ``time_wasted_fraction`` = (node time / root time) x
+    (1 - max(FLOP utilisation, HBM bandwidth utilisation)). None where a peak is unknown or
+    the node has no time (XProf shows "-")."""
     tot = node["total_time_us"]
     node["flop_rate_gflops_per_sec"] = node["flops"] / tot / 1e3 if tot > 0 else 0.0
     node["memory_bw_gbytes_per_sec"] = node["bytes_accessed"] / tot / 1e3 if tot > 0 else 0.0
-    node["children"] = ([_finish(c, key, root_self_us, depth + 1, max_depth) for c in kids]
+    flops_util = (node["flop_rate_gflops_per_sec"] / (env.peak_tflops * 1e3)
+                  if env.peak_tflops > 0 and tot > 0 and node["kind"] != "idle" else None)
+    hbm_util = (node["memory_bw_gbytes_per_sec"] / env.peak_hbm_gbps
+                if env.peak_hbm_gbps > 0 and tot > 0 and node["kind"] != "idle" else None)
+    node["flops_utilization"] = flops_util
+    node["hbm_bw_utilization"] = hbm_util
+    node["time_wasted_fraction"] = (tot / root_total_us * (1.0 - max(flops_util, hbm_util))
+                                    if flops_util is not None and hbm_util is not None and root_total_us > 0
+                                    else None)
+    for child in node["children"].values():
+        _rates(child, env, root_total_us)
+
+
+def _sort_key(key: str) -> Any:
+    # Descending by ``key``; nodes without a value (None: no utilisation) last, then by name.
+    return lambda c: (c[key] is None, -(c[key] or 0.0), c["name"])
+
+
+def _finish(node: dict[str, Any], key: str, root_self_us: float, depth: int, max_depth: int,
+            top_fraction: float = 1.0) -> dict[str, Any]:
+    """Children dicts -> lists ordered by ``key`` (descending), cut below ``max_depth``; with
+    ``top_fraction`` < 1 only the leading children that make up that share of the node's time
+    (XProf's "top 90%": children are kept until their summed time reaches it)."""
+    kids = sorted(node["children"].values(), key=_sort_key(key))
+    node["num_children"] = len(kids)
+    node["fraction"] = node["self_time_us"] / root_self_us if root_self_us > 0 else 0.0
+    if top_fraction < 1.0 and depth > 0:
+        target_us, summed_us, cut = node["total_time_us"] * top_fraction, 0.0, len(kids)
+        for i, kid in enumerate(kids):
+            if summed_us >= target_us:
+                cut = i
+                break
+            summed_us += kid["total_time_us"]
+        kids = kids[:cut]
+    node["children"] = ([_finish(c, key, root_self_us, depth + 1, max_depth, top_fraction) for c in kids]
                         if depth < max_depth else [])
     return node
 
 
-def _leaf(db: OpMetricsDb, i: int, side: str, program: str) -> dict[str, Any]:
+def _leaf(db: OpMetricsDb, i: int, side: str, program: str, hlo_program: HloProgram | None = None) -> dict[str, Any]:
     leaf = _node(str(db.name[i]), "op")
     leaf.update(self_time_us=db.self_time_ps[i] / 1e6, total_time_us=db.time_ps[i] / 1e6,
                 occurrences=int(db.occurrences[i]), flops=float(db.flops[i]),
@@ -99,6 +141,11 @@ def _leaf(db: OpMetricsDb, i: int, side: str, program: str) -> dict[str, Any]:
     if side == "device":
         leaf.update(framework_op=tf_op.parse_tf_op(db.provenance[i]).name if db.provenance[i] else "",
                     program=program)
+        if hlo_program is not None:
+            # What the details pane shows: the HLO op's opcode and the source line it came from.
+            op = hlo_program.op(str(db.name[i]))
+            if op is not None:
+                leaf.update(opcode=op.opcode, source=op.source)
     return leaf
 
 
@@ -118,8 +165,8 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
     db = device if side == "device" else hosts_op_metrics(stores, "host")
     programs: dict[int, HloProgram] = {}
     for store in stores:  # a program id is a fingerprint of the module: the same on every host
-        for pid, hlo_program in hlo_programs(store).items():
-            programs.setdefault(pid, hlo_program)
+        for pid, module in hlo_programs(store).items():
+            programs.setdefault(pid, module)
     show: Any = options.get("show_name_regex")  # compiled by parse_regex (RE2)
     hide: Any = options.get("hide_name_regex")
     min_self_us = float(options.get("min_self_time_us", 0.0))
@@ -150,10 +197,12 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
         else:
             fw = str(db.name[i])
             scope_path = [(s, "scope") for s in tf_op.name_scopes(fw)]
-        _insert(by_category, [(category, "category")], _leaf(db, i, side, program))
-        _insert(by_scope, scope_path, _leaf(db, i, side, program))
+        op_program = programs.get(pid)
+        _insert(by_category, [(category, "category")], _leaf(db, i, side, program, op_program))
+        _insert(by_scope, scope_path, _leaf(db, i, side, program, op_program))
         if by_program is not None:
-            _insert(by_program, [(program, "program"), (category, "category")], _leaf(db, i, side, program))
+            _insert(by_program, [(program, "program"), (category, "category")],
+                    _leaf(db, i, side, program, op_program))
         flat["operation"].append(str(db.name[i]))
         flat["category"].append(category)
         flat["program"].append(program)
@@ -170,11 +219,15 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
             _insert(t, [], _idle(db))
     key = ORDER_BY[options.get("order_by", "self_time")]
     max_depth = int(options.get("max_depth", 100))
+    env = perf_env(stores) if side == "device" else PerfEnv()
+    top_fraction = float(options.get("top_percent", 100.0)) / 100.0
     for t in trees:
-        _finish(t, key, t["self_time_us"], 0, max_depth)
+        _rates(t, env, t["total_time_us"])
+        _finish(t, key, t["self_time_us"], 0, max_depth, top_fraction)
     table = Table.from_columns(OP_COLUMNS, flat, default_sort="self_time_us")
     return {
         "side": side,
+        "peaks": {"flop_rate_gflops_per_sec": env.peak_tflops * 1e3, "hbm_bw_gbytes_per_sec": env.peak_hbm_gbps},
         "op_count": int(db.n_ops),
         "shown_op_count": int(picked.shape[0]),
         "total_time_us": db.total_time_ps / 1e6,
@@ -215,10 +268,12 @@ TOOLS = (
             Option("max_depth", parse_nonneg_int, 100, "tree levels below the root to return"),
             Option("min_self_time_us", parse_float, 0.0, "hide ops with less self time (us)"),
             Option("order_by", parse_order_by, "self_time",
-                            "order children by self_time, total_time, occurrences, flops or bytes"),
+                   "order children by self_time, total_time, occurrences, flops, bytes or time_wasted"),
             Option("show_name_regex", parse_regex, None, "keep only ops whose name matches"),
             Option("hide_name_regex", parse_regex, None, "drop ops whose name matches"),
             Option("include_idle", parse_bool, True, "add the IDLE time as a node"),
+            Option("top_percent", parse_percent, 100.0,
+                   "keep, under each node, the leading children that make up this % of its time (XProf: 90)"),
     ),
         description="Op time as trees by category, name scope and XLA program, with tfprof-style options.",
     ),

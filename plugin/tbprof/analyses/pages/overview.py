@@ -118,6 +118,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     ops = op_times(stores, side)
     host_ops, dev_ops = op_times(stores, "host"), op_times(stores, "device")
     op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
+    host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
     prec = _precision(st)
     precision_statement = ""
@@ -133,6 +134,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "device_collectives_bottleneck": ana["device_collectives_bottleneck"],
         "device_collectives_statement": ana["device_collectives_statement"],
         "precision_statement": precision_statement,
+        # The thresholds behind input_bound, so a page colours its cards by the same rule.
+        "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
     }
     if st.source == "none":
         recommendation["statement"] = st.diagnosis or recommendation["statement"]
@@ -146,6 +149,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             "input_percent": ana["percent"]["input_percent"],
             "host_op_time_percent": 100.0 * host_ops.total_op_time_ps / op_total if op_total else 0.0,
             "device_op_time_percent": 100.0 * dev_ops.total_op_time_ps / op_total if op_total else 0.0,
+            # XProf's op placement (host_tf_op_percent / device_tf_op_percent): shares of op executions.
+            "host_op_count_percent": 100.0 * host_count / (host_count + dev_count) if host_count + dev_count else 0.0,
+            "device_op_count_percent": 100.0 * dev_count / (host_count + dev_count) if host_count + dev_count else 0.0,
             "host_op_time_eager_percent": eager_percent(stores, "host"),
             "device_op_time_eager_percent": eager_percent(stores, "device") if st.has_device else 0.0,
             **prec,

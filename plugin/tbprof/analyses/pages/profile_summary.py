@@ -10,6 +10,7 @@ import numpy as np
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.tfprof import TfprofProfile
 
 
 def device_type(plane_name: str) -> str:
@@ -38,8 +39,9 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
     }
 
 
-def summarize_store(store: ProfileStore) -> dict[str, Any]:
-    planes = [_plane_summary(store, p) for p in store.planes]
+def summarize_store(store: ProfileStore | TfprofProfile) -> dict[str, Any]:
+    """Headline numbers of one host (a tfprof profile has no planes: no devices, no events)."""
+    planes = [_plane_summary(store, p) for p in store.planes] if isinstance(store, ProfileStore) else []
     devices = [p for p in planes if p["name"].startswith("/device:")]
     types = sorted({p["device_type"] for p in devices if p["event_count"] > 0})
     return {

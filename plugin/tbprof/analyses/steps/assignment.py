@@ -535,6 +535,6 @@ def steps_of(store: ProfileStore) -> Steps:
 
 
 def warm_steps(store: ProfileStore) -> None:
-    """Derives the step assignment in the background once a store is loaded (``service/tools.WARMUPS``)."""
+    """Derives the step assignment in the background once a store is loaded (``service/tools.warmups``)."""
     if getattr(store, "format", "") == "xspace":
         steps_of(store)

@@ -14,8 +14,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
+
+# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
+from tbprof._core.kernels import nonoverlapped_type_ps as nonoverlapped_type_ps
 
 # XProf's EventType values (xprof/utils/event_span.h): the value is the priority.
 UNKNOWN_TIME = 0
@@ -60,6 +62,7 @@ INPUT_PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
 # XProf's thresholds (op_stats_to_input_pipeline_analysis.cc), percent of total step time.
 INPUT_HIGH_PERCENT = 20.0
 INPUT_MODERATE_PERCENT = 5.0
+INPUT_THRESHOLDS_PERCENT = {"high": INPUT_HIGH_PERCENT, "moderate": INPUT_MODERATE_PERCENT}
 ALL_OTHER_POTENTIAL_PERCENT = 3.0
 HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
 MODERATE_PERCENT = 3.0
@@ -129,82 +132,6 @@ def classify_gpu_event(name: str, tensor_shapes: str) -> int:
     if "half" in text or (not tensor_shapes and "fp16" in name):
         return DEVICE_COMPUTE_16
     return DEVICE_COMPUTE_32
-
-
-@numba.njit(cache=True, nogil=True)
-def nonoverlapped_type_ps(step_of: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray, type_idx: np.ndarray,
-                          step_begin_ps: np.ndarray, step_end_ps: np.ndarray, n_types: int) -> np.ndarray:
-    """ps of each step covered by each type, counting overlapping events once for the top type.
-
-    Inputs are sorted by step. ``type_idx`` is the type value // 10 (its priority). Time of the
-    step that no event covers goes to column 0 (unknown). Mirrors XProf's ToNonOverlappedEvents
-    followed by clipping to the step span.
-    """
-    n_steps = step_begin_ps.shape[0]
-    out = np.zeros((n_steps, n_types), dtype=np.int64)
-    n = step_of.shape[0]
-    i = 0
-    counts = np.zeros(n_types, dtype=np.int64)
-    while i < n or n == 0:
-        if n == 0:
-            break
-        s = step_of[i]
-        j = i
-        while j < n and step_of[j] == s:
-            j += 1
-        b0 = step_begin_ps[s]
-        b1 = step_end_ps[s]
-        m = j - i
-        times = np.empty(2 * m, dtype=np.int64)
-        kinds = np.empty(2 * m, dtype=np.int64)  # type * 2 + is_start
-        for k in range(m):
-            a = start_ps[i + k]
-            e = end_ps[i + k]
-            if a < b0:
-                a = b0
-            if e > b1:
-                e = b1
-            if e < a:
-                e = a
-            times[2 * k] = a
-            kinds[2 * k] = type_idx[i + k] * 2 + 1
-            times[2 * k + 1] = e
-            kinds[2 * k + 1] = type_idx[i + k] * 2
-        order = np.argsort(times, kind="mergesort")
-        counts[:] = 0
-        covered = 0
-        top = -1
-        prev_t = b0
-        for q in range(2 * m):
-            idx = order[q]
-            t = times[idx]
-            if top >= 0 and t > prev_t:
-                out[s, top] += t - prev_t
-                covered += t - prev_t
-            prev_t = t
-            ty = kinds[idx] // 2
-            if kinds[idx] % 2 == 1:
-                counts[ty] += 1
-                if ty > top:
-                    top = ty
-            else:
-                counts[ty] -= 1
-                if ty == top and counts[ty] == 0:
-                    top = -1
-                    for u in range(ty - 1, -1, -1):
-                        if counts[u] > 0:
-                            top = u
-                            break
-        out[s, 0] += (b1 - b0) - covered
-        i = j
-    # Steps without any event: all unknown.
-    for s in range(n_steps):
-        tot = 0
-        for u in range(n_types):
-            tot += out[s, u]
-        if tot == 0:
-            out[s, 0] = step_end_ps[s] - step_begin_ps[s]
-    return out
 
 
 def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:

@@ -35,7 +35,7 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     tool = ctx.profiles.tool(TOOL)
     raw = {k: v for k, v in params.tool_options(args).items() if k not in ("format", "metric")}
     options = tool.parse_options(raw)
-    profile = ctx.profiles.store(run, host)
+    profile = ctx.profiles.tfprof_profile(run, host)
     result = run_view(profile, options)
     stem = _SAFE.sub("_", f"{run.name}_{host}_{result.view}").strip("_")
     try:

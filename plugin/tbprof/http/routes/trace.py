@@ -39,8 +39,7 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
         raise BadRequest("the trace viewer shows one host at a time; choose host= one of "
                          f"{sorted(run.hosts)}")
     hosts = ctx.profiles.hosts(run, host)
-    store = ctx.profiles.store(run, hosts[0])
-    return run.name, store
+    return run.name, ctx.profiles.event_store(run, hosts[0])
 
 
 def _tracks_arg(store: ProfileStore, raw: str | None) -> list[int] | None:

@@ -1,0 +1,983 @@
+# cython: language_level=3, boundscheck=True, wraparound=False, cdivision=True, initializedcheck=True
+"""Compiled loops over store columns that numpy cannot express as vector code.
+
+Each function has the signature and semantics of the numba kernel it replaced (named in its
+docstring), so call sites only changed their import. Inputs are coerced to the dtype the loop
+needs (a no-op for the store's own columns); arrays a kernel writes in place must already have
+their dtype. Indexing is bounds-checked (an index from a corrupt file raises IndexError
+instead of reading stray memory); the loops run with the GIL released.
+
+Arithmetic on times wraps like numpy's int64 (the extension is built with -fwrapv).
+"""
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, qsort, realloc
+
+import numpy as np
+
+
+cdef object _in(object a, object dtype):
+    """A C-contiguous array of ``dtype`` (a view when ``a`` already is one)."""
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+cdef object _bool(object a):
+    """A bool array as uint8 (a view when possible)."""
+    arr = np.ascontiguousarray(a)
+    if arr.dtype == np.bool_:
+        return arr.view(np.uint8)
+    return (arr != 0).view(np.uint8)
+
+
+cdef void _check_out(object a, object dtype, str name) except *:
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or not a.flags.c_contiguous or not a.flags.writeable:
+        raise TypeError(f"{name} must be a writable C-contiguous {np.dtype(dtype).name} array")
+
+
+# --- store/nesting.py ------------------------------------------------------------------------
+
+cdef int64_t* _grow(int64_t* stack, Py_ssize_t* cap) noexcept nogil:
+    cdef Py_ssize_t new_cap = cap[0] * 2 if cap[0] else 256
+    cdef int64_t* grown = <int64_t*>realloc(stack, new_cap * sizeof(int64_t))
+    if grown != NULL:
+        cap[0] = new_cap
+    return grown
+
+
+def nesting_depth(start_ps, dur_ps, line_offsets) -> np.ndarray:
+    """Depth of each event: how many earlier events of its line still enclose its start.
+
+    Events sorted by (line, start_ps, -dur_ps). An event that starts inside another but ends
+    after it (overlap without nesting, common on async GPU lines) is placed below it, as
+    chrome://tracing does, rather than dropped. (store/nesting.py)
+    """
+    cdef const int64_t[::1] start = _in(start_ps, np.int64)
+    cdef const int64_t[::1] dur = _in(dur_ps, np.int64)
+    cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
+    if dur.shape[0] != start.shape[0]:
+        raise ValueError("start_ps and dur_ps differ in length")
+    out = np.zeros(start.shape[0], dtype=np.int16)
+    cdef int16_t[::1] depth = out
+    cdef Py_ssize_t cap = 0, top, line, i
+    cdef int64_t* stack = NULL
+    cdef int64_t s
+    cdef bint oom = False
+    try:
+        with nogil:
+            stack = _grow(NULL, &cap)
+            if stack == NULL:
+                oom = True
+            else:
+                for line in range(offs.shape[0] - 1):
+                    top = 0
+                    for i in range(offs[line], offs[line + 1]):
+                        s = start[i]
+                        while top > 0 and stack[top - 1] <= s:
+                            top -= 1
+                        if top == cap:
+                            stack = _grow(stack, &cap)
+                            if stack == NULL:
+                                oom = True
+                                break
+                        depth[i] = <int16_t>(top if top < 32767 else 32767)
+                        stack[top] = s + dur[i]
+                        top += 1
+                    if oom:
+                        break
+    finally:
+        free(stack)
+    if oom:
+        raise MemoryError()
+    return out
+
+
+# --- readers/xplane_columns.py ---------------------------------------------------------------
+
+ctypedef fused meta_t:
+    int32_t
+    int64_t
+
+
+def absolute_starts(ev_start, ev_dur, ev_line, line_ts_ps) -> tuple[int, int]:
+    """Adds each event's line timestamp to its offset, in place; returns (min start, max end)."""
+    _check_out(ev_start, np.int64, "ev_start")
+    cdef int64_t[::1] start = ev_start
+    cdef const int64_t[::1] dur = _in(ev_dur, np.int64)
+    cdef const int32_t[::1] line = _in(ev_line, np.int32)
+    cdef const int64_t[::1] ts = _in(line_ts_ps, np.int64)
+    cdef Py_ssize_t n = start.shape[0], i
+    cdef int64_t lo, hi, s, e
+    if n == 0:
+        return 0, 0
+    if dur.shape[0] != n or line.shape[0] != n:
+        raise ValueError("event columns differ in length")
+    with nogil:
+        lo = start[0] + ts[line[0]]
+        hi = lo
+        for i in range(n):
+            s = start[i] + ts[line[i]]
+            start[i] = s
+            e = s + dur[i]
+            if s < lo:
+                lo = s
+            if e > hi:
+                hi = e
+    return lo, hi
+
+
+cdef inline int64_t _search(int64_t key, const int64_t[::1] sorted_ids, const int32_t[::1] mapped,
+                            int64_t missing) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = sorted_ids.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_ids[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < sorted_ids.shape[0] and sorted_ids[lo] == key and lo < mapped.shape[0]:
+        return mapped[lo]
+    return missing
+
+
+def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_ps, int64_t first_line, lut,
+                  sorted_ids, rows, meta_name_id) -> bool:
+    """One plane's events: times relative to the origin, plane-local line numbers, metadata rows
+    (0 when the id is unknown) and name ids, in place; ``meta_out`` may be ``meta_in``.
+
+    Returns whether the rows are already in the store's (line, start, -dur) order, which
+    profilers usually write. (readers/xplane_columns.py)
+    """
+    _check_out(start, np.int64, "start")
+    _check_out(line, np.int32, "line")
+    _check_out(meta_out, np.int32, "meta_out")
+    _check_out(name_out, np.int32, "name_out")
+    if meta_in.dtype == np.int32:
+        return _finish_events[int32_t](start, dur, line, meta_in, meta_out, name_out, origin_ps, first_line, lut,
+                                       sorted_ids, rows, meta_name_id)
+    return _finish_events[int64_t](start, dur, line, _in(meta_in, np.int64), meta_out, name_out, origin_ps,
+                                   first_line, lut, sorted_ids, rows, meta_name_id)
+
+
+cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const meta_t[::1] meta_in,
+                         int32_t[::1] meta_out, int32_t[::1] name_out, int64_t origin_ps, int64_t first_line,
+                         lut_arr, sorted_arr, rows_arr, names_arr) except -1:
+    cdef const int64_t[::1] dur = _in(dur_arr, np.int64)
+    cdef const int32_t[::1] lut = _in(lut_arr, np.int32)
+    cdef const int64_t[::1] sorted_ids = _in(sorted_arr, np.int64)
+    cdef const int32_t[::1] rows = _in(rows_arr, np.int32)
+    cdef const int32_t[::1] meta_name_id = _in(names_arr, np.int32)
+    cdef Py_ssize_t n = start.shape[0], i
+    if dur.shape[0] != n or line.shape[0] != n or meta_in.shape[0] != n or meta_out.shape[0] != n \
+            or name_out.shape[0] != n:
+        raise ValueError("event columns differ in length")
+    cdef int64_t m, key, s, d, ln, prev_line = -1, prev_start = 0, prev_dur = 0
+    cdef bint in_order = True
+    with nogil:
+        if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+            for i in range(n):
+                key = meta_in[i]
+                m = lut[key] if 0 <= key < lut.shape[0] else -1
+                if m >= 0:
+                    meta_out[i] = <int32_t>m
+                    name_out[i] = meta_name_id[m]
+                else:
+                    meta_out[i] = 0
+                    name_out[i] = 0
+        else:
+            for i in range(n):
+                m = _search(meta_in[i], sorted_ids, rows, -1)
+                if m >= 0:
+                    meta_out[i] = <int32_t>m
+                    name_out[i] = meta_name_id[m]
+                else:
+                    meta_out[i] = 0
+                    name_out[i] = 0
+        for i in range(n):
+            s = start[i] - origin_ps
+            start[i] = s
+            ln = line[i] - first_line
+            line[i] = <int32_t>ln
+            d = dur[i]
+            if in_order and i > 0:
+                if ln < prev_line or (ln == prev_line and (s < prev_start or (s == prev_start and d > prev_dur))):
+                    in_order = False
+            prev_line = ln
+            prev_start = s
+            prev_dur = d
+    return in_order
+
+
+def finish_stats(owner, meta_in, meta_out, kind, value, int64_t first_event, lut, sorted_ids, name_ids) -> None:
+    """One plane's stats, in place: plane-local owner rows, stat name ids (0 when unknown), and
+    ref values turned into the name id of the referenced stat metadata; ``meta_out`` may be
+    ``meta_in``. (readers/xplane_columns.py)"""
+    _check_out(owner, np.int32, "owner")
+    _check_out(meta_out, np.int32, "meta_out")
+    _check_out(value, np.int64, "value")
+    if meta_in.dtype == np.int32:
+        _finish_stats[int32_t](owner, meta_in, meta_out, kind, value, first_event, lut, sorted_ids, name_ids)
+    else:
+        _finish_stats[int64_t](owner, _in(meta_in, np.int64), meta_out, kind, value, first_event, lut, sorted_ids,
+                               name_ids)
+
+
+cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::1] meta_out, kind_arr,
+                       int64_t[::1] value, int64_t first_event, lut_arr, sorted_arr, names_arr) except -1:
+    cdef const int8_t[::1] kind = _in(kind_arr, np.int8)
+    cdef const int32_t[::1] lut = _in(lut_arr, np.int32)
+    cdef const int64_t[::1] sorted_ids = _in(sorted_arr, np.int64)
+    cdef const int32_t[::1] name_ids = _in(names_arr, np.int32)
+    cdef Py_ssize_t n = owner.shape[0], j
+    cdef int64_t key
+    if meta_in.shape[0] != n or meta_out.shape[0] != n or kind.shape[0] != n or value.shape[0] != n:
+        raise ValueError("stat columns differ in length")
+    with nogil:
+        for j in range(n):
+            owner[j] = <int32_t>(owner[j] - first_event)
+        if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+            for j in range(n):
+                key = meta_in[j]
+                meta_out[j] = lut[key] if 0 <= key < lut.shape[0] else 0
+                if kind[j] == 6:  # KIND_REF
+                    key = value[j]
+                    value[j] = lut[key] if 0 <= key < lut.shape[0] else 0
+        else:
+            for j in range(n):
+                meta_out[j] = <int32_t>_search(meta_in[j], sorted_ids, name_ids, 0)
+                if kind[j] == 6:
+                    value[j] = _search(value[j], sorted_ids, name_ids, 0)
+    return 0
+
+
+# --- store/tables.py ---------------------------------------------------------------------------
+
+def bucket_rows(ids, lut, Py_ssize_t n_buckets) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort);
+    returns (rows, bucket bounds). (store/tables.py ``_bucket_rows``)"""
+    cdef const int32_t[::1] i_ids = _in(ids, np.int32)
+    cdef const int32_t[::1] i_lut = _in(lut, np.int32)
+    counts_arr = np.zeros(n_buckets + 1, dtype=np.int64)
+    cdef int64_t[::1] counts = counts_arr
+    cdef Py_ssize_t i, b
+    with nogil:
+        for i in range(i_ids.shape[0]):
+            b = i_lut[i_ids[i]]
+            if b >= 0:
+                counts[b + 1] += 1
+        for b in range(n_buckets):
+            counts[b + 1] += counts[b]
+    pos_arr = counts_arr[:n_buckets].copy()
+    cdef int64_t[::1] pos = pos_arr
+    out = np.empty(counts[n_buckets], dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for i in range(i_ids.shape[0]):
+            b = i_lut[i_ids[i]]
+            if b >= 0:
+                o[pos[b]] = i
+                pos[b] += 1
+    return out, counts_arr
+
+
+def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``bucket_rows`` that also gathers the owner, kind and value of each hit.
+    (store/tables.py ``_bucket_gather``)"""
+    rows_arr, bounds = bucket_rows(ids, lut, n_buckets)
+    cdef const int64_t[::1] rows = rows_arr
+    cdef const int32_t[::1] own = _in(owner, np.int32)
+    cdef const int8_t[::1] knd = _in(kind, np.int8)
+    cdef const int64_t[::1] val = _in(value, np.int64)
+    cdef Py_ssize_t n = rows.shape[0], j, r
+    out_owner = np.empty(n, dtype=np.int64)
+    out_kind = np.empty(n, dtype=np.int8)
+    out_value = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] oo = out_owner
+    cdef int8_t[::1] ok = out_kind
+    cdef int64_t[::1] ov = out_value
+    with nogil:
+        for j in range(n):
+            r = rows[j]
+            oo[j] = own[r]
+            ok[j] = knd[r]
+            ov[j] = val[r]
+    return out_owner, out_kind, out_value, bounds
+
+
+# --- timeline/window.py ----------------------------------------------------------------------
+
+def lod_scan(start_ps, dur_ps, depth, name_id, int64_t window_start_ps, int resolution_shift, Py_ssize_t n_depths):
+    """One pass over candidate events (ascending start): visible ones and density boxes.
+
+    An event is in the window when it ends after the window start (instants: when they start
+    at or after it); the candidates already start before the window end. Returns (indices of
+    visible events, box bucket, box depth, box count, box busy ps, box name id, events in the
+    window). The resolution is 2**resolution_shift ps, so a bucket is a shift, not a 64-bit
+    division. (timeline/window.py ``_lod_scan``)
+    """
+    cdef const int64_t[::1] start = _in(start_ps, np.int64)
+    cdef const int64_t[::1] dur = _in(dur_ps, np.int64)
+    cdef const int16_t[::1] dep = _in(depth, np.int16)
+    cdef const int32_t[::1] name = _in(name_id, np.int32)
+    cdef Py_ssize_t n = start.shape[0], i, n_visible = 0, n_boxes = 0, lvl
+    if dur.shape[0] != n or dep.shape[0] != n or name.shape[0] != n:
+        raise ValueError("event columns differ in length")
+    if not 0 <= resolution_shift < 63:
+        raise ValueError("resolution_shift must be in [0, 63)")
+    cdef int64_t resolution_ps = (<int64_t>1) << resolution_shift
+    visible_arr = np.empty(n, dtype=np.int64)
+    bb_arr = np.empty(n, dtype=np.int64)
+    bd_arr = np.empty(n, dtype=np.int16)
+    bc_arr = np.empty(n, dtype=np.int64)
+    bs_arr = np.empty(n, dtype=np.int64)
+    bn_arr = np.empty(n, dtype=np.int32)
+    cb_arr = np.full(n_depths, -1, dtype=np.int64)
+    cc_arr = np.zeros(n_depths, dtype=np.int64)
+    cs_arr = np.zeros(n_depths, dtype=np.int64)
+    cbest_arr = np.zeros(n_depths, dtype=np.int64)
+    cn_arr = np.zeros(n_depths, dtype=np.int32)
+    cdef int64_t[::1] visible = visible_arr, b_bucket = bb_arr, b_count = bc_arr, b_busy = bs_arr
+    cdef int16_t[::1] b_depth = bd_arr
+    cdef int32_t[::1] b_name = bn_arr, cur_name = cn_arr
+    cdef int64_t[::1] cur_bucket = cb_arr, cur_count = cc_arr, cur_busy = cs_arr, cur_best = cbest_arr
+    cdef int64_t s, d, bucket, in_window = 0
+    with nogil:
+        for i in range(n):
+            s = start[i]
+            d = dur[i]
+            if s + d <= window_start_ps and not (d == 0 and s >= window_start_ps):
+                continue
+            in_window += 1
+            if d >= resolution_ps:
+                visible[n_visible] = i
+                n_visible += 1
+                continue
+            lvl = dep[i]
+            bucket = s >> resolution_shift
+            if cur_bucket[lvl] != bucket:
+                if cur_count[lvl] > 0:
+                    b_bucket[n_boxes] = cur_bucket[lvl]
+                    b_depth[n_boxes] = <int16_t>lvl
+                    b_count[n_boxes] = cur_count[lvl]
+                    b_busy[n_boxes] = cur_busy[lvl]
+                    b_name[n_boxes] = cur_name[lvl]
+                    n_boxes += 1
+                cur_bucket[lvl] = bucket
+                cur_count[lvl] = 0
+                cur_busy[lvl] = 0
+                cur_best[lvl] = -1
+            cur_count[lvl] += 1
+            cur_busy[lvl] += d
+            if d > cur_best[lvl]:
+                cur_best[lvl] = d
+                cur_name[lvl] = name[i]
+        for lvl in range(n_depths):
+            if cur_count[lvl] > 0:
+                b_bucket[n_boxes] = cur_bucket[lvl]
+                b_depth[n_boxes] = <int16_t>lvl
+                b_count[n_boxes] = cur_count[lvl]
+                b_busy[n_boxes] = cur_busy[lvl]
+                b_name[n_boxes] = cur_name[lvl]
+                n_boxes += 1
+    return (visible_arr[:n_visible], bb_arr[:n_boxes], bd_arr[:n_boxes], bc_arr[:n_boxes], bs_arr[:n_boxes],
+            bn_arr[:n_boxes], in_window)
+
+
+# --- analyses/memory_profile.py ----------------------------------------------------------------
+
+def match_deallocations(addr_order, addr, is_alloc) -> np.ndarray:
+    """For each deallocation the allocation it frees (-1 if none); events in address order.
+
+    Per address in time order, the first allocation not yet freed is remembered (a second
+    allocation at a taken address is ignored) and the next deallocation takes it.
+    (analyses/memory_profile.py ``_match_deallocations``)
+    """
+    cdef const int64_t[::1] order = _in(addr_order, np.int64)
+    cdef const int64_t[::1] a = _in(addr, np.int64)
+    cdef const uint8_t[::1] alloc = _bool(is_alloc)
+    if alloc.shape[0] != a.shape[0]:
+        raise ValueError("addr and is_alloc differ in length")
+    out = np.full(a.shape[0], -1, dtype=np.int64)
+    cdef int64_t[::1] source = out
+    cdef int64_t pending = -1, prev_addr = 0
+    cdef Py_ssize_t j, i
+    with nogil:
+        for j in range(order.shape[0]):
+            i = order[j]
+            if j == 0 or a[i] != prev_addr:
+                pending = -1
+                prev_addr = a[i]
+            if alloc[i]:
+                if pending < 0:
+                    pending = i
+            elif pending >= 0:
+                source[i] = pending
+                pending = -1
+    return out
+
+
+def live_at(addr_order, addr, is_alloc, alloc_bytes, upto) -> tuple[np.ndarray, int, int]:
+    """Allocations live after the events marked ``upto`` (XProf's active-allocation walk).
+
+    Returns the live flags, the bytes of all counted allocations minus deallocations, and the
+    bytes of deallocations whose allocation is not in the window.
+    (analyses/memory_profile.py ``_live_at``)
+    """
+    cdef const int64_t[::1] order = _in(addr_order, np.int64)
+    cdef const int64_t[::1] a = _in(addr, np.int64)
+    cdef const uint8_t[::1] alloc = _bool(is_alloc)
+    cdef const int64_t[::1] nbytes = _in(alloc_bytes, np.int64)
+    cdef const uint8_t[::1] keep = _bool(upto)
+    cdef Py_ssize_t n = a.shape[0], j, i
+    if alloc.shape[0] != n or nbytes.shape[0] != n or keep.shape[0] != n:
+        raise ValueError("event columns differ in length")
+    out = np.zeros(n, dtype=np.bool_)
+    cdef uint8_t[::1] live = out.view(np.uint8)
+    cdef int64_t net = 0, unmatched_free = 0, pending = -1, prev_addr = 0
+    cdef bint started = False
+    with nogil:
+        for j in range(order.shape[0]):
+            i = order[j]
+            if not keep[i]:
+                continue
+            if not started or a[i] != prev_addr:
+                if pending >= 0:
+                    live[pending] = 1
+                pending = -1
+                prev_addr = a[i]
+                started = True
+            if alloc[i]:
+                pending = i
+                net += nbytes[i]
+            else:
+                if pending >= 0:
+                    pending = -1
+                else:
+                    unmatched_free += nbytes[i]
+                net -= nbytes[i]
+        if pending >= 0:
+            live[pending] = 1
+    return out, net, unmatched_free
+
+
+ctypedef fused num_t:
+    int64_t
+    double
+
+
+def bucket_max(values, Py_ssize_t max_points) -> np.ndarray:
+    """Index of the first maximum of each bucket floor(i * max_points / n) (one pass, no sort).
+    (analyses/memory_profile.py ``_bucket_max``)"""
+    arr = np.ascontiguousarray(values)
+    if arr.dtype.kind in "iub":
+        return _bucket_max[int64_t](_in(arr, np.int64), max_points)
+    return _bucket_max[double](_in(arr, np.float64), max_points)
+
+
+cdef object _bucket_max(const num_t[::1] v, Py_ssize_t max_points):
+    cdef Py_ssize_t n = v.shape[0], i, b, j
+    out = np.full(max_points, -1, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    if n == 0:
+        return out
+    with nogil:
+        for i in range(n):
+            b = (i * max_points) // n
+            j = o[b]
+            if j < 0 or v[i] > v[j]:
+                o[b] = i
+    return out
+
+
+# --- analyses/event_columns.py -----------------------------------------------------------------
+
+cdef inline Py_ssize_t _lower_bound(const int32_t[::1] owner, int64_t r, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """First index in [lo, hi) whose owner is >= r (owner ascending)."""
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if owner[mid] < r:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def gather_stats(owner, stat_id, kind, value, rows, slot_of, has_out, kind_out, value_out, int mode) -> None:
+    """Copies the wanted stats of each row from the owner-sorted stat table into the (slots,
+    rows) outputs. mode 0/1: rows ascend, gallop from the previous row's end; mode 2: rows in
+    any order, binary search over the whole table. (analyses/event_columns.py ``_gather``)"""
+    _check_out(has_out, np.bool_, "has_out")
+    _check_out(kind_out, np.int8, "kind_out")
+    _check_out(value_out, np.int64, "value_out")
+    cdef const int32_t[::1] own = _in(owner, np.int32)
+    cdef const int32_t[::1] sid = _in(stat_id, np.int32)
+    cdef const int8_t[::1] knd = _in(kind, np.int8)
+    cdef const int64_t[::1] val = _in(value, np.int64)
+    cdef const int64_t[::1] r_ = _in(rows, np.int64)
+    cdef const int64_t[::1] slots = _in(slot_of, np.int64)
+    cdef uint8_t[:, ::1] has = has_out.view(np.uint8)
+    cdef int8_t[:, ::1] ko = kind_out
+    cdef int64_t[:, ::1] vo = value_out
+    cdef Py_ssize_t m = own.shape[0], i, lo, hi, step, k, start = 0
+    cdef int64_t r, sl
+    if sid.shape[0] != m or knd.shape[0] != m or val.shape[0] != m:
+        raise ValueError("stat columns differ in length")
+    with nogil:
+        for i in range(r_.shape[0]):
+            r = r_[i]
+            if r < 0:
+                continue
+            if mode != 2:
+                # Gallop forward from the previous row's end, then bisect the last stride.
+                lo = start
+                step = 1
+                while lo + step < m and own[lo + step] < r:
+                    lo += step
+                    step *= 2
+                hi = lo + step if lo + step < m else m
+                if lo < m and own[lo] >= r:
+                    hi = lo
+                k = _lower_bound(own, r, lo, hi)
+            else:
+                k = _lower_bound(own, r, 0, m)
+            while k < m and own[k] == r:
+                sl = slots[sid[k]]
+                if sl >= 0:
+                    has[sl, i] = 1
+                    ko[sl, i] = knd[k]
+                    vo[sl, i] = val[k]
+                k += 1
+            if mode != 2:
+                start = k
+
+
+# --- analyses/event_groups.py --------------------------------------------------------------------
+
+def nesting_parents(start_ps, dur_ps, line_offsets) -> tuple[np.ndarray, np.ndarray]:
+    """Nesting parent of each event (-1: top level) and the end of its subtree (exclusive row).
+
+    XProf's rule: an event's parent is the innermost open event that includes it; an open event
+    that does not include the next one is closed. So an event's descendants are exactly the
+    rows after it up to the row that closed it. (analyses/event_groups.py ``_nesting``)
+    """
+    cdef const int64_t[::1] start = _in(start_ps, np.int64)
+    cdef const int64_t[::1] dur = _in(dur_ps, np.int64)
+    cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
+    cdef Py_ssize_t n = start.shape[0], line, i, top, cap = 0
+    if dur.shape[0] != n:
+        raise ValueError("start_ps and dur_ps differ in length")
+    parent_arr = np.full(n, -1, dtype=np.int64)
+    sub_end_arr = np.zeros(n, dtype=np.int64)
+    cdef int64_t[::1] parent = parent_arr, sub_end = sub_end_arr
+    cdef int64_t* stack = NULL
+    cdef int64_t s, e, p
+    cdef bint oom = False
+    try:
+        with nogil:
+            stack = _grow(NULL, &cap)
+            oom = stack == NULL
+            line = 0
+            while not oom and line < offs.shape[0] - 1:
+                top = 0
+                for i in range(offs[line], offs[line + 1]):
+                    s = start[i]
+                    e = s + dur[i]
+                    while top > 0:
+                        p = stack[top - 1]
+                        if start[p] <= s and e <= start[p] + dur[p]:
+                            parent[i] = p
+                            break
+                        sub_end[p] = i
+                        top -= 1
+                    if top == cap:
+                        stack = _grow(stack, &cap)
+                        if stack == NULL:
+                            oom = True
+                            break
+                    stack[top] = i
+                    top += 1
+                while not oom and top > 0:
+                    sub_end[stack[top - 1]] = offs[line + 1]
+                    top -= 1
+                line += 1
+    finally:
+        free(stack)
+    if oom:
+        raise MemoryError()
+    return parent_arr, sub_end_arr
+
+
+cdef inline Py_ssize_t _searchsorted_left(const int64_t[::1] a, int64_t key) noexcept nogil:
+    cdef Py_ssize_t lo = 0, hi = a.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _searchsorted_right(const int64_t[::1] a, Py_ssize_t lo, Py_ssize_t hi,
+                                           int64_t key) noexcept nogil:
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _searchsorted_left_in(const int64_t[::1] a, Py_ssize_t lo, Py_ssize_t hi,
+                                             int64_t key) noexcept nogil:
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def propagate_groups(roots, root_level, parent, sub_end, edge_nodes, edge_ptr, edge_idx
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Claims, root by root, every unclaimed event reachable from it; returns (group of each
+    event, root of each group).
+
+    A claimed event brings its whole subtree (a contiguous row range) and the targets of the
+    cross links (``edge_nodes`` sorted, ``edge_ptr``/``edge_idx`` their targets) of the events
+    in it. (analyses/event_groups.py ``_propagate``)
+    """
+    cdef const int64_t[::1] rts = _in(roots, np.int64)
+    cdef const int64_t[::1] level = _in(root_level, np.int64)
+    cdef const int64_t[::1] par = _in(parent, np.int64)
+    cdef const int64_t[::1] send = _in(sub_end, np.int64)
+    cdef const int64_t[::1] enodes = _in(edge_nodes, np.int64)
+    cdef const int64_t[::1] eptr = _in(edge_ptr, np.int64)
+    cdef const int64_t[::1] eidx = _in(edge_idx, np.int64)
+    cdef Py_ssize_t n = par.shape[0]
+    group_arr = np.full(n, -1, dtype=np.int64)
+    root_arr = np.empty(rts.shape[0], dtype=np.int64)
+    queue_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] group = group_arr, group_root = root_arr, queue = queue_arr
+    cdef Py_ssize_t n_groups = 0, ri, head, tail, j, k, k0, k1, q
+    cdef int64_t r, a, gid, node, end, src, t
+    cdef bint nested
+    with nogil:
+        for ri in range(rts.shape[0]):
+            r = rts[ri]
+            if group[r] >= 0:
+                continue
+            # A root nested in a root of the same level is grouped with its ancestor instead.
+            a = par[r]
+            nested = False
+            while a >= 0:
+                if level[a] == level[r]:
+                    nested = True
+                    break
+                a = par[a]
+            if nested:
+                continue
+            gid = n_groups
+            n_groups += 1
+            group_root[gid] = r
+            group[r] = gid
+            head = 0
+            tail = 0
+            queue[tail] = r
+            tail += 1
+            while head < tail:
+                node = queue[head]
+                head += 1
+                end = send[node]
+                for j in range(node + 1, end):
+                    if group[j] < 0:
+                        group[j] = gid
+                k0 = _searchsorted_left(enodes, node)
+                k1 = _searchsorted_left(enodes, end)
+                for k in range(k0, k1):
+                    src = enodes[k]
+                    if group[src] != gid:
+                        continue
+                    for q in range(eptr[k], eptr[k + 1]):
+                        t = eidx[q]
+                        if group[t] < 0:
+                            group[t] = gid
+                            queue[tail] = t
+                            tail += 1
+    return group_arr, root_arr[:n_groups]
+
+
+# --- analyses/step_breakdown.py ----------------------------------------------------------------
+
+cdef struct TimeKey:
+    int64_t t
+    int64_t k
+
+
+cdef int _cmp_time_key(const void* x, const void* y) noexcept nogil:
+    cdef const TimeKey* a = <const TimeKey*>x
+    cdef const TimeKey* b = <const TimeKey*>y
+    if a.t != b.t:
+        return -1 if a.t < b.t else 1
+    if a.k != b.k:  # ties in input order: the stable sort numpy's mergesort gave
+        return -1 if a.k < b.k else 1
+    return 0
+
+
+def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, step_end_ps,
+                          Py_ssize_t n_types) -> np.ndarray:
+    """ps of each step covered by each type, counting overlapping events once for the top type.
+
+    Inputs are sorted by step. ``type_idx`` is the type value // 10 (its priority). Time of the
+    step that no event covers goes to column 0 (unknown). Mirrors XProf's ToNonOverlappedEvents
+    followed by clipping to the step span. (analyses/step_breakdown.py)
+    """
+    cdef const int64_t[::1] step = _in(step_of, np.int64)
+    cdef const int64_t[::1] st = _in(start_ps, np.int64)
+    cdef const int64_t[::1] en = _in(end_ps, np.int64)
+    cdef const int64_t[::1] ty = _in(type_idx, np.int64)
+    cdef const int64_t[::1] b0s = _in(step_begin_ps, np.int64)
+    cdef const int64_t[::1] b1s = _in(step_end_ps, np.int64)
+    cdef Py_ssize_t n = step.shape[0], n_steps = b0s.shape[0]
+    if st.shape[0] != n or en.shape[0] != n or ty.shape[0] != n or b1s.shape[0] != n_steps:
+        raise ValueError("columns differ in length")
+    if n_types < 1:
+        raise ValueError("n_types must be >= 1")
+    out_arr = np.zeros((n_steps, n_types), dtype=np.int64)
+    counts_arr = np.zeros(n_types, dtype=np.int64)
+    cdef int64_t[:, ::1] out = out_arr
+    cdef int64_t[::1] counts = counts_arr
+    # Validate what the loop indexes through raw memory (the sort buffer is plain C).
+    if n and (np.asarray(ty).min() < 0 or np.asarray(ty).max() >= n_types):
+        raise IndexError("type_idx outside [0, n_types)")
+    cdef TimeKey* ev = <TimeKey*>malloc((2 * n + 1) * sizeof(TimeKey))
+    cdef int64_t* kinds = <int64_t*>malloc((2 * n + 1) * sizeof(int64_t))
+    cdef Py_ssize_t i = 0, j, m, k, q, u
+    cdef int64_t s, b0, b1, a, e, covered, top, prev_t, t, tyk, tot
+    if ev == NULL or kinds == NULL:
+        free(ev)
+        free(kinds)
+        raise MemoryError()
+    try:
+        with nogil:
+            while i < n:
+                s = step[i]
+                j = i
+                while j < n and step[j] == s:
+                    j += 1
+                b0 = b0s[s]
+                b1 = b1s[s]
+                m = j - i
+                for k in range(m):
+                    a = st[i + k]
+                    e = en[i + k]
+                    if a < b0:
+                        a = b0
+                    if e > b1:
+                        e = b1
+                    if e < a:
+                        e = a
+                    ev[2 * k].t = a
+                    ev[2 * k].k = 2 * k
+                    kinds[2 * k] = ty[i + k] * 2 + 1
+                    ev[2 * k + 1].t = e
+                    ev[2 * k + 1].k = 2 * k + 1
+                    kinds[2 * k + 1] = ty[i + k] * 2
+                qsort(ev, 2 * m, sizeof(TimeKey), _cmp_time_key)
+                counts[:] = 0
+                covered = 0
+                top = -1
+                prev_t = b0
+                for q in range(2 * m):
+                    t = ev[q].t
+                    if top >= 0 and t > prev_t:
+                        out[s, top] += t - prev_t
+                        covered += t - prev_t
+                    prev_t = t
+                    tyk = kinds[ev[q].k] // 2
+                    if kinds[ev[q].k] % 2 == 1:
+                        counts[tyk] += 1
+                        if tyk > top:
+                            top = tyk
+                    else:
+                        counts[tyk] -= 1
+                        if tyk == top and counts[tyk] == 0:
+                            top = -1
+                            for u in range(tyk - 1, -1, -1):
+                                if counts[u] > 0:
+                                    top = u
+                                    break
+                out[s, 0] += (b1 - b0) - covered
+                i = j
+            # Steps without any event: all unknown.
+            for s in range(n_steps):
+                tot = 0
+                for u in range(n_types):
+                    tot += out[s, u]
+                if tot == 0:
+                    out[s, 0] = b1s[s] - b0s[s]
+    finally:
+        free(ev)
+        free(kinds)
+    return out_arr
+
+
+# --- analyses/op_metrics.py ----------------------------------------------------------------------
+
+def walk_activities(act_line, act_ts, act_op, act_end, Py_ssize_t n_ops) -> tuple[np.ndarray, np.ndarray]:
+    """Replays XProf's per-thread op stack over time-sorted begin/end activities.
+
+    Returns per op its time (-1 when XProf drops it) and its nested children's time.
+    (analyses/op_metrics.py ``_walk_activities``)
+    """
+    cdef const int64_t[::1] line = _in(act_line, np.int64)
+    cdef const int64_t[::1] ts = _in(act_ts, np.int64)
+    cdef const int64_t[::1] op_ = _in(act_op, np.int64)
+    cdef const uint8_t[::1] is_end = _bool(act_end)
+    cdef Py_ssize_t n = ts.shape[0], i, top = 0, cap = 0
+    if line.shape[0] != n or op_.shape[0] != n or is_end.shape[0] != n:
+        raise ValueError("activity columns differ in length")
+    time_arr = np.full(n_ops, -1, dtype=np.int64)
+    child_arr = np.zeros(n_ops, dtype=np.int64)
+    begin_arr = np.zeros(n_ops, dtype=np.int64)
+    cdef int64_t[::1] time_ps = time_arr, child_ps = child_arr, begin_ps = begin_arr
+    cdef int64_t* stack = NULL
+    cdef int64_t cur_line = -1, op, dur
+    cdef bint found, oom = False
+    try:
+        with nogil:
+            stack = _grow(NULL, &cap)
+            oom = stack == NULL
+            i = 0
+            while not oom and i < n:
+                if line[i] != cur_line:
+                    cur_line = line[i]
+                    top = 0
+                op = op_[i]
+                if not is_end[i]:
+                    if top == cap:
+                        stack = _grow(stack, &cap)
+                        if stack == NULL:
+                            oom = True
+                            break
+                    stack[top] = op
+                    top += 1
+                    begin_ps[op] = ts[i]
+                    i += 1
+                    continue
+                found = False
+                while top > 0:
+                    top -= 1
+                    if stack[top] == op:
+                        found = True
+                        break
+                if found:
+                    dur = ts[i] - begin_ps[op]
+                    time_ps[op] = dur
+                    if top > 0:
+                        child_ps[stack[top - 1]] += dur
+                i += 1
+    finally:
+        free(stack)
+    if oom:
+        raise MemoryError()
+    return time_arr, child_arr
+
+
+# --- readers/chrome_trace.py ---------------------------------------------------------------------
+
+def match_begin_end(line, is_begin) -> np.ndarray:
+    """Pairs B/E points (sorted by line, then time, then file order) per line, last open first;
+    returns per point the index of its partner (-1 when unmatched).
+    (readers/chrome_trace.py ``_match_begin_end``)"""
+    cdef const int64_t[::1] ln = _in(line, np.int64)
+    cdef const uint8_t[::1] begin = _bool(is_begin)
+    cdef Py_ssize_t n = ln.shape[0], i, top = 0
+    if begin.shape[0] != n:
+        raise ValueError("line and is_begin differ in length")
+    partner_arr = np.full(n, -1, dtype=np.int64)
+    stack_arr = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] partner = partner_arr, stack = stack_arr
+    cdef int64_t current = -1
+    with nogil:
+        for i in range(n):
+            if ln[i] != current:
+                current = ln[i]
+                top = 0
+            if begin[i]:
+                stack[top] = i
+                top += 1
+            elif top > 0:
+                top -= 1
+                partner[i] = stack[top]
+                partner[stack[top]] = i
+    return partner_arr
+
+
+def depth_parents(depth, line_offsets) -> np.ndarray:
+    """Row of each event's parent (the nearest earlier event one level up), -1 at depth 0.
+    (readers/chrome_trace.py ``_parents``)"""
+    cdef const int16_t[::1] dep = _in(depth, np.int16)
+    cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
+    cdef Py_ssize_t n = dep.shape[0], line, i
+    parent_arr = np.full(n, -1, dtype=np.int64)
+    last_arr = np.full(32768, -1, dtype=np.int64)
+    cdef int64_t[::1] parent = parent_arr, last_at = last_arr
+    cdef int16_t d
+    with nogil:
+        for line in range(offs.shape[0] - 1):
+            for i in range(offs[line], offs[line + 1]):
+                d = dep[i]
+                if d > 0:
+                    parent[i] = last_at[d - 1]
+                last_at[d] = i
+    return parent_arr
+
+
+def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, point_next) -> np.ndarray:
+    """Event row each flow point binds to, or -1.
+
+    Enclosing binding: the last event starting at or before the point, climbing to its parents
+    until one still runs at the point (end inclusive: TF1 timelines start a flow exactly at the
+    producer's end). ``point_next`` selects "next slice" binding instead: the first event of the
+    line starting at or after the point. (readers/chrome_trace.py ``_bind_points``)
+    """
+    cdef const int64_t[::1] start = _in(start_ps, np.int64)
+    cdef const int64_t[::1] end = _in(end_ps, np.int64)
+    cdef const int64_t[::1] par = _in(parent, np.int64)
+    cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
+    cdef const int64_t[::1] pl = _in(point_line, np.int64)
+    cdef const int64_t[::1] pts = _in(point_ts, np.int64)
+    cdef const uint8_t[::1] nxt = _bool(point_next)
+    cdef Py_ssize_t m = pl.shape[0], k, lo, hi, j, c
+    if pts.shape[0] != m or nxt.shape[0] != m:
+        raise ValueError("point columns differ in length")
+    if end.shape[0] < start.shape[0] or par.shape[0] < start.shape[0]:
+        raise ValueError("event columns differ in length")
+    out_arr = np.full(m, -1, dtype=np.int64)
+    cdef int64_t[::1] out = out_arr
+    cdef int64_t ts
+    with nogil:
+        for k in range(m):
+            lo = offs[pl[k]]
+            hi = offs[pl[k] + 1]
+            if lo < 0 or hi > start.shape[0] or hi < lo:
+                with gil:
+                    raise IndexError("line_offsets outside the event rows")
+            ts = pts[k]
+            if nxt[k]:
+                j = _searchsorted_left_in(start, lo, hi, ts)
+                if j < hi:
+                    out[k] = j
+                    continue
+            c = _searchsorted_right(start, lo, hi, ts) - 1
+            while c >= lo and end[c] < ts:
+                c = par[c]
+            if c >= lo:
+                out[k] = c
+    return out_arr

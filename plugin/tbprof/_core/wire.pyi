@@ -1,0 +1,50 @@
+"""Type stubs of the compiled wire scanner (wire.pyx)."""
+
+import numpy as np
+
+KIND_NONE: int
+KIND_DOUBLE: int
+KIND_UINT64: int
+KIND_INT64: int
+KIND_STR: int
+KIND_BYTES: int
+KIND_REF: int
+ERR_TRUNCATED: int
+ERR_BAD_WIRE_TYPE: int
+ERR_BAD_VARINT: int
+ERR_LENGTH: int
+ERR_CAPACITY: int
+ERR_TOO_MANY: int
+ERR_NO_MEMORY: int
+MAX_ROWS: int
+ERROR_TEXT: dict[int, str]
+
+class WireError(ValueError):
+    code: int
+    offset: int
+    def __init__(self, code: int, offset: int) -> None: ...
+
+class ScanResult:
+    spans: np.ndarray  # int64 (n, 3)
+    lines: np.ndarray  # int64 (n, 2)
+    ev_line: np.ndarray  # int32
+    ev_meta: np.ndarray  # int32 or int64
+    ev_start: np.ndarray  # int64
+    ev_dur: np.ndarray  # int64
+    st_owner: np.ndarray  # int32
+    st_meta: np.ndarray  # int32 or int64
+    st_kind: np.ndarray  # int8
+    st_value: np.ndarray  # int64
+    texts: np.ndarray  # int64 (n, 3)
+    n_planes: int
+    phase_s: dict[str, float] | None  # parallel scan: seconds per phase, threads, chunks
+    @property
+    def n_events(self) -> int: ...
+    @property
+    def n_stats(self) -> int: ...
+
+def default_threads() -> int: ...
+def scan(data: bytes | bytearray | memoryview | np.ndarray, threads: int | None = None,
+         chunk_bytes: int = ...) -> ScanResult: ...
+def scan_serial_py(data: bytes | bytearray | memoryview | np.ndarray, wide: bool = False) -> ScanResult: ...
+def hash_spans(data: bytes | np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray: ...

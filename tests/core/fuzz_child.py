@@ -1,0 +1,97 @@
+"""Runs the risky decodes of ``test_wire_fuzz.py`` in a child process, so that a crash fails a
+test instead of killing pytest. Reads a JSON job from stdin, prints a JSON report.
+
+Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome"}.
+A "chrome" job only reads each input as a Chrome trace (result or ``ProfileReadError``). For
+each XSpace input the child runs
+the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
+the serial scan, and with "reader" the whole XSpace reader. Accepted outcomes: a result, a
+``WireError`` from the scanners, a ``ProfileReadError`` from the reader. With "compare" the
+parallel and serial scans must agree (same columns or the same error).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any
+
+import numpy as np
+
+from tbprof._core import wire
+
+COLUMNS = ("spans", "lines", "ev_line", "ev_meta", "ev_start", "ev_dur", "st_owner", "st_meta", "st_kind",
+           "st_value", "texts")
+
+
+def _outcome(fn: Any) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except wire.WireError as e:
+        return "wire_error", (e.code, e.offset)
+
+
+def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.chrome_trace import chrome_trace_from_bytes
+
+    counts = {"read_ok": 0, "read_error": 0}
+    problems: list[str] = []
+    for i, text in enumerate(job["inputs"]):
+        try:
+            chrome_trace_from_bytes(bytes.fromhex(text), "fuzz.trace.json", "fuzz")
+            counts["read_ok"] += 1
+        except ProfileReadError:
+            counts["read_error"] += 1
+        except Exception:
+            problems.append(f"input {i}: reader raised {traceback.format_exc(limit=4)}")
+    return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.xplane import xspace_from_bytes
+
+    if job.get("format") == "chrome":
+        return run_chrome(job)
+    counts = {"ok": 0, "wire_error": 0, "read_ok": 0, "read_error": 0}
+    problems: list[str] = []
+    for i, text in enumerate(job["inputs"]):
+        data = bytes.fromhex(text)
+        try:
+            kind_p, par = _outcome(lambda data=data: wire.scan(data, threads=2, chunk_bytes=64))
+            kind_s, ser = _outcome(lambda data=data: wire.scan_serial_py(data))
+        except Exception:  # any other exception is a bug: the scanners only raise WireError
+            problems.append(f"input {i}: {traceback.format_exc(limit=3)}")
+            continue
+        counts[kind_s] += 1
+        if job.get("compare"):
+            if kind_p != kind_s:
+                problems.append(f"input {i}: parallel {kind_p} {par if kind_p != 'ok' else ''} vs serial {kind_s} "
+                                f"{ser if kind_s != 'ok' else ''}")
+            elif kind_s == "ok":
+                diff = [c for c in COLUMNS if not np.array_equal(getattr(par, c), getattr(ser, c))]
+                if diff or par.n_planes != ser.n_planes:
+                    problems.append(f"input {i}: parallel and serial columns differ: {diff}")
+            elif par != ser:
+                problems.append(f"input {i}: parallel error {par} vs serial error {ser}")
+        if job.get("reader"):
+            try:
+                xspace_from_bytes(data, "fuzz.xplane.pb", "fuzz")
+                counts["read_ok"] += 1
+            except ProfileReadError:
+                counts["read_error"] += 1
+            except Exception:
+                problems.append(f"input {i}: reader raised {traceback.format_exc(limit=4)}")
+    return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
+
+
+def main() -> int:
+    job = json.loads(sys.stdin.read())
+    print(json.dumps(run(job)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Helpers shared by several test modules (public names; test modules import nothing private from each other)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tbprof.readers.xplane import read_xspace
+from tbprof.store.tables import ProfileStore
+from tests.conftest import xplane_of
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """A script of ``scripts/`` as a module (they are run by hand and checked by tests)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def golden(profile: str, tool: str) -> dict[str, Any]:
+    """XProf 2.24.2's output of ``tool`` on ``profile`` (tests/golden, written by make_goldens.py)."""
+    return json.loads((GOLDEN / profile / f"{tool}.json").read_text())  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=8)
+def _store(path: Path) -> ProfileStore:
+    return read_xspace(path)
+
+
+def store_of(root: Path, profile: str) -> ProfileStore:
+    """The store of a golden profile name (``jax_2hosts_worker0`` is one host of jax_2hosts), read once."""
+    if profile.startswith("jax_2hosts_"):
+        return _store(xplane_of(root, "jax_2hosts", profile.removeprefix("jax_2hosts_")))
+    return _store(xplane_of(root, profile))
+
+
+def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
+    """Where ``value`` (decoded JSON) breaks the wire type ``tp`` (a TypedDict, list/dict/Literal/
+    union of JSON types): one message per mismatch, empty when it conforms. Extra keys are
+    allowed (tools may send more than the dashboard reads); missing required keys are not."""
+    import types as _types
+    from typing import Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+    if tp is Any:
+        return []
+    if is_typeddict(tp):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object, found {type(value).__name__}"]
+        out = []
+        for key, sub in get_type_hints(tp).items():
+            if key not in value:
+                if key in tp.__required_keys__:
+                    out.append(f"{path}.{key}: missing")
+                continue
+            out += conforms(value[key], sub, f"{path}.{key}")
+        return out
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal:
+        return [] if value in args else [f"{path}: {value!r} is not one of {args}"]
+    if origin in (Union, _types.UnionType):
+        return [] if any(not conforms(value, a, path) for a in args) else [f"{path}: {value!r} fits none of {args}"]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{path}: expected a list, found {type(value).__name__}"]
+        return [m for i, v in enumerate(value) for m in conforms(v, args[0], f"{path}[{i}]")]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object, found {type(value).__name__}"]
+        return [m for k, v in value.items() for m in conforms(v, args[1], f"{path}.{k}")]
+    if tp is type(None) or tp is None:
+        return [] if value is None else [f"{path}: expected null, found {value!r}"]
+    if tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, tp)
+    return [] if ok else [f"{path}: expected {tp.__name__}, found {value!r}"]

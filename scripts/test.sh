@@ -17,8 +17,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 # 2. Python: a venv that may reuse packages already on the machine (e.g. TensorFlow), with
-#    the package in editable mode and the test extras (pytest, ruff, mypy, playwright, tensorflow-cpu,
-#    jax[cpu]).
+#    the package in editable mode and the test extras (pytest, ruff, mypy, playwright, moto, tensorflow-cpu,
+#    jax[cpu]) plus the remote-storage (s3fs, gcsfs) and Dask extras their tests exercise.
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   if ! "$PY" -m venv --system-site-packages .venv 2>/dev/null; then
@@ -31,7 +31,7 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 VPY="$ROOT/.venv/bin/python"
-"$VPY" -m pip install -q --disable-pip-version-check -e ".[test,capture-test]"
+"$VPY" -m pip install -q --disable-pip-version-check -e ".[test,capture-test,remote,distributed]"
 
 # 3. Frontend: locked dependencies, lint, types, unit tests, bundle freshness.
 if [ -f frontend/package.json ]; then

@@ -97,21 +97,23 @@ def _run(cmd: list[str], ready_url: str, api: str, base: str, cache_dir: Path, l
 
 
 @contextmanager
-def tensorboard(logdir: Path, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Server]:
+def tensorboard(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = (),
+                extra_env: dict[str, str] | None = None) -> Iterator[Server]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
            "--host", "127.0.0.1", "--load_fast", "false", *extra_args]
     with _run(cmd, base + "/data/plugins_listing", base + "/data/plugin/tbprof/", base, cache_dir, log_path,
-              timeout_s=120) as s:
+              timeout_s=120, extra_env=extra_env) as s:
         yield s
 
 
 @contextmanager
-def tbprof_serve(logdir: Path, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = ()) -> Iterator[Server]:
+def tbprof_serve(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = (),
+                 extra_env: dict[str, str] | None = None) -> Iterator[Server]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port), *extra_args]
     with _run(cmd, base + "/data/plugin/tbprof/settings", base + "/data/plugin/tbprof/", base, cache_dir,
-              log_path) as s:
+              log_path, extra_env=extra_env) as s:
         yield s

@@ -58,3 +58,10 @@ class UnsafeCacheDir(TbprofError, ValueError):
 
     kind = "unsafe_cache_dir"
     http_status = 500
+
+
+class StorageError(ProfileReadError):
+    """Object storage that cannot be listed or read: bad credentials, a missing bucket, an
+    unreachable endpoint (HTTP 422 with its own ``kind``, CLI exit 2)."""
+
+    kind = "storage_error"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from pathlib import Path
 from typing import Any
 
 from tensorboard.plugins import base_plugin
+
+from tbprof.errors import TbprofError
 
 PLUGIN_NAME = "tbprof"
 
@@ -19,19 +21,28 @@ class TbprofPlugin(base_plugin.TBPlugin):
         flags = context.flags
         cache_dir = getattr(flags, "tbprof_cache_dir", None) or os.environ.get("TBPROF_CACHE_DIR")
         no_capture = bool(getattr(flags, "tbprof_no_capture", False)) or os.environ.get("TBPROF_NO_CAPTURE") == "1"
-        self._logdir = Path(logdir) if logdir else None
+        self._logdir = logdir or None  # a path or an fsspec URL (s3://, gs://, ...)
         # Imported here, not at module level: TensorBoard imports every plugin's loader at start,
         # and the app (werkzeug routes, analyses) is only needed once tbprof's plugin is built.
         from tbprof.http.app import PLUGIN_PREFIX, create_app
+        from tbprof.service.executor import Executor, InProcess, make_executor
 
+        executor: Executor
+        try:
+            executor = make_executor(getattr(flags, "tbprof_workers", None),
+                                     getattr(flags, "tbprof_dask_scheduler", None))
+        except ValueError as e:  # a wrong scheduler address must not take TensorBoard down
+            logging.getLogger("tbprof").error("tbprof: %s; converting in TensorBoard's process instead", e)
+            executor = InProcess()
+        executor.start()
         enable_capture = bool(getattr(flags, "tbprof_enable_capture", False))
         allowed = [h for v in (getattr(flags, "tbprof_allowed_host", None) or []) for h in str(v).split(",")]
         # Where TensorBoard listens (program.py): every interface with --bind_all, else --host
         # or, by default, localhost.
         bind_host = "0.0.0.0" if getattr(flags, "bind_all", False) else (getattr(flags, "host", None) or "localhost")
-        self._app = create_app(self._logdir or Path("/nonexistent"), cache_dir=Path(cache_dir) if cache_dir else None,
-                               prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, bind_host=bind_host,
-                               allowed_hosts=allowed, enable_capture=enable_capture)
+        self._app = create_app(self._logdir or "/nonexistent", cache_dir=cache_dir or None,
+                               prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor,
+                               bind_host=bind_host, allowed_hosts=allowed, enable_capture=enable_capture)
 
     def get_plugin_apps(self) -> dict[str, Any]:
         # One prefix route: TensorBoard hands every /data/plugin/tbprof/... request to our app.
@@ -42,7 +53,7 @@ class TbprofPlugin(base_plugin.TBPlugin):
             return False
         try:
             return bool(self._app.ctx.profiles.runs())
-        except OSError:
+        except (OSError, TbprofError):  # unreadable storage: the tab stays hidden, the log says why
             return False
 
     def frontend_metadata(self) -> base_plugin.FrontendMetadata:
@@ -57,6 +68,12 @@ class TbprofLoader(base_plugin.TBLoader):
         group.add_argument("--tbprof_cache_dir", default=None,
                            help="Where tbprof keeps converted profiles (default: $TBPROF_CACHE_DIR or "
                                 "~/.cache/tbprof). Never inside the logdir.")
+        group.add_argument("--tbprof_workers", type=int, default=None,
+                           help="Processes converting a pod's hosts in parallel (default: $TBPROF_WORKERS or 1 = "
+                                "inside TensorBoard's process).")
+        group.add_argument("--tbprof_dask_scheduler", default=None,
+                           help="Convert hosts on this Dask cluster (default: $TBPROF_DASK_SCHEDULER); its "
+                                "workers must reach the same --tbprof_cache_dir.")
         group.add_argument("--tbprof_no_capture", action="store_true",
                            help="Hide Capture Profile: the TensorBoard machine then opens no connections "
                                 "to profiler servers.")

@@ -91,7 +91,21 @@ TOOLS = (
     "memory_profile",
     "pod_viewer",
     "op_profile",
+    "hlo_stats",
+    "roofline_model",
+    "memory_viewer",
+    "graph_viewer",
 )
+
+# graph_viewer cases per selection: (module, op, graph_width). Ops of the training step and of
+# its async all-reduce computation, at widths 1 and 2.
+GRAPH_CASES = {
+    "jax_mlp": [("jit_train_step(13929)", "fusion.97", 1), ("jit_train_step(13929)", "fusion.97", 2),
+                ("jit_train_step(13929)", "loop_subtract_fusion.1", 1), ("jit_train_step(13929)", "custom-call.1", 2),
+                ("jit_train_step(13929)", "all-reduce.2.1", 1)],
+    "jax_2hosts_worker0": [("jit_step(16572)", "loop_subtract_fusion", 1),
+                           ("jit_step(16572)", "custom-call.5", 2)],
+}
 
 # Column ids of XProf's generic (GPU/CPU) step-time table -> golden names.
 STEP_COLUMNS = {
@@ -632,6 +646,148 @@ def golden_op_profile(raw_by_group: dict) -> dict:
     return out
 
 
+HLO_STATS_COLUMNS = (
+    "rank", "program_id", "category", "hlo_op_name", "hlo_op_expression", "tf_op_name", "occurrences",
+    "total_time", "avg_time", "total_self_time", "avg_self_time", "total_self_time_percent",
+    "cumulative_total_self_time_percent", "model_flop_rate", "measured_memory_bw", "hbm_bw",
+    "operational_intensity", "bound_by", "source_info",
+)
+
+
+def golden_hlo_stats(raw: Any) -> dict:
+    rows = table_rows(raw)
+    out_rows = []
+    for r in rows:
+        row = {c: r.get(c) for c in HLO_STATS_COLUMNS}
+        row["source_info"] = strip_html(row["source_info"] or "")
+        out_rows.append(row)
+    return {
+        "columns": list(HLO_STATS_COLUMNS),
+        "row_count": len(out_rows),
+        "rows": out_rows,
+        "_note": ("XProf's hlo_stats DataTable, XProf order (rank = total self time), the columns tbprof keeps. "
+                  "Times in us, total_self_time_percent 0..100, model_flop_rate GFLOP/s, bandwidths GiB/s; "
+                  "source_info is the visible text of XProf's HTML cell."),
+    }
+
+
+def golden_roofline_model(raw: Any) -> dict:
+    table = raw[0] if raw else {"cols": [], "rows": []}
+    props = {k: v for k, v in (table.get("p") or {}).items()}
+    peaks = {}
+    for k in ("peak_flop_rate", "peak_hbm_bw", "hbm_ridge_point", "peak_vmem_write_bw", "vmem_write_ridge_point"):
+        if k in props:
+            peaks[k] = float(props[k])
+    rows = table_rows(table)
+    for r in rows:
+        if isinstance(r.get("source_info"), str):
+            r["source_info"] = strip_html(r["source_info"])
+    return {
+        "device_type": props.get("device_type", ""),
+        "peaks": peaks,
+        "peaks_note": "XProf prints the peaks with 6 significant digits (%g)",
+        "total_rows": [r for r in rows if r.get("step") == "Total"],
+        "step_ids": sorted({r.get("step") for r in rows if r.get("step") != "Total"}),
+        "_note": ("XProf's roofline DataTable: total_rows are the step == 'Total' rows (program row rank 0, then "
+                  "one per HLO op, with and without infeed/outfeed). Per-step rows are not kept (XProf's GPU "
+                  "per-step rows are all zero); step_ids lists which steps XProf emitted."),
+    }
+
+
+MIB = 1 << 20
+
+
+def golden_memory_viewer(raw_by_module: dict) -> dict:
+    modules = {}
+    for name, raw in sorted(raw_by_module.items()):
+        def buf(b: dict) -> dict:
+            # proto3 JSON omits 0: a missing id is buffer 0 (the merged small row says -1).
+            return {"logical_buffer_id": int(b.get("logicalBufferId", 0)),
+                    "size_bytes": round(float(b.get("logicalBufferSizeMib", 0)) * MIB),
+                    "unpadded_size_bytes": round(float(b.get("unpaddedShapeMib", 0)) * MIB),
+                    "instruction_name": b.get("instructionName", ""), "shape": b.get("shapeString", ""),
+                    "tf_op_name": b.get("tfOpName", ""), "group": b.get("groupName", ""),
+                    "opcode": b.get("opCode", ""), "label": b.get("label", "")}
+        modules[name] = {
+            "module_name": raw.get("moduleName"),
+            "entry_computation_name": raw.get("entryComputationName"),
+            "peak_heap_bytes": round(float(raw.get("peakHeapMib", 0)) * MIB),
+            "peak_unpadded_heap_bytes": round(float(raw.get("peakUnpaddedHeapMib", 0)) * MIB),
+            "peak_heap_position": int(raw.get("peakHeapSizePosition", 0)),
+            "entry_computation_parameters_bytes": round(float(raw.get("entryComputationParametersMib", 0)) * MIB),
+            "non_reusable_bytes": round(float(raw.get("nonReusableMib", 0)) * MIB),
+            "maybe_live_out_bytes": round(float(raw.get("maybeLiveOutMib", 0)) * MIB),
+            "heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("heapSizes", [])],
+            "unpadded_heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("unpaddedHeapSizes", [])],
+            "max_heap": [buf(b) for b in raw.get("maxHeap", [])],
+            "max_heap_by_size_order": [int(x) for x in raw.get("maxHeapToBySize", [])],
+            "indefinite_lifetimes": [
+                {"size_bytes": round(float(v.get("sizeMib", 0)) * MIB), "attributes": v.get("attributes", []),
+                 "logical_buffer_ids": [int(b.get("id", 0)) for b in v.get("logicalBuffers", [])],
+                 "common_shape": v.get("commonShape", "")}
+                for v in raw.get("indefiniteLifetimes", [])],
+            "logical_buffer_spans": {k: [int(v.get("start", 0)), int(v.get("limit", 0))]
+                                     for k, v in sorted(raw.get("logicalBufferSpans", {}).items(), key=lambda kv: int(kv[0]))},
+        }
+    return {"modules": modules,
+            "_note": ("XProf's memory_viewer per HLO module (module_name=<name>(<program id>)), memory space 0. "
+                      "MiB values converted to bytes (x 2^20, rounded); max_heap is XProf's list of buffers live at "
+                      "the peak in its order; logical_buffer_spans maps a logical buffer id to its [start, limit) "
+                      "positions in the heap simulation.")}
+
+
+def golden_graph_viewer(raw_by_case: dict) -> dict:
+    cases = []
+    for (module, node, width), dot in raw_by_case.items():
+        edges = sorted(set(re.findall(r'tooltip="([^"]+) -> ([^"]+)"', dot)))
+        cases.append({"module": module, "node_name": node, "graph_width": width,
+                      "bold_labels": sorted(set(re.findall(r"\[label=<<b>([^<]+)</b>", dot))),
+                      "edges": [list(e) for e in edges],
+                      "dashed_labels": sorted(set(re.findall(r'\[label=<<b>([^<]+)</b>(?:(?!\];).)*?style="filled,dashed"', dot,
+                                                             re.S)))})
+    return {"cases": cases,
+            "_note": ("XProf's graph_viewer (type=graph, format=dot, merge_fusion off, show_metadata off) per case: "
+                      "the bold node labels (instruction names; fused and async computations are drawn inside "
+                      "clusters, their parameters as 'Parameter N'), the dashed ones (boundary nodes) and every edge as (from, to) instruction "
+                      "names, read from the DOT edge tooltips.")}
+
+
+def run_graph_viewer(paths: list[str], cases: list, tmp_root: str) -> dict:
+    from xprof.convert import raw_to_tool_data  # pylint: disable=import-outside-toplevel
+
+    d, fresh = xprof_runner.copy_to_fresh_dir(paths, tmp_root)
+    try:
+        raw_to_tool_data.xspace_to_tool_names(fresh)
+        out = {}
+        for module, node, width in cases:
+            opts = {"node_name": node, "module_name": module, "graph_width": width, "show_metadata": 0,
+                    "merge_fusion": 0, "format": "dot", "type": "graph"}
+            payload, _ = raw_to_tool_data.xspace_to_tool_data(fresh, "graph_viewer", {"graph_viewer_options": opts})
+            out[(module, node, width)] = payload.decode() if isinstance(payload, bytes) else payload
+        return out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_memory_viewer(paths: list[str], tmp_root: str) -> dict:
+    """memory_viewer for every HLO module of the host(s), in one fresh dir (XProf writes the
+    modules' .hlo_proto.pb files there when it lists its tools)."""
+    from xprof.convert import raw_to_tool_data  # pylint: disable=import-outside-toplevel
+
+    d, fresh = xprof_runner.copy_to_fresh_dir(paths, tmp_root)
+    try:
+        raw_to_tool_data.xspace_to_tool_names(fresh)
+        modules = sorted(f[: -len(".hlo_proto.pb")] for f in os.listdir(d) if f.endswith(".hlo_proto.pb"))
+        out = {}
+        for m in modules:
+            payload, _ = xprof_runner.convert(fresh, "memory_viewer", {"module_name": m})
+            if payload is not None:
+                out[m] = json.loads(payload)
+        return out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------
 # xplane memory-event counting (only for memory_profile's num_allocations)
 # --------------------------------------------------------------------------
@@ -760,19 +916,27 @@ def main(argv=None) -> int:
                 for m in pod_after["podStatsSequence"]["podStatsMap"] if m.get("podStatsPerCore")
             ]
             for tool in args.tools:
-                if tool == "memory_profile" and len(paths) != 1:
-                    index[sel]["tools"][tool] = "skipped: XProf's memory_profile accepts exactly one host"
+                if tool == "graph_viewer" and sel not in GRAPH_CASES:
+                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp and jax_2hosts_worker0"
+                    continue
+                if tool in ("memory_profile", "memory_viewer") and len(paths) != 1:
+                    index[sel]["tools"][tool] = f"skipped: XProf's {tool} reads exactly one host"
                     continue
                 with xprof_runner._quiet_stderr(quiet):  # pylint: disable=protected-access
                     if tool == "op_profile":
                         raw = {g: run_tool(paths, tool, {"group_by": g}, tmp) for g in ("program", "category")}
+                    elif tool == "memory_viewer":
+                        raw = run_memory_viewer(paths, tmp)
+                    elif tool == "graph_viewer":
+                        raw = run_graph_viewer(paths, GRAPH_CASES[sel], tmp)
                     else:
                         raw = run_tool(paths, tool, {}, tmp)
                     extra_raw = None
                     if tool == "pod_viewer":
                         extra_raw = run_tool_after(paths, "overview_page", tool, tmp)
                 with open(os.path.join(raw_dir, tool + ".json"), "w") as f:
-                    json.dump(raw, f, indent=1, sort_keys=True)
+                    json.dump({"|".join(map(str, k)): v for k, v in raw.items()} if tool == "graph_viewer" else raw,
+                              f, indent=1, sort_keys=True)
                 if tool == "overview_page":
                     body = golden_overview(raw, max_core_step_ms)
                 elif tool == "input_pipeline_analyzer":
@@ -796,6 +960,14 @@ def main(argv=None) -> int:
                         "page was opened first.")
                 elif tool == "op_profile":
                     body = golden_op_profile(raw)
+                elif tool == "hlo_stats":
+                    body = golden_hlo_stats(raw)
+                elif tool == "roofline_model":
+                    body = golden_roofline_model(raw)
+                elif tool == "memory_viewer":
+                    body = golden_memory_viewer(raw)
+                elif tool == "graph_viewer":
+                    body = golden_graph_viewer(raw)
                 else:
                     raise ValueError(tool)
                 golden = dict(header, tool=tool, params=({"group_by": ["program", "category"]} if tool == "op_profile" else {}))

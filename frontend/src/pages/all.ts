@@ -10,3 +10,8 @@ import "./pod_viewer/pod_viewer_page";
 import "./tf_data/tf_data_page";
 import "./op_profile/op_profile_page";
 import "./compare/compare_page";
+import "./hlo_stats/hlo_stats_page";
+import "./roofline_model/roofline_model_page";
+import "./memory_viewer/memory_viewer_page";
+import "./graph_viewer/graph_viewer_page";
+import "./smart_suggestion/smart_suggestion_page";

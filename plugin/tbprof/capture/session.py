@@ -26,6 +26,7 @@ from tbprof.capture import client
 from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
 from tbprof.service.logdir import Run
+from tbprof.store.fs import Location, UrlPath
 
 log = logging.getLogger("tbprof")
 
@@ -143,12 +144,16 @@ def busy_addresses() -> list[str]:
 
 
 # --- the logdir side ----------------------------------------------------------------------------
-def check_writable(logdir: Path) -> Path:
+def check_writable(logdir: Location) -> Location:
     """The repository root ``<logdir>/plugins/profile``, after proving we can write there.
 
     Nothing is left behind: a probe directory is made in the deepest existing folder and
-    removed, and the server creates the session folder itself (as its own user).
+    removed, and the server creates the session folder itself (as its own user). A URL logdir
+    is written by the profiler server with ITS credentials, which we cannot probe from here:
+    whether it could write is told after the capture (``capture_one``).
     """
+    if isinstance(logdir, UrlPath):
+        return logdir / "/".join(PROFILE_DIR)
     if not logdir.is_dir():
         raise CaptureRefused(400, "no_logdir", f"cannot capture: the logdir {logdir} is not a directory here")
     root = logdir.joinpath(*PROFILE_DIR)
@@ -170,7 +175,7 @@ def check_writable(logdir: Path) -> Path:
     return root
 
 
-def new_session_id(root: Path, now: Callable[[], float] = time.time) -> str:
+def new_session_id(root: Location, now: Callable[[], float] = time.time) -> str:
     """A timestamp like TensorFlow's (``2026_11_26_00_33_56``, local time), made unique."""
     base = time.strftime("%Y_%m_%d_%H_%M_%S", time.localtime(now()))
     with _lock:
@@ -181,10 +186,10 @@ def new_session_id(root: Path, now: Callable[[], float] = time.time) -> str:
     return session
 
 
-def _wait_for_file(path: Path, timeout_s: float) -> bool:
+def _wait_for_file(path: Location, timeout_s: float) -> bool:
     end = time.monotonic() + timeout_s
     while True:
-        if path.is_file():
+        if path.probe_file() if isinstance(path, UrlPath) else path.is_file():
             return True
         if time.monotonic() >= end:
             return False
@@ -198,7 +203,7 @@ def _backoff_s(attempt: int) -> float:
     return min(0.5 * 2 ** attempt, 4.0)
 
 
-def capture_one(address: Address, host: str, options: CaptureOptions, root: Path, session: str, logdir: Path,
+def capture_one(address: Address, host: str, options: CaptureOptions, root: Location, session: str, logdir: Location,
                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> HostResult:
     """Traces one server with retries on UNAVAILABLE (not listening yet, restarting) and on
     an empty trace (the program was between steps), as TensorFlow's own client does."""
@@ -222,6 +227,12 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Path
     if attempt.code == "OK":
         if _wait_for_file(path, FILE_APPEAR_S):
             return result(True, "ok", f"captured {options.duration_ms} ms into {path}")
+        if isinstance(path, UrlPath):
+            return result(False, "remote_write", (
+                f"the profiler server at {address.text} captured the profile, but {path} does not exist: the "
+                f"server could not write to that URL. The server writes the file itself, with its own "
+                f"credentials and filesystem support (TensorFlow's tf.io.gfile for {path.listing.protocol}://): "
+                "give it write access to the bucket, or serve a logdir both can reach."))
         return result(False, "remote_disk", (
             f"the profiler server at {address.text} captured the profile, but it is not in this logdir: the "
             f"server wrote it to {path} on ITS OWN machine, and {path.parent} here has no such file. The "
@@ -250,12 +261,16 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Path
         return result(False, "server_error", (
             f"{address.text} answered, but not as a profiler server (it does not implement "
             f"{client.PROFILE_METHOD})"))
-    return result(False, "server_error",
-                  f"the profiler server at {address.text} refused the capture ({attempt.code})")
+    hint = (f" (it writes {path} itself: can it write to {path.listing.protocol}:// URLs, with credentials "
+            "for that bucket?)") if isinstance(path, UrlPath) else ""
+    return result(False, "server_error", f"the profiler server at {address.text} refused the capture "
+                                         f"({attempt.code}){hint}")
 
 
-def _remove_empty(path: Path) -> None:
+def _remove_empty(path: Location) -> None:
     """An event-less file would show up as a run with nothing in it; the server made it for us."""
+    if isinstance(path, UrlPath):
+        return  # not ours to delete in a bucket; an empty host file is shown as unreadable
     try:
         path.unlink(missing_ok=True)
         path.parent.rmdir()
@@ -263,7 +278,7 @@ def _remove_empty(path: Path) -> None:
         pass
 
 
-def capture(logdir: Path, addresses: list[Address], options: CaptureOptions,
+def capture(logdir: Location, addresses: list[Address], options: CaptureOptions,
             connect_timeout_s: float = CONNECT_TIMEOUT_S) -> CaptureReport:
     """Traces every address at once into one new session; never raises for a failing server
     (that is a per-address result), only ``CaptureRefused`` before any connection is made."""
@@ -303,8 +318,7 @@ def report_json(report: CaptureReport) -> dict[str, Any]:
 
 def run_for_session(runs: dict[str, Run], session_dir: str) -> str | None:
     """The name the run index gives the new session (``<session>`` at the logdir's root)."""
-    target = Path(session_dir).resolve()
     for run in runs.values():
-        if run.kind == "xspace" and Path(run.path).resolve() == target:
+        if run.kind == "xspace" and str(run.path.resolve()) in (session_dir, str(Path(session_dir).resolve())):
             return run.name
     return None

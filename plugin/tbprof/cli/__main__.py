@@ -4,4 +4,6 @@ import sys
 
 from tbprof.cli.main import main
 
-sys.exit(main())
+# Guarded: worker processes of --workers import this module again as ``__mp_main__``.
+if __name__ == "__main__":
+    sys.exit(main())

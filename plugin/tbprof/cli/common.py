@@ -6,6 +6,7 @@ service layer (numpy, the readers, the analyses: ~0.5 s) only inside the functio
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tbprof.service.executor import Executor
     from tbprof.service.logdir import Run
     from tbprof.service.profiles import Profiles
 
@@ -27,13 +29,41 @@ class CliError(Exception):
         self.code = code
 
 
-def profiles_for(path: str, cache_dir: str | None) -> Profiles:
-    from tbprof.service.profiles import Profiles
+def executor_from(args: argparse.Namespace) -> Executor:
+    """The executor of ``--workers`` / ``--dask-scheduler`` (and their environment variables)."""
+    from tbprof.service.executor import make_executor
 
-    p = Path(path)
-    if not p.exists():
+    try:
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    executor.start()
+    return executor
+
+
+def terminal_progress(done: int, total: int) -> None:
+    """A one-line progress bar on stderr, only on a terminal (pipes and CI logs stay clean)."""
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // max(total, 1)
+    end = "\n" if done >= total else ""
+    sys.stderr.write(f"\rconverting hosts [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+    sys.stderr.flush()
+
+
+def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = None) -> Profiles:
+    from tbprof.service.profiles import Profiles
+    from tbprof.store.fs import location
+
+    p = location(path)
+    # A URL is not asked first: listing it is the check, and says why it fails (credentials,
+    # a missing bucket) instead of "no such file".
+    if isinstance(p, Path) and not p.exists():
         raise CliError(f"{path}: no such file or directory")
-    return Profiles(p, cache_dir=Path(cache_dir) if cache_dir else None)
+    profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
+    profiles.progress = terminal_progress
+    return profiles
 
 
 def pick_run(profiles: Profiles, name: str | None) -> Run:

@@ -26,7 +26,7 @@ import numpy as np
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.compare.sources import WHOLE_RUN_KINDS
 from tbprof.analyses.table import Table
-from tbprof.cli.common import EXIT_OK, CliError, print_json, profiles_for
+from tbprof.cli.common import EXIT_OK, CliError, executor_from, print_json, profiles_for
 from tbprof.service.comparisons import SideSpec, compare_sides, gather, match_op, op_step_series
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 
@@ -69,9 +69,10 @@ def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, 
 
 
 def _sides(args: argparse.Namespace) -> tuple[Profiles, SideSpec, Profiles, SideSpec]:
-    base_profiles = profiles_for(args.baseline, args.cache_dir)
+    executor = executor_from(args)
+    base_profiles = profiles_for(args.baseline, args.cache_dir, executor)
     same = Path(args.baseline).resolve() == Path(args.candidate).resolve()
-    cand_profiles = base_profiles if same else profiles_for(args.candidate, args.cache_dir)
+    cand_profiles = base_profiles if same else profiles_for(args.candidate, args.cache_dir, executor)
     if not 0.5 <= args.confidence < 1.0:
         raise CliError(f"--confidence {args.confidence} must be in [0.5, 1)")
     base = _pick(base_profiles, args.base_run, args.base_host, "baseline", args.base_steps)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from tbprof import __version__
-from tbprof.cli.common import EXIT_OK, CliError
+from tbprof.cli.common import EXIT_OK, CliError, executor_from
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -27,13 +26,18 @@ def run(args: argparse.Namespace) -> int:
     from werkzeug.serving import run_simple
 
     from tbprof.http.app import PLUGIN_PREFIX, create_app
+    from tbprof.service.logdir import runs_for_path
+    from tbprof.store.fs import UrlPath, location
 
-    logdir = Path(args.logdir)
-    if not logdir.is_dir():
+    logdir = location(args.logdir)
+    if isinstance(logdir, UrlPath):
+        runs_for_path(logdir)  # lists once now: bad credentials or a missing bucket fail here, clearly
+    elif not logdir.is_dir():
         raise CliError(f"--logdir {args.logdir}: not a directory")
     no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
-    app = create_app(logdir, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, bind_host=args.host,
+    executor = executor_from(args)
+    app = create_app(logdir, cache_dir=args.cache_dir or None,
+                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor, bind_host=args.host,
                      allowed_hosts=args.allowed_host, enable_capture=args.enable_capture)
     if not no_capture and not app.ctx.capture_enabled:
         print(f"tbprof: Capture Profile is off because --host {args.host} is reachable from other machines; "

@@ -8,7 +8,16 @@ from typing import Any
 
 from tbprof.analyses.encode import table_csv
 from tbprof.analyses.table import Table, TableQuery
-from tbprof.cli.common import EXIT_OK, CliError, host_arg, parse_option_args, pick_run, print_json, profiles_for
+from tbprof.cli.common import (
+    EXIT_OK,
+    CliError,
+    executor_from,
+    host_arg,
+    parse_option_args,
+    pick_run,
+    print_json,
+    profiles_for,
+)
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS
 
@@ -18,7 +27,7 @@ def configure_tools(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    profiles = profiles_for(args.path, args.cache_dir)
+    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     runs = profiles.runs()
     if not runs:
         raise CliError(f"{args.path}: no profiles found")

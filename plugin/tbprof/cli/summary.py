@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tbprof.cli.common import EXIT_OK, pick_run, print_json, profiles_for
+from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
 from tbprof.service.summary import summary
 
 
@@ -15,7 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    profiles = profiles_for(args.path, args.cache_dir)
+    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     result = summary(profiles, pick_run(profiles, args.run))
     profiles.cache.persist_pending()  # the CLI has no later request to warm up for
     if args.json:

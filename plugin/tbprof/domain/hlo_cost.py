@@ -158,6 +158,10 @@ class _Module:
             self.computations[comp.id] = _Computation(list(comp.instructions), by_id, root)
         self._totals: dict[int, float] = {}
         self.flops: dict[int, dict[int, float]] = {}  # computation id -> instruction id -> FLOPs (float32)
+        # Per-op results of the whole program, computed once per program: a program shared by
+        # the hosts of a pod (hlo_map) serves them to every host's store. Never mutated.
+        self.op_flops: dict[str, int] | None = None
+        self.op_bytes: dict[str, OpBytes] | None = None
 
     def computation_flops(self, comp_id: int) -> float:
         """Total FLOPs of one run of a computation (float32 sum in instruction order)."""
@@ -767,7 +771,12 @@ def hlo_op_bytes(store: ProfileStore, program_id: int) -> dict[str, OpBytes]:
     """Bytes accessed by one execution of every HLO op of a program (memoised per store)."""
     def build() -> dict[str, OpBytes]:
         program = hlo_programs(store).get(program_id)
-        return _program_bytes(program) if program is not None else {}
+        if program is None or program.module is None:
+            return {}
+        walk = program_module(program)
+        if walk.op_bytes is None:
+            walk.op_bytes = _program_bytes(program)
+        return walk.op_bytes
     return store.memo(("hlo_bytes", program_id), build)
 
 
@@ -796,5 +805,10 @@ def hlo_op_flops(store: ProfileStore, program_id: int) -> dict[str, int]:
     """FLOPs of one execution of every HLO op of a program (memoised per store)."""
     def build() -> dict[str, int]:
         program = hlo_programs(store).get(program_id)
-        return _program_flops(program) if program is not None else {}
+        if program is None or program.module is None:
+            return {}
+        walk = program_module(program)
+        if walk.op_flops is None:
+            walk.op_flops = _program_flops(program)
+        return walk.op_flops
     return store.memo(("hlo_flops", program_id), build)

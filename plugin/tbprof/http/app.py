@@ -25,7 +25,9 @@ from tbprof.http import responses
 from tbprof.http.context import AppContext
 from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
+from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
+from tbprof.store.fs import Location
 
 log = logging.getLogger("tbprof")
 
@@ -120,10 +122,11 @@ def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
     return gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0)
 
 
-def create_app(logdir: Path, cache_dir: Path | None = None, prefix: str = "",
-               capture_enabled: bool = True, bind_host: str = "localhost",
+def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",
+               capture_enabled: bool = True, executor: Executor | None = None, bind_host: str = "localhost",
                allowed_hosts: Sequence[str] = (), enable_capture: bool = False) -> TbprofApp:
-    """The app of a server listening on ``bind_host``.
+    """The WSGI app of a server listening on ``bind_host``; ``executor`` converts a pod's hosts
+    (None: in this process).
 
     Capture needs ``capture_enabled`` and, when the server is reachable from other machines
     (a non-loopback ``bind_host``), also ``enable_capture``: otherwise anyone on the network
@@ -131,5 +134,6 @@ def create_app(logdir: Path, cache_dir: Path | None = None, prefix: str = "",
     """
     guard = Guard.for_bind(bind_host, allowed_hosts)
     capture_on = capture_enabled and (guard.loopback or enable_capture)
-    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir), capture_enabled=capture_on, guard=guard)
+    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_on,
+                     guard=guard)
     return TbprofApp(ctx, prefix=prefix)

@@ -14,6 +14,7 @@ URL_MAP = Map([
     Rule("/runs", endpoint=core.runs, methods=["GET"]),
     Rule("/tools", endpoint=core.tools, methods=["GET"]),
     Rule("/settings", endpoint=core.settings, methods=["GET"]),
+    Rule("/progress", endpoint=core.progress, methods=["GET"]),
     Rule("/data", endpoint=core.data, methods=["GET"]),
     Rule("/table", endpoint=core.table, methods=["GET"]),
     Rule("/csv", endpoint=core.csv, methods=["GET"]),

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\ntbprof.hlo\":\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tbprof.hlo.HloModuleProto\"\x9f\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\x0c\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tbprof.hlo.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\"w\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tbprof.hlo.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x0f\n\x07root_id\x18\x06 \x01(\x03\"\xd1\x04\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x0e\n\x06opcode\x18\x02 \x01(\x0c\x12%\n\x05shape\x18\x03 \x01(\x0b\x32\x16.tbprof.hlo.ShapeProto\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tbprof.hlo.OpMetadata\x12\x18\n\x10parameter_number\x18\t \x01(\x03\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\x0c\x12\x13\n\x0btuple_index\x18\r \x01(\x03\x12\x12\n\ndimensions\x18\x0e \x03(\x03\x12\"\n\x06window\x18\x0f \x01(\x0b\x32\x12.tbprof.hlo.Window\x12N\n\x1d\x63onvolution_dimension_numbers\x18\x10 \x01(\x0b\x32\'.tbprof.hlo.ConvolutionDimensionNumbers\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\x0c\x12>\n\x15\x64ot_dimension_numbers\x18\x1e \x01(\x0b\x32\x1f.tbprof.hlo.DotDimensionNumbers\x12\x12\n\nfft_length\x18  \x03(\x03\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\x12\x16\n\x0e\x62\x61\x63kend_config\x18+ \x01(\x0c\x12\x1b\n\x13\x66\x65\x61ture_group_count\x18\x32 \x01(\x03\x12\x19\n\x11\x62\x61tch_group_count\x18: \x01(\x03\"\x8d\x01\n\nShapeProto\x12\x14\n\x0c\x65lement_type\x18\x02 \x01(\x05\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12,\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x16.tbprof.hlo.ShapeProto\x12\'\n\x06layout\x18\x05 \x01(\x0b\x32\x17.tbprof.hlo.LayoutProto\";\n\x0bLayoutProto\x12\x16\n\x0eminor_to_major\x18\x01 \x03(\x03\x12\x14\n\x0cmemory_space\x18\x08 \x01(\x03\"\x99\x01\n\x13\x44otDimensionNumbers\x12\"\n\x1alhs_contracting_dimensions\x18\x01 \x03(\x03\x12\"\n\x1arhs_contracting_dimensions\x18\x02 \x03(\x03\x12\x1c\n\x14lhs_batch_dimensions\x18\x03 \x03(\x03\x12\x1c\n\x14rhs_batch_dimensions\x18\x04 \x03(\x03\"\x8a\x01\n\x0fWindowDimension\x12\x0c\n\x04size\x18\x01 \x01(\x03\x12\x0e\n\x06stride\x18\x02 \x01(\x03\x12\x13\n\x0bpadding_low\x18\x03 \x01(\x03\x12\x14\n\x0cpadding_high\x18\x04 \x01(\x03\x12\x17\n\x0fwindow_dilation\x18\x05 \x01(\x03\x12\x15\n\rbase_dilation\x18\x06 \x01(\x03\"9\n\x06Window\x12/\n\ndimensions\x18\x01 \x03(\x0b\x32\x1b.tbprof.hlo.WindowDimension\"\xd8\x02\n\x1b\x43onvolutionDimensionNumbers\x12&\n\x1ekernel_input_feature_dimension\x18\x03 \x01(\x03\x12\'\n\x1fkernel_output_feature_dimension\x18\x04 \x01(\x03\x12!\n\x19kernel_spatial_dimensions\x18\x06 \x03(\x03\x12\x1d\n\x15input_batch_dimension\x18\x07 \x01(\x03\x12\x1f\n\x17input_feature_dimension\x18\x08 \x01(\x03\x12\x1e\n\x16output_batch_dimension\x18\t \x01(\x03\x12 \n\x18output_feature_dimension\x18\n \x01(\x03\x12 \n\x18input_spatial_dimensions\x18\x0b \x03(\x03\x12!\n\x19output_spatial_dimensions\x18\x0c \x03(\x03\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\x0c\x12\x0f\n\x07op_name\x18\x02 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x03 \x01(\x0c\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\thlo.proto\x12\ntbprof.hlo\"x\n\x08HloProto\x12.\n\nhlo_module\x18\x01 \x01(\x0b\x32\x1a.tbprof.hlo.HloModuleProto\x12<\n\x11\x62uffer_assignment\x18\x03 \x01(\x0b\x32!.tbprof.hlo.BufferAssignmentProto\"\xce\x01\n\x15\x42ufferAssignmentProto\x12\x37\n\x0flogical_buffers\x18\x01 \x03(\x0b\x32\x1e.tbprof.hlo.LogicalBufferProto\x12=\n\x12\x62uffer_allocations\x18\x03 \x03(\x0b\x32!.tbprof.hlo.BufferAllocationProto\x12=\n\x15heap_simulator_traces\x18\x04 \x03(\x0b\x32\x1e.tbprof.hlo.HeapSimulatorTrace\"\xcd\x01\n\x12LogicalBufferProto\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12;\n\ndefined_at\x18\x03 \x01(\x0b\x32\'.tbprof.hlo.LogicalBufferProto.Location\x12\r\n\x05\x63olor\x18\x04 \x01(\x03\x1aQ\n\x08Location\x12\x18\n\x10instruction_name\x18\x02 \x01(\x0c\x12\x13\n\x0bshape_index\x18\x03 \x03(\x03\x12\x16\n\x0einstruction_id\x18\x04 \x01(\x03\"\xff\x02\n\x15\x42ufferAllocationProto\x12\r\n\x05index\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x17\n\x0fis_thread_local\x18\x03 \x01(\x08\x12&\n\x1eis_entry_computation_parameter\x18\x05 \x01(\x08\x12\x18\n\x10parameter_number\x18\x06 \x01(\x03\x12\x16\n\x0emaybe_live_out\x18\x07 \x01(\x08\x12\r\n\x05\x63olor\x18\x08 \x01(\x03\x12<\n\x08\x61ssigned\x18\t \x03(\x0b\x32*.tbprof.hlo.BufferAllocationProto.Assigned\x12\x1d\n\x15parameter_shape_index\x18\n \x03(\x03\x12\x10\n\x08is_tuple\x18\x0b \x01(\x08\x12\x13\n\x0bis_constant\x18\x0c \x01(\x08\x1a\x43\n\x08\x41ssigned\x12\x19\n\x11logical_buffer_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\xe4\x02\n\x12HeapSimulatorTrace\x12\x34\n\x06\x65vents\x18\x01 \x03(\x0b\x32$.tbprof.hlo.HeapSimulatorTrace.Event\x12\x1f\n\x17whole_module_simulation\x18\x02 \x01(\x08\x12\x1f\n\x17\x62uffer_allocation_index\x18\x03 \x01(\x03\x1a\xd5\x01\n\x05\x45vent\x12\x37\n\x04kind\x18\x01 \x01(\x0e\x32).tbprof.hlo.HeapSimulatorTrace.Event.Kind\x12\x11\n\tbuffer_id\x18\x02 \x01(\x03\x12\x18\n\x10\x63omputation_name\x18\x03 \x01(\x0c\x12\x18\n\x10instruction_name\x18\x04 \x01(\x0c\x12\x1f\n\x17share_with_canonical_id\x18\x05 \x01(\x03\"+\n\x04Kind\x12\t\n\x05\x41LLOC\x10\x00\x12\x08\n\x04\x46REE\x10\x01\x12\x0e\n\nSHARE_WITH\x10\x02\"\xdc\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\x0c\x12\x35\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32\x1f.tbprof.hlo.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x1c\n\x14\x65ntry_computation_id\x18\x06 \x01(\x03\x12;\n\x11stack_frame_index\x18\x11 \x01(\x0b\x32 .tbprof.hlo.StackFrameIndexProto\"\xeb\x02\n\x14StackFrameIndexProto\x12\x12\n\nfile_names\x18\x01 \x03(\x0c\x12\x16\n\x0e\x66unction_names\x18\x02 \x03(\x0c\x12\x45\n\x0e\x66ile_locations\x18\x03 \x03(\x0b\x32-.tbprof.hlo.StackFrameIndexProto.FileLocation\x12\x41\n\x0cstack_frames\x18\x04 \x03(\x0b\x32+.tbprof.hlo.StackFrameIndexProto.StackFrame\x1a\\\n\x0c\x46ileLocation\x12\x14\n\x0c\x66ile_name_id\x18\x01 \x01(\x05\x12\x18\n\x10\x66unction_name_id\x18\x02 \x01(\x05\x12\x0c\n\x04line\x18\x03 \x01(\x05\x12\x0e\n\x06\x63olumn\x18\x04 \x01(\x05\x1a?\n\nStackFrame\x12\x18\n\x10\x66ile_location_id\x18\x01 \x01(\x05\x12\x17\n\x0fparent_frame_id\x18\x02 \x01(\x05\"w\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x35\n\x0cinstructions\x18\x02 \x03(\x0b\x32\x1f.tbprof.hlo.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\x12\x0f\n\x07root_id\x18\x06 \x01(\x03\"\xd1\x04\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\x0c\x12\x0e\n\x06opcode\x18\x02 \x01(\x0c\x12%\n\x05shape\x18\x03 \x01(\x0b\x32\x16.tbprof.hlo.ShapeProto\x12(\n\x08metadata\x18\x07 \x01(\x0b\x32\x16.tbprof.hlo.OpMetadata\x12\x18\n\x10parameter_number\x18\t \x01(\x03\x12\x13\n\x0b\x66usion_kind\x18\x0b \x01(\x0c\x12\x13\n\x0btuple_index\x18\r \x01(\x03\x12\x12\n\ndimensions\x18\x0e \x03(\x03\x12\"\n\x06window\x18\x0f \x01(\x0b\x32\x12.tbprof.hlo.Window\x12N\n\x1d\x63onvolution_dimension_numbers\x18\x10 \x01(\x0b\x32\'.tbprof.hlo.ConvolutionDimensionNumbers\x12\x1a\n\x12\x63ustom_call_target\x18\x1c \x01(\x0c\x12>\n\x15\x64ot_dimension_numbers\x18\x1e \x01(\x0b\x32\x1f.tbprof.hlo.DotDimensionNumbers\x12\x12\n\nfft_length\x18  \x03(\x03\x12\n\n\x02id\x18# \x01(\x03\x12\x13\n\x0boperand_ids\x18$ \x03(\x03\x12\x1e\n\x16\x63\x61lled_computation_ids\x18& \x03(\x03\x12\x16\n\x0e\x62\x61\x63kend_config\x18+ \x01(\x0c\x12\x1b\n\x13\x66\x65\x61ture_group_count\x18\x32 \x01(\x03\x12\x19\n\x11\x62\x61tch_group_count\x18: \x01(\x03\"\x8d\x01\n\nShapeProto\x12\x14\n\x0c\x65lement_type\x18\x02 \x01(\x05\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12,\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x16.tbprof.hlo.ShapeProto\x12\'\n\x06layout\x18\x05 \x01(\x0b\x32\x17.tbprof.hlo.LayoutProto\";\n\x0bLayoutProto\x12\x16\n\x0eminor_to_major\x18\x01 \x03(\x03\x12\x14\n\x0cmemory_space\x18\x08 \x01(\x03\"\x99\x01\n\x13\x44otDimensionNumbers\x12\"\n\x1alhs_contracting_dimensions\x18\x01 \x03(\x03\x12\"\n\x1arhs_contracting_dimensions\x18\x02 \x03(\x03\x12\x1c\n\x14lhs_batch_dimensions\x18\x03 \x03(\x03\x12\x1c\n\x14rhs_batch_dimensions\x18\x04 \x03(\x03\"\x8a\x01\n\x0fWindowDimension\x12\x0c\n\x04size\x18\x01 \x01(\x03\x12\x0e\n\x06stride\x18\x02 \x01(\x03\x12\x13\n\x0bpadding_low\x18\x03 \x01(\x03\x12\x14\n\x0cpadding_high\x18\x04 \x01(\x03\x12\x17\n\x0fwindow_dilation\x18\x05 \x01(\x03\x12\x15\n\rbase_dilation\x18\x06 \x01(\x03\"9\n\x06Window\x12/\n\ndimensions\x18\x01 \x03(\x0b\x32\x1b.tbprof.hlo.WindowDimension\"\xd8\x02\n\x1b\x43onvolutionDimensionNumbers\x12&\n\x1ekernel_input_feature_dimension\x18\x03 \x01(\x03\x12\'\n\x1fkernel_output_feature_dimension\x18\x04 \x01(\x03\x12!\n\x19kernel_spatial_dimensions\x18\x06 \x03(\x03\x12\x1d\n\x15input_batch_dimension\x18\x07 \x01(\x03\x12\x1f\n\x17input_feature_dimension\x18\x08 \x01(\x03\x12\x1e\n\x16output_batch_dimension\x18\t \x01(\x03\x12 \n\x18output_feature_dimension\x18\n \x01(\x03\x12 \n\x18input_spatial_dimensions\x18\x0b \x03(\x03\x12!\n\x19output_spatial_dimensions\x18\x0c \x03(\x03\"p\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\x0c\x12\x0f\n\x07op_name\x18\x02 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x03 \x01(\x0c\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\x12\x16\n\x0estack_frame_id\x18\x0f \x01(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,25 +32,47 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'hlo_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_HLOPROTO']._serialized_start=25
-  _globals['_HLOPROTO']._serialized_end=83
-  _globals['_HLOMODULEPROTO']._serialized_start=86
-  _globals['_HLOMODULEPROTO']._serialized_end=245
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=247
-  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=366
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=369
-  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=962
-  _globals['_SHAPEPROTO']._serialized_start=965
-  _globals['_SHAPEPROTO']._serialized_end=1106
-  _globals['_LAYOUTPROTO']._serialized_start=1108
-  _globals['_LAYOUTPROTO']._serialized_end=1167
-  _globals['_DOTDIMENSIONNUMBERS']._serialized_start=1170
-  _globals['_DOTDIMENSIONNUMBERS']._serialized_end=1323
-  _globals['_WINDOWDIMENSION']._serialized_start=1326
-  _globals['_WINDOWDIMENSION']._serialized_end=1464
-  _globals['_WINDOW']._serialized_start=1466
-  _globals['_WINDOW']._serialized_end=1523
-  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_start=1526
-  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_end=1870
-  _globals['_OPMETADATA']._serialized_start=1872
-  _globals['_OPMETADATA']._serialized_end=1960
+  _globals['_HLOPROTO']._serialized_end=145
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_start=148
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_end=354
+  _globals['_LOGICALBUFFERPROTO']._serialized_start=357
+  _globals['_LOGICALBUFFERPROTO']._serialized_end=562
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_start=481
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_end=562
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_start=565
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_end=948
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_start=881
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_end=948
+  _globals['_HEAPSIMULATORTRACE']._serialized_start=951
+  _globals['_HEAPSIMULATORTRACE']._serialized_end=1307
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_start=1094
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_end=1307
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_start=1264
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_end=1307
+  _globals['_HLOMODULEPROTO']._serialized_start=1310
+  _globals['_HLOMODULEPROTO']._serialized_end=1530
+  _globals['_STACKFRAMEINDEXPROTO']._serialized_start=1533
+  _globals['_STACKFRAMEINDEXPROTO']._serialized_end=1896
+  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_start=1739
+  _globals['_STACKFRAMEINDEXPROTO_FILELOCATION']._serialized_end=1831
+  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_start=1833
+  _globals['_STACKFRAMEINDEXPROTO_STACKFRAME']._serialized_end=1896
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=1898
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=2017
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=2020
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=2613
+  _globals['_SHAPEPROTO']._serialized_start=2616
+  _globals['_SHAPEPROTO']._serialized_end=2757
+  _globals['_LAYOUTPROTO']._serialized_start=2759
+  _globals['_LAYOUTPROTO']._serialized_end=2818
+  _globals['_DOTDIMENSIONNUMBERS']._serialized_start=2821
+  _globals['_DOTDIMENSIONNUMBERS']._serialized_end=2974
+  _globals['_WINDOWDIMENSION']._serialized_start=2977
+  _globals['_WINDOWDIMENSION']._serialized_end=3115
+  _globals['_WINDOW']._serialized_start=3117
+  _globals['_WINDOW']._serialized_end=3174
+  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_start=3177
+  _globals['_CONVOLUTIONDIMENSIONNUMBERS']._serialized_end=3521
+  _globals['_OPMETADATA']._serialized_start=3523
+  _globals['_OPMETADATA']._serialized_end=3635
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
@@ -6,24 +7,155 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class HloProto(_message.Message):
-    __slots__ = ("hlo_module",)
+    __slots__ = ("hlo_module", "buffer_assignment")
     HLO_MODULE_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
     hlo_module: HloModuleProto
-    def __init__(self, hlo_module: _Optional[_Union[HloModuleProto, _Mapping]] = ...) -> None: ...
+    buffer_assignment: BufferAssignmentProto
+    def __init__(self, hlo_module: _Optional[_Union[HloModuleProto, _Mapping]] = ..., buffer_assignment: _Optional[_Union[BufferAssignmentProto, _Mapping]] = ...) -> None: ...
+
+class BufferAssignmentProto(_message.Message):
+    __slots__ = ("logical_buffers", "buffer_allocations", "heap_simulator_traces")
+    LOGICAL_BUFFERS_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    HEAP_SIMULATOR_TRACES_FIELD_NUMBER: _ClassVar[int]
+    logical_buffers: _containers.RepeatedCompositeFieldContainer[LogicalBufferProto]
+    buffer_allocations: _containers.RepeatedCompositeFieldContainer[BufferAllocationProto]
+    heap_simulator_traces: _containers.RepeatedCompositeFieldContainer[HeapSimulatorTrace]
+    def __init__(self, logical_buffers: _Optional[_Iterable[_Union[LogicalBufferProto, _Mapping]]] = ..., buffer_allocations: _Optional[_Iterable[_Union[BufferAllocationProto, _Mapping]]] = ..., heap_simulator_traces: _Optional[_Iterable[_Union[HeapSimulatorTrace, _Mapping]]] = ...) -> None: ...
+
+class LogicalBufferProto(_message.Message):
+    __slots__ = ("id", "size", "defined_at", "color")
+    class Location(_message.Message):
+        __slots__ = ("instruction_name", "shape_index", "instruction_id")
+        INSTRUCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+        SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+        INSTRUCTION_ID_FIELD_NUMBER: _ClassVar[int]
+        instruction_name: bytes
+        shape_index: _containers.RepeatedScalarFieldContainer[int]
+        instruction_id: int
+        def __init__(self, instruction_name: _Optional[bytes] = ..., shape_index: _Optional[_Iterable[int]] = ..., instruction_id: _Optional[int] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    DEFINED_AT_FIELD_NUMBER: _ClassVar[int]
+    COLOR_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    size: int
+    defined_at: LogicalBufferProto.Location
+    color: int
+    def __init__(self, id: _Optional[int] = ..., size: _Optional[int] = ..., defined_at: _Optional[_Union[LogicalBufferProto.Location, _Mapping]] = ..., color: _Optional[int] = ...) -> None: ...
+
+class BufferAllocationProto(_message.Message):
+    __slots__ = ("index", "size", "is_thread_local", "is_entry_computation_parameter", "parameter_number", "maybe_live_out", "color", "assigned", "parameter_shape_index", "is_tuple", "is_constant")
+    class Assigned(_message.Message):
+        __slots__ = ("logical_buffer_id", "offset", "size")
+        LOGICAL_BUFFER_ID_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        SIZE_FIELD_NUMBER: _ClassVar[int]
+        logical_buffer_id: int
+        offset: int
+        size: int
+        def __init__(self, logical_buffer_id: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    IS_THREAD_LOCAL_FIELD_NUMBER: _ClassVar[int]
+    IS_ENTRY_COMPUTATION_PARAMETER_FIELD_NUMBER: _ClassVar[int]
+    PARAMETER_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    MAYBE_LIVE_OUT_FIELD_NUMBER: _ClassVar[int]
+    COLOR_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNED_FIELD_NUMBER: _ClassVar[int]
+    PARAMETER_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    IS_TUPLE_FIELD_NUMBER: _ClassVar[int]
+    IS_CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    size: int
+    is_thread_local: bool
+    is_entry_computation_parameter: bool
+    parameter_number: int
+    maybe_live_out: bool
+    color: int
+    assigned: _containers.RepeatedCompositeFieldContainer[BufferAllocationProto.Assigned]
+    parameter_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    is_tuple: bool
+    is_constant: bool
+    def __init__(self, index: _Optional[int] = ..., size: _Optional[int] = ..., is_thread_local: bool = ..., is_entry_computation_parameter: bool = ..., parameter_number: _Optional[int] = ..., maybe_live_out: bool = ..., color: _Optional[int] = ..., assigned: _Optional[_Iterable[_Union[BufferAllocationProto.Assigned, _Mapping]]] = ..., parameter_shape_index: _Optional[_Iterable[int]] = ..., is_tuple: bool = ..., is_constant: bool = ...) -> None: ...
+
+class HeapSimulatorTrace(_message.Message):
+    __slots__ = ("events", "whole_module_simulation", "buffer_allocation_index")
+    class Event(_message.Message):
+        __slots__ = ("kind", "buffer_id", "computation_name", "instruction_name", "share_with_canonical_id")
+        class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+            __slots__ = ()
+            ALLOC: _ClassVar[HeapSimulatorTrace.Event.Kind]
+            FREE: _ClassVar[HeapSimulatorTrace.Event.Kind]
+            SHARE_WITH: _ClassVar[HeapSimulatorTrace.Event.Kind]
+        ALLOC: HeapSimulatorTrace.Event.Kind
+        FREE: HeapSimulatorTrace.Event.Kind
+        SHARE_WITH: HeapSimulatorTrace.Event.Kind
+        KIND_FIELD_NUMBER: _ClassVar[int]
+        BUFFER_ID_FIELD_NUMBER: _ClassVar[int]
+        COMPUTATION_NAME_FIELD_NUMBER: _ClassVar[int]
+        INSTRUCTION_NAME_FIELD_NUMBER: _ClassVar[int]
+        SHARE_WITH_CANONICAL_ID_FIELD_NUMBER: _ClassVar[int]
+        kind: HeapSimulatorTrace.Event.Kind
+        buffer_id: int
+        computation_name: bytes
+        instruction_name: bytes
+        share_with_canonical_id: int
+        def __init__(self, kind: _Optional[_Union[HeapSimulatorTrace.Event.Kind, str]] = ..., buffer_id: _Optional[int] = ..., computation_name: _Optional[bytes] = ..., instruction_name: _Optional[bytes] = ..., share_with_canonical_id: _Optional[int] = ...) -> None: ...
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_MODULE_SIMULATION_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_ALLOCATION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[HeapSimulatorTrace.Event]
+    whole_module_simulation: bool
+    buffer_allocation_index: int
+    def __init__(self, events: _Optional[_Iterable[_Union[HeapSimulatorTrace.Event, _Mapping]]] = ..., whole_module_simulation: bool = ..., buffer_allocation_index: _Optional[int] = ...) -> None: ...
 
 class HloModuleProto(_message.Message):
-    __slots__ = ("name", "entry_computation_name", "computations", "id", "entry_computation_id")
+    __slots__ = ("name", "entry_computation_name", "computations", "id", "entry_computation_id", "stack_frame_index")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COMPUTATION_NAME_FIELD_NUMBER: _ClassVar[int]
     COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ENTRY_COMPUTATION_ID_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_INDEX_FIELD_NUMBER: _ClassVar[int]
     name: bytes
     entry_computation_name: bytes
     computations: _containers.RepeatedCompositeFieldContainer[HloComputationProto]
     id: int
     entry_computation_id: int
-    def __init__(self, name: _Optional[bytes] = ..., entry_computation_name: _Optional[bytes] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., entry_computation_id: _Optional[int] = ...) -> None: ...
+    stack_frame_index: StackFrameIndexProto
+    def __init__(self, name: _Optional[bytes] = ..., entry_computation_name: _Optional[bytes] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., entry_computation_id: _Optional[int] = ..., stack_frame_index: _Optional[_Union[StackFrameIndexProto, _Mapping]] = ...) -> None: ...
+
+class StackFrameIndexProto(_message.Message):
+    __slots__ = ("file_names", "function_names", "file_locations", "stack_frames")
+    class FileLocation(_message.Message):
+        __slots__ = ("file_name_id", "function_name_id", "line", "column")
+        FILE_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        FUNCTION_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        LINE_FIELD_NUMBER: _ClassVar[int]
+        COLUMN_FIELD_NUMBER: _ClassVar[int]
+        file_name_id: int
+        function_name_id: int
+        line: int
+        column: int
+        def __init__(self, file_name_id: _Optional[int] = ..., function_name_id: _Optional[int] = ..., line: _Optional[int] = ..., column: _Optional[int] = ...) -> None: ...
+    class StackFrame(_message.Message):
+        __slots__ = ("file_location_id", "parent_frame_id")
+        FILE_LOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+        PARENT_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
+        file_location_id: int
+        parent_frame_id: int
+        def __init__(self, file_location_id: _Optional[int] = ..., parent_frame_id: _Optional[int] = ...) -> None: ...
+    FILE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FILE_LOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    file_names: _containers.RepeatedScalarFieldContainer[bytes]
+    function_names: _containers.RepeatedScalarFieldContainer[bytes]
+    file_locations: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.FileLocation]
+    stack_frames: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.StackFrame]
+    def __init__(self, file_names: _Optional[_Iterable[bytes]] = ..., function_names: _Optional[_Iterable[bytes]] = ..., file_locations: _Optional[_Iterable[_Union[StackFrameIndexProto.FileLocation, _Mapping]]] = ..., stack_frames: _Optional[_Iterable[_Union[StackFrameIndexProto.StackFrame, _Mapping]]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id")
@@ -156,13 +288,15 @@ class ConvolutionDimensionNumbers(_message.Message):
     def __init__(self, kernel_input_feature_dimension: _Optional[int] = ..., kernel_output_feature_dimension: _Optional[int] = ..., kernel_spatial_dimensions: _Optional[_Iterable[int]] = ..., input_batch_dimension: _Optional[int] = ..., input_feature_dimension: _Optional[int] = ..., output_batch_dimension: _Optional[int] = ..., output_feature_dimension: _Optional[int] = ..., input_spatial_dimensions: _Optional[_Iterable[int]] = ..., output_spatial_dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class OpMetadata(_message.Message):
-    __slots__ = ("op_type", "op_name", "source_file", "source_line")
+    __slots__ = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id")
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     OP_NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_LINE_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
     op_type: bytes
     op_name: bytes
     source_file: bytes
     source_line: int
-    def __init__(self, op_type: _Optional[bytes] = ..., op_name: _Optional[bytes] = ..., source_file: _Optional[bytes] = ..., source_line: _Optional[int] = ...) -> None: ...
+    stack_frame_id: int
+    def __init__(self, op_type: _Optional[bytes] = ..., op_name: _Optional[bytes] = ..., source_file: _Optional[bytes] = ..., source_line: _Optional[int] = ..., stack_frame_id: _Optional[int] = ...) -> None: ...

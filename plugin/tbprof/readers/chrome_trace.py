@@ -44,7 +44,6 @@ import zlib
 from collections import defaultdict
 from collections.abc import Hashable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,8 +51,11 @@ import numpy as np
 from tbprof._core import kernels
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_events import sanitize_events
-from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded, read_profile_bytes
+from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
+from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
+from tbprof.store.fs import Location
+from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.memory_guard import decompressed_limit_bytes
 from tbprof.store.strings import StringTable
@@ -69,7 +71,7 @@ _OBJECT_PHASES = frozenset(("N", "O", "D"))
 _FLOW_PHASES = frozenset(("s", "t", "f"))
 
 
-def host_of(path: Path) -> str:
+def host_of(path: Location) -> str:
     name = path.name
     for suffix in HOST_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
@@ -78,10 +80,10 @@ def host_of(path: Path) -> str:
 
 
 
-def read_chrome_trace(path: str | Path, host: str | None = None) -> tables.ProfileStore:
+def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
     """Reads one Chrome trace JSON file (optionally gzip-compressed, detected by content)."""
-    path = Path(path)
-    data = read_profile_bytes(path)
+    path = as_location(path)
+    data = read_file_bytes(path)
     return chrome_trace_from_bytes(data, str(path), host if host is not None else host_of(path))
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tbprof.readers import chrome_trace, tfprof, xplane
 from tbprof.readers.step_files import KIND_ORDER, classify, step_of
+from tbprof.store.fs import Location, is_below, relative_posix
 
 XPLANE_SUFFIX = ".xplane.pb"
 CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
@@ -36,16 +36,16 @@ _NOT_GENERIC_CHROME = (".pt.trace.json.gz", ".pt.trace.json")
 @dataclass
 class Run:
     name: str
-    path: Path  # the session folder (or file) that holds the hosts' files
+    path: Location  # the session folder (or file) that holds the hosts' files (local or a URL)
     kind: str  # a key of KINDS
-    hosts: dict[str, Path] = field(default_factory=dict)  # host -> file
+    hosts: dict[str, Location] = field(default_factory=dict)  # host -> file
     mtime: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
 
 
-Reader = Callable[[Path], Any]
+Reader = Callable[[Location], Any]
 
 
 @dataclass(frozen=True)
@@ -64,25 +64,25 @@ KINDS: dict[str, RunKind] = {
 }
 
 
-def _mtime(hosts: dict[str, Path]) -> float:
+def _mtime(hosts: dict[str, Location]) -> float:
     return max((p.stat().st_mtime for p in hosts.values() if p.exists()), default=0.0)
 
 
-def _run_prefix(path: Path, logdir: Path) -> str:
-    rel = path.relative_to(logdir).as_posix()
+def _run_prefix(path: Location, logdir: Location) -> str:
+    rel = relative_posix(path, logdir)
     return "" if rel == "." else rel
 
 
-def _session_name(folder: Path, logdir: Path) -> str:
+def _session_name(folder: Location, logdir: Location) -> str:
     """``<tb run>/<session>`` for XProf's ``plugins/profile/<session>`` folders, else the folder."""
     parent = folder.parent
-    if parent.name == "profile" and parent.parent.name == "plugins" and parent.parent.parent.is_relative_to(logdir):
+    if parent.name == "profile" and parent.parent.name == "plugins" and is_below(parent.parent.parent, logdir):
         prefix = _run_prefix(parent.parent.parent, logdir)
         return f"{prefix}/{folder.name}" if prefix else folder.name
     return _run_prefix(folder, logdir) or folder.name
 
 
-def xspace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]:
+def xspace_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
     hosts = {f[: -len(XPLANE_SUFFIX)]: folder / f for f in files if f.endswith(XPLANE_SUFFIX)}
     if not hosts:
         return []
@@ -90,10 +90,10 @@ def xspace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]:
                 mtime=_mtime(hosts))]
 
 
-def chrome_trace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]:
+def chrome_trace_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
     """``<host>.trace.json(.gz)`` files whose host has no xplane here (the xplane says more)."""
     xplane_hosts = {f[: -len(XPLANE_SUFFIX)] for f in files if f.endswith(XPLANE_SUFFIX)}
-    hosts: dict[str, Path] = {}
+    hosts: dict[str, Location] = {}
     for f in files:
         if f.endswith(_NOT_GENERIC_CHROME):
             continue
@@ -109,9 +109,9 @@ def chrome_trace_runs(folder: Path, files: list[str], logdir: Path) -> list[Run]
                 hosts=dict(sorted(hosts.items())), mtime=_mtime(hosts))]
 
 
-def step_file_runs(folder: Path, files: list[str], root: Path) -> list[Run]:
+def step_file_runs(folder: Location, files: list[str], root: Location) -> list[Run]:
     """TF1 timelines, tfprof files and PyTorch traces: one run per kind found in the folder."""
-    by_kind: dict[str, dict[str, Path]] = {}
+    by_kind: dict[str, dict[str, Location]] = {}
     for name in files:
         found = classify(name)
         if found is not None:
@@ -119,7 +119,7 @@ def step_file_runs(folder: Path, files: list[str], root: Path) -> list[Run]:
             by_kind.setdefault(kind, {})[host] = folder / name
     if not by_kind:
         return []
-    rel = folder.relative_to(root).as_posix() if folder != root else ""
+    rel = relative_posix(folder, root) if folder != root else ""
     base = rel or folder.name
     runs: list[Run] = []
     for kind in KIND_ORDER:
@@ -134,5 +134,5 @@ def step_file_runs(folder: Path, files: list[str], root: Path) -> list[Run]:
 
 # A detector looks at one folder (path, its file names, the logdir) and returns runs; run in
 # this order, so a later detector's run of an existing name and kind adds its hosts to it.
-Detector = Callable[[Path, list[str], Path], list[Run]]
+Detector = Callable[[Location, list[str], Location], list[Run]]
 DETECTORS: tuple[Detector, ...] = (xspace_runs, chrome_trace_runs, step_file_runs)

@@ -12,7 +12,6 @@ tfprof would); a file whose content is only unknown fields is not a ProfileProto
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,9 @@ from google.protobuf.message import DecodeError, Message
 
 from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
-from tbprof.readers.files import read_profile_bytes
+from tbprof.readers.xplane import read_file_bytes
+from tbprof.store.fs import Location
+from tbprof.store.fs import location as as_location
 from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace
 
 MAX_UNKNOWN_REPORTED = 8
@@ -57,10 +58,10 @@ def _unknown_fields(msg: Message, path: str) -> Iterator[str]:
             yield from _unknown_fields(value, f"{path}.{fd.name}")
 
 
-def read_tfprof(path: str | Path, host: str | None = None) -> TfprofProfile:
+def read_tfprof(path: str | Location, host: str | None = None) -> TfprofProfile:
     """Reads one tfprof ProfileProto file. Raises ProfileReadError with a readable reason."""
-    path = Path(path)
-    data = read_profile_bytes(path)
+    path = as_location(path)
+    data = read_file_bytes(path)
     return tfprof_from_bytes(data, str(path), host if host is not None else path.name)
 
 

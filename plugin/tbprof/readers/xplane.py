@@ -20,6 +20,8 @@ from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import read_profile_bytes
 from tbprof.store import tables
+from tbprof.store.fs import Location, UrlPath
+from tbprof.store.fs import location as as_location
 from tbprof.store.memory_guard import check_allocation
 from tbprof.store.strings import StringTable
 
@@ -28,14 +30,28 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def read_file_bytes(path: str | Path) -> bytes:
-    """Reads a profile file: regular files only, refusing one that changes while it is read."""
-    return read_profile_bytes(path)
+def read_file_bytes(path: str | Location) -> bytes:
+    """Reads a profile file: an object's bytes for a URL; locally regular files only (a FIFO
+    would block), refusing one that changes while it is read (still being written)."""
+    if isinstance(path, UrlPath):
+        return _read_url(path)
+    return read_profile_bytes(Path(path))
 
 
-def read_xspace(path: str | Path, host: str | None = None) -> tables.ProfileStore:
+def _read_url(path: UrlPath) -> bytes:
+    """An object's bytes; its listed size must still hold (an object store has no partial
+    objects, but a rewritten one may differ from what discovery listed)."""
+    listed = path.stat().st_size
+    data = path.read_bytes()
+    if len(data) != listed:
+        raise ProfileReadError(str(path), f"the file changed since it was listed ({listed} bytes listed, "
+                               f"{len(data)} read); reload the page")
+    return data
+
+
+def read_xspace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
     """Reads one ``.xplane.pb`` file. Raises ProfileReadError with a readable reason."""
-    path = Path(path)
+    path = as_location(path)
     data = read_file_bytes(path)
     host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
     return xspace_from_bytes(data, str(path), host_name)

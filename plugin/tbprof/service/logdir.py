@@ -13,26 +13,37 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
+from tbprof.store.fs import Location, UrlPath, walk_listing
 
 __all__ = ["Run", "RunIndex", "discover", "runs_for_path"]
 
 
-def discover(logdir: Path) -> dict[str, Run]:
-    """Walks ``logdir`` (following no symlinked folders out of it) and returns runs by name."""
-    runs: dict[str, Run] = {}
-    logdir = logdir.resolve()
-    if not logdir.is_dir():
-        return runs
+def _folders(logdir: Location) -> Iterator[tuple[Location, list[str]]]:
+    """(folder, its file names) below ``logdir``: ``os.walk`` locally (following no symlinked
+    folders out of it), one recursive listing for a URL."""
+    if isinstance(logdir, UrlPath):
+        yield from walk_listing(logdir).items()
+        return
     for root, dirs, files in os.walk(logdir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         folder = Path(root)
-        names = profile_file_names(folder, sorted(files), logdir)  # no FIFOs, no links out of the logdir
+        yield folder, profile_file_names(folder, sorted(files), logdir)  # no FIFOs, no links out
+
+
+def discover(logdir: Location) -> dict[str, Run]:
+    """Walks ``logdir`` and returns runs by name."""
+    runs: dict[str, Run] = {}
+    logdir = logdir.resolve()
+    if isinstance(logdir, Path) and not logdir.is_dir():
+        return runs  # (a URL's listing below simply finds nothing: no extra request to ask first)
+    for folder, files in _folders(logdir):
         for detector in DETECTORS:
-            for run in detector(folder, names, logdir):
+            for run in detector(folder, files, logdir):
                 # A later detector may add hosts/files to a run of the same name.
                 existing = runs.get(run.name)
                 if existing is None:
@@ -45,9 +56,14 @@ def discover(logdir: Path) -> dict[str, Run]:
     return runs
 
 
-def runs_for_path(path: Path) -> dict[str, Run]:
+def runs_for_path(path: Location) -> dict[str, Run]:
     """Runs of a CLI argument: a logdir, a session folder, or a single profile file."""
     path = path.resolve()
+    if isinstance(path, UrlPath):
+        # The listing first (one request); only a URL with nothing below it may be a file.
+        runs = discover(path)
+        if runs or not path.is_file():
+            return runs
     if path.is_file():
         if path.name.endswith(XPLANE_SUFFIX):
             host = path.name[: -len(XPLANE_SUFFIX)]
@@ -61,13 +77,20 @@ def runs_for_path(path: Path) -> dict[str, Run]:
     return discover(path)
 
 
+# Object stores bill and rate-limit list requests (GCS: ~1000 a minute), so a URL logdir is
+# listed at most every 30 s (one recursive listing each time); a local walk every 2 s.
+LOCAL_TTL_S = 2.0
+URL_TTL_S = float(os.environ.get("TBPROF_LIST_INTERVAL_S", "30"))
+MIN_REFRESH_S = 1.0
+
+
 class RunIndex:
     """Discovered runs of a logdir, re-walked at most every ``ttl_s`` seconds (new sessions
     written by a capture or a training job show up without a restart)."""
 
-    def __init__(self, logdir: Path, ttl_s: float = 2.0, miss_refresh_s: float = 1.0) -> None:
+    def __init__(self, logdir: Location, ttl_s: float | None = None, miss_refresh_s: float = 1.0) -> None:
         self.logdir = logdir
-        self.ttl_s = ttl_s
+        self.ttl_s = ttl_s if ttl_s is not None else (URL_TTL_S if isinstance(logdir, UrlPath) else LOCAL_TTL_S)
         # An unknown run name re-walks the logdir at most this often: a flood of requests for
         # made-up names must not keep the index lock busy walking a large logdir.
         self.miss_refresh_s = miss_refresh_s
@@ -77,8 +100,12 @@ class RunIndex:
 
     def runs(self, refresh: bool = False) -> dict[str, Run]:
         with self._lock:
-            if refresh or time.monotonic() - self._at > self.ttl_s:
-                self._runs = runs_for_path(self.logdir) if self.logdir.exists() else {}
+            age_s = time.monotonic() - self._at
+            # A forced refresh of a URL (a request naming a run not yet seen) still waits
+            # MIN_REFRESH_S, so requests for unknown runs cannot turn into a listing storm.
+            is_url = isinstance(self.logdir, UrlPath)
+            if age_s > self.ttl_s or (refresh and (not is_url or age_s > min(self.ttl_s, MIN_REFRESH_S))):
+                self._runs = runs_for_path(self.logdir) if is_url or self.logdir.exists() else {}
                 self._at = time.monotonic()
             return self._runs
 

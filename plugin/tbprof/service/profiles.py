@@ -18,10 +18,12 @@ from tbprof.analyses.tool import Tool
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
+from tbprof.service.executor import DaskExecutor, Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
+from tbprof.store.fs import Location, UrlPath, location
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
@@ -29,10 +31,16 @@ from tbprof.store.tfprof import TfprofProfile
 log = logging.getLogger("tbprof")
 
 ALL_HOSTS = "__all__"
+# Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
+# convert on the executor, whose workers hand stores over through the cache.
+PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
 
 class Profiles:
-    def __init__(self, logdir: Path, cache_dir: Path | None = None, memory_bytes: int | None = None) -> None:
-        self.logdir = Path(logdir)
+    def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
+                 executor: Executor | None = None) -> None:
+        self.logdir = location(logdir)
+        # Per-host conversions of multi-host requests (see prepare); in-process unless given.
+        self.executor: Executor = executor if executor is not None else InProcess()
         self.index = RunIndex(self.logdir)
         kwargs: dict[str, Any] = {"cache_dir": cache_dir}
         if memory_bytes is not None:
@@ -43,6 +51,7 @@ class Profiles:
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
+        self.progress: Progress | None = None  # the CLI's progress bar, when it has one
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -123,6 +132,34 @@ class Profiles:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
 
+    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None) -> list[dict[str, Any]]:
+        """Converts the hosts not yet converted on the executor, in parallel, into the disk cache.
+
+        Returns the per-host results (summary or error) in completion order; ``progress`` is
+        called with (done, total) as each host finishes. With the in-process executor, or one
+        host to convert, nothing is done here: ``store`` converts on first use as before.
+        """
+        fmt = self.store_format(run)
+        parallel = self.executor.workers >= 2 or isinstance(self.executor, DaskExecutor)
+        if not parallel or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+            return []
+        todo = []
+        for h in hosts:
+            if self.is_loaded(run, h):
+                continue
+            path = run.hosts[h]
+            st = path.stat() if isinstance(path, UrlPath) else None  # from the listing: no request
+            todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
+                                 st.st_size if st else -1, st.st_mtime_ns if st else -1))
+        if len(todo) < 2:
+            return []
+        results: list[dict[str, Any]] = []
+        for result in self.executor.map_hosts(todo):
+            results.append(result)
+            if progress is not None:
+                progress(len(results), len(todo))
+        return results
+
     def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
@@ -133,6 +170,8 @@ class Profiles:
         stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
+        if len(hosts) > 1:
+            self.prepare(run, hosts, self.progress)
         for h in hosts:
             try:
                 stores.append(self.store(run, h))
@@ -164,6 +203,8 @@ class Profiles:
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
         fmt = self.store_format(run)
+        if len(run.hosts) > 1:
+            self.prepare(run, list(run.hosts), self.progress)
         stores = [self.store(run, h) for h in run.hosts]
         names = [t.name for t in registry.all_tools() if fmt in t.formats and any(t.available(s) for s in stores)]
         with self._memo_lock:

@@ -7,30 +7,37 @@ browser tabs opening a cold 60 MB profile cost one conversion, not ten.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
 from tbprof.store.failures import FailureMemo
+from tbprof.store.fs import Location, is_url
 from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
 from tbprof.store.memory_guard import conversion
-from tbprof.store.paths import default_cache_dir
+from tbprof.store.paths import default_cache_dir, user_cache_dir
+from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
 
-Loader = Callable[[Path], Any]
+# A loader of one kind of location: a reader takes any Location, a test's loader may take a Path.
+L = TypeVar("L", bound=Location)
 
 
 class ProfileCache:
     """Stores by cache key in a ``Memo`` of the process-wide memory budget (``store/memo.py``),
     or of a budget of its own when ``memory_bytes`` is given (tests, tools that want a bound)."""
 
-    def __init__(self, cache_dir: Path | None = None, memory_bytes: int | None = None,
+    def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
                  use_disk: bool = True) -> None:
-        self.cache_dir = cache_dir or default_cache_dir()
-        self.disk = DiskCache(self.cache_dir) if use_disk else None
+        # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
+        explicit = os.environ.get("TBPROF_CACHE_DIR", "")
+        self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
+        self.disk: DiskCache | RemoteCache | None = (
+            open_disk_cache(self.cache_dir, user_cache_dir()) if use_disk else None)
         self._memo = Memo(MemoryBudget(memory_bytes) if memory_bytes is not None else None)
         self._lock = threading.Lock()
         self._savers: list[threading.Thread] = []
@@ -41,12 +48,12 @@ class ProfileCache:
     def memory_bytes(self) -> int:
         return self._memo.budget.max_bytes
 
-    def get(self, path: Path, loader: Loader, kind: str = "xspace") -> Any:
+    def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
         key = cache_key(path, kind)
         return self._memo.get(("store", key), lambda: self._load(key, path, loader), size=_store_bytes)
 
-    def _load(self, key: str, path: Path, loader: Loader) -> Any:
+    def _load(self, key: str, path: L, loader: Callable[[L], Any]) -> Any:
         failed = self.failures.get(key)
         if failed is not None:  # the same bytes failed before: answer that, do not parse again
             raise failed
@@ -90,7 +97,7 @@ class ProfileCache:
         while self._savers:
             self._savers.pop().join()
 
-    def contains(self, path: Path, kind: str = "xspace") -> bool:
+    def contains(self, path: Location, kind: str = "xspace") -> bool:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
         try:
             key = cache_key(path, kind)

@@ -30,6 +30,7 @@ from tbprof import __version__
 from tbprof.errors import ProfileReadError
 from tbprof.store import tables
 from tbprof.store.cache_dir import check_cache_dir
+from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
 # Bump when the store layout changes, so old entries are ignored (2: JSON metadata, no pickle).
@@ -41,7 +42,7 @@ _PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "d
 _STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
 
 
-def cache_key(path: Path, extra: str = "") -> str:
+def cache_key(path: Location, extra: str = "") -> str:
     """The key of ``path``'s current content; a file that vanished since discovery is a 422
     naming it (ProfileReadError), not an OSError."""
     try:

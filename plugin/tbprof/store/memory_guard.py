@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.store.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
 _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes
@@ -38,7 +39,7 @@ _reserved_bytes = 0
 LIMIT_ENV = "TBPROF_CONVERT_MEMORY_BYTES"
 
 
-def memory_factor(path: Path, head: bytes = b"") -> int:
+def memory_factor(path: Location, head: bytes = b"") -> int:
     """Peak bytes of memory per byte of file; ``head`` (the file's first bytes) overrides the name."""
     if head.startswith(_GZIP_MAGIC):
         return _GZIP_FACTOR
@@ -76,8 +77,10 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Location) -> bytes:
     # A FIFO must not block here either (the reader refuses it with a clear message).
+    if not isinstance(path, Path):
+        return b""  # an object in a bucket: judged by its name (one request less)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -90,7 +93,7 @@ def _head(path: Path) -> bytes:
         os.close(fd)
 
 
-def check_fits(path: Path) -> int:
+def check_fits(path: Location) -> int:
     """Raises ProfileReadError naming the sizes when converting ``path`` would not fit in the
     memory that conversions in flight have not reserved; returns the estimate (bytes)."""
     try:
@@ -111,7 +114,7 @@ def check_fits(path: Path) -> int:
 
 
 @contextmanager
-def conversion(path: Path) -> Iterator[None]:
+def conversion(path: Location) -> Iterator[None]:
     """Checks that converting ``path`` fits and reserves its estimate until the block ends."""
     global _reserved_bytes
     with _reserved_lock:

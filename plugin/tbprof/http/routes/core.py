@@ -53,6 +53,15 @@ def tools(ctx: AppContext, request: Request) -> Response:
             for n in names]})
 
 
+def progress(ctx: AppContext, request: Request) -> Response:
+    """Hosts of a run converted so far (memory or disk cache) out of all its hosts: what a page
+    polls while a pod converts. Asks no store to load, so it answers during a conversion."""
+    run = ctx.profiles.run(params.required(request.args, "run"))
+    converted = sum(1 for h in run.hosts if ctx.profiles.is_loaded(run, h))
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name,
+                                             "hosts_total": len(run.hosts), "hosts_converted": converted})
+
+
 def settings(ctx: AppContext, request: Request) -> Response:
     # Every registered tool, so the frontend can name the tools a run has no data for.
     all_tools = [{"name": t.name, "title": t.title, "description": t.description} for t in registry.all_tools()]

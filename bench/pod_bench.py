@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A pod, cold, all hosts: tbprof on 1 vs 2 local workers and on a Dask LocalCluster, against
+XProf 2.24.2's all-hosts overview_page on the same files, in one run; plus an s3:// logdir
+(moto's S3 server) against the local path.
+
+    python bench/pod_bench.py [--hosts 64] [--xprof-python PY] [--skip-xprof] [--skip-dask] [--skip-s3]
+
+Each tbprof configuration runs in a fresh process with an empty converted-profile cache and
+times: import, listing (discovery), convert (per-host conversion on the executor, into the
+cache), combine (loading the stores from the cache and computing overview_page over all
+hosts). The 1024-host estimate is extrapolated from the measured per-host costs: convert
+scales with hosts / workers, combine (in the server, over every host) with hosts.
+Prints ratios; timed assertions do not belong in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+# The Dask scheduler runs in this process and imports the task's function: this checkout's.
+sys.path.insert(0, str(REPO / "plugin"))
+from make_pod import make_pod  # noqa: E402
+
+_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from tbprof.service.executor import make_executor
+from tbprof.service.profiles import Profiles
+t1 = time.perf_counter()
+logdir, cache, workers, scheduler = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] or None
+executor = make_executor(workers, scheduler)
+executor.start()
+profiles = Profiles(logdir, cache_dir=Path(cache), executor=executor)
+run = next(iter(profiles.runs().values()))
+t2 = time.perf_counter()
+results = profiles.prepare(run, list(run.hosts))
+stores, errors = profiles.stores_tolerant(run, list(run.hosts))  # workers=1: converts here
+t3 = time.perf_counter()
+out = profiles.compute(run, list(run.hosts), profiles.tool("overview_page"), {})
+t4 = time.perf_counter()
+assert not errors, errors
+per_host = [r["seconds"] for r in results if "seconds" in r]
+profiles.cache.flush()
+executor.close()
+print(json.dumps({"hosts": len(run.hosts), "import_s": t1 - t0, "listing_s": t2 - t1, "convert_s": t3 - t2,
+                  "combine_s": t4 - t3, "total_s": t4 - t0, "worker_host_s": per_host,
+                  "steps": out.get("run_environment", {}).get("host_count")}))
+"""
+
+
+def tbprof_cold(logdir: str, workers: int, scheduler: str = "", env: dict[str, str] | None = None,
+                cache: str | None = None) -> dict[str, float]:
+    full_env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), **(env or {}))
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([sys.executable, "-c", _CHILD, logdir, cache or d, str(workers), scheduler],
+                             env=full_env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def xprof_cold(xprof_python: str, files: list[Path]) -> float:
+    out = subprocess.run([xprof_python, str(REPO / "bench" / "xprof_runner.py"), "overview_page",
+                          *map(str, files), "--mode", "cold", "--quiet"], check=True, capture_output=True,
+                         text=True).stdout
+    return float(min(json.loads(out.strip().splitlines()[-1])["seconds"]))
+
+
+def line(name: str, r: dict[str, float]) -> str:
+    return (f"{name:<22} total {r['total_s']:6.2f} s = import {r['import_s']:.2f} + listing {r['listing_s']:.2f}"
+            f" + convert {r['convert_s']:.2f} + combine {r['combine_s']:.2f}")
+
+
+def s3_bench(pod: Path) -> None:
+    """First (cold) and cached overview of the pod through moto's S3 server vs the local path."""
+    import logging
+
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto logs every request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+        os.environ.update(env)
+        fs = s3fs.S3FileSystem(skip_instance_cache=True)
+        fs.mkdir("pod")
+        fs.put(str(pod) + "/", "pod/logs/", recursive=True)
+        with tempfile.TemporaryDirectory() as c_remote, tempfile.TemporaryDirectory() as c_local:
+            remote_cold = tbprof_cold("s3://pod/logs", 1, env=env, cache=c_remote)
+            remote_cached = tbprof_cold("s3://pod/logs", 1, env=env, cache=c_remote)
+            local_cold = tbprof_cold(str(pod), 1, cache=c_local)
+            local_cached = tbprof_cold(str(pod), 1, cache=c_local)
+        print(line("s3 cold (in-process)", remote_cold))
+        print(line("s3 cached", remote_cached))
+        print(line("local cold", local_cold))
+        print(line("local cached", local_cached))
+        print(f"s3 / local: cold {remote_cold['total_s'] / local_cold['total_s']:.2f}x, "
+              f"cached {remote_cached['total_s'] / local_cached['total_s']:.2f}x "
+              f"(listing {remote_cached['listing_s']:.2f} s vs {local_cached['listing_s']:.2f} s)")
+    finally:
+        server.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=64)
+    ap.add_argument("--xprof-python", default=os.environ.get("XPROF_PYTHON", "/opt/xprof-venv/bin/python"))
+    ap.add_argument("--skip-xprof", action="store_true")
+    ap.add_argument("--skip-dask", action="store_true")
+    ap.add_argument("--skip-s3", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        pod = Path(d) / "pod"
+        folder = make_pod(pod, args.hosts)
+        files = sorted(folder.glob("*.xplane.pb"))
+        size_mb = sum(f.stat().st_size for f in files) / 1e6
+        print(f"pod: {args.hosts} hosts, copies of jax_2hosts' hosts ({size_mb:.1f} MB)")
+        tbprof_cold(str(pod), 1)  # untimed: compiled-code caches warm, as on any second start
+        one = tbprof_cold(str(pod), 1)
+        two = tbprof_cold(str(pod), 2)
+        print(line("tbprof 1 worker", one))
+        print(line("tbprof 2 workers", two))
+        print(f"speed-up 2 vs 1 workers: {one['total_s'] / two['total_s']:.2f}x "
+              f"(convert {one['convert_s'] / two['convert_s']:.2f}x)")
+        if not args.skip_dask:
+            from distributed import LocalCluster
+
+            # The cluster's worker processes must import this checkout's tbprof, as the children do.
+            os.environ["PYTHONPATH"] = str(REPO / "plugin") + os.pathsep + os.environ.get("PYTHONPATH", "")
+            t = time.perf_counter()
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+                start_s = time.perf_counter() - t
+                dask = tbprof_cold(str(pod), 1, cluster.scheduler_address)
+            print(line("tbprof Dask (2 procs)", dask) + f"  [cluster start {start_s:.2f} s, not counted]")
+        xp = None
+        if not args.skip_xprof:
+            xp = xprof_cold(args.xprof_python, files)
+            print(f"XProf all-hosts overview_page cold: {xp:.2f} s")
+            print(f"tbprof 2 workers / XProf: {two['total_s'] / xp:.2f}x (target <= 0.5x); "
+                  f"without import: {(two['total_s'] - two['import_s']) / xp:.2f}x")
+            print(f"tbprof 1 worker (the default) / XProf: {one['total_s'] / xp:.2f}x; "
+                  f"without import: {(one['total_s'] - one['import_s']) / xp:.2f}x")
+        per_host_convert = one["convert_s"] / args.hosts
+        per_host_combine = two["combine_s"] / args.hosts
+        est = 1024 / 64 * per_host_convert + 1024 * per_host_combine
+        print(f"per host: convert {per_host_convert * 1e3:.0f} ms, combine {per_host_combine * 1e3:.0f} ms -> "
+              f"1024 hosts on 64 workers ~ {est:.1f} s (convert {1024 / 64 * per_host_convert:.1f} s in parallel, "
+              f"combine {1024 * per_host_combine:.1f} s in the server)")
+        if not args.skip_s3:
+            s3_bench(pod)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+// Graph viewer: the HLO graph around one op (operands above, users below), laid out in the
+// browser with dagre and drawn as SVG; nodes are filled by self time. Clicking a node
+// recentres the graph on it; the DOT text is one click away for scripts.
+
+import { formatDuration, formatNumber } from "../../base/format";
+import { downloadText, h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { pageTitle, panel } from "../common";
+import type { PageContext } from "../context";
+import { bool, num, objs, str } from "../fields";
+import { registerPage } from "../registry";
+
+const SVG = "http://www.w3.org/2000/svg";
+const NODE_W = 220;
+const NODE_H = 54;
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  return el;
+}
+
+/** White (never ran) to red (the busiest node), as the DOT output colours them. */
+export function heatColor(selfUs: number, maxUs: number): string {
+  const heat = Math.round(255 - (200 * selfUs) / (maxUs > 0 ? maxUs : 1));
+  const hex = Math.max(0, Math.min(255, heat)).toString(16).padStart(2, "0");
+  return `#ff${hex}${hex}`;
+}
+
+function short(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+async function render(ctx: PageContext): Promise<void> {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  // Links from other pages carry the op as page state (c.node, c.module): make it the option.
+  const wantNode = ctx.param("node");
+  const wantModule = ctx.param("module");
+  if (wantNode !== null && wantNode !== (ctx.request.options.node_name ?? "")) {
+    ctx.setParams({ node: null, module: null });
+    ctx.setOptions({ node_name: wantNode, module: wantModule });
+    return;
+  }
+  el.appendChild(pageTitle(ctx, "Graph viewer"));
+  const input = h("input", { type: "text", value: str(raw, "node_name"), "aria-label": "HLO op", class: "tbp-graph-node" });
+  const width = h("input", { type: "number", min: 0, max: 16, value: String(num(raw, "graph_width") ?? 3), "aria-label": "Graph width", class: "tbp-graph-width" });
+  const go = h("button", { type: "button", class: "tbp-button" }, "Show");
+  go.addEventListener("click", () => ctx.setOptions({ node_name: input.value.trim() || null, graph_width: width.value || null, module: null }));
+  const dot = h("button", { type: "button", class: "tbp-button", "data-download": "dot" }, "Download DOT");
+  dot.addEventListener("click", () => {
+    void ctx.api
+      .data({ ...ctx.request, options: { ...ctx.request.options, format: "dot" } }, 0, ctx.signal)
+      .then((r) => downloadText(str(r.raw, "dot"), `${str(raw, "node_name") || "graph"}.dot`, "text/vnd.graphviz"));
+  });
+  el.appendChild(
+    h("div", { class: "tbp-toolbar" },
+      h("label", { class: "tbp-field" }, h("span", {}, "HLO op"), input),
+      h("label", { class: "tbp-field" }, h("span", {}, "Width (edges)"), width),
+      go, dot),
+  );
+  el.appendChild(h("p", { class: "tbp-muted" },
+    `${str(raw, "module")} · computation ${str(raw, "computation")} · ${formatNumber(objs(raw, "nodes").length)} ops`));
+  if (bool(raw, "truncated")) el.appendChild(messageBox({ title: "Graph cut", body: "Only the nearest 2000 ops are shown: lower the width." }));
+  const nodes = objs(raw, "nodes");
+  const edges = objs(raw, "edges");
+  const box = panel(el, "HLO graph (operands above users; fill = self time)");
+  const { layoutGraph } = await import("./layout");
+  if (ctx.signal.aborted) return;
+  const placed = layoutGraph(
+    nodes.map((n) => ({ name: str(n, "name"), width: NODE_W, height: NODE_H })),
+    edges.map((e) => ({ from: str(e, "from"), to: str(e, "to") })),
+  );
+  const byName = new Map(nodes.map((n) => [str(n, "name"), n]));
+  const maxUs = Math.max(0, ...nodes.map((n) => num(n, "self_time_us") ?? 0));
+  const root = svg("svg", { class: "tbp-graph", width: placed.width, height: placed.height, viewBox: `0 0 ${placed.width} ${placed.height}`, role: "img", "aria-label": "HLO graph" });
+  const defs = svg("defs", {});
+  const marker = svg("marker", { id: "tbp-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });
+  marker.appendChild(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "currentColor" }));
+  defs.appendChild(marker);
+  root.appendChild(defs);
+  for (const e of placed.edges) {
+    if (e.points.length < 2) continue;
+    const d = e.points.map((p, i) => `${i ? "L" : "M"} ${p.x} ${p.y}`).join(" ");
+    root.appendChild(svg("path", { d, fill: "none", stroke: "currentColor", "stroke-opacity": 0.5, "marker-end": "url(#tbp-arrow)", "data-edge": `${e.from}>${e.to}` }));
+  }
+  for (const p of placed.nodes) {
+    const n = byName.get(p.name);
+    const selfUs = num(n, "self_time_us") ?? 0;
+    const g = svg("g", { class: "tbp-graph-node", transform: `translate(${p.x},${p.y})`, "data-node": p.name, tabindex: 0, role: "button" });
+    const rect = svg("rect", { width: p.width, height: p.height, rx: 4, fill: heatColor(selfUs, maxUs), stroke: bool(n, "center") ? "#1a73e8" : "#666", "stroke-width": bool(n, "center") ? 3 : 1 });
+    const title = svg("title", {});
+    title.textContent = `${p.name}\n${str(n, "opcode")} ${str(n, "shape")}\n${str(n, "framework_op")}\nself time ${formatDuration(selfUs, "us")}`;
+    g.appendChild(title);
+    g.appendChild(rect);
+    const lines = [short(p.name, 30), short(`${str(n, "opcode")} ${str(n, "shape")}`, 34), selfUs > 0 ? formatDuration(selfUs, "us") : ""];
+    lines.forEach((text, i) => {
+      const t = svg("text", { x: 8, y: 16 + i * 15, "font-size": 12, fill: "#202124" });
+      t.textContent = text;
+      g.appendChild(t);
+    });
+    const recentre = (): void => ctx.setOptions({ node_name: p.name, module: str(raw, "program_id") });
+    g.addEventListener("click", recentre);
+    g.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") recentre();
+    });
+    root.appendChild(g);
+  }
+  box.appendChild(h("div", { class: "tbp-graph-scroll", style: "overflow:auto;max-height:70vh" }, root));
+}
+
+registerPage({ tools: ["graph_viewer"], render, hideOptions: ["node_name", "graph_width", "module", "format"] });

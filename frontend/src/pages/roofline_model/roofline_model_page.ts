@@ -1,0 +1,104 @@
+// Roofline model: the device's roofs (peak FLOP rate, HBM bandwidth) on log-log axes with
+// one point per HLO op and one for the whole program; hovering a point names the op.
+
+import { formatNumber } from "../../base/format";
+import { cardRow } from "../../widgets/cards";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { chart, pageTitle, panel, tableWidget } from "../common";
+import type { PageContext } from "../context";
+import { num, str } from "../fields";
+import { registerPage } from "../registry";
+
+const GIB_PER_GB = 1e9 / 2 ** 30;
+
+interface Point {
+  name: string;
+  category: string;
+  intensity: number;
+  flopRate: number;
+  boundBy: string;
+}
+
+/** Roof points from x0 to x1 (FLOP/byte): min(peak, x × bandwidth), with the ridge in between. */
+export function roofLine(peakGflops: number, peakHbmGbs: number, x0: number, x1: number): [number, number][] {
+  if (peakGflops <= 0 || peakHbmGbs <= 0) return [];
+  const ridge = peakGflops / peakHbmGbs;
+  const xs = [x0, ridge, x1].filter((x) => x >= x0 && x <= x1).sort((a, b) => a - b);
+  return xs.map((x) => [x, Math.min(peakGflops, x * peakHbmGbs)]);
+}
+
+function points(ctx: PageContext): Point[] {
+  const t = ctx.result?.tables.roofline;
+  if (!t) return [];
+  const col = (n: string): number => t.columns.findIndex((c) => c.name === n);
+  const op = col("operation");
+  const cat = col("category");
+  const oi = col("hbm_operational_intensity");
+  const rate = col("measured_flop_rate");
+  const bound = col("bound_by");
+  const inc = col("include_infeed_outfeed");
+  const out: Point[] = [];
+  for (const r of t.rows) {
+    if (r[inc] !== true) continue;
+    const x = Number(r[oi]);
+    const y = Number(r[rate]);
+    if (!(x > 0 && y > 0)) continue; // a log axis has no place for 0
+    out.push({ name: String(r[op]), category: String(r[cat]), intensity: x, flopRate: y, boundBy: String(r[bound]) });
+  }
+  return out;
+}
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Roofline model"));
+  const message = str(raw, "message");
+  if (message) el.appendChild(messageBox({ title: "No HLO ops", body: message }));
+  const peak = num(raw, "peak_flop_rate") ?? 0;
+  const hbmGib = num(raw, "peak_hbm_bw") ?? 0;
+  const hbmGb = hbmGib / GIB_PER_GB;
+  el.appendChild(
+    cardRow([
+      { id: "device", label: "Device", value: str(raw, "device_type") || "–", hint: `${formatNumber(num(raw, "device_count") ?? 0)} device(s)` },
+      { id: "peak_flop_rate", label: "Peak FLOP rate", value: `${formatNumber(peak)} GFLOP/s` },
+      { id: "peak_hbm_bw", label: "Peak HBM bandwidth", value: `${formatNumber(hbmGib)} GiB/s` },
+      { id: "ridge", label: "HBM ridge point", value: `${formatNumber(num(raw, "hbm_ridge_point") ?? 0)} FLOP/byte` },
+    ]),
+  );
+  const pts = points(ctx);
+  const box = panel(el, "Roofline (log-log): HBM operational intensity vs. measured FLOP rate");
+  const xs = pts.map((p) => p.intensity);
+  const ridge = hbmGb > 0 ? peak / hbmGb : 1;
+  const x0 = Math.min(ridge / 100, ...xs) / 2;
+  const x1 = Math.max(ridge * 10, ...xs) * 2;
+  const program = pts.filter((p) => p.category === "Program");
+  const ops = pts.filter((p) => p.category !== "Program");
+  const asData = (ps: Point[]): unknown[] => ps.map((p) => ({ value: [p.intensity, p.flopRate], name: p.name, bound: p.boundBy }));
+  const dots = { type: "line", showSymbol: true, symbolSize: 9, lineStyle: { width: 0 }, emphasis: { scale: 1.6 } };
+  chart(ctx, box, { label: "Roofline chart", id: "roofline", height: 420 }).setOption({
+    tooltip: {
+      trigger: "item",
+      formatter: (p: { data?: { name?: string; value?: number[]; bound?: string }; seriesName?: string }) => {
+        const v = p.data?.value ?? [];
+        if (!p.data?.name) return `${p.seriesName ?? ""}<br>${formatNumber(v[0] ?? 0)} FLOP/byte, ${formatNumber(v[1] ?? 0)} GFLOP/s`;
+        return `${p.data.name}<br>${formatNumber(v[0] ?? 0)} FLOP/byte<br>${formatNumber(v[1] ?? 0)} GFLOP/s<br>bound by ${p.data.bound ?? ""}`;
+      },
+    },
+    legend: { top: 0 },
+    grid: { left: 72, right: 24, top: 32, bottom: 48 },
+    xAxis: { type: "log", name: "FLOP/byte (HBM)", nameLocation: "middle", nameGap: 28, min: x0, max: x1 },
+    yAxis: { type: "log", name: "GFLOP/s" },
+    series: [
+      { type: "line", name: "Roof (HBM, peak)", showSymbol: false, data: roofLine(peak, hbmGb, x0, x1) },
+      { ...dots, name: "HLO ops", data: asData(ops) },
+      { ...dots, name: "Program", symbol: "diamond", symbolSize: 14, data: asData(program) },
+    ],
+  });
+  if (result.tables.roofline) el.appendChild(tableWidget(ctx, "roofline", { title: "Points (program and ops)" }).el);
+  el.appendChild(h("p", { class: "tbp-muted" }, "Points with no FLOPs or no HBM bytes have no place on log axes; the table lists them."));
+}
+
+registerPage({ tools: ["roofline_model"], render });

@@ -1,0 +1,50 @@
+// Smart suggestions: what the rules found, most severe first, each with its numbers and a
+// link to the page that shows them.
+
+import { formatNumber } from "../../base/format";
+import { h } from "../../widgets/dom";
+import { messageBox } from "../../widgets/message";
+import { pageTitle } from "../common";
+import type { PageContext } from "../context";
+import { isObj, objs, obj, str } from "../fields";
+import { registerPage } from "../registry";
+
+function render(ctx: PageContext): void {
+  const result = ctx.result;
+  if (!result) return;
+  const raw = result.raw;
+  const el = ctx.el;
+  el.appendChild(pageTitle(ctx, "Smart suggestions"));
+  const found = objs(raw, "suggestions");
+  if (found.length === 0) {
+    el.appendChild(messageBox({ title: "Nothing stands out", body: str(raw, "message") || "No rule fired." }));
+    return;
+  }
+  const list = h("ol", { class: "tbp-suggestions" });
+  for (const s of found) {
+    const page = str(s, "page");
+    const link = h("a", { href: ctx.href(page), class: "tbp-link" }, `Open ${page}`);
+    link.addEventListener("click", (e) => {
+      if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+      e.preventDefault();
+      ctx.navigate(page);
+    });
+    const evidence = obj(s, "evidence");
+    const facts = Object.entries(evidence).map(([k, v]) =>
+      h("li", {}, `${k}: ${typeof v === "number" ? formatNumber(v) : isObj(v) ? JSON.stringify(v) : String(v)}`),
+    );
+    list.appendChild(
+      h(
+        "li",
+        { class: `tbp-suggestion tbp-severity-${str(s, "severity")}`, "data-rule": str(s, "rule") },
+        h("strong", {}, `${str(s, "severity").toUpperCase()} · ${str(s, "rule")}`),
+        h("p", {}, str(s, "message")),
+        h("ul", { class: "tbp-muted" }, ...facts),
+        link,
+      ),
+    );
+  }
+  el.appendChild(list);
+}
+
+registerPage({ tools: ["smart_suggestion"], render });

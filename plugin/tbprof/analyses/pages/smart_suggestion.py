@@ -1,0 +1,157 @@
+"""smart_suggestion: rule-based advice from the other analyses, each with the numbers that
+triggered it and the page that shows them (XProf's "Smart Suggestions" tool).
+
+Every rule and threshold is in docs/formulas.md "Smart suggestions"; the rules read the
+results of overview_page, kernel_stats, memory_profile and hlo_stats, so a suggestion never
+says something those pages do not show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.memory import memory_profile
+from tbprof.analyses.ops import kernel_stats
+from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.pages import overview
+from tbprof.analyses.steps.table import analysis, step_table
+from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.tables import ProfileStore
+
+# Thresholds (docs/formulas.md "Smart suggestions").
+INPUT_HIGH_PERCENT = 20.0  # XProf's "highly input-bound" step-time share
+INPUT_MODERATE_PERCENT = 5.0  # XProf's "moderately input-bound"
+KERNEL_LAUNCH_PERCENT = 10.0  # step time the host spends launching kernels
+TENSORCORE_MIN_PERCENT = 50.0  # of TensorCore-eligible kernel time that used TensorCores
+LOW_OCCUPANCY_PERCENT = 25.0  # a kernel's theoretical occupancy
+LOW_OCCUPANCY_TIME_PERCENT = 10.0  # share of kernel time in low-occupancy kernels
+FRAGMENTATION_FRACTION = 0.5  # free memory that is not one block at the peak
+COLLECTIVES_PERCENT = 20.0  # of device op self time in collectives
+IDLE_PERCENT = 30.0  # of the device time span with no op running
+COLLECTIVE_CATEGORIES = frozenset(("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                                   "collective-permute", "collective-broadcast", "send", "recv"))
+
+
+def _suggestion(rule: str, severity: str, message: str, page: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    return {"rule": rule, "severity": severity, "message": message, "page": page, "evidence": evidence}
+
+
+def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+    if not any(overview.TOOLS[0].available(s) for s in stores):
+        return
+    # The overview's step-time shares (performance_summary.percent_of_step_time), without the
+    # rest of the overview page.
+    st = step_table(stores)
+    if st.step_time_ms.shape[0] == 0:
+        return
+    pct = analysis(st)["percent"]
+    inp = float(pct.get("input_percent", 0.0))
+    if inp >= INPUT_MODERATE_PERCENT:
+        high = inp >= INPUT_HIGH_PERCENT
+        out.append(_suggestion(
+            "input_bound", "high" if high else "medium",
+            f"{inp:.1f} % of the step time waits for input: the program is "
+            f"{'highly' if high else 'moderately'} input-bound. Prefetch, parallelise or cache the input pipeline.",
+            "input_pipeline_analyzer", {"input_percent": inp}))
+    launch = float(pct.get("kernel_launch_percent", 0.0))
+    if launch >= KERNEL_LAUNCH_PERCENT:
+        out.append(_suggestion(
+            "kernel_launch_overhead", "medium",
+            f"{launch:.1f} % of the step time is the host launching kernels: the device waits for the host. "
+            "Fuse small ops (XLA/jit), use CUDA graphs, or make the batch larger.",
+            "overview_page", {"kernel_launch_percent": launch}))
+
+
+def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+    if not any(kernel_stats.TOOLS[0].available(s) for s in stores):
+        return
+    table = kernel_stats.hosts_table(stores)
+    if table.n_rows == 0:
+        return
+    dur = table.data["total_duration_us"]
+    eligible = float(dur[table.data["op_tensorcore_eligible"]].sum())
+    if eligible > 0:
+        tc_pct = 100.0 * float(dur[table.data["kernel_uses_tensorcore"]].sum()) / eligible
+        if tc_pct < TENSORCORE_MIN_PERCENT:
+            out.append(_suggestion(
+                "low_tensorcore_use", "medium",
+                f"Only {tc_pct:.1f} % of the TensorCore-eligible kernel time ran on TensorCores. "
+                "Use 16-bit inputs (bf16/fp16) and dimensions that are multiples of 8.",
+                "kernel_stats", {"tensorcore_percent_of_eligible": tc_pct, "eligible_us": eligible}))
+    total = float(dur.sum())
+    if total > 0:
+        low = table.data["occupancy_pct"] < LOW_OCCUPANCY_PERCENT
+        low_us = float(table.data["total_duration_us"][low].sum())
+        share = 100.0 * low_us / total
+        if share >= LOW_OCCUPANCY_TIME_PERCENT:
+            worst = int(np.argmax(np.where(low, table.data["total_duration_us"], -1.0)))
+            out.append(_suggestion(
+                "low_occupancy_kernels", "low",
+                f"{share:.1f} % of the kernel time is in kernels with theoretical occupancy under "
+                f"{LOW_OCCUPANCY_PERCENT:.0f} % (largest: {table.data['kernel_name'][worst]}). Check their block size, "
+                "registers and shared memory.",
+                "kernel_stats", {"low_occupancy_time_percent": share, "low_occupancy_us": low_us}))
+
+
+def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+    store = stores[0]
+    if not memory_profile.TOOLS[0].available(store):
+        return
+    for mid, events in sorted(memory_profile.memory_events(store).items()):
+        frag = float(memory_profile.summarize(events)["peak_fragmentation_fraction"])
+        if frag >= FRAGMENTATION_FRACTION:
+            out.append(_suggestion(
+                "memory_fragmentation", "medium",
+                f"At the memory peak of {mid}, {100 * frag:.0f} % of the free memory is not in its largest free "
+                "block: allocations of mixed sizes fragment the heap.",
+                "memory_profile", {"memory_id": mid, "peak_fragmentation_fraction": frag}))
+
+
+def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+    db = hosts_op_metrics(stores, "device")
+    if db.n_ops == 0 or db.total_time_ps <= 0:
+        return
+    self_ps = float(db.self_time_ps.sum())
+    if self_ps > 0:
+        coll = float(db.self_time_ps[np.isin(db.type.astype(str), list(COLLECTIVE_CATEGORIES))].sum())
+        share = 100.0 * coll / self_ps
+        if share >= COLLECTIVES_PERCENT:
+            out.append(_suggestion(
+                "collectives_share", "medium",
+                f"{share:.1f} % of the device op time is collectives (all-reduce, all-gather, ...). Overlap them with "
+                "compute, shard differently or communicate in lower precision.",
+                "hlo_stats", {"collectives_percent_of_op_time": share, "collectives_us": coll / 1e6}))
+    idle = 100.0 * db.idle_time_ps / db.total_time_ps
+    if idle >= IDLE_PERCENT:
+        out.append(_suggestion(
+            "idle_device", "high" if idle >= 2 * IDLE_PERCENT else "medium",
+            f"The devices are idle {idle:.1f} % of the profiled time: the host does not feed them work fast enough "
+            "(input, Python, synchronisation). The trace viewer shows the gaps.",
+            "trace_viewer", {"device_idle_percent": idle, "device_time_us": db.total_time_ps / 1e6}))
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    found: list[dict[str, Any]] = []
+    _input_and_launch(stores, found)
+    _kernels(stores, found)
+    _memory(stores, found)
+    _device(stores, found)
+    rank = {"high": 0, "medium": 1, "low": 2}
+    found.sort(key=lambda s: rank[s["severity"]])
+    return {"schema_version": SCHEMA_VERSION, "tool": "smart_suggestion",
+            "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
+            "suggestions": found,
+            "rules": ["input_bound", "kernel_launch_overhead", "low_tensorcore_use", "low_occupancy_kernels",
+                      "memory_fragmentation", "collectives_share", "idle_device"],
+            "message": "" if found else "No rule fired: nothing stands out in this profile."}
+
+
+TOOLS = (
+    Tool(
+        name="smart_suggestion", title="Smart suggestions", compute=compute, multi_host=True,
+        description="Rule-based suggestions with the numbers that triggered them and the page that shows them.",
+    ),
+)

@@ -1,0 +1,68 @@
+"""inference_profile (present only with request markers) and XProf's TPU-only tools (listed,
+with the reason they have no data without a TPU).
+
+The demo profiles have no inference requests, so the positive case uses a small XSpace written
+here with the protobuf API: three requests whose latencies the test states by construction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tbprof.analyses.pages import inference_profile
+from tbprof.errors import NoData
+from tbprof.protos import xplane_pb2
+from tbprof.readers.xplane import read_xspace
+from tbprof.service import tools as registry
+from tests.conftest import xplane_of
+
+TPU_ONLY = ("megascale_stats", "perf_counters", "utilization_viewer", "kernel_utilization")
+
+
+@pytest.mark.parametrize("profile", ("jax_mlp", "custom_loop", "keras_cnn"))
+def test_inference_profile_absent_without_request_markers(profiles_root: Path, profile: str) -> None:
+    store = read_xspace(xplane_of(profiles_root, profile, "vm"))
+    tool = registry.get("inference_profile")
+    assert tool is not None and not tool.available(store)
+    with pytest.raises(NoData, match="request_id"):
+        tool.compute([store], {})
+
+
+def test_inference_profile_request_latencies(tmp_path: Path) -> None:
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=1, name=b"/host:CPU")
+    plane.stat_metadata[1].id = 1
+    plane.stat_metadata[1].name = b"request_id"
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = b"Serving::Run"
+    line = plane.lines.add(id=1, name=b"worker", timestamp_ns=0)
+    # (request id, start ps, duration ps): request 7 spans 0..5 us, 8 spans 10..12 us and
+    # 9 spans 20..29 us (two events each for 7 and 9).
+    for rid, start_ps, dur_ps in ((7, 0, 2_000_000), (7, 3_000_000, 2_000_000), (8, 10_000_000, 2_000_000),
+                                  (9, 20_000_000, 4_000_000), (9, 25_000_000, 4_000_000)):
+        ev = line.events.add(metadata_id=1, offset_ps=start_ps, duration_ps=dur_ps)
+        ev.stats.add(metadata_id=1, int64_value=rid)
+    path = tmp_path / "serve.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    store = read_xspace(path)
+    assert inference_profile.has_requests(store)
+    out = inference_profile.compute([store], {})
+    assert out["request_count"] == 3
+    table = out["tables"]["requests"]
+    by_id = dict(zip(table.data["request_id"].tolist(), table.data["latency_ms"].tolist(), strict=True))
+    assert by_id == pytest.approx({7: 0.005, 8: 0.002, 9: 0.009})
+    assert out["latency_ms"]["max"] == pytest.approx(0.009)
+    assert out["latency_ms"]["p50"] == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize("name", TPU_ONLY)
+def test_tpu_only_tools_are_listed_with_their_reason(profiles_root: Path, name: str) -> None:
+    tool = registry.get(name)
+    assert tool is not None
+    assert "needs a TPU profile" in tool.description
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    assert not tool.available(store)
+    with pytest.raises(NoData, match="TPU"):
+        tool.compute([store], {})

@@ -1,0 +1,227 @@
+"""Per-host conversion on executors: a local process pool and a real Dask ``LocalCluster`` with
+worker processes give the same stores and answers as converting in this process; a worker
+killed in the middle of a run is retried."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from make_pod import make_pod
+from tbprof.analyses.encode import to_json_bytes
+from tbprof.service.executor import DaskExecutor, HostTask, InProcess, ProcessPool, convert_host
+from tbprof.service.profiles import Profiles
+from tbprof.service.summary import summary
+
+pytestmark = pytest.mark.slow
+
+HOSTS = 6
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six hosts: copies of jax_2hosts' two real host files."""
+    root = tmp_path_factory.mktemp("pod")
+    make_pod(root, HOSTS)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Worker processes start fresh interpreters: they must import this checkout's tbprof too.
+    plugin = str(Path(__file__).resolve().parents[2] / "plugin")
+    monkeypatch.setenv("PYTHONPATH", plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def _answers(profiles: Profiles) -> dict[str, Any]:
+    run = next(iter(profiles.runs().values()))
+    tool = profiles.tool("overview_page")
+    return json.loads(to_json_bytes({"summary": summary(profiles, run),
+                                     "overview": profiles.compute(run, list(run.hosts), tool, {})}))
+
+
+def _same_stores(a: Profiles, b: Profiles) -> None:
+    run_a, run_b = next(iter(a.runs().values())), next(iter(b.runs().values()))
+    for host in run_a.hosts:
+        sa, sb = a.store(run_a, host), b.store(run_b, host)
+        assert len(sa.planes) == len(sb.planes)
+        for pa, pb in zip(sa.planes, sb.planes, strict=True):
+            assert np.array_equal(pa.start_ps, pb.start_ps) and np.array_equal(pa.dur_ps, pb.dur_ps)
+            assert np.array_equal(pa.name_id, pb.name_id)
+
+
+def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
+    reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+    pool = ProcessPool(2)
+    try:
+        pooled = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+        progress: list[tuple[int, int]] = []
+        pooled.progress = lambda done, total: progress.append((done, total))
+        assert _answers(pooled) == _answers(reference)
+        # Every host was converted by a worker (into the cache), each reported once.
+        assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
+        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        _same_stores(pooled, reference)
+    finally:
+        pool.close()
+
+
+def test_unreadable_host_is_reported_not_fatal(pod: Path, tmp_path: Path) -> None:
+    folder = next((pod / "plugins" / "profile").iterdir())
+    broken = tmp_path / "pod"
+    import shutil
+
+    shutil.copytree(pod, broken)
+    (broken / "plugins" / "profile" / folder.name / "host0001.xplane.pb").write_bytes(b"\x0a\xff\xff")
+    result = convert_host(HostTask("host0001", str(broken / "plugins" / "profile" / folder.name /
+                                                  "host0001.xplane.pb"), "xspace", str(tmp_path / "c")))
+    assert result["host"] == "host0001" and "not a readable XSpace profile" in result["error"]
+    pool = ProcessPool(2)
+    try:
+        profiles = Profiles(broken, cache_dir=tmp_path / "c3", executor=pool)
+        out = summary(profiles, next(iter(profiles.runs().values())))
+        assert out["host_count"] == HOSTS - 1
+        assert [e["host"] for e in out["host_errors"]] == ["host0001"]
+    finally:
+        pool.close()
+
+
+def _kill_first_worker_once(marker: str) -> None:
+    """Runs in a worker: the first task to get here kills its own process (as the OOM killer would)."""
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_killed_pool_worker_is_retried(pod: Path, tmp_path: Path) -> None:
+    reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+    pool = ProcessPool(2)
+    try:
+        p = pool._get_pool()
+        marker = str(tmp_path / "killed")
+        # A worker dies while the pod converts: the pool breaks, is rebuilt, the hosts retried.
+        p.submit(_kill_first_worker_once, marker)
+        pooled = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+        answers = _answers(pooled)
+        assert Path(marker).exists()
+        assert answers == _answers(reference)
+    finally:
+        pool.close()
+
+
+def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_port=0) as cluster:
+        executor = DaskExecutor(cluster.scheduler_address)
+        try:
+            on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
+            assert _answers(on_dask) == _answers(reference)
+            assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        finally:
+            executor.close()
+
+
+def test_dask_worker_killed_mid_run_is_retried(pod: Path, tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_port=0) as cluster:
+        executor = DaskExecutor(cluster.scheduler_address)
+        try:
+            client = executor._client
+            # Kill one worker process as soon as the first host has been handed out.
+            pids = list(client.run(os.getpid).values())
+            started = threading.Event()
+            on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
+
+            def kill_after_first(done: int, total: int) -> None:
+                if not started.is_set():
+                    started.set()
+                    os.kill(pids[0], signal.SIGKILL)
+
+            on_dask.progress = kill_after_first
+            assert _answers(on_dask) == _answers(reference)
+            assert started.is_set()
+        finally:
+            executor.close()
+
+
+def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Path) -> None:
+    """A scheduler and two workers started with the ``dask`` CLI (as on a cluster), used by
+    ``tbprof summary --dask-scheduler``: the same answer as in-process."""
+    import subprocess
+    import time
+
+    from tests.servers import PLUGIN_SRC, free_port
+
+    dask = str(Path(sys.executable).parent / "dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN_SRC)}
+    logs = [open(tmp_path / name, "wb") for name in ("scheduler.log", "worker.log")]
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=logs[0], stderr=logs[0], env=env, start_new_session=True)]
+    try:
+        procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                       "--no-dashboard", "--host", "127.0.0.1"],
+                                      stdout=logs[1], stderr=logs[1], env=env, start_new_session=True))
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        with Client(address, timeout=60) as client:
+            while len(client.scheduler_info()["workers"]) < 2:
+                assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+                time.sleep(0.2)
+
+        def cli(*extra: str) -> dict[str, Any]:
+            done = subprocess.run([sys.executable, "-m", "tbprof.cli", "summary", str(pod), "--json",
+                                   "--cache-dir", str(tmp_path / ("c" + str(len(extra)))), *extra],
+                                  capture_output=True, text=True, env=env, timeout=300)
+            assert done.returncode == 0, done.stderr
+            return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+        assert cli("--dask-scheduler", address) == cli()
+        # The workers converted every host into the cache the CLI named.
+        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=20)
+            except (ProcessLookupError, OSError):
+                pass
+            except Exception:
+                os.killpg(proc.pid, signal.SIGKILL)
+        for log in logs:
+            log.close()
+
+
+def test_progress_route_counts_converted_hosts(pod: Path, tmp_path: Path) -> None:
+    from werkzeug.test import Client
+
+    from tbprof.http.app import create_app
+
+    client = Client(create_app(pod, cache_dir=tmp_path / "cache"))
+    run = client.get("/runs").get_json()["runs"][0]["run"]
+    assert client.get("/progress", query_string={"run": run}).get_json()["hosts_converted"] == 0
+    assert client.get("/data", query_string={"run": run, "host": "__all__", "tool": "overview_page"}).status_code == 200
+    body = client.get("/progress", query_string={"run": run}).get_json()
+    assert (body["hosts_converted"], body["hosts_total"]) == (HOSTS, HOSTS)
+    missing = client.get("/progress", query_string={"run": "nope"})
+    assert missing.status_code == 404 and missing.get_json()["kind"] == "not_found"

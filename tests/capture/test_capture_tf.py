@@ -122,6 +122,7 @@ def test_capture_through_cli(tf_server: ProfilerServer, logdir: Path, tmp_path: 
     used = profiler_options_pb2.ProfileOptions.FromString(env_plane.plane_stats["profile_options"])
     assert (used.version, used.host_tracer_level, used.device_tracer_level, used.python_tracer_level,
             used.duration_ms) == (1, 3, 1, 1, 400)
+    assert used.repository_path == ""  # our logdir's absolute path is not sent where it is not needed
     assert used.start_timestamp_ns >= requested_ns + 700 * 1_000_000
     start_ns = env_plane.plane_stats["profile_start_time"]
     stop_ns = env_plane.plane_stats["profile_stop_time"]

@@ -212,7 +212,7 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
     attempts = 0
     attempt = client.Attempt("UNAVAILABLE", "not attempted", 0.0)
     for i in range(1 + options.retries):
-        request = client.build_request(options, str(root), session, host, str(logdir))
+        request = client.build_request(options, str(root), session, host)
         attempt = client.profile_once(address, request, client.deadline_s(options), connect_timeout_s)
         attempts += 1
         if attempt.code not in RETRY_CODES or i == options.retries:

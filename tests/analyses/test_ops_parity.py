@@ -78,7 +78,7 @@ def test_framework_op_stats_two_host_keys_and_self_time(profiles_root: Path, pro
     """Same keys and self times; occurrences of one op differ (see docs/differences.md)."""
     store = store_of(profiles_root, profile)
     ours = {(r["host_or_device"], r["type"], r["operation"]): r
-            for r in _rows(tf_stats.compute([store], {})["tables"]["ops"])}
+            for r in _rows(tf_stats.compute([store], {"include_idle": True})["tables"]["ops"])}
     xprof = _xprof_op_rows(profile, "include_idle")
     assert set(ours) == set(xprof)
     for key, x in xprof.items():

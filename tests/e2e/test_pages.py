@@ -55,7 +55,8 @@ def test_pod_viewer_step_slider_and_details(standalone: Any, serve_page: Any) ->
     assert steps[1] in label.inner_text()
     page.wait_for_function("() => location.hash.includes('c.step=1')")
     # The details card describes the first column of that step, with its step time.
-    first = result["cores"][0]
+    # (A one-device host has no separate "all devices" bar: the first bar is its device.)
+    first = next(c for c in result["cores"] if c["device"] != "all devices")
     details = page.locator("[data-details]").inner_text()
     assert f"{first['host']} · {first['device']}" in details
     assert first["bottleneck"][1] in details
@@ -91,17 +92,19 @@ def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_pag
     page = serve_page.page
     page.goto(app_url(standalone, run=run, tool="framework_op_stats"))
     wait_ready(page)
-    charts = wait_charts_drawn(page, min_charts=4)
-    assert {c["id"] for c in charts} == {"host_pie_by_type", "host_pie_by_operation",
-                                         "device_pie_by_type", "device_pie_by_operation"}
-    types = [r[2] for r in shown_rows(page, "ops")]
+    charts = wait_charts_drawn(page, min_charts=2)
+    # jax_mlp's host side has one op type and one op: a sentence each instead of a 100 % donut.
+    assert {c["id"] for c in charts} == {"device_pie_by_type", "device_pie_by_operation"}
+    assert page.locator("[data-pie-sentence]").count() == 2
+    at_type = column_names(page, "ops").index("type")  # key columns come first on screen
+    types = [r[at_type] for r in shown_rows(page, "ops")]
     assert "IDLE" in types
     # Unchecking "include idle" refetches without the IDLE rows (option in the URL).
     page.uncheck('input[data-option="include_idle"]')
     wait_ready(page)
     page.wait_for_function("() => location.hash.includes('o.include_idle=false')")
     wait_ready(page)
-    types = [r[2] for r in shown_rows(page, "ops")]
+    types = [r[at_type] for r in shown_rows(page, "ops")]
     assert types and "IDLE" not in types
     serve_page.check()
 
@@ -153,10 +156,11 @@ def test_op_pages_all_hosts(standalone: Any, serve_page: Any) -> None:
     page = serve_page.page
     page.goto(app_url(standalone, run=run, host="__all__", tool="framework_op_stats"))
     wait_ready(page)
-    wait_charts_drawn(page, min_charts=4)
+    wait_charts_drawn(page, min_charts=2)  # the host side's one-slice pies are sentences
     backend = backend_rows(standalone, run, "framework_op_stats", "ops", host="__all__")
     at = [c["name"] for c in backend["columns"]].index("operation")
-    assert sorted(r[3] for r in shown_rows(page, "ops")) == sorted(r[at] for r in backend["rows"])
+    shown_at = column_names(page, "ops").index("operation")
+    assert sorted(r[shown_at] for r in shown_rows(page, "ops")) == sorted(r[at] for r in backend["rows"])
     page.goto(app_url(standalone, run=run, host="__all__", tool="op_profile"))
     wait_ready(page)
     result = standalone.json("data", run=run, host="__all__", tool="op_profile", rows="0")

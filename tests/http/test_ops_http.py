@@ -52,12 +52,13 @@ def test_op_stats_filters_on_name_type_and_side(client: Client) -> None:
 def test_op_stats_sort_and_paging(client: Client) -> None:
     run = _run(client, "keras_cnn/")
     page = _data(client, run=run, tool="framework_op_stats", sort="occurrences", desc="true", offset=5,
-                 limit=10)["tables"]["ops"]
+                 limit=10, include_idle="true")["tables"]["ops"]
     occ = page["columns"].index(next(c for c in page["columns"] if c["name"] == "occurrences"))
     values = [r[occ] for r in page["rows"]]
     assert len(values) == 10 and values == sorted(values, reverse=True)
     assert page["total_rows"] == 429 and page["offset"] == 5  # XProf's golden: 429 rows with IDLE
-    past = _data(client, run=run, tool="framework_op_stats", offset=100000, limit=50)["tables"]["ops"]
+    past = _data(client, run=run, tool="framework_op_stats", offset=100000, limit=50,
+                 include_idle="true")["tables"]["ops"]
     assert past["rows"] == [] and past["total_rows"] == 429
 
 
@@ -112,7 +113,8 @@ def test_memory_profile_without_allocation_events_explains(profiles_root: Path, 
     assert "MemoryAllocation" in body["message"] and "host_tracer_level" in body["message"]
     # XProf's 132 rows for custom_loop include one op known only as the tf_op of allocation
     # events (random_flip_left_right/random_uniform/RandomUniform, 0 self time): 131 remain.
-    assert _data(client, run=run, tool="framework_op_stats")["tables"]["ops"]["total_rows"] == 131
+    ops = _data(client, run=run, tool="framework_op_stats", include_idle="true")["tables"]["ops"]
+    assert ops["total_rows"] == 131
 
 
 def test_op_tools_on_all_hosts(client: Client) -> None:
@@ -138,3 +140,27 @@ def test_op_tools_on_all_hosts(client: Client) -> None:
     assert _data(client, run=run, host="__all__", tool="op_profile")["hosts"] == ["worker0", "worker1"]
     bad = client.get(API + "data", query_string={"run": run, "host": "__all__", "tool": "memory_profile"})
     assert bad.status_code == 400 and "one host at a time" in bad.get_json()["error"]
+
+
+def test_op_stats_leave_idle_out_by_default_as_xprof(client: Client) -> None:
+    """XProf's framework_op_stats page starts with "include idle" off: so does ours."""
+    run = _run(client, "keras_cnn/")
+    default = _data(client, run=run, tool="framework_op_stats")
+    with_idle = _data(client, run=run, tool="framework_op_stats", include_idle="true")
+    assert default["include_idle"] is False and with_idle["include_idle"] is True
+    types = default["tables"]["ops"]["columns"].index(next(c for c in default["tables"]["ops"]["columns"]
+                                                           if c["name"] == "type"))
+    assert "IDLE" not in {r[types] for r in default["tables"]["ops"]["rows"]}
+    # keras_cnn runs on the host only: one IDLE row (host) more with idle.
+    assert with_idle["tables"]["ops"]["total_rows"] == default["tables"]["ops"]["total_rows"] + 1
+
+
+def test_tools_route_describes_option_controls(client: Client) -> None:
+    run = _run(client, "jax_mlp/")
+    tools = {t["name"]: t for t in client.get(API + "tools", query_string={"run": run}).get_json()["tools"]}
+    options = {o["name"]: o for o in tools["op_profile"]["options"]}
+    assert options["order_by"]["choices"][0] == "self_time" and "time_wasted" in options["order_by"]["choices"]
+    assert (options["top_percent"]["min"], options["top_percent"]["max"]) == (1, 100)
+    assert options["min_self_time_us"]["advanced"] is True and "advanced" not in options["order_by"]
+    memory = {o["name"]: o for o in tools["memory_profile"]["options"]}
+    assert memory["breakdown_scope"]["choices"] == ["step", "window"]

@@ -8,7 +8,7 @@ import { postCapture, type CaptureReport, type CaptureRequest } from "../data/ca
 import { registerHeaderAction, type ShellContext } from "../shell/actions";
 import { openDialog } from "../widgets/dialog";
 import { clear, h } from "../widgets/dom";
-import { DEFAULT_FIELDS, LIMITS, expectedMs, validateCapture, type CaptureFields, type FieldErrors } from "./capture_form";
+import { DEFAULT_FIELDS, LIMITS, expectedMs, reportLines, validateCapture, type CaptureFields, type FieldErrors } from "./capture_form";
 
 const STORAGE_KEY = "tbprof.capture.fields";
 type Key = keyof CaptureFields;
@@ -69,14 +69,14 @@ function resultList(report: CaptureReport): HTMLElement {
   return h(
     "ul",
     { class: "tbp-capture-results" },
-    report.results.map((r) =>
+    reportLines(report).results.map((r, i) =>
       h(
         "li",
-        { class: r.ok ? "tbp-capture-ok" : "tbp-capture-failed", "data-address": r.address, "data-kind": r.kind },
+        { class: r.ok ? "tbp-capture-ok" : "tbp-capture-failed", "data-address": r.address, "data-kind": report.results[i]?.kind ?? "" },
         h("span", { class: "tbp-capture-mark", "aria-hidden": "true" }, r.ok ? "✓" : "✗"),
         h("strong", {}, r.address),
-        " ",
-        h("span", {}, r.message),
+        r.message === null ? null : " ",
+        r.message === null ? null : h("span", {}, r.message),
       ),
     ),
   );

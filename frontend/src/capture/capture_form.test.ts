@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { DEFAULT_FIELDS, addressError, validateCapture } from "./capture_form";
+import { DEFAULT_FIELDS, addressError, reportLines, validateCapture } from "./capture_form";
 
 describe("addressError", () => {
   it.each(["localhost:6009", "grpc://localhost:6009", "10.0.0.7:65535", "[::1]:6009", "worker-0.cluster.local:1"])(
@@ -56,5 +56,24 @@ describe("validateCapture", () => {
   it("asks for an address when there is none", () => {
     expect(validateCapture(DEFAULT_FIELDS).errors.addresses).toContain("enter host:port");
     expect(validateCapture({ ...DEFAULT_FIELDS, addresses: "a:1,,b:2" }).errors.addresses).toContain("empty");
+  });
+});
+
+describe("capture report lines", () => {
+  const result = (address: string, ok: boolean, message: string) => ({
+    address, host: address, ok, kind: ok ? "ok" : "unreachable", message, path: "", attempts: 1, elapsedS: 0,
+  }) as const;
+  const report = (message: string, results: ReturnType<typeof result>[]) => ({
+    ok: results.every((r) => r.ok), message, session: "s", run: null, sessionDir: "", results: [...results],
+  });
+  it("says a single address's error once: in the headline", () => {
+    const msg = "could not connect to a profiler server at localhost:1 (4 attempts): refused.";
+    const lines = reportLines(report(msg, [result("localhost:1", false, msg)]));
+    expect(lines.headline).toBe(msg);
+    expect(lines.results).toEqual([{ address: "localhost:1", ok: false, message: null }]);
+  });
+  it("keeps each address's own words when the headline sums up several", () => {
+    const lines = reportLines(report("1 of 2 hosts captured", [result("a:1", true, "wrote a.xplane.pb"), result("b:1", false, "refused")]));
+    expect(lines.results.map((r) => r.message)).toEqual(["wrote a.xplane.pb", "refused"]);
   });
 });

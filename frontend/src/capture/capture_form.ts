@@ -2,7 +2,7 @@
 // as the backend (plugin/tbprof/capture/addresses.py, session.py), so mistakes are shown
 // next to the field before anything is sent.
 
-import type { CaptureRequest } from "../data/capture";
+import type { CaptureReport, CaptureRequest } from "../data/capture";
 
 export interface CaptureFields {
   addresses: string;
@@ -131,4 +131,20 @@ export function validateCapture(f: CaptureFields): { request: CaptureRequest | n
 /** How long the user should expect to wait: delay + duration + collection (a rough bar). */
 export function expectedMs(req: CaptureRequest): number {
   return req.delay_ms + req.duration_ms + 1500;
+}
+
+/**
+ * What the dialog says after a capture: the report's one-line message, then one line per
+ * address whose message is left out when the headline already says it (issue 19: with one
+ * address the backend's headline is that address's message, and the dialog showed it twice).
+ */
+export function reportLines(report: CaptureReport): { headline: string; results: { address: string; ok: boolean; message: string | null }[] } {
+  return {
+    headline: report.message,
+    results: report.results.map((r) => ({
+      address: r.address,
+      ok: r.ok,
+      message: r.message === "" || report.message.includes(r.message) ? null : r.message,
+    })),
+  };
 }

@@ -2,6 +2,7 @@
 // index.js was loaded from (/data/plugin/tbprof/ inside TensorBoard and standalone), so no
 // request can leave the plugin's routes.
 
+import { type ErrorKind, errorKind } from "./error_kind";
 import { decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools, isRecord } from "./decode";
 import type {
   DataRequest,
@@ -13,8 +14,13 @@ import type {
   ToolResult,
 } from "./types";
 
-/** A failed request: HTTP status (0 when the server could not be reached) and its message. */
+/**
+ * A failed request: HTTP status (0 when the server could not be reached), its message, and
+ * its machine-readable kind (the JSON body's `kind`; see error_kind.ts).
+ */
 export class ApiError extends Error {
+  readonly kind: ErrorKind;
+
   constructor(
     message: string,
     readonly status: number,
@@ -23,6 +29,7 @@ export class ApiError extends Error {
   ) {
     super(message);
     this.name = "ApiError";
+    this.kind = errorKind(status, detail);
   }
 }
 

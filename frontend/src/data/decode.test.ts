@@ -56,8 +56,13 @@ describe("tool results", () => {
     expect(Array.isArray(r.raw.hosts)).toBe(true);
   });
   it("decodes tools and settings", () => {
-    const tools = decodeTools({ tools: [{ name: "x", title: "X", multi_host: true, options: [{ name: "o", default: false, help: "h" }] }] });
-    expect(tools[0]).toEqual({ name: "x", title: "X", multiHost: true, options: [{ name: "o", default: false, help: "h" }] });
+    const tools = decodeTools({ tools: [{ name: "x", title: "X", multi_host: true, options: [{ name: "o", default: false, help: "h" },
+      { name: "n", default: 3, help: "", min: 0, max: 9, choices: null, group: "Limits", advanced: true }] }] });
+    // Older servers send name/default/help only: the control fields are null.
+    expect(tools[0]).toEqual({ name: "x", title: "X", multiHost: true, options: [
+      { name: "o", default: false, help: "h", choices: null, min: null, max: null, group: null, advanced: null },
+      { name: "n", default: 3, help: "", choices: null, min: 0, max: 9, group: "Limits", advanced: true },
+    ] });
     const s = decodeSettings({ version: "1", capture_enabled: true, tools: [{ name: "t", title: "T" }] });
     expect(s.captureEnabled).toBe(true);
     expect(s.tools).toEqual([{ name: "t", title: "T", description: "" }]);

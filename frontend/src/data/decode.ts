@@ -174,10 +174,17 @@ export function decodeTools(v: unknown): ToolInfo[] {
       multiHost: to.multi_host === undefined ? false : boolean(to.multi_host, `${p}.multi_host`),
       options: (to.options === undefined ? [] : array(to.options, `${p}.options`)).map((op, j) => {
         const oo = wire<ToolOptionJson>(op, `${p}.options[${j}]`);
+        const n = (v: unknown): number | null => (typeof v === "number" && Number.isFinite(v) ? v : null);
         return {
           name: string(oo.name, `${p}.options[${j}].name`),
           default: oo.default,
           help: optString(oo.help, `${p}.options[${j}].help`),
+          // How to draw it (a select, a bounded number, "More options"); older servers send none.
+          choices: Array.isArray(oo.choices) ? oo.choices.filter((c): c is string => typeof c === "string") : null,
+          min: n(oo.min),
+          max: n(oo.max),
+          group: typeof oo.group === "string" && oo.group ? oo.group : null,
+          advanced: typeof oo.advanced === "boolean" ? oo.advanced : null,
         };
       }),
     };

@@ -29,10 +29,16 @@ export interface RunsResponse {
   all_hosts: string;
 }
 
+/** A tool option and the control a page draws for it. */
 export interface ToolOptionJson {
   name: string;
   default: unknown;
   help: string;
+  choices?: string[];
+  min?: number;
+  max?: number;
+  group?: string;
+  advanced?: boolean;
 }
 
 export interface ToolJson {

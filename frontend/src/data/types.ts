@@ -44,6 +44,15 @@ export interface ToolOption {
   name: string;
   default: unknown;
   help: string;
+  /** The allowed values (the options bar shows a select). */
+  choices: string[] | null;
+  /** Bounds of a number option (a number input with min/max). */
+  min: number | null;
+  max: number | null;
+  /** A heading the option is listed under, e.g. "Thresholds". */
+  group: string | null;
+  /** Rarely changed: listed under "More options", closed. */
+  advanced: boolean | null;
 }
 
 export interface ToolInfo {

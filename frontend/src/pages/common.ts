@@ -1,22 +1,41 @@
 // Building blocks every page uses: a table bound to the URL and the backend, a chart that
 // is disposed with the page, cards for a result's scalar fields, a page title.
 
-import { formatByKey, humanizeKey } from "../base/format";
+import { formatByKey, formatWithUnit, humanizeKey } from "../base/format";
 import type { ToolResult } from "../data/types";
 import { type Card, cardRow } from "../widgets/cards";
 import { Chart, type ChartOptions, PALETTE, unitFormatter } from "../widgets/chart";
 import { h } from "../widgets/dom";
-import { DataTable } from "../widgets/table";
+import { DataTable, type DataTableOptions } from "../widgets/table";
+import { hiddenFromParam, hiddenToParam } from "../widgets/table_columns";
 import { viewFromParams, viewToUpdates } from "../widgets/table_model";
 import type { PageContext } from "./context";
 
 export const DEFAULT_PAGE_SIZE = 100;
+
+/**
+ * Tables read by their name, count and time (tool/table): shown with those columns first
+ * (issue 19: kernel stats put the kernel's name second and its time 14th of 17 columns).
+ */
+const KEY_FIRST_TABLES = new Set([
+  "kernel_stats/kernels", "framework_op_stats/ops", "tf1_op_stats/ops", "pytorch_op_stats/operators",
+  "pytorch_kernel_stats/kernels",
+]);
 
 export interface TableWidgetOptions {
   title?: string;
   description?: string;
   pageSize?: number;
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
+  keyColumnsFirst?: boolean;
+}
+
+/** The column chooser's state of table `name` in the URL (t.<name>.hide). */
+export function hiddenColumns(ctx: PageContext, name: string): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+  return {
+    hidden: hiddenFromParam(ctx.tableParams(name).get("hide")),
+    onHiddenChange: (hidden) => ctx.setTableParams({ [`${name}.hide`]: hiddenToParam(hidden) }),
+  };
 }
 
 function safeName(s: string): string {
@@ -44,6 +63,8 @@ export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOpt
     csvName: safeName(`${ctx.run.name}_${host}_${ctx.request.tool}_${name}`),
     fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
     decorateCell: opts.decorateCell,
+    keyColumnsFirst: opts.keyColumnsFirst ?? KEY_FIRST_TABLES.has(`${ctx.request.tool}/${name}`),
+    ...hiddenColumns(ctx, name),
   });
   ctx.onDispose(() => widget.dispose());
   return widget;
@@ -92,31 +113,76 @@ export function pageTitle(ctx: PageContext, fallback: string): HTMLElement {
 export interface Slice {
   name: string;
   value: number;
+  /** A fixed colour (step categories keep theirs on every page). */
+  color?: string;
 }
 
-/** A pie of the largest `top` slices plus "Other" for the rest, tooltips in `unit`. */
-export function pieOption(slices: readonly Slice[], unit: string, top = 10): Record<string, unknown> {
+/** Slices a pie shows: the largest `top` and one "Other (k)" for the rest; empty ones dropped. */
+export function pieSlices(slices: readonly Slice[], top = 8): Slice[] {
   const sorted = [...slices].filter((s) => s.value > 0).sort((a, b) => b.value - a.value);
-  const shown: Slice[] = sorted.slice(0, top);
-  const rest = sorted.slice(top).reduce((a, s) => a + s.value, 0);
-  if (rest > 0) shown.push({ name: `Other (${sorted.length - top})`, value: rest });
+  // Never an "Other (1)": one more slice costs no more room than the "Other" would.
+  const keep = sorted.length === top + 1 ? top + 1 : top;
+  const shown: Slice[] = sorted.slice(0, keep);
+  const rest = sorted.slice(keep).reduce((a, s) => a + s.value, 0);
+  if (rest > 0) shown.push({ name: `Other (${sorted.length - keep})`, value: rest, color: "#bab0ac" });
+  return shown;
+}
+
+/** A long name cut in the middle, keeping its end (op names differ at the end: ".../fusion_12"). */
+export function middleEllipsis(name: string, maxChars: number): string {
+  if (name.length <= maxChars) return name;
+  const tail = Math.ceil((maxChars - 1) * 0.55);
+  return `${name.slice(0, maxChars - 1 - tail)}…${name.slice(name.length - tail)}`;
+}
+
+/**
+ * A donut of the largest `top` slices plus "Other" (issue 19): the legend lists every slice
+ * beside the donut (no paging) with long names cut in the middle and whole on hover, and
+ * percentages sit inside the slices, so nothing is cut at 1280 px.
+ */
+export function pieOption(slices: readonly Slice[], unit: string, top = 8): Record<string, unknown> {
+  const shown = pieSlices(slices, top);
   return {
     color: PALETTE,
     tooltip: { trigger: "item", valueFormatter: unitFormatter(unit), confine: true },
-    legend: { type: "scroll", bottom: 0, textStyle: { width: 110, overflow: "truncate" } },
+    legend: {
+      type: "plain", orient: "vertical", right: 4, top: "middle", itemGap: 6, itemWidth: 12, itemHeight: 10,
+      formatter: (name: string) => middleEllipsis(name, 26),
+      tooltip: { show: true },
+      textStyle: { fontSize: 11 },
+    },
     series: [
       {
         type: "pie",
-        radius: ["28%", "58%"],
-        center: ["50%", "44%"],
-        data: shown,
-        // Labels only on slices wide enough to carry one; the legend and tooltip name the rest.
-        minShowLabelAngle: 14,
-        label: { formatter: "{d}%" },
-        labelLine: { length: 6, length2: 6 },
+        radius: ["30%", "66%"],
+        center: ["28%", "50%"],
+        data: shown.map((s) => (s.color ? { name: s.name, value: s.value, itemStyle: { color: s.color } } : { name: s.name, value: s.value })),
+        // Percentages inside slices wide enough to carry one; the legend and tooltip name them all.
+        minShowLabelAngle: 20,
+        label: { position: "inside", formatter: "{d}%", fontSize: 10, color: "#fff" },
+        labelLine: { show: false },
       },
     ],
   };
+}
+
+/**
+ * A pie of `slices` in `parent`, or a sentence when there is nothing to compare: a donut
+ * that is one 100 % ring says less than "all of it is X" (issue 19).
+ */
+export function pieChart(ctx: PageContext, parent: HTMLElement, opts: ChartOptions, slices: readonly Slice[], unit: string,
+  what: { measure: string; kind: string }): Chart | null {
+  const shown = pieSlices(slices);
+  if (shown.length >= 2) {
+    const c = chart(ctx, parent, opts);
+    c.setOption(pieOption(slices, unit));
+    return c;
+  }
+  const only = shown[0];
+  parent.appendChild(h("p", { class: "tbp-pie-sentence", "data-pie-sentence": opts.id ?? "" }, only
+    ? [`All of the ${what.measure} (${formatWithUnit(only.value, unit)}) is in one ${what.kind}: `, h("b", {}, only.name), "."]
+    : `No ${what.measure} to break down.`));
+  return null;
 }
 
 /** A titled box for a chart, appended to `parent`. */

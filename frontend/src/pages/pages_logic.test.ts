@@ -1,8 +1,10 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, field reading.
 import { describe, expect, it } from "vitest";
-import { pieOption } from "./common";
+import { middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
-import { inputTone } from "./overview/overview_page";
+import { inputCardHint, inputVerdict } from "./input_verdict";
+import { opPlacementCards } from "./overview/overview_page";
+import { stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -12,21 +14,42 @@ describe("pieOption", () => {
     expect(data).toHaveLength(11);
     expect(data[0]).toEqual({ name: "op12", value: 13 }); // largest first
     // op0..op2 (values 1+2+3 = 6) fall outside the top 10.
-    expect(data[10]).toEqual({ name: "Other (3)", value: 6 });
+    expect(data[10]).toMatchObject({ name: "Other (3)", value: 6 });
   });
-  it("drops empty slices", () => {
-    const series = (pieOption([{ name: "a", value: 0 }, { name: "b", value: 2 }], "us").series as { data: unknown[] }[])[0];
-    expect(series?.data).toEqual([{ name: "b", value: 2 }]);
+  it("drops empty slices, never makes an 'Other (1)', keeps fixed colours", () => {
+    expect(pieSlices([{ name: "a", value: 0 }, { name: "b", value: 2 }])).toEqual([{ name: "b", value: 2 }]);
+    const nine = Array.from({ length: 9 }, (_, i) => ({ name: `k${i}`, value: 9 - i }));
+    expect(pieSlices(nine, 8).map((s) => s.name)).toEqual(nine.map((s) => s.name));
+    expect(pieSlices([...nine, { name: "z", value: 0.5 }], 8).at(-1)).toMatchObject({ name: "Other (2)", value: 1.5 });
+    const series = (pieOption([{ name: "a", value: 1, color: "#123456" }, { name: "b", value: 1 }], "ms").series as { data: unknown[] }[])[0];
+    expect(series?.data[0]).toEqual({ name: "a", value: 1, itemStyle: { color: "#123456" } });
+  });
+  it("cuts long legend names in the middle, keeping the end", () => {
+    expect(middleEllipsis("short", 26)).toBe("short");
+    const cut = middleEllipsis("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 26);
+    expect(cut).toHaveLength(26);
+    expect(cut.endsWith("ncclWork*)")).toBe(true);
+    expect(cut.startsWith("ncclDevKe")).toBe(true);
   });
 });
 
-describe("inputTone", () => {
-  it("uses XProf's 20 % / 5 % input-bound thresholds", () => {
-    expect(inputTone(25)).toBe("bad");
-    expect(inputTone(20)).toBe("warn"); // "more than 20 %" is input-bound
-    expect(inputTone(5.1)).toBe("warn");
-    expect(inputTone(5)).toBe("good");
-    expect(inputTone(null)).toBe("neutral");
+describe("input verdict", () => {
+  it("takes colour and words from the backend's input_bound, never from the percentage", () => {
+    // Exactly 20 %: the backend says "high" (it tests >= 20); the card must agree.
+    expect(inputVerdict({ input_bound: "high" }).tone).toBe("bad");
+    expect(inputVerdict({ input_bound: "moderate" }).tone).toBe("warn");
+    // "potential" comes from 'all others' time, not from the input wait: still a warning.
+    expect(inputVerdict({ input_bound: "potential" })).toMatchObject({ tone: "warn", label: "Possibly input-bound" });
+    expect(inputVerdict({ input_bound: "no" })).toMatchObject({ tone: "good", label: "Not input-bound" });
+    expect(inputVerdict({ input_bound: "unknown" }).tone).toBe("neutral");
+    expect(inputVerdict({}).tone).toBe("neutral");
+  });
+  it("shows the thresholds the backend sends beside the verdict, and none when it sends none", () => {
+    const v = inputVerdict({ input_bound: "no", input_thresholds_percent: { high: 20, moderate: 5 } });
+    expect(v.thresholds).toBe("input-bound at ≥ 20%, moderate at ≥ 5%");
+    expect(inputCardHint(v)).toBe("of the step time · Not input-bound (input-bound at ≥ 20%, moderate at ≥ 5%)");
+    expect(inputVerdict({ input_bound: "no" }).thresholds).toBe("");
+    expect(inputCardHint(inputVerdict({ input_bound: "no" }))).toBe("of the step time · Not input-bound");
   });
 });
 
@@ -40,5 +63,45 @@ describe("fields", () => {
     expect(list(obj(o, "c"), "d")).toHaveLength(3);
     expect(objs(obj(o, "c"), "d")).toEqual([{ e: 2 }]);
     expect(obj(o, "missing")).toEqual({});
+  });
+});
+
+describe("all-hosts step chart", () => {
+  const table = (rows: [string, string][]) => ({
+    columns: [
+      { name: "step", label: "Step", kind: "str" as const, unit: "", description: "" },
+      { name: "host", label: "Host", kind: "str" as const, unit: "", description: "" },
+    ],
+    rows, totalRows: rows.length, offset: 0, meta: {},
+  });
+  it("names the host of each bar: the backend's list first", () => {
+    expect(stepHosts({ step: ["a", "b"], host: ["w0", "w1"] }, undefined)).toEqual(["w0", "w1"]);
+  });
+  it("else the steps table's host of the same step", () => {
+    // jax_2hosts: the step chart keeps, per step, the slower host's bar.
+    expect(stepHosts({ step: ["train 4", "train 5"] }, table([["train 4", "worker1"], ["train 5", "worker0"]])))
+      .toEqual(["worker1", "worker0"]);
+    // A name on two hosts is ambiguous: no host for that bar.
+    expect(stepHosts({ step: ["s", "t"] }, table([["s", "w0"], ["s", "w1"], ["t", "w0"], ["u", "w1"]]))).toBeNull();
+  });
+  it("says nothing when every bar is from one host", () => {
+    expect(stepHosts({ step: ["a", "b"], host: ["w0", "w0"] }, undefined)).toBeNull();
+    expect(stepHosts({ step: ["a"] }, undefined)).toBeNull();
+  });
+});
+
+describe("op placement cards", () => {
+  const perf = { host_op_time_percent: 3.8, device_op_time_percent: 96.2, host_op_time_eager_percent: 0, device_op_time_eager_percent: 0 };
+  it("labels placement by time, and by count when the backend sends counts", () => {
+    const time = opPlacementCards(perf, true);
+    expect(time.map((c) => [c.label, c.value])).toEqual([["Op placement, by time", "96.2% device"]]);
+    const both = opPlacementCards({ ...perf, device_op_count_percent: 40, host_op_count_percent: 60 }, true);
+    expect(both.map((c) => [c.label, c.value, c.hint])).toEqual([
+      ["Op placement, by time", "96.2% device", "3.8% host · eager: 0.0% of device, 0.0% of host op time"],
+      ["Op placement, by count", "40.0% device", "60.0% host (of all ops run)"],
+    ]);
+  });
+  it("speaks of the host alone on host-only runs", () => {
+    expect(opPlacementCards({ host_op_time_percent: 100, host_op_time_eager_percent: 12 }, false)[0]?.value).toBe("100.0% host");
   });
 });

@@ -3,6 +3,7 @@
 // per-step stacked chart, avg/stddev/min/max tables and diagnostics.
 
 import { formatNumber } from "../base/format";
+import type { TableData } from "../data/types";
 import { axisLabel, type Chart, unitFormatter } from "../widgets/chart";
 import { h } from "../widgets/dom";
 import { messageBox } from "../widgets/message";
@@ -28,9 +29,39 @@ export const STEP_CATEGORIES: readonly Category[] = [
   { key: "all_others", label: "All others", color: "#bab0ac" },
 ];
 
-/** The per-step stacked bar chart of step_time_graph (categories that are all zero are left out). */
-export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Category[] = STEP_CATEGORIES): void {
+/**
+ * The host each bar of an all-hosts step chart comes from (issue 19): the backend's
+ * `step_time_graph.host` (one per step), else the host of the same step in the steps table
+ * (when the step's name is on one host only). Null when every step is on the same host.
+ */
+export function stepHosts(graph: Obj, stepsTable: TableData | undefined): (string | null)[] | null {
   const steps = strs(graph, "step");
+  let hosts: (string | null)[] = strs(graph, "host");
+  if (hosts.length !== steps.length && stepsTable) {
+    const si = stepsTable.columns.findIndex((c) => c.name === "step");
+    const hi = stepsTable.columns.findIndex((c) => c.name === "host");
+    const byStep = new Map<string, string | null>();
+    if (si >= 0 && hi >= 0) {
+      for (const row of stepsTable.rows) {
+        const step = row[si];
+        const host = row[hi];
+        if (typeof step !== "string" || typeof host !== "string") continue;
+        const seen = byStep.get(step);
+        byStep.set(step, seen === undefined || seen === host ? host : null); // null: the name is on several hosts
+      }
+    }
+    hosts = steps.map((st) => byStep.get(st) ?? null);
+  }
+  if (hosts.length !== steps.length) return null;
+  const distinct = new Set(hosts.filter((x) => x !== null));
+  return distinct.size > 1 ? hosts : null;
+}
+
+/** The per-step stacked bar chart of step_time_graph (categories that are all zero are left out). */
+export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Category[] = STEP_CATEGORIES,
+  hosts: readonly (string | null)[] | null = null): void {
+  // All hosts: each bar says which host it comes from, on a second label line.
+  const steps = strs(graph, "step").map((st, i) => (hosts?.[i] ? `${st}\n${hosts[i] ?? ""}` : st));
   const series = categories
     .map((c) => ({ c, values: list(graph, `${c.key}_ms`).map((v) => (typeof v === "number" ? v : 0)) }))
     .filter((s) => s.values.some((v) => v > 0));

@@ -14,6 +14,8 @@ import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { headerActions, type ShellContext } from "./actions";
+import { errorBox } from "./error_box";
+import { renderOptionControls } from "./option_controls";
 import { StateStore } from "./state";
 
 const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
@@ -178,67 +180,95 @@ export class Shell {
     this.notice.hidden = true;
     const stale = (): boolean => gen !== this.generation;
 
-    if (this.runsError !== null) {
-      this.showPageMessage(errorBox(this.runsError, "the list of runs"));
-      this.fillRunSelect(null);
-      return;
-    }
-    if (this.runs.length === 0) {
-      this.fillRunSelect(null);
-      this.renderHostSelect(null, [], false);
-      clear(this.toolNav);
+    if (!this.runsUsable()) return;
+    const run = await this.chooseRun();
+    if (stale() || run === null) return;
+
+    // When the run list already knows the run's tools exactly, the tool's data is requested
+    // now, in parallel with the tool list (one round trip less before the page can draw).
+    const early = this.prefetch(run, ctl.signal);
+    const tools = await this.openRun(run);
+    if (stale() || tools === null) return;
+
+    const { tool, info, host } = this.chooseTool(run, tools);
+    if (tool === null) {
       this.showPageMessage(
-        messageBox({
-          title: "No profiles found in this log directory",
-          body: [
-            "tbprof looks for profiler output below the log directory: plugins/profile/<session>/<host>.xplane.pb " +
-              "(TensorFlow, JAX), Chrome trace JSON files and tfprof dumps.",
-            "Record a profile (e.g. tf.profiler.experimental.start(logdir) … stop(), jax.profiler.trace(logdir)) " +
-              "and press Reload.",
-          ],
-        }),
+        messageBox({ title: "No tool has data for this run", body: `tbprof found nothing to analyse in run ${run.name}.` }),
       );
       return;
     }
+    if (!tools.names.includes(tool)) {
+      this.showNoData(run, tools, tool, null, ctl.signal);
+      return;
+    }
+    await this.renderPage(gen, ctl, run, host, tool, info, tools, early);
+  }
 
-    // Run: the URL's if it exists (rescanning once for a fresh deep link), else the newest.
-    let runName = this.state.get("run");
+  /** False (with a message shown) when there is no run to show. */
+  private runsUsable(): boolean {
+    if (this.runsError !== null) {
+      this.showPageMessage(errorBox(this.runsError, "the list of runs"));
+      this.fillRunSelect(null);
+      return false;
+    }
+    if (this.runs.length > 0) return true;
+    this.fillRunSelect(null);
+    this.renderHostSelect(null, [], false);
+    clear(this.toolNav);
+    this.showPageMessage(
+      messageBox({
+        title: "No profiles found in this log directory",
+        body: [
+          "tbprof looks for profiler output below the log directory: plugins/profile/<session>/<host>.xplane.pb " +
+            "(TensorFlow, JAX), Chrome trace JSON files and tfprof dumps.",
+          "Record a profile (e.g. tf.profiler.experimental.start(logdir) … stop(), jax.profiler.trace(logdir)) " +
+            "and press Reload.",
+        ],
+      }),
+    );
+    return false;
+  }
+
+  /** The URL's run if it exists (rescanning once for a fresh deep link), else the newest. */
+  private async chooseRun(): Promise<RunInfo | null> {
+    const gen = this.generation;
+    const runName = this.state.get("run");
     let run = this.runs.find((r) => r.name === runName) ?? null;
     if (runName !== null && run === null) {
       await this.loadRuns(true);
-      if (stale()) return;
+      if (gen !== this.generation) return null;
       run = this.runs.find((r) => r.name === runName) ?? null;
       if (run === null) this.showNotice(`Run "${runName}" is not in this log directory; showing the newest run.`);
     }
     run ??= this.runs[0] ?? null;
-    if (run === null) return;
-    runName = run.name;
+    if (run === null) return null;
     this.fillRunSelect(run.name);
     this.current = { run, host: null };
     // Hosts are known before the tools are: show them while the run opens (or fails to).
     const wantedHost = this.state.get("host");
     this.renderHostSelect(run, run.hosts, false, wantedHost !== null && run.hosts.includes(wantedHost) ? wantedHost : (run.hosts[0] ?? null));
+    return run;
+  }
 
-    // When the run list already knows the run's tools exactly, the tool's data is requested
-    // now, in parallel with the tool list (one round trip less before the page can draw).
-    const early = this.prefetch(run, ctl.signal);
-
-    // Tools of the run: converting a large profile the first time takes a moment.
-    let tools: RunTools;
+  /** The run's tools (converting a large profile the first time takes a moment), or null on failure (shown). */
+  private async openRun(run: RunInfo): Promise<RunTools | null> {
+    const gen = this.generation;
     if (!this.runTools.has(run.name)) {
       clear(this.page);
       this.page.appendChild(loading(run.toolsExact ? `run ${run.name}` : `run ${run.name} (reading the profile)`));
     }
     try {
-      tools = await this.toolsOf(run);
+      return await this.toolsOf(run);
     } catch (e) {
-      if (stale()) return;
+      if (gen !== this.generation) return null;
       clear(this.toolNav);
       this.showPageMessage(errorBox(e, `run ${run.name}`));
-      return;
+      return null;
     }
-    if (stale()) return;
+  }
 
+  /** The URL's tool (or the run's default) and host; draws the selectors and writes the choice back. */
+  private chooseTool(run: RunInfo, tools: RunTools): { tool: string | null; info: ToolInfo | null; host: string | null } {
     const requested = this.state.get("tool");
     const tool = requested ?? defaultTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
     const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
@@ -251,33 +281,28 @@ export class Shell {
     this.renderActions();
     // Write back what was chosen by default, so the URL always names the full view.
     this.state.update({ run: run.name, host, tool }, { silent: true });
+    return { tool, info, host };
+  }
 
-    if (tool === null) {
-      this.showPageMessage(
-        messageBox({ title: "No tool has data for this run", body: `tbprof found nothing to analyse in run ${run.name}.` }),
-      );
-      return;
-    }
-    if (!tools.names.includes(tool)) {
-      clear(this.page);
-      this.optionsBar.hidden = true;
-      renderNoData({
-        el: this.page,
-        api: this.api,
-        run,
-        runTools: tools.names,
-        tool,
-        title: this.toolTitle(tool, tools),
-        known: this.settings.tools.length === 0 || this.settings.tools.some((t) => t.name === tool),
-        backendMessage: null,
-        toolTitle: (t) => this.toolTitle(t, tools),
-        href: (t) => this.toolHref(t),
-        open: (t) => this.openTool(t),
-        signal: ctl.signal,
-      });
-      return;
-    }
-    await this.renderPage(gen, ctl, run, host, tool, info, tools, early);
+  /** "No data for this tool": why, and the tools that have data. */
+  private showNoData(run: RunInfo, tools: RunTools, tool: string, backendMessage: string | null, signal: AbortSignal): void {
+    clear(this.page);
+    // Options stay when the backend said "no data": another option value may have data.
+    if (backendMessage === null) this.optionsBar.hidden = true;
+    renderNoData({
+      el: this.page,
+      api: this.api,
+      run,
+      runTools: tools.names,
+      tool,
+      title: this.toolTitle(tool, tools),
+      known: backendMessage !== null || this.settings.tools.length === 0 || this.settings.tools.some((t) => t.name === tool),
+      backendMessage,
+      toolTitle: (t) => this.toolTitle(t, tools),
+      href: (t) => this.toolHref(t),
+      open: (t) => this.openTool(t),
+      signal,
+    });
   }
 
   private currentOptions(): Record<string, string> {
@@ -399,40 +424,18 @@ export class Shell {
   }
 
   private renderOptions(info: ToolInfo | null, spec: PageSpec | undefined): void {
-    clear(this.optionsBar);
     const options = (info?.options ?? []).filter((o) => !(spec?.hideOptions ?? []).includes(o.name));
-    this.optionsBar.hidden = options.length === 0;
-    if (options.length === 0) return;
-    this.optionsBar.appendChild(h("span", { class: "tbp-muted" }, "Options:"));
-    for (const opt of options) {
-      const current = this.state.get(`o.${opt.name}`);
-      let input: HTMLInputElement;
-      if (typeof opt.default === "boolean") {
-        input = h("input", { type: "checkbox", "data-option": opt.name });
-        input.checked = current === null ? opt.default : ["1", "true", "yes", "on"].includes(current.toLowerCase());
-        input.addEventListener("change", () => {
-          const value = input.checked === opt.default ? null : input.checked ? "true" : "false";
-          this.state.update({ [`o.${opt.name}`]: value });
-        });
-      } else if (spec?.optionChoices?.[opt.name]) {
-        const choices = spec.optionChoices[opt.name] ?? [];
-        const fallback = typeof opt.default === "string" ? opt.default : "";
-        const value = current ?? fallback;
-        const sel = h("select", { "data-option": opt.name }, choices.map((c) => h("option", { value: c, selected: c === value }, c.replace(/_/g, " "))));
-        sel.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: sel.value === fallback ? null : sel.value }));
-        this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, `${opt.name.replace(/_/g, " ")} `, sel));
-        continue;
-      } else {
-        input = h("input", {
-          type: "text",
-          "data-option": opt.name,
-          value: current ?? (opt.default === null || opt.default === undefined ? "" : String(opt.default as string | number)),
-          size: 10,
-        });
-        input.addEventListener("change", () => this.state.update({ [`o.${opt.name}`]: input.value || null }));
-      }
-      this.optionsBar.appendChild(h("label", { class: "tbp-option", title: opt.help }, input, ` ${opt.name.replace(/_/g, " ")}`));
-    }
+    renderOptionControls(this.optionsBar, options, {
+      value: (name) => this.state.get(`o.${name}`),
+      set: (name, value) => this.state.update({ [`o.${name}`]: value }),
+      pageChoices: { ...spec?.optionChoices },
+    });
+  }
+
+  /** Options belong under the page's title (issue 19), once the page has drawn one. */
+  private placeOptions(): void {
+    const title = this.page.querySelector(":scope > .tbp-page-title");
+    if (title && !this.optionsBar.hidden) title.after(this.optionsBar);
   }
 
   // --- the page ---------------------------------------------------------------------------
@@ -451,6 +454,8 @@ export class Shell {
     const request: DataRequest = { run: run.name, host, tool, options: this.currentOptions() };
     const spec = pageFor(tool);
     this.renderOptions(info, spec);
+    // Above the page while it loads (and for messages); under the title once it has one.
+    this.page.before(this.optionsBar);
     clear(this.page);
     this.page.dataset.page = tool;
     let result = null;
@@ -463,23 +468,10 @@ export class Shell {
         performance.mark("tbprof:data-received", { detail: { tool } });
       } catch (e) {
         if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
-        clear(this.page);
-        if (e instanceof ApiError && e.status === 404 && /no data|has no /i.test(e.message)) {
-          renderNoData({
-            el: this.page,
-            api: this.api,
-            run,
-            runTools: tools.names,
-            tool,
-            title: this.toolTitle(tool, tools),
-            known: true,
-            backendMessage: e.message,
-            toolTitle: (t) => this.toolTitle(t, tools),
-            href: (t) => this.toolHref(t),
-            open: (t) => this.openTool(t),
-            signal: ctl.signal,
-          });
+        if (e instanceof ApiError && e.kind === "no_data") {
+          this.showNoData(run, tools, tool, e.message, ctl.signal);
         } else {
+          clear(this.page);
           this.page.appendChild(errorBox(e, this.toolTitle(tool, tools)));
         }
         return;
@@ -508,6 +500,7 @@ export class Shell {
     try {
       if (spec) await spec.render(ctx);
       else renderGeneric(ctx);
+      if (!stale()) this.placeOptions();
       if (result) this.showHostErrors(result.raw.host_errors);
       // For bench/frontend_load_bench.py and the browser's performance panel.
       performance.mark("tbprof:page-rendered", { detail: { tool } });
@@ -560,29 +553,4 @@ function prefixed(prefix: string, updates: Readonly<Record<string, string | null
   const out: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(updates)) out[prefix + k] = v;
   return out;
-}
-
-const STATUS_TITLES: Record<number, string> = {
-  0: "The tbprof server cannot be reached",
-  400: "The request was not valid",
-  404: "Not found",
-  422: "The profile could not be read",
-  500: "The server failed",
-};
-
-/** An error as a message box: what failed, the server's words, what to try. */
-export function errorBox(e: unknown, what: string): HTMLElement {
-  if (e instanceof ApiError) {
-    const title = `${STATUS_TITLES[e.status] ?? `Error ${e.status}`} (${what})`;
-    const hints: Record<number, string> = {
-      0: "Check that TensorBoard or `tbprof serve` is still running, then reload the page.",
-      404: "The run, host or tool may have been removed; press Reload to rescan the log directory.",
-      422: "The file is damaged or incomplete (still being written?). Other runs are not affected.",
-      500: "This is a bug in tbprof; the server log has the details.",
-    };
-    const file = typeof e.detail.file === "string" ? `File: ${e.detail.file}` : undefined;
-    return messageBox({ kind: "error", title, body: [e.message, ...(hints[e.status] ? [hints[e.status] ?? ""] : [])], detail: file });
-  }
-  const msg = e instanceof Error ? e.message : String(e);
-  return messageBox({ kind: "error", title: `Could not show ${what}`, body: msg });
 }

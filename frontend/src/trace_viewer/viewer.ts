@@ -2,23 +2,27 @@
 // frames, the selection and the search, and redraws on the next animation frame after any
 // change. Data comes window by window from the backend (model/fetch_policy.ts).
 
-import { formatDurationPs, formatNumber } from "../base/format";
 import { ApiError, type Api } from "../data/api";
 import { h } from "../widgets/dom";
 import { isDark, watchTheme } from "../widgets/theme";
 import { DetailsPanel } from "./details_panel";
 import { attachControls, type ControlTarget } from "./interaction/controls";
+import { keyHelpPanel } from "./interaction/key_help";
 import {
-  type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type SearchPage, type Target,
+  type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type Target,
 } from "./model/api";
-import { covers, paddedRequest, type WindowRequest } from "./model/fetch_policy";
 import type { Frame } from "./model/frame";
+import { describePick, frameAt, type Pick, pickIn } from "./model/picking";
+import { nameMatcher, type SearchState } from "./model/search_paging";
+import { statusText } from "./model/status_text";
+import { parseSelection, parseWindow, selectionParam } from "./model/view_params";
 import { Viewport } from "./model/viewport";
+import { PanelSplitter } from "./panel_splitter";
 import { type Arrow, type EventRef, Renderer } from "./render/draw";
-import { depthY, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H } from "./render/layout";
+import { depthY, GROUP_H, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H, stickyGroup } from "./render/layout";
+import { SearchBox } from "./search_box";
+import { WindowLoader } from "./window_loader";
 
-const FETCH_DEBOUNCE_MS = 60;
-const SEARCH_PAGE = 100;
 const DRAW_SAMPLES = 600;
 
 export interface ViewerOptions {
@@ -43,7 +47,6 @@ declare global {
 }
 
 type Selected = EventRef & { plane: number; row: number };
-type Pick = { kind: "event" | "box" | "counter"; frame: Frame; track: number; index: number };
 
 export class TraceViewer implements ControlTarget {
   readonly el: HTMLElement;
@@ -51,15 +54,15 @@ export class TraceViewer implements ControlTarget {
   readonly scroller: HTMLElement;
   private readonly spacer: HTMLElement;
   private readonly status: HTMLElement;
-  private readonly searchInput: HTMLInputElement;
-  private readonly searchCount: HTMLElement;
+  private readonly search: SearchBox;
+  private readonly keyHelp: HTMLElement;
+  private readonly keyHelpButton: HTMLButtonElement;
   private readonly panel: DetailsPanel;
+  private readonly splitter: PanelSplitter;
   private readonly tooltip: HTMLElement;
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
   private view: Viewport | null = null;
-  private frame: Frame | null = null;
-  private base: Frame | null = null;
   private layout: Layout = { groups: [], tracks: [], byTrack: new Map(), height: 0 };
   private readonly collapsed = new Set<number>();
   private selected: Selected | null = null;
@@ -69,49 +72,69 @@ export class TraceViewer implements ControlTarget {
   private rangeCy: [number, number] = [0, 0];
   private hoverTrack: number | null = null;
   private drawQueued = false;
-  private fetchTimer: number | null = null;
-  private fetching: { key: string; ctl: AbortController } | null = null;
+  private readonly loader: WindowLoader;
   private urlTimer: number | null = null;
-  private search: { query: string; page: SearchPage; index: number } | null = null;
   private detailsCtl: AbortController | null = null;
   private busy = false;
+  /** Flow and launch arrows of the selected event drawn (toolbar checkbox, c.flows=0 when off). */
+  private showFlows: boolean;
+  private matcher: { state: SearchState; page: unknown; test: (name: string) => boolean } | null = null;
   readonly debug: TraceDebug;
 
   constructor(private readonly opts: ViewerOptions) {
+    this.loader = new WindowLoader({
+      fetch: (req, signal) => fetchWindow(this.opts.api, this.opts.target, req, signal),
+      loaded: () => {
+        this.updateStatus();
+        this.requestDraw();
+      },
+      failed: (message) => {
+        this.status.textContent = message;
+      },
+    });
     this.canvas = h("canvas", { class: "tbp-tv-canvas", "data-testid": "trace-canvas", tabindex: 0 });
     this.spacer = h("div", { class: "tbp-tv-spacer" });
     this.scroller = h("div", { class: "tbp-tv-scroller" }, this.canvas, this.spacer);
     this.status = h("span", { class: "tbp-tv-status tbp-muted", "data-testid": "trace-status" }, "Loading…");
-    this.searchInput = h("input", {
-      type: "search", class: "tbp-tv-search", placeholder: "Search names, ops, kernels (whole trace)",
-      "aria-label": "Search events", "data-testid": "trace-search",
+    this.search = new SearchBox({
+      fetchPage: (q, offset, limit) => fetchSearch(this.opts.api, this.opts.target, q, offset, limit, this.lifetime.signal),
+      goTo: (m) => this.selectEvent(m.plane, m.row, true),
+      changed: () => this.requestDraw(),
+      setQueryParam: (q) => this.opts.setParams({ q }),
     });
-    this.searchCount = h("span", { class: "tbp-tv-count tbp-muted", "data-testid": "search-count" });
     const button = (label: string, title: string, fn: () => void, testid: string): HTMLButtonElement =>
       h("button", { type: "button", class: "tbp-btn", title, "data-testid": testid, onclick: fn }, label);
+    this.keyHelp = keyHelpPanel(() => this.closeKeyHelp());
+    this.keyHelpButton = button("?", "Keys and mouse (?)", () => this.toggleKeyHelp(), "key-help-button");
+    this.keyHelpButton.setAttribute("aria-expanded", "false");
+    this.showFlows = opts.param("flows") !== "0";
+    const flows = h("input", { type: "checkbox", "data-testid": "flows-toggle" });
+    flows.checked = this.showFlows;
+    flows.addEventListener("change", () => {
+      this.showFlows = flows.checked;
+      this.opts.setParams({ flows: flows.checked ? null : "0" });
+      this.requestDraw();
+    });
     const toolbar = h("div", { class: "tbp-tv-toolbar" },
-      this.searchInput,
-      button("◀", "Previous match", () => void this.stepSearch(-1), "search-prev"),
-      button("▶", "Next match", () => void this.stepSearch(1), "search-next"),
-      this.searchCount,
+      this.search.el,
       h("span", { class: "tbp-spacer" }),
+      h("label", { class: "tbp-tv-flows", title: "Arrows from the selected event to the events it launched or flows to" },
+        flows, " Flow arrows"),
       button("Fit", "Show the whole profile (0)", () => this.fitAll(), "fit"),
       button("Zoom to selection", "Zoom to the selected event or range (F)", () => this.zoomToSelection(), "zoom-selection"),
-      h("span", {
-        class: "tbp-tv-help tbp-muted",
-        title: "wheel: zoom · shift+wheel: scroll · drag: pan · drag on the ruler or shift+drag: select a range · " +
-          "W/S zoom · A/D pan · F zoom to selection · 0 fit · Esc clear",
-      }, "Keys"));
-    this.searchInput.addEventListener("keydown", (e) => {
-      if (e.key === "Enter") void this.runSearch(this.searchInput.value.trim(), e.shiftKey ? -1 : 1);
-    });
+      this.keyHelpButton);
     this.panel = new DetailsPanel({
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
     });
     this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
-    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.status, this.scroller, this.panel.el,
-      this.tooltip);
+    this.splitter = new PanelSplitter({
+      scroller: this.scroller, panel: this.panel.el,
+      param: (k) => this.opts.param(k), setParams: (u) => this.opts.setParams(u),
+      resized: () => this.resized(),
+    }, this.lifetime.signal);
+    this.el = h("div", { class: "tbp-tv", "data-testid": "trace-viewer" }, toolbar, this.keyHelp, this.status, this.scroller,
+      this.splitter.el, this.panel.el, this.tooltip);
     this.renderer = new Renderer(this.canvas);
     this.scroller.addEventListener("scroll", () => this.requestDraw(), { signal: this.lifetime.signal });
     attachControls(this, this.lifetime.signal);
@@ -121,13 +144,14 @@ export class TraceViewer implements ControlTarget {
     ro.observe(this.scroller);
     window.addEventListener("resize", () => this.resize(), { signal: this.lifetime.signal });
     this.lifetime.signal.addEventListener("abort", () => ro.disconnect());
-    this.debug = { drawMs: [], fetches: 0, viewer: this };
+    const loader = this.loader;
+    this.debug = { drawMs: [], get fetches() { return loader.fetches; }, viewer: this };
     window.__tbprofTrace = this.debug;
   }
 
   dispose(): void {
     this.lifetime.abort();
-    this.fetching?.ctl.abort();
+    this.loader.dispose();
     this.detailsCtl?.abort();
     if (window.__tbprofTrace === this.debug) delete window.__tbprofTrace;
   }
@@ -145,33 +169,21 @@ export class TraceViewer implements ControlTarget {
       this.panel.showError(e instanceof ApiError ? e.message : String(e));
       throw e;
     }
-    this.debug.fetches++;
-    this.base = first;
-    this.frame = first;
+    this.loader.start(first);
     this.view = new Viewport(first.spanPs);
     this.view.widthPx = width;
     this.relayout();
-    const start = Number(this.opts.param("start"));
-    const end = Number(this.opts.param("end"));
-    if (this.opts.param("start") !== null && Number.isFinite(start) && Number.isFinite(end) && end > start) {
-      this.view.setWindow(start, end);
-    }
+    const win = parseWindow(this.opts.param("start"), this.opts.param("end"));
+    if (win) this.view.setWindow(win.startPs, win.endPs);
     this.updateStatus();
     this.requestDraw();
-    const sel = this.opts.param("sel");
-    if (sel) {
-      const derived = sel.startsWith("d");
-      const [p, r] = (derived ? sel.slice(1) : sel).split(":").map(Number);
-      if (Number.isInteger(p) && Number.isInteger(r)) {
-        if (derived) void this.selectDerived(p ?? 0, r ?? 0);
-        else void this.selectEvent(p ?? 0, r ?? 0, false);
-      }
-    }
+    const sel = parseSelection(this.opts.param("sel"));
+    if (sel?.kind === "derived") void this.selectDerived(sel.track, sel.index);
+    else if (sel?.kind === "event") void this.selectEvent(sel.plane, sel.row, false);
     const q = this.opts.param("q");
     if (q) {
       // Restore the search without moving to a match: the URL's selection stays selected.
-      this.searchInput.value = q;
-      void this.runSearch(q, 0, sel === null);
+      void this.search.restore(q, this.opts.param("sel") === null);
     }
   }
 
@@ -206,20 +218,45 @@ export class TraceViewer implements ControlTarget {
     return Math.max(this.scroller.clientWidth - LABEL_W, 1);
   }
 
+  /** Tracks shown whole in the timeline now (the browser tests check that ~20 fit at 1280×800). */
+  visibleTrackCount(): number {
+    const top = this.scroller.scrollTop;
+    const bottom = top + this.scroller.clientHeight - RULER_H;
+    return this.layout.tracks.filter((t) => t.y >= top && t.y + t.h <= bottom).length;
+  }
+
   private resize(): void {
-    const top = this.scroller.getBoundingClientRect().top;
-    const panelH = Math.min(320, Math.max(180, window.innerHeight * 0.3));
-    const height = Math.max(260, window.innerHeight - Math.max(top, 0) - panelH - 12);
-    this.scroller.style.height = `${Math.round(height)}px`;
-    this.panel.el.style.height = `${Math.round(panelH)}px`;
+    this.splitter.apply();
+  }
+
+  /** The splitter set new heights. */
+  private resized(): void {
     if (this.view) this.view.widthPx = this.timelineWidth();
+    this.relayoutSpacer();
     this.requestDraw();
   }
 
+  toggleKeyHelp(): void {
+    this.keyHelp.hidden = !this.keyHelp.hidden;
+    this.keyHelpButton.setAttribute("aria-expanded", String(!this.keyHelp.hidden));
+    this.resize();
+  }
+
+  closeKeyHelp(): boolean {
+    if (this.keyHelp.hidden) return false;
+    this.toggleKeyHelp();
+    return true;
+  }
+
   private relayout(): void {
-    const f = this.base;
+    const f = this.loader.base;
     if (!f) return;
     this.layout = layoutTracks(f.groups, f.tracks, this.collapsed);
+    this.relayoutSpacer();
+  }
+
+  /** The spacer gives the scroller the layout's height (the canvas is sticky on top of it). */
+  private relayoutSpacer(): void {
     this.spacer.style.height = `${Math.max(0, RULER_H + this.layout.height - this.scroller.clientHeight)}px`;
   }
 
@@ -241,72 +278,41 @@ export class TraceViewer implements ControlTarget {
     this.renderer.resize(w, hgt);
     const t0 = performance.now();
     this.renderer.draw({
-      frame: this.frame, base: this.base, view, layout: this.layout, scrollY: this.scroller.scrollTop,
-      widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range, arrows: this.arrows,
-      hoverTrack: this.hoverTrack,
+      frame: this.loader.frame, base: this.loader.base, view, layout: this.layout, scrollY: this.scroller.scrollTop,
+      widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range,
+      arrows: this.showFlows ? this.arrows : [], hoverTrack: this.hoverTrack, highlight: this.highlight(),
+      marks: this.matcher ? (this.search.current()?.page.matches ?? []) : [],
     });
     const ms = performance.now() - t0;
     this.debug.drawMs.push(ms);
     if (this.debug.drawMs.length > DRAW_SAMPLES) this.debug.drawMs.shift();
-    this.maybeFetch();
+    this.loader.follow(view);
     this.scheduleUrl();
   }
 
-  private maybeFetch(): void {
-    const view = this.view;
-    if (!view) return;
-    const want = { startPs: view.startPs, endPs: view.endPs, widthPx: view.widthPx };
-    if (covers(this.frame, want, view.spanPs)) return;
-    if (this.base && this.base !== this.frame && covers(this.base, want, view.spanPs)) {
-      // Zoomed back out to what the first frame shows: use it.
-      this.frame = this.base;
-      this.updateStatus();
-      this.requestDraw();
-      return;
+  /** The search's name test, the same function while the search and its loaded page stay. */
+  private highlight(): ((name: string) => boolean) | null {
+    const s = this.search.current();
+    if (!s || s.page.total === 0) {
+      this.matcher = null;
+      return null;
     }
-    if (this.fetchTimer !== null) window.clearTimeout(this.fetchTimer);
-    this.fetchTimer = window.setTimeout(() => {
-      this.fetchTimer = null;
-      const v = this.view;
-      if (!v) return;
-      void this.fetch(paddedRequest({ startPs: v.startPs, endPs: v.endPs, widthPx: v.widthPx }, v.spanPs));
-    }, FETCH_DEBOUNCE_MS);
+    if (this.matcher?.state !== s || this.matcher.page !== s.page) this.matcher = { state: s, page: s.page, test: nameMatcher(s) };
+    return this.matcher.test;
   }
 
-  private async fetch(req: WindowRequest): Promise<void> {
-    const key = JSON.stringify(req);
-    if (this.fetching?.key === key) return;
-    this.fetching?.ctl.abort();
-    const ctl = new AbortController();
-    this.fetching = { key, ctl };
-    try {
-      const f = await fetchWindow(this.opts.api, this.opts.target, req, ctl.signal);
-      this.debug.fetches++;
-      if (!this.isCurrent(ctl)) return;
-      this.frame = f;
-      this.updateStatus();
-      this.requestDraw();
-    } catch (e) {
-      if (!(e instanceof DOMException && e.name === "AbortError")) {
-        this.status.textContent = `Could not load the window: ${e instanceof Error ? e.message : String(e)}`;
-      }
-    } finally {
-      if (this.isCurrent(ctl)) this.fetching = null;
-    }
+  /** Arrows drawn now (browser tests: the flow toggle). */
+  drawnArrowCount(): number {
+    return this.showFlows ? this.arrows.length : 0;
   }
 
-  private isCurrent(ctl: AbortController): boolean {
-    return this.fetching?.ctl === ctl;
+  /** Whether the timeline fades what the search does not match. */
+  highlighting(): boolean {
+    return this.highlight() !== null;
   }
 
   private updateStatus(): void {
-    const f = this.frame;
-    if (!f) return;
-    const c = f.counts;
-    this.status.textContent =
-      `Loaded ${formatDurationPs(f.startPs, 6)} – ${formatDurationPs(f.endPs, 6)} at ${formatDurationPs(f.resolutionPs)}/box: ` +
-      `${formatNumber(c.inWindow)} events — ${formatNumber(c.returned)} drawn, ${formatNumber(c.merged)} merged into ` +
-      `${formatNumber(c.boxes)} density boxes (none dropped)`;
+    if (this.loader.frame) this.status.textContent = statusText(this.loader.frame.counts);
   }
 
   private scheduleUrl(): void {
@@ -321,16 +327,25 @@ export class TraceViewer implements ControlTarget {
 
   zoomAt(x: number, factor: number): void {
     this.view?.zoomAt(x, factor);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   pan(dxPx: number): void {
     this.view?.panPx(dxPx);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   scrollBy(dy: number): void {
     if (dy) this.scroller.scrollTop += dy;
+    this.viewMoved();
+  }
+
+  /**
+   * The timeline moved under a still pointer (keys, wheel, a search jump): the hover tooltip
+   * describes what was there before, so it goes until the pointer moves again (issue 19).
+   */
+  private viewMoved(): void {
+    this.tooltip.hidden = true;
     this.requestDraw();
   }
 
@@ -341,12 +356,12 @@ export class TraceViewer implements ControlTarget {
 
   fitAll(): void {
     this.view?.fitAll();
-    this.requestDraw();
+    this.viewMoved();
   }
 
   zoomTo(startPs: number, endPs: number): void {
     this.view?.show(startPs, endPs, 0.05);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   zoomToSelection(): void {
@@ -368,7 +383,7 @@ export class TraceViewer implements ControlTarget {
     if (at !== null) {
       const hit = hitY(this.layout, at.cy);
       if (hit.kind === "track") track = hit.row.track.id;
-      if (at.x >= 0) tip = this.describe(this.pick(at.x, at.cy));
+      if (at.x >= 0) tip = describePick(this.pick(at.x, at.cy));
     }
     if (tip && at) {
       this.tooltip.textContent = tip;
@@ -384,76 +399,31 @@ export class TraceViewer implements ControlTarget {
     }
   }
 
-  private describe(p: Pick | null): string {
-    if (!p) return "";
-    const f = p.frame;
-    if (p.kind === "event") {
-      return `${f.strings[f.eventName[p.index] ?? 0] ?? ""} — ${formatDurationPs(f.eventDur[p.index] ?? 0)}`;
-    }
-    if (p.kind === "box") {
-      return `${formatNumber(f.boxCount[p.index] ?? 0)} events merged (${Math.round((f.boxBusy[p.index] ?? 0) * 100)} % busy), ` +
-        `longest: ${f.strings[f.boxName[p.index] ?? 0] ?? ""}`;
-    }
-    const r = f.counters.get(p.track);
-    if (!r) return "";
-    return r.series.map((s) => `${s.name}: ${formatNumber(f.counterLast[s.offset + p.index] ?? 0)}`).join(" · ") +
-      ` @ ${formatDurationPs(f.counterTime[r.sampleOffset + p.index] ?? 0, 7)}`;
-  }
-
   /** What is drawn at timeline x / content y: an event, a density box or a counter sample. */
   private pick(x: number, contentY: number): Pick | null {
     const hit = hitY(this.layout, contentY);
     const view = this.view;
     if (hit.kind !== "track" || !view) return null;
     const ps = view.psOf(x);
-    const tol = 2 * view.psPerPx;
-    const f = this.frame && ps >= this.frame.startPs && ps <= this.frame.endPs ? this.frame : this.base;
+    const f = frameAt(this.loader.frame, this.loader.base, ps);
     if (!f) return null;
-    const id = hit.row.track.id;
-    if (hit.row.track.kind === "counter") {
-      const c = f.counters.get(id);
-      if (!c || c.sampleCount === 0) return null;
-      // The sample in force at ps: the last one at or before it.
-      let lo = 0;
-      let hi = c.sampleCount;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if ((f.counterTime[c.sampleOffset + mid] ?? 0) <= ps) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo > 0 ? { kind: "counter", frame: f, track: id, index: lo - 1 } : null;
-    }
-    const r = f.slices.get(id);
-    if (!r) return null;
-    let best = -1;
-    let bestDist = Infinity;
-    for (let i = r.eventOffset; i < r.eventOffset + r.eventCount; i++) {
-      if ((f.eventDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.eventStart[i] ?? 0;
-      const e = s + (f.eventDur[i] ?? 0);
-      const dist = ps < s ? s - ps : ps > e ? ps - e : 0;
-      if (dist <= tol && dist < bestDist) {
-        best = i;
-        bestDist = dist;
-      }
-    }
-    if (best >= 0) return { kind: "event", frame: f, track: id, index: best };
-    for (let i = r.boxOffset; i < r.boxOffset + r.boxCount; i++) {
-      if ((f.boxDepth[i] ?? 0) !== hit.depth) continue;
-      const s = f.boxStart[i] ?? 0;
-      if (ps >= s - tol && ps <= s + f.resolutionPs + tol) return { kind: "box", frame: f, track: id, index: i };
-    }
-    return null;
+    return pickIn(f, { track: hit.row.track.id, trackKind: hit.row.track.kind, depth: hit.depth, ps, tolerancePs: 2 * view.psPerPx });
   }
 
   // --- picking ---------------------------------------------------------------------------
   click(x: number, contentY: number, labelArea: boolean): void {
-    const hit = hitY(this.layout, contentY);
+    // A click on the pinned header folds that group, not the track scrolled under it.
+    const pin = stickyGroup(this.layout, this.scroller.scrollTop);
+    const screenY = contentY - this.scroller.scrollTop;
+    const hit = pin && screenY >= pin.offset && screenY < pin.offset + GROUP_H
+      ? { kind: "group" as const, group: pin.group } : hitY(this.layout, contentY);
     if (hit.kind === "group") {
       const id = hit.group.group.id;
       if (this.collapsed.has(id)) this.collapsed.delete(id);
       else this.collapsed.add(id);
       this.relayout();
+      // Folded from its pinned header: show the folded header where the user was looking.
+      if (pin?.group === hit.group) this.scroller.scrollTop = hit.group.y;
       this.requestDraw();
       return;
     }
@@ -473,7 +443,7 @@ export class TraceViewer implements ControlTarget {
       this.panel.showBox(f.strings[f.boxName[p.index] ?? 0] ?? "", f.boxCount[p.index] ?? 0, f.boxBusy[p.index] ?? 0,
         s, s + f.resolutionPs);
     } else {
-      this.panel.showCounter(hit.row.track.name, this.describe(p));
+      this.panel.showCounter(hit.row.track.name, describePick(p));
     }
     this.requestDraw();
   }
@@ -499,7 +469,9 @@ export class TraceViewer implements ControlTarget {
     this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row };
     this.arrows = this.arrowsOf(d);
     this.panel.showEvent(d);
-    this.opts.setParams({ sel: plane === null ? `d${e.track}:${row}` : `${plane}:${row}` });
+    this.opts.setParams({
+      sel: selectionParam(plane === null ? { kind: "derived", track: e.track, index: row } : { kind: "event", plane, row }),
+    });
     if (reveal) this.reveal(e);
     this.requestDraw();
   }
@@ -517,7 +489,7 @@ export class TraceViewer implements ControlTarget {
   private reveal(e: LinkedEvent): void {
     const view = this.view;
     if (!view) return;
-    const track = this.base?.tracks.find((t) => t.id === e.track);
+    const track = this.loader.base?.tracks.find((t) => t.id === e.track);
     if (track && this.collapsed.delete(track.group)) this.relayout();
     const row = this.layout.byTrack.get(e.track);
     if (row) {
@@ -530,7 +502,7 @@ export class TraceViewer implements ControlTarget {
     const inside = e.startPs >= view.startPs && e.startPs + dur <= view.endPs;
     if (widthPx < 2) view.setWindow(e.startPs - 4.5 * dur, e.startPs + 5.5 * dur);
     else if (!inside) view.centre(e.startPs + dur / 2);
-    this.requestDraw();
+    this.viewMoved();
   }
 
   // --- range selection -------------------------------------------------------------------
@@ -565,57 +537,5 @@ export class TraceViewer implements ControlTarget {
     fetchRange(this.opts.api, this.opts.target, r.startPs, r.endPs, tracks, this.lifetime.signal)
       .then((s) => this.panel.showRange(s))
       .catch((e: unknown) => this.panel.showError(e instanceof Error ? e.message : String(e)));
-  }
-
-  // --- search ----------------------------------------------------------------------------
-  private async runSearch(query: string, direction: number, navigate = true): Promise<void> {
-    if (!query) {
-      this.search = null;
-      this.searchCount.textContent = "";
-      this.opts.setParams({ q: null });
-      return;
-    }
-    if (this.search && this.search.query === query && direction !== 0) {
-      await this.stepSearch(direction);
-      return;
-    }
-    this.searchCount.textContent = "searching…";
-    try {
-      const page = await fetchSearch(this.opts.api, this.opts.target, query, 0, SEARCH_PAGE, this.lifetime.signal);
-      this.search = { query, page, index: navigate ? 0 : -1 };
-      this.opts.setParams({ q: query });
-      if (page.total === 0) {
-        this.searchCount.textContent = "no matches";
-        return;
-      }
-      if (navigate) await this.gotoMatch(0);
-      else this.searchCount.textContent = `${formatNumber(page.total)} matches`;
-    } catch (e) {
-      this.searchCount.textContent = e instanceof Error ? e.message : String(e);
-    }
-  }
-
-  private async stepSearch(direction: number): Promise<void> {
-    const s = this.search;
-    if (!s) {
-      await this.runSearch(this.searchInput.value.trim(), 0);
-      return;
-    }
-    if (s.page.total === 0) return;
-    const from = s.index < 0 && direction < 0 ? 0 : s.index;
-    await this.gotoMatch((from + direction + s.page.total) % s.page.total);
-  }
-
-  private async gotoMatch(index: number): Promise<void> {
-    const s = this.search;
-    if (!s) return;
-    if (index < s.page.offset || index >= s.page.offset + s.page.matches.length) {
-      const offset = Math.floor(index / SEARCH_PAGE) * SEARCH_PAGE;
-      s.page = await fetchSearch(this.opts.api, this.opts.target, s.query, offset, SEARCH_PAGE, this.lifetime.signal);
-    }
-    s.index = index;
-    const m = s.page.matches[index - s.page.offset];
-    this.searchCount.textContent = `${formatNumber(index + 1)} of ${formatNumber(s.page.total)}`;
-    if (m) await this.selectEvent(m.plane, m.row, true);
   }
 }

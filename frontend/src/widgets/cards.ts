@@ -13,10 +13,14 @@ export interface Card {
   id?: string;
 }
 
-export function cardRow(cards: readonly Card[]): HTMLElement {
+/** `oneRow`: every card in one row of equal columns (KPIs read side by side), values wrap. */
+export function cardRow(cards: readonly Card[], opts: { oneRow?: boolean } = {}): HTMLElement {
   return h(
     "div",
-    { class: "tbp-cards" },
+    {
+      class: opts.oneRow ? "tbp-cards tbp-cards-one-row" : "tbp-cards",
+      style: opts.oneRow ? `grid-template-columns: repeat(${cards.length}, minmax(0, 1fr))` : null,
+    },
     cards.map((c) =>
       h(
         "div",

@@ -32,6 +32,13 @@ export interface ChartOptions {
   id?: string;
 }
 
+declare global {
+  interface Window {
+    /** Charts on the page by their id, so browser tests can read what was drawn (options, not pixels). */
+    __tbprofCharts?: Map<string, Chart>;
+  }
+}
+
 export class Chart {
   readonly el: HTMLDivElement;
   private instance: ECharts | null = null;
@@ -40,6 +47,7 @@ export class Chart {
   private readonly observer: ResizeObserver;
   private readonly unwatch: () => void;
   private disposed = false;
+  private readonly id: string | null;
   /** Resolves once the chart has drawn its first option. */
   readonly ready: Promise<void>;
 
@@ -52,6 +60,8 @@ export class Chart {
       style: `height:${opts.height ?? 300}px`,
     });
     parent.appendChild(this.el);
+    if (opts.id) (window.__tbprofCharts ??= new Map()).set(opts.id, this);
+    this.id = opts.id ?? null;
     this.observer = new ResizeObserver(() => this.instance?.resize());
     this.observer.observe(this.el);
     this.unwatch = watchTheme(() => this.rebuild());
@@ -70,6 +80,11 @@ export class Chart {
     this.instance?.on(event, handler);
   }
 
+  /** The option last set (tests read it through window.__tbprofCharts). */
+  get currentOption(): ChartOption | null {
+    return this.option;
+  }
+
   /** The ECharts instance (null until the chart chunk has loaded). */
   get echarts(): ECharts | null {
     return this.instance;
@@ -77,6 +92,7 @@ export class Chart {
 
   dispose(): void {
     this.disposed = true;
+    if (this.id !== null && window.__tbprofCharts?.get(this.id) === this) window.__tbprofCharts.delete(this.id);
     this.observer.disconnect();
     this.unwatch();
     this.instance?.dispose();

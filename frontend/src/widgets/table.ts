@@ -5,6 +5,11 @@
 // Sorting, filtering and paging always go to the backend (the `table` route): its Python
 // regex and sort order are the ones the CSV route uses, so what the table shows and what a
 // CSV download holds never disagree, and a 100 k-row table never comes to the browser.
+//
+// Wide tables (table_columns.ts): key columns first where the page asks for it, the leading
+// columns through the name stay when scrolling sideways, long names are cut with the full
+// text in a tooltip, and a column chooser hides columns (kept in the URL). "Export CSV" keeps
+// every column in the backend's order, like the full-table CSV.
 
 import { toCsv } from "../base/csv";
 import type { TableData, TableQuery } from "../data/types";
@@ -21,6 +26,7 @@ import {
   toQuery,
   withFilter,
 } from "./table_model";
+import { keyFirstOrder, nameColumnIndex, shownOrder, stickyCount } from "./table_columns";
 
 export interface DataTableOptions {
   /** The table's name in the tool result (also its data-table attribute). */
@@ -38,6 +44,13 @@ export interface DataTableOptions {
   /** Optional extra content per cell (e.g. links); gets the default text node. */
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
   description?: string;
+  /** Show the name, occurrences, total and self time columns first (wide op and kernel tables). */
+  keyColumnsFirst?: boolean;
+  /** Columns never shown (internal keys); still in the CSV downloads. */
+  omitColumns?: readonly string[];
+  /** Names of the columns the user hid, and where to keep a change (the URL). */
+  hidden?: readonly string[];
+  onHiddenChange?: (hidden: string[]) => void;
 }
 
 const FILTER_DEBOUNCE_MS = 350;
@@ -53,6 +66,12 @@ export class DataTable {
   private readonly statusEl: HTMLElement;
   private readonly pagerEl: HTMLElement;
   private readonly fullCsv: HTMLAnchorElement;
+  private readonly chooser: HTMLDetailsElement;
+  private hidden: string[];
+  /** Shown columns (indices into data.columns) in display order, and how many stay put. */
+  private shown: number[] = [];
+  private sticky = 0;
+  private stickyFrame = 0;
   private inflight: AbortController | null = null;
   private seq = 0;
   private filterTimer: ReturnType<typeof setTimeout> | null = null;
@@ -62,6 +81,8 @@ export class DataTable {
   constructor(private readonly opts: DataTableOptions) {
     this.view = opts.view;
     this.data = opts.initial;
+    this.hidden = [...(opts.hidden ?? [])];
+    this.chooser = h("details", { class: "tbp-colchooser", "data-column-chooser": "" });
     this.countEl = h("span", { class: "tbp-table-count" });
     this.statusEl = h("div", { class: "tbp-table-status", role: "status" });
     this.pagerEl = h("div", { class: "tbp-pager" });
@@ -81,6 +102,7 @@ export class DataTable {
         h("h3", {}, opts.title),
         this.countEl,
         h("span", { class: "tbp-spacer" }),
+        this.chooser,
         exportBtn,
         this.fullCsv,
       ),
@@ -110,14 +132,70 @@ export class DataTable {
   }
 
   dispose(): void {
+    cancelAnimationFrame(this.stickyFrame);
     this.inflight?.abort();
     if (this.filterTimer !== null) clearTimeout(this.filterTimer);
+  }
+
+  /** Display order and sticky columns for the current columns and hidden list. */
+  /** Display order of every column that may show (omitted ones left out). */
+  private columnOrder(): number[] {
+    const cols = this.data.columns;
+    const omit = new Set(this.opts.omitColumns ?? []);
+    const order = this.opts.keyColumnsFirst ? keyFirstOrder(cols) : cols.map((_, i) => i);
+    return order.filter((i) => !omit.has(cols[i]?.name ?? ""));
+  }
+
+  private computeColumns(): void {
+    const cols = this.data.columns;
+    const order = this.columnOrder();
+    this.shown = shownOrder(cols, order, this.hidden);
+    this.sticky = stickyCount(cols, this.shown);
+  }
+
+  private buildChooser(): void {
+    clear(this.chooser);
+    const cols = this.data.columns;
+    const name = nameColumnIndex(cols);
+    const order = this.columnOrder();
+    const hiddenCount = order.length - this.shown.length;
+    this.chooser.appendChild(h("summary", { class: "tbp-btn", title: "Choose the columns to show" },
+      hiddenCount > 0 ? `Columns (${hiddenCount} hidden)` : "Columns"));
+    const list = h("div", { class: "tbp-colchooser-list" });
+    for (const i of order) {
+      const col = cols[i];
+      if (!col) continue;
+      const box = h("input", { type: "checkbox", "data-column": col.name, disabled: i === name });
+      box.checked = this.shown.includes(i);
+      box.addEventListener("change", () => {
+        const rest = this.hidden.filter((n) => n !== col.name);
+        this.setHidden(box.checked ? rest : [...rest, col.name]);
+      });
+      list.appendChild(h("label", { title: col.description || null }, box, ` ${headerLabel(col)}`));
+    }
+    const all = h("button", { type: "button", class: "tbp-btn", disabled: hiddenCount === 0 }, "Show all");
+    all.addEventListener("click", () => this.setHidden([]));
+    list.prepend(all);
+    this.chooser.append(list);
+  }
+
+  private setHidden(hidden: string[]): void {
+    this.hidden = hidden;
+    this.opts.onHiddenChange?.([...hidden]);
+    const open = this.chooser.open;
+    this.buildHeader();
+    this.renderBody();
+    this.chooser.open = open;
   }
 
   private buildHeader(): void {
     clear(this.headRow);
     clear(this.filterRow);
-    for (const col of this.data.columns) {
+    this.computeColumns();
+    this.buildChooser();
+    for (const i of this.shown) {
+      const col = this.data.columns[i];
+      if (col === undefined) continue;
       const th = h(
         "th",
         {
@@ -212,10 +290,11 @@ export class DataTable {
 
   private renderBody(): void {
     const { columns, rows, totalRows, offset } = this.data;
+    const name = nameColumnIndex(columns);
     const frag = document.createDocumentFragment();
     for (const row of rows) {
       const tr = document.createElement("tr");
-      for (let i = 0; i < columns.length; i++) {
+      for (const i of this.shown) {
         const col = columns[i];
         if (col === undefined) continue;
         const value = row[i] ?? null;
@@ -225,8 +304,8 @@ export class DataTable {
         if (col.kind !== "str") td.className = "tbp-num";
         else {
           // One line per row; the full text of a long name is in the tooltip.
-          td.className = "tbp-text";
-          if (typeof value === "string" && value.length > 40) td.title = value;
+          td.className = i === name ? "tbp-text tbp-name" : "tbp-text";
+          if (typeof value === "string" && value.length > 24) td.title = value;
         }
         if (value === null) td.classList.add("tbp-muted");
         this.opts.decorateCell?.(td, row, i);
@@ -237,13 +316,47 @@ export class DataTable {
     clear(this.tbody);
     if (rows.length === 0) {
       const msg = Object.keys(this.view.filters).length > 0 ? "No rows match the filters." : "This table is empty.";
-      frag.appendChild(h("tr", {}, h("td", { colspan: columns.length, class: "tbp-empty" }, msg)));
+      frag.appendChild(h("tr", {}, h("td", { colspan: this.shown.length, class: "tbp-empty" }, msg)));
     }
     this.tbody.appendChild(frag);
+    this.scheduleSticky();
     this.countEl.textContent = rowRangeLabel(offset, rows.length, totalRows);
     this.fullCsv.href = this.opts.fullCsvUrl(toQuery(this.view, this.opts.pageSize));
     this.fullCsv.setAttribute("download", "");
     this.renderPager();
+  }
+
+  /**
+   * Pins the leading columns: each gets `left` = its offset in the table, measured once the
+   * row is laid out (widths depend on the text), so the columns before the name stay too.
+   */
+  private scheduleSticky(): void {
+    cancelAnimationFrame(this.stickyFrame);
+    this.stickyFrame = requestAnimationFrame(() => this.applySticky());
+  }
+
+  private applySticky(): void {
+    // Summed widths, not offsetLeft: a pinned cell's offset moves with the scroll position.
+    const heads = Array.from(this.headRow.children) as HTMLElement[];
+    const lefts: number[] = [];
+    let x = 0;
+    for (const th of heads.slice(0, this.sticky)) {
+      lefts.push(x);
+      x += th.getBoundingClientRect().width;
+    }
+    const pin = (row: Element): void => {
+      const cells = Array.from(row.children) as HTMLElement[];
+      if (cells.length < this.sticky || cells[0]?.classList.contains("tbp-empty")) return;
+      cells.forEach((cell, j) => {
+        const on = j < this.sticky;
+        cell.classList.toggle("tbp-sticky", on);
+        cell.classList.toggle("tbp-sticky-last", on && j === this.sticky - 1);
+        cell.style.left = on ? `${lefts[j] ?? 0}px` : "";
+      });
+    };
+    pin(this.headRow);
+    pin(this.filterRow);
+    for (const tr of Array.from(this.tbody.children)) pin(tr);
   }
 
   private renderPager(): void {

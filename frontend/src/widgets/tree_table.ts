@@ -21,12 +21,15 @@ export interface TreeTableOptions<T> {
   openDepth?: number;
   /** At most this many children per node are listed ("… N more" after them). */
   maxChildren?: number;
+  /** A click on a row (not its toggle) selects the node. */
+  onSelect?: (node: T) => void;
 }
 
 export class TreeTable<T> {
   readonly el: HTMLElement;
   private readonly tbody: HTMLTableSectionElement;
   private readonly open = new Set<string>();
+  private selected: string | null = null;
 
   constructor(private readonly o: TreeTableOptions<T>) {
     this.tbody = h("tbody");
@@ -83,7 +86,19 @@ export class TreeTable<T> {
           this.render();
         });
         const nameCell = h("td", { class: "tbp-tree-name", style: `padding-left:${8 + depth * 16}px`, title: this.o.title?.(child) ?? null }, toggle, " ", this.o.name(child));
-        frag.appendChild(h("tr", { "data-depth": depth, "data-path": childPath }, nameCell, ...this.o.columns.map((c) => h("td", { class: c.numeric ? "tbp-num" : "" }, c.cell(child)))));
+        const row = h("tr", { "data-depth": depth, "data-path": childPath, class: childPath === this.selected ? "tbp-selected" : null },
+          nameCell, ...this.o.columns.map((c) => h("td", { class: c.numeric ? "tbp-num" : "" }, c.cell(child))));
+        const select = this.o.onSelect;
+        if (select) {
+          row.addEventListener("click", (e) => {
+            if ((e.target as HTMLElement).closest(".tbp-toggle")) return;
+            this.selected = childPath;
+            for (const r of Array.from(this.tbody.querySelectorAll("tr.tbp-selected"))) r.classList.remove("tbp-selected");
+            row.classList.add("tbp-selected");
+            select(child);
+          });
+        }
+        frag.appendChild(row);
         if (isOpen && grand) walk(child, childPath, depth + 1);
       });
       if (kids.length > shown.length) {

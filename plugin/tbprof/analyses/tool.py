@@ -21,10 +21,33 @@ class OptionError(ValueError):
 
 @dataclass(frozen=True)
 class Option:
+    """One tool option. ``choices``/``min_value``/``max_value``/``group``/``advanced`` only tell a
+    page which control to draw (a select, a bounded number, a collapsed "More options"); the
+    parser is what enforces them."""
+
     name: str
     parse: Callable[[str], Any]
     default: Any
     help: str = ""
+    choices: tuple[str, ...] = ()
+    min_value: float | None = None
+    max_value: float | None = None
+    group: str = ""
+    advanced: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "default": self.default, "help": self.help}
+        if self.choices:
+            out["choices"] = list(self.choices)
+        if self.min_value is not None:
+            out["min"] = self.min_value
+        if self.max_value is not None:
+            out["max"] = self.max_value
+        if self.group:
+            out["group"] = self.group
+        if self.advanced:
+            out["advanced"] = True
+        return out
 
 
 @dataclass(frozen=True)

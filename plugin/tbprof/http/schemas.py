@@ -59,9 +59,16 @@ class RunsResponse(TypedDict):
 
 
 class ToolOptionJson(TypedDict):
+    """A tool option and the control a page draws for it."""
+
     name: str
     default: Any
     help: str
+    choices: NotRequired[list[str]]  # a select
+    min: NotRequired[float]  # a bounded number
+    max: NotRequired[float]
+    group: NotRequired[str]  # options shown together under this heading
+    advanced: NotRequired[bool]  # under a collapsed "More options"
 
 
 class ToolJson(TypedDict):

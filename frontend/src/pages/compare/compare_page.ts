@@ -14,7 +14,7 @@ import { clear, h } from "../../widgets/dom";
 import { loading, messageBox } from "../../widgets/message";
 import { DataTable } from "../../widgets/table";
 import { viewFromParams, viewToUpdates } from "../../widgets/table_model";
-import { chart } from "../common";
+import { chart, hiddenColumns } from "../common";
 import type { PageContext } from "../context";
 import { registerPage } from "../registry";
 import {
@@ -285,7 +285,7 @@ function summaryCards(raw: Record<string, unknown>, tables: Record<string, Table
   if (ops) {
     cards.push({ id: "ops", label: "Ops compared", value: formatNumber(ops.totalRows), hint: "added and removed ones in the Status column" });
   }
-  return cardRow(cards);
+  return cardRow(cards, { oneRow: true });
 }
 
 function series(raw: Record<string, unknown>, side: "baseline" | "candidate"): number[] {
@@ -385,6 +385,10 @@ function compareTable(
       ctx.setTableParams(viewToUpdates(`${name}.`, view, next));
       view = next;
     },
+    ...hiddenColumns(ctx, name),
+    // The breakdown's "category" (device_compute_ms, ...) is the backend's key of the category
+    // the next column names in words.
+    omitColumns: name === "breakdown" ? ["category"] : [],
     csvName: safe(`compare_${base.run}_vs_${cand.run}_${name}`),
     fullCsvUrl: (q) => ctx.api.url("compare_csv", [...params, ["table", name], ...tableQueryParams(q, false)]).href,
     decorateCell: (td, row, i) => {

@@ -2,16 +2,15 @@
 // waits for input (device side), what the host's input pipeline spends its time on.
 
 import { formatNumber, formatPercent } from "../../base/format";
-import { type Card, cardRow, type Tone } from "../../widgets/cards";
-import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
+import { type Card, cardRow } from "../../widgets/cards";
+import { axisLabel, unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
-import { chart, pageTitle, tableWidget } from "../common";
+import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { bool, list, num, obj, str, strs } from "../fields";
+import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
 import { breakdownStatsTable, diagnosticsBoxes, statText, stepsText } from "../steps_common";
-
-const VERDICT_TONE: Record<string, Tone> = { high: "bad", yes: "bad", moderate: "warn", maybe: "warn", potential: "warn", no: "good" };
 
 const HOST_PARTS: readonly [string, string][] = [
   ["enqueue_us", "Enqueuing data to the device"],
@@ -32,12 +31,14 @@ function render(ctx: PageContext): void {
   const verdict = obj(raw, "verdict");
   const device = obj(raw, "device_side");
   const host = obj(raw, "host_side");
-  const bound = str(verdict, "input_bound");
-  const tone = VERDICT_TONE[bound] ?? "neutral";
+  const v = inputVerdict(verdict);
+  const bound = v.bound;
+  const tone = v.tone;
   const verdictBox = h(
     "section",
     { class: `tbp-message tbp-verdict tbp-tone-${tone}`, "data-verdict": bound },
-    h("h2", {}, bound ? `Input-bound: ${bound}` : "Verdict"),
+    h("h2", {}, v.label || "Verdict"),
+    v.thresholds ? h("p", { class: "tbp-muted", "data-thresholds": "" }, `Thresholds: ${v.thresholds} of the step time waiting for input.`) : null,
     ...["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"]
       .map((k) => str(verdict, k))
       .filter(Boolean)
@@ -49,7 +50,7 @@ function render(ctx: PageContext): void {
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(obj(device, "step_time_ms")) },
     { id: "input_time", label: "Average input wait", value: statText(obj(device, "input_ms")) },
-    { id: "input_percent", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: "of the step time", tone },
+    { id: "input_percent", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(v), tone },
     { id: "steps", label: "Steps", value: stepsText(obj(raw, "steps")) },
     { id: "tf_data", label: "tf.data input", value: bool(host, "tf_data_used") === null ? "–" : bool(host, "tf_data_used") ? "yes" : "no", hint: num(host, "input_op_time_ms") !== null ? `${formatNumber(num(host, "input_op_time_ms") ?? 0)} ms in input ops` : undefined },
   ];
@@ -87,12 +88,8 @@ function render(ctx: PageContext): void {
   grid.appendChild(hostBox);
   const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: num(parts, k) ?? 0 })).filter((s) => s.value > 0);
   if (slices.length) {
-    chart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }).setOption({
-      color: PALETTE,
-      tooltip: { trigger: "item", valueFormatter: unitFormatter("us") },
-      legend: { type: "scroll", bottom: 0 },
-      series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
-    });
+    pieChart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }, slices, "us",
+      { measure: "host input time", kind: "part" });
   } else {
     hostBox.appendChild(h("p", { class: "tbp-muted" }, "No host-side input operations were recorded."));
   }

@@ -5,7 +5,7 @@ import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
-import { chart, pageTitle, panel, pieOption, tableWidget } from "../common";
+import { pageTitle, panel, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { bool, num, objs, str } from "../fields";
 import { registerPage } from "../registry";
@@ -34,7 +34,7 @@ function render(ctx: PageContext): void {
   el.appendChild(grid);
   const box = panel(grid, "Kernel time by kernel");
   const slices = objs(raw, "pie_by_kernel").map((o) => ({ name: str(o, "name"), value: num(o, "total_duration_us") ?? 0 }));
-  chart(ctx, box, { label: "Kernel time by kernel", id: "pie_by_kernel", height: 300 }).setOption(pieOption(slices, "us"));
+  pieChart(ctx, box, { label: "Kernel time by kernel", id: "pie_by_kernel", height: 300 }, slices, "us", { measure: "kernel time", kind: "kernel" });
   if (result.tables.kernels) el.appendChild(tableWidget(ctx, "kernels", { title: "Kernels" }).el);
 }
 

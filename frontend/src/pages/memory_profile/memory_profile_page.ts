@@ -2,6 +2,7 @@
 // (heap and stack stacked, free memory, fragmentation on a second axis; hovering a point
 // shows the allocation event behind it) and the breakdown of memory in use at the peak.
 
+import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
 import { cardRow } from "../../widgets/cards";
@@ -12,6 +13,7 @@ import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, str, strs } from "../fields";
 import { registerPage } from "../registry";
+import { operationLabel } from "./memory_labels";
 
 function column(t: TableData, name: string): CellValue[] {
   const i = t.columns.findIndex((c) => c.name === name);
@@ -67,8 +69,16 @@ function render(ctx: PageContext): void {
     const details = ["activity", "operation", "requested_bytes", "allocation_bytes", "region_type", "data_type", "shape", "step_id"].map((n) => [n, column(timeline, n)] as const);
     const pairs = (ys: number[]): [number, number][] => ys.map((y, i) => [t[i] ?? 0, y]);
     const c = chart(ctx, box, { label: "Memory timeline", id: "memory_timeline", height: 360 });
+    // The byte axis steps by a power of two (16, 32, 48 MiB); it follows the series shown.
+    const stackTop = heap.map((v, i) => v + (stack[i] ?? 0));
+    const maxOf = (ys: number[]): number => ys.reduce((m, y) => (y > m ? y : m), 0);
+    const axisFor = (showFree: boolean): Record<string, unknown> => ({
+      type: "value", ...byteAxis(Math.max(maxOf(stackTop), showFree ? maxOf(free) : 0)), axisLabel: { formatter: axisLabel("bytes") },
+    });
+    const HEAP = "#4e79a7";
+    const STACK = "#f28e2b";
     c.setOption({
-      color: ["#4e79a7", "#f28e2b", "#59a14f", "#e15759"],
+      color: [HEAP, STACK, "#59a14f", "#e15759"],
       grid: { left: 8, right: 16, top: 40, bottom: 40, containLabel: true },
       legend: { top: 0, selected: { "Free memory": false } },
       dataZoom: [{ type: "inside" }, { type: "slider", height: 18, bottom: 6 }],
@@ -98,19 +108,38 @@ function render(ctx: PageContext): void {
       },
       xAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") }, min: "dataMin", max: "dataMax" },
       yAxis: [
-        { type: "value", axisLabel: { formatter: axisLabel("bytes") } },
-        { type: "value", max: 100, min: 0, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
+        axisFor(false),
+        { type: "value", max: 100, min: 0, interval: 20, axisLabel: { formatter: "{value}%" }, splitLine: { show: false } },
       ],
       series: [
-        { type: "line", name: "Heap", stack: "mem", areaStyle: {}, showSymbol: false, step: "end", data: pairs(heap) },
-        { type: "line", name: "Stack", stack: "mem", areaStyle: {}, showSymbol: false, step: "end", data: pairs(stack) },
+        // Heap and stack are parts of the memory in use: stacked areas, each in its own colour.
+        { type: "line", name: "Heap", stack: "mem", areaStyle: { color: HEAP, opacity: 0.55 }, lineStyle: { color: HEAP, width: 1 }, itemStyle: { color: HEAP }, showSymbol: false, step: "end", data: pairs(heap) },
+        { type: "line", name: "Stack", stack: "mem", areaStyle: { color: STACK, opacity: 0.55 }, lineStyle: { color: STACK, width: 1 }, itemStyle: { color: STACK }, showSymbol: false, step: "end", data: pairs(stack) },
         { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed" }, data: pairs(free) },
         { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", data: pairs(frag) },
       ],
     });
+    c.on("legendselectchanged", (e) => {
+      const selected = (e as { selected?: Record<string, boolean> }).selected ?? {};
+      c.echarts?.setOption({ yAxis: [axisFor(selected["Free memory"] === true), {}] });
+    });
   }
   if (result.tables.breakdown) {
-    el.appendChild(tableWidget(ctx, "breakdown", { title: "Memory in use at the peak, by operation" }).el);
+    const bd = result.tables.breakdown;
+    // The backend's `label` column names unnamed allocations itself; older results have none.
+    const opAt = bd.columns.some((col) => col.name === "label") ? -1 : bd.columns.findIndex((col) => col.name === "operation");
+    const bytesAt = bd.columns.findIndex((col) => col.name === "allocation_bytes");
+    el.appendChild(tableWidget(ctx, "breakdown", {
+      title: "Memory in use at the peak, by operation",
+      decorateCell: (td, row, i) => {
+        if (i !== opAt) return;
+        const label = operationLabel(row[i], row[bytesAt]);
+        if (label === null) return;
+        td.textContent = label;
+        td.classList.add("tbp-muted");
+        td.title = "The allocation carries no op name (common for JAX/XLA buffers); its size class groups it with similar ones.";
+      },
+    }).el);
   }
   if (result.tables.timeline) el.appendChild(tableWidget(ctx, "timeline", { title: "Timeline events" }).el);
 }

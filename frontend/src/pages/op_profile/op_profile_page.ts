@@ -3,7 +3,7 @@
 // The backend's filters (side, order, depth, minimum self time, name regexes, idle) are the
 // tool's options in the shell's options bar.
 
-import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { TreeTable } from "../../widgets/tree_table";
@@ -11,6 +11,7 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
+import { boundBy, type DevicePeaks, devicePeaks, utilization, wastedUs } from "./op_tree";
 
 const GROUPINGS: readonly [string, string][] = [
   ["by_category", "Category"],
@@ -45,18 +46,44 @@ function render(ctx: PageContext): void {
   const select = h("select", { class: "tbp-group-select", "aria-label": "Group by" }, available.map(([k, label]) => h("option", { value: k, selected: k === group }, label)));
   const expand = h("button", { type: "button", class: "tbp-btn" }, "Expand all");
   const collapse = h("button", { type: "button", class: "tbp-btn" }, "Collapse all");
-  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse));
+  // Only the children that make up 90 % of their parent's time (XProf's "top 90%"): the
+  // backend's top_percent option, so the cut is the one the CSV and the API give too.
+  const top90 = h("input", { type: "checkbox", "data-testid": "top90" });
+  top90.checked = Number(ctx.request.options.top_percent ?? "100") < 100;
+  top90.addEventListener("change", () => ctx.setOptions({ top_percent: top90.checked ? "90" : null }));
+  const peaks = devicePeaks(raw);
+  const rootUs = num(raw, "total_time_us") ?? 0;
+  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Group by"), select), expand, collapse,
+    h("label", { class: "tbp-option", title: "List only the children that make up 90 % of their parent's time" }, top90, " Top 90 %")));
+  if (peaks === null) {
+    el.appendChild(h("p", { class: "tbp-muted", "data-no-peaks": "" },
+      "Utilisation against the device's peaks needs its peak FLOP/s and memory bandwidth, which this profile does not name."));
+  }
+  const childrenOf = (n: Obj): Obj[] => objs(n, "children");
+  const util = (v: number | null): string => (v === null ? "–" : formatPercent(v * 100));
+  const peakColumns = peaks === null ? [] : [
+    { label: "FLOP/s (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).flops) },
+    { label: "HBM BW (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).hbm) },
+    { label: "Wasted time", numeric: true, cell: (n: Obj) => {
+      const w = wastedUs(n, utilization(n, peaks), rootUs);
+      return w === null ? "–" : formatDuration(w, "us");
+    } },
+  ];
   const holder = h("div", { "data-tree": "" });
   el.appendChild(holder);
+  const details = h("section", { class: "tbp-panel tbp-op-details", "data-op-details": "" },
+    h("p", { class: "tbp-muted" }, "Click an op to see its details."));
+  el.appendChild(details);
   let tree: TreeTable<Obj> | null = null;
   const draw = (): void => {
     holder.textContent = "";
     tree = new TreeTable<Obj>({
       root: obj(raw, group),
-      children: (n) => objs(n, "children"),
+      children: childrenOf,
       name: (n) => str(n, "name"),
       title: (n) => [str(n, "kind"), str(n, "category") && `category ${str(n, "category")}`, str(n, "framework_op") && `framework op ${str(n, "framework_op")}`, str(n, "program") && `program ${str(n, "program")}`].filter(Boolean).join("\n"),
       openDepth: 1,
+      onSelect: (n) => showDetails(ctx, details, n, peaks),
       columns: [
         { label: "Time share", cell: (n) => fractionBar(num(n, "fraction") ?? 0) },
         { label: "Self time", numeric: true, cell: (n) => formatDuration(num(n, "self_time_us") ?? 0, "us") },
@@ -64,6 +91,7 @@ function render(ctx: PageContext): void {
         { label: "Occurrences", numeric: true, cell: (n) => formatNumber(num(n, "occurrences") ?? 0) },
         { label: "FLOP rate (GFLOP/s)", numeric: true, cell: (n) => formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0) },
         { label: "Memory BW (GB/s)", numeric: true, cell: (n) => formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0) },
+        ...peakColumns,
       ],
     });
     holder.appendChild(tree.el);
@@ -79,11 +107,45 @@ function render(ctx: PageContext): void {
   if (result.tables.ops) el.appendChild(tableWidget(ctx, "ops", { title: "Ops" }).el);
 }
 
+/** The selected node: what it is, its FLOPs and bytes, what bounds it, and a way to its kernels. */
+function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePeaks | null): void {
+  box.textContent = "";
+  const name = str(n, "name");
+  const flops = num(n, "flops") ?? 0;
+  const bytes = num(n, "bytes_accessed") ?? 0;
+  const u = utilization(n, peaks);
+  const bound = boundBy(n, peaks);
+  const rows: [string, string][] = [
+    ["Kind", str(n, "kind") || "–"],
+    ...(str(n, "category") ? [["Category", str(n, "category")] as [string, string]] : []),
+    ...(str(n, "program") ? [["Program", str(n, "program")] as [string, string]] : []),
+    ...(str(n, "framework_op") ? [["Framework op (source)", str(n, "framework_op")] as [string, string]] : []),
+    ...(str(n, "opcode") ? [["Opcode", str(n, "opcode")] as [string, string]] : []),
+    ...(str(n, "source") ? [["Source", str(n, "source")] as [string, string]] : []),
+    ["Time", `${formatDuration(num(n, "total_time_us") ?? 0, "us")} total, ${formatDuration(num(n, "self_time_us") ?? 0, "us")} self, ${formatNumber(num(n, "occurrences") ?? 0)} times`],
+    ["FLOPs", flops > 0 ? formatNumber(flops) : "–"],
+    ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
+    ["FLOPs per byte", flops > 0 && bytes > 0 ? formatNumber(flops / bytes, 3) : "–"],
+    ["FLOP rate", `${formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0)} GFLOP/s${u.flops === null ? "" : ` (${formatPercent(u.flops * 100)} of peak)`}`],
+    ["Memory bandwidth", `${formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0)} GB/s${u.hbm === null ? "" : ` (${formatPercent(u.hbm * 100)} of peak)`}`],
+    ["Bound by", bound ?? "– (needs the device's peaks)"],
+  ];
+  const trace = h("a", { class: "tbp-link", href: ctx.href("trace_viewer", { q: name }), "data-trace-link": "" }, "Find its events in the trace viewer");
+  trace.addEventListener("click", (e) => {
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    ctx.navigate("trace_viewer", { q: name });
+  });
+  box.append(h("h2", {}, name), h("table", { class: "tbp-table tbp-static-table" },
+    h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))), h("p", {}, trace));
+}
+
 registerPage({
   tools: ["op_profile"],
   optionChoices: {
     side: ["auto", "host", "device"],
-    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes"],
+    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes", "time_wasted"],
   },
+  hideOptions: ["top_percent"],
   render,
 });

@@ -2,20 +2,14 @@
 // and XProf's recommendation with links to the pages it names.
 
 import { formatNumber, formatPercent } from "../../base/format";
-import { type Card, cardRow, type Tone } from "../../widgets/cards";
-import { unitFormatter } from "../../widgets/chart";
+import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
-import { chart, pageTitle, tableWidget } from "../common";
+import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
+import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
-import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepsText, stepTimeChart } from "../steps_common";
-
-/** XProf's input-bound thresholds: > 20 % of step time waiting for input is input-bound, > 5 % maybe. */
-export function inputTone(inputPercent: number | null): Tone {
-  if (inputPercent === null) return "neutral";
-  return inputPercent > 20 ? "bad" : inputPercent > 5 ? "warn" : "good";
-}
+import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -31,16 +25,17 @@ function render(ctx: PageContext): void {
   const steps = obj(raw, "steps");
   const stepTime = obj(perf, "step_time_ms");
   const inputPct = num(perf, "input_percent");
+  // Colour and words from the backend's verdict, so the card and the recommendation agree.
+  const verdict = inputVerdict(obj(raw, "recommendation"));
   const hasDevice = (num(env, "device_count") ?? 0) > 0;
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps) },
-    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: "of the step time", tone: inputTone(inputPct) },
-    { id: "host_ops", label: "Host op time (of all ops)", value: formatPercent(num(perf, "host_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "host_op_time_eager_percent") ?? 0)} eager` },
+    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
+    ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
     cards.push(
-      { id: "device_ops", label: "Device op time", value: formatPercent(num(perf, "device_op_time_percent") ?? 0), hint: `${formatPercent(num(perf, "device_op_time_eager_percent") ?? 0)} eager` },
       { id: "precision", label: "Device compute precision", value: `${formatPercent(num(perf, "device_compute_16bit_percent") ?? 0)} 16-bit`, hint: `${formatPercent(num(perf, "device_compute_32bit_percent") ?? 0)} 32-bit` },
     );
   }
@@ -52,17 +47,15 @@ function render(ctx: PageContext): void {
   el.appendChild(grid);
   const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
   grid.appendChild(stepBox);
-  stepTimeChart(chart(ctx, stepBox, { label: "Step time per step, by category", id: "step_time", height: 300 }), obj(raw, "step_time_graph"));
+  const graph = obj(raw, "step_time_graph");
+  const hosts = ctx.request.host === ctx.allHosts ? stepHosts(graph, result.tables.steps) : null;
+  stepTimeChart(chart(ctx, stepBox, { label: hosts ? "Step time per step and host, by category" : "Step time per step, by category", id: "step_time", height: 300 }), graph, STEP_CATEGORIES, hosts);
 
   const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
   grid.appendChild(pieBox);
   const breakdown = obj(perf, "breakdown_ms");
-  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, itemStyle: { color: c.color } })).filter((s) => s.value > 0);
-  chart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }).setOption({
-    tooltip: { trigger: "item", valueFormatter: unitFormatter("ms") },
-    legend: { type: "scroll", bottom: 0 },
-    series: [{ type: "pie", radius: ["32%", "60%"], center: ["50%", "45%"], data: slices, minShowLabelAngle: 14, label: { formatter: "{d}%" } }],
-  });
+  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, color: c.color }));
+  pieChart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }, slices, "ms", { measure: "step time", kind: "category" });
 
   if (result.tables.top_ops) {
     const side = str(raw, "top_ops_side");
@@ -70,6 +63,27 @@ function render(ctx: PageContext): void {
   }
   el.appendChild(environment(env, hasDevice ? pct : {}));
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+}
+
+/**
+ * Where ops run, as XProf shows it: by time and by count, each labelled (issue 19). The count
+ * needs `host_op_count_percent` / `device_op_count_percent` from the backend; until it sends
+ * them only the card by time is shown.
+ */
+export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
+  const pct = (key: string): string => formatPercent(num(perf, key) ?? 0);
+  const byTime: Card = hasDevice
+    ? { id: "op_placement_time", label: "Op placement, by time", value: `${pct("device_op_time_percent")} device`,
+      hint: `${pct("host_op_time_percent")} host · eager: ${pct("device_op_time_eager_percent")} of device, ${pct("host_op_time_eager_percent")} of host op time` }
+    : { id: "op_placement_time", label: "Op placement, by time", value: `${pct("host_op_time_percent")} host`,
+      hint: `${pct("host_op_time_eager_percent")} of it eager` };
+  const countKey = hasDevice ? "device_op_count_percent" : "host_op_count_percent";
+  if (num(perf, countKey) === null) return [byTime];
+  return [byTime, {
+    id: "op_placement_count", label: "Op placement, by count",
+    value: `${pct(countKey)} ${hasDevice ? "device" : "host"}`,
+    hint: hasDevice ? `${pct("host_op_count_percent")} host (of all ops run)` : "of all ops run",
+  }];
 }
 
 function recommendation(ctx: PageContext, rec: Obj): HTMLElement {

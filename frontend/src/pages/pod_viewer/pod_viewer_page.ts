@@ -11,6 +11,7 @@ import type { PageContext } from "../context";
 import { list, obj, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
 import { STEP_CATEGORIES } from "../steps_common";
+import { ALL_DEVICES, columnLabel, shownColumns } from "./pod_columns";
 
 /** Pod viewer category labels (XProf's names) -> the colours of the step categories. */
 const COLORS: Record<string, string> = {
@@ -81,7 +82,7 @@ function render(ctx: PageContext): void {
   el.appendChild(
     cardRow([
       { id: "steps", label: "Steps", value: formatNumber(steps.length) },
-      { id: "columns", label: "Hosts × devices", value: formatNumber(objs(raw, "cores").length) },
+      { id: "columns", label: "Devices", value: formatNumber(objs(raw, "cores").filter((k) => str(k, "device") !== ALL_DEVICES).length) },
       { id: "device", label: "Device type", value: str(raw, "device_type") || "–" },
     ]),
   );
@@ -125,16 +126,18 @@ function render(ctx: PageContext): void {
     );
   };
   const draw = (index: number): void => {
-    cores = columnsAt(index);
+    const all = columnsAt(index);
+    cores = shownColumns(all).map((i) => all[i]).filter((k): k is Column => k !== undefined);
     stepLabel.textContent = ` ${steps[index] ?? `#${index}`} (${index + 1} of ${steps.length})`;
     const hosts = new Set(cores.map((k) => k.host));
-    const names = cores.map((k) => (hosts.size > 1 ? `${k.host} · ${k.device}` : k.device));
+    const names = cores.map((k) => columnLabel(k, hosts.size > 1));
     const used = labels.filter((l) => cores.some((k) => (k.breakdownUs[l] ?? 0) > 0));
     c.setOption({
       grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
       legend: { top: 0, type: "scroll" },
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("us") },
-      xAxis: { type: "category", data: names, axisLabel: { interval: 0, width: 110, overflow: "truncate" } },
+      // Two-line labels (host, device) that wrap rather than cut; the tooltip has them whole.
+      xAxis: { type: "category", data: names, axisLabel: { interval: 0, width: 120, overflow: "break", lineHeight: 14 } },
       yAxis: { type: "value", axisLabel: { formatter: axisLabel("us") } },
       series: used.map((l) => ({ type: "bar", name: l, stack: "core", itemStyle: { color: COLORS[l] }, barMaxWidth: 64, data: cores.map((k) => k.breakdownUs[l] ?? 0) })),
     });

@@ -69,11 +69,25 @@ function decodeHosts(raw: Record<string, unknown>): HostSummary[] {
   }));
 }
 
-function devicesText(hosts: HostSummary[]): string {
+/**
+ * The kind of device a plane is, or null for host planes: XSpace device planes are
+ * "/device:GPU:0"; Chrome traces (PyTorch) name GPU processes "python3 (GPU 0)" and may send
+ * no device type, which made a PyTorch GPU run read "CPU only" (issue 19).
+ */
+export function deviceKind(p: { name: string; deviceType: string }): string | null {
+  const xspace = /^\/device:([A-Z]+)/.exec(p.name);
+  if (xspace) return p.deviceType || (xspace[1] ?? "device");
+  const chrome = /\b(GPU|TPU|XPU|MPS)\s*:?\s*\d+\)?\s*$/.exec(p.name);
+  if (chrome) return p.deviceType || (chrome[1] ?? "device");
+  return null;
+}
+
+export function devicesText(hosts: readonly { planes: readonly { name: string; deviceType: string; eventCount: number }[] }[]): string {
   const counts = new Map<string, number>();
   for (const h of hosts) {
     for (const p of h.planes) {
-      if (p.name.startsWith("/device:") && p.eventCount > 0) counts.set(p.deviceType, (counts.get(p.deviceType) ?? 0) + 1);
+      const kind = deviceKind(p);
+      if (kind !== null && p.eventCount > 0) counts.set(kind, (counts.get(kind) ?? 0) + 1);
     }
   }
   if (counts.size === 0) return "CPU only";

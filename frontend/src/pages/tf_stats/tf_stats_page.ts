@@ -6,7 +6,7 @@ import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
-import { chart, pageTitle, panel, pieOption, tableWidget } from "../common";
+import { pageTitle, panel, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { bool, num, obj, objs, str } from "../fields";
 import { registerPage } from "../registry";
@@ -45,7 +45,8 @@ function render(ctx: PageContext): void {
     for (const [key, what] of [["pie_by_type", "op type"], ["pie_by_operation", "operation"]] as const) {
       const box = panel(grid, `${sideLabel} self-time by ${what}`);
       const slices = objs(s, key).map((o) => ({ name: str(o, "name"), value: num(o, "self_time_us") ?? 0 }));
-      chart(ctx, box, { label: `${sideLabel} self-time by ${what}`, id: `${side}_${key}`, height: 300 }).setOption(pieOption(slices, "us"));
+      pieChart(ctx, box, { label: `${sideLabel} self-time by ${what}`, id: `${side}_${key}`, height: 300 }, slices, "us",
+        { measure: `${side} self-time`, kind: what });
     }
   }
   if (result.tables.ops) el.appendChild(tableWidget(ctx, "ops", { title: "Operations" }).el);

@@ -5,7 +5,12 @@
 //   click            select an event (or a density box); click a group header to fold it
 //   W / S            zoom in / out             A / D         pan left / right
 //   F                zoom to the selection     0             show everything
-//   Esc              clear the selection
+//   Esc              clear the selection       ?             the key help panel
+//
+// The keys listen on the frame's window, so the timeline must own the keyboard focus. Inside
+// TensorBoard the plugin is an iframe: a mousedown whose default is prevented (to stop text
+// selection while dragging) does not move the focus into the frame, and the keys went to
+// TensorBoard's document (issue 19). So a click or a wheel on the canvas focuses it explicitly.
 
 import { LABEL_W, RULER_H } from "../render/layout";
 
@@ -26,6 +31,9 @@ export interface ControlTarget {
   zoomToSelection(): void;
   fitAll(): void;
   clearSelection(): void;
+  toggleKeyHelp(): void;
+  /** Closes the key help panel; false when it was not open. */
+  closeKeyHelp(): boolean;
   timelineWidth(): number;
   interacting(on: boolean): void;
 }
@@ -43,9 +51,14 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
     return { x, y, cy: y - RULER_H + t.scroller.scrollTop };
   };
   let mouseX = -1;
+  // preventScroll: focusing must not jump the page (or TensorBoard's frame) to the canvas.
+  const takeFocus = (): void => {
+    if (document.activeElement !== canvas) canvas.focus({ preventScroll: true });
+  };
 
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();
+    takeFocus();
     const p = pos(e);
     const scale = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
     const dx = e.deltaX * scale;
@@ -61,6 +74,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
 
   canvas.addEventListener("mousedown", (e) => {
     if (e.button !== 0) return;
+    takeFocus();
     const start = pos(e);
     const ranging = start.y < RULER_H || e.shiftKey;
     let lastX = start.x;
@@ -96,6 +110,12 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
     mouseX = p.x;
     t.hover(p.y >= RULER_H ? { x: p.x - LABEL_W, cy: p.cy, clientX: e.clientX, clientY: e.clientY } : null);
   }, { signal });
+  // Hovering hands the keys to the timeline too, but only within a frame that already has
+  // the focus and when no text field or control is focused: never steal from a typing user.
+  canvas.addEventListener("mouseenter", () => {
+    const active = document.activeElement;
+    if (document.hasFocus() && (active === null || active === document.body)) takeFocus();
+  }, { signal });
   canvas.addEventListener("mouseleave", () => {
     mouseX = -1;
     t.hover(null);
@@ -103,8 +123,13 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
 
   window.addEventListener("keydown", (e) => {
     const target = e.target as HTMLElement | null;
-    if (target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.isContentEditable)) return;
+    if (target && (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable)) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "?") {
+      t.toggleKeyHelp();
+      e.preventDefault();
+      return;
+    }
     const w = t.timelineWidth();
     const anchor = mouseX >= LABEL_W ? mouseX - LABEL_W : w / 2;
     switch (e.key.toLowerCase()) {
@@ -114,7 +139,7 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
       case "d": t.pan(w * KEY_PAN_FRACTION); break;
       case "f": t.zoomToSelection(); break;
       case "0": t.fitAll(); break;
-      case "escape": t.clearSelection(); break;
+      case "escape": if (!t.closeKeyHelp()) t.clearSelection(); break;
       default: return;
     }
     e.preventDefault();

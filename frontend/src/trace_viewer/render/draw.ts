@@ -10,7 +10,7 @@ import { formatDurationPs } from "../../base/format";
 import { colorOf, densityColor, densityLevel, SERIES_COLORS, textOn } from "../model/colors";
 import type { Frame } from "../model/frame";
 import { tickInterval, type Viewport } from "../model/viewport";
-import { depthY, GROUP_H, LABEL_W, type Layout, ROW_H, RULER_H, TRACK_PAD, type TrackRow } from "./layout";
+import { depthY, GROUP_H, type GroupRow, LABEL_W, type Layout, ROW_H, RULER_H, stickyGroup, TRACK_PAD, type TrackRow } from "./layout";
 
 export interface EventRef {
   track: number;
@@ -38,7 +38,14 @@ export interface DrawState {
   range: { startPs: number; endPs: number } | null;
   arrows: Arrow[];
   hoverTrack: number | null;
+  /** While a search is active: which event names match (the rest is drawn faded). */
+  highlight: ((name: string) => boolean) | null;
+  /** The loaded search matches: marked even when too small to see among the faded rest. */
+  marks: readonly EventRef[];
 }
+
+/** Opacity of what does not match the search: still there, but out of the way. */
+const FADED_ALPHA = 0.18;
 
 interface Theme {
   bg: string;
@@ -59,6 +66,8 @@ export class Renderer {
   private readonly ctx: CanvasRenderingContext2D;
   private readonly colorCache = new Map<string, string>();
   private readonly widthCache = new Map<string, number>();
+  /** Per frame string: 1 when it matches the search (computed once per frame and search). */
+  private matchCache: { strings: string[]; test: (name: string) => boolean; flags: Uint8Array } | null = null;
   private charPx = 6;
 
   constructor(readonly canvas: HTMLCanvasElement) {
@@ -98,6 +107,17 @@ export class Renderer {
     return w;
   }
 
+  private matchFlags(f: Frame, test: (name: string) => boolean): Uint8Array {
+    const c = this.matchCache;
+    if (c && c.strings === f.strings && c.test === test) return c.flags;
+    const flags = new Uint8Array(f.strings.length);
+    f.strings.forEach((name, i) => {
+      if (test(name)) flags[i] = 1;
+    });
+    this.matchCache = { strings: f.strings, test, flags };
+    return flags;
+  }
+
   /** `s` cut to fit `maxPx` (with an ellipsis), or "" when not even 2 characters fit. */
   fit(s: string, maxPx: number): string {
     const full = this.textWidth(s);
@@ -134,6 +154,7 @@ export class Renderer {
       ctx.fillStyle = theme.border;
       ctx.fillRect(LABEL_W, y + row.h - 0.5, st.widthCss - LABEL_W, 0.5);
     }
+    if (st.marks.length) this.drawMarks(st, theme);
     if (st.selected) this.drawSelection(st, st.selected, theme);
     for (const a of st.arrows) this.drawArrow(st, a, theme);
     ctx.restore();
@@ -203,15 +224,20 @@ export class Renderer {
       }
     }
     flush();
+    // While searching, boxes fade too: they merge events that may or may not match.
+    if (st.highlight) ctx.globalAlpha = FADED_ALPHA;
     shades.forEach((path, level) => {
       if (!path) return;
       ctx.fillStyle = densityColor(level, st.dark);
       ctx.fill(path);
     });
+    ctx.globalAlpha = 1;
 
     // Events, one path per colour.
     const strings = f.strings;
     const byColor = new Map<string, Path2D>();
+    const faded = new Map<string, Path2D>();
+    const matches = st.highlight ? this.matchFlags(f, st.highlight) : null;
     const labels: number[] = [];
     const evEnd = r.eventOffset + r.eventCount;
     for (let i = r.eventOffset; i < evEnd; i++) {
@@ -222,15 +248,24 @@ export class Renderer {
       if (ex0 < cx0) ex0 = cx0;
       if (ex1 > cx1) ex1 = cx1;
       const w = ex1 - ex0 < 1 ? 1 : ex1 - ex0;
-      const color = this.color(strings[f.eventName[i] ?? 0] ?? "");
-      let path = byColor.get(color);
+      const nameId = f.eventName[i] ?? 0;
+      const color = this.color(strings[nameId] ?? "");
+      const on = matches === null || matches[nameId] === 1;
+      const paths = on ? byColor : faded;
+      let path = paths.get(color);
       if (!path) {
         path = new Path2D();
-        byColor.set(color, path);
+        paths.set(color, path);
       }
       path.rect(ex0, yTop + (f.eventDepth[i] ?? 0) * ROW_H, w, ROW_H - 1);
-      if (w >= LABEL_MIN_PX) labels.push(i, ex0, w);
+      if (on && w >= LABEL_MIN_PX) labels.push(i, ex0, w);
     }
+    ctx.globalAlpha = FADED_ALPHA;
+    for (const [color, path] of faded) {
+      ctx.fillStyle = color;
+      ctx.fill(path);
+    }
+    ctx.globalAlpha = 1;
     for (const [color, path] of byColor) {
       ctx.fillStyle = color;
       ctx.fill(path);
@@ -298,6 +333,18 @@ export class Renderer {
     return { x0, x1, y: RULER_H - st.scrollY + depthY(row, Math.min(e.depth, row.track.maxDepth)) };
   }
 
+  private drawMarks(st: DrawState, theme: Theme): void {
+    const ctx = this.ctx;
+    ctx.fillStyle = theme.accent;
+    for (const m of st.marks) {
+      const b = this.eventBox(st, m);
+      if (!b || b.x1 < LABEL_W || b.x0 > st.widthCss) continue;
+      // At least 3 px wide, in the accent colour, under the event's own colour when it is wide.
+      const w = Math.max(b.x1 - b.x0, 3);
+      ctx.fillRect(b.x0 - (w - (b.x1 - b.x0)) / 2, b.y - 1, w, ROW_H + 1);
+    }
+  }
+
   private drawSelection(st: DrawState, e: EventRef, theme: Theme): void {
     const b = this.eventBox(st, e);
     if (!b) return;
@@ -353,17 +400,29 @@ export class Renderer {
     for (const g of st.layout.groups) {
       const y = top + g.y;
       if (y + GROUP_H < RULER_H || y > st.heightCss) continue;
-      ctx.fillStyle = theme.bg3;
-      ctx.fillRect(0, y, st.widthCss, GROUP_H);
-      ctx.fillStyle = theme.fg;
-      ctx.font = `600 ${FONT}`;
-      const arrow = g.collapsed ? "▸" : "▾";
-      ctx.fillText(`${arrow} ${g.group.name}`, 4, y + GROUP_H / 2);
-      ctx.font = FONT;
+      this.drawGroupHeader(g, y, st, theme);
+    }
+    // The header of the group being scrolled through stays under the ruler.
+    const pin = stickyGroup(st.layout, st.scrollY);
+    if (pin) {
+      this.drawGroupHeader(pin.group, RULER_H + pin.offset, st, theme);
+      ctx.fillStyle = theme.border;
+      ctx.fillRect(0, RULER_H + pin.offset + GROUP_H - 1, st.widthCss, 1);
     }
     ctx.fillStyle = theme.border;
     ctx.fillRect(LABEL_W - 1, RULER_H, 1, st.heightCss - RULER_H);
     ctx.restore();
+  }
+
+  private drawGroupHeader(g: GroupRow, y: number, st: DrawState, theme: Theme): void {
+    const ctx = this.ctx;
+    ctx.fillStyle = theme.bg3;
+    ctx.fillRect(0, y, st.widthCss, GROUP_H);
+    ctx.fillStyle = theme.fg;
+    ctx.font = `600 ${FONT}`;
+    const arrow = g.collapsed ? "▸" : "▾";
+    ctx.fillText(`${arrow} ${g.group.name}`, 4, y + GROUP_H / 2);
+    ctx.font = FONT;
   }
 
   private drawRuler(st: DrawState, theme: Theme): void {

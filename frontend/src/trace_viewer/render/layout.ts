@@ -76,3 +76,24 @@ export function hitY(layout: Layout, y: number): Hit {
 export function depthY(row: TrackRow, depth: number): number {
   return row.y + TRACK_PAD + depth * ROW_H;
 }
+
+/**
+ * The group whose header stays pinned under the ruler while its tracks scroll past (issue 19:
+ * sticky process headers): the last group whose header has scrolled above the top, drawn at
+ * `offset` (0, or less while the next group's header pushes it up). Null when a header is
+ * already at the top or nothing is scrolled.
+ */
+export function stickyGroup(layout: Layout, scrollY: number): { group: GroupRow; offset: number } | null {
+  let current: GroupRow | null = null;
+  let next: GroupRow | null = null;
+  for (const g of layout.groups) {
+    if (g.y < scrollY) current = g;
+    else {
+      next = g;
+      break;
+    }
+  }
+  if (current === null) return null;
+  const offset = next === null ? 0 : Math.min(0, next.y - scrollY - GROUP_H);
+  return offset <= -GROUP_H ? null : { group: current, offset };
+}

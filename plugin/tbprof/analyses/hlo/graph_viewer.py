@@ -198,8 +198,10 @@ TOOLS = (
         options=(
             Option("node_name", parse_text, None, "the HLO op at the centre (default: the op with most self time)"),
             Option("module", parse_text, None, "HLO module, e.g. jit_train_step(13929) (default: where the op ran)"),
-            Option("graph_width", parse_nonneg_int, 3, f"edges from the op to include (at most {MAX_WIDTH})"),
-            Option("format", parse_format, "json", "json, or dot to add the graph as Graphviz DOT text"),
+            Option("graph_width", parse_nonneg_int, 3, f"edges from the op to include (at most {MAX_WIDTH})",
+                   min_value=0, max_value=MAX_WIDTH),
+            Option("format", parse_format, "json", "json, or dot to add the graph as Graphviz DOT text",
+                   choices=("json", "dot")),
         ),
         description="The HLO graph around an op, coloured by self time; DOT for scripts.",
     ),

@@ -82,21 +82,32 @@ _HELP = {
 
 
 def _option_for(name: str, default: Any) -> Option:
+    """tfprof's option as a control: thresholds (``min_*``) and the regex lists beyond show/hide
+    sit under "More options"; the rest are grouped as tfprof's documentation groups them."""
+    choices: tuple[str, ...] = ()
+    min_value: float | None = None
     if isinstance(default, bool):
         parse: Any = parse_bool
     elif isinstance(default, int):
         parse = _int
+        min_value = None if name == "step" else 0
     elif name == "order_by":
         parse = _choice(tuple(ORDER_BY))
+        choices = tuple(ORDER_BY)
     elif name == "select":
         parse = _select
     else:
         parse = _regex_list
-    return Option(name, parse, default, _HELP.get(name, ""))
+    group = ("thresholds" if name.startswith("min_") else
+             "names" if name.endswith("_regexes") else "view")
+    advanced = name.startswith("min_") or name in ("account_type_regexes", "start_name_regexes",
+                                                   "trim_name_regexes", "account_displayed_op_only")
+    return Option(name, parse, default, _HELP.get(name, ""), choices=choices, min_value=min_value, group=group,
+                  advanced=advanced)
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("view", _choice(VIEWS), "scope", "scope | graph | op | code"),
+    Option("view", _choice(VIEWS), "scope", "scope | graph | op | code", choices=VIEWS, group="view"),
     *(_option_for(f.name, getattr(DEFAULTS, f.name)) for f in fields(ViewOptions)),
 )
 

@@ -159,7 +159,7 @@ def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    include_idle = bool(options.get("include_idle", True))
+    include_idle = bool(options.get("include_idle", False))
     table, sides = op_stats_table(stores, include_idle)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -177,7 +177,7 @@ TOOLS = (
     Tool(
         name="framework_op_stats", title="Framework op stats", compute=compute, aliases=("tensorflow_stats",),
         multi_host=True,
-        options=(Option("include_idle", parse_bool, True,
+        options=(Option("include_idle", parse_bool, False,
                                  "include the IDLE row of each side (time with no op running)"),),
         description="Time per TensorFlow/JAX op on the host and on the devices: every op, sortable, filterable.",
     ),

@@ -157,6 +157,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             **prec,
         },
         "step_time_graph": {"step": st.names, "step_time_ms": st.step_time_ms,
+                            # The host each step's bar comes from (all hosts: the slowest one).
+                            "host": st.critical_host,
                             **{k: st.category_ms.get(k, np.zeros(0)) for k in sb.CATEGORY_KEYS}},
         "top_ops_side": ops.side,
         "recommendation": recommendation,

@@ -49,7 +49,7 @@ def tools(ctx: AppContext, request: Request) -> Response:
     return responses.json_response(request, {
         "schema_version": SCHEMA_VERSION, "run": run.name, "tools": [
             {"name": n, "title": ctx.profiles.tool(n).title, "multi_host": ctx.profiles.tool(n).multi_host,
-             "options": [{"name": o.name, "default": o.default, "help": o.help} for o in ctx.profiles.tool(n).options]}
+             "options": [o.to_json() for o in ctx.profiles.tool(n).options]}
             for n in names]})
 
 

@@ -1,0 +1,69 @@
+// What the op profile tree shows of each node, from the backend's node fields (DOM-free,
+// vitest): utilisation against the device's peaks, the time that utilisation leaves unused
+// ("wasted"), and what bounds an op (issue 19: closer to what users use XProf's op profile for).
+// The "top 90 %" cut and the order by wasted time are the backend's options (top_percent,
+// order_by=time_wasted).
+
+import { num, type Obj, obj } from "../fields";
+
+export interface DevicePeaks {
+  flopsPerSec: number;
+  hbmBytesPerSec: number;
+}
+
+/**
+ * The device's peaks, from the result's `peaks` ({flop_rate_gflops_per_sec,
+ * hbm_bw_gbytes_per_sec}, 0 when unknown); null when they are unknown.
+ */
+export function devicePeaks(raw: Obj): DevicePeaks | null {
+  const p = obj(raw, "peaks");
+  const flops = num(p, "flop_rate_gflops_per_sec");
+  const hbm = num(p, "hbm_bw_gbytes_per_sec");
+  return flops !== null && hbm !== null && flops > 0 && hbm > 0 ? { flopsPerSec: flops * 1e9, hbmBytesPerSec: hbm * 1e9 } : null;
+}
+
+export interface Utilization {
+  /** Achieved FLOP/s over the peak, 0..1 (null: the op has no FLOP count). */
+  flops: number | null;
+  /** Achieved HBM bandwidth over the peak, 0..1. */
+  hbm: number | null;
+}
+
+/** A node's utilisation: the backend's own fields when it sends them, else rate / peak. */
+export function utilization(node: Obj, peaks: DevicePeaks | null): Utilization {
+  const own = (key: string): number | null => num(node, key);
+  const rate = (key: string, scale: number, peak: number | undefined): number | null => {
+    const v = num(node, key);
+    return v === null || peak === undefined ? null : Math.min(1, (v * scale) / peak);
+  };
+  return {
+    flops: own("flops_utilization") ?? rate("flop_rate_gflops_per_sec", 1e9, peaks?.flopsPerSec),
+    hbm: own("hbm_bw_utilization") ?? rate("memory_bw_gbytes_per_sec", 1e9, peaks?.hbmBytesPerSec),
+  };
+}
+
+/**
+ * Time the node leaves unused: the backend's `time_wasted_fraction` (of the root's time) times
+ * the root's time; else its own time × (1 − its best utilisation). Null without utilisation.
+ */
+export function wastedUs(node: Obj, u: Utilization, rootUs: number): number | null {
+  const fraction = num(node, "time_wasted_fraction");
+  if (fraction !== null) return fraction * rootUs;
+  const best = Math.max(u.flops ?? -1, u.hbm ?? -1);
+  if (best < 0) return null;
+  return (num(node, "total_time_us") ?? 0) * (1 - best);
+}
+
+/**
+ * What limits an op: the backend's `bound_by` when it sends one, else the roofline's answer:
+ * an op whose FLOPs per byte are below the device's ridge point (peak FLOP/s / peak bytes/s)
+ * is memory-bound, above it compute-bound. Null without FLOPs, bytes or peaks.
+ */
+export function boundBy(node: Obj, peaks: DevicePeaks | null): string | null {
+  const own = node.bound_by;
+  if (typeof own === "string" && own) return own;
+  const flops = num(node, "flops") ?? 0;
+  const bytes = num(node, "bytes_accessed") ?? 0;
+  if (peaks === null || flops <= 0 || bytes <= 0) return null;
+  return flops / bytes < peaks.flopsPerSec / peaks.hbmBytesPerSec ? "memory bandwidth" : "compute";
+}

@@ -1,0 +1,29 @@
+// Which bars the pod viewer draws for a step. The backend sends, per host, an "all devices"
+// column beside each device's column; on a host with one device the two are the same numbers
+// and the chart showed every bar twice (issue 19). DOM-free.
+
+/** The backend's name of a host's aggregate column. */
+export const ALL_DEVICES = "all devices";
+
+export interface PodColumnKey {
+  host: string;
+  device: string;
+}
+
+/** Indices of the columns to draw: a host's "all devices" column only when it has several devices. */
+export function shownColumns(columns: readonly PodColumnKey[]): number[] {
+  const devicesOf = new Map<string, number>();
+  for (const c of columns) if (c.device !== ALL_DEVICES) devicesOf.set(c.host, (devicesOf.get(c.host) ?? 0) + 1);
+  const out: number[] = [];
+  columns.forEach((c, i) => {
+    if (c.device === ALL_DEVICES && (devicesOf.get(c.host) ?? 0) === 1) return;
+    out.push(i);
+  });
+  return out;
+}
+
+/** A bar's label: host and device on two lines when there are several hosts; "/device:" dropped. */
+export function columnLabel(c: PodColumnKey, severalHosts: boolean): string {
+  const device = c.device.replace(/^\/device:/, "");
+  return severalHosts ? `${c.host}\n${device}` : device;
+}

@@ -98,14 +98,14 @@ def test_framework_op_stats_four_pies_and_idle_option(standalone: Any, serve_pag
     assert page.locator("[data-pie-sentence]").count() == 2
     at_type = column_names(page, "ops").index("type")  # key columns come first on screen
     types = [r[at_type] for r in shown_rows(page, "ops")]
-    assert "IDLE" in types
-    # Unchecking "include idle" refetches without the IDLE rows (option in the URL).
-    page.uncheck('input[data-option="include_idle"]')
+    assert types and "IDLE" not in types  # XProf's default: idle left out
+    # Checking "include idle" refetches with the IDLE rows (option in the URL).
+    page.check('input[data-option="include_idle"]')
     wait_ready(page)
-    page.wait_for_function("() => location.hash.includes('o.include_idle=false')")
+    page.wait_for_function("() => location.hash.includes('o.include_idle=true')")
     wait_ready(page)
     types = [r[at_type] for r in shown_rows(page, "ops")]
-    assert types and "IDLE" not in types
+    assert "IDLE" in types
     serve_page.check()
 
 

@@ -49,6 +49,8 @@ setup(
         "numpy>=1.26",
         "werkzeug>=3.0",
         "grpcio>=1.60",
+        # User regexes run on RE2 (linear time): see tbprof/domain/regex.py.
+        "google-re2==1.1.20251105",
     ],
     extras_require={
         "test": ["pytest>=8", "ruff>=0.6", "mypy>=1.10", "playwright==1.65.2", "import-linter==2.17",

@@ -48,6 +48,18 @@ class ProfileReadError(TbprofError):
         self.reason = reason
 
 
+class MemoryRefusal(ProfileReadError):
+    """A file refused because converting it would not fit in the memory free *now* (HTTP 422;
+    not remembered as a failure of the file: it may fit later)."""
+
+
+class UnsafeCacheDir(TbprofError, ValueError):
+    """A cache dir another user could write to: its entries would be trusted input (the CLI exits 1)."""
+
+    kind = "unsafe_cache_dir"
+    http_status = 500
+
+
 class StorageError(ProfileReadError):
     """Object storage that cannot be listed or read: bad credentials, a missing bucket, an
     unreachable endpoint (HTTP 422 with its own ``kind``, CLI exit 2)."""

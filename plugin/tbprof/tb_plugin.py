@@ -35,8 +35,14 @@ class TbprofPlugin(base_plugin.TBPlugin):
             logging.getLogger("tbprof").error("tbprof: %s; converting in TensorBoard's process instead", e)
             executor = InProcess()
         executor.start()
+        enable_capture = bool(getattr(flags, "tbprof_enable_capture", False))
+        allowed = [h for v in (getattr(flags, "tbprof_allowed_host", None) or []) for h in str(v).split(",")]
+        # Where TensorBoard listens (program.py): every interface with --bind_all, else --host
+        # or, by default, localhost.
+        bind_host = "0.0.0.0" if getattr(flags, "bind_all", False) else (getattr(flags, "host", None) or "localhost")
         self._app = create_app(self._logdir or "/nonexistent", cache_dir=cache_dir or None,
-                               prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)
+                               prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor,
+                               bind_host=bind_host, allowed_hosts=allowed, enable_capture=enable_capture)
 
     def get_plugin_apps(self) -> dict[str, Any]:
         # One prefix route: TensorBoard hands every /data/plugin/tbprof/... request to our app.
@@ -71,6 +77,13 @@ class TbprofLoader(base_plugin.TBLoader):
         group.add_argument("--tbprof_no_capture", action="store_true",
                            help="Hide Capture Profile: the TensorBoard machine then opens no connections "
                                 "to profiler servers.")
+        group.add_argument("--tbprof_enable_capture", action="store_true",
+                           help="Allow Capture Profile when TensorBoard is reachable from other machines "
+                                "(--bind_all or a non-loopback --host); off there by default.")
+        group.add_argument("--tbprof_allowed_host", action="append", default=None, metavar="NAME",
+                           help="A host name tbprof's routes may be reached under besides localhost "
+                                "(repeatable or comma-separated); other Host headers get a 403 "
+                                "(DNS-rebinding protection).")
 
     def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin:
         return TbprofPlugin(context)

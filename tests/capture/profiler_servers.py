@@ -14,15 +14,34 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from tests.servers import free_port
 
 HERE = Path(__file__).resolve().parent
 READY_TIMEOUT_S = 180.0  # importing TensorFlow takes 5-10 s alone; slower on a busy 2-core box
+# A capture window can miss the training ops when the machine is busy (the training process got
+# no CPU during those few hundred ms): capture again, each window twice as long, at most this often.
+CAPTURE_ATTEMPTS = 4
+
+T = TypeVar("T")
+
+
+def capture_until(capture: Callable[[int], T], has_training: Callable[[T], bool], attempt_limit: int = CAPTURE_ATTEMPTS
+                  ) -> tuple[T, int]:
+    """Runs ``capture(attempt)`` (attempt 0, 1, ...) until ``has_training`` accepts its result,
+    at most ``attempt_limit`` times; returns the last result and the attempts used. The caller
+    asserts on that result, so a window without training still fails, with its details."""
+    result = capture(0)
+    attempt = 1
+    while attempt < attempt_limit and not has_training(result):
+        result = capture(attempt)
+        attempt += 1
+    return result, attempt
 
 
 @dataclass

@@ -24,7 +24,7 @@ from werkzeug.test import Client
 from tbprof.capture import session
 from tbprof.http.app import create_app
 from tbprof.protos import profiler_options_pb2
-from tests.capture.profiler_servers import ProfilerServer, mount_namespace_cmd, profiler_server
+from tests.capture.profiler_servers import ProfilerServer, capture_until, mount_namespace_cmd, profiler_server
 from tests.servers import PLUGIN_SRC, free_port
 
 pytestmark = pytest.mark.slow
@@ -38,6 +38,17 @@ CLI_TIMEOUT_S = 120
 def _post(client: Client, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     r = client.post("/capture", json=body)
     return r.status_code, json.loads(r.get_data())
+
+
+def _has_training(app: Any, run_name: str, host: str) -> bool:
+    """Did the captured window see the training loop (its ops and a traced step)?"""
+    profiles = app.ctx.profiles
+    store = profiles.store(profiles.runs(refresh=True)[run_name], host)
+    plane = store.plane("/host:CPU")
+    if plane is None:
+        return False
+    names = {store.strings[int(i)] for i in np.unique(plane.name_id)}
+    return names >= TRAIN_OPS | {"train"}
 
 
 def _check_run(app: Any, run_name: str, host: str) -> None:
@@ -64,17 +75,23 @@ def test_capture_through_http_route(tf_server: ProfilerServer, logdir: Path, tmp
     app = create_app(logdir, cache_dir=tmp_path / "cache")
     client = Client(app)
     assert client.get("/runs").get_json()["runs"] == []
-    status, body = _post(client, {"addresses": f"grpc://{tf_server.address}", "duration_ms": 500})
+    host = f"localhost_{tf_server.port}"
+
+    def capture(attempt: int) -> tuple[int, dict[str, Any]]:
+        return _post(client, {"addresses": f"grpc://{tf_server.address}", "duration_ms": 500 << attempt})
+
+    (status, body), attempts = capture_until(
+        capture, lambda answer: answer[0] == 200 and _has_training(app, answer[1]["run"], host))
     assert status == 200, body
     assert body["ok"] is True and len(body["results"]) == 1
     result = body["results"][0]
-    host = f"localhost_{tf_server.port}"
     assert result["kind"] == "ok" and result["host"] == host and result["attempts"] == 1
     session_dir = logdir / "plugins" / "profile" / body["session"]
     assert result["path"] == str(session_dir / f"{host}.xplane.pb")
     assert (session_dir / f"{host}.xplane.pb").stat().st_size > 0
     # The run is listed at once (no restart) and opens.
     runs = {r["run"]: r for r in client.get("/runs").get_json()["runs"]}
+    assert len(runs) == attempts  # one session per capture
     assert body["run"] == body["session"] and runs[body["run"]]["hosts"] == [host]
     _check_run(app, body["run"], host)
 
@@ -83,22 +100,29 @@ def test_capture_through_cli(tf_server: ProfilerServer, logdir: Path, tmp_path: 
     """The CLI's options reach the server: it records the ProfileOptions it ran with in the
     XSpace (Task Environment plane, stat profile_options), and the delay holds tracing back."""
     env = dict(os.environ, PYTHONPATH=str(PLUGIN_SRC))
-    requested_ns = time.time_ns()
-    proc = subprocess.run([sys.executable, "-m", "tbprof.cli", "capture", tf_server.address, "--logdir", str(logdir),
-                           "--duration-ms", "400", "--host-tracer-level", "3", "--python-tracer-level", "1",
-                           "--delay-ms", "700", "--json"],
-                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert report["ok"] and report["options"]["host_tracer_level"] == 3
     host = f"localhost_{tf_server.port}"
     app = create_app(logdir, cache_dir=tmp_path / "cache")
+
+    def capture(attempt: int) -> tuple[int, dict[str, Any], int]:
+        requested_ns = time.time_ns()
+        proc = subprocess.run([sys.executable, "-m", "tbprof.cli", "capture", tf_server.address, "--logdir",
+                               str(logdir), "--duration-ms", "400", "--host-tracer-level", "3",
+                               "--python-tracer-level", "1", "--delay-ms", "700", "--json"],
+                              capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.returncode, json.loads(proc.stdout), requested_ns
+
+    # The options under test stay the same on every attempt; only a window that missed the
+    # training loop (a starved process on a busy machine) is captured again.
+    (_, report, requested_ns), _ = capture_until(capture, lambda r: _has_training(app, r[1]["run"], host))
+    assert report["ok"] and report["options"]["host_tracer_level"] == 3
     _check_run(app, report["run"], host)
     env_plane = app.ctx.profiles.event_store(app.ctx.profiles.run(report["run"]), host).plane("Task Environment")
     assert env_plane is not None
     used = profiler_options_pb2.ProfileOptions.FromString(env_plane.plane_stats["profile_options"])
     assert (used.version, used.host_tracer_level, used.device_tracer_level, used.python_tracer_level,
             used.duration_ms) == (1, 3, 1, 1, 400)
+    assert used.repository_path == ""  # our logdir's absolute path is not sent where it is not needed
     assert used.start_timestamp_ns >= requested_ns + 700 * 1_000_000
     start_ns = env_plane.plane_stats["profile_start_time"]
     stop_ns = env_plane.plane_stats["profile_stop_time"]

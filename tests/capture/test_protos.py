@@ -75,7 +75,7 @@ def test_loads_next_to_tensorflow() -> None:
         pytest.skip("tensorflow is not installed")
     code = ("import tensorflow.tsl.profiler.protobuf.profiler_options_pb2 as tf_opts\n"
             "from tbprof.capture import client\n"
-            "req = client.build_request(client.CaptureOptions(), '/r', 's', 'h', '/l')\n"
+            "req = client.build_request(client.CaptureOptions(), '/r', 's', 'h')\n"
             "assert tf_opts.ProfileOptions.FromString(req.opts.SerializeToString()).host_tracer_level == 2\n")
     env = dict(os.environ, PYTHONPATH=str(PLUGIN_SRC), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)

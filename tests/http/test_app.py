@@ -223,7 +223,7 @@ def test_read_only_logdir_and_cache_outside(profiles_root: Path, tmp_path: Path)
         run = client.get(API + "runs").get_json()["runs"][0]["run"]
         assert client.get(API + "data", query_string={"run": run, "tool": "profile_summary"}).status_code == 200
         app.ctx.profiles.cache.flush()
-        assert any(cache.rglob("meta.pkl"))
+        assert any(cache.rglob("meta.json"))
         assert _snapshot(logdir) == before
     finally:
         for p in [logdir, *logdir.rglob("*")]:

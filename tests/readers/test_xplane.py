@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -178,16 +179,16 @@ def test_file_that_changes_while_read_is_refused(tmp_path: Path, monkeypatch: py
     """A profiler still writing the file: size/mtime differ before and after the read."""
     path = tmp_path / "growing.xplane.pb"
     path.write_bytes(_space_bytes(plane=[("a", 0, 10)]))
-    real_open = open
+    real_open = os.open
 
-    def growing_open(p: object, mode: str = "r", *a: object, **k: object) -> object:
-        f = real_open(p, mode, *a, **k)  # type: ignore[call-overload]
-        if str(p) == str(path) and "r" in mode:
-            with real_open(path, "ab") as g:  # the writer appends while we read
+    def growing_open(p: object, flags: int, *a: object, **k: object) -> int:
+        fd = real_open(p, flags, *a, **k)  # type: ignore[arg-type]
+        if str(p) == str(path) and not flags & (os.O_WRONLY | os.O_RDWR):
+            with open(path, "ab") as g:  # the writer appends while we read
                 g.write(b"\x00" * 16)
-        return f
+        return fd
 
-    monkeypatch.setattr("builtins.open", growing_open)
+    monkeypatch.setattr(os, "open", growing_open)
     with pytest.raises(ProfileReadError, match="changed while it was being read"):
         xplane.read_xspace(path)
 

@@ -92,7 +92,7 @@ def test_damaged_cache_entry_is_rebuilt(profiles_root: Path, cache_dir: Path) ->
     cache = ProfileCache(cache_dir)
     want = cache.get(path, xplane.read_xspace)
     cache.flush()
-    for meta in cache_dir.rglob("meta.pkl"):
+    for meta in cache_dir.rglob("meta.json"):
         meta.write_bytes(b"garbage")
     got = ProfileCache(cache_dir).get(path, xplane.read_xspace)
     _same(want, got)

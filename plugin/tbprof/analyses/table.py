@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.regex import RegexError, searcher
+
 COLUMN_KINDS = ("str", "int", "float", "bool")
 
 
@@ -109,12 +111,12 @@ def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
         values = table.data[col_name]
         if col.kind == "str":
             try:
-                rx = re.compile(expr)
-            except re.error as e:
-                raise QueryError(f"filter regex {expr!r} for {col_name} does not compile: {e}") from e
+                found = searcher(expr, what=f"filter regex for {col_name}")
+            except RegexError as e:
+                raise QueryError(str(e)) from None
             # Match each distinct string once: op tables repeat types thousands of times.
             uniq, inverse = np.unique(values.astype(str), return_inverse=True)
-            hit = np.fromiter((rx.search(u) is not None for u in uniq.tolist()), dtype=bool, count=len(uniq))
+            hit = np.fromiter((found(u) for u in uniq.tolist()), dtype=bool, count=len(uniq))
             mask &= hit[inverse]
         elif col.kind == "bool":
             want = expr.strip().lower() in ("1", "true", "yes")

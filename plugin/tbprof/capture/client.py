@@ -58,8 +58,12 @@ def deadline_s(options: CaptureOptions) -> float:
     return options.delay_ms / 1000 + options.duration_ms / 1000 + max(30.0, options.duration_ms / 1000)
 
 
-def build_request(options: CaptureOptions, repository_root: str, session_id: str, host_name: str,
-                  logdir: str) -> profiler_service_pb2.ProfileRequest:
+def build_request(options: CaptureOptions, repository_root: str, session_id: str,
+                  host_name: str) -> profiler_service_pb2.ProfileRequest:
+    """The Profile RPC. The server writes ``<repository_root>/<session_id>/<host_name>.xplane.pb``
+    (repository_root is the logdir's ``plugins/profile``, which it needs for that);
+    ``ProfileOptions.repository_path`` is left empty: servers do not need it for this RPC, and the
+    logdir's absolute path need not reach every server we profile."""
     opts = profiler_options_pb2.ProfileOptions(
         # version 1: the levels below are meant as given (with 0 the server uses its defaults).
         version=1,
@@ -70,7 +74,6 @@ def build_request(options: CaptureOptions, repository_root: str, session_id: str
         # Same as TensorFlow's defaults: tf.data analysis needs dataset ops, op profile needs HLO.
         include_dataset_ops=True,
         enable_hlo_proto=True,
-        repository_path=logdir,
     )
     if options.delay_ms > 0:
         opts.start_timestamp_ns = time.time_ns() + options.delay_ms * 1_000_000

@@ -9,6 +9,7 @@ our logdir; otherwise the data sits on the remote machine (the confusion behind 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import tempfile
 import threading
@@ -26,6 +27,8 @@ from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
 from tbprof.service.logdir import Run
 from tbprof.store.fs import Location, UrlPath
+
+log = logging.getLogger("tbprof")
 
 MAX_DURATION_MS = 10 * 60 * 1000
 MAX_DELAY_MS = 10 * 60 * 1000
@@ -209,7 +212,7 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
     attempts = 0
     attempt = client.Attempt("UNAVAILABLE", "not attempted", 0.0)
     for i in range(1 + options.retries):
-        request = client.build_request(options, str(root), session, host, str(logdir))
+        request = client.build_request(options, str(root), session, host)
         attempt = client.profile_once(address, request, client.deadline_s(options), connect_timeout_s)
         attempts += 1
         if attempt.code not in RETRY_CODES or i == options.retries:
@@ -240,23 +243,28 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
         return result(False, "empty_trace", (
             f"the profiler server at {address.text} answered but collected no events in {options.duration_ms} ms "
             f"({tries}): was the program running steps? Try a longer duration or higher tracer levels."))
+    # Reasons are coarse on purpose (refused / timed out / answered): gRPC's raw details tell
+    # closed from filtered ports and name the peer's errors, which would make capture a port
+    # scanner for whoever can reach this server. The details go to the debug log.
+    log.debug("tbprof capture %s: %s %s", address.text, attempt.code, attempt.message)
     if attempt.code in ("UNAVAILABLE", "CONNECT_TIMEOUT"):
+        why = "no answer in time" if attempt.code == "CONNECT_TIMEOUT" else "connection refused or closed"
         return result(False, "could_not_connect", (
-            f"could not connect to a profiler server at {address.text} ({tries}): {attempt.message}. Is the "
+            f"could not connect to a profiler server at {address.text} ({tries}): {why}. Is the "
             "program running, and did it start the server (tf.profiler.experimental.server.start(port) or "
             "jax.profiler.start_server(port)) on that port?"))
     if attempt.code == "DEADLINE_EXCEEDED":
         return result(False, "deadline", (
             f"the profiler server at {address.text} did not answer within {client.deadline_s(options):g} s "
-            f"(delay + duration + margin): {attempt.message}"))
+            "(delay + duration + margin)"))
     if attempt.code == "UNIMPLEMENTED":
         return result(False, "server_error", (
             f"{address.text} answered, but not as a profiler server (it does not implement "
-            f"{client.PROFILE_METHOD}): {attempt.message}"))
+            f"{client.PROFILE_METHOD})"))
     hint = (f" (it writes {path} itself: can it write to {path.listing.protocol}:// URLs, with credentials "
             "for that bucket?)") if isinstance(path, UrlPath) else ""
     return result(False, "server_error", f"the profiler server at {address.text} refused the capture "
-                                         f"({attempt.code}): {attempt.message}{hint}")
+                                         f"({attempt.code}){hint}")
 
 
 def _remove_empty(path: Location) -> None:

@@ -14,6 +14,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=6007)
     p.add_argument("--no-capture", action="store_true", help="hide Capture Profile (no outgoing connections)")
+    p.add_argument("--enable-capture", action="store_true",
+                   help="allow Capture Profile on a non-loopback --host (off there by default: anyone who "
+                        "reaches the server could make this machine open connections)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a host name the server may be reached under besides localhost (repeatable); "
+                        "other Host headers are refused (DNS-rebinding protection)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
     no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
     executor = executor_from(args)
     app = create_app(logdir, cache_dir=args.cache_dir or None,
-                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor)
+                     prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor, bind_host=args.host,
+                     allowed_hosts=args.allowed_host, enable_capture=args.enable_capture)
+    if not no_capture and not app.ctx.capture_enabled:
+        print(f"tbprof: Capture Profile is off because --host {args.host} is reachable from other machines; "
+              "pass --enable-capture to allow it", flush=True)
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
     return EXIT_OK

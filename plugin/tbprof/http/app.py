@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import gzip
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +23,7 @@ from tbprof.analyses.tool import OptionError
 from tbprof.errors import ProfileReadError, TbprofError
 from tbprof.http import responses
 from tbprof.http.context import AppContext
+from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
@@ -55,6 +56,10 @@ class TbprofApp:
 
     def dispatch(self, request: Request) -> Response:
         path = self.route_path(request)
+        refusal = self.ctx.guard.check(request.method, request.headers.get("Host"), request.headers.get("Origin"),
+                                       request.scheme)
+        if refusal is not None:
+            return responses.error_response(request, refusal.status, refusal.message, kind=refusal.kind)
         try:
             try:
                 handler, _ = self.urls.match("/" + path, method=request.method)
@@ -118,7 +123,17 @@ def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
 
 
 def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",
-               capture_enabled: bool = True, executor: Executor | None = None) -> TbprofApp:
-    """The WSGI app; ``executor`` converts a pod's hosts (None: in this process)."""
-    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_enabled)
+               capture_enabled: bool = True, executor: Executor | None = None, bind_host: str = "localhost",
+               allowed_hosts: Sequence[str] = (), enable_capture: bool = False) -> TbprofApp:
+    """The WSGI app of a server listening on ``bind_host``; ``executor`` converts a pod's hosts
+    (None: in this process).
+
+    Capture needs ``capture_enabled`` and, when the server is reachable from other machines
+    (a non-loopback ``bind_host``), also ``enable_capture``: otherwise anyone on the network
+    could make this machine open connections.
+    """
+    guard = Guard.for_bind(bind_host, allowed_hosts)
+    capture_on = capture_enabled and (guard.loopback or enable_capture)
+    ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_on,
+                     guard=guard)
     return TbprofApp(ctx, prefix=prefix)

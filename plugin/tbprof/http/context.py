@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tbprof.http.guard import Guard
 from tbprof.service.profiles import Profiles
 
 
@@ -12,4 +13,5 @@ from tbprof.service.profiles import Profiles
 class AppContext:
     profiles: Profiles
     capture_enabled: bool = True
+    guard: Guard = field(default_factory=Guard)
     settings: dict[str, Any] = field(default_factory=dict)

@@ -43,7 +43,6 @@ Not tolerated (``ProfileReadError``): bytes that are not JSON, JSON that is not 
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -57,11 +56,14 @@ import numpy as np
 
 from tbprof._core import kernels
 from tbprof.errors import ProfileReadError
+from tbprof.readers.chrome_events import sanitize_events
+from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
 from tbprof.store.fs import Location
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
+from tbprof.store.memory_guard import decompressed_limit_bytes
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
@@ -94,17 +96,16 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
 def _decode_json(data: bytes, source: str) -> Any:
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
+    if data[:2] == GZIP_MAGIC:
+        data = gunzip_bounded(data, source, decompressed_limit_bytes())
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ProfileReadError(source, f"not a Chrome trace: the bytes are not UTF-8 text (at byte {e.start})") from e
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
     except json.JSONDecodeError as e:
         # The JSON Array Format may legally end without its closing bracket (a tracer that
         # was killed mid-write); chrome://tracing accepts that, so do we.
@@ -112,7 +113,7 @@ def _decode_json(data: bytes, source: str) -> Any:
         if stripped.startswith("["):
             try:
                 return json.loads(stripped + "]")
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
         raise ProfileReadError(source, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
 
@@ -128,7 +129,10 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str) -> tables.Profi
     else:
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
-    store = _Builder(source, host).build(events)
+    try:
+        store = _Builder(source, host).build(events)
+    except RecursionError:  # args nested just below the parser's limit, re-encoded as text
+        raise ProfileReadError(source, "an event's args are nested too deeply") from None
     if isinstance(doc, dict):
         store.metadata = _trace_metadata(doc)
     if _is_kineto(store):
@@ -351,6 +355,8 @@ class _Builder:
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, events: list[Any]) -> tables.ProfileStore:
+        events, bad_phase = sanitize_events(events, self.source)
+        self._warn(bad_phase, "events whose phase ('ph') is not a string were ignored")
         by_phase: dict[str, list[dict[str, Any]]] = defaultdict(list)
         # B/E and N/O/D are matched in time order with ties in file order, so they keep theirs.
         begin_end: list[dict[str, Any]] = []

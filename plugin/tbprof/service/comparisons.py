@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +24,13 @@ from tbprof.analyses.steps.assignment import Steps
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Table
 from tbprof.domain import tf_op
+from tbprof.domain.regex import RegexError, searcher
 from tbprof.errors import BadRequest, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 from tbprof.store.disk_cache import cache_key
+from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
-
-MEMO_ENTRIES = 64
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: 
     try:
         return profiles.compute(run, list(hosts), tool, dict(options or {}))
     except NotFound as e:
-        return str(e).strip("'\"")
+        return str(e)  # (stripping quotes here used to cut the closing quote off names)
 
 
 # compare's section names (SideInput.unavailable keys) of each source section.
@@ -119,7 +118,8 @@ def _file_keys(profiles: Profiles, run: Run, hosts: Sequence[str]) -> tuple[str,
     return tuple(cache_key(run.hosts[h], fmt) for h in hosts)
 
 
-_MEMOS: weakref.WeakKeyDictionary[Profiles, OrderedDict[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+# Comparisons per Profiles, in the process-wide memory budget (store/memo.py).
+_MEMOS: weakref.WeakKeyDictionary[Profiles, Memo] = weakref.WeakKeyDictionary()
 _MEMO_LOCK = threading.Lock()
 
 
@@ -131,17 +131,8 @@ def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
     key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps,
            c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, confidence)
     with _MEMO_LOCK:
-        memo = _MEMOS.setdefault(profiles, OrderedDict())
-        hit = memo.get(key)
-        if hit is not None:
-            memo.move_to_end(key)
-            return hit
-    result = compare_sides(gather(profiles, base), gather(profiles, cand), confidence)
-    with _MEMO_LOCK:
-        memo[key] = result
-        while len(memo) > MEMO_ENTRIES:
-            memo.popitem(last=False)
-    return result
+        memo = _MEMOS.setdefault(profiles, Memo())
+    return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:
@@ -163,8 +154,6 @@ class OpMatch:
 
 def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None:
     """Exact operation name, else exact op type, else a regex searched in operation names."""
-    import re
-
     names: set[str] = set()
     types: dict[str, set[str]] = {}
     for r in results:
@@ -181,10 +170,10 @@ def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None
     if selector in types:
         return OpMatch("type", sorted(types[selector]))
     try:
-        rx = re.compile(selector)
-    except re.error:
+        found = searcher(selector, what="op selector")
+    except RegexError:
         return None
-    hits = sorted(n for n in names if rx.search(n))
+    hits = sorted(n for n in names if found(n))
     return OpMatch("regex", hits) if hits else None
 
 

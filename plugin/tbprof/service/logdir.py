@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
 from tbprof.store.fs import Location, UrlPath, walk_listing
 
@@ -30,7 +31,8 @@ def _folders(logdir: Location) -> Iterator[tuple[Location, list[str]]]:
         return
     for root, dirs, files in os.walk(logdir, followlinks=False):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield Path(root), sorted(files)
+        folder = Path(root)
+        yield folder, profile_file_names(folder, sorted(files), logdir)  # no FIFOs, no links out
 
 
 def discover(logdir: Location) -> dict[str, Run]:
@@ -86,9 +88,12 @@ class RunIndex:
     """Discovered runs of a logdir, re-walked at most every ``ttl_s`` seconds (new sessions
     written by a capture or a training job show up without a restart)."""
 
-    def __init__(self, logdir: Location, ttl_s: float | None = None) -> None:
+    def __init__(self, logdir: Location, ttl_s: float | None = None, miss_refresh_s: float = 1.0) -> None:
         self.logdir = logdir
         self.ttl_s = ttl_s if ttl_s is not None else (URL_TTL_S if isinstance(logdir, UrlPath) else LOCAL_TTL_S)
+        # An unknown run name re-walks the logdir at most this often: a flood of requests for
+        # made-up names must not keep the index lock busy walking a large logdir.
+        self.miss_refresh_s = miss_refresh_s
         self._runs: dict[str, Run] = {}
         self._at = -1e9
         self._lock = threading.Lock()
@@ -106,6 +111,6 @@ class RunIndex:
 
     def get(self, name: str) -> Run | None:
         run = self.runs().get(name)
-        if run is None:
+        if run is None and time.monotonic() - self._at >= self.miss_refresh_s:
             run = self.runs(refresh=True).get(name)
         return run

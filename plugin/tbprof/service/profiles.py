@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +24,7 @@ from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
 from tbprof.store.fs import Location, UrlPath, location
+from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
@@ -37,7 +37,7 @@ PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
 
 class Profiles:
     def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
-                 memo_entries: int = 512, executor: Executor | None = None) -> None:
+                 executor: Executor | None = None) -> None:
         self.logdir = location(logdir)
         # Per-host conversions of multi-host requests (see prepare); in-process unless given.
         self.executor: Executor = executor if executor is not None else InProcess()
@@ -46,8 +46,8 @@ class Profiles:
         if memory_bytes is not None:
             kwargs["memory_bytes"] = memory_bytes
         self.cache = ProfileCache(**kwargs)
-        self._memo: OrderedDict[Any, dict[str, Any]] = OrderedDict()
-        self._memo_entries = memo_entries
+        # Tool results, in the process-wide memory budget (store/memo.py) with the stores.
+        self._results = Memo()
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
@@ -220,21 +220,20 @@ class Profiles:
             raise NoData(f"tool {tool.name!r} has no data for run {run.name!r} (a {run.kind} run)")
         options = tool.parse_options(raw_options)
         keys = tuple(cache_key(run.hosts[h], fmt) for h in hosts)
-        memo_key = (keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
-        with self._memo_lock:
-            hit = self._memo.get(memo_key)
-            if hit is not None:
-                self._memo.move_to_end(memo_key)
-                return hit
-        stores, host_errors = self.stores_tolerant(run, hosts)
-        result = tool.compute(stores, options)
-        if host_errors:
-            # One broken host file among good ones: analyse the good ones, name the broken one.
-            result = {**result, "host_errors": host_errors}
-        with self._memo_lock:
-            self._after_request_stores.extend(stores)
-        with self._memo_lock:
-            self._memo[memo_key] = result
-            while len(self._memo) > self._memo_entries:
-                self._memo.popitem(last=False)
-        return result
+        memo_key = ("result", keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
+
+        def compute() -> dict[str, Any]:
+            stores, host_errors = self.stores_tolerant(run, hosts)
+            result = tool.compute(stores, options)
+            if host_errors:
+                # One broken host file among good ones: analyse the good ones, name the broken one.
+                result = {**result, "host_errors": host_errors}
+            with self._memo_lock:
+                self._after_request_stores.extend(stores)
+            return result
+
+        try:
+            hash(memo_key)
+        except TypeError:  # an option value that cannot be a key (never from HTTP: strings)
+            return compute()
+        return self._results.get(memo_key, compute)

@@ -1,4 +1,5 @@
-"""Converts each profile file once: memory LRU (bounded by bytes) over a disk cache.
+"""Converts each profile file once: the process-wide memory budget (an LRU bounded in bytes,
+``store/memo.py``) over a disk cache.
 
 Concurrent requests for the same file wait for one conversion (single flight), so ten
 browser tabs opening a cold 60 MB profile cost one conversion, not ten.
@@ -8,81 +9,73 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.failures import FailureMemo
 from tbprof.store.fs import Location, is_url
-from tbprof.store.memory_guard import check_fits
+from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
+from tbprof.store.memory_guard import conversion
 from tbprof.store.paths import default_cache_dir, user_cache_dir
 from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
-
-DEFAULT_MEMORY_BYTES = 4 << 30
 
 # A loader of one kind of location: a reader takes any Location, a test's loader may take a Path.
 L = TypeVar("L", bound=Location)
 
 
 class ProfileCache:
-    def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    """Stores by cache key in a ``Memo`` of the process-wide memory budget (``store/memo.py``),
+    or of a budget of its own when ``memory_bytes`` is given (tests, tools that want a bound)."""
+
+    def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
                  use_disk: bool = True) -> None:
         # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
         explicit = os.environ.get("TBPROF_CACHE_DIR", "")
         self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
         self.disk: DiskCache | RemoteCache | None = (
             open_disk_cache(self.cache_dir, user_cache_dir()) if use_disk else None)
-        self.memory_bytes = memory_bytes
-        self._lru: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-        self._used_bytes = 0
-        self._inflight: dict[str, Future[Any]] = {}
+        self._memo = Memo(MemoryBudget(memory_bytes) if memory_bytes is not None else None)
         self._lock = threading.Lock()
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
+        self.failures = FailureMemo()
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._memo.budget.max_bytes
 
     def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace") -> Any:
         """The converted profile of ``path``; converts (once) when neither cache has it."""
         key = cache_key(path, kind)
-        with self._lock:
-            hit = self._lru.get(key)
-            if hit is not None:
-                self._lru.move_to_end(key)
-                return hit[0]
-            future = self._inflight.get(key)
-            owner = future is None
-            if owner:
-                future = Future()
-                self._inflight[key] = future
-        assert future is not None
-        if not owner:
-            return future.result()
-        try:
-            value = self.disk.load(key) if self.disk is not None else None
-            if value is None:
-                check_fits(path)
-                try:
-                    value = loader(path)
-                except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
-                    raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
-                                           "it on a machine with more memory") from e
-                if self.disk is not None and isinstance(value, ProfileStore):
-                    # Written later, in the background: the request that converted the file
-                    # answers first (``persist_pending``), then ~100 MB go to disk.
-                    with self._lock:
-                        self._pending.append((key, value))
-        except BaseException as e:
+        return self._memo.get(("store", key), lambda: self._load(key, path, loader), size=_store_bytes)
+
+    def _load(self, key: str, path: L, loader: Callable[[L], Any]) -> Any:
+        failed = self.failures.get(key)
+        if failed is not None:  # the same bytes failed before: answer that, do not parse again
+            raise failed
+        value = self.disk.load(key) if self.disk is not None else None
+        if value is not None:
+            return value
+        with conversion(path):
+            try:
+                value = loader(path)
+            except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
+                raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
+                                       "it on a machine with more memory") from e
+            except MemoryRefusal:
+                raise
+            except ProfileReadError as e:
+                self.failures.put(key, e)
+                raise
+        if self.disk is not None and isinstance(value, ProfileStore):
+            # Written later, in the background: the request that converted the file
+            # answers first (``persist_pending``), then ~100 MB go to disk.
             with self._lock:
-                del self._inflight[key]
-            future.set_exception(e)
-            raise
-        with self._lock:
-            del self._inflight[key]
-            self._remember(key, value)
-        future.set_result(value)
+                self._pending.append((key, value))
         return value
 
     def persist_pending(self) -> None:
@@ -94,7 +87,9 @@ class ProfileCache:
             assert self.disk is not None
             saver = threading.Thread(target=self.disk.save, args=(key, value), name="tbprof-cache-save")
             saver.start()
-            self._savers.append(saver)
+            with self._lock:
+                self._savers = [s for s in self._savers if s.is_alive()]  # finished writes are forgotten
+                self._savers.append(saver)
 
     def flush(self) -> None:
         """Writes pending stores and waits for every disk write (tests and benchmarks)."""
@@ -106,22 +101,17 @@ class ProfileCache:
         """In memory, or converted on disk (opening it is then a matter of milliseconds)."""
         try:
             key = cache_key(path, kind)
-        except OSError:
+        except (OSError, ProfileReadError):
             return False
-        with self._lock:
-            if key in self._lru:
-                return True
+        if self._memo.contains(("store", key)):
+            return True
         return self.disk is not None and self.disk.has(key)
 
-    def _remember(self, key: str, value: Any) -> None:
-        size = int(getattr(value, "nbytes", 1 << 20))
-        self._lru[key] = (value, size)
-        self._used_bytes += size
-        while self._used_bytes > self.memory_bytes and len(self._lru) > 1:
-            _, (_, old_size) = self._lru.popitem(last=False)
-            self._used_bytes -= old_size
-
     def clear_memory(self) -> None:
-        with self._lock:
-            self._lru.clear()
-            self._used_bytes = 0
+        self._memo.clear()
+
+
+def _store_bytes(value: Any) -> int:
+    # Stores know their column bytes; anything else a reader returns is estimated.
+    nbytes = getattr(value, "nbytes", None)
+    return int(nbytes) if isinstance(nbytes, int) else estimate_bytes(value)

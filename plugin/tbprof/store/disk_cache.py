@@ -5,13 +5,19 @@ restart opens a converted 60 MB profile in milliseconds and pages in only what a
 touches. Entries are keyed by (absolute path, size, mtime, tbprof version, format version):
 a profile that is rewritten, or a newer tbprof, simply misses. Writes go to a temporary
 folder renamed into place, so a crash never leaves a half-written entry behind.
+
+Nothing in an entry is executable: metadata is JSON (``meta.json``; bytes values tagged and
+base64-encoded), blobs one ``uint8`` column, and every ``np.load`` has ``allow_pickle=False``.
+An entry that cannot be read for any reason (damaged, or left unreadable by ``sudo tbprof``)
+is a miss: it is removed, or moved aside when we may not remove it, and converted again.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
-import pickle
 import shutil
 import tempfile
 from dataclasses import fields
@@ -21,12 +27,16 @@ from typing import Any
 import numpy as np
 
 from tbprof import __version__
+from tbprof.errors import ProfileReadError
 from tbprof.store import tables
+from tbprof.store.cache_dir import check_cache_dir
 from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
-# Bump when the store layout changes, so old entries are ignored.
-FORMAT_VERSION = 2
+# Bump when the store layout changes, so old entries are ignored (3: JSON metadata, no pickle,
+# and the store's trace metadata: Kineto's deviceProperties and distributedInfo).
+FORMAT_VERSION = 3
+META = "meta.json"
 
 _PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",
                  "name_id", "depth", "line_idx", "meta_ids", "meta_name_id", "meta_display_name_id")
@@ -34,48 +44,95 @@ _STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
 
 
 def cache_key(path: Location, extra: str = "") -> str:
-    st = path.stat()
+    """The key of ``path``'s current content; a file that vanished since discovery is a 422
+    naming it (ProfileReadError), not an OSError."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
     raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
+def _to_json(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"__bytes__": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, dict):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__bytes__"}:
+            return base64.b64decode(value["__bytes__"])
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def _load(path: Path, mmap: bool = True) -> np.ndarray:
+    return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+
+
 class DiskCache:
     def __init__(self, root: Path) -> None:
+        check_cache_dir(root)
         self.root = root
 
     def _entry(self, key: str) -> Path:
         return self.root / "stores" / key
 
     def has(self, key: str) -> bool:
-        return (self._entry(key) / "meta.pkl").is_file()
+        meta = self._entry(key) / META
+        return os.path.isfile(meta) and os.access(meta, os.R_OK)  # neither raises
 
     def load(self, key: str) -> tables.ProfileStore | None:
         entry = self._entry(key)
-        meta_path = entry / "meta.pkl"
-        if not meta_path.is_file():
+        meta_path = entry / META
+        if not os.path.lexists(entry):
             return None
         try:
-            with open(meta_path, "rb") as f:
-                meta = pickle.load(f)
+            meta = json.loads(meta_path.read_bytes())
             planes = []
             for pi, pmeta in enumerate(meta["planes"]):
-                arrays = {name: np.load(entry / f"p{pi}_{name}.npy", mmap_mode="r") for name in _PLANE_ARRAYS}
-                stats = tables.StatTable(*(np.load(entry / f"p{pi}_s_{n}.npy", mmap_mode="r") for n in _STAT_ARRAYS))
-                meta_stats = tables.StatTable(*(np.load(entry / f"p{pi}_m_{n}.npy") for n in _STAT_ARRAYS))
-                planes.append(tables.Plane(stats=stats, meta_stats=meta_stats, **arrays, **pmeta))
-            store_meta = meta["store"]
+                arrays: dict[str, Any] = {name: _load(entry / f"p{pi}_{name}.npy") for name in _PLANE_ARRAYS}
+                stats = tables.StatTable(*(_load(entry / f"p{pi}_s_{n}.npy") for n in _STAT_ARRAYS))
+                meta_stats = tables.StatTable(*(_load(entry / f"p{pi}_m_{n}.npy", mmap=False) for n in _STAT_ARRAYS))
+                blob_bytes = _load(entry / f"p{pi}_blobs.npy", mmap=False)
+                ends = _load(entry / f"p{pi}_blob_ends.npy", mmap=False).tolist()
+                blobs = [blob_bytes[a:b].tobytes() for a, b in zip([0, *ends][:-1], ends, strict=True)]
+                pmeta = {k: _from_json(v) for k, v in pmeta.items()}
+                planes.append(tables.Plane(stats=stats, meta_stats=meta_stats, blobs=blobs, **arrays, **pmeta))
+            store_meta = _from_json(meta["store"])
             return tables.ProfileStore(strings=StringTable(meta["strings"]), planes=planes, **store_meta)
-        except (OSError, EOFError, pickle.UnpicklingError, KeyError, ValueError, TypeError):
-            # A damaged entry is not an error for the user: convert again.
-            shutil.rmtree(entry, ignore_errors=True)
+        except (OSError, KeyError, ValueError, TypeError, AttributeError):
+            # A damaged or unreadable entry is not an error for the user: convert again.
+            self._discard(entry)
             return None
+
+    def _discard(self, entry: Path) -> None:
+        """Removes an entry; one we may not remove (another user's) is renamed aside, so the
+        fresh conversion can take its place."""
+        shutil.rmtree(entry, ignore_errors=True)
+        if os.path.lexists(entry):
+            try:
+                os.replace(entry, entry.with_name(f".stale-{entry.name}-{os.getpid()}-{os.urandom(4).hex()}"))
+            except OSError:
+                pass
 
     def save(self, key: str, store: tables.ProfileStore) -> None:
         entry = self._entry(key)
-        if entry.exists():
+        if self.has(key):
             return
+        self._discard(entry)
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
+            entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=entry.parent))
         except OSError:
             return  # an unwritable cache dir only costs speed
@@ -87,19 +144,20 @@ class DiskCache:
                 for n in _STAT_ARRAYS:
                     np.save(tmp / f"p{pi}_s_{n}.npy", np.ascontiguousarray(getattr(p.stats, n)))
                     np.save(tmp / f"p{pi}_m_{n}.npy", np.ascontiguousarray(getattr(p.meta_stats, n)))
-                planes_meta.append({"index": p.index, "id": p.id, "name": p.name, "line_names": p.line_names,
-                                    "line_display_names": p.line_display_names, "plane_stats": p.plane_stats,
-                                    "blobs": p.blobs})
+                np.save(tmp / f"p{pi}_blobs.npy", np.frombuffer(b"".join(p.blobs), dtype=np.uint8))
+                np.save(tmp / f"p{pi}_blob_ends.npy", np.cumsum([len(b) for b in p.blobs], dtype=np.int64))
+                planes_meta.append(_to_json({"index": p.index, "id": p.id, "name": p.name, "line_names": p.line_names,
+                                             "line_display_names": p.line_display_names,
+                                             "plane_stats": p.plane_stats}))
             meta = {
                 "strings": store.strings.as_list(),
                 "planes": planes_meta,
-                "store": {"source_path": store.source_path, "host": store.host, "format": store.format,
-                          "origin_ps": store.origin_ps, "span_ps": store.span_ps, "hostnames": store.hostnames,
-                          "errors": store.errors, "warnings": store.warnings,
-                          "metadata": store.metadata},
+                "store": _to_json({"source_path": store.source_path, "host": store.host, "format": store.format,
+                                   "origin_ps": store.origin_ps, "span_ps": store.span_ps,
+                                   "hostnames": store.hostnames, "errors": store.errors, "warnings": store.warnings,
+                                   "metadata": store.metadata}),
             }
-            with open(tmp / "meta.pkl", "wb") as f:
-                pickle.dump(meta, f, protocol=pickle.HIGHEST_PROTOCOL)
+            (tmp / META).write_text(json.dumps(meta))
             os.replace(tmp, entry)
         except OSError:
             pass

@@ -6,25 +6,55 @@ machine to a halt) instead of answering "too large". Peak memory per byte of fil
 on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_large, 60.7 MB
 -> 280 MB); Chrome trace JSON 68x of the gzip size (jax_large's 26.7 MB trace.json.gz -> 1.8 GB,
 json objects per event). The factors below round those up.
+
+Compressed content is judged by its bytes, not its name (gzip inside a ``.json`` gets the gzip
+factor), and the decompressed size is checked again while decompressing
+(``decompressed_limit_bytes``), because gzip ratios reach 1000x. Conversions in flight reserve
+their estimate (``conversion``), so ten concurrent conversions cannot each pass the check
+against the same free memory.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
 _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes
+_GZIP_FACTOR = 80
+# Peak per byte of decompressed JSON (the json objects of its events), applied during decompression.
+JSON_FACTOR = 12
+_GZIP_MAGIC = b"\x1f\x8b"
+
+_reserved_lock = threading.Lock()
+_reserved_bytes = 0
 
 # Tests and operators can state the memory a conversion may use (bytes); else MemAvailable.
 LIMIT_ENV = "TBPROF_CONVERT_MEMORY_BYTES"
 
 
-def memory_factor(path: Location) -> int:
+def memory_factor(path: Location, head: bytes = b"") -> int:
+    """Peak bytes of memory per byte of file; ``head`` (the file's first bytes) overrides the name."""
+    if head.startswith(_GZIP_MAGIC):
+        return _GZIP_FACTOR
     name = path.name.lower()
     return next((f for suffix, f in _FACTOR_BY_SUFFIX if name.endswith(suffix)), _DEFAULT_FACTOR)
+
+
+def reserved_bytes() -> int:
+    return _reserved_bytes
+
+
+def decompressed_limit_bytes() -> int | None:
+    """How many bytes of JSON a decompression may produce now (None: no limit known)."""
+    avail = available_bytes()
+    return None if avail is None else max(0, avail) // JSON_FACTOR
 
 
 def available_bytes() -> int | None:
@@ -47,16 +77,66 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
-def check_fits(path: Location) -> None:
-    """Raises ProfileReadError naming the sizes when converting ``path`` would not fit."""
+def _head(path: Location) -> bytes:
+    # A FIFO must not block here either (the reader refuses it with a clear message).
+    if not isinstance(path, Path):
+        return b""  # an object in a bucket: judged by its name (one request less)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 2)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def check_fits(path: Location) -> int:
+    """Raises ProfileReadError naming the sizes when converting ``path`` would not fit in the
+    memory that conversions in flight have not reserved; returns the estimate (bytes)."""
     try:
         size = path.stat().st_size
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
-    need = size * memory_factor(path)
+    need = size * memory_factor(path, _head(path))
     avail = available_bytes()
+    if avail is not None:
+        avail -= _reserved_bytes
     if avail is not None and need > avail:
-        raise ProfileReadError(str(path), (
+        raise MemoryRefusal(str(path), (
             f"the file is too large to open here: it is {_gb(size)}, converting it needs about "
             f"{_gb(need)} of memory and {_gb(avail)} is available. Open it on a machine with more "
-            f"memory, or capture a shorter profile (a smaller duration_ms or fewer steps)"))
+            f"memory, or capture a shorter profile (a smaller duration_ms or fewer steps)"
+            + (" (other conversions in flight hold part of it: try again shortly)" if _reserved_bytes else "")))
+    return need
+
+
+@contextmanager
+def conversion(path: Location) -> Iterator[None]:
+    """Checks that converting ``path`` fits and reserves its estimate until the block ends."""
+    global _reserved_bytes
+    with _reserved_lock:
+        need = check_fits(path)
+        _reserved_bytes += need
+    try:
+        yield
+    finally:
+        with _reserved_lock:
+            _reserved_bytes -= need
+
+
+def check_allocation(source: str, need_bytes: int, what: str) -> None:
+    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now.
+
+    For readers that learn a file's real size only while decoding it: the XSpace scanner's
+    counts say how many events a file holds, and a file of empty events holds one per 2 bytes
+    (columns of ~40 bytes each: 19x the file, against the 5x assumed from its size).
+    """
+    avail = available_bytes()
+    if avail is not None and need_bytes > avail:
+        raise MemoryRefusal(source, (
+            f"the file is too large to open here: it holds {what}, which need about {_gb(need_bytes)} of "
+            f"memory and {_gb(avail)} is available. Open it on a machine with more memory, or capture a "
+            "shorter profile"))

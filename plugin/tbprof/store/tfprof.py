@@ -143,7 +143,16 @@ class TfprofProfile:
         ``exec_micros`` is averaged on its own, so it can differ from accelerator + CPU by one.
         Float ops are the node's static count times its run count once it ran, else static.
         """
-        return self.memo(("node_stats", step), lambda: self._node_stats(step))
+        # One memo entry per distinct answer: every negative step is the average, and every
+        # step without records has the same (zero) statistics; a request cannot mint new keys.
+        key: int | str
+        if step < 0:
+            step, key = -1, -1
+        elif step in self.steps:
+            key = step
+        else:
+            key = "no_records"
+        return self.memo(("node_stats", key), lambda: self._node_stats(step))
 
     def _node_stats(self, step: int) -> dict[str, np.ndarray]:
         n = self.n_nodes

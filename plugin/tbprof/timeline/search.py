@@ -8,19 +8,16 @@ searches everything and pages through the matches in time order.
 
 from __future__ import annotations
 
-import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tbprof.domain.regex import RegexError, searcher
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
 
 MAX_QUERY_CHARS = 500
-_CACHED_QUERIES = 8
 
 
 class SearchError(ValueError):
@@ -44,10 +41,9 @@ def _string_matcher(query: str, regex: bool) -> Any:
         raise SearchError(f"the search query is longer than {MAX_QUERY_CHARS} characters")
     if regex:
         try:
-            pattern = re.compile(query, re.IGNORECASE)
-        except re.error as e:
-            raise SearchError(f"invalid regular expression {query!r}: {e}") from None
-        return lambda s: pattern.search(s) is not None
+            return searcher(query, ignore_case=True, what="search regex")
+        except RegexError as e:
+            raise SearchError(str(e)) from None
     needle = query.casefold()
     return lambda s: needle in s.casefold()
 
@@ -78,16 +74,11 @@ def _plane_matches(store: ProfileStore, plane_index: int, is_match: np.ndarray) 
 
 def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
     """Every event matching ``query`` (case-insensitive substring, or regex), in time order."""
-    cache: tuple[OrderedDict[tuple[str, bool], Matches], threading.Lock] = store.memo(
-        ("timeline", "search_cache"), lambda: (OrderedDict(), threading.Lock()))
-    lru, lock = cache
-    key = (query, regex)
-    with lock:
-        hit = lru.get(key)
-        if hit is not None:
-            lru.move_to_end(key)
-            return hit  # type: ignore[no-any-return]
-    matcher = _string_matcher(query, regex)
+    matcher = _string_matcher(query, regex)  # a bad query raises before anything is cached
+    return store.memo(("timeline", "search", query, regex), lambda: _find_all(store, matcher))
+
+
+def _find_all(store: ProfileStore, matcher: Any) -> Matches:
     ids = store.strings.ids_matching(matcher)
     is_match = np.zeros(len(store.strings), dtype=bool)
     is_match[ids] = True
@@ -109,10 +100,6 @@ def find_all(store: ProfileStore, query: str, regex: bool = False) -> Matches:
         result = Matches(plane[order], row[order], start[order], int(ids.shape[0]))
     else:
         result = Matches(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
-    with lock:
-        lru[key] = result
-        while len(lru) > _CACHED_QUERIES:
-            lru.popitem(last=False)
     return result
 
 

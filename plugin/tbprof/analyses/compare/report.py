@@ -20,7 +20,6 @@ Formulas and the decision rule: docs/formulas.md ("compare"). JSON: docs/api.md.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, OptionError
+from tbprof.domain.regex import fixed
 
 IDLE = "IDLE"
 # A category is named in the verdict when its share of step time moved at least this much.
@@ -81,7 +81,8 @@ class SideInput:
 
 # --- step selection -----------------------------------------------------------------------
 
-_RANGE = re.compile(r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$")
+# On RE2: the text is a request parameter, and Python's re backtracks quadratically over spaces here.
+_RANGE = r"^\s*(-?\d+)?\s*:\s*(-?\d+)?\s*$"
 
 
 def parse_step_selection(text: str) -> list[tuple[int | None, int | None]]:
@@ -90,7 +91,7 @@ def parse_step_selection(text: str) -> list[tuple[int | None, int | None]]:
     for part in text.split(","):
         if not part.strip():
             continue
-        m = _RANGE.match(part)
+        m = fixed(_RANGE).match(part)
         if m:
             lo = int(m.group(1)) if m.group(1) is not None else None
             hi = int(m.group(2)) if m.group(2) is not None else None

@@ -28,10 +28,10 @@ iterative so a long data-flow chain cannot exhaust the interpreter's recursion l
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tbprof.domain.regex import RegexError, compile_user_regex
 from tbprof.store.tfprof import TfprofProfile
 
 ROOT_NAME = "_TFProfRoot"
@@ -127,9 +127,9 @@ class _Matcher:
         self.regexes = tuple(regexes)
         self.match_all = self.regexes == (".*",)
         try:
-            self.compiled = [re.compile(r) for r in self.regexes]
-        except re.error as e:
-            raise ViewError(f"{option}: regex does not compile: {e}") from e
+            self.compiled = [compile_user_regex(r, what=option) for r in self.regexes]
+        except RegexError as e:
+            raise ViewError(str(e)) from None
 
     def any(self, text: str) -> bool:
         return any(c.fullmatch(text) is not None for c in self.compiled)

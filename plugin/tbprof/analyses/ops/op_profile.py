@@ -11,7 +11,6 @@ tfprof-style options prune and order the trees. Formulas: docs/formulas.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool, parse_float, parse_nonneg_int
 from tbprof.domain import tf_op
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.domain.regex import RegexError, compile_user_regex
 from tbprof.domain.roofline import PerfEnv, perf_env
 from tbprof.store.tables import ProfileStore
 
@@ -31,11 +31,11 @@ NO_FRAMEWORK_OP = "(no framework op)"
 _MEASURES = ("self_time_us", "total_time_us", "occurrences", "flops", "bytes_accessed")
 
 
-def parse_regex(text: str) -> re.Pattern[str]:
+def parse_regex(text: str) -> Any:
     try:
-        return re.compile(text)
-    except re.error as e:
-        raise ValueError(f"regex {text!r} does not compile: {e}") from None
+        return compile_user_regex(text)
+    except RegexError as e:
+        raise ValueError(str(e)) from None
 
 
 def parse_order_by(text: str) -> str:
@@ -167,8 +167,8 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
     for store in stores:  # a program id is a fingerprint of the module: the same on every host
         for pid, module in hlo_programs(store).items():
             programs.setdefault(pid, module)
-    show: re.Pattern[str] | None = options.get("show_name_regex")
-    hide: re.Pattern[str] | None = options.get("hide_name_regex")
+    show: Any = options.get("show_name_regex")  # compiled by parse_regex (RE2)
+    hide: Any = options.get("hide_name_regex")
     min_self_us = float(options.get("min_self_time_us", 0.0))
     # Select ops (per distinct op: op counts are in the thousands, events in the millions).
     keep = db.self_time_ps / 1e6 >= min_self_us

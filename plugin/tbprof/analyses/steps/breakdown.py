@@ -10,7 +10,6 @@ kernel launch, compile and all others (time no event explains).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,7 +66,6 @@ ALL_OTHER_POTENTIAL_PERCENT = 3.0
 HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
 MODERATE_PERCENT = 3.0
 
-_OP_TYPE = re.compile(r"^(?:.*[:/])?([A-Za-z0-9_.]+)$")
 
 
 def _starts_ci(name: str, prefix: str) -> bool:

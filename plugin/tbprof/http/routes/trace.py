@@ -1,16 +1,13 @@
 """Trace viewer routes: ``trace`` (window + level of detail), ``trace_search``, ``trace_event``.
 
-Thin handlers: parse, call ``timeline``, encode. Window answers are kept per store in a
-small LRU of encoded (and gzipped) bodies, so reopening or re-panning to a view costs a
-dictionary lookup; the first answer for a view is computed from the store.
+Thin handlers: parse, call ``timeline``, encode. Window answers are kept in the store's memo
+as encoded (and gzipped) bodies, under the process-wide memory budget, so reopening or
+re-panning to a view costs a dictionary lookup; the first answer for a view is computed.
 """
 
 from __future__ import annotations
 
 import gzip
-import threading
-from collections import OrderedDict
-from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
@@ -32,32 +29,6 @@ MAX_PS = 1 << 62
 # gzip level 1: a whole-span frame of jax_large (1.2 MB) compresses to 300 KB in ~35 ms;
 # level 5 saves 10 % more bytes for twice the time.
 GZIP_LEVEL = 1
-RESPONSE_CACHE_BYTES = 64 << 20
-
-
-class _ResponseCache:
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.used = 0
-        self.items: OrderedDict[Any, tuple[bytes, str, dict[str, str]]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: Any) -> tuple[bytes, str, dict[str, str]] | None:
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None:
-                self.items.move_to_end(key)
-            return hit
-
-    def put(self, key: Any, value: tuple[bytes, str, dict[str, str]]) -> None:
-        with self.lock:
-            if key in self.items:
-                return
-            self.items[key] = value
-            self.used += len(value[0])
-            while self.used > self.max_bytes and len(self.items) > 1:
-                _, (body, _, _) = self.items.popitem(last=False)
-                self.used -= len(body)
 
 
 def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
@@ -101,10 +72,9 @@ def trace(ctx: AppContext, request: Request) -> Response:
         raise BadRequest(f"end_ps={end_ps} must be greater than start_ps={start_ps}")
     tracks = _tracks_arg(store, args.get("tracks"))
     zipped = _gzip_ok(request)
-    cache = store.memo(("timeline", "responses"), lambda: _ResponseCache(RESPONSE_CACHE_BYTES))
     key = (run_name, start_ps, end_ps, width_px, fmt, tuple(tracks) if tracks else None, zipped)
-    hit = cache.get(key)
-    if hit is None:
+
+    def build() -> tuple[bytes, str, dict[str, str]]:
         result = query_window(store, start_ps, end_ps, width_px, tracks)
         if fmt == "json":
             body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name})
@@ -116,9 +86,10 @@ def trace(ctx: AppContext, request: Request) -> Response:
         if zipped and len(body) >= responses.GZIP_MIN_BYTES:
             body = gzip.compress(body, compresslevel=GZIP_LEVEL)
             headers["Content-Encoding"] = "gzip"
-        hit = (body, mime, headers)
-        cache.put(key, hit)
-    body, mime, headers = hit
+        return body, mime, headers
+
+    # Encoded windows live in the store's memo, under the process-wide memory budget.
+    body, mime, headers = store.memo(("timeline", "response", key), build)
     return Response(body, status=200, mimetype=mime, headers=headers)
 
 

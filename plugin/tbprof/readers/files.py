@@ -1,0 +1,142 @@
+"""Reading profile files that may be hostile: only regular files, bounded decompression.
+
+A FIFO or device in the logdir (``mkfifo run/vm.xplane.pb``) would block ``open`` and ``read``
+forever and hang the request that touched it; so files are opened non-blocking and anything
+but a regular file is refused before a byte is read. A gzip member expands up to ~1000x
+(a 407 KB ``.trace.json.gz`` became 830 MB of JSON objects), so decompression streams and
+stops at a byte budget instead of trusting the compressed size.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from pathlib import Path
+
+from tbprof.errors import MemoryRefusal, ProfileReadError
+
+GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK_BYTES = 1 << 20
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def open_regular(path: str | Path) -> int:
+    """A read-only descriptor of ``path``; ProfileReadError unless it is a regular file.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once (instead of waiting for a writer); the
+    ``fstat`` then refuses it, so no read can block.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ProfileReadError(str(path), f"it is {_kind(mode)}, not a profile file; tbprof reads only regular files")
+    return fd
+
+
+def head_bytes(path: str | Path, n: int) -> bytes:
+    """The first ``n`` bytes of a regular file (to sniff gzip content behind any name)."""
+    fd = open_regular(path)
+    try:
+        return os.read(fd, n)
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+    finally:
+        os.close(fd)
+
+
+def read_profile_bytes(path: str | Path) -> bytes:
+    """The whole file, refusing special files and a file that changes while it is read."""
+    try:
+        before = os.stat(path)
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+    fd = open_regular(path)
+    try:
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            data = f.read()
+            after = os.stat(path)
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(data) != after.st_size:
+        raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
+                               "still writing it?); try again when it is complete")
+    return data
+
+
+def gunzip_bounded(data: bytes, source: str, limit_bytes: int | None) -> bytes:
+    """Decompresses every gzip member of ``data``, refusing output beyond ``limit_bytes``."""
+    out: list[bytes] = []
+    total = 0
+    rest = data
+    try:
+        while rest:
+            d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+            pending = rest
+            while not d.eof:
+                chunk = d.decompress(pending, _CHUNK_BYTES)
+                pending = d.unconsumed_tail
+                if not chunk and not pending:
+                    break  # no input left and no output: the member is cut short
+                total += len(chunk)
+                if limit_bytes is not None and total > limit_bytes:
+                    raise MemoryRefusal(source, (
+                        f"the gzip content expands beyond {limit_bytes / 1e6:.0f} MB, more than this "
+                        f"machine can convert now ({len(data) / 1e6:.1f} MB compressed); open it on a "
+                        "machine with more memory, or set $TBPROF_CONVERT_MEMORY_BYTES"))
+                out.append(chunk)
+            if not d.eof:
+                raise ProfileReadError(source, "the gzip stream is damaged or truncated: it ends early")
+            rest = d.unused_data.lstrip(b"\x00")  # members may follow (and padding)
+            if rest and not rest.startswith(GZIP_MAGIC):
+                break  # trailing garbage after the last member: ignored, as gzip(1) warns and does
+    except zlib.error as e:
+        raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
+    return b"".join(out)
+
+
+# Opt-in for symlinks in the logdir that point outside it (a logdir of links to shared runs).
+FOLLOW_EXTERNAL_ENV = "TBPROF_FOLLOW_EXTERNAL_SYMLINKS"
+
+
+def profile_file_names(folder: Path, names: list[str], root: Path, follow_external: bool | None = None) -> list[str]:
+    """The names in ``folder`` that may be read as profiles: regular files, and symlinks to
+    regular files inside ``root`` (outside only when the user opted in with
+    ``$TBPROF_FOLLOW_EXTERNAL_SYMLINKS=1``). FIFOs, devices and sockets are never listed."""
+    if follow_external is None:
+        follow_external = os.environ.get(FOLLOW_EXTERNAL_ENV) == "1"
+    keep: list[str] = []
+    for name in names:
+        path = folder / name
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                target = path.resolve(strict=True)
+                if not follow_external and not target.is_relative_to(root):
+                    continue
+                st = target.stat()
+        except (OSError, RuntimeError, ValueError):  # vanished, dangling, a symlink loop
+            continue
+        if stat.S_ISREG(st.st_mode):
+            keep.append(name)
+    return keep

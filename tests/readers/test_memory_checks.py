@@ -1,0 +1,82 @@
+"""Memory checks that a file's name and size cannot fool (issue #15 item 9)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.readers import chrome_trace, xplane
+from tbprof.readers.files import gunzip_bounded
+from tbprof.store import memory_guard
+from tbprof.store.cache import ProfileCache
+from tests.hostile.test_hostile_server import _field, _varint
+
+
+def test_dense_xplane_is_checked_against_the_scanners_counts(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 M empty events in 4 MB: the size check (5x = 20 MB) passes a 40 MB budget, the
+    scanner's count (2 M events x 32 bytes of store columns = 64 MB) does not."""
+    path = tmp_path / "dense.xplane.pb"
+    path.write_bytes(_field(1, _field(3, _varint(1 << 3) + _varint(1) + _field(4, b"") * 2_000_000)))
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(40_000_000))
+    memory_guard.check_fits(path)  # the size alone looks fine
+    with pytest.raises(MemoryRefusal, match="2,000,000 events"):
+        xplane.read_xspace(path)
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(4_000_000_000))
+    assert xplane.read_xspace(path).n_events == 2_000_000
+
+
+def test_gzip_behind_a_json_name_gets_the_gzip_factor(tmp_path: Path) -> None:
+    doc = json.dumps([{"ph": "X", "name": "a", "ts": 0, "dur": 1, "pid": 1, "tid": 1}]).encode()
+    plain, zipped = tmp_path / "a.trace.json", tmp_path / "b.trace.json"
+    plain.write_bytes(doc)
+    zipped.write_bytes(gzip.compress(doc))
+    assert memory_guard.memory_factor(plain, plain.read_bytes()[:2]) == 12
+    assert memory_guard.memory_factor(zipped, zipped.read_bytes()[:2]) == 80
+
+
+def test_gunzip_stops_at_its_budget() -> None:
+    bomb = gzip.compress(b" " * (50 << 20))  # 50 MB of spaces in ~50 KB
+    assert len(bomb) < 1 << 20
+    with pytest.raises(MemoryRefusal, match="expands beyond"):
+        gunzip_bounded(bomb, "bomb", 10 << 20)
+    # Several members (as `cat a.gz b.gz` makes) are all read; a cut member is damaged.
+    two = gzip.compress(b"[1,") + gzip.compress(b"2]")
+    assert gunzip_bounded(two, "two", None) == b"[1,2]"
+    with pytest.raises(ProfileReadError, match="damaged or truncated"):
+        gunzip_bounded(two[:-3], "cut", None)
+
+
+def test_conversions_in_flight_reserve_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two conversions that each fit alone, but not together: the second is refused while the
+    first runs (each used to pass the same check against the same free memory)."""
+    doc = json.dumps([{"ph": "X", "name": "a", "ts": i, "dur": 1, "pid": 1, "tid": 1} for i in range(2000)])
+    a, b = tmp_path / "a.trace.json", tmp_path / "b.trace.json"
+    a.write_text(doc)
+    b.write_text(doc)
+    size = a.stat().st_size
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(int(size * 12 * 1.5)))  # room for one and a half
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_reader(path: Path) -> object:
+        inside.set()
+        release.wait(30)
+        return chrome_trace.read_chrome_trace(path)
+
+    cache = ProfileCache(tmp_path / "cache", use_disk=False)
+    first = threading.Thread(target=lambda: cache.get(a, slow_reader, kind="chrome_trace"))
+    first.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(MemoryRefusal, match="conversions in flight"):
+            cache.get(b, chrome_trace.read_chrome_trace, kind="chrome_trace")
+    finally:
+        release.set()
+        first.join(30)
+    assert memory_guard.reserved_bytes() == 0
+    assert cache.get(b, chrome_trace.read_chrome_trace, kind="chrome_trace").n_events == 2000  # fits now

@@ -28,7 +28,7 @@ def load_script(name: str) -> ModuleType:
 
 def golden(profile: str, tool: str) -> dict[str, Any]:
     """XProf 2.24.2's output of ``tool`` on ``profile`` (tests/golden, written by make_goldens.py)."""
-    return json.loads((GOLDEN / profile / f"{tool}.json").read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / profile / f"{tool}.json").read_text())
 
 
 @lru_cache(maxsize=8)

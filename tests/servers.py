@@ -44,7 +44,7 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, dict(e.headers), e.read()
 
-    def get_json(self, route: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    def get_json(self, route: str) -> tuple[int, dict]:
         status, _, body = self.get(route)
         return status, json.loads(body)
 

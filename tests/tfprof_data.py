@@ -18,7 +18,7 @@ PROFILE_PB = SAMPLE_PROFILES / "tf1_timeline" / "profile.pb"
 
 @cache
 def golden(name: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / name).read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / name).read_text())
 
 
 @cache

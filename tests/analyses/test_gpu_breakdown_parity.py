@@ -27,7 +27,7 @@ US_TOL = 1.0
 
 
 def _golden(profile: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / "hta" / f"{profile}.json").read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / "hta" / f"{profile}.json").read_text())
 
 
 def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:

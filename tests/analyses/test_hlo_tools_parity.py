@@ -36,7 +36,7 @@ RATE_RTOL = 0.02
 
 
 def _golden(sel: str, tool: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / sel / f"{tool}.json").read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / sel / f"{tool}.json").read_text())
 
 
 @lru_cache(maxsize=8)

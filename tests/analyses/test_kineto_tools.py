@@ -32,7 +32,7 @@ def store(trace_path: Path) -> ProfileStore:
 
 @pytest.fixture(scope="module")
 def doc(trace_path: Path) -> dict[str, Any]:
-    return json.loads(trace_path.read_text())  # type: ignore[no-any-return]
+    return json.loads(trace_path.read_text())
 
 
 def _dims(v: list[int]) -> str:

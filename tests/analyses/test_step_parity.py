@@ -25,7 +25,7 @@ INPUT_POINTS = 2.0
 
 
 def golden(selection: str, tool: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / selection / f"{tool}.json").read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / selection / f"{tool}.json").read_text())
 
 
 _STORES: dict[tuple[str, str], ProfileStore] = {}

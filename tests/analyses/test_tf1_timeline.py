@@ -29,7 +29,7 @@ def stores(timeline_dir: Path) -> list[ProfileStore]:
 
 
 def _events(timeline_dir: Path, step: int) -> list[dict[str, Any]]:
-    return json.loads((timeline_dir / f"timeline-{step}.json").read_text())["traceEvents"]  # type: ignore[no-any-return]
+    return json.loads((timeline_dir / f"timeline-{step}.json").read_text())["traceEvents"]
 
 
 def _process_names(events: list[dict[str, Any]]) -> dict[int, str]:

@@ -119,7 +119,7 @@ def small_real_xspace(profiles_root: Path) -> bytes:
         for k in [k for k in p.event_metadata if k not in used]:
             del p.event_metadata[k]
         del p.stats[4:]
-    return space.SerializeToString(deterministic=True)  # type: ignore[no-any-return]
+    return space.SerializeToString(deterministic=True)
 
 
 def field_boundaries(data: bytes) -> list[int]:

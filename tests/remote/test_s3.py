@@ -68,13 +68,13 @@ def test_listing_is_cached_between_refreshes(s3_logdir: str, tmp_path: Path) -> 
     index = RunIndex(root, ttl_s=3600)
     first = index.runs()
     # A file added after the listing is not seen until a refresh: the index did not list again.
-    root.listing.fs.pipe("tbprof-logs/logs/late/plugins/profile/s1/h.xplane.pb", b"x")  # type: ignore[attr-defined]
+    root.listing.fs.pipe("tbprof-logs/logs/late/plugins/profile/s1/h.xplane.pb", b"x")
     try:
         assert index.runs() is first
         time.sleep(MIN_REFRESH_S + 0.1)  # a forced refresh of a URL waits this long since the last listing
         assert "late/s1" in index.runs(refresh=True)
     finally:
-        root.listing.fs.rm("tbprof-logs/logs/late", recursive=True)  # type: ignore[attr-defined]
+        root.listing.fs.rm("tbprof-logs/logs/late", recursive=True)
 
 
 def _cli(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

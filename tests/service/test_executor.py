@@ -194,7 +194,7 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
                                    "--cache-dir", str(tmp_path / ("c" + str(len(extra)))), *extra],
                                   capture_output=True, text=True, env=env, timeout=300)
             assert done.returncode == 0, done.stderr
-            return json.loads(done.stdout)  # type: ignore[no-any-return]
+            return json.loads(done.stdout)
 
         assert cli("--dask-scheduler", address) == cli()
         # The workers converted every host into the cache the CLI named.

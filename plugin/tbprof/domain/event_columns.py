@@ -55,7 +55,7 @@ class RowStats:
         dbl = kind == KIND_DOUBLE
         if dbl.any():
             out[dbl] = value[dbl].view(np.float64).astype(np.int64)
-        return out  # type: ignore[no-any-return]
+        return out
 
     def float(self, name: str, missing: float = 0.0) -> np.ndarray:
         col = self._cols.get(name)

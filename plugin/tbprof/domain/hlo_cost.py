@@ -736,7 +736,7 @@ def program_module(program: HloProgram) -> _Module:
     fusion utilizations). Kept on the HloProgram object, which is memoised per store."""
     if program.cost_module is None:
         program.cost_module = _Module(program.module)
-    return program.cost_module  # type: ignore[no-any-return]
+    return program.cost_module
 
 
 def _program_bytes(program: HloProgram) -> dict[str, OpBytes]:

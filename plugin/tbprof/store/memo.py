@@ -215,18 +215,18 @@ class Memo:
         budget = self.budget
         hit = budget.get(self._owner, key)
         if hit is not _MISSING:
-            return hit  # type: ignore[no-any-return]
+            return hit
         with self._lock:
             future = self._inflight.get(key)
             owner = future is None
             if owner:
                 hit = budget.get(self._owner, key)  # finished between our two looks
                 if hit is not _MISSING:
-                    return hit  # type: ignore[no-any-return]
+                    return hit
                 future = self._inflight[key] = Future()
         assert future is not None
         if not owner:
-            return future.result()  # type: ignore[no-any-return]
+            return future.result()
         try:
             value = compute()
             budget.put(self._owner, key, value, size(value))

@@ -160,7 +160,7 @@ class Plane:
             rows = self.stats.owner[mask].astype(np.int64)
             cached = StatColumn(rows, self.stats.kind[mask], self.stats.value[mask])
             self._columns[key] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def prefetch_stat_columns(self, stat_ids: list[int]) -> None:
         """Builds ``stat_column`` for several stats in one pass over the stat table.
@@ -188,7 +188,7 @@ class Plane:
             rows = self.meta_stats.owner[mask].astype(np.int64)
             cached = StatColumn(rows, self.meta_stats.kind[mask], self.meta_stats.value[mask])
             self._columns[key] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def event_stat(self, stat_id: int) -> StatColumn:
         """The stat of each event, falling back to its metadata's stat (as XProf reads them).
@@ -199,7 +199,7 @@ class Plane:
         key = ("merged", stat_id)
         cached = self._columns.get(key)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         own = self.stat_column(stat_id)
         meta = self.meta_stat_column(stat_id)
         if len(meta.rows) == 0:

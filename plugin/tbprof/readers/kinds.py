@@ -20,11 +20,11 @@ named after their folder, and when a folder holds several kinds, the first in
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tbprof.readers import chrome_trace, tfprof, xplane
 from tbprof.readers.step_files import KIND_ORDER, classify, step_of
 from tbprof.store.fs import Location, is_below, relative_posix
 
@@ -51,16 +51,25 @@ Reader = Callable[[Location], Any]
 @dataclass(frozen=True)
 class RunKind:
     store_format: str  # the store model the reader fills ("xspace", "chrome_trace", "tfprof")
-    reader: Reader  # decodes one host file
+    reader_name: str  # "module:function" of the reader of one host file
+
+    @property
+    def reader(self) -> Reader:
+        """The reader, imported on first use: answering from cached stores (``tbprof summary``
+        of a converted profile, a warm server) never loads a reader or protobuf."""
+        module, name = self.reader_name.split(":")
+        reader: Reader = getattr(importlib.import_module(module), name)
+        return reader
 
 
+_CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
 KINDS: dict[str, RunKind] = {
-    "xspace": RunKind("xspace", xplane.read_xspace),
-    "chrome_trace": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
-    "tf1_timeline": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
-    "tfprof_timeline": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
-    "pytorch": RunKind(chrome_trace.FORMAT, chrome_trace.read_chrome_trace),
-    "tfprof": RunKind("tfprof", tfprof.read_tfprof),
+    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace"),
+    "chrome_trace": RunKind("chrome_trace", _CHROME),
+    "tf1_timeline": RunKind("chrome_trace", _CHROME),
+    "tfprof_timeline": RunKind("chrome_trace", _CHROME),
+    "pytorch": RunKind("chrome_trace", _CHROME),
+    "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof"),
 }
 
 

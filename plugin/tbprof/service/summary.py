@@ -6,20 +6,44 @@ time, input %, verdict and top ops), so the command keeps one shape for scripts 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from tbprof.analyses.gpu import breakdown as gpu_breakdown
-from tbprof.analyses.legacy import tfprof_views
 from tbprof.analyses.pages.profile_summary import summarize_store
 from tbprof.analyses.pages.summary_fields import step_fields
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
+from tbprof.store.tables import ProfileStore
+from tbprof.store.tfprof import TfprofProfile
 
-# Each adds keys to the summary from the run's stores: fn(stores) -> dict.
-SUMMARY_FIELDS: tuple[Callable[[list[AnyStore]], dict[str, Any]], ...] = (
-    step_fields, tfprof_views.summary_fields, gpu_breakdown.summary_fields)
+Fields = Callable[[list[AnyStore]], dict[str, Any]]
+
+
+def _has_tfprof(stores: list[AnyStore]) -> bool:
+    return any(isinstance(s, TfprofProfile) for s in stores)
+
+
+def _has_devices(stores: list[AnyStore]) -> bool:
+    return any(isinstance(s, ProfileStore) and any(p.name.startswith("/device:") for p in s.planes) for s in stores)
+
+
+# Each adds keys to the summary from the run's stores: (fields, or "module:function" imported
+# only when the run has that data, so a CPU profile's summary loads no tfprof or GPU analyses).
+SUMMARY_FIELDS: tuple[tuple[Fields | str, Callable[[list[AnyStore]], bool]], ...] = (
+    (step_fields, lambda stores: True),
+    ("tbprof.analyses.legacy.tfprof_views:summary_fields", _has_tfprof),
+    ("tbprof.analyses.gpu.breakdown:summary_fields", _has_devices),
+)
+
+
+def _fields(fn: Fields | str) -> Fields:
+    if callable(fn):
+        return fn
+    module, name = fn.split(":")
+    loaded: Fields = getattr(importlib.import_module(module), name)
+    return loaded
 
 
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
@@ -37,6 +61,7 @@ def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
     }
     if unreadable:
         out["host_errors"] = unreadable
-    for fn in SUMMARY_FIELDS:
-        out.update(fn(stores))
+    for fn, applies in SUMMARY_FIELDS:
+        if applies(stores):
+            out.update(_fields(fn)(stores))
     return out

@@ -6,6 +6,7 @@ with a way to its events."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -77,6 +78,13 @@ def test_op_details_and_link_to_its_events(standalone: Any, serve_page: Any) -> 
     assert f"{op['flops']:,.0f}" in text and op["category"] in text
     assert page.locator(f'[data-tree] tr[data-path="/{at}/0"]').get_attribute("class") == "tbp-selected"
     serve_page.screenshot("op_profile__details")
+    # A device op of a program also opens in the graph viewer, centred on it.
+    program_id = op["program"].rsplit("(", 1)[1].rstrip(")")
+    graph = page.locator("[data-op-details] [data-graph-link]")
+    assert graph.get_attribute("data-graph-link") == op["name"]
+    params = parse_qs((graph.get_attribute("href") or "").split("#", 1)[-1])
+    assert params["tool"] == ["graph_viewer"]
+    assert [op["name"]] in params.values() and [program_id] in params.values()
     # Its events: the trace viewer opens with the op's name searched and the first match selected.
     page.click("[data-op-details] [data-trace-link]")
     page.wait_for_selector('main.tbp-page[data-page="trace_viewer"]', timeout=PAGE_TIMEOUT_MS)

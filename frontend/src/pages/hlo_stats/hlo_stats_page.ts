@@ -12,9 +12,9 @@ import { num, objs, str } from "../fields";
 import { registerPage } from "../registry";
 
 /** A link that opens the graph viewer on an HLO op of a program. */
-export function graphLink(ctx: PageContext, op: string, programId: string): HTMLElement {
+export function graphLink(ctx: PageContext, op: string, programId: string, label: string = op): HTMLElement {
   const params = { node: op, module: programId };
-  const a = h("a", { href: ctx.href("graph_viewer", params), class: "tbp-link", "data-graph-link": op }, op);
+  const a = h("a", { href: ctx.href("graph_viewer", params), class: "tbp-link", "data-graph-link": op }, label);
   a.addEventListener("click", (e) => {
     if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
     e.preventDefault();

@@ -10,6 +10,7 @@ import { TreeTable } from "../../widgets/tree_table";
 import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
+import { graphLink } from "../hlo_stats/hlo_stats_page";
 import { registerPage } from "../registry";
 import { boundBy, type DevicePeaks, devicePeaks, utilization, wastedUs } from "./op_tree";
 
@@ -136,16 +137,16 @@ function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePe
     e.preventDefault();
     ctx.navigate("trace_viewer", { q: name });
   });
+  // A device op of an XLA program ("jit_train_step(13929)") opens in the graph viewer too.
+  const programId = /\((\d+)\)$/.exec(str(n, "program"))?.[1];
+  const graph = str(n, "kind") === "op" && programId !== undefined
+    ? [" · ", graphLink(ctx, name, programId, "Show it in the graph viewer")] : [];
   box.append(h("h2", {}, name), h("table", { class: "tbp-table tbp-static-table" },
-    h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))), h("p", {}, trace));
+    h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))))), h("p", {}, trace, ...graph));
 }
 
 registerPage({
   tools: ["op_profile"],
-  optionChoices: {
-    side: ["auto", "host", "device"],
-    order_by: ["self_time", "total_time", "occurrences", "flops", "bytes", "time_wasted"],
-  },
   hideOptions: ["top_percent"],
   render,
 });

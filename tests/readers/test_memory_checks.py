@@ -80,3 +80,26 @@ def test_conversions_in_flight_reserve_memory(tmp_path: Path, monkeypatch: pytes
         first.join(30)
     assert memory_guard.reserved_bytes() == 0
     assert cache.get(b, chrome_trace.read_chrome_trace, kind="chrome_trace").n_events == 2000  # fits now
+
+
+def test_the_scanner_asks_before_it_fills_a_column() -> None:
+    """The dense file's counts reach the guard between the scanner's index pass and its decode:
+    refusing there means no column of 2 M rows was ever filled (parallel scan: stats not yet
+    counted, -1; the serial scan knows both before its filling pass)."""
+    from tbprof._core import wire
+
+    data = _field(1, _field(3, _varint(1 << 3) + _varint(1) + _field(4, b"") * 2_000_000))
+    seen: list[tuple[int, int]] = []
+
+    class Refused(Exception):
+        pass
+
+    def refuse(n_events: int, n_stats: int) -> None:
+        seen.append((n_events, n_stats))
+        raise Refused
+
+    with pytest.raises(Refused):
+        wire.scan(data, on_counts=refuse)
+    with pytest.raises(Refused):
+        wire.scan_serial_py(data, on_counts=refuse)
+    assert seen == [(2_000_000, -1), (2_000_000, 0)]

@@ -548,11 +548,12 @@ cdef object as_u8(object data):
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def scan_serial_py(data, bint wide=False) -> ScanResult:
+def scan_serial_py(data, bint wide=False, on_counts=None) -> ScanResult:
     """The serial scan: a counting pass, then a filling pass with exact sizes.
 
     Reference for the parallel scan and its fallback; ``wide`` scans metadata ids into int64
-    columns (needed when an id lies outside [0, 2^31)).
+    columns (needed when an id lies outside [0, 2^31)). ``on_counts(n_events, n_stats)`` is
+    called between the passes, before any column is filled, and may raise to refuse the file.
     """
     buf_arr = as_u8(data)
     cdef const uint8_t[::1] view = buf_arr
@@ -586,6 +587,8 @@ def scan_serial_py(data, bint wide=False) -> ScanResult:
             if attempt == 0:
                 if s.n_wide > 0:
                     narrow = False
+                if on_counts is not None:
+                    on_counts(n_events, s.n_stats)
                 cols = _Columns(n_events, s.n_stats, s.n_texts, np.int32 if narrow else np.int64)
                 continue
             return _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, s.n_stats,
@@ -933,11 +936,13 @@ def default_threads() -> int:
     return max(1, min(n, 8))
 
 
-def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> ScanResult:
+def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
 
     ``threads`` decoder threads (default ``default_threads()``); the columns are identical for
-    any thread count and chunk size.
+    any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
+    before its columns are filled (stats: -1, not known yet) and may raise to refuse it: a file
+    of empty events costs ~12x its size in columns, far beyond what its size suggests.
     """
     buf_arr = as_u8(data)
     cdef const uint8_t[::1] view = buf_arr
@@ -962,7 +967,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
         with nogil:
             err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
         if err != 0:
-            return scan_serial_py(buf_arr)  # raises WireError at the first error in wire order
+            return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+        if on_counts is not None:
+            on_counts(n_events, -1)
         n_chunks = chunks.n
         t_index = time.perf_counter()
         ps = _ParallelScan()
@@ -988,7 +995,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20) -> Sc
         if bad:
             # An error (reported by the serial scan as the first in wire order) or a metadata id
             # beyond int32 (the serial scan switches to int64 columns).
-            return scan_serial_py(buf_arr)
+            return scan_serial_py(buf_arr, on_counts=on_counts)
         if n_stats >= C_MAX_ROWS:
             raise WireError(ERR_TOO_MANY, end)
         cols = ps.joined = _Columns(0, n_stats, n_texts, np.int32)

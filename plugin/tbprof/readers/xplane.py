@@ -73,8 +73,15 @@ def _parse_spans(message_type: type, data: bytes, spans: np.ndarray) -> object:
 def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStore:
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
+    def refuse_dense(n_events: int, n_stats: int) -> None:
+        # Called by the scanner once it has counted, before it fills a column: a dense file (2-byte
+        # empty events) is refused here, not after its columns took 12x its size.
+        check_allocation(source, n_events * (_SCAN_BYTES_PER_EVENT + _BUILD_BYTES_PER_EVENT)
+                         + max(n_stats, 0) * (_SCAN_BYTES_PER_STAT + _BUILD_BYTES_PER_STAT),
+                         f"{n_events:,} events" + (f" and {n_stats:,} stats" if n_stats >= 0 else ""))
+
     try:
-        scanned = wire.scan(data)
+        scanned = wire.scan(data, on_counts=refuse_dense)
     except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:
@@ -91,6 +98,10 @@ def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStor
 # (measured: 5 M empty events, 67 MB; rounded up).
 _BUILD_BYTES_PER_EVENT = 32
 _BUILD_BYTES_PER_STAT = 32
+# The scanner's own columns: line, metadata (int32), start, duration (int64) per event; owner,
+# metadata (int32), kind (int8), value (int64) per stat.
+_SCAN_BYTES_PER_EVENT = 4 + 4 + 8 + 8
+_SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 
 def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:

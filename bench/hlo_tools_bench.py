@@ -38,18 +38,20 @@ def main() -> None:
         small = unpack("jax_mlp", root / "small")
         xplane = next(logdir.rglob("vm.xplane.pb"))
         for tool in args.tools.split(","):
-            cold, first, memo = [], [], []
+            cold, first, memo, settled = [], [], [], []
             for i in range(args.repeat):
                 cache = root / f"cache_{tool}_{i}"
                 cold.append(child(logdir, cache, tool, small, "cold")["cold_s"])
                 warm = child(logdir, cache, tool, small, "warm")
                 first.append(warm["first_s"])
                 memo.append(warm["memo_s"])
+                settled.append(warm["settled_s"])
             xprof = None
             if not args.skip_xprof and tool in XPROF_TOOLS:
                 xprof = min(xprof_cold(args.xprof_python, tool, xplane) for _ in range(args.repeat))
             rows.append((tool, min(first), min(memo), min(cold), xprof))
-            print(f"{tool}: warm first {min(first) * 1e3:.1f} ms, memoised {min(memo) * 1e3:.2f} ms, "
+            print(f"{tool}: warm first {min(first) * 1e3:.1f} ms (settled {min(settled) * 1e3:.1f} ms), "
+                  f"memoised {min(memo) * 1e3:.2f} ms, "
                   f"cold {min(cold):.2f} s" + (f", XProf cold {xprof:.2f} s" if xprof else ""), flush=True)
     print()
     print(f"{'tool':<18} {'warm first ms':>14} {'memo ms':>8} {'cold s':>7} {'XProf s':>8} {'cold ratio':>10}")

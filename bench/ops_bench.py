@@ -8,6 +8,8 @@ client, as the browser asks):
   - warm store, first request: the store is in memory (reopened from the disk cache), the
     server has already answered the op tools on a small profile (modules imported), and
     this tool was never computed for jax_large. Target <= 50 ms;
+  - settled: the same first request on a store loaded a moment ago, its background warm-ups
+    done (what a user opening a second page sees);
   - the same request again (memoised result, JSON encoding included). Target <= 5 ms;
   - cold: empty converted-profile cache, store build from the xplane file + the tool, against
     XProf's cold conversion of that tool (bench/xprof_runner.py, fresh copy of the file so no
@@ -58,6 +60,12 @@ out = {"tool": tool, "mode": mode}
 if mode == "warm":
     get(client, run, "profile_summary")  # loads the store (from the disk cache when warm)
     out["first_s"], out["bytes"] = get(client, run, tool)
+    # The same on a store loaded a moment ago: its background warm-ups (steps, op metrics,
+    # allocator events) have finished, as when a user opens a second page.
+    settled_client = Client(create_app(logdir, cache_dir=cache_dir))
+    get(settled_client, run, "profile_summary")
+    settled_client.application.ctx.profiles.wait_warm()
+    out["settled_s"] = get(settled_client, run, tool)[0]
     out["memo_s"] = min(get(client, run, tool)[0] for _ in range(5))
 else:
     out["cold_s"], out["bytes"] = get(client, run, tool)

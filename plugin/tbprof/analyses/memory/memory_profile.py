@@ -160,6 +160,12 @@ def _grouped_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, on_gp
     return np.where(group >= 0, step_of_group[np.maximum(group, 0)], -1)
 
 
+def warm_memory(store: ProfileStore) -> None:
+    """Derives the allocator events in the background once a store is loaded (``service/tools.warmups``)."""
+    if isinstance(store, ProfileStore):
+        memory_events(store)
+
+
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     """memory id -> that allocator's events (memoised)."""
     return store.memo(("memory_events",), lambda: (_kineto_memory_events(store) or _tf1_memory_events(store)

@@ -92,4 +92,16 @@ def test_op_details_and_link_to_its_events(standalone: Any, serve_page: Any) -> 
         "() => /^1 of /.test(document.querySelector('[data-testid=\"search-count\"]')?.textContent ?? '')",
         timeout=PAGE_TIMEOUT_MS)
     assert page.input_value('[data-testid="trace-search"]') == op["name"]
+    # The op's event on a GPU stream (not its host-side TraceMe) opens it in the graph viewer.
+    groups = standalone.json("data", run=run, tool="trace_viewer")["groups"]
+    device_planes = {g["plane"] for g in groups if g["kind"] == "device"}
+    matches = standalone.json("trace_search", run=run, q=op["name"])["matches"]
+    on_device = next(m for m in matches if m["plane"] in device_planes)
+    selection = {"c.sel": f"{on_device['plane']}:{on_device['row']}"}
+    page.goto(app_url(standalone, run=run, tool="trace_viewer", **selection))
+    wait_ready(page)
+    link = page.locator('[data-testid="graph-link"] a')
+    link.wait_for(timeout=PAGE_TIMEOUT_MS)
+    params = parse_qs((link.get_attribute("href") or "").split("#", 1)[-1])
+    assert params["tool"] == ["graph_viewer"] and [op["name"]] in params.values()
     serve_page.check()

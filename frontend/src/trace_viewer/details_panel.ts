@@ -20,6 +20,15 @@ const RELATIONS: readonly [string, string][] = [
 export interface PanelActions {
   select(e: LinkedEvent): void;
   zoomTo(startPs: number, endPs: number): void;
+  toolLink?: (tool: string, options: Readonly<Record<string, string>>, label: string) => HTMLElement;
+}
+
+/** The HLO op and program of a device event (its ``hlo_op`` and ``program_id`` stats), if any. */
+export function hloOpOf(stats: readonly { name: string; value: unknown }[]): { op: string; programId: string } | null {
+  const op = stats.find((s) => s.name === "hlo_op")?.value;
+  const program = stats.find((s) => s.name === "program_id")?.value;
+  if (typeof op !== "string" || op === "" || (typeof program !== "number" && typeof program !== "string")) return null;
+  return { op, programId: String(program) };
 }
 
 function kv(rows: [string, string | Node][]): HTMLElement {
@@ -76,6 +85,12 @@ export class DetailsPanel {
     ]);
     const cols = h("div", { class: "tbp-tv-cols" });
     const left = h("div", {}, head, info);
+    const hlo = hloOpOf(d.stats);
+    if (hlo !== null && this.actions.toolLink) {
+      // An XLA op's event opens the HLO graph around that op (the graph viewer tool).
+      left.appendChild(h("p", { "data-testid": "graph-link" },
+        this.actions.toolLink("graph_viewer", { node: hlo.op, module: hlo.programId }, `Show ${hlo.op} in the graph viewer`)));
+    }
     const kernel = d.decoded.kernel;
     if (typeof kernel === "object" && kernel !== null) {
       const k = kernel as Record<string, unknown>;

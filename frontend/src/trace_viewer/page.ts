@@ -3,6 +3,7 @@
 
 import { registerPage } from "../pages/registry";
 import { pageTitle } from "../pages/common";
+import { h } from "../widgets/dom";
 import styles from "./trace_viewer.css?inline";
 import { TraceViewer } from "./viewer";
 
@@ -27,6 +28,15 @@ registerPage({
       target: { run: ctx.run.name, host },
       param: (k) => ctx.param(k),
       setParams: (u) => ctx.setParams(u),
+      toolLink: (tool, options, label) => {
+        const a = h("a", { class: "tbp-link", href: ctx.href(tool, options) }, label);
+        a.addEventListener("click", (e) => {
+          if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+          e.preventDefault();
+          ctx.navigate(tool, options);
+        });
+        return a;
+      },
     });
     ctx.el.appendChild(viewer.el);
     ctx.onDispose(() => viewer.dispose());

@@ -31,6 +31,8 @@ export interface ViewerOptions {
   /** Reads and writes page state in the URL ("c.<key>"). */
   param(key: string): string | null;
   setParams(updates: Readonly<Record<string, string | null>>): void;
+  /** A link that opens another tool's page with these options (the graph viewer of an HLO op). */
+  toolLink?: (tool: string, options: Readonly<Record<string, string>>, label: string) => HTMLElement;
 }
 
 export interface TraceDebug {
@@ -126,6 +128,7 @@ export class TraceViewer implements ControlTarget {
     this.panel = new DetailsPanel({
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
+      toolLink: this.opts.toolLink,
     });
     this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
     this.splitter = new PanelSplitter({

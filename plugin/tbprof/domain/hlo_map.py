@@ -17,7 +17,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tbprof.protos import hlo_pb2
 from tbprof.store.tables import KIND_BYTES, ProfileStore
 
 METADATA_PLANE = "/host:metadata"
@@ -113,6 +112,9 @@ def _text(raw: bytes) -> str:
 
 
 def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
+    # Imported here: protobuf and the HLO schema (~12 ms) are for profiles that carry HLO.
+    from tbprof.protos import hlo_pb2
+
     proto = hlo_pb2.HloProto()
     proto.ParseFromString(data)
     module = proto.hlo_module

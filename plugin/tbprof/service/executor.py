@@ -24,12 +24,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tbprof.errors import ProfileReadError
+
+if TYPE_CHECKING:  # the pool module (multiprocessing, ~9 ms) loads only when a pool is made
+    from concurrent.futures import ProcessPoolExecutor
 
 log = logging.getLogger("tbprof")
 
@@ -140,6 +142,7 @@ class ProcessPool:
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
@@ -156,6 +159,8 @@ class ProcessPool:
             pool.submit(_worker_ready)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
+        from concurrent.futures.process import BrokenProcessPool
+
         todo = list(tasks)
         for attempt in range(TASK_RETRIES + 1):
             pool = self._get_pool()

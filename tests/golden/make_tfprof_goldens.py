@@ -1,7 +1,7 @@
 """Golden numbers for tbprof's tfprof views, produced by TensorFlow's own tfprof.
 
 Runs ``tf.compat.v1.profiler``'s C++ core (``_pywrap_tfprof``, what ``Profiler`` calls) on
-``../shared/profiles/tf1_timeline/profile.pb`` for every case of ``CASES`` and writes what
+``demo_logs/tf1_timeline/profile.pb`` for every case of ``CASES`` and writes what
 TensorFlow computed into ``tests/golden/tf1_timeline/``:
 
 * ``tfprof_views.json``: per case (view + options) the displayed nodes in display order

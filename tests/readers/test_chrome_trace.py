@@ -1,4 +1,4 @@
-"""Chrome trace JSON import: every sample of ../shared/profiles, counted independently.
+"""Chrome trace JSON import: every sample of demo_logs/, counted independently.
 
 Expected counts come from plain ``json`` parsing in the test: an event of the store is an
 ``X`` slice, a ``B`` slice, an ``i``/``I`` instant, a ``C`` counter sample or an object

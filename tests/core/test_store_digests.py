@@ -25,7 +25,7 @@ def _check(root: Path, name: str, host: str) -> None:
 
 
 # jax_large (60 MB) is not in the repository: ``python -m tests.core.store_digest --check ROOT``
-# checks it (and the rest) against an unpacked copy of ../shared/profiles.
+# checks it (and the rest) against an unpacked copy of the benchmark profiles (bench/ says where).
 @pytest.mark.parametrize(("name", "host"), [p for p in PROFILES if p[0] != "jax_large"])
 def test_small_profiles_match_the_numba_stores(profiles_root: Path, name: str, host: str) -> None:
     _check(profiles_root, name, host)

@@ -10,7 +10,7 @@ Run from anywhere, with a Python that has PyPI ``xprof==2.24.2`` installed
     /opt/xprof-venv/bin/python tests/golden/make_goldens.py --profiles jax_mlp
     /opt/xprof-venv/bin/python tests/golden/make_goldens.py --raw-dir /tmp/xprof_raw
 
-The script unpacks ``<repo>/../shared/profiles/<name>.tar.gz`` into a temporary
+The script copies ``<repo>/demo_logs/<name>`` into a temporary
 directory itself, runs XProf's own in-process conversion
 (``bench/xprof_runner.py`` -> ``xprof.convert.raw_to_tool_data``) on a fresh
 copy of the xplane files for every tool (so no XProf cache file influences a
@@ -43,7 +43,6 @@ import re
 import shutil
 import statistics
 import sys
-import tarfile
 import tempfile
 from typing import Any
 
@@ -54,20 +53,9 @@ import xprof_runner  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _profiles_dir() -> str:
-    """<repo>/../shared/profiles; a git worktree nested deeper (e.g.
-    /work/wt/<name>) finds the same folder by walking further up.  The
-    TBPROF_PROFILES_DIR environment variable overrides both."""
-    env = os.environ.get("TBPROF_PROFILES_DIR")
-    if env:
-        return env
-    d = REPO
-    while True:
-        cand = os.path.join(os.path.dirname(d), "shared", "profiles")
-        if os.path.isdir(cand):
-            return cand
-        if os.path.dirname(d) == d:
-            return os.path.join(REPO, "..", "shared", "profiles")
-        d = os.path.dirname(d)
+    """<repo>/demo_logs (the same files as the shared archives, unpacked); the
+    TBPROF_PROFILES_DIR environment variable overrides it."""
+    return os.environ.get("TBPROF_PROFILES_DIR") or os.path.join(REPO, "demo_logs")
 
 
 PROFILES_DIR = _profiles_dir()
@@ -831,13 +819,10 @@ def count_memory_events(xplane_path: str) -> dict:
 # --------------------------------------------------------------------------
 
 def unpack(stem: str, dest: str) -> str:
-    archive = os.path.join(PROFILES_DIR, stem + ".tar.gz")
-    with tarfile.open(archive) as tf:
-        try:
-            tf.extractall(dest, filter="data")
-        except TypeError:  # Python < 3.12 without the filter argument backport
-            tf.extractall(dest)
-    return os.path.join(dest, stem)
+    """A private copy of demo_logs/<stem> (XProf writes cache files beside the xplanes)."""
+    target = os.path.join(dest, stem)
+    shutil.copytree(os.path.join(PROFILES_DIR, stem), target)
+    return target
 
 
 def find_xplanes(logdir: str, hosts: list[str] | None) -> list[str]:

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tbprof import __version__
-from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError
+from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, finish_writes
 from tbprof.errors import BadRequest, NotFound, ProfileReadError
 
 # Every subcommand: name -> (module defining it in its COMMANDS, one-line help).
@@ -80,7 +80,13 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def entry() -> None:
+    """The ``tbprof`` command (console script and ``python -m tbprof.cli``): the process ends
+    after the answer, so the disk-cache writes go to a detached child (``finish_writes``)."""
+    sys.exit(main(detach_writes=True))
+
+
+def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _chosen(argv)
     parser = build_parser(command) if command is not None else build_parser("")
@@ -98,3 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    finally:
+        # What was converted before an error is still worth keeping for the next command.
+        finish_writes(detach_writes)

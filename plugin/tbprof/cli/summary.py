@@ -17,7 +17,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     result = summary(profiles, pick_run(profiles, args.run))
-    profiles.cache.persist_pending()  # the CLI has no later request to warm up for
     if args.json:
         print_json(result)
         return EXIT_OK

@@ -84,6 +84,17 @@ class StatColumn:
             out[is_double] = self.value[is_double].view(np.float64).astype(np.int64)
         return out
 
+    def sparse_int(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the events that have the stat, one value per event: what
+        ``dense_int`` holds at those rows (an event with the stat twice keeps the last),
+        without a column over every event of the plane."""
+        rows, values = self.rows, self.as_int()
+        if rows.shape[0] > 1:
+            last = np.append(rows[1:] != rows[:-1], True)
+            if not last.all():
+                rows, values = rows[last], values[last]
+        return rows, values
+
     def dense_int(self, n_events: int, missing: int = -1) -> np.ndarray:
         out = np.full(n_events, missing, dtype=np.int64)
         out[self.rows] = self.as_int()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = 0, 1, 2, 3
@@ -239,7 +240,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
 def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, DeviceActivity]]:
     """The activity of each device plane of the host (HTA's unit: one GPU per rank)."""
     out = []
-    for pi in np.unique(act.plane).tolist():
+    for pi in sorted_unique(act.plane).tolist():
         m = act.plane == pi
         out.append((store.planes[pi].name, DeviceActivity(
             start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],

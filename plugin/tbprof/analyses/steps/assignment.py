@@ -34,6 +34,7 @@ from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -570,7 +571,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
     # Host side: DataLoader waits, launches, operators.
     k_host = _event_step_by_time(host, begin, end)
-    host_names = store.strings.lookup(np.unique(host.name_id))
+    host_names = store.strings.lookup(sorted_unique(host.name_id))
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
     is_loader = np.isin(host.name_id, loader_ids)
     is_op = categories(host, ("cpu_op",))

@@ -152,6 +152,25 @@ class Plane:
     def n_lines(self) -> int:
         return int(self.line_ids.shape[0])
 
+    def time_range_ps(self) -> tuple[int, int] | None:
+        """(first start, last end) of the plane's events; None without events.
+
+        In slices: ``(start_ps + dur_ps).max()`` would allocate a temporary as long as the plane
+        (16 MB on jax_large's host plane), and on a VM its first touch costs more than the sum.
+        """
+        key = ("time_range", 0)
+        cached = self._columns.get(key)
+        if cached is None:
+            if self.n_events == 0:
+                return None
+            step = 1 << 16
+            last = max(int((self.start_ps[i:i + step] + self.dur_ps[i:i + step]).max())
+                       for i in range(0, self.n_events, step))
+            cached = (int(self.start_ps.min()), last)
+            self._columns[key] = cached
+        first_ps, last_ps = cached
+        return int(first_ps), int(last_ps)
+
     def line_rows(self, line: int) -> slice:
         return slice(int(self.line_offsets[line]), int(self.line_offsets[line + 1]))
 

@@ -24,7 +24,7 @@ last are dropped, because a profile window usually cuts them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,7 @@ class Steps:
     notes: list[str] = field(default_factory=list)
     planes: list[Plane] = field(default_factory=list, repr=False)
     # Marker steps: group id of each event per plane, and group id -> step index.
-    group_of: list[np.ndarray] | None = field(default=None, repr=False)
+    group_of: Sequence[np.ndarray] | None = field(default=None, repr=False)
     group_to_step: np.ndarray | None = field(default=None, repr=False)
     _event_step: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -277,7 +277,7 @@ def _event_step_by_time(plane: Plane, begin: np.ndarray, end: np.ndarray) -> np.
 
 def _assemble(store: ProfileStore, source: str, method: str, detail: str, names: list[str], nums: np.ndarray,
               begin: np.ndarray, end: np.ndarray, devices: list[int], typed: _TypedEvents,
-              key_to_step: np.ndarray | None, candidate_count: int, group_of: list[np.ndarray] | None) -> Steps:
+              key_to_step: np.ndarray | None, candidate_count: int, group_of: Sequence[np.ndarray] | None) -> Steps:
     n = len(begin)
     dropped = 0
     if n > DROP_BOUNDARY_ABOVE:

@@ -141,8 +141,14 @@ def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.n
     if ida < 0 or idb < 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
     ca, cb = plane.event_stat(ida), plane.event_stat(idb)
-    rows, ia, ib = np.intersect1d(ca.rows, cb.rows, assume_unique=True, return_indices=True)
-    return rows, np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
+    # Both row lists are ascending and unique: a binary search of one in the other is the
+    # intersection (np.intersect1d would concatenate and sort them again).
+    if len(ca.rows) == 0 or len(cb.rows) == 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    ib = np.searchsorted(cb.rows, ca.rows)
+    ia = np.nonzero(cb.rows[np.minimum(ib, len(cb.rows) - 1)] == ca.rows)[0]
+    ib = ib[ia]
+    return ca.rows[ia], np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
 
 
 def _carry_forward(group: np.ndarray, start_ps: np.ndarray) -> np.ndarray:

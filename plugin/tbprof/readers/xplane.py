@@ -158,7 +158,8 @@ def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.P
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        pmsg = _parse_spans(xplane_pb2.XPlane, data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        fields = _last_stat_of_each_id(data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        pmsg = _parse_spans(xplane_pb2.XPlane, data, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
         planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
                                    data, strings))
@@ -169,6 +170,37 @@ def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.P
         hostnames=[_text(h) for h in space.hostnames],
         errors=[_text(e) for e in space.errors], warnings=[_text(w) for w in space.warnings],
     )
+
+
+# XPlane.stats is field 6, length-delimited: its tag is this one byte.
+_PLANE_STATS_TAG = (6 << 3) | 2
+# Fewer plane stats than this are simply all parsed.
+_MANY_PLANE_STATS = 256
+
+
+def _last_stat_of_each_id(data: bytes, spans: np.ndarray) -> np.ndarray:
+    """A plane's field spans without the plane stats that a later stat of the same id replaces.
+
+    The plane reader keeps the last stat of each name (``_build_plane``); JAX's scope-range plane
+    carries ~49 k stats under two names, and handing all of them to upb and then to Python cost
+    ~20-30 ms per jax_large conversion. Their ids are read in compiled code instead; when one
+    does not parse, every span is kept and upb reports the damage.
+    """
+    if spans.shape[0] < _MANY_PLANE_STATS:
+        return spans
+    tags = np.frombuffer(data, dtype=np.uint8)[spans[:, 0]]
+    stat_rows = np.nonzero(tags == _PLANE_STATS_TAG)[0]
+    if stat_rows.shape[0] < _MANY_PLANE_STATS:
+        return spans
+    ids = kernels.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
+    if (ids < 0).any():
+        return spans
+    # The last row of each id: the first of each id in reversed order.
+    _, first_reversed = np.unique(ids[::-1], return_index=True)
+    keep = np.ones(spans.shape[0], dtype=bool)
+    keep[stat_rows] = False
+    keep[stat_rows[ids.shape[0] - 1 - first_reversed]] = True
+    return spans[keep]
 
 
 def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:

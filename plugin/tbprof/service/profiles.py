@@ -51,6 +51,7 @@ class Profiles:
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
+        self._loading: dict[tuple[str, tuple[str, ...]], threading.Thread] = {}  # load_in_background
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
 
     # --- runs and hosts -------------------------------------------------------------------
@@ -168,13 +169,17 @@ class Profiles:
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
         """
+        key = (run.name, tuple(hosts))
+
         def load() -> None:
             try:
-                self.stores_tolerant(run, hosts)
+                self._stores_tolerant(run, hosts)
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
         thread = threading.Thread(target=load, name="tbprof-load", daemon=True)
+        with self._memo_lock:
+            self._loading[key] = thread
         thread.start()
         return thread
 
@@ -185,6 +190,15 @@ class Profiles:
         raises its ProfileReadError (HTTP 422); every host of several unreadable raises one
         naming them all.
         """
+        with self._memo_lock:
+            loading = self._loading.pop((run.name, tuple(hosts)), None)
+        if loading is not None and loading is not threading.current_thread():
+            # The same hosts are converting in the background (load_in_background): wait for that
+            # rather than hand a pod's hosts to the executor a second time.
+            loading.join()
+        return self._stores_tolerant(run, hosts)
+
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None

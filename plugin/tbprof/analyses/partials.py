@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
@@ -171,6 +172,10 @@ CARRIED: tuple[Carried, ...] = (
     Carried("host_ops", op_metrics.HOST_KEY, op_metrics.host_op_metrics, _pack_db, _unpack_db),
     Carried("device_ops", op_metrics.DEVICE_KEY, op_metrics.device_op_metrics, _pack_db, _unpack_db),
     Carried("kernel_reports", KERNEL_REPORTS_KEY, kernel_reports, _pack_kernels, _unpack_kernels),
+    # ``tbprof summary``'s GPU fields: (has device activity, idle % per GPU, communication % per GPU).
+    Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES_KEY, gpu_breakdown.summary_values,
+            lambda v: {"active": bool(v[0]), "idle": list(v[1]), "comm": list(v[2])},
+            lambda d: (bool(d["active"]), list(d["idle"]), list(d["comm"]))),
 )
 
 

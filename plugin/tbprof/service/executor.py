@@ -52,16 +52,28 @@ class HostTask:
     # request per host; the cache key must also be the server's).
     size_bytes: int = -1
     mtime_ns: int = -1
+    # Whether the worker writes the full store into the cache (a request that loads stores), or
+    # only returns (and writes) the host's partial (an all-hosts tool that runs on partials).
+    write_store: bool = True
+    want_partial: bool = True
 
 
 def convert_host(task: HostTask) -> dict[str, Any]:
-    """Converts one host file into the disk cache (unless it is there already) and returns its
-    summary: ``{"host", "key", "seconds", "cached", "summary"}`` or ``{"host", "error", "file"}``.
+    """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
+    "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``.
+
+    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, JSON; it
+    is also written next to the stores (service/partials.py). The store itself goes into the
+    disk cache only when ``task.write_store`` (a request that needs full stores); a host whose
+    partial is already in the cache is not read at all when only the partial is wanted.
+    ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
+    decode), ``partial_s``, ``write_s``.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
+    from tbprof.service.partials import PartialFiles, make_partial
     from tbprof.store.disk_cache import cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
     from tbprof.store.memory_guard import check_fits
@@ -70,6 +82,13 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     from tbprof.store.tables import ProfileStore
 
     started = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round(now - since, 4)
+        return now
+
     try:
         kind = KINDS[task.kind]
         path = location(task.path)
@@ -77,20 +96,36 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             path.listing.remember(path.key, FileInfo(task.size_bytes, task.mtime_ns))
         key = cache_key(path, kind.store_format)
         disk = open_disk_cache(task.cache_dir, user_cache_dir())
-        store = disk.load(key)
+        files = PartialFiles(disk.root)
+        partial = files.load(key) if task.want_partial and not task.write_store else None
+        if partial is not None:  # everything the request needs is in the cache: read no store
+            return {"host": task.host, "key": key, "cached": True, "stored": False, "summary": partial["summary"],
+                    "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+        t = time.perf_counter()
+        store = disk.load(key) if task.write_store or disk.has(key) else None
         cached = store is not None
+        t = lap("load_s", t)
+        stored = cached
         if store is None:
             check_fits(path)
             store = kind.reader(path)
-            if isinstance(store, ProfileStore):
-                disk.save(key, store)
+            t = lap("convert_s", t)
+        if isinstance(store, ProfileStore) and task.want_partial:
+            partial = make_partial(store)
+            t = lap("partial_s", t)
+            if partial is not None:
+                files.save(key, partial)
+        if isinstance(store, ProfileStore) and not cached and (task.write_store or partial is None):
+            disk.save(key, store)
+            stored = True
+            t = lap("write_s", t)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
     except ProfileReadError as e:
         return {"host": task.host, "file": e.path, "error": e.reason}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
-    return {"host": task.host, "key": key, "cached": cached, "summary": summary,
-            "seconds": round(time.perf_counter() - started, 4)}
+    return {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
+            "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
 
 
 class Executor(Protocol):
@@ -121,8 +156,9 @@ class InProcess:
 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
 # importing numpy and the decoder takes ~2-3 s on this 2-core machine; a fork takes ms).
+# The tool modules too: a worker lists the tools with data for its host (``available_tools``).
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary"]
+                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials"]
 
 
 def _worker_ready() -> bool:
@@ -147,7 +183,9 @@ class ProcessPool:
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             if method == "forkserver":
-                ctx.set_forkserver_preload(WORKER_PRELOAD)
+                from tbprof.service.tools import TOOL_MODULES
+
+                ctx.set_forkserver_preload(WORKER_PRELOAD + list(TOOL_MODULES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
         return self._pool
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.tool import Tool
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
@@ -28,12 +28,24 @@ from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
+if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
+    from tbprof.analyses.partials import HostPartial
+    from tbprof.service.partials import PartialFiles
+
 log = logging.getLogger("tbprof")
 
 ALL_HOSTS = "__all__"
 # Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
 # convert on the executor, whose workers hand stores over through the cache.
 PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
+
+
+class _Miss(Exception):
+    """A memo lookup that found nothing (nothing is stored)."""
+
+
+def _miss() -> Any:
+    raise _Miss
 
 class Profiles:
     def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
@@ -52,6 +64,10 @@ class Profiles:
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
+        # Per-host partials (analyses/partials.py) by host cache key, in the same byte budget;
+        # persisted as JSON next to the stores (service/partials.py) when there is a disk cache.
+        self._partials = Memo()
+        self._partial_files_: PartialFiles | None = None
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -132,11 +148,14 @@ class Profiles:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
 
-    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None) -> list[dict[str, Any]]:
-        """Converts the hosts not yet converted on the executor, in parallel, into the disk cache.
+    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
+                write_store: bool = True) -> list[dict[str, Any]]:
+        """Converts the hosts not yet converted on the executor, in parallel.
 
-        Returns the per-host results (summary or error) in completion order; ``progress`` is
-        called with (done, total) as each host finishes. With the in-process executor, or one
+        Returns the per-host results (summary, partial or error) in completion order and keeps
+        their partials; ``progress`` is called with (done, total) as each host finishes.
+        ``write_store``: the workers write the stores into the disk cache (for a request that
+        loads them); else they return only the partials. With the in-process executor, or one
         host to convert, nothing is done here: ``store`` converts on first use as before.
         """
         fmt = self.store_format(run)
@@ -150,12 +169,14 @@ class Profiles:
             path = run.hosts[h]
             st = path.stat() if isinstance(path, UrlPath) else None  # from the listing: no request
             todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
-                                 st.st_size if st else -1, st.st_mtime_ns if st else -1))
+                                 st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store))
         if len(todo) < 2:
             return []
         results: list[dict[str, Any]] = []
         for result in self.executor.map_hosts(todo):
             results.append(result)
+            if result.get("partial") is not None:
+                self._keep_partial(result["key"], result["partial"])
             if progress is not None:
                 progress(len(results), len(todo))
         return results
@@ -189,6 +210,93 @@ class Profiles:
     def is_loaded(self, run: Run, host: str) -> bool:
         return self.cache.contains(run.hosts[host], self.store_format(run))
 
+    def is_ready(self, run: Run, host: str) -> bool:
+        """Whether a host is converted: its store, or its partial, is at hand (no I/O)."""
+        return self.is_loaded(run, host) or self._partials.contains(("partial", cache_key(run.hosts[host],
+                                                                                          self.store_format(run))))
+
+    # --- per-host partials ----------------------------------------------------------------
+    @property
+    def _partial_files(self) -> PartialFiles | None:
+        if self._partial_files_ is None and self.cache.disk is not None:
+            from tbprof.service.partials import PartialFiles
+
+            self._partial_files_ = PartialFiles(self.cache.disk.root)
+        return self._partial_files_
+
+    def _keep_partial(self, key: str, data: dict[str, Any]) -> HostPartial | None:
+        from tbprof.analyses.partials import partial_from_json
+
+        try:
+            part = partial_from_json(data)
+        except (ValueError, KeyError, TypeError):  # another version, or a damaged file
+            return None
+        return self._partials.get(("partial", key), lambda: part)
+
+    def _known_partial(self, key: str) -> HostPartial | None:
+        """The partial of a host cache key from memory, else from the disk cache's JSON."""
+        try:
+            found: HostPartial = self._partials.get(("partial", key), _miss)
+            return found
+        except _Miss:
+            pass
+        data = self._partial_files.load(key) if self._partial_files is not None else None
+        return self._keep_partial(key, data) if data is not None else None
+
+    def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial], list[dict[str, str]]] | None:
+        """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
+        ``stores_tolerant`` reports them; None when some host cannot have one (another format).
+
+        Hosts without a partial are converted on the executor, whose workers return partials
+        only (no store written, none loaded here); with the in-process executor, from their
+        stores. Raises as ``stores_tolerant`` when no host is readable.
+        """
+        from tbprof.analyses.partials import PARTIAL_FORMATS
+        from tbprof.service.partials import make_partial
+
+        fmt = self.store_format(run)
+        if fmt not in PARTIAL_FORMATS:
+            return None
+        keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
+        got: dict[str, HostPartial] = {}
+        errors: dict[str, dict[str, str]] = {}
+        for h in hosts:
+            part = self._known_partial(keys[h])
+            if part is not None:
+                got[h] = part
+        missing = [h for h in hosts if h not in got and not self.is_loaded(run, h)]
+        if len(missing) > 1:
+            for r in self.prepare(run, missing, self.progress, write_store=False):
+                if "error" in r:
+                    errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
+                elif r.get("partial") is not None:
+                    part = self._known_partial(r["key"])
+                    if part is not None:
+                        got[r["host"]] = part
+        first_error: ProfileReadError | None = None
+        for h in hosts:
+            if h in got or h in errors:
+                continue
+            try:
+                store = self.store(run, h)
+            except ProfileReadError as e:
+                first_error = first_error or e
+                errors[h] = {"host": h, "file": e.path, "error": e.reason}
+                continue
+            data = make_partial(store) if isinstance(store, ProfileStore) else None
+            part = self._keep_partial(keys[h], data) if data is not None else None
+            if part is None:
+                return None
+            if self._partial_files is not None:
+                self._partial_files.save(keys[h], data)  # type: ignore[arg-type]  # not None here
+            got[h] = part
+        if not got:
+            if len(hosts) == 1 and first_error is not None:
+                raise first_error
+            raise ProfileReadError(run.name, "no host file of this run is readable: "
+                                   + "; ".join(f"{e['host']}: {e['error']}" for e in errors.values()))
+        return [got[h] for h in hosts if h in got], [errors[h] for h in hosts if h in errors]
+
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:
         tool = registry.get(name)
@@ -203,6 +311,10 @@ class Profiles:
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
         candidates = set(self.candidate_tools(run))
+        parts = self.host_partials(run, list(run.hosts)) if len(run.hosts) > 1 else None
+        if parts is not None:  # a pod: what its workers found, without loading its stores
+            found = {name for p in parts[0] for name in p.available_tools}
+            return [t.name for t in registry.all_tools() if t.name in candidates and t.name in found]
         if len(run.hosts) > 1:
             self.prepare(run, list(run.hosts), self.progress)
         stores = [self.store(run, h) for h in run.hosts]
@@ -223,6 +335,17 @@ class Profiles:
         memo_key = ("result", keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
 
         def compute() -> dict[str, Any]:
+            from tbprof.analyses.partials import PARTIAL_TOOLS, MissingPartial  # a pod's first request only
+
+            if len(hosts) > 1 and tool.name in PARTIAL_TOOLS:
+                parts = self.host_partials(run, hosts)
+                if parts is not None:
+                    try:
+                        result = tool.compute(parts[0], options)
+                    except MissingPartial:  # the tool needs more than a partial holds: the stores
+                        log.debug("tbprof: %s falls back to the stores", tool.name, exc_info=True)
+                    else:
+                        return {**result, "host_errors": parts[1]} if parts[1] else result
             stores, host_errors = self.stores_tolerant(run, hosts)
             result = tool.compute(stores, options)
             if host_errors:

@@ -62,14 +62,18 @@ def _same_stores(a: Profiles, b: Profiles) -> None:
 def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
     reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
     pool = ProcessPool(2)
+    pool.start()  # as a server starts it (a small pod would not start a pool on its own)
     try:
         pooled = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
         progress: list[tuple[int, int]] = []
         pooled.progress = lambda done, total: progress.append((done, total))
         assert _answers(pooled) == _answers(reference)
-        # Every host was converted by a worker (into the cache), each reported once.
+        # Every host was converted by a worker, each reported once; the workers sent partials
+        # (also written to the cache) and the server loaded no store for these all-hosts answers.
         assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
-        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        run = next(iter(pooled.runs().values()))
+        assert not any(pooled.is_loaded(run, h) for h in run.hosts)
         _same_stores(pooled, reference)
     finally:
         pool.close()
@@ -86,6 +90,7 @@ def test_unreadable_host_is_reported_not_fatal(pod: Path, tmp_path: Path) -> Non
                                                   "host0001.xplane.pb"), "xspace", str(tmp_path / "c")))
     assert result["host"] == "host0001" and "not a readable XSpace profile" in result["error"]
     pool = ProcessPool(2)
+    pool.start()
     try:
         profiles = Profiles(broken, cache_dir=tmp_path / "c3", executor=pool)
         out = summary(profiles, next(iter(profiles.runs().values())))
@@ -132,7 +137,7 @@ def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None
         try:
             on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
             assert _answers(on_dask) == _answers(reference)
-            assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+            assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
         finally:
             executor.close()
 
@@ -198,8 +203,8 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
             return json.loads(done.stdout)
 
         assert cli("--dask-scheduler", address) == cli()
-        # The workers converted every host into the cache the CLI named.
-        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        # The workers converted every host and wrote its partial into the cache the CLI named.
+        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
     finally:
         for proc in procs:
             try:

@@ -60,9 +60,10 @@ class HostTask:
 
 def convert_host(task: HostTask) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
-    "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``.
+    "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
+    (``summary`` is absent when the partial came from the cache: it holds one).
 
-    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, JSON; it
+    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, JSON text; it
     is also written next to the stores (service/partials.py). The store itself goes into the
     disk cache only when ``task.write_store`` (a request that needs full stores); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
@@ -99,7 +100,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         files = PartialFiles(disk.root)
         partial = files.load(key) if task.want_partial and not task.write_store else None
         if partial is not None:  # everything the request needs is in the cache: read no store
-            return {"host": task.host, "key": key, "cached": True, "stored": False, "summary": partial["summary"],
+            return {"host": task.host, "key": key, "cached": True, "stored": False,
                     "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
         t = time.perf_counter()
         store = disk.load(key) if task.write_store or disk.has(key) else None
@@ -165,15 +166,28 @@ def _worker_ready() -> bool:
     return True
 
 
+# Below this many bytes of host files, a pool that is not running yet is not started: the
+# hosts convert in this process. Starting the pool (fork server, imports) takes ~0.3-0.9 s on
+# this 2-core VM and a host costs ~21 ms per MB of file (decode + partial, jax_2hosts' hosts),
+# so two workers win back their start from ~30 MB on. A served pool starts with the server.
+POOL_MIN_BYTES = 32 << 20
+
+
 class ProcessPool:
     """A local pool of worker processes forked from a fork server (never from the threaded
-    server itself: a fork of a process with threads can inherit a held lock and hang)."""
+    server itself: a fork of a process with threads can inherit a held lock and hang).
+
+    Started by ``start`` (a server, at its start) or by the first batch of hosts whose files
+    total at least ``min_pool_bytes`` (the CLI: a small pod converts in-process, sooner than
+    the pool would start)."""
 
     name = "process-pool"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, min_pool_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = workers
+        self.min_pool_bytes = min_pool_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._started: list[Future[bool]] = []
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -193,12 +207,19 @@ class ProcessPool:
         """Starts the workers now (they import in the background while the caller lists the
         logdir), so the first conversion does not wait for their start."""
         pool = self._get_pool()
-        for _ in range(self.workers):
-            pool.submit(_worker_ready)
+        self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Waits until the workers ``start`` launched have answered (benchmarks, tests)."""
+        wait(self._started, timeout=timeout_s)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         from concurrent.futures.process import BrokenProcessPool
 
+        known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
+        if self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes:
+            yield from InProcess().map_hosts(tasks)  # less work than starting the pool
+            return
         todo = list(tasks)
         for attempt in range(TASK_RETRIES + 1):
             pool = self._get_pool()
@@ -276,19 +297,20 @@ class DaskExecutor:
 
 
 def default_workers() -> int:
-    """``$TBPROF_WORKERS``, else 1 (in-process).
+    """``$TBPROF_WORKERS``, else the cores this process may use (1: in-process).
 
-    Not the core count: measured on 2 cores (bench/pod_bench.py, docs/remote.md), a process
-    pool is slower than converting in-process for every pod tried (2 hosts: 3.6 s vs 2.9 s for
-    ``tbprof summary``; 64 small hosts; 4 x 60 MB hosts 4.98 s vs 4.60 s): the decoder already runs its
-    planes on threads with the GIL released, and handing a store over through the disk cache
-    (about 100 column files per host) costs more than converting it. Workers pay off with
-    more cores than the decoder's threads use, or on other machines (Dask).
+    Workers send the server per-host partials (a few tens of KB of JSON), not stores, so the
+    per-host work (decoding, steps, op tables: ~14 ms for a jax_2hosts host) runs on every
+    core and the server only combines (bench/pod_bench.py, docs/remote.md). Until partials,
+    a worker handed its whole store over through the disk cache, which cost more than it saved.
     """
     env = os.environ.get(WORKERS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def make_executor(workers: int | None = None, dask_scheduler: str | None = None) -> Executor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +24,7 @@ from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
-from tbprof.store.fs import Location, UrlPath, location
+from tbprof.store.fs import Location, location
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
@@ -68,6 +69,9 @@ class Profiles:
         # persisted as JSON next to the stores (service/partials.py) when there is a disk cache.
         self._partials = Memo()
         self._partial_files_: PartialFiles | None = None
+        # Seconds spent getting partials, summed over hosts (where a pod's time goes; bench/):
+        # load_s, convert_s, partial_s, write_s as the workers report them, or measured here.
+        self.partial_seconds: dict[str, float] = {}
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -167,7 +171,12 @@ class Profiles:
             if self.is_loaded(run, h):
                 continue
             path = run.hosts[h]
-            st = path.stat() if isinstance(path, UrlPath) else None  # from the listing: no request
+            # A URL's size and mtime come from the listing (no request); a local file's size lets
+            # the executor decide whether a pool is worth starting.
+            try:
+                st = path.stat()
+            except OSError:  # gone since the listing: the worker reports it as unreadable
+                st = None
             todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
                                  st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store))
         if len(todo) < 2:
@@ -176,7 +185,12 @@ class Profiles:
         for result in self.executor.map_hosts(todo):
             results.append(result)
             if result.get("partial") is not None:
+                kept = time.perf_counter()
                 self._keep_partial(result["key"], result["partial"])
+                self.partial_seconds["server_keep_s"] = (self.partial_seconds.get("server_keep_s", 0.0)
+                                                         + time.perf_counter() - kept)
+            for name, seconds in result.get("timings", {}).items():
+                self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
             if progress is not None:
                 progress(len(results), len(todo))
         return results
@@ -224,14 +238,18 @@ class Profiles:
             self._partial_files_ = PartialFiles(self.cache.disk.root)
         return self._partial_files_
 
-    def _keep_partial(self, key: str, data: dict[str, Any]) -> HostPartial | None:
+    def _keep_partial(self, key: str, text: str) -> HostPartial | None:
+        import json
+
         from tbprof.analyses.partials import partial_from_json
+        from tbprof.service.partials import DECODED_BYTES_PER_JSON_BYTE
 
         try:
-            part = partial_from_json(data)
+            part = partial_from_json(json.loads(text))
         except (ValueError, KeyError, TypeError):  # another version, or a damaged file
             return None
-        return self._partials.get(("partial", key), lambda: part)
+        # Sized from the text: walking the decoded objects would cost ~1.5 ms a host.
+        return self._partials.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_JSON_BYTE * len(text))
 
     def _known_partial(self, key: str) -> HostPartial | None:
         """The partial of a host cache key from memory, else from the disk cache's JSON."""
@@ -240,8 +258,8 @@ class Profiles:
             return found
         except _Miss:
             pass
-        data = self._partial_files.load(key) if self._partial_files is not None else None
-        return self._keep_partial(key, data) if data is not None else None
+        text = self._partial_files.load(key) if self._partial_files is not None else None
+        return self._keep_partial(key, text) if text is not None else None
 
     def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial], list[dict[str, str]]] | None:
         """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
@@ -277,18 +295,22 @@ class Profiles:
         for h in hosts:
             if h in got or h in errors:
                 continue
+            started = time.perf_counter()
             try:
                 store = self.store(run, h)
             except ProfileReadError as e:
                 first_error = first_error or e
                 errors[h] = {"host": h, "file": e.path, "error": e.reason}
                 continue
-            data = make_partial(store) if isinstance(store, ProfileStore) else None
-            part = self._keep_partial(keys[h], data) if data is not None else None
-            if part is None:
+            converted = time.perf_counter()
+            text = make_partial(store) if isinstance(store, ProfileStore) else None
+            for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
+                self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
+            part = self._keep_partial(keys[h], text) if text is not None else None
+            if part is None or text is None:
                 return None
             if self._partial_files is not None:
-                self._partial_files.save(keys[h], data)  # type: ignore[arg-type]  # not None here
+                self._partial_files.save(keys[h], text)
             got[h] = part
         if not got:
             if len(hosts) == 1 and first_error is not None:

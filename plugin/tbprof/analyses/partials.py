@@ -211,7 +211,8 @@ class HostPartial:
     def n_events(self) -> int:
         return sum(p.n_events for p in self.planes)
 
-    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+    def memo(self, key: Hashable, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
+        """The carried value of ``key`` (as ``ProfileStore.memo``); MissingPartial for any other."""
         try:
             value: T = self.memos[key]
         except KeyError:

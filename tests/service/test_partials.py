@@ -187,7 +187,7 @@ def test_arrays_round_trip_exactly() -> None:
 def test_a_partial_refuses_what_it_does_not_carry(two_hosts: Path, tmp_path: Path) -> None:
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
     run = next(iter(profiles.runs().values()))
-    text = make_partial(profiles.store(run, next(iter(run.hosts))))
+    text = make_partial(profiles.event_store(run, next(iter(run.hosts))))
     assert text is not None
     part = partial_from_json(json.loads(text))
     assert isinstance(part, HostPartial)
@@ -205,7 +205,7 @@ def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: 
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
     run = next(iter(profiles.runs().values()))
     for host in run.hosts:
-        text = make_partial(profiles.store(run, host))
+        text = make_partial(profiles.event_store(run, host))
         assert text is not None
         tracemalloc.start()
         part = partial_from_json(json.loads(text))

@@ -17,7 +17,7 @@ from .conftest import Server, _watch
 from .helpers import app_url, wait_ready
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from make_pod import make_pod  # noqa: E402
+from make_pod import make_pod
 
 pytestmark = pytest.mark.e2e
 

@@ -68,7 +68,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     disk cache only when ``task.write_store`` (a request that needs full stores); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
     ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
-    decode), ``partial_s``, ``write_s``.
+    decode), ``partial_s``, ``write_s``, and ``cpu_s``: the CPU time the task took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
@@ -83,6 +83,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     from tbprof.store.tables import ProfileStore
 
     started = time.perf_counter()
+    cpu_started = time.process_time()  # the worker's CPU (decoder threads too): load-independent
     timings: dict[str, float] = {}
 
     def lap(name: str, since: float) -> float:
@@ -125,6 +126,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         return {"host": task.host, "file": e.path, "error": e.reason}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
+    timings["cpu_s"] = round(time.process_time() - cpu_started, 4)
     return {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
             "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
 

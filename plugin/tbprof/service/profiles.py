@@ -160,11 +160,12 @@ class Profiles:
         their partials; ``progress`` is called with (done, total) as each host finishes.
         ``write_store``: the workers write the stores into the disk cache (for a request that
         loads them); else they return only the partials. With the in-process executor, or one
-        host to convert, nothing is done here: ``store`` converts on first use as before.
+        host to convert, stores are not converted here (``store`` converts on first use as
+        before), but partials are: a host at a time, in this process, keeping no store.
         """
         fmt = self.store_format(run)
         parallel = self.executor.workers >= 2 or isinstance(self.executor, DaskExecutor)
-        if not parallel or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+        if (not parallel and write_store) or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
         todo = []
         for h in hosts:

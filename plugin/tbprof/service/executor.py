@@ -137,6 +137,10 @@ class Executor(Protocol):
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]: ...
 
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        """Whether ``map_hosts`` would run these tasks in the caller's process."""
+        ...
+
     def start(self) -> None: ...
 
     def close(self) -> None: ...
@@ -149,6 +153,9 @@ class InProcess:
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         for task in tasks:
             yield convert_host(task)
+
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        return True
 
     def start(self) -> None:
         pass
@@ -218,8 +225,7 @@ class ProcessPool:
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         from concurrent.futures.process import BrokenProcessPool
 
-        known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
-        if self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes:
+        if self.in_process(tasks):
             yield from InProcess().map_hosts(tasks)  # less work than starting the pool
             return
         todo = list(tasks)
@@ -253,6 +259,11 @@ class ProcessPool:
         for task in todo:
             yield {"host": task.host, "file": task.path,
                    "error": f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"}
+
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        """True when the pool is not running and the hosts' files are too small to pay for its start."""
+        known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
+        return self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes
 
     def close(self) -> None:
         if self._pool is not None:
@@ -290,6 +301,9 @@ class DaskExecutor:
             except Exception as e:  # the task failed on every retry (its workers kept dying)
                 task = by_key[f.key]
                 yield {"host": task.host, "file": task.path, "error": f"the Dask task failed: {e}"}
+
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        return False
 
     def start(self) -> None:
         pass

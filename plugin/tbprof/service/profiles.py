@@ -19,7 +19,7 @@ from tbprof.analyses.tool import Tool
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
-from tbprof.service.executor import DaskExecutor, Executor, HostTask, InProcess, Progress
+from tbprof.service.executor import Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
@@ -164,8 +164,7 @@ class Profiles:
         before), but partials are: a host at a time, in this process, keeping no store.
         """
         fmt = self.store_format(run)
-        parallel = self.executor.workers >= 2 or isinstance(self.executor, DaskExecutor)
-        if (not parallel and write_store) or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+        if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
         todo = []
         for h in hosts:
@@ -180,7 +179,9 @@ class Profiles:
                 st = None
             todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
                                  st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store))
-        if len(todo) < 2:
+        if len(todo) < 2 or (write_store and self.executor.in_process(todo)):
+            # Stores converted here would only be written to the cache and mapped back: the
+            # request converts them on first use instead.
             return []
         results: list[dict[str, Any]] = []
         for result in self.executor.map_hosts(todo):

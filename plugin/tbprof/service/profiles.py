@@ -198,7 +198,8 @@ class Profiles:
         return results
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
-        """Starts converting the hosts' stores on a thread and returns it (join it when done).
+        """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
+        it (join it before asking for them: partials have no single flight).
 
         For a command that still has modules to import before it asks for the stores: the
         decoder spends most of a conversion outside the GIL, so the analyses load on one core
@@ -207,6 +208,9 @@ class Profiles:
         """
         def load() -> None:
             try:
+                # A pod's summary reads per-host partials, not stores (host_partials).
+                if len(hosts) > 1 and self.host_partials(run, hosts) is not None:
+                    return
                 self.stores_tolerant(run, hosts)
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)

@@ -176,10 +176,12 @@ def _worker_ready() -> bool:
 
 
 # Below this many bytes of host files, a pool that is not running yet is not started: the
-# hosts convert in this process. Starting the pool (fork server, imports) takes ~0.3-0.9 s on
-# this 2-core VM and a host costs ~21 ms per MB of file (decode + partial, jax_2hosts' hosts),
-# so two workers win back their start from ~30 MB on. A served pool starts with the server.
-POOL_MIN_BYTES = 32 << 20
+# hosts convert in this process. Starting the pool (fork server, imports: ~0.5 s of CPU) costs
+# about what 2 workers save on ~50 MB of hosts (a host costs ~21 ms of CPU per MB of file,
+# decode + partial, jax_2hosts' hosts); measured `tbprof summary`, 64 hosts (41.7 MB), on the
+# shared 2-core VM under load: 2.1-2.8 s in-process vs 2.8-3.6 s with a pool it had to start.
+# So a one-shot command starts a pool from 64 MB on; a served pool starts with the server.
+POOL_MIN_BYTES = 64 << 20
 
 
 class ProcessPool:

@@ -213,3 +213,28 @@ def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: 
         tracemalloc.stop()
         assert part.host == host
         assert allocated <= DECODED_BYTES_PER_JSON_BYTE * len(text)
+
+
+def test_an_unreadable_host_is_read_once_per_version_of_its_file(pod: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "pod"
+    shutil.copytree(pod, broken)
+    bad = [next(broken.rglob(f"host000{i}.xplane.pb")) for i in (2, 3)]
+    for f in bad:
+        f.write_bytes(b"\x0a\xff\xff")
+    profiles = Profiles(broken, cache_dir=tmp_path / "c")
+    batches: list[int] = []  # hosts sent to the executor per batch (the progress total)
+    profiles.progress = lambda done, total: batches.append(total) if done == 1 else None
+    run = next(iter(profiles.runs().values()))
+    first = profiles.host_partials(run, list(run.hosts))
+    assert first is not None and [e["host"] for e in first[1]] == ["host0002", "host0003"]
+    assert batches == [POD_HOSTS]
+    # Asked again (another tool of the page): the broken files are not sent to be read again.
+    again = profiles.host_partials(run, list(run.hosts))
+    assert again is not None and again[1] == first[1] and batches == [POD_HOSTS]
+    # Fixed (the files change, so their cache keys do): read again, and now they have partials.
+    for f in bad:
+        shutil.copyfile(next(pod.rglob(f.name)), f)
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    fixed = profiles.host_partials(run, list(run.hosts))
+    assert fixed is not None and fixed[1] == [] and len(fixed[0]) == POD_HOSTS
+    assert batches == [POD_HOSTS, 2]

@@ -85,6 +85,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     started = time.perf_counter()
     cpu_started = time.process_time()  # the worker's CPU (decoder threads too): load-independent
     timings: dict[str, float] = {}
+    key = ""
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
@@ -122,8 +123,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             stored = True
             t = lap("write_s", t)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
-    except ProfileReadError as e:
-        return {"host": task.host, "file": e.path, "error": e.reason}
+    except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
+        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if key else {})}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)

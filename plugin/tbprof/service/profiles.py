@@ -72,6 +72,9 @@ class Profiles:
         # Seconds spent getting partials, summed over hosts (where a pod's time goes; bench/):
         # load_s, convert_s, partial_s, write_s as the workers report them, or measured here.
         self.partial_seconds: dict[str, float] = {}
+        # Host files a worker found unreadable, by cache key (a changed file has another key),
+        # so an all-hosts page does not send them to be read again on every request.
+        self._unreadable: dict[str, dict[str, str]] = {}
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -306,11 +309,17 @@ class Profiles:
             part = self._known_partial(keys[h])
             if part is not None:
                 got[h] = part
-        missing = [h for h in hosts if h not in got and not self.is_loaded(run, h)]
+            elif keys[h] in self._unreadable:
+                errors[h] = {**self._unreadable[keys[h]], "host": h}
+        missing = [h for h in hosts if h not in got and h not in errors and not self.is_loaded(run, h)]
         if len(missing) > 1:
             for r in self.prepare(run, missing, self.progress, write_store=False):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
+                    if "key" in r:
+                        if len(self._unreadable) >= 4096:  # bounded: a logdir of broken files
+                            self._unreadable.clear()
+                        self._unreadable[r["key"]] = errors[r["host"]]
                 elif r.get("partial") is not None:
                     part = self._known_partial(r["key"])
                     if part is not None:

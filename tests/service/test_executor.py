@@ -79,6 +79,25 @@ def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
         pool.close()
 
 
+def test_background_load_converts_each_host_once(pod: Path, tmp_path: Path) -> None:
+    """`tbprof summary` starts converting a pod's hosts on a thread while it imports the analyses,
+    then asks for the same stores: that waits for the conversion in flight instead of sending
+    every host to the pool a second time (progress would count 2 x HOSTS)."""
+    pool = ProcessPool(2)
+    try:
+        profiles = Profiles(pod, cache_dir=tmp_path / "cache", executor=pool)
+        progress: list[tuple[int, int]] = []
+        profiles.progress = lambda done, total: progress.append((done, total))
+        run = next(iter(profiles.runs().values()))
+        loading = profiles.load_in_background(run, list(run.hosts))
+        stores, errors = profiles.stores_tolerant(run, list(run.hosts))
+        loading.join()
+        assert len(stores) == HOSTS and errors == []
+        assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
+    finally:
+        pool.close()
+
+
 def test_unreadable_host_is_reported_not_fatal(pod: Path, tmp_path: Path) -> None:
     folder = next((pod / "plugins" / "profile").iterdir())
     broken = tmp_path / "pod"

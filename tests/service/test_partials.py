@@ -238,3 +238,18 @@ def test_an_unreadable_host_is_read_once_per_version_of_its_file(pod: Path, tmp_
     fixed = profiles.host_partials(run, list(run.hosts))
     assert fixed is not None and fixed[1] == [] and len(fixed[0]) == POD_HOSTS
     assert batches == [POD_HOSTS, 2]
+
+
+def test_summary_waits_for_the_background_partials(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    """``tbprof summary`` starts the hosts converting while it imports (load_in_background):
+    the summary then uses those partials instead of sending the pod to the workers again."""
+    profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=pool)
+    progress: list[tuple[int, int]] = []
+    profiles.progress = lambda done, total: progress.append((done, total))
+    run = next(iter(profiles.runs().values()))
+    loading = profiles.load_in_background(run, list(run.hosts))
+    out = summary(profiles, run)
+    loading.join()
+    assert out["host_count"] == POD_HOSTS
+    assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]  # each host converted once
+    assert not any(profiles.is_loaded(run, h) for h in run.hosts)

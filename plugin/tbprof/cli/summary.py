@@ -20,8 +20,8 @@ def run(args: argparse.Namespace) -> int:
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import summary
 
-    loading.join()  # a pod's partials are not single-flight: summary() must find them done
     result = summary(profiles, run)
+    loading.join()
     if args.json:
         print_json(result)
         return EXIT_OK

@@ -64,6 +64,7 @@ class Profiles:
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
+        self._loading: dict[tuple[str, tuple[str, ...]], threading.Thread] = {}  # load_in_background
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
         # Per-host partials (analyses/partials.py) by host cache key, in the same byte budget;
         # persisted as JSON next to the stores (service/partials.py) when there is a disk cache.
@@ -202,23 +203,27 @@ class Profiles:
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
         """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
-        it (join it before asking for them: partials have no single flight).
+        it (join it when done).
 
         For a command that still has modules to import before it asks for the stores: the
         decoder spends most of a conversion outside the GIL, so the analyses load on one core
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
         """
+        key = (run.name, tuple(hosts))
+
         def load() -> None:
             try:
                 # A pod's summary reads per-host partials, not stores (host_partials).
-                if len(hosts) > 1 and self.host_partials(run, hosts) is not None:
+                if len(hosts) > 1 and self._host_partials(run, hosts) is not None:
                     return
-                self.stores_tolerant(run, hosts)
+                self._stores_tolerant(run, hosts)
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
         thread = threading.Thread(target=load, name="tbprof-load", daemon=True)
+        with self._memo_lock:
+            self._loading[key] = thread
         thread.start()
         return thread
 
@@ -229,6 +234,18 @@ class Profiles:
         raises its ProfileReadError (HTTP 422); every host of several unreadable raises one
         naming them all.
         """
+        self._wait_background(run, hosts)
+        return self._stores_tolerant(run, hosts)
+
+    def _wait_background(self, run: Run, hosts: Sequence[str]) -> None:
+        with self._memo_lock:
+            loading = self._loading.pop((run.name, tuple(hosts)), None)
+        if loading is not None and loading is not threading.current_thread():
+            # The same hosts are converting in the background (load_in_background): wait for that
+            # rather than hand a pod's hosts to the executor a second time.
+            loading.join()
+
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
@@ -296,6 +313,11 @@ class Profiles:
         only (no store written, none loaded here); with the in-process executor, from their
         stores. Raises as ``stores_tolerant`` when no host is readable.
         """
+        self._wait_background(run, hosts)
+        return self._host_partials(run, hosts)
+
+    def _host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial],
+                                                                       list[dict[str, str]]] | None:
         from tbprof.analyses.partials import PARTIAL_FORMATS
         from tbprof.service.partials import make_partial
 

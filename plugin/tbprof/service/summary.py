@@ -56,12 +56,19 @@ def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
     hosts = list(run.hosts)
     parts = profiles.host_partials(run, hosts) if len(hosts) > 1 else None
     if parts is not None and all(fn in ON_PARTIALS for fn, applies in SUMMARY_FIELDS if applies(parts[0])):
-        stores: list[Any] = list(parts[0])
-        unreadable = parts[1]
-        per_host = [p.summary for p in parts[0]]
-    else:
-        stores, unreadable = profiles.stores_tolerant(run, hosts)
-        per_host = [summarize_store(s) for s in stores]
+        from tbprof.analyses.partials import MissingPartial
+
+        try:
+            return _summary(run, list(parts[0]), [p.summary for p in parts[0]], parts[1])
+        except MissingPartial:  # a field needs more than a partial holds: the stores
+            pass
+    stores, unreadable = profiles.stores_tolerant(run, hosts)
+    return _summary(run, list(stores), [summarize_store(s) for s in stores], unreadable)
+
+
+def _summary(run: Run, stores: list[Any], per_host: list[dict[str, Any]],
+             unreadable: list[dict[str, str]]) -> dict[str, Any]:
+    """The summary from the hosts' stores, or their partials (``stores``), and their headlines."""
     device_types = sorted({t for h in per_host for t in h["device_types"]})
     out: dict[str, Any] = {
         "run": run.name,

@@ -250,3 +250,23 @@ def test_progress_route_counts_converted_hosts(pod: Path, tmp_path: Path) -> Non
     assert (body["hosts_converted"], body["hosts_total"]) == (HOSTS, HOSTS)
     missing = client.get("/progress", query_string={"run": "nope"})
     assert missing.status_code == 404 and missing.get_json()["kind"] == "not_found"
+
+
+def test_default_workers_and_when_a_pool_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tbprof.service.executor import POOL_MIN_BYTES, default_workers, make_executor
+
+    monkeypatch.delenv("TBPROF_WORKERS", raising=False)
+    assert default_workers() == len(os.sched_getaffinity(0))  # one worker per core this process may use
+    monkeypatch.setenv("TBPROF_WORKERS", "1")
+    assert isinstance(make_executor(), InProcess)
+    # A pool that is not running starts only for enough bytes of host files (or unknown sizes).
+    pool = ProcessPool(2)
+    small = [HostTask(f"h{i}", "/x", "xspace", "/c", size_bytes=POOL_MIN_BYTES // 4) for i in range(3)]
+    big = [*small, HostTask("h3", "/x", "xspace", "/c", size_bytes=POOL_MIN_BYTES // 4)]
+    unknown = [*small, HostTask("h4", "/x", "xspace", "/c")]
+    assert pool.in_process(small) and not pool.in_process(big) and not pool.in_process(unknown)
+    pool.start()
+    try:
+        assert not pool.in_process(small)  # a running pool (a server's) takes every batch
+    finally:
+        pool.close()

@@ -270,3 +270,18 @@ def test_default_workers_and_when_a_pool_starts(monkeypatch: pytest.MonkeyPatch)
         assert not pool.in_process(small)  # a running pool (a server's) takes every batch
     finally:
         pool.close()
+
+
+def test_a_large_host_keeps_its_store_a_small_one_only_its_partial(pod: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import tbprof.service.executor as executor_mod
+
+    path = next(pod.rglob("host0000.xplane.pb"))
+    size = path.stat().st_size
+    small = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "a"), size_bytes=size, write_store=False))
+    assert small["partial"] and not small["stored"] and not (tmp_path / "a" / "stores").exists()
+    # The same file counted as large (the threshold below its size): its store is written too.
+    monkeypatch.setattr(executor_mod, "WRITE_STORE_MIN_BYTES", size)
+    large = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "b"), size_bytes=size, write_store=False))
+    assert large["partial"] == small["partial"] and large["stored"]
+    assert len(list((tmp_path / "b" / "stores").iterdir())) == 1

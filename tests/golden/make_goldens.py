@@ -542,6 +542,13 @@ def golden_memory_profile(raw: Any, xplane_counts: dict | None) -> dict:
             "timeline_is_downsampled": len(sampled) >= 1000,
             "active_allocations": active,
         }
+        if len(sampled) < 1000:
+            # Not downsampled: every event's step id, as [address, 1 = allocation / 0, step_id] in
+            # XProf's order (its times are relative to each event's line, so compare per address).
+            entry["timeline_steps"] = [
+                [int(s["activityMetadata"].get("address", 0)),
+                 int(s["activityMetadata"].get("memoryActivity") == "ALLOCATION"),
+                 int(s["activityMetadata"].get("stepId", 0))] for s in sampled]
         if xplane_counts is not None:
             c = xplane_counts.get(mid, {})
             entry["num_allocations"] = c.get("ALLOCATION", 0)
@@ -556,7 +563,9 @@ def golden_memory_profile(raw: Any, xplane_counts: dict | None) -> dict:
         "highest stack+heap bytes in the window; ties -> latest). num_allocations/num_deallocations are NOT an XProf "
         "output: they count the MemoryAllocation/MemoryDeallocation events of the host plane that XProf turns into "
         "snapshots (cross-checked against XProf's sampled timeline when it is not downsampled, i.e. < 1000 snapshots). "
-        "active_allocations is XProf's 'memory breakdown at peak' table (identical allocations merged, num_occurrences)."
+        "active_allocations is XProf's 'memory breakdown at peak' table (identical allocations merged, num_occurrences). "
+        "timeline_steps (only when the sampled timeline is not downsampled): [address, is_allocation, step_id] of "
+        "every snapshot, from XProf's sampled timeline."
     )
     return out
 
@@ -790,12 +799,15 @@ def count_memory_events(xplane_path: str) -> dict:
     space = xplane_pb2.XSpace()
     with open(xplane_path, "rb") as f:
         space.ParseFromString(f.read())
+    def text(value: Any) -> str:  # tbprof's schema declares names and string values as bytes
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
     counts: dict = collections.defaultdict(collections.Counter)
     for plane in space.planes:
-        if plane.name != "/host:CPU":
+        if text(plane.name) != "/host:CPU":
             continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        ev_names = {k: v.name for k, v in plane.event_metadata.items()}
+        stat_names = {k: text(v.name) for k, v in plane.stat_metadata.items()}
+        ev_names = {k: text(v.name) for k, v in plane.event_metadata.items()}
         for line in plane.lines:
             for ev in line.events:
                 name = ev_names.get(ev.metadata_id, "")
@@ -809,7 +821,7 @@ def count_memory_events(xplane_path: str) -> dict:
                         mid = str(getattr(st, which))
                     elif sn == "allocator_name":
                         which = st.WhichOneof("value")
-                        mid = (stat_names.get(st.ref_value, "") if which == "ref_value" else st.str_value)
+                        mid = (stat_names.get(st.ref_value, "") if which == "ref_value" else text(st.str_value))
                 counts[mid]["ALLOCATION" if name == "MemoryAllocation" else "DEALLOCATION"] += 1
     return {k: dict(v) for k, v in counts.items()}
 

@@ -98,10 +98,10 @@ def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
 
 def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     store = stores[0]
-    if not memory_profile.TOOLS[0].available(store):
+    if not memory_profile.has_memory_events(store):
         return
     for mid, events in sorted(memory_profile.memory_events(store).items()):
-        frag = float(memory_profile.summarize(events)["peak_fragmentation_fraction"])
+        frag = memory_profile.peak_fragmentation(events)
         if frag >= FRAGMENTATION_FRACTION:
             out.append(_suggestion(
                 "memory_fragmentation", "medium",

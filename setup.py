@@ -70,6 +70,6 @@ setup(
     },
     entry_points={
         "tensorboard_plugins": ["tbprof = tbprof.tb_plugin:TbprofLoader"],
-        "console_scripts": ["tbprof = tbprof.cli.main:main"],
+        "console_scripts": ["tbprof = tbprof.cli.main:entry"],
     },
 )

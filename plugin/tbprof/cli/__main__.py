@@ -1,9 +1,7 @@
 """``python -m tbprof.cli``: the ``tbprof`` command."""
 
-import sys
-
-from tbprof.cli.main import main
+from tbprof.cli.main import entry
 
 # Guarded: worker processes of --workers import this module again as ``__mp_main__``.
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

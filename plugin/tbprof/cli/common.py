@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from tbprof.service.logdir import Run
     from tbprof.service.profiles import Profiles
 
+# Every Profiles a command opened: their converted stores are written to the disk cache when
+# the command has answered (``finish_writes``).
+_opened: list[Profiles] = []
+
 EXIT_OK = 0
 EXIT_USAGE = 1
 EXIT_UNREADABLE = 2
@@ -63,7 +67,21 @@ def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = N
         raise CliError(f"{path}: no such file or directory")
     profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
     profiles.progress = terminal_progress
+    _opened.append(profiles)
     return profiles
+
+
+def finish_writes(detach: bool) -> None:
+    """Writes the stores the command converted to the disk cache, for the next command: from
+    a detached child process when this process is the ``tbprof`` command itself (``detach``),
+    else in threads that the interpreter waits for at exit (``main`` called in a process
+    that lives on, such as a test)."""
+    while _opened:
+        cache = _opened.pop().cache
+        if detach:
+            cache.persist_detached()
+        else:
+            cache.persist_pending()
 
 
 def pick_run(profiles: Profiles, name: str | None) -> Run:

@@ -43,7 +43,6 @@ def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | No
     run = pick_run(profiles, run_name)
     hosts = profiles.hosts(run, host_arg(run, host, tool.multi_host))
     result = profiles.compute(run, hosts, tool, options)
-    profiles.cache.persist_pending()  # write the converted store for the next command
     return result, run, hosts
 
 

@@ -8,6 +8,8 @@ browser tabs opening a cold 60 MB profile cost one conversion, not ten.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +93,40 @@ class ProfileCache:
                 self._savers = [s for s in self._savers if s.is_alive()]  # finished writes are forgotten
                 self._savers.append(saver)
 
+    def persist_detached(self) -> None:
+        """Writes pending stores from a detached child process, for a command-line process that
+        has printed its answer and is about to exit: the ~0.3 s of writing a 120 MB store then no
+        longer delays the prompt, and the next command finds the entry once the child has
+        committed it (an entry is renamed into place whole, so a command that comes sooner simply
+        converts again). Where forking is not safe (not Linux, other threads alive: a process
+        pool, fsspec's event loop) the writes run as ``persist_pending`` does and the process
+        waits for them."""
+        with self._lock:
+            pending = self._pending
+            detach = bool(pending) and _can_fork_writer() and isinstance(self.disk, DiskCache)
+            if detach:
+                self._pending = []
+        if not detach:
+            self.persist_pending()
+            return
+        disk = self.disk
+        assert isinstance(disk, DiskCache)
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
+            stream.flush()
+        if os.fork() != 0:
+            return  # the parent answers and exits; the child is adopted by init
+        try:  # the child: no terminal, no inherited pipes (a caller reading our output sees EOF now)
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            # A writer that cannot finish (a hung disk) must not live forever.
+            signal.alarm(_DETACHED_WRITE_LIMIT_S)
+            for key, value in pending:
+                disk.save(key, value)
+        finally:
+            os._exit(0)
+
     def flush(self) -> None:
         """Writes pending stores and waits for every disk write (tests and benchmarks)."""
         self.persist_pending()
@@ -109,6 +145,16 @@ class ProfileCache:
 
     def clear_memory(self) -> None:
         self._memo.clear()
+
+
+# Seconds a detached writer may take before the kernel ends it (SIGALRM's default action).
+_DETACHED_WRITE_LIMIT_S = 600
+
+
+def _can_fork_writer() -> bool:
+    # A fork copies only the calling thread: with other threads alive, a lock one of them held
+    # (in malloc, logging, an event loop) stays held in the child forever.
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
 
 
 def _store_bytes(value: Any) -> int:

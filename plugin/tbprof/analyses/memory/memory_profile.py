@@ -27,7 +27,7 @@ from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
 from tbprof.domain.event_columns import RowStats, rows_of_metas
-from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, event_groups, parents_of, sorted_unique
+from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, event_groups, parents_of
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE

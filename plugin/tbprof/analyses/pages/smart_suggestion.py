@@ -134,11 +134,15 @@ def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    found: list[dict[str, Any]] = []
-    _input_and_launch(stores, found)
-    _kernels(stores, found)
-    _memory(stores, found)
-    _device(stores, found)
+    # The rules that need no step assignment run first: right after a store loads, the background
+    # warm-up (service/tools.warmups) is deriving the steps meanwhile, on the other core, and the
+    # step rule then finds them memoised instead of waiting for them before starting the rest.
+    fired: dict[str, list[dict[str, Any]]] = {}
+    for name, rule in (("kernels", _kernels), ("memory", _memory), ("device", _device),
+                       ("steps", _input_and_launch)):
+        fired[name] = []
+        rule(stores, fired[name])
+    found = fired["steps"] + fired["kernels"] + fired["memory"] + fired["device"]
     rank = {"high": 0, "medium": 1, "low": 2}
     found.sort(key=lambda s: rank[s["severity"]])
     return {"schema_version": SCHEMA_VERSION, "tool": "smart_suggestion",

@@ -8,6 +8,7 @@ says something those pages do not show.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.pages import overview
 from tbprof.analyses.steps.table import analysis, step_table
+from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
 
@@ -133,6 +135,19 @@ def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
             "trace_viewer", {"device_idle_percent": idle, "device_time_us": db.total_time_ps / 1e6}))
 
 
+SUGGESTION_COLUMNS = [
+    Column("rule", "Rule", "str"), Column("severity", "Severity", "str", "", "high, medium or low"),
+    Column("page", "Page", "str", "", "the tool that shows the numbers"), Column("message", "Suggestion", "str"),
+    Column("evidence", "Evidence", "str", "", "the numbers that triggered the rule, as JSON"),
+]
+
+
+def _table(found: list[dict[str, Any]]) -> Table:
+    values: dict[str, list[Any]] = {c.name: [s[c.name] for s in found] for c in SUGGESTION_COLUMNS[:-1]}
+    values["evidence"] = [json.dumps(s["evidence"], sort_keys=True) for s in found]
+    return Table.from_columns(SUGGESTION_COLUMNS, values)
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
     # The rules that need no step assignment run first: right after a store loads, the background
     # warm-up (service/tools.warmups) is deriving the steps meanwhile, on the other core, and the
@@ -150,7 +165,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             "suggestions": found,
             "rules": ["input_bound", "kernel_launch_overhead", "low_tensorcore_use", "low_occupancy_kernels",
                       "memory_fragmentation", "collectives_share", "idle_device"],
-            "message": "" if found else "No rule fired: nothing stands out in this profile."}
+            "message": "" if found else "No rule fired: nothing stands out in this profile.",
+            "tables": {"suggestions": _table(found)}}
 
 
 TOOLS = (

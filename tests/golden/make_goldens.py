@@ -83,6 +83,8 @@ TOOLS = (
     "roofline_model",
     "memory_viewer",
     "graph_viewer",
+    "smart_suggestion",
+    "inference_profile",
 )
 
 # graph_viewer cases per selection: (module, op, graph_width). Ops of the training step and of
@@ -651,6 +653,26 @@ HLO_STATS_COLUMNS = (
 )
 
 
+def golden_smart_suggestion(raw: Any) -> dict:
+    return {"suggestions": raw.get("suggestions", []),
+            "_note": "XProf's smart_suggestion JSON as served (its open-source rules generate no suggestion text)."}
+
+
+def golden_inference_profile(raw: Any) -> dict:
+    models = table_rows(raw[0]) if raw else []
+    rows = table_rows(raw[1]) if len(raw) > 1 else []
+    requests = [r for r in rows if r.get("request_id") not in (None, "", "N/A")]
+    return {
+        "models": [r.get("model_name") for r in models],
+        "percentile_rows": [{"percentile": r.get("percentile"), "request_id": r.get("request_id"),
+                             "latency_ms": r.get("latency_ms")} for r in rows],
+        "request_count": len(requests),
+        "_note": ("XProf's inference_profile: the model table and the first model's per-percentile latency table; "
+                  "request_count counts the rows naming a request (a training profile has only the 'Average' "
+                  "row with request id N/A)."),
+    }
+
+
 def golden_hlo_stats(raw: Any) -> dict:
     rows = table_rows(raw)
     out_rows = []
@@ -965,6 +987,10 @@ def main(argv=None) -> int:
                     body = golden_memory_viewer(raw)
                 elif tool == "graph_viewer":
                     body = golden_graph_viewer(raw)
+                elif tool == "smart_suggestion":
+                    body = golden_smart_suggestion(raw)
+                elif tool == "inference_profile":
+                    body = golden_inference_profile(raw)
                 else:
                     raise ValueError(tool)
                 golden = dict(header, tool=tool, params=({"group_by": ["program", "category"]} if tool == "op_profile" else {}))

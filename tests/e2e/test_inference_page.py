@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +42,7 @@ def test_inference_profile_page_lists_the_requests(server: str, browser: Any) ->
     rows = page.locator('[data-table="requests"] tbody tr')
     assert rows.count() == len(SERVING_LATENCY_MS)
     # The table's default order is by latency, longest first: requests 9, 7, 8.
-    first_cells = [t.strip() for t in page.locator('[data-table="requests"] tbody tr td:nth-child(2)').all_inner_texts()]
-    assert first_cells == [str(r) for r in sorted(SERVING_LATENCY_MS, key=lambda r: -SERVING_LATENCY_MS[r])]
+    ids = page.locator('[data-table="requests"] tbody tr td:nth-child(2)').all_inner_texts()
+    assert [t.strip() for t in ids] == [str(r) for r in sorted(SERVING_LATENCY_MS, key=lambda r: -SERVING_LATENCY_MS[r])]
     assert errors == []
     context.close()

@@ -333,9 +333,11 @@ def _groups_of_rows(plane: Plane, group_of: np.ndarray, rows: np.ndarray) -> np.
 
 
 def warm_memory(store: ProfileStore) -> None:
-    """Derives the allocator events in the background once a store is loaded (``service/tools.warmups``)."""
+    """Derives the allocator events and their steps in the background once a store is loaded
+    (``service/tools.warmups``)."""
     if isinstance(store, ProfileStore):
-        memory_events(store)
+        for events in memory_events(store).values():
+            events.step_id  # noqa: B018 -- derives and memoises the step ids
 
 
 def has_memory_events(store: ProfileStore) -> bool:

@@ -341,15 +341,13 @@ def warm_memory(store: ProfileStore) -> None:
 
 
 def has_memory_events(store: ProfileStore) -> bool:
-    """Whether ``memory_events(store)`` has an allocator, without deriving the events (listing a
-    run's tools must not pay for them: ~30 ms on jax_large)."""
-    if getattr(store, "format", "") == "chrome_trace":
-        return bool(memory_events(store))
-    plane = store.plane(HOST_PLANE)
-    names = [i for i in (store.strings.id(ALLOCATION), store.strings.id(DEALLOCATION)) if i >= 0]
-    if plane is None or not names:
-        return False
-    return rows_of_metas(plane, np.flatnonzero(np.isin(plane.meta_name_id, names))).shape[0] > 0
+    """Whether the store has allocator events. Asked when a run's tools are listed, it derives
+    them and their steps (~40 ms on jax_large), as the memory profile and smart_suggestion need
+    them right after: their first requests then find them memoised."""
+    events = memory_events(store)
+    for ev in events.values():
+        ev.step_id  # noqa: B018 -- derives and memoises the step ids
+    return bool(events)
 
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:

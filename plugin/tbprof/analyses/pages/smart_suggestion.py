@@ -100,8 +100,7 @@ def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
 
 def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     store = stores[0]
-    if not memory_profile.has_memory_events(store):
-        return
+    # The allocator events only (memoised with the memory profile); the rule needs no step ids.
     for mid, events in sorted(memory_profile.memory_events(store).items()):
         frag = memory_profile.peak_fragmentation(events)
         if frag >= FRAGMENTATION_FRACTION:

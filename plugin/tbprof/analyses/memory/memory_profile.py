@@ -90,9 +90,8 @@ class MemoryEvents:
 
     @property
     def step_id(self) -> np.ndarray:
-        """XProf's step id of each event. Derived (and memoised) when first asked: on GPU runs it
-        needs the event grouping, which listing a run's tools or reading the peak's
-        fragmentation (smart_suggestion) must not wait for."""
+        """XProf's step id of each event, derived (and memoised) when first asked: smart_suggestion
+        reads the allocator events (the peak's fragmentation) but needs no steps."""
         return self.steps()
 
     def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -201,9 +200,9 @@ class _Markers:
 
 
 def _marker_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray) -> np.ndarray | None:
-    """XProf's memory steps on a GPU run from the few events that decide them. Grouping the links
-    of every host event instead (``event_groups``, ~100 ms on jax_large's 2 M) would make the
-    first memory request wait for it.
+    """XProf's memory steps on a GPU run from the few events that decide them: ~15 ms on
+    jax_large, where grouping the links of its 2 M host events (``event_groups``, 70-100 ms on a
+    store just loaded) would make listing the run's tools (which derives them) wait for it.
 
     A memory event held (on its thread) by a step marker belongs to the outermost one; one that
     no marker holds belongs to the step of the producer (``_pt``/``_p``) of the nearest consumer

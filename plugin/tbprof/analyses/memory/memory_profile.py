@@ -192,6 +192,8 @@ class _Markers:
         """Step of the outermost marker holding each of ``rows`` on its line (-1: none). Outermost
         markers do not nest, so the one that can hold a row is the last starting before it."""
         p = self.plane
+        if self.rows.shape[0] == 0:
+            return np.full(rows.shape[0], -1, dtype=np.int64)
         k = np.searchsorted(self.rows, rows, side="right") - 1
         m = self.rows[np.maximum(k, 0)]
         holds = ((k >= 0) & (p.line_idx[m] == p.line_idx[rows]) & (p.start_ps[m] <= p.start_ps[rows])
@@ -248,7 +250,9 @@ def _enclosing(plane: Plane, rows: np.ndarray) -> np.ndarray:
         for k in range(int(level[mine].max())):
             deeper = mine[level[mine] > k]
             at_k = np.flatnonzero(line_depth == k) + span.start
-            out[level[deeper] - 1 - k, deeper] = at_k[np.searchsorted(at_k, rows[deeper]) - 1]
+            before = np.searchsorted(at_k, rows[deeper]) - 1
+            out[level[deeper] - 1 - k, deeper] = np.where(before >= 0, at_k[np.maximum(before, 0)], -1) \
+                if at_k.shape[0] else -1
     return out
 
 

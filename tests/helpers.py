@@ -100,3 +100,30 @@ def assert_same_store(a: ProfileStore, b: ProfileStore) -> None:
         for col in ("owner", "stat_id", "kind", "value"):
             assert np.array_equal(getattr(pa.stats, col), getattr(pb.stats, col)), col
             assert np.array_equal(getattr(pa.meta_stats, col), getattr(pb.meta_stats, col)), col
+
+
+# Three inference requests (request id, start ps, duration ps): 7 spans 0..5 us, 8 spans
+# 10..12 us and 9 spans 20..29 us (two events each for 7 and 9): latencies 5, 2 and 9 us.
+SERVING_REQUESTS = ((7, 0, 2_000_000), (7, 3_000_000, 2_000_000), (8, 10_000_000, 2_000_000),
+                    (9, 20_000_000, 4_000_000), (9, 25_000_000, 4_000_000))
+SERVING_LATENCY_MS = {7: 0.005, 8: 0.002, 9: 0.009}
+
+
+def write_serving_xspace(path: Path) -> Path:
+    """A small XSpace of a serving host (``SERVING_REQUESTS``), written with the protobuf API: no
+    sample profile has inference request markers."""
+    from tbprof.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=1, name=b"/host:CPU")
+    plane.stat_metadata[1].id = 1
+    plane.stat_metadata[1].name = b"request_id"
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = b"Serving::Run"
+    line = plane.lines.add(id=1, name=b"worker", timestamp_ns=0)
+    for rid, start_ps, dur_ps in SERVING_REQUESTS:
+        ev = line.events.add(metadata_id=1, offset_ps=start_ps, duration_ps=dur_ps)
+        ev.stats.add(metadata_id=1, int64_value=rid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(space.SerializeToString())
+    return path

@@ -160,3 +160,50 @@ def test_unnamed_jax_allocations_are_labelled(profiles_root: Path) -> None:
     unnamed = [r for r in rows if r["operation"] == ""]
     assert unnamed and all(r["label"].startswith("(unnamed, ≤") for r in unnamed)
     assert all(r["label"] == r["operation"] for r in rows if r["operation"])
+
+
+def _gpu_memory_xspace(path: Path, marker_level: int | None) -> Path:
+    """A GPU run's host plane: thread 1 has a step marker ``train`` over 0..10 us (``_r`` =
+    ``marker_level``; None: no ``_r`` stat at all) holding an allocation at 2 us; thread 2 frees
+    it at 5 us (outside every marker, no consumer event). One GPU event makes it a GPU run."""
+    from tbprof.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    dev = space.planes.add(id=2, name=b"/device:GPU:0")
+    dev.event_metadata[1].id = 1
+    dev.event_metadata[1].name = b"kernel"
+    dev.lines.add(id=1, name=b"stream", timestamp_ns=0).events.add(metadata_id=1, offset_ps=0, duration_ps=1_000_000)
+    host = space.planes.add(id=1, name=b"/host:CPU")
+    names = ("_r", "allocator_name", "bytes_allocated", "allocation_bytes", "addr", "GPU_0_bfc")
+    for i, name in enumerate(names, start=1):
+        host.stat_metadata[i].id = i
+        host.stat_metadata[i].name = name.encode()
+    for i, name in enumerate(("train", "MemoryAllocation", "MemoryDeallocation"), start=1):
+        host.event_metadata[i].id = i
+        host.event_metadata[i].name = name.encode()
+    main = host.lines.add(id=1, name=b"python3", timestamp_ns=0)
+    train = main.events.add(metadata_id=1, offset_ps=0, duration_ps=10_000_000)
+    if marker_level is not None:
+        train.stats.add(metadata_id=1, int64_value=marker_level)
+    other = host.lines.add(id=2, name=b"py_xla_callback", timestamp_ns=0)
+    for line, meta, at_ps, in_use in ((main, 2, 2_000_000, 1024), (other, 3, 5_000_000, 0)):
+        ev = line.events.add(metadata_id=meta, offset_ps=at_ps, duration_ps=0)
+        ev.stats.add(metadata_id=2, ref_value=6)
+        ev.stats.add(metadata_id=3, int64_value=in_use)
+        ev.stats.add(metadata_id=4, int64_value=1024)
+        ev.stats.add(metadata_id=5, int64_value=4096)
+    path.write_bytes(space.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize(("marker_level", "steps"), [
+    (1, [0, 1]),  # the marker holds the allocation (step 0); the free is outside: previous + 1
+    (0, [0, 0]),  # _r = 0 is no root: no step anywhere, every event takes previous + 1 = 0
+    (None, [0, 0]),  # no _r stat at all: likewise
+])
+def test_gpu_memory_steps_from_markers_on_the_thread(tmp_path: Path, marker_level: int | None,
+                                                     steps: list[int]) -> None:
+    store = read_xspace(_gpu_memory_xspace(tmp_path / "vm.xplane.pb", marker_level))
+    ev = memory_profile.memory_events(store)["GPU_0_bfc"]
+    assert ev.is_alloc.tolist() == [True, False]
+    assert ev.step_id.tolist() == steps

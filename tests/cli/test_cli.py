@@ -66,3 +66,34 @@ def test_errors_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path, c
     assert code == cli.EXIT_UNREADABLE and "bad.xplane.pb" in err and "not a readable XSpace" in err
     code, _, err = _run(capsys, "show", "no_such_tool", str(bad))
     assert code == cli.EXIT_USAGE and "unknown tool" in err
+
+
+# XProf's newer tools (#18): JSON, and CSV of their first table (graph_viewer's nodes, ...).
+@pytest.mark.parametrize(("tool", "table"), [
+    ("hlo_stats", "hlo_ops"), ("roofline_model", "roofline"), ("memory_viewer", "buffers"),
+    ("graph_viewer", "nodes"), ("smart_suggestion", "suggestions"),
+])
+def test_show_hlo_tools_json_and_csv(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path,
+                                     tool: str, table: str) -> None:
+    f = str(xplane_of(profiles_root, "jax_mlp"))
+    code, out, _ = _run(capsys, "show", tool, f, "--cache-dir", str(cache_dir))
+    assert code == 0
+    body = json.loads(out)
+    assert body["tool"] == tool
+    code, out, _ = _run(capsys, "show", tool, f, "--format", "csv", "--table", table, "--cache-dir", str(cache_dir))
+    assert code == 0
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0][0] == {"hlo_ops": "rank", "roofline": "step", "buffers": "logical_buffer_id", "nodes": "name",
+                          "suggestions": "rule"}[table]
+    # One CSV row per table row: the JSON's own list where the tool has one.
+    listed = {"nodes": "nodes", "suggestions": "suggestions"}.get(table)
+    if listed:
+        assert len(rows) - 1 == len(body[listed]) > 0
+
+
+@pytest.mark.parametrize(("tool", "why"), [("inference_profile", "request_id"), ("perf_counters", "TPU")])
+def test_show_absent_tool_says_why(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path,
+                                   tool: str, why: str) -> None:
+    code, out, err = _run(capsys, "show", tool, str(xplane_of(profiles_root, "jax_mlp")), "--cache-dir",
+                          str(cache_dir))
+    assert code == 1 and out == "" and why in err

@@ -1,7 +1,8 @@
 """The pages of XProf's newer tools in a real browser on real JAX profiles: HLO op stats
 (charts, table, link to the graph), the roofline chart, the graph viewer (dagre layout,
 recentring by click, DOT download), the memory viewer (module switch) and smart suggestions
-(links to the pages with the numbers). Expectations come from the backend's JSON."""
+(links to the pages with the numbers), and the no-data page of the tools a profile cannot
+have (TPU-only tools, inference_profile without requests). Expectations come from the backend's JSON."""
 
 from __future__ import annotations
 
@@ -92,10 +93,14 @@ def test_smart_suggestions_link_to_their_pages(standalone: Any, serve_page: Any)
     serve_page.check()
 
 
-def test_tpu_only_tool_says_why(standalone: Any, serve_page: Any) -> None:
+@pytest.mark.parametrize(("tool", "why"), [("perf_counters", "needs a TPU profile"),
+                                         ("inference_profile", "request_id")])
+def test_absent_tool_says_why(standalone: Any, serve_page: Any, tool: str, why: str) -> None:
+    """A TPU-only tool on a GPU profile, and inference_profile on a training profile: the
+    no-data page names what the tool needs (the backend's 404 message)."""
     run = run_named(standalone, "jax_mlp/")
     page = serve_page.page
-    page.goto(app_url(standalone, run=run, tool="perf_counters"))
-    page.wait_for_selector('[data-no-data="perf_counters"]', timeout=60_000)
-    assert "needs a TPU profile" in page.locator('[data-no-data="perf_counters"]').inner_text()
+    page.goto(app_url(standalone, run=run, tool=tool))
+    page.wait_for_selector(f'[data-no-data="{tool}"]', timeout=60_000)
+    assert why in page.locator(f'[data-no-data="{tool}"]').inner_text()
     serve_page.check()

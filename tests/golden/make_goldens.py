@@ -83,6 +83,8 @@ TOOLS = (
     "roofline_model",
     "memory_viewer",
     "graph_viewer",
+    "smart_suggestion",
+    "inference_profile",
 )
 
 # graph_viewer cases per selection: (module, op, graph_width). Ops of the training step and of
@@ -542,6 +544,13 @@ def golden_memory_profile(raw: Any, xplane_counts: dict | None) -> dict:
             "timeline_is_downsampled": len(sampled) >= 1000,
             "active_allocations": active,
         }
+        if len(sampled) < 1000:
+            # Not downsampled: every event's step id, as [address, 1 = allocation / 0, step_id] in
+            # XProf's order (its times are relative to each event's line, so compare per address).
+            entry["timeline_steps"] = [
+                [int(s["activityMetadata"].get("address", 0)),
+                 int(s["activityMetadata"].get("memoryActivity") == "ALLOCATION"),
+                 int(s["activityMetadata"].get("stepId", 0))] for s in sampled]
         if xplane_counts is not None:
             c = xplane_counts.get(mid, {})
             entry["num_allocations"] = c.get("ALLOCATION", 0)
@@ -556,7 +565,9 @@ def golden_memory_profile(raw: Any, xplane_counts: dict | None) -> dict:
         "highest stack+heap bytes in the window; ties -> latest). num_allocations/num_deallocations are NOT an XProf "
         "output: they count the MemoryAllocation/MemoryDeallocation events of the host plane that XProf turns into "
         "snapshots (cross-checked against XProf's sampled timeline when it is not downsampled, i.e. < 1000 snapshots). "
-        "active_allocations is XProf's 'memory breakdown at peak' table (identical allocations merged, num_occurrences)."
+        "active_allocations is XProf's 'memory breakdown at peak' table (identical allocations merged, num_occurrences). "
+        "timeline_steps (only when the sampled timeline is not downsampled): [address, is_allocation, step_id] of "
+        "every snapshot, from XProf's sampled timeline."
     )
     return out
 
@@ -640,6 +651,26 @@ HLO_STATS_COLUMNS = (
     "cumulative_total_self_time_percent", "model_flop_rate", "measured_memory_bw", "hbm_bw",
     "operational_intensity", "bound_by", "source_info",
 )
+
+
+def golden_smart_suggestion(raw: Any) -> dict:
+    return {"suggestions": raw.get("suggestions", []),
+            "_note": "XProf's smart_suggestion JSON as served (its open-source rules generate no suggestion text)."}
+
+
+def golden_inference_profile(raw: Any) -> dict:
+    models = table_rows(raw[0]) if raw else []
+    rows = table_rows(raw[1]) if len(raw) > 1 else []
+    requests = [r for r in rows if r.get("request_id") not in (None, "", "N/A")]
+    return {
+        "models": [r.get("model_name") for r in models],
+        "percentile_rows": [{"percentile": r.get("percentile"), "request_id": r.get("request_id"),
+                             "latency_ms": r.get("latency_ms")} for r in rows],
+        "request_count": len(requests),
+        "_note": ("XProf's inference_profile: the model table and the first model's per-percentile latency table; "
+                  "request_count counts the rows naming a request (a training profile has only the 'Average' "
+                  "row with request id N/A)."),
+    }
 
 
 def golden_hlo_stats(raw: Any) -> dict:
@@ -790,12 +821,15 @@ def count_memory_events(xplane_path: str) -> dict:
     space = xplane_pb2.XSpace()
     with open(xplane_path, "rb") as f:
         space.ParseFromString(f.read())
+    def text(value: Any) -> str:  # tbprof's schema declares names and string values as bytes
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
     counts: dict = collections.defaultdict(collections.Counter)
     for plane in space.planes:
-        if plane.name != "/host:CPU":
+        if text(plane.name) != "/host:CPU":
             continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        ev_names = {k: v.name for k, v in plane.event_metadata.items()}
+        stat_names = {k: text(v.name) for k, v in plane.stat_metadata.items()}
+        ev_names = {k: text(v.name) for k, v in plane.event_metadata.items()}
         for line in plane.lines:
             for ev in line.events:
                 name = ev_names.get(ev.metadata_id, "")
@@ -809,7 +843,7 @@ def count_memory_events(xplane_path: str) -> dict:
                         mid = str(getattr(st, which))
                     elif sn == "allocator_name":
                         which = st.WhichOneof("value")
-                        mid = (stat_names.get(st.ref_value, "") if which == "ref_value" else st.str_value)
+                        mid = (stat_names.get(st.ref_value, "") if which == "ref_value" else text(st.str_value))
                 counts[mid]["ALLOCATION" if name == "MemoryAllocation" else "DEALLOCATION"] += 1
     return {k: dict(v) for k, v in counts.items()}
 
@@ -953,6 +987,10 @@ def main(argv=None) -> int:
                     body = golden_memory_viewer(raw)
                 elif tool == "graph_viewer":
                     body = golden_graph_viewer(raw)
+                elif tool == "smart_suggestion":
+                    body = golden_smart_suggestion(raw)
+                elif tool == "inference_profile":
+                    body = golden_inference_profile(raw)
                 else:
                     raise ValueError(tool)
                 golden = dict(header, tool=tool, params=({"group_by": ["program", "category"]} if tool == "op_profile" else {}))

@@ -20,6 +20,7 @@ import numpy as np
 
 from tbprof.analyses.hlo.hlo_stats import programs_of
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs
 from tbprof.domain.hlo_text import shape_text
@@ -158,6 +159,23 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             "truncated": len(dist) >= MAX_NODES, "nodes": nodes, "edges": edges}
 
 
+NODE_COLUMNS = [
+    Column("name", "HLO op", "str"), Column("opcode", "Opcode", "str"), Column("category", "Category", "str"),
+    Column("shape", "Shape", "str"), Column("framework_op", "Framework op", "str"),
+    Column("distance", "Distance", "int", "", "edges from the centre op"),
+    Column("center", "Centre", "bool"), Column("self_time_us", "Self time", "float", "us"),
+]
+EDGE_COLUMNS = [Column("from", "From", "str", "", "the operand"), Column("to", "To", "str", "", "the op using it")]
+
+
+def graph_tables(graph: Mapping[str, Any]) -> dict[str, Table]:
+    """The graph's nodes and edges as tables (CSV export, ``tbprof show graph_viewer --format csv``)."""
+    return {
+        "nodes": Table.from_columns(NODE_COLUMNS, {c.name: [n[c.name] for n in graph["nodes"]] for c in NODE_COLUMNS}),
+        "edges": Table.from_columns(EDGE_COLUMNS, {c.name: [e[c.name] for e in graph["edges"]] for c in EDGE_COLUMNS}),
+    }
+
+
 def _default_node(stores: Sequence[ProfileStore]) -> tuple[str | None, str | None]:
     """The op with the most self time (XProf's graph viewer opens on a chosen op)."""
     db = hosts_op_metrics(stores, "device")
@@ -182,7 +200,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     graph = build(stores, node, module, width)
     out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "graph_viewer",
                            "host": stores[0].host if len(stores) == 1 else None,
-                           "hosts": [s.host for s in stores], **graph}
+                           "hosts": [s.host for s in stores], **graph, "tables": graph_tables(graph)}
     if options.get("format", "json") == "dot":
         out["dot"] = to_dot(graph)
     return out

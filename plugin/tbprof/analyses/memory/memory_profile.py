@@ -15,8 +15,9 @@ peak) and times are relative to the profile start. Formulas: docs/formulas.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,8 @@ from tbprof._core.kernels import bucket_max, live_at, match_deallocations
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
-from tbprof.domain.event_columns import RowStats, rows_of_metas, rows_with_stat
-from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, compute_groups, event_groups
+from tbprof.domain.event_columns import RowStats, rows_of_metas
+from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, event_groups, parents_of
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
@@ -56,6 +57,9 @@ def data_type_name(code: int) -> str:
     return DATA_TYPES[code] if 0 <= code < len(DATA_TYPES) else f"DT_{code}"
 
 
+# XProf skips a context id with this many producers and consumers (as domain/event_groups.py).
+CONTEXT_FANOUT_LIMIT = 64
+
 DETAIL_STATS = ("bytes_available", "fragmentation", "peak_bytes_in_use", "requested_bytes", "tf_op",
                 "region_type", "data_type", "shape")
 
@@ -75,7 +79,7 @@ class MemoryEvents:
     stack_bytes: np.ndarray
     allocation_bytes: np.ndarray
     address: np.ndarray
-    step_id: np.ndarray
+    steps: Callable[[], np.ndarray]  # step id of each event, derived on first use (``step_id``)
     source: np.ndarray  # per deallocation the allocation it frees (-1: none / an allocation)
     peak_index: int  # row of the peak (time-sorted order)
     last_trace_index: int  # row of the allocator's last event in trace order
@@ -83,6 +87,12 @@ class MemoryEvents:
     plane: Any
     rows: np.ndarray  # event row of each (time-sorted) memory event in the host plane
     has_allocations: bool = True  # False: samples of a counter, nothing to break the peak down into
+
+    @property
+    def step_id(self) -> np.ndarray:
+        """XProf's step id of each event, derived (and memoised) when first asked: smart_suggestion
+        reads the allocator events (the peak's fragmentation) but needs no steps."""
+        return self.steps()
 
     def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
@@ -111,49 +121,32 @@ class MemoryEvents:
 
 
 def _step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarray) -> np.ndarray:
-    """Step of each memory event: its ``group_id`` stat, else as XProf's event grouping puts it.
+    """Step of each memory event (``rows``, ascending): its ``group_id`` stat, else the group
+    XProf's event grouping gives it.
 
-    XProf gives an allocation the group of the root that reaches it (nesting, producer/consumer
-    links), so allocations on tf.data or executor threads join the step that consumed them and
-    unnamed ones no root reaches stay outside (-1; the caller then takes the previous step + 1).
-    CPU runs group every event for their steps anyway (``event_groups``): their memory steps
-    come from that grouping — with step markers a group's step is its marker's index in time
-    order and implicit roots' groups (FunctionRun & co.) are outside every step; without
-    markers (Keras ``fit``) the implicit roots' groups are the steps, as XProf numbers them.
-    GPU runs group only linked events (grouping all 2 M host events of jax_large costs 0.8 s),
-    so there a memory event takes the step marker whose span holds it (docs/differences.md).
+    XProf gives an allocation the group of the first root that reaches it (nesting on its thread,
+    producer/consumer links), so allocations on tf.data, executor or ``py_xla_execute`` threads
+    join the step that consumed them and those no root reaches stay outside (-1; the caller then
+    takes the previous step + 1), e.g. JAX's deallocations on ``py_xla_callback`` threads. With
+    step markers a group's step is its marker's index in time order and implicit roots' groups
+    (FunctionRun & co.) are outside every step; without markers (Keras ``fit``) the implicit
+    roots' groups are the steps, as XProf numbers them.
     """
     if (own >= 0).any():
         return own
-    t = plane.start_ps[rows]
-    roots = rows_with_stat(plane, store.stat_id("_r"))
-    implicit = np.isin(plane.name_id[roots], [store.strings.id(n) for n in IMPLICIT_ROOT_NAMES])
     on_gpu = any(p.name.startswith(("/device:GPU", "/device:TPU")) and p.n_events for p in store.planes)
-    if not on_gpu or (roots.shape[0] > 0 and implicit.all()):
-        return _grouped_step_ids(store, plane, rows, on_gpu)
-    roots = roots[~implicit]
-    out = np.full(t.shape[0], -1, dtype=np.int64)
-    if roots.shape[0] == 0:
-        return out
-    order = np.argsort(plane.start_ps[roots], kind="stable")
-    begin = plane.start_ps[roots][order]
-    end = begin + plane.dur_ps[roots][order]
-    k = np.searchsorted(begin, t, side="right") - 1
-    inside = (k >= 0) & (t < end[np.maximum(k, 0)])
-    out[inside] = k[inside]
-    return out
-
-
-def _grouped_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, on_gpu: bool) -> np.ndarray:
-    groups = (store.memo(("memory_profile", "groups"), lambda: compute_groups(store, full=True)) if on_gpu
-              else event_groups(store))
+    if on_gpu:
+        linked = _marker_step_ids(store, plane, rows)
+        if linked is not None:
+            return linked
+    groups = event_groups(store)
     pi = next((i for i, p in enumerate(store.planes) if p is plane), -1)
     if pi < 0 or groups.n_groups == 0 or len(groups.group_of[pi]) != plane.n_events:
         return np.full(rows.shape[0], -1, dtype=np.int64)
-    group = groups.group_of[pi][rows].astype(np.int64)
+    group = _groups_of_rows(plane, groups.group_of[pi], rows) if on_gpu else groups.group_of[pi][rows]
     explicit = np.flatnonzero(~groups.root_is_implicit)
     if explicit.shape[0] == 0:
-        return group
+        return group.astype(np.int64)
     starts = np.array([int(store.planes[int(groups.root_plane[g])].start_ps[int(groups.root_row[g])])
                        for g in explicit.tolist()], dtype=np.int64)
     step_of_group = np.full(groups.n_groups, -1, dtype=np.int64)
@@ -161,10 +154,203 @@ def _grouped_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, on_gp
     return np.where(group >= 0, step_of_group[np.maximum(group, 0)], -1)
 
 
+def _nest(plane: Plane, nodes: np.ndarray) -> np.ndarray:
+    """XProf's nesting parent (an index into ``nodes``, ascending plane rows) among ``nodes`` only."""
+    counts = np.bincount(plane.line_idx[nodes], minlength=plane.n_lines)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return parents_of(plane.start_ps[nodes], plane.dur_ps[nodes], offsets)
+
+
+def _ancestor(parent: np.ndarray, mark: np.ndarray, at: np.ndarray, outermost: bool) -> np.ndarray:
+    """For each node ``at``, its nearest (or outermost) ancestor-or-self with ``mark`` (-1: none)."""
+    best = np.where(mark[at], at, -1)
+    up = parent[at]
+    live = np.flatnonzero((up >= 0) & ((best < 0) | outermost))
+    while live.shape[0]:
+        u = up[live]
+        hit = mark[u]
+        best[live[hit]] = u[hit]
+        up[live] = parent[u]
+        live = live[(up[live] >= 0) & ((best[live] < 0) | outermost)]
+    return best
+
+
+class _Markers:
+    """The outermost step markers of a plane (a nested one joins its ancestor's group), numbered
+    by start time as XProf numbers their groups; which one holds an event on its own thread."""
+
+    def __init__(self, plane: Plane, roots: np.ndarray) -> None:
+        self.plane = plane
+        at = np.arange(roots.shape[0])
+        parent = _nest(plane, roots)
+        is_root = np.ones(roots.shape[0], dtype=bool)
+        self.rows = roots[_ancestor(parent, is_root, at, outermost=True) == at]  # ascending: by line, start
+        self.step = np.empty(self.rows.shape[0], dtype=np.int64)
+        self.step[np.argsort(plane.start_ps[self.rows], kind="stable")] = np.arange(self.rows.shape[0])
+
+    def step_of(self, rows: np.ndarray) -> np.ndarray:
+        """Step of the outermost marker holding each of ``rows`` on its line (-1: none). Outermost
+        markers do not nest, so the one that can hold a row is the last starting before it."""
+        p = self.plane
+        if self.rows.shape[0] == 0:
+            return np.full(rows.shape[0], -1, dtype=np.int64)
+        k = np.searchsorted(self.rows, rows, side="right") - 1
+        m = self.rows[np.maximum(k, 0)]
+        holds = ((k >= 0) & (p.line_idx[m] == p.line_idx[rows]) & (p.start_ps[m] <= p.start_ps[rows])
+                 & (p.start_ps[rows] + p.dur_ps[rows] <= p.start_ps[m] + p.dur_ps[m]))
+        return np.where(holds, self.step[np.maximum(k, 0)], -1)
+
+
+def _marker_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray) -> np.ndarray | None:
+    """XProf's memory steps on a GPU run from the few events that decide them: ~15 ms on
+    jax_large, where grouping the links of its 2 M host events (``event_groups``, 70-100 ms on a
+    store just loaded) would make listing the run's tools (which derives them) wait for it.
+
+    A memory event held (on its thread) by a step marker belongs to the outermost one; one that
+    no marker holds belongs to the step of the producer (``_pt``/``_p``) of the nearest consumer
+    event (``_ct``/``_c``) holding it, that producer taking its own outermost marker: one link, as
+    JAX writes them (``py_xla_execute`` threads consume what the step's dispatch produced). None
+    (use the full grouping) when the profile has implicit roots or TensorFlow's executor links,
+    whose chains are longer.
+    """
+    r_id = store.stat_id("_r")
+    if r_id < 0:
+        return np.full(rows.shape[0], -1, dtype=np.int64)
+    if any(store.strings.id(n) >= 0 for n in (*IMPLICIT_ROOT_NAMES, "TraceContext", "IteratorGetNextOp::DoCompute",
+                                              "IteratorGetNextAsOptionalOp::DoCompute")):
+        return None
+    col = plane.event_stat(r_id)
+    markers = _Markers(plane, col.rows[col.as_int() > 0])
+    out = markers.step_of(rows)
+    unmarked = np.flatnonzero(out < 0)
+    if unmarked.shape[0]:
+        out[unmarked] = _linked_steps(store, plane, rows[unmarked], markers)
+    return out
+
+
+def _key_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows carrying both stats ``a`` and ``b`` (a context type and id), and their (a, b) values."""
+    ca, cb = plane.event_stat(store.stat_id(a)), plane.event_stat(store.stat_id(b))
+    if np.array_equal(ca.rows, cb.rows):  # producers and consumers write both stats
+        return ca.rows, np.stack([ca.as_int(), cb.as_int()], axis=1)
+    keep_a, keep_b = np.isin(ca.rows, cb.rows), np.isin(cb.rows, ca.rows)
+    return ca.rows[keep_a], np.stack([ca.as_int()[keep_a], cb.as_int()[keep_b]], axis=1)
+
+
+def _enclosing(plane: Plane, rows: np.ndarray) -> np.ndarray:
+    """The rows enclosing each of ``rows`` on its line, innermost first (the store's nesting
+    depth): shape (levels, len(rows)), -1 past an event's depth. One search per level."""
+    depth = plane.depth
+    level = np.asarray(depth[rows], dtype=np.int64)
+    out = np.full((int(level.max()) if rows.shape[0] else 0, rows.shape[0]), -1, dtype=np.int64)
+    for line in np.flatnonzero(np.bincount(plane.line_idx[rows], minlength=plane.n_lines)).tolist():
+        span = plane.line_rows(line)
+        mine = np.flatnonzero((rows >= span.start) & (rows < span.stop))
+        line_depth = np.asarray(depth[span])
+        for k in range(int(level[mine].max())):
+            deeper = mine[level[mine] > k]
+            at_k = np.flatnonzero(line_depth == k) + span.start
+            before = np.searchsorted(at_k, rows[deeper]) - 1
+            out[level[deeper] - 1 - k, deeper] = np.where(before >= 0, at_k[np.maximum(before, 0)], -1) \
+                if at_k.shape[0] else -1
+    return out
+
+
+def _linked_steps(store: ProfileStore, plane: Plane, rows: np.ndarray, markers: _Markers) -> np.ndarray:
+    """Steps of memory events no marker holds: through the nearest consumer event holding them.
+
+    Only the events enclosing them are read for consumer stats (a few rows): a profile whose
+    unmarked memory events sit in no consumer (jax_large) never scans its 3.8 M stats for links.
+    """
+    out = np.full(rows.shape[0], -1, dtype=np.int64)
+    if min(store.stat_id(x) for x in ("_ct", "_c", "_pt", "_p")) < 0 or rows.shape[0] == 0:
+        return out
+    around = _enclosing(plane, rows)
+    cand = sorted_unique(around[around >= 0])
+    st = RowStats(store, plane, cand, ("_ct", "_c"))
+    consumer = st.has("_ct") & st.has("_c")
+    if not consumer.any():
+        return out
+    is_cons = np.zeros(plane.n_events, dtype=bool)
+    is_cons[cand[consumer]] = True
+    holder = np.full(rows.shape[0], -1, dtype=np.int64)
+    for level in around[::-1]:  # outermost first, so the innermost consumer is written last
+        hit = (level >= 0) & is_cons[np.maximum(level, 0)]
+        holder[hit] = level[hit]
+    held = np.flatnonzero(holder >= 0)
+    if held.shape[0] == 0:
+        return out
+    need, inv = np.unique(holder[held], return_inverse=True)  # consumer rows holding memory events
+    key_of = {int(r): (int(t), int(i)) for r, t, i in zip(cand.tolist(), st.int("_ct").tolist(), st.int("_c").tolist(),
+                                                       strict=True)}
+    need_key = np.array([key_of[r] for r in need.tolist()], dtype=np.int64).reshape(-1, 2)
+    plane.prefetch_stat_columns([store.stat_id(x) for x in ("_ct", "_c", "_pt", "_p")])  # one pass for four
+    prod, prod_key = _key_pairs(store, plane, "_pt", "_p")
+    cons_key = _key_pairs(store, plane, "_ct", "_c")[1]
+    # Producers of each needed consumer: the same (type, id); XProf skips ids crowded on both sides.
+    src, dst = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for t in np.unique(need_key[:, 0]).tolist():
+        p_rows, p_ids = prod[prod_key[:, 0] == t], prod_key[prod_key[:, 0] == t, 1]
+        o = np.argsort(p_ids, kind="stable")
+        p_rows, p_ids = p_rows[o], p_ids[o]
+        c_ids = np.sort(cons_key[cons_key[:, 0] == t, 1])
+        sel = np.flatnonzero(need_key[:, 0] == t)
+        ids_t = need_key[sel, 1]
+        lo, hi = np.searchsorted(p_ids, ids_t, "left"), np.searchsorted(p_ids, ids_t, "right")
+        n_cons = np.searchsorted(c_ids, ids_t, "right") - np.searchsorted(c_ids, ids_t, "left")
+        n = np.where((hi - lo >= CONTEXT_FANOUT_LIMIT) & (n_cons >= CONTEXT_FANOUT_LIMIT), 0, hi - lo)
+        src.append(p_rows[np.repeat(lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)])
+        dst.append(np.repeat(sel, n))
+    producers, consumer_of = np.concatenate(src), np.concatenate(dst)
+    # Each producer takes its outermost marker; a consumer, its producers' first step.
+    step = markers.step_of(producers)
+    none = np.iinfo(np.int64).max
+    best = np.full(need.shape[0], none, dtype=np.int64)
+    np.minimum.at(best, consumer_of[step >= 0], step[step >= 0])
+    best = best[inv.reshape(-1)]
+    out[held] = np.where(best == none, -1, best)
+    return out
+
+
+def _groups_of_rows(plane: Plane, group_of: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Group of each of ``rows`` (ascending plane rows) when only linked events were grouped.
+
+    ``compute_groups`` groups only the events that carry links on GPU runs, and a root claims,
+    in group order, every unclaimed event nested in an event it reached: an event's group is
+    the smallest among it and its ancestors, which up a chain of grouped events is the nearest
+    one's. So only the memory events and the grouped events of their threads are nested here.
+    """
+    group = group_of[rows].astype(np.int64)
+    if not (group < 0).any():
+        return group
+    parts = []  # the memory events' threads are a few contiguous row ranges
+    for line in np.flatnonzero(np.bincount(plane.line_idx[rows], minlength=plane.n_lines)).tolist():
+        span = plane.line_rows(line)
+        node = group_of[span] >= 0
+        node[rows[(rows >= span.start) & (rows < span.stop)] - span.start] = True
+        parts.append(np.flatnonzero(node) + span.start)
+    nodes = np.concatenate(parts)
+    grouped = group_of[nodes] >= 0
+    near = _ancestor(_nest(plane, nodes), grouped, np.searchsorted(nodes, rows), outermost=False)
+    return np.where(near >= 0, group_of[nodes[np.maximum(near, 0)]], -1).astype(np.int64)
+
+
 def warm_memory(store: ProfileStore) -> None:
-    """Derives the allocator events in the background once a store is loaded (``service/tools.warmups``)."""
+    """Derives the allocator events and their steps in the background once a store is loaded
+    (``service/tools.warmups``)."""
     if isinstance(store, ProfileStore):
-        memory_events(store)
+        for events in memory_events(store).values():
+            events.step_id  # noqa: B018 -- derives and memoises the step ids
+
+
+def has_memory_events(store: ProfileStore) -> bool:
+    """Whether the store has allocator events. Asked when a run's tools are listed, it derives
+    them and their steps (~40 ms on jax_large), as the memory profile and smart_suggestion need
+    them right after: their first requests then find them memoised."""
+    events = memory_events(store)
+    for ev in events.values():
+        ev.step_id  # noqa: B018 -- derives and memoises the step ids
+    return bool(events)
 
 
 def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
@@ -245,7 +431,8 @@ def _tf1_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         out[name] = KinetoMemoryEvents(
             memory_id=name, time_ps=plane.start_ps[rows], is_alloc=delta > 0, heap_bytes=heap,
             stack_bytes=np.zeros(n, np.int64), allocation_bytes=np.abs(delta),
-            address=np.arange(n, dtype=np.int64), step_id=np.full(n, step if step is not None else 0, np.int64),
+            address=np.arange(n, dtype=np.int64),
+            steps=partial(np.full, n, step if step is not None else 0, np.int64),
             source=np.full(n, -1, np.int64), peak_index=peak, last_trace_index=n - 1, store=store, plane=plane,
             rows=rows, reserved_bytes=heap.copy(), op_names=np.full(n, "", dtype=object), has_allocations=False,
         )
@@ -298,16 +485,11 @@ def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         rank[order] = np.arange(order.shape[0])
         addr = st.int("Addr")[idx]
         is_alloc = nbytes[idx] > 0
-        step = step_all[idx]
-        valid = step >= 0
-        if not valid.all():
-            last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
-            prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
-            step = np.where(valid, step, prev + 1)
+        step = _fill_outside(step_all[idx])
         out[memory_id] = KinetoMemoryEvents(
             memory_id=memory_id, time_ps=time_ps[idx], is_alloc=is_alloc, heap_bytes=heap[order],
             stack_bytes=np.zeros(idx.shape[0], np.int64), allocation_bytes=np.abs(nbytes[idx]), address=addr,
-            step_id=step, source=match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
+            steps=partial(_identity, step), source=match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
             peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]), store=store, plane=plane,
             rows=rows[idx], reserved_bytes=st.int("Total Reserved")[idx], op_names=op_names[idx],
         )
@@ -337,7 +519,11 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     heap, stack = st.int("bytes_allocated"), st.int("bytes_reserved")
     is_alloc = plane.name_id[rows] == alloc_id
     alloc_bytes, address = st.int("allocation_bytes"), st.int("addr")
-    step_all = _step_ids(store, plane, rows, st.int("group_id", missing=-1))
+    own_group = st.int("group_id", missing=-1)
+
+    def step_all() -> np.ndarray:
+        return store.memo(("memory_profile", "steps"), lambda: _step_ids(store, plane, rows, own_group))
+
     out: dict[str, MemoryEvents] = {}
     # Few distinct codes: count them instead of sorting 100 k events.
     shift = int(mem_code.min())
@@ -361,26 +547,44 @@ def _memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
         ev_alloc = is_alloc[idx]
         # A deallocation describes the allocation it frees.
         source = match_deallocations(np.argsort(addr, kind="stable"), addr, ev_alloc)
-        # Events outside any step take the previous step + 1 (the first ones step 0), as XProf.
-        step = step_all[idx]
-        valid = step >= 0
-        if not valid.all():
-            last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
-            prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
-            step = np.where(valid, step, prev + 1)
         out[memory_id] = MemoryEvents(
             memory_id=memory_id, time_ps=time_ps[idx], is_alloc=ev_alloc, heap_bytes=heap[idx],
-            stack_bytes=stack[idx], allocation_bytes=alloc_bytes[idx], address=addr, step_id=step,
+            stack_bytes=stack[idx], allocation_bytes=alloc_bytes[idx], address=addr,
+            steps=partial(_allocator_steps, store, memory_id, step_all, idx),
             source=source, peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]),
             store=store, plane=plane, rows=rows[idx],
         )
     return out
 
 
+def _identity(value: np.ndarray) -> np.ndarray:
+    return value
+
+
+def _fill_outside(step: np.ndarray) -> np.ndarray:
+    """Events outside any step (-1) take the previous step + 1 (the first ones step 0), as XProf."""
+    valid = step >= 0
+    if valid.all():
+        return step
+    last = np.maximum.accumulate(np.where(valid, np.arange(step.shape[0]), -1))
+    prev = np.where(last >= 0, step[np.maximum(last, 0)], -1)
+    return np.where(valid, step, prev + 1)
+
+
+def _allocator_steps(store: ProfileStore, memory_id: str, step_all: Callable[[], np.ndarray],
+                     idx: np.ndarray) -> np.ndarray:
+    return store.memo(("memory_profile", "steps", memory_id), lambda: _fill_outside(step_all()[idx]))
+
+
 def _strings(strings: Any, ids: np.ndarray) -> np.ndarray:
     uniq, inv = np.unique(ids, return_inverse=True)
     table = np.array([strings[i] if i >= 0 else "" for i in uniq.tolist()], dtype=object)
     return table[inv.reshape(-1)]
+
+
+def peak_fragmentation(ev: MemoryEvents) -> float:
+    """The allocator's fragmentation at its peak (reads one event's stats; no step ids)."""
+    return float(ev.details(np.array([ev.peak_index]))["fragmentation"][0])
 
 
 def summarize(ev: MemoryEvents) -> dict[str, Any]:
@@ -567,7 +771,7 @@ TOOLS = (
     Tool(
         name="memory_profile", title="Memory profile", compute=compute,
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
-        available=lambda store: bool(memory_events(store)),
+        available=has_memory_events,
         options=(
             Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
             Option("max_points", _positive_int, DEFAULT_MAX_POINTS,

@@ -8,6 +8,7 @@ says something those pages do not show.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.pages import overview
 from tbprof.analyses.steps.table import analysis, step_table
+from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
 
@@ -98,10 +100,9 @@ def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
 
 def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
     store = stores[0]
-    if not memory_profile.TOOLS[0].available(store):
-        return
+    # The allocator events only (memoised with the memory profile); the rule needs no step ids.
     for mid, events in sorted(memory_profile.memory_events(store).items()):
-        frag = float(memory_profile.summarize(events)["peak_fragmentation_fraction"])
+        frag = memory_profile.peak_fragmentation(events)
         if frag >= FRAGMENTATION_FRACTION:
             out.append(_suggestion(
                 "memory_fragmentation", "medium",
@@ -133,12 +134,29 @@ def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
             "trace_viewer", {"device_idle_percent": idle, "device_time_us": db.total_time_ps / 1e6}))
 
 
+SUGGESTION_COLUMNS = [
+    Column("rule", "Rule", "str"), Column("severity", "Severity", "str", "", "high, medium or low"),
+    Column("page", "Page", "str", "", "the tool that shows the numbers"), Column("message", "Suggestion", "str"),
+    Column("evidence", "Evidence", "str", "", "the numbers that triggered the rule, as JSON"),
+]
+
+
+def _table(found: list[dict[str, Any]]) -> Table:
+    values: dict[str, list[Any]] = {c.name: [s[c.name] for s in found] for c in SUGGESTION_COLUMNS[:-1]}
+    values["evidence"] = [json.dumps(s["evidence"], sort_keys=True) for s in found]
+    return Table.from_columns(SUGGESTION_COLUMNS, values)
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    found: list[dict[str, Any]] = []
-    _input_and_launch(stores, found)
-    _kernels(stores, found)
-    _memory(stores, found)
-    _device(stores, found)
+    # The rules that need no step assignment run first: right after a store loads, the background
+    # warm-up (service/tools.warmups) is deriving the steps meanwhile, on the other core, and the
+    # step rule then finds them memoised instead of waiting for them before starting the rest.
+    fired: dict[str, list[dict[str, Any]]] = {}
+    for name, rule in (("kernels", _kernels), ("memory", _memory), ("device", _device),
+                       ("steps", _input_and_launch)):
+        fired[name] = []
+        rule(stores, fired[name])
+    found = fired["steps"] + fired["kernels"] + fired["memory"] + fired["device"]
     rank = {"high": 0, "medium": 1, "low": 2}
     found.sort(key=lambda s: rank[s["severity"]])
     return {"schema_version": SCHEMA_VERSION, "tool": "smart_suggestion",
@@ -146,7 +164,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             "suggestions": found,
             "rules": ["input_bound", "kernel_launch_overhead", "low_tensorcore_use", "low_occupancy_kernels",
                       "memory_fragmentation", "collectives_share", "idle_device"],
-            "message": "" if found else "No rule fired: nothing stands out in this profile."}
+            "message": "" if found else "No rule fired: nothing stands out in this profile.",
+            "tables": {"suggestions": _table(found)}}
 
 
 TOOLS = (

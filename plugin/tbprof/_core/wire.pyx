@@ -1071,6 +1071,9 @@ def hash_spans(data, offsets, lengths) -> np.ndarray:
 cdef enum:
     C_STEP_BYTES = 20
 
+# The smallest window ``StreamIndex.feed`` accepts (except the file's last bytes).
+STREAM_STEP_BYTES = 20
+
 
 cdef class StreamIndex:
     """The index pass of ``scan`` over a file fed in windows; the same spans, lines and chunks

@@ -60,11 +60,13 @@ def convert_host(task: HostTask) -> dict[str, Any]:
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
+    from pathlib import Path
+
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
-    from tbprof.store.disk_cache import cache_key
+    from tbprof.store.disk_cache import DiskCache, cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
-    from tbprof.store.memory_guard import check_fits
+    from tbprof.store.memory_guard import plan
     from tbprof.store.paths import user_cache_dir
     from tbprof.store.remote_cache import open_disk_cache
     from tbprof.store.tables import ProfileStore
@@ -80,10 +82,15 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         store = disk.load(key)
         cached = store is not None
         if store is None:
-            check_fits(path)
-            store = kind.reader(path)
-            if isinstance(store, ProfileStore):
-                disk.save(key, store)
+            # A file larger than memory streams into a local cache (the same hook as ProfileCache).
+            can_stream = kind.streamer is not None and isinstance(disk, DiskCache) and isinstance(path, Path)
+            stream_budget, _ = plan(path, can_stream if kind.streamer is not None else None)
+            if stream_budget is not None and kind.streamer is not None:
+                store = kind.streamer(path, disk, key, stream_budget)
+            else:
+                store = kind.reader(path)
+                if isinstance(store, ProfileStore):
+                    disk.save(key, store)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
     except ProfileReadError as e:
         return {"host": task.host, "file": e.path, "error": e.reason}

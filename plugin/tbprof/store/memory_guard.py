@@ -7,6 +7,10 @@ on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_la
 -> 280 MB); Chrome trace JSON 68x of the gzip size (jax_large's 26.7 MB trace.json.gz -> 1.8 GB,
 json objects per event). The factors below round those up.
 
+An XSpace file that does not fit is not refused when a local disk cache is there: it is
+converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
+into the cache entry's column files), with a budget of half the memory left (``plan``).
+
 Compressed content is judged by its bytes, not its name (gzip inside a ``.json`` gets the gzip
 factor), and the decompressed size is checked again while decompressing
 (``decompressed_limit_bytes``), because gzip ratios reach 1000x. Conversions in flight reserve
@@ -93,6 +97,11 @@ def _head(path: Location) -> bytes:
         os.close(fd)
 
 
+# Appended to a refusal of a file that could stream if the disk cache were local.
+STREAM_HINT = (". Files larger than memory convert by streaming into tbprof's disk cache, which is "
+               "off here (no disk cache, or a URL cache dir): use a local --cache-dir to open it")
+
+
 def check_fits(path: Location) -> int:
     """Raises ProfileReadError naming the sizes when converting ``path`` would not fit in the
     memory that conversions in flight have not reserved; returns the estimate (bytes)."""
@@ -113,15 +122,43 @@ def check_fits(path: Location) -> int:
     return need
 
 
+def streaming_budget_bytes() -> int:
+    """The memory a streaming conversion may use now: half of what is free and not reserved
+    (so a second large file can still stream beside it), or 0 when nothing is known."""
+    avail = available_bytes()
+    return 0 if avail is None else max(0, avail - _reserved_bytes) // 2
+
+
+def plan(path: Location, streamable: bool | None = None) -> tuple[int | None, int]:
+    """(streaming budget or None to convert in memory, bytes to reserve) for ``path``.
+
+    ``streamable``: None, the format cannot stream (a refusal is final); False, it could but no
+    local disk cache is there (the refusal says how to enable streaming); True, a file that does
+    not fit streams instead of being refused.
+    """
+    try:
+        return None, check_fits(path)
+    except MemoryRefusal as e:
+        if streamable is None:
+            raise
+        if not streamable:
+            raise MemoryRefusal(e.path, e.reason + STREAM_HINT) from None
+        budget = streaming_budget_bytes()
+        return budget, budget
+
+
 @contextmanager
-def conversion(path: Location) -> Iterator[None]:
-    """Checks that converting ``path`` fits and reserves its estimate until the block ends."""
+def conversion(path: Location, streamable: bool | None = None) -> Iterator[int | None]:
+    """Checks that converting ``path`` fits and reserves its estimate until the block ends.
+
+    Yields None to convert in memory, or the budget (bytes) of a streaming conversion when the
+    file does not fit and ``streamable`` (see ``plan``)."""
     global _reserved_bytes
     with _reserved_lock:
-        need = check_fits(path)
+        budget, need = plan(path, streamable)
         _reserved_bytes += need
     try:
-        yield
+        yield budget
     finally:
         with _reserved_lock:
             _reserved_bytes -= need

@@ -74,7 +74,7 @@ class Appender:
         if (arr.ndim == 2) != bool(self.width) or (self.width and arr.shape[1] != self.width):
             raise ValueError(f"rows of shape {arr.shape} do not fit {self.path.name}")
         if arr.size:
-            self._f.write(memoryview(arr.reshape(-1).view(np.uint8)))  # the array's own buffer, no copy
+            self._f.write(arr.reshape(-1).view(np.uint8).data)  # the array's own buffer, no copy
         self.rows += int(arr.shape[0])
 
     def close(self) -> None:

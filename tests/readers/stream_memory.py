@@ -32,6 +32,10 @@ REPO = Path(__file__).resolve().parents[2]
 _SAMPLE_S = 0.0005
 
 
+class _ChildFailed(Exception):
+    pass
+
+
 def rss_anon_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
@@ -61,12 +65,18 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
                             text=True, cwd=REPO, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True)  # type: ignore[union-attr]
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put("")  # end of output: the child exited
+
+    reader = threading.Thread(target=pump, daemon=True)
     reader.start()
+    report_line = ""
     try:
-        first = lines.get(timeout=timeout_s)
-        if first.strip() != "ready":
-            raise AssertionError(f"the child did not start: {first!r} {proc.stderr.read() if proc.stderr else ''}")
+        if lines.get(timeout=timeout_s).strip() != "ready":
+            raise _ChildFailed
         base = rss_anon_bytes(proc.pid)
         peak = base
         samples = 0
@@ -85,6 +95,8 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
         wall_s = time.perf_counter() - started
         done = lines.get(timeout=timeout_s)
         report_line = lines.get(timeout=timeout_s) if done.strip() == "done" else done
+    except _ChildFailed:
+        pass
     finally:
         proc.stdin.close()
         try:
@@ -92,8 +104,13 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    if proc.returncode != 0:
-        raise AssertionError(f"the child failed ({proc.returncode}): {proc.stderr.read() if proc.stderr else ''}")
+        reader.join(timeout=10)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+    if proc.returncode != 0 or not report_line:
+        raise AssertionError(f"the child failed ({proc.returncode}): {stderr[-3000:]}")
     report: dict[str, Any] = json.loads(report_line)
     report.update(peak_anon_growth_bytes=peak - base, samples=samples, wall_s=wall_s, baseline_anon_bytes=base)
     return report

@@ -1,0 +1,97 @@
+"""A file larger than the memory budget converts by streaming into the disk cache (issue #16).
+
+The expected store is always the in-memory reader's (``read_xspace``), an independent path
+(one ``bytes``, the parallel scanner, columns finished in memory): the streamed entry must
+equal it in every column (``tests/core/store_digest.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.readers.kinds import KINDS
+from tbprof.readers.xplane import read_xspace
+from tbprof.readers.xplane_stream import stream_xspace
+from tbprof.store.cache import ProfileCache
+from tbprof.store.disk_cache import DiskCache, cache_key
+from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
+from tests.conftest import xplane_of
+from tests.core.store_digest import PROFILES, store_digest
+from tests.readers.stream_memory import measure
+
+SMALL = [p for p in PROFILES if p[0] != "jax_large"]
+
+
+# 97 bytes: a prime window, so windows cut headers, varints and events at every kind of offset;
+# None: the window the budget gives (64 KB here), a few windows per file.
+@pytest.mark.parametrize("window_bytes", [97, None])
+@pytest.mark.parametrize(("name", "host"), SMALL)
+def test_streamed_store_equals_the_in_memory_store(profiles_root: Path, tmp_path: Path, name: str, host: str,
+                                                   window_bytes: int | None) -> None:
+    path = xplane_of(profiles_root, name, host)
+    want = store_digest(read_xspace(path))
+    disk = DiskCache(tmp_path / "cache")
+    got = stream_xspace(path, disk, "entry", 1 << 20, window_bytes=window_bytes)
+    assert store_digest(got) == want
+    # Loaded from the committed entry: its columns are mapped, not in memory.
+    assert isinstance(got.planes[0].start_ps, np.memmap)
+    assert disk.has("entry")
+    assert not [p.name for p in (tmp_path / "cache" / "stores").iterdir() if p.name.startswith(".")]
+
+
+def _xspace_cache(cache: ProfileCache, path: Path) -> object:
+    kind = KINDS["xspace"]
+    return cache.get(path, kind.reader, kind=kind.store_format, streamer=kind.streamer)
+
+
+def test_a_file_over_the_budget_streams_instead_of_being_refused(profiles_root: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = xplane_of(profiles_root, "keras_cnn")
+    want = store_digest(read_xspace(path))
+    # Half of the guard's estimate of the in-memory need (5x the file): refused in memory.
+    monkeypatch.setenv(LIMIT_ENV, str(path.stat().st_size * memory_factor(path) // 2))
+    cache = ProfileCache(tmp_path / "cache")
+    store = _xspace_cache(cache, path)
+    assert isinstance(store.planes[0].start_ps, np.memmap)  # type: ignore[attr-defined]
+    assert store_digest(store) == want  # type: ignore[arg-type]
+    assert isinstance(cache.disk, DiskCache) and cache.disk.has(cache_key(path, "xspace"))
+    # A second process (a fresh cache object) maps the entry without converting.
+    assert store_digest(_xspace_cache(ProfileCache(tmp_path / "cache"), path)) == store_digest(store)  # type: ignore[arg-type]
+
+
+def test_without_a_local_disk_cache_the_refusal_says_how_to_stream(profiles_root: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = xplane_of(profiles_root, "jax_mlp")
+    monkeypatch.setenv(LIMIT_ENV, str(path.stat().st_size))
+    with pytest.raises(MemoryRefusal, match=r"streaming.*--cache-dir"):
+        _xspace_cache(ProfileCache(use_disk=False), path)
+
+
+def test_a_truncated_file_is_a_read_error_and_leaves_no_entry(profiles_root: Path, tmp_path: Path) -> None:
+    data = xplane_of(profiles_root, "jax_mlp").read_bytes()
+    path = tmp_path / "cut.xplane.pb"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    disk = DiskCache(tmp_path / "cache")
+    with pytest.raises(ProfileReadError, match="not a readable XSpace"):
+        stream_xspace(path, disk, "entry", 1 << 20, window_bytes=4096)
+    assert not disk.has("entry")
+    assert os.listdir(tmp_path / "cache" / "stores") == []  # the temporary folder is gone too
+
+
+def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_path: Path) -> None:
+    """keras_cnn converted in memory, then streamed with a budget of half that conversion's peak
+    anonymous memory growth: it streams, builds the same store, and grows by less than the budget
+    (measured from outside the child; see stream_memory.py)."""
+    path = xplane_of(profiles_root, "keras_cnn")
+    in_memory = measure(path, "memory", tmp_path / "m", path)
+    budget = in_memory["peak_anon_growth_bytes"] // 2
+    assert budget > 0
+    streamed = measure(path, "stream", tmp_path / "s", path, budget_bytes=budget)
+    assert streamed["streamed"]
+    assert streamed["digest"] == in_memory["digest"]
+    assert streamed["peak_anon_growth_bytes"] < budget, (streamed["peak_anon_growth_bytes"], budget)

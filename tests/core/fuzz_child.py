@@ -86,9 +86,10 @@ def run_stream(job: dict[str, Any]) -> dict[str, Any]:
                 problems.append(f"input {i}: the streaming reader raised {traceback.format_exc(limit=4)}")
                 continue
             if (want is None) != (got is None):
-                problems.append(f"input {i}: in memory {'ok' if want else 'error'}, streamed {'ok' if got else 'error'}")
+                problems.append(f"input {i}: in memory {want is not None}, streamed {got is not None} (True: read)")
             elif want is not None and want != got:
-                problems.append(f"input {i}: the streamed store differs in {[k for k in want if got.get(k) != want[k]]}")
+                differ = [k for k in want if got.get(k) != want[k]]
+                problems.append(f"input {i}: the streamed store differs in {differ}")
             else:
                 counts["both_ok" if want is not None else "both_error"] += 1
     return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}

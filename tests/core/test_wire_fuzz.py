@@ -204,9 +204,9 @@ def test_streaming_reader_on_truncations_flips_and_huge_lengths(profiles_root: P
     refuses exactly what it refuses, never crashes, and leaves no entry behind a failure."""
     data = small_real_xspace(profiles_root)
     cuts = field_boundaries(data)
-    inputs = [data[:c] for c in cuts[::30] if 0 < c < len(data)]
+    inputs = [data[:c] for c in cuts[::40] if 0 < c < len(data)]
     rng = np.random.default_rng(16)
-    for _ in range(100):
+    for _ in range(50):  # a read flip writes and maps a whole entry (~300 files): the slow part
         flipped = bytearray(data)
         for pos in rng.integers(0, len(data), int(rng.integers(1, 4))).tolist():
             flipped[pos] = int(rng.integers(0x80, 0x100)) if rng.random() < 0.5 else int(rng.integers(0, 0x100))

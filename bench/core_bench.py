@@ -1,6 +1,12 @@
 """First-contact benchmark of the compiled core, side by side with XProf 2.24.2 in one run.
 
     python bench/core_bench.py [--xprof-python /opt/xprof-venv/bin/python] [--skip-xprof] [--repeat 3]
+                               [--install-dir /tmp/tbprof-fresh-venv]
+
+tbprof runs from a fresh install, as a user gets it: ``pip install .`` of this checkout into a
+venv of its own (``--install-dir``; made, or remade when the checkout changed), without the
+machine's site-packages, like XProf's venv; ``--source`` runs this checkout from the source tree
+in the current interpreter instead.
 
 Every case runs in a fresh process, the way a user meets it (min of ``--repeat`` runs):
   - ``tbprof summary`` of keras_cnn on a fresh install: new HOME, empty converted-profile
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import hashlib
 import json
 import os
 import shutil
@@ -51,18 +58,58 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
     return seconds, usage.ru_maxrss * 1024
 
 
+# The interpreter that runs tbprof: a fresh install's (``install()``), else this one on the source tree.
+TBPROF_PYTHON = sys.executable
+FROM_SOURCE = True
+
+
+def _checkout_digest() -> str:
+    """What the install was made from: HEAD and the working tree's changes to the package."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    diff = subprocess.run(["git", "diff", "HEAD", "--", "plugin", "setup.py", "pyproject.toml"], cwd=REPO,
+                          capture_output=True).stdout
+    return f"{head}-{hashlib.sha256(diff).hexdigest()[:16]}"
+
+
+def install(venv: Path) -> str:
+    """``pip install .`` of this checkout into ``venv`` (no system site-packages); its python."""
+    stamp = venv / "tbprof-checkout.txt"
+    python = venv / "bin" / "python"
+    digest = _checkout_digest()
+    if not (python.exists() and stamp.exists() and stamp.read_text() == digest):
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        # A copy of the tree: an in-place build's leftovers (build/, *.so) must not leak in.
+        with tempfile.TemporaryDirectory() as src:
+            subprocess.run(["git", "worktree", "add", "--detach", src, "HEAD"], cwd=REPO, check=True,
+                           capture_output=True)
+            try:
+                diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=REPO, capture_output=True,
+                                      check=True).stdout
+                if diff:
+                    subprocess.run(["git", "apply"], cwd=src, input=diff, check=True)
+                subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", src],
+                               check=True)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", src], cwd=REPO, check=False)
+        stamp.write_text(digest)
+    return str(python)
+
+
 def tbprof_env(home: Path, threads: int | None = None) -> dict[str, str]:
     # An installed package has its bytecode compiled by pip: allow .pyc files (see main()).
-    drop = ("XDG_CACHE_HOME", "TBPROF_CACHE_DIR", "TBPROF_THREADS", "PYTHONDONTWRITEBYTECODE")
+    drop = ("XDG_CACHE_HOME", "TBPROF_CACHE_DIR", "TBPROF_THREADS", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(HOME=str(home), PYTHONPATH=str(REPO / "plugin"))
+    env.update(HOME=str(home))
+    if FROM_SOURCE:
+        env["PYTHONPATH"] = str(REPO / "plugin")
     if threads is not None:
         env["TBPROF_THREADS"] = str(threads)
     return env
 
 
 def tbprof(args: list[str], home: Path, threads: int | None = None) -> tuple[float, int]:
-    return timed([sys.executable, "-m", "tbprof.cli", *args], tbprof_env(home, threads))
+    return timed([TBPROF_PYTHON, "-m", "tbprof.cli", *args], tbprof_env(home, threads))
 
 
 def fresh_summary(xplane: Path, tmp: Path, repeat: int, threads: int | None = None) -> tuple[float, int]:
@@ -120,7 +167,7 @@ print(json.dumps(out))
 
 def scan_scaling(xplane: Path, repeat: int) -> dict[str, dict[str, float]]:
     env = tbprof_env(Path.home())
-    out = subprocess.run([sys.executable, "-c", _SCAN_CHILD, str(xplane), str(max(repeat, 3))], env=env, check=True,
+    out = subprocess.run([TBPROF_PYTHON, "-c", _SCAN_CHILD, str(xplane), str(max(repeat, 3))], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -130,9 +177,16 @@ def main() -> int:
     ap.add_argument("--xprof-python", default="/opt/xprof-venv/bin/python")
     ap.add_argument("--skip-xprof", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--install-dir", default="/tmp/tbprof-fresh-venv")
+    ap.add_argument("--source", action="store_true", help="run the source tree in this interpreter")
     args = ap.parse_args()
-    # pip compiles an installed package's bytecode at install time; the source tree gets the same.
-    compileall.compile_dir(str(REPO / "plugin" / "tbprof"), quiet=1)
+    global TBPROF_PYTHON, FROM_SOURCE
+    if args.source:
+        # pip compiles an installed package's bytecode at install time; the source tree gets the same.
+        compileall.compile_dir(str(REPO / "plugin" / "tbprof"), quiet=1)
+    else:
+        TBPROF_PYTHON, FROM_SOURCE = install(Path(args.install_dir)), False
+    print(f"tbprof: {'source tree' if FROM_SOURCE else 'fresh install in ' + args.install_dir} ({TBPROF_PYTHON})")
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         small = unpack("keras_cnn", tmp / "data")

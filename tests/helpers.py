@@ -9,6 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
@@ -85,3 +87,16 @@ def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
     else:
         ok = isinstance(value, tp)
     return [] if ok else [f"{path}: expected {tp.__name__}, found {value!r}"]
+
+
+def assert_same_store(a: ProfileStore, b: ProfileStore) -> None:
+    """Two stores hold the same profile: strings, planes and every column."""
+    assert a.strings.as_list() == b.strings.as_list()
+    assert (a.origin_ps, a.span_ps, a.hostnames, a.host) == (b.origin_ps, b.span_ps, b.hostnames, b.host)
+    for pa, pb in zip(a.planes, b.planes, strict=True):
+        assert (pa.name, pa.line_names, pa.plane_stats) == (pb.name, pb.line_names, pb.plane_stats)
+        for col in ("start_ps", "dur_ps", "name_id", "depth", "line_offsets", "meta_ids"):
+            assert np.array_equal(getattr(pa, col), getattr(pb, col)), col
+        for col in ("owner", "stat_id", "kind", "value"):
+            assert np.array_equal(getattr(pa.stats, col), getattr(pb.stats, col)), col
+            assert np.array_equal(getattr(pa.meta_stats, col), getattr(pb.meta_stats, col)), col

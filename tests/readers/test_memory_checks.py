@@ -99,7 +99,7 @@ def test_the_scanner_asks_before_it_fills_a_column() -> None:
         raise Refused
 
     with pytest.raises(Refused):
-        wire.scan(data, on_counts=refuse)
+        wire.scan(data, threads=2, on_counts=refuse)
     with pytest.raises(Refused):
         wire.scan_serial_py(data, on_counts=refuse)
     assert seen == [(2_000_000, -1), (2_000_000, 0)]

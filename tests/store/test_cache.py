@@ -5,24 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import numpy as np
-
 from tbprof.readers import xplane
 from tbprof.store.cache import ProfileCache
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
-
-
-def _same(a: ProfileStore, b: ProfileStore) -> None:
-    assert a.strings.as_list() == b.strings.as_list()
-    assert (a.origin_ps, a.span_ps, a.hostnames, a.host) == (b.origin_ps, b.span_ps, b.hostnames, b.host)
-    for pa, pb in zip(a.planes, b.planes, strict=True):
-        assert (pa.name, pa.line_names, pa.plane_stats) == (pb.name, pb.line_names, pb.plane_stats)
-        for col in ("start_ps", "dur_ps", "name_id", "depth", "line_offsets", "meta_ids"):
-            assert np.array_equal(getattr(pa, col), getattr(pb, col)), col
-        for col in ("owner", "stat_id", "kind", "value"):
-            assert np.array_equal(getattr(pa.stats, col), getattr(pb.stats, col)), col
-            assert np.array_equal(getattr(pa.meta_stats, col), getattr(pb.meta_stats, col)), col
+from tests.helpers import assert_same_store
 
 
 def test_disk_round_trip_is_identical(profiles_root: Path, cache_dir: Path) -> None:
@@ -38,7 +25,7 @@ def test_disk_round_trip_is_identical(profiles_root: Path, cache_dir: Path) -> N
 
     reopened = ProfileCache(cache_dir).get(path, must_not_convert)
     assert calls == []  # served from disk
-    _same(fresh, reopened)
+    assert_same_store(fresh, reopened)
 
 
 def test_single_flight(profiles_root: Path, cache_dir: Path) -> None:
@@ -95,4 +82,4 @@ def test_damaged_cache_entry_is_rebuilt(profiles_root: Path, cache_dir: Path) ->
     for meta in cache_dir.rglob("meta.json"):
         meta.write_bytes(b"garbage")
     got = ProfileCache(cache_dir).get(path, xplane.read_xspace)
-    _same(want, got)
+    assert_same_store(want, got)

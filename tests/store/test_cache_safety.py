@@ -13,7 +13,7 @@ from tbprof.readers import chrome_trace, xplane
 from tbprof.service.profiles import Profiles
 from tbprof.store.cache import ProfileCache
 from tests.conftest import xplane_of
-from tests.store.test_cache import _same
+from tests.helpers import assert_same_store
 
 
 def test_entries_are_json_and_plain_arrays(profiles_root: Path, cache_dir: Path) -> None:
@@ -28,7 +28,7 @@ def test_entries_are_json_and_plain_arrays(profiles_root: Path, cache_dir: Path)
         np.load(npy, allow_pickle=False)  # raises on an object array
     assert any(p.blobs for p in fresh.planes)
     reopened = ProfileCache(cache_dir).get(path, lambda p: pytest.fail("converted again"))
-    _same(fresh, reopened)
+    assert_same_store(fresh, reopened)
     for pa, pb in zip(fresh.planes, reopened.planes, strict=True):
         assert pa.blobs == pb.blobs
 
@@ -39,7 +39,7 @@ def test_chrome_trace_round_trip(sample_profiles: Path, cache_dir: Path) -> None
     fresh = cache.get(path, chrome_trace.read_chrome_trace, kind="chrome_trace")
     cache.flush()
     reopened = ProfileCache(cache_dir).get(path, lambda p: pytest.fail("converted again"), kind="chrome_trace")
-    _same(fresh, reopened)
+    assert_same_store(fresh, reopened)
 
 
 @pytest.mark.parametrize("attack", ["world_writable", "group_writable", "foreign_owner", "stores_foreign"])
@@ -75,6 +75,6 @@ def test_unreadable_entry_is_a_miss_and_runs_still_answer(profiles_root: Path, t
     meta.mkdir()
     again = Profiles(profiles_root, cache_dir=cache_dir)
     assert all(isinstance(again.is_loaded(r, h), bool) for r in again.runs().values() for h in r.hosts)
-    _same(want, again.event_store(run, host))
+    assert_same_store(want, again.event_store(run, host))
     again.cache.flush()
     assert len(list(cache_dir.rglob("meta.json"))) == 1 and next(cache_dir.rglob("meta.json")).is_file()

@@ -19,6 +19,7 @@ ERR_CAPACITY: int
 ERR_TOO_MANY: int
 ERR_NO_MEMORY: int
 MAX_ROWS: int
+SERIAL_BELOW_BYTES: int
 ERROR_TEXT: dict[int, str]
 
 class WireError(ValueError):

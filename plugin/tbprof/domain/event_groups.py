@@ -17,13 +17,15 @@ Everything here runs once per store (``store.memo``) in a few compiled loops ove
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from tbprof._core.kernels import nesting_parents, propagate_groups
 from tbprof.domain.planes import HOST_PLANE
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 # XProf's implicit roots (kFunctionRun, kSessionRun, kRunGraph, kExecutorStateProcess): they group
@@ -33,11 +35,44 @@ IMPLICIT_ROOT_NAMES = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::
 _CONTEXT_FANOUT_LIMIT = 64
 
 
+class GroupColumns(Sequence[np.ndarray]):
+    """Per plane, the group id of each event (int64, -1: not grouped).
+
+    A plane grouped from a few of its events (the host plane of a GPU run: 0.3 M linked events of
+    2 M) keeps just those rows and ids until someone asks for its column: step assignment on a GPU
+    run reads only device planes, and a 16 MB column first touched costs ~20-50 ms on a VM.
+    """
+
+    def __init__(self, n_events: Sequence[int], parts: list[np.ndarray | tuple[np.ndarray, np.ndarray]]) -> None:
+        self._n_events = list(n_events)
+        self._parts = parts
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    @overload
+    def __getitem__(self, index: int) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[np.ndarray]: ...
+
+    def __getitem__(self, index: int | slice) -> np.ndarray | Sequence[np.ndarray]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        part = self._parts[index]
+        if isinstance(part, tuple):
+            rows, group = part
+            dense = np.full(self._n_events[index], -1, dtype=np.int64)
+            dense[rows] = group
+            self._parts[index] = part = dense
+        return part
+
+
 @dataclass
 class EventGroups:
     """Group id of every event of every plane (-1: not grouped) and what each group is."""
 
-    group_of: list[np.ndarray]  # per plane, int64 per event (GPU runs: only linked events and device events)
+    group_of: Sequence[np.ndarray]  # per plane, int64 per event (GPU runs: only linked events and device events)
     n_groups: int
     root_plane: np.ndarray  # int32 per group
     root_row: np.ndarray  # int64 per group
@@ -100,22 +135,20 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     return src.astype(np.int64), dst.astype(np.int64)
 
 
-def sorted_unique(x: np.ndarray) -> np.ndarray:
-    """np.unique by sorting: numpy 2's hash-based np.unique takes ~0.2 s on 300 k int64 here."""
-    if len(x) == 0:
-        return x
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])]
-
-
 def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``plane`` that carry both stats ``a`` and ``b``, and their (a, b) values."""
     ida, idb = store.stat_id(a), store.stat_id(b)
     if ida < 0 or idb < 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
     ca, cb = plane.event_stat(ida), plane.event_stat(idb)
-    rows, ia, ib = np.intersect1d(ca.rows, cb.rows, assume_unique=True, return_indices=True)
-    return rows, np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
+    # Both row lists are ascending and unique: a binary search of one in the other is the
+    # intersection (np.intersect1d would concatenate and sort them again).
+    if len(ca.rows) == 0 or len(cb.rows) == 0:
+        return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    ib = np.searchsorted(cb.rows, ca.rows)
+    ia = np.nonzero(cb.rows[np.minimum(ib, len(cb.rows) - 1)] == ca.rows)[0]
+    ib = ib[ia]
+    return ca.rows[ia], np.stack([ca.as_int()[ia], cb.as_int()[ib]], axis=1)
 
 
 def _carry_forward(group: np.ndarray, start_ps: np.ndarray) -> np.ndarray:
@@ -270,16 +303,18 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     group, group_root = propagate_groups(roots, root_level, parent, sub_end, edge_nodes.astype(np.int64), edge_ptr,
                                    dst.astype(np.int64))
 
-    group_of = []
+    parts: list[np.ndarray | tuple[np.ndarray, np.ndarray]] = []
     for i, p in enumerate(planes):
         g = group[offsets[i]:offsets[i + 1]]
-        if not full:
-            g_full = np.full(p.n_events, -1, dtype=np.int64)
-            g_full[node_rows[i]] = g
-            g = g_full
         if p.name.startswith("/device:") and p.n_events:
-            g = _carry_forward(g, p.start_ps)
-        group_of.append(g)
+            if not full:
+                g_full = np.full(p.n_events, -1, dtype=np.int64)
+                g_full[node_rows[i]] = g
+                g = g_full
+            parts.append(_carry_forward(g, p.start_ps))
+        else:
+            parts.append(g if full else (node_rows[i], g))
+    group_of = GroupColumns([p.n_events for p in planes], parts)
     root_plane = (np.searchsorted(offsets, group_root, side="right") - 1).astype(np.int32)
     root_row = np.array([node_rows[int(pl)][int(r - offsets[pl])]
                          for pl, r in zip(root_plane, group_root, strict=False)],

@@ -60,6 +60,7 @@ from tbprof.readers.chrome_events import sanitize_events
 from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.fs import Location
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
@@ -309,7 +310,7 @@ class _Builder:
         kind_arr = np.array(kinds, dtype=np.int8)
         raw = np.zeros(len(values), dtype=np.int64)
         out_kind = np.full(len(values), tables.KIND_INT64, dtype=np.int8)
-        for code in np.unique(kind_arr).tolist():
+        for code in sorted_unique(kind_arr).tolist():
             idx = np.nonzero(kind_arr == code)[0]
             picked = [values[i] for i in idx.tolist()]
             if code == tables.KIND_INT64:
@@ -498,7 +499,7 @@ class _Builder:
         counters, ts = self._timed(counters, "counter ('C') events")
         names = [str(e.get("name", "")) + (f" {e['id']}" if e.get("id") is not None else "") for e in counters]
         line = self._lines([e.get("pid") for e in counters], names, "counter")
-        self.counter_lines.update(np.unique(line).tolist())
+        self.counter_lines.update(sorted_unique(line).tolist())
         first = self._append(line, ts, np.zeros(ts.shape[0]), names, [e.get("cat") for e in counters])
         self._add_args(first, counters)
 

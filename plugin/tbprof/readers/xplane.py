@@ -313,7 +313,9 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         sort = np.argsort(new_owner, kind="stable")
         stats = tables.StatTable(new_owner[sort], stat_id[sort], kind_col[sort], values[sort])
 
-    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
+    # (Needles in the column's own dtype: int64 needles would make numpy copy the int32 column.)
+    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1, dtype=local_line.dtype)
+                                   ).astype(np.int64)
     depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     plane = tables.Plane(

@@ -84,6 +84,17 @@ class StatColumn:
             out[is_double] = self.value[is_double].view(np.float64).astype(np.int64)
         return out
 
+    def sparse_int(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the events that have the stat, one value per event: what
+        ``dense_int`` holds at those rows (an event with the stat twice keeps the last),
+        without a column over every event of the plane."""
+        rows, values = self.rows, self.as_int()
+        if rows.shape[0] > 1:
+            last = np.append(rows[1:] != rows[:-1], True)
+            if not last.all():
+                rows, values = rows[last], values[last]
+        return rows, values
+
     def dense_int(self, n_events: int, missing: int = -1) -> np.ndarray:
         out = np.full(n_events, missing, dtype=np.int64)
         out[self.rows] = self.as_int()
@@ -140,6 +151,25 @@ class Plane:
     @property
     def n_lines(self) -> int:
         return int(self.line_ids.shape[0])
+
+    def time_range_ps(self) -> tuple[int, int] | None:
+        """(first start, last end) of the plane's events; None without events.
+
+        In slices: ``(start_ps + dur_ps).max()`` would allocate a temporary as long as the plane
+        (16 MB on jax_large's host plane), and on a VM its first touch costs more than the sum.
+        """
+        key = ("time_range", 0)
+        cached = self._columns.get(key)
+        if cached is None:
+            if self.n_events == 0:
+                return None
+            step = 1 << 16
+            last = max(int((self.start_ps[i:i + step] + self.dur_ps[i:i + step]).max())
+                       for i in range(0, self.n_events, step))
+            cached = (int(self.start_ps.min()), last)
+            self._columns[key] = cached
+        first_ps, last_ps = cached
+        return int(first_ps), int(last_ps)
 
     def line_rows(self, line: int) -> slice:
         return slice(int(self.line_offsets[line]), int(self.line_offsets[line + 1]))

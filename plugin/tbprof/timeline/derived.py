@@ -21,6 +21,7 @@ import numpy as np
 from tbprof._core.kernels import nesting_depth
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.tf_op import name_scopes, parse_tf_op
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 
@@ -255,23 +256,23 @@ def derived_lines(store: ProfileStore, plane: Plane, line: int) -> list[tuple[st
     if (op > 0).any():
         # Memsets/memcpys an op issues around its kernels are not the op (XProf leaves them out).
         names_of = store.strings.as_list()
-        copy_ids = np.array([i for i in np.unique(plane.name_id[rows]).tolist()
+        copy_ids = np.array([i for i in sorted_unique(plane.name_id[rows]).tolist()
                              if names_of[i].startswith(("Memset", "Memcpy"))], dtype=np.int64)
         is_copy = np.isin(plane.name_id[rows], copy_ids)
         key = np.where((op > 0) & ~is_copy, op, -1)
-        names = {int(k): store.strings[int(k)] for k in np.unique(key[key >= 0])}
+        names = {int(k): store.strings[int(k)] for k in sorted_unique(key[key >= 0])}
         runs = _runs(store, plane, rows, key, step, names)
         if runs is not None:
             out.append((f"XLA Ops - from #{stream}", runs))
 
     names_of = store.strings.as_list()
-    copy_ids = np.array([i for i in np.unique(plane.name_id[rows]).tolist()
+    copy_ids = np.array([i for i in sorted_unique(plane.name_id[rows]).tolist()
                          if names_of[i].startswith(("Memset", "Memcpy"))], dtype=np.int64)
     out.extend(_framework_lines(store, plane, rows, step, np.isin(plane.name_id[rows], copy_ids), stream))
 
     graph = _int_key(plane, store, "cuda_graph_id", rows)
     if (graph >= 0).any():
-        names = {int(k): f"Command Buffer {int(k)}" for k in np.unique(graph[graph >= 0])}
+        names = {int(k): f"Command Buffer {int(k)}" for k in sorted_unique(graph[graph >= 0])}
         runs = _runs(store, plane, rows, graph, step, names)
         if runs is not None:
             out.append((f"Command Buffers - from #{stream}", runs))

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.tool import SCHEMA_VERSION
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.window import WindowResult
 
@@ -36,7 +37,7 @@ def _columns(result: WindowResult, store: ProfileStore) -> tuple[dict[str, Any],
     slices = result.slices
     # Strings used by this answer, renumbered 0..n-1.
     used = [s.name_id for s in slices.values()] + [s.box_name_id for s in slices.values()]
-    name_ids = np.unique(np.concatenate(used)) if used else np.zeros(0, np.int32)
+    name_ids = sorted_unique(np.concatenate(used)) if used else np.zeros(0, np.int32)
     strings = store.strings.lookup(name_ids)
 
     def local(ids: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import nesting_depth
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
 from tbprof.timeline.derived import DerivedEvents, derived_lines, device_plane_lines
@@ -243,7 +244,7 @@ def _memory_tracks(store: ProfileStore, plane: Plane, group: int, stats: dict[in
     order = np.argsort(plane.start_ps[rows], kind="stable")
     rows, in_use, allocator = rows[order], in_use[order], allocator[order]
     out = []
-    for a in np.unique(allocator).tolist():
+    for a in sorted_unique(allocator).tolist():
         sel = (allocator == a) & np.isfinite(in_use)
         if not sel.any():
             continue
@@ -274,7 +275,7 @@ def _pytorch_memory_tracks(store: ProfileStore, plane: Plane, group: int) -> lis
     device = _values_at(plane.event_stat(store.stat_id("Device Id")), rows) \
         if store.stat_id("Device Id") >= 0 else np.zeros(rows.shape[0])
     out = []
-    for dev in np.unique(device[np.isfinite(device)]).tolist():
+    for dev in sorted_unique(device[np.isfinite(device)]).tolist():
         sel = (device == dev) & np.isfinite(allocated)
         if not sel.any():
             continue
@@ -291,7 +292,7 @@ def _chrome_counter(store: ProfileStore, plane: Plane, rows: slice) -> CounterSe
     """A Chrome ``C`` counter line: each sample sets some series; the others keep their value."""
     row_ids = np.arange(rows.start, rows.stop, dtype=np.int64)
     sel = slice(*np.searchsorted(plane.stats.owner, [rows.start, rows.stop]))
-    names = np.unique(plane.stats.stat_id[sel])
+    names = sorted_unique(plane.stats.stat_id[sel])
     values = {}
     for sid in names.tolist():
         v = _values_at(plane.event_stat(int(sid)), row_ids)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = 0, 1, 2, 3
@@ -165,20 +166,23 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
     for pi, plane in enumerate(store.planes):
         if plane.n_events == 0:
             continue
-        corr = plane.event_stat(sid).dense_int(plane.n_events)
+        # Only the events with a correlation (a few percent of a host plane's 2 M events).
+        rows, corr = plane.event_stat(sid).sparse_int()
+        linked = corr >= 0
+        rows, corr = rows[linked], corr[linked]
         if plane.name.startswith("/device:GPU"):
-            line_id = plane.line_ids[plane.line_idx]
-            rows = np.nonzero((corr >= 0) & (line_id < _DERIVED_LINE_MIN))[0]
+            line_id = plane.line_ids[plane.line_idx[rows]]
+            on_stream = line_id < _DERIVED_LINE_MIN
+            rows, corr, line_id = rows[on_stream], corr[on_stream], line_id[on_stream]
             if rows.shape[0]:
                 dev_parts.append((plane.start_ps[rows].astype(np.int64),
                                   (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64),
-                                  line_id[rows].astype(np.int64), plane.name_id[rows], corr[rows],
+                                  line_id.astype(np.int64), plane.name_id[rows], corr,
                                   np.full(rows.shape[0], pi, np.int64)))
         elif plane.name == "/host:CPU":
-            rows = np.nonzero(corr >= 0)[0]
             if rows.shape[0]:
                 host_parts.append((plane.start_ps[rows].astype(np.int64), plane.dur_ps[rows].astype(np.int64),
-                                   plane.name_id[rows], corr[rows]))
+                                   plane.name_id[rows], corr))
     return dev_parts, host_parts
 
 
@@ -236,7 +240,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
 def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, DeviceActivity]]:
     """The activity of each device plane of the host (HTA's unit: one GPU per rank)."""
     out = []
-    for pi in np.unique(act.plane).tolist():
+    for pi in sorted_unique(act.plane).tolist():
         m = act.plane == pi
         out.append((store.planes[pi].name, DeviceActivity(
             start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],

@@ -42,6 +42,7 @@ from tbprof.analyses.gpu.activity import (
 )
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, parse_nonneg_int
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
 
 TOOL = "gpu_breakdown"
@@ -87,7 +88,7 @@ def idle_intervals(act: DeviceActivity, consecutive_kernel_delay_ps: int) -> lis
     events overlap, as HTA counts them); a stream's first event has no gap.
     """
     out: list[dict[str, Any]] = []
-    for stream in np.unique(act.stream).tolist():
+    for stream in sorted_unique(act.stream).tolist():
         rows = np.nonzero(act.stream == stream)[0]  # already in start order
         start = act.start_ps[rows]
         end = act.end_ps[rows]

@@ -30,6 +30,7 @@ from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, compute_groups, even
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -87,7 +88,7 @@ class MemoryEvents:
         """Detail columns of rows ``idx``; a deallocation shows its allocation's names."""
         idx = np.asarray(idx, dtype=np.int64)
         named = np.where(self.source[idx] >= 0, self.source[idx], idx)
-        need = np.unique(np.concatenate([idx, named]))
+        need = sorted_unique(np.concatenate([idx, named]))
         plane_rows = self.rows[need]
         order = np.argsort(plane_rows)  # RowStats walks ascending plane rows
         st = RowStats(self.store, self.plane, plane_rows[order], DETAIL_STATS)

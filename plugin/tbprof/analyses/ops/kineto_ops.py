@@ -23,6 +23,7 @@ import numpy as np
 
 from tbprof.domain.event_tree import parent_rows, self_time_ps
 from tbprof.domain.planes import HOST_PLANE, device_planes
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -99,7 +100,7 @@ def host_ops(store: ProfileStore) -> dict[str, Any]:
     self_ps = np.bincount(inv, weights=own[rows].astype(np.float64), minlength=k).round()
     # Idle per thread: the span of its operators minus their self time (XProf's host IDLE).
     total_ps = 0
-    for line in np.unique(plane.line_idx[rows]).tolist():
+    for line in sorted_unique(plane.line_idx[rows]).tolist():
         lr = rows[plane.line_idx[rows] == line]
         total_ps += int((plane.start_ps[lr] + plane.dur_ps[lr]).max() - plane.start_ps[lr].min())
     return _db(store.strings.lookup(uniq), occ, time_ps, self_ps, max(total_ps, int(self_ps.sum())))

@@ -14,6 +14,7 @@ import numpy as np
 
 from tbprof.domain.event_tree import parent_rows, self_time_ps
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 __all__ = ["is_tf1_timeline", "side_ops"]
@@ -43,7 +44,7 @@ def side_ops(store: ProfileStore, side: str) -> dict[str, Any]:
         keys.extend((n, t if ot >= 0 else "") for n, t, ot in zip(names, types, op_type.tolist(), strict=True))
         dur_parts.append(plane.dur_ps[rows].astype(np.float64))
         self_parts.append(self_time_ps(plane, parent_rows(plane))[rows].astype(np.float64))
-        for line in np.unique(plane.line_idx[rows]).tolist():
+        for line in sorted_unique(plane.line_idx[rows]).tolist():
             lr = rows[plane.line_idx[rows] == line]
             total_ps += int((plane.start_ps[lr] + plane.dur_ps[lr]).max() - plane.start_ps[lr].min())
     index: dict[tuple[str, str], int] = {}

@@ -24,8 +24,7 @@ def device_type(plane_name: str) -> str:
 
 
 def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
-    first_ps = int(plane.start_ps.min()) if plane.n_events else None
-    last_ps = int((plane.start_ps + plane.dur_ps).max()) if plane.n_events else None
+    first_ps, last_ps = plane.time_range_ps() or (None, None)
     counts = np.diff(plane.line_offsets)
     lines = [{"id": int(plane.line_ids[i]), "name": plane.line_names[i],
               "display_name": plane.line_display_names[i] or plane.line_names[i],

@@ -20,8 +20,9 @@ import numpy as np
 
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.event_groups import parents_of, sorted_unique
+from tbprof.domain.event_groups import parents_of
 from tbprof.domain.planes import HOST_PLANE
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
 
 SLOW_CALL_PS = 50_000_000  # 50 us

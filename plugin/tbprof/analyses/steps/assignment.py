@@ -24,7 +24,7 @@ last are dropped, because a profile window usually cuts them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -71,7 +72,7 @@ class Steps:
     notes: list[str] = field(default_factory=list)
     planes: list[Plane] = field(default_factory=list, repr=False)
     # Marker steps: group id of each event per plane, and group id -> step index.
-    group_of: list[np.ndarray] | None = field(default=None, repr=False)
+    group_of: Sequence[np.ndarray] | None = field(default=None, repr=False)
     group_to_step: np.ndarray | None = field(default=None, repr=False)
     _event_step: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -276,7 +277,7 @@ def _event_step_by_time(plane: Plane, begin: np.ndarray, end: np.ndarray) -> np.
 
 def _assemble(store: ProfileStore, source: str, method: str, detail: str, names: list[str], nums: np.ndarray,
               begin: np.ndarray, end: np.ndarray, devices: list[int], typed: _TypedEvents,
-              key_to_step: np.ndarray | None, candidate_count: int, group_of: list[np.ndarray] | None) -> Steps:
+              key_to_step: np.ndarray | None, candidate_count: int, group_of: Sequence[np.ndarray] | None) -> Steps:
     n = len(begin)
     dropped = 0
     if n > DROP_BOUNDARY_ABOVE:
@@ -570,7 +571,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
     # Host side: DataLoader waits, launches, operators.
     k_host = _event_step_by_time(host, begin, end)
-    host_names = store.strings.lookup(np.unique(host.name_id))
+    host_names = store.strings.lookup(sorted_unique(host.name_id))
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
     is_loader = np.isin(host.name_id, loader_ids)
     is_op = categories(host, ("cpu_op",))

@@ -19,6 +19,7 @@ import numpy as np
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import Steps, steps_of
 from tbprof.analyses.table import Column, Table
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
 
 
@@ -58,7 +59,7 @@ def _align(per_host: list[Steps]) -> np.ndarray:
     common = per_host[0].step_nums
     for s in per_host[1:]:
         common = np.intersect1d(common, s.step_nums)
-    unique_nums = all(len(np.unique(s.step_nums)) == s.n_steps for s in per_host)
+    unique_nums = all(len(sorted_unique(s.step_nums)) == s.n_steps for s in per_host)
     if len(common) and unique_nums:
         return np.stack([_positions(s.step_nums, common) for s in per_host])
     n = min(s.n_steps for s in per_host)

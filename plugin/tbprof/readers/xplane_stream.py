@@ -317,7 +317,9 @@ def _finish_plane(f: _File, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, pl
             col[:] = np.asarray(col)[sort]
         del order, inverse, new_owner, sort
 
-    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1)).astype(np.int64)
+    # (Needles in the column's dtype: int64 needles would make numpy copy the mapped column.)
+    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1, dtype=local_line.dtype)
+                                   ).astype(np.int64)
     check_allocation(source, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
     depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]

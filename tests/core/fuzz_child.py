@@ -77,7 +77,7 @@ def run_stream(job: dict[str, Any]) -> dict[str, Any]:
                 want = None
             key = f"k{i}"
             try:
-                got: dict[str, str] | None = store_digest(stream_xspace(path, disk, key, 1 << 20, window_bytes=61))
+                got: dict[str, str] | None = store_digest(stream_xspace(path, disk, key, 64 << 20, window_bytes=61))
             except ProfileReadError:
                 got = None
                 if disk.has(key) or [n for n in os.listdir(disk.root / "stores") if n.startswith(".")]:
@@ -87,7 +87,7 @@ def run_stream(job: dict[str, Any]) -> dict[str, Any]:
                 continue
             if (want is None) != (got is None):
                 problems.append(f"input {i}: in memory {want is not None}, streamed {got is not None} (True: read)")
-            elif want is not None and want != got:
+            elif want is not None and got is not None and want != got:
                 differ = [k for k in want if got.get(k) != want[k]]
                 problems.append(f"input {i}: the streamed store differs in {differ}")
             else:

@@ -28,15 +28,15 @@ SMALL = [p for p in PROFILES if p[0] != "jax_large"]
 
 
 # 97 bytes: a prime window, so windows cut headers, varints and events at every kind of offset;
-# None: the window the budget gives (64 KB here), a few windows per file.
-@pytest.mark.parametrize("window_bytes", [97, None])
+# None: the window a 4 MB budget gives (128 KB: 1/32 of it), several windows per file.
+@pytest.mark.parametrize(("window_bytes", "budget_bytes"), [(97, 64 << 20), (None, 4 << 20)])
 @pytest.mark.parametrize(("name", "host"), SMALL)
 def test_streamed_store_equals_the_in_memory_store(profiles_root: Path, tmp_path: Path, name: str, host: str,
-                                                   window_bytes: int | None) -> None:
+                                                   window_bytes: int | None, budget_bytes: int) -> None:
     path = xplane_of(profiles_root, name, host)
     want = store_digest(read_xspace(path))
     disk = DiskCache(tmp_path / "cache")
-    got = stream_xspace(path, disk, "entry", 1 << 20, window_bytes=window_bytes)
+    got = stream_xspace(path, disk, "entry", budget_bytes, window_bytes=window_bytes)
     assert store_digest(got) == want
     # Loaded from the committed entry: its columns are mapped, not in memory.
     assert isinstance(got.planes[0].start_ps, np.memmap)
@@ -81,6 +81,17 @@ def test_a_truncated_file_is_a_read_error_and_leaves_no_entry(profiles_root: Pat
         stream_xspace(path, disk, "entry", 1 << 20, window_bytes=4096)
     assert not disk.has("entry")
     assert os.listdir(tmp_path / "cache" / "stores") == []  # the temporary folder is gone too
+
+
+def test_a_file_of_zeros_is_refused_at_its_first_field(tmp_path: Path) -> None:
+    """A sparse file reads as zeros: field number 0, which protobuf never writes. Refused at once
+    (the in-memory reader's upb refuses it too), not indexed as a million 2-byte fields."""
+    path = tmp_path / "zeros.xplane.pb"
+    path.write_bytes(bytes(1 << 20))
+    with pytest.raises(ProfileReadError, match="field number 0.* at byte 0"):
+        stream_xspace(path, DiskCache(tmp_path / "cache"), "entry", 64 << 20)
+    with pytest.raises(ProfileReadError):
+        read_xspace(path)
 
 
 def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ ERR_LENGTH: int
 ERR_CAPACITY: int
 ERR_TOO_MANY: int
 ERR_NO_MEMORY: int
+ERR_FIELD_ZERO: int
 MAX_ROWS: int
 SERIAL_BELOW_BYTES: int
 ERROR_TEXT: dict[int, str]
@@ -59,6 +60,8 @@ class StreamIndex:
     def __init__(self, file_size: int, chunk_bytes: int = ...) -> None: ...
     @property
     def next_offset(self) -> int: ...
+    @property
+    def index_bytes(self) -> int: ...
     def feed(self, window: bytes | bytearray | memoryview | np.ndarray, base: int) -> int: ...
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]: ...
 

@@ -60,6 +60,7 @@ ERR_LENGTH = 4
 ERR_CAPACITY = 5  # internal: the index pass and a chunk disagree (triggers the serial scan)
 ERR_TOO_MANY = 6
 ERR_NO_MEMORY = 7
+ERR_FIELD_ZERO = 9
 
 # Event and stat rows are int32 in the store.
 MAX_ROWS = 2**31 - 1
@@ -71,6 +72,7 @@ ERROR_TEXT = {
     ERR_LENGTH: "a length that runs past the end of its enclosing message (truncated or corrupt)",
     ERR_TOO_MANY: "more than 2^31 events or stats in one file (not supported)",
     ERR_NO_MEMORY: "not enough memory to index the file",
+    ERR_FIELD_ZERO: "field number 0, which protobuf never writes (not an XSpace, or corrupt bytes)",
 }
 
 cdef enum:
@@ -89,6 +91,7 @@ cdef enum:
     C_TOO_MANY = 6
     C_NO_MEMORY = 7
     C_REGION_FULL = 8  # a chunk's stat or text buffer is full: grow it and decode the chunk again
+    C_FIELD_ZERO = 9
 
 cdef int64_t C_MAX_ROWS = 2147483647
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
@@ -1119,6 +1122,12 @@ cdef class StreamIndex:
         """Where the next window must start (-1 once the whole file is indexed)."""
         return -1 if self.done else self.pos
 
+    @property
+    def index_bytes(self) -> int:
+        """Memory the index tables hold: a row per small field, line and chunk, so a file of
+        tiny fields grows them faster than its size (the reader bounds it)."""
+        return 8 * (3 * self.spans.cap + 2 * self.lines.cap + 5 * self.chunks.cap)
+
     def feed(self, window, int64_t base) -> int:
         """Walks the headers inside ``window`` (the file's bytes from offset ``base``, which must be
         ``next_offset``); returns the new ``next_offset``. Raises WireError on malformed bytes."""
@@ -1175,6 +1184,11 @@ cdef class StreamIndex:
                 break
             field = tag >> 3
             wire = tag & 7
+            if field == 0:
+                # Would go to upb as a span, which rejects it: refused here before a file of
+                # zeros (a sparse file) grows the span table by a row per 2 bytes.
+                err = C_FIELD_ZERO
+                break
             if self.level == 0 and field == 1 and wire == 2:
                 err = read_len(buf, &p, e, &pend)
                 if err != 0:

@@ -38,7 +38,7 @@ from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
 from tbprof._core.wire import hash_spans
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
@@ -56,6 +56,10 @@ _WINDOW_SHARE = 32
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
 # lengths, digests, np.unique's sort and inverse).
 _BYTES_PER_TEXT = 64
+# The index tables may take this share of the budget.
+_INDEX_SHARE = 4
+# upb objects per byte of parsed metadata (protobuf messages: a few times their wire bytes).
+_UPB_FACTOR = 10
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
 _SORT_BYTES_PER_STAT = 48
@@ -137,7 +141,8 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
         try:
             with EntryWriter(disk, key) as writer:
                 window = window_bytes if window_bytes is not None else window_bytes_for(budget_bytes)
-                store = _convert(f, writer, source, host_name, max(wire.STREAM_STEP_BYTES, window), phases)
+                store = _convert(f, writer, source, host_name, max(wire.STREAM_STEP_BYTES, window), budget_bytes,
+                                 phases)
                 f.check_unchanged()
                 writer.commit(entry_meta(store))
         except wire.WireError as e:
@@ -157,7 +162,7 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
     return loaded
 
 
-def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int,
+def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budget_bytes: int,
              phases: dict[str, float] | None) -> tables.ProfileStore:
     t0 = time.perf_counter()
     # Pass 1: headers only (a window per stop; events are skipped by their length).
@@ -165,6 +170,11 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int,
     pos = 0
     while pos >= 0:
         pos = idx.feed(f.pread(pos, min(window, f.size - pos)), pos)
+        if idx.index_bytes > budget_bytes // _INDEX_SHARE:
+            raise MemoryRefusal(source, (
+                f"the file is too large to open here: its small fields (names, metadata entries, lines) "
+                f"alone need more than {budget_bytes // _INDEX_SHARE / 1e6:.0f} MB to index, a quarter of the "
+                f"{budget_bytes / 1e6:.0f} MB this conversion may use. Open it on a machine with more memory"))
     spans, lines, chunks, n_planes, n_events = idx.result()
     t_index = time.perf_counter()
 
@@ -212,7 +222,11 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int,
     plane_bounds = np.searchsorted(owner_idx[plane_span_rows], np.arange(n_planes + 1))
     planes: list[tables.Plane] = []
     for pi in range(n_planes):
-        pmsg = _parse(xplane_pb2.XPlane, f, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        pspans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
+        # One plane's metadata at a time, as upb objects (a few times its bytes).
+        check_allocation(source, int((pspans[:, 1] - pspans[:, 0]).sum()) * _UPB_FACTOR,
+                         f"a plane with {int((pspans[:, 1] - pspans[:, 0]).sum()):,} bytes of metadata")
+        pmsg = _parse(xplane_pb2.XPlane, f, pspans)
         plane_lines = np.nonzero(line_plane == pi)[0]
         ev_lo = int(line_first_event[plane_lines[0]]) if plane_lines.shape[0] else 0
         planes.append(_finish_plane(f, w, pi, pmsg, plane_lines, line_msgs, ev_lo, first_stat[pi], int(origin_ps),

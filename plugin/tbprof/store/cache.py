@@ -68,7 +68,8 @@ class ProfileCache:
             return value
         # Streaming writes the entry's columns as it decodes: a local disk cache only.
         can_stream = streamer is not None and isinstance(self.disk, DiskCache) and isinstance(path, Path)
-        with conversion(path, can_stream if streamer is not None else None) as stream_budget:
+        with conversion(path, can_stream if streamer is not None else None,
+                        self.disk.root if isinstance(self.disk, DiskCache) else None) as stream_budget:
             try:
                 if stream_budget is None:
                     try:

@@ -21,6 +21,7 @@ against the same free memory.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,6 +98,10 @@ def _head(path: Location) -> bytes:
         os.close(fd)
 
 
+# Disk a streamed entry takes per byte of XSpace file while it is written: the entry ~2.1x
+# (jax_large, keras_cnn; 1.5x for jax_mlp) and its scratch columns (metadata ids, text spans) ~0.6x.
+STREAM_DISK_FACTOR = 3
+
 # Appended to a refusal of a file that could stream if the disk cache were local.
 STREAM_HINT = (". Files larger than memory convert by streaming into tbprof's disk cache, which is "
                "off here (no disk cache, or a URL cache dir): use a local --cache-dir to open it")
@@ -129,12 +134,13 @@ def streaming_budget_bytes() -> int:
     return 0 if avail is None else max(0, avail - _reserved_bytes) // 2
 
 
-def plan(path: Location, streamable: bool | None = None) -> tuple[int | None, int]:
+def plan(path: Location, streamable: bool | None = None, stream_dir: Path | None = None) -> tuple[int | None, int]:
     """(streaming budget or None to convert in memory, bytes to reserve) for ``path``.
 
     ``streamable``: None, the format cannot stream (a refusal is final); False, it could but no
     local disk cache is there (the refusal says how to enable streaming); True, a file that does
-    not fit streams instead of being refused.
+    not fit streams instead of being refused, when ``stream_dir`` (the disk cache) has room for
+    the entry (``STREAM_DISK_FACTOR`` x the file).
     """
     try:
         return None, check_fits(path)
@@ -143,19 +149,34 @@ def plan(path: Location, streamable: bool | None = None) -> tuple[int | None, in
             raise
         if not streamable:
             raise MemoryRefusal(e.path, e.reason + STREAM_HINT) from None
+        if stream_dir is not None:
+            _check_disk(e, path, stream_dir)
         budget = streaming_budget_bytes()
         return budget, budget
 
 
+def _check_disk(refusal: MemoryRefusal, path: Location, stream_dir: Path) -> None:
+    try:
+        size = path.stat().st_size
+        free = shutil.disk_usage(stream_dir).free
+    except OSError:
+        return  # unknown: a full disk is still an error (ProfileReadError), never a crash
+    need = size * STREAM_DISK_FACTOR
+    if need > free:
+        raise MemoryRefusal(refusal.path, (
+            f"{refusal.reason}; streaming it into the disk cache instead needs about {_gb(need)} of disk and "
+            f"{_gb(free)} is free in {stream_dir}")) from None
+
+
 @contextmanager
-def conversion(path: Location, streamable: bool | None = None) -> Iterator[int | None]:
+def conversion(path: Location, streamable: bool | None = None, stream_dir: Path | None = None) -> Iterator[int | None]:
     """Checks that converting ``path`` fits and reserves its estimate until the block ends.
 
     Yields None to convert in memory, or the budget (bytes) of a streaming conversion when the
     file does not fit and ``streamable`` (see ``plan``)."""
     global _reserved_bytes
     with _reserved_lock:
-        budget, need = plan(path, streamable)
+        budget, need = plan(path, streamable, stream_dir)
         _reserved_bytes += need
     try:
         yield budget

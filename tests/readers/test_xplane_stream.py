@@ -88,7 +88,7 @@ def test_a_file_of_zeros_is_refused_at_its_first_field(tmp_path: Path) -> None:
     (the in-memory reader's upb refuses it too), not indexed as a million 2-byte fields."""
     path = tmp_path / "zeros.xplane.pb"
     path.write_bytes(bytes(1 << 20))
-    with pytest.raises(ProfileReadError, match="field number 0.* at byte 0"):
+    with pytest.raises(ProfileReadError, match=r"field number 0.* at byte 0"):
         stream_xspace(path, DiskCache(tmp_path / "cache"), "entry", 64 << 20)
     with pytest.raises(ProfileReadError):
         read_xspace(path)

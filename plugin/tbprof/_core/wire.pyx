@@ -1188,6 +1188,7 @@ cdef class StreamIndex:
                 # Would go to upb as a span, which rejects it: refused here before a file of
                 # zeros (a sparse file) grows the span table by a row per 2 bytes.
                 err = C_FIELD_ZERO
+                p = <Py_ssize_t>(tag_start - base)  # the offset of the tag itself
                 break
             if self.level == 0 and field == 1 and wire == 2:
                 err = read_len(buf, &p, e, &pend)

@@ -106,3 +106,19 @@ def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_p
     assert streamed["streamed"]
     assert streamed["digest"] == in_memory["digest"]
     assert streamed["peak_anon_growth_bytes"] < budget, (streamed["peak_anon_growth_bytes"], budget)
+
+
+def test_an_executor_task_streams_a_file_over_the_budget(profiles_root: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``convert_host`` (process pool and Dask workers) takes the same decision as the cache."""
+    from tbprof.analyses.pages.profile_summary import summarize_store
+    from tbprof.service.executor import HostTask, convert_host
+
+    path = xplane_of(profiles_root, "jax_mlp")
+    want = summarize_store(read_xspace(path))
+    monkeypatch.setenv(LIMIT_ENV, str(path.stat().st_size * 2))  # the in-memory reader needs ~5x
+    result = convert_host(HostTask("vm", str(path), "xspace", str(tmp_path / "cache")))
+    assert "error" not in result, result
+    assert result["summary"] == want
+    store = DiskCache(tmp_path / "cache").load(result["key"])
+    assert store is not None and isinstance(store.planes[-2].start_ps, np.memmap)

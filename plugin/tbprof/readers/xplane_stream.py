@@ -157,9 +157,11 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
             raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
         except IndexError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
-        except OSError as e:  # the cache's disk (full, unwritable): the file itself was readable
-            raise ProfileReadError(source, f"cannot write the converted profile to the cache "
-                                   f"({disk.root}): {e.strerror or e}") from e
+        except OSError as e:
+            # The cache's disk (full, unwritable), not the file: a refusal for now, not a failure
+            # remembered for this file (MemoryRefusal is the "may work later" kind).
+            raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
+                                f"{e.strerror or e}; free some disk there, or point --cache-dir elsewhere") from e
     finally:
         f.close()
     loaded = disk.load(key)

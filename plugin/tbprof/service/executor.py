@@ -83,9 +83,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         cached = store is not None
         if store is None:
             # A file larger than memory streams into a local cache (the same hook as ProfileCache).
-            can_stream = kind.streamer is not None and isinstance(disk, DiskCache) and isinstance(path, Path)
-            stream_budget, _ = plan(path, can_stream if kind.streamer is not None else None,
-                                    disk.root if isinstance(disk, DiskCache) else None)
+            streamable = None if kind.streamer is None or not isinstance(path, Path) else isinstance(disk, DiskCache)
+            stream_budget, _ = plan(path, streamable, disk.root if isinstance(disk, DiskCache) else None)
             if stream_budget is not None and kind.streamer is not None:
                 store = kind.streamer(path, disk, key, stream_budget)
             else:

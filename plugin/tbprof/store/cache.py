@@ -66,10 +66,11 @@ class ProfileCache:
         value = self.disk.load(key) if self.disk is not None else None
         if value is not None:
             return value
-        # Streaming writes the entry's columns as it decodes: a local disk cache only.
-        can_stream = streamer is not None and isinstance(self.disk, DiskCache) and isinstance(path, Path)
-        with conversion(path, can_stream if streamer is not None else None,
-                        self.disk.root if isinstance(self.disk, DiskCache) else None) as stream_budget:
+        # Streaming writes the entry's columns as it decodes: a local file into a local disk cache.
+        streamable = None if streamer is None or not isinstance(path, Path) else isinstance(self.disk, DiskCache)
+        can_stream = bool(streamable)
+        stream_dir = self.disk.root if isinstance(self.disk, DiskCache) else None
+        with conversion(path, streamable, stream_dir) as stream_budget:
             try:
                 if stream_budget is None:
                     try:

@@ -109,7 +109,9 @@ def tbprof_env(home: Path, threads: int | None = None) -> dict[str, str]:
 
 
 def tbprof(args: list[str], home: Path, threads: int | None = None) -> tuple[float, int]:
-    return timed([TBPROF_PYTHON, "-m", "tbprof.cli", *args], tbprof_env(home, threads))
+    # The installed ``tbprof`` command, as a user runs it; the source tree through ``-m``.
+    command = [TBPROF_PYTHON, "-m", "tbprof.cli"] if FROM_SOURCE else [str(Path(TBPROF_PYTHON).parent / "tbprof")]
+    return timed([*command, *args], tbprof_env(home, threads))
 
 
 def fresh_summary(xplane: Path, tmp: Path, repeat: int, threads: int | None = None) -> tuple[float, int]:

@@ -98,10 +98,17 @@ def _run(cmd: list[str], ready_url: str, api: str, base: str, cache_dir: Path, l
 
 @contextmanager
 def tensorboard(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = (),
-                extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+                extra_env: dict[str, str] | None = None, without_tensorflow: bool = False) -> Iterator[Server]:
+    """A real TensorBoard process; ``without_tensorflow``: as on a machine where TensorFlow is not
+    installed (TensorBoard then reads logdirs through its own file layer: ``s3://`` with boto3,
+    other URL schemes with fsspec), which the test venv can only show by hiding TensorFlow."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+    launcher = ["-m", "tensorboard.main"]
+    if without_tensorflow:
+        launcher = ["-c", "import sys; sys.modules['tensorflow'] = None; sys.argv[0] = 'tensorboard'; "
+                          "from tensorboard.main import run_main; run_main()"]
+    cmd = [sys.executable, *launcher, "--logdir", str(logdir), "--port", str(port),
            "--host", "127.0.0.1", "--load_fast", "false", *extra_args]
     with _run(cmd, base + "/data/plugins_listing", base + "/data/plugin/tbprof/", base, cache_dir, log_path,
               timeout_s=120, extra_env=extra_env) as s:

@@ -318,3 +318,47 @@ def test_repeated_plane_stats_keep_the_last_value(tmp_path: Path) -> None:
     path.write_bytes(space.SerializeToString())
     store = xplane.read_xspace(path)
     assert store.planes[0].plane_stats == {"device_name": "gpu 999", "": 4}
+
+
+def test_many_plane_stats_keep_the_last_of_each_name(tmp_path: Path) -> None:
+    """A plane with thousands of stats under a few names (JAX's scope-range plane) keeps the last
+    value of each name, as reading every stat would; ids 3 and 4 share the name "shared", so the
+    last stat of either id wins; a stat without a metadata_id reads as id 0 (no name)."""
+    space = xplane_pb2.XSpace()
+    p = space.planes.add(id=1, name=b"/host:__ScopeRangeCallStack__")
+    for i, n in ((1, b"a"), (2, b"b"), (3, b"shared"), (4, b"shared")):
+        p.stat_metadata[i].id = i
+        p.stat_metadata[i].name = n
+    for k in range(3000):
+        p.stats.add(metadata_id=1 + k % 4, int64_value=k)
+    p.stats.add(int64_value=-1)  # no metadata_id
+    p.stats.add(metadata_id=1, str_value=b"last a")
+    path = tmp_path / "many.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    # Expected, by reading every stat with the protobuf API: the last value of each name.
+    names = {i: p.stat_metadata[i].name.decode() for i in p.stat_metadata}
+    expected: dict[str, object] = {}
+    for st in xplane_pb2.XSpace.FromString(path.read_bytes()).planes[0].stats:
+        if st.metadata_id in names:
+            expected[names[st.metadata_id]] = st.str_value.decode() if st.WhichOneof("value") == "str_value" \
+                else st.int64_value
+    store = xplane.read_xspace(path)
+    got = {k: v for k, v in store.planes[0].plane_stats.items() if k in expected}
+    assert got == expected == {"a": "last a", "b": 2997, "shared": 2999}
+
+
+def test_plane_stat_ids_of_hostile_spans_never_crash() -> None:
+    """The compiled id reader on random bytes and random (even inverted or out of range) spans:
+    each answer is an id or -1, never a crash."""
+    from tbprof._core import kernels
+
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    starts = rng.integers(-10, 4200, 20_000)
+    ends = starts + rng.integers(-5, 300, 20_000)
+    ids = kernels.field_metadata_ids(data, starts, ends)
+    assert ids.shape == (20_000,) and (ids >= -1).all()
+    # A well-formed stat field: tag 0x32, length 3, then metadata_id (field 1) = 300 as a varint
+    # (0xAC 0x02); cut one byte short, it does not parse.
+    field = bytes([0x32, 3, 0x08, 0xAC, 0x02])
+    assert kernels.field_metadata_ids(field, np.array([0, 0]), np.array([5, 4])).tolist() == [300, -1]

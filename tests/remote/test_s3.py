@@ -1,9 +1,9 @@
 """Logdirs on S3 (moto's real S3 server over HTTP, s3fs): the same runs and numbers as the
 local copy of the same files, through the Python service, the CLI and `tbprof serve`.
 
-TensorBoard itself is not run on ``s3://`` here: TensorBoard 2.21 with TensorFlow installed
-refuses the scheme at start (``Unsupported filename scheme 's3'``, its own event ingestion
-needs ``tensorflow-io``) before it loads any plugin."""
+TensorBoard itself runs on ``s3://`` as on a machine without TensorFlow (it then reads the
+bucket with boto3): TensorBoard 2.21 *with* TensorFlow refuses the scheme at start (its own
+event ingestion needs ``tensorflow-io``) before it loads any plugin."""
 
 from __future__ import annotations
 
@@ -239,3 +239,24 @@ def test_bad_credentials_are_named(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def test_tensorboard_process_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
+    """A real ``tensorboard --logdir s3://...`` process, on a machine without TensorFlow (with it,
+    TensorBoard's own ingestion needs tensorflow-io for ``s3://``): TensorBoard reads the bucket
+    through boto3 (``S3_ENDPOINT``), tbprof through s3fs (``AWS_ENDPOINT_URL``)."""
+    from tbprof.service.profiles import Profiles
+
+    env = {**s3.env, "S3_ENDPOINT": s3.endpoint}
+    with servers.tensorboard(s3_logdir, tmp_path / "cache", tmp_path / "tb.log", extra_env=env,
+                             without_tensorflow=True) as tb:
+        status, runs = tb.get_json("runs")
+        assert status == 200, tb.log()
+        pod = next(r["run"] for r in runs["runs"] if r["run"].startswith("jax_2hosts/"))
+        status, answer = tb.get_json(f"data?run={pod}&host=__all__&tool=overview_page")
+        assert status == 200, tb.log()
+        assert "Traceback" not in tb.log()
+    local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
+    run = local.runs()[pod]
+    assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts),
+                                                                  local.tool("overview_page"), {}))

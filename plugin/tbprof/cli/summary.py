@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
-from tbprof.service.summary import summary
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -16,7 +15,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
-    result = summary(profiles, pick_run(profiles, args.run))
+    run = pick_run(profiles, args.run)
+    loading = profiles.load_in_background(run, list(run.hosts))
+    # Imported while the stores convert (see load_in_background): the analyses behind the summary.
+    from tbprof.service.summary import summary
+
+    result = summary(profiles, run)
+    loading.join()
     if args.json:
         print_json(result)
         return EXIT_OK

@@ -9,10 +9,13 @@ stops at a byte budget instead of trusting the compressed size.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import zlib
 from pathlib import Path
+
+import numpy as np
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
 
@@ -67,21 +70,58 @@ def head_bytes(path: str | Path, n: int) -> bytes:
 
 def read_profile_bytes(path: str | Path) -> bytes:
     """The whole file, refusing special files and a file that changes while it is read."""
+    data = _read_whole(path, as_array=False)
+    assert isinstance(data, bytes)
+    return data
+
+
+def read_profile_array(path: str | Path) -> np.ndarray:
+    """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals.
+
+    numpy asks the kernel for transparent huge pages on an array this large, where a ``bytes``
+    object gets 4 KB pages: reading jax_large (60 MB) this way took ~35 ms less on this VM,
+    where first touching fresh memory costs ~0.5 ms per MB in small pages.
+    """
+    data = _read_whole(path, as_array=True)
+    assert isinstance(data, np.ndarray)
+    return data
+
+
+def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     try:
         before = os.stat(path)
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
     fd = open_regular(path)
     try:
-        with os.fdopen(fd, "rb", closefd=True) as f:
-            data = f.read()
+        with os.fdopen(fd, "rb", buffering=0, closefd=True) as f:
+            if as_array:
+                array = np.empty(before.st_size, dtype=np.uint8)
+                n = _read_into(f, array.data)
+                data: bytes | np.ndarray = array
+                # One byte more than expected: the file grew (caught below with the stat).
+                grew = f.read(1) != b""
+            else:
+                data = f.read()
+                n, grew = len(data), False
             after = os.stat(path)
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
-    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(data) != after.st_size:
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or n != after.st_size or grew:
         raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
                                "still writing it?); try again when it is complete")
     return data
+
+
+def _read_into(f: io.RawIOBase, view: memoryview) -> int:
+    """Fills ``view`` from ``f`` (reads may return less than asked); the bytes read."""
+    done = 0
+    while done < len(view):
+        got = f.readinto(view[done:])
+        if not got:
+            break
+        done += got
+    return done
 
 
 def gunzip_bounded(data: bytes, source: str, limit_bytes: int | None) -> bytes:

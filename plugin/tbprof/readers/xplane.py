@@ -19,7 +19,7 @@ from tbprof._core.wire import hash_spans
 from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
-from tbprof.readers.files import read_profile_bytes
+from tbprof.readers.files import read_profile_array, read_profile_bytes
 from tbprof.store import tables
 from tbprof.store.fs import Location, UrlPath
 from tbprof.store.fs import location as as_location
@@ -53,12 +53,12 @@ def _read_url(path: UrlPath) -> bytes:
 def read_xspace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
     """Reads one ``.xplane.pb`` file. Raises ProfileReadError with a readable reason."""
     path = as_location(path)
-    data = read_file_bytes(path)
+    data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
     host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
     return xspace_from_bytes(data, str(path), host_name)
 
 
-def _parse_spans(message_type: type, data: bytes, spans: np.ndarray) -> object:
+def _parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
     """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
     if spans.shape[0] > 1:
         # The fields of one message lie back to back except where its lines were cut out, so
@@ -71,7 +71,7 @@ def _parse_spans(message_type: type, data: bytes, spans: np.ndarray) -> object:
     return message_type.FromString(joined)  # type: ignore[attr-defined]
 
 
-def xspace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStore:
+def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str) -> tables.ProfileStore:
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
@@ -105,17 +105,20 @@ _SCAN_BYTES_PER_EVENT = 4 + 4 + 8 + 8
 _SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 
-def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:
+def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:
     # The scanner's counts are the first exact measure of what the file holds: check them before
     # the columns are built (the size-based estimate assumes typical, not dense, files).
     check_allocation(source, sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT,
                      f"{sc.n_events:,} events and {int(sc.st_owner.shape[0]):,} stats")
     strings = StringTable()
+    # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
+    # file came as an array (a local read) or as bytes (an object store's answer).
+    view = memoryview(data) if isinstance(data, bytes) else data.data
     owner_kind = sc.spans[:, 0] >> 32
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
     span_se = sc.spans[:, 1:]
 
-    space = _parse_spans(xplane_pb2.XSpace, data, span_se[owner_kind == 0])
+    space = _parse_spans(xplane_pb2.XSpace, view, span_se[owner_kind == 0])
     assert isinstance(space, xplane_pb2.XSpace)
     if sc.n_planes == 0:
         raise ProfileReadError(source, "the file parses as protobuf but holds no XSpace planes "
@@ -133,7 +136,7 @@ def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.P
     bounds = np.searchsorted(line_span_owner, np.arange(n_lines_total + 1))
     for li in range(n_lines_total):
         rows = line_span_rows[bounds[li]:bounds[li + 1]]
-        msg = _parse_spans(xplane_pb2.XLine, data, span_se[rows])
+        msg = _parse_spans(xplane_pb2.XLine, view, span_se[rows])
         assert isinstance(msg, xplane_pb2.XLine)
         line_msgs.append(msg)
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
@@ -159,10 +162,11 @@ def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.P
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        pmsg = _parse_spans(xplane_pb2.XPlane, data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        fields = _last_stat_of_each_id(data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        pmsg = _parse_spans(xplane_pb2.XPlane, view, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
         planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
-                                   data, strings))
+                                   view, strings))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
@@ -170,6 +174,37 @@ def _build(data: bytes, sc: wire.ScanResult, source: str, host: str) -> tables.P
         hostnames=[_text(h) for h in space.hostnames],
         errors=[_text(e) for e in space.errors], warnings=[_text(w) for w in space.warnings],
     )
+
+
+# XPlane.stats is field 6, length-delimited: its tag is this one byte.
+_PLANE_STATS_TAG = (6 << 3) | 2
+# Fewer plane stats than this are simply all parsed.
+_MANY_PLANE_STATS = 256
+
+
+def _last_stat_of_each_id(data: bytes | np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """A plane's field spans without the plane stats that a later stat of the same id replaces.
+
+    The plane reader keeps the last stat of each name (``_build_plane``); JAX's scope-range plane
+    carries ~49 k stats under two names, and handing all of them to upb and then to Python cost
+    ~20-30 ms per jax_large conversion. Their ids are read in compiled code instead; when one
+    does not parse, every span is kept and upb reports the damage.
+    """
+    if spans.shape[0] < _MANY_PLANE_STATS:
+        return spans
+    tags = np.frombuffer(data, dtype=np.uint8)[spans[:, 0]]
+    stat_rows = np.nonzero(tags == _PLANE_STATS_TAG)[0]
+    if stat_rows.shape[0] < _MANY_PLANE_STATS:
+        return spans
+    ids = kernels.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
+    if (ids < 0).any():
+        return spans
+    # The last row of each id: the first of each id in reversed order.
+    _, first_reversed = np.unique(ids[::-1], return_index=True)
+    keep = np.ones(spans.shape[0], dtype=bool)
+    keep[stat_rows] = False
+    keep[stat_rows[ids.shape[0] - 1 - first_reversed]] = True
+    return spans[keep]
 
 
 def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +232,7 @@ def _value_from_pb(stat: xplane_pb2.XStat, stat_name_of: dict[int, int],
     return tables.KIND_NONE, 0
 
 
-def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray, raw: bytes,
+def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray, raw: memoryview,
                   strings: StringTable, blobs: list[bytes]) -> None:
     """Sets the value of str stats to a string id and of bytes stats to a blob index, in place."""
     if texts.shape[0] == 0:
@@ -212,12 +247,12 @@ def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: n
         lengths = texts[is_str, 2]
         digest = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets, lengths)
         _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-        ids = np.array([strings.intern(raw[o:o + n].decode("utf-8", errors="replace"))
+        ids = np.array([strings.intern(str(raw[o:o + n], "utf-8", errors="replace"))
                         for o, n in zip(offsets[first].tolist(), lengths[first].tolist(), strict=False)],
                        dtype=np.int64)
         value[str_rows] = ids[inverse]
     for row, o, n in texts[~is_str].tolist():
-        blobs.append(raw[o:o + n])
+        blobs.append(bytes(raw[o:o + n]))
         value[row - first_stat] = len(blobs) - 1
 
 
@@ -273,7 +308,7 @@ def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]
 
 def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
                  ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire.ScanResult, data: bytes, strings: StringTable) -> tables.Plane:
+                 sc: wire.ScanResult, data: memoryview, strings: StringTable) -> tables.Plane:
     blobs: list[bytes] = []
     pm = plane_meta(pmsg, strings, blobs)
     stat_ids, stat_names, meta_ids, meta_rows, meta_name_id = (pm.stat_ids, pm.stat_names, pm.meta_ids, pm.meta_rows,

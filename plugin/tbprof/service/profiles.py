@@ -160,6 +160,24 @@ class Profiles:
                 progress(len(results), len(todo))
         return results
 
+    def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
+        """Starts converting the hosts' stores on a thread and returns it (join it when done).
+
+        For a command that still has modules to import before it asks for the stores: the
+        decoder spends most of a conversion outside the GIL, so the analyses load on one core
+        while the file is scanned on the other. ``stores_tolerant`` then waits for this same
+        conversion (the cache is single-flight) and raises its errors; here they are dropped.
+        """
+        def load() -> None:
+            try:
+                self.stores_tolerant(run, hosts)
+            except Exception:  # the caller's own stores_tolerant reports it
+                log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
+
+        thread = threading.Thread(target=load, name="tbprof-load", daemon=True)
+        thread.start()
+        return thread
+
     def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 

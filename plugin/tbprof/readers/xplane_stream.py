@@ -43,7 +43,7 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
-from tbprof.readers.xplane import plane_meta
+from tbprof.readers.xplane import _last_stat_of_each_id, _parse_spans, plane_meta
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
@@ -129,6 +129,21 @@ def _merged_spans(spans: np.ndarray) -> list[tuple[int, int]]:
 def _parse(message_type: type, f: _File, spans: np.ndarray) -> Any:
     joined = b"".join(f.pread(s, e - s) for s, e in _merged_spans(spans))
     return message_type.FromString(joined)  # type: ignore[attr-defined]
+
+
+def _parse_plane(f: _File, spans: np.ndarray) -> xplane_pb2.XPlane:
+    """A plane's small fields, read run by run, without the plane stats that a later stat of the
+    same id replaces (``xplane._last_stat_of_each_id``, on the joined bytes)."""
+    runs = _merged_spans(spans)
+    joined = b"".join(f.pread(s, e - s) for s, e in runs)
+    if spans.shape[0]:
+        run_start = np.array([s for s, _ in runs], dtype=np.int64)
+        run_at = np.concatenate(([0], np.cumsum([e - s for s, e in runs])[:-1])).astype(np.int64)
+        which = np.searchsorted(run_start, spans[:, 0], side="right") - 1
+        spans = spans + (run_at[which] - run_start[which])[:, None]  # offsets in ``joined``
+    msg = _parse_spans(xplane_pb2.XPlane, memoryview(joined), _last_stat_of_each_id(joined, spans))
+    assert isinstance(msg, xplane_pb2.XPlane)
+    return msg
 
 
 def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host: str | None = None,
@@ -240,7 +255,7 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
         # One plane's metadata at a time, as upb objects (a few times its bytes).
         check_allocation(source, int((pspans[:, 1] - pspans[:, 0]).sum()) * _UPB_FACTOR,
                          f"a plane with {int((pspans[:, 1] - pspans[:, 0]).sum()):,} bytes of metadata")
-        pmsg = _parse(xplane_pb2.XPlane, f, pspans)
+        pmsg = _parse_plane(f, pspans)
         plane_lines = np.nonzero(line_plane == pi)[0]
         ev_lo = int(line_first_event[plane_lines[0]]) if plane_lines.shape[0] else 0
         planes.append(_finish_plane(f, w, pi, pmsg, plane_lines, line_msgs, ev_lo, first_stat[pi], int(origin_ps),

@@ -83,6 +83,24 @@ def test_a_truncated_file_is_a_read_error_and_leaves_no_entry(profiles_root: Pat
     assert os.listdir(tmp_path / "cache" / "stores") == []  # the temporary folder is gone too
 
 
+def test_a_plane_out_of_time_order_is_sorted_alike(profiles_root: Path, tmp_path: Path) -> None:
+    """Events written in reverse (no profiler does, the reader sorts them): the streamed entry is
+    sorted in place like the in-memory store, stats re-pointed to their events' new rows."""
+    from tbprof.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(xplane_of(profiles_root, "jax_mlp").read_bytes())
+    busiest = max((line for p in space.planes for line in p.lines), key=lambda line: len(line.events))
+    events = list(busiest.events)[::-1]
+    del busiest.events[:]
+    busiest.events.extend(events)
+    offsets = [e.offset_ps for e in busiest.events]
+    assert offsets != sorted(offsets)  # so the reader's sorting path runs
+    path = tmp_path / "reversed.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    want = store_digest(read_xspace(path))
+    assert store_digest(stream_xspace(path, DiskCache(tmp_path / "cache"), "entry", 4 << 20)) == want
+
+
 def test_a_file_of_zeros_is_refused_at_its_first_field(tmp_path: Path) -> None:
     """A sparse file reads as zeros: field number 0, which protobuf never writes. Refused at once
     (the in-memory reader's upb refuses it too), not indexed as a million 2-byte fields."""

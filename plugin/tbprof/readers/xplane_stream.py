@@ -20,10 +20,11 @@ committed whole and reopened by ``DiskCache.load``: tools then see a memory-mapp
 
 What stays in anonymous memory: one window and its decoded columns (the window is 1/32 of the
 budget, at most 16 MB; decoded columns take ~2.5x the window's bytes on real profiles and at
-most ~14x for a file of empty events), the index tables (a row per small field and per chunk),
-one plane's metadata parsed by upb, the string table, and per plane a 2-byte nesting depth per
-event and ~60 bytes per distinct-text lookup of its string stats. The last two, and a plane
-whose rows are out of time order (sorted in memory), are checked against the budget first.
+most ~14x for a file of empty events), the index tables (a row per small field and per chunk;
+at most a quarter of the budget), one plane's metadata parsed by upb, the string table, and per
+plane a 2-byte nesting depth per event and ~64 bytes per string value while its texts are
+deduplicated. Those, and a plane whose rows are out of time order (sorted in memory), are
+checked against the budget first (``MemoryRefusal``).
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
             timeout_s: float = 600) -> dict[str, Any]:
     """Converts ``path`` in a child ("memory": the in-memory reader; "stream": through a
     ProfileCache under ``$TBPROF_CONVERT_MEMORY_BYTES=budget_bytes``); returns the child's report
-    plus ``peak_anon_growth_bytes``, ``samples`` and ``wall_s``."""
+    plus ``peak_anon_growth_bytes``, ``samples`` and ``wall_s`` (and from the child
+    ``hwm_growth_bytes``: see ``_reset_peak_rss``)."""
     import tbprof
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tbprof.__file__).parent.parent), str(REPO)]),
@@ -139,12 +140,33 @@ def child(mode: str, path: Path, cache_dir: Path, warmup: Path) -> None:
     gc.collect()
     print("ready", flush=True)
     sys.stdin.readline()
+    rss_before = _status_bytes("VmRSS")
+    _reset_peak_rss()
     started = time.perf_counter()
     store = _convert(mode, path, cache_dir / "main")
     seconds = time.perf_counter() - started
+    hwm_growth = _status_bytes("VmHWM") - rss_before
     print("done", flush=True)  # sampling stops here; the digest below copies columns
     streamed = isinstance(store.planes[0].start_ps, np.memmap)
-    print(json.dumps({"seconds": seconds, "streamed": streamed, "digest": store_digest(store)}), flush=True)
+    print(json.dumps({"seconds": seconds, "streamed": streamed, "digest": store_digest(store),
+                      "hwm_growth_bytes": hwm_growth}), flush=True)
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"no {field} in /proc/self/status")
+
+
+def _reset_peak_rss() -> None:
+    """Resets VmHWM to the current RSS (``clear_refs`` 5, Linux 4.0+). The kernel's exact peak of
+    the whole RSS: for an in-memory conversion that is its anonymous memory (the file is read
+    into the process, nothing is mapped), so it backs the sampled peak that a fast conversion
+    may slip between samples; not for a streaming one, whose mapped columns it counts too."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+        f.write("5")
 
 
 if __name__ == "__main__":

@@ -118,7 +118,9 @@ def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_p
     (measured from outside the child; see stream_memory.py)."""
     path = xplane_of(profiles_root, "keras_cnn")
     in_memory = measure(path, "memory", tmp_path / "m", path)
-    budget = in_memory["peak_anon_growth_bytes"] // 2
+    # The in-memory need: the sampled peak, or the kernel's exact peak RSS if a fast conversion
+    # slipped its peak between two samples (see stream_memory.py).
+    budget = max(in_memory["peak_anon_growth_bytes"], in_memory["hwm_growth_bytes"]) // 2
     assert budget > 0
     streamed = measure(path, "stream", tmp_path / "s", path, budget_bytes=budget)
     assert streamed["streamed"]

@@ -58,6 +58,9 @@ def _env(cache_dir: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(PLUGIN_SRC) + os.pathsep + env.get("PYTHONPATH", "")
     env["TBPROF_CACHE_DIR"] = str(cache_dir)
     env.pop("TBPROF_NO_CAPTURE", None)
+    # Servers convert in their own process unless a test asks for workers (--workers N): a
+    # default pool (one worker per core) per test server would only add processes to the suite.
+    env.setdefault("TBPROF_WORKERS", "1")
     return env
 
 

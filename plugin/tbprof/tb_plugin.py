@@ -69,8 +69,8 @@ class TbprofLoader(base_plugin.TBLoader):
                            help="Where tbprof keeps converted profiles (default: $TBPROF_CACHE_DIR or "
                                 "~/.cache/tbprof). Never inside the logdir.")
         group.add_argument("--tbprof_workers", type=int, default=None,
-                           help="Processes converting a pod's hosts in parallel (default: $TBPROF_WORKERS or 1 = "
-                                "inside TensorBoard's process).")
+                           help="Processes converting a pod's hosts in parallel (default: $TBPROF_WORKERS or the "
+                                "number of cores; 1 = inside TensorBoard's process).")
         group.add_argument("--tbprof_dask_scheduler", default=None,
                            help="Convert hosts on this Dask cluster (default: $TBPROF_DASK_SCHEDULER); its "
                                 "workers must reach the same --tbprof_cache_dir.")

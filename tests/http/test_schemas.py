@@ -11,7 +11,14 @@ from werkzeug.test import Client
 
 from tbprof.analyses.schemas import TOOL_RESULTS, ToolEnvelope
 from tbprof.http.app import create_app
-from tbprof.http.schemas import ErrorBody, RunsResponse, SettingsResponse, TableResponse, ToolsResponse
+from tbprof.http.schemas import (
+    ErrorBody,
+    ProgressResponse,
+    RunsResponse,
+    SettingsResponse,
+    TableResponse,
+    ToolsResponse,
+)
 from tests.conftest import SAMPLE_PROFILES
 from tests.helpers import conforms, load_script
 
@@ -40,6 +47,7 @@ def test_every_answer_of_every_run_has_its_wire_shape(client: Client) -> None:
     for run in runs["runs"]:
         tools = _json(client, "tools", run=run["run"])
         assert conforms(tools, ToolsResponse) == []
+        assert conforms(_json(client, "progress", run=run["run"]), ProgressResponse) == []
         host = "__all__" if len(run["hosts"]) > 1 else run["hosts"][0]
         for tool in tools["tools"]:
             name = tool["name"]

@@ -321,17 +321,20 @@ def test_repeated_plane_stats_keep_the_last_value(tmp_path: Path) -> None:
 
 
 def test_many_plane_stats_keep_the_last_of_each_name(tmp_path: Path) -> None:
-    """A plane with thousands of stats under a few names (JAX's scope-range plane) keeps the last
-    value of each name, as reading every stat would; ids 3 and 4 share the name "shared", so the
-    last stat of either id wins; a stat without a metadata_id reads as id 0 (no name)."""
+    """A plane with thousands of stats (JAX's scope-range plane: each stat its own metadata id,
+    almost none with metadata) keeps the last value of each name, as reading every stat would:
+    ids 3 and 4 share the name "shared", so the last stat of either wins; ids without metadata,
+    and a stat without a metadata_id, have the empty name (string id 0), like id 5 named ""."""
     space = xplane_pb2.XSpace()
     p = space.planes.add(id=1, name=b"/host:__ScopeRangeCallStack__")
-    for i, n in ((1, b"a"), (2, b"b"), (3, b"shared"), (4, b"shared")):
+    for i, n in ((1, b"a"), (2, b"b"), (3, b"shared"), (4, b"shared"), (5, b"")):
         p.stat_metadata[i].id = i
         p.stat_metadata[i].name = n
     for k in range(3000):
         p.stats.add(metadata_id=1 + k % 4, int64_value=k)
-    p.stats.add(int64_value=-1)  # no metadata_id
+        p.stats.add(metadata_id=1000 + k, int64_value=-k)  # an id of its own, no metadata
+    p.stats.add(metadata_id=5, int64_value=55)
+    p.stats.add(int64_value=-1)  # no metadata_id at all
     p.stats.add(metadata_id=1, str_value=b"last a")
     path = tmp_path / "many.xplane.pb"
     path.write_bytes(space.SerializeToString())
@@ -339,12 +342,10 @@ def test_many_plane_stats_keep_the_last_of_each_name(tmp_path: Path) -> None:
     names = {i: p.stat_metadata[i].name.decode() for i in p.stat_metadata}
     expected: dict[str, object] = {}
     for st in xplane_pb2.XSpace.FromString(path.read_bytes()).planes[0].stats:
-        if st.metadata_id in names:
-            expected[names[st.metadata_id]] = st.str_value.decode() if st.WhichOneof("value") == "str_value" \
-                else st.int64_value
+        expected[names.get(st.metadata_id, "")] = st.str_value.decode() \
+            if st.WhichOneof("value") == "str_value" else st.int64_value
     store = xplane.read_xspace(path)
-    got = {k: v for k, v in store.planes[0].plane_stats.items() if k in expected}
-    assert got == expected == {"a": "last a", "b": 2997, "shared": 2999}
+    assert store.planes[0].plane_stats == expected == {"a": "last a", "b": 2997, "shared": 2999, "": -1}
 
 
 def test_plane_stat_ids_of_hostile_spans_never_crash() -> None:

@@ -62,15 +62,38 @@ def _same_stores(a: Profiles, b: Profiles) -> None:
 def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
     reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
     pool = ProcessPool(2)
+    pool.start()  # as a server starts it (a small pod would not start a pool on its own)
     try:
         pooled = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
         progress: list[tuple[int, int]] = []
         pooled.progress = lambda done, total: progress.append((done, total))
         assert _answers(pooled) == _answers(reference)
-        # Every host was converted by a worker (into the cache), each reported once.
+        # Every host was converted by a worker, each reported once; the workers sent partials
+        # (also written to the cache) and the server loaded no store for these all-hosts answers.
         assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
-        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        run = next(iter(pooled.runs().values()))
+        assert not any(pooled.is_loaded(run, h) for h in run.hosts)
         _same_stores(pooled, reference)
+    finally:
+        pool.close()
+
+
+def test_background_load_converts_each_host_once(pod: Path, tmp_path: Path) -> None:
+    """`tbprof summary` starts converting a pod's hosts on a thread while it imports the analyses,
+    then asks for the same stores: that waits for the conversion in flight instead of sending
+    every host to the pool a second time (progress would count 2 x HOSTS)."""
+    pool = ProcessPool(2)
+    try:
+        profiles = Profiles(pod, cache_dir=tmp_path / "cache", executor=pool)
+        progress: list[tuple[int, int]] = []
+        profiles.progress = lambda done, total: progress.append((done, total))
+        run = next(iter(profiles.runs().values()))
+        loading = profiles.load_in_background(run, list(run.hosts))
+        stores, errors = profiles.stores_tolerant(run, list(run.hosts))
+        loading.join()
+        assert len(stores) == HOSTS and errors == []
+        assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
     finally:
         pool.close()
 
@@ -86,6 +109,7 @@ def test_unreadable_host_is_reported_not_fatal(pod: Path, tmp_path: Path) -> Non
                                                   "host0001.xplane.pb"), "xspace", str(tmp_path / "c")))
     assert result["host"] == "host0001" and "not a readable XSpace profile" in result["error"]
     pool = ProcessPool(2)
+    pool.start()
     try:
         profiles = Profiles(broken, cache_dir=tmp_path / "c3", executor=pool)
         out = summary(profiles, next(iter(profiles.runs().values())))
@@ -132,7 +156,7 @@ def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None
         try:
             on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
             assert _answers(on_dask) == _answers(reference)
-            assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+            assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
         finally:
             executor.close()
 
@@ -198,8 +222,8 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
             return json.loads(done.stdout)
 
         assert cli("--dask-scheduler", address) == cli()
-        # The workers converted every host into the cache the CLI named.
-        assert len(list((tmp_path / "c2" / "stores").iterdir())) == HOSTS
+        # The workers converted every host and wrote its partial into the cache the CLI named.
+        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
     finally:
         for proc in procs:
             try:
@@ -226,3 +250,38 @@ def test_progress_route_counts_converted_hosts(pod: Path, tmp_path: Path) -> Non
     assert (body["hosts_converted"], body["hosts_total"]) == (HOSTS, HOSTS)
     missing = client.get("/progress", query_string={"run": "nope"})
     assert missing.status_code == 404 and missing.get_json()["kind"] == "not_found"
+
+
+def test_default_workers_and_when_a_pool_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tbprof.service.executor import POOL_MIN_BYTES, default_workers, make_executor
+
+    monkeypatch.delenv("TBPROF_WORKERS", raising=False)
+    assert default_workers() == len(os.sched_getaffinity(0))  # one worker per core this process may use
+    monkeypatch.setenv("TBPROF_WORKERS", "1")
+    assert isinstance(make_executor(), InProcess)
+    # A pool that is not running starts only for enough bytes of host files (or unknown sizes).
+    pool = ProcessPool(2)
+    small = [HostTask(f"h{i}", "/x", "xspace", "/c", size_bytes=POOL_MIN_BYTES // 4) for i in range(3)]
+    big = [*small, HostTask("h3", "/x", "xspace", "/c", size_bytes=POOL_MIN_BYTES // 4)]
+    unknown = [*small, HostTask("h4", "/x", "xspace", "/c")]
+    assert pool.in_process(small) and not pool.in_process(big) and not pool.in_process(unknown)
+    pool.start()
+    try:
+        assert not pool.in_process(small)  # a running pool (a server's) takes every batch
+    finally:
+        pool.close()
+
+
+def test_a_large_host_keeps_its_store_a_small_one_only_its_partial(pod: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import tbprof.service.executor as executor_mod
+
+    path = next(pod.rglob("host0000.xplane.pb"))
+    size = path.stat().st_size
+    small = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "a"), size_bytes=size, write_store=False))
+    assert small["partial"] and not small["stored"] and not (tmp_path / "a" / "stores").exists()
+    # The same file counted as large (the threshold below its size): its store is written too.
+    monkeypatch.setattr(executor_mod, "WRITE_STORE_MIN_BYTES", size)
+    large = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "b"), size_bytes=size, write_store=False))
+    assert large["partial"] == small["partial"] and large["stored"]
+    assert len(list((tmp_path / "b" / "stores").iterdir())) == 1

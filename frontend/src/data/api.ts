@@ -3,9 +3,10 @@
 // request can leave the plugin's routes.
 
 import { type ErrorKind, errorKind } from "./error_kind";
-import { decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools, isRecord } from "./decode";
+import { decodeProgress, decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools, isRecord } from "./decode";
 import type {
   DataRequest,
+  Progress,
   RunsResponse,
   Settings,
   TableData,
@@ -141,6 +142,11 @@ export class Api {
 
   async tools(run: string, signal?: AbortSignal): Promise<ToolInfo[]> {
     return decodeTools(await this.getJson("tools", [["run", run]], signal));
+  }
+
+  /** Hosts of a run converted so far: polled while an all-hosts page waits for a pod. */
+  async progress(run: string, signal?: AbortSignal): Promise<Progress> {
+    return decodeProgress(await this.getJson("progress", [["run", run]], signal));
   }
 
   async settings(signal?: AbortSignal): Promise<Settings> {

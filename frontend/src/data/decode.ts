@@ -4,6 +4,7 @@
 import type {
   CellValue,
   ColumnKind,
+  Progress,
   RunInfo,
   RunsResponse,
   Settings,
@@ -13,6 +14,7 @@ import type {
   ToolResult,
 } from "./types";
 import type {
+  ProgressResponse,
   RunJson,
   RunsResponse as RunsWire,
   SettingsResponse,
@@ -189,6 +191,14 @@ export function decodeTools(v: unknown): ToolInfo[] {
       }),
     };
   });
+}
+
+export function decodeProgress(v: unknown): Progress {
+  const o = wire<ProgressResponse>(v, "progress");
+  return {
+    hostsTotal: number(o.hosts_total, "progress.hosts_total"),
+    hostsConverted: number(o.hosts_converted, "progress.hosts_converted"),
+  };
 }
 
 export function decodeSettings(v: unknown): Settings {

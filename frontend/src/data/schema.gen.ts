@@ -68,6 +68,14 @@ export interface SettingsResponse {
   tools: ToolTitleJson[];
 }
 
+/** ``GET progress?run=R``: hosts converted so far (store or partial at hand) of all the run's hosts. */
+export interface ProgressResponse {
+  schema_version: number;
+  run: string;
+  hosts_total: number;
+  hosts_converted: number;
+}
+
 export interface TableColumnJson {
   name: string;
   label: string;

@@ -68,6 +68,12 @@ export interface ToolTitle {
   description: string;
 }
 
+/** ``GET progress``: hosts of a run converted so far (a pod converting for an all-hosts page). */
+export interface Progress {
+  hostsTotal: number;
+  hostsConverted: number;
+}
+
 export interface Settings {
   version: string;
   captureEnabled: boolean;

@@ -13,6 +13,7 @@ import { renderNoData } from "../pages/no_data/no_data_page";
 import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
+import { watchProgress } from "../widgets/progress";
 import { headerActions, type ShellContext } from "./actions";
 import { errorBox } from "./error_box";
 import { renderOptionControls } from "./option_controls";
@@ -253,9 +254,12 @@ export class Shell {
   /** The run's tools (converting a large profile the first time takes a moment), or null on failure (shown). */
   private async openRun(run: RunInfo): Promise<RunTools | null> {
     const gen = this.generation;
+    const polling = new AbortController();
     if (!this.runTools.has(run.name)) {
       clear(this.page);
-      this.page.appendChild(loading(run.toolsExact ? `run ${run.name}` : `run ${run.name} (reading the profile)`));
+      const box = this.page.appendChild(loading(run.toolsExact ? `run ${run.name}` : `run ${run.name} (reading the profile)`));
+      // A pod's tool list converts its hosts first: say how far that is.
+      if (run.hosts.length > 1) watchProgress(box, (s) => this.api.progress(run.name, s), polling.signal);
     }
     try {
       return await this.toolsOf(run);
@@ -264,6 +268,8 @@ export class Shell {
       clear(this.toolNav);
       this.showPageMessage(errorBox(e, `run ${run.name}`));
       return null;
+    } finally {
+      polling.abort();
     }
   }
 
@@ -460,7 +466,11 @@ export class Shell {
     this.page.dataset.page = tool;
     let result = null;
     if (!spec?.ownData && !spec?.everyRun) {
-      this.page.appendChild(loading(this.toolTitle(tool, tools)));
+      const box = this.page.appendChild(loading(this.toolTitle(tool, tools)));
+      // All hosts of a pod: the backend converts the hosts first ("converting hosts: k / N").
+      if (host === this.settings.allHosts && run.hosts.length > 1) {
+        watchProgress(box, (s) => this.api.progress(run.name, s), ctl.signal);
+      }
       try {
         result = await (early?.key === JSON.stringify(request)
           ? early.promise

@@ -33,15 +33,20 @@ class CliError(Exception):
         self.code = code
 
 
-def executor_from(args: argparse.Namespace) -> Executor:
-    """The executor of ``--workers`` / ``--dask-scheduler`` (and their environment variables)."""
+def executor_from(args: argparse.Namespace, start: bool = False) -> Executor:
+    """The executor of ``--workers`` / ``--dask-scheduler`` (and their environment variables).
+
+    ``start``: start the worker processes now (``serve``: ready by the first request). A
+    one-shot command does not: its pool starts only for a pod big enough to pay for the start
+    (``ProcessPool.min_pool_bytes``)."""
     from tbprof.service.executor import make_executor
 
     try:
         executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
     except ValueError as e:
         raise CliError(str(e)) from None
-    executor.start()
+    if start:
+        executor.start()
     return executor
 
 

@@ -66,8 +66,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                help="converted-profile cache (default: $TBPROF_CACHE_DIR or ~/.cache/tbprof)")
             if name != "capture":
                 p.add_argument("--workers", type=int, default=None,
-                               help="processes converting a pod's hosts in parallel (default: $TBPROF_WORKERS or 1 "
-                                    "= in this process)")
+                               help="processes converting a pod's hosts in parallel (default: $TBPROF_WORKERS or the "
+                                    "number of cores; 1 = in this process)")
                 p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
                                help="convert hosts on this Dask cluster instead (default: $TBPROF_DASK_SCHEDULER); "
                                     "its workers must reach the same --cache-dir")

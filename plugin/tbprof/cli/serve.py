@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     elif not logdir.is_dir():
         raise CliError(f"--logdir {args.logdir}: not a directory")
     no_capture = args.no_capture or os.environ.get("TBPROF_NO_CAPTURE") == "1"
-    executor = executor_from(args)
+    executor = executor_from(args, start=True)
     app = create_app(logdir, cache_dir=args.cache_dir or None,
                      prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor, bind_host=args.host,
                      allowed_hosts=args.allowed_host, enable_capture=args.enable_capture)

@@ -92,7 +92,7 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     if len(parent_nodes) == 0 or len(child_nodes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # Keys are (type, id) with few types: match ids type by type (exact, no unique over pairs).
-    types = sorted_unique(np.concatenate([parent_keys[:, 0], child_keys[:, 0]]))
+    types = _distinct(np.concatenate([parent_keys[:, 0], child_keys[:, 0]]))
     if len(types) > 64:
         # Many distinct first parts (e.g. step_id): one exact int64 per pair through unique ranks.
         both = np.concatenate([parent_keys, child_keys])
@@ -133,6 +133,14 @@ def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: n
     within = np.arange(int(reps.sum())) - run_start
     dst = cn_s[np.repeat(lo, reps) + within]
     return src.astype(np.int64), dst.astype(np.int64)
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """Distinct values, ascending; by counting when they are small (context types, the zeros of
+    correlation keys), which beats sorting a few hundred thousand of them."""
+    if len(x) and int(x.min()) >= 0 and int(x.max()) < 1 << 16:
+        return np.nonzero(np.bincount(x))[0].astype(x.dtype)
+    return sorted_unique(x)
 
 
 def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -222,8 +230,10 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
         if full or not p.n_events:
             node_rows.append(np.arange(p.n_events, dtype=np.int64))
         else:
+            # Each part is ascending (rows of stat columns): their concatenation is a few sorted runs.
             node_rows.append(sorted_unique(np.concatenate(
-                [f["roots"], *(f[k][0] for k in ("prod", "cons", "corr", "exec", "next"))]).astype(np.int64)))
+                [f["roots"], *(f[k][0] for k in ("prod", "cons", "corr", "exec", "next"))]).astype(np.int64),
+                sorted_runs=True))
     offsets = np.zeros(len(planes) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in node_rows], out=offsets[1:])
     n = int(offsets[-1])

@@ -128,7 +128,9 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:
     """program_id -> decoded program, for every ``Hlo Proto`` of the profile (memoised)."""
-    return store.memo(("hlo_programs",), lambda: _hlo_programs(store))
+    # Sized as a small dict: the programs are shared by the hosts and counted in the shared LRU
+    # below; estimating them per store walked every instruction again (~45 ms a host).
+    return store.memo(("hlo_programs",), lambda: _hlo_programs(store), size=lambda progs: 64 * (1 + len(progs)))
 
 
 def _hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:

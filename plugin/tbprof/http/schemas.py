@@ -99,6 +99,15 @@ class SettingsResponse(TypedDict):
     tools: list[ToolTitleJson]
 
 
+class ProgressResponse(TypedDict):
+    """``GET progress?run=R``: hosts converted so far (store or partial at hand) of all the run's hosts."""
+
+    schema_version: int
+    run: str
+    hosts_total: int
+    hosts_converted: int
+
+
 class TableResponse(TableJson):
     schema_version: int
     table: str
@@ -107,6 +116,7 @@ class TableResponse(TableJson):
 # The order of the generated file: dependencies first.
 WIRE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
+    ProgressResponse,
     TableColumnJson, TableJson, TableResponse, HostError, ToolEnvelope, InputThresholds, StepsInfo, Diagnostics,
     NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
     InputPipelineResult, GpuBreakdownResult,

@@ -162,7 +162,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        fields = _last_stat_of_each_id(data, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        fields = _without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
         pmsg = _parse_spans(xplane_pb2.XPlane, view, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
         planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
@@ -182,27 +182,41 @@ _PLANE_STATS_TAG = (6 << 3) | 2
 _MANY_PLANE_STATS = 256
 
 
-def _last_stat_of_each_id(data: bytes | np.ndarray, spans: np.ndarray) -> np.ndarray:
-    """A plane's field spans without the plane stats that a later stat of the same id replaces.
+def _without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np.ndarray) -> np.ndarray:
+    """A plane's field spans without the plane stats that a later stat of the same name replaces.
 
-    The plane reader keeps the last stat of each name (``_build_plane``); JAX's scope-range plane
-    carries ~49 k stats under two names, and handing all of them to upb and then to Python cost
-    ~20-30 ms per jax_large conversion. Their ids are read in compiled code instead; when one
-    does not parse, every span is kept and upb reports the damage.
+    The plane reader keeps the last stat of each name (``_build_plane``). JAX's scope-range plane
+    carries ~49 k stats, each with its own metadata id and almost none with a name: handing all
+    of them to upb and then to Python cost ~20-40 ms per jax_large conversion. Their ids are read
+    in compiled code instead and grouped by the name bytes of their metadata (ids without
+    metadata form one more group): finer than the names the reader interns, so the last stat
+    of every name is still among those kept. When an id does not parse, every span is kept and
+    upb reports the damage.
     """
     if spans.shape[0] < _MANY_PLANE_STATS:
         return spans
     tags = np.frombuffer(data, dtype=np.uint8)[spans[:, 0]]
-    stat_rows = np.nonzero(tags == _PLANE_STATS_TAG)[0]
+    is_stat = tags == _PLANE_STATS_TAG
+    stat_rows = np.nonzero(is_stat)[0]
     if stat_rows.shape[0] < _MANY_PLANE_STATS:
         return spans
     ids = kernels.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
     if (ids < 0).any():
         return spans
-    # The last row of each id: the first of each id in reversed order.
-    _, first_reversed = np.unique(ids[::-1], return_index=True)
-    keep = np.ones(spans.shape[0], dtype=bool)
-    keep[stat_rows] = False
+    rest = _parse_spans(xplane_pb2.XPlane, view, spans[~is_stat])  # small: all but the stats
+    assert isinstance(rest, xplane_pb2.XPlane)
+    meta_ids = np.array(sorted(rest.stat_metadata.keys()), dtype=np.int64)
+    group_of_name: dict[bytes, int] = {}
+    meta_group = np.array([group_of_name.setdefault(rest.stat_metadata[i].name, len(group_of_name))
+                           for i in meta_ids.tolist()], dtype=np.int64)
+    group = np.full(ids.shape[0], -1, dtype=np.int64)  # -1: an id without metadata
+    if meta_ids.shape[0]:
+        pos = np.minimum(np.searchsorted(meta_ids, ids), meta_ids.shape[0] - 1)
+        known = meta_ids[pos] == ids
+        group[known] = meta_group[pos[known]]
+    # The last stat of each group: the first of each group in reversed order.
+    _, first_reversed = np.unique(group[::-1], return_index=True)
+    keep = ~is_stat
     keep[stat_rows[ids.shape[0] - 1 - first_reversed]] = True
     return spans[keep]
 

@@ -41,6 +41,13 @@ TASK_RETRIES = 2  # a task whose worker died is run again at most this often
 
 Progress = Callable[[int, int], None]  # (hosts done, hosts total)
 
+# A worker that only needs a host's partial still writes the host's store into the cache when
+# the file is at least this big: writing costs ~12 ms of per-file overhead (~100 column files)
+# plus little per MB (jax_large: 119 MB store in 0.05 s), converting ~15 ms per MB (jax_large
+# 0.8-0.95 s). A 650 KB host would pay more to write (11-14 ms) than to convert again (4-7 ms)
+# when a user opens it; a large one costs the worker ~5 % more and opens at once.
+WRITE_STORE_MIN_BYTES = 8 << 20
+
 
 @dataclass(frozen=True)
 class HostTask:
@@ -52,11 +59,24 @@ class HostTask:
     # request per host; the cache key must also be the server's).
     size_bytes: int = -1
     mtime_ns: int = -1
+    # Whether the worker writes the full store into the cache (a request that loads stores), or
+    # only returns (and writes) the host's partial (an all-hosts tool that runs on partials).
+    write_store: bool = True
+    want_partial: bool = True
 
 
 def convert_host(task: HostTask) -> dict[str, Any]:
-    """Converts one host file into the disk cache (unless it is there already) and returns its
-    summary: ``{"host", "key", "seconds", "cached", "summary"}`` or ``{"host", "error", "file"}``.
+    """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
+    "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
+    (``summary`` is absent when the partial came from the cache: it holds one).
+
+    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, JSON text; it
+    is also written next to the stores (service/partials.py). The store itself goes into the
+    disk cache when ``task.write_store`` (a request that needs full stores) or the file is large
+    (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
+    partial is already in the cache is not read at all when only the partial is wanted.
+    ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
+    decode), ``partial_s``, ``write_s``, and ``cpu_s``: the CPU time the task took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
@@ -64,6 +84,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
 
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
+    from tbprof.service.partials import PartialFiles, make_partial
     from tbprof.store.disk_cache import DiskCache, cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
     from tbprof.store.memory_guard import plan
@@ -72,6 +93,15 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     from tbprof.store.tables import ProfileStore
 
     started = time.perf_counter()
+    cpu_started = time.process_time()  # the worker's CPU (decoder threads too): load-independent
+    timings: dict[str, float] = {}
+    key = ""
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round(now - since, 4)
+        return now
+
     try:
         kind = KINDS[task.kind]
         path = location(task.path)
@@ -79,25 +109,45 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             path.listing.remember(path.key, FileInfo(task.size_bytes, task.mtime_ns))
         key = cache_key(path, kind.store_format)
         disk = open_disk_cache(task.cache_dir, user_cache_dir())
-        store = disk.load(key)
+        files = PartialFiles(disk.root)
+        partial = files.load(key) if task.want_partial and not task.write_store else None
+        if partial is not None:  # everything the request needs is in the cache: read no store
+            return {"host": task.host, "key": key, "cached": True, "stored": False,
+                    "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+        t = time.perf_counter()
+        store = disk.load(key) if task.write_store or disk.has(key) else None
         cached = store is not None
+        t = lap("load_s", t)
+        stored = cached
         if store is None:
-            # A file larger than memory streams into a local cache (the same hook as ProfileCache).
+            # A file larger than memory streams into a local cache (the same hook as ProfileCache);
+            # the entry is then written already.
             streamable = None if kind.streamer is None or not isinstance(path, Path) else isinstance(disk, DiskCache)
             stream_budget, _ = plan(path, streamable, disk.root if isinstance(disk, DiskCache) else None)
             if stream_budget is not None and kind.streamer is not None:
                 store = kind.streamer(path, disk, key, stream_budget)
+                stored = True
             else:
                 store = kind.reader(path)
-                if isinstance(store, ProfileStore):
-                    disk.save(key, store)
+            t = lap("convert_s", t)
+        if isinstance(store, ProfileStore) and task.want_partial:
+            partial = make_partial(store)
+            t = lap("partial_s", t)
+            if partial is not None:
+                files.save(key, partial)
+        worth_keeping = task.write_store or partial is None or task.size_bytes >= WRITE_STORE_MIN_BYTES
+        if isinstance(store, ProfileStore) and not stored and worth_keeping:
+            disk.save(key, store)
+            stored = True
+            t = lap("write_s", t)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
-    except ProfileReadError as e:
-        return {"host": task.host, "file": e.path, "error": e.reason}
+    except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
+        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if key else {})}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
-    return {"host": task.host, "key": key, "cached": cached, "summary": summary,
-            "seconds": round(time.perf_counter() - started, 4)}
+    timings["cpu_s"] = round(time.process_time() - cpu_started, 4)
+    return {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
+            "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
 
 
 class Executor(Protocol):
@@ -105,6 +155,10 @@ class Executor(Protocol):
     workers: int
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]: ...
+
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        """Whether ``map_hosts`` would run these tasks in the caller's process."""
+        ...
 
     def start(self) -> None: ...
 
@@ -119,6 +173,9 @@ class InProcess:
         for task in tasks:
             yield convert_host(task)
 
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        return True
+
     def start(self) -> None:
         pass
 
@@ -128,23 +185,39 @@ class InProcess:
 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
 # importing numpy and the decoder takes ~2-3 s on this 2-core machine; a fork takes ms).
+# The tool modules too: a worker lists the tools with data for its host (``available_tools``).
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary"]
+                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials"]
 
 
 def _worker_ready() -> bool:
     return True
 
 
+# Below this many bytes of host files, a pool that is not running yet is not started: the
+# hosts convert in this process. Starting the pool (fork server, imports: ~0.5 s of CPU) costs
+# about what 2 workers save on ~50 MB of hosts (a host costs ~21 ms of CPU per MB of file,
+# decode + partial, jax_2hosts' hosts); measured `tbprof summary`, 64 hosts (41.7 MB), on the
+# shared 2-core VM under load: 2.1-2.8 s in-process vs 2.8-3.6 s with a pool it had to start.
+# So a one-shot command starts a pool from 64 MB on; a served pool starts with the server.
+POOL_MIN_BYTES = 64 << 20
+
+
 class ProcessPool:
     """A local pool of worker processes forked from a fork server (never from the threaded
-    server itself: a fork of a process with threads can inherit a held lock and hang)."""
+    server itself: a fork of a process with threads can inherit a held lock and hang).
+
+    Started by ``start`` (a server, at its start) or by the first batch of hosts whose files
+    total at least ``min_pool_bytes`` (the CLI: a small pod converts in-process, sooner than
+    the pool would start)."""
 
     name = "process-pool"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, min_pool_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = workers
+        self.min_pool_bytes = min_pool_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._started: list[Future[bool]] = []
 
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -154,7 +227,9 @@ class ProcessPool:
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             if method == "forkserver":
-                ctx.set_forkserver_preload(WORKER_PRELOAD)
+                from tbprof.service.tools import TOOL_MODULES
+
+                ctx.set_forkserver_preload(WORKER_PRELOAD + list(TOOL_MODULES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
         return self._pool
 
@@ -162,12 +237,18 @@ class ProcessPool:
         """Starts the workers now (they import in the background while the caller lists the
         logdir), so the first conversion does not wait for their start."""
         pool = self._get_pool()
-        for _ in range(self.workers):
-            pool.submit(_worker_ready)
+        self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Waits until the workers ``start`` launched have answered (benchmarks, tests)."""
+        wait(self._started, timeout=timeout_s)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         from concurrent.futures.process import BrokenProcessPool
 
+        if self.in_process(tasks):
+            yield from InProcess().map_hosts(tasks)  # less work than starting the pool
+            return
         todo = list(tasks)
         for attempt in range(TASK_RETRIES + 1):
             pool = self._get_pool()
@@ -199,6 +280,11 @@ class ProcessPool:
         for task in todo:
             yield {"host": task.host, "file": task.path,
                    "error": f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"}
+
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        """True when the pool is not running and the hosts' files are too small to pay for its start."""
+        known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
+        return self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes
 
     def close(self) -> None:
         if self._pool is not None:
@@ -237,6 +323,9 @@ class DaskExecutor:
                 task = by_key[f.key]
                 yield {"host": task.host, "file": task.path, "error": f"the Dask task failed: {e}"}
 
+    def in_process(self, tasks: Sequence[HostTask]) -> bool:
+        return False
+
     def start(self) -> None:
         pass
 
@@ -245,19 +334,20 @@ class DaskExecutor:
 
 
 def default_workers() -> int:
-    """``$TBPROF_WORKERS``, else 1 (in-process).
+    """``$TBPROF_WORKERS``, else the cores this process may use (1: in-process).
 
-    Not the core count: measured on 2 cores (bench/pod_bench.py, docs/remote.md), a process
-    pool is slower than converting in-process for every pod tried (2 hosts: 3.6 s vs 2.9 s for
-    ``tbprof summary``; 64 small hosts; 4 x 60 MB hosts 4.98 s vs 4.60 s): the decoder already runs its
-    planes on threads with the GIL released, and handing a store over through the disk cache
-    (about 100 column files per host) costs more than converting it. Workers pay off with
-    more cores than the decoder's threads use, or on other machines (Dask).
+    Workers send the server per-host partials (a few tens of KB of JSON), not stores, so the
+    per-host work (decoding, steps, op tables: ~14 ms for a jax_2hosts host) runs on every
+    core and the server only combines (bench/pod_bench.py, docs/remote.md). Until partials,
+    a worker handed its whole store over through the disk cache, which cost more than it saved.
     """
     env = os.environ.get(WORKERS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def make_executor(workers: int | None = None, dask_scheduler: str | None = None) -> Executor:

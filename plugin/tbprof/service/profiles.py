@@ -9,24 +9,29 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.tool import Tool
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
-from tbprof.service.executor import DaskExecutor, Executor, HostTask, InProcess, Progress
+from tbprof.service.executor import Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
-from tbprof.store.fs import Location, UrlPath, location
+from tbprof.store.fs import Location, location
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
+
+if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
+    from tbprof.analyses.partials import HostPartial
+    from tbprof.service.partials import PartialFiles
 
 log = logging.getLogger("tbprof")
 
@@ -34,6 +39,14 @@ ALL_HOSTS = "__all__"
 # Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
 # convert on the executor, whose workers hand stores over through the cache.
 PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
+
+
+class _Miss(Exception):
+    """A memo lookup that found nothing (nothing is stored)."""
+
+
+def _miss() -> Any:
+    raise _Miss
 
 class Profiles:
     def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
@@ -51,7 +64,18 @@ class Profiles:
         self._memo_lock = threading.Lock()
         self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tbprof-warm")
         self._after_request_stores: list[AnyStore] = []
+        self._loading: dict[tuple[str, tuple[str, ...]], threading.Thread] = {}  # load_in_background
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
+        # Per-host partials (analyses/partials.py) by host cache key, in the same byte budget;
+        # persisted as JSON next to the stores (service/partials.py) when there is a disk cache.
+        self._partials = Memo()
+        self._partial_files_: PartialFiles | None = None
+        # Seconds spent getting partials, summed over hosts (where a pod's time goes; bench/):
+        # load_s, convert_s, partial_s, write_s as the workers report them, or measured here.
+        self.partial_seconds: dict[str, float] = {}
+        # Host files a worker found unreadable, by cache key (a changed file has another key),
+        # so an all-hosts page does not send them to be read again on every request.
+        self._unreadable: dict[str, dict[str, str]] = {}
 
     # --- runs and hosts -------------------------------------------------------------------
     def runs(self, refresh: bool = False) -> dict[str, Run]:
@@ -132,49 +156,74 @@ class Profiles:
         """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
         self._warmer.submit(lambda: None).result()
 
-    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None) -> list[dict[str, Any]]:
-        """Converts the hosts not yet converted on the executor, in parallel, into the disk cache.
+    def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
+                write_store: bool = True) -> list[dict[str, Any]]:
+        """Converts the hosts not yet converted on the executor, in parallel.
 
-        Returns the per-host results (summary or error) in completion order; ``progress`` is
-        called with (done, total) as each host finishes. With the in-process executor, or one
-        host to convert, nothing is done here: ``store`` converts on first use as before.
+        Returns the per-host results (summary, partial or error) in completion order and keeps
+        their partials; ``progress`` is called with (done, total) as each host finishes.
+        ``write_store``: the workers write the stores into the disk cache (for a request that
+        loads them); else they return only the partials. With the in-process executor, or one
+        host to convert, stores are not converted here (``store`` converts on first use as
+        before), but partials are: a host at a time, in this process, keeping no store.
         """
         fmt = self.store_format(run)
-        parallel = self.executor.workers >= 2 or isinstance(self.executor, DaskExecutor)
-        if not parallel or fmt not in PERSISTED_FORMATS or self.cache.disk is None:
+        if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
         todo = []
         for h in hosts:
             if self.is_loaded(run, h):
                 continue
             path = run.hosts[h]
-            st = path.stat() if isinstance(path, UrlPath) else None  # from the listing: no request
+            # A URL's size and mtime come from the listing (no request); a local file's size lets
+            # the executor decide whether a pool is worth starting.
+            try:
+                st = path.stat()
+            except OSError:  # gone since the listing: the worker reports it as unreadable
+                st = None
             todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
-                                 st.st_size if st else -1, st.st_mtime_ns if st else -1))
-        if len(todo) < 2:
+                                 st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store))
+        if len(todo) < 2 or (write_store and self.executor.in_process(todo)):
+            # Stores converted here would only be written to the cache and mapped back: the
+            # request converts them on first use instead.
             return []
         results: list[dict[str, Any]] = []
         for result in self.executor.map_hosts(todo):
             results.append(result)
+            if result.get("partial") is not None:
+                kept = time.perf_counter()
+                self._keep_partial(result["key"], result["partial"])
+                self.partial_seconds["server_keep_s"] = (self.partial_seconds.get("server_keep_s", 0.0)
+                                                         + time.perf_counter() - kept)
+            for name, seconds in result.get("timings", {}).items():
+                self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
             if progress is not None:
                 progress(len(results), len(todo))
         return results
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
-        """Starts converting the hosts' stores on a thread and returns it (join it when done).
+        """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
+        it (join it when done).
 
         For a command that still has modules to import before it asks for the stores: the
         decoder spends most of a conversion outside the GIL, so the analyses load on one core
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
         """
+        key = (run.name, tuple(hosts))
+
         def load() -> None:
             try:
-                self.stores_tolerant(run, hosts)
+                # A pod's summary reads per-host partials, not stores (host_partials).
+                if len(hosts) > 1 and self._host_partials(run, hosts) is not None:
+                    return
+                self._stores_tolerant(run, hosts)
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
         thread = threading.Thread(target=load, name="tbprof-load", daemon=True)
+        with self._memo_lock:
+            self._loading[key] = thread
         thread.start()
         return thread
 
@@ -185,6 +234,18 @@ class Profiles:
         raises its ProfileReadError (HTTP 422); every host of several unreadable raises one
         naming them all.
         """
+        self._wait_background(run, hosts)
+        return self._stores_tolerant(run, hosts)
+
+    def _wait_background(self, run: Run, hosts: Sequence[str]) -> None:
+        with self._memo_lock:
+            loading = self._loading.pop((run.name, tuple(hosts)), None)
+        if loading is not None and loading is not threading.current_thread():
+            # The same hosts are converting in the background (load_in_background): wait for that
+            # rather than hand a pod's hosts to the executor a second time.
+            loading.join()
+
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
         stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
@@ -207,6 +268,112 @@ class Profiles:
     def is_loaded(self, run: Run, host: str) -> bool:
         return self.cache.contains(run.hosts[host], self.store_format(run))
 
+    def is_ready(self, run: Run, host: str) -> bool:
+        """Whether a host is converted: its store, or its partial, is at hand (no I/O)."""
+        return self.is_loaded(run, host) or self._partials.contains(("partial", cache_key(run.hosts[host],
+                                                                                          self.store_format(run))))
+
+    # --- per-host partials ----------------------------------------------------------------
+    @property
+    def _partial_files(self) -> PartialFiles | None:
+        if self._partial_files_ is None and self.cache.disk is not None:
+            from tbprof.service.partials import PartialFiles
+
+            self._partial_files_ = PartialFiles(self.cache.disk.root)
+        return self._partial_files_
+
+    def _keep_partial(self, key: str, text: str) -> HostPartial | None:
+        import json
+
+        from tbprof.analyses.partials import partial_from_json
+        from tbprof.service.partials import DECODED_BYTES_PER_JSON_BYTE
+
+        try:
+            part = partial_from_json(json.loads(text))
+        except (ValueError, KeyError, TypeError):  # another version, or a damaged file
+            return None
+        # Sized from the text: walking the decoded objects would cost ~1.5 ms a host.
+        return self._partials.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_JSON_BYTE * len(text))
+
+    def _known_partial(self, key: str) -> HostPartial | None:
+        """The partial of a host cache key from memory, else from the disk cache's JSON."""
+        try:
+            found: HostPartial = self._partials.get(("partial", key), _miss)
+            return found
+        except _Miss:
+            pass
+        text = self._partial_files.load(key) if self._partial_files is not None else None
+        return self._keep_partial(key, text) if text is not None else None
+
+    def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial], list[dict[str, str]]] | None:
+        """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
+        ``stores_tolerant`` reports them; None when some host cannot have one (another format).
+
+        Hosts without a partial are converted on the executor, whose workers return partials
+        only (no store written, none loaded here); with the in-process executor, from their
+        stores. Raises as ``stores_tolerant`` when no host is readable.
+        """
+        self._wait_background(run, hosts)
+        return self._host_partials(run, hosts)
+
+    def _host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial],
+                                                                       list[dict[str, str]]] | None:
+        from tbprof.analyses.partials import PARTIAL_FORMATS
+        from tbprof.service.partials import make_partial
+
+        fmt = self.store_format(run)
+        if fmt not in PARTIAL_FORMATS:
+            return None
+        keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
+        got: dict[str, HostPartial] = {}
+        errors: dict[str, dict[str, str]] = {}
+        for h in hosts:
+            part = self._known_partial(keys[h])
+            if part is not None:
+                got[h] = part
+            elif keys[h] in self._unreadable:
+                errors[h] = {**self._unreadable[keys[h]], "host": h}
+        missing = [h for h in hosts if h not in got and h not in errors and not self.is_loaded(run, h)]
+        if len(missing) > 1:
+            for r in self.prepare(run, missing, self.progress, write_store=False):
+                if "error" in r:
+                    errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
+                    if "key" in r:
+                        if len(self._unreadable) >= 4096:  # bounded: a logdir of broken files
+                            self._unreadable.clear()
+                        self._unreadable[r["key"]] = errors[r["host"]]
+                elif r.get("partial") is not None:
+                    part = self._known_partial(r["key"])
+                    if part is not None:
+                        got[r["host"]] = part
+        first_error: ProfileReadError | None = None
+        for h in hosts:
+            if h in got or h in errors:
+                continue
+            started = time.perf_counter()
+            try:
+                store = self.store(run, h)
+            except ProfileReadError as e:
+                first_error = first_error or e
+                errors[h] = {"host": h, "file": e.path, "error": e.reason}
+                continue
+            converted = time.perf_counter()
+            text = make_partial(store) if isinstance(store, ProfileStore) else None
+            for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
+                self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
+            part = self._keep_partial(keys[h], text) if text is not None else None
+            if part is None or text is None:
+                return None
+            if self._partial_files is not None:
+                self._partial_files.save(keys[h], text)
+            got[h] = part
+        if not got:
+            if len(hosts) == 1 and first_error is not None:
+                raise first_error
+            raise ProfileReadError(run.name, "no host file of this run is readable: "
+                                   + "; ".join(f"{e['host']}: {e['error']}" for e in errors.values()))
+        return [got[h] for h in hosts if h in got], [errors[h] for h in hosts if h in errors]
+
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:
         tool = registry.get(name)
@@ -221,6 +388,10 @@ class Profiles:
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
         candidates = set(self.candidate_tools(run))
+        parts = self.host_partials(run, list(run.hosts)) if len(run.hosts) > 1 else None
+        if parts is not None:  # a pod: what its workers found, without loading its stores
+            found = {name for p in parts[0] for name in p.available_tools}
+            return [t.name for t in registry.all_tools() if t.name in candidates and t.name in found]
         if len(run.hosts) > 1:
             self.prepare(run, list(run.hosts), self.progress)
         stores = [self.store(run, h) for h in run.hosts]
@@ -241,6 +412,17 @@ class Profiles:
         memo_key = ("result", keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
 
         def compute() -> dict[str, Any]:
+            from tbprof.analyses.partials import PARTIAL_TOOLS, MissingPartial  # a pod's first request only
+
+            if len(hosts) > 1 and tool.name in PARTIAL_TOOLS:
+                parts = self.host_partials(run, hosts)
+                if parts is not None:
+                    try:
+                        result = tool.compute(parts[0], options)
+                    except MissingPartial:  # the tool needs more than a partial holds: the stores
+                        log.debug("tbprof: %s falls back to the stores", tool.name, exc_info=True)
+                    else:
+                        return {**result, "host_errors": parts[1]} if parts[1] else result
             stores, host_errors = self.stores_tolerant(run, hosts)
             result = tool.compute(stores, options)
             if host_errors:

@@ -15,7 +15,6 @@ from tbprof.analyses.pages.summary_fields import step_fields
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
-from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
 Fields = Callable[[list[AnyStore]], dict[str, Any]]
@@ -25,13 +24,15 @@ def _has_tfprof(stores: list[AnyStore]) -> bool:
     return any(isinstance(s, TfprofProfile) for s in stores)
 
 
-def _has_devices(stores: list[AnyStore]) -> bool:
-    return any(isinstance(s, ProfileStore) and any(p.name.startswith("/device:") for p in s.planes) for s in stores)
+def _has_devices(stores: list[Any]) -> bool:
+    # Stores, or the per-host partials (analyses/partials.py) with their planes' names.
+    return any(not isinstance(s, TfprofProfile) and any(p.name.startswith("/device:") for p in s.planes)
+               for s in stores)
 
 
 # Each adds keys to the summary from the run's stores: (fields, or "module:function" imported
 # only when the run has that data, so a CPU profile's summary loads no tfprof or GPU analyses).
-SUMMARY_FIELDS: tuple[tuple[Fields | str, Callable[[list[AnyStore]], bool]], ...] = (
+SUMMARY_FIELDS: tuple[tuple[Fields | str, Callable[[list[Any]], bool]], ...] = (
     (step_fields, lambda stores: True),
     ("tbprof.analyses.legacy.tfprof_views:summary_fields", _has_tfprof),
     ("tbprof.analyses.gpu.breakdown:summary_fields", _has_devices),
@@ -46,9 +47,28 @@ def _fields(fn: Fields | str) -> Fields:
     return loaded
 
 
+# Fields computed from per-host partials as well as from stores (analyses/partials.py): a pod
+# whose summary needs no other field is summarised without loading its stores.
+ON_PARTIALS: tuple[Fields | str, ...] = (step_fields, "tbprof.analyses.gpu.breakdown:summary_fields")
+
+
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
-    stores, unreadable = profiles.stores_tolerant(run, list(run.hosts))
-    per_host = [summarize_store(s) for s in stores]
+    hosts = list(run.hosts)
+    parts = profiles.host_partials(run, hosts) if len(hosts) > 1 else None
+    if parts is not None and all(fn in ON_PARTIALS for fn, applies in SUMMARY_FIELDS if applies(parts[0])):
+        from tbprof.analyses.partials import MissingPartial
+
+        try:
+            return _summary(run, list(parts[0]), [p.summary for p in parts[0]], parts[1])
+        except MissingPartial:  # a field needs more than a partial holds: the stores
+            pass
+    stores, unreadable = profiles.stores_tolerant(run, hosts)
+    return _summary(run, list(stores), [summarize_store(s) for s in stores], unreadable)
+
+
+def _summary(run: Run, stores: list[Any], per_host: list[dict[str, Any]],
+             unreadable: list[dict[str, str]]) -> dict[str, Any]:
+    """The summary from the hosts' stores, or their partials (``stores``), and their headlines."""
     device_types = sorted({t for h in per_host for t in h["device_types"]})
     out: dict[str, Any] = {
         "run": run.name,

@@ -300,7 +300,8 @@ class ProfileStore:
         """String id of a stat name (-1 when absent: then no event carries that stat)."""
         return self.strings.id(name)
 
-    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+    def memo(self, key: Any, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
         """Computes a derived value once per store (step assignment, op links, ...), single
-        flight (see ``store/memo.py``)."""
-        return self._memo.get(key, compute)
+        flight (see ``store/memo.py``). ``size``: its bytes, when the estimate (a walk over
+        the value) would count memory another cache already holds."""
+        return self._memo.get(key, compute) if size is None else self._memo.get(key, compute, size)

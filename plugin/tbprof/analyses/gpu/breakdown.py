@@ -360,16 +360,40 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     }
 
 
+# The memo key of a store's per-GPU summary values (analyses/partials.py carries them).
+SUMMARY_VALUES_KEY = ("gpu_breakdown", "summary_values")
+
+
+def summary_values(store: Any) -> tuple[bool, list[float], list[float]]:
+    """Of one host (memoised): whether it has device activity, and per GPU its idle % and
+    communication %, what ``summary_fields`` averages over the hosts' GPUs (so the average
+    over all hosts combines per-host lists)."""
+    def build() -> tuple[bool, list[float], list[float]]:
+        idle: list[float] = []
+        comm: list[float] = []
+        active = has_device_activity(store)
+        if active:
+            for _, _, _, act in _devices([(0, store)]):
+                idle.append(float(temporal(act)["idle_time_percent"]))
+                comm.append(float(communication_percent(act)))
+        return active, idle, comm
+
+    values: tuple[bool, list[float], list[float]] = store.memo(SUMMARY_VALUES_KEY, build)
+    return values
+
+
 def summary_fields(stores: list[Any]) -> dict[str, Any]:
     """``device_idle_percent`` (and ``communication_percent`` for several ranks or GPUs) for `tbprof summary`."""
-    gpu = [s for s in stores if has_device_activity(s)]
-    if not gpu:
-        return {}
     idle: list[float] = []
     comm: list[float] = []
-    for _, _, _, act in _devices(list(enumerate(gpu))):
-        idle.append(temporal(act)["idle_time_percent"])
-        comm.append(communication_percent(act))
+    any_active = False
+    for s in stores:
+        active, i, c = summary_values(s)
+        any_active = any_active or active
+        idle.extend(i)
+        comm.extend(c)
+    if not any_active:
+        return {}
     out: dict[str, Any] = {"device_idle_percent": round(float(np.mean(idle)), 2)}
     if len(idle) > 1:
         out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else 0.0

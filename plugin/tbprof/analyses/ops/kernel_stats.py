@@ -143,8 +143,11 @@ class KernelReports:
     tensorcore_by_op: dict[str, tuple[int, int]]
 
 
+KERNEL_REPORTS_KEY = ("kernel_reports",)  # its memo key (analyses/partials.py carries it)
+
+
 def kernel_reports(store: ProfileStore) -> KernelReports:
-    return store.memo(("kernel_reports",), lambda: _kernel_reports(store))
+    return store.memo(KERNEL_REPORTS_KEY, lambda: _kernel_reports(store))
 
 
 def _kernel_reports(store: ProfileStore) -> KernelReports:

@@ -128,9 +128,15 @@ def _cost_stats(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np
     return st.float("flops"), st.float("bytes_accessed"), st.int("is_eager") != 0
 
 
+# Memo keys of the per-store op tables (analyses/partials.py carries them to the server).
+HOST_KEY = ("op_metrics", "host")
+DEVICE_KEY = ("op_metrics", "device")
+DEVICE_FRAMEWORK_KEY = ("op_metrics", "device_framework")
+
+
 def host_op_metrics(store: ProfileStore) -> OpMetricsDb:
     """Framework ops on the host threads (memoised per store)."""
-    return store.memo(("op_metrics", "host"), lambda: _host_op_metrics(store))
+    return store.memo(HOST_KEY, lambda: _host_op_metrics(store))
 
 
 def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
@@ -354,7 +360,7 @@ def _cat(parts: list[np.ndarray]) -> np.ndarray:
 
 def device_op_metrics(store: ProfileStore) -> OpMetricsDb:
     """HLO-level (or tf_op/kernel) device ops of all devices of the host, combined."""
-    return store.memo(("op_metrics", "device"), lambda: _device_op_metrics(store))
+    return store.memo(DEVICE_KEY, lambda: _device_op_metrics(store))
 
 
 def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
@@ -502,7 +508,7 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
 def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
     if kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store):  # already framework ops
         return device_op_metrics(store)
-    return store.memo(("op_metrics", "device_framework"), lambda: framework_ops(device_op_metrics(store)))
+    return store.memo(DEVICE_FRAMEWORK_KEY, lambda: framework_ops(device_op_metrics(store)))
 
 
 def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:

@@ -720,9 +720,13 @@ def has_steps_data(store: Any) -> bool:
     return any(_PROFILER_STEP.fullmatch(text) for text in store.strings.as_list())
 
 
+# The memo key of a store's step assignment (analyses/partials.py carries it to the server).
+STEPS_KEY = ("tbprof.steps", 1)
+
+
 def steps_of(store: ProfileStore) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
-    return store.memo(("tbprof.steps", 1), lambda: compute_steps(store))
+    return store.memo(STEPS_KEY, lambda: compute_steps(store))
 
 
 def warm_steps(store: ProfileStore) -> None:

@@ -54,10 +54,11 @@ def tools(ctx: AppContext, request: Request) -> Response:
 
 
 def progress(ctx: AppContext, request: Request) -> Response:
-    """Hosts of a run converted so far (memory or disk cache) out of all its hosts: what a page
-    polls while a pod converts. Asks no store to load, so it answers during a conversion."""
+    """Hosts of a run converted so far (a store in memory or the disk cache, or the host's
+    partial in memory) out of all its hosts: what a page polls while a pod converts. Asks no
+    store to load, so it answers during a conversion."""
     run = ctx.profiles.run(params.required(request.args, "run"))
-    converted = sum(1 for h in run.hosts if ctx.profiles.is_loaded(run, h))
+    converted = sum(1 for h in run.hosts if ctx.profiles.is_ready(run, h))
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name,
                                              "hosts_total": len(run.hosts), "hosts_converted": converted})
 

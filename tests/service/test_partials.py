@@ -1,0 +1,255 @@
+"""All-hosts tools from per-host partials (analyses/partials.py) give exactly the answers the
+tools give from the full stores: on jax_2hosts' two real hosts and on a pod of copies of them,
+in-process and through a real 2-worker process pool, with default and other options; the
+server answers from partials without loading a store, also after a restart (partials persisted
+next to the stores), and falls back to the stores when a partial cannot serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from make_pod import make_pod
+from tbprof.analyses.encode import to_json_bytes
+from tbprof.analyses.partials import (
+    PARTIAL_TOOLS,
+    HostPartial,
+    MissingPartial,
+    pack_array,
+    partial_from_json,
+    unpack_array,
+)
+from tbprof.service import tools as registry
+from tbprof.service.executor import ProcessPool
+from tbprof.service.partials import DECODED_BYTES_PER_JSON_BYTE, make_partial
+from tbprof.service.profiles import Profiles
+from tbprof.service.summary import summary
+
+POD_HOSTS = 6
+# Options besides the defaults: a partial holds per-host values, not one option's result.
+OPTION_SETS: dict[str, list[dict[str, str]]] = {
+    "overview_page": [{}], "input_pipeline_analyzer": [{}], "kernel_stats": [{}],
+    "framework_op_stats": [{}, {"include_idle": "true"}],
+    "pod_viewer": [{}, {"step": "0"}, {"step": "2"}],
+}
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six hosts: copies of jax_2hosts' two real host files (bench/make_pod.py)."""
+    root = tmp_path_factory.mktemp("pod")
+    make_pod(root, POD_HOSTS)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = str(Path(__file__).resolve().parents[2] / "plugin")
+    monkeypatch.setenv("PYTHONPATH", plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
+    """The reference: every covered tool computed by the tool itself over the full stores."""
+    profiles = Profiles(logdir, cache_dir=cache)
+    run = next(iter(profiles.runs().values()))
+    stores = [profiles.store(run, h) for h in run.hosts]
+    out: dict[str, Any] = {}
+    for name, option_sets in OPTION_SETS.items():
+        tool = profiles.tool(name)
+        for raw in option_sets:
+            out[f"{name}{raw}"] = tool.compute(stores, tool.parse_options(raw))
+    return json.loads(to_json_bytes(out))
+
+
+def _through_service(profiles: Profiles) -> dict[str, Any]:
+    run = next(iter(profiles.runs().values()))
+    out: dict[str, Any] = {}
+    for name, option_sets in OPTION_SETS.items():
+        for raw in option_sets:
+            out[f"{name}{raw}"] = profiles.compute(run, list(run.hosts), profiles.tool(name), raw)
+    return json.loads(to_json_bytes(out))
+
+
+@pytest.fixture(scope="module")
+def two_hosts(profiles_root: Path) -> Path:
+    return profiles_root / "jax_2hosts"
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ProcessPool]:
+    pool = ProcessPool(2)
+    pool.start()  # as a server starts it: a small pod would otherwise convert in-process
+    yield pool
+    pool.close()
+
+
+def test_covered_tools_are_registered_multi_host_tools() -> None:
+    assert PARTIAL_TOOLS == {"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
+                             "pod_viewer"}
+    assert set(OPTION_SETS) == PARTIAL_TOOLS
+    for name in PARTIAL_TOOLS:
+        tool = registry.get(name)
+        assert tool is not None and tool.multi_host
+
+
+def test_two_real_hosts_in_process_equal_stores(two_hosts: Path, tmp_path: Path) -> None:
+    reference = _from_stores(two_hosts, tmp_path / "c1")
+    profiles = Profiles(two_hosts, cache_dir=tmp_path / "c2")
+    assert _through_service(profiles) == reference
+    # The answers came from partials: one per host was written next to the stores.
+    assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == 2
+    # A restarted server with only the partials in its cache (no stores) gives the same answers
+    # and loads no store.
+    (tmp_path / "c3").mkdir()
+    shutil.copytree(tmp_path / "c2" / "partials", tmp_path / "c3" / "partials")
+    restarted = Profiles(two_hosts, cache_dir=tmp_path / "c3")
+    assert _through_service(restarted) == reference
+    run = next(iter(restarted.runs().values()))
+    assert not any(restarted.is_loaded(run, h) for h in run.hosts)
+
+
+def test_pod_on_a_process_pool_equals_stores(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    reference = _from_stores(pod, tmp_path / "c1")
+    profiles = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+    progress: list[tuple[int, int]] = []
+    profiles.progress = lambda done, total: progress.append((done, total))
+    assert _through_service(profiles) == reference
+    # Each host converted once, by a worker; the server holds partials, no store.
+    assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]
+    run = next(iter(profiles.runs().values()))
+    assert not any(profiles.is_loaded(run, h) for h in run.hosts)
+    assert all(profiles.is_ready(run, h) for h in run.hosts)
+
+
+def test_pod_in_process_equals_stores(pod: Path, tmp_path: Path) -> None:
+    assert _through_service(Profiles(pod, cache_dir=tmp_path / "c2")) == _from_stores(pod, tmp_path / "c1")
+
+
+def _summary_from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
+    """``tbprof summary`` with partials out of play: a one-host Profiles per host is not it, so
+    hand summary() a Profiles whose host_partials has nothing (the store path)."""
+
+    class StoresOnly(Profiles):
+        def host_partials(self, run: Any, hosts: Any) -> None:
+            return None
+
+    profiles = StoresOnly(logdir, cache_dir=cache)
+    run = next(iter(profiles.runs().values()))
+    return json.loads(to_json_bytes({"summary": summary(profiles, run), "tools": profiles.tools(run)}))
+
+
+def test_summary_and_tool_list_of_a_pod_from_partials(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    reference = _summary_from_stores(pod, tmp_path / "c1")
+    # jax_2hosts has GPUs: the summary's GPU fields (idle %, communication %) come from partials too.
+    assert "device_idle_percent" in reference["summary"] and reference["summary"]["host_count"] == POD_HOSTS
+    for executor in (None, pool):
+        cache = tmp_path / f"c-{executor is None}"
+        profiles = Profiles(pod, cache_dir=cache, executor=executor)
+        run = next(iter(profiles.runs().values()))
+        got = json.loads(to_json_bytes({"summary": summary(profiles, run), "tools": profiles.tools(run)}))
+        assert got == reference
+        if executor is not None:
+            assert not any(profiles.is_loaded(run, h) for h in run.hosts)
+
+
+def test_a_broken_host_is_named_as_on_the_store_path(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    broken = tmp_path / "pod"
+    shutil.copytree(pod, broken)
+    next(broken.rglob("host0001.xplane.pb")).write_bytes(b"\x0a\xff\xff")
+    for executor in (None, pool):
+        profiles = Profiles(broken, cache_dir=tmp_path / f"c-{executor is None}", executor=executor)
+        run = next(iter(profiles.runs().values()))
+        out = profiles.compute(run, list(run.hosts), profiles.tool("overview_page"), {})
+        assert [e["host"] for e in out["host_errors"]] == ["host0001"]
+        assert out["run_environment"]["host_count"] == POD_HOSTS - 1
+
+
+def test_arrays_round_trip_exactly() -> None:
+    arrays = [np.array([1.0 / 3, np.nan, np.inf, -0.0, 1e-300]), np.arange(6, dtype=np.int64).reshape(2, 3),
+              np.array(["a", "", "é"], dtype=object), np.zeros(0, dtype=object), np.array([True, False]),
+              np.zeros((0, 4)), np.array([2**62], dtype=np.int64), np.array([0.1], dtype=np.float32)]
+    for a in arrays:
+        b = unpack_array(json.loads(json.dumps(pack_array(a))))
+        assert b.dtype == a.dtype and b.shape == a.shape
+        assert a.tobytes() == b.tobytes() if a.dtype != object else a.tolist() == b.tolist()
+
+
+def test_a_partial_refuses_what_it_does_not_carry(two_hosts: Path, tmp_path: Path) -> None:
+    profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
+    run = next(iter(profiles.runs().values()))
+    text = make_partial(profiles.event_store(run, next(iter(run.hosts))))
+    assert text is not None
+    part = partial_from_json(json.loads(text))
+    assert isinstance(part, HostPartial)
+    # op_profile reads per-event values no partial holds: it must not compute from a partial.
+    with pytest.raises(MissingPartial):
+        registry.get("op_profile").compute([part, part], registry.get("op_profile").parse_options({}))  # type: ignore[union-attr]
+    # A partial of another version is not used.
+    with pytest.raises(ValueError):
+        partial_from_json({**json.loads(text), "version": -1})
+
+
+def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: Path) -> None:
+    """The server's byte budget counts a partial as DECODED_BYTES_PER_JSON_BYTE x its JSON
+    text; what decoding it really allocates (tracemalloc) must not exceed that."""
+    profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
+    run = next(iter(profiles.runs().values()))
+    for host in run.hosts:
+        text = make_partial(profiles.event_store(run, host))
+        assert text is not None
+        tracemalloc.start()
+        part = partial_from_json(json.loads(text))
+        allocated, _ = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert part.host == host
+        assert allocated <= DECODED_BYTES_PER_JSON_BYTE * len(text)
+
+
+def test_an_unreadable_host_is_read_once_per_version_of_its_file(pod: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "pod"
+    shutil.copytree(pod, broken)
+    bad = [next(broken.rglob(f"host000{i}.xplane.pb")) for i in (2, 3)]
+    for f in bad:
+        f.write_bytes(b"\x0a\xff\xff")
+    profiles = Profiles(broken, cache_dir=tmp_path / "c")
+    batches: list[int] = []  # hosts sent to the executor per batch (the progress total)
+    profiles.progress = lambda done, total: batches.append(total) if done == 1 else None
+    run = next(iter(profiles.runs().values()))
+    first = profiles.host_partials(run, list(run.hosts))
+    assert first is not None and [e["host"] for e in first[1]] == ["host0002", "host0003"]
+    assert batches == [POD_HOSTS]
+    # Asked again (another tool of the page): the broken files are not sent to be read again.
+    again = profiles.host_partials(run, list(run.hosts))
+    assert again is not None and again[1] == first[1] and batches == [POD_HOSTS]
+    # Fixed (the files change, so their cache keys do): read again, and now they have partials.
+    for f in bad:
+        shutil.copyfile(next(pod.rglob(f.name)), f)
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    fixed = profiles.host_partials(run, list(run.hosts))
+    assert fixed is not None and fixed[1] == [] and len(fixed[0]) == POD_HOSTS
+    assert batches == [POD_HOSTS, 2]
+
+
+def test_summary_waits_for_the_background_partials(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    """``tbprof summary`` starts the hosts converting while it imports (load_in_background):
+    the summary then uses those partials instead of sending the pod to the workers again."""
+    profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=pool)
+    progress: list[tuple[int, int]] = []
+    profiles.progress = lambda done, total: progress.append((done, total))
+    run = next(iter(profiles.runs().values()))
+    loading = profiles.load_in_background(run, list(run.hosts))
+    out = summary(profiles, run)
+    loading.join()
+    assert out["host_count"] == POD_HOSTS
+    assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]  # each host converted once
+    assert not any(profiles.is_loaded(run, h) for h in run.hosts)

@@ -44,7 +44,7 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
-from tbprof.readers.xplane import _last_stat_of_each_id, _parse_spans, plane_meta
+from tbprof.readers.xplane import _parse_spans, _without_replaced_stats, plane_meta
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
@@ -134,7 +134,7 @@ def _parse(message_type: type, f: _File, spans: np.ndarray) -> Any:
 
 def _parse_plane(f: _File, spans: np.ndarray) -> xplane_pb2.XPlane:
     """A plane's small fields, read run by run, without the plane stats that a later stat of the
-    same id replaces (``xplane._last_stat_of_each_id``, on the joined bytes)."""
+    same name replaces (``xplane._without_replaced_stats``, on the joined bytes)."""
     runs = _merged_spans(spans)
     joined = b"".join(f.pread(s, e - s) for s, e in runs)
     if spans.shape[0]:
@@ -142,7 +142,8 @@ def _parse_plane(f: _File, spans: np.ndarray) -> xplane_pb2.XPlane:
         run_at = np.concatenate(([0], np.cumsum([e - s for s, e in runs])[:-1])).astype(np.int64)
         which = np.searchsorted(run_start, spans[:, 0], side="right") - 1
         spans = spans + (run_at[which] - run_start[which])[:, None]  # offsets in ``joined``
-    msg = _parse_spans(xplane_pb2.XPlane, memoryview(joined), _last_stat_of_each_id(joined, spans))
+    view = memoryview(joined)
+    msg = _parse_spans(xplane_pb2.XPlane, view, _without_replaced_stats(joined, view, spans))
     assert isinstance(msg, xplane_pb2.XPlane)
     return msg
 

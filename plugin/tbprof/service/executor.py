@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 
 if TYPE_CHECKING:  # the pool module (multiprocessing, ~9 ms) loads only when a pool is made
     from concurrent.futures import ProcessPoolExecutor
@@ -142,7 +142,9 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             t = lap("write_s", t)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
     except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
-        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if key else {})}
+        # A MemoryRefusal (no memory or cache disk now) may pass later: not remembered.
+        remember = bool(key) and not isinstance(e, MemoryRefusal)
+        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if remember else {})}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)

@@ -48,7 +48,6 @@ from tbprof.readers.xplane import _parse_spans, _without_replaced_stats, plane_m
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
-from tbprof.store.memory_guard import check_allocation
 from tbprof.store.strings import StringTable
 
 _MIN_WINDOW_BYTES = 64 << 10
@@ -63,13 +62,30 @@ _BYTES_PER_TEXT = 64
 _SPLIT_BYTES = 64 << 10
 # The index tables may take this share of the budget.
 _INDEX_SHARE = 4
-# Memory per byte of one plane's metadata while upb parses it and its tables are built (RssAnon
-# growth): jax_mlp's 0.40 MB plane (mostly HLO protos as bytes) 0.4x, keras_cnn's 0.5x,
-# jax_large's 0.88 MB host plane (many small entries) 2.85x.
-_UPB_FACTOR = 3
+# Memory of one plane's metadata while upb parses it and its tables are built: its bytes plus
+# this much per field (map entry, plane stat). Measured (RssAnon growth): jax_mlp's 0.40 MB in
+# 41 fields (HLO protos as bytes) +0.16 MB; keras_cnn's 47 KB in 711 fields +25 KB; jax_large's
+# host plane, 0.88 MB in 48.8 k fields, +2.5 MB (~51 bytes a field).
+_UPB_BYTES_PER_FIELD = 64
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
 _SORT_BYTES_PER_STAT = 48
+
+
+class _Limit:
+    """The budget a streaming conversion was given: checked before each step whose memory grows
+    with the file rather than with the window."""
+
+    def __init__(self, source: str, budget_bytes: int) -> None:
+        self.source = source
+        self.budget_bytes = budget_bytes
+
+    def check(self, need_bytes: int, what: str) -> None:
+        if need_bytes > self.budget_bytes:
+            raise MemoryRefusal(self.source, (
+                f"the file is too large to open here: {what} need about {need_bytes / 1e6:.1f} MB, more than the "
+                f"{self.budget_bytes / 1e6:.1f} MB this streaming conversion may use. Open it on a machine with "
+                "more memory"))
 
 
 def window_bytes_for(budget_bytes: int) -> int:
@@ -190,6 +206,7 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
 def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budget_bytes: int,
              phases: dict[str, float] | None) -> tables.ProfileStore:
     t0 = time.perf_counter()
+    limit = _Limit(source, budget_bytes)
     # Pass 1: headers only (a window per stop; events are skipped by their length).
     idx = wire.StreamIndex(f.size, max(16, window // 4))
     pos = 0
@@ -255,13 +272,14 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
     for pi in range(n_planes):
         pspans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         # One plane's metadata at a time, as upb objects (a few times its bytes).
-        check_allocation(source, int((pspans[:, 1] - pspans[:, 0]).sum()) * _UPB_FACTOR,
-                         f"a plane with {int((pspans[:, 1] - pspans[:, 0]).sum()):,} bytes of metadata")
+        meta_bytes = int((pspans[:, 1] - pspans[:, 0]).sum())
+        limit.check(meta_bytes + _UPB_BYTES_PER_FIELD * int(pspans.shape[0]),
+                    f"the {meta_bytes:,} bytes of a plane's metadata")
         pmsg = _parse_plane(f, pspans)
         plane_lines = np.nonzero(line_plane == pi)[0]
         ev_lo = int(line_first_event[plane_lines[0]]) if plane_lines.shape[0] else 0
         planes.append(_finish_plane(f, w, pi, pmsg, plane_lines, line_msgs, ev_lo, first_stat[pi], int(origin_ps),
-                                    strings, window, source))
+                                    strings, window, limit))
         del pmsg
     if phases is not None:
         phases.update(index=t_index - t0, decode=t_decode - t_index, finish=time.perf_counter() - t_decode,
@@ -340,7 +358,7 @@ def _decode_plane(f: _File, w: EntryWriter, pi: int, chunks: np.ndarray, stat_ro
 
 def _finish_plane(f: _File, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray,
                   line_msgs: list[xplane_pb2.XLine], ev_lo: int, first_stat: int, origin_ps: int,
-                  strings: StringTable, window: int, source: str) -> tables.Plane:
+                  strings: StringTable, window: int, limit: _Limit) -> tables.Plane:
     """``xplane._build_plane`` on the plane's column files, in place."""
     blobs: list[bytes] = []
     pm = plane_meta(pmsg, strings, blobs)
@@ -368,13 +386,13 @@ def _finish_plane(f: _File, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, pl
                          xplane_columns.id_lookup(pm.stat_ids, pm.stat_names, n_st, 0), pm.stat_ids, pm.stat_names)
     del stat_in
     texts = w.open(f"p{pi}_x_texts")
-    _decode_texts(f, texts, first_stat, kind_col, values, strings, blobs, window, source)
+    _decode_texts(f, texts, first_stat, kind_col, values, strings, blobs, window, limit)
     del texts
 
     if not identity:
         # Rare (a writer that did not emit rows in time order): sorted in memory, written back.
-        check_allocation(source, n_ev * _SORT_BYTES_PER_EVENT + n_st * _SORT_BYTES_PER_STAT,
-                         f"a plane of {n_ev:,} events out of time order")
+        limit.check(n_ev * _SORT_BYTES_PER_EVENT + n_st * _SORT_BYTES_PER_STAT,
+                    f"the {n_ev:,} events of a plane out of time order (sorted in memory)")
         order = np.lexsort((-np.asarray(dur_ps), np.asarray(start_ps), np.asarray(local_line)))
         for col in (local_line, start_ps, dur_ps, meta_idx, name_id):
             col[:] = np.asarray(col)[order]
@@ -390,7 +408,7 @@ def _finish_plane(f: _File, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, pl
     # (Needles in the column's dtype: int64 needles would make numpy copy the mapped column.)
     line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1, dtype=local_line.dtype)
                                    ).astype(np.int64)
-    check_allocation(source, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
+    limit.check(2 * n_ev, f"the nesting depths of {n_ev:,} events")
     depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     line_ids = np.array([m.id for m in lines], dtype=np.int64)
@@ -428,13 +446,13 @@ def _batches(offsets: np.ndarray, lengths: np.ndarray, window: int) -> list[tupl
 
 
 def _decode_texts(f: _File, texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray,
-                  strings: StringTable, blobs: list[bytes], window: int, source: str) -> None:
+                  strings: StringTable, blobs: list[bytes], window: int, limit: _Limit) -> None:
     """``xplane._decode_texts`` reading the texts from the file a window at a time: str stats get
     string ids interned in the same order (distinct texts by digest), bytes stats blob indices."""
     n = int(texts.shape[0])
     if n == 0:
         return
-    check_allocation(source, n * _BYTES_PER_TEXT, f"{n:,} string values in one plane")
+    limit.check(n * _BYTES_PER_TEXT, f"the {n:,} string values of one plane")
     rows = np.asarray(texts[:, 0]) - first_stat
     is_str = np.asarray(kind)[rows] == tables.KIND_STR
     str_at = np.flatnonzero(is_str)

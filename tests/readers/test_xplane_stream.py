@@ -101,6 +101,26 @@ def test_a_plane_out_of_time_order_is_sorted_alike(profiles_root: Path, tmp_path
     assert store_digest(stream_xspace(path, DiskCache(tmp_path / "cache"), "entry", 4 << 20)) == want
 
 
+def test_a_file_cut_or_rewritten_while_streaming_is_a_read_error(profiles_root: Path, tmp_path: Path) -> None:
+    """Read by offset, never mapped: a file another process truncates mid-conversion gives a short
+    read (a 422 naming the cause), where a mapping would have died with SIGBUS."""
+    from tbprof.readers.xplane_stream import _File
+
+    path = tmp_path / "live.xplane.pb"
+    data = xplane_of(profiles_root, "jax_mlp").read_bytes()
+    path.write_bytes(data)
+    f = _File(path)
+    try:
+        assert f.pread(0, 100) == data[:100]
+        os.truncate(path, 1000)  # the profiler rewrites the file
+        with pytest.raises(ProfileReadError, match="changed while it was being read"):
+            f.pread(500, 4096)
+        with pytest.raises(ProfileReadError, match="changed while it was being read"):
+            f.check_unchanged()
+    finally:
+        f.close()
+
+
 def test_a_file_of_zeros_is_refused_at_its_first_field(tmp_path: Path) -> None:
     """A sparse file reads as zeros: field number 0, which protobuf never writes. Refused at once
     (the in-memory reader's upb refuses it too), not indexed as a million 2-byte fields."""

@@ -64,6 +64,28 @@ def test_a_file_over_the_budget_streams_instead_of_being_refused(profiles_root: 
     assert store_digest(_xspace_cache(ProfileCache(tmp_path / "cache"), path)) == store_digest(store)  # type: ignore[arg-type]
 
 
+def test_a_file_denser_than_its_size_says_streams_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """200 k empty events (2 bytes each: a 400 KB file) pass the size check (5x the file fits) but
+    not the scanner's count check (~56 bytes of columns per event): the cache streams the file
+    instead of refusing it."""
+    from tbprof.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    line = space.planes.add(name=b"/host:CPU").lines.add(id=1, name=b"dense")
+    for _ in range(200_000):
+        line.events.add()
+    path = tmp_path / "dense.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert path.stat().st_size < 500_000
+    want = store_digest(read_xspace(path))
+    monkeypatch.setenv(LIMIT_ENV, str(4_000_000))  # > 5x the file, < 200 k x 56 bytes
+    with pytest.raises(MemoryRefusal):
+        read_xspace(path)
+    store = _xspace_cache(ProfileCache(tmp_path / "cache"), path)
+    assert isinstance(store.planes[0].start_ps, np.memmap)  # type: ignore[attr-defined]
+    assert store_digest(store) == want  # type: ignore[arg-type]
+
+
 def test_without_a_local_disk_cache_the_refusal_says_how_to_stream(profiles_root: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     path = xplane_of(profiles_root, "jax_mlp")

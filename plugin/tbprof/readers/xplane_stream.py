@@ -215,8 +215,9 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
         if idx.index_bytes > budget_bytes // _INDEX_SHARE:
             raise MemoryRefusal(source, (
                 f"the file is too large to open here: its small fields (names, metadata entries, lines) "
-                f"alone need more than {budget_bytes // _INDEX_SHARE / 1e6:.0f} MB to index, a quarter of the "
-                f"{budget_bytes / 1e6:.0f} MB this conversion may use. Open it on a machine with more memory"))
+                f"alone need more than {budget_bytes // _INDEX_SHARE / 1e6:.1f} MB to index, a quarter of the "
+                f"{budget_bytes / 1e6:.1f} MB this streaming conversion may use. Open it on a machine with more "
+                "memory"))
     spans, lines, chunks, n_planes, n_events = idx.result()
     t_index = time.perf_counter()
 
@@ -230,7 +231,6 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
     n_lines_total = lines.shape[0]
     line_plane = lines[:, 0]
     line_first_event = lines[:, 1]
-    line_event_end = np.append(line_first_event[1:], n_events) if n_lines_total else line_first_event
     line_span_rows = np.nonzero(owner_kind == 2)[0]
     bounds = np.searchsorted(owner_idx[line_span_rows], np.arange(n_lines_total + 1))
     line_msgs = [_parse(xplane_pb2.XLine, f, span_se[line_span_rows[bounds[li]:bounds[li + 1]]])
@@ -271,7 +271,7 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
     planes: list[tables.Plane] = []
     for pi in range(n_planes):
         pspans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
-        # One plane's metadata at a time, as upb objects (a few times its bytes).
+        # One plane's metadata at a time, as upb objects (its bytes and ~51 bytes a field).
         meta_bytes = int((pspans[:, 1] - pspans[:, 0]).sum())
         limit.check(meta_bytes + _UPB_BYTES_PER_FIELD * int(pspans.shape[0]),
                     f"the {meta_bytes:,} bytes of a plane's metadata")
@@ -284,7 +284,6 @@ def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budg
     if phases is not None:
         phases.update(index=t_index - t0, decode=t_decode - t_index, finish=time.perf_counter() - t_decode,
                       window_bytes=window, events=n_events, stats=n_stats)
-    del line_event_end
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
         origin_ps=int(origin_ps), span_ps=span_ps,

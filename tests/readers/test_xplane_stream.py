@@ -143,6 +143,22 @@ def test_a_file_cut_or_rewritten_while_streaming_is_a_read_error(profiles_root: 
         f.close()
 
 
+def test_an_index_larger_than_its_share_of_the_budget_is_refused(tmp_path: Path) -> None:
+    """100 k empty lines (2 bytes each) need a 16-byte index row each: 1.6 MB of index from a
+    200 KB file, more than a quarter of a 1 MB budget."""
+    from tbprof.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add()
+    for _ in range(100_000):
+        plane.lines.add()
+    path = tmp_path / "lines.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    with pytest.raises(MemoryRefusal, match="small fields"):
+        stream_xspace(path, DiskCache(tmp_path / "cache"), "entry", 1 << 20)
+    assert os.listdir(tmp_path / "cache" / "stores") == []
+
+
 def test_a_file_of_zeros_is_refused_at_its_first_field(tmp_path: Path) -> None:
     """A sparse file reads as zeros: field number 0, which protobuf never writes. Refused at once
     (the in-memory reader's upb refuses it too), not indexed as a million 2-byte fields."""

@@ -1,7 +1,11 @@
 """Runs the risky decodes of ``test_wire_fuzz.py`` in a child process, so that a crash fails a
 test instead of killing pytest. Reads a JSON job from stdin, prints a JSON report.
 
-Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome"}.
+Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome" | "stream"}.
+A "stream" job writes each input to a file and converts it with the streaming reader
+(``readers/xplane_stream.py``, 61-byte windows, so every field lies across a window boundary
+somewhere) and with the in-memory reader: both must read it (the same store) or both must
+raise ``ProfileReadError``, and a failed stream leaves no cache entry.
 A "chrome" job only reads each input as a Chrome trace (result or ``ProfileReadError``). For
 each XSpace input the child runs
 the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
@@ -49,12 +53,56 @@ def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
     return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
 
 
+def run_stream(job: dict[str, Any]) -> dict[str, Any]:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.xplane import xspace_from_bytes
+    from tbprof.readers.xplane_stream import stream_xspace
+    from tbprof.store.disk_cache import DiskCache
+    from tests.core.store_digest import store_digest
+
+    counts = {"both_ok": 0, "both_error": 0}
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = DiskCache(Path(tmp) / "cache")
+        path = Path(tmp) / "fuzz.xplane.pb"
+        for i, text in enumerate(job["inputs"]):
+            path.write_bytes(bytes.fromhex(text))
+            try:
+                want: dict[str, str] | None = store_digest(xspace_from_bytes(path.read_bytes(), str(path), "fuzz"))
+            except ProfileReadError:
+                want = None
+            key = f"k{i}"
+            try:
+                got: dict[str, str] | None = store_digest(stream_xspace(path, disk, key, 64 << 20, window_bytes=61))
+            except ProfileReadError:
+                got = None
+                if disk.has(key) or [n for n in os.listdir(disk.root / "stores") if n.startswith(".")]:
+                    problems.append(f"input {i}: a failed stream left an entry or a temporary folder")
+            except Exception:
+                problems.append(f"input {i}: the streaming reader raised {traceback.format_exc(limit=4)}")
+                continue
+            if (want is None) != (got is None):
+                problems.append(f"input {i}: in memory {want is not None}, streamed {got is not None} (True: read)")
+            elif want is not None and got is not None and want != got:
+                differ = [k for k in want if got.get(k) != want[k]]
+                problems.append(f"input {i}: the streamed store differs in {differ}")
+            else:
+                counts["both_ok" if want is not None else "both_error"] += 1
+    return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     from tbprof.errors import ProfileReadError
     from tbprof.readers.xplane import xspace_from_bytes
 
     if job.get("format") == "chrome":
         return run_chrome(job)
+    if job.get("format") == "stream":
+        return run_stream(job)
     counts = {"ok": 0, "wire_error": 0, "read_ok": 0, "read_error": 0}
     problems: list[str] = []
     for i, text in enumerate(job["inputs"]):

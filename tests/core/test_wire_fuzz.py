@@ -198,6 +198,26 @@ def test_random_bytes_never_crash() -> None:
     assert report["counts"]["ok"] + report["counts"]["wire_error"] == len(inputs)
 
 
+def test_streaming_reader_on_truncations_flips_and_huge_lengths(profiles_root: Path) -> None:
+    """The streaming reader (bounded windows of the file, readers/xplane_stream.py) on the same
+    hostile inputs: it reads exactly what the in-memory reader reads (the same store) and
+    refuses exactly what it refuses, never crashes, and leaves no entry behind a failure."""
+    data = small_real_xspace(profiles_root)
+    cuts = field_boundaries(data)
+    inputs = [data[:c] for c in cuts[::40] if 0 < c < len(data)]
+    rng = np.random.default_rng(16)
+    for _ in range(50):  # a read flip writes and maps a whole entry (~300 files): the slow part
+        flipped = bytearray(data)
+        for pos in rng.integers(0, len(data), int(rng.integers(1, 4))).tolist():
+            flipped[pos] = int(rng.integers(0x80, 0x100)) if rng.random() < 0.5 else int(rng.integers(0, 0x100))
+        inputs.append(bytes(flipped))
+    inputs += [crafted(level, n) for level in LEVELS for n in HUGE_LENGTHS]
+    report = run_child(inputs, fmt="stream", timeout=300)
+    counts = report["counts"]
+    assert counts["both_ok"] + counts["both_error"] == len(inputs)
+    assert counts["both_ok"] > 0 and counts["both_error"] > 0
+
+
 # Values that break naive time and index arithmetic: overflow to +-inf or past int64 after the
 # microseconds -> picoseconds scaling, NaN, wrong types.
 WEIRD_VALUES: tuple[Any, ...] = (-1e18, 1e18, 1e300, -1e300, 2**70, -(2**70), float("nan"), float("inf"), 0, -1,

@@ -60,6 +60,7 @@ ERR_LENGTH = 4
 ERR_CAPACITY = 5  # internal: the index pass and a chunk disagree (triggers the serial scan)
 ERR_TOO_MANY = 6
 ERR_NO_MEMORY = 7
+ERR_FIELD_ZERO = 9
 
 # Event and stat rows are int32 in the store.
 MAX_ROWS = 2**31 - 1
@@ -71,6 +72,7 @@ ERROR_TEXT = {
     ERR_LENGTH: "a length that runs past the end of its enclosing message (truncated or corrupt)",
     ERR_TOO_MANY: "more than 2^31 events or stats in one file (not supported)",
     ERR_NO_MEMORY: "not enough memory to index the file",
+    ERR_FIELD_ZERO: "field number 0, which protobuf never writes (not an XSpace, or corrupt bytes)",
 }
 
 cdef enum:
@@ -89,6 +91,7 @@ cdef enum:
     C_TOO_MANY = 6
     C_NO_MEMORY = 7
     C_REGION_FULL = 8  # a chunk's stat or text buffer is full: grow it and decode the chunk again
+    C_FIELD_ZERO = 9
 
 cdef int64_t C_MAX_ROWS = 2147483647
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
@@ -1125,3 +1128,274 @@ def hash_spans(data, offsets, lengths) -> np.ndarray:
                 h = (h ^ buf[k]) * 1099511628211ULL
             o[i] = h ^ (<uint64_t>ln[i] * 0x9E3779B97F4A7C15ULL)
     return out
+
+
+# --- streaming: files larger than memory ------------------------------------------------------
+#
+# The same walk as ``index_pass`` and the same event decoder, for a file read in bounded windows
+# (readers/xplane_stream.py): ``StreamIndex.feed`` walks the headers of one window and returns
+# where the next window must start (events are skipped by their length, so a window holds only
+# headers); ``decode_window`` decodes the events of a run of chunks read into one window. Every
+# position is an absolute file offset outside and window-relative inside, with the window's own
+# length as the readable end: a step needs at most 20 bytes (a tag and a length or a varint, 10
+# each), so ``feed`` stops for the next window when fewer remain, and every read stays inside the
+# window while every length is still checked against its enclosing message (``n > end - pos``).
+
+cdef enum:
+    C_STEP_BYTES = 20
+
+# The smallest window ``StreamIndex.feed`` accepts (except the file's last bytes).
+STREAM_STEP_BYTES = 20
+
+
+cdef class StreamIndex:
+    """The index pass of ``scan`` over a file fed in windows; the same spans, lines and chunks
+    (absolute offsets), errors as ``WireError`` at the absolute offset."""
+
+    cdef Rows spans, lines, chunks
+    cdef int64_t file_size, chunk_bytes, pos, plane_end, line_end
+    cdef int64_t n_planes, n_events, plane_idx, line_idx, chunk_start, chunk_first
+    cdef int level  # 0: in the space, 1: in a plane, 2: in a line
+    cdef bint done
+
+    def __cinit__(self, int64_t file_size, int64_t chunk_bytes=1 << 20):
+        self.spans.data = self.lines.data = self.chunks.data = NULL
+        self.spans.n = self.spans.cap = self.lines.n = self.lines.cap = self.chunks.n = self.chunks.cap = 0
+        self.spans.width = 3
+        self.lines.width = 2
+        self.chunks.width = 5
+        if file_size < 0:
+            raise ValueError("negative file size")
+        self.file_size = file_size
+        self.chunk_bytes = chunk_bytes if chunk_bytes > 0 else 1
+        self.pos = 0
+        self.level = 0
+        self.plane_end = self.line_end = 0
+        self.n_planes = self.n_events = self.plane_idx = self.line_idx = self.chunk_start = self.chunk_first = 0
+        self.done = file_size == 0
+
+    def __dealloc__(self):
+        free(self.spans.data)
+        free(self.lines.data)
+        free(self.chunks.data)
+
+    @property
+    def next_offset(self) -> int:
+        """Where the next window must start (-1 once the whole file is indexed)."""
+        return -1 if self.done else self.pos
+
+    @property
+    def index_bytes(self) -> int:
+        """Memory the index tables hold: a row per small field, line and chunk, so a file of
+        tiny fields grows them faster than its size (the reader bounds it)."""
+        return 8 * (3 * self.spans.cap + 2 * self.lines.cap + 5 * self.chunks.cap)
+
+    def feed(self, window, int64_t base) -> int:
+        """Walks the headers inside ``window`` (the file's bytes from offset ``base``, which must be
+        ``next_offset``); returns the new ``next_offset``. Raises WireError on malformed bytes."""
+        buf_arr = as_u8(window)
+        cdef const uint8_t[::1] view = buf_arr
+        cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
+        cdef Py_ssize_t wl = view.shape[0]
+        cdef Py_ssize_t err_pos = 0
+        cdef int err
+        if self.done:
+            return -1
+        if base != self.pos:
+            raise ValueError(f"window at {base}, expected {self.pos}")
+        if wl > self.file_size - base:
+            raise ValueError("window runs past the end of the file")
+        if wl < C_STEP_BYTES and base + wl < self.file_size:
+            raise ValueError("window too small")
+        with nogil:
+            err = self._walk(buf, base, wl, &err_pos)
+        if err != 0:
+            raise WireError(err, err_pos)
+        return -1 if self.done else self.pos
+
+    cdef int _walk(self, const uint8_t* buf, int64_t base, Py_ssize_t wl, Py_ssize_t* err_pos) noexcept nogil:
+        cdef Py_ssize_t p, e, pend
+        cdef int64_t tag_start, cur_end
+        cdef uint64_t tag, field, wire
+        cdef int err = 0
+        cdef bint at_eof_window = base + wl >= self.file_size
+        p = <Py_ssize_t>(self.pos - base)
+        while True:
+            # Close the messages that end here.
+            if self.level == 2 and self.pos >= self.line_end:
+                if self.n_events > self.chunk_first:
+                    err = rows_push(&self.chunks, self.line_idx, self.chunk_start, self.line_end, self.chunk_first,
+                                    self.n_events - self.chunk_first)
+                    if err != 0:
+                        break
+                self.level = 1
+            if self.level == 1 and self.pos >= self.plane_end:
+                self.level = 0
+            if self.level == 0 and self.pos >= self.file_size:
+                self.done = True
+                return 0
+            # The next step must lie in this window: 20 bytes, or all up to the end of the file.
+            if self.pos < base or self.pos >= base + wl or (not at_eof_window and base + wl - self.pos < C_STEP_BYTES):
+                return 0
+            cur_end = self.line_end if self.level == 2 else (self.plane_end if self.level == 1 else self.file_size)
+            p = <Py_ssize_t>(self.pos - base)
+            e = <Py_ssize_t>(cur_end - base)  # may lie beyond the window: only lengths compare with it
+            tag_start = self.pos
+            err = read_varint(buf, &p, e, &tag)
+            if err != 0:
+                break
+            field = tag >> 3
+            wire = tag & 7
+            if field == 0:
+                # Would go to upb as a span, which rejects it: refused here before a file of
+                # zeros (a sparse file) grows the span table by a row per 2 bytes.
+                err = C_FIELD_ZERO
+                p = <Py_ssize_t>(tag_start - base)  # the offset of the tag itself
+                break
+            if self.level == 0 and field == 1 and wire == 2:
+                err = read_len(buf, &p, e, &pend)
+                if err != 0:
+                    break
+                self.plane_idx = self.n_planes
+                self.n_planes += 1
+                self.plane_end = base + pend
+                self.level = 1
+            elif self.level == 1 and field == 3 and wire == 2:
+                err = read_len(buf, &p, e, &pend)
+                if err != 0:
+                    break
+                self.line_idx = self.lines.n
+                err = rows_push(&self.lines, self.plane_idx, self.n_events, 0, 0, 0)
+                if err != 0:
+                    break
+                self.line_end = base + pend
+                self.chunk_start = base + p
+                self.chunk_first = self.n_events
+                self.level = 2
+            elif self.level == 2 and field == 4 and wire == 2:
+                err = read_len(buf, &p, e, &pend)
+                if err != 0:
+                    break
+                if self.n_events >= C_MAX_ROWS:
+                    err = C_TOO_MANY
+                    break
+                self.n_events += 1
+                p = pend
+                if base + p - self.chunk_start >= self.chunk_bytes:
+                    err = rows_push(&self.chunks, self.line_idx, self.chunk_start, base + p, self.chunk_first,
+                                    self.n_events - self.chunk_first)
+                    if err != 0:
+                        break
+                    self.chunk_start = base + p
+                    self.chunk_first = self.n_events
+            else:
+                err = skip_field(buf, &p, e, wire)
+                if err != 0:
+                    break
+                err = rows_push(&self.spans, (OWNER_LINE + self.line_idx) if self.level == 2 else
+                                ((OWNER_PLANE + self.plane_idx) if self.level == 1 else 0), tag_start, base + p, 0, 0)
+                if err != 0:
+                    break
+            self.pos = base + p
+        err_pos[0] = <Py_ssize_t>(base + p)
+        return err
+
+    def result(self) -> tuple:
+        """(spans, lines, chunks, n_planes, n_events) as ``scan`` finds them, absolute offsets."""
+        if not self.done:
+            raise ValueError("the file is not indexed to its end yet")
+        return (rows_array(&self.spans), rows_array(&self.lines), rows_array(&self.chunks), self.n_planes,
+                self.n_events)
+
+
+cdef int decode_run(const uint8_t* buf, Py_ssize_t start, Py_ssize_t end, int32_t line_idx, int64_t ev,
+                    int64_t ev_end, int64_t slot0, Sink* s, Py_ssize_t* err_pos) noexcept nogil:
+    """``fill_chunk`` for a window: events [ev, ev_end) of one line in buf[start:end), written at
+    rows ``ev - slot0``; stats owned by the global row ``ev``."""
+    cdef Py_ssize_t pos = start, eend
+    cdef uint64_t tag
+    cdef int err = 0
+    while pos < end:
+        err = read_varint(buf, &pos, end, &tag)
+        if err != 0:
+            break
+        if (tag >> 3) == 4 and (tag & 7) == 2:
+            err = read_len(buf, &pos, end, &eend)
+            if err != 0:
+                break
+            if ev >= ev_end:
+                err = C_CAPACITY
+                break
+            err = decode_event(buf, &pos, eend, ev, line_idx, ev - slot0, s)
+            if err != 0:
+                break
+            ev += 1
+        else:
+            err = skip_field(buf, &pos, end, tag & 7)
+            if err != 0:
+                break
+    if err == 0 and ev != ev_end:
+        err = C_CAPACITY
+    err_pos[0] = pos
+    return err
+
+
+def decode_window(window, chunks, int64_t byte_base, int64_t stat_row0, Py_ssize_t stat_cap=0,
+                  Py_ssize_t text_cap=0) -> dict:
+    """Decodes the events of ``chunks`` (rows of ``StreamIndex.result()``, consecutive, absolute
+    offsets) from ``window``, the file's bytes from ``byte_base`` that cover them.
+
+    Returns the scanner's columns for these events: ``ev_*`` (metadata ids always int64, so
+    any id decodes alike), ``st_*`` (owner = global event row) and ``texts`` (stat row counted
+    from ``stat_row0``, absolute byte offset, length). Raises WireError at the absolute offset.
+    """
+    buf_arr = as_u8(window)
+    cdef const uint8_t[::1] view = buf_arr
+    cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
+    cdef Py_ssize_t wl = view.shape[0]
+    cdef const int64_t[:, ::1] ck = np.ascontiguousarray(chunks, dtype=np.int64)
+    cdef Py_ssize_t k, n_chunks = ck.shape[0], err_pos = 0
+    cdef int64_t n_events = 0, first = 0, start, end
+    cdef int err = 0
+    cdef Sink s
+    if ck.ndim != 2 or (n_chunks and ck.shape[1] != 5):
+        raise ValueError("chunks must be (n, 5)")
+    if n_chunks:
+        first = ck[0, 3]
+    for k in range(n_chunks):
+        start = ck[k, 1] - byte_base
+        end = ck[k, 2] - byte_base
+        if start < 0 or end < start or end > wl or ck[k, 3] != first + n_events or ck[k, 4] < 0:
+            raise ValueError(f"chunk {k} does not lie in the window or does not follow the previous one")
+        n_events += ck[k, 4]
+    if stat_cap <= 0:
+        stat_cap = wl // 16 + 16
+    if text_cap <= 0:
+        text_cap = wl // 32 + 16
+    while True:
+        cols = _Columns(n_events, stat_cap, text_cap, np.int64)
+        memset_sink(&s)
+        cols.bind(&s)
+        s.fill = True
+        s.st_row0 = stat_row0
+        s.stats_before = stat_row0
+        with nogil:
+            for k in range(n_chunks):
+                err = decode_run(buf, <Py_ssize_t>(ck[k, 1] - byte_base), <Py_ssize_t>(ck[k, 2] - byte_base),
+                                 <int32_t>ck[k, 0], ck[k, 3], ck[k, 3] + ck[k, 4], first, &s, &err_pos)
+                if err != 0:
+                    break
+        if err != C_REGION_FULL:
+            break
+        # A denser window than assumed: a stat takes >= 2 bytes and a text >= 4, so doubling ends.
+        if s.n_stats >= stat_cap:
+            stat_cap *= 2
+        if s.n_texts >= text_cap:
+            text_cap *= 2
+    if err != 0:
+        raise WireError(err, byte_base + err_pos)
+    texts = cols.texts[:s.n_texts]
+    texts[:, 1] += byte_base
+    return {"ev_line": cols.ev_line, "ev_meta": cols.ev_meta, "ev_start": cols.ev_start, "ev_dur": cols.ev_dur,
+            "st_owner": cols.st_owner[:s.n_stats], "st_meta": cols.st_meta[:s.n_stats],
+            "st_kind": cols.st_kind[:s.n_stats], "st_value": cols.st_value[:s.n_stats], "texts": texts}

@@ -20,6 +20,7 @@ named after their folder, and when a folder holds several kinds, the first in
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,25 +47,42 @@ class Run:
 
 
 Reader = Callable[[Location], Any]
+Streamer = Callable[..., Any]
 
 
 @dataclass(frozen=True)
 class RunKind:
     store_format: str  # the store model the reader fills ("xspace", "chrome_trace", "tfprof")
     reader_name: str  # "module:function" of the reader of one host file
+    # "module:function" converting a file larger than memory into a disk-cache entry:
+    # ``(path, disk, key, budget_bytes) -> store`` (None: this format cannot stream).
+    streamer_name: str | None = None
 
     @property
     def reader(self) -> Reader:
         """The reader, imported on first use: answering from cached stores (``tbprof summary``
         of a converted profile, a warm server) never loads a reader or protobuf."""
-        module, name = self.reader_name.split(":")
-        reader: Reader = getattr(importlib.import_module(module), name)
+        reader: Reader = _resolve(self.reader_name)
         return reader
+
+    @property
+    def streamer(self) -> Streamer | None:
+        """The streaming converter, imported when it is called (most files never need it)."""
+        return None if self.streamer_name is None else functools.partial(_call, self.streamer_name)
+
+
+def _resolve(name: str) -> Any:
+    module, attr = name.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _call(name: str, *args: Any) -> Any:
+    return _resolve(name)(*args)
 
 
 _CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
 KINDS: dict[str, RunKind] = {
-    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace"),
+    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace"),
     "chrome_trace": RunKind("chrome_trace", _CHROME),
     "tf1_timeline": RunKind("chrome_trace", _CHROME),
     "tfprof_timeline": RunKind("chrome_trace", _CHROME),

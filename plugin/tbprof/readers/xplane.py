@@ -8,6 +8,7 @@ line names, hostnames) are parsed by upb from the byte spans the scanner recorde
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -269,10 +270,22 @@ def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: n
         value[row - first_stat] = len(blobs) - 1
 
 
-def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
-                 ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire.ScanResult, data: memoryview, strings: StringTable) -> tables.Plane:
-    blobs: list[bytes] = []
+@dataclass
+class PlaneMeta:
+    """A plane's small tables, decoded by upb (the same for the in-memory and streaming readers:
+    the order of ``strings.intern`` calls fixes every string id)."""
+
+    stat_ids: np.ndarray  # int64 XStatMetadata ids, ascending
+    stat_names: np.ndarray  # int32 string ids of their names
+    meta_ids: np.ndarray  # int64 XEventMetadata ids, ascending
+    meta_rows: np.ndarray  # int32 0..n-1
+    meta_name_id: np.ndarray
+    meta_display_name_id: np.ndarray
+    meta_stats: tables.StatTable
+    plane_stats: dict[str, object]
+
+
+def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]) -> PlaneMeta:
     stat_ids, stat_names = _stat_name_ids(pmsg, strings)
     stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
 
@@ -303,6 +316,17 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     for name_id, st in last_of_name.items():
         kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
         plane_stats[strings[name_id]] = _plain_value(kind, value, strings, blobs)
+    return PlaneMeta(stat_ids, stat_names, meta_ids, np.arange(meta_ids.shape[0], dtype=np.int32), meta_name_id,
+                     meta_display_name_id, meta_stats, plane_stats)
+
+
+def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
+                 ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
+                 sc: wire.ScanResult, data: memoryview, strings: StringTable) -> tables.Plane:
+    blobs: list[bytes] = []
+    pm = plane_meta(pmsg, strings, blobs)
+    stat_ids, stat_names, meta_ids, meta_rows, meta_name_id = (pm.stat_ids, pm.stat_names, pm.meta_ids, pm.meta_rows,
+                                                               pm.meta_name_id)
 
     # Events: the scanner's columns of this plane, finished in place (see xplane_columns).
     start_ps = sc.ev_start[ev_range]
@@ -311,7 +335,6 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
     meta_in = sc.ev_meta[ev_range]
     meta_idx = meta_in if meta_in.dtype == np.int32 else np.empty(meta_in.shape[0], dtype=np.int32)
     name_id = np.empty(meta_in.shape[0], dtype=np.int32)
-    meta_rows = np.arange(meta_ids.shape[0], dtype=np.int32)
     identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
@@ -353,8 +376,8 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         line_offsets=line_offsets,
         start_ps=start_ps, dur_ps=dur_ps, meta_idx=meta_idx, name_id=name_id, depth=depth,
         line_idx=local_line, stats=stats,
-        meta_ids=meta_ids, meta_name_id=meta_name_id, meta_display_name_id=meta_display_name_id,
-        meta_stats=meta_stats, plane_stats=plane_stats, blobs=blobs,
+        meta_ids=meta_ids, meta_name_id=meta_name_id, meta_display_name_id=pm.meta_display_name_id,
+        meta_stats=pm.meta_stats, plane_stats=pm.plane_stats, blobs=blobs,
     )
     return plane
 

@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 
 if TYPE_CHECKING:  # the pool module (multiprocessing, ~9 ms) loads only when a pool is made
     from concurrent.futures import ProcessPoolExecutor
@@ -80,12 +80,14 @@ def convert_host(task: HostTask) -> dict[str, Any]:
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
+    from pathlib import Path
+
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
     from tbprof.service.partials import PartialFiles, make_partial
-    from tbprof.store.disk_cache import cache_key
+    from tbprof.store.disk_cache import DiskCache, cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
-    from tbprof.store.memory_guard import check_fits
+    from tbprof.store.memory_guard import plan
     from tbprof.store.paths import user_cache_dir
     from tbprof.store.remote_cache import open_disk_cache
     from tbprof.store.tables import ProfileStore
@@ -118,8 +120,15 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         t = lap("load_s", t)
         stored = cached
         if store is None:
-            check_fits(path)
-            store = kind.reader(path)
+            # A file larger than memory streams into a local cache (the same hook as ProfileCache);
+            # the entry is then written already.
+            streamable = None if kind.streamer is None or not isinstance(path, Path) else isinstance(disk, DiskCache)
+            stream_budget, _ = plan(path, streamable, disk.root if isinstance(disk, DiskCache) else None)
+            if stream_budget is not None and kind.streamer is not None:
+                store = kind.streamer(path, disk, key, stream_budget)
+                stored = True
+            else:
+                store = kind.reader(path)
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
             partial = make_partial(store)
@@ -127,13 +136,15 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             if partial is not None:
                 files.save(key, partial)
         worth_keeping = task.write_store or partial is None or task.size_bytes >= WRITE_STORE_MIN_BYTES
-        if isinstance(store, ProfileStore) and not cached and worth_keeping:
+        if isinstance(store, ProfileStore) and not stored and worth_keeping:
             disk.save(key, store)
             stored = True
             t = lap("write_s", t)
         summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
     except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
-        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if key else {})}
+        # A MemoryRefusal (no memory or cache disk now) may pass later: not remembered.
+        remember = bool(key) and not isinstance(e, MemoryRefusal)
+        return {"host": task.host, "file": e.path, "error": e.reason, **({"key": key} if remember else {})}
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)

@@ -108,7 +108,7 @@ class Profiles:
         kind = KINDS.get(run.kind)
         if kind is None:
             raise NotFound(f"run {run.name!r} is of kind {run.kind!r}, which has no reader")
-        return self.cache.get(run.hosts[host], kind.reader, kind=kind.store_format)
+        return self.cache.get(run.hosts[host], kind.reader, kind=kind.store_format, streamer=kind.streamer)
 
     def event_store(self, run: Run, host: str) -> ProfileStore:
         """The event store of a host (XSpace and Chrome-trace runs); tfprof runs have none."""

@@ -20,7 +20,7 @@ from tbprof.store.disk_cache import DiskCache, cache_key
 from tbprof.store.failures import FailureMemo
 from tbprof.store.fs import Location, is_url
 from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
-from tbprof.store.memory_guard import conversion
+from tbprof.store.memory_guard import conversion, streaming_budget_bytes
 from tbprof.store.paths import default_cache_dir, user_cache_dir
 from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
@@ -50,21 +50,38 @@ class ProfileCache:
     def memory_bytes(self) -> int:
         return self._memo.budget.max_bytes
 
-    def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace") -> Any:
-        """The converted profile of ``path``; converts (once) when neither cache has it."""
-        key = cache_key(path, kind)
-        return self._memo.get(("store", key), lambda: self._load(key, path, loader), size=_store_bytes)
+    def get(self, path: L, loader: Callable[[L], Any], kind: str = "xspace",
+            streamer: Callable[..., Any] | None = None) -> Any:
+        """The converted profile of ``path``; converts (once) when neither cache has it.
 
-    def _load(self, key: str, path: L, loader: Callable[[L], Any]) -> Any:
+        ``streamer(path, disk, key, budget_bytes) -> store`` converts a file larger than memory
+        into the local disk cache (``RunKind.streamer``; None: the format cannot stream)."""
+        key = cache_key(path, kind)
+        return self._memo.get(("store", key), lambda: self._load(key, path, loader, streamer), size=_store_bytes)
+
+    def _load(self, key: str, path: L, loader: Callable[[L], Any], streamer: Callable[..., Any] | None = None) -> Any:
         failed = self.failures.get(key)
         if failed is not None:  # the same bytes failed before: answer that, do not parse again
             raise failed
         value = self.disk.load(key) if self.disk is not None else None
         if value is not None:
             return value
-        with conversion(path):
+        # Streaming writes the entry's columns as it decodes: a local file into a local disk cache.
+        streamable = None if streamer is None or not isinstance(path, Path) else isinstance(self.disk, DiskCache)
+        can_stream = bool(streamable)
+        stream_dir = self.disk.root if isinstance(self.disk, DiskCache) else None
+        with conversion(path, streamable, stream_dir) as stream_budget:
             try:
-                value = loader(path)
+                if stream_budget is None:
+                    try:
+                        value = loader(path)
+                    except MemoryRefusal:  # denser than its size said (the scanner's counts)
+                        if not can_stream:
+                            raise
+                        stream_budget = streaming_budget_bytes()
+                if stream_budget is not None:
+                    assert streamer is not None
+                    return streamer(path, self.disk, key, stream_budget)
             except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
                 raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
                                        "it on a machine with more memory") from e

@@ -80,6 +80,27 @@ def _load(path: Path, mmap: bool = True) -> np.ndarray:
     return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
+def save_blobs(folder: Path, plane_index: int, blobs: list[bytes]) -> None:
+    """A plane's bytes values: one uint8 column and the end offset of each."""
+    np.save(folder / f"p{plane_index}_blobs.npy", np.frombuffer(b"".join(blobs), dtype=np.uint8))
+    np.save(folder / f"p{plane_index}_blob_ends.npy", np.cumsum([len(b) for b in blobs], dtype=np.int64))
+
+
+def entry_meta(store: tables.ProfileStore) -> dict[str, Any]:
+    """The ``meta.json`` of an entry: everything of the store that is not a column."""
+    planes_meta = [_to_json({"index": p.index, "id": p.id, "name": p.name, "line_names": p.line_names,
+                             "line_display_names": p.line_display_names, "plane_stats": p.plane_stats})
+                   for p in store.planes]
+    return {
+        "strings": store.strings.as_list(),
+        "planes": planes_meta,
+        "store": _to_json({"source_path": store.source_path, "host": store.host, "format": store.format,
+                           "origin_ps": store.origin_ps, "span_ps": store.span_ps,
+                           "hostnames": store.hostnames, "errors": store.errors, "warnings": store.warnings,
+                           "metadata": store.metadata}),
+    }
+
+
 class DiskCache:
     def __init__(self, root: Path) -> None:
         check_cache_dir(root)
@@ -87,6 +108,13 @@ class DiskCache:
 
     def _entry(self, key: str) -> Path:
         return self.root / "stores" / key
+
+    def entry_path(self, key: str) -> Path:
+        """The folder of ``key``'s entry (store/entry_writer.py writes one beside it)."""
+        return self._entry(key)
+
+    def discard(self, entry: Path) -> None:
+        self._discard(entry)
 
     def has(self, key: str) -> bool:
         meta = self._entry(key) / META
@@ -137,26 +165,14 @@ class DiskCache:
         except OSError:
             return  # an unwritable cache dir only costs speed
         try:
-            planes_meta: list[dict[str, Any]] = []
             for pi, p in enumerate(store.planes):
                 for name in _PLANE_ARRAYS:
                     np.save(tmp / f"p{pi}_{name}.npy", np.ascontiguousarray(getattr(p, name)))
                 for n in _STAT_ARRAYS:
                     np.save(tmp / f"p{pi}_s_{n}.npy", np.ascontiguousarray(getattr(p.stats, n)))
                     np.save(tmp / f"p{pi}_m_{n}.npy", np.ascontiguousarray(getattr(p.meta_stats, n)))
-                np.save(tmp / f"p{pi}_blobs.npy", np.frombuffer(b"".join(p.blobs), dtype=np.uint8))
-                np.save(tmp / f"p{pi}_blob_ends.npy", np.cumsum([len(b) for b in p.blobs], dtype=np.int64))
-                planes_meta.append(_to_json({"index": p.index, "id": p.id, "name": p.name, "line_names": p.line_names,
-                                             "line_display_names": p.line_display_names,
-                                             "plane_stats": p.plane_stats}))
-            meta = {
-                "strings": store.strings.as_list(),
-                "planes": planes_meta,
-                "store": _to_json({"source_path": store.source_path, "host": store.host, "format": store.format,
-                                   "origin_ps": store.origin_ps, "span_ps": store.span_ps,
-                                   "hostnames": store.hostnames, "errors": store.errors, "warnings": store.warnings,
-                                   "metadata": store.metadata}),
-            }
+                save_blobs(tmp, pi, p.blobs)
+            meta = entry_meta(store)
             (tmp / META).write_text(json.dumps(meta))
             os.replace(tmp, entry)
         except OSError:

@@ -7,6 +7,10 @@ on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_la
 -> 280 MB); Chrome trace JSON 68x of the gzip size (jax_large's 26.7 MB trace.json.gz -> 1.8 GB,
 json objects per event). The factors below round those up.
 
+An XSpace file that does not fit is not refused when a local disk cache is there: it is
+converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
+into the cache entry's column files), with a budget of half the memory left (``plan``).
+
 Compressed content is judged by its bytes, not its name (gzip inside a ``.json`` gets the gzip
 factor), and the decompressed size is checked again while decompressing
 (``decompressed_limit_bytes``), because gzip ratios reach 1000x. Conversions in flight reserve
@@ -17,6 +21,7 @@ against the same free memory.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +98,15 @@ def _head(path: Location) -> bytes:
         os.close(fd)
 
 
+# Disk a streamed entry takes per byte of XSpace file while it is written: the entry ~2.1x
+# (jax_large, keras_cnn; 1.5x for jax_mlp) and its scratch columns (metadata ids, text spans) ~0.6x.
+STREAM_DISK_FACTOR = 3
+
+# Appended to a refusal of a file that could stream if the disk cache were local.
+STREAM_HINT = (". Files larger than memory convert by streaming into tbprof's disk cache, which is "
+               "off here (no disk cache, or a URL cache dir): use a local --cache-dir to open it")
+
+
 def check_fits(path: Location) -> int:
     """Raises ProfileReadError naming the sizes when converting ``path`` would not fit in the
     memory that conversions in flight have not reserved; returns the estimate (bytes)."""
@@ -113,15 +127,59 @@ def check_fits(path: Location) -> int:
     return need
 
 
+def streaming_budget_bytes() -> int:
+    """The memory a streaming conversion may use now: half of what is free and not reserved
+    (so a second large file can still stream beside it), or 0 when nothing is known."""
+    avail = available_bytes()
+    return 0 if avail is None else max(0, avail - _reserved_bytes) // 2
+
+
+def plan(path: Location, streamable: bool | None = None, stream_dir: Path | None = None) -> tuple[int | None, int]:
+    """(streaming budget or None to convert in memory, bytes to reserve) for ``path``.
+
+    ``streamable``: None, the format cannot stream (a refusal is final); False, it could but no
+    local disk cache is there (the refusal says how to enable streaming); True, a file that does
+    not fit streams instead of being refused, when ``stream_dir`` (the disk cache) has room for
+    the entry (``STREAM_DISK_FACTOR`` x the file).
+    """
+    try:
+        return None, check_fits(path)
+    except MemoryRefusal as e:
+        if streamable is None:
+            raise
+        if not streamable:
+            raise MemoryRefusal(e.path, e.reason + STREAM_HINT) from None
+        if stream_dir is not None:
+            _check_disk(e, path, stream_dir)
+        budget = streaming_budget_bytes()
+        return budget, budget
+
+
+def _check_disk(refusal: MemoryRefusal, path: Location, stream_dir: Path) -> None:
+    try:
+        size = path.stat().st_size
+        free = shutil.disk_usage(stream_dir).free
+    except OSError:
+        return  # unknown: a full disk is still an error (ProfileReadError), never a crash
+    need = size * STREAM_DISK_FACTOR
+    if need > free:
+        raise MemoryRefusal(refusal.path, (
+            f"{refusal.reason}; streaming it into the disk cache instead needs about {_gb(need)} of disk and "
+            f"{_gb(free)} is free in {stream_dir}")) from None
+
+
 @contextmanager
-def conversion(path: Location) -> Iterator[None]:
-    """Checks that converting ``path`` fits and reserves its estimate until the block ends."""
+def conversion(path: Location, streamable: bool | None = None, stream_dir: Path | None = None) -> Iterator[int | None]:
+    """Checks that converting ``path`` fits and reserves its estimate until the block ends.
+
+    Yields None to convert in memory, or the budget (bytes) of a streaming conversion when the
+    file does not fit and ``streamable`` (see ``plan``)."""
     global _reserved_bytes
     with _reserved_lock:
-        need = check_fits(path)
+        budget, need = plan(path, streamable, stream_dir)
         _reserved_bytes += need
     try:
-        yield
+        yield budget
     finally:
         with _reserved_lock:
             _reserved_bytes -= need

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.domain.regex import RegexError, searcher
-
 COLUMN_KINDS = ("str", "int", "float", "bool")
 
 
@@ -110,6 +108,10 @@ def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
                              + ", ".join(c.name for c in table.columns))
         values = table.data[col_name]
         if col.kind == "str":
+            # Imported here: RE2 is needed only by a filtered request, not by every command
+            # that builds a table.
+            from tbprof.domain.regex import RegexError, searcher
+
             try:
                 found = searcher(expr, what=f"filter regex for {col_name}")
             except RegexError as e:

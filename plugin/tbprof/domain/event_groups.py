@@ -390,5 +390,66 @@ def recorded_groups(store: ProfileStore) -> EventGroups | None:
 
 
 def event_groups(store: ProfileStore) -> EventGroups:
-    """The grouping of ``store`` (computed once per store): recorded in the file, else computed."""
-    return store.memo(("tbprof.event_groups", 1), lambda: recorded_groups(store) or compute_groups(store))
+    """The grouping of ``store`` (computed once per store): kept with the store in the disk
+    cache, else recorded in the file, else computed."""
+    return store.memo(("tbprof.event_groups", 1), lambda: from_persisted(store) or recorded_groups(store)
+                      or compute_groups(store))
+
+
+# The name of the grouping in ``store.derived`` (bump when what compute_groups gives changes:
+# a cache entry with the old name then simply recomputes).
+PERSISTED_NAME = "event_groups_v1"
+
+
+def to_persisted(groups: EventGroups) -> dict[str, Any]:
+    """The grouping as arrays and JSON for ``store.derived`` (the disk cache keeps it): a plane
+    grouped from a few rows keeps just those (``GroupColumns``), as in memory."""
+    arrays: dict[str, np.ndarray] = {"root_plane": groups.root_plane, "root_row": groups.root_row,
+                                     "root_is_implicit": groups.root_is_implicit}
+    parts: list[str] = []
+    columns = groups.group_of
+    for i in range(len(columns)):
+        part = columns._parts[i] if isinstance(columns, GroupColumns) else columns[i]
+        if isinstance(part, tuple):
+            arrays[f"p{i}_rows"], arrays[f"p{i}_groups"] = part
+            parts.append("sparse")
+        else:
+            arrays[f"p{i}"] = part
+            parts.append("dense")
+    return {"arrays": arrays, "json": {"n_groups": groups.n_groups, "names": groups.group_names, "parts": parts}}
+
+
+def from_persisted(store: ProfileStore) -> EventGroups | None:
+    """The grouping the disk cache kept with ``store``; None when it has none, or one that does
+    not fit the store (a damaged entry recomputes rather than misleads)."""
+    value = store.derived.get(PERSISTED_NAME)
+    if value is None:
+        return None
+    try:
+        arrays, meta = value["arrays"], value["json"]
+        n_groups, names, kinds = int(meta["n_groups"]), list(meta["names"]), list(meta["parts"])
+        planes = store.planes
+        if len(kinds) != len(planes) or len(names) != n_groups:
+            return None
+        root_plane, root_row = np.asarray(arrays["root_plane"]), np.asarray(arrays["root_row"])
+        implicit = np.asarray(arrays["root_is_implicit"])
+        if not root_plane.shape == root_row.shape == implicit.shape == (n_groups,):
+            return None
+        parts: list[np.ndarray | tuple[np.ndarray, np.ndarray]] = []
+        for i, (kind, plane) in enumerate(zip(kinds, planes, strict=True)):
+            if kind == "dense":
+                dense = np.asarray(arrays[f"p{i}"])
+                if dense.shape != (plane.n_events,):
+                    return None
+                parts.append(dense)
+            else:
+                rows, groups = np.asarray(arrays[f"p{i}_rows"]), np.asarray(arrays[f"p{i}_groups"])
+                if rows.shape != groups.shape or (rows.shape[0] and not 0 <= int(rows.min()) <= int(rows.max())
+                                                  < plane.n_events):
+                    return None
+                parts.append((rows, groups))
+        return EventGroups(group_of=GroupColumns([p.n_events for p in planes], parts), n_groups=n_groups,
+                           root_plane=root_plane, root_row=root_row, root_is_implicit=implicit.astype(bool),
+                           group_names=[str(n) for n in names])
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -7,6 +7,7 @@ browser tabs opening a cold 60 MB profile cost one conversion, not ten.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -25,6 +26,8 @@ from tbprof.store.paths import default_cache_dir, user_cache_dir
 from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
 
+log = logging.getLogger("tbprof")
+
 # A loader of one kind of location: a reader takes any Location, a test's loader may take a Path.
 L = TypeVar("L", bound=Location)
 
@@ -34,7 +37,7 @@ class ProfileCache:
     or of a budget of its own when ``memory_bytes`` is given (tests, tools that want a bound)."""
 
     def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
-                 use_disk: bool = True) -> None:
+                 use_disk: bool = True, before_save: Callable[[ProfileStore], None] | None = None) -> None:
         # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
         explicit = os.environ.get("TBPROF_CACHE_DIR", "")
         self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
@@ -45,6 +48,9 @@ class ProfileCache:
         self._savers: list[threading.Thread] = []
         self._pending: list[tuple[str, ProfileStore]] = []
         self.failures = FailureMemo()
+        # Fills ``store.derived`` just before a store is written (the service derives the values
+        # worth keeping; this layer does not know them).
+        self.before_save = before_save
 
     @property
     def memory_bytes(self) -> int:
@@ -97,6 +103,15 @@ class ProfileCache:
                 self._pending.append((key, value))
         return value
 
+    def _save(self, key: str, store: ProfileStore) -> None:
+        assert self.disk is not None
+        if self.before_save is not None:
+            try:
+                self.before_save(store)
+            except Exception:  # a derived value that fails is merely not kept
+                log.debug("tbprof: deriving values to keep with %s failed", store.source_path, exc_info=True)
+        self.disk.save(key, store)
+
     def persist_pending(self) -> None:
         """Starts the disk writes of stores converted since the last call (after a request is
         answered). Non-daemon threads, so a CLI run still finishes its write before exit."""
@@ -104,7 +119,7 @@ class ProfileCache:
             pending, self._pending = self._pending, []
         for key, value in pending:
             assert self.disk is not None
-            saver = threading.Thread(target=self.disk.save, args=(key, value), name="tbprof-cache-save")
+            saver = threading.Thread(target=self._save, args=(key, value), name="tbprof-cache-save")
             saver.start()
             with self._lock:
                 self._savers = [s for s in self._savers if s.is_alive()]  # finished writes are forgotten
@@ -140,7 +155,7 @@ class ProfileCache:
             # A writer that cannot finish (a hung disk) must not live forever.
             signal.alarm(_DETACHED_WRITE_LIMIT_S)
             for key, value in pending:
-                disk.save(key, value)
+                self._save(key, value)
         finally:
             os._exit(0)
 

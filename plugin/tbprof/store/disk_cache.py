@@ -18,6 +18,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import fields
@@ -101,6 +102,38 @@ def entry_meta(store: tables.ProfileStore) -> dict[str, Any]:
     }
 
 
+# Names of derived values and of their arrays become file names: nothing but these characters.
+_DERIVED_NAME = re.compile(r"[a-z0-9_]{1,64}")
+
+
+def _save_derived(folder: Path, derived: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Writes ``store.derived``'s arrays as ``d_<name>_<field>.npy``; their index for meta.json."""
+    index: dict[str, Any] = {}
+    for name, value in derived.items():
+        arrays = value.get("arrays", {})
+        if not _DERIVED_NAME.fullmatch(name) or not all(_DERIVED_NAME.fullmatch(f) for f in arrays):
+            continue
+        for f, array in arrays.items():
+            np.save(folder / f"d_{name}_{f}.npy", np.ascontiguousarray(array))
+        index[name] = {"arrays": sorted(arrays), "json": _to_json(value.get("json"))}
+    return index
+
+
+def _load_derived(entry: Path, index: Any) -> dict[str, dict[str, Any]]:
+    """``store.derived`` of an entry (arrays memory-mapped); a malformed index is no index."""
+    if not isinstance(index, dict):
+        return {}
+    derived: dict[str, dict[str, Any]] = {}
+    for name, spec in index.items():
+        fields_ = spec.get("arrays") if isinstance(spec, dict) else None
+        if not (isinstance(name, str) and _DERIVED_NAME.fullmatch(name) and isinstance(fields_, list)
+                and all(isinstance(f, str) and _DERIVED_NAME.fullmatch(f) for f in fields_)):
+            continue
+        derived[name] = {"arrays": {f: _load(entry / f"d_{name}_{f}.npy") for f in fields_},
+                         "json": _from_json(spec.get("json"))}
+    return derived
+
+
 class DiskCache:
     def __init__(self, root: Path) -> None:
         check_cache_dir(root)
@@ -138,7 +171,9 @@ class DiskCache:
                 pmeta = {k: _from_json(v) for k, v in pmeta.items()}
                 planes.append(tables.Plane(stats=stats, meta_stats=meta_stats, blobs=blobs, **arrays, **pmeta))
             store_meta = _from_json(meta["store"])
-            return tables.ProfileStore(strings=StringTable(meta["strings"]), planes=planes, **store_meta)
+            derived = _load_derived(entry, meta.get("derived", {}))
+            return tables.ProfileStore(strings=StringTable(meta["strings"]), planes=planes, **store_meta,
+                                       derived=derived)
         except (OSError, KeyError, ValueError, TypeError, AttributeError):
             # A damaged or unreadable entry is not an error for the user: convert again.
             self._discard(entry)
@@ -173,6 +208,7 @@ class DiskCache:
                     np.save(tmp / f"p{pi}_m_{n}.npy", np.ascontiguousarray(getattr(p.meta_stats, n)))
                 save_blobs(tmp, pi, p.blobs)
             meta = entry_meta(store)
+            meta["derived"] = _save_derived(tmp, store.derived)
             (tmp / META).write_text(json.dumps(meta))
             os.replace(tmp, entry)
         except OSError:

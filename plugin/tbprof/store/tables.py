@@ -275,6 +275,10 @@ class ProfileStore:
     # Profile-level facts a reader found outside the events, JSON-able (Kineto's
     # ``deviceProperties`` and ``distributedInfo``, ...).
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Values analyses derived from the store that the disk cache keeps with it, so a reopened
+    # store need not derive them again: name -> {"arrays": {field: array}, "json": value}
+    # (written by the layer that knows them: service/profiles.py ``persist_derived``).
+    derived: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
     _memo: Memo = field(default_factory=Memo, repr=False)
     # Set once the service has started this store's background warm-ups (service/profiles.py).
     warm_started: bool = field(default=False, repr=False, compare=False)
@@ -285,7 +289,8 @@ class ProfileStore:
 
     @property
     def nbytes(self) -> int:
-        return sum(p.nbytes for p in self.planes) + self.strings.nbytes
+        derived = sum(int(a.nbytes) for d in self.derived.values() for a in d.get("arrays", {}).values())
+        return sum(p.nbytes for p in self.planes) + self.strings.nbytes + derived
 
     def plane(self, name: str) -> Plane | None:
         for p in self.planes:

@@ -422,7 +422,8 @@ def to_persisted(groups: EventGroups) -> dict[str, Any]:
 def from_persisted(store: ProfileStore) -> EventGroups | None:
     """The grouping the disk cache kept with ``store``; None when it has none, or one that does
     not fit the store (a damaged entry recomputes rather than misleads)."""
-    value = store.derived.get(PERSISTED_NAME)
+    # (A tfprof profile reaches the step analyses too, as a store without events or kept values.)
+    value = getattr(store, "derived", {}).get(PERSISTED_NAME)
     if value is None:
         return None
     try:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests import servers
@@ -260,3 +261,32 @@ def test_tensorboard_process_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, 
     run = local.runs()[pod]
     assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts),
                                                                   local.tool("overview_page"), {}))
+
+
+def test_a_bucket_file_over_the_budget_streams_by_ranged_reads(s3_logdir: str, profiles_root: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile in a bucket larger than the memory budget converts by streaming too: ranged GETs
+    of bounded windows into the local disk cache, the same store as the local file's in-memory
+    conversion; a small window (8 KB: many requests, every header on some window boundary)."""
+    from tbprof.readers.kinds import KINDS
+    from tbprof.readers.xplane import read_xspace
+    from tbprof.readers.xplane_stream import stream_xspace
+    from tbprof.service.profiles import Profiles
+    from tbprof.store.disk_cache import DiskCache
+    from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
+    from tests.conftest import xplane_of
+    from tests.core.store_digest import store_digest
+
+    local = xplane_of(profiles_root, "jax_mlp")
+    want = store_digest(read_xspace(local))
+    remote = Profiles(s3_logdir, cache_dir=tmp_path / "cache")
+    run = next(r for n, r in remote.runs().items() if n.startswith("jax_mlp/"))
+    url = run.hosts[next(iter(run.hosts))]
+    got = stream_xspace(url, DiskCache(tmp_path / "direct"), "entry", 4 << 20, window_bytes=8 << 10)
+    assert store_digest(got) == want
+    # Through the service: the guard refuses it in memory (half its estimate), so it streams.
+    monkeypatch.setenv(LIMIT_ENV, str(local.stat().st_size * memory_factor(local) // 2))
+    kind = KINDS["xspace"]
+    store = remote.cache.get(url, kind.reader, kind=kind.store_format, streamer=kind.streamer)
+    assert isinstance(store.planes[0].start_ps, np.memmap)
+    assert store_digest(store) == want

@@ -58,7 +58,7 @@ def read_xspace(path: str | Location, host: str | None = None) -> tables.Profile
     return xspace_from_bytes(data, str(path), host_name)
 
 
-def _parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
+def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
     """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
     if spans.shape[0] > 1:
         # The fields of one message lie back to back except where its lines were cut out, so
@@ -118,7 +118,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
     span_se = sc.spans[:, 1:]
 
-    space = _parse_spans(xplane_pb2.XSpace, view, span_se[owner_kind == 0])
+    space = parse_spans(xplane_pb2.XSpace, view, span_se[owner_kind == 0])
     assert isinstance(space, xplane_pb2.XSpace)
     if sc.n_planes == 0:
         raise ProfileReadError(source, "the file parses as protobuf but holds no XSpace planes "
@@ -136,7 +136,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     bounds = np.searchsorted(line_span_owner, np.arange(n_lines_total + 1))
     for li in range(n_lines_total):
         rows = line_span_rows[bounds[li]:bounds[li + 1]]
-        msg = _parse_spans(xplane_pb2.XLine, view, span_se[rows])
+        msg = parse_spans(xplane_pb2.XLine, view, span_se[rows])
         assert isinstance(msg, xplane_pb2.XLine)
         line_msgs.append(msg)
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
@@ -162,8 +162,8 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        fields = _without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
-        pmsg = _parse_spans(xplane_pb2.XPlane, view, fields)
+        fields = without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
+        pmsg = parse_spans(xplane_pb2.XPlane, view, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
         planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
                                    view, strings))
@@ -182,7 +182,7 @@ _PLANE_STATS_TAG = (6 << 3) | 2
 _MANY_PLANE_STATS = 256
 
 
-def _without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np.ndarray) -> np.ndarray:
+def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np.ndarray) -> np.ndarray:
     """A plane's field spans without the plane stats that a later stat of the same name replaces.
 
     The plane reader keeps the last stat of each name (``_build_plane``). JAX's scope-range plane
@@ -203,7 +203,7 @@ def _without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: n
     ids = kernels.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
     if (ids < 0).any():
         return spans
-    rest = _parse_spans(xplane_pb2.XPlane, view, spans[~is_stat])  # small: all but the stats
+    rest = parse_spans(xplane_pb2.XPlane, view, spans[~is_stat])  # small: all but the stats
     assert isinstance(rest, xplane_pb2.XPlane)
     meta_ids = np.array(sorted(rest.stat_metadata.keys()), dtype=np.int64)
     group_of_name: dict[bytes, int] = {}

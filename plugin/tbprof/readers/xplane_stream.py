@@ -44,10 +44,11 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
-from tbprof.readers.xplane import _parse_spans, _without_replaced_stats, plane_meta
+from tbprof.readers.xplane import parse_spans, plane_meta, without_replaced_stats
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
+from tbprof.store.fs import UrlPath
 from tbprof.store.strings import StringTable
 
 _MIN_WINDOW_BYTES = 64 << 10
@@ -133,8 +134,52 @@ class _File:
         os.close(self.fd)
 
 
+class _UrlFile:
+    """An object in a bucket read by offset: ranged GETs of at least ``block_bytes`` each, the
+    last block kept so that the many small reads of headers and texts cost no request each.
+    An object whose size differs from the listing's (rewritten since) is refused."""
+
+    def __init__(self, path: UrlPath, block_bytes: int) -> None:
+        self.source = str(path)
+        self.path = path
+        self.size = path.stat().st_size  # from the listing: no request
+        self._block_bytes = block_bytes
+        self._block_start = 0
+        self._block = b""
+
+    def pread(self, offset: int, n: int) -> bytes:
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise self._changed()
+        if self._block_start <= offset and offset + n <= self._block_start + len(self._block):
+            at = offset - self._block_start
+            return self._block[at:at + n]
+        end = min(self.size, offset + max(n, self._block_bytes))
+        data = self.path.read_range(offset, end)
+        if len(data) != end - offset:
+            raise self._changed()
+        if n >= self._block_bytes:
+            return data[:n]  # a whole window: not kept (the next one starts after it)
+        self._block_start, self._block = offset, data
+        return data[:n]
+
+    def check_unchanged(self) -> None:
+        if self.path.current_size() != self.size:
+            raise self._changed()
+
+    def _changed(self) -> ProfileReadError:
+        return ProfileReadError(self.source, "the file changed while it was being read (rewritten since it was "
+                                "listed?); reload the page")
+
+    def close(self) -> None:
+        self._block = b""
+
+
+# What a streaming conversion reads from: a local file or an object in a bucket.
+_Input = _File | _UrlFile
+
+
 def _merged_spans(spans: np.ndarray) -> list[tuple[int, int]]:
-    """(start, end) rows joined where they are adjacent (as ``xplane._parse_spans`` joins them)."""
+    """(start, end) rows joined where they are adjacent (as ``xplane.parse_spans`` joins them)."""
     if spans.shape[0] > 1:
         cut = np.flatnonzero(spans[1:, 0] != spans[:-1, 1]) + 1
         first = np.concatenate(([0], cut))
@@ -143,14 +188,14 @@ def _merged_spans(spans: np.ndarray) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in spans.tolist()]
 
 
-def _parse(message_type: type, f: _File, spans: np.ndarray) -> Any:
+def _parse(message_type: type, f: _Input, spans: np.ndarray) -> Any:
     joined = b"".join(f.pread(s, e - s) for s, e in _merged_spans(spans))
     return message_type.FromString(joined)  # type: ignore[attr-defined]
 
 
-def _parse_plane(f: _File, spans: np.ndarray) -> xplane_pb2.XPlane:
+def _parse_plane(f: _Input, spans: np.ndarray) -> xplane_pb2.XPlane:
     """A plane's small fields, read run by run, without the plane stats that a later stat of the
-    same name replaces (``xplane._without_replaced_stats``, on the joined bytes)."""
+    same name replaces (``xplane.without_replaced_stats``, on the joined bytes)."""
     runs = _merged_spans(spans)
     joined = b"".join(f.pread(s, e - s) for s, e in runs)
     if spans.shape[0]:
@@ -159,12 +204,12 @@ def _parse_plane(f: _File, spans: np.ndarray) -> xplane_pb2.XPlane:
         which = np.searchsorted(run_start, spans[:, 0], side="right") - 1
         spans = spans + (run_at[which] - run_start[which])[:, None]  # offsets in ``joined``
     view = memoryview(joined)
-    msg = _parse_spans(xplane_pb2.XPlane, view, _without_replaced_stats(joined, view, spans))
+    msg = parse_spans(xplane_pb2.XPlane, view, without_replaced_stats(joined, view, spans))
     assert isinstance(msg, xplane_pb2.XPlane)
     return msg
 
 
-def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host: str | None = None,
+def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes: int, host: str | None = None,
                   phases: dict[str, float] | None = None, window_bytes: int | None = None) -> tables.ProfileStore:
     """Converts ``path`` into ``disk``'s entry ``key`` in bounded memory and returns the store
     loaded from it (memory-mapped). Raises ProfileReadError as the in-memory reader does.
@@ -173,13 +218,13 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
     overrides the window derived from ``budget_bytes``; ``phases`` receives seconds per pass."""
     source = str(path)
     host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
-    f = _File(path)
+    window = window_bytes if window_bytes is not None else window_bytes_for(budget_bytes)
+    f: _Input = _UrlFile(path, window) if isinstance(path, UrlPath) else _File(path)
     try:
         if f.size == 0:
             raise ProfileReadError(source, "the file is empty (0 bytes)")
         try:
             with EntryWriter(disk, key) as writer:
-                window = window_bytes if window_bytes is not None else window_bytes_for(budget_bytes)
                 store = _convert(f, writer, source, host_name, max(wire.STREAM_STEP_BYTES, window), budget_bytes,
                                  phases)
                 f.check_unchanged()
@@ -203,7 +248,7 @@ def stream_xspace(path: Path, disk: DiskCache, key: str, budget_bytes: int, host
     return loaded
 
 
-def _convert(f: _File, w: EntryWriter, source: str, host: str, window: int, budget_bytes: int,
+def _convert(f: _Input, w: EntryWriter, source: str, host: str, window: int, budget_bytes: int,
              phases: dict[str, float] | None) -> tables.ProfileStore:
     t0 = time.perf_counter()
     limit = _Limit(source, budget_bytes)
@@ -320,7 +365,7 @@ def _decode_window(raw: bytes, chunks: np.ndarray, lo: int, stat_row0: int,
     return [first, rest]
 
 
-def _decode_plane(f: _File, w: EntryWriter, pi: int, chunks: np.ndarray, stat_row0: int, window: int,
+def _decode_plane(f: _Input, w: EntryWriter, pi: int, chunks: np.ndarray, stat_row0: int, window: int,
                   pool: ThreadPoolExecutor | None) -> int:
     """Appends the scanner's columns of plane ``pi``'s chunks to its files; returns the stat
     rows decoded so far (global, as the scanner counts them)."""
@@ -355,7 +400,7 @@ def _decode_plane(f: _File, w: EntryWriter, pi: int, chunks: np.ndarray, stat_ro
     return stat_row0
 
 
-def _finish_plane(f: _File, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray,
+def _finish_plane(f: _Input, w: EntryWriter, pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray,
                   line_msgs: list[xplane_pb2.XLine], ev_lo: int, first_stat: int, origin_ps: int,
                   strings: StringTable, window: int, limit: _Limit) -> tables.Plane:
     """``xplane._build_plane`` on the plane's column files, in place."""
@@ -444,7 +489,7 @@ def _batches(offsets: np.ndarray, lengths: np.ndarray, window: int) -> list[tupl
     return out
 
 
-def _decode_texts(f: _File, texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray,
+def _decode_texts(f: _Input, texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray,
                   strings: StringTable, blobs: list[bytes], window: int, limit: _Limit) -> None:
     """``xplane._decode_texts`` reading the texts from the file a window at a time: str stats get
     string ids interned in the same order (distinct texts by digest), bytes stats blob indices."""

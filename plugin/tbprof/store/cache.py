@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.disk_cache import DiskCache, cache_key
 from tbprof.store.failures import FailureMemo
-from tbprof.store.fs import Location, is_url
+from tbprof.store.fs import Location, UrlPath, is_url
 from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
 from tbprof.store.memory_guard import conversion, streaming_budget_bytes
 from tbprof.store.paths import default_cache_dir, user_cache_dir
@@ -72,8 +72,10 @@ class ProfileCache:
         value = self.disk.load(key) if self.disk is not None else None
         if value is not None:
             return value
-        # Streaming writes the entry's columns as it decodes: a local file into a local disk cache.
-        streamable = None if streamer is None or not isinstance(path, Path) else isinstance(self.disk, DiskCache)
+        # Streaming writes the entry's columns as it decodes, into a local disk cache; it reads a
+        # local file, or an object in a bucket by ranged requests.
+        streamable = None if streamer is None or not isinstance(path, (Path, UrlPath)) \
+            else isinstance(self.disk, DiskCache)
         can_stream = bool(streamable)
         stream_dir = self.disk.root if isinstance(self.disk, DiskCache) else None
         with conversion(path, streamable, stream_dir) as stream_budget:

@@ -250,6 +250,25 @@ class UrlPath:
         except Exception:
             return False
 
+    def read_range(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the object: one ranged GET (a streaming conversion's window)."""
+        try:
+            data = self.listing.fs.cat_file(self._key, start=start, end=end)
+        except FileNotFoundError as e:
+            raise ProfileReadError(str(self), "the file does not exist (deleted since it was listed?)") from e
+        except Exception as e:
+            raise StorageError(str(self), f"cannot read the file: {describe_error(e)}") from e
+        return bytes(data) if not isinstance(data, bytes) else data
+
+    def current_size(self) -> int:
+        """The object's size now (one request; ``stat`` answers from the listing)."""
+        try:
+            return int(self.listing.fs.info(self._key)["size"])
+        except FileNotFoundError as e:
+            raise ProfileReadError(str(self), "the file does not exist (deleted since it was listed?)") from e
+        except Exception as e:
+            raise StorageError(str(self), f"cannot read the file: {describe_error(e)}") from e
+
     def read_bytes(self) -> bytes:
         """The whole object in one (streamed) GET into one ``bytes``: no second full copy."""
         try:

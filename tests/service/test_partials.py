@@ -253,3 +253,29 @@ def test_summary_waits_for_the_background_partials(pod: Path, tmp_path: Path, po
     assert out["host_count"] == POD_HOSTS
     assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]  # each host converted once
     assert not any(profiles.is_loaded(run, h) for h in run.hosts)
+
+
+def test_compare_of_a_pod_from_partials_equals_the_stores(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    """compare of two pods (here a pod with itself, a subset of its steps on one side): every
+    section, memory included, from the hosts' partials equals the comparison from the stores,
+    and the partial path loads no store."""
+    from tbprof.service.comparisons import SideSpec, compare_pair
+
+    class StoresOnly(Profiles):
+        def host_partials(self, run: Any, hosts: Any) -> None:
+            return None
+
+    def comparison(profiles: Profiles) -> dict[str, Any]:
+        run = next(iter(profiles.runs().values()))
+        base = SideSpec(run=run.name, host="__all__")
+        cand = SideSpec(run=run.name, host="__all__", steps="5:8")  # the pod's steps are 4..11
+        return json.loads(to_json_bytes(compare_pair(profiles, base, cand)))
+
+    want = comparison(StoresOnly(pod, cache_dir=tmp_path / "c1"))
+    # Every section was compared, memory included (jax_2hosts' hosts have two allocators each).
+    assert not want.get("unavailable"), want.get("unavailable")
+    assert {"steps", "ops", "kernels", "memory_allocators", "allocations"} <= set(want["tables"])
+    profiles = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+    assert comparison(profiles) == want
+    run = next(iter(profiles.runs().values()))
+    assert not any(profiles.is_loaded(run, h) for h in run.hosts)

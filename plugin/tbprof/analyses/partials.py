@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tbprof.analyses.gpu import breakdown as gpu_breakdown
+from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
@@ -36,7 +37,7 @@ from tbprof.store.tables import ProfileStore
 
 # Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
 # partial of another version is ignored (recomputed from the store).
-PARTIAL_VERSION = 1
+PARTIAL_VERSION = 2  # 2: the memory digests compare reads
 
 # Tools that run on partials when every host of an all-hosts request has one (XSpace runs).
 PARTIAL_TOOLS = frozenset({"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
@@ -156,6 +157,39 @@ def _unpack_kernels(d: dict[str, Any]) -> KernelReports:
                          {op: (a, b) for op, a, b in d["tensorcore_by_op"]})
 
 
+MEMORY_DIGESTS_KEY = ("tbprof.partials.memory_digests", 1)
+# What compare reads of a host's memory_profile result, per allocator (not the timeline).
+_DIGEST_KEYS = ("host", "memory_ids", "allocators", "memory_id")
+
+
+def memory_digests(store: ProfileStore) -> list[dict[str, Any]]:
+    """memory_profile's result for each allocator of the host at the default options, as far
+    as compare reads it: the allocators' summaries and the breakdown at the peak. The tool
+    itself computes them (a 2-point timeline, dropped), so the digests are its numbers."""
+    first = memory_profile.compute([store], {"max_points": 2})
+    ids = list(first.get("memory_ids") or [])
+    results = [first] + [memory_profile.compute([store], {"memory_id": m, "max_points": 2}) for m in ids[1:]]
+    out = []
+    for r in results:
+        digest = {k: r.get(k) for k in _DIGEST_KEYS}
+        breakdown = (r.get("tables") or {}).get("breakdown")
+        digest["tables"] = {"breakdown": breakdown} if isinstance(breakdown, Table) else {}
+        out.append(digest)
+    return out
+
+
+def _pack_digests(digests: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"digests": [{**{k: _pack_value(d[k]) for k in _DIGEST_KEYS},
+                         "breakdown": _pack_table(d["tables"]["breakdown"]) if d["tables"] else None}
+                        for d in digests]}
+
+
+def _unpack_digests(packed: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**{k: _unpack_value(d[k]) for k in _DIGEST_KEYS},
+             "tables": {"breakdown": _unpack_table(d["breakdown"])} if d["breakdown"] is not None else {}}
+            for d in packed["digests"]]
+
+
 @dataclass(frozen=True)
 class Carried:
     """One derived value a partial carries: its memo key, how a store computes it, and its JSON form."""
@@ -176,6 +210,8 @@ CARRIED: tuple[Carried, ...] = (
     Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES_KEY, gpu_breakdown.summary_values,
             lambda v: {"active": bool(v[0]), "idle": list(v[1]), "comm": list(v[2])},
             lambda d: (bool(d["active"]), list(d["idle"]), list(d["comm"]))),
+    # compare's memory section of a pod (service/comparisons.py).
+    Carried("memory_digests", MEMORY_DIGESTS_KEY, memory_digests, _pack_digests, _unpack_digests),
 )
 
 

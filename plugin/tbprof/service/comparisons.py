@@ -82,6 +82,9 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         tool = profiles.tool(tool_name)
         groups = [list(hosts)] if tool.multi_host else [[h] for h in hosts]
         results: list[dict[str, Any]] = []
+        digests = _memory_digests(profiles, run, hosts) if tool_name == "memory_profile" else None
+        if digests is not None:
+            groups, results = [], digests  # a pod: every host's allocators from its partial
         for group in groups:
             r = _tool_result(profiles, run, group, tool_name)
             if isinstance(r, str):
@@ -111,6 +114,25 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         side.memory = []
         side.unavailable["memory"] = "no memory allocation events in the profile"
     return side
+
+
+def _memory_digests(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[dict[str, Any]] | None:
+    """The memory_profile results compare reads, of every host of a pod, from the hosts' partials
+    (no store loaded); None when a partial cannot serve them (one host, another format)."""
+    if len(hosts) < 2:
+        return None
+    from tbprof.analyses.partials import MEMORY_DIGESTS_KEY, MissingPartial  # a pod's compare only
+
+    parts = profiles.host_partials(run, hosts)
+    if parts is None:
+        return None
+    out: list[dict[str, Any]] = []
+    try:
+        for hp in parts[0]:
+            out.extend(hp.memo(MEMORY_DIGESTS_KEY, list))
+    except MissingPartial:
+        return None
+    return out
 
 
 def _file_keys(profiles: Profiles, run: Run, hosts: Sequence[str]) -> tuple[str, ...]:

@@ -290,3 +290,28 @@ def test_a_bucket_file_over_the_budget_streams_by_ranged_reads(s3_logdir: str, p
     store = remote.cache.get(url, kind.reader, kind=kind.store_format, streamer=kind.streamer)
     assert isinstance(store.planes[0].start_ps, np.memmap)
     assert store_digest(store) == want
+
+
+def test_a_bucket_file_rewritten_while_streaming_is_a_read_error(s3: S3, profiles_root: Path, tmp_path: Path) -> None:
+    """The object is rewritten shorter after discovery listed it: the ranged reads come back
+    short (or the size check at the end differs), and the conversion is a 422 that says the file
+    changed, with no entry left in the cache."""
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.xplane_stream import stream_xspace
+    from tbprof.service.profiles import Profiles
+    from tbprof.store.disk_cache import DiskCache
+    from tests.conftest import xplane_of
+
+    fs = s3.fs
+    local = xplane_of(profiles_root, "jax_mlp")
+    fs.mkdir("tbprof-rewrite")  # type: ignore[attr-defined]
+    fs.put(str(local), "tbprof-rewrite/logs/run/plugins/profile/s/vm.xplane.pb")  # type: ignore[attr-defined]
+    remote = Profiles("s3://tbprof-rewrite/logs", cache_dir=tmp_path / "cache")
+    run = next(iter(remote.runs().values()))
+    url = run.hosts["vm"]
+    data = local.read_bytes()
+    fs.pipe("tbprof-rewrite/logs/run/plugins/profile/s/vm.xplane.pb", data[: len(data) // 2])  # type: ignore[attr-defined]
+    disk = DiskCache(tmp_path / "direct")
+    with pytest.raises(ProfileReadError, match="changed while it was being read"):
+        stream_xspace(url, disk, "entry", 4 << 20, window_bytes=8 << 10)
+    assert not disk.has("entry")

@@ -178,6 +178,7 @@ cdef struct Sink:
     # Outputs of events (exact rows) and of stats / texts (a region with a capacity).
     bint fill
     bint narrow  # metadata ids into int32 columns (else int64)
+    bint skip_stats  # events only: stats are skipped by their length (decoded later, see scan)
     int32_t* ev_line
     int32_t* ev_meta32
     int64_t* ev_meta64
@@ -235,6 +236,9 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             err = read_len(buf, pos, eend, &send)
             if err != 0:
                 return err
+            if s.skip_stats:
+                pos[0] = send
+                continue
             s_meta = 0
             s_kind = C_KIND_NONE
             s_val = 0
@@ -513,6 +517,9 @@ cdef class ScanResult:
     cdef public object spans, lines, ev_line, ev_meta, ev_start, ev_dur, st_owner, st_meta, st_kind, st_value, texts
     cdef public int n_planes
     cdef public dict phase_s  # seconds per phase of the parallel scan (index, decode, join), for benchmarks
+    # Planes whose events were decoded (uint8 per plane; None: all) and whether their stats were.
+    cdef public object decoded_planes
+    cdef public bint with_stats
 
     @property
     def n_events(self) -> int:
@@ -539,6 +546,8 @@ cdef ScanResult _result(_Columns c, object spans, int64_t n_planes, object lines
     r.st_kind = c.st_kind[:n_stats]
     r.st_value = c.st_value[:n_stats]
     r.texts = c.texts[:n_texts]
+    r.decoded_planes = None
+    r.with_stats = True
     return r
 
 
@@ -605,6 +614,7 @@ def scan_serial_py(data, bint wide=False, on_counts=None) -> ScanResult:
 cdef void memset_sink(Sink* s) noexcept nogil:
     s.fill = False
     s.narrow = True
+    s.skip_stats = False
     s.ev_line = NULL
     s.ev_meta32 = NULL
     s.ev_meta64 = NULL
@@ -833,6 +843,8 @@ cdef class _ParallelScan:
 
     cdef object buf_arr, chunks_arr
     cdef list arenas  # one numpy array per decoding thread (see _arena)
+    cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats
+    cdef const uint8_t* modes
     cdef const uint8_t* buf
     cdef int64_t* chunks  # (n_chunks, 5)
     cdef ChunkOut* out
@@ -871,6 +883,8 @@ cdef class _ParallelScan:
         cdef uint8_t* base
         cdef uint8_t[::1] view
         for k in range(lo, hi):
+            if self.modes[k] != 2:
+                continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
             total += _arena_bytes(chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
         if total == 0:
@@ -880,6 +894,8 @@ cdef class _ParallelScan:
         view = arena
         base = &view[0]
         for k in range(lo, hi):
+            if self.modes[k] != 2:
+                continue
             c = &self.out[k]
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
             st_cap = chunk_bytes // 16 + 16
@@ -908,6 +924,15 @@ cdef class _ParallelScan:
         cdef int err
         for k in range(lo, hi):
             c = &self.out[k]
+            if self.modes[k] == 0:
+                continue  # a plane not asked for: its rows stay unwritten
+            if self.modes[k] == 1:
+                s = base[0]
+                s.skip_stats = True
+                s.st_cap = s.tx_cap = 0
+                c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+                c.n_wide = s.n_wide
+                continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
             # Real profiles spend >= 16 bytes per stat and far more per text (jax_large: 16 and
             # 60); a denser chunk grows its buffers and is decoded again.
@@ -1006,8 +1031,16 @@ def default_threads() -> int:
 SERIAL_BELOW_BYTES = 8 << 20
 
 
-def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None) -> ScanResult:
+def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
+         planes=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
+
+    ``planes`` (one flag per plane, wire order; None: every plane) decodes only the events of
+    the flagged planes (the rows of the others are left unwritten); ``stats=False`` decodes
+    events without their stats, which are skipped by their length (a lazily read plane
+    decodes them when asked: readers/xplane.py). A scan that falls back to the serial scan
+    (an error to report, ids beyond int32) decodes everything: see ``decoded_planes`` and
+    ``with_stats`` of the result.
 
     ``threads`` decoder threads (default: the serial scan below ``SERIAL_BELOW_BYTES``, else
     ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
@@ -1024,7 +1057,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
-    if threads is None and end < SERIAL_BELOW_BYTES:
+    if threads is None and end < SERIAL_BELOW_BYTES and stats and planes is None:
         return scan_serial_py(buf_arr, on_counts=on_counts)
     n_threads = default_threads() if threads is None else max(1, int(threads))
     t_start = time.perf_counter()
@@ -1055,6 +1088,12 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if ps.out == NULL:
             raise MemoryError()
         ps.events = _Columns(n_events, 0, 0, np.int32)
+        chunk_plane = rows_array(&lines)[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
+        wanted = (np.ones(n_chunks, dtype=bool) if planes is None
+                  else np.asarray(planes, dtype=bool)[np.clip(chunk_plane, 0, max(len(planes) - 1, 0))]
+                  & (chunk_plane < len(planes)))
+        ps.modes_arr = np.ascontiguousarray(np.where(wanted, 2 if stats else 1, 0).astype(np.uint8))
+        ps.modes = _ptr8(ps.modes_arr)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
         _in_threads(ps.run, bounds)
@@ -1078,6 +1117,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         cols.ev_start = ps.events.ev_start
         cols.ev_dur = ps.events.ev_dur
         result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        if planes is not None:
+            result.decoded_planes = np.asarray(planes, dtype=np.uint8)
+        result.with_stats = stats
         t_end = time.perf_counter()
         result.phase_s = {"index": t_index - t_start, "decode": t_decode - t_index, "join": t_end - t_decode,
                           "threads": len(bounds) - 1, "chunks": n_chunks}
@@ -1086,6 +1128,11 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         free(spans.data)
         free(lines.data)
         free(chunks.data)
+
+
+cdef const uint8_t* _ptr8(object arr):
+    cdef const uint8_t[::1] v = arr
+    return &v[0] if v.shape[0] else NULL
 
 
 cdef int64_t* _ptr64(object arr):

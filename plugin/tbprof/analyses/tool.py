@@ -67,6 +67,10 @@ class Tool:
     kinds: tuple[str, ...] = ()
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # Reads the event stats of a few planes only (the device planes, or the host's allocator
+    # events): a file this tool opens first is converted lazily, each plane's stats decoded when
+    # a tool first reads them (readers/xplane.py ``read_xspace(lazy=True)``).
+    few_planes: bool = False
 
     def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
         parsed: dict[str, Any] = {}

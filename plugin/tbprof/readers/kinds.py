@@ -57,12 +57,22 @@ class RunKind:
     # "module:function" converting a file larger than memory into a disk-cache entry:
     # ``(path, disk, key, budget_bytes) -> store`` (None: this format cannot stream).
     streamer_name: str | None = None
+    # "module:function" of a reader that decodes each plane's event stats on first use (for a tool
+    # that reads few planes: ``Tool.few_planes``); None: the format has none.
+    lazy_reader_name: str | None = None
 
     @property
     def reader(self) -> Reader:
         """The reader, imported on first use: answering from cached stores (``tbprof summary``
         of a converted profile, a warm server) never loads a reader or protobuf."""
         reader: Reader = _resolve(self.reader_name)
+        return reader
+
+    @property
+    def lazy_reader(self) -> Reader | None:
+        if self.lazy_reader_name is None:
+            return None
+        reader: Reader = _resolve(self.lazy_reader_name)
         return reader
 
     @property
@@ -82,7 +92,8 @@ def _call(name: str, *args: Any) -> Any:
 
 _CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
 KINDS: dict[str, RunKind] = {
-    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace"),
+    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace",
+                      "tbprof.readers.xplane:read_xspace_lazily"),
     "chrome_trace": RunKind("chrome_trace", _CHROME),
     "tf1_timeline": RunKind("chrome_trace", _CHROME),
     "tfprof_timeline": RunKind("chrome_trace", _CHROME),

@@ -8,6 +8,7 @@ line names, hostnames) are parsed by upb from the byte spans the scanner recorde
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,12 +51,20 @@ def _read_url(path: UrlPath) -> bytes:
     return data
 
 
-def read_xspace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
-    """Reads one ``.xplane.pb`` file. Raises ProfileReadError with a readable reason."""
+def read_xspace(path: str | Location, host: str | None = None, lazy: bool = False) -> tables.ProfileStore:
+    """Reads one ``.xplane.pb`` file. Raises ProfileReadError with a readable reason.
+
+    ``lazy``: a file of ``LAZY_MIN_BYTES`` or more gets its events now and each plane's stats
+    when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
     host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
-    return xspace_from_bytes(data, str(path), host_name)
+    return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
+
+
+def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:
+    """``read_xspace(path, lazy=True)``: the reader the run kinds table gives the service."""
+    return read_xspace(path, lazy=True)
 
 
 def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
@@ -71,7 +80,15 @@ def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> obje
     return message_type.FromString(joined)  # type: ignore[attr-defined]
 
 
-def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str) -> tables.ProfileStore:
+# Files from this size on are read lazily by ``read_xspace(lazy=True)`` (below it, decoding the
+# stats of every plane takes a few milliseconds: nothing to save).
+LAZY_MIN_BYTES = 8 << 20
+
+
+def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
+                      lazy_min_bytes: int | None = None) -> tables.ProfileStore:
+    """The store of an XSpace's bytes; from ``lazy_min_bytes`` on (None: never), its event
+    stats decoded plane by plane on first use (``_LazyStats``)."""
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
@@ -81,12 +98,13 @@ def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str) -> table
                          + max(n_stats, 0) * (_SCAN_BYTES_PER_STAT + _BUILD_BYTES_PER_STAT),
                          f"{n_events:,} events" + (f" and {n_stats:,} stats" if n_stats >= 0 else ""))
 
+    lazy = lazy_min_bytes is not None and len(data) >= lazy_min_bytes
     try:
-        scanned = wire.scan(data, on_counts=refuse_dense)
+        scanned = wire.scan(data, on_counts=refuse_dense, stats=not lazy)
     except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:
-        return _build(data, scanned, source, host)
+        return _build(data, scanned, source, host, lazy=lazy)
     except DecodeError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     except IndexError as e:
@@ -105,7 +123,8 @@ _SCAN_BYTES_PER_EVENT = 4 + 4 + 8 + 8
 _SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 
-def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str) -> tables.ProfileStore:
+def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str,
+           lazy: bool = False) -> tables.ProfileStore:
     # The scanner's counts are the first exact measure of what the file holds: check them before
     # the columns are built (the size-based estimate assumes typical, not dense, files).
     check_allocation(source, sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT,
@@ -161,12 +180,17 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
+    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         fields = without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
         pmsg = parse_spans(xplane_pb2.XPlane, view, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
-        planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps), sc,
-                                   view, strings))
+        if deferred is not None and not sc.with_stats:
+            planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps),
+                                       sc, view, strings, deferred))
+        else:
+            planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps),
+                                       sc, view, strings))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
@@ -322,7 +346,8 @@ def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]
 
 def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
                  ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire.ScanResult, data: memoryview, strings: StringTable) -> tables.Plane:
+                 sc: wire.ScanResult, data: memoryview, strings: StringTable,
+                 lazy: _LazyStats | None = None) -> tables.Plane:
     blobs: list[bytes] = []
     pm = plane_meta(pmsg, strings, blobs)
     stat_ids, stat_names, meta_ids, meta_rows, meta_name_id = (pm.stat_ids, pm.stat_names, pm.meta_ids, pm.meta_rows,
@@ -340,18 +365,17 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
         xplane_columns.id_lookup(meta_ids, meta_rows, meta_in.shape[0], -1), meta_ids, meta_rows, meta_name_id)
 
-    # Stats of this plane's events, likewise.
-    owner = sc.st_owner[st_range]
-    stat_in = sc.st_meta[st_range]
-    stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
-    kind_col = sc.st_kind[st_range]
-    values = sc.st_value[st_range]
-    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
-                         xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids, stat_names)
-    _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
-    stats = tables.StatTable(owner, stat_id, kind_col, values)
+    # Stats of this plane's events, likewise; or later, on first use (``lazy``; a plane out of
+    # time order has its stats re-pointed below, so it decodes them now).
+    if lazy is None:
+        stats = _plane_stats(sc, ev_range, st_range, texts, data, strings, blobs, stat_ids, stat_names)
+    elif identity:
+        stats = _EMPTY_STATS
+    else:
+        stats = lazy.decode(pi, ev_range, stat_ids, stat_names, blobs)
 
     if not identity:
+        owner, stat_id, kind_col, values = stats.owner, stats.stat_id, stats.kind, stats.value
         # Rare: a writer that did not emit rows in time order. Sort (copies) and re-point stats.
         order = np.lexsort((-dur_ps, start_ps, local_line))
         local_line, start_ps, dur_ps = local_line[order], start_ps[order], dur_ps[order]
@@ -379,7 +403,95 @@ def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line
         meta_ids=meta_ids, meta_name_id=meta_name_id, meta_display_name_id=pm.meta_display_name_id,
         meta_stats=pm.meta_stats, plane_stats=pm.plane_stats, blobs=blobs,
     )
+    if lazy is not None and identity:
+        lazy.defer(plane, ev_range, stat_ids, stat_names)
     return plane
+
+
+def _plane_stats(sc: wire.ScanResult, ev_range: slice, st_range: slice, texts: np.ndarray, data: memoryview,
+                 strings: StringTable, blobs: list[bytes], stat_ids: np.ndarray, stat_names: np.ndarray
+                 ) -> tables.StatTable:
+    """The stats of one plane's events (rows ``st_range`` of ``sc``), finished in place."""
+    owner = sc.st_owner[st_range]
+    stat_in = sc.st_meta[st_range]
+    stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
+    kind_col = sc.st_kind[st_range]
+    values = sc.st_value[st_range]
+    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
+                         xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids, stat_names)
+    _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
+    return tables.StatTable(owner, stat_id, kind_col, values)
+
+
+def _stat_rows(sc: wire.ScanResult, ev_range: slice) -> tuple[slice, np.ndarray]:
+    """The stat rows and texts of the events ``ev_range`` in ``sc`` (a plane's, contiguous)."""
+    # (Bounds in the column's own dtype: a Python list would make numpy cast the column.)
+    bounds = np.array([ev_range.start, ev_range.stop], sc.st_owner.dtype)
+    st_lo, st_hi = (int(i) for i in np.searchsorted(sc.st_owner, bounds))
+    tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
+    return slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]
+
+
+_EMPTY_STATS = tables.StatTable(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8),
+                                np.zeros(0, np.int64))
+
+
+class _LazyStats:
+    """Decodes the stats of a store's planes on first use (``Plane.stats``), one plane at a time.
+
+    A tool that reads a few planes then pays for their stats only: on jax_large the stats are
+    most of the file, and kernel_stats, hlo_stats, roofline_model and op_profile read the device
+    planes' (58 k of 2.06 M events). The file's bytes stay referenced until every plane has its
+    stats (a disk-cache write asks for them all). One lock per store: a plane decodes once, and
+    the string table grows from one thread at a time.
+    """
+
+    def __init__(self, data: bytes | np.ndarray, source: str, n_planes: int, n_events: int,
+                 strings: StringTable) -> None:
+        self._data: bytes | np.ndarray | None = data
+        self._n_events = n_events
+        self._source = source
+        self._n_planes = n_planes
+        self._strings = strings
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[slice, np.ndarray, np.ndarray]] = {}
+
+    def defer(self, plane: tables.Plane, ev_range: slice, stat_ids: np.ndarray, stat_names: np.ndarray) -> None:
+        self._pending[plane.index] = (ev_range, stat_ids, stat_names)
+        # What the memory budget counts for the stats until they exist: the plane's share of the
+        # file at the scanner's 17 bytes per >= 16 bytes of wire (a stat's least), rounded up.
+        n_events = int(self._n_events) or 1
+        estimate = len(self._data) * (ev_range.stop - ev_range.start) // n_events * 5 // 4 if self._data is not None \
+            else 0
+        plane.defer_stats(self.load, estimate)
+
+    def load(self, plane: tables.Plane) -> None:
+        """Gives ``plane`` its stats (``Plane.stats`` calls this on first use)."""
+        with self._lock:
+            if plane.stats_loaded:
+                return
+            ev_range, stat_ids, stat_names = self._pending[plane.index]
+            plane.set_stats(self.decode(plane.index, ev_range, stat_ids, stat_names, plane.blobs))
+            del self._pending[plane.index]
+            if not self._pending:
+                self._data = None  # every plane has its stats: the file's bytes can go
+
+    def decode(self, pi: int, ev_range: slice, stat_ids: np.ndarray, stat_names: np.ndarray,
+               blobs: list[bytes]) -> tables.StatTable:
+        """The stats of plane ``pi``: a scan of that plane's lines only, stats included."""
+        data = self._data
+        assert data is not None
+        want = np.zeros(self._n_planes, dtype=np.uint8)
+        want[pi] = 1
+        try:
+            sc = wire.scan(data, planes=want)
+            st_range, texts = _stat_rows(sc, ev_range)
+            view = memoryview(data) if isinstance(data, bytes) else data.data
+            return _plane_stats(sc, ev_range, st_range, texts, view, self._strings, blobs, stat_ids, stat_names)
+        except wire.WireError as e:
+            raise ProfileReadError(self._source, f"not a readable XSpace profile: {e}") from e
+        except IndexError as e:
+            raise ProfileReadError(self._source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
 def _plain_value(kind: int, value: int, strings: StringTable, blobs: list[bytes]) -> object:

@@ -112,11 +112,14 @@ class Profiles:
         kind = KINDS.get(run.kind)
         return kind.store_format if kind is not None else run.kind
 
-    def store(self, run: Run, host: str) -> AnyStore:
+    def store(self, run: Run, host: str, few_planes: bool = False) -> AnyStore:
         kind = KINDS.get(run.kind)
         if kind is None:
             raise NotFound(f"run {run.name!r} is of kind {run.kind!r}, which has no reader")
-        return self.cache.get(run.hosts[host], kind.reader, kind=kind.store_format, streamer=kind.streamer)
+        # A tool that reads few planes converts the file lazily (each plane's stats when first
+        # read); the store is the same for every later tool.
+        reader = (kind.lazy_reader if few_planes else None) or kind.reader
+        return self.cache.get(run.hosts[host], reader, kind=kind.store_format, streamer=kind.streamer)
 
     def event_store(self, run: Run, host: str) -> ProfileStore:
         """The event store of a host (XSpace and Chrome-trace runs); tfprof runs have none."""
@@ -235,7 +238,8 @@ class Profiles:
         thread.start()
         return thread
 
-    def stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
+    def stores_tolerant(self, run: Run, hosts: Sequence[str],
+                        few_planes: bool = False) -> tuple[list[AnyStore], list[dict[str, str]]]:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
         The one loader every tool, the summary and comparisons use. A single host unreadable
@@ -243,7 +247,7 @@ class Profiles:
         naming them all.
         """
         self._wait_background(run, hosts)
-        return self._stores_tolerant(run, hosts)
+        return self._stores_tolerant(run, hosts, few_planes)
 
     def _wait_background(self, run: Run, hosts: Sequence[str]) -> None:
         with self._memo_lock:
@@ -253,7 +257,8 @@ class Profiles:
             # rather than hand a pod's hosts to the executor a second time.
             loading.join()
 
-    def _stores_tolerant(self, run: Run, hosts: Sequence[str]) -> tuple[list[AnyStore], list[dict[str, str]]]:
+    def _stores_tolerant(self, run: Run, hosts: Sequence[str],
+                         few_planes: bool = False) -> tuple[list[AnyStore], list[dict[str, str]]]:
         stores: list[AnyStore] = []
         errors: list[dict[str, str]] = []
         first_error: ProfileReadError | None = None
@@ -261,7 +266,7 @@ class Profiles:
             self.prepare(run, hosts, self.progress)
         for h in hosts:
             try:
-                stores.append(self.store(run, h))
+                stores.append(self.store(run, h, few_planes))
             except ProfileReadError as e:
                 first_error = first_error or e
                 errors.append({"host": h, "file": e.path, "error": e.reason})
@@ -431,7 +436,7 @@ class Profiles:
                         log.debug("tbprof: %s falls back to the stores", tool.name, exc_info=True)
                     else:
                         return {**result, "host_errors": parts[1]} if parts[1] else result
-            stores, host_errors = self.stores_tolerant(run, hosts)
+            stores, host_errors = self.stores_tolerant(run, hosts, few_planes=tool.few_planes)
             result = tool.compute(stores, options)
             if host_errors:
                 # One broken host file among good ones: analyse the good ones, name the broken one.

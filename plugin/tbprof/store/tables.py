@@ -148,6 +148,31 @@ class Plane:
     def n_events(self) -> int:
         return int(self.start_ps.shape[0])
 
+    # --- stats decoded on first use (readers/xplane.py ``read_xspace(lazy=True)``) ---------------
+    def defer_stats(self, load: Callable[[Plane], None], estimate_bytes: int) -> None:
+        """From now on ``stats`` is decoded by ``load(self)`` when first read; until then the
+        plane counts ``estimate_bytes`` for them (``nbytes``: what the memory budget holds)."""
+        self.__dict__.pop("stats", None)
+        self.__dict__["_load_stats"] = load
+        self.__dict__["_stats_estimate_bytes"] = estimate_bytes
+
+    @property
+    def stats_loaded(self) -> bool:
+        return "stats" in self.__dict__
+
+    def set_stats(self, stats: StatTable) -> None:
+        self.__dict__["stats"] = stats
+        self.__dict__.pop("_load_stats", None)
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for an attribute the instance lacks: the stats of a plane read lazily.
+        if name == "stats":
+            load = self.__dict__.get("_load_stats")
+            if load is not None:
+                load(self)
+                return self.__dict__["stats"]
+        raise AttributeError(f"'Plane' object has no attribute {name!r}")
+
     @property
     def n_lines(self) -> int:
         return int(self.line_ids.shape[0])
@@ -255,7 +280,9 @@ class Plane:
         arrays = (self.line_ids, self.line_timestamp_ns, self.line_offsets, self.start_ps,
                   self.dur_ps, self.meta_idx, self.name_id, self.depth, self.line_idx,
                   self.meta_ids, self.meta_name_id, self.meta_display_name_id)
-        return sum(a.nbytes for a in arrays) + self.stats.nbytes + self.meta_stats.nbytes
+        # (A plane whose stats are not decoded yet counts their estimate: asking would decode them.)
+        stats_bytes = self.__dict__["stats"].nbytes if self.stats_loaded else self.__dict__["_stats_estimate_bytes"]
+        return sum(a.nbytes for a in arrays) + stats_bytes + self.meta_stats.nbytes
 
 
 @dataclass

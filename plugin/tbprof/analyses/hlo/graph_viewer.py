@@ -213,6 +213,7 @@ def has_hlo(store: ProfileStore) -> bool:
 TOOLS = (
     Tool(
         name="graph_viewer", title="Graph viewer", compute=compute, multi_host=True, available=has_hlo,
+        few_planes=True,
         options=(
             Option("node_name", parse_text, None, "the HLO op at the centre (default: the op with most self time)"),
             Option("module", parse_text, None, "HLO module, e.g. jit_train_step(13929) (default: where the op ran)"),

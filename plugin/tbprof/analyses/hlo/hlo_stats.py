@@ -276,6 +276,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="hlo_stats", title="HLO op stats", compute=compute, multi_host=True, available=has_hlo_ops,
+        few_planes=True,
         description="One row per HLO op: occurrences, total and self time, FLOP rate, bandwidth, bound by.",
     ),
 )

@@ -316,6 +316,7 @@ def has_buffer_assignment(store: ProfileStore) -> bool:
 TOOLS = (
     Tool(
         name="memory_viewer", title="Memory viewer", compute=compute, available=has_buffer_assignment,
+        few_planes=True,
         options=(Option("module", parse_module, None,
                         "HLO module, e.g. jit_train_step(13929), or its program id (default: the largest peak)"),),
         description="An HLO module's buffer assignment: peak heap, buffers live at the peak, heap over time.",

@@ -191,6 +191,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="roofline_model", title="Roofline model", compute=compute, multi_host=True, available=has_hlo_ops,
+        few_planes=True,
         description="Device roofs (peak FLOP rate, HBM bandwidth) and one point per HLO op and per program.",
     ),
 )

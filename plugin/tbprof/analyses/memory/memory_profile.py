@@ -769,7 +769,7 @@ def _positive_int(text: str) -> int:
 
 TOOLS = (
     Tool(
-        name="memory_profile", title="Memory profile", compute=compute,
+        name="memory_profile", title="Memory profile", compute=compute, few_planes=True,
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         available=has_memory_events,
         options=(

@@ -352,7 +352,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 TOOLS = (
     Tool(
-        name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True,
+        name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True, few_planes=True,
         aliases=("pytorch_kernel_stats",),  # PyTorch's former id, until the next release
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),

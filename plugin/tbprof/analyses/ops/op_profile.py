@@ -262,7 +262,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 
 TOOLS = (
     Tool(
-        name="op_profile", title="Op profile", compute=compute, multi_host=True,
+        name="op_profile", title="Op profile", compute=compute, multi_host=True, few_planes=True,
         options=(
             Option("side", parse_side, "auto", "host, device, or auto (device when it has ops)",
                    choices=("auto", "host", "device")),

@@ -483,6 +483,11 @@ class _LazyStats:
         assert data is not None
         want = np.zeros(self._n_planes, dtype=np.uint8)
         want[pi] = 1
+        # The stat columns of the plane (~17 bytes per >= 16 bytes of its wire, see defer) and a
+        # scan's buffers of as much: refused (MemoryRefusal, 507) rather than risking the OOM killer.
+        n_events = int(self._n_events) or 1
+        check_allocation(self._source, 3 * len(data) * (ev_range.stop - ev_range.start) // n_events,
+                         f"the stats of plane {pi}")
         try:
             sc = wire.scan(data, planes=want)
             st_range, texts = _stat_rows(sc, ev_range)

@@ -112,7 +112,10 @@ class ProfileCache:
                 self.before_save(store)
             except Exception:  # a derived value that fails is merely not kept
                 log.debug("tbprof: deriving values to keep with %s failed", store.source_path, exc_info=True)
-        self.disk.save(key, store)
+        try:
+            self.disk.save(key, store)
+        except Exception:  # a lazily read plane whose stats turn out unreadable: the file is not cached
+            log.debug("tbprof: not caching %s", store.source_path, exc_info=True)
 
     def persist_pending(self) -> None:
         """Starts the disk writes of stores converted since the last call (after a request is

@@ -39,15 +39,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | None,
                  options: dict[str, str], cache_dir: str | None = None) -> tuple[dict[str, Any], Run, list[str]]:
     profiles = profiles_for(path, cache_dir)
-    run = pick_run(profiles, run_name)
-    # A one-host run converts while the tool modules import (the scanner runs outside the GIL;
-    # see Profiles.load_in_background); a pod's hosts depend on the tool, so it waits.
-    loading = profiles.load_in_background(run, list(run.hosts)) if len(run.hosts) == 1 else None
+    # The tool first: how its run converts depends on it (a tool that reads few planes converts
+    # lazily, Tool.few_planes), so there is no conversion to overlap with the imports here.
     tool = profiles.tool(tool_name)
+    run = pick_run(profiles, run_name)
     hosts = profiles.hosts(run, host_arg(run, host, tool.multi_host))
     result = profiles.compute(run, hosts, tool, options)
-    if loading is not None:
-        loading.join()
     return result, run, hosts
 
 

@@ -9,7 +9,8 @@ raise ``ProfileReadError``, and a failed stream leaves no cache entry.
 A "chrome" job only reads each input as a Chrome trace (result or ``ProfileReadError``). For
 each XSpace input the child runs
 the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
-the serial scan, and with "reader" the whole XSpace reader. Accepted outcomes: a result, a
+the serial scan, and with "reader" the whole XSpace reader, eager and lazy (every plane's stats
+asked for). Accepted outcomes: a result, a
 ``WireError`` from the scanners, a ``ProfileReadError`` from the reader. With "compare" the
 parallel and serial scans must agree (same columns or the same error).
 """
@@ -128,10 +129,28 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             try:
                 xspace_from_bytes(data, "fuzz.xplane.pb", "fuzz")
                 counts["read_ok"] += 1
+                eager_ok = True
             except ProfileReadError:
                 counts["read_error"] += 1
+                eager_ok = False
             except Exception:
                 problems.append(f"input {i}: reader raised {traceback.format_exc(limit=4)}")
+                continue
+            # The lazy reader (events now, each plane's stats on first use) reads exactly the
+            # files the eager one reads; on the others it fails now or when a plane's stats are
+            # asked for, with ProfileReadError.
+            try:
+                lazy = xspace_from_bytes(data, "fuzz.xplane.pb", "fuzz", lazy_min_bytes=0)
+                for plane in lazy.planes:
+                    _ = plane.stats
+                lazy_ok = True
+            except ProfileReadError:
+                lazy_ok = False
+            except Exception:
+                problems.append(f"input {i}: lazy reader raised {traceback.format_exc(limit=4)}")
+                continue
+            if lazy_ok != eager_ok:
+                problems.append(f"input {i}: eager read {eager_ok}, lazy read {lazy_ok}")
     return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
 
 

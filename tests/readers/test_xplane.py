@@ -351,15 +351,15 @@ def test_many_plane_stats_keep_the_last_of_each_name(tmp_path: Path) -> None:
 def test_plane_stat_ids_of_hostile_spans_never_crash() -> None:
     """The compiled id reader on random bytes and random (even inverted or out of range) spans:
     each answer is an id or -1, never a crash."""
-    from tbprof._core import kernels
+    from tbprof._core import wire
 
     rng = np.random.default_rng(7)
     data = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
     starts = rng.integers(-10, 4200, 20_000)
     ends = starts + rng.integers(-5, 300, 20_000)
-    ids = kernels.field_metadata_ids(data, starts, ends)
+    ids = wire.field_metadata_ids(data, starts, ends)
     assert ids.shape == (20_000,) and (ids >= -1).all()
     # A well-formed stat field: tag 0x32, length 3, then metadata_id (field 1) = 300 as a varint
     # (0xAC 0x02); cut one byte short, it does not parse.
     field = bytes([0x32, 3, 0x08, 0xAC, 0x02])
-    assert kernels.field_metadata_ids(field, np.array([0, 0]), np.array([5, 4])).tolist() == [300, -1]
+    assert wire.field_metadata_ids(field, np.array([0, 0]), np.array([5, 4])).tolist() == [300, -1]

@@ -10,7 +10,7 @@ instead of reading stray memory); the loops run with the GIL released.
 Arithmetic on times wraps like numpy's int64 (the extension is built with -fwrapv).
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 
 import numpy as np
@@ -982,84 +982,3 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
                 out[k] = c
     return out_arr
 
-
-# --- readers/xplane.py -----------------------------------------------------------------------
-
-cdef inline int _varint(const uint8_t[::1] buf, Py_ssize_t* pos, Py_ssize_t end, uint64_t* out) noexcept nogil:
-    """Reads a varint at pos[0] (< end); 0 on success, -1 when it runs past ``end`` or 10 bytes."""
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef uint8_t b
-    while pos[0] < end and shift < 64:
-        b = buf[pos[0]]
-        pos[0] += 1
-        result |= (<uint64_t>(b & 0x7F)) << shift
-        if b < 0x80:
-            out[0] = result
-            return 0
-        shift += 7
-    return -1
-
-
-def field_metadata_ids(data, starts, ends) -> np.ndarray:
-    """``metadata_id`` (field 1) of each length-delimited message field ``data[start:end]`` (tag,
-    length, then an XStat or XEvent; the last field 1 wins and an absent one reads 0, as in proto3),
-    or -1 for a field that does not parse or whose id is not below 2^63: the caller then leaves
-    that message to upb, which names the error. Lets a reader keep the last stat of each name without decoding
-    every one of a plane's tens of thousands of stats into Python objects.
-    """
-    cdef const uint8_t[::1] buf = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data
-    cdef const int64_t[::1] s = _in(starts, np.int64)
-    cdef const int64_t[::1] e = _in(ends, np.int64)
-    if s.shape[0] != e.shape[0]:
-        raise ValueError("starts and ends differ in length")
-    out = np.full(s.shape[0], -1, dtype=np.int64)
-    cdef int64_t[::1] o = out
-    cdef Py_ssize_t i, pos, end, n = buf.shape[0], payload_end
-    cdef uint64_t tag = 0, length = 0, value = 0, wire, field, skip = 0
-    cdef int64_t found
-    cdef bint ok
-    with nogil:
-        for i in range(s.shape[0]):
-            pos = s[i]
-            end = e[i]
-            if pos < 0 or end > n or pos > end:
-                continue
-            if _varint(buf, &pos, end, &tag) != 0 or (tag & 7) != 2 or _varint(buf, &pos, end, &length) != 0:
-                continue
-            if length > <uint64_t>(end - pos):
-                continue
-            payload_end = pos + <Py_ssize_t>length
-            found = 0  # proto3: an absent metadata_id reads as 0
-            ok = True
-            while pos < payload_end:
-                if _varint(buf, &pos, payload_end, &tag) != 0:
-                    ok = False
-                    break
-                wire = tag & 7
-                field = tag >> 3
-                if wire == 0:
-                    if _varint(buf, &pos, payload_end, &value) != 0:
-                        ok = False
-                        break
-                    if field == 1:
-                        found = <int64_t>value if value < (<uint64_t>1 << 63) else -1
-                    continue
-                if wire == 1:
-                    skip = 8
-                elif wire == 5:
-                    skip = 4
-                elif wire == 2:
-                    if _varint(buf, &pos, payload_end, &skip) != 0:
-                        ok = False
-                        break
-                else:
-                    ok = False
-                    break
-                if skip > <uint64_t>(payload_end - pos):
-                    ok = False
-                    break
-                pos += <Py_ssize_t>skip
-            if ok:
-                o[i] = found
-    return out

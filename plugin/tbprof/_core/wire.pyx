@@ -1446,3 +1446,47 @@ def decode_window(window, chunks, int64_t byte_base, int64_t stat_row0, Py_ssize
     return {"ev_line": cols.ev_line, "ev_meta": cols.ev_meta, "ev_start": cols.ev_start, "ev_dur": cols.ev_dur,
             "st_owner": cols.st_owner[:s.n_stats], "st_meta": cols.st_meta[:s.n_stats],
             "st_kind": cols.st_kind[:s.n_stats], "st_value": cols.st_value[:s.n_stats], "texts": texts}
+
+
+def field_metadata_ids(data, starts, ends) -> np.ndarray:
+    """``metadata_id`` (field 1) of each length-delimited message field ``data[start:end]`` (tag,
+    length, then an XStat or XEvent; the last field 1 wins and an absent one reads 0, as in proto3),
+    or -1 for a field that does not parse or whose id is not below 2^63: the caller then leaves
+    that message to upb, which names the error. Lets a reader keep the last stat of each name
+    without decoding every one of a plane's tens of thousands of stats into Python objects.
+    """
+    buf_arr = as_u8(data)
+    cdef const uint8_t[::1] view = buf_arr
+    cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
+    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
+    if s.shape[0] != e.shape[0]:
+        raise ValueError("starts and ends differ in length")
+    out = np.full(s.shape[0], -1, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef Py_ssize_t i, pos, end, pend, n = view.shape[0]
+    cdef uint64_t tag, value
+    cdef int64_t found
+    cdef int err
+    with nogil:
+        for i in range(s.shape[0]):
+            pos = s[i]
+            end = e[i]
+            if pos < 0 or end > n or pos > end:
+                continue
+            if read_varint(buf, &pos, end, &tag) != 0 or (tag & 7) != 2 or read_len(buf, &pos, end, &pend) != 0:
+                continue
+            found = 0  # proto3: an absent metadata_id reads as 0
+            err = 0
+            while pos < pend and err == 0:
+                err = read_varint(buf, &pos, pend, &tag)
+                if err != 0:
+                    break
+                if tag == (1 << 3):  # field 1, varint
+                    err = read_varint(buf, &pos, pend, &value)
+                    found = <int64_t>value if value < (<uint64_t>1 << 63) else -1
+                else:
+                    err = skip_field(buf, &pos, pend, tag & 7)
+            if err == 0:
+                o[i] = found
+    return out

@@ -224,7 +224,7 @@ def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np
     stat_rows = np.nonzero(is_stat)[0]
     if stat_rows.shape[0] < _MANY_PLANE_STATS:
         return spans
-    ids = kernels.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
+    ids = wire.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
     if (ids < 0).any():
         return spans
     rest = parse_spans(xplane_pb2.XPlane, view, spans[~is_stat])  # small: all but the stats

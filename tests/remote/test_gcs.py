@@ -10,7 +10,7 @@ import pytest
 
 from tests import servers
 from tests.remote.conftest import GCS
-from tests.remote.test_s3 import _cli, _without_paths
+from tests.remote.test_s3 import _cli, _without_paths, tensorboard_answers_like_local
 
 pytestmark = pytest.mark.slow
 
@@ -59,17 +59,4 @@ def test_tensorboard_process_on_gcs(gcs: GCS, gcs_logdir: str, profiles_root: Pa
     TensorBoard reads the bucket through fsspec (gcsfs, the emulator from ``gcs.env``), and so
     does tbprof. (With TensorFlow installed, TensorBoard reads gs:// through TensorFlow's own
     GCS client, which does not talk to an emulator.)"""
-    from tbprof.service.profiles import Profiles
-
-    with servers.tensorboard(gcs_logdir, tmp_path / "cache", tmp_path / "tb.log", extra_env=gcs.env,
-                             without_tensorflow=True) as tb:
-        status, runs = tb.get_json("runs")
-        assert status == 200, tb.log()
-        pod = next(r["run"] for r in runs["runs"] if r["run"].startswith("jax_2hosts/"))
-        status, answer = tb.get_json(f"data?run={pod}&host=__all__&tool=framework_op_stats")
-        assert status == 200, tb.log()
-        assert "Traceback" not in tb.log()
-    local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    run = local.runs()[pod]
-    assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts),
-                                                                  local.tool("framework_op_stats"), {}))
+    tensorboard_answers_like_local(gcs_logdir, gcs.env, "framework_op_stats", profiles_root, tmp_path)

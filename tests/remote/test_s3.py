@@ -242,25 +242,32 @@ def test_bad_credentials_are_named(tmp_path: Path) -> None:
         log.close()
 
 
-def test_tensorboard_process_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
-    """A real ``tensorboard --logdir s3://...`` process, on a machine without TensorFlow (with it,
-    TensorBoard's own ingestion needs tensorflow-io for ``s3://``): TensorBoard reads the bucket
-    through boto3 (``S3_ENDPOINT``), tbprof through s3fs (``AWS_ENDPOINT_URL``)."""
+def tensorboard_answers_like_local(logdir: str, env: dict[str, str], tool: str, profiles_root: Path,
+                                   tmp_path: Path) -> None:
+    """A real TensorBoard process on the bucket ``logdir``, as on a machine without TensorFlow,
+    answers ``tool`` for jax_2hosts' all hosts as the local copy does (TensorBoard and tbprof
+    both start from the bucket: TensorBoard through its own file layer, tbprof through fsspec)."""
     from tbprof.service.profiles import Profiles
 
-    env = {**s3.env, "S3_ENDPOINT": s3.endpoint}
-    with servers.tensorboard(s3_logdir, tmp_path / "cache", tmp_path / "tb.log", extra_env=env,
+    with servers.tensorboard(logdir, tmp_path / "cache", tmp_path / "tb.log", extra_env=env,
                              without_tensorflow=True) as tb:
         status, runs = tb.get_json("runs")
         assert status == 200, tb.log()
         pod = next(r["run"] for r in runs["runs"] if r["run"].startswith("jax_2hosts/"))
-        status, answer = tb.get_json(f"data?run={pod}&host=__all__&tool=overview_page")
+        status, answer = tb.get_json(f"data?run={pod}&host=__all__&tool={tool}")
         assert status == 200, tb.log()
         assert "Traceback" not in tb.log()
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
     run = local.runs()[pod]
-    assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts),
-                                                                  local.tool("overview_page"), {}))
+    assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts), local.tool(tool), {}))
+
+
+def test_tensorboard_process_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path) -> None:
+    """A real ``tensorboard --logdir s3://...`` process, on a machine without TensorFlow (with it,
+    TensorBoard's own ingestion needs tensorflow-io for ``s3://``): TensorBoard reads the bucket
+    through boto3 (``S3_ENDPOINT``), tbprof through s3fs (``AWS_ENDPOINT_URL``)."""
+    tensorboard_answers_like_local(s3_logdir, {**s3.env, "S3_ENDPOINT": s3.endpoint}, "overview_page",
+                                   profiles_root, tmp_path)
 
 
 def test_a_bucket_file_over_the_budget_streams_by_ranged_reads(s3_logdir: str, profiles_root: Path, tmp_path: Path,

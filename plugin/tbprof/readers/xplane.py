@@ -460,10 +460,12 @@ class _LazyStats:
         self._pending[plane.index] = (ev_range, stat_ids, stat_names)
         # What the memory budget counts for the stats until they exist: the plane's share of the
         # file at the scanner's 17 bytes per >= 16 bytes of wire (a stat's least), rounded up.
-        n_events = int(self._n_events) or 1
-        estimate = len(self._data) * (ev_range.stop - ev_range.start) // n_events * 5 // 4 if self._data is not None \
-            else 0
-        plane.defer_stats(self.load, estimate)
+        plane.defer_stats(self.load, self._share_bytes(ev_range) * 5 // 4)
+
+    def _share_bytes(self, ev_range: slice) -> int:
+        """The plane's share of the file, by its events (what its stats' wire bytes are about)."""
+        assert self._data is not None
+        return len(self._data) * (ev_range.stop - ev_range.start) // max(self._n_events, 1)
 
     def load(self, plane: tables.Plane) -> None:
         """Gives ``plane`` its stats (``Plane.stats`` calls this on first use)."""
@@ -485,9 +487,7 @@ class _LazyStats:
         want[pi] = 1
         # The stat columns of the plane (~17 bytes per >= 16 bytes of its wire, see defer) and a
         # scan's buffers of as much: refused (MemoryRefusal, 507) rather than risking the OOM killer.
-        n_events = int(self._n_events) or 1
-        check_allocation(self._source, 3 * len(data) * (ev_range.stop - ev_range.start) // n_events,
-                         f"the stats of plane {pi}")
+        check_allocation(self._source, 3 * self._share_bytes(ev_range), f"the stats of plane {pi}")
         try:
             sc = wire.scan(data, planes=want)
             st_range, texts = _stat_rows(sc, ev_range)

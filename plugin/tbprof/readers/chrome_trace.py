@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import zlib
 from collections import defaultdict
 from collections.abc import Hashable
@@ -56,8 +55,10 @@ import numpy as np
 
 from tbprof._core import kernels
 from tbprof.errors import ProfileReadError
+from tbprof.readers import kineto
 from tbprof.readers.chrome_events import sanitize_events
 from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
+from tbprof.readers.step_files import json_host
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
@@ -69,8 +70,6 @@ from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
 GLOBAL_PID = "Global instant events"
-# Suffixes stripped from a file name to get its host name ("vm.trace.json.gz" -> "vm").
-HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 
 _PS_PER_US = 1_000_000
 _INSTANT_PHASES = frozenset(("i", "I", "R"))
@@ -79,11 +78,7 @@ _FLOW_PHASES = frozenset(("s", "t", "f"))
 
 
 def host_of(path: Location) -> str:
-    name = path.name
-    for suffix in HOST_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
+    return json_host(path.name)
 
 
 
@@ -136,68 +131,8 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str) -> tables.Profi
         raise ProfileReadError(source, "an event's args are nested too deeply") from None
     if isinstance(doc, dict):
         store.metadata = _trace_metadata(doc)
-    if _is_kineto(store):
-        _name_kineto_planes(store)
+    kineto.finish(store)
     return store
-
-
-_GPU_LABEL = re.compile(r"GPU (\d{1,4})")
-
-
-def _is_kineto(store: tables.ProfileStore) -> bool:
-    """A PyTorch profiler (Kineto) trace: it says so in its metadata or its event categories."""
-    return "deviceProperties" in store.metadata or store.strings.id("cpu_op") >= 0 or \
-        store.strings.id("gpu_user_annotation") >= 0
-
-
-def _name_kineto_planes(store: tables.ProfileStore) -> None:
-    """XSpace's plane names for Kineto's processes, so the XSpace-shaped analyses find them.
-
-    Kineto labels each GPU's process ``GPU <n>`` (its pid is the device index) and the profiled
-    process ``CPU``: they become ``/device:GPU:<n>`` and ``/host:CPU`` (the first one, when a
-    trace holds several), with the GPU's ``deviceProperties`` as XSpace's plane stats
-    (``gpu_device_name``, ``core_count`` = SMs, ``compute_cap_major/minor``, memory). The
-    process name stays as the plane stat ``process_name``.
-    """
-    props: dict[int, dict[str, Any]] = {}
-    for dev in store.metadata.get("deviceProperties") or []:
-        if isinstance(dev, dict) and isinstance(dev.get("id"), int):
-            props[dev["id"]] = dev
-    host_named = any(p.name == "/host:CPU" for p in store.planes)
-    for plane in store.planes:
-        label = plane.plane_stats.get("process_labels")
-        if not isinstance(label, str):
-            continue
-        m = _GPU_LABEL.fullmatch(label.strip())
-        if m:
-            index = int(m.group(1))
-            plane.plane_stats["process_name"] = plane.name
-            plane.name = f"/device:GPU:{index}"
-            dev = props.get(index, {})
-            for ours, theirs in (("gpu_device_name", "name"), ("core_count", "numSms"),
-                                 ("compute_cap_major", "computeMajor"), ("compute_cap_minor", "computeMinor"),
-                                 ("memory_size_bytes", "totalGlobalMem")):
-                if theirs in dev:
-                    plane.plane_stats[ours] = dev[theirs]
-        elif label.strip() == "CPU" and not host_named:
-            plane.plane_stats["process_name"] = plane.name
-            plane.name = "/host:CPU"
-            host_named = True
-    if not host_named:
-        # Some Kineto versions label no process (CPU-only traces): the host is the process with
-        # the most operators.
-        sid = store.strings.id("cat")
-        cpu_op = store.strings.id("cpu_op")
-        best, most = None, 0
-        for plane in store.planes:
-            if plane.name.startswith("/device:") or sid < 0 or cpu_op < 0:
-                continue
-            n = int((plane.event_stat(sid).dense_str(plane.n_events) == cpu_op).sum())
-            if n > most:
-                best, most = plane, n
-        if best is not None:
-            best.plane_stats["process_name"] = best.name
-            best.name = "/host:CPU"
 
 
 # Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):

@@ -3,15 +3,17 @@
 A run is a folder's worth of host files of one kind:
 
 * ``xspace``: ``<logdir>/<tb run>/plugins/profile/<session>/<host>.xplane.pb`` (XProf's layout);
-* ``chrome_trace``: ``<host>.trace.json(.gz)`` whose host has no xplane beside it;
+* ``chrome_trace``: ``<host>.trace.json(.gz)`` whose host has no xplane beside it, and any
+  other ``.json(.gz)`` whose content is a Chrome trace (``readers/sniff.py``);
 * ``tf1_timeline``: Chrome trace JSON of TF1 graph sessions, ``timeline-<step>.json`` as
   ``tf.estimator.ProfilerHook`` writes it, any ``*timeline*.json`` from
   ``tensorflow.python.client.timeline`` and ``*.ctf.json``; each file is one step (a host);
 * ``tfprof_timeline``: tfprof's ``with_timeline_output`` files, ``<name>timeline<...>.json_<step>``;
 * ``tfprof``: tfprof ``ProfileProto`` files, ``profile.pb`` (``Profiler.serialize_to_string()``
   saved by the user) and ``profile_<step>`` (``ProfileContext`` dumps);
-* ``pytorch``: ``*.pt.trace.json[.gz]`` from ``torch.profiler.tensorboard_trace_handler``,
-  one host per file.
+* ``pytorch``: any ``.json(.gz)`` whose content is a Kineto trace (``tensorboard_trace_handler``'s
+  ``*.pt.trace.json[.gz]``, ``export_chrome_trace("trace.json")``, ``rank-0.json.gz``, ...; found by
+  ``readers/sniff.py``), and ``*.pt.trace.json[.gz]`` by name; one host per file.
 
 Run names: XSpace and Chrome-trace sessions are ``<tb run>/<session>``; the other kinds are
 named after their folder, and when a folder holds several kinds, the first in
@@ -26,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tbprof.readers.step_files import KIND_ORDER, classify, step_of
+from tbprof.readers.sniff import CHROME_TRACE, KINETO, sniff
+from tbprof.readers.step_files import KIND_ORDER, classify, json_host, step_of
 from tbprof.store.fs import Location, is_below, relative_posix
 
 XPLANE_SUFFIX = ".xplane.pb"
 CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
-_NOT_GENERIC_CHROME = (".pt.trace.json.gz", ".pt.trace.json")
 
 
 @dataclass
@@ -128,19 +130,41 @@ def xspace_runs(folder: Location, files: list[str], logdir: Location) -> list[Ru
                 mtime=_mtime(hosts))]
 
 
+_JSON_ENDINGS = (".json", ".json.gz")
+
+
+def _is_json_name(name: str) -> bool:
+    return name.endswith(_JSON_ENDINGS)
+
+
+def classify_file(folder: Location, name: str) -> tuple[str, str] | None:
+    """(run kind, host) of a step-file kind (TF1 timeline, tfprof, PyTorch), or None.
+
+    A JSON file whose content is a Kineto trace is a PyTorch run whatever its name
+    (``trace.json``, ``rank-0.json.gz``, ``x.trace.json.gz``); the other kinds are known by the
+    names their producers always write (``timeline-<step>.json``, ``profile_<step>``, ...).
+    """
+    if _is_json_name(name) and sniff(folder / name) == KINETO:
+        return "pytorch", json_host(name)
+    return classify(name)
+
+
 def chrome_trace_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
-    """``<host>.trace.json(.gz)`` files whose host has no xplane here (the xplane says more)."""
+    """Chrome traces that are no other kind: ``<host>.trace.json(.gz)`` whose host has no xplane
+    here (the xplane says more), and any other ``.json(.gz)`` whose content is a Chrome trace."""
     xplane_hosts = {f[: -len(XPLANE_SUFFIX)] for f in files if f.endswith(XPLANE_SUFFIX)}
     hosts: dict[str, Location] = {}
     for f in files:
-        if f.endswith(_NOT_GENERIC_CHROME):
+        if not _is_json_name(f):
             continue
-        for suffix in CHROME_TRACE_SUFFIXES:
-            if f.endswith(suffix) and len(f) > len(suffix):
-                host = f[: -len(suffix)]
-                if host not in xplane_hosts and host not in hosts:
-                    hosts[host] = folder / f
-                break
+        host = json_host(f)
+        if host in xplane_hosts or host in hosts or classify(f) is not None:
+            continue
+        found = sniff(folder / f)
+        # An unreadable or garbled file with a trace's name stays a run: opening it says what is wrong.
+        named_trace = f.endswith(CHROME_TRACE_SUFFIXES) and len(f) > len(".trace.json")
+        if found == CHROME_TRACE or (found is None and named_trace):
+            hosts[host] = folder / f
     if not hosts:
         return []
     return [Run(name=_session_name(folder, logdir), path=folder, kind="chrome_trace",
@@ -151,7 +175,7 @@ def step_file_runs(folder: Location, files: list[str], root: Location) -> list[R
     """TF1 timelines, tfprof files and PyTorch traces: one run per kind found in the folder."""
     by_kind: dict[str, dict[str, Location]] = {}
     for name in files:
-        found = classify(name)
+        found = classify_file(folder, name)
         if found is not None:
             kind, host = found
             by_kind.setdefault(kind, {})[host] = folder / name

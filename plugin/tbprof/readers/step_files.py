@@ -10,15 +10,26 @@ import re
 
 from tbprof.store.markers import step_of
 
-__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "step_of"]
+__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "json_host", "step_of"]
 
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+# Stripped from a JSON profile's name to get its host (longest first).
+JSON_HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 _TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
 _TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
 
 # A folder holding several kinds: the first kind in this order keeps the folder's name as
 # its run name, the others get " (<kind>)".
 KIND_ORDER = ("tf1_timeline", "pytorch", "tfprof", "tfprof_timeline")
+
+
+def json_host(name: str) -> str:
+    """A JSON profile's host: its name without the trace suffixes (``rank0.1795.pt.trace.json``
+    -> ``rank0.1795``, ``rank-0.json.gz`` -> ``rank-0``, ``vm.trace.json.gz`` -> ``vm``)."""
+    for suffix in JSON_HOST_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def classify(name: str) -> tuple[str, str] | None:

@@ -7,9 +7,10 @@ host event with the same id), so every format with device events gets the analys
 HTA (Holistic Trace Analysis 0.5.0) analyses PyTorch (Kineto) traces; its numbers are the
 common language of PyTorch users, so tbprof selects the same events:
 
-* a **device event** is any event with an integer ``stream`` >= 0 and a ``correlation`` >= 0
-  (kernels, memcpys, memsets on CUDA streams); its **launch** is the host event with the same
-  ``correlation`` (``cudaLaunchKernel``, ``cudaMemcpyAsync``, ``cuLaunchKernel``, ...);
+* a **device event** is any event with an integer ``stream`` >= 0 (kernels, memcpys, memsets on
+  CUDA/HIP streams, MTIA work, Triton kernels that ROCm records as ``cpu_op`` with a stream);
+  its **launch** is the host event with the same ``correlation`` (``cudaLaunchKernel``,
+  ``hipLaunchKernel``, ``cuLaunchKernel``, ...; none when it has no correlation);
 * when the trace has at least two distinct ``ProfilerStep#N`` names, the last step is
   incomplete (the profiler stopped inside it): only launches that start before the start of
   the last ``ProfilerStep`` event (host or GPU annotation, whichever starts later) count, and
@@ -37,8 +38,6 @@ KIND_NAMES = ("COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER")
 STEP_MARKER = "ProfilerStep"
 _PS_PER_US = 1_000_000
 _DERIVED_LINE_MIN = 0xDEADBEEF  # XProf's derived lines ("XLA Ops", "Steps", ...) are not streams
-# Host calls whose device work HTA's launch statistics measure.
-LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"))
 
 
 def kernel_kind(name: str) -> int:
@@ -136,7 +135,7 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
             continue
         stream = _int_column(store, plane, "stream")
         corr = _int_column(store, plane, "correlation")
-        is_dev = (stream >= 0) & (corr >= 0)
+        is_dev = stream >= 0  # HTA: every event with a stream (Triton kernels recorded as cpu_op too)
         rows = np.nonzero(is_dev)[0]
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])

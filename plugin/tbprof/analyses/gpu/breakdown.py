@@ -30,7 +30,6 @@ from tbprof.analyses.gpu.activity import (
     COMMUNICATION,
     COMPUTATION,
     KIND_NAMES,
-    LAUNCH_CALLS,
     MEMORY,
     DeviceActivity,
     coverage_by_mask,
@@ -43,6 +42,7 @@ from tbprof.analyses.gpu.activity import (
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, parse_nonneg_int
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.kineto_names import LAUNCH_CALLS
 from tbprof.store.tables import ProfileStore
 
 TOOL = "gpu_breakdown"

@@ -23,16 +23,19 @@ import numpy as np
 
 from tbprof.domain.event_tree import parent_rows, self_time_ps
 from tbprof.domain.planes import HOST_PLANE, device_planes
+from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
-DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
-_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+DEVICE_CATEGORIES = kn.DEVICE_CATEGORIES
+_LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 
 
 def is_kineto(store: Any) -> bool:
-    strings = getattr(store, "strings", None)
-    return getattr(store, "format", "") == "chrome_trace" and strings is not None and strings.id("cpu_op") >= 0
+    """A PyTorch profiler trace (the reader marks it, ``readers/kineto.py``)."""
+    meta = getattr(store, "metadata", None)
+    return getattr(store, "format", "") == "chrome_trace" and isinstance(meta, dict) and \
+        meta.get("producer") == "pytorch"
 
 
 def _category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:

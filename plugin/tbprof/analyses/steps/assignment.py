@@ -34,6 +34,7 @@ from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
+from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
@@ -472,8 +473,8 @@ def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any
 _PROFILER_STEP = re.compile(r"ProfilerStep#(\d{1,18})")
 # PyTorch's DataLoader iteration span: the step waits for its next batch inside it.
 DATALOADER_PREFIX = "enumerate(DataLoader)"
-_DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
-_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+_DEVICE_CATEGORIES = kn.DEVICE_CATEGORIES
+_LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 
 
 def _kineto_gpu_type(name: str) -> int:

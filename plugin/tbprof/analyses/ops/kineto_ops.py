@@ -7,10 +7,15 @@ memsets) the same ``External id``.
 * host side: one op per operator name; self time = duration minus the operators and CUDA
   runtime/driver calls nested directly inside it (the launches are not the operator's own
   compute); a thread's idle time is its operator span minus that self time;
-* device side: one op per launching operator (the innermost ``cpu_op`` with the device event's
-  ``External id``); device work no operator launched (NCCL kernels of ``nccl:*`` annotations,
-  ...) is an op of its own name with type ``Unknown``; occurrences = the operator instances
-  that launched work; a device's idle time is its span minus the time of its device events.
+* device side: one op per launching operator. A device event's operator is found as HTA and
+  PyTorch's own tools find it: its ``correlation`` names the runtime call that launched it
+  (``cudaLaunchKernel``, ``hipLaunchKernel``, ...), and the operator is the innermost ``cpu_op``
+  enclosing that call on its thread; without a launch in the trace, the ``cpu_op`` with the
+  device event's ``External id`` (DDP's kernels carry External ids no operator has, so the
+  launch comes first). Device work no operator launched (NCCL kernels of ``nccl:*``
+  annotations, ...) is an op of its own name with type ``Unknown``; occurrences = the operator
+  instances that launched work; a device's idle time is its span minus the time of its device
+  events.
 
 Op types are the operator names (``aten::conv2d``): PyTorch has no op-type/op-name split.
 """
@@ -54,6 +59,13 @@ def _external_id(store: ProfileStore, plane: Plane) -> np.ndarray:
     return plane.event_stat(sid).dense_int(plane.n_events)
 
 
+def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
+    sid = store.stat_id(name)
+    if sid < 0:
+        return np.full(plane.n_events, -1, dtype=np.int64)
+    return plane.event_stat(sid).dense_int(plane.n_events)
+
+
 def op_by_external_id(store: ProfileStore) -> dict[int, int]:
     """External id -> name id of the operator (``cpu_op``) that carries it (memoised)."""
     def build() -> dict[int, int]:
@@ -69,6 +81,74 @@ def op_by_external_id(store: ProfileStore) -> dict[int, int]:
             out.update(zip(ext[keep].tolist(), plane.name_id[rows[keep]].tolist(), strict=True))
         return out
     return store.memo(("kineto_op_by_external_id",), build)
+
+
+def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Row of the innermost operator enclosing each of ``rows`` (the row itself excluded), -1 if none."""
+    out = np.full(rows.shape[0], -1, dtype=np.int64)
+    todo = np.arange(rows.shape[0])
+    cur = parent[rows]
+    while todo.shape[0]:
+        alive = cur >= 0
+        todo, cur = todo[alive], cur[alive]
+        found = is_op[cur]
+        out[todo[found]] = cur[found]
+        todo, cur = todo[~found], parent[cur[~found]]
+    return out
+
+
+# Operator instance keys: (plane << 40) | row of the operator event; External ids in a range of their own.
+_ROW_BITS = 40
+_EXTERNAL_KEY = 1 << 62
+
+
+def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(correlation ids ascending, name id of the operator enclosing their launch, that operator
+    event's instance key) (memoised)."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        corrs: list[np.ndarray] = []
+        ops: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        for pi, plane in enumerate(store.planes):
+            if plane.name.startswith("/device:") or plane.n_events == 0:
+                continue
+            corr = _int_stat(store, plane, "correlation")
+            rows = np.nonzero((corr >= 0) & _category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
+            if rows.shape[0] == 0:
+                continue
+            op = _enclosing_op(_category_mask(store, plane, ("cpu_op",)), parent_rows(plane), rows)
+            found = op >= 0
+            corrs.append(corr[rows[found]])
+            ops.append(plane.name_id[op[found]].astype(np.int64))
+            keys.append((np.int64(pi) << _ROW_BITS) | op[found])
+        if not corrs:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        corr_all = np.concatenate(corrs)
+        order = np.argsort(corr_all, kind="stable")
+        return corr_all[order], np.concatenate(ops)[order], np.concatenate(keys)[order]
+    return store.memo(("kineto_op_by_correlation",), build)
+
+
+def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the device events ``rows`` of ``plane``: the name id of the operator that launched each
+    (-1: none) and a key of that operator instance."""
+    corr_sorted, op_sorted, key_sorted = op_by_correlation(store)
+    corr = _int_stat(store, plane, "correlation")[rows]
+    op = np.full(rows.shape[0], -1, dtype=np.int64)
+    key = np.full(rows.shape[0], -1, dtype=np.int64)
+    if corr_sorted.shape[0]:
+        pos = np.minimum(np.searchsorted(corr_sorted, corr), corr_sorted.shape[0] - 1)
+        hit = (corr >= 0) & (corr_sorted[pos] == corr)
+        op[hit] = op_sorted[pos[hit]]
+        key[hit] = key_sorted[pos[hit]]
+    missing = np.nonzero(op < 0)[0]
+    if missing.shape[0]:
+        by_ext = op_by_external_id(store)
+        ext = _external_id(store, plane)[rows[missing]]
+        op[missing] = np.array([by_ext.get(e, -1) for e in ext.tolist()], dtype=np.int64)
+        key[missing] = np.where(op[missing] >= 0, _EXTERNAL_KEY | np.maximum(ext, 0), -1)
+    return op, key
 
 
 def _db(names: list[str], occurrences: np.ndarray, time_ps: np.ndarray, self_ps: np.ndarray, total_ps: int,
@@ -110,7 +190,6 @@ def host_ops(store: ProfileStore) -> dict[str, Any]:
 
 
 def device_ops(store: ProfileStore) -> dict[str, Any]:
-    ops = op_by_external_id(store)
     names: list[str] = []
     ext_all: list[np.ndarray] = []
     dur_all: list[np.ndarray] = []
@@ -120,11 +199,10 @@ def device_ops(store: ProfileStore) -> dict[str, Any]:
         if rows.shape[0] == 0:
             continue
         total_ps += int((plane.start_ps[rows] + plane.dur_ps[rows]).max() - plane.start_ps[rows].min())
-        ext = _external_id(store, plane)[rows]
-        op_id = np.array([ops.get(e, -1) for e in ext.tolist()], dtype=np.int64)
+        op_id, instance = launching_op(store, plane, rows)
         label = np.where(op_id >= 0, op_id, plane.name_id[rows].astype(np.int64))
         names.extend(store.strings.lookup(label))
-        ext_all.append(np.where(op_id >= 0, ext, -1 - np.arange(rows.shape[0])))
+        ext_all.append(np.where(op_id >= 0, instance, -1 - np.arange(rows.shape[0])))
         dur_all.append(plane.dur_ps[rows].astype(np.float64))
     if not names:
         return _db([], np.zeros(0), np.zeros(0), np.zeros(0), total_ps)
@@ -161,7 +239,6 @@ def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[L
     """Per device plane: its kernel rows, each kernel's launch configuration (registers per thread,
     static shared memory (Kineto's ``shared memory``), dynamic shared memory (0: Kineto does not
     split it), grid, block, estimated achieved occupancy %) and the operator that launched it."""
-    ops = op_by_external_id(store)
     out: list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]] = []
     for plane in device_planes(store):
         rows = np.nonzero(_category_mask(store, plane, ("kernel",)) & (plane.dur_ps // 1000 > 0))[0]
@@ -185,13 +262,11 @@ def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[L
         occ = stat("est. achieved occupancy %", "float")[rows]
         grid_text = store.strings.lookup(np.maximum(grid, 0))
         block_text = store.strings.lookup(np.maximum(block, 0))
-        ext = _external_id(store, plane)[rows]
         params: list[LaunchTuple] = [
             (max(int(r), 0), max(int(m), 0), 0, _dims(g) if gi >= 0 else (1, 1, 1), _dims(b) if bi >= 0 else (1, 1, 1),
              float(o))
             for r, m, g, gi, b, bi, o in zip(regs.tolist(), shmem.tolist(), grid_text, grid.tolist(), block_text,
                                              block.tolist(), occ.tolist(), strict=True)]
-        op_ids = [ops.get(e, -1) for e in ext.tolist()]
-        op_names = [store.strings[i] if i >= 0 else "" for i in op_ids]
+        op_names = [store.strings[i] if i >= 0 else "" for i in launching_op(store, plane, rows)[0].tolist()]
         out.append((plane, rows, params, op_names))
     return out

@@ -32,6 +32,7 @@ from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.kineto_names import MEMORY_DEVICE_KIND, MEMORY_EVENT
 from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -361,10 +362,15 @@ def memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
 
 # --- PyTorch (Kineto) ``[memory]`` events ------------------------------------------------------
 
-KINETO_MEMORY = "[memory]"
-# c10::DeviceType: kCPU = 0, kCUDA = 1. "cpu" as XProf names the host allocator (and it sorts
-# after the GPUs, so the page opens on a GPU).
-_KINETO_DEVICE_TYPES = {0: "cpu", 1: "GPU"}
+KINETO_MEMORY = MEMORY_EVENT
+
+
+def _kineto_memory_label(device_type: int) -> str:
+    """The allocator's name for a c10::DeviceType: "cpu" as XProf names the host allocator (it
+    sorts after the GPUs, so the page opens on a GPU); CUDA and HIP (ROCm) memory is a GPU's."""
+    if device_type == 0:
+        return "cpu"
+    return MEMORY_DEVICE_KIND.get(device_type, f"device type {device_type}")
 
 
 @dataclass
@@ -372,7 +378,9 @@ class KinetoMemoryEvents(MemoryEvents):
     """A PyTorch caching allocator's events: ``[memory]`` instants on the host threads.
 
     Each carries ``Bytes`` (+ allocated, - freed), ``Addr``, ``Total Allocated`` and ``Total
-    Reserved`` after the event, and ``Device Type`` / ``Device Id``. Mapped onto XProf's
+    Reserved`` after the event, and ``Device Type`` / ``Device Id``. PyTorch 1.9 wrote ``Bytes``
+    alone: the bytes in use are then the running total of ``Bytes`` in time order, and the
+    reserved bytes are not known (shown as the bytes in use). Mapped onto XProf's
     allocator: heap = allocated, stack = 0, free = reserved - allocated (memory the caching
     allocator holds but no tensor uses), capacity = reserved at the peak; the operation is the
     operator (``cpu_op``) the event happened in. PyTorch records no fragmentation, data type or
@@ -472,26 +480,36 @@ def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     in_step = (k >= 0) & (time_ps < steps.end_ps[np.maximum(k, 0)]) if steps.n_steps else np.zeros(rows.shape[0], bool)
     step_all = np.where(in_step, steps.step_nums[np.maximum(k, 0)] if steps.n_steps else -1, -1)
     out: dict[str, MemoryEvents] = {}
-    keys = sorted({(int(t), int(d)) for t, d in zip(dev_type.tolist(), dev_id.tolist(), strict=True)})
-    for t, d in keys:
-        label = _KINETO_DEVICE_TYPES.get(t, f"device type {t}")
-        memory_id = label if t == 0 else f"{label} {d}"
-        sel = np.nonzero((dev_type == t) & (dev_id == d))[0]  # trace order
-        heap = st.int("Total Allocated")[sel]
-        peak_trace = int(sel.shape[0] - 1 - np.argmax(heap[::-1]))
+    labels = {t: _kineto_memory_label(t) for t in sorted_unique(dev_type).tolist()}
+    memory_ids = np.array([labels[t] if labels[t] == "cpu" else f"{labels[t]} {d}"
+                           for t, d in zip(dev_type.tolist(), dev_id.tolist(), strict=True)], dtype=object)
+    has_total = st.has("Total Allocated")
+    total = st.int("Total Allocated")
+    reserved_all = st.int("Total Reserved")
+    has_reserved = st.has("Total Reserved")
+    for memory_id in sorted(set(memory_ids.tolist())):
+        sel = np.nonzero(memory_ids == memory_id)[0]  # trace order
         order = np.argsort(time_ps[sel], kind="stable")
         idx = sel[order]
+        if has_total[sel].all():
+            heap_trace = total[sel]
+        else:  # Bytes only: the running total in time order, back in trace order
+            heap_trace = np.empty(sel.shape[0], np.int64)
+            heap_trace[order] = np.cumsum(nbytes[idx])
+        peak_trace = int(sel.shape[0] - 1 - np.argmax(heap_trace[::-1]))
+        heap = heap_trace[order]
+        reserved = np.where(has_reserved[idx], reserved_all[idx], heap)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.shape[0])
         addr = st.int("Addr")[idx]
         is_alloc = nbytes[idx] > 0
         step = _fill_outside(step_all[idx])
         out[memory_id] = KinetoMemoryEvents(
-            memory_id=memory_id, time_ps=time_ps[idx], is_alloc=is_alloc, heap_bytes=heap[order],
+            memory_id=memory_id, time_ps=time_ps[idx], is_alloc=is_alloc, heap_bytes=heap,
             stack_bytes=np.zeros(idx.shape[0], np.int64), allocation_bytes=np.abs(nbytes[idx]), address=addr,
             steps=partial(_identity, step), source=match_deallocations(np.argsort(addr, kind="stable"), addr, is_alloc),
             peak_index=int(rank[peak_trace]), last_trace_index=int(rank[-1]), store=store, plane=plane,
-            rows=rows[idx], reserved_bytes=st.int("Total Reserved")[idx], op_names=op_names[idx],
+            rows=rows[idx], reserved_bytes=reserved, op_names=op_names[idx],
         )
     return out
 

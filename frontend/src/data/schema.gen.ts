@@ -178,6 +178,7 @@ export interface PerformanceSummary {
   device_op_time_eager_percent: number;
   device_compute_16bit_percent: number;
   device_compute_32bit_percent: number;
+  device_compute_unknown_precision_percent: number;
 }
 
 export interface OverviewResult {

@@ -107,6 +107,7 @@ class PerformanceSummary(TypedDict):
     device_op_time_eager_percent: float
     device_compute_16bit_percent: float
     device_compute_32bit_percent: float
+    device_compute_unknown_precision_percent: float
 
 
 class OverviewResult(ToolEnvelope):

@@ -37,7 +37,7 @@ function render(ctx: PageContext): void {
   ];
   if (hasDevice) {
     cards.push(
-      { id: "precision", label: "Device compute precision", value: `${formatPercent(num(perf, "device_compute_16bit_percent") ?? 0)} 16-bit`, hint: `${formatPercent(num(perf, "device_compute_32bit_percent") ?? 0)} 32-bit` },
+      precisionCard(perf),
     );
   }
   el.appendChild(cardRow(cards));
@@ -154,3 +154,16 @@ function environment(env: Obj, pct: Obj): HTMLElement {
 }
 
 registerPage({ tools: ["overview_page"], rows: 100, render });
+
+
+/** Device compute precision: "unknown" when the profile does not tell for most of it. */
+function precisionCard(perf: Obj | null): Card {
+  const p16 = num(perf, "device_compute_16bit_percent") ?? 0;
+  const p32 = num(perf, "device_compute_32bit_percent") ?? 0;
+  const unknown = num(perf, "device_compute_unknown_precision_percent") ?? 0;
+  const hint = `${formatPercent(p32)} 32-bit` + (unknown > 0 ? `, ${formatPercent(unknown)} unknown` : "");
+  if (unknown >= 50) {
+    return { id: "precision", label: "Device compute precision", value: "unknown", hint: `${formatPercent(p16)} 16-bit, ${hint}` };
+  }
+  return { id: "precision", label: "Device compute precision", value: `${formatPercent(p16)} 16-bit`, hint };
+}

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.domain.event_tree import parent_rows, self_time_ps
+from tbprof.domain.kineto_links import category_mask, launching_op
 from tbprof.domain.planes import HOST_PLANE, device_planes
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
@@ -41,114 +42,6 @@ def is_kineto(store: Any) -> bool:
     meta = getattr(store, "metadata", None)
     return getattr(store, "format", "") == "chrome_trace" and isinstance(meta, dict) and \
         meta.get("producer") == "pytorch"
-
-
-def _category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:
-    sid = store.stat_id("cat")
-    if sid < 0:
-        return np.zeros(plane.n_events, bool)
-    cat = plane.event_stat(sid).dense_str(plane.n_events)
-    ids = [store.strings.id(n) for n in names]
-    return np.isin(cat, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
-
-
-def _external_id(store: ProfileStore, plane: Plane) -> np.ndarray:
-    sid = store.stat_id("External id")
-    if sid < 0:
-        return np.full(plane.n_events, -1, dtype=np.int64)
-    return plane.event_stat(sid).dense_int(plane.n_events)
-
-
-def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
-    sid = store.stat_id(name)
-    if sid < 0:
-        return np.full(plane.n_events, -1, dtype=np.int64)
-    return plane.event_stat(sid).dense_int(plane.n_events)
-
-
-def op_by_external_id(store: ProfileStore) -> dict[int, int]:
-    """External id -> name id of the operator (``cpu_op``) that carries it (memoised)."""
-    def build() -> dict[int, int]:
-        out: dict[int, int] = {}
-        for plane in store.planes:
-            is_op = _category_mask(store, plane, ("cpu_op",))
-            if not is_op.any():
-                continue
-            rows = np.nonzero(is_op)[0]
-            ext = _external_id(store, plane)[rows]
-            keep = ext >= 0
-            # Later (deeper) rows win: the innermost operator owns its External id.
-            out.update(zip(ext[keep].tolist(), plane.name_id[rows[keep]].tolist(), strict=True))
-        return out
-    return store.memo(("kineto_op_by_external_id",), build)
-
-
-def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Row of the innermost operator enclosing each of ``rows`` (the row itself excluded), -1 if none."""
-    out = np.full(rows.shape[0], -1, dtype=np.int64)
-    todo = np.arange(rows.shape[0])
-    cur = parent[rows]
-    while todo.shape[0]:
-        alive = cur >= 0
-        todo, cur = todo[alive], cur[alive]
-        found = is_op[cur]
-        out[todo[found]] = cur[found]
-        todo, cur = todo[~found], parent[cur[~found]]
-    return out
-
-
-# Operator instance keys: (plane << 40) | row of the operator event; External ids in a range of their own.
-_ROW_BITS = 40
-_EXTERNAL_KEY = 1 << 62
-
-
-def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(correlation ids ascending, name id of the operator enclosing their launch, that operator
-    event's instance key) (memoised)."""
-    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        corrs: list[np.ndarray] = []
-        ops: list[np.ndarray] = []
-        keys: list[np.ndarray] = []
-        for pi, plane in enumerate(store.planes):
-            if plane.name.startswith("/device:") or plane.n_events == 0:
-                continue
-            corr = _int_stat(store, plane, "correlation")
-            rows = np.nonzero((corr >= 0) & _category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
-            if rows.shape[0] == 0:
-                continue
-            op = _enclosing_op(_category_mask(store, plane, ("cpu_op",)), parent_rows(plane), rows)
-            found = op >= 0
-            corrs.append(corr[rows[found]])
-            ops.append(plane.name_id[op[found]].astype(np.int64))
-            keys.append((np.int64(pi) << _ROW_BITS) | op[found])
-        if not corrs:
-            z = np.zeros(0, np.int64)
-            return z, z, z
-        corr_all = np.concatenate(corrs)
-        order = np.argsort(corr_all, kind="stable")
-        return corr_all[order], np.concatenate(ops)[order], np.concatenate(keys)[order]
-    return store.memo(("kineto_op_by_correlation",), build)
-
-
-def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For the device events ``rows`` of ``plane``: the name id of the operator that launched each
-    (-1: none) and a key of that operator instance."""
-    corr_sorted, op_sorted, key_sorted = op_by_correlation(store)
-    corr = _int_stat(store, plane, "correlation")[rows]
-    op = np.full(rows.shape[0], -1, dtype=np.int64)
-    key = np.full(rows.shape[0], -1, dtype=np.int64)
-    if corr_sorted.shape[0]:
-        pos = np.minimum(np.searchsorted(corr_sorted, corr), corr_sorted.shape[0] - 1)
-        hit = (corr >= 0) & (corr_sorted[pos] == corr)
-        op[hit] = op_sorted[pos[hit]]
-        key[hit] = key_sorted[pos[hit]]
-    missing = np.nonzero(op < 0)[0]
-    if missing.shape[0]:
-        by_ext = op_by_external_id(store)
-        ext = _external_id(store, plane)[rows[missing]]
-        op[missing] = np.array([by_ext.get(e, -1) for e in ext.tolist()], dtype=np.int64)
-        key[missing] = np.where(op[missing] >= 0, _EXTERNAL_KEY | np.maximum(ext, 0), -1)
-    return op, key
 
 
 def _db(names: list[str], occurrences: np.ndarray, time_ps: np.ndarray, self_ps: np.ndarray, total_ps: int,
@@ -168,8 +61,8 @@ def host_ops(store: ProfileStore) -> dict[str, Any]:
     plane = store.plane(HOST_PLANE)
     if plane is None or plane.n_events == 0:
         return _db([], np.zeros(0), np.zeros(0), np.zeros(0), 0)
-    is_op = _category_mask(store, plane, ("cpu_op",))
-    child_counts = is_op | _category_mask(store, plane, _LAUNCH_CATEGORIES)
+    is_op = category_mask(store, plane, ("cpu_op",))
+    child_counts = is_op | category_mask(store, plane, _LAUNCH_CATEGORIES)
     parent = parent_rows(plane)
     own = self_time_ps(plane, parent, include=child_counts)
     rows = np.nonzero(is_op)[0]
@@ -195,7 +88,7 @@ def device_ops(store: ProfileStore) -> dict[str, Any]:
     dur_all: list[np.ndarray] = []
     total_ps = 0
     for plane in device_planes(store):
-        rows = np.nonzero(_category_mask(store, plane, DEVICE_CATEGORIES))[0]
+        rows = np.nonzero(category_mask(store, plane, DEVICE_CATEGORIES))[0]
         if rows.shape[0] == 0:
             continue
         total_ps += int((plane.start_ps[rows] + plane.dur_ps[rows]).max() - plane.start_ps[rows].min())
@@ -241,7 +134,7 @@ def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[L
     split it), grid, block, estimated achieved occupancy %) and the operator that launched it."""
     out: list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]] = []
     for plane in device_planes(store):
-        rows = np.nonzero(_category_mask(store, plane, ("kernel",)) & (plane.dur_ps // 1000 > 0))[0]
+        rows = np.nonzero(category_mask(store, plane, ("kernel",)) & (plane.dur_ps // 1000 > 0))[0]
         if rows.shape[0] == 0:
             continue
 

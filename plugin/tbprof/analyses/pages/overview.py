@@ -72,11 +72,31 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
 
 
 def _precision(st: StepTable) -> dict[str, float]:
+    """Shares of device compute time by precision (of all device compute: they add up to 100)."""
     c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
     c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
-    tot = c16 + c32
+    cu = float(np.sum(st.category_ms.get("device_compute_unknown_precision_ms", 0.0)))
+    tot = c16 + c32 + cu
     return {"device_compute_16bit_percent": 100.0 * c16 / tot if tot else 0.0,
-            "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0}
+            "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0,
+            "device_compute_unknown_precision_percent": 100.0 * cu / tot if tot else 0.0}
+
+
+def _precision_statement(prec: dict[str, float]) -> str:
+    """Advice to move to 16-bit only where the precision of most device compute is known."""
+    p16, p32 = prec["device_compute_16bit_percent"], prec["device_compute_32bit_percent"]
+    unknown = prec["device_compute_unknown_precision_percent"]
+    if p16 + p32 + unknown <= 0:
+        return ""
+    if unknown >= 50.0:
+        return (f"The precision of {unknown:.1f}% of device compute is unknown: the trace records no operator "
+                "input types for it (profile with record_shapes=True) and its kernel names do not tell.")
+    statement = f"{p16:.1f}% of device compute runs in 16-bit (or narrower) precision"
+    if unknown > 0:
+        statement += f", {p32:.1f}% in 32-bit, {unknown:.1f}% unknown"
+    if p32 > p16:
+        return statement + "; where accuracy allows, bf16/fp16 ops run faster and use less memory."
+    return statement + "."
 
 
 def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
@@ -122,10 +142,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
     prec = _precision(st)
-    precision_statement = ""
-    if st.has_device and (prec["device_compute_16bit_percent"] + prec["device_compute_32bit_percent"]) > 0:
-        precision_statement = (f"{prec['device_compute_16bit_percent']:.1f}% of device compute runs in 16-bit "
-                               "precision; where accuracy allows, bf16/fp16 ops run faster and use less memory.")
+    precision_statement = _precision_statement(prec) if st.has_device else ""
     recommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
         "statement": ana["input_statement"],

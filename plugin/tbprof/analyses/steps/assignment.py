@@ -32,6 +32,7 @@ import numpy as np
 
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
+from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, device_precision
 from tbprof.domain.planes import HOST_PLANE, device_planes_of
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
 from tbprof.store import kineto_names as kn
@@ -228,7 +229,7 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
             rows = np.nonzero((g >= 0) & has_corr)[0]
             types = _types_by_name(store, p, rows, gpu=True)
             typed.add(pi, p.start_ps[rows], p.start_ps[rows] + p.dur_ps[rows], types, g[rows])
-            compute = (types == sb.DEVICE_COMPUTE_16) | (types == sb.DEVICE_COMPUTE_32)
+            compute = np.isin(types, sb.DEVICE_COMPUTE_TYPES)
             well_formed[g[rows][compute]] = True
     else:
         host = store.plane(HOST_PLANE)
@@ -477,6 +478,19 @@ _DEVICE_CATEGORIES = kn.DEVICE_CATEGORIES
 _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 
 
+def _with_precision(store: ProfileStore, plane: Plane, rows: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Device compute typed by its precision (``domain/kineto_links.py``), not by XProf's
+    name rule (``half``/``fp16`` in the name): cuBLASLt's bf16 kernels say neither."""
+    compute = np.nonzero(np.isin(kinds, sb.DEVICE_COMPUTE_TYPES))[0]
+    if compute.shape[0] == 0:
+        return kinds
+    prec = device_precision(store, plane, rows[compute])
+    out = kinds.copy()
+    out[compute] = np.select([prec == PRECISION_16, prec == PRECISION_32],
+                             [sb.DEVICE_COMPUTE_16, sb.DEVICE_COMPUTE_32], sb.DEVICE_COMPUTE_UNKNOWN)
+    return out
+
+
 def _kineto_gpu_type(name: str) -> int:
     """XProf's device event type of a Kineto device event (``Memcpy HtoD (Pageable -> Device)``)."""
     if name.startswith("Memcpy "):
@@ -561,8 +575,9 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
                 if k_step >= 0 and e > end[k_step]:
                     end[k_step] = e
         uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
-        kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)
-        typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], kinds[inv.reshape(-1)], key)
+        kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
+        typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),
+                  key)
     # Steps never overlap: a step's device tail stops where the next step starts.
     end[:-1] = np.minimum(end[:-1], begin[1:])
     # Device events launched outside every step, or whose launch is not in the trace, go by time.

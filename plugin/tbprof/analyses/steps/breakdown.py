@@ -37,11 +37,17 @@ DEVICE_COMPUTE_32 = 140
 DEVICE_COMPUTE_16 = 150
 DEVICE_WAIT_DEVICE = 160
 DEVICE_WAIT_HOST = 170
-N_TYPES = 18  # type value // 10
+# tbprof's own: device compute whose precision neither the launching operator's input types nor
+# the kernel's name tell (PyTorch traces; XProf calls such work 32-bit). Its value is past
+# XProf's because values are priorities and theirs are all taken; only PyTorch steps produce
+# it, and they produce no device wait types, so it only outranks the other compute types.
+DEVICE_COMPUTE_UNKNOWN = 180
+N_TYPES = 19  # type value // 10
+DEVICE_COMPUTE_TYPES = (DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, DEVICE_COMPUTE_UNKNOWN)
 
 # Generic categories (columns of the step table), in XProf's order, with the event types they sum.
 CATEGORIES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("device_compute_ms", "Device compute", (DEVICE_COMPUTE_16, DEVICE_COMPUTE_32)),
+    ("device_compute_ms", "Device compute", DEVICE_COMPUTE_TYPES),
     ("device_to_device_ms", "Device to device", (DEVICE_TO_DEVICE, DEVICE_WAIT_DEVICE)),
     ("device_collectives_ms", "Device collective communication", (DEVICE_COLLECTIVES,)),
     ("host_compute_ms", "Host compute", (HOST_COMPUTE,)),
@@ -141,6 +147,7 @@ def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:
         out[key] = type_ps[:, [t // 10 for t in types]].sum(axis=1) / 1e9
     out["device_compute_16bit_ms"] = type_ps[:, DEVICE_COMPUTE_16 // 10] / 1e9
     out["device_compute_32bit_ms"] = type_ps[:, DEVICE_COMPUTE_32 // 10] / 1e9
+    out["device_compute_unknown_precision_ms"] = type_ps[:, DEVICE_COMPUTE_UNKNOWN // 10] / 1e9
     return out
 
 

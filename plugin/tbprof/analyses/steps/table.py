@@ -148,6 +148,8 @@ STEP_COLUMNS = (
     Column("host_to_device_ms", "Host to device (and device waiting for host)", "float", "ms"),
     Column("device_compute_16bit_ms", "Device compute 16-bit", "float", "ms"),
     Column("device_compute_32bit_ms", "Device compute 32-bit", "float", "ms"),
+    Column("device_compute_unknown_precision_ms", "Device compute, precision unknown", "float", "ms",
+           "PyTorch: device work whose operator records no input types and whose kernel name does not tell"),
     Column("input_percent", "Input", "float", "%"),
 )
 

@@ -1,0 +1,209 @@
+"""How a PyTorch (Kineto) trace links device work to the operators that launched it.
+
+A device event's ``correlation`` names the runtime call that launched it (``cudaLaunchKernel``,
+``hipLaunchKernel``, MTIA's ``runFunction``); its operator is the innermost ``cpu_op`` that
+encloses that call on its thread, as HTA and PyTorch's own tools find it. Without a launch in
+the trace, the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
+External ids no operator has, so the launch comes first).
+
+An operator's **precision** comes from its ``Input type`` (``record_shapes``): any bf16, fp16 or
+fp8 input makes its device work 16-bit (or narrower), else a float/double input 32-bit; without
+input types, from the kernel's name (``bf16``, ``fp16``/``half``, ``fp8``/``e4m3``/``e5m2`` vs
+``fp32``/``f32``/``tf32``/``sgemm``/``float``/``double``); else it is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tbprof.domain.event_tree import parent_rows
+from tbprof.store import kineto_names as kn
+from tbprof.store.tables import Plane, ProfileStore
+
+_LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
+
+
+def category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:
+    sid = store.stat_id("cat")
+    if sid < 0:
+        return np.zeros(plane.n_events, bool)
+    cat = plane.event_stat(sid).dense_str(plane.n_events)
+    ids = [store.strings.id(n) for n in names]
+    return np.isin(cat, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
+
+
+def external_id(store: ProfileStore, plane: Plane) -> np.ndarray:
+    sid = store.stat_id("External id")
+    if sid < 0:
+        return np.full(plane.n_events, -1, dtype=np.int64)
+    return plane.event_stat(sid).dense_int(plane.n_events)
+
+
+def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
+    sid = store.stat_id(name)
+    if sid < 0:
+        return np.full(plane.n_events, -1, dtype=np.int64)
+    return plane.event_stat(sid).dense_int(plane.n_events)
+
+
+def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(External ids ascending, name id of the operator carrying each, its instance key) (memoised).
+    Of several operators with one External id, the last row (the innermost) owns it."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        exts: list[np.ndarray] = []
+        names: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        for pi, plane in enumerate(store.planes):
+            rows = np.nonzero(category_mask(store, plane, (kn.OPERATOR,)))[0]
+            ext = external_id(store, plane)[rows]
+            keep = ext >= 0
+            exts.append(ext[keep])
+            names.append(plane.name_id[rows[keep]].astype(np.int64))
+            keys.append((np.int64(pi) << _ROW_BITS) | rows[keep])
+        if not exts:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        ext_all, name_all, key_all = np.concatenate(exts), np.concatenate(names), np.concatenate(keys)
+        order = np.argsort(ext_all, kind="stable")
+        ext_all, name_all, key_all = ext_all[order], name_all[order], key_all[order]
+        last = np.ones(ext_all.shape[0], bool)
+        last[:-1] = ext_all[1:] != ext_all[:-1]
+        return ext_all[last], name_all[last], key_all[last]
+    return store.memo(("kineto_op_by_external_id",), build)
+
+
+def _lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position, found) of ``ids`` in ``sorted_ids``."""
+    if sorted_ids.shape[0] == 0:
+        return np.zeros(ids.shape[0], np.int64), np.zeros(ids.shape[0], bool)
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.shape[0] - 1)
+    return pos, (ids >= 0) & (sorted_ids[pos] == ids)
+
+
+def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Row of the innermost operator enclosing each of ``rows`` (the row itself excluded), -1 if none."""
+    out = np.full(rows.shape[0], -1, dtype=np.int64)
+    todo = np.arange(rows.shape[0])
+    cur = parent[rows]
+    while todo.shape[0]:
+        alive = cur >= 0
+        todo, cur = todo[alive], cur[alive]
+        found = is_op[cur]
+        out[todo[found]] = cur[found]
+        todo, cur = todo[~found], parent[cur[~found]]
+    return out
+
+
+# An operator instance's key: (plane << 40) | its row.
+_ROW_BITS = 40
+
+
+def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(correlation ids ascending, name id of the operator enclosing their launch, that operator
+    event's instance key) (memoised)."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        corrs: list[np.ndarray] = []
+        ops: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        for pi, plane in enumerate(store.planes):
+            if plane.name.startswith("/device:") or plane.n_events == 0:
+                continue
+            corr = _int_stat(store, plane, "correlation")
+            rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
+            if rows.shape[0] == 0:
+                continue
+            op = _enclosing_op(category_mask(store, plane, (kn.OPERATOR,)), parent_rows(plane), rows)
+            found = op >= 0
+            corrs.append(corr[rows[found]])
+            ops.append(plane.name_id[op[found]].astype(np.int64))
+            keys.append((np.int64(pi) << _ROW_BITS) | op[found])
+        if not corrs:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        corr_all = np.concatenate(corrs)
+        order = np.argsort(corr_all, kind="stable")
+        return corr_all[order], np.concatenate(ops)[order], np.concatenate(keys)[order]
+    return store.memo(("kineto_op_by_correlation",), build)
+
+
+def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the device events ``rows`` of ``plane``: the name id of the operator that launched each
+    (-1: none) and a key of that operator instance."""
+    op = np.full(rows.shape[0], -1, dtype=np.int64)
+    key = np.full(rows.shape[0], -1, dtype=np.int64)
+    corr_sorted, op_sorted, key_sorted = op_by_correlation(store)
+    pos, hit = _lookup(corr_sorted, _int_stat(store, plane, "correlation")[rows])
+    op[hit], key[hit] = op_sorted[pos[hit]], key_sorted[pos[hit]]
+    missing = np.nonzero(~hit)[0]
+    if missing.shape[0]:
+        ext_sorted, name_sorted, ext_key_sorted = op_by_external_id(store)
+        pos, found = _lookup(ext_sorted, external_id(store, plane)[rows[missing]])
+        op[missing[found]] = name_sorted[pos[found]]
+        key[missing[found]] = ext_key_sorted[pos[found]]
+    return op, key
+
+
+
+PRECISION_UNKNOWN, PRECISION_16, PRECISION_32 = 0, 16, 32
+_LOW_TYPES = ("bfloat16", "half", "float8", "float4")
+_FULL_TYPES = ("float", "double")
+# Tokens of kernel names, checked on the lower-cased name split at non-alphanumerics.
+_LOW_TOKENS = frozenset(("bf16", "bfloat16", "fp16", "f16", "half", "fp8", "e4m3", "e5m2", "e4m3fn", "f8",
+                         "bf16x9", "h16", "hgemm"))
+_FULL_TOKENS = frozenset(("fp32", "f32", "float", "float32", "tf32", "sgemm", "dgemm", "double", "fp64", "f64",
+                          "s1688gemm", "s16816gemm"))
+
+
+def _precision_of_types(text: str) -> int:
+    """PRECISION_* of an operator's ``Input type`` text (a JSON list of type names)."""
+    try:
+        types = json.loads(text)
+    except (ValueError, RecursionError):
+        return PRECISION_UNKNOWN
+    if not isinstance(types, list):
+        return PRECISION_UNKNOWN
+    names = [t.lower() for t in types if isinstance(t, str)]
+    if any(low in n for n in names for low in _LOW_TYPES):
+        return PRECISION_16
+    if any(n.split("::")[-1] in _FULL_TYPES for n in names):
+        return PRECISION_32
+    return PRECISION_UNKNOWN
+
+
+def precision_of_name(name: str) -> int:
+    """PRECISION_* from a kernel name's tokens (``ampere_bf16_s16816gemm...`` -> 16)."""
+    cleaned = "".join(c if c.isalnum() else " " for c in name.lower())
+    tokens = set(cleaned.split())
+    if tokens & _LOW_TOKENS:
+        return PRECISION_16
+    if tokens & _FULL_TOKENS:
+        return PRECISION_32
+    return PRECISION_UNKNOWN
+
+
+def device_precision(store: ProfileStore, plane: Plane, rows: np.ndarray) -> np.ndarray:
+    """PRECISION_* of each device event ``rows`` of ``plane``: its operator's input types, else
+    its own name."""
+    out = np.zeros(rows.shape[0], dtype=np.int64)
+    _, key = launching_op(store, plane, rows)
+    sid = store.stat_id("Input type")
+    if sid >= 0:
+        has = key >= 0
+        op_plane = np.where(has, key >> _ROW_BITS, -1)
+        for pi in np.unique(op_plane[has]).tolist():
+            sel = np.nonzero(op_plane == pi)[0]
+            op_rows = key[sel] & ((1 << _ROW_BITS) - 1)
+            src = store.planes[pi]
+            text_id = src.event_stat(sid).dense_str(src.n_events)[op_rows]
+            uniq, inv = np.unique(text_id, return_inverse=True)
+            prec = np.array([_precision_of_types(store.strings[int(t)]) if t >= 0 else PRECISION_UNKNOWN
+                             for t in uniq.tolist()], dtype=np.int64)
+            out[sel] = prec[inv.reshape(-1)]
+    unknown = np.nonzero(out == PRECISION_UNKNOWN)[0]
+    if unknown.shape[0]:
+        uniq, inv = np.unique(plane.name_id[rows[unknown]], return_inverse=True)
+        prec = np.array([precision_of_name(n) for n in store.strings.lookup(uniq)], dtype=np.int64)
+        out[unknown] = prec[inv.reshape(-1)]
+    return out

@@ -35,10 +35,6 @@ from tbprof.store.markers import COUNTER_LINES_STAT
 PRODUCER = "pytorch"
 _DEVICE_LABEL = re.compile(r"(?:GPU|MTIA|XPU|HPU)\s?(\d{1,4})")
 _MAX_DEVICE_INDEX = 4096
-# Categories that only PyTorch's profiler writes (1.8 to 2.x): one of them makes a trace Kineto's.
-_MARKER_CATEGORIES = frozenset(("cpu_op", "operator", "cuda_runtime", "runtime", "gpu_user_annotation",
-                                "gpu_memcpy", "gpu_memset", "python_function", "cpu_instant_event",
-                                "mtia_runtime", "mtia_ccp_events"))
 # Host-side work: a line of a device process holding these (and no device work) is a host thread.
 _HOST_CATEGORIES = (kn.OPERATOR, kn.USER_ANNOTATION, kn.PYTHON_FUNCTION, *kn.LAUNCH_CATEGORIES,
                     "cpu_instant_event")
@@ -50,7 +46,7 @@ def is_kineto_store(store: tables.ProfileStore) -> bool:
     meta = store.metadata
     if "deviceProperties" in meta or "distributedInfo" in meta or "baseTimeNanoseconds" in meta:
         return True
-    return any(c.lower() in _MARKER_CATEGORIES for c in _categories(store))
+    return any(c.lower() in kn.MARKER_CATEGORIES for c in _categories(store))
 
 
 def finish(store: tables.ProfileStore) -> None:

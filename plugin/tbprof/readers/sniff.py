@@ -17,6 +17,7 @@ from collections import OrderedDict
 from tbprof.errors import ProfileReadError, StorageError
 from tbprof.readers.files import GZIP_MAGIC, head_bytes
 from tbprof.store.fs import Location, UrlPath
+from tbprof.store.kineto_names import MARKER_CATEGORIES
 
 KINETO = "pytorch"
 CHROME_TRACE = "chrome_trace"
@@ -28,14 +29,6 @@ _MEMO_ENTRIES = 4096  # (path, size, mtime) -> kind: a few hundred bytes each
 # Top-level keys only Kineto writes beside ``traceEvents``.
 _KINETO_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"baseTimeNanoseconds"',
                 b'"trace_id"', b'"cupti_version"', b'"roctracer_version"')
-# Event categories of every PyTorch profiler version (1.8's capitalised vocabulary included):
-# one of them in the head makes an array-form or key-less trace a Kineto trace.
-KINETO_CATEGORIES = frozenset((
-    "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy",
-    "gpu_memset", "python_function", "cpu_instant_event", "ac2g", "fwdbwd", "cuda_sync", "mtia_runtime",
-    "mtia_ccp_events", "privateuse1_runtime", "privateuse1_driver", "Operator", "Kernel", "Runtime", "Memcpy",
-    "Memset", "Python", "Trace", "gpu_op", "overhead", "Overhead",
-))
 _CAT_KEY = b'"cat"'
 
 
@@ -80,7 +73,7 @@ def kind_of_head(raw: bytes) -> str | None:
         return KINETO
     if not has_events and (is_object or b'"ph"' not in text):
         return None
-    if _categories(text) & KINETO_CATEGORIES:
+    if any(c.lower() in MARKER_CATEGORIES for c in _categories(text)):
         return KINETO
     return CHROME_TRACE
 

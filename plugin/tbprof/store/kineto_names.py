@@ -25,6 +25,12 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "mtia_runtime", "privateuse1
 # Categories that only a device process holds (its events are never host work).
 DEVICE_PROCESS_CATEGORIES = (*DEVICE_CATEGORIES, GPU_USER_ANNOTATION, "cuda_sync")
 
+# Categories only PyTorch's profiler writes (1.8 to 2.x), lower-cased: one of them makes a trace
+# Kineto's (with its metadata keys, the only content test: file names say nothing).
+MARKER_CATEGORIES = frozenset(("cpu_op", "operator", "cuda_runtime", "runtime", "cuda_driver", "kernel", "memcpy",
+                               "memset", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "python_function",
+                               "cpu_instant_event", "mtia_runtime", "mtia_ccp_events", "privateuse1_runtime"))
+
 # Every version's category name, lower-cased -> today's name. Categories not listed are kept.
 CANONICAL_CATEGORY: dict[str, str] = {
     "operator": OPERATOR, "cpu_op": OPERATOR,

@@ -51,6 +51,11 @@ NO_STEPS_DIAGNOSIS = (
     "`model.fit` marks nothing - wrap the body of a custom train_step or use a custom loop. Also make "
     "sure the profile is longer than a few steps."
 )
+KINETO_NO_STEPS_DIAGNOSIS = (
+    "No step time measured: this PyTorch trace has no ProfilerStep#N markers (a benchmark, an inference "
+    "server or a trace without a profiler schedule). To measure steps, call `prof.step()` after each "
+    "training step inside `torch.profiler.profile(schedule=...)`."
+)
 
 
 @dataclass
@@ -657,6 +662,11 @@ def compute_steps(store: ProfileStore) -> Steps:
     tf1 = _tf1_file_step(store)
     if tf1 is not None:
         return tf1
+    if _is_kineto(store):
+        # PyTorch marks its steps (ProfilerStep#N, from torch.profiler's schedule or
+        # prof.step()); a trace without them (a benchmark, an inference server, a
+        # torch.compile run) has none, and repeated calls are not guessed into steps.
+        return _no_steps(store, devices, KINETO_NO_STEPS_DIAGNOSIS)
     found = _marker_steps(store, devices)
     if found is not None:
         groups, candidates, keep, best_b, best_e, typed = found
@@ -701,11 +711,19 @@ def compute_steps(store: ProfileStore) -> Steps:
                                f"{'device compute' if devices else 'host compute'} or time (zero-length?), "
                                "so steps were inferred instead")
         return steps
-    empty = np.zeros(0, np.int64)
     diagnosis = NO_STEPS_DIAGNOSIS
     if found is not None and len(found[1]):
         diagnosis = (f"{len(found[1])} step markers were found but none holds "
                      f"{'device compute' if devices else 'host compute'} or time. " + NO_STEPS_DIAGNOSIS)
+    return _no_steps(store, devices, diagnosis)
+
+
+def _is_kineto(store: ProfileStore) -> bool:
+    return store.format == "chrome_trace" and store.metadata.get("producer") == "pytorch"
+
+
+def _no_steps(store: ProfileStore, devices: list[int], diagnosis: str) -> Steps:
+    empty = np.zeros(0, np.int64)
     return Steps(source="none", method="", detail="", diagnosis=diagnosis, has_device=bool(devices), names=[],
                  step_nums=empty, begin_ps=empty, end_ps=empty, type_ps=np.zeros((0, sb.N_TYPES), np.int64),
                  device_planes=devices, per_device_type_ps=np.zeros((len(devices), 0, sb.N_TYPES), np.int64),
@@ -721,9 +739,10 @@ def _num_of(name: str, default: int) -> int:
 
 
 def has_steps_data(store: Any) -> bool:
-    """Whether the step pages have anything to show for a store: any XSpace with events; a
-    Chrome trace when it has PyTorch's ``ProfilerStep#<n>`` markers on its ``/host:CPU`` or is
-    a TF1 timeline file with ops (one step)."""
+    """Whether the step pages have anything to show for a store: any XSpace with events; any
+    PyTorch trace with host operators or device work (with ``ProfilerStep#<n>`` markers or
+    without: then the pages say there are no steps, as XProf does); a TF1 timeline file with
+    ops (one step)."""
     fmt = getattr(store, "format", "")
     if fmt == "xspace":
         return bool(store.n_events > 0)
@@ -731,6 +750,8 @@ def has_steps_data(store: Any) -> bool:
         return False
     if is_tf1_timeline(store):
         return any(op.rows.shape[0] for op in op_planes(store))
+    if _is_kineto(store):  # with steps or without (the pages then say there are none)
+        return any(p.n_events > 0 for p in store.planes if p.name == HOST_PLANE or p.name.startswith("/device:"))
     if store.plane(HOST_PLANE) is None:
         return False
     return any(_PROFILER_STEP.fullmatch(text) for text in store.strings.as_list())

@@ -14,7 +14,7 @@ common language of PyTorch users, so tbprof selects the same events:
 * when the trace has at least two distinct ``ProfilerStep#N`` names, the last step is
   incomplete (the profiler stopped inside it): only launches that start before the start of
   the last ``ProfilerStep`` event (host or GPU annotation, whichever starts later) count, and
-  only device events launched by them;
+  only device events launched by them (or, without a correlation, starting before then);
 * a device event's **kind** comes from its name, by HTA's rules: communication
   (``nccl…Kernel``), memory (``Memcpy…``, ``Memset…``, ``dma…``), computation (anything that
   is neither and has no ``Memcpy`` or ``Sync`` in its name), else other.
@@ -205,7 +205,9 @@ def _build(store: ProfileStore) -> DeviceActivity:
         last_step_start = int(last_steps.max())
         keep_host = h_start < last_step_start
         h_start, h_dur, h_name, h_corr = h_start[keep_host], h_dur[keep_host], h_name[keep_host], h_corr[keep_host]
-        keep_dev = np.isin(d_corr, h_corr)
+        # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
+        # of HTA's "CPU operators": it stays when it starts before the last step.
+        keep_dev = np.isin(d_corr, h_corr) | ((d_corr < 0) & (d_start < last_step_start))
         d_start, d_end, d_stream, d_name, d_corr, d_plane = (
             a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane))
     # Launch of each device event: the host event with its correlation.

@@ -35,8 +35,9 @@ from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
 # Bump when the store layout changes, so old entries are ignored (3: JSON metadata, no pickle,
-# and the store's trace metadata: Kineto's deviceProperties and distributedInfo).
-FORMAT_VERSION = 3
+# and the store's trace metadata: Kineto's deviceProperties and distributedInfo; 4: Kineto stores
+# in one vocabulary, their devices found by their work, marked by metadata "producer").
+FORMAT_VERSION = 4
 META = "meta.json"
 
 _PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",

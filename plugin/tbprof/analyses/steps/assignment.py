@@ -552,14 +552,15 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         want = [store.strings.id(c) for c in wanted]
         return np.isin(cat, np.asarray([w for w in want if w >= 0], dtype=np.int64))
 
-    # Launch correlation -> step (by where the launch starts).
-    launch_step: dict[int, int] = {}
+    # Launch correlation -> step (by where the launch starts), as sorted arrays.
+    launch_corr = launch_k = np.zeros(0, np.int64)
     is_launch = categories(host, _LAUNCH_CATEGORIES)
     if corr_sid >= 0:
         corr = host.event_stat(corr_sid).dense_int(host.n_events)
         lrows = np.nonzero(is_launch & (corr >= 0))[0]
         k = _event_step_by_time(host, begin, host_end)[lrows]
-        launch_step = dict(zip(corr[lrows][k >= 0].tolist(), k[k >= 0].tolist(), strict=True))
+        order = np.argsort(corr[lrows][k >= 0], kind="stable")
+        launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
     typed = _TypedEvents()
     for pi in devices:
         p = store.planes[pi]
@@ -573,12 +574,12 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         if drows.shape[0] == 0:
             continue
         key = np.full(drows.shape[0], -1, np.int64)
-        if corr_sid >= 0 and launch_step:
+        if corr_sid >= 0 and launch_corr.shape[0]:
             dcorr = p.event_stat(corr_sid).dense_int(p.n_events)[drows]
-            key = np.array([launch_step.get(c, -1) for c in dcorr.tolist()], dtype=np.int64)
-            for k_step, e in zip(key.tolist(), (p.start_ps[drows] + p.dur_ps[drows]).tolist(), strict=True):
-                if k_step >= 0 and e > end[k_step]:
-                    end[k_step] = e
+            pos = np.minimum(np.searchsorted(launch_corr, dcorr), launch_corr.shape[0] - 1)
+            hit = (dcorr >= 0) & (launch_corr[pos] == dcorr)
+            key[hit] = launch_k[pos[hit]]
+            np.maximum.at(end, key[hit], (p.start_ps[drows] + p.dur_ps[drows])[hit])
         uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
         typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),

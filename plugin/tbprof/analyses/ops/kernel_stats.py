@@ -169,25 +169,26 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
         return k
 
     if kineto_ops.is_kineto(store):
-        for plane, rows, launch, ops in kineto_ops.kernel_launches(store):
-            lps = [LaunchParams(*t) for t in launch]
-            codes = np.empty(rows.shape[0], dtype=np.int64)
-            op_codes = np.empty(rows.shape[0], dtype=np.int64)
-            elig_rows = np.empty(rows.shape[0], dtype=bool)
-            for j, (lp, op_name, nid) in enumerate(zip(lps, ops, plane.name_id[rows].tolist(), strict=True)):
+        for kl in kineto_ops.kernel_launches(store):
+            n_codes = len(kl.params)
+            u_params = np.empty(n_codes, dtype=np.int64)
+            u_op = np.empty(n_codes, dtype=np.int64)
+            u_elig = np.empty(n_codes, dtype=bool)
+            for j, (launch, op_name, nid) in enumerate(zip(kl.params, kl.op_names, kl.name_ids.tolist(), strict=True)):
+                lp = LaunchParams(*launch)
                 pk = params_index.get(lp)
                 if pk is None:
                     pk = params_index[lp] = len(params_list)
                     params_list.append(lp)
                     occupancy_first.append(lp.occupancy_pct)
-                codes[j] = pk
-                op_codes[j] = op_key(op_name)
-                elig_rows[j] = torch_op_tensorcore_eligible(op_name) or kernel_uses_tensorcore(strings[nid])
-            names.append(plane.name_id[rows].astype(np.int64))
-            params_ids.append(codes)
-            op_keys.append(op_codes)
-            eligible.append(elig_rows)
-            dur_ns.append(plane.dur_ps[rows] // 1000)
+                u_params[j] = pk
+                u_op[j] = op_key(op_name)
+                u_elig[j] = torch_op_tensorcore_eligible(op_name) or kernel_uses_tensorcore(strings[nid])
+            names.append(kl.plane.name_id[kl.rows].astype(np.int64))
+            params_ids.append(u_params[kl.code])
+            op_keys.append(u_op[kl.code])
+            eligible.append(u_elig[kl.code])
+            dur_ns.append(kl.plane.dur_ps[kl.rows] // 1000)
     for dev in ([] if kineto_ops.is_kineto(store) else device_events(store)):
         plane, st = dev.plane, dev.stats
         kd = st.str_id("kernel_details")

@@ -22,10 +22,12 @@ Op types are the operator names (``aten::conv2d``): PyTorch has no op-type/op-na
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from tbprof.domain.event_columns import factorize
 from tbprof.domain.event_tree import parent_rows, self_time_ps
 from tbprof.domain.kineto_links import category_mask, launching_op
 from tbprof.domain.planes import HOST_PLANE, device_planes
@@ -128,11 +130,25 @@ def _dims(text: str) -> tuple[int, int, int]:
 LaunchTuple = tuple[int, int, int, tuple[int, int, int], tuple[int, int, int], float]
 
 
-def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]]:
-    """Per device plane: its kernel rows, each kernel's launch configuration (registers per thread,
-    static shared memory (Kineto's ``shared memory``), dynamic shared memory (0: Kineto does not
-    split it), grid, block, estimated achieved occupancy %) and the operator that launched it."""
-    out: list[tuple[Plane, np.ndarray, list[LaunchTuple], list[str]]] = []
+@dataclass(frozen=True)
+class KernelLaunches:
+    """One device plane's kernels: ``code`` maps each kernel to its distinct (kernel name, launch
+    configuration, launching operator); ``params``/``op_names``/``name_ids`` describe each code."""
+
+    plane: Plane
+    rows: np.ndarray
+    code: np.ndarray
+    name_ids: np.ndarray  # per code
+    params: list[LaunchTuple]  # per code: registers, static shmem, dynamic shmem (0), grid, block, occupancy %
+    op_names: list[str]  # per code
+
+
+def kernel_launches(store: ProfileStore) -> list[KernelLaunches]:
+    """Per device plane: its kernels (rows), each kernel's launch configuration (registers per
+    thread, static shared memory (Kineto's ``shared memory``), dynamic shared memory (0: Kineto
+    does not split it), grid, block, estimated achieved occupancy %) and the operator that
+    launched it, decided once per distinct combination."""
+    out: list[KernelLaunches] = []
     for plane in device_planes(store):
         rows = np.nonzero(category_mask(store, plane, ("kernel",)) & (plane.dur_ps // 1000 > 0))[0]
         if rows.shape[0] == 0:
@@ -145,21 +161,23 @@ def kernel_launches(store: ProfileStore) -> list[tuple[Plane, np.ndarray, list[L
                 return np.full(n, -1 if kind != "float" else 0.0)
             col = plane.event_stat(sid)
             if kind == "str":
-                return col.dense_str(n)
+                return col.dense_str(n).astype(np.int64)
             if kind == "float":
                 return np.nan_to_num(col.dense_float(n))
             return col.dense_int(n)
 
-        regs, shmem = stat("registers per thread", "int")[rows], stat("shared memory", "int")[rows]
+        regs = np.maximum(stat("registers per thread", "int")[rows], 0)
+        shmem = np.maximum(stat("shared memory", "int")[rows], 0)
         grid, block = stat("grid", "str")[rows], stat("block", "str")[rows]
-        occ = stat("est. achieved occupancy %", "float")[rows]
-        grid_text = store.strings.lookup(np.maximum(grid, 0))
-        block_text = store.strings.lookup(np.maximum(block, 0))
+        occ = stat("est. achieved occupancy %", "float")[rows].astype(np.float64)
+        op_id = launching_op(store, plane, rows)[0]
+        name_id = plane.name_id[rows].astype(np.int64)
+        code, first = factorize(name_id, regs, shmem, grid, block, occ.view(np.int64), op_id)
         params: list[LaunchTuple] = [
-            (max(int(r), 0), max(int(m), 0), 0, _dims(g) if gi >= 0 else (1, 1, 1), _dims(b) if bi >= 0 else (1, 1, 1),
-             float(o))
-            for r, m, g, gi, b, bi, o in zip(regs.tolist(), shmem.tolist(), grid_text, grid.tolist(), block_text,
-                                             block.tolist(), occ.tolist(), strict=True)]
-        op_names = [store.strings[i] if i >= 0 else "" for i in launching_op(store, plane, rows)[0].tolist()]
-        out.append((plane, rows, params, op_names))
+            (int(r), int(m), 0, _dims(store.strings[g]) if g >= 0 else (1, 1, 1),
+             _dims(store.strings[b]) if b >= 0 else (1, 1, 1), float(o))
+            for r, m, g, b, o in zip(regs[first].tolist(), shmem[first].tolist(), grid[first].tolist(),
+                                     block[first].tolist(), occ[first].tolist(), strict=True)]
+        op_names = [store.strings[i] if i >= 0 else "" for i in op_id[first].tolist()]
+        out.append(KernelLaunches(plane, rows, code, name_id[first], params, op_names))
     return out

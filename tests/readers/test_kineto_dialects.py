@@ -188,7 +188,11 @@ def test_gpu_only_trace(tmp_path: Path, doc: Doc) -> None:
     ops = framework_op_stats.compute([store], framework_op_stats.TOOLS[0].parse_options({}))
     assert ops["row_count"] > 0
     result = overview.compute([store], {})
-    assert result["steps"]["step_count"] == 0 and result["run_environment"]["device_count"] == 1
+    # Steps from the GPU annotations of the ProfilerStep markers (4 here: none dropped below 6).
+    gpu_steps = {e["name"] for e in doc["traceEvents"] if e.get("cat") == "gpu_user_annotation"
+                 and str(e.get("name", "")).startswith("ProfilerStep#")}
+    assert result["steps"]["step_count"] == len(gpu_steps) == 4
+    assert result["run_environment"]["device_count"] == 1
 
 
 def test_a_python_thread_sharing_the_gpus_pid(tmp_path: Path, doc: Doc) -> None:
@@ -306,3 +310,39 @@ def test_steps_of_a_trace_without_profiler_steps(tmp_path: Path, doc: Doc) -> No
     assert steps.n_steps == 0 and "ProfilerStep" in steps.diagnosis
     result = overview.compute([store], {})
     assert result["steps"]["step_count"] == 0
+
+
+# --- a run lists exactly the tools that answer -----------------------------------------------------
+
+def test_every_listed_tool_answers_on_every_dialect(tmp_path: Path, doc: Doc) -> None:
+    from werkzeug.test import Client
+
+    from tbprof.analyses.schemas import TOOL_RESULTS, ToolEnvelope
+    from tbprof.http.app import create_app
+    from tests.helpers import conforms
+
+    variants = {
+        "v1_8": _as_1_8(doc),
+        "gpu_only": _rewrite(doc, lambda e: None if e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime",
+                                                                     "cuda_driver") else e),
+        "no_steps": _rewrite(doc, lambda e: None if str(e.get("name", "")).startswith("ProfilerStep#") else e),
+    }
+    for name, variant in variants.items():
+        (tmp_path / "logs" / name).mkdir(parents=True)
+        (tmp_path / "logs" / name / "rank-0.json").write_text(json.dumps(variant))
+    client = Client(create_app(tmp_path / "logs", cache_dir=tmp_path / "cache"))
+    runs = client.get("/runs").get_json()["runs"]
+    assert sorted(r["run"] for r in runs) == sorted(variants)
+    for run in runs:
+        tools = [t["name"] for t in client.get("/tools", query_string={"run": run["run"]}).get_json()["tools"]]
+        # Every accelerator trace gets the accelerator pages, steps or not. (HTA drops a GPU-only
+        # trace's kernels: no launch of theirs is in it, so gpu_breakdown has nothing to show.)
+        assert {"overview_page", "kernel_stats", "framework_op_stats"} <= set(tools), run["run"]
+        assert ("gpu_breakdown" in tools) == (run["run"] != "gpu_only")
+        for tool in tools:
+            r = client.get("/data", query_string={"run": run["run"], "host": "rank-0", "tool": tool, "rows": "3"})
+            assert r.status_code == 200, (run["run"], tool, r.get_data(as_text=True)[:200])
+            assert conforms(r.get_json(), TOOL_RESULTS.get(tool, ToolEnvelope)) == [], (run["run"], tool)
+        overview_steps = client.get("/data", query_string={"run": run["run"], "host": "rank-0",
+                                                           "tool": "overview_page"}).get_json()["steps"]
+        assert (overview_steps["step_count"] == 0) == (run["run"] == "no_steps")  # GPU-only: GPU annotations

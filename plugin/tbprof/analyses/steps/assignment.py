@@ -517,9 +517,6 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """
     if store.format != "chrome_trace":
         return None
-    host = store.plane(HOST_PLANE)
-    if host is None or host.n_events == 0:
-        return None
     step_ids: dict[int, int] = {}
     for sid, text in enumerate(store.strings.as_list()):
         m = _PROFILER_STEP.fullmatch(text)
@@ -528,19 +525,26 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     if not step_ids:
         return None
     ids = np.fromiter(step_ids, dtype=np.int64)
-    rows = np.nonzero(np.isin(host.name_id, ids))[0]
-    if rows.shape[0] == 0:
+    host = store.plane(HOST_PLANE)
+    if host is not None and host.n_events == 0:
+        host = None
+    # The markers: the host's; a GPU-only trace (no host events) has the GPU annotations of them.
+    marked = [p for p in ([host] if host is not None else []) + [store.planes[d] for d in devices]
+              if np.isin(p.name_id, ids).any()]
+    if not marked:
         return None
-    nums_all = np.array([step_ids[int(i)] for i in host.name_id[rows].tolist()], dtype=np.int64)
+    mplane = marked[0]
+    rows = np.nonzero(np.isin(mplane.name_id, ids))[0]
+    nums_all = np.array([step_ids[int(i)] for i in mplane.name_id[rows].tolist()], dtype=np.int64)
     # One marker per step number (the longest, should a trace repeat one).
-    o = np.lexsort((-host.dur_ps[rows], nums_all))
+    o = np.lexsort((-mplane.dur_ps[rows], nums_all))
     first = np.ones(o.shape[0], bool)
     first[1:] = nums_all[o][1:] != nums_all[o][:-1]
     rows, nums = rows[o][first], nums_all[o][first]
-    by_start = np.argsort(host.start_ps[rows], kind="stable")
+    by_start = np.argsort(mplane.start_ps[rows], kind="stable")
     rows, nums = rows[by_start], nums[by_start]
-    begin = host.start_ps[rows].astype(np.int64)
-    host_end = begin + host.dur_ps[rows]
+    begin = mplane.start_ps[rows].astype(np.int64)
+    host_end = begin + mplane.dur_ps[rows]
     end = host_end.copy()
     corr_sid = store.stat_id("correlation")
     cat_sid = store.stat_id("cat")
@@ -554,8 +558,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
 
     # Launch correlation -> step (by where the launch starts), as sorted arrays.
     launch_corr = launch_k = np.zeros(0, np.int64)
-    is_launch = categories(host, _LAUNCH_CATEGORIES)
-    if corr_sid >= 0:
+    if host is not None and corr_sid >= 0:
+        is_launch = categories(host, _LAUNCH_CATEGORIES)
         corr = host.event_stat(corr_sid).dense_int(host.n_events)
         lrows = np.nonzero(is_launch & (corr >= 0))[0]
         k = _event_step_by_time(host, begin, host_end)[lrows]
@@ -591,7 +595,15 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         t = np.searchsorted(begin, typed.start[i], side="right") - 1
         ok = (t >= 0) & (typed.start[i] < end[np.clip(t, 0, None)])
         typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
+    names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
+    detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its "
+              f"{'host marker' if mplane is host else 'GPU annotation'} to the end of the "
+              f"{'device work launched in it' if devices else 'marker'}")
+    if host is None:  # a GPU-only trace: device work alone
+        return _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
+                         len(names), None)
     # Host side: DataLoader waits, launches, operators.
+    is_launch = categories(host, _LAUNCH_CATEGORIES)
     k_host = _event_step_by_time(host, begin, end)
     host_names = store.strings.lookup(sorted_unique(host.name_id))
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
@@ -606,9 +618,6 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     hrows = np.nonzero((htype >= 0) & (k_host >= 0))[0]
     typed.add(store.planes.index(host), host.start_ps[hrows], host.start_ps[hrows] + host.dur_ps[hrows],
               htype[hrows], k_host[hrows])
-    names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
-    detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its host marker "
-              f"to the end of the {'device work launched in it' if devices else 'marker'}")
     steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
                       len(names), None)
     if not np.any(is_loader):

@@ -69,6 +69,7 @@ SELECTIONS = {
     "jax_2hosts": ("jax_2hosts", None),
     "jax_2hosts_worker0": ("jax_2hosts", ["worker0"]),
     "jax_2hosts_worker1": ("jax_2hosts", ["worker1"]),
+    "tpu_inference": ("tpu_inference", None),
 }
 
 TOOLS = (
@@ -238,7 +239,10 @@ def extract_step_table(table: dict, max_core_step_ms: list[float] | None = None)
         vals = [s[col] for s in steps]
         st = sample_stats(vals)
         summaries[col] = st
-        # consistency: XProf printed OneDigit(avg) and OneDigit(sdv)
+        # consistency: XProf printed OneDigit(avg) and OneDigit(sdv). With no step XProf's TPU
+        # table prints "0.00" (two digits) and there is nothing to derive.
+        if not steps:
+            continue
         if prop == "steptime_ms":
             for k, sk in (("average", "avg"), ("standard_deviation", "stddev"),
                           ("minimum", "min"), ("maximum", "max")):

@@ -10,7 +10,7 @@ import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
-import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
+import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepConfidenceText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -31,7 +31,7 @@ function render(ctx: PageContext): void {
   const hasDevice = (num(env, "device_count") ?? 0) > 0;
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
-    { id: "steps", label: "Steps", value: stepsText(steps) },
+    { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
     { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
     ...opPlacementCards(perf, hasDevice),
   ];

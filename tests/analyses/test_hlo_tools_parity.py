@@ -24,6 +24,7 @@ from tbprof.domain.hlo_map import hlo_programs
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
+from tests.helpers import store_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 # XProf keys a kernel's HLO op by module name (jax_2hosts: the two jit__normal programs'
@@ -49,6 +50,8 @@ def _stores(root: Path, sel: str) -> list[ProfileStore]:
         return [_read(xplane_of(root, "jax_2hosts", h)) for h in ("worker0", "worker1")]
     if sel.startswith("jax_2hosts_"):
         return [_read(xplane_of(root, "jax_2hosts", sel.removeprefix("jax_2hosts_")))]
+    if sel == "tpu_inference":
+        return [store_of(root, sel)]
     return [_read(xplane_of(root, sel))]
 
 

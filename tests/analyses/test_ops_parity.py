@@ -24,7 +24,7 @@ from tbprof.service import tools as registry
 from tbprof.store.tables import ProfileStore
 from tests.helpers import golden, store_of
 
-PARITY_PROFILES = ("custom_loop", "keras_cnn", "jax_mlp")
+PARITY_PROFILES = ("custom_loop", "keras_cnn", "jax_mlp", "tpu_inference")
 XPROF_ROWS_PER_SIDE = 500
 
 

@@ -14,6 +14,16 @@ its program's HLO proto is one occurrence of that HLO op; events without HLO but
 device ops by the framework op they came from; a framework op's occurrences are the maximum
 over its device ops (a MatMul that runs 2 kernels 10 times ran 10 times).
 
+Device side (TPU), XProf's rules for a ``/device:TPU:N`` plane with an "XLA Ops" line: the
+events of that line are the ops (the "Async XLA Ops" line spans each async start/done pair, the
+"XLA Modules" line the programs, "XLA TraceMe" runtime waits: none of them is an op). An op is
+named by its event metadata's display name (``copy-done.1``; the metadata name is the HLO text),
+its program is the metadata's ``program_id``; an ``-start``/``-done`` pair is two ops, each
+timed by its own event (a ``copy-done`` that waits for its copy holds the wait). An event's
+time is its ``device_duration_ps`` stat when present (the TPU's own clock), else its duration,
+and is all self time: events that overlap on the line (a ``copy-done`` waiting while a fusion
+runs) are not nested ops (XProf 2.24.2 gives every op on tpu_inference self time = time).
+
 Everything is computed once per store (memoised) and vectorised: one ``np.unique`` over op
 keys and ``np.bincount`` per measure.
 """
@@ -235,7 +245,10 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
 # --- device ---------------------------------------------------------------------------------
 
 
-DEVICE_STATS = ("hlo_op", "program_id", "tf_op", "kernel_details", "equation", "flops", "bytes_accessed", "is_eager")
+DEVICE_STATS = ("hlo_op", "program_id", "tf_op", "kernel_details", "equation", "flops", "bytes_accessed", "is_eager",
+                "device_duration_ps")
+TPU_PLANE_PREFIX = "/device:TPU:"
+TPU_OPS_LINE = "XLA Ops"  # XProf's kXlaOpLineName: the one line of a TPU plane whose events are ops
 
 
 @dataclass
@@ -245,6 +258,12 @@ class DeviceEvents:
     plane: Plane
     rows: np.ndarray  # int64 event rows
     stats: RowStats
+    tpu: bool = False  # a TPU plane: rows are its "XLA Ops" line, named by their metadata display names
+
+
+def tpu_ops_line(plane: Plane) -> int:
+    """The "XLA Ops" line of a TPU plane (XProf's ops on TPU), else -1."""
+    return plane.line_index(TPU_OPS_LINE) if plane.name.startswith(TPU_PLANE_PREFIX) else -1
 
 
 def device_events(store: ProfileStore) -> list[DeviceEvents]:
@@ -252,8 +271,13 @@ def device_events(store: ProfileStore) -> list[DeviceEvents]:
     def build() -> list[DeviceEvents]:
         out = []
         for plane in device_planes(store):
-            rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
-            out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS)))
+            ops_line = tpu_ops_line(plane)
+            if ops_line >= 0:
+                sl = plane.line_rows(ops_line)
+                rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+            else:
+                rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+            out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS), tpu=ops_line >= 0))
         return out
     return store.memo(("op_metrics", "device_stats"), build)
 
@@ -314,6 +338,10 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
         total_time_ps += int(ends.max() - plane.start_ps[live_rows].min())
         hlo, tfop = st.str_id("hlo_op"), st.str_id("tf_op")
         has_prog, prog = st.has("program_id"), st.int("program_id")
+        if dev.tpu:
+            # The op's name is its metadata's display name (the metadata name is the HLO text).
+            hlo = plane.meta_display_name_id[plane.meta_idx[live_rows]].astype(np.int64)
+            hlo = np.where(hlo > 0, hlo, -1)
         op_of_event = np.full(live_rows.shape[0], -1, dtype=np.int64)
         # XLA ops: one lookup per distinct (program, hlo_op).
         is_xla = (hlo > 0) & has_prog
@@ -377,6 +405,9 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
             continue
         pos = ev.pos[sel]
         dur[sel] = dev.plane.dur_ps[ev.row[sel]]
+        if dev.tpu:
+            dev_dur = dev.stats.has("device_duration_ps")[pos]
+            dur[sel] = np.where(dev_dur, dev.stats.float("device_duration_ps")[pos], dur[sel])
         # An event's own flops stat wins; otherwise its HLO op's FLOPs from the cost analysis.
         flops[sel] = np.where(dev.stats.has("flops")[pos], dev.stats.float("flops")[pos], op_flops[ev.op[sel]])
         # Likewise bytes; an event's own stat stands for the HBM part too.

@@ -47,6 +47,8 @@ def device_type(stores: Sequence[ProfileStore]) -> str:
     for s in stores:
         for pi in device_planes_of(s):
             st = s.planes[pi].plane_stats
+            if "device_type_string" in st:  # a TPU plane names its chip ("TPU v6 Lite")
+                return str(st["device_type_string"])
             if "compute_cap_major" not in st:
                 return ""
             major, minor = int(st["compute_cap_major"]), int(st.get("compute_cap_minor", 0) or 0)

@@ -246,7 +246,10 @@ def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
 
 
 DEVICE_STATS = ("hlo_op", "program_id", "tf_op", "kernel_details", "equation", "flops", "bytes_accessed", "is_eager",
-                "device_duration_ps")
+                "device_duration_ps", "memory_access_breakdown", "hlo_category")
+# XProf's MemoryAccessBreakdown (op_metrics.proto): repeated MemoryAccessed memory_accessed = 1, each
+# {operation_type = 1, memory_space = 2, bytes_accessed = 3}; memory space 1 is HBM.
+_HBM_MEMORY_SPACE = 1
 TPU_PLANE_PREFIX = "/device:TPU:"
 TPU_OPS_LINE = "XLA Ops"  # XProf's kXlaOpLineName: the one line of a TPU plane whose events are ops
 
@@ -338,10 +341,13 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
         total_time_ps += int(ends.max() - plane.start_ps[live_rows].min())
         hlo, tfop = st.str_id("hlo_op"), st.str_id("tf_op")
         has_prog, prog = st.has("program_id"), st.int("program_id")
+        tpu_category = np.full(live_rows.shape[0], -1, dtype=np.int64)
         if dev.tpu:
-            # The op's name is its metadata's display name (the metadata name is the HLO text).
+            # The op's name is its metadata's display name (the metadata name is the HLO text), its
+            # category the metadata's hlo_category (XProf's, e.g. "copy-done", not the opcode's class).
             hlo = plane.meta_display_name_id[plane.meta_idx[live_rows]].astype(np.int64)
             hlo = np.where(hlo > 0, hlo, -1)
+            tpu_category = st.str_id("hlo_category")
         op_of_event = np.full(live_rows.shape[0], -1, dtype=np.int64)
         # XLA ops: one lookup per distinct (program, hlo_op).
         is_xla = (hlo > 0) & has_prog
@@ -355,7 +361,9 @@ def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
                 if program is not None:
                     op = program.op(hlo_name)
                     if op is not None:
-                        pair_op[j] = intern(pid, hlo_name, op.category, op.provenance)
+                        cat_id = int(tpu_category[xr[first[j]]])
+                        pair_op[j] = intern(pid, hlo_name, strings[cat_id] if cat_id >= 0 else op.category,
+                                            op.provenance)
                 elif not programs:
                     # No HLO protos at all (XProf then shows no device ops): fall back to the
                     # event's own names so such profiles still list their XLA ops.
@@ -414,8 +422,66 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
         has_bytes = dev.stats.has("bytes_accessed")[pos]
         nbytes[sel] = np.where(has_bytes, dev.stats.float("bytes_accessed")[pos], op_bytes[ev.op[sel]])
         hbm[sel] = np.where(has_bytes, nbytes[sel], op_hbm[ev.op[sel]])
+        if dev.tpu:
+            # A TPU op states where its bytes go: its HBM bytes are the HBM part of that breakdown.
+            blob = dev.stats.blob("memory_access_breakdown")[pos]
+            has_breakdown = blob >= 0
+            if has_breakdown.any():
+                uniq, inv = np.unique(blob[has_breakdown], return_inverse=True)
+                per_blob = np.array([hbm_bytes_of_breakdown(dev.plane.blobs[int(b)]) for b in uniq.tolist()])
+                got = per_blob[inv.reshape(-1)]
+                # An empty breakdown says nothing: the op row counts all its bytes as HBM, as XProf's.
+                idx = sel[has_breakdown]
+                hbm[idx] = np.where(np.isnan(got), nbytes[idx], got)
         eager[sel] = dev.stats.int("is_eager")[pos] != 0
     return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "eager": eager}
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``data[i:]`` and the offset after it; raises ValueError when cut short."""
+    value = shift = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
+
+
+def hbm_bytes_of_breakdown(data: bytes) -> float:
+    """The HBM bytes of a serialized MemoryAccessBreakdown: NaN when it is empty (no breakdown), 0
+    when it is malformed or names no HBM access."""
+    if not data:
+        return float("nan")
+    total = 0
+    try:
+        i = 0
+        while i < len(data):
+            key, i = _varint(data, i)
+            if key != (1 << 3 | 2):  # only field 1, length-delimited, is expected
+                return 0.0
+            length, i = _varint(data, i)
+            end = i + length
+            if end > len(data):
+                return 0.0
+            space = nbytes = 0
+            while i < end:
+                k, i = _varint(data, i)
+                if k & 7 != 0:
+                    return 0.0
+                v, i = _varint(data, i)
+                if k >> 3 == 2:
+                    space = v
+                elif k >> 3 == 3:
+                    nbytes = v
+            if space == _HBM_MEMORY_SPACE:
+                total += nbytes
+    except ValueError:
+        return 0.0
+    return float(total)
 
 
 def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

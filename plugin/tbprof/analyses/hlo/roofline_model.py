@@ -148,7 +148,7 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
         # The program point: every device op of the hosts over the whole device time.
         prog: dict[str, Any] = _roof_columns(
             env, np.array([db.flops[idx].sum()]), np.array([db.bytes_accessed[idx].sum()]),
-            np.array([db.hbm[idx].sum()]), np.array([total_ps]))
+            np.array([db.program_hbm[idx].sum()]), np.array([total_ps]))
         prog.update(step=["Total"], rank=[0], category=["Program"], operation=["Program"], occurrences=[1],
                     total_time=[total_ps / PS_PER_US], avg_time=[total_ps / PS_PER_US], total_self_time=[0.0],
                     avg_self_time=[0.0], total_self_time_percent=[0.0], cumulative_total_self_time_percent=[0.0],

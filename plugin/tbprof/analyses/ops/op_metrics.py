@@ -46,6 +46,10 @@ from tbprof.domain.planes import HOST_PLANE, device_planes
 from tbprof.store.tables import Plane, ProfileStore
 
 IDLE = "IDLE"
+# OpMetricsDb.extra column: the HBM bytes a program total counts. XProf sums a program's HBM bytes
+# from its ops' memory-access breakdowns, where a TPU op with an empty breakdown adds none, while
+# the op's own row counts all its bytes as HBM (tpu_inference: 66.3 vs 99.3 GiB/s).
+PROGRAM_HBM = "program_hbm_bytes"
 # XProf's derived lines ("Steps", "XLA Ops", ...) use thread ids from 0xdeadbeef up.
 _DERIVED_LINE_MIN = 0xDEADBEEF
 _DERIVED_LINE_MAX = 0xDEADBEEF + 64
@@ -74,6 +78,12 @@ class OpMetricsDb:
     @property
     def hbm(self) -> np.ndarray:
         return self.bytes_accessed if self.hbm_bytes is None else self.hbm_bytes
+
+    @property
+    def program_hbm(self) -> np.ndarray:
+        """HBM bytes as a program total counts them (``PROGRAM_HBM``), else ``hbm``."""
+        got = self.extra.get(PROGRAM_HBM)
+        return self.hbm if got is None else got
 
     @property
     def n_ops(self) -> int:
@@ -406,6 +416,7 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
     nbytes = np.zeros(n)
     hbm = np.zeros(n)
     eager = np.zeros(n, dtype=bool)
+    program_hbm = np.full(n, np.nan)  # NaN: as hbm
     op_flops, op_bytes, op_hbm = _hlo_op_costs(store, ev)
     for pi, dev in enumerate(device_events(store)):
         sel = np.flatnonzero(ev.plane_index == pi)
@@ -433,8 +444,10 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
                 # An empty breakdown says nothing: the op row counts all its bytes as HBM, as XProf's.
                 idx = sel[has_breakdown]
                 hbm[idx] = np.where(np.isnan(got), nbytes[idx], got)
+                program_hbm[idx] = np.where(np.isnan(got), 0.0, got)
         eager[sel] = dev.stats.int("is_eager")[pos] != 0
-    return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "eager": eager}
+    program_hbm = np.where(np.isnan(program_hbm), hbm, program_hbm)
+    return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "program_hbm": program_hbm, "eager": eager}
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
@@ -522,6 +535,7 @@ def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
         occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
         flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"],
         total_time_ps=ev.total_time_ps, hbm_bytes=sums["hbm_bytes"],
+        extra={PROGRAM_HBM: np.bincount(ev.op, weights=per["program_hbm"], minlength=n_keys)},
     )
 
 
@@ -588,12 +602,15 @@ def combine(dbs: Sequence[OpMetricsDb]) -> OpMetricsDb:
                   cat("time_ps").astype(np.float64), cat("self_time_ps").astype(np.float64), cat("flops"),
                   cat("bytes_accessed"), cat("is_eager"), np.concatenate([d.hbm for d in parts]))
     name, op_type, provenance, program_id = (list(col) for col in zip(*index, strict=False))
+    extra = {}
+    if any(PROGRAM_HBM in d.extra for d in parts):
+        extra[PROGRAM_HBM] = np.bincount(keys, weights=np.concatenate([d.program_hbm for d in parts]), minlength=n)
     return OpMetricsDb(
         name=np.array(name, dtype=object), type=np.array(op_type, dtype=object),
         provenance=np.array(provenance, dtype=object), program_id=np.array(program_id, dtype=np.int64),
         occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
         flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"], total_time_ps=total_ps,
-        hbm_bytes=sums["hbm_bytes"],
+        hbm_bytes=sums["hbm_bytes"], extra=extra,
     )
 
 

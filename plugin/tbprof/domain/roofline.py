@@ -51,6 +51,7 @@ class PerfEnv:
     peak_tflops: float = 0.0
     peak_hbm_gbps: float = 0.0
     peak_shm_gbps: float = 0.0
+    tpu: bool = False  # peaks stated by a TPU plane
 
 
 def _nvidia_flops_per_sm_cycle(major: int, minor: int) -> int:
@@ -71,7 +72,8 @@ def perf_env(stores: Sequence[ProfileStore]) -> PerfEnv:
                 # the vector memory's write bandwidth, the roof XProf draws as peak_vmem_write_bw.
                 return PerfEnv(peak_tflops=_stat_float(stats, "peak_teraflops_per_second"),
                                peak_hbm_gbps=_stat_float(stats, "peak_hbm_bw_gigabytes_per_second"),
-                               peak_shm_gbps=_stat_float(stats, "peak_vmem_wr_bw_gigabytes_per_second"))
+                               peak_shm_gbps=_stat_float(stats, "peak_vmem_wr_bw_gigabytes_per_second"),
+                               tpu=True)
             if str(stats.get("device_vendor", "")) != "Nvidia" or "compute_cap_major" not in stats:
                 return PerfEnv()
             ghz = float(stats.get("clock_rate", 0) or 0) / _KHZ_PER_GHZ

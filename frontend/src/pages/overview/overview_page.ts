@@ -143,6 +143,9 @@ function environment(env: Obj, pct: Obj): HTMLElement {
     kv("Hosts", `${formatNumber(num(env, "host_count") ?? 0)} (${strs(env, "hosts").join(", ")})`),
     kv("Hardware", str(env, "hardware_type").replace(/_/g, " ") || "–"),
     kv("Devices", devices.length ? `${devices.length} × ${str(env, "device_model") || str(env, "device_type")}` : "none (host only)"),
+    // XProf's name for the device ("Nvidia GPU (Hopper)", "AMD GPU - gfx942"), when it adds to the model.
+    str(env, "xprof_device_type") && str(env, "xprof_device_type") !== str(env, "device_model")
+      ? kv("Device type", str(env, "xprof_device_type")) : null,
     ...devices.map((d) =>
       kv(
         `  ${str(d, "host")} ${str(d, "plane")}`,

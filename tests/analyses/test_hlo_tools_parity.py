@@ -156,7 +156,7 @@ def test_memory_viewer_tool_picks_module_and_rejects_unknown(profiles_root: Path
 
 
 def _graph_cases() -> list[tuple[str, int]]:
-    return [(sel, i) for sel in ("jax_mlp", "jax_2hosts_worker0")
+    return [(sel, i) for sel in ("jax_mlp", "jax_2hosts_worker0", "tpu_inference")
             for i in range(len(_golden(sel, "graph_viewer")["cases"]))]
 
 

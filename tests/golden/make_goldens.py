@@ -20,7 +20,8 @@ written to ``--raw-dir`` (default ``/tmp/xprof_raw``, never into the repo).
 
 Selections: ``custom_loop``, ``jax_mlp``, ``keras_cnn``, ``jax_2hosts`` (both
 hosts, XProf's "ALL_HOSTS" view), ``jax_2hosts_worker0`` and
-``jax_2hosts_worker1`` (one host each).
+``jax_2hosts_worker1`` (one host each), ``tpu_inference`` (XProf's public Cloud TPU v6e
+inference profile, four TPU cores, no step markers).
 
 Units are in every field name (``_ms``, ``_us``, ``_ps``, ``_bytes``,
 ``_percent`` = 0..100, ``_fraction`` = 0..1).  Fields under ``xprof`` are
@@ -96,6 +97,10 @@ GRAPH_CASES = {
                 ("jit_train_step(13929)", "all-reduce.2.1", 1)],
     "jax_2hosts_worker0": [("jit_step(16572)", "loop_subtract_fusion", 1),
                            ("jit_step(16572)", "custom-call.5", 2)],
+    # TPU: an async copy's start and done ops, and the fusion between them.
+    "tpu_inference": [("jit_f(12190760917235803885)", "copy-done.4", 1),
+                      ("jit_f(12190760917235803885)", "copy-start.1", 1),
+                      ("jit_f(12190760917235803885)", "broadcast_add_fusion", 2)],
 }
 
 # Column ids of XProf's generic (GPU/CPU) step-time table -> golden names.
@@ -940,7 +945,7 @@ def main(argv=None) -> int:
             ]
             for tool in args.tools:
                 if tool == "graph_viewer" and sel not in GRAPH_CASES:
-                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp and jax_2hosts_worker0"
+                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp, jax_2hosts_worker0 and tpu_inference"
                     continue
                 if tool in ("memory_profile", "memory_viewer") and len(paths) != 1:
                     index[sel]["tools"][tool] = f"skipped: XProf's {tool} reads exactly one host"

@@ -17,10 +17,12 @@ import pytest
 from tbprof.analyses.pages import overview
 from tbprof.analyses.pages.summary_fields import step_fields
 from tbprof.analyses.steps.assignment import (
+    MIN_BUSY_COVERAGE,
     MIN_SIMILAR_SHARE,
     STEP_SPREAD_FACTOR,
     compute_steps,
     is_profiler_annotation,
+    weak_evidence,
 )
 from tbprof.cli.main import main as cli_main
 from tbprof.protos import xplane_pb2
@@ -147,3 +149,19 @@ def test_inference_requests_are_never_steps(profiles_root: Path, tmp_path: Path)
 ])
 def test_profiler_annotation_names(name: str, expected: bool) -> None:
     assert is_profiler_annotation(name) is expected
+
+
+def test_steps_must_cover_most_of_the_busy_time(profiles_root: Path) -> None:
+    """keras_cnn's 8 "Profiled batch" spans cover 99.8 % of the host's busy time and pass; the
+    first 3 alone (similar durations, no boundary rule below 6) cover well under 80 % and fail."""
+    keras = read_xspace(xplane_of(profiles_root, "keras_cnn"))
+    host = keras.plane("/host:CPU")
+    assert host is not None
+    rows = np.flatnonzero(np.array([keras.strings[int(n)] == "Profiled batch" for n in host.name_id]))
+    rows = rows[np.argsort(host.start_ps[rows])]
+    assert len(rows) == compute_steps(keras).candidate_count == 8
+    begin, end = host.start_ps[rows], host.start_ps[rows] + host.dur_ps[rows]
+    assert weak_evidence(keras, "step_num_annotation", "Profiled batch", begin, end, (end - begin)[1:-1], []) == ""
+    why = weak_evidence(keras, "step_num_annotation", "Profiled batch", begin[:3], end[:3], (end - begin)[:3], [])
+    assert why.startswith("The repeated 'Profiled batch' covers only ")
+    assert f"at least {100 * MIN_BUSY_COVERAGE:.0f}%" in why

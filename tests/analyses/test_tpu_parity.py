@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses.ops import op_profile
+from tbprof.analyses.ops import op_metrics, op_profile
 from tbprof.analyses.pages import input_pipeline, overview, pod_viewer
 from tbprof.service import tools as registry
 from tests.helpers import golden, store_of
@@ -144,3 +144,17 @@ def test_input_pipeline_and_pod_viewer_match_xprof(profiles_root: Path) -> None:
     assert pv["device_type"] == g["device_type"] == "TPU v6 Lite"
     assert pv["step_count"] == g["step_count"] == 0
     assert pv["step_breakdown_events"] == g["step_breakdown_events"]
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"", float("nan")),  # no breakdown: the caller counts all bytes (op row) or none (program)
+    (b"\n\n\x08\x02\x10\x01\x18\x80\x80\x80\x80\x14", 5368709120.0),  # write, HBM, 5 GiB (copy-done.4's)
+    (b"\n\x06\x08\x01\x10\x05\x18\x10", 0.0),  # memory space 5 (host): no HBM bytes
+    (b"\n\n\x08\x02\x10\x01\x18\x80\x80\x80\x80", 0.0),  # cut short inside a varint
+    (b"\n\xff\x01\x08\x01", 0.0),  # a length past the end
+    (b"\x12\x00", 0.0),  # an unexpected field
+])
+def test_memory_breakdown_decoding_is_bounded(data: bytes, expected: float) -> None:
+    """The HBM bytes of a serialized MemoryAccessBreakdown; a malformed one counts none and never raises."""
+    got = op_metrics.hbm_bytes_of_breakdown(data)
+    assert (got != got) if expected != expected else got == expected

@@ -17,7 +17,7 @@
    ``repeated_module`` - repeated launches of the XLA module that takes most device time.
 3. **None** (``step_source: "none"``) with a diagnosis saying what to add to the code.
 
-An inferred step is kept only where the evidence is good (``_weak_evidence``, the rule and its
+An inferred step is kept only where the evidence is good (``weak_evidence``, the rule and its
 bounds in docs/formulas.md "Step inference"): never the profiler's own annotations
 (``$profiler.py:226 trace``), never in a profile of inference requests (``request_id`` markers),
 the candidates cover at least ``MIN_BUSY_COVERAGE`` of the busy time of the plane they come from,
@@ -168,7 +168,7 @@ def _union_ps(start: np.ndarray, end: np.ndarray) -> float:
     return float(np.sum(np.clip(e - np.maximum(s, prev), 0, None) * (e > prev)))
 
 
-def _weak_evidence(store: ProfileStore, method: str, name: str, begin: np.ndarray, end: np.ndarray,
+def weak_evidence(store: ProfileStore, method: str, name: str, begin: np.ndarray, end: np.ndarray,
                    kept_dur_ps: np.ndarray, devices: list[int]) -> str:
     """Why an inferred step is not believable, in one sentence; "" when the evidence is good."""
     if is_profiler_annotation(name):
@@ -771,7 +771,7 @@ def compute_steps(store: ProfileStore) -> Steps:
         order = np.argsort(begin, kind="stable")
         begin, end, nums = begin[order], end[order], nums[order]
         kept = (end - begin)[1:-1] if len(begin) > DROP_BOUNDARY_ABOVE else end - begin
-        why = _weak_evidence(store, method, fn_name, begin, end, kept, devices)
+        why = weak_evidence(store, method, fn_name, begin, end, kept, devices)
         if why:
             rejected = rejected or why
             continue
@@ -788,7 +788,7 @@ def compute_steps(store: ProfileStore) -> Steps:
         return steps
     empty = np.zeros(0, np.int64)
     if not rejected and annotations:
-        rejected = _weak_evidence(store, "repeated_function", annotations[0], empty, empty, empty, devices)
+        rejected = weak_evidence(store, "repeated_function", annotations[0], empty, empty, empty, devices)
     diagnosis = f"No steps: {rejected[0].lower()}{rejected[1:]} {MARK_STEPS_ADVICE}" if rejected else NO_STEPS_DIAGNOSIS
     if found is not None and len(found[1]):
         diagnosis = (f"{len(found[1])} step markers were found but none holds "

@@ -13,7 +13,7 @@ import numpy as np
 
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
-from tests.conftest import xplane_of
+from tests.conftest import SAMPLE_PROFILES, xplane_of
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
@@ -42,6 +42,10 @@ def store_of(root: Path, profile: str) -> ProfileStore:
     """The store of a golden profile name (``jax_2hosts_worker0`` is one host of jax_2hosts), read once."""
     if profile.startswith("jax_2hosts_"):
         return _store(xplane_of(root, "jax_2hosts", profile.removeprefix("jax_2hosts_")))
+    if profile == "tpu_inference":
+        # Not among the shared fixture's profiles (it would add a run to every logdir test):
+        # read in place from demo_logs/, which reading never modifies.
+        return _store(xplane_of(SAMPLE_PROFILES, "tpu_inference", "tpu_inference_2"))
     return _store(xplane_of(root, profile))
 
 

@@ -24,13 +24,15 @@ from tbprof.domain.hlo_map import hlo_programs
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
+from tests.helpers import store_of
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 # XProf keys a kernel's HLO op by module name (jax_2hosts: the two jit__normal programs'
 # loop_multiply_fusion are one row) and a copy's by program (jax_mlp: the two jit__multi_slice
 # programs' wrapped_slice, MemcpyD2D events, are two rows).
-SELECTIONS = ("jax_mlp", "jax_2hosts", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn")
-SINGLE_HOSTS = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn")
+SELECTIONS = ("jax_mlp", "jax_2hosts", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn",
+              "tpu_inference")
+SINGLE_HOSTS = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn", "tpu_inference")
 TIME_RTOL = 0.01
 RATE_RTOL = 0.02
 
@@ -49,6 +51,8 @@ def _stores(root: Path, sel: str) -> list[ProfileStore]:
         return [_read(xplane_of(root, "jax_2hosts", h)) for h in ("worker0", "worker1")]
     if sel.startswith("jax_2hosts_"):
         return [_read(xplane_of(root, "jax_2hosts", sel.removeprefix("jax_2hosts_")))]
+    if sel == "tpu_inference":
+        return [store_of(root, sel)]
     return [_read(xplane_of(root, sel))]
 
 
@@ -82,7 +86,8 @@ def test_hlo_stats_rows_match_xprof(profiles_root: Path, sel: str) -> None:
             assert _close(a[col], b[col], RATE_RTOL), (a["hlo_op_name"], col, a[col], b[col])
         # XProf's cell shows the innermost frame as "file:line".
         assert a["source_info"] == b["source_info"]
-        # XProf prints the whole instruction; ours is its head (name = shape opcode(operands)).
+        # XProf prints the whole instruction; ours is its head (name = shape opcode(operands)), TPU
+        # layouts with their tiling and memory space ("{3,2,1,0:T(8,128)S(5)}") included.
         assert b["hlo_op_expression"].startswith(a["hlo_op_expression"])
     if not theirs:
         assert out["message"] == hlo_stats.NO_DEVICE_MESSAGE
@@ -151,7 +156,7 @@ def test_memory_viewer_tool_picks_module_and_rejects_unknown(profiles_root: Path
 
 
 def _graph_cases() -> list[tuple[str, int]]:
-    return [(sel, i) for sel in ("jax_mlp", "jax_2hosts_worker0")
+    return [(sel, i) for sel in ("jax_mlp", "jax_2hosts_worker0", "tpu_inference")
             for i in range(len(_golden(sel, "graph_viewer")["cases"]))]
 
 

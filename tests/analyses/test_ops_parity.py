@@ -24,7 +24,7 @@ from tbprof.service import tools as registry
 from tbprof.store.tables import ProfileStore
 from tests.helpers import golden, store_of
 
-PARITY_PROFILES = ("custom_loop", "keras_cnn", "jax_mlp")
+PARITY_PROFILES = ("custom_loop", "keras_cnn", "jax_mlp", "tpu_inference")
 XPROF_ROWS_PER_SIDE = 500
 
 
@@ -140,6 +140,7 @@ def test_memory_profile_matches_xprof(profiles_root: Path, profile: str) -> None
     ("jax_mlp", "GPU_0_bfc"), ("jax_mlp", "GPU_1_bfc"), ("jax_mlp", "xla_gpu_host_bfc"),
     ("jax_2hosts_worker0", "GPU_0_bfc"), ("jax_2hosts_worker0", "xla_gpu_host_bfc"),
     ("jax_2hosts_worker1", "GPU_0_bfc"), ("jax_2hosts_worker1", "xla_gpu_host_bfc"),
+    ("tpu_inference", "0"), ("tpu_inference", "1"), ("tpu_inference", "2"), ("tpu_inference", "3"),
 ])
 def test_memory_breakdown_matches_xprof(profiles_root: Path, profile: str, memory_id: str) -> None:
     store = store_of(profiles_root, profile)
@@ -151,7 +152,7 @@ def test_memory_breakdown_matches_xprof(profiles_root: Path, profile: str, memor
                      a["region_type"], a["data_type"], a["tensor_shape"]) for a in x]
 
 
-@pytest.mark.parametrize("profile", ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1"))
+@pytest.mark.parametrize("profile", ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1", "tpu_inference"))
 def test_memory_step_of_every_event_matches_xprof(profiles_root: Path, profile: str) -> None:
     """Each allocator event's step id equals XProf's (its whole timeline, < 1000 events, is in the
     golden). XProf orders events by their time within their own line, so events of different

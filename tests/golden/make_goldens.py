@@ -20,7 +20,8 @@ written to ``--raw-dir`` (default ``/tmp/xprof_raw``, never into the repo).
 
 Selections: ``custom_loop``, ``jax_mlp``, ``keras_cnn``, ``jax_2hosts`` (both
 hosts, XProf's "ALL_HOSTS" view), ``jax_2hosts_worker0`` and
-``jax_2hosts_worker1`` (one host each).
+``jax_2hosts_worker1`` (one host each), ``tpu_inference`` (XProf's public Cloud TPU v6e
+inference profile, four TPU cores, no step markers).
 
 Units are in every field name (``_ms``, ``_us``, ``_ps``, ``_bytes``,
 ``_percent`` = 0..100, ``_fraction`` = 0..1).  Fields under ``xprof`` are
@@ -69,6 +70,7 @@ SELECTIONS = {
     "jax_2hosts": ("jax_2hosts", None),
     "jax_2hosts_worker0": ("jax_2hosts", ["worker0"]),
     "jax_2hosts_worker1": ("jax_2hosts", ["worker1"]),
+    "tpu_inference": ("tpu_inference", None),
 }
 
 TOOLS = (
@@ -95,6 +97,10 @@ GRAPH_CASES = {
                 ("jit_train_step(13929)", "all-reduce.2.1", 1)],
     "jax_2hosts_worker0": [("jit_step(16572)", "loop_subtract_fusion", 1),
                            ("jit_step(16572)", "custom-call.5", 2)],
+    # TPU: an async copy's start and done ops, and the fusion between them.
+    "tpu_inference": [("jit_f(12190760917235803885)", "copy-done.4", 1),
+                      ("jit_f(12190760917235803885)", "copy-start.1", 1),
+                      ("jit_f(12190760917235803885)", "broadcast_add_fusion", 2)],
 }
 
 # Column ids of XProf's generic (GPU/CPU) step-time table -> golden names.
@@ -238,7 +244,10 @@ def extract_step_table(table: dict, max_core_step_ms: list[float] | None = None)
         vals = [s[col] for s in steps]
         st = sample_stats(vals)
         summaries[col] = st
-        # consistency: XProf printed OneDigit(avg) and OneDigit(sdv)
+        # consistency: XProf printed OneDigit(avg) and OneDigit(sdv). With no step XProf's TPU
+        # table prints "0.00" (two digits) and there is nothing to derive.
+        if not steps:
+            continue
         if prop == "steptime_ms":
             for k, sk in (("average", "avg"), ("standard_deviation", "stddev"),
                           ("minimum", "min"), ("maximum", "max")):
@@ -936,7 +945,7 @@ def main(argv=None) -> int:
             ]
             for tool in args.tools:
                 if tool == "graph_viewer" and sel not in GRAPH_CASES:
-                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp and jax_2hosts_worker0"
+                    index[sel]["tools"][tool] = "skipped: graph_viewer cases are defined for jax_mlp, jax_2hosts_worker0 and tpu_inference"
                     continue
                 if tool in ("memory_profile", "memory_viewer") and len(paths) != 1:
                     index[sel]["tools"][tool] = f"skipped: XProf's {tool} reads exactly one host"

@@ -41,7 +41,7 @@ def test_tools_listed_where_the_profile_has_the_data(client: Client) -> None:
         assert tool not in cpu
     assert "inference_profile" not in jax and "megascale_stats" not in jax
     names = {t["name"]: t for t in client.get(API + "settings").get_json()["tools"]}
-    assert "needs a TPU profile" in names["utilization_viewer"]["description"]
+    assert "TPU only" in names["utilization_viewer"]["description"]
 
 
 @pytest.mark.parametrize(("tool", "table"), [("hlo_stats", "hlo_ops"), ("roofline_model", "roofline"),

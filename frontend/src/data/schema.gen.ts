@@ -125,6 +125,7 @@ export interface InputThresholds {
 export interface StepsInfo {
   step_source: string;
   method: string;
+  step_confidence: string;
   detail: string;
   diagnosis: string;
   step_count: number;

@@ -4,7 +4,7 @@ import { middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
-import { stepHosts } from "./steps_common";
+import { stepConfidenceText, stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -103,5 +103,15 @@ describe("op placement cards", () => {
   });
   it("speaks of the host alone on host-only runs", () => {
     expect(opPlacementCards({ host_op_time_percent: 100, host_op_time_eager_percent: 12 }, false)[0]?.value).toBe("100.0% host");
+  });
+});
+
+describe("step confidence line", () => {
+  it("names each confidence the backend sends and says nothing when it sends none", () => {
+    expect(stepConfidenceText({ step_confidence: "markers" })).toMatch(/^Step confidence: markers/);
+    expect(stepConfidenceText({ step_confidence: "inferred" })).toContain("similar durations");
+    expect(stepConfidenceText({ step_confidence: "none" })).toContain("no input-bound verdict");
+    expect(stepConfidenceText({ step_confidence: "later" })).toBe("Step confidence: later");
+    expect(stepConfidenceText({})).toBe("");
   });
 });

@@ -133,6 +133,20 @@ export function diagnosticsBoxes(result: Obj): HTMLElement[] {
 }
 
 /** "8 steps (step markers)" from a result's `steps` block. */
+/** What the backend's `step_confidence` means, in one line (docs/formulas.md "Step inference"). */
+const CONFIDENCE_TEXT: Readonly<Record<string, string>> = {
+  markers: "Step confidence: markers (the program marked its steps)",
+  annotated: "Step confidence: annotated (numbered step events without XProf's root flag)",
+  inferred: "Step confidence: inferred (a repeated unit of similar durations covering most of the busy time)",
+  none: "Step confidence: none (no step; no input-bound verdict)",
+};
+
+/** The visible step-confidence line of a `steps` object ("" when the backend sent none). */
+export function stepConfidenceText(steps: Obj): string {
+  const c = typeof steps.step_confidence === "string" ? steps.step_confidence : "";
+  return c ? (CONFIDENCE_TEXT[c] ?? `Step confidence: ${c}`) : "";
+}
+
 export function stepsText(steps: Obj): string {
   const n = num(steps, "step_count");
   const source = typeof steps.step_source === "string" ? steps.step_source : "";

@@ -37,7 +37,8 @@ from tbprof.store.tables import ProfileStore
 
 # Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
 # partial of another version is ignored (recomputed from the store).
-PARTIAL_VERSION = 3  # 2: the memory digests compare reads; 3: PyTorch precision and operators by launch
+PARTIAL_VERSION = 4  # 2: the memory digests compare reads; 3: PyTorch precision and operators by launch;
+# 4: steps need good evidence (step_confidence)
 
 # Tools that run on partials when every host of an all-hosts request has one (XSpace runs).
 PARTIAL_TOOLS = frozenset({"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",

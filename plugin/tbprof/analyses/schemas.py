@@ -54,6 +54,8 @@ class InputThresholds(TypedDict):
 class StepsInfo(TypedDict):
     step_source: str
     method: str
+    # How the steps were found: "markers" | "annotated" | "inferred" | "none" (docs/formulas.md).
+    step_confidence: str
     detail: str
     diagnosis: str
     step_count: int

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from tbprof._core.kernels import gather_stats
-from tbprof.store.tables import KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileStore
+from tbprof.store.tables import KIND_BYTES, KIND_DOUBLE, KIND_REF, KIND_STR, Plane, ProfileStore
 
 
 class RowStats:
@@ -67,6 +67,14 @@ class RowStats:
         out[dbl] = value[dbl].view(np.float64)
         out[~has] = missing
         return out
+
+    def blob(self, name: str) -> np.ndarray:
+        """Indexes into the plane's ``blobs`` of a bytes-valued stat (-1 where the row has none)."""
+        col = self._cols.get(name)
+        if col is None:
+            return np.full(self.n, -1, dtype=np.int64)
+        has, kind, value = col
+        return np.where(has & (kind == KIND_BYTES), value, -1)
 
     def str_id(self, name: str) -> np.ndarray:
         """String ids (-1 where the row has no text value)."""

@@ -65,6 +65,12 @@ class HloOp:
     source: str  # "file.py:123" or ""
 
 
+def program_id_text(program_id: int) -> str:
+    """A program id as XProf prints it: an unsigned 64-bit number (TPU fingerprints such as
+    12190760917235803885 do not fit int64; the store's stat columns hold them wrapped)."""
+    return str(int(program_id) & 0xFFFF_FFFF_FFFF_FFFF)
+
+
 class HloProgram:
     """One HLO module. Instructions are decoded on first lookup: a profile names few of them."""
 
@@ -82,7 +88,7 @@ class HloProgram:
     @property
     def display_name(self) -> str:
         """``jit_train_step(13929)``, as XProf names programs."""
-        return f"{self.module_name}({self.program_id})"
+        return f"{self.module_name}({program_id_text(self.program_id)})"
 
     def __len__(self) -> int:
         return len(self._instructions)

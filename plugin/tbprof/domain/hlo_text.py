@@ -18,10 +18,25 @@ _TYPE_NAMES = {
     25: "f8e4m3fnuz", 26: "s2", 27: "u2", 28: "f8e4m3", 29: "f8e3m4", 30: "f4e2m1fn", 31: "f8e8m0fnu",
 }
 _TUPLE = 13
+_COMBINE_DIMENSION = -(1 << 63)  # XLA's Tile::kCombineDimension, printed "*"
+
+
+def _layout_suffix(layout: Any) -> str:
+    """What XLA prints after a layout's ``:`` (``T(8,128)S(5)``): its tiles, element size in bits
+    and memory space (each only when set), in XLA's order; "" for a plain layout."""
+    tiles = "".join("(" + ",".join("*" if d == _COMBINE_DIMENSION else str(d) for d in t.dimensions) + ")"
+                    for t in layout.tiles)
+    out = f"T{tiles}" if tiles else ""
+    if layout.element_size_in_bits:
+        out += f"E({layout.element_size_in_bits})"
+    if layout.memory_space:
+        out += f"S({layout.memory_space})"
+    return out
 
 
 def shape_text(shape: Any) -> str:
-    """``f32[4096,4096]{1,0}``; tuples as ``(s32[], f32[8]{0})``."""
+    """``f32[4096,4096]{1,0}``, a TPU layout ``f32[8,128]{1,0:T(8,128)S(5)}``; tuples as
+    ``(s32[], f32[8]{0})``."""
     if shape.element_type == _TUPLE:
         return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
     name = _TYPE_NAMES.get(shape.element_type, f"type{shape.element_type}")
@@ -29,8 +44,12 @@ def shape_text(shape: Any) -> str:
         return "token[]" if name == "token" else "opaque[]"
     dims = ",".join(str(d) for d in shape.dimensions)
     text = f"{name}[{dims}]"
-    if shape.HasField("layout") and len(shape.dimensions) > 0:
-        text += "{" + ",".join(str(d) for d in shape.layout.minor_to_major) + "}"
+    if shape.HasField("layout"):
+        suffix = _layout_suffix(shape.layout)
+        # A scalar shows its layout only when there is more to it than the (empty) order: {:S(2)}.
+        if len(shape.dimensions) > 0 or suffix:
+            order = ",".join(str(d) for d in shape.layout.minor_to_major)
+            text += "{" + order + (f":{suffix}" if suffix else "") + "}"
     return text
 
 

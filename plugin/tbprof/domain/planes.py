@@ -16,3 +16,62 @@ def device_planes_of(store: ProfileStore) -> list[int]:
 def device_planes(store: ProfileStore) -> list[Plane]:
     """Every ``/device:*`` plane with events, in plane order (the op tools' device side)."""
     return [p for p in store.planes if p.name.startswith("/device:") and p.n_events > 0]
+
+
+# NVIDIA compute capability major (and minor where it splits a major) -> architecture, for
+# XProf's "Nvidia GPU (Hopper)" device type (its GpuModelName).
+_NVIDIA_ARCH = {(2, None): "Fermi", (3, None): "Kepler", (5, None): "Maxwell", (6, None): "Pascal",
+                (7, 0): "Volta", (7, 2): "Volta", (7, 5): "Turing", (8, None): "Ampere", (8, 9): "Ada Lovelace",
+                (9, None): "Hopper", (10, None): "Blackwell", (12, None): "Blackwell"}
+# AMD architecture family by compute capability major, XProf's fallback without the gfx name.
+_AMD_FAMILY = {9: "gfx-9XX series", 10: "gfx-10XX series", 11: "gfx-11XX series"}
+
+
+def _int_stat(stats: dict[str, object], name: str) -> int | None:
+    try:
+        return int(str(stats[name]))
+    except (KeyError, ValueError):
+        return None
+
+
+def gfx_arch(name: str) -> str:
+    """The AMD architecture of a ROCm device name (``gfx942:sramecc+:xnack-`` -> ``gfx942``;
+    "" when the name is no gfx architecture)."""
+    arch = name.split(":", 1)[0].strip()
+    return arch if arch.startswith("gfx") and len(arch) > 3 and arch[3:].isalnum() else ""
+
+
+def device_model(plane: Plane) -> str:
+    """A device plane's model as XProf names it (run environment, roofline): a TPU's own
+    ``device_type_string`` ("TPU v6 Lite"); an NVIDIA GPU's architecture by compute capability
+    ("Nvidia GPU (Hopper)"); an AMD GPU's gfx architecture from its ROCm device name ("AMD GPU -
+    gfx942"), else its family by compute capability ("AMD GPU - gfx-9XX series"), else "AMD GPU";
+    "" when the plane says neither."""
+    stats = plane.plane_stats
+    if "device_type_string" in stats:
+        return str(stats["device_type_string"])
+    vendor = str(stats.get("device_vendor", "")).strip().lower()
+    major, minor = _int_stat(stats, "compute_cap_major"), _int_stat(stats, "compute_cap_minor") or 0
+    name = str(stats.get("gpu_device_name", "") or stats.get("device_name", ""))
+    # Without a vendor stat (PyTorch traces' deviceProperties), a ROCm device says so by its name.
+    if vendor == "amd" or (not vendor and (gfx_arch(name) or "AMD" in name.upper().split())):
+        arch = gfx_arch(name)
+        if arch:
+            return f"AMD GPU - {arch}"
+        family = _AMD_FAMILY.get(major) if major is not None else None
+        return f"AMD GPU - {family}" if family else "AMD GPU"
+    if major is None or vendor not in ("nvidia", ""):
+        return ""
+    arch_name = _NVIDIA_ARCH.get((major, minor)) or _NVIDIA_ARCH.get((major, None), "")
+    return f"Nvidia GPU ({arch_name})" if arch_name else "Nvidia GPU"
+
+
+def device_display_name(plane: Plane) -> str:
+    """What pages call a device: its product name (``NVIDIA H100 80GB HBM3``) when the plane has
+    one, else its model as XProf names it (an AMD plane's device name is its gfx architecture,
+    which reads as "AMD GPU - gfx942"; a TPU's is its type string)."""
+    stats = plane.plane_stats
+    name = str(stats.get("gpu_device_name", "") or stats.get("device_name", "")).strip()
+    if name and not gfx_arch(name):
+        return name
+    return device_model(plane) or name

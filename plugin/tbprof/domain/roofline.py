@@ -51,6 +51,7 @@ class PerfEnv:
     peak_tflops: float = 0.0
     peak_hbm_gbps: float = 0.0
     peak_shm_gbps: float = 0.0
+    tpu: bool = False  # peaks stated by a TPU plane
 
 
 def _nvidia_flops_per_sm_cycle(major: int, minor: int) -> int:
@@ -66,6 +67,13 @@ def perf_env(stores: Sequence[ProfileStore]) -> PerfEnv:
     for store in stores:
         for pi in device_planes_of(store):
             stats = store.planes[pi].plane_stats
+            if "peak_teraflops_per_second" in stats:
+                # A TPU plane states its peaks (XProf reads them as they are): TFLOP/s, HBM GB/s and
+                # the vector memory's write bandwidth, the roof XProf draws as peak_vmem_write_bw.
+                return PerfEnv(peak_tflops=_stat_float(stats, "peak_teraflops_per_second"),
+                               peak_hbm_gbps=_stat_float(stats, "peak_hbm_bw_gigabytes_per_second"),
+                               peak_shm_gbps=_stat_float(stats, "peak_vmem_wr_bw_gigabytes_per_second"),
+                               tpu=True)
             if str(stats.get("device_vendor", "")) != "Nvidia" or "compute_cap_major" not in stats:
                 return PerfEnv()
             ghz = float(stats.get("clock_rate", 0) or 0) / _KHZ_PER_GHZ
@@ -77,6 +85,13 @@ def perf_env(stores: Sequence[ProfileStore]) -> PerfEnv:
                            peak_hbm_gbps=float(stats.get("memory_bandwidth", 0) or 0) / 1e9,
                            peak_shm_gbps=cores * shm_bytes_per_cycle * ghz)
     return PerfEnv()
+
+
+def _stat_float(stats: dict[str, object], name: str) -> float:
+    try:
+        return float(str(stats.get(name, 0) or 0))
+    except ValueError:
+        return 0.0
 
 
 def bound_by(env: PerfEnv, flops: np.ndarray, hbm_bytes: np.ndarray, time_ps: np.ndarray) -> np.ndarray:

@@ -224,12 +224,22 @@ class ShapeProto(_message.Message):
     def __init__(self, element_type: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., tuple_shapes: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., layout: _Optional[_Union[LayoutProto, _Mapping]] = ...) -> None: ...
 
 class LayoutProto(_message.Message):
-    __slots__ = ("minor_to_major", "memory_space")
+    __slots__ = ("minor_to_major", "tiles", "element_size_in_bits", "memory_space")
     MINOR_TO_MAJOR_FIELD_NUMBER: _ClassVar[int]
+    TILES_FIELD_NUMBER: _ClassVar[int]
+    ELEMENT_SIZE_IN_BITS_FIELD_NUMBER: _ClassVar[int]
     MEMORY_SPACE_FIELD_NUMBER: _ClassVar[int]
     minor_to_major: _containers.RepeatedScalarFieldContainer[int]
+    tiles: _containers.RepeatedCompositeFieldContainer[TileProto]
+    element_size_in_bits: int
     memory_space: int
-    def __init__(self, minor_to_major: _Optional[_Iterable[int]] = ..., memory_space: _Optional[int] = ...) -> None: ...
+    def __init__(self, minor_to_major: _Optional[_Iterable[int]] = ..., tiles: _Optional[_Iterable[_Union[TileProto, _Mapping]]] = ..., element_size_in_bits: _Optional[int] = ..., memory_space: _Optional[int] = ...) -> None: ...
+
+class TileProto(_message.Message):
+    __slots__ = ("dimensions",)
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    dimensions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class DotDimensionNumbers(_message.Message):
     __slots__ = ("lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import nesting_depth
+from tbprof.domain.planes import device_display_name
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
@@ -102,7 +103,7 @@ def _plane_order(plane: Plane) -> tuple[int, list[Any]]:
 
 def _group_name(plane: Plane) -> tuple[str, str]:
     if plane.name.startswith("/device:"):
-        device = str(plane.plane_stats.get("gpu_device_name", "") or plane.plane_stats.get("device_name", ""))
+        device = device_display_name(plane)
         return (f"{plane.name} ({device})" if device else plane.name), "device"
     if plane.name.startswith("/host:"):
         return f"Host {plane.name.removeprefix('/host:')}", "host"

@@ -10,7 +10,7 @@ import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
 import { registerPage } from "../registry";
-import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
+import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepConfidenceText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -31,7 +31,7 @@ function render(ctx: PageContext): void {
   const hasDevice = (num(env, "device_count") ?? 0) > 0;
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
-    { id: "steps", label: "Steps", value: stepsText(steps) },
+    { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
     { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
     ...opPlacementCards(perf, hasDevice),
   ];
@@ -143,6 +143,9 @@ function environment(env: Obj, pct: Obj): HTMLElement {
     kv("Hosts", `${formatNumber(num(env, "host_count") ?? 0)} (${strs(env, "hosts").join(", ")})`),
     kv("Hardware", str(env, "hardware_type").replace(/_/g, " ") || "–"),
     kv("Devices", devices.length ? `${devices.length} × ${str(env, "device_model") || str(env, "device_type")}` : "none (host only)"),
+    // XProf's name for the device ("Nvidia GPU (Hopper)", "AMD GPU - gfx942"), when it adds to the model.
+    str(env, "xprof_device_type") && str(env, "xprof_device_type") !== str(env, "device_model")
+      ? kv("Device type", str(env, "xprof_device_type")) : null,
     ...devices.map((d) =>
       kv(
         `  ${str(d, "host")} ${str(d, "plane")}`,

@@ -22,7 +22,7 @@ from tbprof.analyses.hlo.hlo_stats import programs_of
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
-from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs
+from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import shape_text
 from tbprof.errors import BadRequest, NotFound
 from tbprof.store.tables import ProfileStore
@@ -154,7 +154,7 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             src = source(oid)
             if src in shown:
                 edges.append({"from": _decode(by_id[src].name), "to": _decode(by_id[iid].name)})
-    return {"module": program.display_name, "program_id": str(program.program_id),
+    return {"module": program.display_name, "program_id": program_id_text(program.program_id),
             "computation": _decode(comp.name), "node_name": node, "graph_width": width,
             "truncated": len(dist) >= MAX_NODES, "nodes": nodes, "edges": edges}
 

@@ -29,7 +29,7 @@ from tbprof.analyses.ops.op_metrics import (
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
-from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.domain.hlo_map import HloProgram, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import instruction_text, source_frames
 from tbprof.domain.planes import device_planes_of
 from tbprof.store.tables import ProfileStore
@@ -216,7 +216,7 @@ def hlo_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None) -
     pairs = [texts.of(int(p), str(n)) for p, n in zip(db.program_id[o].tolist(), db.name[o].tolist(), strict=True)]
     values: dict[str, Any] = {
         "rank": np.arange(1, o.shape[0] + 1),
-        "program_id": [str(p) for p in db.program_id[o].tolist()],
+        "program_id": [program_id_text(p) for p in db.program_id[o].tolist()],
         "category": db.type[o],
         "hlo_op_name": db.name[o],
         "hlo_op_expression": [p[0] for p in pairs],

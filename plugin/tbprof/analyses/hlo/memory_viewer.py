@@ -31,7 +31,7 @@ from tbprof.analyses.hlo.hlo_stats import programs_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool
 from tbprof.domain.hlo_cost import shape_bytes
-from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.domain.hlo_map import HloProgram, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import shape_text
 from tbprof.errors import NotFound
 from tbprof.store.tables import ProfileStore
@@ -233,7 +233,8 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
                      "label": f"small (<{SMALL_BUFFER_BYTES} bytes)"})
     unpadded_peak = unpadded_sizes[peak_pos + 1] if events else base
     return {
-        "module": program.display_name, "module_name": program.module_name, "program_id": str(program.program_id),
+        "module": program.display_name, "module_name": program.module_name,
+        "program_id": program_id_text(program.program_id),
         "memory_space": color,
         "peak_heap_bytes": int(peak), "peak_unpadded_heap_bytes": int(unpadded_peak),
         "peak_heap_position": int(peak_pos),

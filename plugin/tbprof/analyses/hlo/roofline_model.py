@@ -32,26 +32,16 @@ from tbprof.analyses.hlo.hlo_stats import (
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
-from tbprof.domain.planes import device_planes_of
+from tbprof.domain.planes import device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
 
 INFEED_OUTFEED = ("infeed", "outfeed")
-# NVIDIA compute capability major (and minor for Ada) -> architecture name, for XProf's
-# "Nvidia GPU (Hopper)" device type.
-_NVIDIA_ARCH = {(3, None): "Kepler", (5, None): "Maxwell", (6, None): "Pascal", (7, 0): "Volta",
-                (7, 2): "Volta", (7, 5): "Turing", (8, None): "Ampere", (8, 9): "Ada Lovelace",
-                (9, None): "Hopper", (10, None): "Blackwell", (12, None): "Blackwell"}
-
-
 def device_type(stores: Sequence[ProfileStore]) -> str:
+    """XProf's device type of the first device plane ("Nvidia GPU (Hopper)", "AMD GPU - gfx942",
+    "TPU v6 Lite"), "" when there is none."""
     for s in stores:
         for pi in device_planes_of(s):
-            st = s.planes[pi].plane_stats
-            if "compute_cap_major" not in st:
-                return ""
-            major, minor = int(st["compute_cap_major"]), int(st.get("compute_cap_minor", 0) or 0)
-            arch = _NVIDIA_ARCH.get((major, minor)) or _NVIDIA_ARCH.get((major, None), "")
-            return f"Nvidia GPU ({arch})" if arch else "Nvidia GPU"
+            return device_model(s.planes[pi])
     return ""
 
 
@@ -146,7 +136,7 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
         # The program point: every device op of the hosts over the whole device time.
         prog: dict[str, Any] = _roof_columns(
             env, np.array([db.flops[idx].sum()]), np.array([db.bytes_accessed[idx].sum()]),
-            np.array([db.hbm[idx].sum()]), np.array([total_ps]))
+            np.array([db.program_hbm[idx].sum()]), np.array([total_ps]))
         prog.update(step=["Total"], rank=[0], category=["Program"], operation=["Program"], occurrences=[1],
                     total_time=[total_ps / PS_PER_US], avg_time=[total_ps / PS_PER_US], total_self_time=[0.0],
                     avg_self_time=[0.0], total_self_time_percent=[0.0], cumulative_total_self_time_percent=[0.0],

@@ -43,9 +43,9 @@ _ELIGIBLE_SUFFIXES = ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "
                       "XlaDot", "XlaDotV2")
 _ELIGIBLE_CONTAINS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
 
-NO_GPU_MESSAGE = ("This profile has no GPU kernels: kernel statistics come from the CUDA kernel events "
+NO_GPU_MESSAGE = ("This profile has no GPU kernels: kernel statistics come from the CUDA or HIP kernel events "
                   "that the profiler records on /device:GPU:n planes (run the profiled program on a GPU "
-                  "with the CUPTI tracer enabled).")
+                  "with the CUPTI or ROCm tracer enabled).")
 
 
 def kernel_uses_tensorcore(kernel_name: str) -> bool:

@@ -15,7 +15,7 @@ from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import device_planes_of
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
 
 TOP_OPS = 10
@@ -26,19 +26,22 @@ def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
     for s in stores:
         for pi in device_planes_of(s):
             p = s.planes[pi]
-            model = p.plane_stats.get("gpu_device_name", "") or p.plane_stats.get("device_name", "")
-            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name), "model": str(model),
+            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name),
+                            "model": device_display_name(p), "xprof_device_type": device_model(p),
                             "core_count": int(p.plane_stats.get("core_count", 0) or 0),
                             "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
                                                    f"{p.plane_stats.get('compute_cap_minor', 0)}"
                                                    if "compute_cap_major" in p.plane_stats else "")})
     types = sorted({str(d["device_type"]) for d in devices})
     models = sorted({str(d["model"]) for d in devices if d["model"]})
+    xprof_types = sorted({str(d["xprof_device_type"]) for d in devices if d["xprof_device_type"]})
     return {
         "host_count": len(stores), "hosts": [s.host for s in stores],
         "hardware_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU_ONLY",
         "device_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU",
         "device_model": ", ".join(models), "device_count": len(devices), "devices": devices,
+        # XProf's run-environment device type ("Nvidia GPU (Hopper)", "AMD GPU - gfx942", "TPU v6 Lite").
+        "xprof_device_type": ", ".join(xprof_types),
     }
 
 

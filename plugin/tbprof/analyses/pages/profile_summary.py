@@ -9,6 +9,7 @@ import numpy as np
 
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.domain.planes import device_display_name
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
@@ -32,7 +33,7 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
     stats = {k: v for k, v in plane.plane_stats.items() if isinstance(v, (int, float, str))}
     return {
         "name": plane.name, "id": plane.id, "device_type": device_type(plane.name),
-        "device_name": str(plane.plane_stats.get("gpu_device_name", "") or plane.plane_stats.get("device_name", "")),
+        "device_name": device_display_name(plane) if plane.name.startswith("/device:") else "",
         "line_count": plane.n_lines, "event_count": plane.n_events, "stat_count": len(plane.stats),
         "first_event_ps": first_ps, "last_event_end_ps": last_ps, "lines": lines, "stats": stats,
     }

@@ -21,6 +21,7 @@ def step_fields(stores: list[Any]) -> dict[str, Any]:
     return {
         "step_source": st.source,
         "step_method": st.method,
+        "step_confidence": st.confidence,
         "step_count": st.n_steps,
         "avg_step_time_ms": None if no_steps else summ["step_time_ms"]["avg"],
         "stddev_step_time_ms": None if no_steps else summ["step_time_ms"]["stddev"],

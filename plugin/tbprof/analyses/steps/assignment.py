@@ -17,6 +17,16 @@
    ``repeated_module`` - repeated launches of the XLA module that takes most device time.
 3. **None** (``step_source: "none"``) with a diagnosis saying what to add to the code.
 
+An inferred step is kept only where the evidence is good (``weak_evidence``, the rule and its
+bounds in docs/formulas.md "Step inference"): never the profiler's own annotations
+(``$profiler.py:226 trace``), never in a profile of inference requests (``request_id`` markers),
+the candidates cover at least ``MIN_BUSY_COVERAGE`` of the busy time of the plane they come from,
+and at least ``MIN_SIMILAR_SHARE`` of the kept steps last within ``STEP_SPREAD_FACTOR`` of their
+median. Otherwise the profile has no steps and the diagnosis says in one sentence why.
+``step_confidence`` says how a step was found: "markers" (the program marked it), "annotated"
+(a ``step_num`` annotation without the root flag), "inferred" (a repeated unit that passed the
+rule), "none".
+
 Boundary rule (XProf's, applied to every source): with more than 5 steps the first and the
 last are dropped, because a profile window usually cuts them.
 """
@@ -42,15 +52,29 @@ from tbprof.store.tables import Plane, ProfileStore
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2
-MIN_COVERAGE = 0.5  # an inferred step function must cover this share of the host's traced time
+MIN_COVERAGE = 0.5  # a candidate step function must cover this share of the host's traced time
+# The evidence an inferred step needs (docs/formulas.md "Step inference"): a training loop repeats
+# one unit of work back to back, so its steps fill the busy time and last about as long as each
+# other; an inference server's calls or a one-off annotation do neither.
+MIN_BUSY_COVERAGE = 0.8  # the candidates' union / the busy time (union of the plane's events)
+STEP_SPREAD_FACTOR = 2.0  # a step is "similar" when median / 2 <= duration <= 2 * median
+MIN_SIMILAR_SHARE = 0.9  # this share of the kept steps must be similar
+# Inference request markers (TensorFlow Serving, XLA inference runtimes): the repeated unit of such
+# a profile is a request, not a training step (the stat inference_profile reads).
+REQUEST_STAT = "request_id"
+# Source files of the profilers' own Python API: a Python-tracer event ``$<file>:<line> <function>``
+# from these is the profiler's annotation (``$profiler.py:226 trace`` spans the whole capture).
+_PROFILER_SOURCE_FILES = ("profiler.py", "profiler_v2.py", "trace.py", "traceme.py")
+CONFIDENCES = ("markers", "annotated", "inferred", "none")  # strongest first
 
-NO_STEPS_DIAGNOSIS = (
-    "No step markers were found and no repeated step could be inferred. Mark each training step in "
+MARK_STEPS_ADVICE = (
+    "Mark each training step in "
     "your code: TensorFlow `with tf.profiler.experimental.Trace('train', step_num=step, _r=1):` around "
     "the step body; JAX `with jax.profiler.StepTraceAnnotation('train', step_num=step):`; Keras "
     "`model.fit` marks nothing - wrap the body of a custom train_step or use a custom loop. Also make "
     "sure the profile is longer than a few steps."
 )
+NO_STEPS_DIAGNOSIS = "No step markers were found and no repeated step could be inferred. " + MARK_STEPS_ADVICE
 KINETO_NO_STEPS_DIAGNOSIS = (
     "No step time measured: this PyTorch trace has no ProfilerStep#N markers (a benchmark, an inference "
     "server or a trace without a profiler schedule). To measure steps, call `prof.step()` after each "
@@ -108,12 +132,77 @@ class Steps:
     def duration_ps(self) -> np.ndarray:
         return self.end_ps - self.begin_ps
 
+    @property
+    def confidence(self) -> str:
+        return step_confidence(self.source, self.method)
+
     def to_json(self) -> dict[str, Any]:
-        return {"step_source": self.source, "method": self.method, "detail": self.detail,
-                "diagnosis": self.diagnosis, "step_count": self.n_steps,
+        return {"step_source": self.source, "method": self.method, "step_confidence": self.confidence,
+                "detail": self.detail, "diagnosis": self.diagnosis, "step_count": self.n_steps,
                 "candidate_step_count": self.candidate_count,
                 "dropped_boundary_steps": self.dropped_boundary_steps, "notes": self.notes}
 
+
+
+def step_confidence(source: str, method: str) -> str:
+    """How a step was found (``CONFIDENCES``): marked by the program, numbered by an annotation
+    without the root flag, inferred from a repeated unit, or no step."""
+    if source == "markers":
+        return "markers"
+    if source == "inferred":
+        return "annotated" if method == "step_num_annotation" else "inferred"
+    return "none"
+
+
+def is_profiler_annotation(name: str) -> bool:
+    """Whether ``name`` is a Python-tracer event of the profiler's own API (``$profiler.py:226 trace``):
+    it spans the capture, not a step."""
+    if not name.startswith("$"):
+        return False
+    source = name[1:].split(":", 1)[0].replace("\\", "/").rsplit("/", 1)[-1]
+    return source in _PROFILER_SOURCE_FILES
+
+
+def _union_ps(start: np.ndarray, end: np.ndarray) -> float:
+    """Length of the union of the intervals [start, end)."""
+    if len(start) == 0:
+        return 0.0
+    order = np.argsort(start, kind="stable")
+    s, e = start[order].astype(np.int64), end[order].astype(np.int64)
+    reach = np.maximum.accumulate(e)
+    # An interval adds what reaches past everything before it.
+    prev = np.concatenate([[s[0]], reach[:-1]])
+    return float(np.sum(np.clip(e - np.maximum(s, prev), 0, None) * (e > prev)))
+
+
+def weak_evidence(store: ProfileStore, method: str, name: str, begin: np.ndarray, end: np.ndarray,
+                   kept_dur_ps: np.ndarray, devices: list[int]) -> str:
+    """Why an inferred step is not believable, in one sentence; "" when the evidence is good."""
+    if is_profiler_annotation(name):
+        return (f"The only repeated span, '{name}', is the profiler's own annotation, not a step of the "
+                "program.")
+    host = store.plane(HOST_PLANE)
+    sid = store.stat_id(REQUEST_STAT)
+    if host is not None and sid >= 0 and host.stat_column(sid).rows.shape[0] > 0:
+        return (f"This profile records inference requests (request_id markers): the repeated '{name}' "
+                "serves requests and is not a training step.")
+    plane = store.planes[devices[0]] if method == "repeated_module" and devices else host
+    if plane is not None and plane.n_events:
+        busy_ps = _union_ps(plane.start_ps, plane.start_ps + plane.dur_ps)
+        covered_ps = _union_ps(begin, end)
+        if busy_ps > 0 and covered_ps < MIN_BUSY_COVERAGE * busy_ps:
+            return (f"The repeated '{name}' covers only {100.0 * covered_ps / busy_ps:.0f}% of the busy time "
+                    f"(a step loop covers at least {100.0 * MIN_BUSY_COVERAGE:.0f}%), so it is not a step.")
+    if len(kept_dur_ps):
+        median = float(np.median(kept_dur_ps))
+        similar = ((kept_dur_ps >= median / STEP_SPREAD_FACTOR) & (kept_dur_ps <= median * STEP_SPREAD_FACTOR))
+        share = float(np.mean(similar))
+        if share < MIN_SIMILAR_SHARE:
+            return (f"The {len(kept_dur_ps)} runs of '{name}' last {float(np.min(kept_dur_ps)) / 1e9:.3g} ms to "
+                    f"{float(np.max(kept_dur_ps)) / 1e9:.3g} ms: only {100.0 * share:.0f}% are within "
+                    f"{STEP_SPREAD_FACTOR:g}x of their median (steps need {100.0 * MIN_SIMILAR_SHARE:.0f}%), "
+                    "so they are not steps.")
+    return ""
 
 
 def _types_by_name(store: ProfileStore, plane: Plane, rows: np.ndarray, gpu: bool,
@@ -390,8 +479,9 @@ def _non_nested_occurrences(plane: Plane, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
-def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
-    """The host function that runs again and again and covers most of its thread: one run = one step."""
+def _infer_repeated_function(store: ProfileStore, skipped: list[str] | None = None) -> tuple[Any, ...] | None:
+    """The host function that runs again and again and covers most of its thread: one run = one step.
+    The profiler's own annotations are never candidates (their names go to ``skipped``)."""
     host = store.plane(HOST_PLANE)
     if host is None or host.n_events == 0:
         return None
@@ -415,6 +505,10 @@ def _infer_repeated_function(store: ProfileStore) -> tuple[Any, ...] | None:
                 continue
             name = store.strings[int(names[k])]
             if not sb.is_real_cpu_compute(name) and not name.startswith(("FunctionRun", "EagerExecute")):
+                continue
+            if is_profiler_annotation(name):
+                if skipped is not None and name not in skipped:
+                    skipped.append(name)
                 continue
             rows = _non_nested_occurrences(host, shallow[inv == k] + sl.start)
             if len(rows) < MIN_INFERRED_STEPS:
@@ -695,14 +789,16 @@ def compute_steps(store: ProfileStore) -> Steps:
                 steps.notes.append(f"{len(candidates) - len(keep)} marked groups were not counted as steps: they "
                                    f"hold no {'device' if devices else 'host'} compute or have zero length")
             return steps
+    annotations: list[str] = []  # the profiler's own annotations repeated_function passed over
     inferences: list[tuple[str, Callable[[], tuple[Any, ...] | None]]] = [
         ("step_num_annotation", lambda: _infer_step_num_annotation(store)),
-        ("repeated_function", lambda: _infer_repeated_function(store)),
+        ("repeated_function", lambda: _infer_repeated_function(store, annotations)),
         ("repeated_module", lambda: _infer_repeated_module(store, devices)),
     ]
     if devices:
         # A GPU step is the device's work (as for marked steps): module launches before host functions.
         inferences[1], inferences[2] = inferences[2], inferences[1]
+    rejected = ""
     for method, infer in inferences:
         got = infer()
         if got is None:
@@ -710,6 +806,11 @@ def compute_steps(store: ProfileStore) -> Steps:
         begin, end, nums, fn_name, detail, marker_rows = got
         order = np.argsort(begin, kind="stable")
         begin, end, nums = begin[order], end[order], nums[order]
+        kept = (end - begin)[1:-1] if len(begin) > DROP_BOUNDARY_ABOVE else end - begin
+        why = weak_evidence(store, method, fn_name, begin, end, kept, devices)
+        if why:
+            rejected = rejected or why
+            continue
         typed = _typed_by_time(store, devices, begin, end, marker_rows)
         names = [f"{fn_name} {int(x)}" for x in nums.tolist()]
         steps = _assemble(store, "inferred", method, detail, names, nums, begin, end, devices, typed, None,
@@ -721,7 +822,10 @@ def compute_steps(store: ProfileStore) -> Steps:
                                f"{'device compute' if devices else 'host compute'} or time (zero-length?), "
                                "so steps were inferred instead")
         return steps
-    diagnosis = NO_STEPS_DIAGNOSIS
+    empty = np.zeros(0, np.int64)
+    if not rejected and annotations:
+        rejected = weak_evidence(store, "repeated_function", annotations[0], empty, empty, empty, devices)
+    diagnosis = f"No steps: {rejected[0].lower()}{rejected[1:]} {MARK_STEPS_ADVICE}" if rejected else NO_STEPS_DIAGNOSIS
     if found is not None and len(found[1]):
         diagnosis = (f"{len(found[1])} step markers were found but none holds "
                      f"{'device compute' if devices else 'host compute'} or time. " + NO_STEPS_DIAGNOSIS)
@@ -768,7 +872,7 @@ def has_steps_data(store: Any) -> bool:
 
 
 # The memo key of a store's step assignment (analyses/partials.py carries it to the server).
-STEPS_KEY = ("tbprof.steps", 1)
+STEPS_KEY = ("tbprof.steps", 2)
 
 
 def steps_of(store: ProfileStore) -> Steps:

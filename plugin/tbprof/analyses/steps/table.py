@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.steps import breakdown as sb
-from tbprof.analyses.steps.assignment import Steps, steps_of
+from tbprof.analyses.steps.assignment import CONFIDENCES, Steps, step_confidence, steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
@@ -46,8 +46,19 @@ class StepTable:
     def n_steps(self) -> int:
         return int(self.step_time_ms.shape[0])
 
+    @property
+    def confidence(self) -> str:
+        """The weakest host's step confidence ("none" without steps): an all-hosts step is only as
+        sure as its least sure host."""
+        if not self.n_steps:
+            return "none"
+        if self.method == "timeline_file" or not self.per_host:
+            return step_confidence(self.source, self.method)
+        return max((s.confidence for s in self.per_host), key=CONFIDENCES.index)
+
     def steps_json(self) -> dict[str, Any]:
-        return {"step_source": self.source, "method": self.method, "detail": self.detail,
+        return {"step_source": self.source, "method": self.method, "step_confidence": self.confidence,
+                "detail": self.detail,
                 "diagnosis": self.diagnosis, "step_count": self.n_steps, "notes": self.notes,
                 "per_host": [{"host": h, **s.to_json()} for h, s in zip(self.hosts, self.per_host, strict=False)]}
 

@@ -2,8 +2,8 @@
 
 Reopening maps the columns (``np.load(mmap_mode="r")``) instead of reading them, so a
 restart opens a converted 60 MB profile in milliseconds and pages in only what a tool
-touches. Entries are keyed by (absolute path, size, mtime, tbprof version, format version):
-a profile that is rewritten, or a newer tbprof, simply misses. Writes go to a temporary
+touches. Entries are keyed by (absolute path, size, mtime, inode, ctime, tbprof version, format
+version): a profile that is rewritten, or a newer tbprof, simply misses. Writes go to a temporary
 folder renamed into place, so a crash never leaves a half-written entry behind.
 
 Nothing in an entry is executable: metadata is JSON (``meta.json``; bytes values tagged and
@@ -51,7 +51,12 @@ def cache_key(path: Location, extra: str = "") -> str:
         st = path.stat()
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
-    raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
+    # Inode and ctime too (a local file's; an object's listing has neither): a file rewritten with
+    # its old size and mtime (``cp -p``, ``touch -r``, a tool restoring times) gets a new ctime, and a
+    # file replaced by a rename a new inode, so neither serves the old file's results.
+    ino, ctime_ns = getattr(st, "st_ino", 0), getattr(st, "st_ctime_ns", 0)
+    raw = (f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ino}|{ctime_ns}|{__version__}|{FORMAT_VERSION}"
+           f"|{extra}")
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 

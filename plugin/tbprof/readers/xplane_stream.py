@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -237,9 +238,15 @@ def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes:
             raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
         except OSError as e:
             # The cache's disk (full, unwritable), not the file: a refusal for now, not a failure
-            # remembered for this file (MemoryRefusal is the "may work later" kind).
+            # remembered for this file (MemoryRefusal is the "may work later" kind). The frames of
+            # the traceback hold the half-written columns' mappings, whose deleted files keep
+            # their disk space until unmapped: clear them now, and do not chain the error (an
+            # answer kept in a memo would keep them too).
+            reason = e.strerror or str(e)
+            traceback.clear_frames(e.__traceback__)
+            del e
             raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
-                                f"{e.strerror or e}; free some disk there, or point --cache-dir elsewhere") from e
+                                f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
     finally:
         f.close()
     loaded = disk.load(key)

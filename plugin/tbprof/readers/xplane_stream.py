@@ -41,7 +41,7 @@ from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
 from tbprof._core.wire import hash_spans
-from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
@@ -236,6 +236,8 @@ def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes:
             raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
         except IndexError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
+        except UnsafeCacheDir as e:
+            raise MemoryRefusal(source, f"cannot stream the file into the disk cache: {e}") from None
         except OSError as e:
             # The cache's disk (full, unwritable), not the file: a refusal for now, not a failure
             # remembered for this file (MemoryRefusal is the "may work later" kind). The frames of

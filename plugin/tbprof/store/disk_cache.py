@@ -43,7 +43,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tbprof import __version__
-from tbprof.errors import ProfileReadError
+from tbprof.errors import ProfileReadError, UnsafeCacheDir
 from tbprof.store import tables
 from tbprof.store.cache_dir import check_cache_dir
 from tbprof.store.fs import Location
@@ -304,7 +304,11 @@ class DiskCache:
         stores_fd = entry_fd = meta_fd = -1
         loaded = False
         try:
-            stores_fd = self._open_stores()
+            try:
+                stores_fd = self._open_stores()
+            except UnsafeCacheDir as e:
+                _warn_unsafe(e)
+                return None  # not trusted any more: convert, and do not write there either
             entry_fd = _open_in(stores_fd, key, os.O_RDONLY | _DIRECTORY)
             meta_fd = _open_in(entry_fd, META)
             if not _lock(meta_fd, exclusive=False) and fcntl is not None:
@@ -471,6 +475,11 @@ class DiskCache:
         entry = self._entry(key)
         if self.has(key):
             return
+        try:
+            check_cache_dir(self.root)
+        except UnsafeCacheDir as e:
+            _warn_unsafe(e)
+            return
         self._discard(entry)
         try:
             entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -493,6 +502,10 @@ class DiskCache:
         except OSError:
             return  # an unwritable (or full) cache dir only costs speed
         self.committed(key, meta)
+
+
+def _warn_unsafe(e: UnsafeCacheDir) -> None:
+    log.warning("tbprof: the disk cache is not used any more: %s", e)
 
 
 def _touch(entry: Path) -> None:

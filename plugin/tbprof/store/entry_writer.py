@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.store.cache_dir import check_cache_dir
 from tbprof.store.disk_cache import META, DiskCache, locked_temp_folder
 
 
@@ -94,6 +95,7 @@ class EntryWriter:
         self.disk = disk
         self.key = key
         entry = disk.entry_path(key)
+        check_cache_dir(disk.root)  # UnsafeCacheDir: it turned unsafe since the cache was opened
         entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Locked while this writer lives: a cache opened meanwhile does not take it for an orphan.
         self._writing = locked_temp_folder(entry.parent, f".{key}.")

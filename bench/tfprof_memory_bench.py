@@ -3,7 +3,7 @@
     python bench/tfprof_memory_bench.py [--size-bytes 120000]
 
 Each case runs in a fresh process: read the file, build all four views (``max_depth`` large
-enough to show every row), and print the growth of ``ru_maxrss``, the guard's estimate
+enough to show every row), and print the growth of its peak RSS (VmHWM), the guard's estimate
 (``size x memory_factor`` for the parse plus ``views_need_bytes`` from the file's counts) and
 their ratio (peak / estimate: at most 1 when the estimate is honest; a peak of 0 stayed below the
 imports' own). Cases: the real
@@ -27,22 +27,26 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 _CHILD = r"""
-import json, resource, sys
+import json, sys
 from pathlib import Path
 from tbprof.readers.tfprof import read_tfprof
 from tbprof.analyses.legacy import tfprof_views
 from tbprof.store.memory_guard import memory_factor
 from tbprof.store.tfprof import views_need_bytes
 path = Path(sys.argv[1])
-r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def hwm():  # this process's peak RSS in bytes (ru_maxrss would carry the parent's over exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+r0 = hwm()
 p = read_tfprof(path)
 for view in ("scope", "graph", "op", "code"):
     tfprof_views.compute([p], {"view": view, "max_depth": 1_000_000})
-r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r1 = hwm()
 scopes = sum(n.count("/") for n in p.names)
 frames = sum(len(t) for t in p.traces)
 need = views_need_bytes(p.n_nodes, scopes, frames) + path.stat().st_size * memory_factor(path)
-print(json.dumps({"peak_bytes": (r1 - r0) * 1024, "estimate_bytes": need}))
+print(json.dumps({"peak_bytes": r1 - r0, "estimate_bytes": need}))
 """
 
 

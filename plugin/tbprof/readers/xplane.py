@@ -123,19 +123,45 @@ _SCAN_BYTES_PER_EVENT = 4 + 4 + 8 + 8
 _SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 
+# A plane's own fields (each event or stat metadata entry, each plane stat): parsed by upb, then
+# held as Python objects (a wrapper, its name as str, the string table's entry) while the plane's
+# tables are built; and each distinct text stat value: a str and its string-table entry. Measured
+# (``ru_maxrss``, bench/names_memory_bench.py): 1 M metadata entries of 35 bytes, 960 MB beyond
+# the events' columns; 1 M text values of 19 bytes, 280 MB beyond the events' and stats' columns.
+BUILD_BYTES_PER_PLANE_FIELD = 1000
+_BUILD_BYTES_PER_TEXT = 288
+
+
+def build_need_bytes(sc: wire.ScanResult) -> int:
+    """Memory the store of a scanned file takes to build beyond the scanner's columns: from the
+    scanner's counts of events, stats, plane fields (metadata) and texts, and those fields' bytes.
+    The guard's size factor assumes typical files; 2 M events each with its own name take 27x."""
+    plane_fields = sc.spans[(sc.spans[:, 0] >> 32) == 1]
+    field_bytes = int((plane_fields[:, 2] - plane_fields[:, 1]).sum())
+    text_bytes = int(sc.texts[:, 2].sum()) if sc.texts.shape[0] else 0
+    return (sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT
+            + int(plane_fields.shape[0]) * BUILD_BYTES_PER_PLANE_FIELD + field_bytes
+            + int(sc.texts.shape[0]) * _BUILD_BYTES_PER_TEXT + text_bytes)
+
+
+def describe_counts(sc: wire.ScanResult) -> str:
+    n_fields = int(((sc.spans[:, 0] >> 32) == 1).sum())
+    return (f"{sc.n_events:,} events, {int(sc.st_owner.shape[0]):,} stats, {n_fields:,} metadata entries and "
+            f"{int(sc.texts.shape[0]):,} text values")
+
+
 def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str,
            lazy: bool = False) -> tables.ProfileStore:
     # The scanner's counts are the first exact measure of what the file holds: check them before
     # the columns are built (the size-based estimate assumes typical, not dense, files).
-    check_allocation(source, sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT,
-                     f"{sc.n_events:,} events and {int(sc.st_owner.shape[0]):,} stats")
+    owner_kind = sc.spans[:, 0] >> 32
+    owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
+    span_se = sc.spans[:, 1:]
+    check_allocation(source, build_need_bytes(sc), describe_counts(sc))
     strings = StringTable()
     # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
     # file came as an array (a local read) or as bytes (an object store's answer).
     view = memoryview(data) if isinstance(data, bytes) else data.data
-    owner_kind = sc.spans[:, 0] >> 32
-    owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
-    span_se = sc.spans[:, 1:]
 
     space = parse_spans(xplane_pb2.XSpace, view, span_se[owner_kind == 0])
     assert isinstance(space, xplane_pb2.XSpace)

@@ -45,7 +45,7 @@ from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
-from tbprof.readers.xplane import parse_spans, plane_meta, without_replaced_stats
+from tbprof.readers.xplane import BUILD_BYTES_PER_PLANE_FIELD, parse_spans, plane_meta, without_replaced_stats
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
@@ -65,10 +65,11 @@ _SPLIT_BYTES = 64 << 10
 # The index tables may take this share of the budget.
 _INDEX_SHARE = 4
 # Memory of one plane's metadata while upb parses it and its tables are built: its bytes plus
-# this much per field (map entry, plane stat). Measured (RssAnon growth): jax_mlp's 0.40 MB in
-# 41 fields (HLO protos as bytes) +0.16 MB; keras_cnn's 47 KB in 711 fields +25 KB; jax_large's
-# host plane, 0.88 MB in 48.8 k fields, +2.5 MB (~51 bytes a field).
-_UPB_BYTES_PER_FIELD = 64
+# this much per field (map entry, plane stat): the in-memory reader's measure, which holds here
+# too (1 M metadata entries of 35 bytes streamed: +990 MB; bench/names_memory_bench.py). (An
+# earlier measure of ~51 bytes a field, on jax_large's host plane, saw memory freed by earlier
+# phases being reused.)
+_UPB_BYTES_PER_FIELD = BUILD_BYTES_PER_PLANE_FIELD
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
 _SORT_BYTES_PER_STAT = 48

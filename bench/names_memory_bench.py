@@ -48,12 +48,13 @@ if sys.argv[2] == "stream":
     raise SystemExit
 xplane.read_xspace(path)
 peak = hwm() - r0
-sc = wire.scan(np.fromfile(path, dtype=np.uint8))
+data = np.fromfile(path, dtype=np.uint8)
+sc = wire.scan(data)
 columns = sum(a.nbytes for a in (sc.spans, sc.lines, sc.ev_line, sc.ev_meta, sc.ev_start, sc.ev_dur, sc.st_owner,
                                  sc.st_meta, sc.st_kind, sc.st_value, sc.texts))
 size = path.stat().st_size
 print(json.dumps({"peak_bytes": peak, "size_estimate": size * memory_factor(path),
-                  "count_estimate": size + columns + xplane.build_need_bytes(sc)}))
+                  "count_estimate": size + columns + xplane.build_need_bytes(sc, data)}))
 """
 
 

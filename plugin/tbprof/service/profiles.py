@@ -86,8 +86,8 @@ class Profiles:
         self._unreadable: dict[str, dict[str, str]] = {}
 
     # --- runs and hosts -------------------------------------------------------------------
-    def runs(self, refresh: bool = False) -> dict[str, Run]:
-        return self.index.runs(refresh=refresh)
+    def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
+        return self.index.runs(refresh=refresh, fresh=fresh)
 
     def run(self, name: str) -> Run:
         run = self.index.get(name)

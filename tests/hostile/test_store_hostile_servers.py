@@ -30,6 +30,8 @@ LIMIT_BYTES = 150_000_000
 MAX_GROWTH_BYTES = 250_000_000
 MAX_SHOWN = 512
 
+pytestmark = pytest.mark.slow
+
 
 def _hwm_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

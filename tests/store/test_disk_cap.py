@@ -218,3 +218,31 @@ def test_columns_are_plain_arrays_read_without_following_links(profiles_root: Pa
     column.symlink_to(elsewhere)
     assert disk.load("a") is None
     assert elsewhere.exists() and not disk.has("a")
+
+
+def test_partials_are_trimmed_with_the_stores(profiles_root: Path, tmp_path: Path) -> None:
+    """Per-host partials (JSON beside the stores) count in the cap, least recently used first, and
+    a rewritten file's old partials go with its old entry."""
+    from tbprof.service.partials import PartialFiles
+
+    disk = DiskCache(tmp_path / "cache", max_bytes=1 << 40)
+    files = PartialFiles(disk.root)
+    for i in range(3):
+        files.save(f"{i:032x}", "x" * 1000)
+        when = time.time() - 1000 + i  # partial 0 is the least recently used
+        os.utime(files._path(f"{i:032x}"), (when, when))
+    assert files.load(f"{0:032x}") is not None  # used now: partial 1 is the oldest
+    disk.max_bytes = 2000
+    disk.trim()
+    assert [files.load(f"{i:032x}") is not None for i in range(3)] == [True, False, True]
+    # A rewritten file: its old entry and that entry's partial go, the new ones stay.
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(xplane_of(profiles_root, "custom_loop").read_bytes())
+    disk.max_bytes = 1 << 40
+    old_key = disk_cache.cache_key(path, "xspace")
+    disk.save(old_key, xplane.read_xspace(path))
+    files.save(old_key, "{}")
+    path.write_bytes(xplane_of(profiles_root, "keras_cnn").read_bytes())
+    new_key = disk_cache.cache_key(path, "xspace")
+    disk.save(new_key, xplane.read_xspace(path))
+    assert not disk.has(old_key) and files.load(old_key) is None and disk.has(new_key)

@@ -56,6 +56,9 @@ META = "meta.json"
 # Per entry: its source (path and format) and size, so trimming reads one small file per entry.
 SOURCE = "source.json"
 
+# The per-host partials' folder under the cache root (service/partials.py writes it; trimmed here).
+PARTIALS_DIR = "partials"
+
 MAX_BYTES_ENV = "TBPROF_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 10 * 10**9
 DEFAULT_DISK_SHARE = 10  # percent of the cache's file system
@@ -430,26 +433,63 @@ class DiskCache:
             out.append((d.name, used, size, source))
         return out
 
+    def partials(self) -> list[tuple[Path, float, int]]:
+        """(file, last use, size in bytes) of the per-host partials kept beside the stores
+        (``<root>/partials/<key>.p<version>.json``, service/partials.py)."""
+        try:
+            listing = list(os.scandir(self.root / PARTIALS_DIR))
+        except OSError:
+            return []
+        out = []
+        for f in listing:
+            try:
+                if f.name.endswith(".json") and f.is_file(follow_symlinks=False):
+                    st = f.stat(follow_symlinks=False)
+                    out.append((Path(f.path), st.st_mtime, st.st_size))
+            except OSError:
+                continue
+        return out
+
+    def _drop_partials(self, key: str, partials: list[tuple[Path, float, int]]) -> int:
+        removed = 0
+        for path, _, size in partials:
+            if path.name.startswith(f"{key}.p"):
+                try:
+                    path.unlink()
+                    removed += size
+                except OSError:
+                    pass
+        return removed
+
     def trim(self, keep: str | None = None) -> int:
-        """Removes the older versions of ``keep``'s file, then least recently used entries until
-        the cache fits ``max_bytes`` (``keep`` itself stays); returns the bytes removed."""
+        """Removes the older versions of ``keep``'s file (their stores and partials), then the
+        least recently used stores and partials until the cache fits ``max_bytes`` (``keep``
+        itself stays); returns the bytes removed."""
         with self._trim_lock:
             found = self.entries()
+            partials = self.partials()
             kept_source = next((src for k, _, _, src in found if k == keep), "")
             removed = 0
-            rest = []
+            rest: list[tuple[float, str, int, Path | None]] = []
             for k, used, size, src in found:
                 if k != keep and kept_source and src == kept_source and self.evict(k):
-                    removed += size
+                    removed += size + self._drop_partials(k, partials)
                 else:
-                    rest.append((used, k, size))
-            total = sum(size for _, _, size in rest)
-            for _, k, size in sorted(rest):
+                    rest.append((used, k, size, None))
+            rest.extend((used, "", size, path) for path, used, size in partials if path.exists())
+            total = sum(size for _, _, size, _ in rest)
+            for _, k, size, path in sorted(rest, key=lambda item: item[0]):
                 if total <= self.max_bytes:
                     break
-                if k != keep and self.evict(k):
-                    total -= size
-                    removed += size
+                if path is not None:
+                    try:
+                        path.unlink()
+                    except OSError:
+                        continue
+                elif k == keep or not self.evict(k):
+                    continue
+                total -= size
+                removed += size
             return removed
 
     def committed(self, key: str, meta: dict[str, Any] | None = None) -> None:

@@ -34,6 +34,7 @@ def runs(ctx: AppContext, request: Request) -> Response:
     ordered = sorted(listed.values(), key=lambda r: (-r.mtime, r.name))
     page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
     out: list[dict[str, Any]] = []
+    multi_host: dict[tuple[str, ...], list[str]] = {}
     for run in page:
         entry: dict[str, Any] = run.to_json()
         loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
@@ -44,7 +45,12 @@ def runs(ctx: AppContext, request: Request) -> Response:
             entry["tools"] = []
             entry["tools_exact"] = True
             entry["error"] = str(e)
-        entry["multi_host_tools"] = [t for t in entry["tools"] if profiles.tool(t).multi_host]
+        # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
+        names = tuple(entry["tools"])
+        multi = multi_host.get(names)
+        if multi is None:
+            multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
+        entry["multi_host_tools"] = list(multi)
         out.append(entry)
     body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "runs": out, "all_hosts": ALL_HOSTS}
     if "offset" in args or "limit" in args:

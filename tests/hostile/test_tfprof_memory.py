@@ -14,7 +14,7 @@ import tracemalloc
 import pytest
 
 from tbprof.analyses.legacy import tfprof_views
-from tbprof.analyses.legacy.tfprof_engine import MAX_SHOWN_NAME_CHARS
+from tbprof.analyses.legacy.tfprof_engine import MAX_MATCHED_NAME_CHARS, MAX_SHOWN_NAME_CHARS
 from tbprof.errors import MemoryRefusal
 from tbprof.readers.tfprof import read_tfprof, tfprof_from_bytes
 from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
@@ -87,3 +87,16 @@ def test_guard_refuses_from_the_counts(tmp_path, monkeypatch: pytest.MonkeyPatch
         read_tfprof(path)
     monkeypatch.setenv(LIMIT_ENV, str(need))
     assert read_tfprof(path).n_nodes == 1
+
+
+def test_regexes_match_names_beyond_4096_chars_in_their_shown_form() -> None:
+    """Matching every prefix of a long name in full would scan sum(prefix lengths): quadratic.
+    Names longer than MAX_MATCHED_NAME_CHARS are matched as shown (with "..."), so hiding
+    names that contain "..." hides exactly the scopes longer than 4096 characters: of
+    "a", "a/a", ... (length 2k - 1), the first 2048 stay."""
+    profile = tfprof_from_bytes(deep_scope_pb(DEEP_BYTES), "crafted", "h")
+    result = tfprof_views.compute([profile], {"view": "scope", "max_depth": 100_000,
+                                              "hide_name_regexes": (r".*\.\.\..*",)})
+    names = result["tables"]["nodes"].data["name"].tolist()
+    assert len(names) == 1 + (MAX_MATCHED_NAME_CHARS + 1) // 2
+    assert int(result["tables"]["nodes"].data["depth"].max()) == (MAX_MATCHED_NAME_CHARS + 1) // 2

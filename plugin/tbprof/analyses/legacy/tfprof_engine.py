@@ -53,6 +53,9 @@ VIEWS = ("scope", "graph", "op", "code")
 # 10 000 displayed rows stay a few MB.
 MAX_SHOWN_NAME_CHARS = 512
 _SHOWN_HEAD_CHARS = 128
+# Longest name regexes match in full (longer ones: their shown form), so that matching stays
+# linear in the file: each node costs at most this much scanning.
+MAX_MATCHED_NAME_CHARS = 4096
 ELLIPSIS = "..."  # ASCII: a non-ASCII character would double the string's bytes
 
 # Statistic slots of self/total vectors.
@@ -149,8 +152,9 @@ class _Matcher:
         return any(c.fullmatch(text) is not None for c in self.compiled)
 
     def any_name(self, nodes: _Nodes, k: int) -> bool:
-        """``any`` of node ``k``'s full name, built only when there is a regex to match."""
-        return bool(self.compiled) and self.any(nodes.name(k))
+        """``any`` of node ``k``'s name (``_Nodes.matched_name``), built only when there is a
+        regex to match."""
+        return bool(self.compiled) and self.any(nodes.matched_name(k))
 
 
 def shown_name(name: str) -> str:
@@ -214,6 +218,14 @@ class _Nodes:
         """Node ``k``'s full name (a new string for a scope prefix: do not keep it)."""
         end = self.ends[k]
         return self.names[k] if end < 0 else self.names[k][:end]
+
+    def name_length(self, k: int) -> int:
+        return len(self.names[k]) if self.ends[k] < 0 else self.ends[k]
+
+    def matched_name(self, k: int) -> str:
+        """The name regexes see: the full name, or beyond ``MAX_MATCHED_NAME_CHARS`` the shown
+        one (matching every prefix of a 120 KB name in full would scan gigabytes)."""
+        return self.name(k) if self.name_length(k) <= MAX_MATCHED_NAME_CHARS else self.shown_name(k)
 
     def shown_name(self, k: int) -> str:
         """The name a row shows, at most ``MAX_SHOWN_NAME_CHARS``, built without the full name."""

@@ -44,3 +44,31 @@ def rows_as_golden(result: ViewResult) -> list[dict[str, Any]]:
             values[f"total_{m}"] = row.total_stats[i]
         out.append(values)
     return out
+
+
+# --- crafted ProfileProto files (issue #25): the fewest bytes per name scope / frame ------------
+
+
+def deep_scope_pb(size_bytes: int) -> bytes:
+    """One graph node named ``a/a/.../a`` of ``size_bytes``: a name scope per 2 bytes."""
+    from tbprof.protos import tfprof_log_pb2
+
+    p = tfprof_log_pb2.ProfileProto()
+    node = p.nodes[1]
+    node.name, node.op, node.id = ("a/" * (size_bytes // 2))[:-1].encode(), b"Const", 1
+    return p.SerializeToString()
+
+
+def long_file_pb(file_name_bytes: int, frames: int) -> bytes:
+    """One graph node whose call stack has ``frames`` frames, all in one file whose name has
+    ``file_name_bytes`` characters (each frame another line: another call site)."""
+    from tbprof.protos import tfprof_log_pb2
+
+    p = tfprof_log_pb2.ProfileProto(has_trace=True)
+    p.id_to_string[1] = b"f" * file_name_bytes + b".py"
+    p.id_to_string[2] = b"fn"
+    node = p.nodes[1]
+    node.name, node.op, node.id = b"x", b"Const", 1
+    for i in range(frames):
+        node.trace.traces.add(file_id=1, lineno=i + 1, function_id=2)
+    return p.SerializeToString()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+
+import pytest
 
 from tbprof.readers import xplane
 from tbprof.store.cache import ProfileCache
@@ -83,3 +86,38 @@ def test_damaged_cache_entry_is_rebuilt(profiles_root: Path, cache_dir: Path) ->
         meta.write_bytes(b"garbage")
     got = ProfileCache(cache_dir).get(path, xplane.read_xspace)
     assert_same_store(want, got)
+
+
+def _same_size_rewrite(path: Path, old: bytes, new: bytes, replace: bool) -> None:
+    """Rewrites ``path`` with ``old`` replaced by ``new`` (same length), then restores its mtime."""
+    st = path.stat()
+    data = path.read_bytes()
+    assert len(old) == len(new) and data.count(old) >= 1
+    data = data.replace(old, new)
+    if replace:  # written beside and renamed over: a new inode
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    else:  # rewritten in place: the same inode, a new ctime
+        with open(path, "r+b") as f:
+            f.write(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_same_size_and_mtime_rewrite_misses(tmp_path: Path, profiles_root: Path, cache_dir: Path,
+                                            replace: bool) -> None:
+    """#25: a file rewritten with its size and mtime kept is converted again, also after a restart
+    (a new ProfileCache over the same disk cache); the key holds its inode and ctime."""
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(xplane_of(profiles_root, "custom_loop").read_bytes())
+    cache = ProfileCache(cache_dir)
+    first = cache.get(path, xplane.read_xspace)
+    cache.flush()
+    assert any(p.name == "/host:CPU" for p in first.planes)
+    _same_size_rewrite(path, b"/host:CPU", b"/host:XPU", replace)
+    for reopened in (cache, ProfileCache(cache_dir)):
+        names = {p.name for p in reopened.get(path, xplane.read_xspace).planes}
+        assert "/host:XPU" in names and "/host:CPU" not in names

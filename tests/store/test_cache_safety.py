@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from tbprof.errors import UnsafeCacheDir
 from tbprof.readers import chrome_trace, xplane
 from tbprof.service.profiles import Profiles
 from tbprof.store.cache import ProfileCache
+from tbprof.store.disk_cache import cache_key
 from tests.conftest import xplane_of
 from tests.helpers import assert_same_store
 
@@ -78,3 +80,63 @@ def test_unreadable_entry_is_a_miss_and_runs_still_answer(profiles_root: Path, t
     assert_same_store(want, again.event_store(run, host))
     again.cache.flush()
     assert len(list(cache_dir.rglob("meta.json"))) == 1 and next(cache_dir.rglob("meta.json")).is_file()
+
+
+def _safe_parent(tmp_path: Path) -> Path:
+    parent = tmp_path / "parent"
+    parent.mkdir(mode=0o700)
+    parent.chmod(0o700)
+    return parent
+
+
+@pytest.mark.parametrize("attack", ["foreign_parent", "world_writable_parent", "foreign_grandparent"])
+def test_an_unsafe_parent_is_refused(tmp_path: Path, attack: str) -> None:
+    """#25: whoever may rename a folder above the cache can swap the cache itself."""
+    parent = _safe_parent(tmp_path)
+    (parent / "mid").mkdir(mode=0o700)
+    root = parent / "mid" / "cache"
+    if attack == "foreign_parent":
+        os.chown(parent / "mid", 4242, -1)
+    elif attack == "world_writable_parent":
+        (parent / "mid").chmod(0o777)
+    else:
+        os.chown(parent, 4242, -1)
+    with pytest.raises(UnsafeCacheDir, match="a folder above the tbprof cache dir") as e:
+        ProfileCache(root)
+    assert "--cache-dir" in str(e.value)
+
+
+def test_a_sticky_world_writable_parent_is_fine(tmp_path: Path) -> None:
+    parent = _safe_parent(tmp_path)
+    parent.chmod(0o1777)  # as /tmp: others cannot rename what they do not own
+    ProfileCache(parent / "cache")
+
+
+def test_a_parent_turning_unsafe_while_running_stops_the_cache(profiles_root: Path, tmp_path: Path) -> None:
+    parent = _safe_parent(tmp_path)
+    path = xplane_of(profiles_root, "custom_loop")
+    cache = ProfileCache(parent / "cache")
+    want = cache.get(path, xplane.read_xspace)
+    cache.flush()
+    parent.chmod(0o777)  # someone may now swap the cache folder under the running process
+    assert cache.disk is not None
+    assert cache.disk.load(cache_key(path, "xspace")) is None  # no longer trusted
+    cache.clear_memory()
+    assert_same_store(want, cache.get(path, xplane.read_xspace))  # converted instead
+    cache.disk.save("other", want)
+    assert not cache.disk.has("other")
+
+
+def test_a_symlinked_entry_is_not_followed(profiles_root: Path, tmp_path: Path) -> None:
+    path = xplane_of(profiles_root, "custom_loop")
+    cache = ProfileCache(tmp_path / "cache")
+    cache.get(path, xplane.read_xspace)
+    cache.flush()
+    key = cache_key(path, "xspace")
+    entry = tmp_path / "cache" / "stores" / key
+    planted = tmp_path / "planted"
+    shutil.copytree(entry, planted)
+    shutil.rmtree(entry)
+    entry.symlink_to(planted)
+    assert cache.disk is not None and cache.disk.load(key) is None
+    assert planted.is_dir()  # the link's target is not ours to remove

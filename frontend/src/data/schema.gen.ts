@@ -27,6 +27,7 @@ export interface RunsResponse {
   schema_version: number;
   runs: RunJson[];
   all_hosts: string;
+  total?: number;
 }
 
 /** A tool option and the control a page draws for it. */

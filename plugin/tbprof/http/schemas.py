@@ -57,6 +57,7 @@ class RunsResponse(TypedDict):
     schema_version: int
     runs: list[RunJson]
     all_hosts: str
+    total: NotRequired[int]  # runs in all, when a page was asked for (offset, limit)
 
 
 class ToolOptionJson(TypedDict):

@@ -22,7 +22,8 @@ from tbprof.protos import tfprof_log_pb2
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store.fs import Location
 from tbprof.store.fs import location as as_location
-from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace
+from tbprof.store.memory_guard import check_allocation
+from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace, views_need_bytes
 
 MAX_UNKNOWN_REPORTED = 8
 
@@ -92,7 +93,21 @@ def tfprof_from_bytes(data: bytes, source: str, host: str) -> TfprofProfile:
                         f"(written by another TensorFlow version?): {', '.join(found[:MAX_UNKNOWN_REPORTED])}{more}")
     if len(proto.nodes) == 0:
         raise ProfileReadError(source, "the tfprof ProfileProto has no graph nodes (nothing was profiled)")
+    _check_fits(proto, source)
     return _build(proto, source, host, warnings)
+
+
+def _check_fits(proto: Any, source: str) -> None:
+    """Refuses (MemoryRefusal) a file whose nodes, name scopes and call-stack frames would not
+    fit in memory once read and shown: a 120 KB file can hold 60 000 name scopes or 15 000
+    frames, each a node of a view (the guard's size factor cannot know that)."""
+    nodes = scopes = frames = 0
+    for node in proto.nodes.values():
+        nodes += 1
+        scopes += node.name.count(b"/")
+        frames += len(node.trace.traces)
+    check_allocation(source, views_need_bytes(nodes, scopes, frames),
+                     f"{nodes} graph nodes, {scopes} name scopes and {frames} call-stack frames")
 
 
 def _build(proto: Any, source: str, host: str, warnings: list[str]) -> TfprofProfile:

@@ -123,19 +123,58 @@ _SCAN_BYTES_PER_EVENT = 4 + 4 + 8 + 8
 _SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 
+# A plane's metadata entry (event or stat metadata): parsed by upb, then held as Python objects
+# (a wrapper, its name as str, the string table's entry) while the plane's tables are built; a
+# plane's other fields (its stats: the scope-range plane has ~50 k) cost upb's share only; each
+# distinct text stat value: a str and its string-table entry. Measured (peak RSS,
+# bench/names_memory_bench.py): 1 M event metadata entries of 35 bytes, 960 MB beyond the events'
+# columns; 1 M text values of 19 bytes, 280 MB beyond the events' and stats' columns.
+BUILD_BYTES_PER_METADATA = 1000
+UPB_BYTES_PER_FIELD = 64
+_BUILD_BYTES_PER_TEXT = 288
+# XPlane's event_metadata (4) and stat_metadata (5) map entries, as their first byte (the tag).
+_METADATA_TAGS = np.array([4 << 3 | 2, 5 << 3 | 2], dtype=np.uint8)
+
+
+def _metadata_fields(data: bytes | np.ndarray, plane_fields: np.ndarray) -> int:
+    if plane_fields.shape[0] == 0:
+        return 0
+    raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data.view(np.uint8)
+    return int(np.isin(raw[plane_fields[:, 1]], _METADATA_TAGS).sum())
+
+
+def build_need_bytes(sc: wire.ScanResult, data: bytes | np.ndarray) -> int:
+    """Memory the store of a scanned file takes to build beyond the scanner's columns: from the
+    scanner's counts of events, stats, metadata entries (and other plane fields) and texts, and
+    their bytes. The guard's size factor assumes typical files; 2 M events each with its own
+    name took 27x the file."""
+    plane_fields = sc.spans[(sc.spans[:, 0] >> 32) == 1]
+    field_bytes = int((plane_fields[:, 2] - plane_fields[:, 1]).sum())
+    n_meta = _metadata_fields(data, plane_fields)
+    text_bytes = int(sc.texts[:, 2].sum()) if sc.texts.shape[0] else 0
+    return (sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT
+            + n_meta * BUILD_BYTES_PER_METADATA + int(plane_fields.shape[0]) * UPB_BYTES_PER_FIELD + field_bytes
+            + int(sc.texts.shape[0]) * _BUILD_BYTES_PER_TEXT + text_bytes)
+
+
+def describe_counts(sc: wire.ScanResult, data: bytes | np.ndarray) -> str:
+    n_meta = _metadata_fields(data, sc.spans[(sc.spans[:, 0] >> 32) == 1])
+    return (f"{sc.n_events:,} events, {int(sc.st_owner.shape[0]):,} stats, {n_meta:,} metadata entries and "
+            f"{int(sc.texts.shape[0]):,} text values")
+
+
 def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str,
            lazy: bool = False) -> tables.ProfileStore:
     # The scanner's counts are the first exact measure of what the file holds: check them before
     # the columns are built (the size-based estimate assumes typical, not dense, files).
-    check_allocation(source, sc.n_events * _BUILD_BYTES_PER_EVENT + int(sc.st_owner.shape[0]) * _BUILD_BYTES_PER_STAT,
-                     f"{sc.n_events:,} events and {int(sc.st_owner.shape[0]):,} stats")
+    owner_kind = sc.spans[:, 0] >> 32
+    owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
+    span_se = sc.spans[:, 1:]
+    check_allocation(source, build_need_bytes(sc, data), describe_counts(sc, data))
     strings = StringTable()
     # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
     # file came as an array (a local read) or as bytes (an object store's answer).
     view = memoryview(data) if isinstance(data, bytes) else data.data
-    owner_kind = sc.spans[:, 0] >> 32
-    owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
-    span_se = sc.spans[:, 1:]
 
     space = parse_spans(xplane_pb2.XSpace, view, span_se[owner_kind == 0])
     assert isinstance(space, xplane_pb2.XSpace)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,11 +41,17 @@ from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
 from tbprof._core.wire import hash_spans
-from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import open_regular
-from tbprof.readers.xplane import parse_spans, plane_meta, without_replaced_stats
+from tbprof.readers.xplane import (
+    BUILD_BYTES_PER_METADATA,
+    UPB_BYTES_PER_FIELD,
+    parse_spans,
+    plane_meta,
+    without_replaced_stats,
+)
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
@@ -63,11 +70,12 @@ _BYTES_PER_TEXT = 64
 _SPLIT_BYTES = 64 << 10
 # The index tables may take this share of the budget.
 _INDEX_SHARE = 4
-# Memory of one plane's metadata while upb parses it and its tables are built: its bytes plus
-# this much per field (map entry, plane stat). Measured (RssAnon growth): jax_mlp's 0.40 MB in
-# 41 fields (HLO protos as bytes) +0.16 MB; keras_cnn's 47 KB in 711 fields +25 KB; jax_large's
-# host plane, 0.88 MB in 48.8 k fields, +2.5 MB (~51 bytes a field).
-_UPB_BYTES_PER_FIELD = 64
+# Memory of one plane's metadata while upb parses it: its bytes plus this much per field (map
+# entry, plane stat). Measured (RssAnon growth): jax_mlp's 0.40 MB in 41 fields (HLO protos as
+# bytes) +0.16 MB; keras_cnn's 47 KB in 711 fields +25 KB; jax_large's host plane, 0.88 MB in
+# 48.8 k fields (plane stats, mostly), +2.5 MB (~51 bytes a field). Building its tables then costs
+# ``BUILD_BYTES_PER_METADATA`` per metadata entry, checked once upb has counted them.
+_UPB_BYTES_PER_FIELD = UPB_BYTES_PER_FIELD
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
 _SORT_BYTES_PER_STAT = 48
@@ -235,11 +243,19 @@ def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes:
             raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
         except IndexError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
+        except UnsafeCacheDir as e:
+            raise MemoryRefusal(source, f"cannot stream the file into the disk cache: {e}") from None
         except OSError as e:
             # The cache's disk (full, unwritable), not the file: a refusal for now, not a failure
-            # remembered for this file (MemoryRefusal is the "may work later" kind).
+            # remembered for this file (MemoryRefusal is the "may work later" kind). The frames of
+            # the traceback hold the half-written columns' mappings, whose deleted files keep
+            # their disk space until unmapped: clear them now, and do not chain the error (an
+            # answer kept in a memo would keep them too).
+            reason = e.strerror or str(e)
+            traceback.clear_frames(e.__traceback__)
+            del e
             raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
-                                f"{e.strerror or e}; free some disk there, or point --cache-dir elsewhere") from e
+                                f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
     finally:
         f.close()
     loaded = disk.load(key)
@@ -321,6 +337,9 @@ def _convert(f: _Input, w: EntryWriter, source: str, host: str, window: int, bud
         limit.check(meta_bytes + _UPB_BYTES_PER_FIELD * int(pspans.shape[0]),
                     f"the {meta_bytes:,} bytes of a plane's metadata")
         pmsg = _parse_plane(f, pspans)
+        n_meta = len(pmsg.event_metadata) + len(pmsg.stat_metadata)
+        limit.check(meta_bytes + _UPB_BYTES_PER_FIELD * int(pspans.shape[0]) + BUILD_BYTES_PER_METADATA * n_meta,
+                    f"the tables of a plane's {n_meta:,} metadata entries")
         plane_lines = np.nonzero(line_plane == pi)[0]
         ev_lo = int(line_first_event[plane_lines[0]]) if plane_lines.shape[0] else 0
         planes.append(_finish_plane(f, w, pi, pmsg, plane_lines, line_msgs, ev_lo, first_stat[pi], int(origin_ps),

@@ -10,6 +10,7 @@ Which files make a run of which kind is ``readers/kinds.py``'s table; this modul
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -20,28 +21,75 @@ from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
 from tbprof.store.fs import Location, UrlPath, walk_listing
 
-__all__ = ["Run", "RunIndex", "discover", "runs_for_path"]
+__all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path"]
+
+log = logging.getLogger("tbprof")
 
 
-def _folders(logdir: Location) -> Iterator[tuple[Location, list[str]]]:
-    """(folder, its file names) below ``logdir``: ``os.walk`` locally (following no symlinked
+class FolderCache:
+    """What a local walk learnt of each folder, keyed by the folder's (mtime, ctime, inode): a
+    folder whose entries did not change since the last walk is not listed again, nor are its
+    files inspected again (a logdir of 20 000 runs is ~80 000 folders: the next walk is one
+    ``stat`` each). Entries of folders no longer reached are dropped after each walk."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, tuple[tuple[int, int, int], list[str], list[str]]] = {}
+
+    def walk(self, logdir: Path) -> Iterator[tuple[Path, list[str]]]:
+        """(folder, its profile file names), top-down with sorted sub-folders, as ``os.walk``
+        (hidden folders skipped, symlinked folders not entered)."""
+        reached: dict[str, tuple[tuple[int, int, int], list[str], list[str]]] = {}
+        stack = [str(logdir)]
+        while stack:
+            folder = stack.pop()
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue
+            stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            known = self._folders.get(folder)
+            if known is not None and known[0] == stamp:
+                subdirs, files = known[1], known[2]
+            else:
+                subdirs, names = [], []
+                try:
+                    with os.scandir(folder) as it:
+                        for entry in it:
+                            try:
+                                is_dir = entry.is_dir()
+                            except OSError:
+                                is_dir = False
+                            if not is_dir:
+                                names.append(entry.name)
+                            elif not entry.name.startswith(".") and not entry.is_symlink():
+                                subdirs.append(entry.name)
+                except OSError:
+                    continue
+                subdirs.sort()
+                files = profile_file_names(Path(folder), sorted(names), logdir)  # no FIFOs, no links out
+            reached[folder] = (stamp, subdirs, files)
+            if files:  # a folder without profile files holds no run (most of them: a run's parents)
+                yield Path(folder), files
+            stack.extend(os.path.join(folder, d) for d in reversed(subdirs))
+        self._folders = reached
+
+
+def _folders(logdir: Location, cache: FolderCache | None = None) -> Iterator[tuple[Location, list[str]]]:
+    """(folder, its file names) below ``logdir``: a walk locally (following no symlinked
     folders out of it), one recursive listing for a URL."""
     if isinstance(logdir, UrlPath):
         yield from walk_listing(logdir).items()
         return
-    for root, dirs, files in os.walk(logdir, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        folder = Path(root)
-        yield folder, profile_file_names(folder, sorted(files), logdir)  # no FIFOs, no links out
+    yield from (cache or FolderCache()).walk(logdir)
 
 
-def discover(logdir: Location) -> dict[str, Run]:
-    """Walks ``logdir`` and returns runs by name."""
+def discover(logdir: Location, cache: FolderCache | None = None) -> dict[str, Run]:
+    """Walks ``logdir`` and returns runs by name (``cache``: what an earlier walk learnt)."""
     runs: dict[str, Run] = {}
     logdir = logdir.resolve()
     if isinstance(logdir, Path) and not logdir.is_dir():
         return runs  # (a URL's listing below simply finds nothing: no extra request to ask first)
-    for folder, files in _folders(logdir):
+    for folder, files in _folders(logdir, cache):
         for detector in DETECTORS:
             for run in detector(folder, files, logdir):
                 # A later detector may add hosts/files to a run of the same name.
@@ -56,7 +104,7 @@ def discover(logdir: Location) -> dict[str, Run]:
     return runs
 
 
-def runs_for_path(path: Location) -> dict[str, Run]:
+def runs_for_path(path: Location, cache: FolderCache | None = None) -> dict[str, Run]:
     """Runs of a CLI argument: a logdir, a session folder, or a single profile file."""
     path = path.resolve()
     if isinstance(path, UrlPath):
@@ -74,7 +122,7 @@ def runs_for_path(path: Location) -> dict[str, Run]:
             for run in detector(path.parent, [path.name], path.parent):
                 found[run.name] = run
         return found
-    return discover(path)
+    return discover(path, cache)
 
 
 # Object stores bill and rate-limit list requests (GCS: ~1000 a minute), so a URL logdir is
@@ -85,29 +133,95 @@ MIN_REFRESH_S = 1.0
 
 
 class RunIndex:
-    """Discovered runs of a logdir, re-walked at most every ``ttl_s`` seconds (new sessions
-    written by a capture or a training job show up without a restart)."""
+    """Discovered runs of a logdir, listed again when ``ttl_s`` seconds old (new sessions written
+    by a capture or a training job show up without a restart).
+
+    Listing a large logdir takes seconds (20 000 runs), so it happens outside the requests: a
+    request reads the last complete listing and, when that is stale, starts one listing in a
+    background thread (requests never wait behind it). Only the first listing, and a forced
+    refresh (``refresh=1``, or a request naming a run not yet seen), wait for one; forced
+    refreshes run at most once per ``MIN_REFRESH_S`` (others get the last listing), and every
+    waiter shares the listing in flight. A local walk is incremental (``FolderCache``)."""
 
     def __init__(self, logdir: Location, ttl_s: float | None = None, miss_refresh_s: float = 1.0) -> None:
         self.logdir = logdir
         self.ttl_s = ttl_s if ttl_s is not None else (URL_TTL_S if isinstance(logdir, UrlPath) else LOCAL_TTL_S)
         # An unknown run name re-walks the logdir at most this often: a flood of requests for
-        # made-up names must not keep the index lock busy walking a large logdir.
+        # made-up names must not keep a walk of a large logdir running.
         self.miss_refresh_s = miss_refresh_s
         self._runs: dict[str, Run] = {}
-        self._at = -1e9
+        self._at = -1e9  # when the last complete listing started
+        self._forced_at = -1e9
         self._lock = threading.Lock()
+        self._walking: threading.Event | None = None
+        self._error: Exception | None = None
+        self._folder_cache = FolderCache()
+        self.listings = 0  # completed listings (tests, benchmarks)
 
-    def runs(self, refresh: bool = False) -> dict[str, Run]:
+    def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
+        """The last complete listing (see the class). ``fresh``: a listing started after this
+        call, not rate-limited (the server itself, e.g. after a capture wrote a session)."""
+        if fresh:
+            return self._fresh()
+        now = time.monotonic()
         with self._lock:
-            age_s = time.monotonic() - self._at
-            # A forced refresh of a URL (a request naming a run not yet seen) still waits
-            # MIN_REFRESH_S, so requests for unknown runs cannot turn into a listing storm.
-            is_url = isinstance(self.logdir, UrlPath)
-            if age_s > self.ttl_s or (refresh and (not is_url or age_s > min(self.ttl_s, MIN_REFRESH_S))):
-                self._runs = runs_for_path(self.logdir) if is_url or self.logdir.exists() else {}
-                self._at = time.monotonic()
+            age_s = now - self._at
+            # A forced refresh of a URL also waits for MIN_REFRESH_S of age: a listing request.
+            force = refresh and now - self._forced_at >= MIN_REFRESH_S and (
+                not isinstance(self.logdir, UrlPath) or age_s > min(self.ttl_s, MIN_REFRESH_S))
+            if force:
+                self._forced_at = now
+            wait = force or self.listings == 0  # nothing listed yet (or the first listing failed)
+            event, start = self._walking, False
+            if event is None and (wait or age_s > self.ttl_s):
+                event = self._walking = threading.Event()
+                start = True
+        if start:
+            assert event is not None
+            if wait:  # the caller waits anyway: list in its own thread (a CLI starts no thread)
+                self._list(event)
+            else:
+                threading.Thread(target=self._list, args=(event,), name="tbprof-list", daemon=True).start()
+        elif wait and event is not None:
+            event.wait()
+        with self._lock:
+            if self.listings == 0 and self._error is not None:
+                raise self._error  # the first listing failed (a missing bucket): say so
             return self._runs
+
+    def _fresh(self) -> dict[str, Run]:
+        while True:
+            with self._lock:
+                event = self._walking
+                if event is None:
+                    event = self._walking = threading.Event()
+                    break
+            event.wait()  # a listing that started before this call: wait, then list anew
+        self._list(event)
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            return self._runs
+
+    def _list(self, event: threading.Event) -> None:
+        started = time.monotonic()
+        try:
+            is_url = isinstance(self.logdir, UrlPath)
+            found = runs_for_path(self.logdir, self._folder_cache) if is_url or self.logdir.exists() else {}
+        except Exception as e:  # kept for the waiters; a later listing may succeed
+            with self._lock:
+                self._error = e
+                self._walking = None
+                self._at = started
+            event.set()
+            if self.listings:
+                log.warning("tbprof: listing %s failed; showing the last listing (%s)", self.logdir, e)
+            return
+        with self._lock:
+            self._runs, self._at, self._error = found, started, None
+            self.listings += 1
+            self._walking = None
+        event.set()
 
     def get(self, name: str) -> Run | None:
         run = self.runs().get(name)

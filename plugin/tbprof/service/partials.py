@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tbprof.analyses.partials import PARTIAL_FORMATS, PARTIAL_VERSION, MissingPartial, build_partial
 from tbprof.service import tools as registry
+from tbprof.store.disk_cache import PARTIALS_DIR
 from tbprof.store.tables import ProfileStore
 
 log = logging.getLogger("tbprof")
@@ -48,17 +49,23 @@ class PartialFiles:
     """The partials of a disk cache's root folder."""
 
     def __init__(self, root: Path | str) -> None:
-        self.dir = Path(root) / "partials"
+        self.dir = Path(root) / PARTIALS_DIR
 
     def _path(self, key: str) -> Path:
         return self.dir / f"{key}.p{PARTIAL_VERSION}.json"
 
     def load(self, key: str) -> str | None:
         """The JSON text of a partial (the reader checks its version), None when absent."""
+        path = self._path(key)
         try:
-            return self._path(key).read_text()
+            text = path.read_text()
         except (OSError, ValueError):
             return None
+        try:
+            os.utime(path)  # used now: the disk cache's trim removes the least recently used
+        except OSError:
+            pass
+        return text
 
     def save(self, key: str, partial: str) -> None:
         """Writes the partial atomically; a cache folder we cannot write only costs a recomputation."""

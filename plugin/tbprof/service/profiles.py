@@ -84,10 +84,11 @@ class Profiles:
         # Host files a worker found unreadable, by cache key (a changed file has another key),
         # so an all-hosts page does not send them to be read again on every request.
         self._unreadable: dict[str, dict[str, str]] = {}
+        self._candidates: dict[tuple[str, str], list[str]] = {}  # (store format, run kind) -> tools
 
     # --- runs and hosts -------------------------------------------------------------------
-    def runs(self, refresh: bool = False) -> dict[str, Run]:
-        return self.index.runs(refresh=refresh)
+    def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
+        return self.index.runs(refresh=refresh, fresh=fresh)
 
     def run(self, name: str) -> Run:
         run = self.index.get(name)
@@ -396,7 +397,12 @@ class Profiles:
 
     def candidate_tools(self, run: Run) -> list[str]:
         fmt = self.store_format(run)
-        return [t.name for t in registry.all_tools() if fmt in t.formats and (not t.kinds or run.kind in t.kinds)]
+        # The same for every run of a kind (listing 20 000 runs asks 20 000 times): kept per kind.
+        found = self._candidates.get((fmt, run.kind))
+        if found is None:
+            found = self._candidates[(fmt, run.kind)] = [
+                t.name for t in registry.all_tools() if fmt in t.formats and (not t.kinds or run.kind in t.kinds)]
+        return list(found)
 
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""

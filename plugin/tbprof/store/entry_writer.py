@@ -20,14 +20,14 @@ import io
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 
-from tbprof.store.disk_cache import META, DiskCache
+from tbprof.store.cache_dir import check_cache_dir
+from tbprof.store.disk_cache import META, DiskCache, locked_temp_folder
 
 
 def _header(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
@@ -95,8 +95,11 @@ class EntryWriter:
         self.disk = disk
         self.key = key
         entry = disk.entry_path(key)
+        check_cache_dir(disk.root)  # UnsafeCacheDir: it turned unsafe since the cache was opened
         entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.folder = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=entry.parent))
+        # Locked while this writer lives: a cache opened meanwhile does not take it for an orphan.
+        self._writing = locked_temp_folder(entry.parent, f".{key}.")
+        self.folder = self._writing.__enter__()
         self._appenders: list[Appender] = []
         self.committed = False
 
@@ -151,6 +154,7 @@ class EntryWriter:
         self.disk.discard(entry)
         os.replace(self.folder, entry)
         self.committed = True
+        self.disk.committed(self.key, meta)
 
     def abort(self) -> None:
         for a in self._appenders:
@@ -160,3 +164,4 @@ class EntryWriter:
                 pass
         if not self.committed:
             shutil.rmtree(self.folder, ignore_errors=True)
+        self._writing.__exit__(None, None, None)

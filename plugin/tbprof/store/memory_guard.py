@@ -31,7 +31,10 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
-_DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes
+# tfprof ProfileProto and anything else: upb's parse of a file of small graph nodes peaks at 13.3x
+# (bench/tfprof_memory_bench.py); the reader then checks its views' need from the file's counts of
+# nodes, name scopes and frames (readers/tfprof.py), which its size cannot tell.
+_DEFAULT_FACTOR = 16
 _GZIP_FACTOR = 80
 # Peak per byte of decompressed JSON (the json objects of its events), applied during decompression.
 JSON_FACTOR = 12

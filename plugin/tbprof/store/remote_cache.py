@@ -27,14 +27,13 @@ import logging
 import os
 import secrets
 import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from tbprof.store.disk_cache import DiskCache
+from tbprof.store.disk_cache import DiskCache, locked_temp_folder
 from tbprof.store.fs import describe_error, filesystem
 
 log = logging.getLogger("tbprof")
@@ -130,7 +129,8 @@ class RemoteCache:
         stores = self.mirror.root / "stores"
         try:
             stores.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{key}.dl-", dir=stores))
+            writing = locked_temp_folder(stores, f".{key}.dl-")  # an orphan only once we are gone
+            tmp = writing.__enter__()
         except OSError:
             return False
         try:
@@ -148,13 +148,15 @@ class RemoteCache:
             if entry.exists():
                 return True  # another thread or process got it first
             os.replace(tmp, entry)
-            return True
         except Exception as e:
             log.warning("tbprof: cache entry %s not downloaded (%s)", key, describe_error(e))
             return False
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+            writing.__exit__(None, None, None)
+        self.mirror.committed(key)  # the mirror is bounded like any local cache
+        return True
 
     # --- writing --------------------------------------------------------------------------
     def save(self, key: str, store: Any) -> None:

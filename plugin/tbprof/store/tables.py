@@ -282,7 +282,14 @@ class Plane:
                   self.meta_ids, self.meta_name_id, self.meta_display_name_id)
         # (A plane whose stats are not decoded yet counts their estimate: asking would decode them.)
         stats_bytes = self.__dict__["stats"].nbytes if self.stats_loaded else self.__dict__["_stats_estimate_bytes"]
-        return sum(a.nbytes for a in arrays) + stats_bytes + self.meta_stats.nbytes
+        # Bytes-valued stats (HLO protos, 40 MB each in some profiles) and plane stats are held too.
+        blob_bytes = sum(_BYTES_OVERHEAD + len(b) for b in self.blobs)
+        plane_stat_bytes = sum(_BYTES_OVERHEAD + len(v) for v in self.plane_stats.values()
+                               if isinstance(v, (bytes, str)))
+        return sum(a.nbytes for a in arrays) + stats_bytes + self.meta_stats.nbytes + blob_bytes + plane_stat_bytes
+
+
+_BYTES_OVERHEAD = 33  # a bytes object's header (sys.getsizeof(b""))
 
 
 @dataclass

@@ -25,6 +25,23 @@ EXEC_COLUMNS = ("run_count", "accelerator_exec_micros", "cpu_exec_micros", "requ
                 "residual_bytes", "output_bytes", "all_start_micros", "latest_end_micros")
 
 
+# Memory per item of a tfprof file, measured (tracemalloc and peak RSS: tests/hostile/
+# test_tfprof_memory.py, bench/tfprof_memory_bench.py) on crafted files whose items take the fewest
+# bytes: a graph node as the reader keeps it (~1.1 KB: names, op types, inputs as Python lists)
+# and in a view (~2.2 KB in all); a name scope (each ``/`` of a name: a scope-view node and its
+# displayed row, ~2 KB); a call-stack frame (its ``Trace``, a code-view node and row, ~2 KB).
+NODE_BYTES = 2560
+SCOPE_BYTES = 2560
+FRAME_BYTES = 2560
+HELD_NODE_BYTES = 1100
+HELD_FRAME_BYTES = 160
+
+
+def views_need_bytes(nodes: int, scopes: int, frames: int) -> int:
+    """Peak memory of reading a tfprof file and building its largest views, from its counts."""
+    return nodes * NODE_BYTES + scopes * SCOPE_BYTES + frames * FRAME_BYTES
+
+
 @dataclass(frozen=True)
 class Trace:
     """One frame of the Python call stack that created a node."""
@@ -125,8 +142,8 @@ class TfprofProfile:
         arrays = [self.static_float_ops, self.parameters, self.execs.node, self.execs.step,
                   *self.execs.values.values(), self.kernels.node, self.kernels.step, self.kernels.start_micros,
                   self.kernels.exec_micros]
-        per_node = 400  # names, op types, inputs, traces as Python objects
-        return sum(int(a.nbytes) for a in arrays) + per_node * self.n_nodes
+        frames = sum(len(t) for t in self.traces)
+        return sum(int(a.nbytes) for a in arrays) + HELD_NODE_BYTES * self.n_nodes + HELD_FRAME_BYTES * frames
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         return self._memo.get(key, compute)

@@ -21,6 +21,13 @@ and all rows below it (tfprof's "accumulated" column) and ``max_depth`` is the l
 code = tree of Python call stacks, gradient ops filed under their forward op's stack with a
 " (gradient)" suffix.
 
+A hostile file must not cost memory quadratic in its size: a 120 KB node name of 60 000 ``/``
+holds 60 000 name scopes whose full names add up to 3.6 GB, and one file name of 100 KB in
+every frame of a call stack would give each call site a 100 KB label. So a scope node keeps a
+reference into its graph node's name and the length of its prefix (the full name is built only
+when a regex or a sort of several siblings needs it, and dropped after); call-site labels and
+the names a view shows are cut to ``MAX_SHOWN_NAME_CHARS``.
+
 Nodes are few (graph nodes, not events): per-node Python loops are fine; traversals are
 iterative so a long data-flow chain cannot exhaust the interpreter's recursion limit.
 """
@@ -32,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tbprof.domain.regex import RegexError, compile_user_regex
-from tbprof.store.tfprof import TfprofProfile
+from tbprof.store.tfprof import TfprofProfile, Trace
 
 ROOT_NAME = "_TFProfRoot"
 SCOPE_PARENT_TYPE = "_kTFScopeParent"
@@ -40,6 +47,16 @@ GRAPH_PARENT_TYPE = "_TFGraphParent"
 GRADIENT_SUFFIX = " (gradient)"
 
 VIEWS = ("scope", "graph", "op", "code")
+
+# Longest name a view row shows (longer ones keep their head and tail around an ellipsis), and
+# longest file name in a call-site label: far beyond any real TensorFlow name, short enough that
+# 10 000 displayed rows stay a few MB.
+MAX_SHOWN_NAME_CHARS = 512
+_SHOWN_HEAD_CHARS = 128
+# Longest name regexes match in full (longer ones: their shown form), so that matching stays
+# linear in the file: each node costs at most this much scanning.
+MAX_MATCHED_NAME_CHARS = 4096
+ELLIPSIS = "..."  # ASCII: a non-ASCII character would double the string's bytes
 
 # Statistic slots of self/total vectors.
 METRICS = ("run_count", "exec_micros", "accelerator_exec_micros", "cpu_exec_micros", "requested_bytes",
@@ -134,6 +151,19 @@ class _Matcher:
     def any(self, text: str) -> bool:
         return any(c.fullmatch(text) is not None for c in self.compiled)
 
+    def any_name(self, nodes: _Nodes, k: int) -> bool:
+        """``any`` of node ``k``'s name (``_Nodes.matched_name``), built only when there is a
+        regex to match."""
+        return bool(self.compiled) and self.any(nodes.matched_name(k))
+
+
+def shown_name(name: str) -> str:
+    """``name`` cut to ``MAX_SHOWN_NAME_CHARS``: its head and tail around an ellipsis."""
+    if len(name) <= MAX_SHOWN_NAME_CHARS:
+        return name
+    tail = MAX_SHOWN_NAME_CHARS - _SHOWN_HEAD_CHARS - len(ELLIPSIS)
+    return name[:_SHOWN_HEAD_CHARS] + ELLIPSIS + name[-tail:]
+
 
 def check_options(opts: ViewOptions, profile: TfprofProfile) -> None:
     if opts.order_by not in ORDER_BY:
@@ -152,7 +182,10 @@ class _Nodes:
     """Nodes of one view: static structure plus the per-show state tfprof keeps on ShowNode."""
 
     def __init__(self) -> None:
+        # A node's name is names[k][:ends[k]] (ends[k] < 0: all of it): a scope node refers to
+        # a graph node's name instead of holding a copy of its prefix.
         self.names: list[str] = []
+        self.ends: list[int] = []
         self.children: list[list[int]] = []
         self.self_stats: list[list[int]] = []
         self.op_types: list[tuple[str, ...]] = []
@@ -168,8 +201,9 @@ class _Nodes:
         self.snapshot: list[tuple[int, ...]] = []  # multi views: the members that were accounted
 
     def add(self, name: str, op_types: tuple[str, ...] = (), devices: tuple[str, ...] = (),
-            graph_node: int = -1, trace: tuple[str, int, str, int] | None = None) -> int:
+            graph_node: int = -1, trace: tuple[str, int, str, int] | None = None, end: int = -1) -> int:
         self.names.append(name)
+        self.ends.append(end)
         self.children.append([])
         self.self_stats.append([0] * N_METRICS)
         self.op_types.append(op_types)
@@ -179,6 +213,28 @@ class _Nodes:
         self.graph_node.append(graph_node)
         self.traces.append(trace)
         return len(self.names) - 1
+
+    def name(self, k: int) -> str:
+        """Node ``k``'s full name (a new string for a scope prefix: do not keep it)."""
+        end = self.ends[k]
+        return self.names[k] if end < 0 else self.names[k][:end]
+
+    def name_length(self, k: int) -> int:
+        return len(self.names[k]) if self.ends[k] < 0 else self.ends[k]
+
+    def matched_name(self, k: int) -> str:
+        """The name regexes see: the full name, or beyond ``MAX_MATCHED_NAME_CHARS`` the shown
+        one (matching every prefix of a 120 KB name in full would scan gigabytes)."""
+        return self.name(k) if self.name_length(k) <= MAX_MATCHED_NAME_CHARS else self.shown_name(k)
+
+    def shown_name(self, k: int) -> str:
+        """The name a row shows, at most ``MAX_SHOWN_NAME_CHARS``, built without the full name."""
+        text, end = self.names[k], self.ends[k]
+        end = len(text) if end < 0 else end
+        if end <= MAX_SHOWN_NAME_CHARS:
+            return text[:end]
+        tail = MAX_SHOWN_NAME_CHARS - _SHOWN_HEAD_CHARS - len(ELLIPSIS)
+        return text[:_SHOWN_HEAD_CHARS] + ELLIPSIS + text[end - tail:end]
 
     def reset_state(self) -> None:
         n = len(self.names)
@@ -258,10 +314,10 @@ class _Show:
             return True
         return any(c.fullmatch(t) is not None for c in self.account_types.compiled for t in op_types)
 
-    def name_shown(self, name: str) -> bool:
-        if not (self.show_names.match_all or self.show_names.any(name)):
+    def name_shown(self, k: int) -> bool:
+        if not (self.show_names.match_all or self.show_names.any_name(self.n, k)):
             return False
-        return not self.hide_names.any(name)
+        return not self.hide_names.any_name(self.n, k)
 
     def stats_shown(self, k: int, depth: int, multi: bool) -> bool:
         o, t, s = self.o, self.n.total[k], self.n.self_stats[k]
@@ -281,20 +337,20 @@ class _Show:
     def should_show(self, k: int, depth: int, multi: bool = False) -> bool:
         if k == self.root:
             return True
-        return self.stats_shown(k, depth, multi) and self.name_shown(self.n.names[k])
+        return self.stats_shown(k, depth, multi) and self.name_shown(k)
 
     def sort(self, ks: list[int], multi: bool = False) -> list[int]:
         """tfprof's SortNodes: stable; numbers descending. In code/op views "occurrence" orders
         by the number of graph nodes (most first), elsewhere by name. (TensorFlow 2.21 keeps
         the name order of ties in every view; checked against its output.)"""
-        if not self.o.order_by or not ks:
+        if not self.o.order_by or len(ks) < 2:
             return ks
-        names, slot = self.n.names, self.order_slot
+        slot = self.order_slot
         if slot is not None:
             return sorted(ks, key=lambda k: -self.n.total[k][slot])
         if multi and self.o.order_by == "occurrence":
             return sorted(ks, key=lambda k: -self.n.node_count[k])
-        return sorted(ks, key=lambda k: names[k])
+        return sorted(ks, key=self.n.name)
 
     def search_root(self, roots: list[int], visited: set[int] | None) -> list[int]:
         """Nodes matching start_name_regexes, searching below the ones that do not match."""
@@ -304,10 +360,10 @@ class _Show:
                 if k in visited:
                     return None
                 visited.add(k)
-            return [] if self.start.any(self.n.names[k]) else self.n.show_children[k]
+            return [] if self.start.any_name(self.n, k) else self.n.show_children[k]
 
         def finish(k: int, depth: int, below: list[int]) -> Sequence[int]:
-            return [k] if self.start.any(self.n.names[k]) else below
+            return [k] if self.start.any_name(self.n, k) else below
 
         return _walk(roots, 0, expand, finish)
 
@@ -321,26 +377,35 @@ def _graph_node_fields(p: TfprofProfile, g: int) -> dict[str, object]:
 
 
 def _scope_nodes(p: TfprofProfile) -> tuple[_Nodes, int]:
+    """Every ``/``-prefix of every node name is a node, under its own longest prefix.
+
+    A trie of name components (keyed by parent node and component), so each prefix costs its
+    last component, not its whole length. Children are ordered by component, which among
+    siblings (one parent prefix) is the order of their full names."""
     nodes = _Nodes()
-    ids: dict[str, int] = {}
-    for g, name in enumerate(p.names):
-        ids[name] = nodes.add(name, **_graph_node_fields(p, g))  # type: ignore[arg-type]
-    for name in p.names:
-        cut = name.rfind("/")
-        while cut >= 0:
-            name = name[:cut]
-            if name not in ids:
-                ids[name] = nodes.add(name, op_types=(SCOPE_PARENT_TYPE,))
-            cut = name.rfind("/")
-    roots = []
-    for name in sorted(ids):
-        cut = name.rfind("/")
-        if cut < 0:
-            roots.append(ids[name])
-        else:
-            nodes.children[ids[name[:cut]]].append(ids[name])
     root = nodes.add(ROOT_NAME, op_types=(SCOPE_PARENT_TYPE,))
-    nodes.children[root] = roots
+    child_of: dict[tuple[int, str], int] = {}
+    component: list[str] = [""]
+    for g, name in enumerate(p.names):
+        k, end = root, -1
+        for part in name.split("/"):
+            end += len(part) + 1
+            key = (k, part)
+            c = child_of.get(key)
+            if c is None:
+                # The prefix of this name up to ``end``; a graph node of exactly that name
+                # takes the node over below.
+                c = child_of[key] = nodes.add(name, op_types=(SCOPE_PARENT_TYPE,), end=end)
+                component.append(part)
+                nodes.children[k].append(c)
+            k = c
+        nodes.names[k], nodes.ends[k] = name, -1
+        dev = p.canonical_device[g]
+        nodes.op_types[k], nodes.devices[k] = p.op_types[g], (dev,) if dev else ()
+        nodes.graph_node[k] = g
+        nodes.node_count[k] = 1
+    for children in nodes.children:
+        children.sort(key=component.__getitem__)
     return nodes, root
 
 
@@ -369,10 +434,13 @@ def _forward_name(name: str) -> str | None:
     return name[start:grad_suffix] if grad_suffix > start else name[start:]
 
 
-def trace_label(file: str, lineno: int, function: str) -> str:
-    """``file.py:12:function`` as tfprof names a call site (function cut to 17 chars + '...')."""
+def trace_label(file: str, lineno: int, function: str, base: str | None = None) -> str:
+    """``file.py:12:function`` as tfprof names a call site (function cut to 17 chars + '...');
+    a file name beyond ``MAX_SHOWN_NAME_CHARS`` is cut too (``base``: it, already cut)."""
     func = function if len(function) < 20 else function[:17] + "..."
-    return f"{posixpath.basename(file)}:{lineno}:{func}"
+    if base is None:
+        base = shown_name(posixpath.basename(file))
+    return f"{base}:{lineno}:{func}"
 
 
 def _code_nodes(p: TfprofProfile) -> tuple[_Nodes, int, int]:
@@ -392,6 +460,14 @@ def _code_nodes(p: TfprofProfile) -> tuple[_Nodes, int, int]:
             nodes.children[parent].append(k)
         return k
 
+    bases: dict[str, str] = {}  # file -> its shown base name: once per file, not once per frame
+
+    def label(t: Trace) -> str:
+        base = bases.get(t.file)
+        if base is None:
+            base = bases[t.file] = shown_name(posixpath.basename(t.file))
+        return trace_label(t.file, t.lineno, t.function, base)
+
     grads: dict[str, list[int]] = {}
     forwards: dict[str, int] = {}
     for g, name in enumerate(p.names):
@@ -405,7 +481,7 @@ def _code_nodes(p: TfprofProfile) -> tuple[_Nodes, int, int]:
         forwards[name] = g
         k = root
         for t in stack:
-            k = child(k, trace_label(t.file, t.lineno, t.function), (t.file, t.lineno, t.function, t.func_start_line))
+            k = child(k, label(t), (t.file, t.lineno, t.function, t.func_start_line))
         members[k][name] = g
     unaccounted = 0
     for fwd in sorted(grads):
@@ -415,8 +491,8 @@ def _code_nodes(p: TfprofProfile) -> tuple[_Nodes, int, int]:
             continue
         k = root
         for t in p.traces[g_fwd]:
-            label = trace_label(t.file, t.lineno, t.function) + GRADIENT_SUFFIX
-            k = child(k, label, (t.file, t.lineno, t.function + GRADIENT_SUFFIX, t.func_start_line))
+            label_ = label(t) + GRADIENT_SUFFIX
+            k = child(k, label_, (t.file, t.lineno, t.function + GRADIENT_SUFFIX, t.func_start_line))
         for g in grads[fwd]:
             members[k].setdefault(p.names[g], g)
     for k in range(len(nodes.names)):
@@ -521,7 +597,7 @@ def _tree_view(view: str, p: TfprofProfile, opts: ViewOptions) -> ViewResult:
                 return None
             visits.add(k)
         shown[k] = show.should_show(k, depth)
-        if show.trim.any(nodes.names[k]) or depth > opts.max_depth:
+        if show.trim.any_name(nodes, k) or depth > opts.max_depth:
             return []
         return nodes.show_children[k]
 
@@ -569,7 +645,7 @@ def _code_view(p: TfprofProfile, opts: ViewOptions) -> ViewResult:
 
     def print_expand(k: int, depth: int) -> Sequence[int] | None:
         # Unlike scope/graph views, a trimmed or too deep call site is dropped with its callees.
-        if show.trim.any(nodes.names[k]) or depth > opts.max_depth:
+        if show.trim.any_name(nodes, k) or depth > opts.max_depth:
             return None
         shown[k] = show.should_show(k, depth, multi=True)
         return nodes.show_children[k]
@@ -628,10 +704,10 @@ def _op_view(p: TfprofProfile, opts: ViewOptions) -> ViewResult:
         nodes.aggregate(root, accounted[0])
     start = 0
     if show.start.regexes and not show.start.match_all:
-        start = next((i for i, k in enumerate(accounted) if show.start.any(nodes.names[k])), len(accounted))
+        start = next((i for i, k in enumerate(accounted) if show.start.any_name(nodes, k)), len(accounted))
     shown: list[int] = []
     for depth, k in enumerate(accounted[start:]):
-        if show.trim.any(nodes.names[k]) or depth > opts.max_depth:
+        if show.trim.any_name(nodes, k) or depth > opts.max_depth:
             break
         if show.should_show(k, depth, multi=True) and opts.min_occurrence <= nodes.node_count[k]:
             shown.append(k)
@@ -657,7 +733,7 @@ def _result(view: str, opts: ViewOptions, nodes: _Nodes, root: int, multi: bool)
         k, depth, parent = stack.pop()
         row_index = len(rows)
         rows.append(ViewRow(
-            name=nodes.names[k], depth=depth, accounted=nodes.account[k], self_stats=list(nodes.self_stats[k]),
+            name=nodes.shown_name(k), depth=depth, accounted=nodes.account[k], self_stats=list(nodes.self_stats[k]),
             total_stats=list(nodes.total[k]), op_types=nodes.op_types[k], devices=nodes.devices[k],
             node_count=nodes.node_count[k] if multi else (1 if nodes.graph_node[k] >= 0 else 0),
             graph_nodes=nodes.snapshot[k] if multi else (),

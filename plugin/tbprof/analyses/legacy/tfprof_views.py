@@ -22,6 +22,7 @@ from tbprof.analyses.legacy.tfprof_engine import (
     ViewOptions,
     ViewResult,
     show_view,
+    shown_name,
 )
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_bool
@@ -199,7 +200,7 @@ def view_table(profile: TfprofProfile, result: ViewResult) -> Table:
     if result.view == "code":
         columns.append(Column("file", "File", "str"))
         columns.append(Column("line", "Line", "int"))
-        values["file"] = [r.trace[0] if r.trace else "" for r in rows]
+        values["file"] = [shown_name(r.trace[0]) if r.trace else "" for r in rows]
         values["line"] = [r.trace[1] if r.trace else 0 for r in rows]
     table = Table.from_columns(columns, values, default_sort=None)
     table.meta = {"view": result.view, "tree": result.view != "op"}

@@ -73,7 +73,7 @@ def capture_route(ctx: AppContext, request: Request) -> Response:
     except CaptureRefused as e:
         return responses.error_response(request, e.status, str(e), kind=e.kind)
     if report.any_ok:
-        report.run = run_for_session(ctx.profiles.runs(refresh=True), report.session_dir)
+        report.run = run_for_session(ctx.profiles.runs(fresh=True), report.session_dir)
     out = report_json(report)
     if report.any_ok:
         return responses.json_response(request, out)

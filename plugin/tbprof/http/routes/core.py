@@ -24,10 +24,18 @@ def runs(ctx: AppContext, request: Request) -> Response:
     are the tools that read that kind of run, flagged ``tools_exact: false`` (the ``tools``
     route converts and answers exactly), so listing a large logdir converts nothing.
     """
-    refresh = params.bool_arg(request.args, "refresh") or False
+    args = request.args
+    refresh = params.bool_arg(args, "refresh") or False
+    # A page of the list (``offset``, ``limit``); without them, every run as before.
+    offset = params.int_arg(args, "offset", 0, hi=1 << 31) or 0
+    limit = params.int_arg(args, "limit", None, lo=1, hi=1 << 31)
     profiles = ctx.profiles
+    listed = profiles.runs(refresh=refresh)
+    ordered = sorted(listed.values(), key=lambda r: (-r.mtime, r.name))
+    page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
     out: list[dict[str, Any]] = []
-    for run in sorted(profiles.runs(refresh=refresh).values(), key=lambda r: (-r.mtime, r.name)):
+    multi_host: dict[tuple[str, ...], list[str]] = {}
+    for run in page:
         entry: dict[str, Any] = run.to_json()
         loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
         try:
@@ -37,10 +45,17 @@ def runs(ctx: AppContext, request: Request) -> Response:
             entry["tools"] = []
             entry["tools_exact"] = True
             entry["error"] = str(e)
-        entry["multi_host_tools"] = [t for t in entry["tools"] if profiles.tool(t).multi_host]
+        # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
+        names = tuple(entry["tools"])
+        multi = multi_host.get(names)
+        if multi is None:
+            multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
+        entry["multi_host_tools"] = list(multi)
         out.append(entry)
-    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "runs": out,
-                                             "all_hosts": ALL_HOSTS})
+    body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "runs": out, "all_hosts": ALL_HOSTS}
+    if "offset" in args or "limit" in args:
+        body["total"] = len(ordered)
+    return responses.json_response(request, body)
 
 
 def tools(ctx: AppContext, request: Request) -> Response:

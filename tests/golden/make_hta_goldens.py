@@ -19,7 +19,11 @@ what HTA returned, DataFrames as lists of records:
   show_idle_interval_stats=True)`` for every rank;
 * ``comm_comp_overlap``: ``get_comm_comp_overlap()``;
 * ``kernel_launch_stats``: ``get_cuda_kernel_launch_stats(ranks=all)`` (per launch);
-* ``kernel_type_breakdown`` / ``kernel_breakdown``: ``get_gpu_kernel_breakdown()``.
+* ``kernel_type_breakdown`` / ``kernel_breakdown``: ``get_gpu_kernel_breakdown()``;
+* ``queue_length_series`` / ``queue_length_summary``: ``get_queue_length_time_series(ranks)``
+  (per rank) and ``get_queue_length_summary(ranks)``;
+* ``memory_bw_series`` / ``memory_bw_summary``: ``get_memory_bw_time_series(ranks)`` (per rank)
+  and ``get_memory_bw_summary(ranks)``.
 
 Units are HTA's: microseconds (integers after HTA's inward rounding), percentages 0..100.
 """
@@ -55,6 +59,15 @@ def _records(df: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _summary_records(df: Any) -> list[dict[str, Any]]:
+    """A ``describe()`` frame (two-level columns: value, statistic) as records keyed by statistic."""
+    if df is None:
+        return []
+    flat = df.copy()
+    flat.columns = [str(stat) for _, stat in flat.columns]
+    return _records(flat)
+
+
 def golden(profile: str) -> dict[str, Any]:
     """HTA's answers on ``demo_logs/<profile>`` (its deprecation warnings silenced: not ours)."""
     with warnings.catch_warnings():
@@ -82,6 +95,8 @@ def _golden(profile: str) -> dict[str, Any]:
                 idle_stats += _records(stats)
         launch = analysis.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
         type_df, kernel_df = analysis.get_gpu_kernel_breakdown(visualize=False)
+        queue_series = analysis.get_queue_length_time_series(ranks=ranks)
+        bw_series = analysis.get_memory_bw_time_series(ranks=ranks)
         return {
             "hta_version": _hta_version(),
             "profile": profile,
@@ -93,6 +108,12 @@ def _golden(profile: str) -> dict[str, Any]:
             "kernel_launch_stats": {str(r): _records(df) for r, df in launch.items()},
             "kernel_type_breakdown": _records(type_df),
             "kernel_breakdown": _records(kernel_df),
+            "queue_length_series": {str(r): _records(df[["ts", "stream", "queue_length"]])
+                                    for r, df in queue_series.items()},
+            "queue_length_summary": _summary_records(analysis.get_queue_length_summary(ranks=ranks)),
+            "memory_bw_series": {str(r): _records(df[["ts", "name", "memory_bw_gbps"]])
+                                 for r, df in bw_series.items()},
+            "memory_bw_summary": _summary_records(analysis.get_memory_bw_summary(ranks=ranks)),
         }
 
 

@@ -35,6 +35,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.pages.tpu_only",
     "tbprof.analyses.pages.profile_summary",
     "tbprof.analyses.gpu.breakdown",
+    "tbprof.analyses.gpu.counters",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

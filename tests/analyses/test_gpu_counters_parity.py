@@ -45,8 +45,11 @@ def _rows(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in t.rows()]
 
 
+Case = tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]
+
+
 @pytest.fixture(scope="module", params=PROFILES)
-def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]:
+def case(request: pytest.FixtureRequest, sample_profiles: Path) -> Case:
     stores = _stores(sample_profiles, request.param)
     result = counters.compute(stores, counters.TOOLS[0].parse_options({}))
     hta = json.loads((GOLDEN / "hta" / f"{request.param}.json").read_text())
@@ -69,7 +72,7 @@ def _last_per_ts(ts: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 @pytest.mark.parametrize("queue", [True, False], ids=["queue_length", "memory_bw"])
-def test_series_points(case: tuple[list[ProfileStore], dict[str, Any], dict[str, Any]], queue: bool) -> None:
+def test_series_points(case: Case, queue: bool) -> None:
     stores, _, hta = case
     section, key, value = ("queue_length_series", "stream", "queue_length") if queue else \
         ("memory_bw_series", "name", "memory_bw_gbps")
@@ -97,7 +100,7 @@ def _summaries(result: dict[str, Any], table: str, key: str) -> dict[tuple[int, 
     return {(r["rank"], str(r[key])): r for r in _rows(result, table)}
 
 
-def test_queue_length_summary(case: tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]) -> None:
+def test_queue_length_summary(case: Case) -> None:
     stores, result, hta = case
     ours = _summaries(result, "queue_length_summary", "stream")
     assert sorted(ours) == sorted((r["rank"], str(r["stream"])) for r in hta["queue_length_summary"])
@@ -115,7 +118,7 @@ def test_queue_length_summary(case: tuple[list[ProfileStore], dict[str, Any], di
     assert result["max_queue_length"] == max(r["max"] for r in hta["queue_length_summary"])
 
 
-def test_memory_bw_summary(case: tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]) -> None:
+def test_memory_bw_summary(case: Case) -> None:
     stores, result, hta = case
     ours = _summaries(result, "memory_bw_summary", "memory_kind")
     assert sorted(ours) == sorted((r["rank"], r["name"]) for r in hta["memory_bw_summary"])
@@ -134,7 +137,7 @@ def test_memory_bw_summary(case: tuple[list[ProfileStore], dict[str, Any], dict[
     assert result["peak_memory_bw_gbps"] == pytest.approx(max(r["max"] for r in hta["memory_bw_summary"]))
 
 
-def test_series_tables_list_every_point(case: tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]) -> None:
+def test_series_tables_list_every_point(case: Case) -> None:
     _, result, hta = case
     assert len(_rows(result, "queue_length_series")) == sum(len(v) for v in hta["queue_length_series"].values())
     assert len(_rows(result, "memory_bw_series")) == sum(len(v) for v in hta["memory_bw_series"].values())

@@ -104,7 +104,7 @@ def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> l
             continue
         key = (names[int(plane.name_id[root])], *kernel_names[f:f + c])
         by_pattern.setdefault(key, []).append((int(root), int(dev_dur_ps[f:f + c].sum()), int(plane.dur_ps[root])))
-    out = [{"pattern": "|".join(k), "operator": k[0], "kernels": len(k) - 1, "count": len(occ),
+    out: list[dict[str, Any]] = [{"pattern": "|".join(k), "operator": k[0], "kernels": len(k) - 1, "count": len(occ),
             "gpu_kernel_duration_us": sum(o[1] for o in occ) / _PS_PER_US,
             "cpu_op_duration_us": sum(o[2] for o in occ) / _PS_PER_US,
             "plane": plane.index, "occurrences": occ}
@@ -131,8 +131,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     rows: list[tuple[Any, ...]] = []
     for rank, store in ranked:
-        found = store.memo(("kernel_sequences", operator_name, min_len),
-                           lambda store=store: patterns(store, operator_name, min_len))
+        def build(store: ProfileStore = store) -> list[dict[str, Any]]:
+            return patterns(store, operator_name, min_len)
+
+        found: list[dict[str, Any]] = store.memo(("kernel_sequences", operator_name, min_len), build)
         rows.extend((rank, store.host, p["operator"], p["kernels"], p["count"], p["gpu_kernel_duration_us"],
                      p["cpu_op_duration_us"], p["pattern"]) for p in found)
     repeated = [r for r in rows if r[4] > 1]

@@ -103,3 +103,16 @@ def test_queue_length_counter_in_trace_viewer(page: Any, server: Any) -> None:
         "() => document.querySelector('[data-testid=\"trace-details\"]').innerText.includes('stream 7: ')",
         timeout=PAGE_TIMEOUT_MS)
     assert "CUDA queue length" in page.inner_text('[data-testid="trace-details"]')
+
+
+def test_kernel_sequences_page(page: Any, server: Any) -> None:
+    """The generic page with the options bar: a different operator name re-asks the backend."""
+    op = "autograd::engine::evaluate_function"
+    _goto(page, server, run=RUN, host="__all__", tool="kernel_sequences", **{"o.operator_name": op})
+    wait_ready(page)
+    result = server.json("data", run=RUN, host="__all__", tool="kernel_sequences", operator_name=op, rows="0")
+    assert result["pattern_count"] > 0
+    page.wait_for_selector('[data-table="patterns"] tbody tr')
+    card = page.locator('[data-card="pattern_count"] .tbp-card-value').inner_text()
+    assert card == str(result["pattern_count"])
+    assert "evaluate_function" in page.locator('[data-table="patterns"] tbody tr').first.inner_text()

@@ -23,7 +23,10 @@ what HTA returned, DataFrames as lists of records:
 * ``queue_length_series`` / ``queue_length_summary``: ``get_queue_length_time_series(ranks)``
   (per rank) and ``get_queue_length_summary(ranks)``;
 * ``memory_bw_series`` / ``memory_bw_summary``: ``get_memory_bw_time_series(ranks)`` (per rank)
-  and ``get_memory_bw_summary(ranks)``.
+  and ``get_memory_bw_summary(ranks)``;
+* ``trace_diff``: ``TraceDiff.compare_traces`` (first rank) of the profile's first iteration
+  against its second (``first_vs_second_iteration``) and of the profile against each other
+  profile of PROFILES (``vs_<other>``, first iterations), as records indexed by name.
 
 Units are HTA's: microseconds (integers after HTA's inward rounding), percentages 0..100.
 """
@@ -114,7 +117,28 @@ def _golden(profile: str) -> dict[str, Any]:
             "memory_bw_series": {str(r): _records(df[["ts", "name", "memory_bw_gbps"]])
                                  for r, df in bw_series.items()},
             "memory_bw_summary": _summary_records(analysis.get_memory_bw_summary(ranks=ranks)),
+            "trace_diff": _trace_diffs(profile, src),
         }
+
+
+def _trace_diffs(profile: str, src: str) -> dict[str, Any]:
+    from hta.trace_diff import LabeledTrace, TraceDiff
+
+    control = LabeledTrace(label="control", trace_dir=src)
+    iterations = control.iterations()
+    out: dict[str, Any] = {}
+    if len(iterations) >= 2:
+        test = LabeledTrace(label="test", trace_dir=src)
+        out["first_vs_second_iteration"] = {
+            "iterations": iterations[:2],
+            "rows": _records(TraceDiff.compare_traces(control, test, control_iteration=iterations[0],
+                                                      test_iteration=iterations[1]).rename_axis("name")),
+        }
+    for other in PROFILES:
+        if other != profile:
+            test = LabeledTrace(label="test", trace_dir=os.path.join(REPO, "demo_logs", other))
+            out[f"vs_{other}"] = {"rows": _records(TraceDiff.compare_traces(control, test).rename_axis("name"))}
+    return out
 
 
 def _hta_version() -> str:

@@ -25,12 +25,14 @@ from .helpers import PAGE_TIMEOUT_MS, wait_ready
 
 pytestmark = pytest.mark.e2e
 RUN = "torch/torch_ddp"
+SINGLE = "torch/torch_cnn"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[Any]:
     root = tmp_path_factory.mktemp("e2e_hta")
-    shutil.copytree(sample_profiles / "torch_ddp", root / "logs" / "torch" / "torch_ddp")
+    for name in ("torch_ddp", "torch_cnn"):
+        shutil.copytree(sample_profiles / name, root / "logs" / "torch" / name)
     app = create_app(root / "logs", cache_dir=root / "cache", prefix=PLUGIN_PREFIX, capture_enabled=False)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -116,3 +118,15 @@ def test_kernel_sequences_page(page: Any, server: Any) -> None:
     card = page.locator('[data-card="pattern_count"] .tbp-card-value').inner_text()
     assert card == str(result["pattern_count"])
     assert "evaluate_function" in page.locator('[data-table="patterns"] tbody tr').first.inner_text()
+
+
+def test_compare_page_trace_diff(page: Any, server: Any) -> None:
+    """Two PyTorch runs on the compare page: HTA's trace diff table, rows as the backend orders them."""
+    hosts = next(r for r in server.json("runs")["runs"] if r["run"] == RUN)["hosts"]
+    _goto(page, server, run=SINGLE, tool="compare", **{"c.base_run": RUN, "c.base_host": hosts[0]})
+    page.wait_for_selector('[data-table="trace_diff"] tbody tr', timeout=PAGE_TIMEOUT_MS)
+    body = server.json("compare", base_run=RUN, base_host=hosts[0], run=SINGLE)
+    assert body["trace_diff"]["changes"]["added"] > 0
+    table = server.json("compare_table", base_run=RUN, base_host=hosts[0], run=SINGLE, table="trace_diff", rows="1")
+    first = table["rows"][0][[c["name"] for c in table["columns"]].index("name")]
+    assert first[:30] in page.locator('[data-table="trace_diff"] tbody tr').first.inner_text()

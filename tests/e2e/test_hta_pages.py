@@ -130,3 +130,14 @@ def test_compare_page_trace_diff(page: Any, server: Any) -> None:
     table = server.json("compare_table", base_run=RUN, base_host=hosts[0], run=SINGLE, table="trace_diff", rows="1")
     first = table["rows"][0][[c["name"] for c in table["columns"]].index("name")]
     assert first[:30] in page.locator('[data-table="trace_diff"] tbody tr').first.inner_text()
+
+
+def test_gpu_utilization_page(page: Any, server: Any) -> None:
+    """torch-tb-profiler's GPU metrics on the generic page: the summary cards and one row per rank."""
+    _goto(page, server, run=RUN, host="__all__", tool="gpu_utilization")
+    wait_ready(page)
+    result = server.json("data", run=RUN, host="__all__", tool="gpu_utilization", rows="0")
+    page.wait_for_selector('[data-table="devices"] tbody tr')
+    assert page.locator('[data-table="devices"] tbody tr').count() == len(result["ranks"]) == 2
+    card = page.locator('[data-card="gpu_utilization_percent"] .tbp-card-value').inner_text()
+    assert card.startswith(f"{result['gpu_utilization_percent']:.1f}")

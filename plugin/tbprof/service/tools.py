@@ -37,6 +37,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.breakdown",
     "tbprof.analyses.gpu.counters",
     "tbprof.analyses.gpu.sequences",
+    "tbprof.analyses.gpu.utilization",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

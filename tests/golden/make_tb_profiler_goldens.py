@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Write torch-tb-profiler 0.4.3 golden files for tbprof's ``gpu_utilization`` parity tests.
+
+HOW TO REGENERATE
+-----------------
+torch-tb-profiler (PyTorch's retired TensorBoard plugin) is not a tbprof dependency; use a
+separate Python::
+
+    python -m venv /tmp/tbp && /tmp/tbp/bin/pip install "torch-tb-profiler==0.4.3" "pandas<3"
+    /tmp/tbp/bin/python tests/golden/make_tb_profiler_goldens.py
+
+For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-profiler's own
+``RunProfileData.from_json(...).process()`` and writes ``tests/golden/tb_profiler/<profile>.json``:
+
+* ``devices``: per GPU id, ``gpu_metrics_parser.gpu_utilization`` (0..1),
+  ``avg_approximated_sm_efficiency_per_device`` (0..1), ``avg_occupancy_per_device`` (%);
+* ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import logging
+import math
+import os
+import sys
+import warnings
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+PROFILES = ("torch_cnn", "torch_ddp")
+
+
+def _clean(v: Any) -> Any:
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def golden(profile: str) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    from torch_tb_profiler.profiler.data import RunProfileData
+
+    out: dict[str, Any] = {"torch_tb_profiler_version": version("torch-tb-profiler"), "profile": profile,
+                           "files": {}}
+    for path in sorted(glob.glob(os.path.join(REPO, "demo_logs", profile, "*.pt.trace.json"))):
+        with open(path) as f:
+            data = RunProfileData.from_json("worker", "span", json.load(f))
+        data.process()
+        p = data.gpu_metrics_parser
+        devices = [{"device": int(i), "gpu_utilization": _clean(p.gpu_utilization[i]),
+                    "sm_efficiency": _clean(p.avg_approximated_sm_efficiency_per_device[i]),
+                    "occupancy": _clean(p.avg_occupancy_per_device[i])} for i in sorted(p.gpu_ids)]
+        stat = data.kernel_stat.reset_index()
+        kernels = [{k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
+                   for r in stat.to_dict("records")]
+        out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("profiles", nargs="*", default=list(PROFILES))
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    for profile in args.profiles:
+        path = os.path.join(HERE, "tb_profiler", f"{profile}.json")
+        with open(path, "w") as f:
+            json.dump(golden(profile), f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"wrote {os.path.relpath(path, REPO)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -141,3 +141,13 @@ def test_gpu_utilization_page(page: Any, server: Any) -> None:
     assert page.locator('[data-table="devices"] tbody tr').count() == len(result["ranks"]) == 2
     card = page.locator('[data-card="gpu_utilization_percent"] .tbp-card-value').inner_text()
     assert card.startswith(f"{result['gpu_utilization_percent']:.1f}")
+
+
+def test_collectives_page(page: Any, server: Any) -> None:
+    """torch-tb-profiler's collectives table: one row per rank and collective, the slowest rank marked."""
+    _goto(page, server, run=RUN, host="__all__", tool="collectives")
+    wait_ready(page)
+    table = server.json("table", run=RUN, host="__all__", tool="collectives", table="collectives")
+    page.wait_for_selector('[data-table="collectives"] tbody tr')
+    assert page.locator('[data-table="collectives"] tbody tr').count() == len(table["rows"]) == 4
+    assert "nccl:all_reduce" in page.locator('[data-table="collectives"]').inner_text()

@@ -14,7 +14,9 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
 
 * ``devices``: per GPU id, ``gpu_metrics_parser.gpu_utilization`` (0..1),
   ``avg_approximated_sm_efficiency_per_device`` (0..1), ``avg_occupancy_per_device`` (%);
-* ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy).
+* ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy);
+* ``distributed`` (profiles with several ranks): the distributed view's "Communication Operations
+  Stats" per worker (``RunLoader._process_distributed_profiles(...).comm_ops``), as it loads a run.
 """
 
 from __future__ import annotations
@@ -61,7 +63,33 @@ def golden(profile: str) -> dict[str, Any]:
         kernels = [{k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
                    for r in stat.to_dict("records")]
         out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels}
+    out["distributed"] = _distributed(profile)
     return out
+
+
+def _distributed(profile: str) -> dict[str, Any] | None:
+    from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
+    from torch_tb_profiler.profiler.loader import RunLoader
+    from torch_tb_profiler.profiler.run_generator import RunGenerator
+
+    paths = sorted(glob.glob(os.path.join(REPO, "demo_logs", profile, "*.pt.trace.json")))
+    if len(paths) < 2:
+        return None
+    profiles = []
+    for path in paths:
+        with open(path) as f:
+            data = RunProfileData.from_json(os.path.basename(path), None, json.load(f))
+        data.process()
+        data.analyze()
+        RunGenerator(data.worker, None, data).generate_run_profile()
+        profiles.append(DistributedRunProfileData(data))
+    loader = RunLoader(profile, os.path.join(REPO, "demo_logs", profile), None)
+    run = loader._process_distributed_profiles(profiles, None)
+    if run is None:
+        return None
+    ops = run.comm_ops["data"]
+    return {worker: {"columns": [c["name"] for c in t["columns"]], "rows": [[_clean(v) for v in r] for r in t["rows"]]}
+            for worker, t in ops.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

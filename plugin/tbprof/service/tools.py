@@ -38,6 +38,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.counters",
     "tbprof.analyses.gpu.sequences",
     "tbprof.analyses.gpu.utilization",
+    "tbprof.analyses.gpu.distributed",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

@@ -55,12 +55,31 @@ def op_summary(store: ProfileStore, iteration: int | None = None) -> OpSummary:
     return store.memo(("trace_diff_summary", iteration), lambda: _summary(store, iteration))
 
 
-def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
+@dataclass(frozen=True)
+class EventTable:
+    """HTA's view of a Kineto trace's events: times rounded inward (ps from the store origin),
+    integer stream (-1: host), correlation, name, and the ProfilerStep iteration of each (-1: none)."""
+
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    name_id: np.ndarray
+    iteration: np.ndarray
+    is_step: np.ndarray  # a ProfilerStep marker or GPU annotation
+    step_numbers: tuple[int, ...]  # every N of a ProfilerStep#N name, ascending
+
+
+def event_table(store: ProfileStore) -> EventTable | None:
+    """The table (memoised); None without ProfilerStep names."""
+    return store.memo(("hta_event_table",), lambda: _event_table(store))
+
+
+def _event_table(store: ProfileStore) -> EventTable | None:
     names = store.strings.as_list()
     step_number = {i: n for i, name in enumerate(names) if (n := _iteration_of(name)) is not None}
     if not step_number:
-        return OpSummary(None, {}, {})
-    wanted = min(step_number.values()) if iteration is None else iteration
+        return None
     cat_sid = store.stat_id("cat")
     dropped = np.asarray([i for i in (store.strings.id(c) for c in _DROPPED_CATEGORIES) if i >= 0], np.int64)
     parts = []  # (rows, start, end, stream, correlation, name_id, on a device plane)
@@ -80,8 +99,10 @@ def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
         parts.append((rows, start, end, _int_column(store, plane, "stream")[rows],
                       _int_column(store, plane, "correlation")[rows], plane.name_id[rows],
                       np.full(rows.shape[0], plane.name.startswith("/device:"), bool)))
+    steps = tuple(sorted(set(step_number.values())))
     if not parts:
-        return OpSummary(wanted, {}, {})
+        z = np.zeros(0, np.int64)
+        return EventTable(z, z, z, z, z, z, np.zeros(0, bool), steps)
     start = np.concatenate([p[1] for p in parts])
     end = np.concatenate([p[2] for p in parts])
     stream = np.concatenate([p[3] for p in parts])
@@ -107,6 +128,15 @@ def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
     if sorted_corr.shape[0]:
         found = (pos < sorted_corr.shape[0]) & (sorted_corr[np.minimum(pos, sorted_corr.shape[0] - 1)] == corr[dev])
         iteration_of[dev[found]] = iteration_of[launches[order][pos[found]]]
+    return EventTable(start, end, stream, corr, name_id.astype(np.int64), iteration_of, is_step, steps)
+
+
+def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
+    table = event_table(store)
+    if table is None:
+        return OpSummary(None, {}, {})
+    wanted = table.step_numbers[0] if iteration is None else iteration
+    start, end, name_id, iteration_of = table.start_ps, table.end_ps, table.name_id, table.iteration
     sel = np.nonzero(iteration_of == wanted)[0]
     dur_us = (end[sel] - start[sel]) / _PS_PER_US
     uniq, inv = np.unique(name_id[sel], return_inverse=True)

@@ -151,3 +151,14 @@ def test_collectives_page(page: Any, server: Any) -> None:
     page.wait_for_selector('[data-table="collectives"] tbody tr')
     assert page.locator('[data-table="collectives"] tbody tr').count() == len(table["rows"]) == 4
     assert "nccl:all_reduce" in page.locator('[data-table="collectives"]').inner_text()
+
+
+def test_stragglers_page(page: Any, server: Any) -> None:
+    """The ranks table marks the rank the others wait for (rank 1 of torch_ddp)."""
+    _goto(page, server, run=RUN, host="__all__", tool="stragglers")
+    wait_ready(page)
+    result = server.json("data", run=RUN, host="__all__", tool="stragglers", rows="0")
+    assert result["waited_for"] == 1
+    page.wait_for_selector('[data-table="ranks"] tbody tr')
+    assert page.locator('[data-table="ranks"] tbody tr').count() == 2
+    assert page.locator('[data-card="waited_for"] .tbp-card-value').inner_text() == "1"

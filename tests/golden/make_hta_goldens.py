@@ -26,7 +26,10 @@ what HTA returned, DataFrames as lists of records:
   and ``get_memory_bw_summary(ranks)``;
 * ``trace_diff``: ``TraceDiff.compare_traces`` (first rank) of the profile's first iteration
   against its second (``first_vs_second_iteration``) and of the profile against each other
-  profile of PROFILES (``vs_<other>``, first iterations), as records indexed by name.
+  profile of PROFILES (``vs_<other>``, first iterations), as records indexed by name;
+* ``stragglers`` (profiles with several ranks): ``get_potential_stragglers(num_candidates)`` for 1
+  and 2 on a copy whose ``ncclDevKernel`` names read ``ncclKernel`` (HTA 0.5.0's metric looks for
+  that prefix only; NCCL >= 2.19 writes the former), or the error HTA raised.
 
 Units are HTA's: microseconds (integers after HTA's inward rounding), percentages 0..100.
 """
@@ -118,7 +121,28 @@ def _golden(profile: str) -> dict[str, Any]:
                                  for r, df in bw_series.items()},
             "memory_bw_summary": _summary_records(analysis.get_memory_bw_summary(ranks=ranks)),
             "trace_diff": _trace_diffs(profile, src),
+            "stragglers": _stragglers(src, tmp) if len(ranks) > 1 else None,
         }
+
+
+def _stragglers(src: str, tmp: str) -> dict[str, Any]:
+    from hta.trace_analysis import TraceAnalysis
+
+    renamed = os.path.join(tmp, "renamed")
+    os.makedirs(renamed)
+    for name in os.listdir(src):
+        with open(os.path.join(src, name)) as f:
+            text = f.read()
+        with open(os.path.join(renamed, name), "w") as f:
+            f.write(text.replace("ncclDevKernel", "ncclKernel"))
+    analysis = TraceAnalysis(trace_dir=renamed)
+    out: dict[str, Any] = {}
+    for k in (1, 2):
+        try:
+            out[str(k)] = {"stragglers": [int(r) for r in analysis.get_potential_stragglers(num_candidates=k)]}
+        except ValueError as e:
+            out[str(k)] = {"error": f"{type(e).__name__}: {e}"}
+    return out
 
 
 def _trace_diffs(profile: str, src: str) -> dict[str, Any]:

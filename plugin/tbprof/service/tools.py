@@ -39,6 +39,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.sequences",
     "tbprof.analyses.gpu.utilization",
     "tbprof.analyses.gpu.distributed",
+    "tbprof.analyses.gpu.stragglers",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

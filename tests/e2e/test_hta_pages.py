@@ -162,3 +162,13 @@ def test_stragglers_page(page: Any, server: Any) -> None:
     page.wait_for_selector('[data-table="ranks"] tbody tr')
     assert page.locator('[data-table="ranks"] tbody tr').count() == 2
     assert page.locator('[data-card="waited_for"] .tbp-card-value').inner_text() == "1"
+
+
+def test_operators_by_shape_page(page: Any, server: Any) -> None:
+    _goto(page, server, run=SINGLE, tool="operators_by_shape")
+    wait_ready(page)
+    first = server.json("table", run=SINGLE, tool="operators_by_shape", table="operators", rows="1")
+    cols = [c["name"] for c in first["columns"]]
+    page.wait_for_selector('[data-table="operators"] tbody tr')
+    row = page.locator('[data-table="operators"] tbody tr').first.inner_text()
+    assert first["rows"][0][cols.index("name")] in row and first["rows"][0][cols.index("input_shape")] in row

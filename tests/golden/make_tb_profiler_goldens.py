@@ -15,6 +15,8 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
 * ``devices``: per GPU id, ``gpu_metrics_parser.gpu_utilization`` (0..1),
   ``avg_approximated_sm_efficiency_per_device`` (0..1), ``avg_occupancy_per_device`` (%);
 * ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy);
+* ``operators_by_shape``: ``op_list_groupby_name_input`` as [name, input_shape, calls,
+  host_duration, self_host_duration];
 * ``distributed`` (profiles with several ranks): the distributed view's "Communication Operations
   Stats" per worker (``RunLoader._process_distributed_profiles(...).comm_ops``), as it loads a run.
 """
@@ -62,7 +64,9 @@ def golden(profile: str) -> dict[str, Any]:
         stat = data.kernel_stat.reset_index()
         kernels = [{k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
                    for r in stat.to_dict("records")]
-        out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels}
+        ops = sorted([a.name, a.input_shape, a.calls, _clean(a.host_duration), _clean(a.self_host_duration)]
+                     for a in data.op_list_groupby_name_input)
+        out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels, "operators_by_shape": ops}
     out["distributed"] = _distributed(profile)
     return out
 

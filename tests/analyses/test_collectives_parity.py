@@ -26,7 +26,7 @@ def test_collectives_equal_torch_tb_profiler(sample_profiles: Path) -> None:
     t = result["tables"]["collectives"]
     names = [c.name for c in t.columns]
     rows = [dict(zip(names, r, strict=True)) for r in t.rows()]
-    golden = json.loads(GOLDEN.read_text())["distributed"]
+    golden = json.loads(GOLDEN.read_text())["distributed"]["comm_ops"]
     assert len(golden) == 2
     for file_name, want in golden.items():
         host = file_name.removesuffix(".pt.trace.json")
@@ -58,3 +58,27 @@ def test_one_rank_has_no_transfer_split(sample_profiles: Path) -> None:
     assert not result["matched_across_ranks"] and all(v != v for v in t.data["transfer_us"].tolist())
     cnn = read_chrome_trace(next((sample_profiles / "torch_cnn").glob("*.pt.trace.json")))
     assert not distributed.has_collectives(cnn)
+
+
+def test_overlap_equals_torch_tb_profiler(sample_profiles: Path) -> None:
+    """The Computation/Communication Overview: per rank the mean over step events ("all", which the
+    plugin truncates to whole us: tolerance 1 us) and each step name (the last event of that
+    name, the GPU annotation, as the plugin keeps it)."""
+    paths = sorted((sample_profiles / "torch_ddp").glob("*.pt.trace.json"))
+    stores = [read_chrome_trace(p) for p in paths]
+    result = distributed.compute(stores, {})
+    t = result["tables"]["overlap"]
+    names = [c.name for c in t.columns]
+    rows = {r[names.index("host")]: r for r in t.rows()}
+    want = json.loads(GOLDEN.read_text())["distributed"]["overlap"]
+    keys = ("computation_us", "overlapping_us", "communication_us", "other_us")
+    for file_name, values in want["all"].items():
+        got = rows[file_name.removesuffix(".pt.trace.json")]
+        for k, v in zip(keys, values, strict=True):
+            assert got[names.index(k)] == pytest.approx(v, abs=1.0)
+    for store, path in zip(stores, paths, strict=True):
+        last = {step: values for step, *values in distributed.step_overlap(store)}
+        for step, per_worker in want.items():
+            if step == "all":
+                continue
+            assert last[step] == pytest.approx(per_worker[path.name], abs=0.01)

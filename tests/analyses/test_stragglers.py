@@ -33,7 +33,7 @@ def test_hta_finds_none_and_the_collectives_name_rank_1(sample_profiles: Path) -
     assert all("error" in v for v in hta.values())  # HTA has no answer on this profile
     assert result["stragglers"] == [] and result["message"]
     # torch-tb-profiler's synchronizing time per rank (its goldens: latency - transfer, all collectives).
-    tbp = json.loads((GOLDEN / "tb_profiler" / "torch_ddp.json").read_text())["distributed"]
+    tbp = json.loads((GOLDEN / "tb_profiler" / "torch_ddp.json").read_text())["distributed"]["comm_ops"]
     waits = {}
     for file_name, table in tbp.items():
         col = {c: i for i, c in enumerate(table["columns"])}

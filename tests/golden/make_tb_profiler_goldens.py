@@ -17,8 +17,10 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
 * ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy);
 * ``operators_by_shape``: ``op_list_groupby_name_input`` as [name, input_shape, calls,
   host_duration, self_host_duration];
-* ``distributed`` (profiles with several ranks): the distributed view's "Communication Operations
-  Stats" per worker (``RunLoader._process_distributed_profiles(...).comm_ops``), as it loads a run.
+* ``distributed`` (profiles with several ranks): the distributed view as it loads a run
+  (``RunLoader._process_distributed_profiles(...)``): ``comm_ops`` ("Communication Operations
+  Stats" per worker) and ``overlap`` ("Computation/Communication Overview": per step name and
+  ``all``, per worker [computation, overlapping, communication, other] us).
 """
 
 from __future__ import annotations
@@ -92,8 +94,11 @@ def _distributed(profile: str) -> dict[str, Any] | None:
     if run is None:
         return None
     ops = run.comm_ops["data"]
-    return {worker: {"columns": [c["name"] for c in t["columns"]], "rows": [[_clean(v) for v in r] for r in t["rows"]]}
-            for worker, t in ops.items()}
+    return {
+        "comm_ops": {worker: {"columns": [c["name"] for c in t["columns"]],
+                              "rows": [[_clean(v) for v in r] for r in t["rows"]]} for worker, t in ops.items()},
+        "overlap": run.steps_to_overlap["data"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,12 @@ a run:
   a collective name is the one with the least synchronizing time: the others wait for it.
 
 Ranks whose collectives do not line up (different counts) get no transfer split, as in
-torch-tb-profiler. XSpace: XProf's pod viewer answers this for TPU/GPU all-reduces; not here.
+torch-tb-profiler. Its "Computation/Communication Overview" per rank is the ``overlap`` table:
+per ``ProfilerStep#`` event (host markers, then GPU annotations, as the plugin meets them), the
+time within it of non-collective kernels (computation), of collectives (their kernels and
+``nccl:`` operators / annotations: communication), of both (overlapping) and the rest (other);
+a rank's numbers are the mean over those step events. XSpace: XProf's pod viewer answers this
+for TPU/GPU all-reduces; not here.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.gpu.activity import union_ps
+from tbprof.analyses.gpu.activity import merge_intervals, union_ps
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -89,6 +94,85 @@ def _nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
 _Ranges = list[tuple[int, int]]
 
 
+def _clip_union(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> int:
+    s, e = merge_intervals(start, end)
+    return int(np.maximum(np.minimum(e, hi) - np.maximum(s, lo), 0).sum())
+
+
+def _intersect(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Intersection of two unions of intervals (each merged first)."""
+    sa, ea = merge_intervals(*a)
+    sb, eb = merge_intervals(*b)
+    if sa.shape[0] == 0 or sb.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i = np.searchsorted(eb, sa, side="right")
+    j = np.searchsorted(sb, ea, side="left")
+    starts, ends = [], []
+    for k in range(sa.shape[0]):  # few collectives: a loop over the merged intervals
+        for m in range(int(i[k]), int(j[k])):
+            lo, hi = max(int(sa[k]), int(sb[m])), min(int(ea[k]), int(eb[m]))
+            if lo < hi:
+                starts.append(lo)
+                ends.append(hi)
+    return np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+
+
+def step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, float]]:
+    """Per ProfilerStep event in the plugin's order: (step, computation, overlapping, communication,
+    other) in us, as its Computation/Communication Overview."""
+    return store.memo(("collectives", "overlap"), lambda: _step_overlap(store))
+
+
+def _step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, float]]:
+    ext_sid, cat_sid = store.stat_id("External id"), store.stat_id("cat")
+    if ext_sid < 0 or cat_sid < 0:
+        return []
+    names = store.strings.as_list()
+    comm_ids = np.fromiter({store.strings.id(n) for n in COLLECTIVES} - {-1}, np.int64)
+    node_cats = np.fromiter({store.strings.id(c) for c in _NODE_CATEGORIES} - {-1}, np.int64)
+    kernel_cat, gpu_annotation = store.strings.id("kernel"), store.strings.id("gpu_user_annotation")
+    step_cats = np.fromiter({store.strings.id(c) for c in ("cpu_op", "operator", "user_annotation",
+                                                            "gpu_user_annotation")} - {-1}, np.int64)
+    comm_ext: set[int] = set()
+    comm_ops: list[tuple[np.ndarray, np.ndarray]] = []
+    kernels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    host_steps: list[tuple[int, int, str]] = []
+    gpu_steps: list[tuple[int, int, str]] = []
+    for plane in store.planes:
+        if plane.n_events == 0:
+            continue
+        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        ext = plane.event_stat(ext_sid).dense_int(plane.n_events)
+        start = plane.start_ps.astype(np.int64)
+        end = start + plane.dur_ps.astype(np.int64)
+        is_comm_op = np.isin(plane.name_id, comm_ids) & np.isin(cat, node_cats)
+        comm_ext.update(ext[is_comm_op].tolist())
+        comm_ops.append((start[is_comm_op], end[is_comm_op]))
+        k = cat == kernel_cat
+        kernels.append((start[k], end[k], ext[k]))
+        for i in np.nonzero(np.isin(cat, step_cats))[0].tolist():
+            name = names[int(plane.name_id[i])]
+            if name.startswith("ProfilerStep#"):
+                (gpu_steps if int(cat[i]) == gpu_annotation else host_steps).append(
+                    (int(start[i]), int(end[i]), name[len("ProfilerStep#"):]))
+    ks = np.concatenate([k[0] for k in kernels]) if kernels else np.zeros(0, np.int64)
+    ke = np.concatenate([k[1] for k in kernels]) if kernels else np.zeros(0, np.int64)
+    kx = np.concatenate([k[2] for k in kernels]) if kernels else np.zeros(0, np.int64)
+    is_comm_kernel = np.isin(kx, np.fromiter(comm_ext, np.int64)) if comm_ext else np.zeros(ks.shape[0], bool)
+    compute = (ks[~is_comm_kernel], ke[~is_comm_kernel])
+    comm = (np.concatenate([ks[is_comm_kernel], *[p[0] for p in comm_ops]]),
+            np.concatenate([ke[is_comm_kernel], *[p[1] for p in comm_ops]]))
+    both = _intersect(compute, comm)
+    out = []
+    for lo, hi, step in sorted(host_steps) + sorted(gpu_steps):
+        comp = _clip_union(*compute, lo, hi)
+        com = _clip_union(*comm, lo, hi)
+        ov = _clip_union(*both, lo, hi)
+        other = (hi - lo) + ov - comp - com
+        out.append((step, (comp - ov) / _PS_PER_US, ov / _PS_PER_US, (com - ov) / _PS_PER_US, other / _PS_PER_US))
+    return out
+
+
 def _transfer_ranges(per_rank: list[list[tuple[str, _Ranges]]]) -> list[list[_Ranges]] | None:
     """Per rank and collective: the transfer part of each range; None when the ranks do not line up."""
     if not per_rank or any(len(n) != len(per_rank[0]) for n in per_rank):
@@ -123,6 +207,16 @@ COLUMNS = [
 ]
 
 
+OVERLAP_COLUMNS = [
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"),
+    Column("computation_us", "Computation", "float", "us", "non-collective kernels only, mean per step"),
+    Column("overlapping_us", "Overlapping", "float", "us", "computation and communication at once"),
+    Column("communication_us", "Communication", "float", "us", "collectives only"),
+    Column("other_us", "Other", "float", "us", "neither"),
+    Column("step_events", "Step events", "int", "", "ProfilerStep markers and GPU annotations averaged over"),
+]
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     per_rank = [collective_nodes(s) for _, s in ranked]
@@ -145,11 +239,19 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             min(mine, key=lambda r: r[6])[9] = True
     table = Table.from_columns(COLUMNS, {c.name: [r[i] for r in rows] for i, c in enumerate(COLUMNS)})
     sync = [r[6] for r in rows if r[6] is not None]
+    overlap_rows = []
+    for rank, store in ranked:
+        steps = step_overlap(store)
+        if steps:
+            mean = np.mean(np.asarray([s[1:] for s in steps], np.float64), axis=0).tolist()
+            overlap_rows.append((rank, store.host, *mean, len(steps)))
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
         "ranks": [r for r, _ in ranked], "matched_across_ranks": transfer is not None,
         "synchronizing_us": float(sum(sync)) if sync else None,
-        "tables": {"collectives": table},
+        "tables": {"collectives": table,
+                   "overlap": Table.from_columns(OVERLAP_COLUMNS, {c.name: [r[i] for r in overlap_rows]
+                                                                    for i, c in enumerate(OVERLAP_COLUMNS)})},
     }
 
 

@@ -44,7 +44,7 @@ def test_groups_equal_torch_tb_profiler(sample_profiles: Path, profile: str) -> 
     compared = 0
     for file_name, want in golden["files"].items():
         store = read_chrome_trace(sample_profiles / profile / file_name)
-        got = {(n, s): (c, h, sh) for n, s, c, h, sh in op_shapes.operator_groups(store)}
+        got = {(n, s): (c, h, sh) for n, s, _, c, h, sh in op_shapes.operator_groups(store)}
         expected = {(n, s): (c, h, sh) for n, s, c, h, sh in want["operators_by_shape"]}
         assert set(got) == set(expected)
         nested = _nested_same_name(store)
@@ -65,3 +65,43 @@ def test_tool_rows(sample_profiles: Path) -> None:
     result = op_shapes.compute(stores, {})
     assert result["group_count"] == sum(len(op_shapes.operator_groups(s)) for s in stores)
     assert op_shapes.has_input_shapes(stores[0])
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_by_operator_equals_torch_tb_profiler(sample_profiles: Path, profile: str) -> None:
+    golden = json.loads((GOLDEN / f"{profile}.json").read_text())
+    for file_name, want in golden["files"].items():
+        store = read_chrome_trace(sample_profiles / profile / file_name)
+        got = {n: (c, h, sh) for n, _, _, c, h, sh in op_shapes.operator_groups(store, "operator")}
+        expected = {n: (c, h, sh) for n, c, h, sh in want["operators_by_name"]}
+        assert set(got) == set(expected)
+        nested = _nested_same_name(store)
+        exceptions = [n for n, (c, h, sh) in expected.items()
+                      if not (got[n][0] == c and got[n][1] == pytest.approx(h, abs=US_TOL)
+                              and got[n][2] == pytest.approx(sh, abs=US_TOL))]
+        assert all(n in nested for n in exceptions) and len(exceptions) <= MAX_NESTED_EXCEPTIONS, exceptions
+
+
+def test_by_call_stack_equals_torch_tb_profiler() -> None:
+    """tests/data/kineto_with_stack: a trace written from Kineto's documented fields with
+    ``Call stack`` args (no shared profile was recorded with_stack); the plugin's own answer on it
+    is the golden. Operators without a call stack (aten::sum) are left out, as in the plugin."""
+    data = Path(__file__).resolve().parent.parent / "data" / "kineto_with_stack"
+    golden = json.loads((GOLDEN / "kineto_with_stack.json").read_text())
+    for file_name, want in golden["files"].items():
+        store = read_chrome_trace(data / file_name)
+        got = {(n, st): (c, h, sh) for n, _, st, c, h, sh in op_shapes.operator_groups(store, "call_stack")}
+        expected = {(n, st): (c, h, sh) for n, st, c, h, sh in want["operators_by_stack"]}
+        assert set(got) == set(expected)
+        for key, (c, h, sh) in expected.items():
+            assert got[key][0] == c
+            assert got[key][1] == pytest.approx(h, abs=US_TOL) and got[key][2] == pytest.approx(sh, abs=US_TOL)
+        both = op_shapes.operator_groups(store, "input_shape_and_call_stack")
+        assert {(n, st) for n, _, st, *_ in both} == set(expected)  # one input shape per stack here
+
+
+def test_group_by_is_checked() -> None:
+    from tbprof.analyses.tool import OptionError
+
+    with pytest.raises(OptionError):
+        op_shapes.TOOLS[0].parse_options({"group_by": "module"})

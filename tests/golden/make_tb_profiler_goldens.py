@@ -16,7 +16,12 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
   ``avg_approximated_sm_efficiency_per_device`` (0..1), ``avg_occupancy_per_device`` (%);
 * ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy);
 * ``operators_by_shape``: ``op_list_groupby_name_input`` as [name, input_shape, calls,
-  host_duration, self_host_duration];
+  host_duration, self_host_duration]; ``operators_by_name``: ``op_list_groupby_name`` as [name,
+  calls, host_duration, self_host_duration]; ``operators_by_stack``: ``stack_lists_group_by_name``
+  as [name, call stack, calls, host_duration, self_host_duration];
+
+and the same for ``tests/data/kineto_with_stack`` (a trace written from Kineto's documented
+fields with ``Call stack`` args: the shared profiles were recorded without ``with_stack``).
 * ``distributed`` (profiles with several ranks): the distributed view as it loads a run
   (``RunLoader._process_distributed_profiles(...)``): ``comm_ops`` ("Communication Operations
   Stats" per worker) and ``overlap`` ("Computation/Communication Overview": per step name and
@@ -38,6 +43,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROFILES = ("torch_cnn", "torch_ddp")
+FIXTURES = ("kineto_with_stack",)  # under tests/data/
 
 
 def _clean(v: Any) -> Any:
@@ -55,7 +61,9 @@ def golden(profile: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {"torch_tb_profiler_version": version("torch-tb-profiler"), "profile": profile,
                            "files": {}}
-    for path in sorted(glob.glob(os.path.join(REPO, "demo_logs", profile, "*.pt.trace.json"))):
+    folder = os.path.join(REPO, "tests", "data", profile) if profile in FIXTURES else os.path.join(REPO, "demo_logs",
+                                                                                                    profile)
+    for path in sorted(glob.glob(os.path.join(folder, "*.pt.trace.json"))):
         with open(path) as f:
             data = RunProfileData.from_json("worker", "span", json.load(f))
         data.process()
@@ -63,13 +71,19 @@ def golden(profile: str) -> dict[str, Any]:
         devices = [{"device": int(i), "gpu_utilization": _clean(p.gpu_utilization[i]),
                     "sm_efficiency": _clean(p.avg_approximated_sm_efficiency_per_device[i]),
                     "occupancy": _clean(p.avg_occupancy_per_device[i])} for i in sorted(p.gpu_ids)]
-        stat = data.kernel_stat.reset_index()
-        kernels = [{k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
-                   for r in stat.to_dict("records")]
+        kernels = [] if data.kernel_stat is None else [
+            {k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
+            for r in data.kernel_stat.reset_index().to_dict("records")]
         ops = sorted([a.name, a.input_shape, a.calls, _clean(a.host_duration), _clean(a.self_host_duration)]
                      for a in data.op_list_groupby_name_input)
-        out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels, "operators_by_shape": ops}
-    out["distributed"] = _distributed(profile)
+        by_name = sorted([a.name, a.calls, _clean(a.host_duration), _clean(a.self_host_duration)]
+                         for a in data.op_list_groupby_name)
+        by_stack = sorted([a.name, next(iter(a.callstacks)), a.calls, _clean(a.host_duration),
+                           _clean(a.self_host_duration)] for aggs in data.stack_lists_group_by_name.values()
+                          for a in aggs)
+        out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels, "operators_by_shape": ops,
+                                                "operators_by_name": by_name, "operators_by_stack": by_stack}
+    out["distributed"] = _distributed(profile) if profile not in FIXTURES else None
     return out
 
 
@@ -103,7 +117,7 @@ def _distributed(profile: str) -> dict[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("profiles", nargs="*", default=list(PROFILES))
+    parser.add_argument("profiles", nargs="*", default=list(PROFILES + FIXTURES))
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)

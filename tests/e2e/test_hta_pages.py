@@ -33,6 +33,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> I
     root = tmp_path_factory.mktemp("e2e_hta")
     for name in ("torch_ddp", "torch_cnn"):
         shutil.copytree(sample_profiles / name, root / "logs" / "torch" / name)
+    # A with_modules trace (tests/data: written from Kineto's documented fields) for the module view.
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "kineto_with_modules",
+                    root / "logs" / "torch" / "modules")
     app = create_app(root / "logs", cache_dir=root / "cache", prefix=PLUGIN_PREFIX, capture_enabled=False)
     srv = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -172,3 +175,12 @@ def test_operators_by_shape_page(page: Any, server: Any) -> None:
     page.wait_for_selector('[data-table="operators"] tbody tr')
     row = page.locator('[data-table="operators"] tbody tr').first.inner_text()
     assert first["rows"][0][cols.index("name")] in row and first["rows"][0][cols.index("input_shape")] in row
+
+
+def test_module_view_page(page: Any, server: Any) -> None:
+    _goto(page, server, run="torch/modules", tool="module_view")
+    wait_ready(page)
+    table = server.json("table", run="torch/modules", tool="module_view", table="modules")
+    page.wait_for_selector('[data-table="modules"] tbody tr')
+    assert page.locator('[data-table="modules"] tbody tr').count() == len(table["rows"]) == 4
+    assert "Linear_0" in page.locator('[data-table="modules"]').inner_text()

@@ -20,8 +20,12 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
   calls, host_duration, self_host_duration]; ``operators_by_stack``: ``stack_lists_group_by_name``
   as [name, call stack, calls, host_duration, self_host_duration];
 
-and the same for ``tests/data/kineto_with_stack`` (a trace written from Kineto's documented
-fields with ``Call stack`` args: the shared profiles were recorded without ``with_stack``).
+* ``module_view``: ``aggegate_module_view`` (the module view) as [depth, name, module id,
+  occurrences, operators, host_duration, self_host_duration, avg_duration] in its order;
+
+and the same for ``tests/data/kineto_with_stack`` and ``kineto_with_modules`` (traces written
+from Kineto's documented fields with ``Call stack`` / ``Python module id`` args: the shared
+profiles were recorded without ``with_stack`` and ``with_modules``).
 * ``distributed`` (profiles with several ranks): the distributed view as it loads a run
   (``RunLoader._process_distributed_profiles(...)``): ``comm_ops`` ("Communication Operations
   Stats" per worker) and ``overlap`` ("Computation/Communication Overview": per step name and
@@ -43,7 +47,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROFILES = ("torch_cnn", "torch_ddp")
-FIXTURES = ("kineto_with_stack",)  # under tests/data/
+FIXTURES = ("kineto_with_stack", "kineto_with_modules")  # under tests/data/
 
 
 def _clean(v: Any) -> Any:
@@ -52,6 +56,16 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and math.isnan(v):
         return None
     return v
+
+
+def _walk_modules(stats: Any, depth: int) -> list[list[Any]]:
+    """The module view's tree as rows [depth, name, id, occurrences, operators, host, self host, avg]."""
+    rows: list[list[Any]] = []
+    for m in stats or []:
+        rows.append([depth, m.name, m.id, m.occurences, m.operators, _clean(m.host_duration),
+                     _clean(m.self_host_duration), _clean(m.avg_duration)])
+        rows.extend(_walk_modules(m.children, depth + 1))
+    return rows
 
 
 def golden(profile: str) -> dict[str, Any]:
@@ -81,8 +95,12 @@ def golden(profile: str) -> dict[str, Any]:
         by_stack = sorted([a.name, next(iter(a.callstacks)), a.calls, _clean(a.host_duration),
                            _clean(a.self_host_duration)] for aggs in data.stack_lists_group_by_name.values()
                           for a in aggs)
+        from torch_tb_profiler.profiler.module_op import aggegate_module_view
+
+        modules = _walk_modules(aggegate_module_view(data.tid2tree, data.events), 0)
         out["files"][os.path.basename(path)] = {"devices": devices, "kernels": kernels, "operators_by_shape": ops,
-                                                "operators_by_name": by_name, "operators_by_stack": by_stack}
+                                                "operators_by_name": by_name, "operators_by_stack": by_stack,
+                                                "module_view": modules}
     out["distributed"] = _distributed(profile) if profile not in FIXTURES else None
     return out
 

@@ -41,6 +41,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.distributed",
     "tbprof.analyses.gpu.stragglers",
     "tbprof.analyses.ops.op_shapes",
+    "tbprof.analyses.ops.modules",
     "tbprof.analyses.legacy.tf1_timeline",
     "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",

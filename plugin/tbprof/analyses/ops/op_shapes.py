@@ -8,6 +8,8 @@ operators without a call stack are left out) or ``input_shape_and_call_stack``:
 
 * the operators are the host ``cpu_op`` events but ``ProfilerStep#*``, ``DataParallel.forward``,
   ``DistributedDataParallel.forward`` and ``Optimizer.*``;
+* the call tree's nodes are operators, annotations and ``nn.Module`` calls (plain Python
+  functions are transparent);
 * the key is the name with ``Input Dims`` and / or ``Call stack`` as the trace writes them; per
   key: calls, host duration, and
   self host duration = duration - the durations of the direct children that are operators,
@@ -33,8 +35,9 @@ from tbprof.store.tables import ProfileStore
 TOOL = "operators_by_shape"
 _PS_PER_US = 1e6
 _EXCLUDED = ("DataParallel.forward", "DistributedDataParallel.forward")
-# Host categories that become nodes of torch-tb-profiler's operator tree (its EventTypeMap).
-_TREE_CATEGORIES = ("cpu_op", "operator", "user_annotation", "python", "python_function")
+# Host categories that become nodes of torch-tb-profiler's operator tree (its EventTypeMap); a
+# python_function is a node only as an nn.Module call (with a "Python module id").
+_TREE_CATEGORIES = ("cpu_op", "operator", "user_annotation", "python")
 
 
 GROUP_BY = ("input_shape", "operator", "call_stack", "input_shape_and_call_stack")
@@ -44,6 +47,19 @@ def has_input_shapes(store: object) -> bool:
     strings = getattr(store, "strings", None)
     return (getattr(store, "format", "") == "chrome_trace" and strings is not None and strings.id("cpu_op") >= 0
             and (strings.id("Input Dims") >= 0 or strings.id("Call stack") >= 0))
+
+
+def tree_parents(plane: Any, is_node: np.ndarray) -> np.ndarray:
+    """Each event's nearest enclosing call-tree node (-1: none): events that are not nodes
+    (plain Python functions, runtime calls) are skipped over."""
+    parent = parent_rows(plane)
+    out = parent.copy()
+    for _ in range(int(np.asarray(plane.depth).max(initial=0)) + 1):
+        climb = (out >= 0) & ~is_node[np.maximum(out, 0)]
+        if not climb.any():
+            break
+        out[climb] = parent[out[climb]]
+    return out
 
 
 def _rank(store: ProfileStore, index: int) -> int:
@@ -68,8 +84,12 @@ def _groups(store: ProfileStore, group_by: str) -> list[Group]:
     cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
     tree_ids = np.asarray([i for i in (store.strings.id(c) for c in _TREE_CATEGORIES) if i >= 0], np.int64)
     in_tree = np.isin(cat, tree_ids)
+    module_sid = store.stat_id("Python module id")
+    if module_sid >= 0:
+        in_tree |= (cat == store.strings.id("python_function")) & (
+            plane.event_stat(module_sid).dense_int(plane.n_events) >= 0)
     dur = plane.dur_ps.astype(np.int64)
-    parent = parent_rows(plane)
+    parent = tree_parents(plane, in_tree)
     # Self host time: minus the direct children that are tree nodes.
     taken = np.zeros(plane.n_events, np.int64)
     child = in_tree & (parent >= 0)

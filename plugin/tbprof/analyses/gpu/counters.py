@@ -135,8 +135,10 @@ def bandwidth_gbps(store: ProfileStore, act: DeviceActivity, rows: np.ndarray) -
         found = (pos < text_rows.shape[0]) & (text_rows[np.minimum(pos, max(text_rows.shape[0] - 1, 0))]
                                               == event_rows) if text_rows.shape[0] else np.zeros(rows.shape[0], bool)
         if found.any():
-            texts = store.strings.lookup(text_ids[pos[found]])
-            size[found] = [_size_from_details(t) for t in texts]
+            # Parse each distinct details string once (a profile repeats a few hundred of them).
+            uniq, inv = np.unique(text_ids[pos[found]], return_inverse=True)
+            sizes = np.array([_size_from_details(t) for t in store.strings.lookup(uniq)], np.float64)
+            size[found] = sizes[inv.reshape(-1)]
     dur_ns = (act.end_ps[rows] - act.start_ps[rows]) / 1000.0
     with np.errstate(divide="ignore", invalid="ignore"):
         gbps = np.where(dur_ns > 0, size / dur_ns, np.nan)  # bytes per ns = GB/s
@@ -148,9 +150,11 @@ def memory_bw_series(store: ProfileStore, act: DeviceActivity) -> list[StepSerie
     rows = np.nonzero(act.kind == MEMORY)[0]
     if rows.shape[0] == 0:
         return []
-    labels = sorted({memory_kind(n) for n in store.strings.lookup(act.name_id[rows])})
+    uniq, inv = np.unique(act.name_id[rows], return_inverse=True)  # kinds per distinct name
+    kinds_of_names = [memory_kind(n) for n in store.strings.lookup(uniq)]
+    labels = sorted(set(kinds_of_names))
     index = {label: i for i, label in enumerate(labels)}
-    kind = np.asarray([index[memory_kind(n)] for n in store.strings.lookup(act.name_id[rows])], np.int64)
+    kind = np.asarray([index[k] for k in kinds_of_names], np.int64)[inv.reshape(-1)]
     gbps = bandwidth_gbps(store, act, rows)
     start = act.start_ps[rows]
     dur = act.end_ps[rows] - start

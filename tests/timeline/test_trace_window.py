@@ -124,7 +124,7 @@ def test_memory_counters_match_xprof_peaks(stores: dict[str, ProfileStore]) -> N
     for name, allocators in want.items():
         store = stores[name]
         counters = {t.name.removeprefix("Memory in use: "): t for t in track_index(store).tracks
-                    if t.kind == "counter"}
+                    if t.kind == "counter" and t.name.startswith("Memory in use: ")}
         assert set(counters) == set(allocators)
         for allocator, (peak, samples) in allocators.items():
             series = counters[allocator].counter
@@ -136,7 +136,7 @@ def test_memory_counters_match_xprof_peaks(stores: dict[str, ProfileStore]) -> N
 
 def test_counter_window_keeps_extremes(stores: dict[str, ProfileStore]) -> None:
     store = stores["custom_loop"]
-    track = next(t for t in track_index(store).tracks if t.kind == "counter")
+    track = next(t for t in track_index(store).tracks if t.kind == "counter" and t.name.startswith("Memory in use"))
     assert track.counter is not None
     full = track.counter.values["in_use_bytes"]
     result = query_window(store, None, None, 100)  # 8684 samples on 100 px: decimated

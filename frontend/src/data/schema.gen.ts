@@ -235,3 +235,15 @@ export interface GpuBreakdownResult {
   device_idle_percent: number | null;
   communication_percent: number | null;
 }
+
+/** HTA's queue length and memory bandwidth (``gpu_counters``); per-stream / per-type numbers are */
+export interface GpuCountersResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  hosts: string[];
+  ranks: number[];
+  max_queue_length: number | null;
+  peak_memory_bw_gbps: number | null;
+}

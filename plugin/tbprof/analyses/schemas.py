@@ -154,9 +154,20 @@ class GpuBreakdownResult(ToolEnvelope):
     communication_percent: float | None
 
 
+class GpuCountersResult(ToolEnvelope):
+    """HTA's queue length and memory bandwidth (``gpu_counters``); per-stream / per-type numbers are
+    in its tables."""
+
+    hosts: list[str]
+    ranks: list[int]
+    max_queue_length: int | None
+    peak_memory_bw_gbps: float | None
+
+
 # tool id -> the shape of its answer (tools not named here are checked against ToolEnvelope).
 TOOL_RESULTS: dict[str, type] = {
     "overview_page": OverviewResult,
     "input_pipeline_analyzer": InputPipelineResult,
     "gpu_breakdown": GpuBreakdownResult,
+    "gpu_counters": GpuCountersResult,
 }

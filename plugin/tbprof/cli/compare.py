@@ -138,6 +138,17 @@ def print_text(result: dict[str, Any], out: Any = None) -> None:
             where = f"{t.data['host_or_device'][i]:6} " if "host_or_device" in t.data else ""
             w(f"  {_num(t.data[col][i], '+12.1f')}  {t.data['status'][i]:7} {where}{t.data[key][i]}\n")
         w("\n")
+    td = tables.get("trace_diff")
+    if isinstance(td, Table) and td.n_rows:
+        info = result.get("trace_diff") or {}
+        changes = ", ".join(f"{n} {k}" for k, n in (info.get("changes") or {}).items() if n)
+        w(f"ops and kernels (HTA trace diff, iteration {info.get('baseline_iteration')} -> "
+          f"{info.get('candidate_iteration')}; {changes}): largest changes (µs)\n")
+        for i in range(min(td.n_rows, 10)):
+            d = td.data
+            w(f"  {_num(d['diff_duration_us'][i], '+12.1f')}  {d['change'][i]:9} "
+              f"{d['baseline_count'][i]:>5} -> {d['candidate_count'][i]:<5} {d['name'][i]}\n")
+        w("\n")
     mem = tables.get("memory_allocators")
     if isinstance(mem, Table) and mem.n_rows:
         w("memory: peak in use (fragmentation at the peak)\n")

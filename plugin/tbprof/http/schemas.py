@@ -11,6 +11,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from tbprof.analyses.schemas import (
     Diagnostics,
     GpuBreakdownResult,
+    GpuCountersResult,
     HostError,
     InputPipelineResult,
     InputPipelineVerdict,
@@ -120,7 +121,7 @@ WIRE_TYPES: tuple[type, ...] = (
     ProgressResponse,
     TableColumnJson, TableJson, TableResponse, HostError, ToolEnvelope, InputThresholds, StepsInfo, Diagnostics,
     NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
-    InputPipelineResult, GpuBreakdownResult,
+    InputPipelineResult, GpuBreakdownResult, GpuCountersResult,
 )
 # Named literal unions, emitted as TypeScript type aliases.
 WIRE_ALIASES: dict[str, Any] = {"ErrorKind": ErrorKind}

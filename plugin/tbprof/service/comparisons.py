@@ -19,6 +19,8 @@ import numpy as np
 from tbprof.analyses.compare import report as cmp
 from tbprof.analyses.compare import sources as src
 from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.gpu import trace_diff
+from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.steps.assignment import Steps
 from tbprof.analyses.steps.table import step_table
@@ -107,6 +109,8 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
             side.kernel_stats = results
         else:
             side.memory = results
+    if run.kind == "pytorch":
+        side.op_summary = _op_summary(profiles, run, hosts)
     if side.kernel_stats and not any(r.get("has_gpu_kernels") for r in side.kernel_stats):
         side.kernel_stats = []
         side.unavailable["kernels"] = "no GPU kernels in the profile"
@@ -114,6 +118,13 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         side.memory = []
         side.unavailable["memory"] = "no memory allocation events in the profile"
     return side
+
+
+def _op_summary(profiles: Profiles, run: Run, hosts: Sequence[str]) -> trace_diff.OpSummary:
+    """HTA's trace-diff input of a PyTorch side: its first rank's first iteration."""
+    stores = [profiles.event_store(run, h) for h in hosts]
+    ranked = sorted(((rank_of(s, i), i) for i, s in enumerate(stores)))
+    return trace_diff.op_summary(stores[ranked[0][1]])
 
 
 def _memory_digests(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[dict[str, Any]] | None:

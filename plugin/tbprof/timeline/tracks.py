@@ -4,7 +4,10 @@ A device plane gives one track per line (derived lines such as "Steps" / "XLA Mo
 "XLA Ops" first, then streams); the host plane gives a "Steps" track (events carrying a
 ``step_num`` stat), one memory counter track per allocator (from MemoryAllocation /
 MemoryDeallocation events) and one track per thread; Chrome-trace planes give a counter
-track per counter line and a track per thread. Computed once per store (``store.memo``).
+track per counter line and a track per thread. A GPU with launches or copies (Kineto or CUPTI
+events) also gets HTA's counters (``generate_trace_with_counters``): "CUDA queue length" (one
+series per stream) and "Memory bandwidth" (GB/s, one series per copy type), from
+``analyses/gpu/counters.py``. Computed once per store (``store.memo``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import nesting_depth
+from tbprof.analyses.gpu.activity import has_device_activity
+from tbprof.analyses.gpu.counters import StepSeries, device_counters, last_per_time
 from tbprof.domain.planes import device_display_name
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import is_counter_line
@@ -124,6 +129,7 @@ def _build(store: ProfileStore) -> TrackIndex:
     by_line: dict[tuple[int, int], int] = {}
     steps_track = None
     counts_all = {p.index: np.diff(p.line_offsets) for p in store.planes}
+    gpu_counters = _gpu_counter_tracks(store)
     for plane in sorted(store.planes, key=_plane_order):
         if plane.n_events == 0:
             continue
@@ -151,6 +157,9 @@ def _build(store: ProfileStore) -> TrackIndex:
             for derived_name, events in device_plane_lines(store, plane):
                 add(Track(0, group.id, derived_name, "slices", plane.index, -1, int(events.start_ps.shape[0]),
                           int(events.depth.max()), derived=events))
+            for name, series in gpu_counters.get(plane.index, []):
+                add(Track(0, group.id, name, "counter", plane.index, -1, int(series.time_ps.shape[0]), 0,
+                          counter=series))
 
             def device_order(i: int, plane: Plane = plane) -> tuple[int, int]:
                 name = _line_name(plane, i)
@@ -286,6 +295,33 @@ def _pytorch_memory_tracks(store: ProfileStore, plane: Plane, group: int) -> lis
         label = "CPU" if dev < 0 else f"device {int(dev)}"
         out.append(Track(0, group, f"Memory: {label}", "counter", plane.index, -1, int(sel.sum()), 0,
                          counter=CounterSeries(plane.start_ps[rows[sel]].astype(np.int64), values, "bytes")))
+    return out
+
+
+def _merge_steps(series: list[StepSeries], prefix: str, unit: str) -> CounterSeries:
+    """Several step functions on one counter track: the union of their times, each forward-filled
+    (0 before its first point), each with its value after all the changes at a time."""
+    last = [last_per_time(s.time_ps, s.value.astype(np.float64)) for s in series]
+    times = sorted_unique(np.concatenate([t for t, _ in last]))
+    values: dict[str, np.ndarray] = {}
+    for s, (t, v) in zip(series, last, strict=True):
+        pos = np.searchsorted(t, times, side="right") - 1
+        values[f"{prefix}{s.key}"] = np.where(pos >= 0, v[np.maximum(pos, 0)], 0.0)
+    return CounterSeries(times.astype(np.int64), values, unit)
+
+
+def _gpu_counter_tracks(store: ProfileStore) -> dict[int, list[tuple[str, CounterSeries]]]:
+    """Per device plane index: HTA's queue-length and memory-bandwidth counter tracks."""
+    if not any(p.name.startswith("/device:GPU") for p in store.planes) or not has_device_activity(store):
+        return {}
+    out: dict[int, list[tuple[str, CounterSeries]]] = {}
+    for plane_index, _, queues, bandwidths in device_counters(store):
+        tracks = []
+        if queues:
+            tracks.append(("CUDA queue length", _merge_steps(queues, "stream ", "")))
+        if bandwidths:
+            tracks.append(("Memory bandwidth", _merge_steps(bandwidths, "", "GB/s")))
+        out[plane_index] = tracks
     return out
 
 

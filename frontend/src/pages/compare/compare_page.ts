@@ -36,6 +36,7 @@ const TABLES: readonly [string, string, string][] = [
   ["op_types", "Op types", "Framework ops grouped by type; rows ordered by their contribution to the step-time change."],
   ["ops", "Ops", "Framework ops joined by name; rows ordered by |Δ per step|. Links open each run's trace viewer at the op."],
   ["kernels", "GPU kernels", "Kernels joined by name, op and launch configuration."],
+  ["trace_diff", "Ops and kernels (HTA trace diff)", "HTA's TraceDiff: every operator and kernel of the first rank's first iteration, by count and total time; added, deleted, increased, decreased or unchanged count."],
   ["memory_allocators", "Memory: allocators", "Peak memory in use and fragmentation at the peak of each allocator."],
   ["allocations", "Memory: allocations at the peak", "Allocations live at each peak, the ones that appear or grow most first."],
   ["steps", "Steps", "Step times of both sides by position."],

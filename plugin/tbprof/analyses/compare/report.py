@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.gpu.trace_diff import OpSummary
+from tbprof.analyses.gpu.trace_diff import diff as trace_diff_table
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, OptionError
@@ -62,6 +64,8 @@ class SideInput:
     op_stats: list[dict[str, Any]] = field(default_factory=list)
     kernel_stats: list[dict[str, Any]] = field(default_factory=list)
     memory: list[dict[str, Any]] = field(default_factory=list)
+    # HTA's trace diff input (PyTorch runs): the first rank's events of one iteration by name.
+    op_summary: OpSummary | None = None
     steps: str = ""  # step selection ("3:6", "2,4"): restricts the step statistics
     unavailable: dict[str, str] = field(default_factory=dict)
     # Sections no tool answers for this side (unknown, not empty): never joined against the
@@ -721,6 +725,16 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
         tables.update(ops_tables(base, cand, bs, cs_))
     if (base.kernel_stats or cand.kernel_stats) and joinable("kernels"):
         tables["kernels"] = kernels_table(base, cand, bs, cs_)
+    trace_diff: dict[str, Any] | None = None
+    if base.op_summary is not None and cand.op_summary is not None:
+        if base.op_summary.iteration is None or cand.op_summary.iteration is None:
+            unavailable["trace_diff"] = "no ProfilerStep iteration in " + " and ".join(
+                n for n, s in (("the baseline", base), ("the candidate", cand))
+                if s.op_summary is not None and s.op_summary.iteration is None)
+        else:
+            tables["trace_diff"], changes = trace_diff_table(base.op_summary, cand.op_summary)
+            trace_diff = {"baseline_iteration": base.op_summary.iteration,
+                          "candidate_iteration": cand.op_summary.iteration, "changes": changes}
     memory_summary: dict[str, Any] = {}
     if (base.memory or cand.memory) and joinable("memory"):
         mt, memory_summary = memory_tables(base, cand)
@@ -749,6 +763,7 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
         },
         "breakdown": breakdown_summary,
         "memory": memory_summary,
+        "trace_diff": trace_diff,
         "identical": identical,
         "unavailable": unavailable,
         "notes": notes,

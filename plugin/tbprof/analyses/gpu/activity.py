@@ -65,6 +65,7 @@ class DeviceActivity:
     launch_dur_ps: np.ndarray  # int64, -1 when the launch is not in the trace
     launch_name_id: np.ndarray  # int32, -1 when the launch is not in the trace
     plane: np.ndarray  # int64, the device plane of each event
+    row: np.ndarray  # int64, the event's row in its plane (to read more of its stats)
 
     @property
     def n(self) -> int:
@@ -86,7 +87,7 @@ def _int_column(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 def _empty() -> DeviceActivity:
     z64 = np.zeros(0, np.int64)
     return DeviceActivity(z64, z64, z64, np.zeros(0, np.int8), np.zeros(0, np.int32), z64, z64, z64,
-                          np.zeros(0, np.int32), z64)
+                          np.zeros(0, np.int32), z64, z64)
 
 
 def device_activity(store: ProfileStore) -> DeviceActivity:
@@ -118,7 +119,7 @@ def _inward_us(store: ProfileStore, start_ps: np.ndarray, dur_ps: np.ndarray) ->
     return start, end
 
 
-# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index);
+# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index, row);
 # host parts: (start_ps, dur_ps, name_id, correlation).
 _Parts = tuple[list[tuple[np.ndarray, ...]], list[tuple[np.ndarray, ...]]]
 
@@ -140,7 +141,7 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
             dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows],
-                              np.full(rows.shape[0], pi, np.int64)))
+                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64)))
         hrows = np.nonzero(~is_dev & (corr >= 0))[0]
         if hrows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[hrows], plane.dur_ps[hrows])
@@ -177,7 +178,7 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
                 dev_parts.append((plane.start_ps[rows].astype(np.int64),
                                   (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64),
                                   line_id.astype(np.int64), plane.name_id[rows], corr,
-                                  np.full(rows.shape[0], pi, np.int64)))
+                                  np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64)))
         elif plane.name == "/host:CPU":
             if rows.shape[0]:
                 host_parts.append((plane.start_ps[rows].astype(np.int64), plane.dur_ps[rows].astype(np.int64),
@@ -195,7 +196,8 @@ def _build(store: ProfileStore) -> DeviceActivity:
         return _empty()
     if not dev_parts:
         return _empty()
-    d_start, d_end, d_stream, d_name, d_corr, d_plane = (np.concatenate(c) for c in zip(*dev_parts, strict=True))
+    d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row = (
+        np.concatenate(c) for c in zip(*dev_parts, strict=True))
     if host_parts:
         h_start, h_dur, h_name, h_corr = (np.concatenate(c) for c in zip(*host_parts, strict=True))
     else:
@@ -208,8 +210,8 @@ def _build(store: ProfileStore) -> DeviceActivity:
         # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
         # of HTA's "CPU operators": it stays when it starts before the last step.
         keep_dev = np.isin(d_corr, h_corr) | ((d_corr < 0) & (d_start < last_step_start))
-        d_start, d_end, d_stream, d_name, d_corr, d_plane = (
-            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane))
+        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row = (
+            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row))
     # Launch of each device event: the host event with its correlation.
     order = np.argsort(h_corr, kind="stable")
     sorted_corr = h_corr[order]
@@ -235,6 +237,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
         stream=d_stream[by_start].astype(np.int64), kind=kind[by_start], name_id=d_name[by_start].astype(np.int32),
         correlation=d_corr[by_start].astype(np.int64), launch_start_ps=l_start[by_start],
         launch_dur_ps=l_dur[by_start], launch_name_id=l_name[by_start], plane=d_plane[by_start].astype(np.int64),
+        row=d_row[by_start].astype(np.int64),
     )
 
 
@@ -246,7 +249,8 @@ def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, Devi
         out.append((store.planes[pi].name, DeviceActivity(
             start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],
             name_id=act.name_id[m], correlation=act.correlation[m], launch_start_ps=act.launch_start_ps[m],
-            launch_dur_ps=act.launch_dur_ps[m], launch_name_id=act.launch_name_id[m], plane=act.plane[m])))
+            launch_dur_ps=act.launch_dur_ps[m], launch_name_id=act.launch_name_id[m], plane=act.plane[m],
+            row=act.row[m])))
     return out
 
 

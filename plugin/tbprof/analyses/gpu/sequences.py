@@ -1,0 +1,168 @@
+"""HTA's frequent CUDA kernel sequences, one tool over the ranks of a run: ``kernel_sequences``.
+
+As HTA 0.5.0's ``get_frequent_cuda_kernel_sequences`` (formulas in docs/formulas.md,
+"Frequent kernel sequences (HTA)"): the **roots** are the host operators whose name contains
+``operator_name`` and that sit at the shallowest call-stack depth any such operator has; a root
+with at least ``min_pattern_len`` device events launched under it (by a launch call anywhere in
+its subtree) gives one occurrence of the **pattern** (its name, then the names of those device
+events in start order). Per pattern: occurrences, the device time of their events and the
+host time of the roots. Patterns that repeat are fusion candidates (one kernel instead of a
+chain of small ones).
+
+The call stack is the store's nesting of host events per thread (``domain/event_tree``); device
+events are ``activity.device_activity``'s (HTA's last-step filter), their launches the host
+events with the same correlation. Durations are the profile's own (nanoseconds): HTA 0.5.0's
+call graph fails on whole-microsecond-rounded Kineto traces (a rounded event can end before it
+starts), so its goldens are taken with ``HTA_DISABLE_NS_ROUNDING=1``.
+
+XSpace GPU profiles: the host events of ``/host:CPU`` nest the same way (TraceMe / framework op
+events), and CUPTI launches carry the correlation, so the tool runs there too with an operator
+name from that profile (``operator_name`` is a plain substring, never a regex).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.gpu.activity import device_activity, has_device_activity
+from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
+from tbprof.domain.event_tree import parent_rows
+from tbprof.store.tables import Plane, ProfileStore
+
+TOOL = "kernel_sequences"
+_PS_PER_US = 1e6
+DEFAULT_OPERATOR = "aten::"
+
+
+def _host_plane(store: ProfileStore) -> Plane | None:
+    """The plane whose events launch the device work (``/host:CPU``; Kineto's reader names it so)."""
+    return store.plane("/host:CPU")
+
+
+def _correlation_rows(store: ProfileStore, plane: Plane) -> tuple[np.ndarray, np.ndarray]:
+    """(correlation, host row) of every host event with one, sorted by correlation."""
+    sid = store.stat_id("correlation_id" if store.format == "xspace" else "correlation")
+    if sid < 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows, corr = plane.event_stat(sid).sparse_int()
+    keep = corr >= 0
+    rows, corr = rows[keep], corr[keep]
+    order = np.argsort(corr, kind="stable")
+    return corr[order], rows[order].astype(np.int64)
+
+
+def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> list[dict[str, Any]]:
+    """The patterns of one host (rank): name, count, device time, host time (us), kernels per
+    occurrence, and the occurrences (host-plane row of the root, device ps, host ps)."""
+    plane = _host_plane(store)
+    act = device_activity(store)
+    if plane is None or act.n == 0 or not operator_name:
+        return []
+    names = store.strings.as_list()
+    matching = np.array([operator_name in n for n in names], dtype=bool)
+    candidate = matching[plane.name_id]
+    if not candidate.any():
+        return []
+    depth = np.asarray(plane.depth, dtype=np.int64)
+    root_depth = int(depth[candidate].min())
+    # Each device event's launch on the host plane.
+    sorted_corr, sorted_rows = _correlation_rows(store, plane)
+    pos = np.searchsorted(sorted_corr, act.correlation)
+    found = (pos < sorted_corr.shape[0]) & (sorted_corr[np.minimum(pos, max(sorted_corr.shape[0] - 1, 0))]
+                                           == act.correlation) if sorted_corr.shape[0] else np.zeros(act.n, bool)
+    dev = np.nonzero(found)[0]
+    launch = sorted_rows[pos[dev]]
+    # The launch's ancestor at the roots' depth (one parent step per level; no per-event loop).
+    parent = parent_rows(plane)
+    anc = launch.copy()
+    for _ in range(int(depth.max()) + 1):
+        up = depth[anc] > root_depth
+        if not up.any():
+            break
+        anc[up] = parent[anc[up]]
+    under = (depth[anc] == root_depth) & candidate[anc]
+    dev, anc = dev[under], anc[under]
+    if dev.shape[0] == 0:
+        return []
+    # Device durations as the profile has them (not HTA's rounded ones: see the module doc).
+    dev_dur_ps = np.array([int(store.planes[p].dur_ps[r]) for p, r in zip(act.plane[dev].tolist(),
+                                                                            act.row[dev].tolist(), strict=True)],
+                          dtype=np.int64)
+    order = np.lexsort((act.start_ps[dev], anc))
+    dev, anc, dev_dur_ps = dev[order], anc[order], dev_dur_ps[order]
+    roots, first, counts = np.unique(anc, return_index=True, return_counts=True)
+    kernel_names = store.strings.lookup(act.name_id[dev])
+    # Per pattern, its occurrences: (root row on the host plane, device ps, host ps).
+    by_pattern: dict[tuple[str, ...], list[tuple[int, int, int]]] = {}
+    for root, f, c in zip(roots.tolist(), first.tolist(), counts.tolist(), strict=True):
+        if c < min_pattern_len:
+            continue
+        key = (names[int(plane.name_id[root])], *kernel_names[f:f + c])
+        by_pattern.setdefault(key, []).append((int(root), int(dev_dur_ps[f:f + c].sum()), int(plane.dur_ps[root])))
+    out: list[dict[str, Any]] = [{"pattern": "|".join(k), "operator": k[0], "kernels": len(k) - 1, "count": len(occ),
+            "gpu_kernel_duration_us": sum(o[1] for o in occ) / _PS_PER_US,
+            "cpu_op_duration_us": sum(o[2] for o in occ) / _PS_PER_US,
+            "plane": plane.index, "occurrences": occ}
+           for k, occ in by_pattern.items()]
+    # HTA's order: most frequent first, then by pattern text.
+    out.sort(key=lambda r: (-r["count"], r["pattern"]))
+    return out
+
+
+COLUMNS = [
+    Column("rank", "Rank", "int"), Column("host", "Host", "str"),
+    Column("operator", "Operator", "str", "", "the root host operator"),
+    Column("kernels", "Kernels", "int", "", "device events per occurrence"),
+    Column("count", "Occurrences", "int"),
+    Column("gpu_kernel_duration_us", "Device time", "float", "us", "of the pattern's events, all occurrences"),
+    Column("cpu_op_duration_us", "Host time", "float", "us", "of the root operators, all occurrences"),
+    Column("pattern", "Pattern", "str", "", "operator|kernel|kernel|... (HTA's notation)"),
+]
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    operator_name = str(options.get("operator_name", DEFAULT_OPERATOR))
+    min_len = int(options.get("min_pattern_len", 3))
+    ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
+    rows: list[tuple[Any, ...]] = []
+    for rank, store in ranked:
+        def build(store: ProfileStore = store) -> list[dict[str, Any]]:
+            return patterns(store, operator_name, min_len)
+
+        found: list[dict[str, Any]] = store.memo(("kernel_sequences", operator_name, min_len), build)
+        rows.extend((rank, store.host, p["operator"], p["kernels"], p["count"], p["gpu_kernel_duration_us"],
+                     p["cpu_op_duration_us"], p["pattern"]) for p in found)
+    repeated = [r for r in rows if r[4] > 1]
+    table = Table.from_columns(COLUMNS, {c.name: [r[i] for r in rows] for i, c in enumerate(COLUMNS)},
+                               default_sort="count")
+    return {
+        "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
+        "ranks": [r for r, _ in ranked], "operator_name": operator_name, "min_pattern_len": min_len,
+        "pattern_count": len(rows), "repeated_pattern_count": len(repeated),
+        "tables": {"patterns": table},
+    }
+
+
+def _parse_operator(text: str) -> str:
+    # A plain substring (HTA's test is ``operator_name in name``): bounded, never a regex.
+    return text[:256]
+
+
+OPTIONS = (
+    Option("operator_name", _parse_operator, DEFAULT_OPERATOR,
+           "host operators whose name contains this start a pattern (HTA's operator_name)"),
+    Option("min_pattern_len", parse_nonneg_int, 3, "fewest device events under an operator to count (HTA: 3)"),
+)
+
+TOOLS = (
+    Tool(
+        name=TOOL, title="Frequent kernel sequences (HTA)", compute=compute, available=has_device_activity,
+        options=OPTIONS, multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        description="HTA's frequent CUDA kernel sequences: the kernels each operator launches, by pattern.",
+    ),
+)

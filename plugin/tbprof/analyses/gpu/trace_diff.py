@@ -1,0 +1,186 @@
+"""HTA's op-level trace diff: operators and kernels of two runs by count and duration.
+
+As HTA 0.5.0's ``TraceDiff.compare_traces`` / ``ops_diff`` (docs/formulas.md, "Trace diff (HTA)"),
+on one rank and one iteration per side (HTA's defaults: the first rank, the first
+``ProfilerStep``):
+
+* the events are the trace's complete events with a category (not ``Trace``, not instants),
+  times rounded inward to whole microseconds as HTA reads Kineto JSON;
+* a host event belongs to the ``ProfilerStep#N`` whose [start, end) holds its start (a GPU
+  annotation of the step wins over the host marker where both do: Kineto writes GPU activity
+  after the host events and HTA keeps the last match); a device event (integer ``stream`` > 0)
+  to the iteration of its launch (the host event with its ``correlation``);
+* per name: count and total duration (us); then per name of either side the difference and the
+  change: ``added`` (only in the candidate), ``deleted`` (only in the baseline), ``increased`` /
+  ``decreased`` / ``unchanged`` count.
+
+``tbprof compare`` runs it for two PyTorch runs (``service/comparisons.py``); the compare page
+shows its table. XSpace profiles have no ``ProfilerStep`` iterations: not applicable there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tbprof.analyses.gpu.activity import _int_column, _inward_us
+from tbprof.analyses.table import Column, Table
+from tbprof.store.markers import is_counter_line
+from tbprof.store.tables import ProfileStore
+
+_PS_PER_US = 1_000_000
+_STEP_PREFIX = "ProfilerStep#"
+# Categories HTA drops (its parser: "Trace"; instants have no duration in the JSON).
+_DROPPED_CATEGORIES = ("Trace", "cpu_instant_event")
+CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
+
+
+@dataclass(frozen=True)
+class OpSummary:
+    """Per name: count and total duration (us) of one side's events in one iteration."""
+
+    iteration: int | None
+    counts: dict[str, int]
+    total_us: dict[str, float]
+
+
+def _iteration_of(name: str) -> int | None:
+    rest = name[len(_STEP_PREFIX):].strip() if name.startswith(_STEP_PREFIX) else ""
+    return int(rest) if rest.isdigit() else None
+
+
+def op_summary(store: ProfileStore, iteration: int | None = None) -> OpSummary:
+    """The events of ``iteration`` (default: the first ProfilerStep) by name (memoised)."""
+    return store.memo(("trace_diff_summary", iteration), lambda: _summary(store, iteration))
+
+
+@dataclass(frozen=True)
+class EventTable:
+    """HTA's view of a Kineto trace's events: times rounded inward (ps from the store origin),
+    integer stream (-1: host), correlation, name, and the ProfilerStep iteration of each (-1: none)."""
+
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    name_id: np.ndarray
+    iteration: np.ndarray
+    is_step: np.ndarray  # a ProfilerStep marker or GPU annotation
+    step_numbers: tuple[int, ...]  # every N of a ProfilerStep#N name, ascending
+
+
+def event_table(store: ProfileStore) -> EventTable | None:
+    """The table (memoised); None without ProfilerStep names."""
+    return store.memo(("hta_event_table",), lambda: _event_table(store))
+
+
+def _event_table(store: ProfileStore) -> EventTable | None:
+    names = store.strings.as_list()
+    step_number = {i: n for i, name in enumerate(names) if (n := _iteration_of(name)) is not None}
+    if not step_number:
+        return None
+    cat_sid = store.stat_id("cat")
+    dropped = np.asarray([i for i in (store.strings.id(c) for c in _DROPPED_CATEGORIES) if i >= 0], np.int64)
+    parts = []  # (rows, start, end, stream, correlation, name_id, on a device plane)
+    for plane in store.planes:
+        if plane.n_events == 0 or cat_sid < 0:
+            continue
+        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        keep = (cat >= 0) & ~np.isin(cat, dropped)
+        for line in range(plane.n_lines):
+            if is_counter_line(plane, line):
+                sl = plane.line_rows(line)
+                keep[sl.start:sl.stop] = False
+        rows = np.nonzero(keep)[0]
+        if rows.shape[0] == 0:
+            continue
+        start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
+        parts.append((rows, start, end, _int_column(store, plane, "stream")[rows],
+                      _int_column(store, plane, "correlation")[rows], plane.name_id[rows],
+                      np.full(rows.shape[0], plane.name.startswith("/device:"), bool)))
+    steps = tuple(sorted(set(step_number.values())))
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return EventTable(z, z, z, z, z, z, np.zeros(0, bool), steps)
+    start = np.concatenate([p[1] for p in parts])
+    end = np.concatenate([p[2] for p in parts])
+    stream = np.concatenate([p[3] for p in parts])
+    corr = np.concatenate([p[4] for p in parts])
+    name_id = np.concatenate([p[5] for p in parts])
+    on_device = np.concatenate([p[6] for p in parts])
+    host = stream < 0
+    # Steps: host markers first, then GPU annotations (stream-less events of a device plane's
+    # annotation lines look the same here; Kineto writes them later, so they win).
+    is_step = host & np.isin(name_id, np.fromiter(step_number, np.int64))
+    iteration_of = np.full(start.shape[0], -1, np.int64)
+    step_rows = np.nonzero(is_step)[0]
+    gpu_annotation = on_device[step_rows]
+    for row in np.concatenate([step_rows[~gpu_annotation], step_rows[gpu_annotation]]).tolist():
+        inside = host & (start >= start[row]) & (start < end[row])
+        iteration_of[inside] = step_number[int(name_id[row])]
+    # Device events: their launch's iteration (HTA's index_correlation).
+    dev = np.nonzero(stream > 0)[0]
+    launches = np.nonzero(host & (corr >= 0))[0]
+    order = np.argsort(corr[launches], kind="stable")
+    sorted_corr = corr[launches][order]
+    pos = np.searchsorted(sorted_corr, corr[dev])
+    if sorted_corr.shape[0]:
+        found = (pos < sorted_corr.shape[0]) & (sorted_corr[np.minimum(pos, sorted_corr.shape[0] - 1)] == corr[dev])
+        iteration_of[dev[found]] = iteration_of[launches[order][pos[found]]]
+    return EventTable(start, end, stream, corr, name_id.astype(np.int64), iteration_of, is_step, steps)
+
+
+def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
+    table = event_table(store)
+    if table is None:
+        return OpSummary(None, {}, {})
+    wanted = table.step_numbers[0] if iteration is None else iteration
+    start, end, name_id, iteration_of = table.start_ps, table.end_ps, table.name_id, table.iteration
+    sel = np.nonzero(iteration_of == wanted)[0]
+    dur_us = (end[sel] - start[sel]) / _PS_PER_US
+    uniq, inv = np.unique(name_id[sel], return_inverse=True)
+    inv = inv.reshape(-1)
+    counts = np.bincount(inv, minlength=uniq.shape[0])
+    totals = np.bincount(inv, weights=dur_us, minlength=uniq.shape[0])
+    labels = store.strings.lookup(uniq)
+    out_counts: dict[str, int] = {}
+    out_totals: dict[str, float] = {}
+    for label, c, t in zip(labels, counts.tolist(), totals.tolist(), strict=True):
+        out_counts[label] = out_counts.get(label, 0) + int(c)
+        out_totals[label] = out_totals.get(label, 0.0) + float(t)
+    return OpSummary(wanted, out_counts, out_totals)
+
+
+COLUMNS = [
+    Column("name", "Operator or kernel", "str"),
+    Column("change", "Change", "str", "", "added, deleted, increased, decreased or unchanged count"),
+    Column("baseline_count", "Baseline count", "int"), Column("candidate_count", "Candidate count", "int"),
+    Column("diff_count", "Δ count", "int", "", "candidate - baseline"),
+    Column("baseline_total_us", "Baseline time", "float", "us"),
+    Column("candidate_total_us", "Candidate time", "float", "us"),
+    Column("diff_duration_us", "Δ time", "float", "us", "candidate - baseline"),
+]
+
+
+def change_of(base_count: int, cand_count: int) -> str:
+    """HTA's ``ops_diff`` category of one name."""
+    if base_count == 0:
+        return "added"
+    if cand_count == 0:
+        return "deleted"
+    return "increased" if cand_count > base_count else "decreased" if cand_count < base_count else "unchanged"
+
+
+def diff(base: OpSummary, cand: OpSummary) -> tuple[Table, dict[str, int]]:
+    """The joined table (ordered by |Δ time|) and the number of names per change."""
+    names = sorted(set(base.counts) | set(cand.counts))
+    rows = []
+    for n in names:
+        bc, cc = base.counts.get(n, 0), cand.counts.get(n, 0)
+        bt, ct = base.total_us.get(n, 0.0), cand.total_us.get(n, 0.0)
+        rows.append((n, change_of(bc, cc), bc, cc, cc - bc, bt, ct, ct - bt))
+    rows.sort(key=lambda r: (-abs(r[7]), r[0]))
+    table = Table.from_columns(COLUMNS, {c.name: [r[i] for r in rows] for i, c in enumerate(COLUMNS)})
+    summary = {c: sum(1 for r in rows if r[1] == c) for c in CHANGES}
+    return table, summary

@@ -1,0 +1,150 @@
+"""torch-tb-profiler's module view: time per ``nn.Module`` in the module hierarchy (``module_view``).
+
+As torch-tb-profiler 0.4.3 (``profiler/module_op.py``; docs/formulas.md, "Module view
+(torch-tb-profiler)"), for traces recorded with ``with_modules=True`` (Kineto writes each Python
+call as a ``python_function`` event with ``Python id`` / ``Python parent id``, and an
+``nn.Module`` call also with ``Python module id``):
+
+* the **hierarchy**: a module's parent is the nearest module among its Python callers (``Python
+  parent id`` links); identical subtrees collapse (each step repeats the same hierarchy);
+* per module (name, ``Python module id``): occurrences, operators (``cpu_op`` events directly
+  under it in the host call tree, whose nodes are operators, annotations and modules: plain
+  Python functions are transparent), host duration and self host duration (duration - the
+  durations of its direct call-tree children), average duration.
+
+XSpace: TensorFlow / JAX name scopes are the framework ops' scopes in XProf's op profile and
+trace viewer; not this tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.ops.op_shapes import tree_parents
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.tables import ProfileStore
+
+TOOL = "module_view"
+_PS_PER_US = 1e6
+_OP_EXCLUDED = ("DataParallel.forward", "DistributedDataParallel.forward")
+
+
+def has_modules(store: object) -> bool:
+    strings = getattr(store, "strings", None)
+    return (getattr(store, "format", "") == "chrome_trace" and strings is not None
+            and strings.id("Python module id") >= 0)
+
+
+def module_rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:
+    """(depth, name, module id, occurrences, operators, host us, self host us, avg us) in
+    hierarchy order (children after their parent, siblings by name) (memoised)."""
+    return store.memo(("module_view",), lambda: _rows(store))
+
+
+def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:
+    plane = store.plane("/host:CPU")
+    sids = {k: store.stat_id(k) for k in ("cat", "Python module id", "Python id", "Python parent id")}
+    if plane is None or plane.n_events == 0 or min(sids.values()) < 0:
+        return []
+    n = plane.n_events
+    cat = plane.event_stat(sids["cat"]).dense_str(n)
+    module_id = plane.event_stat(sids["Python module id"]).dense_int(n, missing=-1)
+    py_id = plane.event_stat(sids["Python id"]).dense_int(n, missing=-1)
+    py_parent = plane.event_stat(sids["Python parent id"]).dense_int(n, missing=-1)
+    ids = {c: store.strings.id(c) for c in ("cpu_op", "user_annotation", "python", "python_function")}
+    is_module = (cat == ids["python_function"]) & (module_id >= 0)
+    is_node = np.isin(cat, [ids["cpu_op"], ids["user_annotation"], ids["python"]]) | is_module
+    names = store.strings.as_list()
+    excluded = np.array([nm.startswith(("ProfilerStep#", "Optimizer.")) or nm in _OP_EXCLUDED for nm in names])
+    is_op = (cat == ids["cpu_op"]) & ~excluded[plane.name_id]
+    parent = tree_parents(plane, is_node)
+    dur = plane.dur_ps.astype(np.int64)
+    child = is_node & (parent >= 0)
+    taken = np.zeros(n, np.int64)
+    np.add.at(taken, parent[child], dur[child])
+    ops_under = np.zeros(n, np.int64)
+    np.add.at(ops_under, parent[is_op & (parent >= 0)], 1)
+    # Statistics per (name, module id).
+    stats: dict[tuple[int, int], list[int]] = {}
+    for r in np.nonzero(is_module)[0].tolist():
+        s = stats.setdefault((int(plane.name_id[r]), int(module_id[r])), [0, 0, 0, 0])
+        s[0] += 1
+        s[1] += int(ops_under[r])
+        s[2] += int(dur[r])
+        s[3] += int(dur[r] - taken[r])
+    # Hierarchy: a module's parent is the nearest module up its Python caller chain.
+    py_rows = np.nonzero(cat == ids["python_function"])[0]
+    by_py_id = {int(py_id[r]): int(r) for r in py_rows.tolist()}
+    module_parent: dict[int, int | None] = {}
+    for r in np.nonzero(is_module)[0].tolist():
+        up = by_py_id.get(int(py_parent[r]))
+        seen = 0
+        while up is not None and not is_module[up] and seen < len(by_py_id):
+            up = by_py_id.get(int(py_parent[up]))
+            seen += 1
+        module_parent[r] = up
+
+    def key(r: int) -> tuple[int, int]:
+        return int(plane.name_id[r]), int(module_id[r])
+
+    children: dict[int | None, list[int]] = {}
+    for r, p in module_parent.items():
+        children.setdefault(p, []).append(r)
+
+    def subtree(r: int) -> tuple[Any, ...]:
+        return (key(r), tuple(sorted(subtree(c) for c in children.get(r, []))))
+
+    out: list[tuple[int, str, int, int, int, float, float, float]] = []
+
+    def emit(tree: tuple[Any, ...], depth: int) -> None:
+        (name_id, mid), kids = tree
+        s = stats[(name_id, mid)]
+        out.append((depth, names[name_id].replace("nn.Module: ", ""), mid, s[0], s[1], s[2] / _PS_PER_US,
+                    s[3] / _PS_PER_US, s[2] / s[0] / _PS_PER_US))
+        for k in sorted(set(kids), key=lambda t: names[t[0][0]]):
+            emit(k, depth + 1)
+
+    roots = {subtree(r) for r in children.get(None, [])}  # identical hierarchies collapse
+    for tree in sorted(roots, key=lambda t: names[t[0][0]]):
+        emit(tree, 0)
+    return out
+
+
+COLUMNS = [
+    Column("rank", "Rank", "int"), Column("depth", "Depth", "int", "", "0: a root module"),
+    Column("module", "Module", "str"), Column("module_id", "Module id", "int"),
+    Column("occurrences", "Occurrences", "int"), Column("operators", "Operators", "int", "", "directly under it"),
+    Column("host_duration_us", "Host duration", "float", "us"),
+    Column("self_host_duration_us", "Host self duration", "float", "us"),
+    Column("avg_duration_us", "Avg duration", "float", "us"),
+]
+
+
+def _rank(store: ProfileStore, index: int) -> int:
+    info = store.metadata.get("distributedInfo") if isinstance(store.metadata, dict) else None
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else index
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    ranked = sorted(((_rank(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
+    rows = [(rank, *r) for rank, s in ranked for r in module_rows(s)]
+    return {
+        "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
+        "ranks": [r for r, _ in ranked], "module_count": len(rows),
+        "tables": {"modules": Table.from_columns(COLUMNS, {c.name: [r[i] for r in rows]
+                                                           for i, c in enumerate(COLUMNS)})},
+    }
+
+
+TOOLS = (
+    Tool(
+        name=TOOL, title="Module view (torch-tb-profiler)", compute=compute, available=has_modules,
+        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        description="torch-tb-profiler's module view: time per nn.Module in the module hierarchy (with_modules).",
+    ),
+)

@@ -317,7 +317,9 @@ cdef class Scanner:
 
     # --- errors ---------------------------------------------------------------------------
     cdef Py_ssize_t _fail(self, int code, Py_ssize_t p):
-        if code == E_CHAR and p < self.end and self.buf[p] >= 0x80 and self._utf8_len(p) == ERR:
+        # A byte that can start no UTF-8 sequence: the text is not UTF-8 (judged on this byte
+        # alone, so the verdict never depends on where a window ends).
+        if code == E_CHAR and p < self.end and (0x80 <= self.buf[p] <= 0xC1 or self.buf[p] >= 0xF5):
             code = E_UTF8
         self.err_code = code
         self.err_at = self.base + p

@@ -348,10 +348,13 @@ class _Tokens:
         if found is not self:
             return found
         raw = self.raw[t]
+        text = raw[1:]
         if raw[:1] == b"S":
-            v: Any = raw[1:].decode("utf-8")
+            v: Any = text.decode("utf-8")
+        elif len(text) < 1000 and (text.isdigit() or (text[:1] == b"-" and text[1:].isdigit())):
+            v = int(text)  # the common id: an integer, without json.loads' cost
         else:
-            v = json.loads(raw[1:])
+            v = json.loads(text)
             if isinstance(v, float) and not math.isfinite(v):
                 v = str(v)
             elif v is not None and not isinstance(v, (str, int, float)):
@@ -496,7 +499,13 @@ class _Builder:
         self._add_args_to(first + np.arange(events.shape[0]), events)
 
     def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
-        """The args of ``events`` as stats of the collected events ``owners`` (one each)."""
+        """The args of ``events`` as stats of the collected events ``owners`` (one each), in
+        batches of events so that the temporaries stay small."""
+        step = 1 << 19
+        for lo in range(0, events.shape[0], step):
+            self._add_batch(owners[lo:lo + step], events[lo:lo + step])
+
+    def _add_batch(self, owners: np.ndarray, events: np.ndarray) -> None:
         rows, pos = self._stat_rows(events)
         c = self.cols
         kind = c["st_kind"][rows]
@@ -512,7 +521,7 @@ class _Builder:
             value[text] = _lut(value[text].astype(np.int32), lambda t: self.strings.intern(self.tok.canonical(t)),
                                np.int64, self.n_tokens)
             kind[text] = tables.KIND_STR
-        self.st_chunks.append((owners[pos].astype(np.int64), key, kind.astype(np.int8), value))
+        self.st_chunks.append((owners[pos].astype(np.int32), key, kind.astype(np.int8), value))
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: _Scan) -> tables.ProfileStore:
@@ -560,6 +569,8 @@ class _Builder:
         self._instants(np.flatnonzero(codes == _PH_INSTANT))
         self._counters(np.flatnonzero(codes == _PH_C))
         self._objects(np.flatnonzero(codes == _PH_OBJECT))
+        for name in ("st_owner", "st_key", "st_kind", "st_value"):  # every args entry is read now
+            del c[name]
         flows = self._timed(np.flatnonzero(codes == _PH_FLOW), "flow ('s'/'t'/'f') events")
         ts_us = np.concatenate(self.ev_ts) if self.ev_ts else np.zeros(0)
         return self._finish(ts_us, t0_us, flows if flows.shape[0] else None)
@@ -733,6 +744,8 @@ class _Builder:
         dur_us = np.concatenate(self.ev_dur) if n else np.zeros(0)
         name_id = np.concatenate(self.ev_name) if n else np.zeros(0, np.int32)
         cat_id = np.concatenate(self.ev_cat) if n else np.zeros(0, np.int32)
+        # Peak memory is the columns: drop each one once it has been used.
+        self.ev_line, self.ev_ts, self.ev_dur, self.ev_name, self.ev_cat = [], [], [], [], []
         # Round to the nanosecond (see the module docstring), then to picoseconds.
         start_ps = np.rint((ts_us - t0_us) * 1e3).astype(np.int64) * 1000
         dur_ps = np.rint(dur_us * 1e3).astype(np.int64) * 1000
@@ -756,13 +769,6 @@ class _Builder:
 
         ev_plane = plane_of_line[line_g] if n else np.zeros(0, np.int64)
         ev_local = local_of_line[line_g] if n else np.zeros(0, np.int64)
-        chunks = self.st_chunks or [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8),
-                                     np.zeros(0, np.int64))]
-        owner = np.concatenate([c[0] for c in chunks])
-        st_name = np.concatenate([c[1] for c in chunks])
-        st_kind = np.concatenate([c[2] for c in chunks])
-        st_value = np.concatenate([c[3] for c in chunks])
-
         # One sort for all planes: (plane, line, start, -dur); row_of maps collection order -> row.
         order = np.lexsort((-dur_ps, start_ps, ev_local, ev_plane))
         plane_bounds = np.searchsorted(ev_plane[order], np.arange(len(pids) + 1))
@@ -773,18 +779,11 @@ class _Builder:
 
         flow_rows = self._bind_flows(flows, t0_us, pids, order, plane_bounds, start_ps, dur_ps, ev_local,
                                      local_of_line, plane_of_line)
+        self.cols = {}
         # Flow stats join the arg stats (owner in collection order).
         if flow_rows is not None:
-            f_owner, f_name, f_kind, f_value = flow_rows
-            owner = np.concatenate([owner, f_owner])
-            st_name = np.concatenate([st_name, f_name])
-            st_kind = np.concatenate([st_kind, f_kind])
-            st_value = np.concatenate([st_value, f_value])
-
-        st_plane = ev_plane[owner] if owner.shape[0] else np.zeros(0, np.int64)
-        st_row = row_in_plane[owner] if owner.shape[0] else np.zeros(0, np.int64)
-        st_order = np.lexsort((np.arange(owner.shape[0]), st_row, st_plane))
-        st_bounds = np.searchsorted(st_plane[st_order], np.arange(len(pids) + 1))
+            self.st_chunks.append(flow_rows)
+        st_row, st_name, st_kind, st_value, st_bounds = self._place_stats(order, plane_bounds, row_in_plane)
         cat_stat = self.strings.intern("cat")
 
         for pi, pid in enumerate(pids):
@@ -805,8 +804,7 @@ class _Builder:
             meta_stats = tables.StatTable(has_cat.astype(np.int32), np.full(has_cat.shape[0], cat_stat, np.int32),
                                           np.full(has_cat.shape[0], tables.KIND_STR, np.int8), meta_cat[has_cat])
             s_lo, s_hi = int(st_bounds[pi]), int(st_bounds[pi + 1])
-            sel = st_order[s_lo:s_hi]
-            stats = tables.StatTable(st_row[sel].astype(np.int32), st_name[sel], st_kind[sel], st_value[sel])
+            stats = tables.StatTable(st_row[s_lo:s_hi], st_name[s_lo:s_hi], st_kind[s_lo:s_hi], st_value[s_lo:s_hi])
             line_keys = [keys[g] for g in plane_lines[pi]]
             counter_local = [i for i, g in enumerate(plane_lines[pi]) if g in self.counter_lines]
             line_names = [self._line_name(k) for k in line_keys]
@@ -830,6 +828,45 @@ class _Builder:
         span_ps = int((start_ps + dur_ps).max()) if n else 0
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
+
+    def _place_stats(self, order: np.ndarray, plane_bounds: np.ndarray, row_in_plane: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every stat chunk's rows moved to their place: by plane, then event row, an event's rows in
+        collection order (as a stable sort would put them). Counted, not sorted: each event's first
+        slot is a prefix sum; chunks go in slices so the temporaries stay small."""
+        n = row_in_plane.shape[0]
+        chunks, self.st_chunks = self.st_chunks, []
+        per_event = np.zeros(n, dtype=np.int64)
+        for chunk in chunks:
+            per_event += np.bincount(chunk[0], minlength=n)
+        total = int(per_event.sum())
+        in_order = per_event[order]
+        fill = np.empty(n, dtype=np.int64)
+        fill[order] = np.cumsum(in_order) - in_order  # each event's next free slot
+        bounds = np.concatenate([[0], np.cumsum(in_order)]).astype(np.int64)[plane_bounds]
+        del per_event, in_order
+        st_row = np.empty(total, dtype=np.int32)
+        st_name = np.empty(total, dtype=np.int32)
+        st_kind = np.empty(total, dtype=np.int8)
+        st_value = np.empty(total, dtype=np.int64)
+        step = 1 << 22
+        while chunks:
+            owner, name, kind, value = chunks.pop(0)
+            if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
+                perm = np.argsort(owner, kind="stable")
+                owner, name, kind, value = owner[perm], name[perm], kind[perm], value[perm]
+            for lo in range(0, owner.shape[0], step):
+                o = owner[lo:lo + step].astype(np.int64)
+                starts = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
+                lengths = np.diff(np.concatenate([starts, [o.shape[0]]]))
+                dest = fill[o] + (np.arange(o.shape[0]) - np.repeat(starts, lengths))
+                fill[o[starts]] += lengths
+                st_row[dest] = row_in_plane[o]
+                st_name[dest] = name[lo:lo + step]
+                st_kind[dest] = kind[lo:lo + step]
+                st_value[dest] = value[lo:lo + step]
+            del owner, name, kind, value
+        return st_row, st_name, st_kind, st_value, bounds
 
     def _bind_flows(self, flows: np.ndarray | None, t0_us: float, pids: list[Hashable], order: np.ndarray,
                     plane_bounds: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, ev_local: np.ndarray,
@@ -874,16 +911,15 @@ class _Builder:
         self._warn(int((bound < 0).sum()), "flow points that bind to no slice of their thread were dropped")
         # Chains: points of one (cat, id) in time order; an 's' after the chain's first point
         # starts a new chain (ids are reused once a flow has finished).
-        ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows]).astype(np.int64)
-        code = (c["cat"][flows].astype(np.int64) + 3) * (self.n_tokens + 3) + ident_tok + 3
-        uniq, first_at, inv = np.unique(code, return_index=True, return_inverse=True)
-        ident_ids: dict[tuple[Hashable, Hashable], int] = {}
-        ident_of = np.zeros(uniq.shape[0], dtype=np.int64)
-        for u in np.argsort(first_at, kind="stable").tolist():
-            pair = int(uniq[u])
-            key = (tok.key(pair // (self.n_tokens + 3) - 3), tok.key(pair % (self.n_tokens + 3) - 3))
-            ident_of[u] = ident_ids.setdefault(key, len(ident_ids))
-        ident_idx = ident_of[inv.reshape(-1)]
+        ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows])
+        index: dict[Hashable, int] = {}
+        cat_key = _lut(c["cat"][flows], lambda t: index.setdefault(tok.key(t), len(index)), np.int64, self.n_tokens)
+        id_key = _lut(ident_tok, lambda t: index.setdefault(tok.key(t), len(index)), np.int64, self.n_tokens)
+        # Identities numbered in the order they first appear (as a dict of (cat, id) would).
+        uniq, first_at, inv = np.unique(cat_key * (len(index) + 1) + id_key, return_index=True, return_inverse=True)
+        rank = np.empty(uniq.shape[0], dtype=np.int64)
+        rank[np.argsort(first_at, kind="stable")] = np.arange(uniq.shape[0])
+        ident_idx = rank[inv.reshape(-1)]
         is_start = phase == "s"
         pt_order = np.lexsort((~is_start, point_ps, ident_idx))
         new_ident = np.ones(n_flows, dtype=np.bool_)
@@ -909,7 +945,7 @@ class _Builder:
         cat_stat = self.strings.intern(FLOW_CATEGORY_STAT)
         m = owner.shape[0]
         has_cat = cat_ids > 0
-        return (np.concatenate([owner, owner[has_cat]]),
+        return (np.concatenate([owner, owner[has_cat]]).astype(np.int32),
                 np.concatenate([np.full(m, flow_stat, np.int32), np.full(int(has_cat.sum()), cat_stat, np.int32)]),
                 np.concatenate([np.full(m, tables.KIND_INT64, np.int8),
                                 np.full(int(has_cat.sum()), tables.KIND_STR, np.int8)]),

@@ -51,7 +51,7 @@ def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
     windows: list[int] = job.get("windows", [])
     for i, text in enumerate(job["inputs"]):
         data = bytes.fromhex(text)
-        outcomes = []
+        outcomes: list[tuple[str, Any]] = []
         for window in [1 << 24, *windows]:
             try:
                 store = chrome_trace_from_bytes(data, "fuzz.trace.json", "fuzz", window_bytes=window)

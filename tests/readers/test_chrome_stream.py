@@ -112,8 +112,8 @@ def test_arrays_and_objects_are_stored_as_their_canonical_json_text() -> None:
 
 def test_text_rules() -> None:
     text = (b'[{"ph": "X", "name": "a\\ud800b\\udc00c\\ud83d\\ude00", "pid": 1, "tid": 1, "ts": 0, "dur": 1, '
-            '"args": {"dup": 1, "dup": "last", "huge": 123456789012345678901234567890, "u64": 18446744073709551615, '
-            '"none": null, "t": true}}]').encode()
+            b'"args": {"dup": 1, "dup": "last", "huge": 123456789012345678901234567890, "u64": 18446744073709551615, '
+            b'"none": null, "t": true}}]')
     store = chrome_trace_from_bytes(text, "t.json", "t")
     # Lone surrogates (which UTF-8 cannot hold) become U+FFFD; a proper pair is one character.
     assert store.strings[int(store.planes[0].name_id[0])] == "a\ufffdb\ufffdc\U0001f600"

@@ -36,8 +36,20 @@ def test_gzip_behind_a_json_name_gets_the_gzip_factor(tmp_path: Path) -> None:
     plain, zipped = tmp_path / "a.trace.json", tmp_path / "b.trace.json"
     plain.write_bytes(doc)
     zipped.write_bytes(gzip.compress(doc))
-    assert memory_guard.memory_factor(plain, plain.read_bytes()[:2]) == 12
-    assert memory_guard.memory_factor(zipped, zipped.read_bytes()[:2]) == 80
+    # 3x the JSON, 30x the gzip: the measured peaks of the streaming reader, rounded up (memory_guard).
+    assert memory_guard.memory_factor(plain, plain.read_bytes()[:2]) == 3
+    assert memory_guard.memory_factor(zipped, zipped.read_bytes()[:2]) == 30
+
+
+def test_streaming_gunzip_of_a_trace_stops_at_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 50 MB of JSON in ~50 KB of gzip; 30 MB of memory allows 10 MB of JSON (3 bytes per byte).
+    bomb = tmp_path / "bomb.trace.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b" " * (50 << 20) + b"]"))
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(30 << 20))
+    with pytest.raises(MemoryRefusal, match="expands beyond 10 MB"):
+        chrome_trace.read_chrome_trace(bomb)
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(400 << 20))
+    assert chrome_trace.read_chrome_trace(bomb).n_events == 0
 
 
 def test_gunzip_stops_at_its_budget() -> None:
@@ -60,7 +72,8 @@ def test_conversions_in_flight_reserve_memory(tmp_path: Path, monkeypatch: pytes
     a.write_text(doc)
     b.write_text(doc)
     size = a.stat().st_size
-    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(int(size * 12 * 1.5)))  # room for one and a half
+    factor = memory_guard.memory_factor(a)
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(int(size * factor * 1.5)))  # room for one and a half
     inside, release = threading.Event(), threading.Event()
 
     def slow_reader(path: Path) -> object:

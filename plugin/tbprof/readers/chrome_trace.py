@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.xplane_stream import _File, _UrlFile
@@ -66,6 +66,7 @@ from tbprof.store.arrays import sorted_unique
 from tbprof.store.fs import Location, UrlPath
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
+from tbprof.store.memory_guard import decompressed_limit_bytes
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
@@ -134,6 +135,8 @@ def _file_windows(f: _File | _UrlFile, window_bytes: int) -> Iterator[bytes]:
 
 def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterator[bytes]:
     """Decompresses every gzip member of the stream, at most ``out_bytes`` per step."""
+    limit = decompressed_limit_bytes()  # a gzip bomb is refused before its columns fill memory
+    total = 0
     d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
     fed = False  # the current member has had input
     full = False  # the last step filled its bound: zlib may hold more output
@@ -153,6 +156,11 @@ def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterat
                 fed = True
                 full = len(out) == out_bytes and not d.eof
                 pending = d.unused_data if d.eof else d.unconsumed_tail
+                total += len(out)
+                if limit is not None and total > limit:
+                    raise MemoryRefusal(source, (
+                        f"the gzip content expands beyond {limit / 1e6:.0f} MB, more than this machine can "
+                        "convert now; open it on a machine with more memory, or set $TBPROF_CONVERT_MEMORY_BYTES"))
                 if out:
                     yield out
         while full:

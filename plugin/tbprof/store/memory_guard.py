@@ -4,8 +4,11 @@ Converting holds the file's bytes and its columns at once; a file far larger tha
 memory would otherwise get the whole server killed by the kernel's OOM killer (or swap the
 machine to a halt) instead of answering "too large". Peak memory per byte of file, measured
 on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_large, 60.7 MB
--> 280 MB); Chrome trace JSON 68x of the gzip size (jax_large's 26.7 MB trace.json.gz -> 1.8 GB,
-json objects per event). The factors below round those up.
+-> 280 MB); Chrome trace JSON, read by the compiled streaming scanner (readers/chrome_trace.py:
+bounded windows, the columns are the memory), 1.8x of the JSON text and 20x of the gzip size
+(jax_large's 26.7 MB trace.json.gz, 301 MB of JSON -> 544 MB), 2.1x of a 90 MB Kineto trace
+and 1.4x of a 0.9 GB one (the json objects of the reader it replaced took 68x of the gzip size,
+9x of the JSON). The factors below round those up.
 
 An XSpace file that does not fit is not refused when a local disk cache is there: it is
 converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
@@ -30,11 +33,11 @@ from pathlib import Path
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.fs import Location
 
-_FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
+_FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 30), (".json", 3))
 _DEFAULT_FACTOR = 10  # tfprof ProfileProto and anything else: upb objects, a few x the bytes
-_GZIP_FACTOR = 80
-# Peak per byte of decompressed JSON (the json objects of its events), applied during decompression.
-JSON_FACTOR = 12
+_GZIP_FACTOR = 30
+# Peak per byte of decompressed JSON (the scanner's columns), applied during decompression.
+JSON_FACTOR = 3
 _GZIP_MAGIC = b"\x1f\x8b"
 
 _reserved_lock = threading.Lock()

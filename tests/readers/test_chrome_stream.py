@@ -101,7 +101,7 @@ def test_arrays_and_objects_are_stored_as_their_canonical_json_text() -> None:
     # The scanner writes arrays of ints/strings/bools/nulls itself; anything else goes through
     # Python. Either way the stat is json.dumps(value, sort_keys=True), the reader's rule.
     rng = np.random.default_rng(7)
-    values = [[_random_value(rng) for _ in range(int(rng.integers(0, 5)))] for _ in range(300)]
+    values: list[Any] = [[_random_value(rng) for _ in range(int(rng.integers(0, 5)))] for _ in range(300)]
     values += [{"b": [1, 2], "a": "x"}, [[1, 2], []], ["float", ""], [1, [2, [3, [4, ["\u00e9\U0001f600"]]]]]]
     args = {f"k{i}": v for i, v in enumerate(values)}
     text = json.dumps([{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 1, "args": args}],

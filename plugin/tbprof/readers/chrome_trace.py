@@ -32,6 +32,14 @@ earliest event, rounded to the nanosecond: every known producer writes at most t
 decimals, and a float64 holding an epoch-based microsecond timestamp (~1.8e15) cannot
 represent anything finer anyway.
 
+Reading: the file is read in bounded windows (local ``pread``, ranged GETs for a URL, gzip
+decompressed as a stream) and tokenised by the compiled scanner ``_core/jsonscan.pyx`` straight
+into columns (phase, ts, dur, pid/tid/name/cat/id as interned tokens, every ``args`` entry as a
+stat row); the builder below works on those columns with numpy and runs Python once per
+distinct token, thread or object, never once per event. Peak memory is the columns (about 1.4
+to 2x the JSON text), not the file nor a Python object per event. The JSON rules the scanner
+follows, and where they differ from ``json.loads``, are in docs/differences.md.
+
 Tolerated, counted in ``store.warnings`` (the rest of the trace is still shown):
 events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur``
 (dropped), ``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of

@@ -542,6 +542,7 @@ class _Builder:
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: _Scan) -> tables.ProfileStore:
         c = self.cols = scan.cols
+        scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         # Phases: the phase token's code (-1 absent or null, -2 not a string).
@@ -574,7 +575,7 @@ class _Builder:
         kept = (codes != _PH_NONE) & (codes != _PH_M) & (codes != _PH_OTHER)
         finite = kept & np.isfinite(ts)
         if not finite.any():
-            return self._finish(np.zeros(0), 0, None)
+            return self._finish(0, None)
         t0_us = float(ts[finite].min())
         # Unclosed slices and objects end where the trace ends: its last timestamp or the
         # end of its last complete event, whichever is later.
@@ -585,11 +586,12 @@ class _Builder:
         self._instants(np.flatnonzero(codes == _PH_INSTANT))
         self._counters(np.flatnonzero(codes == _PH_C))
         self._objects(np.flatnonzero(codes == _PH_OBJECT))
-        for name in ("st_owner", "st_key", "st_kind", "st_value"):  # every args entry is read now
-            del c[name]
         flows = self._timed(np.flatnonzero(codes == _PH_FLOW), "flow ('s'/'t'/'f') events")
-        ts_us = np.concatenate(self.ev_ts) if self.ev_ts else np.zeros(0)
-        return self._finish(ts_us, t0_us, flows if flows.shape[0] else None)
+        # Every args entry is read now; the flows need only their identity columns.
+        for name in ("st_owner", "st_key", "st_kind", "st_value", "dur", "name"):
+            del c[name]
+        del c, ph_tok, codes, empty, other, ts, dur, timed, kept, finite
+        return self._finish(t0_us, flows if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -754,8 +756,9 @@ class _Builder:
         self._add_args_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
 
     # --- assembling planes -----------------------------------------------------------------
-    def _finish(self, ts_us: np.ndarray, t0_us: float, flows: np.ndarray | None) -> tables.ProfileStore:
+    def _finish(self, t0_us: float, flows: np.ndarray | None) -> tables.ProfileStore:
         n = self.n_events
+        ts_us = np.concatenate(self.ev_ts) if n else np.zeros(0)
         line_g = np.concatenate(self.ev_line) if n else np.zeros(0, np.int64)
         dur_us = np.concatenate(self.ev_dur) if n else np.zeros(0)
         name_id = np.concatenate(self.ev_name) if n else np.zeros(0, np.int32)
@@ -765,6 +768,7 @@ class _Builder:
         # Round to the nanosecond (see the module docstring), then to picoseconds.
         start_ps = np.rint((ts_us - t0_us) * 1e3).astype(np.int64) * 1000
         dur_ps = np.rint(dur_us * 1e3).astype(np.int64) * 1000
+        del ts_us, dur_us
         origin_ps = int(Decimal(repr(t0_us)) * _PS_PER_US) if n else 0
         origin_ps = (origin_ps // 1000) * 1000
 
@@ -793,8 +797,19 @@ class _Builder:
             lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
             row_in_plane[order[lo:hi]] = np.arange(hi - lo)
 
-        flow_rows = self._bind_flows(flows, t0_us, pids, order, plane_bounds, start_ps, dur_ps, ev_local,
-                                     local_of_line, plane_of_line)
+        span_ps = int((start_ps + dur_ps).max()) if n else 0
+        # Each plane's rows in store order, computed once (the flows bind to them).
+        sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for pi in range(len(pids)):
+            rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
+            p_line = ev_local[rows].astype(np.int32)
+            p_start = start_ps[rows]
+            p_dur = dur_ps[rows]
+            line_offsets = np.searchsorted(p_line, np.arange(len(plane_lines[pi]) + 1)).astype(np.int64)
+            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
+            sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
+        del start_ps, dur_ps, ev_local
+        flow_rows = self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
         self.cols = {}
         # Flow stats join the arg stats (owner in collection order).
         if flow_rows is not None:
@@ -805,12 +820,8 @@ class _Builder:
         for pi, pid in enumerate(pids):
             lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
             rows = order[lo:hi]
-            p_line = ev_local[rows].astype(np.int32)
-            p_start = start_ps[rows]
-            p_dur = dur_ps[rows]
+            p_line, p_start, p_dur, line_offsets, depth = sorted_planes[pi]
             n_lines = len(plane_lines[pi])
-            line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
             # Metadata: one row per distinct (name, cat).
             pair = name_id[rows].astype(np.int64) * (len(self.strings) + 1) + cat_id[rows]
             uniq, meta_idx = np.unique(pair, return_inverse=True)
@@ -841,7 +852,6 @@ class _Builder:
                 plane_stats=plane_stats,
             ))
         self._name_planes(planes, pids)
-        span_ps = int((start_ps + dur_ps).max()) if n else 0
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
 
@@ -884,8 +894,8 @@ class _Builder:
             del owner, name, kind, value
         return st_row, st_name, st_kind, st_value, bounds
 
-    def _bind_flows(self, flows: np.ndarray | None, t0_us: float, pids: list[Hashable], order: np.ndarray,
-                    plane_bounds: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, ev_local: np.ndarray,
+    def _bind_flows(self, flows: np.ndarray | None, t0_us: float, order: np.ndarray, plane_bounds: np.ndarray,
+                    sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
                     local_of_line: np.ndarray, plane_of_line: np.ndarray,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """Binds flow points to slices; returns their stats (owner in collection order)."""
@@ -907,18 +917,12 @@ class _Builder:
         bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
         has_line = line_g >= 0
         p_plane = np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1)
-        for pi in range(len(pids)):
+        for pi, (_, p_start, p_dur, line_offsets, depth) in enumerate(sorted_planes):
             sel = np.nonzero(p_plane == pi)[0]
             if sel.shape[0] == 0:
                 continue
-            lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
-            rows = order[lo:hi]
-            p_start = start_ps[rows]
-            p_end = p_start + dur_ps[rows]
-            p_line = ev_local[rows]
-            n_lines = int(local_of_line[plane_of_line == pi].max()) + 1
-            line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, dur_ps[rows], line_offsets)
+            rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
+            p_end = p_start + p_dur
             parent = kernels.depth_parents(depth, line_offsets)
             got = kernels.bind_points(p_start, p_end, parent, line_offsets, local_of_line[line_g[sel]], point_ps[sel],
                                is_next[sel])

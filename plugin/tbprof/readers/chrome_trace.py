@@ -74,7 +74,7 @@ from tbprof.store.arrays import sorted_unique
 from tbprof.store.fs import Location, UrlPath
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
-from tbprof.store.memory_guard import decompressed_limit_bytes
+from tbprof.store.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
@@ -211,6 +211,7 @@ def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: in
         store.metadata = _trace_metadata(top)
     if _is_kineto(store):
         _name_kineto_planes(store)
+    release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
 
 

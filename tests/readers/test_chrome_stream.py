@@ -144,3 +144,21 @@ def test_zlib_damage_is_a_read_error() -> None:
     data[30] ^= 0xFF
     with pytest.raises(ProfileReadError, match="gzip stream is damaged"):
         chrome_trace_from_bytes(bytes(data), "t.json.gz", "t")
+
+
+def test_flow_ids_are_compared_as_values() -> None:
+    # A dict keyed by the JSON values (the reader's rule) makes 1, 1.0 and true one id, "1" another:
+    # integer ids are numbered in bulk, the rest one by one, and both must agree.
+    events = [{"ph": "X", "name": f"slice{t}", "pid": 1, "tid": t, "ts": 0, "dur": 10} for t in range(1, 5)]
+    events += [{"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1}, {"ph": "f", "id": 1.0, "bp": "e", "pid": 1,
+                                                                  "tid": 2, "ts": 2},
+               {"ph": "t", "id": True, "pid": 1, "tid": 3, "ts": 3},
+               {"ph": "s", "id": "1", "pid": 1, "tid": 4, "ts": 1}, {"ph": "f", "id": "1", "bp": "e", "pid": 1,
+                                                                    "tid": 1, "ts": 5}]
+    store = chrome_trace_from_bytes(json.dumps(events).encode(), "t.json", "t")
+    plane = store.planes[0]
+    col = plane.stat_column(store.stat_id("flow_id"))
+    chains: dict[int, set[str]] = {}
+    for row, chain in zip(col.rows.tolist(), col.value.tolist(), strict=True):
+        chains.setdefault(chain, set()).add(store.strings[int(plane.name_id[row])])
+    assert sorted(map(sorted, chains.values())) == [["slice1", "slice2", "slice3"], ["slice1", "slice4"]]

@@ -1179,6 +1179,41 @@ cdef class Scanner:
         """Every token's bytes (prefix first), by id."""
         return [PyBytes_FromStringAndSize(self.arena + self.tok_off[t], self.tok_len[t]) for t in range(self.n_tok)]
 
+    def token_ints(self, np):
+        """(is_int, value) per token: 1 and its value for a JSON integer token that fits int64
+        (an ``R`` token of digits), else 0 (the reader converts those in Python)."""
+        cdef int64_t n = self.n_tok
+        flags = np.zeros(n, dtype=np.uint8)
+        values = np.zeros(n, dtype=np.int64)
+        cdef uint8_t[::1] f = flags
+        cdef int64_t[::1] v = values
+        cdef int64_t t, k, length
+        cdef const uint8_t* at
+        cdef uint64_t mag
+        cdef bint neg, ok
+        for t in range(n):
+            at = <const uint8_t*>(self.arena + self.tok_off[t])
+            length = self.tok_len[t] - 1
+            if at[0] != 82 or length == 0 or length > 20:
+                continue
+            at += 1
+            neg = at[0] == 45
+            k = 1 if neg else 0
+            if k == length:
+                continue
+            mag = 0
+            ok = True
+            while k < length:
+                if not (48 <= at[k] <= 57) or mag > 922337203685477580ULL:
+                    ok = False
+                    break
+                mag = mag * 10 + (at[k] - 48)
+                k += 1
+            if ok and mag <= 0x7FFFFFFFFFFFFFFFULL:
+                f[t] = 1
+                v[t] = -<int64_t>mag if neg else <int64_t>mag
+        return flags, values
+
     def columns(self, np):
         """The columns as numpy arrays (the C buffers are freed as they are copied)."""
         out = {}

@@ -224,6 +224,7 @@ class _Scan:
         self.non_objects = int(sc.non_objects)
         self.top: dict[str, bytes] = dict(sc.top)
         self.tokens: list[bytes] = sc.tokens()
+        self.int_flag, self.int_value = sc.token_ints(np)
         self.cols: dict[str, np.ndarray] = sc.columns(np)
 
 
@@ -443,6 +444,8 @@ class _Builder:
         self.trace_end_us = 0.0
         self.tok = _Tokens([])
         self.n_tokens = 0
+        self.int_flag = np.zeros(0, np.uint8)  # per token: an integer that fits int64 (value below)
+        self.int_value = np.zeros(0, np.int64)
         self.cols: dict[str, np.ndarray] = {}
         self._stat_bounds: np.ndarray | None = None
 
@@ -473,6 +476,34 @@ class _Builder:
             mapping[u] = self._line(self.tok.value(p), tid)
         return mapping[inv.reshape(-1)]
 
+    def _key_ids(self, toks: np.ndarray) -> np.ndarray:
+        """One id per distinct identity of the token ids ``toks``, as a dict keyed by the values
+        would give (``1``, ``1.0`` and ``true`` are one key): integer tokens are numbered in
+        bulk, the others one by one in Python."""
+        if toks.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        mask = np.zeros(self.n_tokens + 3, dtype=np.bool_)
+        mask[toks + 3] = True
+        used = np.flatnonzero(mask) - 3
+        flag = np.zeros(used.shape[0], dtype=np.bool_)
+        real = used >= 0
+        flag[real] = self.int_flag[used[real]] == 1
+        ints = np.unique(self.int_value[used[flag]])
+        table = np.zeros(self.n_tokens + 3, dtype=np.int64)
+        table[used[flag] + 3] = np.searchsorted(ints, self.int_value[used[flag]])
+        others: dict[Hashable, int] = {}
+        for t in used[~flag].tolist():
+            key = self.tok.key(t)
+            if isinstance(key, int) or (isinstance(key, float) and key.is_integer()):  # floats here are finite
+                as_int = int(key)
+                at = int(np.searchsorted(ints, as_int)) if -(1 << 63) <= as_int < (1 << 63) else ints.shape[0]
+                if at < ints.shape[0] and int(ints[at]) == as_int:
+                    table[t + 3] = at
+                    continue
+                key = as_int
+            table[t + 3] = ints.shape[0] + others.setdefault(key, len(others))
+        return table[toks + 3]
+
     def _name_ids(self, toks: np.ndarray) -> np.ndarray:
         return _lut(toks, lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
 
@@ -502,7 +533,8 @@ class _Builder:
         each row, its event's position in ``events``."""
         if self._stat_bounds is None:
             # The scanner writes an event's rows together, events in file order: owners ascend.
-            self._stat_bounds = np.searchsorted(self.cols["st_owner"], np.arange(self.cols["ph"].shape[0] + 1))
+            counts = np.bincount(self.cols["st_owner"], minlength=self.cols["ph"].shape[0])
+            self._stat_bounds = np.concatenate([[0], np.cumsum(counts)])
         bounds = self._stat_bounds
         lo = bounds[events]
         counts = bounds[events + 1] - lo
@@ -546,6 +578,7 @@ class _Builder:
         scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
+        self.int_flag, self.int_value = scan.int_flag, scan.int_value
         # Phases: the phase token's code (-1 absent or null, -2 not a string).
         ph_tok = c["ph"]
         codes = _lut(ph_tok, lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
@@ -933,11 +966,11 @@ class _Builder:
         # Chains: points of one (cat, id) in time order; an 's' after the chain's first point
         # starts a new chain (ids are reused once a flow has finished).
         ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows])
-        index: dict[Hashable, int] = {}
-        cat_key = _lut(c["cat"][flows], lambda t: index.setdefault(tok.key(t), len(index)), np.int64, self.n_tokens)
-        id_key = _lut(ident_tok, lambda t: index.setdefault(tok.key(t), len(index)), np.int64, self.n_tokens)
+        cat_key = self._key_ids(c["cat"][flows])
+        id_key = self._key_ids(ident_tok)
         # Identities numbered in the order they first appear (as a dict of (cat, id) would).
-        uniq, first_at, inv = np.unique(cat_key * (len(index) + 1) + id_key, return_index=True, return_inverse=True)
+        uniq, first_at, inv = np.unique(cat_key * (int(id_key.max()) + 1) + id_key, return_index=True,
+                                        return_inverse=True)
         rank = np.empty(uniq.shape[0], dtype=np.int64)
         rank[np.argsort(first_at, kind="stable")] = np.arange(uniq.shape[0])
         ident_idx = rank[inv.reshape(-1)]

@@ -162,3 +162,65 @@ def test_flow_ids_are_compared_as_values() -> None:
     for row, chain in zip(col.rows.tolist(), col.value.tolist(), strict=True):
         chains.setdefault(chain, set()).add(store.strings[int(plane.name_id[row])])
     assert sorted(map(sorted, chains.values())) == [["slice1", "slice2", "slice3"], ["slice1", "slice4"]]
+
+
+def test_numbers_round_as_python_floats() -> None:
+    # The scanner parses ts/dur with the C library's strtod (no GIL): every value must equal
+    # float(text), Python's correctly rounded parse, on digits strings of every shape.
+    rng = np.random.default_rng(11)
+    texts = ["0", "-0", "0.1", "1e-400", "4.9e-324", "2.2250738585072011e-308", "1.7976931348623157e308", "1e309",
+             "9007199254740993", "4818192730861.720", "48119.048000000003", "123456789012345678901234567890.5e-10"]
+    for _ in range(3000):
+        digits = "".join(rng.choice(list("0123456789"), size=int(rng.integers(1, 25))))
+        digits = digits.lstrip("0") or "0"
+        frac = "".join(rng.choice(list("0123456789"), size=int(rng.integers(1, 20))))
+        exp = f"e{int(rng.integers(-330, 310))}" if rng.random() < 0.3 else ""
+        texts.append(f"{'-' if rng.random() < 0.2 else ''}{digits}.{frac}{exp}")
+    body = ",".join(f'{{"ph": "C", "name": "c", "pid": 1, "ts": 0, "args": {{"v": {t}}}, "dur": {t}}}' for t in texts)
+    from tbprof._core import jsonscan
+
+    sc = jsonscan.Scanner()
+    assert sc.feed(("[" + body + "]").encode(), 0, True) > 0
+    cols = sc.columns(np)
+    assert [float(t) for t in texts] == cols["dur"].tolist()
+    floats = [i for i, t in enumerate(texts) if any(c in t for c in ".eE")]  # args keep integers as int64
+    assert cols["st_value"].view(np.float64)[floats].tolist() == [float(texts[i]) for i in floats]
+
+
+def test_the_scanner_lets_other_threads_run() -> None:
+    # The event loop runs with the GIL released: a Python thread keeps running during one long
+    # feed() (it would get no turn while a C call held the GIL).
+    import threading
+
+    from tbprof._core import jsonscan
+
+    event = b'{"ph": "X", "name": "a", "cat": "c", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2, "args": {"k": [1, 2]}},'
+    data = b"[" + event * 400_000 + b"{}]"  # ~40 MB, one feed of a few hundred ms
+    spans: list[tuple[float, float]] = []
+    ticks: list[float] = []
+    started = threading.Event()
+
+    def scan() -> None:
+        import time
+
+        started.set()
+        t = time.perf_counter()
+        jsonscan.Scanner().feed(data, 0, True)
+        spans.append((t, time.perf_counter()))
+
+    def tick() -> None:
+        import time
+
+        started.wait()
+        while not spans:
+            ticks.append(time.perf_counter())
+
+    threads = [threading.Thread(target=scan), threading.Thread(target=tick)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lo, hi = spans[0]
+    # The middle of the call (its ends may overlap the interpreter's 5 ms thread switches).
+    mid_lo, mid_hi = lo + 0.25 * (hi - lo), hi - 0.25 * (hi - lo)
+    assert sum(1 for t in ticks if mid_lo < t < mid_hi) > 50, (hi - lo, len(ticks))

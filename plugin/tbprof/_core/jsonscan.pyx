@@ -23,6 +23,11 @@ prepends it to the next window. A unit cut by the window's end is rolled back (i
 dropped) and parsed again with the next window, so the result never depends on where the
 windows fall.
 
+Threads: the event array is parsed with the GIL released (``_array_run``: no Python object per
+event; numbers through the C library's ``strtod``, correctly rounded as Python's ``float()``,
+unless the process' locale has another decimal point); the top-level members and the result
+columns are handled with the GIL.
+
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is
 bounded (``MAX_DEPTH``); malformed input gives an error code and its absolute byte offset,
 which the reader turns into ``ProfileReadError``. The JSON grammar is checked in full (as
@@ -34,7 +39,8 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject
 from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.locale cimport localeconv
+from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memcmp, memcpy, memset
 
 
@@ -56,9 +62,12 @@ DEF NEED = -1   # the buffer ends inside the unit
 DEF ERR = -2    # malformed; self.err_code / self.err_at say why and where
 
 # Event flags.
-FLAG_BP_E = 1
-FLAG_SCOPE_G = 2
-FLAG_EMPTY = 4
+DEF F_BP_E = 1
+DEF F_SCOPE_G = 2
+DEF F_EMPTY = 4
+FLAG_BP_E = F_BP_E
+FLAG_SCOPE_G = F_SCOPE_G
+FLAG_EMPTY = F_EMPTY
 
 # Top-level states.
 DEF S_START = 0
@@ -157,6 +166,8 @@ cdef class Scanner:
     cdef const uint8_t* buf
     cdef Py_ssize_t end
     cdef bint final
+    cdef bint dot_ok  # the C library's decimal point is '.' (strtod reads JSON numbers)
+    cdef bint halt  # the array run stopped: the buffer ends inside a unit, or an error
     cdef int state
     cdef public bint bare
     cdef public int top_kind  # 0 nothing yet, 1 object, 2 array, 3 other value
@@ -204,7 +215,7 @@ cdef class Scanner:
         self.n_ev = self.ev_cap = self.n_st = self.st_cap = 0
 
     # --- growth ---------------------------------------------------------------------------
-    cdef int _grow_events(self) except -1:
+    cdef int _grow_events(self) except -1 nogil:
         cdef int64_t cap = self.ev_cap * 2 if self.ev_cap else 4096
         if cap > 0x7FFFFFFF:
             cap = 0x7FFFFFFF
@@ -224,7 +235,7 @@ cdef class Scanner:
         self.ev_cap = cap
         return 0
 
-    cdef int _grow_stats(self) except -1:
+    cdef int _grow_stats(self) except -1 nogil:
         cdef int64_t cap = self.st_cap * 2 if self.st_cap else 16384
         self.st_owner = <int32_t*>_grow(self.st_owner, cap * 4)
         self.st_key = <int32_t*>_grow(self.st_key, cap * 4)
@@ -233,7 +244,7 @@ cdef class Scanner:
         self.st_cap = cap
         return 0
 
-    cdef int _need_sbuf(self, int64_t n) except -1:
+    cdef int _need_sbuf(self, int64_t n) except -1 nogil:
         cdef int64_t cap = self.sbuf_cap
         if n <= cap:
             return 0
@@ -243,7 +254,7 @@ cdef class Scanner:
         self.sbuf_cap = cap
         return 0
 
-    cdef int _cput(self, const uint8_t* s, int64_t n) except -1:
+    cdef int _cput(self, const uint8_t* s, int64_t n) except -1 nogil:
         cdef int64_t cap = self.cbuf_cap
         if self.cbuf_len + n > cap:
             while cap < self.cbuf_len + n:
@@ -255,7 +266,7 @@ cdef class Scanner:
         return 0
 
     # --- tokens ---------------------------------------------------------------------------
-    cdef int32_t _intern(self, uint8_t prefix, const uint8_t* s, Py_ssize_t n) except -2:
+    cdef int32_t _intern(self, uint8_t prefix, const uint8_t* s, Py_ssize_t n) except -2 nogil:
         cdef uint64_t h = _hash(s, n, prefix)
         cdef int64_t mask = self.n_slots - 1
         cdef int64_t i = <int64_t>(h & <uint64_t>mask)
@@ -295,14 +306,15 @@ cdef class Scanner:
             self._rehash()
         return t
 
-    cdef int _rehash(self) except -1:
+    cdef int _rehash(self) except -1 nogil:
         cdef int64_t n = self.n_slots * 2
         cdef int32_t* slots = <int32_t*>malloc(n * sizeof(int32_t))
         cdef int32_t t
         cdef int64_t i, mask = n - 1
         cdef char* at
         if slots == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         memset(slots, 0xFF, n * sizeof(int32_t))
         for t in range(self.n_tok):
             at = self.arena + self.tok_off[t]
@@ -316,7 +328,7 @@ cdef class Scanner:
         return 0
 
     # --- errors ---------------------------------------------------------------------------
-    cdef Py_ssize_t _fail(self, int code, Py_ssize_t p):
+    cdef Py_ssize_t _fail(self, int code, Py_ssize_t p) noexcept nogil:
         # A byte that can start no UTF-8 sequence: the text is not UTF-8 (judged on this byte
         # alone, so the verdict never depends on where a window ends).
         if code == E_CHAR and p < self.end and (0x80 <= self.buf[p] <= 0xC1 or self.buf[p] >= 0xF5):
@@ -325,13 +337,13 @@ cdef class Scanner:
         self.err_at = self.base + p
         return ERR
 
-    cdef inline Py_ssize_t _eof(self, Py_ssize_t p):
+    cdef inline Py_ssize_t _eof(self, Py_ssize_t p) noexcept nogil:
         """Ran out of bytes at p: more may come, or the data ends here."""
         if self.final:
             return self._fail(E_EOF, p)
         return NEED
 
-    cdef Py_ssize_t _utf8_len(self, Py_ssize_t p):
+    cdef Py_ssize_t _utf8_len(self, Py_ssize_t p) noexcept nogil:
         """Length of the UTF-8 sequence at p (a byte >= 0x80), NEED or ERR (no error recorded)."""
         cdef uint8_t c = self.buf[p]
         cdef int n
@@ -365,7 +377,7 @@ cdef class Scanner:
         return n
 
     # --- strings --------------------------------------------------------------------------
-    cdef Py_ssize_t _string(self, Py_ssize_t p, bint decode, int64_t* out_len):
+    cdef Py_ssize_t _string(self, Py_ssize_t p, bint decode, int64_t* out_len) except? -1 nogil:
         """The string starting at p (its '"'): returns the position after it; with ``decode``
         its UTF-8 text is in sbuf[0:out_len]."""
         cdef Py_ssize_t q = p + 1, r
@@ -466,7 +478,7 @@ cdef class Scanner:
             q += r
 
     # --- numbers and literals --------------------------------------------------------------
-    cdef Py_ssize_t _number(self, Py_ssize_t p, int* is_float):
+    cdef Py_ssize_t _number(self, Py_ssize_t p, int* is_float) noexcept nogil:
         """A JSON number (or -Infinity) at p: the position after it; is_float 0 int, 1 float, 2 special."""
         cdef const uint8_t* b = self.buf
         cdef Py_ssize_t q = p
@@ -511,7 +523,7 @@ cdef class Scanner:
             return NEED  # the number may go on in the next window
         return q
 
-    cdef Py_ssize_t _literal(self, Py_ssize_t p, const char* word, int n):
+    cdef Py_ssize_t _literal(self, Py_ssize_t p, const char* word, int n) noexcept nogil:
         cdef int k
         for k in range(n):
             if p + k >= self.end:
@@ -520,21 +532,26 @@ cdef class Scanner:
                 return self._fail(E_CHAR, p + k)
         return p + n
 
-    cdef double _to_double(self, Py_ssize_t p, Py_ssize_t q) except? -1.0:
+    cdef double _to_double(self, Py_ssize_t p, Py_ssize_t q) except? -1.0 nogil:
         """The double of the (checked) number text buf[p:q], rounded as Python's float() does."""
         cdef int64_t n = q - p
         self._need_sbuf(n + 1)
         memcpy(self.sbuf, self.buf + p, n)
         self.sbuf[n] = 0
-        return PyOS_string_to_double(<const char*>self.sbuf, NULL, NULL)
+        if self.dot_ok:
+            # The C library's strtod rounds correctly (as Python's float() does) and needs no GIL;
+            # only a locale whose decimal point is not '.' sends numbers to Python's parser.
+            return strtod(<const char*>self.sbuf, NULL)
+        with gil:
+            return PyOS_string_to_double(<const char*>self.sbuf, NULL, NULL)
 
-    cdef Py_ssize_t _skip_ws(self, Py_ssize_t p):
+    cdef Py_ssize_t _skip_ws(self, Py_ssize_t p) noexcept nogil:
         while p < self.end and _ws(self.buf[p]):
             p += 1
         return p
 
     # --- generic values ---------------------------------------------------------------------
-    cdef Py_ssize_t _skip(self, Py_ssize_t p, int depth):
+    cdef Py_ssize_t _skip(self, Py_ssize_t p, int depth) except? -1 nogil:
         """Checks and skips the value at p (whitespace before it already skipped)."""
         cdef uint8_t c
         cdef int64_t n
@@ -562,7 +579,7 @@ cdef class Scanner:
             return self._container(p, depth)
         return self._fail(E_CHAR, p)
 
-    cdef Py_ssize_t _container(self, Py_ssize_t p, int depth):
+    cdef Py_ssize_t _container(self, Py_ssize_t p, int depth) except? -1 nogil:
         cdef bint is_obj = self.buf[p] == 123
         cdef uint8_t close = 125 if is_obj else 93
         cdef int64_t n
@@ -599,7 +616,7 @@ cdef class Scanner:
                 return self._eof(p)
 
     # --- canonical text of an array (json.dumps(v, sort_keys=True)) ----------------------------
-    cdef int _canon(self, Py_ssize_t p, Py_ssize_t* out, int depth) except -1:
+    cdef int _canon(self, Py_ssize_t p, Py_ssize_t* out, int depth) except -1 nogil:
         """Writes the canonical text of the checked value at p into cbuf; 1 = not supported here
         (floats, objects, NaN/Infinity: the reader canonicalises those in Python)."""
         cdef const uint8_t* b = self.buf
@@ -656,7 +673,7 @@ cdef class Scanner:
             return 0
         return 1
 
-    cdef int _canon_string(self, Py_ssize_t p, Py_ssize_t* out) except -1:
+    cdef int _canon_string(self, Py_ssize_t p, Py_ssize_t* out) except -1 nogil:
         """A checked string as json.dumps writes it (ensure_ascii): printable ASCII kept, the
         short escapes, anything else as lower-case \\uXXXX (astral characters as a pair)."""
         cdef const uint8_t* b = self.buf
@@ -697,7 +714,7 @@ cdef class Scanner:
             else:
                 self._canon_unit(u)
 
-    cdef int _canon_unit(self, uint32_t u) except -1:
+    cdef int _canon_unit(self, uint32_t u) except -1 nogil:
         cdef uint8_t tmp[6]
         cdef const char* hexd = b"0123456789abcdef"
         if u == 34:
@@ -726,7 +743,7 @@ cdef class Scanner:
         return self._cput(tmp, 6)
 
     # --- stat rows ------------------------------------------------------------------------
-    cdef int _stat(self, int32_t key, int kind, int64_t value) except -1:
+    cdef int _stat(self, int32_t key, int kind, int64_t value) except -1 nogil:
         cdef int64_t row, cap
         if key >= self.key_cap:
             cap = self.key_cap
@@ -751,7 +768,7 @@ cdef class Scanner:
         self.st_value[row] = value
         return 0
 
-    cdef Py_ssize_t _args(self, Py_ssize_t p):
+    cdef Py_ssize_t _args(self, Py_ssize_t p) except? -1 nogil:
         """The event's ``args`` object at p ('{'): one stat row per key."""
         cdef const uint8_t* b = self.buf
         cdef int64_t n
@@ -876,7 +893,7 @@ cdef class Scanner:
                 return self._eof(p)
 
     # --- one event ----------------------------------------------------------------------------
-    cdef Py_ssize_t _ident(self, Py_ssize_t p, int32_t* out):
+    cdef Py_ssize_t _ident(self, Py_ssize_t p, int32_t* out) except? -1 nogil:
         """An identity field's value: a string as its decoded text, anything else as its JSON text."""
         cdef int64_t n
         cdef Py_ssize_t q
@@ -894,7 +911,7 @@ cdef class Scanner:
             return self._fail(E_TOO_MANY, p)
         return q
 
-    cdef Py_ssize_t _num_field(self, Py_ssize_t p, double* out):
+    cdef Py_ssize_t _num_field(self, Py_ssize_t p, double* out) except? -1 nogil:
         """ts/dur: a JSON number as a double; any other value NaN (the reader drops it)."""
         cdef int fl
         cdef Py_ssize_t q
@@ -908,7 +925,7 @@ cdef class Scanner:
         out[0] = NAN
         return self._skip(p, 3)
 
-    cdef Py_ssize_t _event(self, Py_ssize_t p):
+    cdef Py_ssize_t _event(self, Py_ssize_t p) except? -1 nogil:
         cdef const uint8_t* b = self.buf
         cdef int64_t stat0 = self.n_st, n
         cdef int32_t ph = -1, pid = -1, tid = -1, name = -1, cat = -1, id_ = -1, bind = -1
@@ -925,7 +942,7 @@ cdef class Scanner:
         if p >= self.end:
             return self._eof(p)
         if b[p] == 125:
-            flags = FLAG_EMPTY
+            flags = F_EMPTY
             q = p + 1
         else:
             while True:
@@ -980,12 +997,12 @@ cdef class Scanner:
                         q = self._string(p, True, &sn)
                         if q >= 0:
                             if sn == 1 and self.sbuf[0] == (101 if klen == 2 else 103):
-                                flags |= (FLAG_BP_E if klen == 2 else FLAG_SCOPE_G)
+                                flags |= (F_BP_E if klen == 2 else F_SCOPE_G)
                             else:
-                                flags &= ~(FLAG_BP_E if klen == 2 else FLAG_SCOPE_G)
+                                flags &= ~(F_BP_E if klen == 2 else F_SCOPE_G)
                     else:
                         q = self._skip(p, 3)
-                        flags &= ~(FLAG_BP_E if klen == 2 else FLAG_SCOPE_G)
+                        flags &= ~(F_BP_E if klen == 2 else F_SCOPE_G)
                 elif klen == 4 and memcmp(self.sbuf, b"args", 4) == 0:
                     self.n_st = stat0  # a repeated "args": the last one wins
                     if b[p] == 123:
@@ -1030,8 +1047,8 @@ cdef class Scanner:
         """Parses the whole units of ``data`` (the stream's bytes from absolute offset ``base``);
         returns the number of bytes consumed, or -2 on an error (err_code, err_at)."""
         cdef Py_ssize_t p = 0, q, done = 0
-        cdef int64_t n, n_ev0, n_st0
         cdef uint8_t c
+        cdef const char* point
         if self.err_code:
             return ERR
         if data.shape[0]:
@@ -1041,6 +1058,8 @@ cdef class Scanner:
         self.end = data.shape[0]
         self.final = final
         self.base = base
+        point = localeconv().decimal_point
+        self.dot_ok = point != NULL and point[0] == 46 and point[1] == 0
         while True:
             p = self._skip_ws(done)
             if p >= self.end:
@@ -1083,30 +1102,12 @@ cdef class Scanner:
                 else:
                     self._fail(E_CHAR, p)
                     break
-            elif self.state == S_ARR_FIRST or self.state == S_ARR_ELEM:
-                if c == 93 and self.state == S_ARR_FIRST:
-                    self.state = S_END if self.bare else S_OBJ_NEXT
-                    done = p + 1
-                    continue
-                if c == 123:
-                    q = self._event(p)
-                else:
-                    q = self._skip(p, 1)
-                    if q >= 0:
-                        self.non_objects += 1
-                if q < 0:
-                    break
-                self.state = S_ARR_NEXT
-                done = q
-            elif self.state == S_ARR_NEXT:
-                if c == 44:
-                    self.state = S_ARR_ELEM
-                    done = p + 1
-                elif c == 93:
-                    self.state = S_END if self.bare else S_OBJ_NEXT
-                    done = p + 1
-                else:
-                    self._fail(E_CHAR, p)
+            elif self.state == S_ARR_FIRST or self.state == S_ARR_ELEM or self.state == S_ARR_NEXT:
+                # The events: parsed with the GIL released (the hot loop creates no Python object).
+                self.halt = False
+                with nogil:
+                    done = self._array_run(done)
+                if self.halt:
                     break
             else:  # S_END
                 self._fail(E_EXTRA, p)
@@ -1123,6 +1124,45 @@ cdef class Scanner:
                     self._fail(E_EOF, self.end)
                     return ERR
         return done
+
+    cdef Py_ssize_t _array_run(self, Py_ssize_t done) except? -1 nogil:
+        """Events and their separators from ``done`` while in the event array; returns the new
+        ``done``. Sets ``halt`` when the buffer ends inside an element or on an error."""
+        cdef Py_ssize_t p, q
+        cdef uint8_t c
+        while True:
+            p = self._skip_ws(done)
+            if p >= self.end:
+                return p
+            c = self.buf[p]
+            if self.state == S_ARR_FIRST or self.state == S_ARR_ELEM:
+                if c == 93 and self.state == S_ARR_FIRST:
+                    self.state = S_END if self.bare else S_OBJ_NEXT
+                    return p + 1
+                if c == 123:
+                    q = self._event(p)
+                else:
+                    q = self._skip(p, 1)
+                    if q >= 0:
+                        self.non_objects += 1
+                if q < 0:
+                    self.halt = True
+                    return done
+                self.state = S_ARR_NEXT
+                done = q
+            elif self.state == S_ARR_NEXT:
+                if c == 44:
+                    self.state = S_ARR_ELEM
+                    done = p + 1
+                elif c == 93:
+                    self.state = S_END if self.bare else S_OBJ_NEXT
+                    return p + 1
+                else:
+                    self._fail(E_CHAR, p)
+                    self.halt = True
+                    return done
+            else:
+                return done
 
     cdef Py_ssize_t _member(self, Py_ssize_t p):
         """A top-level ``"key": value``; "traceEvents": [ opens the event array."""
@@ -1314,8 +1354,9 @@ cdef inline uint32_t _get_utf8(const uint8_t* s, int n) nogil:
     return ((s[0] & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
 
 
-cdef void* _grow(void* ptr, int64_t nbytes) except NULL:
+cdef void* _grow(void* ptr, int64_t nbytes) except NULL nogil:
     cdef void* out = realloc(ptr, nbytes if nbytes > 0 else 1)
     if out == NULL:
-        raise MemoryError()
+        with gil:
+            raise MemoryError()
     return out

@@ -13,6 +13,9 @@ text) when they hold only integers, strings, booleans, nulls and arrays, and any
 or object kept as its raw text (kind ``K_JSON``) for the reader to canonicalise in Python
 (once per distinct text).
 
+Top-level members other than ``traceEvents`` come back as their raw JSON text (``top``, each
+at most 1 MiB) for the reader to decode.
+
 Tokens: a string is interned as ``b"S" + its decoded UTF-8``, any other value (a number, a
 literal, an array or object used as a pid/name/...) as ``b"R" + its JSON text``; the reader
 converts each distinct token once. Lone surrogate escapes (``"\\ud800"``) decode to U+FFFD.
@@ -97,9 +100,9 @@ ERRORS = {E_EOF: "unexpected end of data", E_CHAR: "unexpected character", E_UTF
 UTF8_ERROR = E_UTF8
 DEPTH_ERROR = E_DEPTH
 
-# Top-level keys whose values are returned (as raw JSON text) beside the events.
-_TOP_KEYS = (b"deviceProperties", b"distributedInfo", b"schemaVersion", b"cuda_runtime_version",
-             b"cuda_driver_version", b"cupti_version", b"displayTimeUnit", b"baseTimeNanoseconds", b"profile_memory")
+# Top-level values other than traceEvents (deviceProperties, distributedInfo, schemaVersion, ...)
+# are returned as their JSON text, up to this size each.
+DEF TOP_VALUE_MAX_BYTES = 1 << 20
 
 
 cdef inline bint _ws(uint8_t c) nogil:
@@ -1201,7 +1204,7 @@ cdef class Scanner:
         q = self._skip(v, 1)
         if q < 0:
             return q
-        if key in _TOP_KEYS:
+        if q - v <= TOP_VALUE_MAX_BYTES:  # a trace is not a metadata store: bound what is kept
             self.top[key.decode()] = PyBytes_FromStringAndSize(<char*>(self.buf + v), q - v)
         self.state = S_OBJ_NEXT
         return q

@@ -200,7 +200,8 @@ def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: in
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
     try:
-        top = {key: json.loads(text) for key, text in scan.top.items()}
+        # Decoded only for the keys _trace_metadata keeps (the scanner returns every one's text).
+        top = {key: json.loads(text) for key, text in scan.top.items() if key in _METADATA_KEYS}
     except RecursionError:
         raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
     try:

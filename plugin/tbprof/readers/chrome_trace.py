@@ -732,8 +732,9 @@ class _Builder:
         c, tok = self.cols, self.tok
         idx = self._timed(idx, "counter ('C') events")
         # One line per (pid, name[, id]): the name with the id is the line's and the events' name.
-        code = ((c["pid"][idx].astype(np.int64) + 3) * (self.n_tokens + 3) + c["name"][idx] + 3) * \
-            (self.n_tokens + 3) + c["id"][idx] + 3
+        pid_name = (c["pid"][idx].astype(np.int64) + 3) * (self.n_tokens + 3) + c["name"][idx] + 3
+        pid_name = np.unique(pid_name, return_inverse=True)[1].reshape(-1)  # dense: the next product fits
+        code = pid_name * (self.n_tokens + 3) + c["id"][idx] + 3
         uniq, first_at, inv = np.unique(code, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
         line_of = np.zeros(uniq.shape[0], np.int64)

@@ -142,8 +142,8 @@ print(before, rss())
 
 
 def test_freed_conversion_memory_goes_back_to_the_kernel() -> None:
-    # ~400 MB freed on a thread stayed resident until trimmed (the summary of a 0.9 GB Kineto
-    # trace peaked at 1.55 GB instead of 1.24 GB). A child process: a fresh allocator.
+    # Memory freed on a conversion thread stayed resident under the tools that ran next, until
+    # trimmed. A child process: a fresh allocator.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True, text=True, env=env, check=True)
     before, after = (int(x) for x in out.stdout.split())

@@ -213,8 +213,8 @@ def release_free_memory() -> None:
     A conversion frees most of what it allocated (the reader's temporaries), but glibc keeps freed
     blocks under its mmap threshold in the heap of the thread that freed them, and a conversion
     runs on a background thread: the tools that then run on another thread cannot reuse them, so
-    the process' peak was the conversion's leftovers plus the tools' own memory (the summary of a
-    0.9 GB Kineto trace: 1.05 GB resident after reading, 0.45 GB of it live; see bench/json_bench.py).
+    the process' peak was the conversion's leftovers plus the tools' own memory (the peak RSS of
+    ``bench/json_bench.py``'s summaries shows it).
     """
     global _trim
     if _trim is None:

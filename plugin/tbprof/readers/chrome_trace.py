@@ -594,7 +594,7 @@ class _Builder:
             for ph, k in sorted((self.tok.value(t), int(counts[t])) for t in np.flatnonzero(counts).tolist()):
                 self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
 
-        # Usable numbers (chrome_events.sanitize_events' rules): finite, within the limits.
+        # Usable numbers (the rules of chrome_events.py): finite, within the limits.
         ts = c["ts"]
         ts[~(np.abs(ts) <= MAX_ABS_TS_US)] = np.nan
         dur = c["dur"]

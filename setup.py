@@ -23,7 +23,7 @@ def core_extensions() -> list[Extension]:
     """tbprof._core: plain typed-memoryview Cython, no NumPy C API (so no numpy ABI pin)."""
     from Cython.Build import cythonize
 
-    modules = [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"]) for name in ("wire", "kernels")]
+    modules = [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"]) for name in ("wire", "kernels", "jsonscan")]
     return cythonize(modules, compiler_directives={"language_level": "3"}, quiet=True)  # type: ignore[no-any-return]
 
 

@@ -1,12 +1,14 @@
 """Runs the risky decodes of ``test_wire_fuzz.py`` in a child process, so that a crash fails a
 test instead of killing pytest. Reads a JSON job from stdin, prints a JSON report.
 
-Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome" | "stream"}.
+Job: {"inputs": [hex, ...], "reader": bool, "compare": bool, "format": "xspace" | "chrome" | "stream",
+"windows": [int, ...] (chrome only)}.
 A "stream" job writes each input to a file and converts it with the streaming reader
 (``readers/xplane_stream.py``, 61-byte windows, so every field lies across a window boundary
 somewhere) and with the in-memory reader: both must read it (the same store) or both must
 raise ``ProfileReadError``, and a failed stream leaves no cache entry.
-A "chrome" job only reads each input as a Chrome trace (result or ``ProfileReadError``). For
+A "chrome" job reads each input as a Chrome trace (result or ``ProfileReadError``), and again
+with each of its "windows" sizes (same store or same error). For
 each XSpace input the child runs
 the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
 the serial scan, and with "reader" the whole XSpace reader, eager and lazy (every plane's stats
@@ -38,19 +40,33 @@ def _outcome(fn: Any) -> tuple[str, Any]:
 
 
 def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
+    """Each input read as a Chrome trace; with "windows", read again with each of those window
+    sizes (the scanner sees that many bytes at a time): the same store or the same error."""
     from tbprof.errors import ProfileReadError
     from tbprof.readers.chrome_trace import chrome_trace_from_bytes
+    from tests.core.chrome_digest import semantic_digest
 
     counts = {"read_ok": 0, "read_error": 0}
     problems: list[str] = []
+    windows: list[int] = job.get("windows", [])
     for i, text in enumerate(job["inputs"]):
-        try:
-            chrome_trace_from_bytes(bytes.fromhex(text), "fuzz.trace.json", "fuzz")
-            counts["read_ok"] += 1
-        except ProfileReadError:
-            counts["read_error"] += 1
-        except Exception:
-            problems.append(f"input {i}: reader raised {traceback.format_exc(limit=4)}")
+        data = bytes.fromhex(text)
+        outcomes: list[tuple[str, Any]] = []
+        for window in [1 << 24, *windows]:
+            try:
+                store = chrome_trace_from_bytes(data, "fuzz.trace.json", "fuzz", window_bytes=window)
+                outcomes.append(("ok", semantic_digest(store) if windows else None))
+            except ProfileReadError as e:
+                outcomes.append(("error", e.reason))
+            except Exception:
+                problems.append(f"input {i} (window {window}): reader raised {traceback.format_exc(limit=4)}")
+                break
+        else:
+            counts["read_ok" if outcomes[0][0] == "ok" else "read_error"] += 1
+            for window, got in zip(windows, outcomes[1:], strict=True):
+                if got != outcomes[0]:
+                    problems.append(f"input {i}: window {window} read {str(got)[:300]}, whole {str(outcomes[0])[:300]}")
+                    break
     return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
 
 

@@ -232,9 +232,14 @@ def _runs(server: Server) -> dict[str, dict[str, Any]]:
     return {r["run"]: r for r in body["runs"]}
 
 
+def _crafted_chrome(server: Server) -> dict[str, Any]:
+    """The crafted Chrome-trace session (its byte-flipped PyTorch traces are a PyTorch run beside it)."""
+    return next(r for name, r in _runs(server).items() if name.startswith("crafted/") and r["kind"] == "chrome_trace")
+
+
 def test_special_files_and_outside_links_are_not_listed(hostile: tuple[Server, Path, Any]) -> None:
     server, _, _ = hostile
-    crafted = next(r for name, r in _runs(server).items() if name.startswith("crafted/"))
+    crafted = _crafted_chrome(server)
     assert "fifo" not in crafted["hosts"]
     assert not {"link_out", "link_dangling", "link_loop"} & set(crafted["hosts"])
     assert {"good", "deep_array", "gzip_bomb"} <= set(crafted["hosts"])
@@ -244,7 +249,9 @@ def test_every_crafted_file_is_an_answer(hostile: tuple[Server, Path, Any]) -> N
     server, _, _ = hostile
     runs = _runs(server)
     crafted = [r for name, r in runs.items() if name.startswith("crafted")]
-    assert len(crafted) == 3  # the Chrome-trace and XSpace sessions, the tfprof folder
+    # The Chrome-trace and XSpace sessions, the tfprof folder, and the byte-flipped PyTorch traces
+    # of the Chrome-trace session: PyTorch traces by their content, whatever their name.
+    assert sorted(r["kind"] for r in crafted) == ["chrome_trace", "pytorch", "tfprof", "xspace"]
     refused: dict[str, str] = {}
     for run in crafted:
         for host in run["hosts"]:
@@ -252,7 +259,9 @@ def test_every_crafted_file_is_an_answer(hostile: tuple[Server, Path, Any]) -> N
             _assert_answer(status, body, f"tools {run['run']} {host}")
             tools = {"tfprof": ["tfprof_views", "tfprof_advice"],
                      "xspace": ["profile_summary", "trace_viewer", "overview_page", "op_profile",
-                                "framework_op_stats"]}.get(run["kind"], ["profile_summary", "trace_viewer"])
+                                "framework_op_stats"],
+                     "pytorch": ["profile_summary", "trace_viewer", "overview_page", "framework_op_stats",
+                                 "kernel_stats", "gpu_breakdown"]}.get(run["kind"], ["profile_summary", "trace_viewer"])
             for tool in tools:
                 status, body = _get(server, "data", {"run": run["run"], "host": host, "tool": tool})
                 _assert_answer(status, body, f"{tool} {run['run']} {host}")
@@ -275,7 +284,7 @@ def test_every_crafted_file_is_an_answer(hostile: tuple[Server, Path, Any]) -> N
 
 def test_malformed_events_are_dropped_and_counted(hostile: tuple[Server, Path, Any]) -> None:
     server, _, _ = hostile
-    run = next(name for name in _runs(server) if name.startswith("crafted/"))
+    run = _crafted_chrome(server)["run"]
     for host in ("phase_list", "dur_list", "flow_ts_null", "huge_numbers"):
         status, body = _get(server, "data", {"run": run, "host": host, "tool": "profile_summary"})
         assert status == 200, (host, body)
@@ -284,7 +293,7 @@ def test_malformed_events_are_dropped_and_counted(hostile: tuple[Server, Path, A
 
 def test_regex_bombs_are_linear_and_others_keep_answering(hostile: tuple[Server, Path, Any]) -> None:
     server, _, _ = hostile
-    run = next(name for name in _runs(server) if name.startswith("crafted/"))
+    run = _crafted_chrome(server)["run"]
     good_run = next(name for name in _runs(server) if name.startswith("custom_loop/"))
     results: list[tuple[int, dict[str, Any] | None]] = []
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -36,8 +39,20 @@ def test_gzip_behind_a_json_name_gets_the_gzip_factor(tmp_path: Path) -> None:
     plain, zipped = tmp_path / "a.trace.json", tmp_path / "b.trace.json"
     plain.write_bytes(doc)
     zipped.write_bytes(gzip.compress(doc))
-    assert memory_guard.memory_factor(plain, plain.read_bytes()[:2]) == 12
-    assert memory_guard.memory_factor(zipped, zipped.read_bytes()[:2]) == 80
+    # 3x the JSON, 30x the gzip: the measured peaks of the streaming reader, rounded up (memory_guard).
+    assert memory_guard.memory_factor(plain, plain.read_bytes()[:2]) == 3
+    assert memory_guard.memory_factor(zipped, zipped.read_bytes()[:2]) == 30
+
+
+def test_streaming_gunzip_of_a_trace_stops_at_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 50 MB of JSON in ~50 KB of gzip; 30 MB of memory allows 10 MB of JSON (3 bytes per byte).
+    bomb = tmp_path / "bomb.trace.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b" " * (50 << 20) + b"]"))
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(30 << 20))
+    with pytest.raises(MemoryRefusal, match="expands beyond 10 MB"):
+        chrome_trace.read_chrome_trace(bomb)
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(400 << 20))
+    assert chrome_trace.read_chrome_trace(bomb).n_events == 0
 
 
 def test_gunzip_stops_at_its_budget() -> None:
@@ -60,7 +75,8 @@ def test_conversions_in_flight_reserve_memory(tmp_path: Path, monkeypatch: pytes
     a.write_text(doc)
     b.write_text(doc)
     size = a.stat().st_size
-    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(int(size * 12 * 1.5)))  # room for one and a half
+    factor = memory_guard.memory_factor(a)
+    monkeypatch.setenv(memory_guard.LIMIT_ENV, str(int(size * factor * 1.5)))  # room for one and a half
     inside, release = threading.Event(), threading.Event()
 
     def slow_reader(path: Path) -> object:
@@ -103,3 +119,32 @@ def test_the_scanner_asks_before_it_fills_a_column() -> None:
     with pytest.raises(Refused):
         wire.scan_serial_py(data, on_counts=refuse)
     assert seen == [(2_000_000, -1), (2_000_000, 0)]
+
+
+RELEASE_CHILD = """
+import threading, numpy as np
+from tbprof.store.memory_guard import release_free_memory
+def rss():
+    return next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmRSS')) // 1024
+keep = []
+def convert():  # like a conversion thread: many mid-sized temporaries, a few kept
+    big = np.ones(4_000_000)  # freeing a 32 MB block raises glibc's mmap threshold to 32 MB
+    del big
+    temps = [np.ones(100_000) for _ in range(500)]  # 500 x 0.8 MB, now from this thread's heap
+    keep.extend(temps[::50])
+t = threading.Thread(target=convert)
+t.start()
+t.join()
+before = rss()
+release_free_memory()
+print(before, rss())
+"""
+
+
+def test_freed_conversion_memory_goes_back_to_the_kernel() -> None:
+    # Memory freed on a conversion thread stayed resident under the tools that ran next, until
+    # trimmed. A child process: a fresh allocator.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True, text=True, env=env, check=True)
+    before, after = (int(x) for x in out.stdout.split())
+    assert before - after > 200, (before, after)  # 450 of the 500 temporaries (~360 MB) were freed

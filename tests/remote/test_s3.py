@@ -322,3 +322,18 @@ def test_a_bucket_file_rewritten_while_streaming_is_a_read_error(s3: S3, profile
     with pytest.raises(ProfileReadError, match="changed while it was being read"):
         stream_xspace(url, disk, "entry", 4 << 20, window_bytes=8 << 10)
     assert not disk.has("entry")
+
+
+def test_a_chrome_trace_in_a_bucket_is_read_by_ranged_windows(s3_logdir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chrome trace in a bucket is read window by window (ranged GETs), gzip streamed: the
+    store pinned for the local file (tests/core/chrome_digests.json), with 8 KB windows."""
+    from tbprof.readers import chrome_trace
+    from tbprof.store.fs import location
+    from tests.core.chrome_digest import DEMO, DIGESTS, semantic_digest
+
+    local = next((DEMO / "jax_mlp").rglob("vm.trace.json.gz"))
+    rel = local.relative_to(DEMO)
+    monkeypatch.setattr(chrome_trace, "WINDOW_BYTES", 8 << 10)
+    store = chrome_trace.read_chrome_trace(location(f"{s3_logdir}/{rel.as_posix()}"))
+    want = json.loads(DIGESTS.read_text())[str(rel)]
+    assert json.loads(json.dumps(semantic_digest(store))) == want

@@ -32,6 +32,14 @@ earliest event, rounded to the nanosecond: every known producer writes at most t
 decimals, and a float64 holding an epoch-based microsecond timestamp (~1.8e15) cannot
 represent anything finer anyway.
 
+Reading: the file is read in bounded windows (local ``pread``, ranged GETs for a URL, gzip
+decompressed as a stream) and tokenised by the compiled scanner ``_core/jsonscan.pyx`` straight
+into columns (phase, ts, dur, pid/tid/name/cat/id as interned tokens, every ``args`` entry as a
+stat row); the builder below works on those columns with numpy and runs Python once per
+distinct token, thread or object, never once per event. Peak memory is the columns (about 1.4
+to 2x the JSON text), not the file nor a Python object per event. The JSON rules the scanner
+follows, and where they differ from ``json.loads``, are in docs/differences.md.
+
 Tolerated, counted in ``store.warnings`` (the rest of the trace is still shown):
 events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur``
 (dropped), ``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of
@@ -43,29 +51,31 @@ Not tolerated (``ProfileReadError``): bytes that are not JSON, JSON that is not 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tbprof._core import kernels
-from tbprof.errors import ProfileReadError
+from tbprof._core import jsonscan, kernels
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers import kineto
-from tbprof.readers.chrome_events import sanitize_events
-from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
+from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
+from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.step_files import json_host
-from tbprof.readers.xplane import read_file_bytes
+from tbprof.readers.xplane_stream import _File, _UrlFile
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.fs import Location
+from tbprof.store.fs import Location, UrlPath
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
-from tbprof.store.memory_guard import decompressed_limit_bytes
+from tbprof.store.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"
@@ -82,57 +92,165 @@ def host_of(path: Location) -> str:
 
 
 
+# Bytes read per window, and the most decompressed bytes one gzip step may produce: the reader's
+# memory is its columns, not the file (see read_chrome_trace).
+WINDOW_BYTES = 16 << 20
+
+
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
-    """Reads one Chrome trace JSON file (optionally gzip-compressed, detected by content)."""
+    """Reads one Chrome trace JSON file (optionally gzip-compressed, detected by content).
+
+    The file is read in windows of ``WINDOW_BYTES`` (``pread`` locally, ranged GETs for a URL,
+    gzip decompressed as a stream with bounded output per step) and tokenised window by window
+    by the compiled scanner (``_core/jsonscan.pyx``): peak memory is the event and stat columns,
+    never the file's text nor a Python object per event.
+    """
     path = as_location(path)
-    data = read_file_bytes(path)
-    return chrome_trace_from_bytes(data, str(path), host if host is not None else host_of(path))
+    f: _File | _UrlFile = _UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else _File(Path(path))
+    try:
+        if f.size == 0:
+            raise ProfileReadError(str(path), "the file is empty (0 bytes)")
+        store = _read_windows(_file_windows(f, WINDOW_BYTES), str(path),
+                              host if host is not None else host_of(path), WINDOW_BYTES)
+        f.check_unchanged()
+    finally:
+        f.close()
+    return store
 
 
-def _decode_json(data: bytes, source: str) -> Any:
+def chrome_trace_from_bytes(data: bytes, source: str, host: str, window_bytes: int = WINDOW_BYTES,
+                            ) -> tables.ProfileStore:
+    """Reads a Chrome trace held in memory (``window_bytes``: how much the scanner sees at once)."""
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
-    if data[:2] == GZIP_MAGIC:
-        data = gunzip_bounded(data, source, decompressed_limit_bytes())
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ProfileReadError(source, f"not a Chrome trace: the bytes are not UTF-8 text (at byte {e.start})") from e
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
-    except json.JSONDecodeError as e:
-        # The JSON Array Format may legally end without its closing bracket (a tracer that
-        # was killed mid-write); chrome://tracing accepts that, so do we.
-        stripped = text.rstrip().rstrip(",")
-        if stripped.startswith("["):
-            try:
-                return json.loads(stripped + "]")
-            except (json.JSONDecodeError, RecursionError):
-                pass
-        raise ProfileReadError(source, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    view = memoryview(data)
+    return _read_windows((bytes(view[i:i + window_bytes]) for i in range(0, len(data), window_bytes)),
+                         source, host, window_bytes)
 
 
-def chrome_trace_from_bytes(data: bytes, source: str, host: str) -> tables.ProfileStore:
-    doc = _decode_json(data, source)
-    if isinstance(doc, list):
-        events = doc
-    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-        events = doc["traceEvents"]
-    elif isinstance(doc, dict) and "traceEvents" in doc:
+def _file_windows(f: _File | _UrlFile, window_bytes: int) -> Iterator[bytes]:
+    pos = 0
+    while pos < f.size:
+        n = min(window_bytes, f.size - pos)
+        yield f.pread(pos, n)
+        pos += n
+
+
+def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterator[bytes]:
+    """Decompresses every gzip member of the stream, at most ``out_bytes`` per step."""
+    limit = decompressed_limit_bytes()  # a gzip bomb is refused before its columns fill memory
+    total = 0
+    d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
+    fed = False  # the current member has had input
+    full = False  # the last step filled its bound: zlib may hold more output
+    pending = b""
+    try:
+        for chunk in raw:
+            pending = pending + chunk if pending else chunk
+            while pending or full:
+                if d.eof:  # a member ended: another may follow (after padding)
+                    pending = pending.lstrip(b"\x00")
+                    if len(pending) < 2 and GZIP_MAGIC.startswith(pending):
+                        break  # wait for more input
+                    if not pending.startswith(GZIP_MAGIC):
+                        return  # trailing garbage after the last member: ignored, as gzip(1) does
+                    d, fed = zlib.decompressobj(wbits=31), False
+                out = d.decompress(pending, out_bytes)
+                fed = True
+                full = len(out) == out_bytes and not d.eof
+                pending = d.unused_data if d.eof else d.unconsumed_tail
+                total += len(out)
+                if limit is not None and total > limit:
+                    raise MemoryRefusal(source, (
+                        f"the gzip content expands beyond {limit / 1e6:.0f} MB, more than this machine can "
+                        "convert now; open it on a machine with more memory, or set $TBPROF_CONVERT_MEMORY_BYTES"))
+                if out:
+                    yield out
+        while full:
+            out = d.decompress(b"", out_bytes)
+            full = len(out) == out_bytes and not d.eof
+            if out:
+                yield out
+        if fed and not d.eof:
+            raise ProfileReadError(source, "the gzip stream is damaged or truncated: it ends early")
+    except zlib.error as e:
+        raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
+
+
+def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int) -> tables.ProfileStore:
+    head = b""
+    for chunk in raw:  # enough bytes to tell gzip by its magic
+        head += chunk
+        if len(head) >= 2:
+            break
+    if not head:
+        raise ProfileReadError(source, "the file is empty (0 bytes)")
+    windows: Iterator[bytes] = itertools.chain([head], raw)
+    if head[:2] == GZIP_MAGIC:
+        windows = _gunzip_windows(windows, source, window_bytes)
+    scan = _scan(windows, source)
+    if scan.top_kind == 1 and scan.trace_events == 2:
         raise ProfileReadError(source, "not a Chrome trace: 'traceEvents' is not a list")
-    else:
+    if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
     try:
-        store = _Builder(source, host).build(events)
-    except RecursionError:  # args nested just below the parser's limit, re-encoded as text
+        # Decoded only for the keys _trace_metadata keeps (the scanner returns every one's text).
+        top = {key: json.loads(text) for key, text in scan.top.items() if key in _METADATA_KEYS}
+    except RecursionError:
+        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
+    try:
+        store = _Builder(source, host).build(scan)
+    except RecursionError:  # args nested just below the scanner's limit, re-encoded as text
         raise ProfileReadError(source, "an event's args are nested too deeply") from None
-    if isinstance(doc, dict):
-        store.metadata = _trace_metadata(doc)
+    if scan.top_kind == 1:
+        store.metadata = _trace_metadata(top)
     kineto.finish(store)
+    release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
+
+
+class _Scan:
+    """What the scanner found: event and stat columns, the token table, the top-level values."""
+
+    def __init__(self, sc: jsonscan.Scanner) -> None:
+        self.top_kind = int(sc.top_kind)
+        self.trace_events = int(sc.trace_events)
+        self.non_objects = int(sc.non_objects)
+        self.top: dict[str, bytes] = dict(sc.top)
+        self.tokens: list[bytes] = sc.tokens()
+        self.int_flag, self.int_value = sc.token_ints(np)
+        self.cols: dict[str, np.ndarray] = sc.columns(np)
+
+
+def _scan(windows: Iterator[bytes], source: str) -> _Scan:
+    sc = jsonscan.Scanner()
+    tail = b""
+    base = 0
+    want = 0
+    for chunk in windows:
+        buf = tail + chunk if tail else chunk
+        if len(buf) < want:  # a unit larger than the windows so far: wait for twice as much
+            tail = buf
+            continue
+        used = sc.feed(buf, base, False)
+        if used < 0:
+            _scan_error(sc, source)
+        tail = buf[used:]
+        base += used
+        want = 2 * len(tail) if used == 0 else 0
+    if sc.feed(tail, base, True) < 0:
+        _scan_error(sc, source)
+    return _Scan(sc)
+
+
+def _scan_error(sc: jsonscan.Scanner, source: str) -> None:
+    code, at = int(sc.err_code), int(sc.err_at)
+    if code == jsonscan.UTF8_ERROR:
+        raise ProfileReadError(source, f"not a Chrome trace: the bytes are not UTF-8 text (at byte {at})")
+    if code == jsonscan.DEPTH_ERROR:
+        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply")
+    raise ProfileReadError(source, f"not valid JSON: {jsonscan.ERRORS.get(code, 'error')} at byte {at}")
 
 
 # Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):
@@ -162,18 +280,81 @@ def _hashable(value: Any) -> Hashable:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _floats(values: list[Any]) -> np.ndarray:
-    """float64 array of JSON numbers; anything non-numeric (missing, text, bool) becomes NaN."""
-    try:
-        out = np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        out = np.array([float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-                        for v in values], dtype=np.float64)
-    return out
+_MISSING = -1  # token id of an absent field
+_GLOBAL = -3  # token id standing for the global-instant track's pid / tid
+
+
+class _Tokens:
+    """The scanner's token table, each token converted once per use (a name, an identity, ...)."""
+
+    def __init__(self, raw: list[bytes]) -> None:
+        self.raw = raw
+        self._values: dict[int, Any] = {}
+
+    def value(self, t: int) -> Any:
+        """The field's value as the reader uses it: a string as itself, lists and objects as their
+        JSON text (at most 4 KiB), a non-finite number as its text, absent as None."""
+        if t == _MISSING:
+            return None
+        if t == _GLOBAL:
+            return GLOBAL_PID
+        found = self._values.get(t, self)
+        if found is not self:
+            return found
+        raw = self.raw[t]
+        text = raw[1:]
+        if raw[:1] == b"S":
+            v: Any = text.decode("utf-8")
+        elif len(text) < 1000 and (text.isdigit() or (text[:1] == b"-" and text[1:].isdigit())):
+            v = int(text)  # the common id: an integer, without json.loads' cost
+        else:
+            v = json.loads(text)
+            if isinstance(v, float) and not math.isfinite(v):
+                v = str(v)
+            elif v is not None and not isinstance(v, (str, int, float)):
+                v = json.dumps(v, sort_keys=True, default=str)[:4096]
+        self._values[t] = v
+        return v
+
+    def key(self, t: int) -> Hashable:
+        return _hashable(self.value(t))
+
+    def text(self, t: int) -> str:
+        """A name as text (absent: "")."""
+        v = self.value(t)
+        return "" if t == _MISSING else v if isinstance(v, str) else str(v)
+
+    def canonical(self, t: int) -> str:
+        """A string token's text, or a JSON token as ``json.dumps(v, sort_keys=True)``."""
+        raw = self.raw[t]
+        if raw[:1] == b"S":
+            return raw[1:].decode("utf-8")
+        return json.dumps(json.loads(raw[1:]), sort_keys=True, default=str)
+
+
+def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
+    """``fn(t)`` for every token id in ``toks`` (ids >= -3), computed once per distinct id in
+    id order (first seen in the file first, so string ids are reproducible)."""
+    if toks.shape[0] == 0:
+        return np.zeros(0, dtype=dtype)
+    mask = np.zeros(n_tokens + 3, dtype=np.bool_)
+    mask[toks + 3] = True
+    used = np.flatnonzero(mask)
+    table = np.zeros(n_tokens + 3, dtype=dtype)
+    table[used] = [fn(int(t) - 3) for t in used.tolist()]
+    return table[toks + 3]
+
+
+# Phase codes of the reader (the scanner gives each event's phase as a token).
+_PH_NONE, _PH_X, _PH_BE, _PH_INSTANT, _PH_C, _PH_OBJECT, _PH_FLOW, _PH_M, _PH_OTHER = range(9)
+_PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH_INSTANT, "R": _PH_INSTANT,
+                "C": _PH_C, "N": _PH_OBJECT, "O": _PH_OBJECT, "D": _PH_OBJECT, "s": _PH_FLOW, "t": _PH_FLOW,
+                "f": _PH_FLOW, "M": _PH_M, "": _PH_NONE}
 
 
 class _Builder:
-    """Collects the trace's events into per-plane columns (one pass over the JSON objects)."""
+    """Builds the store from the scanner's columns: numpy over all events, Python once per
+    distinct token, thread or object (never once per event)."""
 
     def __init__(self, source: str, host: str) -> None:
         self.source = source
@@ -197,6 +378,12 @@ class _Builder:
         self.st_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self.counter_lines: set[int] = set()
         self.trace_end_us = 0.0
+        self.tok = _Tokens([])
+        self.n_tokens = 0
+        self.int_flag = np.zeros(0, np.uint8)  # per token: an integer that fits int64 (value below)
+        self.int_value = np.zeros(0, np.int64)
+        self.cols: dict[str, np.ndarray] = {}
+        self._stat_bounds: np.ndarray | None = None
 
     # --- helpers ---------------------------------------------------------------------------
     def _warn(self, count: int, what: str) -> None:
@@ -210,144 +397,191 @@ class _Builder:
             found = self.line_keys[key] = len(self.line_keys)
         return found
 
-    def _lines(self, pids: list[Any], tids: list[Any], kind: str = "thread") -> np.ndarray:
-        """Line index of each (pid, tid): one dictionary pass, ``_line`` once per distinct pair."""
-        local: dict[tuple[Any, Any], int] = {}
-        try:
-            codes = [local.setdefault(pt, len(local)) for pt in zip(pids, tids, strict=False)]
-        except TypeError:  # unhashable ids (lists, objects) are normalised one by one
-            return np.array([self._line(p, t, kind) for p, t in zip(pids, tids, strict=False)], dtype=np.int64)
-        mapping = np.array([self._line(p, t, kind) for p, t in local], dtype=np.int64)
-        return mapping[np.array(codes, dtype=np.int64)] if codes else np.zeros(0, np.int64)
+    def _lines(self, pid_tok: np.ndarray, tid_tok: np.ndarray) -> np.ndarray:
+        """Line index of each (pid, tid) token pair: ``_line`` once per distinct pair, in the
+        order the pairs first appear."""
+        if pid_tok.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        code = (pid_tok.astype(np.int64) + 3) * (self.n_tokens + 3) + (tid_tok.astype(np.int64) + 3)
+        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        mapping = np.zeros(uniq.shape[0], dtype=np.int64)
+        for u in np.argsort(first, kind="stable").tolist():
+            pair = int(uniq[u])
+            p, t = pair // (self.n_tokens + 3) - 3, pair % (self.n_tokens + 3) - 3
+            tid = "Global" if t == _GLOBAL else self.tok.value(t)
+            mapping[u] = self._line(self.tok.value(p), tid)
+        return mapping[inv.reshape(-1)]
 
-    def _add_args(self, first: int, objs: list[dict[str, Any]]) -> None:
-        """Every ``args`` entry of ``objs`` (events first, first + 1, ...) as a stat.
-
-        One pass gathers (owner, key, value); values are then converted per type in bulk and
-        each distinct key and text is interned once (jax_large's trace has 1.7 M args).
-        """
-        owners: list[int] = []
-        keys: list[Any] = []
-        values: list[Any] = []
-        for k, e in enumerate(objs):
-            args = e.get("args")
-            if type(args) is dict and args:
-                owners.extend([first + k] * len(args))
-                keys.extend(args.keys())
-                values.extend(args.values())
-        if not owners:
-            return
-        intern = self.strings.intern
-        # First-seen order (not a set's, which follows the per-process string hash): the same
-        # file interns the same string ids in every process, so stores and caches are reproducible.
-        key_ids = {key: intern(str(key)) for key in dict.fromkeys(keys)}
-        kinds = [_VALUE_KIND.get(type(v), _OTHER) for v in values]
-        kind_arr = np.array(kinds, dtype=np.int8)
-        raw = np.zeros(len(values), dtype=np.int64)
-        out_kind = np.full(len(values), tables.KIND_INT64, dtype=np.int8)
-        for code in sorted_unique(kind_arr).tolist():
-            idx = np.nonzero(kind_arr == code)[0]
-            picked = [values[i] for i in idx.tolist()]
-            if code == tables.KIND_INT64:
-                try:
-                    raw[idx] = np.array(picked, dtype=np.int64)
-                except OverflowError:  # an integer beyond int64: one at a time
-                    for i, v in zip(idx.tolist(), picked, strict=False):
-                        out_kind[i], raw[i] = _int_stat(v, intern)
+    def _key_ids(self, toks: np.ndarray) -> np.ndarray:
+        """One id per distinct identity of the token ids ``toks``, as a dict keyed by the values
+        would give (``1``, ``1.0`` and ``true`` are one key): integer tokens are numbered in
+        bulk, the others one by one in Python."""
+        if toks.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        mask = np.zeros(self.n_tokens + 3, dtype=np.bool_)
+        mask[toks + 3] = True
+        used = np.flatnonzero(mask) - 3
+        flag = np.zeros(used.shape[0], dtype=np.bool_)
+        real = used >= 0
+        flag[real] = self.int_flag[used[real]] == 1
+        ints = np.unique(self.int_value[used[flag]])
+        table = np.zeros(self.n_tokens + 3, dtype=np.int64)
+        table[used[flag] + 3] = np.searchsorted(ints, self.int_value[used[flag]])
+        others: dict[Hashable, int] = {}
+        for t in used[~flag].tolist():
+            key = self.tok.key(t)
+            if isinstance(key, int) or (isinstance(key, float) and key.is_integer()):  # floats here are finite
+                as_int = int(key)
+                at = int(np.searchsorted(ints, as_int)) if -(1 << 63) <= as_int < (1 << 63) else ints.shape[0]
+                if at < ints.shape[0] and int(ints[at]) == as_int:
+                    table[t + 3] = at
                     continue
-            elif code == tables.KIND_DOUBLE:
-                raw[idx] = np.array(picked, dtype=np.float64).view(np.int64)
-            elif code == tables.KIND_STR:
-                texts = {t: intern(t) for t in dict.fromkeys(picked)}
-                raw[idx] = np.array([texts[t] for t in picked], dtype=np.int64)
-            elif code == _BOOL:
-                raw[idx] = np.array(picked, dtype=np.int64)
-                code = tables.KIND_INT64
-            elif code == _NULL:
-                code = tables.KIND_NONE
-            else:
-                texts = {}
-                for i, v in zip(idx.tolist(), picked, strict=False):
-                    t = json.dumps(v, sort_keys=True, default=str)
-                    raw[i] = texts[t] if t in texts else texts.setdefault(t, intern(t))
-                code = tables.KIND_STR
-            out_kind[idx] = code
-        keep = out_kind != tables.KIND_NONE  # a null argument says nothing
-        self.st_chunks.append((np.array(owners, dtype=np.int64)[keep],
-                               np.array([key_ids[key] for key in keys], dtype=np.int32)[keep],
-                               out_kind[keep], raw[keep]))
+                key = as_int
+            table[t + 3] = ints.shape[0] + others.setdefault(key, len(others))
+        return table[toks + 3]
 
-    def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, names: list[Any], cats: list[Any]) -> int:
+    def _name_ids(self, toks: np.ndarray) -> np.ndarray:
+        return _lut(toks, lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+
+    def _cat_ids(self, toks: np.ndarray) -> np.ndarray:
+        def one(t: int) -> int:
+            v = self.tok.value(t)
+            return 0 if v is None else self.strings.intern(v if isinstance(v, str) else str(v))
+        return _lut(toks, one, np.int32, self.n_tokens)
+
+    def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, name_id: np.ndarray,
+                cat_id: np.ndarray) -> int:
         first = self.n_events
-        intern = self.strings.intern
         self.ev_line.append(line.astype(np.int64))
         self.ev_ts.append(ts)
         self.ev_dur.append(dur)
-        self.ev_name.append(np.array([intern(n if isinstance(n, str) else str(n)) for n in names], dtype=np.int32))
-        self.ev_cat.append(np.array([intern(c if isinstance(c, str) else str(c)) if c is not None else 0
-                                     for c in cats], dtype=np.int32))
+        self.ev_name.append(name_id.astype(np.int32))
+        self.ev_cat.append(cat_id.astype(np.int32))
         self.n_events += line.shape[0]
         return first
 
+    def _append_events(self, idx: np.ndarray, line: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> int:
+        c = self.cols
+        return self._append(line, ts, dur, self._name_ids(c["name"][idx]), self._cat_ids(c["cat"][idx]))
+
+    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
+        each row, its event's position in ``events``."""
+        if self._stat_bounds is None:
+            # The scanner writes an event's rows together, events in file order: owners ascend.
+            counts = np.bincount(self.cols["st_owner"], minlength=self.cols["ph"].shape[0])
+            self._stat_bounds = np.concatenate([[0], np.cumsum(counts)])
+        bounds = self._stat_bounds
+        lo = bounds[events]
+        counts = bounds[events + 1] - lo
+        pos = np.repeat(np.arange(events.shape[0]), counts)
+        starts = np.cumsum(counts) - counts
+        rows = lo[pos] + (np.arange(pos.shape[0]) - starts[pos])
+        return rows, pos
+
+    def _add_args(self, first: int, events: np.ndarray) -> None:
+        """Every ``args`` entry of ``events`` (collected as first, first + 1, ...) as a stat."""
+        self._add_args_to(first + np.arange(events.shape[0]), events)
+
+    def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
+        """The args of ``events`` as stats of the collected events ``owners`` (one each), in
+        batches of events so that the temporaries stay small."""
+        step = 1 << 19
+        for lo in range(0, events.shape[0], step):
+            self._add_batch(owners[lo:lo + step], events[lo:lo + step])
+
+    def _add_batch(self, owners: np.ndarray, events: np.ndarray) -> None:
+        rows, pos = self._stat_rows(events)
+        c = self.cols
+        kind = c["st_kind"][rows]
+        keep = kind != tables.KIND_NONE  # a null argument says nothing
+        rows, pos, kind = rows[keep], pos[keep], kind[keep]
+        if rows.shape[0] == 0:
+            return
+        key = _lut(c["st_key"][rows], lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+        value = c["st_value"][rows]
+        text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
+        if text.any():
+            # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
+            value[text] = _lut(value[text].astype(np.int32), lambda t: self.strings.intern(self.tok.canonical(t)),
+                               np.int64, self.n_tokens)
+            kind[text] = tables.KIND_STR
+        self.st_chunks.append((owners[pos].astype(np.int32), key, kind.astype(np.int8), value))
+
     # --- the pass --------------------------------------------------------------------------
-    def build(self, events: list[Any]) -> tables.ProfileStore:
-        events, bad_phase = sanitize_events(events, self.source)
-        self._warn(bad_phase, "events whose phase ('ph') is not a string were ignored")
-        by_phase: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        # B/E and N/O/D are matched in time order with ties in file order, so they keep theirs.
-        begin_end: list[dict[str, Any]] = []
-        objects: list[dict[str, Any]] = []
-        not_objects = 0
-        for e in events:
-            if type(e) is dict:
-                ph = e.get("ph", "")
-                if ph == "B" or ph == "E":
-                    begin_end.append(e)
-                elif ph in _OBJECT_PHASES:
-                    objects.append(e)
-                else:
-                    by_phase[ph].append(e)
-            else:
-                not_objects += 1
-        self._warn(not_objects, "trace entries that are not JSON objects were ignored")
-        empty = by_phase.pop("", [])
-        self._warn(sum(1 for e in empty if e), "events without a phase ('ph') were ignored")
+    def build(self, scan: _Scan) -> tables.ProfileStore:
+        c = self.cols = scan.cols
+        scan.cols = {}  # the builder owns the columns now and drops each when done with it
+        self.tok = _Tokens(scan.tokens)
+        self.n_tokens = len(scan.tokens)
+        self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        # Phases: the phase token's code (-1 absent or null, -2 not a string).
+        ph_tok = c["ph"]
+        codes = _lut(ph_tok, lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
+                     np.int8, self.n_tokens)
+        self._warn(int((ph_tok == -2).sum()), "events whose phase ('ph') is not a string were ignored")
+        self._warn(scan.non_objects, "trace entries that are not JSON objects were ignored")
+        empty = (c["flags"] & jsonscan.FLAG_EMPTY) != 0
+        self._warn(int(((codes == _PH_NONE) & ~empty).sum()), "events without a phase ('ph') were ignored")
+        other = np.flatnonzero(codes == _PH_OTHER)
+        if other.shape[0]:
+            counts = np.bincount(ph_tok[other], minlength=self.n_tokens)
+            for ph, k in sorted((self.tok.value(t), int(counts[t])) for t in np.flatnonzero(counts).tolist()):
+                self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
 
-        self._metadata(by_phase.pop("M", []))
-        x_events = by_phase.pop("X", [])
-        instants = [e for ph in _INSTANT_PHASES for e in by_phase.pop(ph, [])]
-        counters = by_phase.pop("C", [])
-        flows = [e for ph in _FLOW_PHASES for e in by_phase.pop(ph, [])]
-        for ph, evs in sorted(by_phase.items()):
-            self._warn(len(evs), f"events of phase {ph!r}, which tbprof does not show, were ignored")
+        # Usable numbers (the rules of chrome_events.py): finite, within the limits.
+        ts = c["ts"]
+        ts[~(np.abs(ts) <= MAX_ABS_TS_US)] = np.nan
+        dur = c["dur"]
+        dur[~(np.abs(dur) <= MAX_SPAN_US)] = np.nan
+        timed = ts[(codes != _PH_M) & np.isfinite(ts)]
+        if timed.shape[0] and float(timed.max()) - float(timed.min()) > MAX_SPAN_US:
+            lo, hi = float(timed.min()), float(timed.max())
+            raise ProfileReadError(self.source, f"the event timestamps span {(hi - lo) / 86400e6:.0f} days; tbprof "
+                                   f"shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in the "
+                                   "wrong unit?)")
 
-        # Time origin: the earliest timestamp of any event we keep.
-        all_ts = [_floats([e.get("ts") for e in group]) for group in (x_events, begin_end, instants,
-                                                                         counters, objects, flows) if group]
-        finite = [t[np.isfinite(t)] for t in all_ts]
-        finite = [t for t in finite if t.shape[0]]
-        if not finite:
-            return self._finish(np.zeros(0), 0, 0.0, [])
-        t0_us = float(min(float(t.min()) for t in finite))
+        self._metadata(np.flatnonzero(codes == _PH_M))
+        kept = (codes != _PH_NONE) & (codes != _PH_M) & (codes != _PH_OTHER)
+        finite = kept & np.isfinite(ts)
+        if not finite.any():
+            return self._finish(0, None)
+        t0_us = float(ts[finite].min())
         # Unclosed slices and objects end where the trace ends: its last timestamp or the
         # end of its last complete event, whichever is later.
-        self.trace_end_us = max(float(t.max()) for t in finite)
+        self.trace_end_us = float(ts[finite].max())
 
-        self._complete(x_events)
-        self._begin_end(begin_end)
-        self._instants(instants)
-        self._counters(counters)
-        self._objects(objects)
-        end_us = self.trace_end_us
-        return self._finish_with_flows(flows, t0_us, end_us)
+        self._complete(np.flatnonzero(codes == _PH_X))
+        self._begin_end(np.flatnonzero(codes == _PH_BE))
+        self._instants(np.flatnonzero(codes == _PH_INSTANT))
+        self._counters(np.flatnonzero(codes == _PH_C))
+        self._objects(np.flatnonzero(codes == _PH_OBJECT))
+        flows = self._timed(np.flatnonzero(codes == _PH_FLOW), "flow ('s'/'t'/'f') events")
+        # Every args entry is read now; the flows need only their identity columns.
+        for name in ("st_owner", "st_key", "st_kind", "st_value", "dur", "name"):
+            del c[name]
+        del c, ph_tok, codes, empty, other, ts, dur, timed, kept, finite
+        return self._finish(t0_us, flows if flows.shape[0] else None)
 
-    def _metadata(self, meta: list[dict[str, Any]]) -> None:
-        for e in meta:
-            raw_args = e.get("args")
-            args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-            pid = _hashable(e.get("pid"))
-            tid = _hashable(e.get("tid"))
-            name = e.get("name")
+    def _metadata(self, meta: np.ndarray) -> None:
+        c, tok = self.cols, self.tok
+        for i in meta.tolist():
+            args: dict[str, Any] = {}
+            for r in self._stat_rows(np.array([i]))[0].tolist():
+                kind, value = int(c["st_kind"][r]), int(c["st_value"][r])
+                v: Any = value
+                if kind == tables.KIND_NONE:
+                    v = None
+                elif kind == tables.KIND_DOUBLE:
+                    v = float(np.int64(value).view(np.float64))
+                elif kind == tables.KIND_UINT64:
+                    v = value + (1 << 64)
+                elif kind in (tables.KIND_STR, jsonscan.KIND_JSON):
+                    v = tok.canonical(value)
+                args[tok.text(int(c["st_key"][r]))] = v
+            pid = tok.key(int(c["pid"][i]))
+            tid = tok.key(int(c["tid"][i]))
+            name = tok.value(int(c["name"][i]))
             if name == "process_name" and "name" in args:
                 self.process_names[pid] = str(args["name"])
             elif name == "process_labels" and "labels" in args:
@@ -359,46 +593,45 @@ class _Builder:
             elif name == "thread_sort_index" and isinstance(args.get("sort_index"), (int, float)):
                 self.thread_sort[(pid, tid)] = float(args["sort_index"])
 
-    def _timed(self, evs: list[dict[str, Any]], what: str) -> tuple[list[dict[str, Any]], np.ndarray]:
-        ts = _floats([e.get("ts") for e in evs])
-        ok = np.isfinite(ts)
+    def _timed(self, idx: np.ndarray, what: str) -> np.ndarray:
+        ok = np.isfinite(self.cols["ts"][idx])
         if not ok.all():
             self._warn(int((~ok).sum()), f"{what} without a numeric 'ts' were dropped")
-            keep = np.nonzero(ok)[0]
-            evs = [evs[i] for i in keep.tolist()]
-            ts = ts[keep]
-        return evs, ts
+            idx = idx[ok]
+        return idx
 
-    def _complete(self, x_events: list[dict[str, Any]]) -> None:
-        if not x_events:
+    def _complete(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
             return
-        x_events, ts = self._timed(x_events, "complete ('X') events")
-        dur = _floats([e.get("dur", 0) for e in x_events])
+        c = self.cols
+        idx = self._timed(idx, "complete ('X') events")
+        dur = c["dur"][idx]
         bad = ~(dur >= 0)  # negative or NaN
         if bad.any():
             self._warn(int(bad.sum()), "complete ('X') events with a negative or non-numeric 'dur' were dropped")
-            keep = np.nonzero(~bad)[0]
-            x_events = [x_events[i] for i in keep.tolist()]
-            ts, dur = ts[keep], dur[keep]
+            idx, dur = idx[~bad], dur[~bad]
+        ts = c["ts"][idx]
         if ts.shape[0]:
             self.trace_end_us = max(self.trace_end_us, float((ts + dur).max()))
-        line = self._lines([e.get("pid") for e in x_events], [e.get("tid") for e in x_events])
-        first = self._append(line, ts, dur, [e.get("name", "") for e in x_events], [e.get("cat") for e in x_events])
-        self._add_args(first, x_events)
+        line = self._lines(c["pid"][idx], c["tid"][idx])
+        first = self._append_events(idx, line, ts, dur)
+        self._add_args(first, idx)
 
-    def _begin_end(self, points: list[dict[str, Any]]) -> None:
-        if not points:
+    def _begin_end(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
             return
-        points, ts = self._timed(points, "begin/end ('B'/'E') events")
-        line = self._lines([e.get("pid") for e in points], [e.get("tid") for e in points])
-        is_begin = np.array([e["ph"] == "B" for e in points], dtype=np.bool_)
+        c = self.cols
+        idx = self._timed(idx, "begin/end ('B'/'E') events")
+        ts = c["ts"][idx]
+        line = self._lines(c["pid"][idx], c["tid"][idx])
+        is_begin = _lut(c["ph"][idx], lambda t: t >= 0 and self.tok.value(t) == "B", np.bool_, self.n_tokens)
         # Time order per thread, ties in file order (an E and the next B at one timestamp).
-        order = np.lexsort((np.arange(len(points)), ts, line))
+        order = np.lexsort((np.arange(idx.shape[0]), ts, line))
         partner_sorted = kernels.match_begin_end(line[order], is_begin[order])
-        partner = np.full(len(points), -1, dtype=np.int64)
+        partner = np.full(idx.shape[0], -1, dtype=np.int64)
         matched = partner_sorted >= 0
         partner[order[matched]] = order[partner_sorted[matched]]
-        b_idx = np.nonzero(is_begin)[0]
+        b_idx = np.flatnonzero(is_begin)
         b_partner = partner[b_idx]
         self._warn(int((partner[~is_begin] < 0).sum()),
                    "end ('E') events without an open begin on their thread were dropped")
@@ -407,49 +640,68 @@ class _Builder:
         b_ts = ts[b_idx]
         end = np.where(unclosed, self.trace_end_us, ts[np.maximum(b_partner, 0)])
         dur = np.maximum(end - b_ts, 0.0)
-        begins = [points[i] for i in b_idx.tolist()]
-        first = self._append(line[b_idx], b_ts, dur, [e.get("name", "") for e in begins],
-                             [e.get("cat") for e in begins])
-        self._add_args(first, begins)
+        first = self._append_events(idx[b_idx], line[b_idx], b_ts, dur)
+        self._add_args(first, idx[b_idx])
         # The E's args complete the slice's (chrome://tracing merges them the same way).
-        closing = [points[p] if p >= 0 else {} for p in b_partner.tolist()]
-        self._add_args(first, closing)
+        closed = np.flatnonzero(~unclosed)
+        self._add_args_to(first + closed, idx[b_partner[closed]])
 
-    def _instants(self, instants: list[dict[str, Any]]) -> None:
-        if not instants:
+    def _instants(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
             return
-        instants, ts = self._timed(instants, "instant ('i') events")
+        c = self.cols
+        idx = self._timed(idx, "instant ('i') events")
         # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws them
         # across the whole trace; here they get a track of their own.
-        is_global = [e.get("s") == "g" for e in instants]
-        line = self._lines([GLOBAL_PID if g else e.get("pid") for e, g in zip(instants, is_global, strict=False)],
-                           ["Global" if g else e.get("tid") for e, g in zip(instants, is_global, strict=False)])
-        first = self._append(line, ts, np.zeros(ts.shape[0]), [e.get("name", "") for e in instants],
-                             [e.get("cat") for e in instants])
-        self._add_args(first, instants)
+        is_global = (c["flags"][idx] & jsonscan.FLAG_SCOPE_G) != 0
+        pid = np.where(is_global, _GLOBAL, c["pid"][idx]).astype(np.int32)
+        tid = np.where(is_global, _GLOBAL, c["tid"][idx]).astype(np.int32)
+        line = self._lines(pid, tid)
+        ts = c["ts"][idx]
+        first = self._append_events(idx, line, ts, np.zeros(ts.shape[0]))
+        self._add_args(first, idx)
 
-    def _counters(self, counters: list[dict[str, Any]]) -> None:
-        if not counters:
+    def _counters(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
             return
-        counters, ts = self._timed(counters, "counter ('C') events")
-        names = [str(e.get("name", "")) + (f" {e['id']}" if e.get("id") is not None else "") for e in counters]
-        line = self._lines([e.get("pid") for e in counters], names, "counter")
+        c, tok = self.cols, self.tok
+        idx = self._timed(idx, "counter ('C') events")
+        # One line per (pid, name[, id]): the name with the id is the line's and the events' name.
+        pid_name = (c["pid"][idx].astype(np.int64) + 3) * (self.n_tokens + 3) + c["name"][idx] + 3
+        pid_name = np.unique(pid_name, return_inverse=True)[1].reshape(-1)  # dense: the next product fits
+        code = pid_name * (self.n_tokens + 3) + c["id"][idx] + 3
+        uniq, first_at, inv = np.unique(code, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        line_of = np.zeros(uniq.shape[0], np.int64)
+        name_of = np.zeros(uniq.shape[0], np.int32)
+        for u in np.argsort(first_at, kind="stable").tolist():
+            i = int(idx[int(first_at[u])])
+            ident = tok.value(int(c["id"][i]))
+            name = str(tok.value(int(c["name"][i])) if int(c["name"][i]) != _MISSING else "") + \
+                (f" {ident}" if ident is not None else "")
+            line_of[u] = self._line(tok.value(int(c["pid"][i])), name, "counter")
+            name_of[u] = self.strings.intern(name)
+        line = line_of[inv]
         self.counter_lines.update(sorted_unique(line).tolist())
-        first = self._append(line, ts, np.zeros(ts.shape[0]), names, [e.get("cat") for e in counters])
-        self._add_args(first, counters)
+        ts = c["ts"][idx]
+        first = self._append(line, ts, np.zeros(ts.shape[0]), name_of[inv], self._cat_ids(c["cat"][idx]))
+        self._add_args(first, idx)
 
-    def _objects(self, objects: list[dict[str, Any]]) -> None:
+    def _objects(self, idx: np.ndarray) -> None:
         """Object events (N create, O snapshot, D delete) as one event per object lifetime."""
-        if not objects:
+        if not idx.shape[0]:
             return
-        objects, ts = self._timed(objects, "object ('N'/'O'/'D') events")
+        c, tok = self.cols, self.tok
+        idx = self._timed(idx, "object ('N'/'O'/'D') events")
+        ts = c["ts"][idx]
+        phases = [tok.value(int(t)) for t in c["ph"][idx].tolist()]
         order = np.argsort(ts, kind="stable")  # ties keep file order
         alive: dict[tuple[Hashable, Hashable, Hashable], list[Any]] = {}
         done: list[list[Any]] = []
-        for i in order.tolist():
-            e = objects[i]
-            key = (_hashable(e.get("pid")), _hashable(e.get("id")), _hashable(e.get("name")))
-            ph = e["ph"]
+        for k in order.tolist():
+            e = int(idx[k])
+            key = (tok.key(int(c["pid"][e])), tok.key(int(c["id"][e])), tok.key(int(c["name"][e])))
+            ph = phases[k]
             rec = alive.get(key)
             if rec is not None and ph == "N" and rec[4]:
                 done.append(alive.pop(key))  # the id is reused by a new object
@@ -457,38 +709,37 @@ class _Builder:
             if rec is None:
                 # creation, start, end, last snapshot, created by an 'N' (a snapshot may
                 # precede its 'N' by a microsecond: then the 'N' adopts it)
-                alive[key] = [e, float(ts[i]), None, e, ph == "N"]
+                alive[key] = [e, float(ts[k]), None, e, ph == "N"]
             elif ph == "N":
                 rec[4] = True
             if ph == "O":
                 alive[key][3] = e
             elif ph == "D":
                 rec = alive.pop(key)
-                rec[2] = float(ts[i])
+                rec[2] = float(ts[k])
                 done.append(rec)
         done.extend(alive.values())
+        made = np.array([r[0] for r in done], dtype=np.int64)
         start = np.array([r[1] for r in done], dtype=np.float64)
         end = np.array([r[2] if r[2] is not None else self.trace_end_us for r in done], dtype=np.float64)
-        line = self._lines([r[0].get("pid") for r in done], [r[0].get("tid") for r in done])
-        first = self._append(line, start, end - start, [r[0].get("name", "") for r in done],
-                             [r[0].get("cat") for r in done])
-        self._add_args(first, [r[3] for r in done])
+        line = self._lines(c["pid"][made], c["tid"][made])
+        first = self._append_events(made, line, start, end - start)
+        self._add_args_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
 
     # --- assembling planes -----------------------------------------------------------------
-    def _finish_with_flows(self, flows: list[dict[str, Any]], t0_us: float, end_us: float) -> tables.ProfileStore:
-        ts_us = np.concatenate(self.ev_ts) if self.ev_ts else np.zeros(0)
-        return self._finish(ts_us, t0_us, end_us, flows)
-
-    def _finish(self, ts_us: np.ndarray, t0_us: float, end_us: float,
-                flows: list[dict[str, Any]]) -> tables.ProfileStore:
+    def _finish(self, t0_us: float, flows: np.ndarray | None) -> tables.ProfileStore:
         n = self.n_events
+        ts_us = np.concatenate(self.ev_ts) if n else np.zeros(0)
         line_g = np.concatenate(self.ev_line) if n else np.zeros(0, np.int64)
         dur_us = np.concatenate(self.ev_dur) if n else np.zeros(0)
         name_id = np.concatenate(self.ev_name) if n else np.zeros(0, np.int32)
         cat_id = np.concatenate(self.ev_cat) if n else np.zeros(0, np.int32)
+        # Peak memory is the columns: drop each one once it has been used.
+        self.ev_line, self.ev_ts, self.ev_dur, self.ev_name, self.ev_cat = [], [], [], [], []
         # Round to the nanosecond (see the module docstring), then to picoseconds.
         start_ps = np.rint((ts_us - t0_us) * 1e3).astype(np.int64) * 1000
         dur_ps = np.rint(dur_us * 1e3).astype(np.int64) * 1000
+        del ts_us, dur_us
         origin_ps = int(Decimal(repr(t0_us)) * _PS_PER_US) if n else 0
         origin_ps = (origin_ps // 1000) * 1000
 
@@ -509,13 +760,6 @@ class _Builder:
 
         ev_plane = plane_of_line[line_g] if n else np.zeros(0, np.int64)
         ev_local = local_of_line[line_g] if n else np.zeros(0, np.int64)
-        chunks = self.st_chunks or [(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int8),
-                                     np.zeros(0, np.int64))]
-        owner = np.concatenate([c[0] for c in chunks])
-        st_name = np.concatenate([c[1] for c in chunks])
-        st_kind = np.concatenate([c[2] for c in chunks])
-        st_value = np.concatenate([c[3] for c in chunks])
-
         # One sort for all planes: (plane, line, start, -dur); row_of maps collection order -> row.
         order = np.lexsort((-dur_ps, start_ps, ev_local, ev_plane))
         plane_bounds = np.searchsorted(ev_plane[order], np.arange(len(pids) + 1))
@@ -524,31 +768,31 @@ class _Builder:
             lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
             row_in_plane[order[lo:hi]] = np.arange(hi - lo)
 
-        flow_rows = self._bind_flows(flows, t0_us, pids, order, plane_bounds, start_ps, dur_ps, ev_local,
-                                     local_of_line, plane_of_line)
+        span_ps = int((start_ps + dur_ps).max()) if n else 0
+        # Each plane's rows in store order, computed once (the flows bind to them).
+        sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for pi in range(len(pids)):
+            rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
+            p_line = ev_local[rows].astype(np.int32)
+            p_start = start_ps[rows]
+            p_dur = dur_ps[rows]
+            line_offsets = np.searchsorted(p_line, np.arange(len(plane_lines[pi]) + 1)).astype(np.int64)
+            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
+            sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
+        del start_ps, dur_ps, ev_local
+        flow_rows = self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
+        self.cols = {}
         # Flow stats join the arg stats (owner in collection order).
         if flow_rows is not None:
-            f_owner, f_name, f_kind, f_value = flow_rows
-            owner = np.concatenate([owner, f_owner])
-            st_name = np.concatenate([st_name, f_name])
-            st_kind = np.concatenate([st_kind, f_kind])
-            st_value = np.concatenate([st_value, f_value])
-
-        st_plane = ev_plane[owner] if owner.shape[0] else np.zeros(0, np.int64)
-        st_row = row_in_plane[owner] if owner.shape[0] else np.zeros(0, np.int64)
-        st_order = np.lexsort((np.arange(owner.shape[0]), st_row, st_plane))
-        st_bounds = np.searchsorted(st_plane[st_order], np.arange(len(pids) + 1))
+            self.st_chunks.append(flow_rows)
+        st_row, st_name, st_kind, st_value, st_bounds = self._place_stats(order, plane_bounds, row_in_plane)
         cat_stat = self.strings.intern("cat")
 
         for pi, pid in enumerate(pids):
             lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
             rows = order[lo:hi]
-            p_line = ev_local[rows].astype(np.int32)
-            p_start = start_ps[rows]
-            p_dur = dur_ps[rows]
+            p_line, p_start, p_dur, line_offsets, depth = sorted_planes[pi]
             n_lines = len(plane_lines[pi])
-            line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
             # Metadata: one row per distinct (name, cat).
             pair = name_id[rows].astype(np.int64) * (len(self.strings) + 1) + cat_id[rows]
             uniq, meta_idx = np.unique(pair, return_inverse=True)
@@ -558,8 +802,7 @@ class _Builder:
             meta_stats = tables.StatTable(has_cat.astype(np.int32), np.full(has_cat.shape[0], cat_stat, np.int32),
                                           np.full(has_cat.shape[0], tables.KIND_STR, np.int8), meta_cat[has_cat])
             s_lo, s_hi = int(st_bounds[pi]), int(st_bounds[pi + 1])
-            sel = st_order[s_lo:s_hi]
-            stats = tables.StatTable(st_row[sel].astype(np.int32), st_name[sel], st_kind[sel], st_value[sel])
+            stats = tables.StatTable(st_row[s_lo:s_hi], st_name[s_lo:s_hi], st_kind[s_lo:s_hi], st_value[s_lo:s_hi])
             line_keys = [keys[g] for g in plane_lines[pi]]
             counter_local = [i for i, g in enumerate(plane_lines[pi]) if g in self.counter_lines]
             line_names = [self._line_name(k) for k in line_keys]
@@ -580,38 +823,77 @@ class _Builder:
                 plane_stats=plane_stats,
             ))
         self._name_planes(planes, pids)
-        span_ps = int((start_ps + dur_ps).max()) if n else 0
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
 
-    def _bind_flows(self, flows: list[dict[str, Any]], t0_us: float, pids: list[Hashable], order: np.ndarray,
-                    plane_bounds: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, ev_local: np.ndarray,
+    def _place_stats(self, order: np.ndarray, plane_bounds: np.ndarray, row_in_plane: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every stat chunk's rows moved to their place: by plane, then event row, an event's rows in
+        collection order (as a stable sort would put them). Counted, not sorted: each event's first
+        slot is a prefix sum; chunks go in slices so the temporaries stay small."""
+        n = row_in_plane.shape[0]
+        chunks, self.st_chunks = self.st_chunks, []
+        per_event = np.zeros(n, dtype=np.int64)
+        for chunk in chunks:
+            per_event += np.bincount(chunk[0], minlength=n)
+        total = int(per_event.sum())
+        in_order = per_event[order]
+        fill = np.empty(n, dtype=np.int64)
+        fill[order] = np.cumsum(in_order) - in_order  # each event's next free slot
+        bounds = np.concatenate([[0], np.cumsum(in_order)]).astype(np.int64)[plane_bounds]
+        del per_event, in_order
+        st_row = np.empty(total, dtype=np.int32)
+        st_name = np.empty(total, dtype=np.int32)
+        st_kind = np.empty(total, dtype=np.int8)
+        st_value = np.empty(total, dtype=np.int64)
+        step = 1 << 22
+        while chunks:
+            owner, name, kind, value = chunks.pop(0)
+            if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
+                perm = np.argsort(owner, kind="stable")
+                owner, name, kind, value = owner[perm], name[perm], kind[perm], value[perm]
+            for lo in range(0, owner.shape[0], step):
+                o = owner[lo:lo + step].astype(np.int64)
+                starts = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
+                lengths = np.diff(np.concatenate([starts, [o.shape[0]]]))
+                dest = fill[o] + (np.arange(o.shape[0]) - np.repeat(starts, lengths))
+                fill[o[starts]] += lengths
+                st_row[dest] = row_in_plane[o]
+                st_name[dest] = name[lo:lo + step]
+                st_kind[dest] = kind[lo:lo + step]
+                st_value[dest] = value[lo:lo + step]
+            del owner, name, kind, value
+        return st_row, st_name, st_kind, st_value, bounds
+
+    def _bind_flows(self, flows: np.ndarray | None, t0_us: float, order: np.ndarray, plane_bounds: np.ndarray,
+                    sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
                     local_of_line: np.ndarray, plane_of_line: np.ndarray,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """Binds flow points to slices; returns their stats (owner in collection order)."""
-        if not flows:
+        if flows is None:
             return None
-        flows, ts = self._timed(flows, "flow ('s'/'t'/'f') events")
+        c, tok = self.cols, self.tok
         # Points on threads that have no slices cannot bind.
-        keys = [(_hashable(e.get("pid")), _hashable(e.get("tid")), "thread") for e in flows]
-        line_g = np.array([self.line_keys.get(k, -1) for k in keys], dtype=np.int64)
+        code = (c["pid"][flows].astype(np.int64) + 3) * (self.n_tokens + 3) + c["tid"][flows] + 3
+        uniq, inv = np.unique(code, return_inverse=True)
+        line_of = np.array([self.line_keys.get((tok.key(int(u) // (self.n_tokens + 3) - 3),
+                                                tok.key(int(u) % (self.n_tokens + 3) - 3), "thread"), -1)
+                            for u in uniq.tolist()], dtype=np.int64)
+        line_g = line_of[inv.reshape(-1)]
+        ts = c["ts"][flows]
         point_ps = np.rint((ts - t0_us) * 1e3).astype(np.int64) * 1000
-        is_next = np.array([e["ph"] == "f" and e.get("bp") != "e" for e in flows], dtype=np.bool_)
-        bound = np.full(len(flows), -1, dtype=np.int64)  # collection-order event index
+        phase = _lut(c["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, self.n_tokens)
+        is_next = (phase == "f") & ((c["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
+        n_flows = flows.shape[0]
+        bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
         has_line = line_g >= 0
         p_plane = np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1)
-        for pi in range(len(pids)):
+        for pi, (_, p_start, p_dur, line_offsets, depth) in enumerate(sorted_planes):
             sel = np.nonzero(p_plane == pi)[0]
             if sel.shape[0] == 0:
                 continue
-            lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
-            rows = order[lo:hi]
-            p_start = start_ps[rows]
-            p_end = p_start + dur_ps[rows]
-            p_line = ev_local[rows]
-            n_lines = int(local_of_line[plane_of_line == pi].max()) + 1
-            line_offsets = np.searchsorted(p_line, np.arange(n_lines + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, dur_ps[rows], line_offsets)
+            rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
+            p_end = p_start + p_dur
             parent = kernels.depth_parents(depth, line_offsets)
             got = kernels.bind_points(p_start, p_end, parent, line_offsets, local_of_line[line_g[sel]], point_ps[sel],
                                is_next[sel])
@@ -620,16 +902,22 @@ class _Builder:
         self._warn(int((bound < 0).sum()), "flow points that bind to no slice of their thread were dropped")
         # Chains: points of one (cat, id) in time order; an 's' after the chain's first point
         # starts a new chain (ids are reused once a flow has finished).
-        ident = [(_hashable(e.get("cat")), _hashable(e.get("id", e.get("bind_id")))) for e in flows]
-        ident_ids: dict[tuple[Hashable, Hashable], int] = {}
-        ident_idx = np.array([ident_ids.setdefault(k, len(ident_ids)) for k in ident], dtype=np.int64)
-        is_start = np.array([e["ph"] == "s" for e in flows], dtype=np.bool_)
+        ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows])
+        cat_key = self._key_ids(c["cat"][flows])
+        id_key = self._key_ids(ident_tok)
+        # Identities numbered in the order they first appear (as a dict of (cat, id) would).
+        uniq, first_at, inv = np.unique(cat_key * (int(id_key.max()) + 1) + id_key, return_index=True,
+                                        return_inverse=True)
+        rank = np.empty(uniq.shape[0], dtype=np.int64)
+        rank[np.argsort(first_at, kind="stable")] = np.arange(uniq.shape[0])
+        ident_idx = rank[inv.reshape(-1)]
+        is_start = phase == "s"
         pt_order = np.lexsort((~is_start, point_ps, ident_idx))
-        new_ident = np.ones(len(flows), dtype=np.bool_)
+        new_ident = np.ones(n_flows, dtype=np.bool_)
         new_ident[1:] = ident_idx[pt_order][1:] != ident_idx[pt_order][:-1]
         chain_break = new_ident | is_start[pt_order]
         chain_sorted = np.cumsum(chain_break) - 1
-        chain = np.empty(len(flows), dtype=np.int64)
+        chain = np.empty(n_flows, dtype=np.int64)
         chain[pt_order] = chain_sorted
         keep = np.nonzero(bound >= 0)[0]
         # A chain with a single bound point links nothing; drop it.
@@ -642,13 +930,13 @@ class _Builder:
         chain_of = pairs[:, 1]
         first_point = np.full(int(chain.max()) + 1 if chain.shape[0] else 0, -1, dtype=np.int64)
         first_point[chain[pt_order][::-1]] = pt_order[::-1]
-        cats = [flows[int(first_point[c])].get("cat") for c in chain_of.tolist()]
-        cat_ids = np.array([self.strings.intern(str(c)) if c is not None else 0 for c in cats], dtype=np.int64)
+        cat_ids = self._cat_ids(c["cat"][flows[first_point[chain_of]]]).astype(np.int64) if chain_of.shape[0] \
+            else np.zeros(0, np.int64)
         flow_stat = self.strings.intern(FLOW_ID_STAT)
         cat_stat = self.strings.intern(FLOW_CATEGORY_STAT)
         m = owner.shape[0]
         has_cat = cat_ids > 0
-        return (np.concatenate([owner, owner[has_cat]]),
+        return (np.concatenate([owner, owner[has_cat]]).astype(np.int32),
                 np.concatenate([np.full(m, flow_stat, np.int32), np.full(int(has_cat.sum()), cat_stat, np.int32)]),
                 np.concatenate([np.full(m, tables.KIND_INT64, np.int8),
                                 np.full(int(has_cat.sum()), tables.KIND_STR, np.int8)]),
@@ -691,22 +979,6 @@ class _Builder:
             seen[n] += 1
         for plane, pid, name in zip(planes, pids, names, strict=False):
             plane.name = f"{name} (pid {pid})" if seen[name] > 1 else name
-
-
-_BOOL = 100
-_NULL = 101
-_OTHER = 102
-_VALUE_KIND: dict[type, int] = {int: tables.KIND_INT64, float: tables.KIND_DOUBLE, str: tables.KIND_STR,
-                                bool: _BOOL, type(None): _NULL}
-
-
-def _int_stat(value: int, intern: Any) -> tuple[int, int]:
-    """(kind, raw) of a JSON integer: int64, uint64 bit pattern, else its text."""
-    if -(1 << 63) <= value < (1 << 63):
-        return tables.KIND_INT64, value
-    if 0 <= value < (1 << 64):
-        return tables.KIND_UINT64, value - (1 << 64)
-    return tables.KIND_STR, int(intern(str(value)))
 
 
 def _int_id(value: Hashable) -> int:

@@ -4,8 +4,11 @@ Converting holds the file's bytes and its columns at once; a file far larger tha
 memory would otherwise get the whole server killed by the kernel's OOM killer (or swap the
 machine to a halt) instead of answering "too large". Peak memory per byte of file, measured
 on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_large, 60.7 MB
--> 280 MB); Chrome trace JSON 68x of the gzip size (jax_large's 26.7 MB trace.json.gz -> 1.8 GB,
-json objects per event). The factors below round those up.
+-> 280 MB); Chrome trace JSON, read by the compiled streaming scanner (readers/chrome_trace.py:
+bounded windows, the columns are the memory), 1.8x of the JSON text and 20x of the gzip size
+(jax_large's 26.7 MB trace.json.gz, 301 MB of JSON -> 544 MB), 2.1x of a 90 MB Kineto trace
+and 1.4x of a 0.9 GB one (the json objects of the reader it replaced took 68x of the gzip size,
+9x of the JSON). The factors below round those up.
 
 An XSpace file that does not fit is not refused when a local disk cache is there: it is
 converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
@@ -20,6 +23,7 @@ against the same free memory.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import threading
@@ -30,14 +34,14 @@ from pathlib import Path
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.fs import Location
 
-_FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 80), (".json", 12))
+_FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 30), (".json", 3))
 # tfprof ProfileProto and anything else: upb's parse of a file of small graph nodes peaks at 13.3x
 # (bench/tfprof_memory_bench.py); the reader then checks its views' need from the file's counts of
 # nodes, name scopes and frames (readers/tfprof.py), which its size cannot tell.
 _DEFAULT_FACTOR = 16
-_GZIP_FACTOR = 80
-# Peak per byte of decompressed JSON (the json objects of its events), applied during decompression.
-JSON_FACTOR = 12
+_GZIP_FACTOR = 30
+# Peak per byte of decompressed JSON (the scanner's columns), applied during decompression.
+JSON_FACTOR = 3
 _GZIP_MAGIC = b"\x1f\x8b"
 
 _reserved_lock = threading.Lock()
@@ -201,3 +205,25 @@ def check_allocation(source: str, need_bytes: int, what: str) -> None:
             f"the file is too large to open here: it holds {what}, which need about {_gb(need_bytes)} of "
             f"memory and {_gb(avail)} is available. Open it on a machine with more memory, or capture a "
             "shorter profile"))
+
+
+_trim: object = None
+
+
+def release_free_memory() -> None:
+    """Hands the C heap's free pages back to the kernel (glibc's ``malloc_trim``; elsewhere nothing).
+
+    A conversion frees most of what it allocated (the reader's temporaries), but glibc keeps freed
+    blocks under its mmap threshold in the heap of the thread that freed them, and a conversion
+    runs on a background thread: the tools that then run on another thread cannot reuse them, so
+    the process' peak was the conversion's leftovers plus the tools' own memory (the peak RSS of
+    ``bench/json_bench.py``'s summaries shows it).
+    """
+    global _trim
+    if _trim is None:
+        try:
+            _trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)  # type: ignore[operator]

@@ -1,0 +1,30 @@
+"""Type stubs of the compiled Chrome-trace JSON scanner (jsonscan.pyx)."""
+
+from typing import Any
+
+import numpy as np
+
+KIND_JSON: int
+FLAG_BP_E: int
+FLAG_SCOPE_G: int
+FLAG_EMPTY: int
+UTF8_ERROR: int
+DEPTH_ERROR: int
+ERRORS: dict[int, str]
+
+class Scanner:
+    bare: bool
+    top_kind: int
+    trace_events: int
+    non_objects: int
+    err_code: int
+    err_at: int
+    top: dict[str, bytes]
+    def feed(self, data: bytes, base: int, final: bool) -> int: ...
+    @property
+    def n_events(self) -> int: ...
+    @property
+    def n_stats(self) -> int: ...
+    def tokens(self) -> list[bytes]: ...
+    def token_ints(self, np: Any) -> tuple[np.ndarray, np.ndarray]: ...
+    def columns(self, np: Any) -> dict[str, np.ndarray]: ...

@@ -71,7 +71,7 @@ def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
         # Every host was converted by a worker, each reported once; the workers sent partials
         # (also written to the cache) and the server loaded no store for these all-hosts answers.
         assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
-        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
         run = next(iter(pooled.runs().values()))
         assert not any(pooled.is_loaded(run, h) for h in run.hosts)
         _same_stores(pooled, reference)
@@ -156,7 +156,7 @@ def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None
         try:
             on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
             assert _answers(on_dask) == _answers(reference)
-            assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+            assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
         finally:
             executor.close()
 
@@ -223,7 +223,7 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
 
         assert cli("--dask-scheduler", address) == cli()
         # The workers converted every host and wrote its partial into the cache the CLI named.
-        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
     finally:
         for proc in procs:
             try:

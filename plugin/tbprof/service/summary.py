@@ -59,7 +59,7 @@ def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
         from tbprof.analyses.partials import MissingPartial
 
         try:
-            return _summary(run, list(parts[0]), [p.summary for p in parts[0]], parts[1])
+            return _summary(run, parts[0], [p.summary for p in parts[0]], parts[1])
         except MissingPartial:  # a field needs more than a partial holds: the stores
             pass
     stores, unreadable = profiles.stores_tolerant(run, hosts)

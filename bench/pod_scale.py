@@ -96,7 +96,7 @@ def main() -> int:
         for n in args.hosts:
             pod = Path(d) / f"pod{n}"
             folder = make_pod(pod, n, args.source or DEFAULT_SOURCES)
-            for label, path in variants:  # untimed: files in the page cache, compiled code warm
+            for _label, path in variants:  # untimed: files in the page cache, compiled code warm
                 run_summary(path, pod, max(workers), False)
             if args.xprof_python and n == min(args.hosts):
                 xp = xprof_overview_s(args.xprof_python, sorted(folder.glob("*.xplane.pb")))

@@ -230,6 +230,7 @@ def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: 
         part = partial_from_bytes(blob)
         for key in list(part.lazy):
             part.memo(key, lambda: None)
+        assert all(isinstance(p.plane_stats, dict) for p in part.planes)
         allocated, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert part.host == host and not part.lazy

@@ -230,13 +230,25 @@ CARRIED: tuple[Carried, ...] = (
 
 # --- the stand-in store ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class PlaneInfo:
-    """A plane without its events: what the all-hosts tools read of it."""
+    """A plane without its events: what the all-hosts tools read of it. Its stats are unpacked
+    on first use (a pod's pages read those of the device planes only)."""
 
-    name: str
-    n_events: int
-    plane_stats: dict[str, Any]
+    __slots__ = ("_packed", "_stats", "n_events", "name")
+
+    def __init__(self, name: str, n_events: int, plane_stats: dict[str, Any] | None = None,
+                 packed: Any = None) -> None:
+        self.name = name
+        self.n_events = n_events
+        self._stats = plane_stats
+        self._packed = packed
+
+    @property
+    def plane_stats(self) -> dict[str, Any]:
+        if self._stats is None:
+            stats = _unpack_value(self._packed)
+            self._stats = stats if isinstance(stats, dict) else {}
+        return self._stats
 
 
 @dataclass
@@ -252,7 +264,7 @@ class HostPartial:
     warnings: list[str]
     metadata: dict[str, Any]
     planes: list[PlaneInfo]
-    summary: dict[str, Any]  # summarize_store of the host (``tbprof summary``)
+    summary: dict[str, Any]  # what ``tbprof summary`` reads of summarize_store (SUMMARY_KEYS)
     available_tools: list[str]  # tools with data for this host (the run's tool list)
     memos: dict[Hashable, Any] = field(default_factory=dict)
     # Carried values not decoded yet (decoded on first use: ``tbprof summary`` of a pod reads
@@ -279,6 +291,11 @@ class HostPartial:
         return value
 
 
+# What ``tbprof summary`` of a pod reads of each host's summarize_store (service/summary.py): the
+# rest (every plane and line) is most of a host's header, and every host's header is decoded.
+SUMMARY_KEYS = ("device_types", "device_count", "event_count", "span_ps")
+
+
 def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[str, Any]:
     """The partial of one store (computes, or takes from the store's memo, every carried value),
     as ``encode_partials`` writes it."""
@@ -288,7 +305,7 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
         "metadata": _pack_value(store.metadata),
         "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": _pack_value(dict(p.plane_stats))}
                    for p in store.planes],
-        "summary": summarize_store(store),
+        "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
         "available_tools": list(available_tools),
         "carried": {c.name: c.pack(c.compute(store)) for c in CARRIED},
     }
@@ -297,13 +314,14 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
 # --- the binary form ---------------------------------------------------------------------------
 #
 # MAGIC, then a little-endian u32 version, u64 table length and u64 header length, the table and
-# the header (UTF-8 JSON), zero bytes up to a multiple of 8, then the numeric arrays' bytes, each
-# 8-aligned. The table lists the arrays ([dtype, offset from the data start, item count]; apart,
-# so that the header's arrays decode as it is parsed). The header holds ``hosts`` (one dict
-# per host partial: its fields, and each carried value as a JSON text of its own, parsed only
-# when a tool asks for it) and ``combined`` (values combined over the hosts, same form). In the
-# JSON, ``{"__buf__": i}`` stands for array i. A file is never unpickled or evaluated: bad bytes
-# raise ValueError.
+# the header (UTF-8 JSON), zero bytes up to a multiple of 8, then the data: the numeric arrays'
+# bytes and the carried values' JSON texts, each 8-aligned. The table lists the arrays ([dtype,
+# offset from the data start, item count]; apart, so that the header's arrays decode as it is
+# parsed). The header holds ``hosts`` (one dict per host partial: its fields, and for each
+# carried value the [offset, length] of its JSON text in the data, parsed only when a tool asks
+# for it: a text inside the header would cost escaping and unescaping) and ``combined`` (values
+# combined over the hosts, same form). In the JSON, ``{"__buf__": i}`` stands for array i. A
+# file is never unpickled or evaluated: bad bytes raise ValueError.
 
 MAGIC = b"TBPP"
 _PREFIX = struct.Struct("<4sIQQ")
@@ -312,23 +330,27 @@ _NUMERIC_KINDS = frozenset("biufc")  # bool, ints, floats, complex: dtypes that 
 
 
 class _Arrays:
-    """Collects the numeric arrays of the values ``json.dumps`` meets (its ``default`` hook)."""
+    """Collects the numeric arrays of the values ``json.dumps`` meets (its ``default`` hook) and
+    the carried values' texts: the data that follows the header."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.table: list[list[Any]] = []
         self.offset = 0
 
+    def _add(self, data: bytes) -> int:
+        at = self.offset
+        pad = -len(data) % _ALIGN
+        self.chunks.append(data + b"\0" * pad)
+        self.offset += len(data) + pad
+        return at
+
     def default(self, o: Any) -> Any:
         if isinstance(o, np.ndarray) and o.dtype.kind in _NUMERIC_KINDS:
             a = np.ascontiguousarray(o.reshape(-1))
             if a.dtype.byteorder == ">":  # stored little-endian whatever the writer's order
                 a = a.astype(a.dtype.newbyteorder("<"))
-            self.table.append([a.dtype.str, self.offset, int(a.shape[0])])
-            data = a.tobytes()
-            pad = -len(data) % _ALIGN
-            self.chunks.append(data + b"\0" * pad)
-            self.offset += len(data) + pad
+            self.table.append([a.dtype.str, self._add(a.tobytes()), int(a.shape[0])])
             return {"__buf__": len(self.table) - 1}
         if isinstance(o, np.generic):
             return o.item()
@@ -337,12 +359,17 @@ class _Arrays:
     def dumps(self, value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), default=self.default)
 
+    def text(self, value: Any) -> list[int]:
+        """A value as a JSON text in the data: its [offset, length]."""
+        data = self.dumps(value).encode()
+        return [self._add(data), len(data)]
+
 
 def encode_partials(hosts: Iterable[dict[str, Any]], combined: dict[str, dict[str, Any]] | None = None) -> bytes:
     """Host partials (``build_partial``) and values combined over them, as one binary blob."""
     arrays = _Arrays()
-    header_hosts = [{**h, "carried": {k: arrays.dumps(v) for k, v in h["carried"].items()}} for h in hosts]
-    header = {"hosts": header_hosts, "combined": {k: arrays.dumps(v) for k, v in (combined or {}).items()}}
+    header_hosts = [{**h, "carried": {k: arrays.text(v) for k, v in h["carried"].items()}} for h in hosts]
+    header = {"hosts": header_hosts, "combined": {k: arrays.text(v) for k, v in (combined or {}).items()}}
     text = arrays.dumps(header).encode()
     table = json.dumps(arrays.table, separators=(",", ":")).encode()
     pad = -(_PREFIX.size + len(table) + len(text)) % _ALIGN
@@ -383,8 +410,11 @@ def decode_partials(blob: bytes) -> DecodedPartials:
     def hook(d: dict[str, Any]) -> Any:
         return array(d["__buf__"]) if len(d) == 1 and "__buf__" in d else d
 
-    def later(text: str, unpack: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
-        return lambda: unpack(json.loads(text, object_hook=hook))
+    def later(span: list[int], unpack: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
+        offset, length = int(span[0]), int(span[1])
+        if offset < 0 or length < 0 or offset + length > len(data):
+            raise ValueError("bad text span in a partial")
+        return lambda: unpack(json.loads(bytes(data[offset:offset + length]), object_hook=hook))
 
     header = json.loads(bytes(blob[_PREFIX.size + table_len:start]), object_hook=hook)
     carried = {c.name: c for c in CARRIED}
@@ -394,10 +424,10 @@ def decode_partials(blob: bytes) -> DecodedPartials:
             host=d["host"], format=d["format"], source_path=d["source_path"], span_ps=int(d["span_ps"]),
             hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
             metadata=_unpack_value(d["metadata"]),
-            planes=[PlaneInfo(p["name"], int(p["n_events"]), _unpack_value(p["plane_stats"])) for p in d["planes"]],
+            planes=[PlaneInfo(p["name"], int(p["n_events"]), packed=p["plane_stats"]) for p in d["planes"]],
             summary=d["summary"], available_tools=list(d["available_tools"]),
             lazy={c.key: later(d["carried"][c.name], c.unpack) for c in CARRIED if c.name in d["carried"]}))
-    combined = {carried[name].key: later(text, carried[name].unpack) for name, text in header["combined"].items()
+    combined = {carried[name].key: later(span, carried[name].unpack) for name, span in header["combined"].items()
                 if name in carried}
     return DecodedPartials(hosts, combined)
 

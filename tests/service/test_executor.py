@@ -285,3 +285,24 @@ def test_a_large_host_keeps_its_store_a_small_one_only_its_partial(pod: Path, tm
     large = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "b"), size_bytes=size, write_store=False))
     assert large["partial"] == small["partial"] and large["stored"]
     assert len(list((tmp_path / "b" / "stores").iterdir())) == 1
+
+
+def test_start_early_only_for_a_pod_worth_a_pool(pod: Path, tmp_path: Path) -> None:
+    """``tbprof summary`` starts the workers before it imports and lists, but only for a run
+    whose hosts reach the pool's threshold; closing without waiting ends the idle workers."""
+    small = ProcessPool(2)  # the default threshold (64 MB): six 650 KB hosts start nothing
+    assert not small.start_early(str(pod)) and small._pool is None
+    assert not ProcessPool(2, min_pool_bytes=1).start_early(str(tmp_path / "missing"))
+    assert not InProcess().start_early(str(pod))
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        assert pool.start_early(str(pod))
+        pool.wait_ready()
+        assert pool._pool is not None
+        procs = list(pool._pool._processes.values())
+        assert len(procs) == 2 and all(p.is_alive() for p in procs)
+        reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+        assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
+    finally:
+        pool.close(wait=False)
+    assert pool._pool is None and not any(p.is_alive() for p in procs)

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from tbprof import __version__
-from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, finish_writes
+from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, close_executors, finish_writes
 from tbprof.errors import BadRequest, NotFound, ProfileReadError
 
 # Every subcommand: name -> (module defining it in its COMMANDS, one-line help).
@@ -133,3 +133,4 @@ def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     finally:
         # What was converted before an error is still worth keeping for the next command.
         finish_writes(detach_writes)
+        close_executors(wait=not detach_writes)

@@ -20,7 +20,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
+    executor = executor_from(args)
+    # A pod's workers start now, importing while this process imports and lists (a small pod's don't).
+    executor.start_early(args.path)
+    profiles = profiles_for(args.path, args.cache_dir, executor)
     run = pick_run(profiles, args.run)
     listed = time.perf_counter()
     loading = profiles.load_in_background(run, list(run.hosts))

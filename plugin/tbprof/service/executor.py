@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -221,7 +222,15 @@ class Executor(Protocol):
 
     def start(self) -> None: ...
 
-    def close(self) -> None: ...
+    def start_early(self, logdir: str) -> bool:
+        """Starts the workers in the background when ``logdir`` holds a pod worth them (a
+        one-shot command, before it imports and lists); whether it did."""
+        ...
+
+    def close(self, wait: bool = True) -> None:
+        """Ends the workers: ``wait`` for each to exit cleanly, else (a one-shot command that has
+        its answer, the workers idle) end them at once."""
+        ...
 
 
 def _hosts_of(batch_results: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -253,8 +262,30 @@ class InProcess:
     def start(self) -> None:
         pass
 
-    def close(self) -> None:
+    def start_early(self, logdir: str) -> bool:
+        return False
+
+    def close(self, wait: bool = True) -> None:
         pass
+
+
+def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | None = None) -> int:
+    """Bytes of the ``suffix`` files of the folder below ``logdir`` (a local path) that holds the
+    most (a run's hosts share a session folder); stops counting at ``enough``. Plain ``os``
+    calls: this runs before the command imports numpy and the readers."""
+    best = 0
+    for root, _, files in os.walk(logdir, followlinks=False):
+        total = 0
+        for name in files:
+            if name.endswith(suffix):
+                try:
+                    total += os.stat(os.path.join(root, name)).st_size
+                except OSError:
+                    continue
+        best = max(best, total)
+        if enough is not None and best >= enough:
+            break
+    return best
 
 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
@@ -291,10 +322,16 @@ class ProcessPool:
         self.workers = workers
         self.min_pool_bytes = min_pool_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._pool_lock = threading.Lock()  # start_early's thread and a conversion may both start it
         self._started: list[Future[bool]] = []
+        self._starting: threading.Thread | None = None  # start_early's
         self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
 
     def _get_pool(self) -> ProcessPoolExecutor:
+        with self._pool_lock:
+            return self._get_pool_locked()
+
+    def _get_pool_locked(self) -> ProcessPoolExecutor:
         if self._pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -314,8 +351,23 @@ class ProcessPool:
         pool = self._get_pool()
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
 
+    def start_early(self, logdir: str) -> bool:
+        """Starts the workers on a thread when ``logdir`` is a local folder with a run of at least
+        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for): the
+        fork server then imports numpy and tbprof while this process does the same and lists the
+        logdir, instead of after. A small pod or a single host starts nothing."""
+        if self._pool is not None or not os.path.isdir(logdir):
+            return False
+        if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
+            return False
+        self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
+        self._starting.start()
+        return True
+
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Waits until the workers ``start`` launched have answered (benchmarks, tests)."""
+        if self._starting is not None:
+            self._starting.join(timeout_s)
         wait(self._started, timeout=timeout_s)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
@@ -369,10 +421,23 @@ class ProcessPool:
         known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
         return self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, wait: bool = True) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if wait:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        # Idle workers of a command that has answered: SIGTERM ends each at once, where an orderly
+        # exit tears down its interpreter (numpy, the readers) first. They hold nothing unwritten:
+        # every cache file is written to a temporary name and renamed.
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(1.0)
 
 
 class DaskExecutor:
@@ -420,7 +485,10 @@ class DaskExecutor:
     def start(self) -> None:
         pass
 
-    def close(self) -> None:
+    def start_early(self, logdir: str) -> bool:
+        return False
+
+    def close(self, wait: bool = True) -> None:
         self._client.close()
 
 

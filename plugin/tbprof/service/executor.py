@@ -181,6 +181,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
                 store = kind.reader(path)
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
+            store.skip_memo_sizes()  # this store is dropped when the task returns
             fields = partial_dict(store)
             t = lap("partial_s", t)
             partial = encode_partial(fields) if fields is not None else None

@@ -39,18 +39,16 @@ from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
 from tbprof.analyses.pages.profile_summary import summarize_store
+from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS_KEY, Steps, steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
-# Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
-# partial of another version is ignored (recomputed from the store).
-PARTIAL_VERSION = 3  # 2: the memory digests compare reads; 3: binary (encode_partials)
+__all__ = ["PARTIAL_FORMATS", "PARTIAL_VERSION"]  # and the rest of this module
 
 # Tools that run on partials when every host of an all-hosts request has one (XSpace runs).
 PARTIAL_TOOLS = frozenset({"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
                            "pod_viewer"})
-PARTIAL_FORMATS = frozenset({"xspace"})
 
 T = TypeVar("T")
 

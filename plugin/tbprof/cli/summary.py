@@ -61,7 +61,8 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
     worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
                        for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
                        if summed.get(name))
-    return (f"tbprof timings (s): import + list {f(list_s)}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
+    return (f"tbprof timings (s): import + list {f(list_s)}, lookup {f(phases.get('lookup_s', 0))}, "
+            f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "
             f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)}, answer {f(answer_s)}"
             + (f"; summed over hosts: {worker}" if worker else ""))

@@ -13,17 +13,22 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tbprof.analyses.partials import PARTIAL_FORMATS, PARTIAL_VERSION, MissingPartial, build_partial, encode_partials
-from tbprof.service import tools as registry
-from tbprof.store.tables import ProfileStore
+# Light: the server reads cached partials (PartialFiles) before it hands a pod to the workers;
+# the partials' analyses load when a partial is built.
+from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
+
+if TYPE_CHECKING:
+    from tbprof.store.tables import ProfileStore
 
 log = logging.getLogger("tbprof")
 
 
 def available_tools(store: ProfileStore) -> list[str]:
     """Tools of the registry with data for this store (the server filters them by run kind)."""
+    from tbprof.service import tools as registry
+
     return [t.name for t in registry.all_tools() if store.format in t.formats and t.available(store)]
 
 
@@ -35,6 +40,8 @@ DECODED_BYTES_PER_BLOB_BYTE = 6
 def partial_dict(store: ProfileStore) -> dict[str, Any] | None:
     """The partial of a store before its binary form (``build_partial``), or None when its
     format has none or a derived value cannot be computed."""
+    from tbprof.analyses.partials import MissingPartial, build_partial
+
     if store.format not in PARTIAL_FORMATS:
         return None
     try:
@@ -46,6 +53,8 @@ def partial_dict(store: ProfileStore) -> dict[str, Any] | None:
 
 def encode_partial(fields: dict[str, Any]) -> bytes | None:
     """``partial_dict``'s value in its binary form, or None when a value has no stored form."""
+    from tbprof.analyses.partials import encode_partials
+
     try:
         return encode_partials([fields])
     except (TypeError, ValueError):  # a plane stat or derived value with no stored form

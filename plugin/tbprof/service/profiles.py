@@ -88,8 +88,9 @@ class Profiles:
         # or measured here; server_keep_s: decoding them here.
         self.partial_seconds: dict[str, float] = {}
         # Wall seconds of the phases of the last all-hosts conversion (``tbprof summary
-        # --timings``): dispatch_s (starting the pool and handing the batches out), wait_s (waiting
-        # for workers), keep_s (decoding what they sent, here).
+        # --timings``): lookup_s (cache keys, cached partials), tasks_s (the hosts' tasks),
+        # dispatch_s (starting the pool and handing the batches out), wait_s (waiting for
+        # workers), keep_s (decoding what they sent, here).
         self.phase_seconds: dict[str, float] = {}
         # Host files a worker found unreadable, by cache key (a changed file has another key),
         # so an all-hosts page does not send them to be read again on every request.
@@ -191,6 +192,7 @@ class Profiles:
         fmt = self.store_format(run)
         if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
+        listed = time.perf_counter()
         todo = []
         for h in hosts:
             if self.is_loaded(run, h):
@@ -209,7 +211,7 @@ class Profiles:
             # request converts them on first use instead.
             return []
         results: list[dict[str, Any]] = []
-        phases = {"dispatch_s": 0.0, "wait_s": 0.0, "keep_s": 0.0}
+        phases = {"tasks_s": time.perf_counter() - listed, "dispatch_s": 0.0, "wait_s": 0.0, "keep_s": 0.0}
         batches = self.executor.map_batches(todo)
         while True:
             waited = time.perf_counter()
@@ -237,7 +239,7 @@ class Profiles:
         # The first batch's wait includes starting the pool and handing every batch out.
         phases["dispatch_s"] = float(getattr(self.executor, "dispatch_s", 0.0))
         phases["wait_s"] = max(0.0, phases["wait_s"] - phases["dispatch_s"])
-        self.phase_seconds = phases
+        self.phase_seconds.update(phases)
         return results
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
@@ -392,12 +394,14 @@ class Profiles:
         return self._host_partials(run, hosts)
 
     def _host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[PodPartials, list[dict[str, str]]] | None:
-        from tbprof.analyses.partials import PARTIAL_FORMATS, PodPartials
-        from tbprof.service.partials import make_partial
+        # The partials' analyses are imported once a host needs them (a cached partial, the
+        # first batch back, the end): not before the hosts go to the workers.
+        from tbprof.analyses.partial_formats import PARTIAL_FORMATS
 
         fmt = self.store_format(run)
         if fmt not in PARTIAL_FORMATS:
             return None
+        looked = time.perf_counter()
         keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
         got: dict[str, HostPartial] = {}
         errors: dict[str, dict[str, str]] = {}
@@ -409,6 +413,7 @@ class Profiles:
                 errors[h] = {**self._unreadable[keys[h]], "host": h}
         missing = [h for h in hosts if h not in got and h not in errors and not self.is_loaded(run, h)]
         if len(missing) > 1:
+            self.phase_seconds = {"lookup_s": time.perf_counter() - looked}
             for r in self.prepare(run, missing, self.progress, write_store=False):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
@@ -432,6 +437,8 @@ class Profiles:
                 errors[h] = {"host": h, "file": e.path, "error": e.reason}
                 continue
             converted = time.perf_counter()
+            from tbprof.service.partials import make_partial
+
             blob = make_partial(store) if isinstance(store, ProfileStore) else None
             for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
                 self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
@@ -446,6 +453,8 @@ class Profiles:
                 raise first_error
             raise ProfileReadError(run.name, "no host file of this run is readable: "
                                    + "; ".join(f"{e['host']}: {e['error']}" for e in errors.values()))
+        from tbprof.analyses.partials import PodPartials
+
         good = [h for h in hosts if h in got]
         return (PodPartials([got[h] for h in good], self._segments([keys[h] for h in good])),
                 [errors[h] for h in hosts if h in errors])

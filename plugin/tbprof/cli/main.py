@@ -109,7 +109,9 @@ def entry() -> None:
 
 def _children_alive() -> bool:
     mp = sys.modules.get("multiprocessing")
-    return mp is not None and bool(mp.active_children())
+    # A process pool that ran (its workers ended after the answer) left named semaphores that
+    # only an orderly exit unlinks (else the resource tracker warns on stderr): exit normally.
+    return mp is not None and (bool(mp.active_children()) or "concurrent.futures.process" in sys.modules)
 
 
 def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -306,3 +307,23 @@ def test_start_early_only_for_a_pod_worth_a_pool(pod: Path, tmp_path: Path) -> N
     finally:
         pool.close(wait=False)
     assert pool._pool is None and not any(p.is_alive() for p in procs)
+
+
+def test_the_fork_server_preloads_what_a_conversion_imports(pod: Path, tmp_path: Path) -> None:
+    """A worker forked after WORKER_PRELOAD (and the tools) imports no tbprof module while it
+    converts a host for its partial: each import there would be paid again by every worker.
+    (The fork server skips a preload that fails to import, so each must also import.)"""
+    host = next(pod.rglob("*.xplane.pb"))
+    code = f"""
+import importlib, sys
+from tbprof.service.executor import WORKER_PRELOAD, HostTask, convert_batch
+from tbprof.service.tools import TOOL_MODULES
+for m in WORKER_PRELOAD + list(TOOL_MODULES):
+    importlib.import_module(m)
+before = set(sys.modules)
+out = convert_batch([HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False)])
+assert out["results"][0]["partial"] is not None
+print(sorted(m for m in set(sys.modules) - before if m.startswith("tbprof")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
+    assert out.stdout.strip() == "[]", out.stdout

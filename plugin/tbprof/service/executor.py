@@ -292,8 +292,14 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
 # importing numpy and the decoder takes ~2-3 s on this 2-core machine; a fork takes ms).
 # The tool modules too: a worker lists the tools with data for its host (``available_tools``).
+# And what the first conversion imports (the XSpace reader, its protobuf modules, the cache's
+# helpers): imported by each worker on its first host, they made that host ~3x slower than the
+# next, a large share of a worker's time when a pod's hosts are spread over many workers.
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials"]
+                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+                  "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
+                  "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
+                  "tbprof.store.remote_cache", "tbprof.store.memory_guard", "tbprof.store.paths"]
 
 
 def _worker_ready() -> bool:

@@ -78,6 +78,17 @@ class PartialFiles:
     def _path(self, key: str) -> Path:
         return self.dir / f"{key}.p{PARTIAL_VERSION}.bin"
 
+    def present(self) -> set[str] | None:
+        """The cache keys with a partial file of this version (one listing instead of a failed
+        open per host of a new pod); None when the folder cannot be listed."""
+        suffix = f".p{PARTIAL_VERSION}.bin"
+        try:
+            return {n[:-len(suffix)] for n in os.listdir(self.dir) if n.endswith(suffix) and not n.startswith(".")}
+        except FileNotFoundError:
+            return set()
+        except OSError:
+            return None
+
     def load(self, key: str) -> bytes | None:
         """The bytes of a partial (the reader checks its form and version), None when absent."""
         try:

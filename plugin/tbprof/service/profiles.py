@@ -179,7 +179,7 @@ class Profiles:
         self._warmer.submit(lambda: None).result()
 
     def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
-                write_store: bool = True) -> list[dict[str, Any]]:
+                write_store: bool = True, unloaded: bool = False) -> list[dict[str, Any]]:
         """Converts the hosts not yet converted on the executor, in parallel.
 
         Returns the per-host results (summary, partial or error) in completion order and keeps
@@ -188,6 +188,7 @@ class Profiles:
         loads them); else they return only the partials. With the in-process executor, or one
         host to convert, stores are not converted here (``store`` converts on first use as
         before), but partials are: a host at a time, in this process, keeping no store.
+        ``unloaded``: the caller has just found none of the hosts loaded (not checked again).
         """
         fmt = self.store_format(run)
         if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
@@ -195,7 +196,7 @@ class Profiles:
         listed = time.perf_counter()
         todo = []
         for h in hosts:
-            if self.is_loaded(run, h):
+            if not unloaded and self.is_loaded(run, h):
                 continue
             path = run.hosts[h]
             # A URL's size and mtime come from the listing (no request); a local file's size lets
@@ -372,13 +373,16 @@ class Profiles:
             i += 1
         return out
 
-    def _known_partial(self, key: str) -> HostPartial | None:
-        """The partial of a host cache key from memory, else from the disk cache's file."""
+    def _known_partial(self, key: str, on_disk: set[str] | None = None) -> HostPartial | None:
+        """The partial of a host cache key from memory, else from the disk cache's file
+        (``on_disk``: the keys with a file, when the caller listed them)."""
         try:
             found: HostPartial = self._partials.get(("partial", key), _miss)
             return found
         except _Miss:
             pass
+        if on_disk is not None and key not in on_disk:
+            return None
         blob = self._partial_files.load(key) if self._partial_files is not None else None
         return self._keep_partial(key, blob) if blob is not None else None
 
@@ -405,16 +409,18 @@ class Profiles:
         keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
         got: dict[str, HostPartial] = {}
         errors: dict[str, dict[str, str]] = {}
+        # One listing of the partial files, not a failed open per host of a pod seen first.
+        on_disk = self._partial_files.present() if self._partial_files is not None else None
         for h in hosts:
-            part = self._known_partial(keys[h])
+            part = self._known_partial(keys[h], on_disk)
             if part is not None:
                 got[h] = part
             elif keys[h] in self._unreadable:
                 errors[h] = {**self._unreadable[keys[h]], "host": h}
-        missing = [h for h in hosts if h not in got and h not in errors and not self.is_loaded(run, h)]
+        missing = [h for h in hosts if h not in got and h not in errors and not self.cache.contains_key(keys[h])]
         if len(missing) > 1:
             self.phase_seconds = {"lookup_s": time.perf_counter() - looked}
-            for r in self.prepare(run, missing, self.progress, write_store=False):
+            for r in self.prepare(run, missing, self.progress, write_store=False, unloaded=True):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:

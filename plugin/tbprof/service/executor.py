@@ -381,11 +381,11 @@ class ProcessPool:
         return _hosts_of(self.map_batches(tasks))
 
     def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
-        from concurrent.futures.process import BrokenProcessPool
-
         if self.in_process(tasks):
             yield from InProcess().map_batches(tasks)  # less work than starting the pool
             return
+        # Imported only for a pool that runs: the CLI exits at once unless it was (cli/main.py).
+        from concurrent.futures.process import BrokenProcessPool
         todo = batches(tasks, self.workers)
         dispatched = time.perf_counter()
         for attempt in range(TASK_RETRIES + 1):

@@ -8,7 +8,7 @@ XProf 2.24.2's all-hosts overview_page on the same files, in one run; plus an s3
 Each tbprof configuration runs in a fresh process with an empty converted-profile cache and
 times what a server does: import, listing (discovery and the run's tool list), the pool's
 start (a server starts it with itself), then the request: partials (each host decoded and
-summarised on the executor, the partial sent back as JSON) and combine (overview_page over the
+summarised on the executor, the partial sent back in its binary form) and combine (overview_page over the
 partials, in the server). It also prints the per-host split (decode, partial, server keeping a
 partial), the CPU seconds (which the shared machine's load does not change) and the
 1024-host estimate from per-host costs: workers scale with hosts / workers, the server's

@@ -57,6 +57,21 @@ def test_summary_json(capsys: pytest.CaptureFixture[str], profiles_root: Path, c
     assert body["event_count"] > 0
 
 
+def test_summary_timings_of_a_pod(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path) -> None:
+    """``--timings``: the same answer on stdout, and one line on stderr naming each phase, the
+    hosts' work summed (a pod of two hosts converts them for their partials)."""
+    path = str(profiles_root / "jax_2hosts")
+    code, out, err = _run(capsys, "summary", path, "--json", "--timings", "--cache-dir", str(cache_dir))
+    assert code == 0 and json.loads(out)["host_count"] == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith("tbprof timings (s): import + list ")
+    for phase in ("pool start + dispatch", "waiting for workers", "decode", "combine", "answer", "convert",
+                  "partial", "encode"):
+        assert f" {phase} " in line, phase
+    code, _, err = _run(capsys, "summary", path, "--json", "--cache-dir", str(cache_dir))
+    assert code == 0 and err == ""
+
+
 def test_errors_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache_dir: Path) -> None:
     code, _, err = _run(capsys, "show", "profile_summary", str(tmp_path / "missing"))
     assert code == cli.EXIT_USAGE and "no such file" in err

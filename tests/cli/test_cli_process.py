@@ -67,3 +67,22 @@ def test_output_cut_short_is_no_error(profiles_root: Path, tmp_path: Path) -> No
         code = proc.wait(timeout=120)
     assert "Traceback" not in err, err
     assert code == 0
+
+
+def test_a_small_pod_converts_in_process_and_the_command_leaves_at_once(profiles_root: Path,
+                                                                       tmp_path: Path) -> None:
+    """``--workers 2`` on a pod below the pool's threshold: no pool starts (not even early), and
+    the process pool's module is not loaded, so ``entry`` leaves with ``os._exit`` as for one
+    host (cli/main.py: a pool that ran makes it exit through the interpreter's teardown)."""
+    code = (
+        "import sys\n"
+        "from tbprof.cli import main\n"
+        f"code = main.main(['summary', {str(profiles_root / 'jax_2hosts')!r}, '--workers', '2', '--json', "
+        f"'--cache-dir', {str(tmp_path / 'c')!r}])\n"
+        "import multiprocessing\n"
+        "print(code, 'concurrent.futures.process' in sys.modules, len(multiprocessing.active_children()),"
+        " main._children_alive(), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout)["host_count"] == 2
+    assert out.stderr.strip().splitlines()[-1] == "0 False 0 False"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -71,7 +72,7 @@ def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
         # Every host was converted by a worker, each reported once; the workers sent partials
         # (also written to the cache) and the server loaded no store for these all-hosts answers.
         assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
-        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
         run = next(iter(pooled.runs().values()))
         assert not any(pooled.is_loaded(run, h) for h in run.hosts)
         _same_stores(pooled, reference)
@@ -156,7 +157,7 @@ def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None
         try:
             on_dask = Profiles(pod, cache_dir=tmp_path / "c2", executor=executor)
             assert _answers(on_dask) == _answers(reference)
-            assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+            assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
         finally:
             executor.close()
 
@@ -223,7 +224,7 @@ def test_dask_cli_scheduler_and_workers_through_the_cli(pod: Path, tmp_path: Pat
 
         assert cli("--dask-scheduler", address) == cli()
         # The workers converted every host and wrote its partial into the cache the CLI named.
-        assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == HOSTS
+        assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
     finally:
         for proc in procs:
             try:
@@ -285,3 +286,44 @@ def test_a_large_host_keeps_its_store_a_small_one_only_its_partial(pod: Path, tm
     large = convert_host(HostTask("h", str(path), "xspace", str(tmp_path / "b"), size_bytes=size, write_store=False))
     assert large["partial"] == small["partial"] and large["stored"]
     assert len(list((tmp_path / "b" / "stores").iterdir())) == 1
+
+
+def test_start_early_only_for_a_pod_worth_a_pool(pod: Path, tmp_path: Path) -> None:
+    """``tbprof summary`` starts the workers before it imports and lists, but only for a run
+    whose hosts reach the pool's threshold; closing without waiting ends the idle workers."""
+    small = ProcessPool(2)  # the default threshold (64 MB): six 650 KB hosts start nothing
+    assert not small.start_early(str(pod)) and small._pool is None
+    assert not ProcessPool(2, min_pool_bytes=1).start_early(str(tmp_path / "missing"))
+    assert not InProcess().start_early(str(pod))
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        assert pool.start_early(str(pod))
+        pool.wait_ready()
+        assert pool._pool is not None
+        procs = list(pool._pool._processes.values())
+        assert len(procs) == 2 and all(p.is_alive() for p in procs)
+        reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+        assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
+    finally:
+        pool.close(wait=False)
+    assert pool._pool is None and not any(p.is_alive() for p in procs)
+
+
+def test_the_fork_server_preloads_what_a_conversion_imports(pod: Path, tmp_path: Path) -> None:
+    """A worker forked after WORKER_PRELOAD (and the tools) imports no tbprof module while it
+    converts a host for its partial: each import there would be paid again by every worker.
+    (The fork server skips a preload that fails to import, so each must also import.)"""
+    host = next(pod.rglob("*.xplane.pb"))
+    code = f"""
+import importlib, sys
+from tbprof.service.executor import WORKER_PRELOAD, HostTask, convert_batch
+from tbprof.service.tools import TOOL_MODULES
+for m in WORKER_PRELOAD + list(TOOL_MODULES):
+    importlib.import_module(m)
+before = set(sys.modules)
+out = convert_batch([HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False)])
+assert out["results"][0]["partial"] is not None
+print(sorted(m for m in set(sys.modules) - before if m.startswith("tbprof")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
+    assert out.stdout.strip() == "[]", out.stdout

@@ -25,13 +25,13 @@ from tbprof.analyses.partials import (
     PARTIAL_TOOLS,
     HostPartial,
     MissingPartial,
-    pack_array,
-    partial_from_json,
-    unpack_array,
+    decode_partials,
+    encode_partials,
+    partial_from_bytes,
 )
 from tbprof.service import tools as registry
 from tbprof.service.executor import ProcessPool
-from tbprof.service.partials import DECODED_BYTES_PER_JSON_BYTE, make_partial
+from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE, make_partial
 from tbprof.service.profiles import Profiles
 from tbprof.service.summary import summary
 
@@ -107,7 +107,7 @@ def test_two_real_hosts_in_process_equal_stores(two_hosts: Path, tmp_path: Path)
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c2")
     assert _through_service(profiles) == reference
     # The answers came from partials: one per host was written next to the stores.
-    assert len(list((tmp_path / "c2" / "partials").glob("*.json"))) == 2
+    assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == 2
     # A restarted server with only the partials in its cache (no stores) gives the same answers
     # and loads no store.
     (tmp_path / "c3").mkdir()
@@ -179,40 +179,62 @@ def test_arrays_round_trip_exactly() -> None:
               np.array(["a", "", "é"], dtype=object), np.zeros(0, dtype=object), np.array([True, False]),
               np.zeros((0, 4)), np.array([2**62], dtype=np.int64), np.array([0.1], dtype=np.float32)]
     for a in arrays:
-        b = unpack_array(json.loads(json.dumps(pack_array(a))))
+        b = _round_trip(a)
         assert b.dtype == a.dtype and b.shape == a.shape
         assert a.tobytes() == b.tobytes() if a.dtype != object else a.tolist() == b.tolist()
+
+
+def _round_trip(a: np.ndarray) -> np.ndarray:
+    """An array through a host partial's binary form (as a plane stat of a one-plane host)."""
+    from tbprof.analyses.partials import _pack_value
+
+    host = {"host": "h", "format": "xspace", "source_path": "", "span_ps": 0, "hostnames": [], "errors": [],
+            "warnings": [], "metadata": _pack_value({}), "summary": {}, "available_tools": [], "carried": {},
+            "planes": [{"name": "p", "n_events": 0, "plane_stats": _pack_value({"a": a})}]}
+    part = decode_partials(encode_partials([host])).hosts[0]
+    out = part.planes[0].plane_stats["a"]
+    assert isinstance(out, np.ndarray)
+    return out
 
 
 def test_a_partial_refuses_what_it_does_not_carry(two_hosts: Path, tmp_path: Path) -> None:
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
     run = next(iter(profiles.runs().values()))
-    text = make_partial(profiles.event_store(run, next(iter(run.hosts))))
-    assert text is not None
-    part = partial_from_json(json.loads(text))
+    blob = make_partial(profiles.event_store(run, next(iter(run.hosts))))
+    assert blob is not None
+    part = partial_from_bytes(blob)
     assert isinstance(part, HostPartial)
     # op_profile reads per-event values no partial holds: it must not compute from a partial.
     with pytest.raises(MissingPartial):
         registry.get("op_profile").compute([part, part], registry.get("op_profile").parse_options({}))  # type: ignore[union-attr]
-    # A partial of another version is not used.
+    # A partial of another version, or damaged bytes, is not used.
     with pytest.raises(ValueError):
-        partial_from_json({**json.loads(text), "version": -1})
+        partial_from_bytes(blob[:4] + (99).to_bytes(4, "little") + blob[8:])
+    for damaged in (b"", blob[:20], b"XXXX" + blob[4:], blob[:-8]):
+        with pytest.raises((ValueError, MissingPartial)):
+            part = partial_from_bytes(damaged)
+            for key in list(part.lazy):
+                part.memo(key, lambda: None)
 
 
 def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: Path) -> None:
-    """The server's byte budget counts a partial as DECODED_BYTES_PER_JSON_BYTE x its JSON
-    text; what decoding it really allocates (tracemalloc) must not exceed that."""
+    """The server's byte budget counts a partial as DECODED_BYTES_PER_BLOB_BYTE x its binary
+    form; what decoding it, every carried value included, really allocates (tracemalloc) must
+    not exceed that."""
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
     run = next(iter(profiles.runs().values()))
     for host in run.hosts:
-        text = make_partial(profiles.event_store(run, host))
-        assert text is not None
+        blob = make_partial(profiles.event_store(run, host))
+        assert blob is not None
         tracemalloc.start()
-        part = partial_from_json(json.loads(text))
+        part = partial_from_bytes(blob)
+        for key in list(part.lazy):
+            part.memo(key, lambda: None)
+        assert all(isinstance(p.plane_stats, dict) for p in part.planes)
         allocated, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        assert part.host == host
-        assert allocated <= DECODED_BYTES_PER_JSON_BYTE * len(text)
+        assert part.host == host and not part.lazy
+        assert allocated <= DECODED_BYTES_PER_BLOB_BYTE * len(blob)
 
 
 def test_an_unreadable_host_is_read_once_per_version_of_its_file(pod: Path, tmp_path: Path) -> None:

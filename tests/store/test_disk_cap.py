@@ -221,14 +221,14 @@ def test_columns_are_plain_arrays_read_without_following_links(profiles_root: Pa
 
 
 def test_partials_are_trimmed_with_the_stores(profiles_root: Path, tmp_path: Path) -> None:
-    """Per-host partials (JSON beside the stores) count in the cap, least recently used first, and
+    """Per-host partials (files beside the stores) count in the cap, least recently used first, and
     a rewritten file's old partials go with its old entry."""
     from tbprof.service.partials import PartialFiles
 
     disk = DiskCache(tmp_path / "cache", max_bytes=1 << 40)
     files = PartialFiles(disk.root)
     for i in range(3):
-        files.save(f"{i:032x}", "x" * 1000)
+        files.save(f"{i:032x}", b"x" * 1000)
         when = time.time() - 1000 + i  # partial 0 is the least recently used
         os.utime(files._path(f"{i:032x}"), (when, when))
     assert files.load(f"{0:032x}") is not None  # used now: partial 1 is the oldest
@@ -241,7 +241,7 @@ def test_partials_are_trimmed_with_the_stores(profiles_root: Path, tmp_path: Pat
     disk.max_bytes = 1 << 40
     old_key = disk_cache.cache_key(path, "xspace")
     disk.save(old_key, xplane.read_xspace(path))
-    files.save(old_key, "{}")
+    files.save(old_key, b"{}")
     path.write_bytes(xplane_of(profiles_root, "keras_cnn").read_bytes())
     new_key = disk_cache.cache_key(path, "xspace")
     disk.save(new_key, xplane.read_xspace(path))

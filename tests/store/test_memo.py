@@ -35,6 +35,17 @@ def test_budget_evicts_least_recently_used_by_bytes() -> None:
     assert memo.contains(2) and not memo.contains(3)  # ... so 3 is the oldest now
 
 
+def test_a_transient_memo_sizes_only_what_its_caller_sizes() -> None:
+    """``estimate=False`` (ProfileStore.skip_memo_sizes: a worker's store, dropped after its
+    partial): no walk over the values; a size the caller gives still counts."""
+    budget = MemoryBudget(max_bytes=10_000)
+    memo = Memo(budget, estimate=False)
+    memo.get("a", lambda: b"x" * 3000)
+    assert budget.used_bytes == 0 and memo.contains("a")
+    memo.get("b", lambda: b"x" * 3000, len)
+    assert budget.used_bytes == 3000
+
+
 def test_many_memos_share_one_budget_and_leave_nothing_behind() -> None:
     budget = MemoryBudget(max_bytes=50_000)
     memos = [Memo(budget) for _ in range(10)]

@@ -1,10 +1,11 @@
-"""Per-host partials: what the all-hosts tools need of one store, small and JSON-able.
+"""Per-host partials: what the all-hosts tools need of one store, small and binary.
 
 An all-hosts tool (overview, input pipeline, op and kernel stats, pod viewer, ``tbprof
 summary``) combines per-host derived values (the step assignment, the op tables, the kernel
 reports) and a little plane metadata; it never reads events across hosts. So a worker that has
 just converted a host computes those values once (``build_partial``), hands them to the server
-as plain JSON (no pickle), and the server runs the *unchanged* tool over ``HostPartial``
+in a compact binary form (``encode_partials``: a JSON header and the numeric arrays' raw bytes;
+no pickle), and the server runs the *unchanged* tool over ``HostPartial``
 stand-ins instead of full stores: the combination is the tool's own code, so the all-hosts
 answer from partials is the store path's answer (``tests/service/test_partials.py`` checks that
 every covered tool's JSON is identical).
@@ -13,13 +14,20 @@ A ``HostPartial`` answers ``memo`` only for the keys in ``CARRIED``; a tool that
 anything else raises ``MissingPartial`` and the service falls back to the stores. One partial
 per host serves every covered tool at any options (the options select among values the partial
 holds), so the server keys partials by host cache key only.
+
+A pod's hosts convert in batches (service/executor.py), and a batch's worker also combines what
+the all-hosts tools sum over hosts, the op tables (``combine_partials``): the server then merges
+one table per batch instead of one per host (``PodPartials``; ``op_metrics.combine`` is
+associative over contiguous runs of hosts, which the tests check on real pods).
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Callable, Hashable, Sequence
+import json
+import struct
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -31,19 +39,16 @@ from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
 from tbprof.analyses.pages.profile_summary import summarize_store
+from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS_KEY, Steps, steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
 
-# Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
-# partial of another version is ignored (recomputed from the store).
-PARTIAL_VERSION = 4  # 2: the memory digests compare reads; 3: PyTorch precision and operators by launch;
-# 4: steps need good evidence (step_confidence)
+__all__ = ["PARTIAL_FORMATS", "PARTIAL_VERSION"]  # and the rest of this module
 
 # Tools that run on partials when every host of an all-hosts request has one (XSpace runs).
 PARTIAL_TOOLS = frozenset({"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
                            "pod_viewer"})
-PARTIAL_FORMATS = frozenset({"xspace"})
 
 T = TypeVar("T")
 
@@ -55,11 +60,13 @@ class MissingPartial(LookupError):
 # --- arrays and dataclasses as JSON --------------------------------------------------------
 
 def pack_array(a: np.ndarray) -> dict[str, Any]:
-    """An array as JSON with its dtype and shape. float64 survives exactly (``repr`` round-trips;
-    NaN/inf as JSON's non-standard NaN/Infinity, which Python's json reads back)."""
+    """An array with its dtype and shape. An object array's values are a JSON list; a numeric
+    array stays an ndarray, which ``encode_partials`` writes as raw bytes (bit-exact, NaN and
+    inf included) and ``json.dumps`` alone refuses."""
     a = np.asarray(a)
-    return {"dtype": "object" if a.dtype == object else a.dtype.str, "shape": list(a.shape),
-            "data": a.reshape(-1).tolist()}
+    if a.dtype == object:
+        return {"dtype": "object", "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+    return {"dtype": a.dtype.str, "shape": list(a.shape), "data": a}
 
 
 def unpack_array(d: dict[str, Any]) -> np.ndarray:
@@ -68,7 +75,10 @@ def unpack_array(d: dict[str, Any]) -> np.ndarray:
         out = np.empty(len(d["data"]), dtype=object)
         out[:] = d["data"]
         return out.reshape(shape)
-    return np.array(d["data"], dtype=np.dtype(d["dtype"])).reshape(shape)
+    data = d["data"]
+    if isinstance(data, np.ndarray):  # decoded from the binary form: a view of its buffer
+        return data.reshape(shape)
+    return np.array(data, dtype=np.dtype(d["dtype"])).reshape(shape)
 
 
 def _pack_value(v: Any) -> Any:
@@ -218,13 +228,25 @@ CARRIED: tuple[Carried, ...] = (
 
 # --- the stand-in store ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class PlaneInfo:
-    """A plane without its events: what the all-hosts tools read of it."""
+    """A plane without its events: what the all-hosts tools read of it. Its stats are unpacked
+    on first use (a pod's pages read those of the device planes only)."""
 
-    name: str
-    n_events: int
-    plane_stats: dict[str, Any]
+    __slots__ = ("_packed", "_stats", "n_events", "name")
+
+    def __init__(self, name: str, n_events: int, plane_stats: dict[str, Any] | None = None,
+                 packed: Any = None) -> None:
+        self.name = name
+        self.n_events = n_events
+        self._stats = plane_stats
+        self._packed = packed
+
+    @property
+    def plane_stats(self) -> dict[str, Any]:
+        if self._stats is None:
+            stats = _unpack_value(self._packed)
+            self._stats = stats if isinstance(stats, dict) else {}
+        return self._stats
 
 
 @dataclass
@@ -240,9 +262,12 @@ class HostPartial:
     warnings: list[str]
     metadata: dict[str, Any]
     planes: list[PlaneInfo]
-    summary: dict[str, Any]  # summarize_store of the host (``tbprof summary``)
+    summary: dict[str, Any]  # what ``tbprof summary`` reads of summarize_store (SUMMARY_KEYS)
     available_tools: list[str]  # tools with data for this host (the run's tool list)
     memos: dict[Hashable, Any] = field(default_factory=dict)
+    # Carried values not decoded yet (decoded on first use: ``tbprof summary`` of a pod reads
+    # the steps of every host but the op tables of none, its batches' combined tables serving).
+    lazy: dict[Hashable, Callable[[], Any]] = field(default_factory=dict)
 
     @property
     def n_events(self) -> int:
@@ -253,33 +278,214 @@ class HostPartial:
         try:
             value: T = self.memos[key]
         except KeyError:
-            raise MissingPartial(f"the partial of host {self.host!r} does not carry {key!r}") from None
+            decode = self.lazy.get(key)
+            if decode is None:
+                raise MissingPartial(f"the partial of host {self.host!r} does not carry {key!r}") from None
+            try:
+                value = self.memos[key] = decode()  # two threads decoding at once get equal values
+            except (ValueError, KeyError, TypeError, IndexError) as e:  # damaged bytes: use the stores
+                raise MissingPartial(f"the partial of host {self.host!r} cannot be read: {e}") from None
+            self.lazy.pop(key, None)
         return value
 
 
+# What ``tbprof summary`` of a pod reads of each host's summarize_store (service/summary.py): the
+# rest (every plane and line) is most of a host's header, and every host's header is decoded.
+SUMMARY_KEYS = ("device_types", "device_count", "event_count", "span_ps")
+
+
 def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[str, Any]:
-    """The JSON partial of one store (computes, or takes from the store's memo, every carried value)."""
+    """The partial of one store (computes, or takes from the store's memo, every carried value),
+    as ``encode_partials`` writes it."""
     return {
-        "version": PARTIAL_VERSION,
         "host": store.host, "format": store.format, "source_path": store.source_path, "span_ps": int(store.span_ps),
         "hostnames": list(store.hostnames), "errors": list(store.errors), "warnings": list(store.warnings),
         "metadata": _pack_value(store.metadata),
         "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": _pack_value(dict(p.plane_stats))}
                    for p in store.planes],
-        "summary": summarize_store(store),
+        "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
         "available_tools": list(available_tools),
         "carried": {c.name: c.pack(c.compute(store)) for c in CARRIED},
     }
 
 
-def partial_from_json(d: dict[str, Any]) -> HostPartial:
-    """A HostPartial from ``build_partial``'s JSON (ValueError if it is of another version)."""
-    if d.get("version") != PARTIAL_VERSION:
-        raise ValueError(f"partial version {d.get('version')!r}, expected {PARTIAL_VERSION}")
-    return HostPartial(
-        host=d["host"], format=d["format"], source_path=d["source_path"], span_ps=int(d["span_ps"]),
-        hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
-        metadata=_unpack_value(d["metadata"]),
-        planes=[PlaneInfo(p["name"], int(p["n_events"]), _unpack_value(p["plane_stats"])) for p in d["planes"]],
-        summary=d["summary"], available_tools=list(d["available_tools"]),
-        memos={c.key: c.unpack(d["carried"][c.name]) for c in CARRIED})
+# --- the binary form ---------------------------------------------------------------------------
+#
+# MAGIC, then a little-endian u32 version, u64 table length and u64 header length, the table and
+# the header (UTF-8 JSON), zero bytes up to a multiple of 8, then the data: the numeric arrays'
+# bytes and the carried values' JSON texts, each 8-aligned. The table lists the arrays ([dtype,
+# offset from the data start, item count]; apart, so that the header's arrays decode as it is
+# parsed). The header holds ``hosts`` (one dict per host partial: its fields, and for each
+# carried value the [offset, length] of its JSON text in the data, parsed only when a tool asks
+# for it: a text inside the header would cost escaping and unescaping) and ``combined`` (values
+# combined over the hosts, same form). In the JSON, ``{"__buf__": i}`` stands for array i. A
+# file is never unpickled or evaluated: bad bytes raise ValueError.
+
+MAGIC = b"TBPP"
+_PREFIX = struct.Struct("<4sIQQ")
+_ALIGN = 8
+_NUMERIC_KINDS = frozenset("biufc")  # bool, ints, floats, complex: dtypes that are bytes alone
+
+
+class _Arrays:
+    """Collects the numeric arrays of the values ``json.dumps`` meets (its ``default`` hook) and
+    the carried values' texts: the data that follows the header."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.table: list[list[Any]] = []
+        self.offset = 0
+
+    def _add(self, data: bytes) -> int:
+        at = self.offset
+        pad = -len(data) % _ALIGN
+        self.chunks.append(data + b"\0" * pad)
+        self.offset += len(data) + pad
+        return at
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, np.ndarray) and o.dtype.kind in _NUMERIC_KINDS:
+            a = np.ascontiguousarray(o.reshape(-1))
+            if a.dtype.byteorder == ">":  # stored little-endian whatever the writer's order
+                a = a.astype(a.dtype.newbyteorder("<"))
+            self.table.append([a.dtype.str, self._add(a.tobytes()), int(a.shape[0])])
+            return {"__buf__": len(self.table) - 1}
+        if isinstance(o, np.generic):
+            return o.item()
+        raise TypeError(f"a partial cannot hold a {type(o).__name__}")
+
+    def dumps(self, value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"), default=self.default)
+
+    def text(self, value: Any) -> list[int]:
+        """A value as a JSON text in the data: its [offset, length]."""
+        data = self.dumps(value).encode()
+        return [self._add(data), len(data)]
+
+
+def encode_partials(hosts: Iterable[dict[str, Any]], combined: dict[str, dict[str, Any]] | None = None) -> bytes:
+    """Host partials (``build_partial``) and values combined over them, as one binary blob."""
+    arrays = _Arrays()
+    header_hosts = [{**h, "carried": {k: arrays.text(v) for k, v in h["carried"].items()}} for h in hosts]
+    header = {"hosts": header_hosts, "combined": {k: arrays.text(v) for k, v in (combined or {}).items()}}
+    text = arrays.dumps(header).encode()
+    table = json.dumps(arrays.table, separators=(",", ":")).encode()
+    pad = -(_PREFIX.size + len(table) + len(text)) % _ALIGN
+    return b"".join([_PREFIX.pack(MAGIC, PARTIAL_VERSION, len(table), len(text)), table, text, b"\0" * pad,
+                     *arrays.chunks])
+
+
+@dataclass
+class DecodedPartials:
+    hosts: list[HostPartial]
+    combined: dict[Hashable, Callable[[], Any]]  # by memo key, decoded on call
+
+
+def decode_partials(blob: bytes) -> DecodedPartials:
+    """``encode_partials``' blob as HostPartials; ValueError when it is not one of this version."""
+    if len(blob) < _PREFIX.size:
+        raise ValueError("not a tbprof partial")
+    magic, version, table_len, header_len = _PREFIX.unpack_from(blob)
+    if magic != MAGIC:
+        raise ValueError("not a tbprof partial")
+    if version != PARTIAL_VERSION:
+        raise ValueError(f"partial version {version!r}, expected {PARTIAL_VERSION}")
+    start = _PREFIX.size + table_len + header_len
+    data_start = start + (-start % _ALIGN)
+    if data_start > len(blob):
+        raise ValueError("truncated partial")
+    table = json.loads(bytes(blob[_PREFIX.size:_PREFIX.size + table_len]))
+    # One writable copy of the arrays' bytes: the arrays are views of it (tools may write in place).
+    data = bytearray(memoryview(blob)[data_start:])
+
+    def array(i: int) -> np.ndarray:
+        dtype_str, offset, count = table[i]
+        dtype = np.dtype(dtype_str)
+        if dtype.kind not in _NUMERIC_KINDS or offset < 0 or count < 0 or offset + count * dtype.itemsize > len(data):
+            raise ValueError(f"bad array {i} in a partial")
+        return np.frombuffer(data, dtype=dtype, count=count, offset=offset)
+
+    def hook(d: dict[str, Any]) -> Any:
+        return array(d["__buf__"]) if len(d) == 1 and "__buf__" in d else d
+
+    def later(span: list[int], unpack: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
+        offset, length = int(span[0]), int(span[1])
+        if offset < 0 or length < 0 or offset + length > len(data):
+            raise ValueError("bad text span in a partial")
+        return lambda: unpack(json.loads(bytes(data[offset:offset + length]), object_hook=hook))
+
+    header = json.loads(bytes(blob[_PREFIX.size + table_len:start]), object_hook=hook)
+    carried = {c.name: c for c in CARRIED}
+    hosts = []
+    for d in header["hosts"]:
+        hosts.append(HostPartial(
+            host=d["host"], format=d["format"], source_path=d["source_path"], span_ps=int(d["span_ps"]),
+            hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
+            metadata=_unpack_value(d["metadata"]),
+            planes=[PlaneInfo(p["name"], int(p["n_events"]), packed=p["plane_stats"]) for p in d["planes"]],
+            summary=d["summary"], available_tools=list(d["available_tools"]),
+            lazy={c.key: later(d["carried"][c.name], c.unpack) for c in CARRIED if c.name in d["carried"]}))
+    combined = {carried[name].key: later(span, carried[name].unpack) for name, span in header["combined"].items()
+                if name in carried}
+    return DecodedPartials(hosts, combined)
+
+
+def partial_from_bytes(blob: bytes) -> HostPartial:
+    """The one host partial of a blob (a host's cache file); ValueError otherwise."""
+    hosts = decode_partials(blob).hosts
+    if len(hosts) != 1:
+        raise ValueError(f"a host partial holds one host, not {len(hosts)}")
+    return hosts[0]
+
+
+# --- combining in a tree -----------------------------------------------------------------------
+
+# Carried values the all-hosts tools only ever sum over all hosts (``op_metrics.hosts_op_metrics``):
+# a batch of hosts sends them combined as well, so the server combines one per batch.
+COMBINED = ("host_ops", "device_ops")
+
+
+def combine_partials(parts: Sequence[HostPartial]) -> dict[str, dict[str, Any]]:
+    """The ``COMBINED`` values of consecutive hosts, combined (``encode_partials``' ``combined``)."""
+    by_name = {c.name: c for c in CARRIED}
+    out = {}
+    for name in COMBINED:
+        c = by_name[name]
+        out[name] = c.pack(op_metrics.combine([p.memo(c.key, _no_compute) for p in parts]))
+    return out
+
+
+def _no_compute() -> Any:
+    raise MissingPartial("not carried")
+
+
+class PodPartials(list[HostPartial]):
+    """The partials of a pod's hosts (in the request's order) and, for runs of consecutive hosts
+    that a worker converted together, their op tables already combined (``segments``: start,
+    end, lazily decoded values by memo key). ``op_metrics.hosts_op_metrics`` asks ``combined``
+    before combining host by host."""
+
+    def __init__(self, parts: Iterable[HostPartial],
+                 segments: Sequence[tuple[int, int, dict[Hashable, Callable[[], Any]]]] = ()) -> None:
+        super().__init__(parts)
+        self.segments = [s for s in segments if s[1] - s[0] > 1]
+        self._combined: dict[Hashable, Any] = {}
+
+    def combined(self, key: Hashable) -> Any | None:
+        """The value of ``key`` combined over every host (None: combine host by host)."""
+        if not self.segments or key not in (op_metrics.HOST_KEY, op_metrics.DEVICE_KEY):
+            return None
+        if key not in self._combined:
+            starts = {s[0]: s for s in self.segments}
+            pieces = []
+            i = 0
+            while i < len(self):
+                seg = starts.get(i)
+                if seg is not None and key in seg[2]:
+                    pieces.append(seg[2][key]())
+                    i = seg[1]
+                else:
+                    pieces.append(self[i].memo(key, _no_compute))
+                    i += 1
+            self._combined[key] = op_metrics.combine(pieces)
+        return self._combined[key]

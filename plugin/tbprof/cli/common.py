@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from tbprof.service.profiles import Profiles
 
 # Every Profiles a command opened: their converted stores are written to the disk cache when
-# the command has answered (``finish_writes``).
+# the command has answered (``finish_writes``). Every executor it made: closed then too.
 _opened: list[Profiles] = []
+_executors: list[Executor] = []
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -45,9 +46,17 @@ def executor_from(args: argparse.Namespace, start: bool = False) -> Executor:
         executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
     except ValueError as e:
         raise CliError(str(e)) from None
+    _executors.append(executor)
     if start:
         executor.start()
     return executor
+
+
+def close_executors(wait: bool) -> None:
+    """Ends the workers of the executors the command made (``wait``: each exits cleanly; else, in
+    a process about to exit with its answer given, at once)."""
+    while _executors:
+        _executors.pop().close(wait=wait)
 
 
 def terminal_progress(done: int, total: int) -> None:

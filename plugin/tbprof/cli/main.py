@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from tbprof import __version__
-from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, finish_writes
+from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, close_executors, finish_writes
 from tbprof.errors import BadRequest, NotFound, ProfileReadError
 
 # Every subcommand: name -> (module defining it in its COMMANDS, one-line help).
@@ -109,7 +109,9 @@ def entry() -> None:
 
 def _children_alive() -> bool:
     mp = sys.modules.get("multiprocessing")
-    return mp is not None and bool(mp.active_children())
+    # A process pool that ran (its workers ended after the answer) left named semaphores that
+    # only an orderly exit unlinks (else the resource tracker warns on stderr): exit normally.
+    return mp is not None and (bool(mp.active_children()) or "concurrent.futures.process" in sys.modules)
 
 
 def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
@@ -133,3 +135,4 @@ def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     finally:
         # What was converted before an error is still worth keeping for the next command.
         finish_writes(detach_writes)
+        close_executors(wait=not detach_writes)

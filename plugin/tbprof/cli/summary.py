@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from typing import Any
 
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
 
@@ -11,28 +14,58 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     p.add_argument("--run", default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--timings", action="store_true",
+                   help="print where the time went, phase by phase, as one line on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
+    started = time.perf_counter()
+    executor = executor_from(args)
+    # A pod's workers start now, importing while this process imports and lists (a small pod's don't).
+    executor.start_early(args.path)
+    profiles = profiles_for(args.path, args.cache_dir, executor)
     run = pick_run(profiles, args.run)
+    listed = time.perf_counter()
     loading = profiles.load_in_background(run, list(run.hosts))
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import summary
 
     result = summary(profiles, run)
     loading.join()
+    summarised = time.perf_counter()
     if args.json:
         print_json(result)
-        return EXIT_OK
-    for key, value in result.items():
-        if isinstance(value, list):
-            print(f"{key}:")
-            for item in value:
-                print(f"  {item}")
-        else:
-            print(f"{key}: {value}")
+    else:
+        for key, value in result.items():
+            if isinstance(value, list):
+                print(f"{key}:")
+                for item in value:
+                    print(f"  {item}")
+            else:
+                print(f"{key}: {value}")
+    if args.timings:
+        sys.stdout.flush()
+        print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
+                           profiles.phase_seconds, profiles.partial_seconds), file=sys.stderr)
     return EXIT_OK
+
+
+def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],
+                 summed: dict[str, float]) -> str:
+    """``--timings``: the wall seconds of each phase in this process (list; pool start and
+    dispatch; waiting for the workers; decoding what they sent; combining), and what the workers
+    spent, summed over hosts (so the serial part shows against the parallel one)."""
+    def f(x: Any) -> str:
+        return f"{float(x):.3f}"
+
+    worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
+                       for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
+                       if summed.get(name))
+    return (f"tbprof timings (s): import + list {f(list_s)}, lookup {f(phases.get('lookup_s', 0))}, "
+            f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
+            f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "
+            f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)}, answer {f(answer_s)}"
+            + (f"; summed over hosts: {worker}" if worker else ""))
 
 
 COMMANDS = {"summary": (configure, run)}

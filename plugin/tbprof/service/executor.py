@@ -1,11 +1,15 @@
 """Where per-host work runs: in-process, a local process pool, or a Dask distributed cluster.
 
-A pod's hosts convert independently, so converting them is a map over host files. Each task
-(``convert_host``) converts one file, writes the store into the *shared* disk cache and
-returns a small JSON-able per-host summary; stores never travel back to the server (no
-pickled stores, and the server's memory stays the summaries plus the stores a page opens,
-which it maps from the cache). The executor only ever ships strings (a path or URL, a run
-kind, a cache dir) to workers and dicts back.
+A pod's hosts convert independently, so converting them is a map over host files. Hosts go
+to the workers in batches of consecutive hosts (``batches``: about ``BATCHES_PER_WORKER`` per
+worker, so the server handles tens of messages for a pod of a thousand hosts, not a thousand).
+A batch's task (``convert_batch``) converts each file (``convert_host``), writes the store or
+the host's partial into the *shared* disk cache, and returns the hosts' summaries and binary
+partials plus the batch's op tables combined (a tree: the server merges one table per batch,
+not one per host). Stores never travel back to the server (no pickled stores, and the
+server's memory stays the partials plus the stores a page opens, which it maps from the
+cache). The executor only ever ships strings (a path or URL, a run kind, a cache dir) to
+workers and dicts of strings, numbers and bytes back.
 
 * ``InProcess``: ``--workers 1``; what tests and single-host runs use.
 * ``ProcessPool``: ``--workers N`` (default 1, see ``default_workers``); worker processes
@@ -14,14 +18,15 @@ kind, a cache dir) to workers and dicts back.
 * ``DaskExecutor``: ``--dask-scheduler ADDRESS`` / ``$TBPROF_DASK_SCHEDULER``; Dask retries a
   task whose worker died (``retries``), and its workers must see the same cache dir.
 
-Results arrive as they finish (``map_hosts`` yields in completion order), so one slow host
-never holds back the others' results, and a progress callback counts hosts done / total.
+Results arrive as they finish (``map_batches`` yields batches in completion order), so one slow
+batch never holds back the others' results, and a progress callback counts hosts done / total.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -65,18 +70,63 @@ class HostTask:
     want_partial: bool = True
 
 
+# Batches per worker: one would make the server merge the fewest tables, but a worker that
+# draws a batch of big hosts would then finish last alone; two lets the others take up the slack.
+BATCHES_PER_WORKER = 2
+
+
+def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:
+    """The tasks cut into at most ``workers * BATCHES_PER_WORKER`` runs of consecutive hosts of
+    nearly equal count (consecutive: a batch's combined op tables then stand for a run of the
+    pod's hosts, see analyses/partials.PodPartials)."""
+    n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER))
+    size, extra = divmod(len(tasks), n) if n else (0, 0)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(list(tasks[start:end]))
+        start = end
+    return out
+
+
+def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
+    """Converts consecutive hosts (``convert_host`` each) and combines their op tables:
+    ``{"results": [convert_host's result per task], "combined": bytes | None, "combined_hosts":
+    [hosts whose tables it combines, in order], "timings": {"combine_s"}}``. ``combined`` is an
+    ``encode_partials`` blob of no host with the ``COMBINED`` values (None for a single host,
+    or when a host has no partial)."""
+    results = [convert_host(t) for t in tasks]
+    out: dict[str, Any] = {"results": results, "combined": None, "combined_hosts": [], "timings": {}}
+    with_partial = [r for r in results if r.get("partial") is not None]
+    if len(with_partial) < 2:
+        return out
+    from tbprof.analyses.partials import MissingPartial, combine_partials, encode_partials, partial_from_bytes
+
+    started = time.perf_counter()
+    try:
+        combined = combine_partials([partial_from_bytes(r["partial"]) for r in with_partial])
+        out["combined"] = encode_partials([], combined)
+    except (ValueError, TypeError, MissingPartial):  # the server then combines host by host
+        log.debug("tbprof: no combined tables for a batch", exc_info=True)
+        return out
+    out["combined_hosts"] = [r["host"] for r in with_partial]
+    out["timings"]["combine_s"] = round(time.perf_counter() - started, 4)
+    return out
+
+
 def convert_host(task: HostTask) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
     (``summary`` is absent when the partial came from the cache: it holds one).
 
-    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, JSON text; it
-    is also written next to the stores (service/partials.py). The store itself goes into the
+    ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, in its binary
+    form; it is also written next to the stores (service/partials.py). The store itself goes into the
     disk cache when ``task.write_store`` (a request that needs full stores) or the file is large
     (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
     ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
-    decode), ``partial_s``, ``write_s``, and ``cpu_s``: the CPU time the task took.
+    decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``, and
+    ``cpu_s``: the CPU time the task took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
@@ -84,7 +134,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
 
     from tbprof.analyses.pages.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
-    from tbprof.service.partials import PartialFiles, make_partial
+    from tbprof.service.partials import PartialFiles, encode_partial, partial_dict
     from tbprof.store.disk_cache import DiskCache, cache_key
     from tbprof.store.fs import FileInfo, UrlPath, location
     from tbprof.store.memory_guard import plan
@@ -131,8 +181,11 @@ def convert_host(task: HostTask) -> dict[str, Any]:
                 store = kind.reader(path)
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
-            partial = make_partial(store)
+            store.skip_memo_sizes()  # this store is dropped when the task returns
+            fields = partial_dict(store)
             t = lap("partial_s", t)
+            partial = encode_partial(fields) if fields is not None else None
+            t = lap("encode_s", t)
             if partial is not None:
                 files.save(key, partial)
         worth_keeping = task.write_store or partial is None or task.size_bytes >= WRITE_STORE_MIN_BYTES
@@ -156,7 +209,13 @@ class Executor(Protocol):
     name: str
     workers: int
 
-    def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]: ...
+    def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
+        """``convert_batch``'s result for each batch of the tasks, as each finishes."""
+        ...
+
+    def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
+        """``convert_host``'s result for each task, a batch at a time."""
+        ...
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         """Whether ``map_hosts`` would run these tasks in the caller's process."""
@@ -164,16 +223,39 @@ class Executor(Protocol):
 
     def start(self) -> None: ...
 
-    def close(self) -> None: ...
+    def start_early(self, logdir: str) -> bool:
+        """Starts the workers in the background when ``logdir`` holds a pod worth them (a
+        one-shot command, before it imports and lists); whether it did."""
+        ...
+
+    def close(self, wait: bool = True) -> None:
+        """Ends the workers: ``wait`` for each to exit cleanly, else (a one-shot command that has
+        its answer, the workers idle) end them at once."""
+        ...
+
+
+def _hosts_of(batch_results: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for batch in batch_results:
+        yield from batch["results"]
 
 
 class InProcess:
+    """Hosts converted in the caller's process, ``batch_hosts`` at a time (default 1: nothing
+    travels, so combining in batches gains nothing, and progress counts every host; tests batch
+    to check the tree combine without processes)."""
+
     name = "in-process"
     workers = 1
 
+    def __init__(self, batch_hosts: int = 1) -> None:
+        self.batch_hosts = max(1, batch_hosts)
+
+    def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
+        for i in range(0, len(tasks), self.batch_hosts):
+            yield convert_batch(tasks[i:i + self.batch_hosts])
+
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
-        for task in tasks:
-            yield convert_host(task)
+        return _hosts_of(self.map_batches(tasks))
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         return True
@@ -181,15 +263,43 @@ class InProcess:
     def start(self) -> None:
         pass
 
-    def close(self) -> None:
+    def start_early(self, logdir: str) -> bool:
+        return False
+
+    def close(self, wait: bool = True) -> None:
         pass
+
+
+def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | None = None) -> int:
+    """Bytes of the ``suffix`` files of the folder below ``logdir`` (a local path) that holds the
+    most (a run's hosts share a session folder); stops counting at ``enough``. Plain ``os``
+    calls: this runs before the command imports numpy and the readers."""
+    best = 0
+    for root, _, files in os.walk(logdir, followlinks=False):
+        total = 0
+        for name in files:
+            if name.endswith(suffix):
+                try:
+                    total += os.stat(os.path.join(root, name)).st_size
+                except OSError:
+                    continue
+        best = max(best, total)
+        if enough is not None and best >= enough:
+            break
+    return best
 
 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
 # importing numpy and the decoder takes ~2-3 s on this 2-core machine; a fork takes ms).
 # The tool modules too: a worker lists the tools with data for its host (``available_tools``).
+# And what the first conversion imports (the XSpace reader, its protobuf modules, the cache's
+# helpers): imported by each worker on its first host, they made that host ~3x slower than the
+# next, a large share of a worker's time when a pod's hosts are spread over many workers.
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials"]
+                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+                  "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
+                  "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
+                  "tbprof.store.remote_cache", "tbprof.store.memory_guard", "tbprof.store.paths"]
 
 
 def _worker_ready() -> bool:
@@ -219,9 +329,16 @@ class ProcessPool:
         self.workers = workers
         self.min_pool_bytes = min_pool_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._pool_lock = threading.Lock()  # start_early's thread and a conversion may both start it
         self._started: list[Future[bool]] = []
+        self._starting: threading.Thread | None = None  # start_early's
+        self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
 
     def _get_pool(self) -> ProcessPoolExecutor:
+        with self._pool_lock:
+            return self._get_pool_locked()
+
+    def _get_pool_locked(self) -> ProcessPoolExecutor:
         if self._pool is None:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -241,27 +358,48 @@ class ProcessPool:
         pool = self._get_pool()
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
 
+    def start_early(self, logdir: str) -> bool:
+        """Starts the workers on a thread when ``logdir`` is a local folder with a run of at least
+        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for): the
+        fork server then imports numpy and tbprof while this process does the same and lists the
+        logdir, instead of after. A small pod or a single host starts nothing."""
+        if self._pool is not None or not os.path.isdir(logdir):
+            return False
+        if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
+            return False
+        self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
+        self._starting.start()
+        return True
+
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Waits until the workers ``start`` launched have answered (benchmarks, tests)."""
+        if self._starting is not None:
+            self._starting.join(timeout_s)
         wait(self._started, timeout=timeout_s)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
-        from concurrent.futures.process import BrokenProcessPool
+        return _hosts_of(self.map_batches(tasks))
 
+    def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         if self.in_process(tasks):
-            yield from InProcess().map_hosts(tasks)  # less work than starting the pool
+            yield from InProcess().map_batches(tasks)  # less work than starting the pool
             return
-        todo = list(tasks)
+        # Imported only for a pool that runs: the CLI exits at once unless it was (cli/main.py).
+        from concurrent.futures.process import BrokenProcessPool
+        todo = batches(tasks, self.workers)
+        dispatched = time.perf_counter()
         for attempt in range(TASK_RETRIES + 1):
             pool = self._get_pool()
-            futures: dict[Future[dict[str, Any]], HostTask] = {}
-            broken: list[HostTask] = []
-            for i, t in enumerate(todo):
+            futures: dict[Future[dict[str, Any]], list[HostTask]] = {}
+            broken: list[list[HostTask]] = []
+            for i, batch in enumerate(todo):
                 try:
-                    futures[pool.submit(convert_host, t)] = t
-                except BrokenProcessPool:  # a worker died before every host was handed out
+                    futures[pool.submit(convert_batch, batch)] = batch
+                except BrokenProcessPool:  # a worker died before every batch was handed out
                     broken.extend(todo[i:])
                     break
+            if attempt == 0:  # starting the pool (on demand, a worker per batch) and handing out
+                self.dispatch_s = time.perf_counter() - dispatched
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -273,25 +411,40 @@ class ProcessPool:
             if not broken:
                 return
             # A worker died (killed, out of memory): the pool is unusable; start a new one and
-            # run the hosts it took down again.
-            log.warning("tbprof: a worker process died; retrying %d host(s) (attempt %d)", len(broken), attempt + 1)
+            # run the batches it took down again, a host per batch (one host may be the cause).
+            lost = [t for b in broken for t in b]
+            log.warning("tbprof: a worker process died; retrying %d host(s) (attempt %d)", len(lost), attempt + 1)
             if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-            todo = broken
-        for task in todo:
-            yield {"host": task.host, "file": task.path,
-                   "error": f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"}
+            todo = [[t] for t in lost]
+        died = f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"
+        for batch in todo:
+            yield {"results": [{"host": task.host, "file": task.path, "error": died} for task in batch],
+                   "combined": None, "combined_hosts": [], "timings": {}}
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         """True when the pool is not running and the hosts' files are too small to pay for its start."""
         known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
         return self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, wait: bool = True) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if wait:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        # Idle workers of a command that has answered: SIGTERM ends each at once, where an orderly
+        # exit tears down its interpreter (numpy, the readers) first. They hold nothing unwritten:
+        # every cache file is written to a temporary name and renamed.
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(1.0)
 
 
 class DaskExecutor:
@@ -310,20 +463,28 @@ class DaskExecutor:
         except OSError as e:
             raise ValueError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from e
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+        self.dispatch_s = 0.0
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
+        return _hosts_of(self.map_batches(tasks))
+
+    def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         from distributed import as_completed
 
-        # pure=False: a host converted again (its file changed) is a new task, not a cached one.
-        futures = [self._client.submit(convert_host, t, pure=False, retries=TASK_RETRIES,
-                                       key=f"tbprof-convert-{t.host}-{os.urandom(4).hex()}") for t in tasks]
-        by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+        # A task per batch, so the scheduler tracks tens of results for a large pod, not one per
+        # host. pure=False: a host converted again (its file changed) is a new task, not a cached one.
+        todo = batches(tasks, self.workers)
+        dispatched = time.perf_counter()
+        futures = [self._client.submit(convert_batch, b, pure=False, retries=TASK_RETRIES,
+                                       key=f"tbprof-convert-{b[0].host}-{len(b)}-{os.urandom(4).hex()}") for b in todo]
+        by_key = {f.key: b for f, b in zip(futures, todo, strict=True)}
+        self.dispatch_s = time.perf_counter() - dispatched
         for f in as_completed(futures):
             try:
                 yield f.result()
             except Exception as e:  # the task failed on every retry (its workers kept dying)
-                task = by_key[f.key]
-                yield {"host": task.host, "file": task.path, "error": f"the Dask task failed: {e}"}
+                yield {"results": [{"host": t.host, "file": t.path, "error": f"the Dask task failed: {e}"}
+                                   for t in by_key[f.key]], "combined": None, "combined_hosts": [], "timings": {}}
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         return False
@@ -331,14 +492,17 @@ class DaskExecutor:
     def start(self) -> None:
         pass
 
-    def close(self) -> None:
+    def start_early(self, logdir: str) -> bool:
+        return False
+
+    def close(self, wait: bool = True) -> None:
         self._client.close()
 
 
 def default_workers() -> int:
     """``$TBPROF_WORKERS``, else the cores this process may use (1: in-process).
 
-    Workers send the server per-host partials (a few tens of KB of JSON), not stores, so the
+    Workers send the server per-host partials (a few tens of KB, binary), not stores, so the
     per-host work (decoding, steps, op tables: ~14 ms for a jax_2hosts host) runs on every
     core and the server only combines (bench/pod_bench.py, docs/remote.md). Until partials,
     a worker handed its whole store over through the disk cache, which cost more than it saved.

@@ -31,7 +31,9 @@ from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
 if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
-    from tbprof.analyses.partials import HostPartial
+    from collections.abc import Callable, Hashable
+
+    from tbprof.analyses.partials import HostPartial, PodPartials
     from tbprof.service.partials import PartialFiles
 
 log = logging.getLogger("tbprof")
@@ -75,12 +77,21 @@ class Profiles:
         self._loading: dict[tuple[str, tuple[str, ...]], threading.Thread] = {}  # load_in_background
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
         # Per-host partials (analyses/partials.py) by host cache key, in the same byte budget;
-        # persisted as JSON next to the stores (service/partials.py) when there is a disk cache.
+        # persisted in their binary form next to the stores (service/partials.py) when there is a
+        # disk cache. Also the op tables a worker combined over a batch of consecutive hosts, by
+        # the batch's host cache keys (("combined", keys)), and the batches by first key.
         self._partials = Memo()
+        self._batches: dict[str, tuple[str, ...]] = {}
         self._partial_files_: PartialFiles | None = None
         # Seconds spent getting partials, summed over hosts (where a pod's time goes; bench/):
-        # load_s, convert_s, partial_s, write_s as the workers report them, or measured here.
+        # load_s, convert_s, partial_s, encode_s, write_s, combine_s as the workers report them,
+        # or measured here; server_keep_s: decoding them here.
         self.partial_seconds: dict[str, float] = {}
+        # Wall seconds of the phases of the last all-hosts conversion (``tbprof summary
+        # --timings``): lookup_s (cache keys, cached partials), tasks_s (the hosts' tasks),
+        # dispatch_s (starting the pool and handing the batches out), wait_s (waiting for
+        # workers), keep_s (decoding what they sent, here).
+        self.phase_seconds: dict[str, float] = {}
         # Host files a worker found unreadable, by cache key (a changed file has another key),
         # so an all-hosts page does not send them to be read again on every request.
         self._unreadable: dict[str, dict[str, str]] = {}
@@ -169,7 +180,7 @@ class Profiles:
         self._warmer.submit(lambda: None).result()
 
     def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
-                write_store: bool = True) -> list[dict[str, Any]]:
+                write_store: bool = True, unloaded: bool = False) -> list[dict[str, Any]]:
         """Converts the hosts not yet converted on the executor, in parallel.
 
         Returns the per-host results (summary, partial or error) in completion order and keeps
@@ -178,13 +189,15 @@ class Profiles:
         loads them); else they return only the partials. With the in-process executor, or one
         host to convert, stores are not converted here (``store`` converts on first use as
         before), but partials are: a host at a time, in this process, keeping no store.
+        ``unloaded``: the caller has just found none of the hosts loaded (not checked again).
         """
         fmt = self.store_format(run)
         if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
+        listed = time.perf_counter()
         todo = []
         for h in hosts:
-            if self.is_loaded(run, h):
+            if not unloaded and self.is_loaded(run, h):
                 continue
             path = run.hosts[h]
             # A URL's size and mtime come from the listing (no request); a local file's size lets
@@ -200,17 +213,35 @@ class Profiles:
             # request converts them on first use instead.
             return []
         results: list[dict[str, Any]] = []
-        for result in self.executor.map_hosts(todo):
-            results.append(result)
-            if result.get("partial") is not None:
-                kept = time.perf_counter()
-                self._keep_partial(result["key"], result["partial"])
-                self.partial_seconds["server_keep_s"] = (self.partial_seconds.get("server_keep_s", 0.0)
-                                                         + time.perf_counter() - kept)
-            for name, seconds in result.get("timings", {}).items():
+        phases = {"tasks_s": time.perf_counter() - listed, "dispatch_s": 0.0, "wait_s": 0.0, "keep_s": 0.0}
+        batches = self.executor.map_batches(todo)
+        while True:
+            waited = time.perf_counter()
+            batch = next(batches, None)
+            phases["wait_s"] += time.perf_counter() - waited
+            if batch is None:
+                break
+            kept = time.perf_counter()
+            for result in batch["results"]:
+                results.append(result)
+                if result.get("partial") is not None:
+                    self._keep_partial(result["key"], result["partial"])
+                for name, seconds in result.get("timings", {}).items():
+                    self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
+                if progress is not None:
+                    progress(len(results), len(todo))
+            if batch.get("combined") is not None:
+                keys = {r["host"]: r["key"] for r in batch["results"] if "key" in r}
+                self._keep_combined(tuple(keys[h] for h in batch["combined_hosts"] if h in keys), batch["combined"])
+            for name, seconds in batch.get("timings", {}).items():
                 self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
-            if progress is not None:
-                progress(len(results), len(todo))
+            elapsed = time.perf_counter() - kept
+            phases["keep_s"] += elapsed
+            self.partial_seconds["server_keep_s"] = self.partial_seconds.get("server_keep_s", 0.0) + elapsed
+        # The first batch's wait includes starting the pool and handing every batch out.
+        phases["dispatch_s"] = float(getattr(self.executor, "dispatch_s", 0.0))
+        phases["wait_s"] = max(0.0, phases["wait_s"] - phases["dispatch_s"])
+        self.phase_seconds.update(phases)
         return results
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
@@ -296,30 +327,67 @@ class Profiles:
             self._partial_files_ = PartialFiles(self.cache.disk.root)
         return self._partial_files_
 
-    def _keep_partial(self, key: str, text: str) -> HostPartial | None:
-        import json
-
-        from tbprof.analyses.partials import partial_from_json
-        from tbprof.service.partials import DECODED_BYTES_PER_JSON_BYTE
+    def _keep_partial(self, key: str, blob: bytes) -> HostPartial | None:
+        from tbprof.analyses.partials import partial_from_bytes
+        from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
 
         try:
-            part = partial_from_json(json.loads(text))
-        except (ValueError, KeyError, TypeError):  # another version, or a damaged file
+            part = partial_from_bytes(blob)
+        except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
             return None
-        # Sized from the text: walking the decoded objects would cost ~1.5 ms a host.
-        return self._partials.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_JSON_BYTE * len(text))
+        # Sized from the blob: walking the decoded objects would cost ~1.5 ms a host.
+        return self._partials.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
 
-    def _known_partial(self, key: str) -> HostPartial | None:
-        """The partial of a host cache key from memory, else from the disk cache's JSON."""
+    def _keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
+        """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""
+        from tbprof.analyses.partials import decode_partials
+        from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
+
+        if len(keys) < 2:
+            return
+        try:
+            combined = decode_partials(blob).combined
+        except (ValueError, KeyError, TypeError, IndexError):  # the tables are then combined host by host
+            return
+        self._partials.clear_key(("combined", keys))
+        self._partials.get(("combined", keys), lambda: combined, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+        if len(self._batches) >= 65536:  # bounded: the memo may have dropped what these name anyway
+            self._batches.clear()
+        self._batches[keys[0]] = keys
+
+    def _segments(self, keys: list[str]) -> list[tuple[int, int, dict[Hashable, Callable[[], Any]]]]:
+        """Runs of ``keys`` (the hosts of a request, in order) that a worker converted as one
+        batch, with their combined tables: (start, end, values by memo key)."""
+        out = []
+        i = 0
+        while i < len(keys):
+            batch = self._batches.get(keys[i])
+            if batch is not None and tuple(keys[i:i + len(batch)]) == batch:
+                try:
+                    combined: dict[Hashable, Callable[[], Any]] = self._partials.get(("combined", batch), _miss)
+                except _Miss:
+                    combined = {}
+                if combined:
+                    out.append((i, i + len(batch), combined))
+                    i += len(batch)
+                    continue
+            i += 1
+        return out
+
+    def _known_partial(self, key: str, on_disk: set[str] | None = None) -> HostPartial | None:
+        """The partial of a host cache key from memory, else from the disk cache's file
+        (``on_disk``: the keys with a file, when the caller listed them)."""
         try:
             found: HostPartial = self._partials.get(("partial", key), _miss)
             return found
         except _Miss:
             pass
-        text = self._partial_files.load(key) if self._partial_files is not None else None
-        return self._keep_partial(key, text) if text is not None else None
+        if on_disk is not None and key not in on_disk:
+            return None
+        blob = self._partial_files.load(key) if self._partial_files is not None else None
+        return self._keep_partial(key, blob) if blob is not None else None
 
-    def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial], list[dict[str, str]]] | None:
+    def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[PodPartials, list[dict[str, str]]] | None:
         """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
         ``stores_tolerant`` reports them; None when some host cannot have one (another format).
 
@@ -330,26 +398,30 @@ class Profiles:
         self._wait_background(run, hosts)
         return self._host_partials(run, hosts)
 
-    def _host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[list[HostPartial],
-                                                                       list[dict[str, str]]] | None:
-        from tbprof.analyses.partials import PARTIAL_FORMATS
-        from tbprof.service.partials import make_partial
+    def _host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[PodPartials, list[dict[str, str]]] | None:
+        # The partials' analyses are imported once a host needs them (a cached partial, the
+        # first batch back, the end): not before the hosts go to the workers.
+        from tbprof.analyses.partial_formats import PARTIAL_FORMATS
 
         fmt = self.store_format(run)
         if fmt not in PARTIAL_FORMATS:
             return None
+        looked = time.perf_counter()
         keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
         got: dict[str, HostPartial] = {}
         errors: dict[str, dict[str, str]] = {}
+        # One listing of the partial files, not a failed open per host of a pod seen first.
+        on_disk = self._partial_files.present() if self._partial_files is not None else None
         for h in hosts:
-            part = self._known_partial(keys[h])
+            part = self._known_partial(keys[h], on_disk)
             if part is not None:
                 got[h] = part
             elif keys[h] in self._unreadable:
                 errors[h] = {**self._unreadable[keys[h]], "host": h}
-        missing = [h for h in hosts if h not in got and h not in errors and not self.is_loaded(run, h)]
+        missing = [h for h in hosts if h not in got and h not in errors and not self.cache.contains_key(keys[h])]
         if len(missing) > 1:
-            for r in self.prepare(run, missing, self.progress, write_store=False):
+            self.phase_seconds = {"lookup_s": time.perf_counter() - looked}
+            for r in self.prepare(run, missing, self.progress, write_store=False, unloaded=True):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:
@@ -372,21 +444,27 @@ class Profiles:
                 errors[h] = {"host": h, "file": e.path, "error": e.reason}
                 continue
             converted = time.perf_counter()
-            text = make_partial(store) if isinstance(store, ProfileStore) else None
+            from tbprof.service.partials import make_partial
+
+            blob = make_partial(store) if isinstance(store, ProfileStore) else None
             for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
                 self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
-            part = self._keep_partial(keys[h], text) if text is not None else None
-            if part is None or text is None:
+            part = self._keep_partial(keys[h], blob) if blob is not None else None
+            if part is None or blob is None:
                 return None
             if self._partial_files is not None:
-                self._partial_files.save(keys[h], text)
+                self._partial_files.save(keys[h], blob)
             got[h] = part
         if not got:
             if len(hosts) == 1 and first_error is not None:
                 raise first_error
             raise ProfileReadError(run.name, "no host file of this run is readable: "
                                    + "; ".join(f"{e['host']}: {e['error']}" for e in errors.values()))
-        return [got[h] for h in hosts if h in got], [errors[h] for h in hosts if h in errors]
+        from tbprof.analyses.partials import PodPartials
+
+        good = [h for h in hosts if h in got]
+        return (PodPartials([got[h] for h in good], self._segments([keys[h] for h in good])),
+                [errors[h] for h in hosts if h in errors])
 
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:

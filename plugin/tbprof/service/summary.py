@@ -7,6 +7,7 @@ time, input %, verdict and top ops), so the command keeps one shape for scripts 
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -58,8 +59,11 @@ def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
     if parts is not None and all(fn in ON_PARTIALS for fn, applies in SUMMARY_FIELDS if applies(parts[0])):
         from tbprof.analyses.partials import MissingPartial
 
+        started = time.perf_counter()
         try:
-            return _summary(run, list(parts[0]), [p.summary for p in parts[0]], parts[1])
+            out = _summary(run, parts[0], [p.summary for p in parts[0]], parts[1])
+            profiles.phase_seconds["combine_s"] = time.perf_counter() - started
+            return out
         except MissingPartial:  # a field needs more than a partial holds: the stores
             pass
     stores, unreadable = profiles.stores_tolerant(run, hosts)

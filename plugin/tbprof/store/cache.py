@@ -176,6 +176,10 @@ class ProfileCache:
             key = cache_key(path, kind)
         except (OSError, ProfileReadError):
             return False
+        return self.contains_key(key)
+
+    def contains_key(self, key: str) -> bool:
+        """``contains`` for a cache key already computed (a pod's hosts: no second stat each)."""
         if self._memo.contains(("store", key)):
             return True
         return self.disk is not None and self.disk.has(key)

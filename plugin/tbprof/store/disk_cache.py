@@ -436,7 +436,7 @@ class DiskCache:
 
     def partials(self) -> list[tuple[Path, float, int]]:
         """(file, last use, size in bytes) of the per-host partials kept beside the stores
-        (``<root>/partials/<key>.p<version>.json``, service/partials.py)."""
+        (``<root>/partials/<key>.p<version>.bin``, service/partials.py; ``.json`` of older versions)."""
         try:
             listing = list(os.scandir(self.root / PARTIALS_DIR))
         except OSError:
@@ -444,7 +444,7 @@ class DiskCache:
         out = []
         for f in listing:
             try:
-                if f.name.endswith(".json") and f.is_file(follow_symlinks=False):
+                if f.name.endswith((".bin", ".json")) and f.is_file(follow_symlinks=False):
                     st = f.stat(follow_symlinks=False)
                     out.append((Path(f.path), st.st_mtime, st.st_size))
             except OSError:

@@ -195,8 +195,11 @@ class Memo:
     store was evicted and nothing uses it any more) or cleared.
     """
 
-    def __init__(self, budget: MemoryBudget | None = None) -> None:
+    def __init__(self, budget: MemoryBudget | None = None, estimate: bool = True) -> None:
         self._budget = budget
+        # False: values whose caller gives no size count 0 bytes (a store that lives for one
+        # computation, see ProfileStore.skip_memo_sizes: its values go with it).
+        self.estimate = estimate
         self._owner = next(_owner_ids)
         self._inflight: dict[Hashable, Future[Any]] = {}
         self._lock = threading.Lock()
@@ -229,7 +232,7 @@ class Memo:
             return future.result()
         try:
             value = compute()
-            budget.put(self._owner, key, value, size(value))
+            budget.put(self._owner, key, value, size(value) if self.estimate or size is not estimate_bytes else 0)
         except BaseException as e:
             with self._lock:
                 del self._inflight[key]

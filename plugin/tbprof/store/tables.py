@@ -339,6 +339,12 @@ class ProfileStore:
         """String id of a stat name (-1 when absent: then no event carries that stat)."""
         return self.strings.id(name)
 
+    def skip_memo_sizes(self) -> None:
+        """For a store that lives for one computation and is then dropped (a worker building a
+        host's partial): its derived values are not sized for the memory budget (walking them
+        cost about a fifth of building a partial); they are freed with the store."""
+        self._memo.estimate = False
+
     def memo(self, key: Any, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
         """Computes a derived value once per store (step assignment, op links, ...), single
         flight (see ``store/memo.py``). ``size``: its bytes, when the estimate (a walk over

@@ -1,0 +1,16 @@
+"""Which store formats have per-host partials (analyses/partials.py), and the partials' version.
+
+A module of its own, importing nothing: the server checks a pod's format and looks for cached
+partials before it hands the hosts to the workers, and importing the partials' analyses
+first would delay that hand-out.
+"""
+
+from __future__ import annotations
+
+PARTIAL_FORMATS = frozenset({"xspace"})
+
+# Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
+# partial of another version is ignored (recomputed from the store).
+# 2: the memory digests compare reads; 3: binary (encode_partials); 4: PyTorch precision and
+# operators by launch; 5: steps need good evidence (step_confidence)
+PARTIAL_VERSION = 5

@@ -1,0 +1,197 @@
+"""Combining a pod's partials in a tree (issue #28): a batch of consecutive hosts converts in one
+worker task, which combines the batch's op tables; the server then merges one table per batch
+(``PodPartials``) instead of one per host. Every all-hosts tool on partials and ``tbprof
+summary`` must give the JSON that combining host by host gives (the same per-host partials,
+as a plain list: today's combine), and the stores' answer where it is cheap to get: on
+jax_2hosts, on a pod of all the demo XSpace hosts (different programs, so the op tables differ
+from host to host and their order matters), and on a generated 300-host pod; in-process, on a
+process pool and on a real Dask ``LocalCluster``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from make_pod import make_pod
+from tbprof.analyses.encode import to_json_bytes
+from tbprof.analyses.ops import op_metrics
+from tbprof.analyses.partials import PARTIAL_TOOLS, PodPartials
+from tbprof.service.executor import DaskExecutor, Executor, InProcess, ProcessPool, batches
+from tbprof.service.profiles import Profiles
+from tbprof.service.summary import _summary, summary
+
+# Options besides the defaults (as tests/service/test_partials.py).
+OPTION_SETS: dict[str, list[dict[str, str]]] = {
+    "overview_page": [{}], "input_pipeline_analyzer": [{}], "kernel_stats": [{}],
+    "framework_op_stats": [{}, {"include_idle": "true"}],
+    "pod_viewer": [{}, {"step": "0"}],
+}
+DEMO_XSPACE = ("keras_cnn", "custom_loop", "jax_mlp", "jax_2hosts")
+
+
+@pytest.fixture(autouse=True)
+def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = str(Path(__file__).resolve().parents[2] / "plugin")
+    monkeypatch.setenv("PYTHONPATH", plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+# Memo keys for which a PodPartials answered combined tables (``_record_combined``).
+USED: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _record_combined(monkeypatch: pytest.MonkeyPatch) -> None:
+    combined = PodPartials.combined
+
+    def recording(self: PodPartials, key: Any) -> Any:
+        value = combined(self, key)
+        if value is not None:
+            USED.append(key)
+        return value
+
+    USED.clear()
+    monkeypatch.setattr(PodPartials, "combined", recording)
+
+
+@pytest.fixture(scope="module")
+def mixed_pod(tmp_path_factory: pytest.TempPathFactory, profiles_root: Path) -> Path:
+    """Eleven hosts: the demo XSpace hosts (five files of four programs), copied round-robin."""
+    sources = sorted(f for name in DEMO_XSPACE for f in (profiles_root / name).rglob("*.xplane.pb"))
+    assert len(sources) == 5
+    root = tmp_path_factory.mktemp("mixed")
+    make_pod(root, 11, sources)
+    return root
+
+
+@pytest.fixture(scope="module")
+def pod300(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300 hosts: copies of jax_2hosts' two real host files (bench/make_pod.py)."""
+    root = tmp_path_factory.mktemp("pod300")
+    make_pod(root, 300)
+    return root
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ProcessPool]:
+    pool = ProcessPool(2)
+    pool.start()  # as a server starts it: a small pod would otherwise convert in-process
+    yield pool
+    pool.close()
+
+
+def _tree_and_flat(profiles: Profiles) -> tuple[dict[str, Any], dict[str, Any], PodPartials]:
+    """Every covered tool and the summary through the service (the tree), and the same tools
+    over the same partials as a plain list (host by host)."""
+    run = next(iter(profiles.runs().values()))
+    hosts = list(run.hosts)
+    parts = profiles.host_partials(run, hosts)
+    assert parts is not None and not parts[1]
+    tree: dict[str, Any] = {"summary": summary(profiles, run)}
+    flat: dict[str, Any] = {"summary": _summary(run, list(parts[0]), [p.summary for p in parts[0]], [])}
+    for name, option_sets in OPTION_SETS.items():
+        tool = profiles.tool(name)
+        for raw in option_sets:
+            tree[f"{name}{raw}"] = profiles.compute(run, hosts, tool, raw)
+            flat[f"{name}{raw}"] = tool.compute(list(parts[0]), tool.parse_options(raw))
+    return json.loads(to_json_bytes(tree)), json.loads(to_json_bytes(flat)), parts[0]
+
+
+def _check(profiles: Profiles, reference: dict[str, Any] | None = None) -> PodPartials:
+    tree, flat, parts = _tree_and_flat(profiles)
+    assert tree == flat
+    if reference is not None:
+        assert tree == reference
+    # The tree was used: runs of hosts with combined tables, and the tools took both combined
+    # tables from them (a run's tables stand for all its hosts).
+    assert parts.segments and sum(e - s for s, e, _ in parts.segments) > len(parts) // 2
+    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
+    return parts
+
+
+def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
+    """The reference where it is cheap: every tool and the summary over the full stores."""
+
+    class StoresOnly(Profiles):
+        def host_partials(self, run: Any, hosts: Any) -> None:
+            return None
+
+    profiles = StoresOnly(logdir, cache_dir=cache)
+    run = next(iter(profiles.runs().values()))
+    hosts = list(run.hosts)
+    out: dict[str, Any] = {"summary": summary(profiles, run)}
+    for name, option_sets in OPTION_SETS.items():
+        for raw in option_sets:
+            out[f"{name}{raw}"] = profiles.compute(run, hosts, profiles.tool(name), raw)
+    return json.loads(to_json_bytes(out))
+
+
+def test_covers_every_partial_tool() -> None:
+    assert set(OPTION_SETS) == PARTIAL_TOOLS
+
+
+def test_batches_are_runs_of_consecutive_hosts() -> None:
+    from tbprof.service.executor import HostTask
+
+    tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(11)]
+    for workers in (1, 2, 3, 64):
+        got = batches(tasks, workers)
+        assert [t for b in got for t in b] == tasks  # in order, each once
+        assert len(got) == min(11, 2 * workers) and max(map(len, got)) - min(map(len, got)) <= 1
+
+
+@pytest.mark.parametrize("batch_hosts", [2, 3, 4])
+def test_demo_pods_in_process(mixed_pod: Path, profiles_root: Path, tmp_path: Path, batch_hosts: int) -> None:
+    reference = _from_stores(mixed_pod, tmp_path / "ref")
+    _check(Profiles(mixed_pod, cache_dir=tmp_path / "c", executor=InProcess(batch_hosts)), reference)
+    two = profiles_root / "jax_2hosts"
+    if batch_hosts == 2:
+        _check(Profiles(two, cache_dir=tmp_path / "c2", executor=InProcess(2)), _from_stores(two, tmp_path / "r2"))
+
+
+def test_demo_pod_on_a_pool_with_cached_hosts_between(mixed_pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    """Hosts whose partials are cached already are not converted: the batches then cover runs
+    of the others, and the cached hosts between them are combined one by one."""
+    reference = _from_stores(mixed_pod, tmp_path / "ref")
+    _check(Profiles(mixed_pod, cache_dir=tmp_path / "c", executor=pool), reference)
+    # Hosts 0003 and 0007 converted alone first (their partials cached), then the whole pod.
+    cache = tmp_path / "c2"
+    single = tmp_path / "single"
+    for h in ("host0003", "host0007"):
+        f = next(mixed_pod.rglob(f"{h}.xplane.pb"))
+        (single / h / "plugins" / "profile" / "s").mkdir(parents=True)
+        shutil.copy2(f, single / h / "plugins" / "profile" / "s" / f.name)
+    first = Profiles(mixed_pod, cache_dir=cache, executor=InProcess())
+    run = next(iter(first.runs().values()))
+    first.host_partials(run, ["host0003", "host0007"])
+    profiles = Profiles(mixed_pod, cache_dir=cache, executor=pool)
+    parts = _check(profiles, reference)
+    assert all(not (s <= 3 < e) and not (s <= 7 < e) for s, e, _ in parts.segments)
+
+
+@pytest.mark.slow
+def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    from distributed import LocalCluster
+
+    results = []
+    executors: list[Executor] = [InProcess(37), pool]
+    for i, executor in enumerate(executors):
+        results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / f"c{i}", executor=executor)))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        dask = DaskExecutor(cluster.scheduler_address)
+        try:
+            results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / "cd", executor=dask)))
+        finally:
+            dask.close()
+    for tree, flat, parts in results:
+        assert tree == flat == results[0][1]
+        assert len(parts) == 300 and parts.segments
+    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
+    assert results[0][0]["summary"]["host_count"] == 300

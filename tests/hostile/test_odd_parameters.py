@@ -11,7 +11,6 @@ import http.client
 import json
 import urllib.parse
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest

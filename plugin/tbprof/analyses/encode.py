@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table, TableQuery, apply_query, table_json
+from tbprof.store.fs import shown_name
 
 
 def _default(o: Any) -> Any:
@@ -43,6 +44,8 @@ def _sanitize(value: Any, queries: dict[str, TableQuery]) -> Any:
         return [_sanitize(v, queries) for v in value]
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
+    if isinstance(value, str) and not value.isascii():
+        return shown_name(value)  # a path or name with surrogate escapes (a non-UTF-8 file name)
     if isinstance(value, Table):
         return table_json(value)
     return value

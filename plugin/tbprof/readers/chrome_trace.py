@@ -61,7 +61,7 @@ from tbprof.readers.files import GZIP_MAGIC, gunzip_bounded
 from tbprof.readers.xplane import read_file_bytes
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.fs import Location
+from tbprof.store.fs import Location, shown_name
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.memory_guard import decompressed_limit_bytes
@@ -79,7 +79,8 @@ _FLOW_PHASES = frozenset(("s", "t", "f"))
 
 
 def host_of(path: Location) -> str:
-    name = path.name
+    """The host a file is named after, as listed (a non-UTF-8 name shows its bytes as \\xNN)."""
+    name = shown_name(path.name)
     for suffix in HOST_SUFFIXES:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]

@@ -52,7 +52,8 @@ def cache_key(path: Location, extra: str = "") -> str:
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
     raw = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+    # A POSIX path is bytes: one that is not UTF-8 holds surrogate escapes, kept as its bytes.
+    return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _to_json(value: Any) -> Any:

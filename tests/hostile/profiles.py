@@ -11,7 +11,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tbprof.protos import xplane_pb2
+from tbprof.protos import hlo_pb2, xplane_pb2
 from tests.conftest import SAMPLE_PROFILES
 
 CUSTOM_LOOP_SESSION = "custom_loop/plugins/profile/2026_11_26_00_33_59"
@@ -62,3 +62,43 @@ def rename_chrome_trace(src: Path, dst: Path, rename: Callable[[str, str], str])
             ev["name"] = rename(ev["name"], "event")
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(json.dumps(trace))
+
+
+HLO_PROTO_STAT = b"Hlo Proto"
+
+
+def payload_xspace(src: Path, dst: Path, payload: bytes, iterator_payload: bytes) -> None:
+    """``src`` with profile text replaced by markup payloads where the pages show it: every
+    event name (prefixed: "scope/op:Type" keeps its shape), every device plane's name and every
+    HLO op name (suffixed: planes are recognised by their prefix), tf.data iterator names
+    (suffixed: "Iterator::..." is how iterators are recognised). HLO op names change in the HLO
+    protos of ``/host:metadata`` and in the device events' ``hlo_op`` references alike, so
+    events still find their ops."""
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(src.read_bytes())
+    hlo_names: set[bytes] = set()
+    for plane in space.planes:
+        proto_ids = {k for k, m in plane.stat_metadata.items() if m.name == HLO_PROTO_STAT}
+        for meta in plane.event_metadata.values():
+            for stat in meta.stats:
+                if stat.metadata_id in proto_ids and stat.bytes_value:
+                    module = hlo_pb2.HloProto()
+                    module.ParseFromString(stat.bytes_value)
+                    for comp in module.hlo_module.computations:
+                        for instr in comp.instructions:
+                            hlo_names.add(instr.name)  # bytes: our protos keep names undecoded
+                            instr.name = instr.name + payload
+                    stat.bytes_value = module.SerializeToString()
+    for plane in space.planes:
+        if plane.name.startswith(b"/device:"):
+            plane.name = plane.name + payload
+        for stat_meta in plane.stat_metadata.values():
+            if stat_meta.name in hlo_names:  # hlo_op values are references to these names
+                stat_meta.name = stat_meta.name + payload
+        for meta in plane.event_metadata.values():
+            if meta.name.startswith(b"Iterator::"):
+                meta.name = meta.name + iterator_payload
+            elif plane.name != b"/host:metadata":  # program names there are "name(id)"
+                meta.name = payload + meta.name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(space.SerializeToString())

@@ -91,7 +91,12 @@ def _pages(server: Server) -> list[tuple[str, str]]:
 def test_payload_names_never_run(payload_server: Server, payload_page: Watch) -> None:
     page = payload_page.page
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     pages = _pages(payload_server)
     assert {r for r, _ in pages} >= {"torch_cnn"} and len(pages) > 30, pages
     hovered_total = 0

@@ -10,10 +10,14 @@ TensorBoard the plugin is served by TensorBoard.
 
 from __future__ import annotations
 
-import resource
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 # Descriptors kept free for what the app opens while serving: profile files, the disk cache's
 # memory-mapped columns, worker pipes, capture's gRPC channel.
@@ -39,7 +43,10 @@ class ServerLimits:
 
 
 def raise_fd_limit() -> int:
-    """Raises the soft descriptor limit to the hard one (as servers do) and returns it."""
+    """Raises the soft descriptor limit to the hard one (as servers do) and returns it
+    (Windows has no such limit: there, a default)."""
+    if resource is None:
+        return 8192
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = hard if hard != resource.RLIM_INFINITY else max(soft, 65_536)
     if soft != resource.RLIM_INFINITY and soft < want:

@@ -68,13 +68,12 @@ def start(kind: str, logdir: Path, cache: Path) -> tuple[subprocess.Popen[bytes]
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), TBPROF_CACHE_DIR=str(cache), TBPROF_WORKERS="1")
     cmd = ([sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port)]
            if kind == "waitress" else [sys.executable, "-c", WERKZEUG, str(logdir), str(port)])
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    def common_limit() -> None:  # the server starts under ulimit -Sn 1024; this process keeps its own
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=common_limit)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

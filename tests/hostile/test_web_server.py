@@ -16,7 +16,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,31 +40,17 @@ def _raise_fd_limit() -> int:
 
 
 # The common default soft limit (issue #25: werkzeug's server stopped answering at 1,100 idle
-# connections under it). The server starts under it; the test process then raises its own.
+# connections under it): the server process starts under it.
 COMMON_SOFT_FD_LIMIT = 1024
-
-
-@contextmanager
-def _soft_fd_limit(limit: int) -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(limit, hard), hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("web")
     copy_runs(root / "logs", "torch_cnn")
-    with _soft_fd_limit(COMMON_SOFT_FD_LIMIT):
-        cm = tbprof_serve(root / "logs", root / "cache", root / "server.log")
-        s = cm.__enter__()
-    try:
+    with tbprof_serve(root / "logs", root / "cache", root / "server.log",
+                      soft_fd_limit=COMMON_SOFT_FD_LIMIT) as s:
         yield s
-    finally:
-        cm.__exit__(None, None, None)
 
 
 def _request(server: Server, path: str, timeout_s: float = 60) -> tuple[int, dict[str, str], bytes]:

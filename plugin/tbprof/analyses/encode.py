@@ -94,13 +94,16 @@ def _csv_field(value: Any) -> str:
     """
     if value is None:
         return ""
-    text = csv_text_cell(value) if isinstance(value, str) else str(value)
-    if any(c in text for c in _QUOTE_WHEN):
-        return '"' + text.replace('"', '""') + '"'
-    return text
+    if type(value) is not str:
+        return str(value)
+    if value and value[0] in _FORMULA_FIRST:
+        value = csv_text_cell(value)
+    if '"' in value or "," in value or "\n" in value or "\r" in value:
+        return '"' + value.replace('"', '""') + '"'
+    return value
 
 
-_QUOTE_WHEN = ('"', ",", "\r", "\n")
+_FORMULA_FIRST = frozenset(_FORMULA_START)
 
 
 def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
@@ -108,5 +111,5 @@ def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
     that are text neutralised (csv_text_cell); frontend/src/base/csv.ts writes the same bytes."""
     index, _ = apply_query(table, query or TableQuery())
     lines = [",".join(_csv_field(c.name) for c in table.columns)]
-    lines.extend(",".join(_csv_field(v) for v in row) for row in table.rows(index))
+    lines.extend(",".join(map(_csv_field, row)) for row in table.rows(index))
     return ("\n".join(lines) + "\n").encode()

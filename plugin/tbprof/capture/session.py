@@ -282,7 +282,8 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
     hint = (f" If it did answer: it writes {path} itself, so it needs write access to "
             f"{path.listing.protocol}:// URLs and credentials for that bucket.") if isinstance(path, UrlPath) else ""
     return result(False, "could_not_connect", (
-        f"could not capture from a profiler server at {address.text} (up to {attempts} attempts): nothing "
+        f"could not capture from a profiler server at {address.text} (up to {attempts} attempt"
+        f"{'s' if attempts > 1 else ''}): nothing "
         "there answered as a profiler server. Is the program running, and did it start the server "
         "(tf.profiler.experimental.server.start(port) or jax.profiler.start_server(port)) on that port?" + hint))
 

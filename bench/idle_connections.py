@@ -12,10 +12,11 @@ descriptor limit (``ulimit -n 1024``) with a fresh cache, after one warm-up requ
 2. idle: ``--idle`` connections are opened and left silent, then the same clients run again;
    prints how many requests were answered within 30 s each and their p50/p95.
 
-Measured (2 shared cores, other work running; 20 clients x 15 requests): werkzeug p50 22 ms,
-p95 76 ms; waitress p50 12 ms, p95 22 ms (x0.56 / x0.29). Beside idle connections, under
-ulimit -n 1024: werkzeug accepted 1,149 and then answered none of the 300 requests; waitress
-held 2,000 and answered all 300, p95 1.7 s: waitress's poll loop re-registers every open
+Measured (2 shared cores, other work running; 20 clients x 15 requests; two runs): werkzeug
+p50 22-26 ms, p95 38-76 ms; waitress p50 12-16 ms, p95 22-33 ms (x0.56-0.59 / x0.29-0.86).
+Beside idle connections, under ulimit -n 1024: werkzeug accepted 1,149 and then answered none
+of the 300 requests; waitress held 2,000 and answered all 300, p50 46 ms, p95 0.8-1.7 s:
+waitress's poll loop re-registers every open
 socket on each turn (O(connections) Python per turn), the price of 2,000 idle sockets.
 
 Bounded: loopback only, a fixed number of requests, 30 s per request. No XProf anchor: this

@@ -48,6 +48,8 @@ setup(
         "protobuf>=5.27.2",
         "numpy>=1.26",
         "werkzeug>=3.0",
+        # `tbprof serve`'s HTTP server (tbprof/http/server.py): an event loop and a bounded thread pool.
+        "waitress==3.0.2",
         "grpcio>=1.60",
         # User regexes run on RE2 (linear time): see tbprof/domain/regex.py.
         "google-re2==1.1.20251105",

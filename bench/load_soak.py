@@ -20,6 +20,9 @@ torch_cnn: a PyTorch Chrome trace) with a fresh cache, then
 Measured (2 shared cores, load average ~8 from other work): load 500 requests, 0 5xx, p95
 115-186 ms, peak RSS 91 MB; soak 150 s with --budget 100 MB: 36 k requests, p95 41 ms, RSS
 131 MB after warm-up, 143 MB at the end (x1.09).
+On waitress (``tbprof serve`` since issue #25), same machine: load 500 requests, 0 5xx, p50
+41 ms, p95 135 ms, peak RSS 92 MB; soak 60 s with --budget 100 MB: 29 k requests, all 200,
+p95 24 ms, RSS 128 MB after warm-up, 134 MB at the end (x1.05).
 
 Bounded: loopback only, a fixed number of requests, and the soak stops at its deadline. No
 anchor run: XProf has no server load mode comparable to this (its tools re-convert per

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -66,11 +67,19 @@ def _env(cache_dir: Path) -> dict[str, str]:
 
 @contextmanager
 def _run(cmd: list[str], ready_url: str, api: str, base: str, cache_dir: Path, log_path: Path,
-         timeout_s: float = 90, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+         timeout_s: float = 90, extra_env: dict[str, str] | None = None,
+         soft_fd_limit: int | None = None) -> Iterator[Server]:
     env = _env(cache_dir)
     env.update(extra_env or {})
     log = open(log_path, "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def limit_fds() -> None:  # in the child only: the test process keeps its own limit
+        if soft_fd_limit is not None:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft_fd_limit, hard), hard))
+
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                            preexec_fn=limit_fds if soft_fd_limit is not None else None)
     server = Server(base, api, proc, log_path)
     try:
         deadline = time.monotonic() + timeout_s
@@ -120,10 +129,11 @@ def tensorboard(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args:
 
 @contextmanager
 def tbprof_serve(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = (),
-                 extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+                 extra_env: dict[str, str] | None = None, soft_fd_limit: int | None = None) -> Iterator[Server]:
+    """``soft_fd_limit``: the server process starts under this soft descriptor limit (ulimit -Sn)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port), *extra_args]
     with _run(cmd, base + "/data/plugin/tbprof/settings", base + "/data/plugin/tbprof/", base, cache_dir,
-              log_path, extra_env=extra_env) as s:
+              log_path, extra_env=extra_env, soft_fd_limit=soft_fd_limit) as s:
         yield s

@@ -91,5 +91,5 @@ def test_capture_dialog(tf_server: ProfilerServer, page: Any, tmp_path: Path) ->
         failed = dialog.locator(f"li[data-address='{dead}'][data-kind=could_not_connect]")
         failed.wait_for(timeout=60_000)
         # The reason is said once: beside the address, or in the headline when that already says it.
-        assert dialog.inner_text().lower().count("could not connect") == 1
+        assert dialog.inner_text().lower().count("could not capture") == 1
         assert dialog.get_by_role("button", name="Capture").is_enabled()

@@ -99,6 +99,6 @@ def test_capture_error_is_shown_once(standalone: Any, serve_page: Any) -> None:
     page.wait_for_selector("dialog .tbp-capture-failure", timeout=60_000)
     text = page.inner_text("dialog .tbp-capture-status")
     assert "localhost:1" in text
-    assert text.count("could not connect") == 1, text
+    assert text.count("could not capture") == 1, text
     serve_page.expect_http_error(502)
     serve_page.check()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseCsv, pythonFloatRepr, toCsv } from "./csv";
+import { csvTextCell, parseCsv, pythonFloatRepr, toCsv } from "./csv";
 
 describe("pythonFloatRepr", () => {
   // Expected strings are Python 3's repr() of the same floats.
@@ -55,5 +55,32 @@ describe("toCsv", () => {
       ['x,"y"', "1"],
       ["multi\nline", "2"],
     ]);
+  });
+});
+
+describe("csvTextCell (OWASP CSV injection)", () => {
+  // Text a spreadsheet would evaluate gets a leading ' (OWASP's advice); the backend's
+  // csv_text_cell gives the same answers (tests/hostile/test_csv_injection.py has this table too).
+  it.each([
+    ["=HYPERLINK(\"http://x\",\"y\")", "'=HYPERLINK(\"http://x\",\"y\")"],
+    ["+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"],
+    ["-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"],
+    ["@SUM(1+1)", "'@SUM(1+1)"],
+    ["\t=1", "'\t=1"],
+    ["\r=1", "'\r=1"],
+    ["-", "'-"],
+    ["-inf", "'-inf"],
+    ["-1.5", "-1.5"],
+    ["+2e-3", "+2e-3"],
+    ["-.5", "-.5"],
+    ["MatMul", "MatMul"],
+    ["a=b", "a=b"],
+    ["", ""],
+  ])("%j -> %j", (text, out) => expect(csvTextCell(text)).toBe(out));
+
+  it("leaves number cells numeric, negative ones too", () => {
+    const csv = toCsv([{ name: "name", kind: "str" }, { name: "v", kind: "float" }, { name: "n", kind: "int" }],
+      [["=1+1", -2.5, -3]]);
+    expect(csv).toBe("name,v,n\n'=1+1,-2.5,-3\n");
   });
 });

@@ -34,6 +34,24 @@ export function pythonFloatRepr(value: number): string {
   return `${sign}0.${"0".repeat(-exp - 1)}${digits}`;
 }
 
+const FORMULA_START = new Set(["=", "+", "-", "@", "\t", "\r"]);
+const NUMBER_CHARS = /^[0-9.eE+-]+$/;
+
+/** A decimal literal with an optional sign and exponent ("-1.5", "+2e-3"), as the backend's _plain_number. */
+function plainNumber(text: string): boolean {
+  const body = text.startsWith("+") || text.startsWith("-") ? text.slice(1) : text;
+  if (body === "" || !"0123456789.".includes(body.charAt(0)) || !NUMBER_CHARS.test(body)) return false;
+  return !Number.isNaN(Number(body));
+}
+
+/**
+ * Text as a cell that a spreadsheet shows, never evaluates: OWASP's advice against CSV
+ * injection (a leading `'` on text starting with = + - @ tab CR), as the backend's csv_text_cell.
+ */
+export function csvTextCell(text: string): string {
+  return FORMULA_START.has(text.charAt(0)) && !plainNumber(text) ? `'${text}` : text;
+}
+
 /** One value as the backend writes it: str() of the Python value the JSON came from. */
 export function csvValue(value: CsvCell, kind: CsvKind): string {
   if (value === null) return "";
@@ -42,7 +60,7 @@ export function csvValue(value: CsvCell, kind: CsvKind): string {
     if (kind === "float") return pythonFloatRepr(value);
     return Number.isInteger(value) ? value.toFixed(0) : pythonFloatRepr(value);
   }
-  return value;
+  return csvTextCell(value);
 }
 
 function quote(field: string): string {
@@ -55,7 +73,7 @@ export interface CsvColumn {
 }
 
 export function toCsv(columns: readonly CsvColumn[], rows: readonly (readonly CsvCell[])[]): string {
-  const lines = [columns.map((c) => quote(c.name)).join(",")];
+  const lines = [columns.map((c) => quote(csvTextCell(c.name))).join(",")];
   for (const row of rows) {
     lines.push(columns.map((c, i) => quote(csvValue(row[i] ?? null, c.kind))).join(","));
   }

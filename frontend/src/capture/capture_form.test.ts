@@ -61,7 +61,7 @@ describe("validateCapture", () => {
 
 describe("capture report lines", () => {
   const result = (address: string, ok: boolean, message: string) => ({
-    address, host: address, ok, kind: ok ? "ok" : "unreachable", message, path: "", attempts: 1, elapsedS: 0,
+    address, host: address, ok, kind: ok ? "ok" : "unreachable", message, path: "", attempts: 1,
   }) as const;
   const report = (message: string, results: ReturnType<typeof result>[]) => ({
     ok: results.every((r) => r.ok), message, session: "s", run: null, sessionDir: "", results: [...results],

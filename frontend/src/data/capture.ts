@@ -15,7 +15,8 @@ export interface CaptureRequest {
   retries: number;
 }
 
-/** "ok", "could_not_connect", "empty_trace", "remote_disk", "deadline" or "server_error". */
+/** "ok", "could_not_connect" (every failure to reach a profiler: they read alike), "empty_trace",
+ * "remote_disk" or "remote_write". */
 export type CaptureResultKind = string;
 
 export interface CaptureHostResult {
@@ -26,7 +27,6 @@ export interface CaptureHostResult {
   message: string;
   path: string;
   attempts: number;
-  elapsedS: number;
 }
 
 export interface CaptureReport {
@@ -58,7 +58,6 @@ export function decodeCaptureReport(v: unknown): CaptureReport {
         message: string(x.message, `${p}.message`),
         path: string(x.path, `${p}.path`),
         attempts: number(x.attempts, `${p}.attempts`),
-        elapsedS: number(x.elapsed_s, `${p}.elapsed_s`),
       };
     }),
   };

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table, TableQuery, apply_query, table_json
+from tbprof.store.fs import shown_name
 
 
 def _default(o: Any) -> Any:
@@ -45,6 +44,8 @@ def _sanitize(value: Any, queries: dict[str, TableQuery]) -> Any:
         return [_sanitize(v, queries) for v in value]
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
+    if isinstance(value, str) and not value.isascii():
+        return shown_name(value)  # a path or name with surrogate escapes (a non-UTF-8 file name)
     if isinstance(value, Table):
         return table_json(value)
     return value
@@ -57,11 +58,58 @@ def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None) -> 
 
 
 
+# A spreadsheet reads a cell starting with one of these as a formula (`=HYPERLINK(...)`,
+# `+cmd|...`, `@SUM(...)`; tab and CR too): OWASP's "CSV injection" advice is to prefix such a
+# text cell with `'`. Op and file names come from the profile, so every text cell gets it;
+# numeric cells are never text here, and a text cell that is a plain number ("-1.5") keeps its
+# value. frontend/src/base/csv.ts does the same, so both exports stay byte-identical.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
+
+
+def _plain_number(text: str) -> bool:
+    """A decimal literal with an optional sign and exponent ("-1.5", "+2e-3")."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body or body[0] not in "0123456789." or not _NUMBER_CHARS.issuperset(body):
+        return False
+    try:
+        float(body)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_text_cell(text: str) -> str:
+    """``text`` as a CSV cell that a spreadsheet shows, never evaluates."""
+    if text.startswith(_FORMULA_START) and not _plain_number(text):
+        return "'" + text
+    return text
+
+
+def _csv_field(value: Any) -> str:
+    """One field: text neutralised, then quoted when it holds a quote, comma, CR or LF.
+
+    Python's csv.writer (3.11) leaves a bare CR unquoted when the line terminator is "\n": a
+    name holding "\r=cmd" then started a new row with a formula in a spreadsheet.
+    """
+    if value is None:
+        return ""
+    if type(value) is not str:
+        return str(value)
+    if value and value[0] in _FORMULA_FIRST:
+        value = csv_text_cell(value)
+    if '"' in value or "," in value or "\n" in value or "\r" in value:
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+_FORMULA_FIRST = frozenset(_FORMULA_START)
+
+
 def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
+    """The table as CSV: Python's csv dialect (QUOTE_MINIMAL, "\n" lines, None as ""), cells
+    that are text neutralised (csv_text_cell); frontend/src/base/csv.ts writes the same bytes."""
     index, _ = apply_query(table, query or TableQuery())
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([c.name for c in table.columns])
-    for row in table.rows(index):
-        writer.writerow(["" if v is None else v for v in row])
-    return out.getvalue().encode()
+    lines = [",".join(_csv_field(c.name) for c in table.columns)]
+    lines.extend(",".join(map(_csv_field, row)) for row in table.rows(index))
+    return ("\n".join(lines) + "\n").encode()

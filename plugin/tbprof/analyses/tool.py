@@ -8,6 +8,7 @@ parse options with the declared parsers (a bad value becomes a 400 naming the op
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,11 @@ SCHEMA_VERSION = 1
 
 class OptionError(ValueError):
     """An option value that does not parse (HTTP 400)."""
+
+
+# A number option without its own max_value is still bounded: analyses hand options to numpy
+# (int64 columns, float64 thresholds), where 10**23 overflows into a 500 (issue #25).
+DEFAULT_MAX_MAGNITUDE = 2**53
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,28 @@ class Option:
     max_value: float | None = None
     group: str = ""
     advanced: bool = False
+
+    def allowed(self) -> str:
+        """The allowed values in words, for a 400's message."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.default is None or isinstance(self.default, (bool, str)):
+            return ""
+        if isinstance(self.default, (int, float)):
+            lo = -DEFAULT_MAX_MAGNITUDE if self.min_value is None else self.min_value
+            hi = DEFAULT_MAX_MAGNITUDE if self.max_value is None else self.max_value
+            return f"a number from {_num(lo)} to {_num(hi)}"
+        return ""
+
+    def check(self, text: str, value: Any) -> Any:
+        """``value`` (parsed from ``text``) within the option's range, or OptionError naming it."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        lo = -DEFAULT_MAX_MAGNITUDE if self.min_value is None else self.min_value
+        hi = DEFAULT_MAX_MAGNITUDE if self.max_value is None else self.max_value
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise OptionError(f"option {self.name}={_clip(text)} is out of range: allowed is {self.allowed()}")
+        return value
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "default": self.default, "help": self.help}
@@ -76,13 +104,26 @@ class Tool:
         parsed: dict[str, Any] = {}
         for opt in self.options:
             if opt.name in raw and raw[opt.name] != "":
+                text = raw[opt.name]
                 try:
-                    parsed[opt.name] = opt.parse(raw[opt.name])
-                except (ValueError, TypeError) as e:
-                    raise OptionError(f"option {opt.name}={raw[opt.name]!r} is invalid: {e}") from e
+                    value = opt.parse(text)
+                except (ValueError, TypeError, OverflowError) as e:
+                    allowed = opt.allowed()
+                    raise OptionError(f"option {opt.name}={_clip(text)} is invalid: {e}"
+                                      + (f" (allowed is {allowed})" if allowed else "")) from e
+                parsed[opt.name] = opt.check(text, value)
             else:
                 parsed[opt.name] = opt.default
         return parsed
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _clip(text: str) -> str:
+    """A parameter as the error quotes it: long values cut (they come back in every 400)."""
+    return repr(text if len(text) <= 60 else text[:60] + "...")
 
 
 def parse_bool(text: str) -> bool:

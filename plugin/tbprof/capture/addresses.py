@@ -46,6 +46,14 @@ class Address:
         return f"dns:///{self.host}:{self.port}"
 
     @property
+    def loopback(self) -> bool:
+        """This machine by its literal name (``localhost``, 127.0.0.0/8, ``::1``); a DNS name is
+        not resolved to decide (its answer is not ours to trust)."""
+        if self.kind == "dns":
+            return self.host == "localhost"
+        return ipaddress.ip_address(self.host).is_loopback
+
+    @property
     def host_name(self) -> str:
         """The file stem the server is asked to use: ``localhost_6009`` for localhost:6009."""
         return re.sub(r"[^A-Za-z0-9.-]", "_", f"{self.host}_{self.port}").strip(".") or f"host_{self.port}"

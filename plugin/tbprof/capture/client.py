@@ -42,11 +42,10 @@ class CaptureOptions:
 
 @dataclass
 class Attempt:
-    """How one Profile call ended."""
+    """How one Profile call ended (its details go to the debug log only: session.py)."""
 
     code: str  # "OK", "EMPTY_TRACE", "CONNECT_TIMEOUT" or a grpc.StatusCode name
     message: str
-    elapsed_s: float
 
 
 def deadline_s(options: CaptureOptions) -> float:
@@ -61,9 +60,8 @@ def deadline_s(options: CaptureOptions) -> float:
 def build_request(options: CaptureOptions, repository_root: str, session_id: str,
                   host_name: str) -> profiler_service_pb2.ProfileRequest:
     """The Profile RPC. The server writes ``<repository_root>/<session_id>/<host_name>.xplane.pb``
-    (repository_root is the logdir's ``plugins/profile``, which it needs for that);
-    ``ProfileOptions.repository_path`` is left empty: servers do not need it for this RPC, and the
-    logdir's absolute path need not reach every server we profile."""
+    (session.repository_root_for says which root a server is sent); ``ProfileOptions.repository_path``
+    is left empty: servers do not need it for this RPC."""
     opts = profiler_options_pb2.ProfileOptions(
         # version 1: the levels below are meant as given (with 0 the server uses its defaults).
         version=1,
@@ -102,11 +100,9 @@ def _wait_connectable(channel: grpc.Channel, timeout_s: float) -> bool:
 
 def profile_once(address: Address, request: profiler_service_pb2.ProfileRequest, timeout_s: float,
                  connect_timeout_s: float) -> Attempt:
-    started = time.monotonic()
     with grpc.insecure_channel(address.grpc_target, options=CHANNEL_OPTIONS) as channel:
         if not _wait_connectable(channel, connect_timeout_s):
-            return Attempt("CONNECT_TIMEOUT", f"no answer within {connect_timeout_s:g} s",
-                           time.monotonic() - started)
+            return Attempt("CONNECT_TIMEOUT", f"no answer within {connect_timeout_s:g} s")
         call = channel.unary_unary(
             PROFILE_METHOD,
             request_serializer=profiler_service_pb2.ProfileRequest.SerializeToString,
@@ -117,8 +113,7 @@ def profile_once(address: Address, request: profiler_service_pb2.ProfileRequest,
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
             details = e.details() if hasattr(e, "details") else str(e)
-            return Attempt(code.name, details or code.name, time.monotonic() - started)
-    elapsed = time.monotonic() - started
+            return Attempt(code.name, details or code.name)
     if response.empty_trace:
-        return Attempt("EMPTY_TRACE", "the server collected no events", elapsed)
-    return Attempt("OK", "", elapsed)
+        return Attempt("EMPTY_TRACE", "the server collected no events")
+    return Attempt("OK", "")

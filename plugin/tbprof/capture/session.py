@@ -83,11 +83,11 @@ class HostResult:
     address: str
     host: str  # the file stem the server was asked to use
     ok: bool
-    kind: str  # "ok", "could_not_connect", "empty_trace", "remote_disk", "deadline", "server_error"
+    kind: str  # "ok", "could_not_connect" (every failure to reach a profiler), "empty_trace", "remote_disk",
+    #            "remote_write"
     message: str
     path: str  # where the server writes (on its own machine)
-    attempts: int
-    elapsed_s: float
+    attempts: int  # made, or for a failure the most that were allowed (failures all read alike)
 
 
 @dataclass
@@ -203,30 +203,58 @@ def _backoff_s(attempt: int) -> float:
     return min(0.5 * 2 ** attempt, 4.0)
 
 
+def failure_floor_s(retries: int, connect_timeout_s: float) -> float:
+    """The time before any failed address is answered (issue #25): as long as a silent
+    (filtered) host takes to give up, plus the backoffs of a refused one's retries. A closed
+    port, a filtered one and another service then answer alike, after the same time."""
+    return connect_timeout_s + sum(_backoff_s(i) for i in range(retries))
+
+
+def repository_root_for(address: Address, root: Location) -> str:
+    """The ``repository_root`` sent to a server: where it writes the profile.
+
+    A server on this machine (a loopback address) or any server writing to a URL logdir
+    needs the full root. Any other server gets ``plugins/profile``, relative to its own working
+    directory: our absolute logdir path says nothing it needs and names this machine's
+    folders to whatever listens there (issue #25).
+    """
+    if isinstance(root, UrlPath) or address.loopback:
+        return str(root)
+    return "/".join(PROFILE_DIR)
+
+
 def capture_one(address: Address, host: str, options: CaptureOptions, root: Location, session: str, logdir: Location,
-                connect_timeout_s: float = CONNECT_TIMEOUT_S) -> HostResult:
+                connect_timeout_s: float | None = None) -> HostResult:
     """Traces one server with retries on UNAVAILABLE (not listening yet, restarting) and on
     an empty trace (the program was between steps), as TensorFlow's own client does."""
-    path = root / session / f"{host}{XPLANE_SUFFIX}"
+    if connect_timeout_s is None:
+        connect_timeout_s = CONNECT_TIMEOUT_S  # read now: tests shorten it
+    sent_root = repository_root_for(address, root)
+    path: Location = root / session / f"{host}{XPLANE_SUFFIX}"
     started = time.monotonic()
     attempts = 0
-    attempt = client.Attempt("UNAVAILABLE", "not attempted", 0.0)
+    attempt = client.Attempt("UNAVAILABLE", "not attempted")
     for i in range(1 + options.retries):
-        request = client.build_request(options, str(root), session, host)
+        request = client.build_request(options, sent_root, session, host)
         attempt = client.profile_once(address, request, client.deadline_s(options), connect_timeout_s)
         attempts += 1
         if attempt.code not in RETRY_CODES or i == options.retries:
             break
         time.sleep(_backoff_s(i))
-    elapsed = round(time.monotonic() - started, 3)
 
     def result(ok: bool, kind: str, message: str) -> HostResult:
-        return HostResult(address.text, host, ok, kind, message, str(path), attempts, elapsed)
+        return HostResult(address.text, host, ok, kind, message, str(path), attempts)
 
     tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
     if attempt.code == "OK":
         if _wait_for_file(path, FILE_APPEAR_S):
             return result(True, "ok", f"captured {options.duration_ms} ms into {path}")
+        if sent_root != str(root):
+            return result(False, "remote_disk", (
+                f"the profiler server at {address.text} captured the profile, on ITS OWN machine: it is not "
+                f"a loopback address, so tbprof does not send it this logdir's path, and the server wrote "
+                f"{sent_root}/{session}/{host}{XPLANE_SUFFIX} below its working directory. Copy that file "
+                f"into {path.parent} here, or capture into a URL logdir (gs://, s3://) both machines reach."))
         if isinstance(path, UrlPath):
             return result(False, "remote_write", (
                 f"the profiler server at {address.text} captured the profile, but {path} does not exist: the "
@@ -243,28 +271,21 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
         return result(False, "empty_trace", (
             f"the profiler server at {address.text} answered but collected no events in {options.duration_ms} ms "
             f"({tries}): was the program running steps? Try a longer duration or higher tracer levels."))
-    # Reasons are coarse on purpose (refused / timed out / answered): gRPC's raw details tell
-    # closed from filtered ports and name the peer's errors, which would make capture a port
-    # scanner for whoever can reach this server. The details go to the debug log.
+    # Every other failure answers alike (issue #25): one kind, one message, the most attempts
+    # allowed, and no sooner than failure_floor_s. Refused, silent (filtered), another service
+    # (UNIMPLEMENTED, UNAUTHENTICATED...) or a server's own error: telling them apart, or timing
+    # them, would make capture a port scanner for whoever can reach this page. gRPC's code and
+    # details go to the debug log.
     log.debug("tbprof capture %s: %s %s", address.text, attempt.code, attempt.message)
-    if attempt.code in ("UNAVAILABLE", "CONNECT_TIMEOUT"):
-        why = "no answer in time" if attempt.code == "CONNECT_TIMEOUT" else "connection refused or closed"
-        return result(False, "could_not_connect", (
-            f"could not connect to a profiler server at {address.text} ({tries}): {why}. Is the "
-            "program running, and did it start the server (tf.profiler.experimental.server.start(port) or "
-            "jax.profiler.start_server(port)) on that port?"))
-    if attempt.code == "DEADLINE_EXCEEDED":
-        return result(False, "deadline", (
-            f"the profiler server at {address.text} did not answer within {client.deadline_s(options):g} s "
-            "(delay + duration + margin)"))
-    if attempt.code == "UNIMPLEMENTED":
-        return result(False, "server_error", (
-            f"{address.text} answered, but not as a profiler server (it does not implement "
-            f"{client.PROFILE_METHOD})"))
-    hint = (f" (it writes {path} itself: can it write to {path.listing.protocol}:// URLs, with credentials "
-            "for that bucket?)") if isinstance(path, UrlPath) else ""
-    return result(False, "server_error", f"the profiler server at {address.text} refused the capture "
-                                         f"({attempt.code}){hint}")
+    time.sleep(max(0.0, started + failure_floor_s(options.retries, connect_timeout_s) - time.monotonic()))
+    attempts = 1 + options.retries
+    hint = (f" If it did answer: it writes {path} itself, so it needs write access to "
+            f"{path.listing.protocol}:// URLs and credentials for that bucket.") if isinstance(path, UrlPath) else ""
+    return result(False, "could_not_connect", (
+        f"could not capture from a profiler server at {address.text} (up to {attempts} attempt"
+        f"{'s' if attempts > 1 else ''}): nothing "
+        "there answered as a profiler server. Is the program running, and did it start the server "
+        "(tf.profiler.experimental.server.start(port) or jax.profiler.start_server(port)) on that port?" + hint))
 
 
 def _remove_empty(path: Location) -> None:
@@ -279,7 +300,7 @@ def _remove_empty(path: Location) -> None:
 
 
 def capture(logdir: Location, addresses: list[Address], options: CaptureOptions,
-            connect_timeout_s: float = CONNECT_TIMEOUT_S) -> CaptureReport:
+            connect_timeout_s: float | None = None) -> CaptureReport:
     """Traces every address at once into one new session; never raises for a failing server
     (that is a per-address result), only ``CaptureRefused`` before any connection is made."""
     if not addresses:

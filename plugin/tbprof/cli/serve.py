@@ -20,15 +20,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="a host name the server may be reached under besides localhost (repeatable); "
                         "other Host headers are refused (DNS-rebinding protection)")
+    p.add_argument("--threads", type=int, default=8,
+                   help="requests handled at once (more wait for a thread; idle connections need none)")
+    p.add_argument("--connection-limit", type=int, default=None, metavar="N",
+                   help="open connections at most (default: what the descriptor limit allows, up to 10000)")
+    p.add_argument("--idle-timeout", type=int, default=60, metavar="S",
+                   help="close a connection that moves no bytes for S seconds between requests")
 
 
 def run(args: argparse.Namespace) -> int:
-    from werkzeug.serving import run_simple
-
     from tbprof.http.app import PLUGIN_PREFIX, create_app
+    from tbprof.http.server import ServerLimits, serve
     from tbprof.service.logdir import runs_for_path
     from tbprof.store.fs import UrlPath, location
 
+    if args.threads < 1 or (args.connection_limit is not None and args.connection_limit < 1) or args.idle_timeout < 1:
+        raise CliError("--threads, --connection-limit and --idle-timeout must be at least 1")
     logdir = location(args.logdir)
     if isinstance(logdir, UrlPath):
         runs_for_path(logdir)  # lists once now: bad credentials or a missing bucket fail here, clearly
@@ -38,12 +45,13 @@ def run(args: argparse.Namespace) -> int:
     executor = executor_from(args, start=True)
     app = create_app(logdir, cache_dir=args.cache_dir or None,
                      prefix=PLUGIN_PREFIX, capture_enabled=not no_capture, executor=executor, bind_host=args.host,
-                     allowed_hosts=args.allowed_host, enable_capture=args.enable_capture)
+                     allowed_hosts=args.allowed_host, enable_capture=args.enable_capture, standalone_headers=True)
     if not no_capture and not app.ctx.capture_enabled:
         print(f"tbprof: Capture Profile is off because --host {args.host} is reachable from other machines; "
               "pass --enable-capture to allow it", flush=True)
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
-    run_simple(args.host, args.port, app, threaded=True, use_reloader=False)
+    serve(app, args.host, args.port, ServerLimits(threads=args.threads, connection_limit=args.connection_limit,
+                                                  idle_timeout_s=args.idle_timeout))
     return EXIT_OK
 
 

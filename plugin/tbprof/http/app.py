@@ -36,13 +36,38 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 Handler = Callable[[AppContext, Request], Response]
 
+# What `tbprof serve` adds to every answer (issue #25). Profile text is data, but should a
+# name ever reach the page as markup, the browser still runs no inline or foreign script:
+# scripts only from this server's files ('self': index.js, its chunks, boot.js), no eval.
+# Styles may be inline (the bundle injects its CSS as a <style>, ECharts styles its tooltip
+# elements). Framing: only by pages of this origin (frame-ancestors; X-Frame-Options for
+# browsers without CSP level 2). Inside TensorBoard these are not sent: TensorBoard sends its
+# own, and a TensorBoard embedded in a notebook frames this plugin from another origin.
+CONTENT_SECURITY_POLICY = "; ".join((
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'self'",
+))
+STANDALONE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "SAMEORIGIN",
+    "Referrer-Policy": "no-referrer",
+}
+
 
 class TbprofApp:
     """WSGI callable. ``prefix`` is stripped from paths (the standalone server uses it)."""
 
-    def __init__(self, ctx: AppContext, prefix: str = "") -> None:
+    def __init__(self, ctx: AppContext, prefix: str = "", standalone_headers: bool = False) -> None:
         self.ctx = ctx
         self.prefix = prefix.rstrip("/")
+        self.extra_headers = dict(STANDALONE_HEADERS) if standalone_headers else {}
         self.urls = URL_MAP.bind("localhost")
 
     def route_path(self, request: Request) -> str:
@@ -88,6 +113,7 @@ class TbprofApp:
         self.ctx.profiles.after_request()
         # TensorBoard's security validator requires it (and it is right: no MIME sniffing).
         response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers.update(self.extra_headers)
         return response(environ, start_response)
 
 
@@ -100,14 +126,20 @@ def static_file(request: Request, path: str) -> Response:
     if path in ("", "index.html"):
         path = "index.html"
     root = STATIC_DIR.resolve()
-    target = (root / path).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        return responses.error_response(request, 404, f"no such route or file: {path}", kind="not_found")
+    missing = responses.error_response(request, 404, f"no such route or file: {path[:200]!r}", kind="not_found")
+    try:
+        # A NUL (`index.html%00.js`) raises ValueError and a 5,000-character name OSError
+        # (ENAMETOOLONG): neither names a file here.
+        target = (root / path).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return missing
+        stat = target.stat()
+    except (OSError, ValueError):
+        return missing
     mime = _MIME.get(target.suffix, "application/octet-stream")
     # Hashed asset names can be cached forever; entry files must revalidate.
     immutable = "/assets/" in f"/{path}"
     headers = {"Cache-Control": "public, max-age=31536000, immutable" if immutable else "no-cache"}
-    stat = target.stat()
     if stat.st_size >= responses.GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
         # The bundle is the same bytes for every client: compress it once, not per request
         # (the chart chunk takes 60-250 ms to gzip on a busy 2-core machine).
@@ -124,16 +156,18 @@ def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
 
 def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",
                capture_enabled: bool = True, executor: Executor | None = None, bind_host: str = "localhost",
-               allowed_hosts: Sequence[str] = (), enable_capture: bool = False) -> TbprofApp:
+               allowed_hosts: Sequence[str] = (), enable_capture: bool = False,
+               standalone_headers: bool = False) -> TbprofApp:
     """The WSGI app of a server listening on ``bind_host``; ``executor`` converts a pod's hosts
     (None: in this process).
 
     Capture needs ``capture_enabled`` and, when the server is reachable from other machines
     (a non-loopback ``bind_host``), also ``enable_capture``: otherwise anyone on the network
-    could make this machine open connections.
+    could make this machine open connections. ``standalone_headers``: send the
+    Content-Security-Policy and frame policy of ``tbprof serve`` (STANDALONE_HEADERS).
     """
     guard = Guard.for_bind(bind_host, allowed_hosts)
     capture_on = capture_enabled and (guard.loopback or enable_capture)
     ctx = AppContext(Profiles(logdir, cache_dir=cache_dir, executor=executor), capture_enabled=capture_on,
                      guard=guard)
-    return TbprofApp(ctx, prefix=prefix)
+    return TbprofApp(ctx, prefix=prefix, standalone_headers=standalone_headers)

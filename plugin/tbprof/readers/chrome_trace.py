@@ -72,7 +72,7 @@ from tbprof.readers.step_files import json_host
 from tbprof.readers.xplane_stream import _File, _UrlFile
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.fs import Location, UrlPath
+from tbprof.store.fs import Location, UrlPath, shown_name
 from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
 from tbprof.store.memory_guard import decompressed_limit_bytes, release_free_memory
@@ -88,7 +88,8 @@ _FLOW_PHASES = frozenset(("s", "t", "f"))
 
 
 def host_of(path: Location) -> str:
-    return json_host(path.name)
+    """The host a file is named after, as listed (a non-UTF-8 name shows its bytes as \\xNN)."""
+    return json_host(shown_name(path.name))
 
 
 

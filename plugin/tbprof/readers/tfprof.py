@@ -20,7 +20,7 @@ from google.protobuf.message import DecodeError, Message
 from tbprof.errors import ProfileReadError
 from tbprof.protos import tfprof_log_pb2
 from tbprof.readers.xplane import read_file_bytes
-from tbprof.store.fs import Location
+from tbprof.store.fs import Location, shown_name
 from tbprof.store.fs import location as as_location
 from tbprof.store.memory_guard import check_allocation
 from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace, views_need_bytes
@@ -63,7 +63,7 @@ def read_tfprof(path: str | Location, host: str | None = None) -> TfprofProfile:
     """Reads one tfprof ProfileProto file. Raises ProfileReadError with a readable reason."""
     path = as_location(path)
     data = read_file_bytes(path)
-    return tfprof_from_bytes(data, str(path), host if host is not None else path.name)
+    return tfprof_from_bytes(data, str(path), host if host is not None else shown_name(path.name))
 
 
 def tfprof_from_bytes(data: bytes, source: str, host: str) -> TfprofProfile:

@@ -22,7 +22,7 @@ from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.files import read_profile_array, read_profile_bytes
 from tbprof.store import tables
-from tbprof.store.fs import Location, UrlPath
+from tbprof.store.fs import Location, UrlPath, shown_name
 from tbprof.store.fs import location as as_location
 from tbprof.store.memory_guard import check_allocation
 from tbprof.store.strings import StringTable
@@ -58,7 +58,7 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
-    host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
+    host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
     return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
 
 

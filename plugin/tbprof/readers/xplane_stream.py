@@ -55,7 +55,7 @@ from tbprof.readers.xplane import (
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta, save_blobs
 from tbprof.store.entry_writer import EntryWriter
-from tbprof.store.fs import UrlPath
+from tbprof.store.fs import UrlPath, shown_name
 from tbprof.store.strings import StringTable
 
 _MIN_WINDOW_BYTES = 64 << 10
@@ -225,7 +225,7 @@ def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes:
     ``window_bytes`` (tests: tiny windows put every field on a window boundary somewhere)
     overrides the window derived from ``budget_bytes``; ``phases`` receives seconds per pass."""
     source = str(path)
-    host_name = host if host is not None else path.name.removesuffix(".xplane.pb")
+    host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
     window = window_bytes if window_bytes is not None else window_bytes_for(budget_bytes)
     f: _Input = _UrlFile(path, window) if isinstance(path, UrlPath) else _File(path)
     try:

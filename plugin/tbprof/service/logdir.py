@@ -19,9 +19,9 @@ from pathlib import Path
 
 from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
-from tbprof.store.fs import Location, UrlPath, walk_listing
+from tbprof.store.fs import Location, UrlPath, relative_posix, shown_name, walk_listing
 
-__all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path"]
+__all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path", "shown_name"]
 
 log = logging.getLogger("tbprof")
 
@@ -92,16 +92,42 @@ def discover(logdir: Location, cache: FolderCache | None = None) -> dict[str, Ru
     for folder, files in _folders(logdir, cache):
         for detector in DETECTORS:
             for run in detector(folder, files, logdir):
-                # A later detector may add hosts/files to a run of the same name.
-                existing = runs.get(run.name)
-                if existing is None:
-                    runs[run.name] = run
-                elif existing.kind == run.kind:
-                    existing.hosts.update(run.hosts)
-                else:
-                    run.name = f"{run.name} ({run.kind})"
-                    runs[run.name] = run
+                _add_run(runs, _displayable(run), logdir)
     return runs
+
+
+def _displayable(run: Run) -> Run:
+    run.name = shown_name(run.name)
+    if any(shown_name(h) != h for h in run.hosts):
+        run.hosts = {shown_name(h): path for h, path in run.hosts.items()}
+    return run
+
+
+def _add_run(runs: dict[str, Run], run: Run, logdir: Location) -> None:
+    """Adds ``run`` under a name no other run has.
+
+    A later detector may add hosts/files to the run of the same name, kind and folder. Another
+    folder can produce the same name (``a/s1/vm.xplane.pb`` beside XProf's session
+    ``a/plugins/profile/s1/``, both "a/s1"): it gets its folder below the logdir in
+    parentheses, so neither hides the other (issue #25).
+    """
+    existing = runs.get(run.name)
+    if existing is None:
+        runs[run.name] = run
+        return
+    if existing.kind == run.kind and existing.path == run.path:
+        existing.hosts.update(run.hosts)
+        return
+    if existing.path == run.path:
+        base = f"{run.name} ({run.kind})"
+    else:
+        rel = shown_name(relative_posix(run.path, logdir))
+        base = f"{run.name} ({'folder ' + rel if rel == run.name else rel})"
+    name, n = base, 2
+    while name in runs:
+        name, n = f"{base} #{n}", n + 1
+    run.name = name
+    runs[name] = run
 
 
 def runs_for_path(path: Location, cache: FolderCache | None = None) -> dict[str, Run]:
@@ -115,12 +141,12 @@ def runs_for_path(path: Location, cache: FolderCache | None = None) -> dict[str,
     if path.is_file():
         if path.name.endswith(XPLANE_SUFFIX):
             host = path.name[: -len(XPLANE_SUFFIX)]
-            return {path.parent.name: Run(path.parent.name, path.parent, "xspace", {host: path},
-                                          path.stat().st_mtime)}
-        found = {}
+            run = _displayable(Run(path.parent.name, path.parent, "xspace", {host: path}, path.stat().st_mtime))
+            return {run.name: run}
+        found: dict[str, Run] = {}
         for detector in DETECTORS:
             for run in detector(path.parent, [path.name], path.parent):
-                found[run.name] = run
+                _add_run(found, _displayable(run), path.parent)
         return found
     return discover(path, cache)
 

@@ -97,7 +97,8 @@ def cache_key(path: Location, extra: str = "") -> str:
     ino, ctime_ns = getattr(st, "st_ino", 0), getattr(st, "st_ctime_ns", 0)
     raw = (f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ino}|{ctime_ns}|{__version__}|{FORMAT_VERSION}"
            f"|{extra}")
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+    # A POSIX path is bytes: one that is not UTF-8 holds surrogate escapes, kept as its bytes.
+    return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _to_json(value: Any) -> Any:

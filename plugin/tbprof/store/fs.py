@@ -351,3 +351,13 @@ def walk_listing(root: UrlPath) -> dict[UrlPath, list[str]]:
         folder, _, name = key.rpartition("/")
         by_folder.setdefault(folder, []).append(name)
     return {UrlPath(k, root.listing): sorted(v) for k, v in sorted(by_folder.items())}
+
+
+def shown_name(name: str) -> str:
+    """A file or folder name as text: POSIX names are bytes, and one that is not UTF-8 comes
+    from ``os.walk`` with surrogate escapes, which no JSON encoder, URL or terminal takes
+    (issue #25: one such file emptied the run list). Each undecodable byte is shown as
+    ``\\xNN``; run and host names are looked up in the discovered map, never decoded back."""
+    if name.isascii():
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -2,6 +2,7 @@
 // (heap and stack stacked, free memory, fragmentation on a second axis; hovering a point
 // shows the allocation event behind it) and the breakdown of memory in use at the peak.
 
+import { type HtmlValue, html, joinHtml, tooltipHtml } from "../../base/html";
 import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
@@ -85,12 +86,12 @@ function render(ctx: PageContext): void {
       tooltip: {
         trigger: "axis",
         confine: true,
-        formatter: (params: unknown) => {
+        formatter: tooltipHtml((params: unknown) => {
           const first = Array.isArray(params) ? (params as { dataIndex?: number }[])[0] : undefined;
           const i = first?.dataIndex ?? -1;
-          if (i < 0) return "";
-          const lines = [
-            `<b>${formatDuration(t[i] ?? 0, "ms")}</b>`,
+          if (i < 0) return html``;
+          const lines: HtmlValue[] = [
+            html`<b>${formatDuration(t[i] ?? 0, "ms")}</b>`,
             `heap ${formatBytes(heap[i] ?? 0)}, stack ${formatBytes(stack[i] ?? 0)}, free ${formatBytes(free[i] ?? 0)}`,
             `fragmentation ${formatPercent(frag[i] ?? 0)}`,
           ];
@@ -98,13 +99,13 @@ function render(ctx: PageContext): void {
           const activity = get("activity");
           if (typeof activity === "string" && activity) {
             const op = get("operation");
-            lines.push(`${escapeHtml(activity)}${typeof op === "string" && op ? ` by ${escapeHtml(op)}` : ""}`);
+            lines.push(`${activity}${typeof op === "string" && op ? ` by ${op}` : ""}`);
             lines.push(`requested ${formatBytes(asNum(get("requested_bytes")))}, allocated ${formatBytes(asNum(get("allocation_bytes")))}`);
             const meta = ["region_type", "data_type", "shape"].map(get).filter((v) => typeof v === "string" && v && v !== "INVALID");
-            if (meta.length) lines.push(escapeHtml(meta.join(" · ")));
+            if (meta.length) lines.push(meta.join(" · "));
           }
-          return lines.join("<br>");
-        },
+          return joinHtml(lines);
+        }),
       },
       xAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") }, min: "dataMin", max: "dataMax" },
       yAxis: [
@@ -142,10 +143,6 @@ function render(ctx: PageContext): void {
     }).el);
   }
   if (result.tables.timeline) el.appendChild(tableWidget(ctx, "timeline", { title: "Timeline events" }).el);
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c] ?? c);
 }
 
 // The whole timeline comes in the first response: it is the chart's data (max_points caps it).

@@ -1,6 +1,7 @@
 // profile_summary: what the profile file holds — hosts, planes (devices, host threads),
 // lines, event counts and time span — and any errors the profiler wrote into it.
 
+import { html, tooltipHtml } from "../../base/html";
 import { formatDurationPs, formatNumber } from "../../base/format";
 import { isRecord } from "../../data/decode";
 import { cardRow } from "../../widgets/cards";
@@ -163,14 +164,14 @@ function render(ctx: PageContext): void {
     tooltip: {
       trigger: "axis",
       axisPointer: { type: "shadow" },
-      formatter: (params: unknown) => {
+      formatter: tooltipHtml((params: unknown) => {
         const list = Array.isArray(params) ? (params as { dataIndex: number }[]) : [];
         const p = ranged[list[0]?.dataIndex ?? -1];
-        if (!p) return "";
+        if (!p) return html``;
         const first = p.plane.firstPs ?? 0;
         const last = p.plane.lastPs ?? 0;
-        return `${p.label}<br>from ${formatDurationPs(first)} to ${formatDurationPs(last)}<br>length ${formatDurationPs(last - first)}`;
-      },
+        return html`${p.label}<br>from ${formatDurationPs(first)} to ${formatDurationPs(last)}<br>length ${formatDurationPs(last - first)}`;
+      }),
     },
     xAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") } },
     yAxis: { type: "category", data: ranged.map((p) => p.label), axisLabel: { width: 260, overflow: "truncate" } },

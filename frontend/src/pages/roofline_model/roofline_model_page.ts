@@ -1,6 +1,7 @@
 // Roofline model: the device's roofs (peak FLOP rate, HBM bandwidth) on log-log axes with
 // one point per HLO op and one for the whole program; hovering a point names the op.
 
+import { html, tooltipHtml } from "../../base/html";
 import { formatNumber } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
@@ -81,11 +82,11 @@ function render(ctx: PageContext): void {
   chart(ctx, box, { label: "Roofline chart", id: "roofline", height: 420 }).setOption({
     tooltip: {
       trigger: "item",
-      formatter: (p: { data?: { name?: string; value?: number[]; bound?: string }; seriesName?: string }) => {
+      formatter: tooltipHtml((p: { data?: { name?: string; value?: number[]; bound?: string }; seriesName?: string }) => {
         const v = p.data?.value ?? [];
-        if (!p.data?.name) return `${p.seriesName ?? ""}<br>${formatNumber(v[0] ?? 0)} FLOP/byte, ${formatNumber(v[1] ?? 0)} GFLOP/s`;
-        return `${p.data.name}<br>${formatNumber(v[0] ?? 0)} FLOP/byte<br>${formatNumber(v[1] ?? 0)} GFLOP/s<br>bound by ${p.data.bound ?? ""}`;
-      },
+        if (!p.data?.name) return html`${p.seriesName ?? ""}<br>${formatNumber(v[0] ?? 0)} FLOP/byte, ${formatNumber(v[1] ?? 0)} GFLOP/s`;
+        return html`${p.data.name}<br>${formatNumber(v[0] ?? 0)} FLOP/byte<br>${formatNumber(v[1] ?? 0)} GFLOP/s<br>bound by ${p.data.bound ?? ""}`;
+      }),
     },
     legend: { top: 0 },
     grid: { left: 72, right: 24, top: 32, bottom: 48 },

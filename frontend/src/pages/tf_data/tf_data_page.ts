@@ -1,6 +1,7 @@
 // tf.data bottleneck analysis: per input pipeline, the iterator tree drawn as a graph with the
 // bottleneck highlighted and the critical path in bold, XProf's suggestion, and the tables.
 
+import { html, joinHtml, tooltipHtml } from "../../base/html";
 import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
 import { cardRow } from "../../widgets/cards";
@@ -88,18 +89,18 @@ function drawPipeline(ctx: PageContext, el: HTMLElement, p: Obj, index: number, 
     tooltip: {
       trigger: "item",
       confine: true,
-      formatter: (params: unknown) => {
+      formatter: tooltipHtml((params: unknown) => {
         const d = (params as { data?: { id?: string } }).data;
         const it = d?.id !== undefined ? byName.get(d.id) : undefined;
-        if (!it) return "";
-        return [
-          `<b>${it.kind || shortName(it.name)}</b>`,
+        if (!it) return html``;
+        return joinHtml([
+          html`<b>${it.kind || shortName(it.name)}</b>`,
           it.name,
           `${formatNumber(it.calls)} calls, avg ${formatDuration(it.avgUs, "us")}`,
           `total ${formatDuration(it.totalMs, "ms")}, self ${formatDuration(it.selfMs, "ms")}`,
-          it.name === bottleneck ? "<b>bottleneck</b>" : it.critical ? "on the critical path" : "",
-        ].filter(Boolean).join("<br>");
-      },
+          it.name === bottleneck ? html`<b>bottleneck</b>` : it.critical ? "on the critical path" : "",
+        ].filter((x) => x !== ""));
+      }),
     },
     series: [
       {

@@ -400,13 +400,21 @@ def summary_fields(stores: list[Any]) -> dict[str, Any]:
     return out
 
 
+# A time threshold longer than a year of profile is a typo, not a setting; past it the picosecond
+# arithmetic (int64) would overflow.
+MAX_TIME_US = 3.2e13
+
 OPTIONS = (
-    Option("consecutive_kernel_delay_us", parse_float, 30.0, "gaps shorter than this are kernel wait (HTA: 30)"),
-    Option("runtime_cutoff_us", parse_float, 50.0, "launch calls longer than this are outliers (HTA: 50)"),
-    Option("launch_delay_cutoff_us", parse_float, 100.0, "launch delays longer than this are outliers (HTA: 100)"),
-    Option("num_kernels", parse_nonneg_int, 10, "kernels named per type and rank before 'others' (HTA: 10)"),
+    Option("consecutive_kernel_delay_us", parse_float, 30.0, "gaps shorter than this are kernel wait (HTA: 30)",
+           min_value=0, max_value=MAX_TIME_US),
+    Option("runtime_cutoff_us", parse_float, 50.0, "launch calls longer than this are outliers (HTA: 50)",
+           min_value=0, max_value=MAX_TIME_US),
+    Option("launch_delay_cutoff_us", parse_float, 100.0, "launch delays longer than this are outliers (HTA: 100)",
+           min_value=0, max_value=MAX_TIME_US),
+    Option("num_kernels", parse_nonneg_int, 10, "kernels named per type and rank before 'others' (HTA: 10)",
+           min_value=0, max_value=1_000_000),
     Option("duration_ratio", parse_float, 0.8, "quantile of the running total beyond which kernels fold into "
-           "'others' (HTA: 0.8)"),
+           "'others' (HTA: 0.8)", min_value=0, max_value=1),
 )
 
 TOOLS = (

@@ -91,7 +91,7 @@ def _option_for(name: str, default: Any) -> Option:
         parse: Any = parse_bool
     elif isinstance(default, int):
         parse = _int
-        min_value = None if name == "step" else 0
+        min_value = -1 if name == "step" else 0
     elif name == "order_by":
         parse = _choice(tuple(ORDER_BY))
         choices = tuple(ORDER_BY)
@@ -103,7 +103,8 @@ def _option_for(name: str, default: Any) -> Option:
              "names" if name.endswith("_regexes") else "view")
     advanced = name.startswith("min_") or name in ("account_type_regexes", "start_name_regexes",
                                                    "trim_name_regexes", "account_displayed_op_only")
-    return Option(name, parse, default, _HELP.get(name, ""), choices=choices, min_value=min_value, group=group,
+    return Option(name, parse, default, _HELP.get(name, ""), choices=choices, min_value=min_value,
+                  max_value=None if min_value is None else 2**53, group=group,
                   advanced=advanced)
 
 

@@ -793,7 +793,8 @@ TOOLS = (
         options=(
             Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
             Option("max_points", _positive_int, DEFAULT_MAX_POINTS,
-                   "timeline points at most (the peak is always one of them)", min_value=1),
+                   "timeline points at most (the peak is always one of them)", min_value=2,
+                   max_value=10_000_000),
             Option("breakdown_scope", _parse_scope, "step",
                    "step: allocations of the peak's step (XProf); window: every allocation live at the peak",
                    choices=("step", "window")),

@@ -57,6 +57,11 @@ def parse_side(text: str) -> str:
     return text
 
 
+# Tree levels a response may have: each level nests two JSON containers, and Python's JSON
+# encoder (and a browser's renderer) recurse per container; deeper scopes are cut there.
+MAX_DEPTH = 200
+
+
 def _node(name: str, kind: str) -> dict[str, Any]:
     return {"name": name, "kind": kind, "self_time_us": 0.0, "total_time_us": 0.0, "occurrences": 0,
             "flops": 0.0, "bytes_accessed": 0.0, "children": {}}
@@ -86,7 +91,17 @@ def _merge_leaf(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return a
 
 
-def _rates(node: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
+def _rates(root: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
+    """Every node's rates (_node_rates), walked with a stack: a name scope can be thousands
+    of levels deep (a 5,000-level one raised RecursionError, issue #25)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        _node_rates(node, env, root_total_us)
+        stack.extend(node["children"].values())
+
+
+def _node_rates(node: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
     """FLOP rate and HBM bandwidth of a node, as fractions of the device's peaks, and the time
     they waste (XProf's op profile): ``time_wasted_fraction`` = (node time / root time) x
     (1 - max(FLOP utilisation, HBM bandwidth utilisation)). None where a peak is unknown or
@@ -109,8 +124,6 @@ def _rates(node: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
     node["time_wasted_fraction"] = (tot / root_total_us * (1.0 - max(flops_util, hbm_util))
                                     if flops_util is not None and hbm_util is not None and root_total_us > 0
                                     else None)
-    for child in node["children"].values():
-        _rates(child, env, root_total_us)
 
 
 def _sort_key(key: str) -> Any:
@@ -273,8 +286,10 @@ TOOLS = (
             Option("side", parse_side, "auto", "host, device, or auto (device when it has ops)",
                    choices=("auto", "host", "device")),
             Option("max_depth", parse_nonneg_int, 100, "tree levels below the root to return", min_value=0,
+                   max_value=MAX_DEPTH,
                    advanced=True),
             Option("min_self_time_us", parse_float, 0.0, "hide ops with less self time (us)", min_value=0,
+                   max_value=3.2e13,
                    advanced=True),
             Option("order_by", parse_order_by, "self_time",
                    "order children by self_time, total_time, occurrences, flops, bytes or time_wasted",

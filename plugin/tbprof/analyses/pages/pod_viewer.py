@@ -83,7 +83,7 @@ TOOLS = (
         name="pod_viewer", title="Pod viewer", compute=compute, available=has_steps_data,
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         multi_host=True,
-        options=(Option("step", int, -1, "step index to show (-1: every step)"),),
+        options=(Option("step", int, -1, "step index to show (-1: every step)", min_value=-1, max_value=2**31 - 1),),
         description="Step breakdown of every host and device side by side.",
     ),
 )

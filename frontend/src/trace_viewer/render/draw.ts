@@ -291,6 +291,8 @@ export class Renderer {
     const h = row.h - 2 * TRACK_PAD;
     const base = y + row.h - TRACK_PAD;
     ctx.save();
+    // A search matches slices by name; while one is active, counters fade with the rest.
+    const alpha = st.highlight ? FADED_ALPHA : 1;
     ctx.beginPath();
     ctx.rect(cx0, y, cx1 - cx0, row.h);
     ctx.clip();
@@ -314,10 +316,10 @@ export class Renderer {
       ctx.lineTo(cx1, prevY);
       ctx.lineTo(cx1, base);
       ctx.closePath();
-      ctx.globalAlpha = 0.35;
+      ctx.globalAlpha = 0.35 * alpha;
       ctx.fillStyle = color;
       ctx.fill();
-      ctx.globalAlpha = 1;
+      ctx.globalAlpha = alpha;
       ctx.strokeStyle = color;
       ctx.lineWidth = 1;
       ctx.stroke();

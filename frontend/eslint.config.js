@@ -12,7 +12,7 @@ export default tseslint.config(
     rules: {
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true }],
       "@typescript-eslint/no-confusing-void-expression": "off",
-      // fetch() lives only in src/data/ (DESIGN.md): everything else goes through the API client.
+      // fetch() lives only in src/data/ (docs/architecture.md): everything else goes through the API client.
       "no-restricted-globals": ["error", { name: "fetch", message: "use src/data/api.ts" }],
       // Profile text is data, never markup (issue #25): ECharts renders a tooltip formatter's
       // result as HTML, so every one goes through tooltipHtml(), whose callback can only return

@@ -1,4 +1,4 @@
-// The only code that talks to the backend (DESIGN.md): every URL is relative to the folder
+// The only code that talks to the backend (docs/architecture.md): every URL is relative to the folder
 // index.js was loaded from (/data/plugin/tbprof/ inside TensorBoard and standalone), so no
 // request can leave the plugin's routes.
 

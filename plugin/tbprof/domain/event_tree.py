@@ -35,11 +35,3 @@ def self_time_ps(plane: Plane, parent: np.ndarray, include: np.ndarray | None = 
     return np.maximum(dur - taken, 0)
 
 
-def subtree_sum(parent: np.ndarray, depth: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each event's value plus the values of all its descendants (deepest level first)."""
-    total = values.astype(np.float64).copy()
-    depth = np.asarray(depth, dtype=np.int64)
-    for d in range(int(depth.max()) if depth.shape[0] else 0, 0, -1):
-        rows = np.nonzero(depth == d)[0]
-        np.add.at(total, parent[rows], total[rows])
-    return total

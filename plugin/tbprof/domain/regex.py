@@ -58,12 +58,6 @@ def searcher(pattern: str, *, ignore_case: bool = False, what: str = "regex") ->
     return lambda text: rx.search(text) is not None
 
 
-def full_matcher(pattern: str, *, what: str = "regex") -> Callable[[str], bool]:
-    """``text -> bool``: does ``pattern`` match the whole text (RE2::FullMatch, as tfprof does)."""
-    rx = compile_user_regex(pattern, what=what)
-    return lambda text: rx.fullmatch(text) is not None
-
-
 @functools.cache
 def fixed(pattern: str) -> re2._Regexp:
     """One of tbprof's own patterns that runs over text from profile files, on RE2: Python's

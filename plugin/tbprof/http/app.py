@@ -2,7 +2,7 @@
 
 Routes are relative (``runs``, ``data``, ...); TensorBoard mounts them under
 ``/data/plugin/tbprof/`` and the standalone server serves them at the same paths.
-Handlers only parse arguments, call ``Profiles`` and encode; errors follow DESIGN.md:
+Handlers only parse arguments, call ``Profiles`` and encode; errors follow docs/api.md (errors):
 unknown run/host/tool 404, bad parameter 400, unreadable profile 422, never a traceback.
 """
 

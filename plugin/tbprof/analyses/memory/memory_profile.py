@@ -54,10 +54,6 @@ DATA_TYPES = ("INVALID", "float", "double", "int32", "uint8", "int16", "int8", "
               "float8_e4m3fn", "int4", "uint4")
 
 
-def data_type_name(code: int) -> str:
-    return DATA_TYPES[code] if 0 <= code < len(DATA_TYPES) else f"DT_{code}"
-
-
 # XProf skips a context id with this many producers and consumers (as domain/event_groups.py).
 CONTEXT_FANOUT_LIMIT = 64
 

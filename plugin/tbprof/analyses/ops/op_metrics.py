@@ -314,10 +314,6 @@ def device_op_events(store: ProfileStore) -> DeviceOpEvents:
     return store.memo(("op_metrics", "device_events"), lambda: _device_op_events(store))
 
 
-def _str_at(strings: Any, ids: np.ndarray) -> list[str]:
-    return [strings[i] if i >= 0 else "" for i in ids.tolist()]
-
-
 def _device_op_events(store: ProfileStore) -> DeviceOpEvents:
     programs = hlo_programs(store)
     strings = store.strings

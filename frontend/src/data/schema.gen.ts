@@ -108,12 +108,22 @@ export interface HostError {
   error: string;
 }
 
-/** Every tool answer has these; ``tables`` hold the tables every page renders alike. */
+/** A headline metric with its one definition (``analyses/metrics.py``). */
+export interface MetricJson {
+  key: string;
+  label: string;
+  of: string;
+  definition: string;
+  value_percent: number | null;
+}
+
+/** Every tool answer has these; ``tables`` hold the tables every page renders alike; */
 export interface ToolEnvelope {
   schema_version: number;
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
 }
 
 /** XProf's input-bound thresholds, percent of step time: ``high`` at or above, ``moderate`` at or above. */
@@ -185,6 +195,7 @@ export interface OverviewResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   steps: StepsInfo;
   run_environment: Record<string, unknown>;
@@ -212,6 +223,7 @@ export interface InputPipelineResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   steps: StepsInfo;
   verdict: InputPipelineVerdict;
@@ -227,6 +239,7 @@ export interface GpuBreakdownResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   ranks: number[];
   device_idle_percent: number | null;

@@ -35,13 +35,25 @@ class HostError(TypedDict):
     error: str
 
 
+class MetricJson(TypedDict):
+    """A headline metric with its one definition (``analyses/metrics.py``)."""
+
+    key: str
+    label: str
+    of: str
+    definition: str
+    value_percent: float | None
+
+
 class ToolEnvelope(TypedDict):
-    """Every tool answer has these; ``tables`` hold the tables every page renders alike."""
+    """Every tool answer has these; ``tables`` hold the tables every page renders alike;
+    ``metrics`` the headline metrics the page shows (one definition each, analyses/metrics.py)."""
 
     schema_version: int
     tool: str
     tables: NotRequired[dict[str, TableJson]]
     host_errors: NotRequired[list[HostError]]
+    metrics: NotRequired[list[MetricJson]]
 
 
 class InputThresholds(TypedDict):

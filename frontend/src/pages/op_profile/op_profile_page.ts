@@ -11,6 +11,7 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { graphLink } from "../hlo_stats/hlo_stats_page";
+import { metricCard, metricsOf } from "../metrics";
 import { registerPage } from "../registry";
 import { boundBy, type DevicePeaks, devicePeaks, utilization, wastedUs } from "./op_tree";
 
@@ -32,12 +33,12 @@ function render(ctx: PageContext): void {
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Op profile"));
   const total = num(raw, "total_time_us") ?? 0;
-  const idle = num(raw, "idle_time_us") ?? 0;
+  const idle = [...metricsOf(raw).values()][0];
   el.appendChild(
     cardRow([
       { id: "side", label: "Side", value: str(raw, "side") || "–" },
       { id: "total", label: "Total time", value: formatDuration(total, "us") },
-      { id: "idle", label: "Idle", value: total > 0 ? formatPercent((idle / total) * 100) : "–", hint: formatDuration(idle, "us") },
+      ...(idle ? [metricCard(idle, { id: "idle" })] : []),
       { id: "ops", label: "Ops shown", value: `${formatNumber(num(raw, "shown_op_count") ?? 0)} of ${formatNumber(num(raw, "op_count") ?? 0)}`, hint: `ordered by ${str(raw, "order_by").replace(/_/g, " ")}` },
     ]),
   );

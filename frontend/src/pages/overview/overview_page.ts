@@ -9,6 +9,7 @@ import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
+import { type Metric, metricRow, metricsOf } from "../metrics";
 import { registerPage } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
@@ -21,7 +22,6 @@ function render(ctx: PageContext): void {
   for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
 
   const perf = obj(raw, "performance_summary");
-  const pct = obj(perf, "percent_of_step_time");
   const env = obj(raw, "run_environment");
   const steps = obj(raw, "steps");
   const stepTime = obj(perf, "step_time_ms");
@@ -62,7 +62,7 @@ function render(ctx: PageContext): void {
     const side = str(raw, "top_ops_side");
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
-  el.appendChild(environment(env, hasDevice ? pct : {}));
+  el.appendChild(environment(env, metricsOf(raw)));
   appendGpuBreakdown(ctx, el);
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
@@ -132,10 +132,9 @@ function toolLabel(tool: string): string {
   return TOOL_LABELS[tool] ?? tool;
 }
 
-function environment(env: Obj, pct: Obj): HTMLElement {
+function environment(env: Obj, metrics: ReadonlyMap<string, Metric>): HTMLElement {
   const kv = (k: string, v: string): HTMLElement => h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, k), h("span", {}, v));
   const devices = objs(env, "devices");
-  const idle = num(pct, "idle_percent");
   return h(
     "section",
     { class: "tbp-section tbp-kv", "data-section": "environment" },
@@ -149,7 +148,7 @@ function environment(env: Obj, pct: Obj): HTMLElement {
         [str(d, "model"), num(d, "core_count") !== null ? `${num(d, "core_count") ?? 0} cores` : "", str(d, "compute_capability") ? `compute capability ${str(d, "compute_capability")}` : ""].filter(Boolean).join(", "),
       ),
     ),
-    idle !== null ? kv("Device idle", formatPercent(idle)) : null,
+    ...[...metrics.values()].map(metricRow),
   );
 }
 

@@ -2,11 +2,13 @@
 // link to the page that shows them.
 
 import { formatNumber } from "../../base/format";
+import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { pageTitle } from "../common";
 import type { PageContext } from "../context";
 import { isObj, objs, obj, str } from "../fields";
+import { metricCard, metricsOf, metricValue } from "../metrics";
 import { registerPage } from "../registry";
 
 function render(ctx: PageContext): void {
@@ -15,6 +17,8 @@ function render(ctx: PageContext): void {
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Smart suggestions"));
+  const metrics = metricsOf(raw);
+  if (metrics.size > 0) el.appendChild(cardRow([...metrics.values()].map((m) => metricCard(m))));
   const found = objs(raw, "suggestions");
   if (found.length === 0) {
     el.appendChild(messageBox({ title: "Nothing stands out", body: str(raw, "message") || "No rule fired." }));
@@ -30,9 +34,12 @@ function render(ctx: PageContext): void {
       ctx.navigate(page);
     });
     const evidence = obj(s, "evidence");
-    const facts = Object.entries(evidence).map(([k, v]) =>
-      h("li", {}, `${k}: ${typeof v === "number" ? formatNumber(v) : isObj(v) ? JSON.stringify(v) : String(v)}`),
-    );
+    const facts = Object.entries(evidence).map(([k, v]) => {
+      // A headline metric is named as on every other page, with its definition as the tooltip.
+      const m = metrics.get(k);
+      if (m) return h("li", { title: m.definition }, `${m.label}, ${m.of}: ${metricValue(m)}`);
+      return h("li", {}, `${k}: ${typeof v === "number" ? formatNumber(v) : isObj(v) ? JSON.stringify(v) : String(v)}`);
+    });
     list.appendChild(
       h(
         "li",

@@ -40,6 +40,7 @@ from tbprof.analyses.gpu.activity import (
     per_device,
     union_ps,
 )
+from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, parse_nonneg_int
 from tbprof.store.arrays import sorted_unique
@@ -341,13 +342,17 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                                                                    duration_ratio):
                 top_rows.append((KIND_NAMES[kind], rank, device, name, total, mx, mn, mean, std, count))
     all_ps = sum(type_ps.values())
+    idle_pct = float(np.mean(idle_pcts)) if idle_pcts else None
+    comm_pct = float(np.nanmean(comm_pcts)) if comm_pcts and not np.isnan(comm_pcts).all() else None
     type_rows = [(label, ps / _PS_PER_US, 100.0 * ps / all_ps if all_ps else float("nan"))
                  for label, ps in sorted(type_ps.items(), key=lambda kv: -kv[1])]
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
         "ranks": [r for r, _ in ranked],
-        "device_idle_percent": float(np.mean(idle_pcts)) if idle_pcts else None,
-        "communication_percent": float(np.nanmean(comm_pcts)) if comm_pcts and not np.isnan(comm_pcts).all() else None,
+        "device_idle_percent": idle_pct,
+        "communication_percent": comm_pct,
+        "metrics": [metric_json("device_idle_of_kernel_timeline", idle_pct),
+                    metric_json("communication_of_kernel_timeline", comm_pct)],
         "tables": {
             "temporal_breakdown": _table(TEMPORAL_COLUMNS, temporal_rows),
             "idle_time_breakdown": _table(IDLE_COLUMNS, idle_rows),

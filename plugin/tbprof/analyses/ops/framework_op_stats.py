@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.ops import kineto_ops, tf1_ops
+from tbprof.analyses.ops import headline, kineto_ops, tf1_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
@@ -170,6 +170,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "include_idle": include_idle,
         "row_count": table.n_rows,
         "sides": sides,
+        # The same entries op profile and smart suggestions show (analyses/metrics.py).
+        "metrics": [headline.idle_metric(stores, side) for side in sides],
         "tables": {"ops": table},
     }
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.pages.profile_summary import device_type
@@ -167,6 +168,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
     result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
     result["diagnostics"] = diagnostics(stores, st, options)
+    # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
+    has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
+    result["metrics"] = [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
+                         metric_json("device_collectives_of_step_time",
+                                     ana["percent"]["device_collectives_percent"])] if has_step_time else []
     result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
         ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
     return result

@@ -162,3 +162,13 @@ def test_tf1_memory_profile_page(page: Any, server: Any) -> None:
     assert options == result["memory_ids"] and len(options) >= 1
     a = result["allocators"][result["memory_id"]]
     assert page.locator('[data-card="allocations"] .tbp-card-value').inner_text() == f"{a['num_allocations']}"
+
+
+def test_precision_unknown_without_element_types(page: Any, server: Any) -> None:
+    """#29 §3: a PyTorch trace has no HLO and (until its reader gives operator input types) no
+    tensor shapes: the overview says "unknown", not "0.0 % 16-bit", and gives no bf16 advice."""
+    _open(page, server, run=SINGLE, tool="overview_page")
+    perf = server.json("data", run=SINGLE, tool="overview_page", rows="0")["performance_summary"]
+    assert perf["device_compute_precision_source"] == "unknown"
+    assert page.locator('[data-card="precision"] .tbp-card-value').inner_text() == "unknown"
+    assert "bf16" not in page.locator("[data-recommendation]").inner_text()

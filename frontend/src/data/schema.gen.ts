@@ -186,8 +186,9 @@ export interface PerformanceSummary {
   device_op_count_percent: number;
   host_op_time_eager_percent: number;
   device_op_time_eager_percent: number;
-  device_compute_16bit_percent: number;
-  device_compute_32bit_percent: number;
+  device_compute_16bit_percent: number | null;
+  device_compute_32bit_percent: number | null;
+  device_compute_precision_source: "hlo_element_types" | "tensor_shapes" | "unknown";
 }
 
 export interface OverviewResult {

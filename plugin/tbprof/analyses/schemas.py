@@ -117,8 +117,10 @@ class PerformanceSummary(TypedDict):
     device_op_count_percent: float
     host_op_time_eager_percent: float
     device_op_time_eager_percent: float
-    device_compute_16bit_percent: float
-    device_compute_32bit_percent: float
+    # Null when nothing in the profile tells (analyses/ops/precision.py).
+    device_compute_16bit_percent: float | None
+    device_compute_32bit_percent: float | None
+    device_compute_precision_source: Literal["hlo_element_types", "tensor_shapes", "unknown"]
 
 
 class OverviewResult(ToolEnvelope):

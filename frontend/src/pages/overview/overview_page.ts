@@ -36,9 +36,7 @@ function render(ctx: PageContext): void {
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
-    cards.push(
-      { id: "precision", label: "Device compute precision", value: `${formatPercent(num(perf, "device_compute_16bit_percent") ?? 0)} 16-bit`, hint: `${formatPercent(num(perf, "device_compute_32bit_percent") ?? 0)} 32-bit` },
-    );
+    cards.push(precisionCard(perf));
   }
   el.appendChild(cardRow(cards));
 
@@ -72,6 +70,22 @@ function render(ctx: PageContext): void {
  * needs `host_op_count_percent` / `device_op_count_percent` from the backend; until it sends
  * them only the card by time is shown.
  */
+const PRECISION_SOURCES: Readonly<Record<string, string>> = {
+  hlo_element_types: "from the HLO ops' element types",
+  tensor_shapes: "from the kernels' tensor shapes (XProf's rule)",
+};
+
+/** 16-bit share of device compute, and where it comes from; "unknown" when nothing in the profile tells. */
+export function precisionCard(perf: Obj): Card {
+  const low = num(perf, "device_compute_16bit_percent");
+  const high = num(perf, "device_compute_32bit_percent");
+  const source = PRECISION_SOURCES[str(perf, "device_compute_precision_source")];
+  if (low === null || source === undefined) {
+    return { id: "precision", label: "Device compute precision", value: "unknown", hint: "the profile names no element types", title: "Neither HLO modules nor tensor shapes in the profile say which float types the device computes in." };
+  }
+  return { id: "precision", label: "Device compute precision", value: `${formatPercent(low)} 16-bit`, hint: `${formatPercent(high ?? 0)} 32-bit, ${source}`, title: "Share of device compute time (collectives and data movement excluded) in bf16/fp16 versus fp32/fp64." };
+}
+
 export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
   const pct = (key: string): string => formatPercent(num(perf, key) ?? 0);
   const byTime: Card = hasDevice

@@ -10,6 +10,7 @@ import numpy as np
 from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
+from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.pages.profile_summary import device_type
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
@@ -20,6 +21,9 @@ from tbprof.domain.planes import device_planes_of
 from tbprof.store.tables import ProfileStore
 
 TOP_OPS = 10
+# Below this share of 16-bit device compute the overview suggests bf16/fp16 (a run mostly in
+# 16-bit gains little from the advice).
+PRECISION_ADVICE_BELOW_PERCENT = 50.0
 
 
 def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
@@ -72,12 +76,13 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
         "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
 
 
-def _precision(st: StepTable) -> dict[str, float]:
+def _precision(stores: Sequence[ProfileStore], st: StepTable) -> dict[str, Any]:
+    """Device compute precision with its source (analyses/ops/precision.py); null when unknown."""
     c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
     c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
-    tot = c16 + c32
-    return {"device_compute_16bit_percent": 100.0 * c16 / tot if tot else 0.0,
-            "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0}
+    p = device_precision(stores, c16, c32) if st.has_device else Precision("unknown", None, None)
+    return {"device_compute_16bit_percent": p.percent_16bit, "device_compute_32bit_percent": p.percent_32bit,
+            "device_compute_precision_source": p.source}
 
 
 def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
@@ -122,11 +127,12 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
     host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
-    prec = _precision(st)
+    prec = _precision(stores, st)
     precision_statement = ""
-    if st.has_device and (prec["device_compute_16bit_percent"] + prec["device_compute_32bit_percent"]) > 0:
-        precision_statement = (f"{prec['device_compute_16bit_percent']:.1f}% of device compute runs in 16-bit "
-                               "precision; where accuracy allows, bf16/fp16 ops run faster and use less memory.")
+    low = prec["device_compute_16bit_percent"]
+    if low is not None and low < PRECISION_ADVICE_BELOW_PERCENT:
+        precision_statement = (f"{low:.1f}% of device compute runs in 16-bit precision; where accuracy allows, "
+                               "bf16/fp16 ops run faster and use less memory.")
     recommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
         "statement": ana["input_statement"],

@@ -1,0 +1,86 @@
+"""Device compute precision: the share of device compute time in 16-bit floating point, from
+what the profile actually says about element types (#29 §3).
+
+XProf's rule (steps/breakdown.classify_gpu_event) calls a kernel 16-bit when its TensorFlow
+``tensor_shapes`` say "half", or, without them, when its name says "fp16". A JAX or PyTorch
+profile has no ``tensor_shapes``, and bf16 kernels are named "bf16", so XProf reports 0 % 16-bit
+(and suggests bf16) on runs that are visibly bf16. Here, in order:
+
+1. ``hlo_element_types``: the profile carries the HLO modules: each device op's output element
+   type (bf16/f16 vs f32/f64; other types, integers and predicates, tell nothing about float
+   precision and are left out), weighted by the op's self time. Collectives and data movement
+   are not compute and are left out.
+2. ``tensor_shapes``: the device events carry TensorFlow's ``tensor_shapes``: XProf's rule,
+   which then reads real types.
+3. ``unknown``: nothing tells; the page says "unknown" rather than "0 % 16-bit".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
+from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.store.tables import ProfileStore
+
+# xla_data.proto PrimitiveType numbers.
+_F16, _BF16, _F32, _F64, _TUPLE = 10, 16, 11, 12, 13
+_NOT_COMPUTE = COLLECTIVE_CATEGORIES | {"data formatting", "copy", "copy-start", "copy-done", "parameter",
+                                         "constant", "tuple", "get-tuple-element", "bitcast"}
+
+
+@dataclass(frozen=True)
+class Precision:
+    source: str  # "hlo_element_types", "tensor_shapes" or "unknown"
+    percent_16bit: float | None  # of device compute time whose precision is known
+    percent_32bit: float | None
+
+
+def _float_type(shape: object) -> int | None:
+    """The first floating element type of a shape (a tuple's first floating element)."""
+    et = int(getattr(shape, "element_type", 0))
+    if et == _TUPLE:
+        for s in getattr(shape, "tuple_shapes", ()):
+            t = _float_type(s)
+            if t is not None:
+                return t
+        return None
+    return et if et in (_F16, _BF16, _F32, _F64) else None
+
+
+def hlo_precision(stores: Sequence[ProfileStore]) -> tuple[float, float] | None:
+    """(16-bit ps, 32/64-bit ps) of device compute self time by HLO element type; None without HLO."""
+    programs: dict[int, HloProgram] = {}
+    for store in stores:
+        for pid, module in hlo_programs(store).items():
+            programs.setdefault(pid, module)
+    if not programs:
+        return None
+    db = hosts_op_metrics(stores, "device")
+    low_ps = high_ps = 0.0
+    for i in range(db.n_ops):
+        module = programs.get(int(db.program_id[i]))
+        if module is None or str(db.type[i]) in _NOT_COMPUTE:
+            continue
+        ins = module.instruction(str(db.name[i]))
+        t = _float_type(ins.shape) if ins is not None else None
+        if t in (_F16, _BF16):
+            low_ps += float(db.self_time_ps[i])
+        elif t in (_F32, _F64):
+            high_ps += float(db.self_time_ps[i])
+    return (low_ps, high_ps) if low_ps + high_ps > 0 else None
+
+
+def device_precision(stores: Sequence[ProfileStore], xprof_16bit_ps: float, xprof_32bit_ps: float) -> Precision:
+    """The precision with its source; ``xprof_*`` are the step breakdown's compute times (XProf's rule)."""
+    hlo = hlo_precision(stores)
+    if hlo is not None:
+        low, high = hlo
+        return Precision("hlo_element_types", 100.0 * low / (low + high), 100.0 * high / (low + high))
+    has_shapes = any(s.stat_id("tensor_shapes") >= 0 for s in stores)
+    total = xprof_16bit_ps + xprof_32bit_ps
+    if has_shapes and total > 0:
+        return Precision("tensor_shapes", 100.0 * xprof_16bit_ps / total, 100.0 * xprof_32bit_ps / total)
+    return Precision("unknown", None, None)

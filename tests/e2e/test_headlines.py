@@ -28,3 +28,33 @@ def test_precision_from_hlo_or_unknown(standalone: Any, serve_page: Any) -> None
     assert "element types" in hint
     serve_page.screenshot("overview__jax_mlp")
     serve_page.check()
+
+
+def test_possibly_input_bound_names_its_reason(standalone: Any, serve_page: Any) -> None:
+    """jax_2hosts: "Waiting for input 0.0 %" beside "Possibly input-bound" named no reason."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_2hosts/")
+    page.goto(app_url(standalone, run=run, host="__all__", tool="overview_page"))
+    wait_ready(page)
+    rec = standalone.json("data", run=run, host="__all__", tool="overview_page", rows="0")["recommendation"]
+    assert rec["input_bound"] == "potential"
+    _, hint = _card(page, "input")
+    assert "Possibly input-bound" in hint and rec["input_bound_reason"] in hint and "'all others'" in hint
+    page.goto(app_url(standalone, run=run, host="__all__", tool="input_pipeline_analyzer"))
+    wait_ready(page)
+    _, hint = _card(page, "input_percent")
+    assert rec["input_bound_reason"] in hint
+    serve_page.check()
+
+
+def test_tf_data_not_listed_without_tf_data(standalone: Any, serve_page: Any) -> None:
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run_named(standalone, "jax_mlp/"), tool="overview_page"))
+    wait_ready(page)
+    listed = page.eval_on_selector_all("nav.tbp-tools > a.tbp-tool", "as => as.map(a => a.dataset.tool)")
+    assert "overview_page" in listed and "tf_data_bottleneck_analysis" not in listed
+    page.goto(app_url(standalone, run=run_named(standalone, "keras_cnn/"), tool="overview_page"))
+    wait_ready(page)
+    listed = page.eval_on_selector_all("nav.tbp-tools > a.tbp-tool", "as => as.map(a => a.dataset.tool)")
+    assert "tf_data_bottleneck_analysis" in listed
+    serve_page.check()

@@ -172,3 +172,11 @@ def test_precision_unknown_without_element_types(page: Any, server: Any) -> None
     assert perf["device_compute_precision_source"] == "unknown"
     assert page.locator('[data-card="precision"] .tbp-card-value').inner_text() == "unknown"
     assert "bf16" not in page.locator("[data-recommendation]").inner_text()
+
+
+def test_memory_capacity_is_called_reserved(page: Any, server: Any) -> None:
+    """#29 §3: PyTorch's "capacity" is the caching allocator's reserved memory, not the device's."""
+    _open(page, server, run=SINGLE, tool="memory_profile")
+    card = page.locator('[data-card="capacity"]')
+    assert card.locator(".tbp-card-label").inner_text() == "Reserved by the allocator"
+    assert "not the device's memory" in card.locator(".tbp-card-hint").inner_text()

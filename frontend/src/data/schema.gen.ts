@@ -156,6 +156,7 @@ export interface NextStep {
 export interface OverviewRecommendation {
   bottleneck: string;
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  input_bound_reason: string;
   statement: string;
   kernel_launch_bottleneck: string;
   kernel_launch_statement: string;
@@ -209,6 +210,7 @@ export interface OverviewResult {
 
 export interface InputPipelineVerdict {
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  input_bound_reason: string;
   input_classification: string;
   input_percent: number;
   statement: string;

@@ -87,6 +87,7 @@ class NextStep(TypedDict):
 class OverviewRecommendation(TypedDict):
     bottleneck: str
     input_bound: InputBound
+    input_bound_reason: str  # what the verdict rests on ("" when not input-bound)
     statement: str
     kernel_launch_bottleneck: str
     kernel_launch_statement: str
@@ -136,6 +137,7 @@ class OverviewResult(ToolEnvelope):
 
 class InputPipelineVerdict(TypedDict):
     input_bound: InputBound
+    input_bound_reason: str
     input_classification: str
     input_percent: float
     statement: str

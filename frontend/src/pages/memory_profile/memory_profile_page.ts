@@ -5,7 +5,7 @@
 import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
-import { cardRow } from "../../widgets/cards";
+import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
@@ -21,6 +21,18 @@ function column(t: TableData, name: string): CellValue[] {
 }
 
 const asNum = (v: CellValue | undefined): number => (typeof v === "number" ? v : 0);
+
+/** What the capacity is depends on who wrote it: never a caching allocator's reservation called the device's memory. */
+function capacityCard(source: string, capacity: number | null): Card {
+  const value = capacity === null ? "–" : formatBytes(capacity);
+  if (source === "reserved") {
+    return { id: "capacity", label: "Reserved by the allocator", value, hint: "at the peak; not the device's memory", title: "PyTorch's caching allocator: memory it holds from the device (Total Reserved), in use or cached for reuse. The device itself may have much more." };
+  }
+  if (source === "peak") {
+    return { id: "capacity", label: "Capacity", value: "unknown", hint: "the profile records bytes in use only", title: "The allocator's counters carry no limit or reservation." };
+  }
+  return { id: "capacity", label: "Capacity", value, hint: "in use + free at the peak", title: "The allocator's memory at the peak: bytes in use plus its free bytes (XProf's memory capacity)." };
+}
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -49,7 +61,7 @@ function render(ctx: PageContext): void {
     cardRow([
       { id: "peak_heap", label: "Peak heap usage", value: formatBytes(num(a, "peak_heap_bytes") ?? 0), hint: `at ${formatDuration(num(a, "peak_time_ms") ?? 0, "ms")}${num(a, "peak_step_id") !== null ? `, step ${num(a, "peak_step_id") ?? 0}` : ""}` },
       { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(num(a, "peak_bytes_in_use") ?? 0), hint: `lifetime peak ${formatBytes(num(a, "peak_bytes_usage_lifetime") ?? 0)}` },
-      { id: "capacity", label: "Capacity", value: capacity === null ? "–" : formatBytes(capacity) },
+      capacityCard(str(a, "capacity_source"), capacity),
       { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((num(a, "peak_fragmentation_fraction") ?? 0) * 100) },
       { id: "allocations", label: "Allocations", value: formatNumber(num(a, "num_allocations") ?? 0), hint: `${formatNumber(num(a, "num_deallocations") ?? 0)} deallocations` },
     ]),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
-from tbprof.domain.hlo_map import HloProgram, hlo_programs
+from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
 
 # xla_data.proto PrimitiveType numbers.
@@ -50,37 +50,49 @@ def _float_type(shape: object) -> int | None:
     return et if et in (_F16, _BF16, _F32, _F64) else None
 
 
-def hlo_precision(stores: Sequence[ProfileStore]) -> tuple[float, float] | None:
-    """(16-bit ps, 32/64-bit ps) of device compute self time by HLO element type; None without HLO."""
-    programs: dict[int, HloProgram] = {}
-    for store in stores:
-        for pid, module in hlo_programs(store).items():
-            programs.setdefault(pid, module)
-    if not programs:
-        return None
-    db = hosts_op_metrics(stores, "device")
-    low_ps = high_ps = 0.0
-    for i in range(db.n_ops):
-        module = programs.get(int(db.program_id[i]))
-        if module is None or str(db.type[i]) in _NOT_COMPUTE:
-            continue
-        ins = module.instruction(str(db.name[i]))
-        t = _float_type(ins.shape) if ins is not None else None
-        if t in (_F16, _BF16):
-            low_ps += float(db.self_time_ps[i])
-        elif t in (_F32, _F64):
-            high_ps += float(db.self_time_ps[i])
-    return (low_ps, high_ps) if low_ps + high_ps > 0 else None
+# The memo key of a host's precision facts (analyses/partials.py carries them, so an all-hosts
+# overview from partials needs no store).
+HOST_PRECISION_KEY = ("precision", "host_facts")
+
+
+@dataclass(frozen=True)
+class HostPrecision:
+    has_tensor_shapes: bool
+    hlo_16bit_ps: float  # device compute self time in bf16/f16 HLO ops
+    hlo_32bit_ps: float  # ... in f32/f64 HLO ops (both 0: no HLO, or no float compute op)
+
+
+def host_precision(store: ProfileStore) -> HostPrecision:
+    """One host's precision facts (memoised)."""
+    def build() -> HostPrecision:
+        programs = hlo_programs(store)
+        low_ps = high_ps = 0.0
+        if programs:
+            db = hosts_op_metrics([store], "device")
+            for i in range(db.n_ops):
+                module = programs.get(int(db.program_id[i]))
+                if module is None or str(db.type[i]) in _NOT_COMPUTE:
+                    continue
+                ins = module.instruction(str(db.name[i]))
+                t = _float_type(ins.shape) if ins is not None else None
+                if t in (_F16, _BF16):
+                    low_ps += float(db.self_time_ps[i])
+                elif t in (_F32, _F64):
+                    high_ps += float(db.self_time_ps[i])
+        return HostPrecision(store.stat_id("tensor_shapes") >= 0, low_ps, high_ps)
+
+    facts: HostPrecision = store.memo(HOST_PRECISION_KEY, build)
+    return facts
 
 
 def device_precision(stores: Sequence[ProfileStore], xprof_16bit_ps: float, xprof_32bit_ps: float) -> Precision:
     """The precision with its source; ``xprof_*`` are the step breakdown's compute times (XProf's rule)."""
-    hlo = hlo_precision(stores)
-    if hlo is not None:
-        low, high = hlo
+    facts = [host_precision(s) for s in stores]
+    low = sum(f.hlo_16bit_ps for f in facts)
+    high = sum(f.hlo_32bit_ps for f in facts)
+    if low + high > 0:
         return Precision("hlo_element_types", 100.0 * low / (low + high), 100.0 * high / (low + high))
-    has_shapes = any(s.stat_id("tensor_shapes") >= 0 for s in stores)
     total = xprof_16bit_ps + xprof_32bit_ps
-    if has_shapes and total > 0:
+    if any(f.has_tensor_shapes for f in facts) and total > 0:
         return Precision("tensor_shapes", 100.0 * xprof_16bit_ps / total, 100.0 * xprof_32bit_ps / total)
     return Precision("unknown", None, None)

@@ -135,6 +135,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                                "bf16/fp16 ops run faster and use less memory.")
     recommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
+        "input_bound_reason": ana["input_bound_reason"],
         "statement": ana["input_statement"],
         "kernel_launch_bottleneck": ana["kernel_launch_bottleneck"],
         "kernel_launch_statement": ana["kernel_launch_statement"],

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import golden
+
 from .helpers import app_url, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
@@ -57,4 +59,22 @@ def test_tf_data_not_listed_without_tf_data(standalone: Any, serve_page: Any) ->
     wait_ready(page)
     listed = page.eval_on_selector_all("nav.tbp-tools > a.tbp-tool", "as => as.map(a => a.dataset.tool)")
     assert "tf_data_bottleneck_analysis" in listed
+    serve_page.check()
+
+
+def test_op_profile_overall_flops_utilization(standalone: Any, serve_page: Any) -> None:
+    """XProf's op profile headline "Overall GPU FLOPS utilization" (it was missing): the root's
+    FLOPs over peak x time, equal to XProf 2.24.2's golden on jax_mlp; no negative wasted time."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="op_profile"))
+    wait_ready(page)
+    xprof_root = golden("jax_mlp", "op_profile")["group_by_category:byCategory"]
+    value, hint = _card(page, "overall_flops")
+    assert value == f"{100 * xprof_root['flops_utilization_fraction']:.1f}%"
+    assert "peak" in hint
+    page.click("[data-tree] button:has-text('Expand all'), button:has-text('Expand all')")
+    cells = page.eval_on_selector_all("[data-tree] td", "tds => tds.map(td => td.innerText.trim())")
+    assert cells and not any(c.startswith(("-", "−")) and c not in ("–",) for c in cells)
+    serve_page.screenshot("op_profile__jax_mlp")
     serve_page.check()

@@ -73,7 +73,15 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     whole = standalone.json("trace", run=run, format="json", width_px="1000")
     span = whole["span_ps"]
     start, end = _window(page)
-    assert start <= 0 and end >= span  # opens on the whole profile
+    # #29 §5: it opens where the devices ran (the header's active range, 2 % margins), not on
+    # the profiler's start and stop around it.
+    active_start, active_end = whole["active_ps"]
+    assert 0 < active_start < active_end < span
+    margin = 0.02 * (active_end - active_start)
+    assert start == pytest.approx(active_start - margin, rel=1e-6)
+    assert end == pytest.approx(active_end + margin, rel=1e-6)
+    # Nothing selected: the details panel is folded, the timeline has the room.
+    assert not page.locator('[data-testid="trace-details"]').is_visible()
     status = page.inner_text('[data-testid="trace-status"]')
     assert "none dropped" in status and "density boxes" in status
     pixels = page.evaluate(CANVAS_PIXELS_JS)
@@ -89,13 +97,20 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     page.mouse.click(*_canvas_point(page, 60, 26 + 11))
     page.wait_for_function(f"() => ({visible_js})({first_track})", timeout=PAGE_TIMEOUT_MS)
 
-    # Zoom with the wheel at the middle of the timeline: the window shrinks around the cursor.
+    # The plain wheel scrolls the tracks and leaves the window; Ctrl + wheel zooms at the
+    # cursor (#29 §5: Perfetto's and XProf's convention).
     fetches = page.evaluate(FETCHES_JS)
     x, y = _canvas_point(page, 230 + 400, 120)
     page.mouse.move(x, y)
+    page.mouse.wheel(0, 200)
+    page.wait_for_function("() => document.querySelector('.tbp-tv-scroller').scrollTop > 0", timeout=PAGE_TIMEOUT_MS)
+    assert _window(page) == (start, end)
+    page.evaluate("() => { document.querySelector('.tbp-tv-scroller').scrollTop = 0; }")
+    page.keyboard.down("Control")
     for _ in range(4):
         page.mouse.wheel(0, -400)
         page.wait_for_timeout(50)
+    page.keyboard.up("Control")
     z0, z1 = _window(page)
     assert (z1 - z0) < 0.5 * (end - start)
     page.wait_for_function(f"() => window.__tbprofTrace.fetches > {fetches}", timeout=PAGE_TIMEOUT_MS)
@@ -144,11 +159,14 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     serve_page.screenshot("trace_jax_mlp_kernel_selected")
 
     # Click the selected kernel on the canvas: the same event is picked.
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") is None
+    # Nothing selected any more: the panel folds again; the tracks stay where they were.
+    page.wait_for_selector('[data-testid="trace-details"]', state="hidden", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(100)
     pos = page.evaluate("(e) => window.__tbprofTrace.viewer.eventPosition(e.track, e.start_ps, e.dur_ps, e.depth)",
                         first)
     assert pos is not None
-    page.keyboard.press("Escape")
-    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") is None
     page.mouse.move(*_canvas_point(page, pos["x"], pos["y"]))
     tip = page.locator('[data-testid="trace-tooltip"]')
     assert tip.is_visible() and tip.inner_text().startswith("gemm_fusion_dot_17 — ")

@@ -276,3 +276,18 @@ def test_device_planes_start_with_steps_and_xla_modules_rows(stores: dict[str, P
         assert second.event_count > 0 and all(store.strings[int(i)].endswith(")") for i in second.derived.name_id)
         result = query_window(store, None, None, 1000)
         assert result.slices[first.id].in_window == len(want)
+
+
+def test_active_range_is_where_the_devices_ran(profiles_root: Path) -> None:
+    """#29 §5: the viewer opens on the device planes' events, not the profiler's whole span."""
+    from tbprof.domain.planes import device_planes_of
+    from tbprof.timeline.encoding import active_range_ps
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    planes = [store.planes[i] for i in device_planes_of(store)]
+    first = min(int(p.start_ps.min()) for p in planes if p.n_events)
+    last = max(int((p.start_ps + p.dur_ps).max()) for p in planes if p.n_events)
+    assert active_range_ps(store) == [first, last]
+    assert 0 < first and last < store.span_ps  # jax_mlp: the host ran before and after
+    cpu = read_xspace(xplane_of(profiles_root, "keras_cnn"))
+    assert active_range_ps(cpu) == [0, cpu.span_ps]  # no device: the whole span

@@ -146,6 +146,14 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     details = page.inner_text('[data-testid="trace-details"]')
     ev = standalone.json("trace_event", run=run, plane=str(first["plane"]), row=str(first["row"]))
     kernel = ev["decoded"]["kernel"]
+    # Identifiers keep their digits bare (#29 §5: "correlation_id 3,042" read as a quantity).
+    stat_cells = dict(page.eval_on_selector_all(
+        '[data-testid="event-stats"] tr', "trs => trs.map(tr => [tr.querySelector('th').innerText, "
+        "tr.querySelector('td').innerText])"))
+    ids = {s["name"]: s["value"] for s in ev["stats"] if s["name"].endswith("_id") and isinstance(s["value"], int)}
+    assert any(v >= 1000 for v in ids.values())
+    for name, value in ids.items():
+        assert stat_cells[name] == str(value), (name, stat_cells[name])
     assert " × ".join(str(v) for v in kernel["grid"]) in details
     assert str(kernel["registers_per_thread"]) in details
     page.click('[data-testid="search-next"]')

@@ -214,6 +214,19 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     page.wait_for_timeout(400)
     serve_page.screenshot("trace_jax_mlp_launch_flow")
 
+    # A kernel's name is on its CPU launch too, earlier in time: the search starts at the
+    # kernel on the device (#29 §5), the match the backend names first_device_offset.
+    gemm = standalone.json("trace_search", run=run, q="sm90_xmma_gemm", limit="1000")
+    assert gemm["first_device_offset"] > 0
+    on_device = gemm["matches"][gemm["first_device_offset"]]
+    page.fill('[data-testid="trace-search"]', "sm90_xmma_gemm")
+    page.press('[data-testid="trace-search"]', "Enter")
+    page.wait_for_function("(t) => document.querySelector('[data-testid=\"search-count\"]').textContent === t",
+                           arg=f"{gemm['first_device_offset'] + 1} of {gemm['total']}", timeout=PAGE_TIMEOUT_MS)
+    _wait_details(page, on_device["name"])
+    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": on_device["plane"],
+                                                                             "row": on_device["row"]}
+
     # Range select on the ruler: duration and per-name totals.
     page.keyboard.press("0")
     rx, ry = _canvas_point(page, 230 + 300, 12)

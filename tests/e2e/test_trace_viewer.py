@@ -266,6 +266,11 @@ def test_custom_loop_steps_flows_and_deep_link(standalone: Any, serve_page: Any)
     page.press('[data-testid="trace-search"]', "Enter")
     _wait_details(page, "train")
     assert "Events in this step" in page.inner_text('[data-testid="trace-details"]')
+    # The marker's step number beside its name, as the Steps track and the overview name the step.
+    marker = standalone.json("trace_search", run=run, q="train", limit="1")["matches"][0]
+    stats = standalone.json("trace_event", run=run, plane=str(marker["plane"]), row=str(marker["row"]))["stats"]
+    step_num = next(s["value"] for s in stats if s["name"] == "step_num")
+    assert page.inner_text('[data-testid="event-step"]') == f"step {step_num}"
 
     # A TraceMe producer (FunctionRun carries _p/_pt): follow its flow to a consumer.
     hit = standalone.json("trace_search", run=run, q="FunctionRun", limit="1")["matches"][0]

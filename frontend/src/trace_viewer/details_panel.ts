@@ -37,6 +37,15 @@ function kv(rows: [string, string | Node][]): HTMLElement {
   return h("table", { class: "tbp-tv-kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
 }
 
+/**
+ * "step 4" for a step marker (its step_num stat), as the Steps track and the overview name the
+ * step ("train 4"); null for other events (#29 §5: the panel said "train" without the number).
+ */
+export function stepLabel(stats: readonly { name: string; value: unknown }[]): string | null {
+  const n = stats.find((s) => s.name === "step_num")?.value;
+  return typeof n === "number" && Number.isInteger(n) ? `step ${String(n)}` : null;
+}
+
 const ID_KEY = /(^|[_\s])id$|_ids?$|^id$/i;
 
 function isIdKey(key: string): boolean {
@@ -94,6 +103,7 @@ export class DetailsPanel {
     const head = h("div", { class: "tbp-tv-head" },
       h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(e.name)}` }),
       h("strong", { class: "tbp-tv-name", "data-testid": "event-name" }, e.name),
+      stepLabel(d.stats) !== null ? h("span", { class: "tbp-tv-step", "data-testid": "event-step" }, stepLabel(d.stats)) : null,
       h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(e.startPs, e.endPs) },
         "Zoom to event"));
     const info = kv([

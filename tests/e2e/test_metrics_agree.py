@@ -89,3 +89,25 @@ def test_host_idle_says_what_it_sums(standalone: Any, serve_page: Any) -> None:
     assert "summed over threads" in host["text"]
     assert "device_idle_of_device_time" not in shown  # a CPU run has no device to be idle
     serve_page.check()
+
+
+def test_gpu_breakdown_page(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: charts (per-GPU stacked time, kernel types), shares as percentages, µs, and no
+    "rank 0" column on a JAX run (one process)."""
+    from .helpers import column_names, wait_charts_drawn
+
+    run = run_named(standalone, "jax_mlp/")
+    page = serve_page.page
+    page.goto(app_url(standalone, run=run, tool="gpu_breakdown"))
+    wait_ready(page)
+    charts = {c["id"]: c for c in wait_charts_drawn(page, min_charts=2)}
+    assert {"gpu_temporal", "gpu_kernel_types"} <= set(charts)
+    temporal = page.evaluate("() => JSON.parse(JSON.stringify(window.__tbprofCharts.get('gpu_temporal').currentOption))")
+    backend = standalone.json("data", run=run, tool="gpu_breakdown", rows="0")
+    assert len(temporal["xAxis"]["data"]) == backend["tables"]["temporal_breakdown"]["total_rows"] == 2
+    assert not any("rank" in x for x in temporal["xAxis"]["data"])
+    assert "rank" not in column_names(page, "temporal_breakdown")
+    header = page.inner_text('[data-table="idle_time_breakdown"] thead')
+    assert "Share of the stream's idle time (%)" in header and "(µs)" in header
+    serve_page.screenshot("gpu_breakdown__jax_mlp_charts")
+    serve_page.check()

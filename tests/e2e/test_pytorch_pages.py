@@ -100,8 +100,13 @@ def test_overview_with_gpu_breakdown(page: Any, server: Any) -> None:
     assert card == _pct(gpu["device_idle_percent"])
     comm = page.locator('[data-gpu-breakdown] [data-card="communication"] .tbp-card-value').inner_text()
     assert comm == _pct(gpu["communication_percent"])
-    # One row per rank in the temporal breakdown.
-    assert page.locator('[data-gpu-table="temporal_breakdown"] tbody tr').count() == len(gpu["ranks"]) == 2
+    # #29 §4: the overview shows the two cards and a link, not HTA's whole report.
+    assert page.locator("[data-gpu-breakdown] table").count() == 0
+    page.click("[data-gpu-breakdown-link]")
+    wait_ready(page)
+    assert page.locator('a.tbp-tool.tbp-active[data-tool="gpu_breakdown"]').count() == 1
+    # There, one row per rank in the temporal breakdown.
+    assert page.locator('[data-table="temporal_breakdown"] tbody tr').count() == len(gpu["ranks"]) == 2
 
 
 def test_kernel_stats_page(page: Any, server: Any) -> None:

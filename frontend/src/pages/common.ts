@@ -28,12 +28,15 @@ export interface TableWidgetOptions {
   pageSize?: number;
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
   keyColumnsFirst?: boolean;
+  /** Columns hidden until the user picks columns (the URL's t.<name>.hide wins). */
+  defaultHidden?: readonly string[];
 }
 
 /** The column chooser's state of table `name` in the URL (t.<name>.hide). */
-export function hiddenColumns(ctx: PageContext, name: string): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+export function hiddenColumns(ctx: PageContext, name: string, defaultHidden: readonly string[] = []): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+  const param = ctx.tableParams(name).get("hide");
   return {
-    hidden: hiddenFromParam(ctx.tableParams(name).get("hide")),
+    hidden: param === undefined ? [...defaultHidden] : hiddenFromParam(param),
     onHiddenChange: (hidden) => ctx.setTableParams({ [`${name}.hide`]: hiddenToParam(hidden) }),
   };
 }
@@ -64,7 +67,7 @@ export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOpt
     fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
     decorateCell: opts.decorateCell,
     keyColumnsFirst: opts.keyColumnsFirst ?? KEY_FIRST_TABLES.has(`${ctx.request.tool}/${name}`),
-    ...hiddenColumns(ctx, name),
+    ...hiddenColumns(ctx, name, opts.defaultHidden),
   });
   ctx.onDispose(() => widget.dispose());
   return widget;

@@ -61,7 +61,7 @@ function render(ctx: PageContext): void {
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
   el.appendChild(environment(env, metricsOf(raw)));
-  appendGpuBreakdown(ctx, el);
+  appendGpuBreakdown(ctx, el, { compact: true });
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
 

@@ -224,9 +224,11 @@ IDLE_COLUMNS = [
     Column("stream", "Stream", "int"),
     Column("idle_category", "Idle category", "str", "", "host_wait, kernel_wait or other"),
     Column("idle_time_us", "Idle time", "float", "us"),
-    Column("idle_time_ratio", "Share of the stream's idle time", "float"),
+    Column("idle_time_ratio", "Share of the stream's idle time", "float", "fraction"),
     Column("count", "Gaps", "int"),
-    Column("mean_us", "Mean gap", "float", "us"), Column("min_us", "Min gap", "float", "us"),
+    Column("mean_us", "Mean gap", "float", "us", "negative when events overlap on the stream (HTA counts "
+           "the gap to the previous event's end)"),
+    Column("min_us", "Min gap", "float", "us", "negative: the event started before the previous one ended"),
     Column("median_us", "Median gap", "float", "us"), Column("max_us", "Max gap", "float", "us"),
 ]
 OVERLAP_COLUMNS = [

@@ -102,7 +102,8 @@ def test_gpu_breakdown_page(standalone: Any, serve_page: Any) -> None:
     wait_ready(page)
     charts = {c["id"]: c for c in wait_charts_drawn(page, min_charts=2)}
     assert {"gpu_temporal", "gpu_kernel_types"} <= set(charts)
-    temporal = page.evaluate("() => JSON.parse(JSON.stringify(window.__tbprofCharts.get('gpu_temporal').currentOption))")
+    temporal = page.evaluate(
+        "() => JSON.parse(JSON.stringify(window.__tbprofCharts.get('gpu_temporal').currentOption))")
     backend = standalone.json("data", run=run, tool="gpu_breakdown", rows="0")
     assert len(temporal["xAxis"]["data"]) == backend["tables"]["temporal_breakdown"]["total_rows"] == 2
     assert not any("rank" in x for x in temporal["xAxis"]["data"])

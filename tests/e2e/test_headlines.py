@@ -78,3 +78,23 @@ def test_op_profile_overall_flops_utilization(standalone: Any, serve_page: Any) 
     assert cells and not any(c.startswith(("-", "−")) and c not in ("–",) for c in cells)
     serve_page.screenshot("op_profile__jax_mlp")
     serve_page.check()
+
+
+def test_smart_suggestions_read_as_sentences(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: headings and page titles, not rule ids, metric keys and "Open hlo_stats"."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="smart_suggestion"))
+    wait_ready(page)
+    found = standalone.json("data", run=run, tool="smart_suggestion", rows="0")["suggestions"]
+    titles = {t["name"]: t["title"] for t in standalone.json("settings")["tools"]}
+    assert found
+    for s in found:
+        item = page.locator(f'[data-rule="{s["rule"]}"]')
+        heading = item.locator("strong").inner_text()
+        assert s["title"] in heading and s["rule"] not in heading
+        assert item.locator("a").inner_text() == f"See {titles[s['page']]}"
+        facts = item.locator("ul li").all_inner_texts()
+        assert facts and not any("_" in f.split(":")[0] for f in facts), facts
+    serve_page.screenshot("smart_suggestion__jax_mlp")
+    serve_page.check()

@@ -498,6 +498,7 @@ export class Shell {
       result,
       signal: ctl.signal,
       allHosts: this.settings.allHosts,
+      toolTitle: (t) => this.toolTitle(t),
       param: (key) => this.state.get(`c.${key}`),
       setParams: (updates) => this.state.update(prefixed("c.", updates), { silent: true }),
       setOptions: (updates) => this.state.update(prefixed("o.", updates)),

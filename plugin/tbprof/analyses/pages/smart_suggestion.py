@@ -38,8 +38,21 @@ COLLECTIVES_PERCENT = 20.0  # of device op self time in collectives
 IDLE_PERCENT = 30.0  # of the device time span with no op running
 
 
+# What each rule found, as a heading for people (the page showed rule ids, #29 §4).
+RULE_TITLES = {
+    "input_bound": "The steps wait for input",
+    "kernel_launch_overhead": "Launching kernels takes much of the step",
+    "low_tensorcore_use": "TensorCore-eligible kernels run without TensorCores",
+    "low_occupancy_kernels": "Kernels with low occupancy",
+    "memory_fragmentation": "Fragmented device memory",
+    "collectives_share": "Much device time in collectives",
+    "idle_device": "The devices are often idle",
+}
+
+
 def _suggestion(rule: str, severity: str, message: str, page: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    return {"rule": rule, "severity": severity, "message": message, "page": page, "evidence": evidence}
+    return {"rule": rule, "title": RULE_TITLES[rule], "severity": severity, "message": message, "page": page,
+            "evidence": evidence}
 
 
 def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:

@@ -114,3 +114,23 @@ def test_hlo_op_stats_framework_ops_without_trailing_colon(standalone: Any, serv
     assert with_colon  # XProf's names end with ":" (empty type); the page drops it
     assert all(t == v.strip('"')[:-1] for v, t in with_colon)
     serve_page.check()
+
+
+def test_input_pipeline_times_read_at_a_sensible_precision(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: "0.0059 ms ± 0.000018" -> the mean in a unit that keeps it >= 1, the spread in it."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="input_pipeline_analyzer"))
+    wait_ready(page)
+    device = standalone.json("data", run=run, tool="input_pipeline_analyzer", rows="0")["device_side"]
+    avg_ms, sd_ms = device["input_ms"]["avg"], device["input_ms"]["stddev"]
+    assert avg_ms < 1  # jax_mlp waits microseconds for input
+    value = page.locator('[data-card="input_time"] .tbp-card-value').inner_text()
+    assert value == f"{avg_ms * 1000:.3g} µs ± {sd_ms * 1000:.2g}", value
+    # No panel drawn without content (a half-width empty box).
+    empty = page.eval_on_selector_all(
+        "main .tbp-panel", "ps => ps.filter(p => p.children.length <= 1 && !p.querySelector('canvas')).length")
+    assert empty == 0
+    assert page.locator("[data-no-host-input]").is_visible()  # said in one line instead
+    serve_page.screenshot("input_pipeline__jax_mlp")
+    serve_page.check()

@@ -4,7 +4,7 @@ import { middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
-import { stepHosts } from "./steps_common";
+import { meanAndSpread, stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -103,5 +103,15 @@ describe("op placement cards", () => {
   });
   it("speaks of the host alone on host-only runs", () => {
     expect(opPlacementCards({ host_op_time_percent: 100, host_op_time_eager_percent: 12 }, false)[0]?.value).toBe("100.0% host");
+  });
+});
+
+describe("meanAndSpread (#29 §4)", () => {
+  it("picks the mean's unit and gives the spread the mean's precision", () => {
+    expect(meanAndSpread(0.0059, 0.000018)).toBe("5.9 µs ± 0.018");
+    expect(meanAndSpread(5.579658, 0.18510749)).toBe("5.58 ms ± 0.19");
+    expect(meanAndSpread(1234.5, 10)).toBe("1.23 s ± 0.01");
+    expect(meanAndSpread(0.00077, 0.0000114)).toBe("770 ns ± 11");
+    expect(meanAndSpread(2, null)).toBe("2 ms");
   });
 });

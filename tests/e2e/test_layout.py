@@ -1,0 +1,76 @@
+"""Layout everywhere (#29 §6): the tool list stays in view on long pages; at 1024 px it folds
+behind a button, the header keeps one row and cards never break a number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .helpers import app_url, run_named, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+# Card values whose words (numbers with their units) are split over two lines.
+BROKEN_WORDS_JS = """
+() => {
+  const out = [];
+  for (const el of document.querySelectorAll('.tbp-card-value')) {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.textContent.matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].map((x) => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}
+"""
+
+
+def test_tool_list_stays_in_view_on_long_pages(standalone: Any, serve_page: Any) -> None:
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="gpu_breakdown"))
+    wait_ready(page)
+    assert page.evaluate("document.documentElement.scrollHeight") > 2 * 800  # a long page
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    page.wait_for_timeout(100)
+    nav = page.locator("nav.tbp-tools").bounding_box()
+    bar = page.locator("header.tbp-bar").bounding_box()
+    assert nav is not None and bar is not None
+    assert nav["y"] == pytest.approx(bar["y"] + bar["height"], abs=2)  # right under the header
+    assert page.locator('a.tbp-tool[data-tool="overview_page"]').is_visible()
+    serve_page.screenshot("gpu_breakdown__scrolled_1280")
+    page.set_viewport_size({"width": 1600, "height": 900})
+    page.goto(app_url(standalone, run=run, tool="overview_page"))
+    wait_ready(page)
+    serve_page.screenshot("overview__1600")
+    serve_page.check()
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "framework_op_stats"])
+def test_narrow_window(standalone: Any, serve_page: Any, tool: str) -> None:
+    page = serve_page.page
+    page.set_viewport_size({"width": 1024, "height": 768})
+    run = run_named(standalone, "jax_2hosts/")
+    page.goto(app_url(standalone, run=run, host="worker0", tool=tool))
+    wait_ready(page)
+    bar = page.locator("header.tbp-bar")
+    # One row: the header is as tall as its tallest control plus padding, not two rows.
+    select_h = page.locator("select.tbp-run-select").bounding_box()["height"]
+    assert bar.bounding_box()["height"] < 2 * select_h + 8
+    assert not page.locator("nav.tbp-tools").is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1024
+    assert page.evaluate(BROKEN_WORDS_JS) == []
+    serve_page.screenshot(f"{tool}__1024")
+    page.click("button.tbp-nav-toggle")
+    assert page.locator("nav.tbp-tools").is_visible()
+    page.click('nav.tbp-tools a.tbp-tool[data-tool="profile_summary"]')
+    wait_ready(page)
+    assert not page.locator("nav.tbp-tools").is_visible()
+    assert "tool=profile_summary" in page.url
+    serve_page.check()

@@ -74,3 +74,32 @@ def test_narrow_window(standalone: Any, serve_page: Any, tool: str) -> None:
     assert not page.locator("nav.tbp-tools").is_visible()
     assert "tool=profile_summary" in page.url
     serve_page.check()
+
+
+LUMA_JS = """
+(sel) => [...document.querySelectorAll(sel)].map((el) => {
+  const c = getComputedStyle(el);
+  const v = (el instanceof SVGElement && el.tagName !== 'svg') ? c.fill : c.backgroundColor;
+  const [r, g, b] = v.match(/[\\d.]+/g).map(Number);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+})
+"""
+
+
+def test_graph_viewer_follows_dark_mode(standalone: Any, dark_page: Any) -> None:
+    """#29 §6: the graph's nodes were white with dark text and its buttons unstyled in dark mode."""
+    page = dark_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="graph_viewer"))
+    wait_ready(page)
+    page.wait_for_selector("g.tbp-graph-node", timeout=60_000)
+    nodes = standalone.json("data", run=run, tool="graph_viewer")["nodes"]
+    idle = [n["name"] for n in nodes if not n.get("self_time_us")]
+    assert idle  # nodes that never ran: the "cold" end of the scale
+    cold = page.evaluate(LUMA_JS, f'g.tbp-graph-node[data-node="{idle[0]}"] rect')
+    text = page.evaluate(LUMA_JS, f'g.tbp-graph-node[data-node="{idle[0]}"] text')
+    assert cold[0] < 80 and min(text) > 180, (cold, text)  # dark node, light text
+    buttons = page.evaluate(LUMA_JS, "main .tbp-toolbar button")
+    assert buttons and max(buttons) < 80, buttons
+    dark_page.screenshot("graph_viewer__dark")
+    dark_page.check()

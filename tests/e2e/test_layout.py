@@ -103,3 +103,23 @@ def test_graph_viewer_follows_dark_mode(standalone: Any, dark_page: Any) -> None
     assert buttons and max(buttons) < 80, buttons
     dark_page.screenshot("graph_viewer__dark")
     dark_page.check()
+
+
+def test_kernel_legend_keeps_what_tells_names_apart(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: four identical "ncclDevKern…orage<4096ul>)" legend entries; "Other" and "Other (3)"."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_2hosts/")
+    page.goto(app_url(standalone, run=run, host="worker0", tool="kernel_stats"))
+    wait_ready(page)
+    page.wait_for_function("() => window.__tbprofCharts && window.__tbprofCharts.get('pie_by_kernel')")
+    legend = page.evaluate("""() => {
+      const o = window.__tbprofCharts.get('pie_by_kernel').currentOption;
+      return o.series[0].data.map((d) => [d.name, o.legend.formatter(d.name)]);
+    }""")
+    names = [n for n, _ in legend]
+    labels = [label for _, label in legend]
+    assert sum(n.startswith("Other") for n in names) <= 1
+    assert len(set(labels)) == len(labels), labels
+    assert any(n.startswith("nccl") for n in names)
+    serve_page.screenshot("kernel_stats__legend")
+    serve_page.check()

@@ -1,6 +1,6 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, field reading.
 import { describe, expect, it } from "vitest";
-import { middleEllipsis, pieOption, pieSlices } from "./common";
+import { legendLabels, middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
@@ -113,5 +113,23 @@ describe("meanAndSpread (#29 §4)", () => {
     expect(meanAndSpread(1234.5, 10)).toBe("1.23 s ± 0.01");
     expect(meanAndSpread(0.00077, 0.0000114)).toBe("770 ns ± 11");
     expect(meanAndSpread(2, null)).toBe("2 ms");
+  });
+});
+
+describe("pie legends (#29 §4)", () => {
+  it("merges the backend's 'Other (N)' into one 'Other'", () => {
+    const slices = [...Array.from({ length: 10 }, (_, i) => ({ name: `op${String(i)}`, value: 100 - i })), { name: "Other (12)", value: 5 }];
+    const shown = pieSlices(slices, 8);
+    expect(shown.filter((s) => s.name.startsWith("Other"))).toEqual([{ name: "Other (14)", value: 91 + 92 + 5, color: "#bab0ac" }]);
+  });
+  it("keeps the part where long names differ", () => {
+    const names = [0, 1, 2, 3].map((i) => `ncclDevKernel_AllReduce_Sum_f32_RING_LL${String(i)}(ncclDevKernelArgsStorage<4096ul>)`);
+    const labels = legendLabels(names, 26);
+    expect(new Set(labels.values()).size).toBe(4);
+    for (const [name, label] of labels) {
+      expect(label.length).toBeLessThanOrEqual(26);
+      expect(label).toContain(`LL${name.charAt(name.indexOf("LL") + 2)}`);
+    }
+    expect(legendLabels(["short"], 26).get("short")).toBe("short");
   });
 });

@@ -123,3 +123,22 @@ def test_kernel_legend_keeps_what_tells_names_apart(standalone: Any, serve_page:
     assert any(n.startswith("nccl") for n in names)
     serve_page.screenshot("kernel_stats__legend")
     serve_page.check()
+
+
+def test_memory_profile_colours_and_data_types(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: every memory series its own colour; no "INVALID" data type as table filler."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    page.goto(app_url(standalone, run=run, tool="memory_profile"))
+    wait_ready(page)
+    page.wait_for_function("() => window.__tbprofCharts && window.__tbprofCharts.get('memory_timeline')")
+    colours = page.evaluate("""() => window.__tbprofCharts.get('memory_timeline').currentOption.series
+      .map((s) => (s.areaStyle && s.areaStyle.color) || (s.lineStyle && s.lineStyle.color))""")
+    assert all(colours) and len(set(colours)) == len(colours), colours
+    texts = page.eval_on_selector_all('[data-table="breakdown"] tbody td, [data-table="timeline"] tbody td',
+                                      "tds => tds.map(td => td.innerText)")
+    values = page.eval_on_selector_all('[data-table="breakdown"] tbody td, [data-table="timeline"] tbody td',
+                                       "tds => tds.map(td => td.dataset.v)")
+    assert '"INVALID"' in values  # XProf's filler is in the data (and the CSV) ...
+    assert "INVALID" not in texts  # ... not on the page
+    serve_page.check()

@@ -89,8 +89,10 @@ function render(ctx: PageContext): void {
     });
     const HEAP = "#4e79a7";
     const STACK = "#f28e2b";
+    const FREE = "#59a14f";
+    const FRAG = "#b07aa1";
     c.setOption({
-      color: [HEAP, STACK, "#59a14f", "#e15759"],
+      color: [HEAP, STACK, FREE, FRAG],
       grid: { left: 8, right: 16, top: 40, bottom: 40, containLabel: true },
       legend: { top: 0, selected: { "Free memory": false } },
       dataZoom: [{ type: "inside" }, { type: "slider", height: 18, bottom: 6 }],
@@ -127,8 +129,9 @@ function render(ctx: PageContext): void {
         // Heap and stack are parts of the memory in use: stacked areas, each in its own colour.
         { type: "line", name: "Heap", stack: "mem", areaStyle: { color: HEAP, opacity: 0.55 }, lineStyle: { color: HEAP, width: 1 }, itemStyle: { color: HEAP }, showSymbol: false, step: "end", data: pairs(heap) },
         { type: "line", name: "Stack", stack: "mem", areaStyle: { color: STACK, opacity: 0.55 }, lineStyle: { color: STACK, width: 1 }, itemStyle: { color: STACK }, showSymbol: false, step: "end", data: pairs(stack) },
-        { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed" }, data: pairs(free) },
-        { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", data: pairs(frag) },
+        // Every series its own colour, named here (#29 §4: stack and fragmentation shared an orange).
+        { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed", color: FREE }, itemStyle: { color: FREE }, data: pairs(free) },
+        { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", lineStyle: { color: FRAG, width: 1.5 }, itemStyle: { color: FRAG }, data: pairs(frag) },
       ],
     });
     c.on("legendselectchanged", (e) => {
@@ -141,9 +144,14 @@ function render(ctx: PageContext): void {
     // The backend's `label` column names unnamed allocations itself; older results have none.
     const opAt = bd.columns.some((col) => col.name === "label") ? -1 : bd.columns.findIndex((col) => col.name === "operation");
     const bytesAt = bd.columns.findIndex((col) => col.name === "allocation_bytes");
+    const typeAt = bd.columns.findIndex((col) => col.name === "data_type");
     el.appendChild(tableWidget(ctx, "breakdown", {
       title: "Memory in use at the peak, by operation",
       decorateCell: (td, row, i) => {
+        if (i === typeAt) {
+          noDataType(td, row[i]);
+          return;
+        }
         if (i !== opAt) return;
         const label = operationLabel(row[i], row[bytesAt]);
         if (label === null) return;
@@ -153,7 +161,24 @@ function render(ctx: PageContext): void {
       },
     }).el);
   }
-  if (result.tables.timeline) el.appendChild(tableWidget(ctx, "timeline", { title: "Timeline events" }).el);
+  const tl = result.tables.timeline;
+  if (tl) {
+    const typeAt = tl.columns.findIndex((col) => col.name === "data_type");
+    el.appendChild(tableWidget(ctx, "timeline", {
+      title: "Timeline events",
+      decorateCell: (td, row, i) => {
+        if (i === typeAt) noDataType(td, row[i]);
+      },
+    }).el);
+  }
+}
+
+/** XProf's "INVALID" data type means none was recorded: "–", not a word that reads as an error (#29 §4). */
+function noDataType(td: HTMLTableCellElement, value: unknown): void {
+  if (value !== "INVALID" && value !== "") return;
+  td.textContent = "–";
+  td.classList.add("tbp-muted");
+  td.title = "No data type recorded for this allocation (XProf writes INVALID; the CSV keeps it).";
 }
 
 function escapeHtml(s: string): string {

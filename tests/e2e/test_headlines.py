@@ -134,3 +134,24 @@ def test_input_pipeline_times_read_at_a_sensible_precision(standalone: Any, serv
     assert page.locator("[data-no-host-input]").is_visible()  # said in one line instead
     serve_page.screenshot("input_pipeline__jax_mlp")
     serve_page.check()
+
+
+def test_compare_has_no_unrelated_default_baseline(standalone: Any, serve_page: Any) -> None:
+    """#29 §4: a Keras CPU run as the default baseline of a JAX run gave a confident "-54.6 %
+    faster". Without an earlier session of the same experiment the page asks for a baseline."""
+    page = serve_page.page
+    run = run_named(standalone, "jax_mlp/")
+    compares: list[str] = []
+    page.on("request", lambda r: compares.append(r.url) if "/compare" in r.url else None)
+    page.goto(app_url(standalone, run=run, tool="compare"))
+    page.wait_for_selector("[data-no-baseline]", timeout=60_000)
+    assert page.input_value("select[data-pick=base-run]") == ""
+    assert compares == []
+    # Another host of a multi-host run is a related baseline.
+    two = run_named(standalone, "jax_2hosts/")
+    page.goto(app_url(standalone, run=two, host="worker1", tool="compare"))
+    page.wait_for_selector("[data-testid=compare-pick] select[data-pick=base-host]", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('select[data-pick=base-run]').value !== ''")
+    assert page.input_value("select[data-pick=base-run]") == two
+    assert page.input_value("select[data-pick=base-host]") == "worker0"
+    serve_page.check()

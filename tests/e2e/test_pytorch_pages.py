@@ -141,6 +141,14 @@ def test_pod_viewer_with_gpu_breakdown(page: Any, server: Any) -> None:
     assert result["step_count"] > 0
     page.wait_for_selector('[data-gpu-breakdown="ready"]')
     assert page.locator('[data-gpu-table="comm_comp_overlap"] tbody tr').count() == 2
+    # #29 §4: ranks in order, named "rank N" (the trace's full id is in the details).
+    labels = page.evaluate(
+        "() => window.__tbprofCharts.get('pod_step').currentOption.xAxis.data")
+    hosts = [c["host"] for c in result["cores"]]
+    assert any(h.startswith("rank1.") for h in hosts[:1])  # the backend lists rank 1 first
+    assert [lab.split("\n")[0] for lab in labels] == sorted((lab.split("\n")[0] for lab in labels),
+                                                             key=lambda x: int(x.split()[1]))
+    assert all(lab.startswith("rank ") for lab in labels)
 
 
 def test_tf1_overview_and_op_stats(page: Any, server: Any) -> None:

@@ -226,6 +226,13 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     _wait_details(page, on_device["name"])
     assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": on_device["plane"],
                                                                              "row": on_device["row"]}
+    # The matched bar is a few pixels wide: its name is drawn on a tag beside it.
+    page.wait_for_function("() => window.__tbprofTrace.viewer.selectionTag() !== null", timeout=PAGE_TIMEOUT_MS)
+    tag = page.evaluate("() => window.__tbprofTrace.viewer.selectionTag()")
+    pos = page.evaluate("(e) => window.__tbprofTrace.viewer.eventPosition(e.track, e.start_ps, e.dur_ps, e.depth)",
+                        on_device)
+    assert on_device["name"].startswith(tag["text"].rstrip("…"))
+    assert abs(tag["x"] - pos["x"]) < 200
 
     # Range select on the ruler: duration and per-name totals.
     page.keyboard.press("0")

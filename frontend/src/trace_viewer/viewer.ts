@@ -212,6 +212,11 @@ export class TraceViewer implements ControlTarget {
     return { x: LABEL_W + (x0 + Math.max(x1, x0 + 1)) / 2, y };
   }
 
+  /** The name tag beside the selected bar in the last drawn frame (null: none drawn). */
+  selectionTag(): { text: string; x: number; y: number } | null {
+    return this.selected ? this.renderer.selectionTag : null;
+  }
+
   /** The selected time range, if any. */
   rangeSelection(): { startPs: number; endPs: number } | null {
     return this.range;
@@ -475,7 +480,7 @@ export class TraceViewer implements ControlTarget {
       return;
     }
     const e = d.event;
-    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row };
+    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row, name: e.name };
     this.arrows = this.arrowsOf(d);
     this.panel.showEvent(d);
     this.opts.setParams({

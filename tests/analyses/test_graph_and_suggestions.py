@@ -13,6 +13,7 @@ import pytest
 
 from tbprof.analyses.encode import table_csv, to_json_bytes
 from tbprof.analyses.hlo import graph_viewer, hlo_stats
+from tbprof.analyses.ops import headline
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.pages import smart_suggestion
 from tbprof.domain.hlo_map import hlo_programs
@@ -69,12 +70,12 @@ def test_smart_suggestions_cite_other_tools(profiles_root: Path, sel: str) -> No
     # Idle share from the op metrics' own totals (op span minus op time).
     idle_pct = 100.0 * (db.total_time_ps - db.self_time_ps.sum()) / db.total_time_ps
     assert idle_pct >= smart_suggestion.IDLE_PERCENT
-    assert by_rule["idle_device"]["evidence"]["device_idle_percent"] == pytest.approx(idle_pct)
+    assert by_rule["idle_device"]["evidence"]["device_idle_of_device_time"] == pytest.approx(idle_pct)
     # Collectives share from hlo_stats' category pie.
     cats = {c["category"]: c["total_self_time_us"] for c in hlo_stats.compute(stores, {})["self_time_by_category"]}
-    coll = sum(v for k, v in cats.items() if k in smart_suggestion.COLLECTIVE_CATEGORIES)
+    coll = sum(v for k, v in cats.items() if k in headline.COLLECTIVE_CATEGORIES)
     share = 100.0 * coll / sum(cats.values())
-    assert by_rule["collectives_share"]["evidence"]["collectives_percent_of_op_time"] == pytest.approx(share)
+    assert by_rule["collectives_share"]["evidence"]["collectives_of_device_op_time"] == pytest.approx(share)
     for s in out["suggestions"]:
         assert registry.get(s["page"]) is not None, s["page"]
 

@@ -123,13 +123,22 @@ def test_sort_and_filter(standalone: Any, serve_page: Any) -> None:
     assert sorted(map(tuple, rows)) == sorted(map(tuple, expected))
     assert page.locator('[data-table="lines"] .tbp-table-count').inner_text() == f"{len(expected)} rows"
 
-    # A regex that does not compile: the server's 400 is shown under the table, rows stay.
+    # A regex that does not compile: the server's 400 is shown at the filter that caused it
+    # (#29 §6: it was under a stale table), the old rows stay, greyed as stale.
     page.fill('[data-table="lines"] input[data-filter="plane"]', "(")
     page.press('[data-table="lines"] input[data-filter="plane"]', "Enter")
-    status = page.locator('[data-table="lines"] .tbp-table-status.tbp-error')
-    status.wait_for(timeout=30_000)
-    assert "does not compile" in status.inner_text()
+    error = page.locator('[data-table="lines"] [data-filter-error="plane"]')
+    error.wait_for(timeout=30_000)
+    assert "does not compile" in error.inner_text()
+    assert page.get_attribute('[data-table="lines"] input[data-filter="plane"]', "aria-invalid") == "true"
+    assert page.locator('[data-table="lines"] tbody.tbp-stale').count() == 1
     assert len(shown_rows(page, "lines")) == len(expected)
+    serve_page.screenshot("table_filter_bad_regex")
+    # A filter that compiles again clears the mark.
+    page.fill('[data-table="lines"] input[data-filter="plane"]', r"GPU:\d$")
+    page.press('[data-table="lines"] input[data-filter="plane"]', "Enter")
+    error.wait_for(state="detached", timeout=30_000)
+    assert page.locator('[data-table="lines"] tbody.tbp-stale').count() == 0
     serve_page.expect_http_error(400)
     serve_page.check()
 

@@ -85,12 +85,14 @@ def test_op_details_and_link_to_its_events(standalone: Any, serve_page: Any) -> 
     params = parse_qs((graph.get_attribute("href") or "").split("#", 1)[-1])
     assert params["tool"] == ["graph_viewer"]
     assert [op["name"]] in params.values() and [program_id] in params.values()
-    # Its events: the trace viewer opens with the op's name searched and the first match selected.
+    # Its events: the trace viewer opens with the op's name searched and its first match on a
+    # device selected (#29 §5: not the earlier host-side event of the same name).
+    first = standalone.json("trace_search", run=run, q=op["name"], limit="1")["first_device_offset"]
     page.click("[data-op-details] [data-trace-link]")
     page.wait_for_selector('main.tbp-page[data-page="trace_viewer"]', timeout=PAGE_TIMEOUT_MS)
     page.wait_for_function(
-        "() => /^1 of /.test(document.querySelector('[data-testid=\"search-count\"]')?.textContent ?? '')",
-        timeout=PAGE_TIMEOUT_MS)
+        "(k) => (document.querySelector('[data-testid=\"search-count\"]')?.textContent ?? '').startsWith(k)",
+        arg=f"{(first or 0) + 1} of ", timeout=PAGE_TIMEOUT_MS)
     assert page.input_value('[data-testid="trace-search"]') == op["name"]
     # The op's event on a GPU stream (not its host-side TraceMe) opens it in the graph viewer.
     groups = standalone.json("data", run=run, tool="trace_viewer")["groups"]

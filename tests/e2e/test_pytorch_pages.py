@@ -100,8 +100,13 @@ def test_overview_with_gpu_breakdown(page: Any, server: Any) -> None:
     assert card == _pct(gpu["device_idle_percent"])
     comm = page.locator('[data-gpu-breakdown] [data-card="communication"] .tbp-card-value').inner_text()
     assert comm == _pct(gpu["communication_percent"])
-    # One row per rank in the temporal breakdown.
-    assert page.locator('[data-gpu-table="temporal_breakdown"] tbody tr').count() == len(gpu["ranks"]) == 2
+    # #29 §4: the overview shows the two cards and a link, not HTA's whole report.
+    assert page.locator("[data-gpu-breakdown] table").count() == 0
+    page.click("[data-gpu-breakdown-link]")
+    wait_ready(page)
+    assert page.locator('a.tbp-tool.tbp-active[data-tool="gpu_breakdown"]').count() == 1
+    # There, one row per rank in the temporal breakdown.
+    assert page.locator('[data-table="temporal_breakdown"] tbody tr').count() == len(gpu["ranks"]) == 2
 
 
 def test_kernel_stats_page(page: Any, server: Any) -> None:
@@ -136,6 +141,14 @@ def test_pod_viewer_with_gpu_breakdown(page: Any, server: Any) -> None:
     assert result["step_count"] > 0
     page.wait_for_selector('[data-gpu-breakdown="ready"]')
     assert page.locator('[data-gpu-table="comm_comp_overlap"] tbody tr').count() == 2
+    # #29 §4: ranks in order, named "rank N" (the trace's full id is in the details).
+    labels = page.evaluate(
+        "() => window.__tbprofCharts.get('pod_step').currentOption.xAxis.data")
+    hosts = [c["host"] for c in result["cores"]]
+    assert any(h.startswith("rank1.") for h in hosts[:1])  # the backend lists rank 1 first
+    assert [lab.split("\n")[0] for lab in labels] == sorted((lab.split("\n")[0] for lab in labels),
+                                                             key=lambda x: int(x.split()[1]))
+    assert all(lab.startswith("rank ") for lab in labels)
 
 
 def test_tf1_overview_and_op_stats(page: Any, server: Any) -> None:
@@ -162,3 +175,21 @@ def test_tf1_memory_profile_page(page: Any, server: Any) -> None:
     assert options == result["memory_ids"] and len(options) >= 1
     a = result["allocators"][result["memory_id"]]
     assert page.locator('[data-card="allocations"] .tbp-card-value').inner_text() == f"{a['num_allocations']}"
+
+
+def test_precision_unknown_without_element_types(page: Any, server: Any) -> None:
+    """#29 §3: a PyTorch trace has no HLO and (until its reader gives operator input types) no
+    tensor shapes: the overview says "unknown", not "0.0 % 16-bit", and gives no bf16 advice."""
+    _open(page, server, run=SINGLE, tool="overview_page")
+    perf = server.json("data", run=SINGLE, tool="overview_page", rows="0")["performance_summary"]
+    assert perf["device_compute_precision_source"] == "unknown"
+    assert page.locator('[data-card="precision"] .tbp-card-value').inner_text() == "unknown"
+    assert "bf16" not in page.locator("[data-recommendation]").inner_text()
+
+
+def test_memory_capacity_is_called_reserved(page: Any, server: Any) -> None:
+    """#29 §3: PyTorch's "capacity" is the caching allocator's reserved memory, not the device's."""
+    _open(page, server, run=SINGLE, tool="memory_profile")
+    card = page.locator('[data-card="capacity"]')
+    assert card.locator(".tbp-card-label").inner_text() == "Reserved by the allocator"
+    assert "not the device's memory" in card.locator(".tbp-card-hint").inner_text()

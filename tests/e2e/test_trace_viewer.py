@@ -73,7 +73,15 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     whole = standalone.json("trace", run=run, format="json", width_px="1000")
     span = whole["span_ps"]
     start, end = _window(page)
-    assert start <= 0 and end >= span  # opens on the whole profile
+    # #29 §5: it opens where the devices ran (the header's active range, 2 % margins), not on
+    # the profiler's start and stop around it.
+    active_start, active_end = whole["active_ps"]
+    assert 0 < active_start < active_end < span
+    margin = 0.02 * (active_end - active_start)
+    assert start == pytest.approx(active_start - margin, rel=1e-6)
+    assert end == pytest.approx(active_end + margin, rel=1e-6)
+    # Nothing selected: the details panel is folded, the timeline has the room.
+    assert not page.locator('[data-testid="trace-details"]').is_visible()
     status = page.inner_text('[data-testid="trace-status"]')
     assert "none dropped" in status and "density boxes" in status
     pixels = page.evaluate(CANVAS_PIXELS_JS)
@@ -89,13 +97,20 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     page.mouse.click(*_canvas_point(page, 60, 26 + 11))
     page.wait_for_function(f"() => ({visible_js})({first_track})", timeout=PAGE_TIMEOUT_MS)
 
-    # Zoom with the wheel at the middle of the timeline: the window shrinks around the cursor.
+    # The plain wheel scrolls the tracks and leaves the window; Ctrl + wheel zooms at the
+    # cursor (#29 §5: Perfetto's and XProf's convention).
     fetches = page.evaluate(FETCHES_JS)
     x, y = _canvas_point(page, 230 + 400, 120)
     page.mouse.move(x, y)
+    page.mouse.wheel(0, 200)
+    page.wait_for_function("() => document.querySelector('.tbp-tv-scroller').scrollTop > 0", timeout=PAGE_TIMEOUT_MS)
+    assert _window(page) == (start, end)
+    page.evaluate("() => { document.querySelector('.tbp-tv-scroller').scrollTop = 0; }")
+    page.keyboard.down("Control")
     for _ in range(4):
         page.mouse.wheel(0, -400)
         page.wait_for_timeout(50)
+    page.keyboard.up("Control")
     z0, z1 = _window(page)
     assert (z1 - z0) < 0.5 * (end - start)
     page.wait_for_function(f"() => window.__tbprofTrace.fetches > {fetches}", timeout=PAGE_TIMEOUT_MS)
@@ -131,6 +146,14 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     details = page.inner_text('[data-testid="trace-details"]')
     ev = standalone.json("trace_event", run=run, plane=str(first["plane"]), row=str(first["row"]))
     kernel = ev["decoded"]["kernel"]
+    # Identifiers keep their digits bare (#29 §5: "correlation_id 3,042" read as a quantity).
+    stat_cells = dict(page.eval_on_selector_all(
+        '[data-testid="event-stats"] tr', "trs => trs.map(tr => [tr.querySelector('th').innerText, "
+        "tr.querySelector('td').innerText])"))
+    ids = {s["name"]: s["value"] for s in ev["stats"] if s["name"].endswith("_id") and isinstance(s["value"], int)}
+    assert any(v >= 1000 for v in ids.values())
+    for name, value in ids.items():
+        assert stat_cells[name] == str(value), (name, stat_cells[name])
     assert " × ".join(str(v) for v in kernel["grid"]) in details
     assert str(kernel["registers_per_thread"]) in details
     page.click('[data-testid="search-next"]')
@@ -144,11 +167,14 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     serve_page.screenshot("trace_jax_mlp_kernel_selected")
 
     # Click the selected kernel on the canvas: the same event is picked.
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") is None
+    # Nothing selected any more: the panel folds again; the tracks stay where they were.
+    page.wait_for_selector('[data-testid="trace-details"]', state="hidden", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(100)
     pos = page.evaluate("(e) => window.__tbprofTrace.viewer.eventPosition(e.track, e.start_ps, e.dur_ps, e.depth)",
                         first)
     assert pos is not None
-    page.keyboard.press("Escape")
-    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") is None
     page.mouse.move(*_canvas_point(page, pos["x"], pos["y"]))
     tip = page.locator('[data-testid="trace-tooltip"]')
     assert tip.is_visible() and tip.inner_text().startswith("gemm_fusion_dot_17 — ")
@@ -187,6 +213,26 @@ def test_jax_mlp_zoom_pan_click_search_flow(standalone: Any, serve_page: Any) ->
     assert back.count() >= 1
     page.wait_for_timeout(400)
     serve_page.screenshot("trace_jax_mlp_launch_flow")
+
+    # A kernel's name is on its CPU launch too, earlier in time: the search starts at the
+    # kernel on the device (#29 §5), the match the backend names first_device_offset.
+    gemm = standalone.json("trace_search", run=run, q="sm90_xmma_gemm", limit="1000")
+    assert gemm["first_device_offset"] > 0
+    on_device = gemm["matches"][gemm["first_device_offset"]]
+    page.fill('[data-testid="trace-search"]', "sm90_xmma_gemm")
+    page.press('[data-testid="trace-search"]', "Enter")
+    page.wait_for_function("(t) => document.querySelector('[data-testid=\"search-count\"]').textContent === t",
+                           arg=f"{gemm['first_device_offset'] + 1} of {gemm['total']}", timeout=PAGE_TIMEOUT_MS)
+    _wait_details(page, on_device["name"])
+    assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": on_device["plane"],
+                                                                             "row": on_device["row"]}
+    # The matched bar is a few pixels wide: its name is drawn on a tag beside it.
+    page.wait_for_function("() => window.__tbprofTrace.viewer.selectionTag() !== null", timeout=PAGE_TIMEOUT_MS)
+    tag = page.evaluate("() => window.__tbprofTrace.viewer.selectionTag()")
+    pos = page.evaluate("(e) => window.__tbprofTrace.viewer.eventPosition(e.track, e.start_ps, e.dur_ps, e.depth)",
+                        on_device)
+    assert on_device["name"].startswith(tag["text"].rstrip("…"))
+    assert abs(tag["x"] - pos["x"]) < 200
 
     # Range select on the ruler: duration and per-name totals.
     page.keyboard.press("0")
@@ -227,6 +273,11 @@ def test_custom_loop_steps_flows_and_deep_link(standalone: Any, serve_page: Any)
     page.press('[data-testid="trace-search"]', "Enter")
     _wait_details(page, "train")
     assert "Events in this step" in page.inner_text('[data-testid="trace-details"]')
+    # The marker's step number beside its name, as the Steps track and the overview name the step.
+    marker = standalone.json("trace_search", run=run, q="train", limit="1")["matches"][0]
+    stats = standalone.json("trace_event", run=run, plane=str(marker["plane"]), row=str(marker["row"]))["stats"]
+    step_num = next(s["value"] for s in stats if s["name"] == "step_num")
+    assert page.inner_text('[data-testid="event-step"]') == f"step {step_num}"
 
     # A TraceMe producer (FunctionRun carries _p/_pt): follow its flow to a consumer.
     hit = standalone.json("trace_search", run=run, q="FunctionRun", limit="1")["matches"][0]

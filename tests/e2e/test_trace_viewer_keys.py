@@ -85,9 +85,15 @@ def test_key_help_button_status_and_details_panel(standalone: Any, serve_page: A
     page.click('[data-testid="key-help-button"]')
     page.wait_for_selector('[data-testid="trace-key-help"]', state="hidden", timeout=5_000)
 
-    # The details panel: dragging its handle up makes it taller and the timeline shorter.
+    # The details panel is folded while nothing is selected (#29 §5); "Show details" opens it
+    # (the user's choice, kept in the URL); dragging its handle up makes it taller.
     scroller = page.locator(".tbp-tv-scroller")
     panel = page.locator('[data-testid="trace-details"]')
+    assert not panel.is_visible()
+    assert "c.fold" not in page.url
+    page.click('[data-testid="details-toggle"]')
+    page.wait_for_selector('[data-testid="trace-details"]', state="visible", timeout=5_000)
+    page.wait_for_function("() => location.hash.includes('c.fold=0')", timeout=5_000)
     h_scroller = scroller.bounding_box()["height"]
     h_panel = panel.bounding_box()["height"]
     handle = page.locator('[data-testid="details-resize"]').bounding_box()

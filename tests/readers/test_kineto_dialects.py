@@ -243,6 +243,7 @@ def test_precision_from_operator_input_types(tmp_path: Path, doc: Doc) -> None:
     """torch_cnn ran under bf16 autocast: its convolutions' operators have BFloat16 inputs."""
     store = _write(tmp_path, _rewrite(doc, lambda e: e))
     perf = overview.compute([store], {})["performance_summary"]
+    assert perf["device_compute_precision_source"] == "operator_input_types"
     assert perf["device_compute_16bit_percent"] > 50.0
     # Without record_shapes (no input types) and with names that say nothing, it is unknown.
     def event(e: dict[str, Any]) -> dict[str, Any]:
@@ -253,8 +254,10 @@ def test_precision_from_operator_input_types(tmp_path: Path, doc: Doc) -> None:
         return e
     store = _write(tmp_path, _rewrite(doc, event), "noshapes.pt.trace.json")
     result = overview.compute([store], {})
-    assert result["performance_summary"]["device_compute_unknown_precision_percent"] > 50.0
-    assert "unknown" in result["recommendation"]["precision_statement"]
+    perf = result["performance_summary"]
+    assert perf["device_compute_precision_source"] == "unknown" and perf["device_compute_16bit_percent"] is None
+    steps = result["tables"]["steps"].data
+    assert sum(steps["device_compute_unknown_precision_ms"]) > sum(steps["device_compute_32bit_ms"])
     assert "bf16/fp16 ops run faster" not in result["recommendation"]["precision_statement"]
 
 

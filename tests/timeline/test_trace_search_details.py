@@ -201,3 +201,18 @@ def test_pytorch_kernel_details_and_flows(sample_profiles: Path) -> None:
     assert launcher["plane"] == cpu.index
     # The ac2g flow links the same pair.
     assert (cpu.index, launcher["row"]) in {(e["plane"], e["row"]) for e in d["links"]["flow_from"]}
+
+
+def test_search_points_at_the_first_device_match(stores: dict[str, ProfileStore]) -> None:
+    """#29 §5: a kernel's name is on its CPU launch too, earlier in time; the viewer starts at
+    the first match on a device plane."""
+    from tbprof.domain.planes import device_planes_of
+
+    store = stores["jax_mlp"]
+    devices = set(device_planes_of(store))
+    m = find_all(store, "sm90_xmma_gemm")
+    on_device = [k for k, p in enumerate(m.plane.tolist()) if p in devices]
+    assert on_device and m.plane[0] not in devices  # the first match in time is the CPU launch
+    page = search(store, "sm90_xmma_gemm", limit=1)
+    assert page["first_device_offset"] == on_device[0]
+    assert search(stores["custom_loop"], "Iterator", limit=1)["first_device_offset"] is None  # no device

@@ -249,6 +249,8 @@ def test_device_planes_start_with_steps_and_xla_modules_rows(stores: dict[str, P
     device step spans its events' first start to their last end. XLA Modules: the plane's
     events in time order that carry hlo_module, runs of one (module, program) within a step.
     """
+    from tbprof.analyses.steps.assignment import steps_of
+
     store = stores["jax_mlp"]
     index = track_index(store)
     host = store.plane("/host:CPU")
@@ -267,7 +269,10 @@ def test_device_planes_start_with_steps_and_xla_modules_rows(stores: dict[str, P
             if k:
                 span = spans.setdefault(k - 1, [start, start + dur])
                 span[0], span[1] = min(span[0], start), max(span[1], start + dur)
-        want = sorted((s, e - s, markers[k][1]) for k, (s, e) in spans.items())
+        # Steps the step analysis leaves out (boundary steps) are marked so (#29 §5).
+        counted = set(steps_of(store).names)
+        want = sorted((s, e - s, markers[k][1] if markers[k][1] in counted
+                       else f"{markers[k][1]} (partial, not counted)") for k, (s, e) in spans.items())
         assert first.derived is not None and second.derived is not None
         got = sorted(zip(first.derived.start_ps.tolist(), first.derived.dur_ps.tolist(),
                          [store.strings[int(i)] for i in first.derived.name_id.tolist()], strict=True))
@@ -276,3 +281,36 @@ def test_device_planes_start_with_steps_and_xla_modules_rows(stores: dict[str, P
         assert second.event_count > 0 and all(store.strings[int(i)].endswith(")") for i in second.derived.name_id)
         result = query_window(store, None, None, 1000)
         assert result.slices[first.id].in_window == len(want)
+
+
+def test_active_range_is_where_the_devices_ran(profiles_root: Path) -> None:
+    """#29 §5: the viewer opens on the device planes' events, not the profiler's whole span."""
+    from tbprof.domain.planes import device_planes_of
+    from tbprof.timeline.encoding import active_range_ps
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    planes = [store.planes[i] for i in device_planes_of(store)]
+    first = min(int(p.start_ps.min()) for p in planes if p.n_events)
+    last = max(int((p.start_ps + p.dur_ps).max()) for p in planes if p.n_events)
+    assert active_range_ps(store) == [first, last]
+    assert 0 < first and last < store.span_ps  # jax_mlp: the host ran before and after
+    cpu = read_xspace(xplane_of(profiles_root, "keras_cnn"))
+    assert active_range_ps(cpu) == [0, cpu.span_ps]  # no device: the whole span
+
+
+def test_steps_track_marks_the_steps_the_overview_leaves_out(profiles_root: Path) -> None:
+    """#29 §5: jax_mlp's markers are train 3-12; the step analysis drops the two boundary steps
+    (held only in part), so the Steps track names them so."""
+    from tbprof.analyses.steps.assignment import steps_of
+    from tbprof.domain.planes import device_planes_of
+    from tbprof.timeline.derived import device_plane_lines
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    counted = steps_of(store).names
+    plane = store.planes[device_planes_of(store)[0]]
+    steps = dict(device_plane_lines(store, plane))["Steps"]
+    names = {store.strings[int(i)] for i in np.unique(steps.name_id)}
+    assert set(counted) <= names
+    partial = names - set(counted)
+    assert partial and all(n.endswith(" (partial, not counted)") for n in partial)
+    assert len(partial) == steps_of(store).dropped_boundary_steps

@@ -109,12 +109,22 @@ export interface HostError {
   error: string;
 }
 
-/** Every tool answer has these; ``tables`` hold the tables every page renders alike. */
+/** A headline metric with its one definition (``analyses/metrics.py``). */
+export interface MetricJson {
+  key: string;
+  label: string;
+  of: string;
+  definition: string;
+  value_percent: number | null;
+}
+
+/** Every tool answer has these; ``tables`` hold the tables every page renders alike; */
 export interface ToolEnvelope {
   schema_version: number;
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
 }
 
 /** XProf's input-bound thresholds, percent of step time: ``high`` at or above, ``moderate`` at or above. */
@@ -148,6 +158,7 @@ export interface NextStep {
 export interface OverviewRecommendation {
   bottleneck: string;
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  input_bound_reason: string;
   statement: string;
   kernel_launch_bottleneck: string;
   kernel_launch_statement: string;
@@ -178,9 +189,9 @@ export interface PerformanceSummary {
   device_op_count_percent: number;
   host_op_time_eager_percent: number;
   device_op_time_eager_percent: number;
-  device_compute_16bit_percent: number;
-  device_compute_32bit_percent: number;
-  device_compute_unknown_precision_percent: number;
+  device_compute_16bit_percent: number | null;
+  device_compute_32bit_percent: number | null;
+  device_compute_precision_source: "hlo_element_types" | "tensor_shapes" | "operator_input_types" | "unknown";
 }
 
 export interface OverviewResult {
@@ -188,6 +199,7 @@ export interface OverviewResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   steps: StepsInfo;
   run_environment: Record<string, unknown>;
@@ -200,6 +212,7 @@ export interface OverviewResult {
 
 export interface InputPipelineVerdict {
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  input_bound_reason: string;
   input_classification: string;
   input_percent: number;
   statement: string;
@@ -215,6 +228,7 @@ export interface InputPipelineResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   steps: StepsInfo;
   verdict: InputPipelineVerdict;
@@ -230,6 +244,7 @@ export interface GpuBreakdownResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   ranks: number[];
   device_idle_percent: number | null;
@@ -242,6 +257,7 @@ export interface GpuCountersResult {
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
+  metrics?: MetricJson[];
   hosts: string[];
   ranks: number[];
   max_queue_length: number | null;

@@ -15,3 +15,4 @@ import "./roofline_model/roofline_model_page";
 import "./memory_viewer/memory_viewer_page";
 import "./graph_viewer/graph_viewer_page";
 import "./smart_suggestion/smart_suggestion_page";
+import "./gpu_breakdown/gpu_breakdown_page";

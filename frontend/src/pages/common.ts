@@ -28,12 +28,15 @@ export interface TableWidgetOptions {
   pageSize?: number;
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
   keyColumnsFirst?: boolean;
+  /** Columns hidden until the user picks columns (the URL's t.<name>.hide wins). */
+  defaultHidden?: readonly string[];
 }
 
 /** The column chooser's state of table `name` in the URL (t.<name>.hide). */
-export function hiddenColumns(ctx: PageContext, name: string): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+export function hiddenColumns(ctx: PageContext, name: string, defaultHidden: readonly string[] = []): Pick<DataTableOptions, "hidden" | "onHiddenChange"> {
+  const param = ctx.tableParams(name).get("hide");
   return {
-    hidden: hiddenFromParam(ctx.tableParams(name).get("hide")),
+    hidden: param === undefined ? [...defaultHidden] : hiddenFromParam(param),
     onHiddenChange: (hidden) => ctx.setTableParams({ [`${name}.hide`]: hiddenToParam(hidden) }),
   };
 }
@@ -64,7 +67,7 @@ export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOpt
     fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
     decorateCell: opts.decorateCell,
     keyColumnsFirst: opts.keyColumnsFirst ?? KEY_FIRST_TABLES.has(`${ctx.request.tool}/${name}`),
-    ...hiddenColumns(ctx, name),
+    ...hiddenColumns(ctx, name, opts.defaultHidden),
   });
   ctx.onDispose(() => widget.dispose());
   return widget;
@@ -119,13 +122,57 @@ export interface Slice {
 
 /** Slices a pie shows: the largest `top` and one "Other (k)" for the rest; empty ones dropped. */
 export function pieSlices(slices: readonly Slice[], top = 8): Slice[] {
-  const sorted = [...slices].filter((s) => s.value > 0).sort((a, b) => b.value - a.value);
+  // The backend's own tail ("Other (12)") joins ours: one "Other (N)", not "Other" and "Other (3)".
+  let otherValue = 0;
+  let otherCount = 0;
+  const named: Slice[] = [];
+  for (const s of slices) {
+    const m = OTHER_NAME.exec(s.name);
+    if (m && s.value > 0) {
+      otherValue += s.value;
+      otherCount += m[1] !== undefined ? Number(m[1]) : 1;
+    } else if (s.value > 0) {
+      named.push(s);
+    }
+  }
+  const sorted = named.sort((a, b) => b.value - a.value);
   // Never an "Other (1)": one more slice costs no more room than the "Other" would.
-  const keep = sorted.length === top + 1 ? top + 1 : top;
+  const keep = sorted.length === top + 1 && otherCount === 0 ? top + 1 : top;
   const shown: Slice[] = sorted.slice(0, keep);
-  const rest = sorted.slice(keep).reduce((a, s) => a + s.value, 0);
-  if (rest > 0) shown.push({ name: `Other (${sorted.length - keep})`, value: rest, color: "#bab0ac" });
+  const rest = sorted.slice(keep).reduce((a, s) => a + s.value, otherValue);
+  if (rest > 0) shown.push({ name: `Other (${String(sorted.length - Math.min(keep, sorted.length) + otherCount)})`, value: rest, color: "#bab0ac" });
   return shown;
+}
+
+const OTHER_NAME = /^Other(?: \((\d+)\))?$/;
+
+function firstDifference(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * Legend labels of at most `maxChars`: names cut in the middle, except where that makes two
+ * labels the same ("ncclDevKern…orage<4096ul>)" four times, #29 §4): those show the part where
+ * they differ from each other, with "…" on the sides cut away.
+ */
+export function legendLabels(names: readonly string[], maxChars: number): Map<string, string> {
+  const plain = names.map((n) => middleEllipsis(n, maxChars));
+  const out = new Map<string, string>();
+  names.forEach((name, i) => {
+    const twins = names.filter((other, j) => j !== i && plain[j] === plain[i] && other !== name);
+    if (twins.length === 0) {
+      out.set(name, plain[i] ?? name);
+      return;
+    }
+    const diff = Math.min(...twins.map((t) => firstDifference(name, t)));
+    const room = maxChars - 2;
+    const start = Math.max(0, Math.min(diff - Math.floor(room * 0.3), name.length - room));
+    const end = Math.min(name.length, start + room);
+    out.set(name, `${start > 0 ? "…" : ""}${name.slice(start, end)}${end < name.length ? "…" : ""}`);
+  });
+  return out;
 }
 
 /** A long name cut in the middle, keeping its end (op names differ at the end: ".../fusion_12"). */
@@ -142,12 +189,13 @@ export function middleEllipsis(name: string, maxChars: number): string {
  */
 export function pieOption(slices: readonly Slice[], unit: string, top = 8): Record<string, unknown> {
   const shown = pieSlices(slices, top);
+  const labels = legendLabels(shown.map((s) => s.name), 26);
   return {
     color: PALETTE,
     tooltip: { trigger: "item", valueFormatter: unitFormatter(unit), confine: true },
     legend: {
       type: "plain", orient: "vertical", right: 4, top: "middle", itemGap: 6, itemWidth: 12, itemHeight: 10,
-      formatter: (name: string) => middleEllipsis(name, 26),
+      formatter: (name: string) => labels.get(name) ?? middleEllipsis(name, 26),
       tooltip: { show: true },
       textStyle: { fontSize: 11 },
     },

@@ -29,6 +29,8 @@ export interface PageContext {
   setTableParams(updates: Readonly<Record<string, string | null>>): void;
   /** Opens another tool of the same run and host (optionally with page state "c.*"). */
   navigate(tool: string, params?: Readonly<Record<string, string>>): void;
+  /** A tool's title as the tool list shows it ("HLO op stats"), for links that name a page. */
+  toolTitle(tool: string): string;
   /** A real href for a link to another tool (middle-click/new tab keep working). */
   href(tool: string, params?: Readonly<Record<string, string>>): string;
   /** Runs when the page is left (dispose charts, timers, observers). */

@@ -15,6 +15,8 @@ export interface InputVerdict {
   label: string;
   /** "input-bound at ≥ 20 %, moderate at ≥ 5 %": from the response, "" when it sends none. */
   thresholds: string;
+  /** What the verdict rests on ("'all others' 68.7% of step time"), "" when the backend sends none. */
+  reason: string;
 }
 
 // "yes" / "maybe" are older names of the same verdicts (kept for cached results).
@@ -48,10 +50,14 @@ export function inputVerdict(holder: Obj): InputVerdict {
     tone: TONES[bound] ?? "neutral",
     label: LABELS[bound] ?? (bound ? `Input-bound: ${bound}` : ""),
     thresholds: parts.join(", "),
+    reason: str(holder, "input_bound_reason"),
   };
 }
 
 /** The hint under the "Waiting for input" card: the verdict in words and its thresholds. */
 export function inputCardHint(v: InputVerdict): string {
+  // "Possibly input-bound" rests on 'all others' time, not on the input share shown above it:
+  // the hint names it, so 0.0 % beside "possibly input-bound" reads as what it is.
+  if (v.bound === "potential" && v.reason) return `of the step time · ${v.label}: ${v.reason}`;
   return ["of the step time", v.label, v.thresholds ? `(${v.thresholds})` : ""].filter(Boolean).join(" · ").replace(" · (", " (");
 }

@@ -1,10 +1,10 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, field reading.
 import { describe, expect, it } from "vitest";
-import { middleEllipsis, pieOption, pieSlices } from "./common";
+import { legendLabels, middleEllipsis, pieOption, pieSlices } from "./common";
 import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
-import { stepConfidenceText, stepHosts } from "./steps_common";
+import { meanAndSpread, stepConfidenceText, stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -113,5 +113,33 @@ describe("step confidence line", () => {
     expect(stepConfidenceText({ step_confidence: "none" })).toContain("no input-bound verdict");
     expect(stepConfidenceText({ step_confidence: "later" })).toBe("Step confidence: later");
     expect(stepConfidenceText({})).toBe("");
+  });
+});
+
+describe("meanAndSpread (#29 §4)", () => {
+  it("picks the mean's unit and gives the spread the mean's precision", () => {
+    expect(meanAndSpread(0.0059, 0.000018)).toBe("5.9 µs ± 0.018");
+    expect(meanAndSpread(5.579658, 0.18510749)).toBe("5.58 ms ± 0.19");
+    expect(meanAndSpread(1234.5, 10)).toBe("1.23 s ± 0.01");
+    expect(meanAndSpread(0.00077, 0.0000114)).toBe("770 ns ± 11");
+    expect(meanAndSpread(2, null)).toBe("2 ms");
+  });
+});
+
+describe("pie legends (#29 §4)", () => {
+  it("merges the backend's 'Other (N)' into one 'Other'", () => {
+    const slices = [...Array.from({ length: 10 }, (_, i) => ({ name: `op${String(i)}`, value: 100 - i })), { name: "Other (12)", value: 5 }];
+    const shown = pieSlices(slices, 8);
+    expect(shown.filter((s) => s.name.startsWith("Other"))).toEqual([{ name: "Other (14)", value: 91 + 92 + 5, color: "#bab0ac" }]);
+  });
+  it("keeps the part where long names differ", () => {
+    const names = [0, 1, 2, 3].map((i) => `ncclDevKernel_AllReduce_Sum_f32_RING_LL${String(i)}(ncclDevKernelArgsStorage<4096ul>)`);
+    const labels = legendLabels(names, 26);
+    expect(new Set(labels.values()).size).toBe(4);
+    for (const [name, label] of labels) {
+      expect(label.length).toBeLessThanOrEqual(26);
+      expect(label).toContain(`LL${name.charAt(name.indexOf("LL") + 2)}`);
+    }
+    expect(legendLabels(["short"], 26).get("short")).toBe("short");
   });
 });

@@ -86,8 +86,22 @@ export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Cat
 export function statText(stat: Obj): string {
   const avg = num(stat, "avg");
   if (avg === null) return "–";
-  const sd = num(stat, "stddev");
-  return `${formatNumber(avg, 3)} ms${sd !== null ? ` ± ${formatNumber(sd, 2)}` : ""}`;
+  return meanAndSpread(avg, num(stat, "stddev"));
+}
+
+// Milliseconds per unit, largest first.
+const TIME_UNITS: readonly (readonly [string, number])[] = [["s", 1000], ["ms", 1], ["µs", 1e-3], ["ns", 1e-6]];
+
+/**
+ * "5.9 µs ± 0.018": the mean in the unit that keeps it ≥ 1 (3 significant digits), the standard
+ * deviation in the same unit (2 significant digits): "0.0059 ms ± 0.000018" made the reader
+ * count zeros (#29 §4).
+ */
+export function meanAndSpread(avgMs: number, sdMs: number | null): string {
+  const [unit, perUnitMs] = TIME_UNITS.find(([, ms]) => Math.abs(avgMs) >= ms) ?? (avgMs === 0 ? ["ms", 1] : ["ns", 1e-6]);
+  const mean = formatNumber(avgMs / perUnitMs, 3);
+  if (sdMs === null) return `${mean} ${unit}`;
+  return `${mean} ${unit} ± ${formatNumber(sdMs / perUnitMs, 2)}`;
 }
 
 /** A small static table: category, avg, stddev, min, max (non-zero rows only). */

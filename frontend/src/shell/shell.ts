@@ -70,10 +70,23 @@ export class Shell {
     this.page = h("main", { class: "tbp-page", "data-page": "" });
     clear(root);
     root.classList.add("tbp-app");
-    root.append(
-      h(
+    // Below 1100 px the tool list folds away behind this button (#29 §6); wider, it is hidden.
+    const navToggle = h("button", { type: "button", class: "tbp-btn tbp-nav-toggle", "aria-label": "Tools", "aria-expanded": "false", title: "Show or hide the tool list" }, "☰ Tools");
+    navToggle.addEventListener("click", () => {
+      const open = root.classList.toggle("tbp-nav-open");
+      navToggle.setAttribute("aria-expanded", String(open));
+    });
+    this.toolNav.addEventListener("click", (e) => {
+      // Picking a tool closes the folded list.
+      if ((e.target as HTMLElement).closest("a.tbp-tool")) {
+        root.classList.remove("tbp-nav-open");
+        navToggle.setAttribute("aria-expanded", "false");
+      }
+    });
+    const header = h(
         "header",
         { class: "tbp-bar" },
+        navToggle,
         h("span", { class: "tbp-brand" }, "tbprof"),
         h("label", { class: "tbp-field" }, h("span", {}, "Run"), this.runFilter, this.runSelect),
         h("label", { class: "tbp-field" }, h("span", {}, "Host"), this.hostSelect),
@@ -81,7 +94,11 @@ export class Shell {
         h("span", { class: "tbp-spacer" }),
         this.actionsSlot,
         this.versionEl,
-      ),
+      );
+    // The tool list sticks under the header, whose height depends on the width.
+    new ResizeObserver(() => root.style.setProperty("--tbp-bar-h", `${header.offsetHeight}px`)).observe(header);
+    root.append(
+      header,
       h("div", { class: "tbp-body" }, this.toolNav, h("div", { class: "tbp-main" }, this.notice, this.optionsBar, this.page)),
     );
     this.runFilter.addEventListener("input", () => this.fillRunSelect());
@@ -498,6 +515,7 @@ export class Shell {
       result,
       signal: ctl.signal,
       allHosts: this.settings.allHosts,
+      toolTitle: (t) => this.toolTitle(t),
       param: (key) => this.state.get(`c.${key}`),
       setParams: (updates) => this.state.update(prefixed("c.", updates), { silent: true }),
       setOptions: (updates) => this.state.update(prefixed("o.", updates)),

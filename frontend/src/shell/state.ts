@@ -3,6 +3,11 @@
 // The frame's own hash is the source of truth. Inside TensorBoard it is also mirrored into
 // TensorBoard's hash as "p.tbprof.<key>", and read from there when the frame starts without
 // one: that is how a TensorBoard link or a browser reload restores the view.
+//
+// Inside TensorBoard the history entries belong to TensorBoard's window: a tool/run/host
+// change pushes an entry there (the frame only replaces its own, so Back needs one press, not
+// two), and the frame follows TensorBoard's hashchange/popstate, so Back/Forward and a tbprof
+// link pasted into a tab already on TensorBoard change the view, not only the address.
 
 import {
   fromTensorBoardHash,
@@ -48,6 +53,7 @@ export class StateStore {
     this.state = own.size === 0 && this.tb ? fromTensorBoardHash(this.tb.location.hash, PLUGIN_NAME) : own;
     window.addEventListener("hashchange", () => this.reload());
     window.addEventListener("popstate", () => this.reload());
+    if (this.tb) this.followTensorBoard(this.tb);
   }
 
   get insideTensorBoard(): boolean {
@@ -75,7 +81,7 @@ export class StateStore {
     const next = withUpdates(this.state, updates);
     if (serializeState(next) === serializeState(this.state)) return;
     this.state = next;
-    this.write(opts.push === true && !this.tb);
+    this.write(opts.push === true);
     if (!opts.silent) this.emit();
   }
 
@@ -94,23 +100,61 @@ export class StateStore {
     this.emit();
   }
 
+  /** TensorBoard's Back/Forward or an edited address: the view follows TensorBoard's hash. */
+  private followTensorBoard(tb: Window): void {
+    const onParent = (): void => {
+      let hash: string;
+      try {
+        hash = tb.location.hash;
+      } catch {
+        return;
+      }
+      // Another dashboard's tab ("#timeseries"): TensorBoard hides this frame; keep the view.
+      const tab = (hash.startsWith("#") ? hash.slice(1) : hash).split("&")[0] ?? "";
+      if (tab !== "" && tab !== PLUGIN_NAME) return;
+      const theirs = fromTensorBoardHash(hash, PLUGIN_NAME);
+      if (serializeState(theirs) === serializeState(this.state)) return;
+      this.state = theirs;
+      this.writeOwn(false);
+      this.emit();
+    };
+    tb.addEventListener("hashchange", onParent);
+    tb.addEventListener("popstate", onParent);
+    // The frame can go before TensorBoard does (a dashboard switch or a reload of the frame).
+    window.addEventListener("pagehide", () => {
+      try {
+        tb.removeEventListener("hashchange", onParent);
+        tb.removeEventListener("popstate", onParent);
+      } catch {
+        // TensorBoard went away first.
+      }
+    });
+  }
+
   private write(push: boolean): void {
+    // Inside TensorBoard the entry is pushed in TensorBoard's window only (see the header).
+    this.writeOwn(push && !this.tb);
+    this.mirror(push);
+  }
+
+  private writeOwn(push: boolean): void {
     // An absolute URL: inside TensorBoard the frame has <base href="plugin/tbprof/">, which
     // would turn a bare "#..." into another path.
     const u = new URL(window.location.href);
     u.hash = serializeState(this.state);
     if (push) window.history.pushState(null, "", u.href);
     else window.history.replaceState(window.history.state, "", u.href);
-    this.mirror();
   }
 
-  private mirror(): void {
+  private mirror(push = false): void {
     if (!this.tb) return;
     try {
       const u = new URL(this.tb.location.href);
       u.hash = toTensorBoardHash(this.tb.location.hash, PLUGIN_NAME, this.state);
-      // replaceState fires no hashchange, so TensorBoard does not re-route on our updates.
-      this.tb.history.replaceState(this.tb.history.state, "", u.href);
+      // pushState/replaceState fire no hashchange, so TensorBoard does not re-route on our
+      // updates (and our own listener does not see them either).
+      if (push) this.tb.history.pushState(this.tb.history.state, "", u.href);
+      else this.tb.history.replaceState(this.tb.history.state, "", u.href);
     } catch {
       // TensorBoard went away or changed origin: the frame's own hash still holds the state.
     }

@@ -21,6 +21,8 @@ export interface PanelActions {
   select(e: LinkedEvent): void;
   zoomTo(startPs: number, endPs: number): void;
   toolLink?: (tool: string, options: Readonly<Record<string, string>>, label: string) => HTMLElement;
+  /** The panel has something to show (the page unfolds it) or nothing any more (it may fold). */
+  shown?: (hasContent: boolean) => void;
 }
 
 /** The HLO op and program of a device event (its ``hlo_op`` and ``program_id`` stats), if any. */
@@ -35,7 +37,24 @@ function kv(rows: [string, string | Node][]): HTMLElement {
   return h("table", { class: "tbp-tv-kv" }, rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v))));
 }
 
-function valueText(v: unknown): string {
+/**
+ * "step 4" for a step marker (its step_num stat), as the Steps track and the overview name the
+ * step ("train 4"); null for other events (#29 §5: the panel said "train" without the number).
+ */
+export function stepLabel(stats: readonly { name: string; value: unknown }[]): string | null {
+  const n = stats.find((s) => s.name === "step_num")?.value;
+  return typeof n === "number" && Number.isInteger(n) ? `step ${String(n)}` : null;
+}
+
+const ID_KEY = /(^|[_\s])id$|_ids?$|^id$/i;
+
+function isIdKey(key: string): boolean {
+  return ID_KEY.test(key.trim());
+}
+
+/** A stat value as text; identifiers ("correlation_id", "id", "run id") keep their digits bare. */
+export function valueText(v: unknown, key = ""): string {
+  if (typeof v === "number" && Number.isInteger(v) && isIdKey(key)) return String(v);
   if (typeof v === "number") return formatNumber(v, 8);
   if (typeof v === "string") return v;
   return JSON.stringify(v);
@@ -45,8 +64,15 @@ export class DetailsPanel {
   readonly el: HTMLElement;
 
   constructor(private readonly actions: PanelActions) {
-    this.el = h("section", { class: "tbp-tv-details", "data-testid": "trace-details" },
-      h("p", { class: "tbp-muted" }, "Click an event to see its details; drag on the time ruler (or shift-drag) to select a range."));
+    this.el = h("section", { class: "tbp-tv-details", "data-testid": "trace-details" });
+    this.showEmpty();
+  }
+
+  /** Nothing selected: the hint, and the page may fold the panel away. */
+  showEmpty(): void {
+    clear(this.el);
+    this.el.appendChild(h("p", { class: "tbp-muted" }, "Click an event to see its details; drag on the time ruler (or shift-drag) to select a range."));
+    this.actions.shown?.(false);
   }
 
   private linkButton(e: LinkedEvent): HTMLElement {
@@ -59,21 +85,25 @@ export class DetailsPanel {
   }
 
   showLoading(what: string): void {
+    this.actions.shown?.(true);
     clear(this.el);
     this.el.appendChild(h("p", { class: "tbp-muted" }, `Loading ${what}…`));
   }
 
   showError(message: string): void {
+    this.actions.shown?.(true);
     clear(this.el);
     this.el.appendChild(h("p", { class: "tbp-error" }, message));
   }
 
   showEvent(d: EventDetails): void {
+    this.actions.shown?.(true);
     clear(this.el);
     const e = d.event;
     const head = h("div", { class: "tbp-tv-head" },
       h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(e.name)}` }),
       h("strong", { class: "tbp-tv-name", "data-testid": "event-name" }, e.name),
+      stepLabel(d.stats) !== null ? h("span", { class: "tbp-tv-step", "data-testid": "event-step" }, stepLabel(d.stats)) : null,
       h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(e.startPs, e.endPs) },
         "Zoom to event"));
     const info = kv([
@@ -110,7 +140,7 @@ export class DetailsPanel {
       const m = d.decoded[key];
       if (typeof m === "object" && m !== null) {
         left.appendChild(h("h3", {}, key === "memcpy_details" ? "Memcpy" : "Memset"));
-        left.appendChild(kv(Object.entries(m as Record<string, unknown>).map(([a, b]) => [a, valueText(b)])));
+        left.appendChild(kv(Object.entries(m as Record<string, unknown>).map(([a, b]) => [a, valueText(b, a)])));
       }
     }
     const linksEl = h("div", { class: "tbp-tv-links", "data-testid": "event-links" });
@@ -131,12 +161,13 @@ export class DetailsPanel {
     const stats = h("div", {}, h("h3", {}, `Stats (${d.stats.length})`),
       h("table", { class: "tbp-tv-stats", "data-testid": "event-stats" },
         d.stats.map((s) => h("tr", { title: s.source === "metadata" ? "from the event's metadata" : null },
-          h("th", {}, s.name), h("td", {}, valueText(s.value))))));
+          h("th", {}, s.name), h("td", {}, valueText(s.value, s.name))))));
     cols.append(left, stats);
     this.el.appendChild(cols);
   }
 
   showBox(name: string, count: number, busy: number, startPs: number, endPs: number): void {
+    this.actions.shown?.(true);
     clear(this.el);
     this.el.appendChild(h("div", { class: "tbp-tv-head" }, h("strong", {}, `${formatNumber(count)} events merged`)));
     this.el.appendChild(kv([
@@ -150,12 +181,14 @@ export class DetailsPanel {
   }
 
   showCounter(track: string, text: string): void {
+    this.actions.shown?.(true);
     clear(this.el);
     this.el.appendChild(h("div", { class: "tbp-tv-head" }, h("strong", {}, track)));
     this.el.appendChild(h("p", {}, text));
   }
 
   showRange(r: RangeSummary): void {
+    this.actions.shown?.(true);
     clear(this.el);
     const dur = r.endPs - r.startPs;
     this.el.appendChild(h("div", { class: "tbp-tv-head", "data-testid": "range-summary" },

@@ -20,11 +20,15 @@ export class PanelSplitter {
   private readonly toggle: HTMLButtonElement;
   private panelPx: number | null;
   private folded: boolean;
+  /** No fold chosen by the user (no "fold" in the URL): folded while the panel is empty. */
+  private auto: boolean;
 
   constructor(private readonly host: SplitterHost, signal: AbortSignal) {
     const saved = Number(host.param("panel"));
     this.panelPx = host.param("panel") !== null && Number.isFinite(saved) && saved > 0 ? saved : null;
-    this.folded = host.param("fold") === "1";
+    // Folded until something is selected, unless the user chose (c.fold=1 folded, 0 open).
+    this.auto = host.param("fold") === null;
+    this.folded = this.auto || host.param("fold") === "1";
     this.toggle = h("button", {
       type: "button", class: "tbp-tv-fold", "data-testid": "details-toggle",
       onclick: () => this.setFolded(!this.folded),
@@ -40,6 +44,7 @@ export class PanelSplitter {
       const fromY = e.clientY;
       const start = this.folded ? 0 : this.host.panel.getBoundingClientRect().height;
       this.folded = false;
+      this.auto = false;
       const move = (ev: MouseEvent): void => {
         this.panelPx = draggedPanelPx(start, fromY, ev.clientY, window.innerHeight, this.top());
         this.apply();
@@ -61,13 +66,19 @@ export class PanelSplitter {
 
   setFolded(folded: boolean): void {
     this.folded = folded;
+    this.auto = false;
     this.apply();
     this.save();
   }
 
-  /** Unfolds the panel (something was selected: its details must be seen). */
-  reveal(): void {
-    if (this.folded) this.setFolded(false);
+  /**
+   * The panel's content changed. Something to show: unfold (its details must be seen). Nothing:
+   * fold again, unless the user chose a fold (#29 §5: an empty panel took ~170 px).
+   */
+  contentChanged(hasContent: boolean): void {
+    if (!this.auto || this.folded === !hasContent) return;
+    this.folded = !hasContent;
+    this.apply();
   }
 
   isFolded(): boolean {
@@ -90,7 +101,7 @@ export class PanelSplitter {
   private save(): void {
     this.host.setParams({
       panel: this.panelPx === null ? null : String(Math.round(this.panelPx)),
-      fold: this.folded ? "1" : null,
+      fold: this.auto ? null : this.folded ? "1" : "0",
     });
   }
 }

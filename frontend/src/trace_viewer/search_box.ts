@@ -78,7 +78,9 @@ export class SearchBox {
       this.host.setQueryParam(query);
       this.host.changed();
       this.count.textContent = countText(this.state);
-      if (navigate && page.total > 0) await this.goto(direction < 0 ? page.total - 1 : 0);
+      // Forward starts at the first device match: a kernel's name is on its CPU launch too,
+      // earlier in time, and the kernel is what was searched for (#29 §5).
+      if (navigate && page.total > 0) await this.goto(direction < 0 ? page.total - 1 : (page.firstDeviceOffset ?? 0));
     } catch (e) {
       if (gen === this.generation && !(e instanceof DOMException && e.name === "AbortError")) {
         this.count.textContent = e instanceof Error ? e.message : String(e);

@@ -11,7 +11,7 @@ import { keyHelpPanel } from "./interaction/key_help";
 import {
   type EventDetails, fetchEvent, fetchRange, fetchSearch, fetchWindow, type LinkedEvent, type Target,
 } from "./model/api";
-import type { Frame } from "./model/frame";
+import { type Frame, openingWindow } from "./model/frame";
 import { describePick, frameAt, type Pick, pickIn } from "./model/picking";
 import { nameMatcher, type SearchState } from "./model/search_paging";
 import { statusText } from "./model/status_text";
@@ -60,7 +60,8 @@ export class TraceViewer implements ControlTarget {
   private readonly keyHelp: HTMLElement;
   private readonly keyHelpButton: HTMLButtonElement;
   private readonly panel: DetailsPanel;
-  private readonly splitter: PanelSplitter;
+  // Null only while the details panel is built (it reports its first, empty content then).
+  private splitter: PanelSplitter | null = null;
   private readonly tooltip: HTMLElement;
   private readonly renderer: Renderer;
   private readonly lifetime = new AbortController();
@@ -129,6 +130,9 @@ export class TraceViewer implements ControlTarget {
       select: (e) => void this.selectEvent(e.plane, e.row, true),
       zoomTo: (a, b) => this.zoomTo(a, b),
       toolLink: this.opts.toolLink,
+      shown: (has) => {
+        this.splitter?.contentChanged(has);
+      },
     });
     this.tooltip = h("div", { class: "tbp-tv-tooltip", hidden: true, "data-testid": "trace-tooltip" });
     this.splitter = new PanelSplitter({
@@ -176,7 +180,8 @@ export class TraceViewer implements ControlTarget {
     this.view = new Viewport(first.spanPs);
     this.view.widthPx = width;
     this.relayout();
-    const win = parseWindow(this.opts.param("start"), this.opts.param("end"));
+    // The URL's window, else where the devices ran (not the profiler's start and stop around it).
+    const win = parseWindow(this.opts.param("start"), this.opts.param("end")) ?? openingWindow(first);
     if (win) this.view.setWindow(win.startPs, win.endPs);
     this.updateStatus();
     this.requestDraw();
@@ -207,6 +212,11 @@ export class TraceViewer implements ControlTarget {
     return { x: LABEL_W + (x0 + Math.max(x1, x0 + 1)) / 2, y };
   }
 
+  /** The name tag beside the selected bar in the last drawn frame (null: none drawn). */
+  selectionTag(): { text: string; x: number; y: number } | null {
+    return this.selected ? this.renderer.selectionTag : null;
+  }
+
   /** The selected time range, if any. */
   rangeSelection(): { startPs: number; endPs: number } | null {
     return this.range;
@@ -229,7 +239,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   private resize(): void {
-    this.splitter.apply();
+    this.splitter?.apply();
   }
 
   /** The splitter set new heights. */
@@ -376,6 +386,7 @@ export class TraceViewer implements ControlTarget {
     this.selected = null;
     this.arrows = [];
     this.range = null;
+    this.panel.showEmpty();
     this.opts.setParams({ sel: null });
     this.requestDraw();
   }
@@ -469,7 +480,7 @@ export class TraceViewer implements ControlTarget {
       return;
     }
     const e = d.event;
-    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row };
+    this.selected = { track: e.track, startPs: e.startPs, durPs: e.durPs, depth: e.depth, plane: e.plane, row, name: e.name };
     this.arrows = this.arrowsOf(d);
     this.panel.showEvent(d);
     this.opts.setParams({

@@ -11,6 +11,10 @@ export interface Card {
   tone?: Tone;
   /** data-card attribute for tests and deep links. */
   id?: string;
+  /** Tooltip: what the value is (a metric's definition). */
+  title?: string;
+  /** data-metric: the key of a headline metric (pages/metrics.ts), the same on every page. */
+  metric?: string;
 }
 
 /** `oneRow`: every card in one row of equal columns (KPIs read side by side), values wrap. */
@@ -24,9 +28,9 @@ export function cardRow(cards: readonly Card[], opts: { oneRow?: boolean } = {})
     cards.map((c) =>
       h(
         "div",
-        { class: `tbp-card tbp-tone-${c.tone ?? "neutral"}`, "data-card": c.id ?? c.label },
+        { class: `tbp-card tbp-tone-${c.tone ?? "neutral"}`, "data-card": c.id ?? c.label, "data-metric": c.metric ?? null, title: c.title ?? null },
         h("div", { class: "tbp-card-label" }, c.label),
-        h("div", { class: "tbp-card-value" }, c.value),
+        h("div", { class: "tbp-card-value", "data-metric-value": c.metric !== undefined ? "" : null }, c.value),
         c.hint ? h("div", { class: "tbp-card-hint" }, c.hint) : null,
       ),
     ),

@@ -75,6 +75,7 @@ export class DataTable {
   private inflight: AbortController | null = null;
   private seq = 0;
   private filterTimer: ReturnType<typeof setTimeout> | null = null;
+  private filterColumn: string | null = null;
   /** Resolves when the rows for the current view are on screen (tests, chained UI). */
   ready: Promise<void> = Promise.resolve();
 
@@ -254,10 +255,27 @@ export class DataTable {
     if (this.filterTimer !== null) clearTimeout(this.filterTimer);
     this.filterTimer = null;
     if ((this.view.filters[column] ?? "") === expr.trim()) return;
-    this.setView(withFilter(this.view, column, expr.trim()));
+    this.setView(withFilter(this.view, column, expr.trim()), column);
   }
 
-  private setView(view: TableView): void {
+  /** Marks (message) or clears (null) the filter input of `column` as invalid. */
+  private markFilter(column: string | null, message: string | null): void {
+    for (const input of Array.from(this.filterRow.querySelectorAll<HTMLInputElement>("input.tbp-filter"))) {
+      const bad = message !== null && input.dataset.filter === column;
+      input.classList.toggle("tbp-filter-invalid", bad);
+      if (bad) input.setAttribute("aria-invalid", "true");
+      else input.removeAttribute("aria-invalid");
+      input.title = bad ? message : "";
+      const th = input.parentElement;
+      th?.querySelector(".tbp-filter-error")?.remove();
+      if (bad) th?.appendChild(h("div", { class: "tbp-filter-error", role: "alert", "data-filter-error": column }, message));
+    }
+    this.tbody.classList.toggle("tbp-stale", message !== null);
+  }
+
+  /** `filterColumn`: the filter the user just changed (its input shows a failure). */
+  private setView(view: TableView, filterColumn: string | null = null): void {
+    this.filterColumn = filterColumn;
     this.view = view;
     this.updateSortMarks();
     this.opts.onViewChange(view);
@@ -277,12 +295,20 @@ export class DataTable {
       if (seq !== this.seq) return;
       this.data = data;
       this.statusEl.textContent = "";
+      this.markFilter(null, null);
       this.renderBody();
     } catch (e) {
       if (seq !== this.seq || (e instanceof DOMException && e.name === "AbortError")) return;
-      // A bad regex is a 400 from the backend: say so under the table, keep the old rows.
-      this.statusEl.textContent = e instanceof Error ? e.message : String(e);
-      this.statusEl.classList.add("tbp-error");
+      const message = e instanceof Error ? e.message : String(e);
+      if (this.filterColumn !== null) {
+        // A bad filter (a regex that does not compile is the backend's 400): the message at the
+        // input that caused it, the old rows greyed as stale (#29 §6: it was under the table).
+        this.markFilter(this.filterColumn, message);
+        this.statusEl.textContent = "The rows shown are from before this filter.";
+      } else {
+        this.statusEl.textContent = message;
+        this.statusEl.classList.add("tbp-error");
+      }
     } finally {
       if (seq === this.seq) this.el.classList.remove("tbp-loading");
     }

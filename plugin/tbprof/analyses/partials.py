@@ -35,7 +35,7 @@ import numpy as np
 
 from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.memory import memory_profile
-from tbprof.analyses.ops import op_metrics
+from tbprof.analyses.ops import op_metrics, precision
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
 from tbprof.analyses.pages.profile_summary import summarize_store
@@ -221,6 +221,9 @@ CARRIED: tuple[Carried, ...] = (
     Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES_KEY, gpu_breakdown.summary_values,
             lambda v: {"active": bool(v[0]), "idle": list(v[1]), "comm": list(v[2])},
             lambda d: (bool(d["active"]), list(d["idle"]), list(d["comm"]))),
+    # The overview's device compute precision (HLO element types, tensor shapes present).
+    Carried("precision", precision.HOST_PRECISION_KEY, precision.host_precision, dataclasses.asdict,
+            lambda d: precision.HostPrecision(**d)),
     # compare's memory section of a pod (service/comparisons.py).
     Carried("memory_digests", MEMORY_DIGESTS_KEY, memory_digests, _pack_digests, _unpack_digests),
 )

@@ -35,13 +35,25 @@ class HostError(TypedDict):
     error: str
 
 
+class MetricJson(TypedDict):
+    """A headline metric with its one definition (``analyses/metrics.py``)."""
+
+    key: str
+    label: str
+    of: str
+    definition: str
+    value_percent: float | None
+
+
 class ToolEnvelope(TypedDict):
-    """Every tool answer has these; ``tables`` hold the tables every page renders alike."""
+    """Every tool answer has these; ``tables`` hold the tables every page renders alike;
+    ``metrics`` the headline metrics the page shows (one definition each, analyses/metrics.py)."""
 
     schema_version: int
     tool: str
     tables: NotRequired[dict[str, TableJson]]
     host_errors: NotRequired[list[HostError]]
+    metrics: NotRequired[list[MetricJson]]
 
 
 class InputThresholds(TypedDict):
@@ -77,6 +89,7 @@ class NextStep(TypedDict):
 class OverviewRecommendation(TypedDict):
     bottleneck: str
     input_bound: InputBound
+    input_bound_reason: str  # what the verdict rests on ("" when not input-bound)
     statement: str
     kernel_launch_bottleneck: str
     kernel_launch_statement: str
@@ -107,9 +120,10 @@ class PerformanceSummary(TypedDict):
     device_op_count_percent: float
     host_op_time_eager_percent: float
     device_op_time_eager_percent: float
-    device_compute_16bit_percent: float
-    device_compute_32bit_percent: float
-    device_compute_unknown_precision_percent: float
+    # Null when nothing in the profile tells (analyses/ops/precision.py).
+    device_compute_16bit_percent: float | None
+    device_compute_32bit_percent: float | None
+    device_compute_precision_source: Literal["hlo_element_types", "tensor_shapes", "operator_input_types", "unknown"]
 
 
 class OverviewResult(ToolEnvelope):
@@ -125,6 +139,7 @@ class OverviewResult(ToolEnvelope):
 
 class InputPipelineVerdict(TypedDict):
     input_bound: InputBound
+    input_bound_reason: str
     input_classification: str
     input_percent: float
     statement: str

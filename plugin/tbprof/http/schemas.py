@@ -16,6 +16,7 @@ from tbprof.analyses.schemas import (
     InputPipelineResult,
     InputPipelineVerdict,
     InputThresholds,
+    MetricJson,
     NextStep,
     OverviewRecommendation,
     OverviewResult,
@@ -119,8 +120,8 @@ class TableResponse(TableJson):
 WIRE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
     ProgressResponse,
-    TableColumnJson, TableJson, TableResponse, HostError, ToolEnvelope, InputThresholds, StepsInfo, Diagnostics,
-    NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
+    TableColumnJson, TableJson, TableResponse, HostError, MetricJson, ToolEnvelope, InputThresholds, StepsInfo,
+    Diagnostics, NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
     InputPipelineResult, GpuBreakdownResult, GpuCountersResult,
 )
 # Named literal unions, emitted as TypeScript type aliases.

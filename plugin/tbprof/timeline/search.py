@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.planes import device_planes_of
 from tbprof.domain.regex import RegexError, searcher
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
@@ -126,7 +127,12 @@ def search(store: ProfileStore, query: str, regex: bool = False, offset: int = 0
         out.append({"plane": p, "row": r, "track": track_of(index, store, p, r),
                     "start_ps": int(plane.start_ps[r]), "dur_ps": int(plane.dur_ps[r]),
                     "depth": int(plane.depth[r]), "name": store.strings[int(plane.name_id[r])]})
+    # A kernel's name is also on its CPU launch, which comes first in time: the viewer starts at
+    # the first match on a device (#29 §5), where the kernel itself runs.
+    on_device = np.flatnonzero(np.isin(m.plane, np.asarray(device_planes_of(store), dtype=np.int32)))
+    first_device = int(on_device[0]) if on_device.shape[0] else None
     return {"query": query, "regex": regex, "total": total, "offset": offset, "count": len(out),
+            "first_device_offset": first_device,
             "matched_strings": m.matched_strings, "matches": out,
             "prev_offset": max(offset - limit, 0) if offset > 0 else None,
             "next_offset": end if end < total else None}

@@ -30,24 +30,19 @@ describe("compare parameters", () => {
   });
 });
 
-describe("default baseline", () => {
-  it("is the run recorded before the candidate", () => {
-    expect(defaultBaseline(RUNS, { run: "custom_loop/s", host: "vm", steps: "" })).toEqual({
-      run: "keras_cnn/train/s",
-      host: "vm",
-      steps: "",
-    });
+describe("default baseline (#29 §4)", () => {
+  it("is the previous session of the same experiment", () => {
+    const runs = [run("exp/s3", ["vm"]), run("other/s9", ["vm"]), run("exp/s2", ["vm"]), run("exp/s1", ["vm"])];
+    expect(defaultBaseline(runs, { run: "exp/s3", host: "vm", steps: "" })).toEqual({ run: "exp/s2", host: "vm", steps: "" });
+    expect(defaultBaseline(runs, { run: "exp/s1", host: "vm", steps: "" })).toBeNull(); // the oldest: nothing before it
   });
-  it("is a newer run when the candidate is the oldest, without a host when it has several", () => {
-    expect(defaultBaseline(RUNS, { run: "keras_cnn/train/s", host: "vm", steps: "" })).toEqual({
-      run: "jax_2hosts/s",
-      host: null,
-      steps: "",
-    });
+  it("is never an unrelated run or another kind", () => {
+    expect(defaultBaseline(RUNS, { run: "custom_loop/s", host: "vm", steps: "" })).toBeNull();
+    const kinds = [run("exp/b", ["vm"]), { ...run("exp/a", ["vm"]), kind: "pytorch" }];
+    expect(defaultBaseline(kinds, { run: "exp/b", host: "vm", steps: "" })).toBeNull();
   });
-  it("is another host of the only run", () => {
-    const only = [RUNS[0] as RunInfo];
-    expect(defaultBaseline(only, { run: "jax_2hosts/s", host: "worker1", steps: "" }).host).toBe("worker0");
+  it("is another host of the candidate's run when it has several", () => {
+    expect(defaultBaseline(RUNS, { run: "jax_2hosts/s", host: "worker1", steps: "" })).toEqual({ run: "jax_2hosts/s", host: "worker0", steps: "" });
   });
 });
 

@@ -31,19 +31,26 @@ export function compareParams(base: Side, cand: Side): [string, string][] {
   return out;
 }
 
+/** The folder of a run ("jax_mlp" of "jax_mlp/2026_11_26_00_32_23"): one experiment's sessions. */
+function runFolder(name: string): string {
+  const cut = name.lastIndexOf("/");
+  return cut < 0 ? "" : name.slice(0, cut);
+}
+
 /**
- * The baseline when the URL names none: the run recorded just before the candidate (runs are
- * newest first), so "what changed since last time" is one click away; with a single run, the
- * run itself (another host of it when it has several).
+ * The baseline when the URL names none: the previous session of the same experiment (same
+ * folder, same kind; runs are newest first), so "what changed since last time" is one click
+ * away; else another host of the candidate's run; else none: the page asks (#29 §4: a Keras CPU
+ * run against a JAX LLM gave a confident "−54.6 % faster").
  */
-export function defaultBaseline(runs: readonly RunInfo[], cand: Side): Side {
+export function defaultBaseline(runs: readonly RunInfo[], cand: Side): Side | null {
   const i = runs.findIndex((r) => r.name === cand.run);
-  const older = i >= 0 ? runs.slice(i + 1).find((r) => r.hosts.length > 0) : undefined;
-  const other = older ?? runs.find((r) => r.name !== cand.run && r.hosts.length > 0);
-  if (other) return { run: other.name, host: other.hosts.length === 1 ? (other.hosts[0] ?? null) : null, steps: "" };
   const self = runs[i];
-  const host = self?.hosts.find((h) => h !== cand.host) ?? cand.host;
-  return { run: cand.run, host, steps: "" };
+  if (!self) return null;
+  const previous = runs.slice(i + 1).find((r) => r.hosts.length > 0 && r.kind === self.kind && runFolder(r.name) === runFolder(self.name));
+  if (previous) return { run: previous.name, host: previous.hosts.length === 1 ? (previous.hosts[0] ?? null) : null, steps: "" };
+  const host = self.hosts.find((h) => h !== cand.host);
+  return host !== undefined ? { run: cand.run, host, steps: "" } : null;
 }
 
 /** The host a side's run needs: its only host, the chosen one if it exists, else the first. */

@@ -70,16 +70,17 @@ function render(ctx: PageContext): Promise<void> {
     const runs = decodeRuns(body).runs.filter((r) => r.hosts.length > 0);
     const byName = new Map(runs.map((r) => [r.name, r]));
     const urlRun = ctx.param(PARAM.baseRun);
+    // No related run to default to: run "" until the user picks one (nothing is compared).
     let base: Side =
       urlRun !== null && byName.has(urlRun)
         ? { run: urlRun, host: ctx.param(PARAM.baseHost), steps: ctx.param(PARAM.baseSteps) ?? "" }
-        : defaultBaseline(runs, cand);
+        : (defaultBaseline(runs, cand) ?? { run: "", host: null, steps: "" });
     base = { ...base, host: pickHost(byName.get(base.run), base.host, allHosts) };
     let generation = 0;
 
     const save = (): void =>
       ctx.setParams({
-        [PARAM.baseRun]: base.run,
+        [PARAM.baseRun]: base.run || null,
         [PARAM.baseHost]: base.host,
         [PARAM.baseSteps]: base.steps || null,
         [PARAM.steps]: cand.steps || null,
@@ -89,12 +90,22 @@ function render(ctx: PageContext): Promise<void> {
       save();
       drawPicker();
       const gen = ++generation;
+      if (!base.run) {
+        clear(content);
+        content.appendChild(messageBox({
+          title: "Choose a baseline",
+          body: "No earlier session of this run's experiment (same folder, same kind) to compare with: pick the baseline above.",
+        }));
+        content.firstElementChild?.setAttribute("data-no-baseline", "");
+        return;
+      }
       void drawComparison(ctx, content, base, cand, () => gen !== generation);
     };
 
     const drawPicker = (): void => {
       clear(pick);
       const runSelect = h("select", { "data-pick": "base-run", "aria-label": "Baseline run" });
+      if (!base.run) runSelect.appendChild(h("option", { value: "", selected: true, disabled: true }, "— choose a baseline —"));
       for (const r of runs) {
         const opt = h("option", { value: r.name }, r.name);
         if (r.name === base.run) opt.selected = true;
@@ -138,7 +149,7 @@ function render(ctx: PageContext): Promise<void> {
         h("span", { class: "tbp-compare-arrow", "aria-hidden": "true" }, "→"),
         h("span", { class: "tbp-field" }, h("span", {}, "Candidate"), h("strong", { "data-pick": "candidate" }, sideLabel({ ...cand, steps: "" }, allHosts))),
         h("label", { class: "tbp-field" }, h("span", {}, "steps"), candSteps),
-        h("a", { class: "tbp-btn", href: swappedHref(base, cand), "data-action": "swap", title: "Make the baseline the candidate and back" }, "⇄ Swap"),
+        base.run ? h("a", { class: "tbp-btn", href: swappedHref(base, cand), "data-action": "swap", title: "Make the baseline the candidate and back" }, "⇄ Swap") : "",
       );
     };
     reload();

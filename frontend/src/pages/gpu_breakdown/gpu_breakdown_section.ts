@@ -9,7 +9,7 @@ import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import type { PageContext } from "../context";
-import { num } from "../fields";
+import { metricCard, metricsOf } from "../metrics";
 
 export const GPU_BREAKDOWN_TOOL = "gpu_breakdown";
 
@@ -41,29 +41,57 @@ export function staticTable(t: TableData, title: string, id: string, skip: reado
   );
 }
 
+/** The tables of HTA's report with their titles, in reading order. */
+export const SECTION_TABLES: readonly (readonly [string, string])[] = [
+  ["temporal_breakdown", "Temporal breakdown per rank"],
+  ["idle_time_breakdown", "Idle time by cause (host wait: the CPU launched late; kernel wait: launch gaps under the threshold)"],
+  ["comm_comp_overlap", "Communication overlapped by computation"],
+  ["kernel_type_breakdown", "Device time by kernel type (all ranks)"],
+  ["kernel_launch_summary", "Kernel launch summary per GPU"],
+];
+
+/** The headline cards: HTA's idle and communication shares (pages/metrics.ts). */
+export function gpuBreakdownCards(result: ToolResult): HTMLElement {
+  const metrics = metricsOf(result.raw);
+  const idleMetric = metrics.get("device_idle_of_kernel_timeline");
+  const commMetric = metrics.get("communication_of_kernel_timeline");
+  const idle = idleMetric?.valuePercent ?? null;
+  const cards: Card[] = [];
+  if (idleMetric) cards.push(metricCard(idleMetric, { id: "device_idle", tone: idle === null ? "neutral" : idle > 50 ? "bad" : idle > 20 ? "warn" : "good" }));
+  if (commMetric && commMetric.valuePercent !== null) cards.push(metricCard(commMetric, { id: "communication" }));
+  return cardRow(cards);
+}
+
+/**
+ * The overview's part of HTA's report: its two headline cards and a link to the GPU breakdown
+ * page (#29 §4: the whole report, 84 rows, pushed the steps table ~3,000 px down).
+ */
+export function gpuBreakdownSummary(ctx: PageContext, result: ToolResult): HTMLElement {
+  const link = h("a", { class: "tbp-link", href: ctx.href(GPU_BREAKDOWN_TOOL), "data-gpu-breakdown-link": "" },
+    "GPU breakdown: per-rank time, idle causes, kernel types");
+  link.addEventListener("click", (e) => {
+    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+    e.preventDefault();
+    ctx.navigate(GPU_BREAKDOWN_TOOL);
+  });
+  return h(
+    "section",
+    { class: "tbp-section", "data-section": "gpu_breakdown" },
+    h("h2", {}, "GPU time breakdown (HTA)"),
+    gpuBreakdownCards(result),
+    h("p", {}, link),
+  );
+}
+
 /** The section for a loaded gpu_breakdown result. */
 export function gpuBreakdownView(result: ToolResult): HTMLElement {
-  const raw = result.raw;
-  const idle = num(raw, "device_idle_percent");
-  const comm = num(raw, "communication_percent");
-  const cards: Card[] = [
-    { id: "device_idle", label: "Device idle (HTA)", value: idle === null ? "–" : formatPercent(idle), hint: "of the device timeline, mean over ranks", tone: idle === null ? "neutral" : idle > 50 ? "bad" : idle > 20 ? "warn" : "good" },
-  ];
-  if (comm !== null) cards.push({ id: "communication", label: "Communication", value: formatPercent(comm), hint: "of the device timeline, mean over ranks" });
   const box = h(
     "section",
     { class: "tbp-section", "data-section": "gpu_breakdown" },
     h("h2", {}, "GPU time breakdown (HTA)"),
-    cardRow(cards),
+    gpuBreakdownCards(result),
   );
-  const tables: [string, string][] = [
-    ["temporal_breakdown", "Temporal breakdown per rank"],
-    ["idle_time_breakdown", "Idle time by cause (host wait: the CPU launched late; kernel wait: launch gaps under the threshold)"],
-    ["comm_comp_overlap", "Communication overlapped by computation"],
-    ["kernel_type_breakdown", "Device time by kernel type (all ranks)"],
-    ["kernel_launch_summary", "Kernel launches"],
-  ];
-  for (const [name, title] of tables) {
+  for (const [name, title] of SECTION_TABLES) {
     const t = result.tables[name];
     if (t && t.rows.length) box.appendChild(staticTable(t, title, name));
   }
@@ -74,7 +102,7 @@ export function gpuBreakdownView(result: ToolResult): HTMLElement {
  * Appends the section to `into` when the run has the tool: fetched after the page is drawn, so
  * the page never waits for it; a failure shows a message in place of the section.
  */
-export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement): void {
+export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement, opts: { compact?: boolean } = {}): void {
   if (!ctx.run.tools.includes(GPU_BREAKDOWN_TOOL)) return;
   const holder = h("div", { "data-gpu-breakdown": "loading" });
   into.appendChild(holder);
@@ -82,7 +110,7 @@ export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement): void {
   ctx.api
     .data({ run: ctx.request.run, host, tool: GPU_BREAKDOWN_TOOL, options: {} }, 50, ctx.signal)
     .then((result) => {
-      holder.replaceChildren(gpuBreakdownView(result));
+      holder.replaceChildren(opts.compact ? gpuBreakdownSummary(ctx, result) : gpuBreakdownView(result));
       holder.setAttribute("data-gpu-breakdown", "ready");
     })
     .catch((e: unknown) => {

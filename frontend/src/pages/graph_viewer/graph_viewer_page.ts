@@ -20,11 +20,14 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
   return el;
 }
 
-/** White (never ran) to red (the busiest node), as the DOT output colours them. */
-export function heatColor(selfUs: number, maxUs: number): string {
-  const heat = Math.round(255 - (200 * selfUs) / (maxUs > 0 ? maxUs : 1));
-  const hex = Math.max(0, Math.min(255, heat)).toString(16).padStart(2, "0");
-  return `#ff${hex}${hex}`;
+/**
+ * A node's fill: from the theme's "cold" (never ran) to its "hot" (the busiest node), as the DOT
+ * output colours them white to red; through CSS variables, so dark mode gets dark nodes with
+ * light text and a theme switch recolours the drawn graph (#29 §6).
+ */
+export function heatFill(selfUs: number, maxUs: number): string {
+  const pct = Math.round(Math.max(0, Math.min(1, selfUs / (maxUs > 0 ? maxUs : 1))) * 100);
+  return `fill: color-mix(in srgb, var(--tbp-graph-hot) ${String(pct)}%, var(--tbp-graph-cold))`;
 }
 
 function short(text: string, max: number): string {
@@ -47,9 +50,9 @@ async function render(ctx: PageContext): Promise<void> {
   el.appendChild(pageTitle(ctx, "Graph viewer"));
   const input = h("input", { type: "text", value: str(raw, "node_name"), "aria-label": "HLO op", class: "tbp-graph-node" });
   const width = h("input", { type: "number", min: 0, max: 16, value: String(num(raw, "graph_width") ?? 3), "aria-label": "Graph width", class: "tbp-graph-width" });
-  const go = h("button", { type: "button", class: "tbp-button" }, "Show");
+  const go = h("button", { type: "button", class: "tbp-btn" }, "Show");
   go.addEventListener("click", () => ctx.setOptions({ node_name: input.value.trim() || null, graph_width: width.value || null, module: null }));
-  const dot = h("button", { type: "button", class: "tbp-button", "data-download": "dot" }, "Download DOT");
+  const dot = h("button", { type: "button", class: "tbp-btn", "data-download": "dot" }, "Download DOT");
   dot.addEventListener("click", () => {
     void ctx.api
       .data({ ...ctx.request, options: { ...ctx.request.options, format: "dot" } }, 0, ctx.signal)
@@ -90,14 +93,14 @@ async function render(ctx: PageContext): Promise<void> {
     const n = byName.get(p.name);
     const selfUs = num(n, "self_time_us") ?? 0;
     const g = svg("g", { class: "tbp-graph-node", transform: `translate(${p.x},${p.y})`, "data-node": p.name, tabindex: 0, role: "button" });
-    const rect = svg("rect", { width: p.width, height: p.height, rx: 4, fill: heatColor(selfUs, maxUs), stroke: bool(n, "center") ? "#1a73e8" : "#666", "stroke-width": bool(n, "center") ? 3 : 1 });
+    const rect = svg("rect", { width: p.width, height: p.height, rx: 4, style: heatFill(selfUs, maxUs), stroke: bool(n, "center") ? "#1a73e8" : "#888", "stroke-width": bool(n, "center") ? 3 : 1 });
     const title = svg("title", {});
     title.textContent = `${p.name}\n${str(n, "opcode")} ${str(n, "shape")}\n${str(n, "framework_op")}\nself time ${formatDuration(selfUs, "us")}`;
     g.appendChild(title);
     g.appendChild(rect);
     const lines = [short(p.name, 30), short(`${str(n, "opcode")} ${str(n, "shape")}`, 34), selfUs > 0 ? formatDuration(selfUs, "us") : ""];
     lines.forEach((text, i) => {
-      const t = svg("text", { x: 8, y: 16 + i * 15, "font-size": 12, fill: "#202124" });
+      const t = svg("text", { x: 8, y: 16 + i * 15, "font-size": 12, style: "fill: var(--tbp-fg)" });
       t.textContent = text;
       g.appendChild(t);
     });

@@ -56,10 +56,17 @@ function render(ctx: PageContext): void {
     const table = result.tables.hlo_ops;
     const nameCol = table.columns.findIndex((c) => c.name === "hlo_op_name");
     const programCol = table.columns.findIndex((c) => c.name === "program_id");
+    const tfOpCol = table.columns.findIndex((c) => c.name === "tf_op_name");
     el.appendChild(
       tableWidget(ctx, "hlo_ops", {
         title: "HLO ops",
         decorateCell: (td, row, column) => {
+          if (column === tfOpCol) {
+            // XProf's "name:type" with no type: the trailing ":" is noise (#29 §4); the CSV keeps it.
+            const fw = row[tfOpCol];
+            if (typeof fw === "string" && fw.endsWith(":")) td.textContent = fw.slice(0, -1);
+            return;
+          }
           if (column !== nameCol || programCol < 0) return;
           const op = row[nameCol];
           const program = row[programCol];

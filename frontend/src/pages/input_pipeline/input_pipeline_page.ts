@@ -84,21 +84,26 @@ function render(ctx: PageContext): void {
 
   // Host side: where the input pipeline's own time goes.
   const parts = obj(host, "input_time_breakdown_us");
-  const hostBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Host side: input time breakdown"));
-  grid.appendChild(hostBox);
   const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: num(parts, k) ?? 0 })).filter((s) => s.value > 0);
+  const hasInputOps = (result.tables.input_ops?.totalRows ?? 0) > 0;
   if (slices.length) {
+    const hostBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Host side: input time breakdown"));
+    grid.appendChild(hostBox);
     pieChart(ctx, hostBox, { label: "Host input time breakdown", id: "host_input", height: 300 }, slices, "us",
       { measure: "host input time", kind: "part" });
   } else {
-    hostBox.appendChild(h("p", { class: "tbp-muted" }, "No host-side input operations were recorded."));
+    // Nothing on the host side: the device chart takes the row, and one line says why (an
+    // empty half-width box read as a page that failed to draw, #29 §4).
+    grid.classList.add("tbp-grid-single");
+    stepBox.appendChild(h("p", { class: "tbp-muted", "data-no-host-input": "" },
+      "No host-side input operations were recorded, so there is no host-side breakdown."));
   }
 
   el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(obj(device, "breakdown_ms"))));
 
   const recs = strs(raw, "recommendations");
   if (recs.length) el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "What to try"), h("ul", {}, recs.map((r) => h("li", {}, r)))));
-  if (result.tables.input_ops) el.appendChild(tableWidget(ctx, "input_ops", { title: "Host input operations" }).el);
+  if (result.tables.input_ops && hasInputOps) el.appendChild(tableWidget(ctx, "input_ops", { title: "Host input operations" }).el);
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
 

@@ -6,7 +6,7 @@ import { type HtmlValue, html, joinHtml, tooltipHtml } from "../../base/html";
 import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
-import { cardRow } from "../../widgets/cards";
+import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
@@ -22,6 +22,18 @@ function column(t: TableData, name: string): CellValue[] {
 }
 
 const asNum = (v: CellValue | undefined): number => (typeof v === "number" ? v : 0);
+
+/** What the capacity is depends on who wrote it: never a caching allocator's reservation called the device's memory. */
+function capacityCard(source: string, capacity: number | null): Card {
+  const value = capacity === null ? "–" : formatBytes(capacity);
+  if (source === "reserved") {
+    return { id: "capacity", label: "Reserved by the allocator", value, hint: "at the peak; not the device's memory", title: "PyTorch's caching allocator: memory it holds from the device (Total Reserved), in use or cached for reuse. The device itself may have much more." };
+  }
+  if (source === "peak") {
+    return { id: "capacity", label: "Capacity", value: "unknown", hint: "the profile records bytes in use only", title: "The allocator's counters carry no limit or reservation." };
+  }
+  return { id: "capacity", label: "Capacity", value, hint: "in use + free at the peak", title: "The allocator's memory at the peak: bytes in use plus its free bytes (XProf's memory capacity)." };
+}
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -50,7 +62,7 @@ function render(ctx: PageContext): void {
     cardRow([
       { id: "peak_heap", label: "Peak heap usage", value: formatBytes(num(a, "peak_heap_bytes") ?? 0), hint: `at ${formatDuration(num(a, "peak_time_ms") ?? 0, "ms")}${num(a, "peak_step_id") !== null ? `, step ${num(a, "peak_step_id") ?? 0}` : ""}` },
       { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(num(a, "peak_bytes_in_use") ?? 0), hint: `lifetime peak ${formatBytes(num(a, "peak_bytes_usage_lifetime") ?? 0)}` },
-      { id: "capacity", label: "Capacity", value: capacity === null ? "–" : formatBytes(capacity) },
+      capacityCard(str(a, "capacity_source"), capacity),
       { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((num(a, "peak_fragmentation_fraction") ?? 0) * 100) },
       { id: "allocations", label: "Allocations", value: formatNumber(num(a, "num_allocations") ?? 0), hint: `${formatNumber(num(a, "num_deallocations") ?? 0)} deallocations` },
     ]),
@@ -78,8 +90,10 @@ function render(ctx: PageContext): void {
     });
     const HEAP = "#4e79a7";
     const STACK = "#f28e2b";
+    const FREE = "#59a14f";
+    const FRAG = "#b07aa1";
     c.setOption({
-      color: [HEAP, STACK, "#59a14f", "#e15759"],
+      color: [HEAP, STACK, FREE, FRAG],
       grid: { left: 8, right: 16, top: 40, bottom: 40, containLabel: true },
       legend: { top: 0, selected: { "Free memory": false } },
       dataZoom: [{ type: "inside" }, { type: "slider", height: 18, bottom: 6 }],
@@ -116,8 +130,9 @@ function render(ctx: PageContext): void {
         // Heap and stack are parts of the memory in use: stacked areas, each in its own colour.
         { type: "line", name: "Heap", stack: "mem", areaStyle: { color: HEAP, opacity: 0.55 }, lineStyle: { color: HEAP, width: 1 }, itemStyle: { color: HEAP }, showSymbol: false, step: "end", data: pairs(heap) },
         { type: "line", name: "Stack", stack: "mem", areaStyle: { color: STACK, opacity: 0.55 }, lineStyle: { color: STACK, width: 1 }, itemStyle: { color: STACK }, showSymbol: false, step: "end", data: pairs(stack) },
-        { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed" }, data: pairs(free) },
-        { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", data: pairs(frag) },
+        // Every series its own colour, named here (#29 §4: stack and fragmentation shared an orange).
+        { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed", color: FREE }, itemStyle: { color: FREE }, data: pairs(free) },
+        { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", lineStyle: { color: FRAG, width: 1.5 }, itemStyle: { color: FRAG }, data: pairs(frag) },
       ],
     });
     c.on("legendselectchanged", (e) => {
@@ -130,9 +145,14 @@ function render(ctx: PageContext): void {
     // The backend's `label` column names unnamed allocations itself; older results have none.
     const opAt = bd.columns.some((col) => col.name === "label") ? -1 : bd.columns.findIndex((col) => col.name === "operation");
     const bytesAt = bd.columns.findIndex((col) => col.name === "allocation_bytes");
+    const typeAt = bd.columns.findIndex((col) => col.name === "data_type");
     el.appendChild(tableWidget(ctx, "breakdown", {
       title: "Memory in use at the peak, by operation",
       decorateCell: (td, row, i) => {
+        if (i === typeAt) {
+          noDataType(td, row[i]);
+          return;
+        }
         if (i !== opAt) return;
         const label = operationLabel(row[i], row[bytesAt]);
         if (label === null) return;
@@ -142,7 +162,24 @@ function render(ctx: PageContext): void {
       },
     }).el);
   }
-  if (result.tables.timeline) el.appendChild(tableWidget(ctx, "timeline", { title: "Timeline events" }).el);
+  const tl = result.tables.timeline;
+  if (tl) {
+    const typeAt = tl.columns.findIndex((col) => col.name === "data_type");
+    el.appendChild(tableWidget(ctx, "timeline", {
+      title: "Timeline events",
+      decorateCell: (td, row, i) => {
+        if (i === typeAt) noDataType(td, row[i]);
+      },
+    }).el);
+  }
+}
+
+/** XProf's "INVALID" data type means none was recorded: "–", not a word that reads as an error (#29 §4). */
+function noDataType(td: HTMLTableCellElement, value: unknown): void {
+  if (value !== "INVALID" && value !== "") return;
+  td.textContent = "–";
+  td.classList.add("tbp-muted");
+  td.title = "No data type recorded for this allocation (XProf writes INVALID; the CSV keeps it).";
 }
 
 // The whole timeline comes in the first response: it is the chart's data (max_points caps it).

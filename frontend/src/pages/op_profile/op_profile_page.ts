@@ -11,8 +11,9 @@ import { pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str } from "../fields";
 import { graphLink } from "../hlo_stats/hlo_stats_page";
+import { metricCard, metricsOf } from "../metrics";
 import { registerPage } from "../registry";
-import { boundBy, type DevicePeaks, devicePeaks, utilization, wastedUs } from "./op_tree";
+import { boundBy, type DevicePeaks, devicePeaks, OVER_PEAK_NOTE, overPeak, utilization, utilText, wastedUs } from "./op_tree";
 
 const GROUPINGS: readonly [string, string][] = [
   ["by_category", "Category"],
@@ -32,12 +33,15 @@ function render(ctx: PageContext): void {
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Op profile"));
   const total = num(raw, "total_time_us") ?? 0;
-  const idle = num(raw, "idle_time_us") ?? 0;
+  const idle = [...metricsOf(raw).values()][0];
+  // XProf's headline "Overall GPU FLOPS utilization": the root's FLOPs over peak × its time.
+  const rootFlops = num(obj(raw, "by_category"), "flops_utilization");
   el.appendChild(
     cardRow([
       { id: "side", label: "Side", value: str(raw, "side") || "–" },
       { id: "total", label: "Total time", value: formatDuration(total, "us") },
-      { id: "idle", label: "Idle", value: total > 0 ? formatPercent((idle / total) * 100) : "–", hint: formatDuration(idle, "us") },
+      ...(idle ? [metricCard(idle, { id: "idle" })] : []),
+      ...(rootFlops !== null ? [{ id: "overall_flops", label: `Overall ${str(raw, "side") === "device" ? "device " : ""}FLOP utilization`, value: utilText(rootFlops), hint: "of the peak FLOP/s over the whole time shown", title: "All ops' FLOPs divided by (the device's peak FLOP/s × the total time), as XProf's op profile headline." }] : []),
       { id: "ops", label: "Ops shown", value: `${formatNumber(num(raw, "shown_op_count") ?? 0)} of ${formatNumber(num(raw, "op_count") ?? 0)}`, hint: `ordered by ${str(raw, "order_by").replace(/_/g, " ")}` },
     ]),
   );
@@ -61,10 +65,9 @@ function render(ctx: PageContext): void {
       "Utilisation against the device's peaks needs its peak FLOP/s and memory bandwidth, which this profile does not name."));
   }
   const childrenOf = (n: Obj): Obj[] => objs(n, "children");
-  const util = (v: number | null): string => (v === null ? "–" : formatPercent(v * 100));
   const peakColumns = peaks === null ? [] : [
-    { label: "FLOP/s (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).flops) },
-    { label: "HBM BW (% of peak)", numeric: true, cell: (n: Obj) => util(utilization(n, peaks).hbm) },
+    { label: "FLOP/s (% of peak)", numeric: true, cell: (n: Obj) => utilText(utilization(n, peaks).flops) },
+    { label: "HBM BW (% of peak)", numeric: true, cell: (n: Obj) => utilText(utilization(n, peaks).hbm) },
     { label: "Wasted time", numeric: true, cell: (n: Obj) => {
       const w = wastedUs(n, utilization(n, peaks), rootUs);
       return w === null ? "–" : formatDuration(w, "us");
@@ -127,9 +130,10 @@ function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePe
     ["FLOPs", flops > 0 ? formatNumber(flops) : "–"],
     ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
     ["FLOPs per byte", flops > 0 && bytes > 0 ? formatNumber(flops / bytes, 3) : "–"],
-    ["FLOP rate", `${formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0)} GFLOP/s${u.flops === null ? "" : ` (${formatPercent(u.flops * 100)} of peak)`}`],
-    ["Memory bandwidth", `${formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0)} GB/s${u.hbm === null ? "" : ` (${formatPercent(u.hbm * 100)} of peak)`}`],
+    ["FLOP rate", `${formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0)} GFLOP/s${u.flops === null ? "" : ` (${utilText(u.flops)} of peak)`}`],
+    ["Memory bandwidth", `${formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0)} GB/s${u.hbm === null ? "" : ` (${utilText(u.hbm)} of peak)`}`],
     ["Bound by", bound ?? "– (needs the device's peaks)"],
+    ...(overPeak(u) ? [["Note", OVER_PEAK_NOTE] as [string, string]] : []),
   ];
   const trace = h("a", { class: "tbp-link", href: ctx.href("trace_viewer", { q: name }), "data-trace-link": "" }, "Find its events in the trace viewer");
   trace.addEventListener("click", (e) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { boundBy, devicePeaks, utilization, wastedUs } from "./op_tree";
+import { boundBy, devicePeaks, overPeak, utilization, utilText, wastedUs } from "./op_tree";
 
 // An H100 SXM's dense bf16 peak (~989 TFLOP/s) and HBM3 bandwidth (3.35 TB/s).
 const peaks = { flopsPerSec: 989e12, hbmBytesPerSec: 3.35e12 };
@@ -25,6 +25,19 @@ describe("op profile tree", () => {
     expect(wastedUs({ total_time_us: 5449, time_wasted_fraction: 0.05 }, { flops: 0, hbm: 0.1 }, 94503.544)).toBeCloseTo(4725.18, 2);
     expect(wastedUs({ total_time_us: 100 }, { flops: 0.25, hbm: 0.6 }, 1000)).toBeCloseTo(40, 9);
     expect(wastedUs({ total_time_us: 100 }, { flops: null, hbm: null }, 1000)).toBeNull();
+  });
+
+  it("never shows more than the peak or a negative wasted time (#29 §3)", () => {
+    // A custom-call at 111 % of the FLOP peak: the backend's XProf formula gives
+    // (t / root) x (1 - 1.11) < 0; the page shows "> 100%" and no wasted time.
+    const u = { flops: 1.11, hbm: 0.2 };
+    expect(overPeak(u)).toBe(true);
+    expect(utilText(u.flops)).toBe("> 100%");
+    expect(wastedUs({ total_time_us: 18545, time_wasted_fraction: -0.0216 }, u, 94503.544)).toBeNull();
+    // Rounding noise below zero is no time wasted, not a negative one.
+    expect(wastedUs({ total_time_us: 10, time_wasted_fraction: -1e-12 }, { flops: 1, hbm: 0 }, 100)).toBe(0);
+    expect(utilText(0.0068825)).toBe("0.7%");
+    expect(utilText(null)).toBe("–");
   });
 
   it("says what bounds an op: the backend's word, else the roofline's ridge point", () => {

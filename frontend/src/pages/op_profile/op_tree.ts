@@ -47,12 +47,31 @@ export function utilization(node: Obj, peaks: DevicePeaks | null): Utilization {
  * the root's time; else its own time × (1 − its best utilisation). Null without utilisation.
  */
 export function wastedUs(node: Obj, u: Utilization, rootUs: number): number | null {
+  // Above the peak the counts are estimates that overcount (a custom-call's FLOPs): the time it
+  // "wastes" would be negative, which means nothing (XProf caps the utilisation at 100 %).
+  if (overPeak(u)) return null;
   const fraction = num(node, "time_wasted_fraction");
-  if (fraction !== null) return fraction * rootUs;
+  if (fraction !== null) return Math.max(0, fraction) * rootUs;
   const best = Math.max(u.flops ?? -1, u.hbm ?? -1);
   if (best < 0) return null;
   return (num(node, "total_time_us") ?? 0) * (1 - best);
 }
+
+/** Whether a utilisation is above the device's peak: its FLOP or byte count cannot be right. */
+export function overPeak(u: Utilization): boolean {
+  return (u.flops ?? 0) > 1 || (u.hbm ?? 0) > 1;
+}
+
+/** A utilisation as the page prints it: capped at "> 100%" (the count overcounts), "–" unknown. */
+export function utilText(v: number | null): string {
+  if (v === null || !Number.isFinite(v)) return "–";
+  if (v > 1) return "> 100%";
+  const fixed = (v * 100).toFixed(1);
+  return `${fixed === "-0.0" ? "0.0" : fixed}%`;
+}
+
+export const OVER_PEAK_NOTE =
+  "Above the device's peak: the op's FLOP or byte count is an estimate that overcounts (for example a custom-call's cost model), so its utilisation and wasted time are not meaningful.";
 
 /**
  * What limits an op: the backend's `bound_by` when it sends one, else the roofline's answer:

@@ -9,6 +9,7 @@ import type { PageContext } from "../context";
 import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
+import { type Metric, metricRow, metricsOf } from "../metrics";
 import { registerPage } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepConfidenceText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
@@ -21,7 +22,6 @@ function render(ctx: PageContext): void {
   for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
 
   const perf = obj(raw, "performance_summary");
-  const pct = obj(perf, "percent_of_step_time");
   const env = obj(raw, "run_environment");
   const steps = obj(raw, "steps");
   const stepTime = obj(perf, "step_time_ms");
@@ -36,9 +36,7 @@ function render(ctx: PageContext): void {
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
-    cards.push(
-      precisionCard(perf),
-    );
+    cards.push(precisionCard(perf));
   }
   el.appendChild(cardRow(cards));
 
@@ -62,8 +60,8 @@ function render(ctx: PageContext): void {
     const side = str(raw, "top_ops_side");
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
-  el.appendChild(environment(env, hasDevice ? pct : {}));
-  appendGpuBreakdown(ctx, el);
+  el.appendChild(environment(env, metricsOf(raw)));
+  appendGpuBreakdown(ctx, el, { compact: true });
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
 
@@ -72,6 +70,23 @@ function render(ctx: PageContext): void {
  * needs `host_op_count_percent` / `device_op_count_percent` from the backend; until it sends
  * them only the card by time is shown.
  */
+const PRECISION_SOURCES: Readonly<Record<string, string>> = {
+  hlo_element_types: "from the HLO ops' element types",
+  tensor_shapes: "from the kernels' tensor shapes (XProf's rule)",
+  operator_input_types: "from the launching operators' input types and kernel names",
+};
+
+/** 16-bit share of device compute, and where it comes from; "unknown" when nothing in the profile tells. */
+export function precisionCard(perf: Obj): Card {
+  const low = num(perf, "device_compute_16bit_percent");
+  const high = num(perf, "device_compute_32bit_percent");
+  const source = PRECISION_SOURCES[str(perf, "device_compute_precision_source")];
+  if (low === null || source === undefined) {
+    return { id: "precision", label: "Device compute precision", value: "unknown", hint: "the profile names no element types", title: "Neither HLO modules, tensor shapes nor (PyTorch) operator input types in the profile say which float types the device computes in." };
+  }
+  return { id: "precision", label: "Device compute precision", value: `${formatPercent(low)} 16-bit`, hint: `${formatPercent(high ?? 0)} 32-bit, ${source}`, title: "Share of device compute time (collectives and data movement excluded) in bf16/fp16 versus fp32/fp64." };
+}
+
 export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
   const pct = (key: string): string => formatPercent(num(perf, key) ?? 0);
   const byTime: Card = hasDevice
@@ -132,10 +147,9 @@ function toolLabel(tool: string): string {
   return TOOL_LABELS[tool] ?? tool;
 }
 
-function environment(env: Obj, pct: Obj): HTMLElement {
+function environment(env: Obj, metrics: ReadonlyMap<string, Metric>): HTMLElement {
   const kv = (k: string, v: string): HTMLElement => h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, k), h("span", {}, v));
   const devices = objs(env, "devices");
-  const idle = num(pct, "idle_percent");
   return h(
     "section",
     { class: "tbp-section tbp-kv", "data-section": "environment" },
@@ -152,21 +166,8 @@ function environment(env: Obj, pct: Obj): HTMLElement {
         [str(d, "model"), num(d, "core_count") !== null ? `${num(d, "core_count") ?? 0} cores` : "", str(d, "compute_capability") ? `compute capability ${str(d, "compute_capability")}` : ""].filter(Boolean).join(", "),
       ),
     ),
-    idle !== null ? kv("Device idle", formatPercent(idle)) : null,
+    ...[...metrics.values()].map(metricRow),
   );
 }
 
 registerPage({ tools: ["overview_page"], rows: 100, render });
-
-
-/** Device compute precision: "unknown" when the profile does not tell for most of it. */
-function precisionCard(perf: Obj | null): Card {
-  const p16 = num(perf, "device_compute_16bit_percent") ?? 0;
-  const p32 = num(perf, "device_compute_32bit_percent") ?? 0;
-  const unknown = num(perf, "device_compute_unknown_precision_percent") ?? 0;
-  const hint = `${formatPercent(p32)} 32-bit` + (unknown > 0 ? `, ${formatPercent(unknown)} unknown` : "");
-  if (unknown >= 50) {
-    return { id: "precision", label: "Device compute precision", value: "unknown", hint: `${formatPercent(p16)} 16-bit, ${hint}` };
-  }
-  return { id: "precision", label: "Device compute precision", value: `${formatPercent(p16)} 16-bit`, hint };
-}

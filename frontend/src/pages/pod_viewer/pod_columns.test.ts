@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { columnLabel, shownColumns } from "./pod_columns";
+import { columnLabel, rankOf, shownColumns } from "./pod_columns";
 
 describe("pod viewer columns", () => {
   it("drops the 'all devices' bar of a host with one device (jax_2hosts: one GPU per host)", () => {
@@ -19,5 +19,18 @@ describe("pod viewer columns", () => {
   it("labels bars without cutting them", () => {
     expect(columnLabel({ host: "worker0", device: "/device:GPU:0" }, true)).toBe("worker0\nGPU:0");
     expect(columnLabel({ host: "worker0", device: "all devices" }, false)).toBe("all devices");
+  });
+});
+
+describe("pod viewer ranks (#29 §4)", () => {
+  it("orders PyTorch ranks by number and labels them 'rank N'", () => {
+    const cols = [
+      { host: "rank1.1795675218821096345", device: "/device:GPU:1" },
+      { host: "rank0.1795675218821814413", device: "/device:GPU:0" },
+    ];
+    expect(shownColumns(cols)).toEqual([1, 0]);
+    expect(columnLabel(cols[0] ?? { host: "", device: "" }, true)).toBe("rank 1\nGPU:1");
+    expect(rankOf("worker0")).toBeNull();
+    expect(rankOf("rank10.12")).toBe(10);
   });
 });

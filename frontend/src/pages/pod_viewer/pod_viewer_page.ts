@@ -12,7 +12,7 @@ import { list, obj, objs, type Obj, str } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { registerPage } from "../registry";
 import { STEP_CATEGORIES } from "../steps_common";
-import { ALL_DEVICES, columnLabel, shownColumns } from "./pod_columns";
+import { ALL_DEVICES, columnLabel, hostLabel, shownColumns } from "./pod_columns";
 
 /** Pod viewer category labels (XProf's names) -> the colours of the step categories. */
 const COLORS: Record<string, string> = {
@@ -110,7 +110,7 @@ function render(ctx: PageContext): void {
     }
     const total = core.totalUs;
     details.append(
-      h("h2", {}, `${core.host} · ${core.device}`),
+      h("h2", { title: core.host }, `${hostLabel(core.host)} · ${core.device}`),
       h("p", {}, `Step time ${formatDuration(total, "us")}; bottleneck: `, h("b", {}, core.bottleneck || "–")),
       h(
         "table",

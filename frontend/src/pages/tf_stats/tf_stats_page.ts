@@ -2,13 +2,14 @@
 // operation and by op type — and the op table; the "include idle" option is in the shell's
 // options bar.
 
-import { formatDuration, formatNumber, formatPercent } from "../../base/format";
-import { cardRow } from "../../widgets/cards";
+import { formatDuration, formatNumber } from "../../base/format";
+import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { pageTitle, panel, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { bool, num, obj, objs, str } from "../fields";
+import { metricCard, metricsOf } from "../metrics";
 import { registerPage } from "../registry";
 
 function render(ctx: PageContext): void {
@@ -21,16 +22,20 @@ function render(ctx: PageContext): void {
   const names = (["host", "device"] as const).filter((s) => Object.keys(obj(sides, s)).length > 0);
   if (names.length === 0) el.appendChild(messageBox({ title: "No ops", body: "No framework ops were found on the host or devices." }));
   const includeIdle = bool(raw, "include_idle");
+  const metrics = metricsOf(raw);
   el.appendChild(
     cardRow(
       names.flatMap((side) => {
         const s = obj(sides, side);
-        const total = num(s, "total_time_us") ?? 0;
-        const idle = num(s, "idle_time_us") ?? 0;
-        return [
+        const idle = metrics.get(side === "host" ? "host_idle_of_thread_time" : "device_idle_of_device_time");
+        const cards: Card[] = [
           { id: `${side}_ops`, label: `${side === "host" ? "Host" : "Device"} ops`, value: formatNumber(num(s, "op_count") ?? 0), hint: `${formatDuration(num(s, "op_time_us") ?? 0, "us")} in ops` },
-          { id: `${side}_idle`, label: `${side === "host" ? "Host" : "Device"} idle`, value: total > 0 ? formatPercent((idle / total) * 100) : "–", hint: `of ${formatDuration(total, "us")}` },
         ];
+        if (idle) {
+          const card = metricCard(idle, { id: `${side}_idle` });
+          cards.push({ ...card, hint: `${card.hint ?? ""} (${formatDuration(num(s, "total_time_us") ?? 0, "us")})` });
+        }
+        return cards;
       }),
     ),
   );

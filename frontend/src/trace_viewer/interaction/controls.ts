@@ -1,6 +1,6 @@
-// Mouse and keyboard, as in chrome://tracing:
-//   wheel            zoom at the cursor        shift+wheel   scroll tracks vertically
-//   horizontal wheel pan                       drag          pan
+// Mouse and keyboard, as in Perfetto and XProf:
+//   wheel            scroll tracks vertically  ctrl/⌘+wheel  zoom at the cursor (a pinch too)
+//   horizontal wheel, shift+wheel  pan         drag          pan
 //   drag on ruler / shift+drag                 select a time range
 //   click            select an event (or a density box); click a group header to fold it
 //   W / S            zoom in / out             A / D         pan left / right
@@ -39,6 +39,32 @@ export interface ControlTarget {
 }
 
 const DRAG_THRESHOLD_PX = 3;
+
+export type WheelAction = { kind: "zoom"; factor: number } | { kind: "scroll"; dy: number } | { kind: "pan"; dx: number } | null;
+
+export interface WheelInput {
+  deltaX: number;
+  deltaY: number;
+  deltaMode: number;
+  ctrlKey: boolean;
+  metaKey: boolean;
+  shiftKey: boolean;
+}
+
+/**
+ * What a wheel event does. The plain wheel scrolls the tracks: with 60+ tracks a wheel that
+ * zoomed left no way to scroll them (#29 §5). Ctrl/⌘ + wheel zooms (Perfetto's and XProf's
+ * convention; a trackpad pinch arrives as ctrl + wheel); shift + wheel and a horizontal wheel pan.
+ */
+export function wheelAction(e: WheelInput): WheelAction {
+  const scale = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+  const dx = e.deltaX * scale;
+  const dy = e.deltaY * scale;
+  if (e.ctrlKey || e.metaKey) return dy !== 0 ? { kind: "zoom", factor: Math.exp(-dy * 0.002) } : null;
+  if (e.shiftKey) return dy || dx ? { kind: "pan", dx: dy || dx } : null;
+  if (Math.abs(dx) > Math.abs(dy)) return { kind: "pan", dx };
+  return dy !== 0 ? { kind: "scroll", dy } : null;
+}
 const KEY_ZOOM = 1.25;
 const KEY_PAN_FRACTION = 0.1;
 
@@ -60,16 +86,10 @@ export function attachControls(t: ControlTarget, signal: AbortSignal): void {
     e.preventDefault();
     takeFocus();
     const p = pos(e);
-    const scale = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-    const dx = e.deltaX * scale;
-    const dy = e.deltaY * scale;
-    if (e.shiftKey) {
-      t.scrollBy(dy || dx);
-    } else if (Math.abs(dx) > Math.abs(dy)) {
-      t.pan(dx);
-    } else if (dy !== 0) {
-      t.zoomAt(Math.max(p.x - LABEL_W, 0), Math.exp(-dy * 0.002));
-    }
+    const a = wheelAction(e);
+    if (a?.kind === "zoom") t.zoomAt(Math.max(p.x - LABEL_W, 0), a.factor);
+    else if (a?.kind === "pan") t.pan(a.dx);
+    else if (a?.kind === "scroll") t.scrollBy(a.dy);
   }, { passive: false, signal });
 
   canvas.addEventListener("mousedown", (e) => {

@@ -25,6 +25,8 @@ export interface SearchPage {
   total: number;
   offset: number;
   matches: LinkedEvent[];
+  /** The first match on a device plane (a kernel, not its CPU launch), null when none. */
+  firstDeviceOffset: number | null;
 }
 
 export interface StatEntry {
@@ -90,6 +92,7 @@ export async function fetchSearch(api: Api, t: Target, query: string, offset: nu
     total: num(o.total),
     offset: num(o.offset),
     matches: (Array.isArray(o.matches) ? o.matches : []).map(decodeLinked),
+    firstDeviceOffset: typeof o.first_device_offset === "number" ? o.first_device_offset : null,
   };
 }
 

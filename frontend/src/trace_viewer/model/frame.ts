@@ -50,6 +50,8 @@ export interface Frame {
   widthPx: number;
   resolutionPs: number;
   spanPs: number;
+  /** Where the devices ran ([start, end] ps; the whole span without devices), null from an older backend. */
+  activePs: readonly [number, number] | null;
   host: string;
   counts: { inWindow: number; returned: number; merged: number; boxes: number };
   strings: string[];
@@ -100,6 +102,24 @@ const ARRAYS = {
   uint16: Uint16Array,
 } as const;
 type ArrayKind = keyof typeof ARRAYS;
+
+function activeRange(v: unknown): readonly [number, number] | null {
+  if (!Array.isArray(v) || v.length !== 2) return null;
+  const [a, b] = v as unknown[];
+  return typeof a === "number" && typeof b === "number" && b > a ? [a, b] : null;
+}
+
+/**
+ * The window the viewer opens on: the active range with a 2 % margin on each side, or null
+ * (the whole span) when the active range is most of it anyway.
+ */
+export function openingWindow(frame: Pick<Frame, "activePs" | "spanPs">): { startPs: number; endPs: number } | null {
+  if (!frame.activePs) return null;
+  const [a, b] = frame.activePs;
+  if (b - a >= 0.9 * frame.spanPs) return null;
+  const pad = 0.02 * (b - a);
+  return { startPs: Math.max(0, a - pad), endPs: Math.min(frame.spanPs, b + pad) };
+}
 
 export function decodeFrame(buf: ArrayBuffer): Frame {
   if (buf.byteLength < 8) throw new FrameError("too short");
@@ -206,6 +226,7 @@ function fromHeader(header: Json, columns: Map<string, ArrayLike<number>>): Fram
     widthPx: num(win.width_px, "width"),
     resolutionPs: num(win.resolution_ps, "resolution"),
     spanPs: num(header.span_ps, "span"),
+    activePs: activeRange(header.active_ps),
     host: str(header.host),
     counts: {
       inWindow: num(counts.in_window, "in_window"),

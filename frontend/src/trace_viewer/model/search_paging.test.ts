@@ -7,7 +7,7 @@ const ev = (row: number): LinkedEvent => ({ plane: 0, row, track: row % 3, name:
 /** A page of `total` matches loaded at `offset` (rows = match index, so each is recognisable). */
 function page(total: number, offset: number, size = 100): SearchPage {
   const n = Math.max(0, Math.min(size, total - offset));
-  return { query: "x", total, offset, matches: Array.from({ length: n }, (_, i) => ev(offset + i)) };
+  return { query: "x", total, offset, matches: Array.from({ length: n }, (_, i) => ev(offset + i)), firstDeviceOffset: null };
 }
 
 const state = (total: number, index: number, offset = 0): SearchState => ({ query: "x", page: page(total, offset), index });
@@ -56,7 +56,7 @@ describe("search paging", () => {
   });
 
   it("highlights names that contain the query, and names of loaded matches (found by a stat)", () => {
-    const byStat: SearchPage = { query: "dot", total: 1, offset: 0, matches: [{ ...ev(0), name: "fusion.3" }] };
+    const byStat: SearchPage = { query: "dot", total: 1, offset: 0, matches: [{ ...ev(0), name: "fusion.3" }], firstDeviceOffset: null };
     const test = nameMatcher({ query: "DOT", page: byStat, index: 0 });
     expect(test("gemm_fusion_dot_17")).toBe(true);
     expect(test("fusion.3")).toBe(true); // its hlo_op stat matched

@@ -17,6 +17,8 @@ export interface EventRef {
   startPs: number;
   durPs: number;
   depth: number;
+  /** The event's name: the selection draws it beside a bar too narrow to carry it. */
+  name?: string;
 }
 
 export interface Arrow {
@@ -69,6 +71,8 @@ export class Renderer {
   /** Per frame string: 1 when it matches the search (computed once per frame and search). */
   private matchCache: { strings: string[]; test: (name: string) => boolean; flags: Uint8Array } | null = null;
   private charPx = 6;
+  /** The name tag drawn beside the selected bar in the last frame (browser tests read it). */
+  selectionTag: { text: string; x: number; y: number } | null = null;
 
   constructor(readonly canvas: HTMLCanvasElement) {
     const ctx = canvas.getContext("2d", { alpha: false });
@@ -348,12 +352,31 @@ export class Renderer {
   }
 
   private drawSelection(st: DrawState, e: EventRef, theme: Theme): void {
+    this.selectionTag = null;
     const b = this.eventBox(st, e);
     if (!b) return;
     const ctx = this.ctx;
     ctx.lineWidth = 2;
     ctx.strokeStyle = theme.accent;
     ctx.strokeRect(b.x0 - 1, b.y - 1, b.x1 - b.x0 + 2, ROW_H + 1);
+    // A selected bar (a search match) a few pixels wide says nothing about what it is: its name
+    // on a tag beside it, on the side with room (#29 §5).
+    if (e.name && b.x1 - b.x0 < LABEL_MIN_PX * 2) {
+      ctx.font = FONT;
+      const text = e.name.length > 60 ? `${e.name.slice(0, 59)}…` : e.name;
+      const w = ctx.measureText(text).width + 8;
+      const right = b.x1 + 4 + w <= LABEL_W + st.view.widthPx;
+      const x = right ? b.x1 + 4 : Math.max(LABEL_W, b.x0 - 4 - w);
+      ctx.fillStyle = theme.bg;
+      ctx.fillRect(x, b.y, w, ROW_H);
+      ctx.strokeStyle = theme.accent;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(x + 0.5, b.y + 0.5, w - 1, ROW_H - 1);
+      ctx.fillStyle = theme.fg;
+      ctx.textBaseline = "middle";
+      ctx.fillText(text, x + 4, b.y + ROW_H / 2);
+      this.selectionTag = { text, x, y: b.y };
+    }
   }
 
   private drawArrow(st: DrawState, a: Arrow, theme: Theme): void {

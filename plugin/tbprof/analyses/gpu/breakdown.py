@@ -39,6 +39,7 @@ from tbprof.analyses.gpu.activity import (
     per_device,
     union_ps,
 )
+from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, parse_nonneg_int
 from tbprof.store.arrays import sorted_unique
@@ -223,9 +224,11 @@ IDLE_COLUMNS = [
     Column("stream", "Stream", "int"),
     Column("idle_category", "Idle category", "str", "", "host_wait, kernel_wait or other"),
     Column("idle_time_us", "Idle time", "float", "us"),
-    Column("idle_time_ratio", "Share of the stream's idle time", "float"),
+    Column("idle_time_ratio", "Share of the stream's idle time", "float", "fraction"),
     Column("count", "Gaps", "int"),
-    Column("mean_us", "Mean gap", "float", "us"), Column("min_us", "Min gap", "float", "us"),
+    Column("mean_us", "Mean gap", "float", "us", "negative when events overlap on the stream (HTA counts "
+           "the gap to the previous event's end)"),
+    Column("min_us", "Min gap", "float", "us", "negative: the event started before the previous one ended"),
     Column("median_us", "Median gap", "float", "us"), Column("max_us", "Max gap", "float", "us"),
 ]
 OVERLAP_COLUMNS = [
@@ -341,13 +344,17 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                                                                    duration_ratio):
                 top_rows.append((KIND_NAMES[kind], rank, device, name, total, mx, mn, mean, std, count))
     all_ps = sum(type_ps.values())
+    idle_pct = float(np.mean(idle_pcts)) if idle_pcts else None
+    comm_pct = float(np.nanmean(comm_pcts)) if comm_pcts and not np.isnan(comm_pcts).all() else None
     type_rows = [(label, ps / _PS_PER_US, 100.0 * ps / all_ps if all_ps else float("nan"))
                  for label, ps in sorted(type_ps.items(), key=lambda kv: -kv[1])]
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
         "ranks": [r for r, _ in ranked],
-        "device_idle_percent": float(np.mean(idle_pcts)) if idle_pcts else None,
-        "communication_percent": float(np.nanmean(comm_pcts)) if comm_pcts and not np.isnan(comm_pcts).all() else None,
+        "device_idle_percent": idle_pct,
+        "communication_percent": comm_pct,
+        "metrics": [metric_json("device_idle_of_kernel_timeline", idle_pct),
+                    metric_json("communication_of_kernel_timeline", comm_pct)],
         "tables": {
             "temporal_breakdown": _table(TEMPORAL_COLUMNS, temporal_rows),
             "idle_time_breakdown": _table(IDLE_COLUMNS, idle_rows),

@@ -86,6 +86,10 @@ class MemoryEvents:
     has_allocations: bool = True  # False: samples of a counter, nothing to break the peak down into
 
     @property
+    def capacity_source(self) -> str:
+        return "allocator"
+
+    @property
     def step_id(self) -> np.ndarray:
         """XProf's step id of each event, derived (and memoised) when first asked: smart_suggestion
         reads the allocator events (the peak's fragmentation) but needs no steps."""
@@ -386,6 +390,12 @@ class KinetoMemoryEvents(MemoryEvents):
     reserved_bytes: np.ndarray | None = None
     op_names: np.ndarray | None = None  # object, per event
 
+    @property
+    def capacity_source(self) -> str:
+        # PyTorch's reserved memory is what the caching allocator holds, not the device's size
+        # (3.98 GiB "capacity" on a 141 GB H200); TF1 counters say nothing about it.
+        return "reserved" if self.has_allocations else "peak"
+
     def details(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         idx = np.asarray(idx, dtype=np.int64)
         named = np.where(self.source[idx] >= 0, self.source[idx], idx)
@@ -610,6 +620,10 @@ def summarize(ev: MemoryEvents) -> dict[str, Any]:
         "num_allocations": int(ev.is_alloc.sum()),
         "num_deallocations": int((~ev.is_alloc).sum()),
         "memory_capacity_bytes": heap + stack + free,
+        # What the capacity is: "allocator" (XProf: in use + free of the allocator's limit),
+        # "reserved" (PyTorch: the caching allocator's reserved memory at the peak) or "peak"
+        # (nothing tells: the peak itself).
+        "capacity_source": ev.capacity_source,
         # XProf keeps the allocator's own peak counter of the last event it visits.
         "peak_bytes_usage_lifetime": int(d["peak_bytes_in_use"][1]),
         "peak_bytes_in_use": heap + stack,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.ops import kineto_ops, tf1_ops
+from tbprof.analyses.ops import headline, kineto_ops, tf1_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
@@ -118,7 +118,7 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
 
 
 def _pie(values: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
-    """Self time per label, largest first, the tail merged into "Other"."""
+    """Self time per label, largest first, the tail merged into "Other (N)" (N labels)."""
     if values.shape[0] == 0:
         return []
     uniq, inv = np.unique(labels.astype(str), return_inverse=True)
@@ -126,7 +126,8 @@ def _pie(values: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
     order = np.argsort(-tot, kind="stable")
     out = [{"name": str(uniq[i]), "self_time_us": float(tot[i])} for i in order[:PIE_SLICES]]
     if order.shape[0] > PIE_SLICES:
-        out.append({"name": "Other", "self_time_us": float(tot[order[PIE_SLICES:]].sum())})
+        out.append({"name": f"Other ({order.shape[0] - PIE_SLICES})",
+                    "self_time_us": float(tot[order[PIE_SLICES:]].sum())})
     return out
 
 
@@ -170,6 +171,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "include_idle": include_idle,
         "row_count": table.n_rows,
         "sides": sides,
+        # The same entries op profile and smart suggestions show (analyses/metrics.py).
+        "metrics": [headline.idle_metric(stores, side) for side in sides],
         "tables": {"ops": table},
     }
 

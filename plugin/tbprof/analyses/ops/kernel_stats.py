@@ -290,7 +290,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
 
 
 def _pie(table: Table, limit: int = 10) -> list[dict[str, Any]]:
-    """Total time per kernel name, largest first; the rest merged into "Other"."""
+    """Total time per kernel name, largest first; the rest merged into "Other (N)" (N names)."""
     if table.n_rows == 0:
         return []
     names = table.data["kernel_name"].astype(str)
@@ -299,7 +299,7 @@ def _pie(table: Table, limit: int = 10) -> list[dict[str, Any]]:
     order = np.argsort(-tot, kind="stable")
     out = [{"name": str(uniq[i]), "total_duration_us": float(tot[i])} for i in order[:limit]]
     if order.shape[0] > limit:
-        out.append({"name": "Other", "total_duration_us": float(tot[order[limit:]].sum())})
+        out.append({"name": f"Other ({order.shape[0] - limit})", "total_duration_us": float(tot[order[limit:]].sum())})
     return out
 
 

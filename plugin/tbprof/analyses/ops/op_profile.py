@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.ops import headline
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool, parse_float, parse_nonneg_int
@@ -251,6 +252,7 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
         "shown_op_count": int(picked.shape[0]),
         "total_time_us": db.total_time_ps / 1e6,
         "idle_time_us": db.idle_time_ps / 1e6,
+        "metrics": [headline.idle_metric(stores, side)] if db.total_time_ps > 0 else [],
         "by_category": by_category,
         "by_name_scope": by_scope,
         "by_program": by_program,

@@ -132,7 +132,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     return {
         "schema_version": SCHEMA_VERSION, "tool": "input_pipeline_analyzer",
         "hosts": st.hosts, "steps": st.steps_json(),
-        "verdict": {"input_bound": ana["input_bound"], "input_classification": ana["input_classification"],
+        "verdict": {"input_bound": ana["input_bound"], "input_bound_reason": ana["input_bound_reason"],
+                    "input_classification": ana["input_classification"],
                     "input_percent": ana["percent"]["input_percent"], "statement": ana["input_statement"],
                     "summary_next_step": next_step,
                     "kernel_launch_statement": ana["kernel_launch_statement"],

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
+from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.pages.profile_summary import device_type
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
@@ -19,6 +21,9 @@ from tbprof.domain.planes import device_display_name, device_model, device_plane
 from tbprof.store.tables import ProfileStore
 
 TOP_OPS = 10
+# Below this share of 16-bit device compute the overview suggests bf16/fp16 (a run mostly in
+# 16-bit gains little from the advice).
+PRECISION_ADVICE_BELOW_PERCENT = 50.0
 
 
 def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
@@ -74,32 +79,14 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
         "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
 
 
-def _precision(st: StepTable) -> dict[str, float]:
-    """Shares of device compute time by precision (of all device compute: they add up to 100)."""
+def _precision(stores: Sequence[ProfileStore], st: StepTable) -> dict[str, Any]:
+    """Device compute precision with its source (analyses/ops/precision.py); null when unknown."""
     c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
     c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
-    cu = float(np.sum(st.category_ms.get("device_compute_unknown_precision_ms", 0.0)))
-    tot = c16 + c32 + cu
-    return {"device_compute_16bit_percent": 100.0 * c16 / tot if tot else 0.0,
-            "device_compute_32bit_percent": 100.0 * c32 / tot if tot else 0.0,
-            "device_compute_unknown_precision_percent": 100.0 * cu / tot if tot else 0.0}
-
-
-def _precision_statement(prec: dict[str, float]) -> str:
-    """Advice to move to 16-bit only where the precision of most device compute is known."""
-    p16, p32 = prec["device_compute_16bit_percent"], prec["device_compute_32bit_percent"]
-    unknown = prec["device_compute_unknown_precision_percent"]
-    if p16 + p32 + unknown <= 0:
-        return ""
-    if unknown >= 50.0:
-        return (f"The precision of {unknown:.1f}% of device compute is unknown: the trace records no operator "
-                "input types for it (profile with record_shapes=True) and its kernel names do not tell.")
-    statement = f"{p16:.1f}% of device compute runs in 16-bit (or narrower) precision"
-    if unknown > 0:
-        statement += f", {p32:.1f}% in 32-bit, {unknown:.1f}% unknown"
-    if p32 > p16:
-        return statement + "; where accuracy allows, bf16/fp16 ops run faster and use less memory."
-    return statement + "."
+    unknown = float(np.sum(st.category_ms.get("device_compute_unknown_precision_ms", 0.0)))
+    p = device_precision(stores, c16, c32, unknown) if st.has_device else Precision("unknown", None, None)
+    return {"device_compute_16bit_percent": p.percent_16bit, "device_compute_32bit_percent": p.percent_32bit,
+            "device_compute_precision_source": p.source}
 
 
 def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
@@ -144,10 +131,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
     host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
-    prec = _precision(st)
-    precision_statement = _precision_statement(prec) if st.has_device else ""
+    prec = _precision(stores, st)
+    precision_statement = ""
+    low = prec["device_compute_16bit_percent"]
+    if low is not None and low < PRECISION_ADVICE_BELOW_PERCENT:
+        precision_statement = (f"{low:.1f}% of device compute runs in 16-bit precision; where accuracy allows, "
+                               "bf16/fp16 ops run faster and use less memory.")
     recommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
+        "input_bound_reason": ana["input_bound_reason"],
         "statement": ana["input_statement"],
         "kernel_launch_bottleneck": ana["kernel_launch_bottleneck"],
         "kernel_launch_statement": ana["kernel_launch_statement"],
@@ -187,6 +179,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
     result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
     result["diagnostics"] = diagnostics(stores, st, options)
+    # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
+    has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
+    result["metrics"] = [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
+                         metric_json("device_collectives_of_step_time",
+                                     ana["percent"]["device_collectives_percent"])] if has_step_time else []
     result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
         ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
     return result

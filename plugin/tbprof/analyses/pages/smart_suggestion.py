@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import kernel_stats
+from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.pages import overview
+from tbprof.analyses.schemas import MetricJson
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -33,12 +36,23 @@ LOW_OCCUPANCY_TIME_PERCENT = 10.0  # share of kernel time in low-occupancy kerne
 FRAGMENTATION_FRACTION = 0.5  # free memory that is not one block at the peak
 COLLECTIVES_PERCENT = 20.0  # of device op self time in collectives
 IDLE_PERCENT = 30.0  # of the device time span with no op running
-COLLECTIVE_CATEGORIES = frozenset(("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                                   "collective-permute", "collective-broadcast", "send", "recv"))
+
+
+# What each rule found, as a heading for people (the page showed rule ids, #29 §4).
+RULE_TITLES = {
+    "input_bound": "The steps wait for input",
+    "kernel_launch_overhead": "Launching kernels takes much of the step",
+    "low_tensorcore_use": "TensorCore-eligible kernels run without TensorCores",
+    "low_occupancy_kernels": "Kernels with low occupancy",
+    "memory_fragmentation": "Fragmented device memory",
+    "collectives_share": "Much device time in collectives",
+    "idle_device": "The devices are often idle",
+}
 
 
 def _suggestion(rule: str, severity: str, message: str, page: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    return {"rule": rule, "severity": severity, "message": message, "page": page, "evidence": evidence}
+    return {"rule": rule, "title": RULE_TITLES[rule], "severity": severity, "message": message, "page": page,
+            "evidence": evidence}
 
 
 def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
@@ -111,27 +125,27 @@ def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
                 "memory_profile", {"memory_id": mid, "peak_fragmentation_fraction": frag}))
 
 
-def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]], metrics: list[MetricJson]) -> None:
     db = hosts_op_metrics(stores, "device")
     if db.n_ops == 0 or db.total_time_ps <= 0:
         return
-    self_ps = float(db.self_time_ps.sum())
-    if self_ps > 0:
-        coll = float(db.self_time_ps[np.isin(db.type.astype(str), list(COLLECTIVE_CATEGORIES))].sum())
-        share = 100.0 * coll / self_ps
-        if share >= COLLECTIVES_PERCENT:
-            out.append(_suggestion(
-                "collectives_share", "medium",
-                f"{share:.1f} % of the device op time is collectives (all-reduce, all-gather, ...). Overlap them with "
-                "compute, shard differently or communicate in lower precision.",
-                "hlo_stats", {"collectives_percent_of_op_time": share, "collectives_us": coll / 1e6}))
-    idle = 100.0 * db.idle_time_ps / db.total_time_ps
-    if idle >= IDLE_PERCENT:
+    # The same metric entries (analyses/metrics.py) framework op stats and op profile show.
+    coll, idle = collectives_metric(stores), idle_metric(stores, "device")
+    metrics.extend((idle, coll))
+    share = coll["value_percent"]
+    if share is not None and share >= COLLECTIVES_PERCENT:
         out.append(_suggestion(
-            "idle_device", "high" if idle >= 2 * IDLE_PERCENT else "medium",
-            f"The devices are idle {idle:.1f} % of the profiled time: the host does not feed them work fast enough "
-            "(input, Python, synchronisation). The trace viewer shows the gaps.",
-            "trace_viewer", {"device_idle_percent": idle, "device_time_us": db.total_time_ps / 1e6}))
+            "collectives_share", "medium",
+            f"Collectives (all-reduce, all-gather, ...) take {share:.1f}% {coll['of']}. Overlap them with "
+            "compute, shard differently or communicate in lower precision.",
+            "hlo_stats", {coll["key"]: share}))
+    idle_pct = idle["value_percent"]
+    if idle_pct is not None and idle_pct >= IDLE_PERCENT:
+        out.append(_suggestion(
+            "idle_device", "high" if idle_pct >= 2 * IDLE_PERCENT else "medium",
+            f"The devices are idle {idle_pct:.1f}% {idle['of']}: the host does not feed them work fast "
+            "enough (input, Python, synchronisation). The trace viewer shows the gaps.",
+            "trace_viewer", {idle["key"]: idle_pct, "device_time_us": db.total_time_ps / 1e6}))
 
 
 SUGGESTION_COLUMNS = [
@@ -152,7 +166,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     # warm-up (service/tools.warmups) is deriving the steps meanwhile, on the other core, and the
     # step rule then finds them memoised instead of waiting for them before starting the rest.
     fired: dict[str, list[dict[str, Any]]] = {}
-    for name, rule in (("kernels", _kernels), ("memory", _memory), ("device", _device),
+    metrics: list[MetricJson] = []
+    for name, rule in (("kernels", _kernels), ("memory", _memory), ("device", partial(_device, metrics=metrics)),
                        ("steps", _input_and_launch)):
         fired[name] = []
         rule(stores, fired[name])
@@ -161,7 +176,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     found.sort(key=lambda s: rank[s["severity"]])
     return {"schema_version": SCHEMA_VERSION, "tool": "smart_suggestion",
             "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
-            "suggestions": found,
+            "suggestions": found, "metrics": metrics,
             "rules": ["input_bound", "kernel_launch_overhead", "low_tensorcore_use", "low_occupancy_kernels",
                       "memory_fragmentation", "collectives_share", "idle_device"],
             "message": "" if found else "No rule fired: nothing stands out in this profile.",

@@ -151,6 +151,16 @@ def _analyse(pipe: dict[str, Any]) -> dict[str, Any]:
             "root_avg_latency_us": float(pipe["total_ps"][ri] / max(1, pipe["calls"][ri]) / 1e6)}
 
 
+def has_iterator_events(store: ProfileStore) -> bool:
+    """Whether the profile names any tf.data iterator: the tool is listed only for runs that use
+    tf.data (a JAX or PyTorch run listed it, to show "no pipelines")."""
+    def build() -> bool:
+        return bool(store.n_events > 0
+                    and store.strings.ids_matching(lambda s: s.startswith("Iterator::")).shape[0] > 0)
+    found: bool = store.memo(("tf_data", "has_iterator_events"), build)
+    return found
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
     it_rows: dict[str, list[Any]] = {k: [] for k in ("host", "pipeline", "iterator", "kind", "depth", "start_ms",
                                                      "calls", "slow_calls", "total_time_ms", "self_time_ms",
@@ -180,8 +190,13 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
             pipes_out.append({"host": s.host, "pipeline": name, "root_iterator_id": pipe["root_id"], **a,
                               "slow_call_percent": slow_pct, "bottleneck_kind": iterator_kind(a["bottleneck"]),
                               "suggestion": suggestion_for(a["bottleneck"]),
+                              # About the pipeline's calls only: whether the steps wait on it
+                              # is the input-bound verdict's (step time), which this must not
+                              # contradict ("consumer waits" beside "not input-bound" did).
                               "input_bound_hint": ("most GetNext calls of the root are slower than 50 us: the "
-                                                   "consumer waits for input" if slow_pct >= 50 else
+                                                   "pipeline is slow to produce elements; whether the steps wait "
+                                                   "for them is the input-bound verdict's (overview, input pipeline)"
+                                                   if slow_pct >= 50 else
                                                    "most GetNext calls of the root are fast: the pipeline "
                                                    "keeps up with the consumer")})
     it_cols = [Column("host", "Host", "str"), Column("pipeline", "Pipeline", "str"),
@@ -212,7 +227,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
 TOOLS = (
     Tool(
         name="tf_data_bottleneck_analysis", title="tf.data bottleneck analysis", compute=compute,
-        available=lambda store: store.n_events > 0, multi_host=True,
+        available=has_iterator_events, multi_host=True,
         description="Per tf.data pipeline: iterator times, critical path, bottleneck and a suggestion.",
     ),
 )

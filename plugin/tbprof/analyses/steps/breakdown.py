@@ -183,7 +183,7 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
     total = float(np.sum(step_time_ms))
     if total <= 0 or not math.isfinite(total):
         return {
-            "input_classification": "unknown", "input_bound": "unknown",
+            "input_classification": "unknown", "input_bound": "unknown", "input_bound_reason": "",
             "input_statement": "No steps were found, so there is no step time to break down and no "
                                "bottleneck verdict.",
             "percent": {k.removesuffix("_ms") + "_percent": 0.0 for k in CATEGORY_KEYS} | {"idle_percent": 0.0},
@@ -228,8 +228,15 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
     ao = "no" if all_other_reported else _level(all_other_pct, HIGH_PERCENT, MODERATE_PERCENT)
     ao_stmt = "" if ao == "no" else (f"'All others' takes {_one_digit(all_other_pct)}% of the step time, "
                                      "often Python overhead between device launches.")
+    # What the verdict rests on, in a few words for the card beside the input percentage: a
+    # "possibly input-bound" verdict next to "0.0 % waiting for input" needs its reason.
+    reason = {"high": f"input {_one_digit(input_pct)}% of step time",
+              "moderate": f"input {_one_digit(input_pct)}% of step time",
+              "potential": f"'all others' {_one_digit(all_other_pct)}% of step time (neither device work nor "
+                           "recognised input; often file I/O or Python)"}.get(bound, "")
     return {
-        "input_classification": cls, "input_bound": bound, "input_statement": stmt, "percent": pct,
+        "input_classification": cls, "input_bound": bound, "input_bound_reason": reason, "input_statement": stmt,
+        "percent": pct,
         "kernel_launch_bottleneck": kl, "kernel_launch_statement": kl_stmt,
         "all_other_bottleneck": ao, "all_other_statement": ao_stmt,
         "device_collectives_bottleneck": coll, "device_collectives_statement": coll_stmt,

@@ -1,0 +1,47 @@
+// Headline metrics with one definition each (the backend's analyses/metrics.py): a tool result
+// lists the ones its page shows under "metrics", with the label, the denominator ("of step
+// time") and the definition. Pages draw them from there and never compute or name them again,
+// so "Device idle, of step time" reads the same number wherever it appears (#29 §1).
+
+import { formatPercent } from "../base/format";
+import type { Card, Tone } from "../widgets/cards";
+import { h } from "../widgets/dom";
+import { num, objs, str } from "./fields";
+
+export interface Metric {
+  key: string;
+  label: string;
+  of: string;
+  definition: string;
+  valuePercent: number | null;
+}
+
+/** The result's metrics by key (an older backend without "metrics" gives an empty map). */
+export function metricsOf(raw: unknown): Map<string, Metric> {
+  const out = new Map<string, Metric>();
+  for (const m of objs(raw, "metrics")) {
+    const key = str(m, "key");
+    if (!key) continue;
+    out.set(key, { key, label: str(m, "label"), of: str(m, "of"), definition: str(m, "definition"), valuePercent: num(m, "value_percent") });
+  }
+  return out;
+}
+
+export function metricValue(m: Metric): string {
+  return m.valuePercent === null ? "–" : formatPercent(m.valuePercent);
+}
+
+/** A summary card: the metric's label, value and denominator, its definition as the tooltip. */
+export function metricCard(m: Metric, opts: { id?: string; tone?: Tone } = {}): Card {
+  return { id: opts.id ?? m.key, label: m.label, value: metricValue(m), hint: m.of, title: m.definition, metric: m.key, ...(opts.tone ? { tone: opts.tone } : {}) };
+}
+
+/** A key/value row ("Device idle, of step time  68.7%") for a list of facts. */
+export function metricRow(m: Metric): HTMLElement {
+  return h(
+    "div",
+    { class: "tbp-kv-row", "data-metric": m.key, title: m.definition },
+    h("span", { class: "tbp-kv-key" }, `${m.label}, ${m.of}`),
+    h("span", { "data-metric-value": "" }, metricValue(m)),
+  );
+}

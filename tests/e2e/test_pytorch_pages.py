@@ -177,13 +177,17 @@ def test_tf1_memory_profile_page(page: Any, server: Any) -> None:
     assert page.locator('[data-card="allocations"] .tbp-card-value').inner_text() == f"{a['num_allocations']}"
 
 
-def test_precision_unknown_without_element_types(page: Any, server: Any) -> None:
-    """#29 §3: a PyTorch trace has no HLO and (until its reader gives operator input types) no
-    tensor shapes: the overview says "unknown", not "0.0 % 16-bit", and gives no bf16 advice."""
+def test_precision_from_operator_input_types(page: Any, server: Any) -> None:
+    """#29 §3 / #23: a PyTorch trace has no HLO and no tensor shapes; its operators' input types
+    (record_shapes) tell: torch_cnn ran under bf16 autocast, so the card shows most device compute
+    in 16-bit, names where that comes from, and the overview gives no bf16 advice."""
     _open(page, server, run=SINGLE, tool="overview_page")
     perf = server.json("data", run=SINGLE, tool="overview_page", rows="0")["performance_summary"]
-    assert perf["device_compute_precision_source"] == "unknown"
-    assert page.locator('[data-card="precision"] .tbp-card-value').inner_text() == "unknown"
+    assert perf["device_compute_precision_source"] == "operator_input_types"
+    assert perf["device_compute_16bit_percent"] > 50.0
+    card = page.locator('[data-card="precision"]')
+    assert card.locator(".tbp-card-value").inner_text().endswith("16-bit")
+    assert "input types" in card.locator(".tbp-card-hint").inner_text()
     assert "bf16" not in page.locator("[data-recommendation]").inner_text()
 
 

@@ -420,7 +420,8 @@ class DiskCache:
         stores = self.root / "stores"
         out = []
         try:
-            listing = list(os.scandir(stores))
+            with os.scandir(stores) as it:
+                listing = list(it)
         except OSError:
             return []
         for d in listing:
@@ -439,7 +440,8 @@ class DiskCache:
         """(file, last use, size in bytes) of the per-host partials kept beside the stores
         (``<root>/partials/<key>.p<version>.bin``, service/partials.py; ``.json`` of older versions)."""
         try:
-            listing = list(os.scandir(self.root / PARTIALS_DIR))
+            with os.scandir(self.root / PARTIALS_DIR) as it:
+                listing = list(it)
         except OSError:
             return []
         out = []
@@ -561,9 +563,11 @@ def _touch(entry: Path) -> None:
 def _folder_bytes(folder: Path) -> int:
     total = 0
     try:
-        for f in os.scandir(folder):
-            if f.is_file(follow_symlinks=False):
-                total += f.stat(follow_symlinks=False).st_size
+        # Closed even when a file goes while it is listed (another process trimming the cache).
+        with os.scandir(folder) as it:
+            for f in it:
+                if f.is_file(follow_symlinks=False):
+                    total += f.stat(follow_symlinks=False).st_size
     except OSError:
         pass
     return total

@@ -100,3 +100,45 @@ def backend_rows(server: Any, run: str, tool: str, table: str, host: str | None 
 
 def json_of(text: str) -> Any:
     return json.loads(text)
+
+
+class PluginServer:
+    """A real WSGI server of the tbprof app on a logdir (the plugin's routes, as inside
+    TensorBoard), and a werkzeug client of the same app for the backend's own answers."""
+
+    def __init__(self, logdir: Any, cache_dir: Any) -> None:
+        import threading
+
+        from werkzeug.serving import make_server
+        from werkzeug.test import Client
+
+        from tbprof.http.app import PLUGIN_PREFIX, create_app
+
+        app = create_app(logdir, cache_dir=cache_dir, prefix=PLUGIN_PREFIX, capture_enabled=False)
+        self._prefix = PLUGIN_PREFIX.rstrip("/")
+        self._srv = make_server("127.0.0.1", 0, app, threaded=True)
+        self._thread = threading.Thread(target=self._srv.serve_forever, daemon=True)
+        self._thread.start()
+        self._client = Client(app)
+        self.base = f"http://127.0.0.1:{self._srv.server_port}/"
+
+    def json(self, route: str, **params: str) -> Any:
+        r = self._client.get(self._prefix + "/" + route, query_string=params)
+        assert r.status_code == 200, r.get_data(as_text=True)[:300]
+        return r.get_json()
+
+    def close(self) -> None:
+        self._srv.shutdown()
+        self._thread.join(timeout=10)
+
+
+def page_failing_on_errors(browser: Any) -> Any:
+    """A new page (in a context of its own) that records console errors and page errors in
+    ``page.tbprof_errors``; the caller closes ``page.context`` and asserts the list is empty."""
+    context = browser.new_context()
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.tbprof_errors = errors
+    return pg

@@ -10,18 +10,14 @@ tests/analyses/test_gpu_counters_parity.py).
 from __future__ import annotations
 
 import shutil
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 
-from tbprof.http.app import PLUGIN_PREFIX, create_app
-
-from .helpers import PAGE_TIMEOUT_MS, wait_ready
+from .helpers import PAGE_TIMEOUT_MS, PluginServer, page_failing_on_errors, wait_ready
 
 pytestmark = pytest.mark.e2e
 RUN = "torch/torch_ddp"
@@ -36,37 +32,17 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> I
     # A with_modules trace (tests/data: written from Kineto's documented fields) for the module view.
     shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "kineto_with_modules",
                     root / "logs" / "torch" / "modules")
-    app = create_app(root / "logs", cache_dir=root / "cache", prefix=PLUGIN_PREFIX, capture_enabled=False)
-    srv = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    from werkzeug.test import Client
-
-    client = Client(app)
-
-    class Backend:
-        base = f"http://127.0.0.1:{srv.server_port}/"
-
-        def json(self, route: str, **params: str) -> Any:
-            r = client.get(PLUGIN_PREFIX.rstrip("/") + "/" + route, query_string=params)
-            assert r.status_code == 200, r.get_data(as_text=True)[:300]
-            return r.get_json()
-
-    yield Backend()
-    srv.shutdown()
-    thread.join(timeout=10)
+    server = PluginServer(root / "logs", root / "cache")
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="module")
 def page(server: Any, browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg = page_failing_on_errors(browser)
     yield pg
-    context.close()
-    assert errors == [], errors
+    pg.context.close()
+    assert pg.tbprof_errors == [], pg.tbprof_errors
 
 
 def _goto(page: Any, server: Any, **state: str) -> None:

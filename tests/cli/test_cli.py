@@ -112,3 +112,25 @@ def test_show_absent_tool_says_why(capsys: pytest.CaptureFixture[str], profiles_
     code, out, err = _run(capsys, "show", tool, str(xplane_of(profiles_root, "jax_mlp")), "--cache-dir",
                           str(cache_dir))
     assert code == 1 and out == "" and why in err
+
+
+@pytest.mark.parametrize("command", ["show", "csv"])
+def test_show_and_csv_take_the_workers(capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path,
+                                       monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """`tbprof show`/`csv` convert a pod's hosts on the executor `--workers` names (#26: they used
+    to build their profiles without one, converting in-process whatever was asked)."""
+    from tbprof.cli import show
+    from tbprof.service.executor import ProcessPool
+
+    seen: list[object] = []
+    real = show.profiles_for
+
+    def spy(path: str, cache: str | None, executor: object = None) -> object:
+        seen.append(executor)
+        return real(path, cache, executor)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(show, "profiles_for", spy)
+    code, _, _ = _run(capsys, command, "framework_op_stats", str(profiles_root / "jax_2hosts"), "--workers", "3",
+                      "--cache-dir", str(cache_dir))
+    assert code == 0
+    assert len(seen) == 1 and isinstance(seen[0], ProcessPool) and seen[0].workers == 3

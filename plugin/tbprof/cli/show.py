@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.encode import table_csv
 from tbprof.analyses.table import Table, TableQuery
@@ -20,6 +20,9 @@ from tbprof.cli.common import (
 )
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS
+
+if TYPE_CHECKING:
+    from tbprof.service.executor import Executor
 
 
 def configure_tools(p: argparse.ArgumentParser) -> None:
@@ -37,8 +40,9 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 
 def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | None,
-                 options: dict[str, str], cache_dir: str | None = None) -> tuple[dict[str, Any], Run, list[str]]:
-    profiles = profiles_for(path, cache_dir)
+                 options: dict[str, str], cache_dir: str | None = None,
+                 executor: Executor | None = None) -> tuple[dict[str, Any], Run, list[str]]:
+    profiles = profiles_for(path, cache_dir, executor)
     # The tool first: how its run converts depends on it (a tool that reads few planes converts
     # lazily, Tool.few_planes), so there is no conversion to overlap with the imports here.
     tool = profiles.tool(tool_name)
@@ -70,7 +74,7 @@ def configure_csv(p: argparse.ArgumentParser) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     result, _, _ = compute_tool(args.path, args.tool, args.run, args.host, parse_option_args(args.option),
-                                args.cache_dir)
+                                args.cache_dir, executor_from(args))
     if args.format == "csv":
         tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
         if not tables:

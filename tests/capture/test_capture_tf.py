@@ -78,7 +78,10 @@ def test_capture_through_http_route(tf_server: ProfilerServer, logdir: Path, tmp
     host = f"localhost_{tf_server.port}"
 
     def capture(attempt: int) -> tuple[int, dict[str, Any]]:
-        return _post(client, {"addresses": f"grpc://{tf_server.address}", "duration_ms": 500 << attempt})
+        # Level 3: TensorFlow traces an op its cost model deems cheap (Mean, after a few steps)
+        # only at the verbose level, so at the default level 2 a window may lack it.
+        return _post(client, {"addresses": f"grpc://{tf_server.address}", "duration_ms": 500 << attempt,
+                              "host_tracer_level": 3})
 
     (status, body), attempts = capture_until(
         capture, lambda answer: answer[0] == 200 and _has_training(app, answer[1]["run"], host))

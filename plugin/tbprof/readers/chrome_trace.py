@@ -66,10 +66,10 @@ import numpy as np
 from tbprof._core import jsonscan, kernels
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers import kineto
+from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.step_files import json_host
-from tbprof.readers.xplane_stream import _File, _UrlFile
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.fs import Location, UrlPath, shown_name
@@ -107,7 +107,7 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
     never the file's text nor a Python object per event.
     """
     path = as_location(path)
-    f: _File | _UrlFile = _UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else _File(Path(path))
+    f: StreamSource = UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else LocalFile(Path(path))
     try:
         if f.size == 0:
             raise ProfileReadError(str(path), "the file is empty (0 bytes)")
@@ -129,7 +129,7 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str, window_bytes: i
                          source, host, window_bytes)
 
 
-def _file_windows(f: _File | _UrlFile, window_bytes: int) -> Iterator[bytes]:
+def _file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
     pos = 0
     while pos < f.size:
         n = min(window_bytes, f.size - pos)

@@ -1,7 +1,7 @@
 """Where a reader's bytes come from, read by offset: a local file, an object in a bucket, or a
 file already in memory. The streaming readers (``xplane_stream.py``, ``chrome_trace.py``) read
 bounded windows through ``pread``; the in-memory XSpace reader hands its bytes over as a
-``MemoryBytes`` so that the one plane builder (``xplane_planes.py``) reads both alike."""
+``MemoryBytes`` so that the one plane builder (``plane_builder.py``) reads both alike."""
 
 from __future__ import annotations
 

@@ -69,6 +69,7 @@ from tbprof.readers import kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
+from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
@@ -777,8 +778,7 @@ class _Builder:
             p_line = ev_local[rows].astype(np.int32)
             p_start = start_ps[rows]
             p_dur = dur_ps[rows]
-            line_offsets = np.searchsorted(p_line, np.arange(len(plane_lines[pi]) + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
+            line_offsets, depth = line_rows(p_line, p_start, p_dur, len(plane_lines[pi]))
             sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
         del start_ps, dur_ps, ev_local
         flow_rows = self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)

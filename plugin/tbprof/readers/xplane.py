@@ -19,7 +19,7 @@ from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
-from tbprof.readers.xplane_planes import MemoryColumns, finish_plane, finish_stats, plane_meta
+from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta
 from tbprof.store import tables
 from tbprof.store.fs import Location, UrlPath, shown_name
 from tbprof.store.fs import location as as_location
@@ -369,7 +369,7 @@ class _LazyStats:
 
 
 class _PlaneLazy:
-    """One plane's share of ``_LazyStats`` (``xplane_planes.DeferredStats``)."""
+    """One plane's share of ``_LazyStats`` (``plane_builder.DeferredStats``)."""
 
     def __init__(self, lazy: _LazyStats, pi: int, ev_range: slice) -> None:
         self.lazy, self.pi, self.ev_range = lazy, pi, ev_range

@@ -42,13 +42,13 @@ from tbprof._core import kernels, wire
 from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
+from tbprof.readers.plane_builder import EntryColumns, Limit, finish_plane, plane_meta
 from tbprof.readers.xplane import (
     BUILD_BYTES_PER_METADATA,
     UPB_BYTES_PER_FIELD,
     parse_spans,
     without_replaced_stats,
 )
-from tbprof.readers.xplane_planes import EntryColumns, Limit, finish_plane, plane_meta
 from tbprof.store import tables
 from tbprof.store.disk_cache import DiskCache, entry_meta
 from tbprof.store.entry_writer import EntryWriter

@@ -1,4 +1,5 @@
-"""The one plane builder of both XSpace readers.
+"""The one plane builder of the readers: both XSpace readers finish planes here, and every
+reader (Chrome trace JSON too) orders a plane's rows into lines and nesting depths here.
 
 The in-memory reader (``xplane.py``) holds the scanner's columns of the whole file; the streaming
 reader (``xplane_stream.py``) appends them, window by window, to column files of the cache entry
@@ -331,11 +332,7 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
             col[:] = np.asarray(col)[sort]
         del order, inverse, new_owner, sort
 
-    # (Needles in the column's dtype: int64 needles would make numpy copy the column.)
-    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1, dtype=local_line.dtype)
-                                   ).astype(np.int64)
-    _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
-    depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
+    line_offsets, depth = line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     line_ids = np.array([m.id for m in lines], dtype=np.int64)
     line_timestamp_ns = np.array([m.timestamp_ns for m in lines], dtype=np.int64)
@@ -366,6 +363,16 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
     if deferred is not None and stats is None:
         deferred.defer(plane, pm.stat_ids, pm.stat_names)
     return plane
+
+
+def line_rows(local_line: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, n_lines: int,
+              limit: Limit | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A plane's line offsets (rows sorted by line, then start) and each event's nesting depth."""
+    # (Needles in the column's dtype: int64 needles would make numpy copy the column.)
+    line_offsets = np.searchsorted(local_line, np.arange(n_lines + 1, dtype=local_line.dtype)).astype(np.int64)
+    n_ev = int(start_ps.shape[0])
+    _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
+    return line_offsets, kernels.nesting_depth(start_ps, dur_ps, line_offsets)
 
 
 def _text(raw: bytes) -> str:

@@ -35,14 +35,14 @@ def _same_as_pinned(store: ProfileStore, path: Path) -> None:
 @pytest.mark.parametrize(("path", "window"), [(TORCH, 97), (JAX, 61)], ids=["torch_97", "jax_gz_61"])
 def test_tiny_windows_read_the_pinned_store(monkeypatch: pytest.MonkeyPatch, path: Path, window: int) -> None:
     reads: list[int] = []
-    real_pread = chrome_trace._File.pread
+    real_pread = chrome_trace.LocalFile.pread
 
     def pread(self: Any, offset: int, n: int) -> bytes:
         reads.append(n)
         return real_pread(self, offset, n)
 
     monkeypatch.setattr(chrome_trace, "WINDOW_BYTES", window)
-    monkeypatch.setattr(chrome_trace._File, "pread", pread)
+    monkeypatch.setattr(chrome_trace.LocalFile, "pread", pread)
     _same_as_pinned(read_chrome_trace(path), path)
     # The file was read window by window, never whole.
     assert max(reads) == window and sum(reads) == path.stat().st_size

@@ -126,12 +126,12 @@ def test_a_plane_out_of_time_order_is_sorted_alike(profiles_root: Path, tmp_path
 def test_a_file_cut_or_rewritten_while_streaming_is_a_read_error(profiles_root: Path, tmp_path: Path) -> None:
     """Read by offset, never mapped: a file another process truncates mid-conversion gives a short
     read (a 422 naming the cause), where a mapping would have died with SIGBUS."""
-    from tbprof.readers.xplane_stream import _File
+    from tbprof.readers.byte_sources import LocalFile
 
     path = tmp_path / "live.xplane.pb"
     data = xplane_of(profiles_root, "jax_mlp").read_bytes()
     path.write_bytes(data)
-    f = _File(path)
+    f = LocalFile(path)
     try:
         assert f.pread(0, 100) == data[:100]
         os.truncate(path, 1000)  # the profiler rewrites the file

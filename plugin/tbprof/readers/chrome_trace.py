@@ -66,10 +66,11 @@ import numpy as np
 from tbprof._core import jsonscan, kernels
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers import kineto
+from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
+from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
-from tbprof.readers.xplane_stream import _File, _UrlFile
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.fs import Location, UrlPath, shown_name
@@ -107,7 +108,7 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
     never the file's text nor a Python object per event.
     """
     path = as_location(path)
-    f: _File | _UrlFile = _UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else _File(Path(path))
+    f: StreamSource = UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else LocalFile(Path(path))
     try:
         if f.size == 0:
             raise ProfileReadError(str(path), "the file is empty (0 bytes)")
@@ -129,7 +130,7 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str, window_bytes: i
                          source, host, window_bytes)
 
 
-def _file_windows(f: _File | _UrlFile, window_bytes: int) -> Iterator[bytes]:
+def _file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
     pos = 0
     while pos < f.size:
         n = min(window_bytes, f.size - pos)
@@ -777,8 +778,7 @@ class _Builder:
             p_line = ev_local[rows].astype(np.int32)
             p_start = start_ps[rows]
             p_dur = dur_ps[rows]
-            line_offsets = np.searchsorted(p_line, np.arange(len(plane_lines[pi]) + 1)).astype(np.int64)
-            depth = kernels.nesting_depth(p_start, p_dur, line_offsets)
+            line_offsets, depth = line_rows(p_line, p_start, p_dur, len(plane_lines[pi]))
             sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
         del start_ps, dur_ps, ev_local
         flow_rows = self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)

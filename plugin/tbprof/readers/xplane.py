@@ -9,18 +9,17 @@ line names, hostnames) are parsed by upb from the byte spans the scanner recorde
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
-from tbprof._core.wire import hash_spans
 from tbprof.errors import ProfileReadError
 from tbprof.protos import xplane_pb2
-from tbprof.readers import xplane_columns
+from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
+from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta
 from tbprof.store import tables
 from tbprof.store.fs import Location, UrlPath, shown_name
 from tbprof.store.fs import location as as_location
@@ -219,17 +218,18 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
+    source_bytes = MemoryBytes(view, source)
     deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         fields = without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
         pmsg = parse_spans(xplane_pb2.XPlane, view, fields)
         assert isinstance(pmsg, xplane_pb2.XPlane)
-        if deferred is not None and not sc.with_stats:
-            planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps),
-                                       sc, view, strings, deferred))
-        else:
-            planes.append(_build_plane(pi, pmsg, plane_lines, line_msgs, ev_range, st_range, texts, int(origin_ps),
-                                       sc, view, strings))
+        blobs: list[bytes] = []
+        pm = plane_meta(pmsg, strings, blobs)
+        cols = _scanned_columns(sc, ev_range, st_range, texts)
+        later = _PlaneLazy(deferred, pi, ev_range) if deferred is not None and not sc.with_stats else None
+        planes.append(finish_plane(cols, source_bytes, pi, pmsg, pm, blobs, plane_lines, line_msgs, ev_range.start,
+                                   st_range.start, int(origin_ps), strings, len(data), None, later))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
@@ -284,182 +284,14 @@ def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np
     return spans[keep]
 
 
-def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
-    ids = np.array(sorted(pmsg.stat_metadata.keys()), dtype=np.int64)
-    name_ids = np.array([strings.intern(_text(pmsg.stat_metadata[i].name)) for i in ids.tolist()], dtype=np.int32)
-    return ids, name_ids
-
-
-def _value_from_pb(stat: xplane_pb2.XStat, stat_name_of: dict[int, int],
-                   strings: StringTable, blobs: list[bytes]) -> tuple[int, int]:
-    which = stat.WhichOneof("value")
-    if which == "double_value":
-        return tables.KIND_DOUBLE, int(np.float64(stat.double_value).view(np.int64))
-    if which == "uint64_value":
-        return tables.KIND_UINT64, int(np.uint64(stat.uint64_value).view(np.int64))
-    if which == "int64_value":
-        return tables.KIND_INT64, stat.int64_value
-    if which == "str_value":
-        return tables.KIND_STR, strings.intern(_text(stat.str_value))
-    if which == "bytes_value":
-        blobs.append(stat.bytes_value)
-        return tables.KIND_BYTES, len(blobs) - 1
-    if which == "ref_value":
-        return tables.KIND_REF, stat_name_of.get(stat.ref_value, 0)
-    return tables.KIND_NONE, 0
-
-
-def _decode_texts(texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray, raw: memoryview,
-                  strings: StringTable, blobs: list[bytes]) -> None:
-    """Sets the value of str stats to a string id and of bytes stats to a blob index, in place."""
-    if texts.shape[0] == 0:
-        return
-    rows = texts[:, 0] - first_stat
-    is_str = kind[rows] == tables.KIND_STR
-    str_rows = rows[is_str]
-    if str_rows.shape[0]:
-        # A few texts repeat on many events ("$$1" on every kernel): decode each distinct text
-        # once, found by a content hash computed in compiled code.
-        offsets = texts[is_str, 1]
-        lengths = texts[is_str, 2]
-        digest = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets, lengths)
-        _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-        ids = np.array([strings.intern(str(raw[o:o + n], "utf-8", errors="replace"))
-                        for o, n in zip(offsets[first].tolist(), lengths[first].tolist(), strict=False)],
-                       dtype=np.int64)
-        value[str_rows] = ids[inverse]
-    for row, o, n in texts[~is_str].tolist():
-        blobs.append(bytes(raw[o:o + n]))
-        value[row - first_stat] = len(blobs) - 1
-
-
-@dataclass
-class PlaneMeta:
-    """A plane's small tables, decoded by upb (the same for the in-memory and streaming readers:
-    the order of ``strings.intern`` calls fixes every string id)."""
-
-    stat_ids: np.ndarray  # int64 XStatMetadata ids, ascending
-    stat_names: np.ndarray  # int32 string ids of their names
-    meta_ids: np.ndarray  # int64 XEventMetadata ids, ascending
-    meta_rows: np.ndarray  # int32 0..n-1
-    meta_name_id: np.ndarray
-    meta_display_name_id: np.ndarray
-    meta_stats: tables.StatTable
-    plane_stats: dict[str, object]
-
-
-def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]) -> PlaneMeta:
-    stat_ids, stat_names = _stat_name_ids(pmsg, strings)
-    stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
-
-    # Event metadata table.
-    meta_ids = np.array(sorted(pmsg.event_metadata.keys()), dtype=np.int64)
-    metas = [pmsg.event_metadata[i] for i in meta_ids.tolist()]
-    meta_name_id = np.array([strings.intern(_text(m.name)) for m in metas], dtype=np.int32)
-    meta_display_name_id = np.array([strings.intern(_text(m.display_name)) if m.display_name else 0 for m in metas],
-                                    dtype=np.int32)
-    m_owner: list[int] = []
-    m_stat: list[int] = []
-    m_kind: list[int] = []
-    m_value: list[int] = []
-    for row, m in enumerate(metas):
-        for st in m.stats:
-            kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
-            m_owner.append(row)
-            m_stat.append(stat_name_of.get(st.metadata_id, 0))
-            m_kind.append(kind)
-            m_value.append(value)
-    meta_stats = tables.StatTable(np.array(m_owner, np.int32), np.array(m_stat, np.int32),
-                                  np.array(m_kind, np.int8), np.array(m_value, np.int64))
-
-    # Plane-level stats by name; when a name repeats (the scope-range plane carries ~50 k
-    # stats under two names) the last value wins, so only the last of each is decoded.
-    last_of_name = {stat_name_of.get(st.metadata_id, 0): st for st in pmsg.stats}
-    plane_stats: dict[str, object] = {}
-    for name_id, st in last_of_name.items():
-        kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
-        plane_stats[strings[name_id]] = _plain_value(kind, value, strings, blobs)
-    return PlaneMeta(stat_ids, stat_names, meta_ids, np.arange(meta_ids.shape[0], dtype=np.int32), meta_name_id,
-                     meta_display_name_id, meta_stats, plane_stats)
-
-
-def _build_plane(pi: int, pmsg: xplane_pb2.XPlane, plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine],
-                 ev_range: slice, st_range: slice, texts: np.ndarray, origin_ps: int,
-                 sc: wire.ScanResult, data: memoryview, strings: StringTable,
-                 lazy: _LazyStats | None = None) -> tables.Plane:
-    blobs: list[bytes] = []
-    pm = plane_meta(pmsg, strings, blobs)
-    stat_ids, stat_names, meta_ids, meta_rows, meta_name_id = (pm.stat_ids, pm.stat_names, pm.meta_ids, pm.meta_rows,
-                                                               pm.meta_name_id)
-
-    # Events: the scanner's columns of this plane, finished in place (see xplane_columns).
-    start_ps = sc.ev_start[ev_range]
-    dur_ps = sc.ev_dur[ev_range]
-    local_line = sc.ev_line[ev_range]
-    meta_in = sc.ev_meta[ev_range]
-    meta_idx = meta_in if meta_in.dtype == np.int32 else np.empty(meta_in.shape[0], dtype=np.int32)
-    name_id = np.empty(meta_in.shape[0], dtype=np.int32)
-    identity = kernels.finish_events(
-        start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
-        int(plane_lines[0]) if plane_lines.shape[0] else 0,
-        xplane_columns.id_lookup(meta_ids, meta_rows, meta_in.shape[0], -1), meta_ids, meta_rows, meta_name_id)
-
-    # Stats of this plane's events, likewise; or later, on first use (``lazy``; a plane out of
-    # time order has its stats re-pointed below, so it decodes them now).
-    if lazy is None:
-        stats = _plane_stats(sc, ev_range, st_range, texts, data, strings, blobs, stat_ids, stat_names)
-    elif identity:
-        stats = _EMPTY_STATS
-    else:
-        stats = lazy.decode(pi, ev_range, stat_ids, stat_names, blobs)
-
-    if not identity:
-        owner, stat_id, kind_col, values = stats.owner, stats.stat_id, stats.kind, stats.value
-        # Rare: a writer that did not emit rows in time order. Sort (copies) and re-point stats.
-        order = np.lexsort((-dur_ps, start_ps, local_line))
-        local_line, start_ps, dur_ps = local_line[order], start_ps[order], dur_ps[order]
-        meta_idx, name_id = meta_idx[order], name_id[order]
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.shape[0])
-        new_owner = inverse[owner].astype(np.int32)
-        sort = np.argsort(new_owner, kind="stable")
-        stats = tables.StatTable(new_owner[sort], stat_id[sort], kind_col[sort], values[sort])
-
-    # (Needles in the column's own dtype: int64 needles would make numpy copy the int32 column.)
-    line_offsets = np.searchsorted(local_line, np.arange(plane_lines.shape[0] + 1, dtype=local_line.dtype)
-                                   ).astype(np.int64)
-    depth = kernels.nesting_depth(start_ps, dur_ps, line_offsets)
-    lines = [line_msgs[i] for i in plane_lines.tolist()]
-    plane = tables.Plane(
-        index=pi, id=pmsg.id, name=_text(pmsg.name),
-        line_ids=np.array([m.id for m in lines], dtype=np.int64),
-        line_names=[_text(m.name) for m in lines],
-        line_display_names=[_text(m.display_name) for m in lines],
-        line_timestamp_ns=np.array([m.timestamp_ns for m in lines], dtype=np.int64),
-        line_offsets=line_offsets,
-        start_ps=start_ps, dur_ps=dur_ps, meta_idx=meta_idx, name_id=name_id, depth=depth,
-        line_idx=local_line, stats=stats,
-        meta_ids=meta_ids, meta_name_id=meta_name_id, meta_display_name_id=pm.meta_display_name_id,
-        meta_stats=pm.meta_stats, plane_stats=pm.plane_stats, blobs=blobs,
-    )
-    if lazy is not None and identity:
-        lazy.defer(plane, ev_range, stat_ids, stat_names)
-    return plane
-
-
-def _plane_stats(sc: wire.ScanResult, ev_range: slice, st_range: slice, texts: np.ndarray, data: memoryview,
-                 strings: StringTable, blobs: list[bytes], stat_ids: np.ndarray, stat_names: np.ndarray
-                 ) -> tables.StatTable:
-    """The stats of one plane's events (rows ``st_range`` of ``sc``), finished in place."""
-    owner = sc.st_owner[st_range]
-    stat_in = sc.st_meta[st_range]
-    stat_id = stat_in if stat_in.dtype == np.int32 else np.empty(stat_in.shape[0], dtype=np.int32)
-    kind_col = sc.st_kind[st_range]
-    values = sc.st_value[st_range]
-    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_range.start,
-                         xplane_columns.id_lookup(stat_ids, stat_names, stat_in.shape[0], 0), stat_ids, stat_names)
-    _decode_texts(texts, st_range.start, kind_col, values, data, strings, blobs)
-    return tables.StatTable(owner, stat_id, kind_col, values)
+def _scanned_columns(sc: wire.ScanResult, ev_range: slice, st_range: slice, texts: np.ndarray) -> MemoryColumns:
+    """The scanner's columns of one plane (views: the builder finishes them in place)."""
+    cols = {"start_ps": sc.ev_start[ev_range], "dur_ps": sc.ev_dur[ev_range], "line_idx": sc.ev_line[ev_range],
+            "x_meta_in": sc.ev_meta[ev_range]}
+    if sc.with_stats:
+        cols.update({"s_owner": sc.st_owner[st_range], "x_stat_in": sc.st_meta[st_range],
+                     "s_kind": sc.st_kind[st_range], "s_value": sc.st_value[st_range], "x_texts": texts})
+    return MemoryColumns(cols)
 
 
 def _stat_rows(sc: wire.ScanResult, ev_range: slice) -> tuple[slice, np.ndarray]:
@@ -469,10 +301,6 @@ def _stat_rows(sc: wire.ScanResult, ev_range: slice) -> tuple[slice, np.ndarray]
     st_lo, st_hi = (int(i) for i in np.searchsorted(sc.st_owner, bounds))
     tx_lo, tx_hi = (int(i) for i in np.searchsorted(sc.texts[:, 0], np.array([st_lo, st_hi], np.int64)))
     return slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]
-
-
-_EMPTY_STATS = tables.StatTable(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8),
-                                np.zeros(0, np.int64))
 
 
 class _LazyStats:
@@ -531,20 +359,23 @@ class _LazyStats:
             sc = wire.scan(data, planes=want)
             st_range, texts = _stat_rows(sc, ev_range)
             view = memoryview(data) if isinstance(data, bytes) else data.data
-            return _plane_stats(sc, ev_range, st_range, texts, view, self._strings, blobs, stat_ids, stat_names)
+            return finish_stats(_scanned_columns(sc, ev_range, st_range, texts), MemoryBytes(view, self._source),
+                                ev_range.start, st_range.start, stat_ids, stat_names, self._strings, blobs, len(data),
+                                None)
         except wire.WireError as e:
             raise ProfileReadError(self._source, f"not a readable XSpace profile: {e}") from e
         except IndexError as e:
             raise ProfileReadError(self._source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
-def _plain_value(kind: int, value: int, strings: StringTable, blobs: list[bytes]) -> object:
-    if kind == tables.KIND_DOUBLE:
-        return float(np.int64(value).view(np.float64))
-    if kind == tables.KIND_UINT64:
-        return int(np.int64(value).view(np.uint64))
-    if kind in (tables.KIND_STR, tables.KIND_REF):
-        return strings[value]
-    if kind == tables.KIND_BYTES:
-        return blobs[value]
-    return value
+class _PlaneLazy:
+    """One plane's share of ``_LazyStats`` (``plane_builder.DeferredStats``)."""
+
+    def __init__(self, lazy: _LazyStats, pi: int, ev_range: slice) -> None:
+        self.lazy, self.pi, self.ev_range = lazy, pi, ev_range
+
+    def decode_now(self, stat_ids: np.ndarray, stat_names: np.ndarray, blobs: list[bytes]) -> tables.StatTable:
+        return self.lazy.decode(self.pi, self.ev_range, stat_ids, stat_names, blobs)
+
+    def defer(self, plane: tables.Plane, stat_ids: np.ndarray, stat_names: np.ndarray) -> None:
+        self.lazy.defer(plane, self.ev_range, stat_ids, stat_names)

@@ -1,0 +1,379 @@
+"""The one plane builder of the readers: both XSpace readers finish planes here, and every
+reader (Chrome trace JSON too) orders a plane's rows into lines and nesting depths here.
+
+The in-memory reader (``xplane.py``) holds the scanner's columns of the whole file; the streaming
+reader (``xplane_stream.py``) appends them, window by window, to column files of the cache entry
+it writes. From there a plane is finished by the same steps on either: metadata ids to rows and
+names, absolute times made relative to the profile's origin, stats' metadata ids to names, texts
+interned (distinct texts by a content hash, in digest order: the order of ``strings.intern``
+calls fixes every string id), rows sorted when a writer did not emit them in time order, line
+offsets and nesting depths. The readers differ only in where the columns live (``Columns``:
+arrays in memory, or files of the entry), where texts are read from (``byte_sources``: the
+bytes in memory, or ``pread`` windows of the file) and the memory limit checked on the way:
+eager reading is streaming with an unlimited window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from tbprof._core import kernels
+from tbprof._core.wire import hash_spans
+from tbprof.errors import MemoryRefusal
+from tbprof.protos import xplane_pb2
+from tbprof.readers import xplane_columns
+from tbprof.readers.byte_sources import ByteSource
+from tbprof.store import tables
+from tbprof.store.disk_cache import save_blobs
+from tbprof.store.entry_writer import EntryWriter
+from tbprof.store.strings import StringTable
+
+# Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
+# lengths, digests, np.unique's sort and inverse).
+_BYTES_PER_TEXT = 64
+# Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
+_SORT_BYTES_PER_EVENT = 64
+_SORT_BYTES_PER_STAT = 48
+
+EMPTY_STATS = tables.StatTable(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int8),
+                               np.zeros(0, np.int64))
+
+
+class Limit:
+    """The memory a conversion may use: checked before each step whose memory grows with the
+    file rather than with the window (``None`` where the reader checked its whole need first)."""
+
+    def __init__(self, source: str, budget_bytes: int) -> None:
+        self.source = source
+        self.budget_bytes = budget_bytes
+
+    def check(self, need_bytes: int, what: str) -> None:
+        if need_bytes > self.budget_bytes:
+            raise MemoryRefusal(self.source, (
+                f"the file is too large to open here: {what} need about {need_bytes / 1e6:.1f} MB, more than the "
+                f"{self.budget_bytes / 1e6:.1f} MB this streaming conversion may use. Open it on a machine with "
+                "more memory"))
+
+
+def _check(limit: Limit | None, need_bytes: int, what: str) -> None:
+    if limit is not None:
+        limit.check(need_bytes, what)
+
+
+class Columns(Protocol):
+    """A plane's columns, by name: the scanner's (``start_ps``, ``dur_ps``, ``line_idx``,
+    ``s_owner``, ``s_kind``, ``s_value``; scratch ``x_meta_in``, ``x_stat_in``, ``x_texts``), and
+    those the builder adds. Arrays returned are written in place."""
+
+    def open(self, name: str) -> Any: ...
+    def create(self, name: str, dtype: Any, rows: int) -> Any: ...
+    def save(self, name: str, array: np.ndarray) -> None: ...
+    def remove(self, name: str) -> None: ...
+    def save_blobs(self, blobs: list[bytes]) -> None: ...
+
+
+class MemoryColumns:
+    """Columns held in memory (the in-memory reader: views of the scanner's columns)."""
+
+    def __init__(self, columns: dict[str, np.ndarray]) -> None:
+        self.columns = columns
+
+    def open(self, name: str) -> np.ndarray:
+        return self.columns[name]
+
+    def create(self, name: str, dtype: Any, rows: int) -> np.ndarray:
+        self.columns[name] = np.empty(rows, dtype=dtype)
+        return self.columns[name]
+
+    def save(self, name: str, array: np.ndarray) -> None:
+        self.columns[name] = array
+
+    def remove(self, name: str) -> None:
+        self.columns.pop(name, None)
+
+    def save_blobs(self, blobs: list[bytes]) -> None:
+        """The blobs stay in the plane (``Plane.blobs``)."""
+
+
+class EntryColumns:
+    """Plane ``pi``'s column files in a cache entry being written (the streaming reader)."""
+
+    def __init__(self, writer: EntryWriter, pi: int) -> None:
+        self.writer = writer
+        self.pi = pi
+
+    def open(self, name: str) -> Any:
+        return self.writer.open(f"p{self.pi}_{name}")
+
+    def create(self, name: str, dtype: Any, rows: int) -> Any:
+        return self.writer.create(f"p{self.pi}_{name}", dtype, rows)
+
+    def save(self, name: str, array: np.ndarray) -> None:
+        self.writer.save(f"p{self.pi}_{name}", array)
+
+    def remove(self, name: str) -> None:
+        self.writer.remove(f"p{self.pi}_{name}")
+
+    def save_blobs(self, blobs: list[bytes]) -> None:
+        save_blobs(self.writer.folder, self.pi, blobs)
+
+
+class DeferredStats(Protocol):
+    """A plane's stats decoded on first use (the in-memory reader's lazy mode)."""
+
+    def decode_now(self, stat_ids: np.ndarray, stat_names: np.ndarray, blobs: list[bytes]) -> tables.StatTable: ...
+    def defer(self, plane: tables.Plane, stat_ids: np.ndarray, stat_names: np.ndarray) -> None: ...
+
+
+@dataclass
+class PlaneMeta:
+    """A plane's small tables, decoded by upb (the same for the in-memory and streaming readers:
+    the order of ``strings.intern`` calls fixes every string id)."""
+
+    stat_ids: np.ndarray  # int64 XStatMetadata ids, ascending
+    stat_names: np.ndarray  # int32 string ids of their names
+    meta_ids: np.ndarray  # int64 XEventMetadata ids, ascending
+    meta_rows: np.ndarray  # int32 0..n-1
+    meta_name_id: np.ndarray
+    meta_display_name_id: np.ndarray
+    meta_stats: tables.StatTable
+    plane_stats: dict[str, object]
+
+
+def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]) -> PlaneMeta:
+    stat_ids, stat_names = _stat_name_ids(pmsg, strings)
+    stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=False))
+
+    # Event metadata table.
+    meta_ids = np.array(sorted(pmsg.event_metadata.keys()), dtype=np.int64)
+    metas = [pmsg.event_metadata[i] for i in meta_ids.tolist()]
+    meta_name_id = np.array([strings.intern(_text(m.name)) for m in metas], dtype=np.int32)
+    meta_display_name_id = np.array([strings.intern(_text(m.display_name)) if m.display_name else 0 for m in metas],
+                                    dtype=np.int32)
+    m_owner: list[int] = []
+    m_stat: list[int] = []
+    m_kind: list[int] = []
+    m_value: list[int] = []
+    for row, m in enumerate(metas):
+        for st in m.stats:
+            kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
+            m_owner.append(row)
+            m_stat.append(stat_name_of.get(st.metadata_id, 0))
+            m_kind.append(kind)
+            m_value.append(value)
+    meta_stats = tables.StatTable(np.array(m_owner, np.int32), np.array(m_stat, np.int32),
+                                  np.array(m_kind, np.int8), np.array(m_value, np.int64))
+
+    # Plane-level stats by name; when a name repeats (the scope-range plane carries ~50 k
+    # stats under two names) the last value wins, so only the last of each is decoded.
+    last_of_name = {stat_name_of.get(st.metadata_id, 0): st for st in pmsg.stats}
+    plane_stats: dict[str, object] = {}
+    for name_id, st in last_of_name.items():
+        kind, value = _value_from_pb(st, stat_name_of, strings, blobs)
+        plane_stats[strings[name_id]] = _plain_value(kind, value, strings, blobs)
+    return PlaneMeta(stat_ids, stat_names, meta_ids, np.arange(meta_ids.shape[0], dtype=np.int32), meta_name_id,
+                     meta_display_name_id, meta_stats, plane_stats)
+
+
+def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array(sorted(pmsg.stat_metadata.keys()), dtype=np.int64)
+    name_ids = np.array([strings.intern(_text(pmsg.stat_metadata[i].name)) for i in ids.tolist()], dtype=np.int32)
+    return ids, name_ids
+
+
+def _value_from_pb(stat: xplane_pb2.XStat, stat_name_of: dict[int, int],
+                   strings: StringTable, blobs: list[bytes]) -> tuple[int, int]:
+    which = stat.WhichOneof("value")
+    if which == "double_value":
+        return tables.KIND_DOUBLE, int(np.float64(stat.double_value).view(np.int64))
+    if which == "uint64_value":
+        return tables.KIND_UINT64, int(np.uint64(stat.uint64_value).view(np.int64))
+    if which == "int64_value":
+        return tables.KIND_INT64, stat.int64_value
+    if which == "str_value":
+        return tables.KIND_STR, strings.intern(_text(stat.str_value))
+    if which == "bytes_value":
+        blobs.append(stat.bytes_value)
+        return tables.KIND_BYTES, len(blobs) - 1
+    if which == "ref_value":
+        return tables.KIND_REF, stat_name_of.get(stat.ref_value, 0)
+    return tables.KIND_NONE, 0
+
+
+def _plain_value(kind: int, value: int, strings: StringTable, blobs: list[bytes]) -> object:
+    if kind == tables.KIND_DOUBLE:
+        return float(np.int64(value).view(np.float64))
+    if kind == tables.KIND_UINT64:
+        return int(np.int64(value).view(np.uint64))
+    if kind in (tables.KIND_STR, tables.KIND_REF):
+        return strings[value]
+    if kind == tables.KIND_BYTES:
+        return blobs[value]
+    return value
+
+
+def batches(offsets: np.ndarray, lengths: np.ndarray, window: int) -> list[tuple[int, int]]:
+    """Runs [a, b) of byte spans (ascending, not overlapping) that each fit a window (or are one span)."""
+    ends = offsets + lengths
+    out = []
+    a, n = 0, offsets.shape[0]
+    while a < n:
+        b = max(a + 1, int(np.searchsorted(ends, int(offsets[a]) + window, side="right")))
+        out.append((a, b))
+        a = b
+    return out
+
+
+def decode_texts(f: ByteSource, texts: np.ndarray, first_stat: int, kind: np.ndarray, value: np.ndarray,
+                 strings: StringTable, blobs: list[bytes], window: int, limit: Limit | None) -> None:
+    """Sets the value of str stats to a string id and of bytes stats to a blob index, in place,
+    reading the texts from ``f`` a window at a time. A few texts repeat on many events ("$$1" on
+    every kernel): each distinct one (by a content hash computed in compiled code) is decoded
+    once, read in file order and interned in digest order."""
+    n = int(texts.shape[0])
+    if n == 0:
+        return
+    _check(limit, n * _BYTES_PER_TEXT, f"the {n:,} string values of one plane")
+    rows = np.asarray(texts[:, 0]) - first_stat
+    is_str = np.asarray(kind)[rows] == tables.KIND_STR
+    str_at = np.flatnonzero(is_str)
+    if str_at.shape[0]:
+        offsets = np.asarray(texts[str_at, 1])
+        lengths = np.asarray(texts[str_at, 2])
+        digest = np.empty(str_at.shape[0], dtype=np.uint64)
+        for a, b in batches(offsets, lengths, window):
+            lo = int(offsets[a])
+            raw = f.pread(lo, int(offsets[b - 1] + lengths[b - 1]) - lo)
+            digest[a:b] = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets[a:b] - lo, lengths[a:b])
+        _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+        del digest
+        by_offset = np.argsort(first, kind="stable")
+        decoded: list[str] = [""] * first.shape[0]
+        f_off, f_len = offsets[first[by_offset]], lengths[first[by_offset]]
+        for a, b in batches(f_off, f_len, window):
+            lo = int(f_off[a])
+            raw = f.pread(lo, int(f_off[b - 1] + f_len[b - 1]) - lo)
+            for i, o, ln in zip(by_offset[a:b].tolist(), (f_off[a:b] - lo).tolist(), f_len[a:b].tolist(),
+                                strict=True):
+                decoded[i] = str(raw[o:o + ln], "utf-8", errors="replace")
+        ids = np.array([strings.intern(t) for t in decoded], dtype=np.int64)
+        value[rows[str_at]] = ids[inverse]
+        del decoded, ids, inverse, first, offsets, lengths
+    for row, o, ln in np.asarray(texts[~is_str]).tolist():
+        blobs.append(bytes(f.pread(o, ln)) if ln else b"")
+        value[row - first_stat] = len(blobs) - 1
+
+
+def finish_stats(cols: Columns, f: ByteSource, ev_lo: int, first_stat: int, stat_ids: np.ndarray,
+                 stat_names: np.ndarray, strings: StringTable, blobs: list[bytes], window: int,
+                 limit: Limit | None) -> tables.StatTable:
+    """A plane's stats from the scanner's columns, finished in place: owners relative to the
+    plane, metadata ids to stat names, texts to string ids and blob indices."""
+    owner = cols.open("s_owner")
+    stat_in = cols.open("x_stat_in")
+    n_st = int(owner.shape[0])
+    stat_id = stat_in if stat_in.dtype == np.int32 else cols.create("s_stat_id", np.int32, n_st)
+    kind_col = cols.open("s_kind")
+    values = cols.open("s_value")
+    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_lo,
+                         xplane_columns.id_lookup(stat_ids, stat_names, n_st, 0), stat_ids, stat_names)
+    del stat_in
+    decode_texts(f, cols.open("x_texts"), first_stat, kind_col, values, strings, blobs, window, limit)
+    return tables.StatTable(owner, stat_id, kind_col, values)
+
+
+def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane, pm: PlaneMeta, blobs: list[bytes],
+                 plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine], ev_lo: int, first_stat: int,
+                 origin_ps: int, strings: StringTable, window: int, limit: Limit | None,
+                 deferred: DeferredStats | None = None, keep_columns: bool = True) -> tables.Plane:
+    """Plane ``pi`` from its columns in ``cols`` (``pm``: its metadata tables, ``blobs`` their
+    bytes values). ``deferred``: the stats are decoded on first use; ``keep_columns`` False: the
+    plane carries only its small tables (the caller reopens the committed entry)."""
+    start_ps = cols.open("start_ps")
+    dur_ps = cols.open("dur_ps")
+    local_line = cols.open("line_idx")
+    meta_in = cols.open("x_meta_in")
+    n_ev = int(start_ps.shape[0])
+    meta_idx = meta_in if meta_in.dtype == np.int32 else cols.create("meta_idx", np.int32, n_ev)
+    name_id = cols.create("name_id", np.int32, n_ev)
+    identity = kernels.finish_events(
+        start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
+        int(plane_lines[0]) if plane_lines.shape[0] else 0,
+        xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1), pm.meta_ids, pm.meta_rows, pm.meta_name_id)
+    del meta_in
+
+    # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.
+    stats: tables.StatTable | None
+    if deferred is None:
+        stats = finish_stats(cols, f, ev_lo, first_stat, pm.stat_ids, pm.stat_names, strings, blobs, window, limit)
+    elif identity:
+        stats = None
+    else:
+        stats = deferred.decode_now(pm.stat_ids, pm.stat_names, blobs)
+
+    if not identity:
+        # Rare (a writer that did not emit rows in time order): sorted in memory, written back.
+        assert stats is not None
+        n_st = int(stats.owner.shape[0])
+        _check(limit, n_ev * _SORT_BYTES_PER_EVENT + n_st * _SORT_BYTES_PER_STAT,
+               f"the {n_ev:,} events of a plane out of time order (sorted in memory)")
+        order = np.lexsort((-np.asarray(dur_ps), np.asarray(start_ps), np.asarray(local_line)))
+        for col in (local_line, start_ps, dur_ps, meta_idx, name_id):
+            col[:] = np.asarray(col)[order]
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.shape[0])
+        new_owner = inverse[np.asarray(stats.owner)].astype(np.int32)
+        sort = np.argsort(new_owner, kind="stable")
+        stats.owner[:] = new_owner[sort]
+        for col in (stats.stat_id, stats.kind, stats.value):
+            col[:] = np.asarray(col)[sort]
+        del order, inverse, new_owner, sort
+
+    line_offsets, depth = line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit)
+    lines = [line_msgs[i] for i in plane_lines.tolist()]
+    line_ids = np.array([m.id for m in lines], dtype=np.int64)
+    line_timestamp_ns = np.array([m.timestamp_ns for m in lines], dtype=np.int64)
+    for name, arr in (("line_ids", line_ids), ("line_timestamp_ns", line_timestamp_ns), ("line_offsets", line_offsets),
+                      ("depth", depth), ("meta_ids", pm.meta_ids), ("meta_name_id", pm.meta_name_id),
+                      ("meta_display_name_id", pm.meta_display_name_id)):
+        cols.save(name, arr)
+    for col in ("owner", "stat_id", "kind", "value"):
+        cols.save(f"m_{col}", getattr(pm.meta_stats, col))
+    cols.save_blobs(blobs)
+    for scratch in ("x_meta_in", "x_stat_in", "x_texts"):
+        cols.remove(scratch)
+    if keep_columns:
+        columns: dict[str, Any] = {"start_ps": start_ps, "dur_ps": dur_ps, "meta_idx": meta_idx, "name_id": name_id,
+                                   "depth": depth, "line_idx": local_line, "stats": stats or EMPTY_STATS,
+                                   "blobs": blobs}
+    else:
+        columns = {"start_ps": np.zeros(0, np.int64), "dur_ps": np.zeros(0, np.int64),
+                   "meta_idx": np.zeros(0, np.int32), "name_id": np.zeros(0, np.int32),
+                   "depth": np.zeros(0, np.int16), "line_idx": np.zeros(0, np.int32),
+                   "stats": tables.StatTable.empty(), "blobs": []}
+    plane = tables.Plane(
+        index=pi, id=pmsg.id, name=_text(pmsg.name), line_ids=line_ids,
+        line_names=[_text(m.name) for m in lines], line_display_names=[_text(m.display_name) for m in lines],
+        line_timestamp_ns=line_timestamp_ns, line_offsets=line_offsets,
+        meta_ids=pm.meta_ids, meta_name_id=pm.meta_name_id, meta_display_name_id=pm.meta_display_name_id,
+        meta_stats=pm.meta_stats, plane_stats=pm.plane_stats, **columns)
+    if deferred is not None and stats is None:
+        deferred.defer(plane, pm.stat_ids, pm.stat_names)
+    return plane
+
+
+def line_rows(local_line: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, n_lines: int,
+              limit: Limit | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A plane's line offsets (rows sorted by line, then start) and each event's nesting depth."""
+    # (Needles in the column's dtype: int64 needles would make numpy copy the column.)
+    line_offsets = np.searchsorted(local_line, np.arange(n_lines + 1, dtype=local_line.dtype)).astype(np.int64)
+    n_ev = int(start_ps.shape[0])
+    _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
+    return line_offsets, kernels.nesting_depth(start_ps, dur_ps, line_offsets)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")

@@ -2,16 +2,16 @@
 """Chrome-trace JSON scanner: the ``traceEvents`` array straight into columns, in windows.
 
 Why: ``json.loads`` of a whole trace builds a dict per event and a Python object per value
-(a 1 GB Kineto trace took 7.6 GB); the reader needs a handful of fields per event. This pass
-tokenises the bytes once and writes, per event, the phase, ``ts``, ``dur`` and the identity
-fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as ids of an interned token
-table, two flags (``"bp": "e"``, ``"s": "g"``), and every ``args`` entry as a stat row
-(owner event, key token, kind, value) with the reader's kind rules: int64, uint64 bit pattern,
-huge integers as their text, double, string, bool as 0/1, null as KIND_NONE (dropped later),
-arrays written as ``json.dumps(v, sort_keys=True)`` would write them (the reader's canonical
-text) when they hold only integers, strings, booleans, nulls and arrays, and any other array
-or object kept as its raw text (kind ``K_JSON``) for the reader to canonicalise in Python
-(once per distinct text).
+(several times the file: bench/measurements.md#conversion-memory); the reader needs a handful of
+fields per event. This pass tokenises the bytes once and writes, per event, the phase, ``ts``,
+``dur`` and the identity fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as
+ids of an interned token table, two flags (``"bp": "e"``, ``"s": "g"``), and every ``args``
+entry as a stat row (owner event, key token, kind, value) with the reader's kind rules: int64,
+uint64 bit pattern, huge integers as their text, double, string, bool as 0/1, null as KIND_NONE
+(dropped later), arrays written as ``json.dumps(v, sort_keys=True)`` would write them (the
+reader's canonical text) when they hold only integers, strings, booleans, nulls and arrays, and
+any other array or object kept as its raw text (kind ``K_JSON``) for the reader to canonicalise
+in Python (once per distinct text).
 
 Top-level members other than ``traceEvents`` come back as their raw JSON text (``top``, each
 at most 1 MiB) for the reader to decode.

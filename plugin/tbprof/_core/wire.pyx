@@ -1,11 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """XSpace wire scanner: the events and stats of a ``*.xplane.pb`` straight into numpy columns.
 
-Why a scanner and not ``XSpace.FromString``: on ``jax_large`` (2.06 M events, 3.76 M stats) upb
-parses in 1.3 s, and copying every event and stat out of the message objects costs 4.6 s more.
-Events and stats are the only bulky part of a file and their wire layout is a handful of
-varint fields, so one compiled pass writes them into columns; the small fields (metadata maps,
-plane stats, line names) are recorded as byte spans that upb parses later (readers/xplane.py).
+Why a scanner and not ``XSpace.FromString``: on ``jax_large`` (millions of events and stats) upb's
+parse takes seconds, and copying every event and stat out of the message objects several times
+longer (bench/measurements.md#xspace-scan). Events and stats are the only bulky part of a file and
+their wire layout is a handful of varint fields, so one compiled pass writes them into columns; the
+small fields (metadata maps, plane stats, line names) are recorded as byte spans that upb parses
+later (readers/xplane.py).
 
 Safety: this module indexes raw memory without Cython's bounds checks, so every read is
 guarded explicitly. Lengths are compared as ``n > end - pos`` in unsigned arithmetic: a varint
@@ -16,17 +17,15 @@ and the byte offset; the reader turns that into ``ProfileReadError``.
 Parallel decode (``scan``): a cheap serial *index* pass walks space -> plane -> line -> event
 headers (a tag and a length per event, no descent into events), which fixes every event's row
 and cuts the lines into chunks of about ``chunk_bytes`` at event boundaries (one huge line, such
-as a Python tracer thread holding 93 % of jax_large's events, is split too). Threads then decode
+as a Python tracer thread holding most of jax_large's events, is split too). Threads then decode
 the chunks with the GIL released, each writing events at their exact rows and stats into buffers
 of its chunk, which a final pass copies into exact-size columns. Any surprise (an error, a
 metadata id beyond int32) falls back to the serial scan, which reports the first error in wire
 order exactly as the numba scanner did.
 
-Measured on jax_large (60.7 MB, 64 chunks of 1 MB) on the 2-core VM while other jobs kept its
-load average near 8 (bench/core_bench.py, best of 3): index pass 0.010 s (serial), decode
-0.215 s on 1 thread and 0.177 s on 2 (x1.22), join 0.057 / 0.053 s; the whole scan x1.17 and
-the cold ``tbprof summary`` x1.23. On an idle machine the decode phase is the part that scales
-(~80 % of the scan).
+The index pass is a small share of the scan and the decode phase, most of it, is the part that
+scales with threads; the phase times of jax_large on 1 and 2 threads are in
+bench/measurements.md#xspace-scan (bench/core_bench.py prints them).
 
 Wire facts (proto3, field numbers from ``protos/xplane.proto``):
   XSpace: planes=1 (LEN); XPlane: lines=3 (LEN); XLine: events=4 (LEN);
@@ -874,8 +873,8 @@ cdef class _ParallelScan:
         """Gives chunks [lo, hi) their first buffers as slices of one numpy array.
 
         numpy asks the kernel for transparent huge pages on an array this large; separate
-        mallocs of ~1 MB per chunk and column got 4 KB pages, whose first touch was ~17 k page
-        faults on jax_large (~4 us each on this VM), most of the scan's system time.
+        mallocs of ~1 MB per chunk and column got 4 KB pages, whose first-touch page
+        faults were most of the scan's system time (bench/measurements.md#store-build).
         """
         cdef Py_ssize_t k, total = 0
         cdef int64_t chunk_bytes, st_cap, tx_cap
@@ -934,8 +933,8 @@ cdef class _ParallelScan:
                 c.n_wide = s.n_wide
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend >= 16 bytes per stat and far more per text (jax_large: 16 and
-            # 60); a denser chunk grows its buffers and is decoded again.
+            # Real profiles spend at least 16 bytes per stat and far more per text
+            # (bench/measurements.md#xspace-scan); a denser chunk grows its buffers and is decoded again.
             err = grow_chunk(c, chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
             while err == 0:
                 s = base[0]
@@ -1026,8 +1025,8 @@ def default_threads() -> int:
 
 
 # Below this size, the serial scan (one counting and one filling pass, no threads, no chunk
-# buffers to join) is the faster one: keras_cnn (1.6 MB, 10 chunks) scans in ~5 ms serially and
-# 12-17 ms in parallel; jax_large (60 MB) in 0.14 s serially and 0.11 s on 2 threads.
+# buffers to join) is the faster one: threads pay off on jax_large, not on keras_cnn
+# (bench/measurements.md#xspace-scan).
 SERIAL_BELOW_BYTES = 8 << 20
 
 

@@ -1,7 +1,8 @@
 """What every ``tbprof`` subcommand shares: exit codes, usage errors, finding the run to show.
 
 ``cli/main.py`` imports this module for every command, ``--help`` included, so it imports the
-service layer (numpy, the readers, the analyses: ~0.5 s) only inside the functions that need it.
+service layer (numpy, the readers, the analyses: most of a cold command's start, see
+bench/measurements.md#serving) only inside the functions that need it.
 """
 
 from __future__ import annotations

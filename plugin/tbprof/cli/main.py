@@ -91,10 +91,10 @@ def entry() -> None:
     """The ``tbprof`` command (console script and ``python -m tbprof.cli``): the process ends
     after the answer, so the disk-cache writes go to a detached child (``finish_writes``).
 
-    A read-only command then leaves with ``os._exit``: tearing down the interpreter (collecting
-    the objects of a converted profile, module by module) took ~45 ms after a 60 MB profile, all
-    of it after the user had the answer. Only when no other thread or child process is alive:
-    those would be cut off.
+    A read-only command then leaves with ``os._exit``: tearing down the interpreter (collecting the
+    objects of a converted profile, module by module) took a noticeable time after a large profile
+    (bench/measurements.md#serving), all of it after the user had the answer. Only when no other
+    thread or child process is alive: those would be cut off.
     """
     code = main(detach_writes=True)
     if _chosen(sys.argv[1:]) in _READ_ONLY and threading.active_count() == 1 and not _children_alive():

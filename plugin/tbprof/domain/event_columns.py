@@ -1,7 +1,7 @@
 """Fast per-event columns for the op analyses: costs scale with the events a tool needs.
 
-A plane of jax_large has 2 M events and 3 M stats; a tool that needs 100 k memory events or
-50 k kernels must not scan, sort or densify the whole plane per stat. Stats are sorted by
+A plane of jax_large has millions of events and stats; a tool that needs a small share of them
+(its memory events or its kernels) must not scan, sort or densify the whole plane per stat. Stats are sorted by
 owner row, so the stats of chosen rows are contiguous ranges found by a forward walk.
 """
 
@@ -104,7 +104,7 @@ def rows_with_stat(plane: Plane, stat_id: int) -> np.ndarray:
 
 def rows_of_metas(plane: Plane, metas: np.ndarray) -> np.ndarray:
     """Event rows whose metadata row is in ``metas`` (ascending). A few metadata rows cost a
-    compare per row each, many a lookup-table gather (2 M events: ~2 ms vs ~6 ms)."""
+    compare per row each, many a lookup-table gather (the crossover: bench/measurements.md#plane-stats)."""
     if metas.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     if metas.shape[0] <= 4:

@@ -38,9 +38,10 @@ _CONTEXT_FANOUT_LIMIT = 64
 class GroupColumns(Sequence[np.ndarray]):
     """Per plane, the group id of each event (int64, -1: not grouped).
 
-    A plane grouped from a few of its events (the host plane of a GPU run: 0.3 M linked events of
-    2 M) keeps just those rows and ids until someone asks for its column: step assignment on a GPU
-    run reads only device planes, and a 16 MB column first touched costs ~20-50 ms on a VM.
+    A plane grouped from a few of its events (the host plane of a GPU run: a minority of its
+    events carry links) keeps just those rows and ids until someone asks for its column: step
+    assignment on a GPU run reads only device planes, and on a VM first touching a column as long
+    as a large plane is slow (bench/measurements.md#store-build).
     """
 
     def __init__(self, n_events: Sequence[int], parts: list[np.ndarray | tuple[np.ndarray, np.ndarray]]) -> None:
@@ -182,7 +183,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
 
     A GPU step is built from device events, which roots reach only through linked host events
     (producers, consumers, launches): grouping just those gives the same device groups at a
-    fraction of the cost (jax_large: 0.3 M of 2 M events). CPU-only runs break steps down from all
+    fraction of the cost (bench/measurements.md#analyses). CPU-only runs break steps down from all
     host events, so there every event is grouped.
     """
     planes = store.planes

@@ -61,6 +61,6 @@ def searcher(pattern: str, *, ignore_case: bool = False, what: str = "regex") ->
 @functools.cache
 def fixed(pattern: str) -> re2._Regexp:
     """One of tbprof's own patterns that runs over text from profile files, on RE2: Python's
-    ``re`` takes quadratic time on some of them (``(\\w+):(\\S+)`` over a 100 kB stat of letters
-    took a minute). Compiled on first use; RE2's ``\\w`` is ASCII."""
+    ``re`` takes quadratic time on some of them (``(\\w+):(\\S+)`` over a long stat of letters:
+    bench/measurements.md#analyses). Compiled on first use; RE2's ``\\w`` is ASCII."""
     return compile_user_regex(pattern, what="internal pattern")

@@ -142,7 +142,7 @@ def static_file(request: Request, path: str) -> Response:
     headers = {"Cache-Control": "public, max-age=31536000, immutable" if immutable else "no-cache"}
     if stat.st_size >= responses.GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
         # The bundle is the same bytes for every client: compress it once, not per request
-        # (the chart chunk takes 60-250 ms to gzip on a busy 2-core machine).
+        # (gzipping the chart chunk is slow on a busy machine: bench/measurements.md#serving).
         headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
         return Response(_gzipped(str(target), stat.st_mtime_ns, stat.st_size), mimetype=mime, headers=headers)
     return responses.finish(request, target.read_bytes(), mime, headers=headers)

@@ -3,8 +3,8 @@
 A FIFO or device in the logdir (``mkfifo run/vm.xplane.pb``) would block ``open`` and ``read``
 forever and hang the request that touched it; so files are opened non-blocking and anything
 but a regular file is refused before a byte is read. A gzip member expands up to ~1000x
-(a 407 KB ``.trace.json.gz`` became 830 MB of JSON objects), so decompression streams and
-stops at a byte budget instead of trusting the compressed size.
+(and the JSON objects parsed from it far more: bench/measurements.md#conversion-memory), so
+decompression streams and stops at a byte budget instead of trusting the compressed size.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def read_profile_array(path: str | Path) -> np.ndarray:
     """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals.
 
     numpy asks the kernel for transparent huge pages on an array this large, where a ``bytes``
-    object gets 4 KB pages: reading jax_large (60 MB) this way took ~35 ms less on this VM,
-    where first touching fresh memory costs ~0.5 ms per MB in small pages.
+    object gets 4 KB pages, and on a VM first touching fresh memory in small pages is slow
+    enough to show in the read (bench/measurements.md#store-build).
     """
     data = _read_whole(path, as_array=True)
     assert isinstance(data, np.ndarray)

@@ -167,8 +167,9 @@ def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]
     meta_stats = tables.StatTable(np.array(m_owner, np.int32), np.array(m_stat, np.int32),
                                   np.array(m_kind, np.int8), np.array(m_value, np.int64))
 
-    # Plane-level stats by name; when a name repeats (the scope-range plane carries ~50 k
-    # stats under two names) the last value wins, so only the last of each is decoded.
+    # Plane-level stats by name; when a name repeats (JAX's scope-range plane carries tens of
+    # thousands of stats under two names: bench/measurements.md#plane-stats) the last value wins,
+    # so only the last of each is decoded.
     last_of_name = {stat_name_of.get(st.metadata_id, 0): st for st in pmsg.stats}
     plane_stats: dict[str, object] = {}
     for name_id, st in last_of_name.items():

@@ -70,7 +70,7 @@ def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> obje
     """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
     if spans.shape[0] > 1:
         # The fields of one message lie back to back except where its lines were cut out, so
-        # join runs of adjacent spans (a plane with 50 k stats is one run, not 50 k slices).
+        # join runs of adjacent spans (a plane with many stats is one run, not a slice per stat).
         cut = np.flatnonzero(spans[1:, 0] != spans[:-1, 1]) + 1
         first = np.concatenate(([0], cut))
         last = np.concatenate((cut - 1, [spans.shape[0] - 1]))
@@ -80,7 +80,7 @@ def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> obje
 
 
 # Files from this size on are read lazily by ``read_xspace(lazy=True)`` (below it, decoding the
-# stats of every plane takes a few milliseconds: nothing to save).
+# stats of every plane is cheap: nothing to save; bench/measurements.md#plane-stats).
 LAZY_MIN_BYTES = 8 << 20
 
 
@@ -112,8 +112,8 @@ def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
         raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
-# Memory the store's columns take per scanned event and stat beyond the scanner's own columns
-# (measured: 5 M empty events, 67 MB; rounded up).
+# Memory the store's columns take per scanned event and stat beyond the scanner's own columns:
+# an upper bound of what a file of empty events took, rounded up (bench/measurements.md#build-bytes).
 _BUILD_BYTES_PER_EVENT = 32
 _BUILD_BYTES_PER_STAT = 32
 # The scanner's own columns: line, metadata (int32), start, duration (int64) per event; owner,
@@ -124,10 +124,10 @@ _SCAN_BYTES_PER_STAT = 4 + 4 + 1 + 8
 
 # A plane's metadata entry (event or stat metadata): parsed by upb, then held as Python objects
 # (a wrapper, its name as str, the string table's entry) while the plane's tables are built; a
-# plane's other fields (its stats: the scope-range plane has ~50 k) cost upb's share only; each
-# distinct text stat value: a str and its string-table entry. Measured (peak RSS,
-# bench/names_memory_bench.py): 1 M event metadata entries of 35 bytes, 960 MB beyond the events'
-# columns; 1 M text values of 19 bytes, 280 MB beyond the events' and stats' columns.
+# plane's other fields (its stats: the scope-range plane has tens of thousands) cost upb's share
+# only; each distinct text stat value: a str and its string-table entry. The constants bound the
+# peak RSS per metadata entry and per text value of files made of little else
+# (bench/names_memory_bench.py; bench/measurements.md#build-bytes).
 BUILD_BYTES_PER_METADATA = 1000
 UPB_BYTES_PER_FIELD = 64
 _BUILD_BYTES_PER_TEXT = 288
@@ -145,8 +145,8 @@ def _metadata_fields(data: bytes | np.ndarray, plane_fields: np.ndarray) -> int:
 def build_need_bytes(sc: wire.ScanResult, data: bytes | np.ndarray) -> int:
     """Memory the store of a scanned file takes to build beyond the scanner's columns: from the
     scanner's counts of events, stats, metadata entries (and other plane fields) and texts, and
-    their bytes. The guard's size factor assumes typical files; 2 M events each with its own
-    name took 27x the file."""
+    their bytes. The guard's size factor assumes typical files; a file whose every event has its
+    own name takes many times more (bench/measurements.md#build-bytes)."""
     plane_fields = sc.spans[(sc.spans[:, 0] >> 32) == 1]
     field_bytes = int((plane_fields[:, 2] - plane_fields[:, 1]).sum())
     n_meta = _metadata_fields(data, plane_fields)
@@ -249,8 +249,9 @@ def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np
     """A plane's field spans without the plane stats that a later stat of the same name replaces.
 
     The plane reader keeps the last stat of each name (``_build_plane``). JAX's scope-range plane
-    carries ~49 k stats, each with its own metadata id and almost none with a name: handing all
-    of them to upb and then to Python cost ~20-40 ms per jax_large conversion. Their ids are read
+    carries tens of thousands of stats, each with its own metadata id and almost none with a
+    name: handing all of them to upb and then to Python was a visible share of a jax_large
+    conversion (bench/measurements.md#plane-stats). Their ids are read
     in compiled code instead and grouped by the name bytes of their metadata (ids without
     metadata form one more group): finer than the names the reader interns, so the last stat
     of every name is still among those kept. When an id does not parse, every span is kept and
@@ -306,11 +307,11 @@ def _stat_rows(sc: wire.ScanResult, ev_range: slice) -> tuple[slice, np.ndarray]
 class _LazyStats:
     """Decodes the stats of a store's planes on first use (``Plane.stats``), one plane at a time.
 
-    A tool that reads a few planes then pays for their stats only: on jax_large the stats are
-    most of the file, and kernel_stats, hlo_stats, roofline_model and op_profile read the device
-    planes' (58 k of 2.06 M events). The file's bytes stay referenced until every plane has its
-    stats (a disk-cache write asks for them all). One lock per store: a plane decodes once, and
-    the string table grows from one thread at a time.
+    A tool that reads a few planes then pays for their stats only: on jax_large the stats are most
+    of the file, and kernel_stats, hlo_stats, roofline_model and op_profile read the device planes',
+    a few percent of its events (bench/measurements.md#plane-stats). The file's bytes stay
+    referenced until every plane has its stats (a disk-cache write asks for them all). One lock per
+    store: a plane decodes once, and the string table grows from one thread at a time.
     """
 
     def __init__(self, data: bytes | np.ndarray, source: str, n_planes: int, n_events: int,

@@ -1,9 +1,9 @@
 """Converts an ``*.xplane.pb`` larger than the memory budget by streaming it into the disk cache.
 
-The in-memory reader (``xplane.py``) holds the whole file and its columns at once, ~5x the
-file's size. Here the file is read in windows of bounded size (``os.pread`` on a descriptor;
-never ``mmap``: a profile truncated by another process while mapped would kill the server with
-SIGBUS), in two passes:
+The in-memory reader (``xplane.py``) holds the whole file and its columns at once, several times the
+file's size (bench/measurements.md#conversion-memory). Here the file is read in windows of bounded
+size (``os.pread`` on a descriptor; never ``mmap``: a profile truncated by another process while
+mapped would kill the server with SIGBUS), in two passes:
 
 1. *index*: ``wire.StreamIndex`` walks the space, plane and line headers window by window,
    skipping each event by its length, and records the byte spans of the small fields (plane
@@ -19,12 +19,12 @@ reader builds (``tests/readers/test_xplane_stream.py`` compares every column). T
 committed whole and reopened by ``DiskCache.load``: tools then see a memory-mapped store.
 
 What stays in anonymous memory: one window and its decoded columns (the window is 1/32 of the
-budget, at most 16 MB; decoded columns take ~2.5x the window's bytes on real profiles and at
-most ~14x for a file of empty events), the index tables (a row per small field and per chunk;
-at most a quarter of the budget), one plane's metadata parsed by upb, the string table, and per
-plane a 2-byte nesting depth per event and ~64 bytes per string value while its texts are
-deduplicated. Those, and a plane whose rows are out of time order (sorted in memory), are
-checked against the budget first (``MemoryRefusal``).
+budget, at most 16 MB; decoded columns take a few times the window's bytes on real profiles,
+bench/measurements.md#conversion-memory, and at most ~14x for a file of empty events), the index
+tables (a row per small field and per chunk; at most a quarter of the budget), one plane's metadata
+parsed by upb, the string table, and per plane a 2-byte nesting depth per event and ~64 bytes per
+string value while its texts are deduplicated. Those, and a plane whose rows are out of time order
+(sorted in memory), are checked against the budget first (``MemoryRefusal``).
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ _SPLIT_BYTES = 64 << 10
 # The index tables may take this share of the budget.
 _INDEX_SHARE = 4
 # Memory of one plane's metadata while upb parses it: its bytes plus this much per field (map
-# entry, plane stat). Measured (RssAnon growth): jax_mlp's 0.40 MB in 41 fields (HLO protos as
-# bytes) +0.16 MB; keras_cnn's 47 KB in 711 fields +25 KB; jax_large's host plane, 0.88 MB in
-# 48.8 k fields (plane stats, mostly), +2.5 MB (~51 bytes a field). Building its tables then costs
-# ``BUILD_BYTES_PER_METADATA`` per metadata entry, checked once upb has counted them.
+# entry, plane stat); it bounds the RssAnon growth of parsing the demo profiles' metadata, whose
+# worst case is a host plane of tens of thousands of plane stats (bench/measurements.md#build-bytes).
+# Building its tables then costs ``BUILD_BYTES_PER_METADATA`` per metadata entry, checked once upb
+# has counted them.
 _UPB_BYTES_PER_FIELD = UPB_BYTES_PER_FIELD
 
 
@@ -222,7 +222,7 @@ def _convert(f: StreamSource, w: EntryWriter, source: str, host: str, window: in
     planes: list[tables.Plane] = []
     for pi in range(n_planes):
         pspans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
-        # One plane's metadata at a time, as upb objects (its bytes and ~51 bytes a field).
+        # One plane's metadata at a time, as upb objects (its bytes and up to _UPB_BYTES_PER_FIELD a field).
         meta_bytes = int((pspans[:, 1] - pspans[:, 0]).sum())
         limit.check(meta_bytes + _UPB_BYTES_PER_FIELD * int(pspans.shape[0]),
                     f"the {meta_bytes:,} bytes of a plane's metadata")

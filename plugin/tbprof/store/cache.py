@@ -100,7 +100,7 @@ class ProfileCache:
                 raise
         if self.disk is not None and isinstance(value, ProfileStore):
             # Written later, in the background: the request that converted the file
-            # answers first (``persist_pending``), then ~100 MB go to disk.
+            # answers first (``persist_pending``), then the store's columns go to disk.
             with self._lock:
                 self._pending.append((key, value))
         return value
@@ -132,8 +132,8 @@ class ProfileCache:
 
     def persist_detached(self) -> None:
         """Writes pending stores from a detached child process, for a command-line process that
-        has printed its answer and is about to exit: the ~0.3 s of writing a 120 MB store then no
-        longer delays the prompt, and the next command finds the entry once the child has
+        has printed its answer and is about to exit: writing a large store (bench/measurements.md#serving)
+        then no longer delays the prompt, and the next command finds the entry once the child has
         committed it (an entry is renamed into place whole, so a command that comes sooner simply
         converts again). Where forking is not safe (not Linux, other threads alive: a process
         pool, fsspec's event loop) the writes run as ``persist_pending`` does and the process

@@ -1,10 +1,10 @@
 """On-disk cache of converted stores: one folder of ``.npy`` columns per profile file.
 
-Reopening maps the columns (``np.load(mmap_mode="r")``) instead of reading them, so a
-restart opens a converted 60 MB profile in milliseconds and pages in only what a tool
-touches. Entries are keyed by (absolute path, size, mtime, inode, ctime, tbprof version, format
-version): a profile that is rewritten, or a newer tbprof, simply misses. Writes go to a temporary
-folder renamed into place, so a crash never leaves a half-written entry behind.
+Reopening maps the columns (``np.load(mmap_mode="r")``) instead of reading them, so a restart opens
+a converted profile without reading its columns (bench/measurements.md#serving) and pages in only
+what a tool touches. Entries are keyed by (absolute path, size, mtime, inode, ctime, tbprof version,
+format version): a profile that is rewritten, or a newer tbprof, simply misses. Writes go to a
+temporary folder renamed into place, so a crash never leaves a half-written entry behind.
 
 Nothing in an entry is executable: metadata is JSON (``meta.json``; bytes values tagged and
 base64-encoded), blobs one ``uint8`` column, and every column is read with ``allow_pickle=False``

@@ -2,13 +2,11 @@
 
 Converting holds the file's bytes and its columns at once; a file far larger than the free
 memory would otherwise get the whole server killed by the kernel's OOM killer (or swap the
-machine to a halt) instead of answering "too large". Peak memory per byte of file, measured
-on the shared profiles (``ru_maxrss`` growth while reading): XSpace 4.6x (jax_large, 60.7 MB
--> 280 MB); Chrome trace JSON, read by the compiled streaming scanner (readers/chrome_trace.py:
-bounded windows, the columns are the memory), 1.8x of the JSON text and 20x of the gzip size
-(jax_large's 26.7 MB trace.json.gz, 301 MB of JSON -> 544 MB), 2.1x of a 90 MB Kineto trace
-and 1.4x of a 0.9 GB one (the json objects of the reader it replaced took 68x of the gzip size,
-9x of the JSON). The factors below round those up.
+machine to a halt) instead of answering "too large". The factors below are peak memory per
+byte of file (``ru_maxrss`` growth while reading), rounded up from what the shared profiles
+took: XSpace files, and Chrome trace JSON read by the compiled streaming scanner
+(readers/chrome_trace.py: bounded windows, the columns are the memory) per byte of JSON text
+and per byte of gzip; the figures are in bench/measurements.md#conversion-memory.
 
 An XSpace file that does not fit is not refused when a local disk cache is there: it is
 converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
@@ -35,9 +33,10 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.store.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 30), (".json", 3))
-# tfprof ProfileProto and anything else: upb's parse of a file of small graph nodes peaks at 13.3x
-# (bench/tfprof_memory_bench.py); the reader then checks its views' need from the file's counts of
-# nodes, name scopes and frames (readers/tfprof.py), which its size cannot tell.
+# tfprof ProfileProto and anything else: bounds upb's parse of a file of small graph nodes, the
+# worst case found (bench/tfprof_memory_bench.py; bench/measurements.md#conversion-memory); the
+# reader then checks its views' need from the file's counts of nodes, name scopes and frames
+# (readers/tfprof.py), which its size cannot tell.
 _DEFAULT_FACTOR = 16
 _GZIP_FACTOR = 30
 # Peak per byte of decompressed JSON (the scanner's columns), applied during decompression.
@@ -105,8 +104,8 @@ def _head(path: Location) -> bytes:
         os.close(fd)
 
 
-# Disk a streamed entry takes per byte of XSpace file while it is written: the entry ~2.1x
-# (jax_large, keras_cnn; 1.5x for jax_mlp) and its scratch columns (metadata ids, text spans) ~0.6x.
+# Disk a streamed entry takes per byte of XSpace file while it is written: bounds the entry and its
+# scratch columns (metadata ids, text spans) on the demo profiles (bench/measurements.md#conversion-memory).
 STREAM_DISK_FACTOR = 3
 
 # Appended to a refusal of a file that could stream if the disk cache were local.

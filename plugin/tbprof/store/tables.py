@@ -181,7 +181,8 @@ class Plane:
         """(first start, last end) of the plane's events; None without events.
 
         In slices: ``(start_ps + dur_ps).max()`` would allocate a temporary as long as the plane
-        (16 MB on jax_large's host plane), and on a VM its first touch costs more than the sum.
+        (tens of MB on a large host plane), and on a VM its first touch costs more than the sum
+        (bench/measurements.md#store-build).
         """
         key = ("time_range", 0)
         cached = self._columns.get(key)
@@ -220,8 +221,9 @@ class Plane:
     def prefetch_stat_columns(self, stat_ids: list[int]) -> None:
         """Builds ``stat_column`` for several stats in one pass over the stat table.
 
-        Each ``stat_column`` call scans every stat of the plane (3.7 M on jax_large, ~7 ms); an
-        analysis that needs ten stats asks for them together instead.
+        Each ``stat_column`` call scans every stat of the plane (millions on jax_large:
+        bench/measurements.md#plane-stats); an analysis that needs ten stats asks for them together
+        instead.
         """
         want = sorted({i for i in stat_ids if i >= 0 and ("event", i) not in self._columns})
         if not want:
@@ -282,7 +284,7 @@ class Plane:
                   self.meta_ids, self.meta_name_id, self.meta_display_name_id)
         # (A plane whose stats are not decoded yet counts their estimate: asking would decode them.)
         stats_bytes = self.__dict__["stats"].nbytes if self.stats_loaded else self.__dict__["_stats_estimate_bytes"]
-        # Bytes-valued stats (HLO protos, 40 MB each in some profiles) and plane stats are held too.
+        # Bytes-valued stats (HLO protos, tens of MB each in some profiles) and plane stats are held too.
         blob_bytes = sum(_BYTES_OVERHEAD + len(b) for b in self.blobs)
         plane_stat_bytes = sum(_BYTES_OVERHEAD + len(v) for v in self.plane_stats.values()
                                if isinstance(v, (bytes, str)))
@@ -342,7 +344,8 @@ class ProfileStore:
     def skip_memo_sizes(self) -> None:
         """For a store that lives for one computation and is then dropped (a worker building a
         host's partial): its derived values are not sized for the memory budget (walking them
-        cost about a fifth of building a partial); they are freed with the store."""
+        was a sizeable share of building a partial: bench/measurements.md#serving); they are
+        freed with the store."""
         self._memo.estimate = False
 
     def memo(self, key: Any, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:

@@ -178,7 +178,8 @@ def _module_runs(store: ProfileStore, plane: Plane, rows: np.ndarray, step: np.n
     program = _int_key(plane, store, "program_id", rows)
     program = np.where(program >= 0, program, 0)
     valid = module > 0
-    # One int64 per (module, program) pair (a structured np.unique would sort 10x slower).
+    # One int64 per (module, program) pair (a structured np.unique sorts far slower:
+    # bench/measurements.md#analyses).
     span = int(program.max()) + 1
     if int(module.max()) < (1 << 62) // span:
         combined = module[valid] * span + program[valid]

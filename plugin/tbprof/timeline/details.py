@@ -13,8 +13,8 @@ arrows):
   gives per track how many events overlap the step (the step may hold millions).
 - ``parent``: the enclosing event one level up on the same line.
 
-Every lookup is a vectorised scan of one stat column (a few ms on 2 M events), done only
-for the event clicked.
+Every lookup is a vectorised scan of one stat column (bench/measurements.md#plane-stats),
+done only for the event clicked.
 """
 
 from __future__ import annotations

@@ -187,8 +187,8 @@ def _build(store: ProfileStore) -> TrackIndex:
 def _event_stats(plane: Plane, stat_ids: list[int]) -> dict[int, StatColumn]:
     """Several stats of a plane's events in one scan of its stats table.
 
-    ``Plane.event_stat`` scans the whole table once per stat (50 ms each on jax_large's
-    3.76 M stats); the tracks need four. Stats that also live on event metadata fall back
+    ``Plane.event_stat`` scans the whole table once per stat (bench/measurements.md#plane-stats
+    says what that costs on jax_large); the tracks need four. Stats that also live on event metadata fall back
     to ``event_stat``, which merges both as XProf does.
     """
     wanted = [i for i in stat_ids if i >= 0]

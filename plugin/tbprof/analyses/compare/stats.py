@@ -23,7 +23,7 @@ import numpy as np
 DEFAULT_CONFIDENCE = 0.95
 EXACT_MAX_PAIRS = 2500  # n * m up to this: exact U distribution (50 x 50 steps)
 # n * m up to this: the sorted n x m matrix of differences (32 MB); beyond, order statistics of
-# the differences are found by bisection without the matrix (30 k steps a side was 7 GB).
+# the differences are found by bisection without the matrix (30 k steps a side would be 7 GB).
 MATRIX_MAX_PAIRS = 1 << 22
 
 

@@ -21,7 +21,8 @@ common language of PyTorch users, so tbprof selects the same events:
 
 Times are rounded as HTA rounds them: every event inward to whole microseconds of the
 trace's clock (start up, end down; a sub-microsecond event can end before it starts). Without
-it, the 1-2 us kernels of a small model move the idle share by more than a percentage point.
+it, the microsecond-long kernels of a small model move the idle share visibly
+(bench/measurements.md#analyses).
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
     for pi, plane in enumerate(store.planes):
         if plane.n_events == 0:
             continue
-        # Only the events with a correlation (a few percent of a host plane's 2 M events).
+        # Only the events with a correlation (a few percent of a large host plane's events).
         rows, corr = plane.event_stat(sid).sparse_int()
         linked = corr >= 0
         rows, corr = rows[linked], corr[linked]

@@ -203,9 +203,10 @@ class _Markers:
 
 
 def _marker_step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray) -> np.ndarray | None:
-    """XProf's memory steps on a GPU run from the few events that decide them: ~15 ms on
-    jax_large, where grouping the links of its 2 M host events (``event_groups``, 70-100 ms on a
-    store just loaded) would make listing the run's tools (which derives them) wait for it.
+    """XProf's memory steps on a GPU run from the few events that decide them, several times
+    faster on jax_large than grouping the links of its millions of host events (``event_groups``
+    on a store just loaded: bench/measurements.md#analyses), which would make listing the run's
+    tools (which derives them) wait for it.
 
     A memory event held (on its thread) by a step marker belongs to the outermost one; one that
     no marker holds belongs to the step of the producer (``_pt``/``_p``) of the nearest consumer
@@ -261,7 +262,7 @@ def _linked_steps(store: ProfileStore, plane: Plane, rows: np.ndarray, markers: 
     """Steps of memory events no marker holds: through the nearest consumer event holding them.
 
     Only the events enclosing them are read for consumer stats (a few rows): a profile whose
-    unmarked memory events sit in no consumer (jax_large) never scans its 3.8 M stats for links.
+    unmarked memory events sit in no consumer (jax_large) never scans its millions of stats for links.
     """
     out = np.full(rows.shape[0], -1, dtype=np.int64)
     if min(store.stat_id(x) for x in ("_ct", "_c", "_pt", "_p")) < 0 or rows.shape[0] == 0:
@@ -346,7 +347,7 @@ def warm_memory(store: ProfileStore) -> None:
 
 def has_memory_events(store: ProfileStore) -> bool:
     """Whether the store has allocator events. Asked when a run's tools are listed, it derives
-    them and their steps (~40 ms on jax_large), as the memory profile and smart_suggestion need
+    them and their steps (bench/measurements.md#analyses), as the memory profile and smart_suggestion need
     them right after: their first requests then find them memoised."""
     events = memory_events(store)
     for ev in events.values():

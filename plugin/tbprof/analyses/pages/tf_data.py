@@ -75,7 +75,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     p = store.plane(HOST_PLANE)
     if p is None or p.n_events == 0:
         return []
-    uniq = np.nonzero(np.bincount(p.name_id))[0]  # names present (O(n); np.unique sorts 2 M ids)
+    uniq = np.nonzero(np.bincount(p.name_id))[0]  # names present (O(n); np.unique would sort every id)
     it_ids = np.array([u for u in uniq.tolist() if store.strings[u].startswith("Iterator::")], np.int32)
     if len(it_ids) == 0:
         return []

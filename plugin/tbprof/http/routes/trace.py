@@ -26,8 +26,8 @@ from tbprof.timeline.window import query_window
 
 MAX_WIDTH_PX = 65536
 MAX_PS = 1 << 62
-# gzip level 1: a whole-span frame of jax_large (1.2 MB) compresses to 300 KB in ~35 ms;
-# level 5 saves 10 % more bytes for twice the time.
+# gzip level 1: it already shrinks a whole-span frame several times over, and higher levels save
+# few more bytes for much more time (bench/measurements.md#trace-viewer).
 GZIP_LEVEL = 1
 
 

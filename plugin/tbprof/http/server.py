@@ -7,12 +7,15 @@ one: 1,100 idle connections under the common ``ulimit -n 1024`` stopped it answe
 a descriptor and a few KB, never a thread. TensorBoard's own server is not touched: inside
 TensorBoard the plugin is served by TensorBoard.
 
-waitress has no write timeout: a response larger than ``outbuf_high_watermark`` (16 MiB: a
-trace-viewer window, the CSV of a big table) blocks its task thread until the client reads,
-and its maintenance closes only connections with no request in progress, so a few clients
-that ask and never read held every thread forever. ``WriteTimeoutChannel`` closes a
-connection whose pending output has not moved for ``write_timeout_s``, which wakes the
-blocked thread (waitress then ends the task as for a client that went away).
+waitress has no write timeout. A task thread waits while more than ``outbuf_high_watermark``
+(16 MiB: a trace-viewer window, the CSV of a big table) of output is pending and the
+connection has another request queued (HTTP pipelining) or the app writes in pieces, and the
+maintenance closes only connections with no request in progress: a few clients that pipeline
+requests for a big answer and never read held every thread forever. (A lone request's answer
+is buffered whole, a temporary file past 1 MiB, and its thread is free.)
+``WriteTimeoutChannel`` closes a connection whose pending output moved less than
+WRITE_PROGRESS_BYTES in ``write_timeout_s``, which wakes a waiting thread (waitress then ends the task as for a client
+that went away) and drops the buffer.
 """
 
 from __future__ import annotations

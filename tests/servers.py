@@ -129,11 +129,13 @@ def tensorboard(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args:
 
 @contextmanager
 def tbprof_serve(logdir: Path | str, cache_dir: Path, log_path: Path, extra_args: tuple[str, ...] = (),
-                 extra_env: dict[str, str] | None = None, soft_fd_limit: int | None = None) -> Iterator[Server]:
-    """``soft_fd_limit``: the server process starts under this soft descriptor limit (ulimit -Sn)."""
+                 extra_env: dict[str, str] | None = None, soft_fd_limit: int | None = None,
+                 launcher: tuple[str, ...] = ("-m", "tbprof.cli")) -> Iterator[Server]:
+    """``soft_fd_limit``: the server process starts under this soft descriptor limit (ulimit -Sn);
+    ``launcher``: what python runs (a script that takes the ``tbprof`` command's arguments)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port), *extra_args]
+    cmd = [sys.executable, *launcher, "serve", "--logdir", str(logdir), "--port", str(port), *extra_args]
     with _run(cmd, base + "/data/plugin/tbprof/settings", base + "/data/plugin/tbprof/", base, cache_dir,
               log_path, extra_env=extra_env, soft_fd_limit=soft_fd_limit) as s:
         yield s

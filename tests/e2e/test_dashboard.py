@@ -200,6 +200,11 @@ def test_run_selector_newest_first_and_searchable(standalone: Any, serve_page: A
     assert options == [r["run"] for r in by_time]
     assert page.input_value("select.tbp-run-select") == by_time[0]["run"]  # newest opens first
     page.fill("input.tbp-run-filter", "keras")
+    # The backend searches (GET runs q=) once typing pauses: wait for its answer.
+    newest = by_time[0]["run"]
+    page.wait_for_function("(newest) => [...document.querySelectorAll('select.tbp-run-select option')]"
+                           ".every((o) => o.value.includes('keras') || o.value === newest)", arg=newest,
+                           timeout=30_000)
     options = page.eval_on_selector_all("select.tbp-run-select option", "os => os.map(o => o.value)")
     # The selected run stays listed; the others must match the search.
     assert all("keras" in o or o == by_time[0]["run"] for o in options)
@@ -249,6 +254,7 @@ def test_unknown_run_in_link_falls_back(standalone: Any, serve_page: Any) -> Non
     wait_ready(page)
     assert "is not in this log directory" in page.locator(".tbp-notice").inner_text()
     assert page.locator(".tbp-page-title").count() == 1
+    serve_page.expect_http_error(404)  # the run's lookup by name (GET runs?run=) found none
     serve_page.check()
 
 

@@ -146,3 +146,12 @@ def test_trace_and_compare_parameters(server: tuple[Server, dict[str, list[str]]
         for value in ODD_VALUES:
             status, body = _get(s, route, {"run": run, "q": "a", param: value})
             _check(status, body, f"{route} {param}={value[:20]!r}")
+
+
+@pytest.mark.parametrize("param", ["offset", "limit", "q", "run", "refresh"])
+def test_run_list_parameters(server: tuple[Server, dict[str, list[str]]], param: str) -> None:
+    """GET runs' page, search and one-run lookup (the paged run picker's requests)."""
+    s, _ = server
+    for value in ODD_VALUES:
+        status, body = _get(s, "runs", {"offset": "0", "limit": "200", param: value})
+        _check(status, body, f"runs {param}={value[:20]!r}")

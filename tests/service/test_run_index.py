@@ -114,3 +114,57 @@ def test_runs_are_paged(logdir: Path, tmp_path: Path) -> None:
     for bad in ({"limit": "0"}, {"offset": "-1"}, {"limit": "x"}):
         r = client.get(API + "runs", query_string=bad)
         assert r.status_code == 400 and "error" in r.get_json()
+
+
+def test_runs_are_searched_by_name(logdir: Path, tmp_path: Path) -> None:
+    _session(logdir, next(logdir.rglob("vm.xplane.pb")), "Exp_B/seed7")
+    client = Client(create_app(logdir, cache_dir=tmp_path / "cache"))
+    whole = client.get(API + "runs").get_json()["runs"]
+    names = [r["run"] for r in whole]
+    # Every term must occur in the name, ignoring case; the order stays newest first.
+    for q, expected in (("run", [n for n in names if "run" in n]), ("exp_b SEED", ["Exp_B/seed7/2026_01_01_00_00_00"]),
+                        ("run3", ["run3/2026_01_01_00_00_00"]), ("nothing", []), ("", names)):
+        got = client.get(API + "runs", query_string={"q": q, "limit": "100"}).get_json()
+        assert [r["run"] for r in got["runs"]] == expected, q
+        assert got["total"] == len(expected)
+    # A page of the matches: total counts the matches, not every run.
+    page = client.get(API + "runs", query_string={"q": "run", "offset": "1", "limit": "2"}).get_json()
+    assert page["total"] == 5 and [r["run"] for r in page["runs"]] == [n for n in names if "run" in n][1:3]
+    assert page["runs"] == [r for r in whole if "run" in r["run"]][1:3]  # the same entries as the whole list
+
+
+def test_run_search_is_validated(logdir: Path, tmp_path: Path) -> None:
+    client = Client(create_app(logdir, cache_dir=tmp_path / "cache"))
+    for bad, says in (({"q": "x" * 257}, "at most 256"), ({"q": "a\x00b"}, "NUL"),
+                      ({"limit": "10001"}, "[1, 10000]"), ({"limit": "-5"}, "[1, 10000]"),
+                      ({"offset": "99999999999999999999"}, "out of range"), ({"run": ""}, "missing")):
+        r = client.get(API + "runs", query_string=bad)
+        assert r.status_code == 400, bad
+        assert says in r.get_json()["error"], (bad, r.get_json())
+    assert client.get(API + "runs", query_string={"q": "x" * 256}).status_code == 200  # the bound itself
+
+
+def test_one_run_is_looked_up_by_name(logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = create_app(logdir, cache_dir=tmp_path / "cache")
+    client = Client(app)
+    whole = {r["run"]: r for r in client.get(API + "runs").get_json()["runs"]}
+    one = client.get(API + "runs", query_string={"run": "run2/2026_01_01_00_00_00"}).get_json()
+    assert one["runs"] == [whole["run2/2026_01_01_00_00_00"]] and one["total"] == 1
+    missing = client.get(API + "runs", query_string={"run": "run2"})
+    assert missing.status_code == 404 and missing.get_json()["kind"] == "not_found"
+    # A session written after the last listing is found: an unknown name lists again (at most
+    # once a second; no wait here).
+    monkeypatch.setattr(logdir_mod, "MIN_REFRESH_S", 0.0)
+    app.ctx.profiles.index.miss_refresh_s = 0.0
+    _session(logdir, next(logdir.rglob("vm.xplane.pb")), "late")
+    late = client.get(API + "runs", query_string={"run": "late/2026_01_01_00_00_00"})
+    assert late.status_code == 200 and late.get_json()["runs"][0]["run"] == "late/2026_01_01_00_00_00"
+
+
+def test_the_sorted_listing_is_reused_until_the_next_listing(logdir: Path) -> None:
+    index = RunIndex(logdir, ttl_s=1e9)
+    first = index.newest_first()
+    assert index.newest_first() is first  # one sort per listing, not per page
+    assert [r.name for r in first] == sorted(index.runs(), key=lambda n: (-index.runs()[n].mtime, n))
+    index.runs(fresh=True)
+    assert index.newest_first() is not first

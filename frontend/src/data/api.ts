@@ -7,6 +7,8 @@ import { decodeProgress, decodeRuns, decodeSettings, decodeTable, decodeToolResu
 import type {
   DataRequest,
   Progress,
+  RunInfo,
+  RunsQuery,
   RunsResponse,
   Settings,
   TableData,
@@ -35,6 +37,9 @@ export class ApiError extends Error {
 }
 
 export type Params = ReadonlyArray<readonly [string, string]>;
+
+/** Runs asked for at a time (a picker's worth, a few tens of KB), whatever the logdir holds. */
+export const RUN_PAGE = 200;
 
 function requestParams(req: DataRequest): [string, string][] {
   const out: [string, string][] = [
@@ -136,8 +141,29 @@ export class Api {
     return (await resp.json()) as unknown;
   }
 
-  async runs(refresh = false, signal?: AbortSignal): Promise<RunsResponse> {
-    return decodeRuns(await this.getJson("runs", refresh ? [["refresh", "1"]] : [], signal));
+  /**
+   * A page of the run list, newest first: never the whole list, which is megabytes for a
+   * logdir of 20,000 runs. `q` keeps runs whose name holds every term (the backend searches
+   * all runs, not only those loaded); `refresh` rescans the logdir (rate-limited there).
+   */
+  async runs(query: RunsQuery, signal?: AbortSignal): Promise<RunsResponse> {
+    const params: [string, string][] = [
+      ["offset", String(query.offset)],
+      ["limit", String(query.limit)],
+    ];
+    if (query.q.trim() !== "") params.push(["q", query.q.trim()]);
+    if (query.refresh) params.push(["refresh", "1"]);
+    return decodeRuns(await this.getJson("runs", params, signal));
+  }
+
+  /** One run by name, whether or not it is on a loaded page (a deep link); null when the logdir has none. */
+  async run(name: string, signal?: AbortSignal): Promise<RunInfo | null> {
+    try {
+      return decodeRuns(await this.getJson("runs", [["run", name]], signal)).runs[0] ?? null;
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
   }
 
   async tools(run: string, signal?: AbortSignal): Promise<ToolInfo[]> {

@@ -18,6 +18,11 @@ describe("runs", () => {
     expect(two?.mtime).toBe(twoJson?.mtime);
     expect(two?.multiHostTools).toContain("profile_summary");
   });
+  it("decodes a page's total, absent from the whole list", () => {
+    expect(decodeRuns(runsJson).total).toBeNull();
+    expect(decodeRuns({ ...runsJson, total: 20000 }).total).toBe(20000);
+    expect(() => decodeRuns({ ...runsJson, total: "many" })).toThrow("total should be a number");
+  });
   it("names the path of a wrong field", () => {
     const bad = { runs: [{ run: "a", hosts: ["h", 3] }] };
     expect(() => decodeRuns(bad)).toThrow(DecodeError);

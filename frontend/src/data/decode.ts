@@ -161,6 +161,7 @@ export function decodeRuns(v: unknown): RunsResponse {
   return {
     runs: array(o.runs, "runs").map((r, i) => decodeRun(r, `runs[${i}]`)),
     allHosts: optString(o.all_hosts, "all_hosts", "__all__"),
+    total: o.total === undefined ? null : number(o.total, "total"),
   };
 }
 

@@ -38,6 +38,16 @@ export interface RunInfo {
 export interface RunsResponse {
   runs: RunInfo[];
   allHosts: string;
+  /** Runs in all (matching the search) when a page, a search or one run was asked for. */
+  total: number | null;
+}
+
+/** A page of the run list: `limit` runs from `offset`, only those matching `q` (see api.ts). */
+export interface RunsQuery {
+  offset: number;
+  limit: number;
+  q: string;
+  refresh: boolean;
 }
 
 export interface ToolOption {

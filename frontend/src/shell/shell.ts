@@ -1,10 +1,14 @@
 // The shell: run selector (newest first, searchable), host selector ("all hosts" where the
 // tool takes several hosts), the run's tool list, reload, header actions, and the page area.
 // Everything it shows follows the URL state; every failure becomes a readable message.
+//
+// The run list is paged (issue #25: 20,000 runs were 5.3 MB on every page load): the selector
+// holds the first RUN_PAGE runs, a "more" entry loads the next page, the filter box searches
+// every run on the backend (`q`), and a run named in the URL is looked up on its own.
 
 import { formatTimestamp } from "../base/format";
-import { matchesAllTerms, newestFirst } from "../base/search";
-import { ApiError, type Api } from "../data/api";
+import { newestFirst } from "../base/search";
+import { ApiError, type Api, RUN_PAGE } from "../data/api";
 import type { DataRequest, RunInfo, Settings, ToolInfo, ToolResult } from "../data/types";
 import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
@@ -21,6 +25,14 @@ import { StateStore } from "./state";
 
 const FALLBACK_SETTINGS: Settings = { version: "", captureEnabled: false, allHosts: "__all__", tools: [] };
 const DEFAULT_ROWS = 100;
+/** Typing in the run filter searches the backend once typing pauses this long. */
+const FILTER_DELAY_MS = 250;
+/** The backend's bound on a search (GET runs q=). */
+const MAX_RUN_QUERY_CHARS = 256;
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : typeof e === "string" ? e : "unknown error";
+}
 
 interface Prefetched {
   key: string;
@@ -35,8 +47,18 @@ interface RunTools {
 export class Shell {
   private readonly state = new StateStore();
   private settings: Settings = FALLBACK_SETTINGS;
+  /** The loaded pages of the run list for `runsQuery`, newest first. */
   private runs: RunInfo[] = [];
+  /** Runs matching `runsQuery` in all (loaded or not). */
+  private runsTotal = 0;
+  private runsQuery = "";
+  /** Runs in the logdir (from the last list without a search): 0 shows "no profiles". */
+  private logdirTotal = 0;
+  /** The URL's run when it is not on a loaded page (looked up by name). */
+  private pinned: RunInfo | null = null;
   private runsError: unknown = null;
+  private runsRequest = 0;
+  private filterTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly runTools = new Map<string, Promise<RunTools>>();
   private generation = 0;
   private pageAbort: AbortController | null = null;
@@ -58,7 +80,13 @@ export class Shell {
     root: HTMLElement,
     private readonly api: Api,
   ) {
-    this.runFilter = h("input", { type: "search", class: "tbp-run-filter", placeholder: "Filter runs", "aria-label": "Filter runs" });
+    this.runFilter = h("input", {
+      type: "search",
+      class: "tbp-run-filter",
+      placeholder: "Filter runs",
+      "aria-label": "Filter runs",
+      maxlength: String(MAX_RUN_QUERY_CHARS),
+    });
     this.runSelect = h("select", { class: "tbp-run-select", "aria-label": "Run" });
     this.hostSelect = h("select", { class: "tbp-host-select", "aria-label": "Host" });
     this.reloadBtn = h("button", { type: "button", class: "tbp-btn tbp-reload", title: "Rescan the log directory for new runs" }, "↻ Reload");
@@ -101,8 +129,19 @@ export class Shell {
       header,
       h("div", { class: "tbp-body" }, this.toolNav, h("div", { class: "tbp-main" }, this.notice, this.optionsBar, this.page)),
     );
-    this.runFilter.addEventListener("input", () => this.fillRunSelect());
+    this.runFilter.addEventListener("input", () => {
+      if (this.filterTimer !== null) clearTimeout(this.filterTimer);
+      this.filterTimer = setTimeout(() => {
+        this.filterTimer = null;
+        void this.searchRuns(this.runFilter.value);
+      }, FILTER_DELAY_MS);
+    });
     this.runSelect.addEventListener("change", () => {
+      if (this.runSelect.selectedOptions[0]?.hasAttribute("data-more") === true) {
+        this.runSelect.value = this.current.run?.name ?? "";
+        void this.loadMoreRuns();
+        return;
+      }
       this.state.update({ run: this.runSelect.value, host: null }, { push: true });
     });
     this.hostSelect.addEventListener("change", () => {
@@ -123,22 +162,62 @@ export class Shell {
 
   // --- runs -------------------------------------------------------------------------------
 
+  /** The first page of the runs matching the filter (a rescan of the logdir with `refresh`). */
   private async loadRuns(refresh: boolean): Promise<void> {
+    const ticket = ++this.runsRequest;
+    const q = this.runsQuery;
     try {
+      const page = await this.api.runs({ offset: 0, limit: RUN_PAGE, q, refresh });
+      if (ticket !== this.runsRequest) return; // a later search or reload answers instead
       // The backend lists newest first already; sorting here keeps that a frontend promise.
-      this.runs = newestFirst((await this.api.runs(refresh)).runs);
+      this.runs = newestFirst(page.runs);
+      this.runsTotal = page.total ?? page.runs.length;
+      if (q === "") this.logdirTotal = this.runsTotal;
       this.runsError = null;
     } catch (e) {
-      this.runsError = e;
+      if (ticket === this.runsRequest) this.runsError = e;
     }
+  }
+
+  /** The next page of the list, appended (the selector's "more" entry). */
+  private async loadMoreRuns(): Promise<void> {
+    const ticket = ++this.runsRequest;
+    this.runSelect.disabled = true;
+    try {
+      const page = await this.api.runs({ offset: this.runs.length, limit: RUN_PAGE, q: this.runsQuery, refresh: false });
+      if (ticket !== this.runsRequest) return;
+      const known = new Set(this.runs.map((r) => r.name));
+      this.runs = [...this.runs, ...newestFirst(page.runs).filter((r) => !known.has(r.name))];
+      this.runsTotal = page.total ?? this.runs.length;
+    } catch (e) {
+      if (ticket === this.runsRequest) this.showNotice(`Could not load more runs: ${errorText(e)}`);
+    } finally {
+      this.fillRunSelect(this.current.run?.name ?? null);
+      this.runSelect.focus();
+    }
+  }
+
+  /** The filter box: the backend searches every run's name (not only the loaded pages). */
+  private async searchRuns(query: string): Promise<void> {
+    const q = query.trim();
+    if (q === this.runsQuery) return;
+    this.runsQuery = q;
+    await this.loadRuns(false);
+    if (q !== this.runsQuery) return;
+    if (this.runsError !== null) {
+      this.showNotice(`Could not search the runs: ${errorText(this.runsError)}`);
+      this.runsError = null;
+    }
+    this.fillRunSelect(this.current.run?.name ?? null);
   }
 
   async reloadRuns(): Promise<void> {
     this.reloadBtn.disabled = true;
     this.reloadBtn.classList.add("tbp-busy");
     try {
-      const before = new Map(this.runs.map((r) => [r.name, r.mtime]));
+      const before = new Map([...this.runs, ...(this.pinned ? [this.pinned] : [])].map((r) => [r.name, r.mtime]));
       await this.loadRuns(true);
+      this.pinned = null; // looked up again: its files may have changed too
       // Tool lists of runs whose files changed must be asked again.
       for (const r of this.runs) if (before.get(r.name) !== r.mtime) this.runTools.delete(r.name);
       await this.route();
@@ -148,19 +227,30 @@ export class Shell {
     }
   }
 
-  private fillRunSelect(selected: string | null = this.runSelect.value || null): void {
-    const query = this.runFilter.value;
+  private fillRunSelect(selected: string | null = this.current.run?.name ?? null): void {
     clear(this.runSelect);
-    const shown = this.runs.filter((r) => r.name === selected || matchesAllTerms(r.name, query));
-    for (const r of shown) {
+    const option = (r: RunInfo): HTMLOptionElement => {
       const when = formatTimestamp(r.mtime);
       const opt = h("option", { value: r.name }, when ? `${r.name}  (${when})` : r.name);
       if (r.name === selected) opt.selected = true;
-      this.runSelect.appendChild(opt);
+      return opt;
+    };
+    // The open run stays choosable when the search or the loaded pages do not hold it.
+    const current = this.current.run;
+    if (selected !== null && current !== null && current.name === selected && !this.runs.some((r) => r.name === selected)) {
+      this.runSelect.appendChild(option(current));
     }
-    this.runSelect.disabled = this.runs.length === 0;
-    const hidden = this.runs.length - shown.length;
-    this.runFilter.title = hidden > 0 ? `${hidden} run(s) hidden by the filter` : "";
+    for (const r of this.runs) this.runSelect.appendChild(option(r));
+    const remaining = this.runsTotal - this.runs.length;
+    if (remaining > 0) {
+      this.runSelect.appendChild(
+        h("option", { value: "", "data-more": "" }, `… ${remaining} more run(s): show ${Math.min(RUN_PAGE, remaining)} more`),
+      );
+    }
+    this.runSelect.disabled = this.runSelect.options.length === 0;
+    const q = this.runsQuery;
+    this.runFilter.title =
+      q === "" ? `${this.runsTotal} run(s)` : `${this.runsTotal} of ${this.logdirTotal} run(s) match "${q}"`;
   }
 
   private toolsOf(run: RunInfo): Promise<RunTools> {
@@ -229,7 +319,7 @@ export class Shell {
       this.fillRunSelect(null);
       return false;
     }
-    if (this.runs.length > 0) return true;
+    if (this.runs.length > 0 || this.logdirTotal > 0 || this.runsQuery !== "") return true;
     this.fillRunSelect(null);
     this.renderHostSelect(null, [], false);
     clear(this.toolNav);
@@ -247,21 +337,42 @@ export class Shell {
     return false;
   }
 
-  /** The URL's run if it exists (rescanning once for a fresh deep link), else the newest. */
+  /**
+   * The URL's run if it exists (looked up by name when no loaded page holds it: a deep link
+   * beyond the first page, or a session newer than the list), else the newest.
+   */
   private async chooseRun(): Promise<RunInfo | null> {
     const gen = this.generation;
     const runName = this.state.get("run");
-    let run = this.runs.find((r) => r.name === runName) ?? null;
+    let run = this.runs.find((r) => r.name === runName) ?? (this.pinned?.name === runName ? this.pinned : null);
     if (runName !== null && run === null) {
-      await this.loadRuns(true);
+      let lookup: RunInfo | null = null;
+      let failure: unknown = null;
+      try {
+        lookup = await this.api.run(runName);
+      } catch (e) {
+        failure = e;
+      }
       if (gen !== this.generation) return null;
-      run = this.runs.find((r) => r.name === runName) ?? null;
-      if (run === null) this.showNotice(`Run "${runName}" is not in this log directory; showing the newest run.`);
+      run = this.pinned = lookup;
+      if (run === null) {
+        const why = failure === null ? "is not in this log directory" : `could not be opened (${errorText(failure)})`;
+        this.showNotice(`Run "${runName}" ${why}; showing the newest run.`);
+      }
+    }
+    if (run === null && this.runs.length === 0 && this.runsQuery !== "") {
+      // A search that matches nothing: the newest run of the whole logdir.
+      try {
+        run = (await this.api.runs({ offset: 0, limit: 1, q: "", refresh: false })).runs[0] ?? null;
+      } catch {
+        run = null;
+      }
+      if (gen !== this.generation) return null;
     }
     run ??= this.runs[0] ?? null;
     if (run === null) return null;
-    this.fillRunSelect(run.name);
     this.current = { run, host: null };
+    this.fillRunSelect(run.name);
     // Hosts are known before the tools are: show them while the run opens (or fails to).
     const wantedHost = this.state.get("host");
     this.renderHostSelect(run, run.hosts, false, wantedHost !== null && run.hosts.includes(wantedHost) ? wantedHost : (run.hosts[0] ?? null));

@@ -26,16 +26,25 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="open connections at most (default: what the descriptor limit allows, up to 10000)")
     p.add_argument("--idle-timeout", type=int, default=60, metavar="S",
                    help="close a connection that moves no bytes for S seconds between requests")
+    p.add_argument("--write-timeout", type=float, default=None, metavar="S",
+                   help="close a connection whose response does not drain for S seconds (a client that "
+                        "stops reading), freeing its thread (default: $TBPROF_WRITE_TIMEOUT_S, else 60)")
 
 
 def run(args: argparse.Namespace) -> int:
     from tbprof.http.app import PLUGIN_PREFIX, create_app
-    from tbprof.http.server import ServerLimits, serve
+    from tbprof.http.server import ServerLimits, serve, write_timeout_from_env
     from tbprof.service.logdir import runs_for_path
     from tbprof.store.fs import UrlPath, location
 
     if args.threads < 1 or (args.connection_limit is not None and args.connection_limit < 1) or args.idle_timeout < 1:
         raise CliError("--threads, --connection-limit and --idle-timeout must be at least 1")
+    try:
+        write_timeout_s = args.write_timeout if args.write_timeout is not None else write_timeout_from_env()
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    if not 0 < write_timeout_s <= 86_400:
+        raise CliError(f"--write-timeout {args.write_timeout}: must be in (0, 86400] seconds")
     logdir = location(args.logdir)
     if isinstance(logdir, UrlPath):
         runs_for_path(logdir)  # lists once now: bad credentials or a missing bucket fail here, clearly
@@ -51,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
               "pass --enable-capture to allow it", flush=True)
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     serve(app, args.host, args.port, ServerLimits(threads=args.threads, connection_limit=args.connection_limit,
-                                                  idle_timeout_s=args.idle_timeout))
+                                                  idle_timeout_s=args.idle_timeout,
+                                                  write_timeout_s=write_timeout_s))
     return EXIT_OK
 
 

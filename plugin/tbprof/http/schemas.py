@@ -59,7 +59,7 @@ class RunsResponse(TypedDict):
     schema_version: int
     runs: list[RunJson]
     all_hosts: str
-    total: NotRequired[int]  # runs in all, when a page was asked for (offset, limit)
+    total: NotRequired[int]  # runs in all (matching q), when a page, a search or one run was asked for
 
 
 class ToolOptionJson(TypedDict):

@@ -6,13 +6,30 @@ bench/idle_connections.py). waitress reads and writes every socket on one event 
 1,024 descriptors work) and runs the app on a fixed pool of threads; an idle connection costs
 a descriptor and a few KB, never a thread. TensorBoard's own server is not touched: inside
 TensorBoard the plugin is served by TensorBoard.
+
+waitress has no write timeout. A task thread waits while more than ``outbuf_high_watermark``
+(16 MiB: a trace-viewer window, the CSV of a big table) of output is pending and the
+connection has another request queued (HTTP pipelining) or the app writes in pieces, and the
+maintenance closes only connections with no request in progress: a few clients that pipeline
+requests for a big answer and never read held every thread forever. (A lone request's answer
+is buffered whole, a temporary file past 1 MiB, and its thread is free.)
+``WriteTimeoutChannel`` closes a connection whose pending output moved less than
+WRITE_PROGRESS_BYTES in ``write_timeout_s``, which wakes a waiting thread (waitress then ends the task as for a client
+that went away) and drops the buffer.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
+import struct
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from waitress.channel import HTTPChannel
 
 try:
     import resource
@@ -28,6 +45,14 @@ MAX_CONNECTIONS = 10_000
 # route): waitress answers 413 before buffering more.
 MAX_REQUEST_BODY_BYTES = 1 << 20
 
+# A connection with pending output must move at least this many bytes per ``write_timeout_s``
+# to count as reading: a client that drips a few bytes now and then cannot hold a thread.
+WRITE_PROGRESS_BYTES = 64 << 10
+WRITE_TIMEOUT_ENV = "TBPROF_WRITE_TIMEOUT_S"
+DEFAULT_WRITE_TIMEOUT_S = 60.0
+
+log = logging.getLogger("tbprof")
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -40,6 +65,85 @@ class ServerLimits:
     idle_timeout_s: int = 60
     """A connection with no request in progress and no bytes moved for this long is closed:
     the read timeout for a client that connects and sends nothing, or stops reading."""
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
+    """A connection whose pending output moves less than WRITE_PROGRESS_BYTES in this long is
+    closed, even with a request in progress (its thread is freed): the write timeout."""
+
+
+def write_timeout_from_env(environ: dict[str, str] | None = None) -> float:
+    """``$TBPROF_WRITE_TIMEOUT_S`` (seconds, > 0), else DEFAULT_WRITE_TIMEOUT_S."""
+    raw = (os.environ if environ is None else environ).get(WRITE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_WRITE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"${WRITE_TIMEOUT_ENV}={raw!r} is not a number of seconds") from None
+    if not 0 < value <= 86_400:
+        raise ValueError(f"${WRITE_TIMEOUT_ENV}={raw!r} must be in (0, 86400] seconds")
+    return value
+
+
+class WriteTimeoutChannel(HTTPChannel):
+    """waitress's channel with a write timeout (see the module's docstring).
+
+    ``_write_progress_at`` is when the pending output last moved WRITE_PROGRESS_BYTES (or
+    became pending). The event loop asks every channel ``writable()`` on each pass (at least
+    once a second: ``asyncore_loop_timeout``), so the check lives there; the close is
+    waitress's own ``handle_close``, which notifies a task waiting for the output to drain
+    (the task then ends as for a client that went away).
+    """
+
+    write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._write_progress_at = time.monotonic()
+        self._write_progress_bytes = 0
+        self._write_timed_out = False
+        super().__init__(*args, **kwargs)
+
+    def write_soon(self, data: Any) -> int:
+        # Called by the task thread. Output that starts pending starts its clock (set before
+        # the bytes count, so the event loop never sees pending output with an old time).
+        if not self.total_outbufs_len:
+            self._write_progress_at = time.monotonic()
+            self._write_progress_bytes = 0
+        sent: int = super().write_soon(data)
+        return sent
+
+    def _flush_some(self, do_close: bool = True) -> bool:
+        before = self.total_outbufs_len
+        sent: bool = super()._flush_some(do_close=do_close)
+        moved = before - self.total_outbufs_len
+        if moved > 0:
+            self._write_progress_bytes += moved
+            if self._write_progress_bytes >= WRITE_PROGRESS_BYTES or not self.total_outbufs_len:
+                self._write_progress_at = time.monotonic()
+                self._write_progress_bytes = 0
+        return sent
+
+    def writable(self) -> bool:
+        if (self.total_outbufs_len and not self._write_timed_out
+                and time.monotonic() - self._write_progress_at > self.write_timeout_s):
+            self._write_timed_out = True
+            log.info("tbprof: closing a connection from %s: its output did not drain for %g s",
+                     self.addr, self.write_timeout_s)
+            self.will_close = True
+            # will_close alone is acted on only when the socket polls writable, which a full
+            # send buffer never does. A shut-down socket polls POLLHUP at once: the loop then
+            # closes it through waitress's handle_close; linger 0 makes that close a reset, so
+            # the kernel drops the unsent bytes instead of keeping them for a client that
+            # does not read.
+            try:
+                self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:  # the client went already: the loop closes it anyway
+                pass
+        return bool(super().writable())
+
+
+def channel_class_for(write_timeout_s: float) -> type[WriteTimeoutChannel]:
+    return type("WriteTimeoutChannel", (WriteTimeoutChannel,), {"write_timeout_s": write_timeout_s})
 
 
 def raise_fd_limit() -> int:
@@ -81,9 +185,23 @@ def waitress_settings(limits: ServerLimits, fd_limit: int) -> dict[str, Any]:
     }
 
 
-def serve(app: WsgiApp, host: str, port: int, limits: ServerLimits = ServerLimits()) -> None:
+def serve(app: WsgiApp, host: str, port: int, limits: ServerLimits | None = None) -> None:
     """Serves ``app`` until interrupted."""
-    import waitress
+    server = create_server(app, host, port, limits or ServerLimits())
+    server.run()
 
-    settings = waitress_settings(limits, raise_fd_limit())
-    waitress.serve(app, host=host, port=port, _quiet=True, **settings)
+
+def create_server(app: WsgiApp, host: str, port: int, limits: ServerLimits) -> Any:
+    """waitress's server (one listener per address ``host`` resolves to), its connections
+    WriteTimeoutChannels."""
+    import waitress
+    from waitress.server import BaseWSGIServer
+
+    listeners: dict[int, Any] = {}
+    server = waitress.create_server(app, map=listeners, host=host, port=port,
+                                    **waitress_settings(limits, raise_fd_limit()))
+    channel_class = channel_class_for(limits.write_timeout_s)
+    for listener in [server, *listeners.values()]:
+        if isinstance(listener, BaseWSGIServer):
+            listener.channel_class = channel_class
+    return server

@@ -176,6 +176,8 @@ class RunIndex:
         # made-up names must not keep a walk of a large logdir running.
         self.miss_refresh_s = miss_refresh_s
         self._runs: dict[str, Run] = {}
+        self._sorted_of: dict[str, Run] | None = None  # the listing _sorted was sorted from
+        self._sorted: list[Run] = []
         self._at = -1e9  # when the last complete listing started
         self._forced_at = -1e9
         self._lock = threading.Lock()
@@ -248,6 +250,18 @@ class RunIndex:
             self.listings += 1
             self._walking = None
         event.set()
+
+    def newest_first(self, refresh: bool = False) -> list[Run]:
+        """The last listing's runs, newest first (equal times by name). Sorted once per listing
+        (a listing is a new dict, never changed), not once per page of a 20,000-run list."""
+        listed = self.runs(refresh=refresh)
+        with self._lock:
+            if self._sorted_of is listed:
+                return self._sorted
+        ordered = sorted(listed.values(), key=lambda r: (-r.mtime, r.name))
+        with self._lock:
+            self._sorted_of, self._sorted = listed, ordered
+        return ordered
 
     def get(self, name: str) -> Run | None:
         run = self.runs().get(name)

@@ -101,6 +101,10 @@ class Profiles:
     def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
         return self.index.runs(refresh=refresh, fresh=fresh)
 
+    def runs_newest_first(self, refresh: bool = False) -> list[Run]:
+        """``runs()`` newest first (equal times by name); do not modify the list."""
+        return self.index.newest_first(refresh=refresh)
+
     def run(self, name: str) -> Run:
         run = self.index.get(name)
         if run is None:

@@ -32,7 +32,7 @@ export function compareParams(base: Side, cand: Side): [string, string][] {
 }
 
 /** The folder of a run ("jax_mlp" of "jax_mlp/2026_11_26_00_32_23"): one experiment's sessions. */
-function runFolder(name: string): string {
+export function runFolder(name: string): string {
   const cut = name.lastIndexOf("/");
   return cut < 0 ? "" : name.slice(0, cut);
 }

@@ -5,9 +5,10 @@
 // op and kernel rows link into both runs' trace viewers at that op.
 
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
-import { tableQueryParams } from "../../data/api";
-import { decodeRuns, decodeTable, decodeToolResult, isRecord } from "../../data/decode";
-import type { TableData, ToolResult } from "../../data/types";
+import { newestFirst } from "../../base/search";
+import { RUN_PAGE, tableQueryParams } from "../../data/api";
+import { decodeTable, decodeToolResult, isRecord } from "../../data/decode";
+import type { RunInfo, TableData, ToolResult } from "../../data/types";
 import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
 import { clear, h } from "../../widgets/dom";
@@ -24,6 +25,7 @@ import {
   intervalText,
   PARAM,
   pickHost,
+  runFolder,
   type Side,
   signedPercent,
   swappedHref,
@@ -66,10 +68,9 @@ function render(ctx: PageContext): Promise<void> {
   el.append(pick, content);
   content.appendChild(loading("runs"));
 
-  return ctx.api.getJson("runs", [], ctx.signal).then((body) => {
-    const runs = decodeRuns(body).runs.filter((r) => r.hosts.length > 0);
+  const urlRun = ctx.param(PARAM.baseRun);
+  return baselineChoices(ctx, cand.run, urlRun).then((runs) => {
     const byName = new Map(runs.map((r) => [r.name, r]));
-    const urlRun = ctx.param(PARAM.baseRun);
     // No related run to default to: run "" until the user picks one (nothing is compared).
     let base: Side =
       urlRun !== null && byName.has(urlRun)
@@ -154,6 +155,24 @@ function render(ctx: PageContext): Promise<void> {
     };
     reload();
   });
+}
+
+/**
+ * The runs the baseline picker offers, newest first, without asking for the whole list (it can
+ * be 20,000 runs): the newest page, the newest page of the candidate's experiment (its folder,
+ * where the default baseline comes from), the candidate, and the URL's baseline looked up by name.
+ */
+async function baselineChoices(ctx: PageContext, candidate: string, urlRun: string | null): Promise<RunInfo[]> {
+  const folder = runFolder(candidate);
+  const pages = [ctx.api.runs({ offset: 0, limit: RUN_PAGE, q: "", refresh: false }, ctx.signal)];
+  if (folder !== "") pages.push(ctx.api.runs({ offset: 0, limit: RUN_PAGE, q: `${folder}/`, refresh: false }, ctx.signal));
+  const byName = new Map<string, RunInfo>([[ctx.run.name, ctx.run]]);
+  for (const page of await Promise.all(pages)) for (const r of page.runs) byName.set(r.name, r);
+  if (urlRun !== null && !byName.has(urlRun)) {
+    const found = await ctx.api.run(urlRun, ctx.signal);
+    if (found !== null) byName.set(found.name, found);
+  }
+  return newestFirst([...byName.values()].filter((r) => r.hosts.length > 0));
 }
 
 async function drawComparison(

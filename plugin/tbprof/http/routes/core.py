@@ -10,15 +10,58 @@ from werkzeug.wrappers import Request, Response
 from tbprof import __version__
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import NotFound
+from tbprof.errors import BadRequest, NotFound
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service import tools as registry
+from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS
+
+# The longest run-name search (``q``): a search box's text, not a document.
+MAX_RUN_QUERY_CHARS = 256
+MAX_RUNS_PAGE = 10_000
+
+
+def _run_entry(ctx: AppContext, run: Run, multi_host: dict[tuple[str, ...], list[str]]) -> dict[str, Any]:
+    profiles = ctx.profiles
+    entry: dict[str, Any] = run.to_json()
+    loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
+    try:
+        entry["tools"] = profiles.tools(run) if loaded else profiles.candidate_tools(run)
+        entry["tools_exact"] = loaded
+    except Exception as e:  # one broken run must not hide the others
+        entry["tools"] = []
+        entry["tools_exact"] = True
+        entry["error"] = str(e)
+    # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
+    names = tuple(entry["tools"])
+    multi = multi_host.get(names)
+    if multi is None:
+        multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
+    entry["multi_host_tools"] = list(multi)
+    return entry
+
+
+def _search_terms(raw: str | None) -> list[str]:
+    """``q``: whitespace-separated terms that must all occur in a run's name, ignoring case
+    (the frontend's run filter, base/search.ts: plain substrings, no pattern syntax)."""
+    if raw is None:
+        return []
+    if len(raw) > MAX_RUN_QUERY_CHARS:
+        raise BadRequest(f"parameter q is {len(raw)} characters; at most {MAX_RUN_QUERY_CHARS} are allowed")
+    if "\x00" in raw:
+        raise BadRequest("parameter q contains a NUL byte")
+    return raw.casefold().split()
 
 
 def runs(ctx: AppContext, request: Request) -> Response:
-    """Every run, newest first, with its hosts and the tools that have data for it.
+    """Runs, newest first, with their hosts and the tools that have data for them.
+
+    ``offset``/``limit``: a page of the list (with ``total``); ``q``: only runs whose name
+    holds every term of it (``total`` counts those); ``run``: just that run (a page's deep
+    link to a run beyond the first page), 404 when the logdir has none of that name. Without
+    them, every run. Each search is one pass over the names (substring tests of terms of at
+    most MAX_RUN_QUERY_CHARS), so its time is linear in the listing.
 
     Tools are exact for runs already converted (memory or disk cache); for the others they
     are the tools that read that kind of run, flagged ``tools_exact: false`` (the ``tools``
@@ -26,34 +69,23 @@ def runs(ctx: AppContext, request: Request) -> Response:
     """
     args = request.args
     refresh = params.bool_arg(args, "refresh") or False
-    # A page of the list (``offset``, ``limit``); without them, every run as before.
-    offset = params.int_arg(args, "offset", 0, hi=1 << 31) or 0
-    limit = params.int_arg(args, "limit", None, lo=1, hi=1 << 31)
-    profiles = ctx.profiles
-    listed = profiles.runs(refresh=refresh)
-    ordered = sorted(listed.values(), key=lambda r: (-r.mtime, r.name))
-    page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
-    out: list[dict[str, Any]] = []
     multi_host: dict[tuple[str, ...], list[str]] = {}
-    for run in page:
-        entry: dict[str, Any] = run.to_json()
-        loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
-        try:
-            entry["tools"] = profiles.tools(run) if loaded else profiles.candidate_tools(run)
-            entry["tools_exact"] = loaded
-        except Exception as e:  # one broken run must not hide the others
-            entry["tools"] = []
-            entry["tools_exact"] = True
-            entry["error"] = str(e)
-        # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
-        names = tuple(entry["tools"])
-        multi = multi_host.get(names)
-        if multi is None:
-            multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
-        entry["multi_host_tools"] = list(multi)
-        out.append(entry)
-    body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "runs": out, "all_hosts": ALL_HOSTS}
-    if "offset" in args or "limit" in args:
+    body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "all_hosts": ALL_HOSTS}
+    if "run" in args:
+        if refresh:
+            ctx.profiles.runs(refresh=True)
+        run = ctx.profiles.run(params.required(args, "run"))  # NotFound (404) for an unknown name
+        body.update(runs=[_run_entry(ctx, run, multi_host)], total=1)
+        return responses.json_response(request, body)
+    offset = params.int_arg(args, "offset", 0, hi=1 << 31) or 0
+    limit = params.int_arg(args, "limit", None, lo=1, hi=MAX_RUNS_PAGE)
+    terms = _search_terms(args.get("q"))
+    ordered = ctx.profiles.runs_newest_first(refresh=refresh)
+    if terms:
+        ordered = [r for r in ordered if all(t in r.name.casefold() for t in terms)]
+    page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
+    body["runs"] = [_run_entry(ctx, run, multi_host) for run in page]
+    if "offset" in args or "limit" in args or terms:
         body["total"] = len(ordered)
     return responses.json_response(request, body)
 

@@ -30,7 +30,7 @@ _CHILD = r"""
 import json, sys
 from pathlib import Path
 from tbprof.readers.tfprof import read_tfprof
-from tbprof.analyses.legacy import tfprof_views
+from tbprof.analyses.tfprof import tfprof_views
 from tbprof.store.memory_guard import memory_factor
 from tbprof.store.tfprof import views_need_bytes
 path = Path(sys.argv[1])

@@ -189,7 +189,7 @@ def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_p
 def test_an_executor_task_streams_a_file_over_the_budget(profiles_root: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """``convert_host`` (process pool and Dask workers) takes the same decision as the cache."""
-    from tbprof.analyses.pages.profile_summary import summarize_store
+    from tbprof.analyses.overview.profile_summary import summarize_store
     from tbprof.service.executor import HostTask, convert_host
 
     path = xplane_of(profiles_root, "jax_mlp")

@@ -132,7 +132,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from tbprof.analyses.pages.profile_summary import summarize_store
+    from tbprof.analyses.overview.profile_summary import summarize_store
     from tbprof.readers.kinds import KINDS
     from tbprof.service.partials import PartialFiles, encode_partial, partial_dict
     from tbprof.store.disk_cache import DiskCache, cache_key
@@ -296,7 +296,7 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 # helpers): imported by each worker on its first host, they made that host ~3x slower than the
 # next, a large share of a worker's time when a pod's hosts are spread over many workers.
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+                  "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
                   "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
                   "tbprof.store.remote_cache", "tbprof.store.memory_guard", "tbprof.store.paths"]

@@ -42,8 +42,8 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args()
+    from tbprof.cache.disk_cache import DiskCache
     from tbprof.readers import xplane
-    from tbprof.store.disk_cache import DiskCache
 
     path = args.file or next((REPO / "demo_logs" / args.profile).rglob("*.xplane.pb"))
     with tempfile.TemporaryDirectory() as tmp:

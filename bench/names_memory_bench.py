@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from tbprof._core import wire
 from tbprof.readers import xplane
-from tbprof.store.memory_guard import memory_factor
+from tbprof.cache.memory_guard import memory_factor
 path = Path(sys.argv[1])
 def hwm():  # this process's peak RSS in bytes (ru_maxrss would carry the parent's over exec)
     for line in open("/proc/self/status"):
@@ -42,7 +42,7 @@ r0 = hwm()
 if sys.argv[2] == "stream":
     import tempfile
     from tbprof.readers.xplane_stream import stream_xspace
-    from tbprof.store.disk_cache import DiskCache
+    from tbprof.cache.disk_cache import DiskCache
     stream_xspace(path, DiskCache(Path(tempfile.mkdtemp()) / "c"), "k", 1 << 40)
     print(json.dumps({"peak_bytes": hwm() - r0}))
     raise SystemExit

@@ -33,7 +33,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from tbprof.readers import xplane
-from tbprof.store.cache import ProfileCache
+from tbprof.cache.profile_cache import ProfileCache
 t1 = time.perf_counter()
 cache = ProfileCache(Path(sys.argv[2]))
 store = cache.get(Path(sys.argv[1]), xplane.read_xspace)

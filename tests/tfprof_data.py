@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tbprof.analyses.legacy.tfprof_engine import METRICS, ViewOptions, ViewResult
+from tbprof.analyses.tfprof.tfprof_engine import METRICS, ViewOptions, ViewResult
 from tbprof.readers.tfprof import read_tfprof
 from tbprof.store.tfprof import TfprofProfile
 from tests.conftest import SAMPLE_PROFILES

@@ -16,7 +16,7 @@ import pytest
 
 from tbprof.analyses.hlo import roofline_model
 from tbprof.analyses.ops import kernel_stats
-from tbprof.analyses.pages import overview, profile_summary
+from tbprof.analyses.overview import overview, profile_summary
 from tbprof.domain.planes import device_model, gfx_arch
 from tbprof.protos import xplane_pb2
 from tbprof.readers.xplane import read_xspace

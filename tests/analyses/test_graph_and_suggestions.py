@@ -15,7 +15,7 @@ from tbprof.analyses.encode import table_csv, to_json_bytes
 from tbprof.analyses.hlo import graph_viewer, hlo_stats
 from tbprof.analyses.ops import headline
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
-from tbprof.analyses.pages import smart_suggestion
+from tbprof.analyses.overview import smart_suggestion
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.errors import BadRequest, NotFound
 from tbprof.readers.xplane import read_xspace

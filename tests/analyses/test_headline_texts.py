@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tbprof.analyses.pages import input_pipeline, overview, tf_data
+from tbprof.analyses.input import input_pipeline, tf_data
+from tbprof.analyses.overview import overview
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.readers.xplane import read_xspace
 from tests.conftest import xplane_of

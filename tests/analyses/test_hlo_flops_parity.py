@@ -14,7 +14,7 @@ import pytest
 
 from tbprof.analyses.ops import framework_op_stats as tf_stats
 from tbprof.analyses.ops import op_metrics
-from tbprof.analyses.pages import overview
+from tbprof.analyses.overview import overview
 from tbprof.domain import hlo_cost
 from tests.helpers import golden, store_of
 from tests.hlo_parity import (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tbprof.analyses.pages import inference_profile
+from tbprof.analyses.inference import inference_profile
 from tbprof.errors import NoData
 from tbprof.readers.xplane import read_xspace
 from tbprof.service import tools as registry

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tbprof.analyses.ops import framework_op_stats, kernel_stats, kineto_ops
-from tbprof.analyses.pages import overview, pod_viewer
+from tbprof.analyses.overview import overview
+from tbprof.analyses.pod import pod_viewer
 from tbprof.analyses.steps.assignment import DROP_BOUNDARY_ABOVE, has_steps_data, steps_of
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore

@@ -10,7 +10,7 @@ import pytest
 from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.metrics import BY_KEY, METRICS, metric_json, percent
 from tbprof.analyses.ops import framework_op_stats, op_profile
-from tbprof.analyses.pages import overview, smart_suggestion
+from tbprof.analyses.overview import overview, smart_suggestion
 from tbprof.readers.xplane import read_xspace
 from tests.conftest import xplane_of
 

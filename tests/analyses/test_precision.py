@@ -11,7 +11,7 @@ import pytest
 
 from tbprof.analyses.hlo import hlo_stats
 from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
-from tbprof.analyses.pages import overview
+from tbprof.analyses.overview import overview
 from tbprof.readers.xplane import read_xspace
 from tests.conftest import xplane_of
 from tests.helpers import golden

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.analyses.pages import overview
-from tbprof.analyses.pages.summary_fields import step_fields
+from tbprof.analyses.overview import overview
+from tbprof.analyses.overview.summary_fields import step_fields
 from tbprof.analyses.steps.assignment import (
     MIN_BUSY_COVERAGE,
     MIN_SIMILAR_SHARE,

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from tbprof.analyses.pages import input_pipeline, overview, pod_viewer
+from tbprof.analyses.input import input_pipeline
+from tbprof.analyses.overview import overview
+from tbprof.analyses.pod import pod_viewer
 from tbprof.readers.xplane import read_xspace
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of

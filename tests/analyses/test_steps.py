@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from werkzeug.test import Client
 
-from tbprof.analyses.pages import overview, pod_viewer, tf_data
+from tbprof.analyses.input import tf_data
+from tbprof.analyses.overview import overview
+from tbprof.analyses.pod import pod_viewer
 from tbprof.analyses.steps import breakdown as step_breakdown
 from tbprof.analyses.steps.assignment import DROP_BOUNDARY_ABOVE, compute_steps, steps_of
 from tbprof.cli.main import main as cli_main

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses.legacy import tf1_timeline
+from tbprof.analyses.tf1 import tf1_timeline
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
@@ -120,7 +120,7 @@ def test_timeline_tools_only_for_timelines(sample_profiles: Path, stores: list[P
 # --- the same ids as XSpace: overview_page and framework_op_stats -------------------------------
 
 def test_overview_has_one_step_per_file(timeline_dir: Path, stores: list[ProfileStore]) -> None:
-    from tbprof.analyses.pages import overview
+    from tbprof.analyses.overview import overview
 
     result = overview.compute(stores, {})
     steps = result["tables"]["steps"]

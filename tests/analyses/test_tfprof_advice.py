@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tbprof.analyses.legacy.tfprof_advice import compute
+from tbprof.analyses.tfprof.tfprof_advice import compute
 from tests.tfprof_data import golden, profile
 
 

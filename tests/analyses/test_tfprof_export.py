@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tbprof.analyses.legacy import tfprof_export
-from tbprof.analyses.legacy.tfprof_engine import METRICS, show_view
+from tbprof.analyses.tfprof import tfprof_export
+from tbprof.analyses.tfprof.tfprof_engine import METRICS, show_view
 from tbprof.protos import pprof_profile_pb2
 from tests.tfprof_data import golden, options, profile
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses.legacy.tfprof_engine import ViewError, show_view
-from tbprof.analyses.legacy.tfprof_views import compute
+from tbprof.analyses.tfprof.tfprof_engine import ViewError, show_view
+from tbprof.analyses.tfprof.tfprof_views import compute
 from tbprof.analyses.tool import OptionError
 from tbprof.protos import tfprof_log_pb2
 from tbprof.service import tools as registry

@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from tbprof.analyses.input import input_pipeline
 from tbprof.analyses.ops import op_metrics, op_profile
-from tbprof.analyses.pages import input_pipeline, overview, pod_viewer
+from tbprof.analyses.overview import overview
+from tbprof.analyses.pod import pod_viewer
 from tbprof.service import tools as registry
 from tests.helpers import golden, store_of
 

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.readers import xplane
-from tbprof.store.cache import ProfileCache
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
 from tests.helpers import assert_same_store

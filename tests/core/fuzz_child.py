@@ -75,10 +75,10 @@ def run_stream(job: dict[str, Any]) -> dict[str, Any]:
     import tempfile
     from pathlib import Path
 
+    from tbprof.cache.disk_cache import DiskCache
     from tbprof.errors import ProfileReadError
     from tbprof.readers.xplane import xspace_from_bytes
     from tbprof.readers.xplane_stream import stream_xspace
-    from tbprof.store.disk_cache import DiskCache
     from tests.core.store_digest import store_digest
 
     counts = {"both_ok": 0, "both_error": 0}

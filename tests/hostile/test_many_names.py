@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from tbprof._core import wire
+from tbprof.cache.memory_guard import LIMIT_ENV, memory_factor
 from tbprof.errors import MemoryRefusal
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane
-from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
 from tests.conftest import REPO
 
 N_NAMES = 200_000

@@ -13,11 +13,11 @@ import tracemalloc
 
 import pytest
 
-from tbprof.analyses.legacy import tfprof_views
-from tbprof.analyses.legacy.tfprof_engine import MAX_MATCHED_NAME_CHARS, MAX_SHOWN_NAME_CHARS
+from tbprof.analyses.tfprof import tfprof_views
+from tbprof.analyses.tfprof.tfprof_engine import MAX_MATCHED_NAME_CHARS, MAX_SHOWN_NAME_CHARS
+from tbprof.cache.memory_guard import LIMIT_ENV, memory_factor
 from tbprof.errors import MemoryRefusal
 from tbprof.readers.tfprof import read_tfprof, tfprof_from_bytes
-from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
 from tbprof.store.tfprof import views_need_bytes
 from tests.tfprof_data import deep_scope_pb, long_file_pb
 

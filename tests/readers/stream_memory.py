@@ -118,9 +118,9 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
 
 
 def _convert(mode: str, path: Path, cache_dir: Path) -> Any:
+    from tbprof.cache.profile_cache import ProfileCache
     from tbprof.readers.kinds import KINDS
     from tbprof.readers.xplane import read_xspace
-    from tbprof.store.cache import ProfileCache
 
     if mode == "memory":
         return read_xspace(path)

@@ -23,7 +23,7 @@ import pytest
 from tbprof.analyses.gpu import breakdown
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import framework_op_stats, kernel_stats
-from tbprof.analyses.pages import overview
+from tbprof.analyses.overview import overview
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.service.logdir import discover, runs_for_path

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tbprof.cache import memory_guard
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers import chrome_trace, xplane
 from tbprof.readers.files import gunzip_bounded
-from tbprof.store import memory_guard
-from tbprof.store.cache import ProfileCache
 from tests.hostile.test_hostile_server import _field, _varint
 
 
@@ -123,7 +123,7 @@ def test_the_scanner_asks_before_it_fills_a_column() -> None:
 
 RELEASE_CHILD = """
 import threading, numpy as np
-from tbprof.store.memory_guard import release_free_memory
+from tbprof.cache.memory_guard import release_free_memory
 def rss():
     return next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmRSS')) // 1024
 keep = []

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.cache.disk_cache import DiskCache, cache_key
+from tbprof.cache.memory_guard import LIMIT_ENV, memory_factor
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.readers.xplane import read_xspace
 from tbprof.readers.xplane_stream import stream_xspace
-from tbprof.store.cache import ProfileCache
-from tbprof.store.disk_cache import DiskCache, cache_key
-from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
 from tests.conftest import xplane_of
 from tests.core.store_digest import PROFILES, store_digest
 from tests.readers.stream_memory import measure
@@ -189,7 +189,7 @@ def test_peak_anonymous_memory_stays_under_the_budget(profiles_root: Path, tmp_p
 def test_an_executor_task_streams_a_file_over_the_budget(profiles_root: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """``convert_host`` (process pool and Dask workers) takes the same decision as the cache."""
-    from tbprof.analyses.pages.profile_summary import summarize_store
+    from tbprof.analyses.overview.profile_summary import summarize_store
     from tbprof.service.executor import HostTask, convert_host
 
     path = xplane_of(profiles_root, "jax_mlp")

@@ -25,8 +25,8 @@ def _entry(root: Path, key: str) -> Path:
 
 
 def _caches(s3: S3, tmp_path: Path, bucket: str) -> tuple[object, object]:
-    from tbprof.store.disk_cache import DiskCache
-    from tbprof.store.remote_cache import RemoteCache
+    from tbprof.cache.disk_cache import DiskCache
+    from tbprof.cache.remote_cache import RemoteCache
 
     s3.fs.mkdir(bucket)  # type: ignore[attr-defined]
     url = f"s3://{bucket}/tbprof-cache"
@@ -34,7 +34,7 @@ def _caches(s3: S3, tmp_path: Path, bucket: str) -> tuple[object, object]:
 
 
 def test_commit_download_and_validation(s3: S3, tmp_path: Path) -> None:
-    from tbprof.store.remote_cache import RemoteCache
+    from tbprof.cache.remote_cache import RemoteCache
 
     writer, reader = _caches(s3, tmp_path, "cache-commit")
     assert isinstance(writer, RemoteCache) and isinstance(reader, RemoteCache)
@@ -85,8 +85,8 @@ def test_uncommitted_parts_and_hostile_manifests_are_misses(s3: S3, tmp_path: Pa
 def test_profile_cache_on_a_url(s3: S3, profiles_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real store through ``ProfileCache(cache_dir="s3://...")``: shared when the store format
     is made of safe files only, kept local when it holds a pickle."""
+    from tbprof.cache.profile_cache import ProfileCache
     from tbprof.readers.xplane import read_xspace
-    from tbprof.store.cache import ProfileCache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg_a"))  # the local mirror
     s3.fs.mkdir("cache-store")  # type: ignore[attr-defined]

@@ -61,8 +61,8 @@ def test_runs_and_numbers_match_local(s3_logdir: str, profiles_root: Path, tmp_p
 
 
 def test_listing_is_cached_between_refreshes(s3_logdir: str, tmp_path: Path) -> None:
+    from tbprof.fs import UrlPath, location
     from tbprof.service.logdir import MIN_REFRESH_S, RunIndex
-    from tbprof.store.fs import UrlPath, location
 
     root = location(s3_logdir)
     assert isinstance(root, UrlPath)
@@ -275,12 +275,12 @@ def test_a_bucket_file_over_the_budget_streams_by_ranged_reads(s3_logdir: str, p
     """A profile in a bucket larger than the memory budget converts by streaming too: ranged GETs
     of bounded windows into the local disk cache, the same store as the local file's in-memory
     conversion; a small window (8 KB: many requests, every header on some window boundary)."""
+    from tbprof.cache.disk_cache import DiskCache
+    from tbprof.cache.memory_guard import LIMIT_ENV, memory_factor
     from tbprof.readers.kinds import KINDS
     from tbprof.readers.xplane import read_xspace
     from tbprof.readers.xplane_stream import stream_xspace
     from tbprof.service.profiles import Profiles
-    from tbprof.store.disk_cache import DiskCache
-    from tbprof.store.memory_guard import LIMIT_ENV, memory_factor
     from tests.conftest import xplane_of
     from tests.core.store_digest import store_digest
 
@@ -303,10 +303,10 @@ def test_a_bucket_file_rewritten_while_streaming_is_a_read_error(s3: S3, profile
     """The object is rewritten shorter after discovery listed it: the ranged reads come back
     short (or the size check at the end differs), and the conversion is a 422 that says the file
     changed, with no entry left in the cache."""
+    from tbprof.cache.disk_cache import DiskCache
     from tbprof.errors import ProfileReadError
     from tbprof.readers.xplane_stream import stream_xspace
     from tbprof.service.profiles import Profiles
-    from tbprof.store.disk_cache import DiskCache
     from tests.conftest import xplane_of
 
     fs = s3.fs
@@ -327,8 +327,8 @@ def test_a_bucket_file_rewritten_while_streaming_is_a_read_error(s3: S3, profile
 def test_a_chrome_trace_in_a_bucket_is_read_by_ranged_windows(s3_logdir: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Chrome trace in a bucket is read window by window (ranged GETs), gzip streamed: the
     store pinned for the local file (tests/core/chrome_digests.json), with 8 KB windows."""
+    from tbprof.fs import location
     from tbprof.readers import chrome_trace
-    from tbprof.store.fs import location
     from tests.core.chrome_digest import DEMO, DIGESTS, semantic_digest
 
     local = next((DEMO / "jax_mlp").rglob("vm.trace.json.gz"))

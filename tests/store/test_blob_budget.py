@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane
-from tbprof.store.cache import ProfileCache
 
 BLOB_BYTES = 4 << 20
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.cache.disk_cache import cache_key
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import UnsafeCacheDir
 from tbprof.readers import chrome_trace, xplane
 from tbprof.service.profiles import Profiles
-from tbprof.store.cache import ProfileCache
-from tbprof.store.disk_cache import cache_key
 from tests.conftest import xplane_of
 from tests.helpers import assert_same_store
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.domain import event_groups as eg
 from tbprof.readers import xplane
 from tbprof.service.profiles import persist_derived
-from tbprof.store.cache import ProfileCache
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
 

@@ -20,12 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.errors import MemoryRefusal
-from tbprof.readers import xplane
-from tbprof.readers.xplane_stream import stream_xspace
-from tbprof.store import disk_cache
-from tbprof.store.cache import ProfileCache
-from tbprof.store.disk_cache import (
+from tbprof.cache import disk_cache
+from tbprof.cache.disk_cache import (
     DEFAULT_MAX_BYTES,
     MAX_BYTES_ENV,
     DiskCache,
@@ -33,7 +29,11 @@ from tbprof.store.disk_cache import (
     locked_temp_folder,
     max_bytes_from_env,
 )
-from tbprof.store.entry_writer import EntryWriter
+from tbprof.cache.entry_writer import EntryWriter
+from tbprof.cache.profile_cache import ProfileCache
+from tbprof.errors import MemoryRefusal
+from tbprof.readers import xplane
+from tbprof.readers.xplane_stream import stream_xspace
 from tests.conftest import REPO, xplane_of
 from tests.helpers import assert_same_store
 
@@ -93,7 +93,7 @@ def test_an_entry_in_use_is_not_evicted(profiles_root: Path, tmp_path: Path) -> 
 _HOLDER = r"""
 import sys
 from pathlib import Path
-from tbprof.store.disk_cache import DiskCache
+from tbprof.cache.disk_cache import DiskCache
 store = DiskCache(Path(sys.argv[1]), max_bytes=1 << 40).load(sys.argv[2])
 print("held" if store is not None else "missing", flush=True)
 sys.stdin.read()

@@ -187,7 +187,7 @@ def test_pytorch_memory_counters(sample_profiles: Path) -> None:
 
 def test_disk_cached_store_answers_the_same(profiles_root: Path, cache_dir: Path) -> None:
     """A store reopened from the disk cache (memory-mapped, read-only columns) gives the same window."""
-    from tbprof.store.cache import ProfileCache
+    from tbprof.cache.profile_cache import ProfileCache
     from tbprof.timeline.details import event_details
     from tbprof.timeline.search import find_all
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table, TableQuery, apply_query, table_json
-from tbprof.store.fs import shown_name
+from tbprof.fs import shown_name
 
 
 def _default(o: Any) -> Any:

@@ -38,7 +38,7 @@ from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import op_metrics, precision
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
-from tbprof.analyses.pages.profile_summary import summarize_store
+from tbprof.analyses.overview.profile_summary import summarize_store
 from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS_KEY, Steps, steps_of
 from tbprof.analyses.table import Column, Table

@@ -25,8 +25,8 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.capture import client
 from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
+from tbprof.fs import Location, UrlPath
 from tbprof.service.logdir import Run
-from tbprof.store.fs import Location, UrlPath
 
 log = logging.getLogger("tbprof")
 

@@ -72,8 +72,8 @@ def terminal_progress(done: int, total: int) -> None:
 
 
 def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = None) -> Profiles:
+    from tbprof.fs import location
     from tbprof.service.profiles import Profiles
-    from tbprof.store.fs import location
 
     p = location(path)
     # A URL is not asked first: listing it is the check, and says why it fails (credentials,

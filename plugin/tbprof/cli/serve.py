@@ -32,10 +32,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tbprof.fs import UrlPath, location
     from tbprof.http.app import PLUGIN_PREFIX, create_app
     from tbprof.http.server import ServerLimits, serve, write_timeout_from_env
     from tbprof.service.logdir import runs_for_path
-    from tbprof.store.fs import UrlPath, location
 
     if args.threads < 1 or (args.connection_limit is not None and args.connection_limit < 1) or args.idle_timeout < 1:
         raise CliError("--threads, --connection-limit and --idle-timeout must be at least 1")

@@ -21,13 +21,13 @@ from werkzeug.wrappers import Request, Response
 from tbprof.analyses.table import QueryError
 from tbprof.analyses.tool import OptionError
 from tbprof.errors import ProfileReadError, TbprofError
+from tbprof.fs import Location
 from tbprof.http import responses
 from tbprof.http.context import AppContext
 from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
-from tbprof.store.fs import Location
 
 log = logging.getLogger("tbprof")
 

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from tbprof.errors import ProfileReadError
+from tbprof.fs import UrlPath
 from tbprof.readers.files import open_regular
-from tbprof.store.fs import UrlPath
 
 
 class LocalFile:

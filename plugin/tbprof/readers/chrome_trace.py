@@ -65,7 +65,10 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
+from tbprof.cache.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.fs import Location, UrlPath, shown_name
+from tbprof.fs import location as as_location
 from tbprof.readers import kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
@@ -74,10 +77,7 @@ from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.fs import Location, UrlPath, shown_name
-from tbprof.store.fs import location as as_location
 from tbprof.store.markers import COUNTER_LINES_STAT, FLOW_CATEGORY_STAT, FLOW_ID_STAT
-from tbprof.store.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.store.strings import StringTable
 
 FORMAT = "chrome_trace"

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tbprof.fs import Location, is_below, relative_posix
 from tbprof.readers.sniff import CHROME_TRACE, KINETO, sniff
 from tbprof.readers.step_files import KIND_ORDER, classify, json_host, step_of
-from tbprof.store.fs import Location, is_below, relative_posix
 
 XPLANE_SUFFIX = ".xplane.pb"
 CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")

@@ -22,13 +22,13 @@ import numpy as np
 
 from tbprof._core import kernels
 from tbprof._core.wire import hash_spans
+from tbprof.cache.disk_cache import save_blobs
+from tbprof.cache.entry_writer import EntryWriter
 from tbprof.errors import MemoryRefusal
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.byte_sources import ByteSource
 from tbprof.store import tables
-from tbprof.store.disk_cache import save_blobs
-from tbprof.store.entry_writer import EntryWriter
 from tbprof.store.strings import StringTable
 
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,

@@ -15,8 +15,8 @@ import zlib
 from collections import OrderedDict
 
 from tbprof.errors import ProfileReadError, StorageError
+from tbprof.fs import Location, UrlPath
 from tbprof.readers.files import GZIP_MAGIC, head_bytes
-from tbprof.store.fs import Location, UrlPath
 from tbprof.store.kineto_names import MARKER_CATEGORIES
 
 KINETO = "pytorch"

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
+from tbprof.cache.memory_guard import check_allocation
 from tbprof.errors import ProfileReadError
+from tbprof.fs import Location, shown_name
+from tbprof.fs import location as as_location
 from tbprof.protos import tfprof_log_pb2
 from tbprof.readers.xplane import read_file_bytes
-from tbprof.store.fs import Location, shown_name
-from tbprof.store.fs import location as as_location
-from tbprof.store.memory_guard import check_allocation
 from tbprof.store.tfprof import EXEC_COLUMNS, ExecTable, KernelTable, TfprofProfile, Trace, views_need_bytes
 
 MAX_UNKNOWN_REPORTED = 8

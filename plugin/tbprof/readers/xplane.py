@@ -15,15 +15,15 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
+from tbprof.cache.memory_guard import check_allocation
 from tbprof.errors import ProfileReadError
+from tbprof.fs import Location, UrlPath, shown_name
+from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta
 from tbprof.store import tables
-from tbprof.store.fs import Location, UrlPath, shown_name
-from tbprof.store.fs import location as as_location
-from tbprof.store.memory_guard import check_allocation
 from tbprof.store.strings import StringTable
 
 

@@ -10,7 +10,7 @@ mapped would kill the server with SIGBUS), in two passes:
    metadata, line names) and the chunks of events, as ``wire.scan``'s index pass does;
 2. *decode*: the chunks of each plane, read a window at a time, are decoded by
    ``wire.decode_window`` and appended to the plane's column files in the cache entry being
-   written (``store/entry_writer.py``).
+   written (``cache/entry_writer.py``).
 
 Then the columns are finished in place through memory maps (absolute times, the origin over
 all planes, metadata rows and names, stat names, texts), with the same kernels and the same
@@ -39,7 +39,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
+from tbprof.cache.disk_cache import DiskCache, entry_meta
+from tbprof.cache.entry_writer import EntryWriter
 from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
+from tbprof.fs import UrlPath, shown_name
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.plane_builder import EntryColumns, Limit, finish_plane, plane_meta
@@ -50,9 +53,6 @@ from tbprof.readers.xplane import (
     without_replaced_stats,
 )
 from tbprof.store import tables
-from tbprof.store.disk_cache import DiskCache, entry_meta
-from tbprof.store.entry_writer import EntryWriter
-from tbprof.store.fs import UrlPath, shown_name
 from tbprof.store.strings import StringTable
 
 _MIN_WINDOW_BYTES = 64 << 10

@@ -25,12 +25,12 @@ from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.steps.assignment import Steps
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Table
+from tbprof.cache.disk_cache import cache_key
 from tbprof.domain import tf_op
 from tbprof.domain.regex import RegexError, searcher
 from tbprof.errors import BadRequest, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
-from tbprof.store.disk_cache import cache_key
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 

@@ -132,14 +132,14 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from tbprof.analyses.pages.profile_summary import summarize_store
+    from tbprof.analyses.overview.profile_summary import summarize_store
+    from tbprof.cache.disk_cache import DiskCache, cache_key
+    from tbprof.cache.memory_guard import plan
+    from tbprof.cache.paths import user_cache_dir
+    from tbprof.cache.remote_cache import open_disk_cache
+    from tbprof.fs import FileInfo, UrlPath, location
     from tbprof.readers.kinds import KINDS
     from tbprof.service.partials import PartialFiles, encode_partial, partial_dict
-    from tbprof.store.disk_cache import DiskCache, cache_key
-    from tbprof.store.fs import FileInfo, UrlPath, location
-    from tbprof.store.memory_guard import plan
-    from tbprof.store.paths import user_cache_dir
-    from tbprof.store.remote_cache import open_disk_cache
     from tbprof.store.tables import ProfileStore
 
     started = time.perf_counter()
@@ -295,11 +295,11 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 # And what the first conversion imports (the XSpace reader, its protobuf modules, the cache's
 # helpers): imported by each worker on its first host, they made that host ~3x slower than the
 # next, a large share of a worker's time when a pod's hosts are spread over many workers.
-WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.store.disk_cache",
-                  "tbprof.analyses.pages.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.cache.disk_cache",
+                  "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
                   "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
-                  "tbprof.store.remote_cache", "tbprof.store.memory_guard", "tbprof.store.paths"]
+                  "tbprof.cache.remote_cache", "tbprof.cache.memory_guard", "tbprof.cache.paths"]
 
 
 def _worker_ready() -> bool:

@@ -17,9 +17,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tbprof.fs import Location, UrlPath, relative_posix, shown_name, walk_listing
 from tbprof.readers.files import profile_file_names
 from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
-from tbprof.store.fs import Location, UrlPath, relative_posix, shown_name, walk_listing
 
 __all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path", "shown_name"]
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 # Light: the server reads cached partials (PartialFiles) before it hands a pod to the workers;
 # the partials' analyses load when a partial is built.
 from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
-from tbprof.store.disk_cache import PARTIALS_DIR
+from tbprof.cache.disk_cache import PARTIALS_DIR
 
 if TYPE_CHECKING:
     from tbprof.store.tables import ProfileStore

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.tool import Tool
+from tbprof.cache.disk_cache import cache_key
+from tbprof.cache.profile_cache import ProfileCache
 from tbprof.domain import event_groups
 from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
+from tbprof.fs import Location, location
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
 from tbprof.service.executor import Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.store.any_store import AnyStore
-from tbprof.store.cache import ProfileCache
-from tbprof.store.disk_cache import cache_key
-from tbprof.store.fs import Location, location
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tbprof.analyses.pages.profile_summary import summarize_store
-from tbprof.analyses.pages.summary_fields import step_fields
+from tbprof.analyses.overview.profile_summary import summarize_store
+from tbprof.analyses.overview.summary_fields import step_fields
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
@@ -35,7 +35,7 @@ def _has_devices(stores: list[Any]) -> bool:
 # only when the run has that data, so a CPU profile's summary loads no tfprof or GPU analyses).
 SUMMARY_FIELDS: tuple[tuple[Fields | str, Callable[[list[Any]], bool]], ...] = (
     (step_fields, lambda stores: True),
-    ("tbprof.analyses.legacy.tfprof_views:summary_fields", _has_tfprof),
+    ("tbprof.analyses.tfprof.tfprof_views:summary_fields", _has_tfprof),
     ("tbprof.analyses.gpu.breakdown:summary_fields", _has_devices),
 )
 

@@ -13,8 +13,8 @@ import re
 
 from werkzeug.wrappers import Request, Response
 
-from tbprof.analyses.legacy import tfprof_export
-from tbprof.analyses.legacy.tfprof_views import TOOL, run_view
+from tbprof.analyses.tfprof import tfprof_export
+from tbprof.analyses.tfprof.tfprof_views import TOOL, run_view
 from tbprof.errors import BadRequest
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext

@@ -43,10 +43,10 @@ from typing import Any, Literal
 import numpy as np
 
 from tbprof import __version__
+from tbprof.cache.cache_dir import check_cache_dir
 from tbprof.errors import ProfileReadError, UnsafeCacheDir
+from tbprof.fs import Location
 from tbprof.store import tables
-from tbprof.store.cache_dir import check_cache_dir
-from tbprof.store.fs import Location
 from tbprof.store.strings import StringTable
 
 # Bump when the store layout changes, so old entries are ignored (3: JSON metadata, no pickle,
@@ -287,7 +287,7 @@ class DiskCache:
         return self.root / "stores" / key
 
     def entry_path(self, key: str) -> Path:
-        """The folder of ``key``'s entry (store/entry_writer.py writes one beside it)."""
+        """The folder of ``key``'s entry (cache/entry_writer.py writes one beside it)."""
         return self._entry(key)
 
     def discard(self, entry: Path) -> None:

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tbprof.cache.disk_cache import DiskCache, cache_key
+from tbprof.cache.failures import FailureMemo
+from tbprof.cache.memory_guard import conversion, streaming_budget_bytes
+from tbprof.cache.paths import default_cache_dir, user_cache_dir
+from tbprof.cache.remote_cache import RemoteCache, open_disk_cache
 from tbprof.errors import MemoryRefusal, ProfileReadError
-from tbprof.store.disk_cache import DiskCache, cache_key
-from tbprof.store.failures import FailureMemo
-from tbprof.store.fs import Location, UrlPath, is_url
+from tbprof.fs import Location, UrlPath, is_url
 from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
-from tbprof.store.memory_guard import conversion, streaming_budget_bytes
-from tbprof.store.paths import default_cache_dir, user_cache_dir
-from tbprof.store.remote_cache import RemoteCache, open_disk_cache
 from tbprof.store.tables import ProfileStore
 
 log = logging.getLogger("tbprof")
@@ -38,7 +38,7 @@ class ProfileCache:
 
     def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
                  use_disk: bool = True, before_save: Callable[[ProfileStore], None] | None = None) -> None:
-        # A folder, or a URL shared by a team and by workers (store/remote_cache.py).
+        # A folder, or a URL shared by a team and by workers (cache/remote_cache.py).
         explicit = os.environ.get("TBPROF_CACHE_DIR", "")
         self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
         self.disk: DiskCache | RemoteCache | None = (

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.legacy.tfprof_engine import METRICS, ViewOptions, show_view
 from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tfprof.tfprof_engine import METRICS, ViewOptions, show_view
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tfprof import TfprofProfile
 

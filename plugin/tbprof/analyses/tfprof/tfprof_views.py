@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from tbprof.analyses.legacy.tfprof_engine import (
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tfprof.tfprof_engine import (
     METRICS,
     ORDER_BY,
     SELECTABLE,
@@ -24,7 +25,6 @@ from tbprof.analyses.legacy.tfprof_engine import (
     show_view,
     shown_name,
 )
-from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_bool
 from tbprof.store.tfprof import TfprofProfile
 

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
-from tbprof.store.fs import Location
+from tbprof.fs import Location
 
 _FACTOR_BY_SUFFIX = ((".xplane.pb", 5), (".gz", 30), (".json", 3))
 # tfprof ProfileProto and anything else: bounds upb's parse of a file of small graph nodes, the

@@ -11,7 +11,7 @@ from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
-from tbprof.analyses.pages.profile_summary import device_type
+from tbprof.analyses.overview.profile_summary import device_type
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries

@@ -19,7 +19,7 @@ from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
-from tbprof.analyses.pages import overview
+from tbprof.analyses.overview import overview
 from tbprof.analyses.schemas import MetricJson
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table

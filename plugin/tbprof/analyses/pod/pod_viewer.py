@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.pages.overview import diagnostics, run_environment
+from tbprof.analyses.overview.overview import diagnostics, run_environment
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import step_table

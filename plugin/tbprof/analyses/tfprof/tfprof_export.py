@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.legacy.tfprof_engine import METRICS, ViewResult
+from tbprof.analyses.tfprof.tfprof_engine import METRICS, ViewResult
 from tbprof.protos import pprof_profile_pb2
 from tbprof.store.tfprof import TfprofProfile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tbprof.analyses.ops.op_time import op_times
-from tbprof.analyses.pages.overview import run_environment
+from tbprof.analyses.overview.overview import run_environment
 from tbprof.analyses.steps.table import analysis, step_table, summaries
 
 TOP_OPS = 10

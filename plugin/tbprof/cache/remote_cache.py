@@ -33,8 +33,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from tbprof.store.disk_cache import DiskCache, locked_temp_folder
-from tbprof.store.fs import describe_error, filesystem
+from tbprof.cache.disk_cache import DiskCache, locked_temp_folder
+from tbprof.fs import describe_error, filesystem
 
 log = logging.getLogger("tbprof")
 
@@ -195,7 +195,7 @@ class RemoteCache:
 
 def open_disk_cache(cache_dir: str | Path, mirror_root: Path) -> DiskCache | RemoteCache:
     """The disk cache of ``--cache-dir``: a local folder, or a URL over a local mirror."""
-    from tbprof.store.fs import is_url
+    from tbprof.fs import is_url
 
     if isinstance(cache_dir, str) and is_url(cache_dir):
         digest = hashlib.sha256(cache_dir.encode()).hexdigest()[:16]

@@ -1,0 +1,1 @@
+"""Inference profile: requests and batches of inference servers."""

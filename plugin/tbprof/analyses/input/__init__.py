@@ -1,0 +1,1 @@
+"""Input pipeline analyses: XProf's input pipeline analyzer and tf.data."""

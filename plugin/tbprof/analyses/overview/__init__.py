@@ -1,0 +1,1 @@
+"""Whole-run summaries: overview page, profile summary, smart suggestions."""

@@ -1,0 +1,1 @@
+"""Pod viewer: steps and collectives across the hosts of a pod."""

@@ -1,0 +1,1 @@
+"""tfprof profiles: the views (scope, graph, code, op), their export and advice."""

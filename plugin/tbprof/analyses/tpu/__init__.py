@@ -1,0 +1,1 @@
+"""TPU counter tools tbprof lists only where the profile carries their data."""

@@ -104,3 +104,61 @@ def test_memory_viewer_memory_types_and_buffer_orders(server: Any, page: Any) ->
     assert host["peak_heap_bytes"] == 3 * 5 * 2**30
     assert page.locator("[data-chart=max_heap]").count() == 0
     assert "No buffer is live at the peak" in page.locator("main").inner_text()
+
+
+# Every node's text lines against its box: the widest line's rendered width and the box width.
+TEXT_FIT_JS = """
+() => [...document.querySelectorAll('g.tbp-graph-node')].map((g) => ({
+  node: g.dataset.node,
+  box: Number(g.querySelector('rect').getAttribute('width')),
+  text: Math.max(0, ...[...g.querySelectorAll('text')].map((t) => Number(t.getAttribute('x')) + t.getComputedTextLength())),
+}))
+"""
+
+
+def test_graph_viewer_pickers_metadata_and_hlo_text(server: Any, page: Any) -> None:
+    run = _run(server, "jax_mlp")
+    _open(page, server, run=run, tool="graph_viewer")
+    page.wait_for_selector("g.tbp-graph-node", timeout=60_000)
+    graph = server.json("data", run=run, tool="graph_viewer", rows="0")
+    # The default: the busiest module's costliest fusion, not a two-node async wrapper.
+    assert graph["module"] == graph["modules"][0]["module"]
+    assert page.locator(".tbp-graph-module").input_value() == graph["program_id"]
+    assert page.locator(".tbp-graph-op").input_value() == graph["node_name"]
+    assert page.locator("g.tbp-graph-node").count() == len(graph["nodes"]) > 2
+    # The op picker offers the module's ops (searchable suggestions).
+    assert page.locator("#tbp-graph-ops option").count() == len(graph["ops"])
+    # No node text runs past its box (long fusion names are cut in the middle to fit).
+    fits = page.evaluate(TEXT_FIT_JS)
+    assert fits and all(f["text"] <= f["box"] + 0.5 for f in fits), [f for f in fits if f["text"] > f["box"]]
+    # The metadata panel shows the centre op first, with its HLO text and fusion body.
+    centre = next(n for n in graph["nodes"] if n["center"])
+    assert page.locator("[data-meta-node]").inner_text() == centre["name"]
+    assert page.locator(".tbp-hlo-op").inner_text() == centre["hlo_text"]
+    assert page.locator(".tbp-hlo-called").inner_text() == centre["called_text"]
+    # A click selects another op: its details, and a button to centre the graph on it.
+    other = next(n for n in graph["nodes"] if not n["center"] and n["opcode"] != "parameter")
+    page.click(f'g.tbp-graph-node[data-node="{other["name"]}"]')
+    assert page.locator("[data-meta-node]").inner_text() == other["name"]
+    assert page.locator(".tbp-hlo-op").inner_text() == other["hlo_text"]
+    assert page.locator("main").locator("text=Centre graph here").count() == 1
+    _shots(page, "graph_viewer_jax_mlp")
+    # The module's HLO text, on demand.
+    page.click('[data-action="module-hlo"]')
+    page.wait_for_selector(".tbp-hlo-module", timeout=60_000)
+    assert f"%{centre['name']} = " in page.locator(".tbp-hlo-module").inner_text()
+    # Searching an op by name and pressing Enter recentres on it.
+    target = next(o["name"] for o in graph["ops"] if o["name"] not in {n["name"] for n in graph["nodes"]})
+    page.fill(".tbp-graph-op", target)
+    page.press(".tbp-graph-op", "Enter")
+    page.wait_for_function(f"() => decodeURIComponent(location.hash).includes('o.node_name={target}')")
+    page.wait_for_selector(f'g.tbp-graph-node[data-node="{target}"] rect[stroke-width="3"]', timeout=60_000)
+    # Another module opens on its own default op.
+    second = graph["modules"][1]
+    page.select_option(".tbp-graph-module", second["program_id"])
+    page.wait_for_function(f"() => location.hash.includes('o.module={second['program_id']}')")
+    wait_ready(page)
+    page.wait_for_selector("g.tbp-graph-node", timeout=60_000)
+    other_graph = server.json("data", run=run, tool="graph_viewer", module=second["program_id"], rows="0")
+    assert page.locator(".tbp-graph-op").input_value() == other_graph["node_name"]
+    assert other_graph["program_id"] == second["program_id"]

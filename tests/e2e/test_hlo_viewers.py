@@ -111,7 +111,8 @@ TEXT_FIT_JS = """
 () => [...document.querySelectorAll('g.tbp-graph-node')].map((g) => ({
   node: g.dataset.node,
   box: Number(g.querySelector('rect').getAttribute('width')),
-  text: Math.max(0, ...[...g.querySelectorAll('text')].map((t) => Number(t.getAttribute('x')) + t.getComputedTextLength())),
+  text: Math.max(0, ...[...g.querySelectorAll('text')]
+    .map((t) => Number(t.getAttribute('x')) + t.getComputedTextLength())),
 }))
 """
 

@@ -34,7 +34,7 @@ def runs(ctx: AppContext, request: Request) -> Response:
     ordered = sorted(listed.values(), key=lambda r: (-r.mtime, r.name))
     page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
     out: list[dict[str, Any]] = []
-    multi_host: dict[tuple[str, ...], list[str]] = {}
+    multi_host: dict[tuple[tuple[str, ...], str], list[str]] = {}
     for run in page:
         entry: dict[str, Any] = run.to_json()
         loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
@@ -47,9 +47,9 @@ def runs(ctx: AppContext, request: Request) -> Response:
             entry["error"] = str(e)
         # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
         names = tuple(entry["tools"])
-        multi = multi_host.get(names)
+        multi = multi_host.get((names, run.kind))
         if multi is None:
-            multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
+            multi = multi_host[(names, run.kind)] = [t for t in names if profiles.tool(t).multi_host_for(run.kind)]
         entry["multi_host_tools"] = list(multi)
         out.append(entry)
     body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "runs": out, "all_hosts": ALL_HOSTS}
@@ -63,7 +63,8 @@ def tools(ctx: AppContext, request: Request) -> Response:
     names = ctx.profiles.tools(run)
     return responses.json_response(request, {
         "schema_version": SCHEMA_VERSION, "run": run.name, "tools": [
-            {"name": n, "title": ctx.profiles.tool(n).title, "multi_host": ctx.profiles.tool(n).multi_host,
+            {"name": n, "title": ctx.profiles.tool(n).title,
+             "multi_host": ctx.profiles.tool(n).multi_host_for(run.kind),
              "options": [o.to_json() for o in ctx.profiles.tool(n).options]}
             for n in names]})
 

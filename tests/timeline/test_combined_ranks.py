@@ -132,6 +132,12 @@ def client(sample_profiles: Path, profiles_root: Path, tmp_path_factory: pytest.
     logdir = tmp_path_factory.mktemp("ranks_logdir")
     shutil.copytree(sample_profiles / "torch_ddp", logdir / "torch_ddp")
     shutil.copytree(profiles_root / "jax_2hosts", logdir / "jax_2hosts")
+    # A run whose second rank's trace is cut short: the other rank still opens.
+    broken = logdir / "torch_broken"
+    broken.mkdir()
+    first = sorted((sample_profiles / "torch_ddp").glob("*.pt.trace.json"))[0]
+    shutil.copy(first, broken / "rank0.pt.trace.json")
+    (broken / "rank1.pt.trace.json").write_bytes(first.read_bytes()[:200_000])
     return Client(create_app(logdir, cache_dir=tmp_path_factory.mktemp("ranks_cache")))
 
 
@@ -165,3 +171,13 @@ def test_routes_serve_all_ranks_and_keep_xspace_pods_per_host(client: Client) ->
     assert "trace_viewer" not in jax["multi_host_tools"]
     refused = client.get("/trace", query_string={"run": jax["run"], "host": "__all__"})
     assert refused.status_code == 400
+
+
+def test_an_unreadable_rank_is_left_out_and_named(client: Client) -> None:
+    run = _run(client, "torch_broken")
+    assert len(run["hosts"]) == 2
+    head = client.get("/data", query_string={"run": run["run"], "host": "__all__", "tool": "trace_viewer"}).get_json()
+    assert [e["host"] for e in head["host_errors"]] == [h for h in run["hosts"] if h.startswith("rank1")]
+    window = client.get("/trace", query_string={"run": run["run"], "host": "__all__", "format": "json"})
+    assert window.status_code == 200, window.get_data(as_text=True)
+    assert {t["group"] for t in window.get_json()["tracks"]} <= {g["id"] for g in head["groups"]}

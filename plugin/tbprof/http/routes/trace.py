@@ -40,8 +40,10 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
         if not ctx.profiles.tool("trace_viewer").multi_host_for(run.kind):
             raise BadRequest("the trace viewer shows one host at a time; choose host= one of "
                              f"{sorted(run.hosts)}")
-        # A PyTorch run's ranks in one timeline: the same combined store as the tool's answer.
-        return run.name, combined([ctx.profiles.event_store(run, h) for h in run.hosts])
+        # A PyTorch run's ranks in one timeline: the same combined store as the tool's answer
+        # (an unreadable rank left out there and here).
+        stores, _ = ctx.profiles.stores_tolerant(run, list(run.hosts))
+        return run.name, combined([s for s in stores if isinstance(s, ProfileStore)])
     hosts = ctx.profiles.hosts(run, host)
     return run.name, ctx.profiles.event_store(run, hosts[0])
 

@@ -137,13 +137,13 @@ def test_graph_viewer_pickers_metadata_and_hlo_text(server: Any, page: Any) -> N
     assert page.locator("[data-meta-node]").inner_text() == centre["name"]
     assert page.locator(".tbp-hlo-op").inner_text() == centre["hlo_text"]
     assert page.locator(".tbp-hlo-called").inner_text() == centre["called_text"]
+    _shots(page, "graph_viewer_jax_mlp")
     # A click selects another op: its details, and a button to centre the graph on it.
     other = next(n for n in graph["nodes"] if not n["center"] and n["opcode"] != "parameter")
     page.click(f'g.tbp-graph-node[data-node="{other["name"]}"]')
     assert page.locator("[data-meta-node]").inner_text() == other["name"]
     assert page.locator(".tbp-hlo-op").inner_text() == other["hlo_text"]
     assert page.locator("main").locator("text=Centre graph here").count() == 1
-    _shots(page, "graph_viewer_jax_mlp")
     # The module's HLO text, on demand.
     page.click('[data-action="module-hlo"]')
     page.wait_for_selector(".tbp-hlo-module", timeout=60_000)

@@ -19,7 +19,7 @@ const LINE_PX = 15;
 const PAD_PX = 8;
 const MIN_NODE_PX = 120;
 const MAX_NODE_PX = 320;
-const MIN_SCALE = 0.7;
+const MIN_SCALE = 0.85;
 
 function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG, tag);

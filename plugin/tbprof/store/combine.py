@@ -59,20 +59,26 @@ def absolute_origin_ps(store: ProfileStore) -> int:
     return base_ps + int(store.origin_ps)
 
 
-def _remap(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """String ids through a mapping array (negative ids, "none", stay)."""
+def _remap(ids: np.ndarray, table: np.ndarray | None) -> np.ndarray:
+    """String ids through a mapping array (negative ids, "none", stay); None: the identity
+    (the first rank's own table), the array itself is shared."""
+    if table is None:
+        return ids
     out = ids.astype(np.int64, copy=True)
     ok = out >= 0
     out[ok] = table[out[ok]]
     return out.astype(ids.dtype, copy=False)
 
 
-def _stats(stats: StatTable, table: np.ndarray, link_ids: np.ndarray, link_offset: int) -> StatTable:
+def _stats(stats: StatTable, table: np.ndarray | None, link_ids: np.ndarray, link_offset: int) -> StatTable:
+    if table is None and not link_offset:
+        return stats  # the first rank: its table as it is (no copy)
     stat_id = _remap(stats.stat_id, table)
     value = stats.value.copy()
-    as_string = (stats.kind == KIND_STR) | (stats.kind == KIND_REF)
-    strings_at = as_string & (value >= 0) & (value < table.shape[0])
-    value[strings_at] = table[value[strings_at]]
+    if table is not None:
+        as_string = (stats.kind == KIND_STR) | (stats.kind == KIND_REF)
+        strings_at = as_string & (value >= 0) & (value < table.shape[0])
+        value[strings_at] = table[value[strings_at]]
     if link_offset and link_ids.shape[0]:
         link = np.isin(stat_id, link_ids) & ((stats.kind == KIND_INT64) | (stats.kind == KIND_UINT64))
         value[link] += link_offset
@@ -89,14 +95,16 @@ def combine_stores(stores: Sequence[ProfileStore]) -> ProfileStore:
     labels: list[str] = []
     span_ps = 0
     for position, (store, store_origin) in enumerate(zip(ordered, origins, strict=True)):
-        table = np.asarray([strings.intern(s) for s in store.strings.as_list()], dtype=np.int64)
+        mapped = np.asarray([strings.intern(s) for s in store.strings.as_list()], dtype=np.int64)
+        # The first rank's ids are the combined table's: its columns are shared, not copied.
+        table = None if np.array_equal(mapped, np.arange(mapped.shape[0])) else mapped
         link_ids = np.asarray([i for i in (strings.id(n) for n in LINK_ID_STATS) if i >= 0], dtype=np.int64)
         shift = store_origin - origin
         offset = position * LINK_ID_OFFSET
         label = rank_label(store, position)
         for plane in store.planes:
             planes.append(replace(
-                plane, index=len(planes), start_ps=plane.start_ps + shift,
+                plane, index=len(planes), start_ps=plane.start_ps + shift if shift else plane.start_ps,
                 name_id=_remap(plane.name_id, table), meta_name_id=_remap(plane.meta_name_id, table),
                 meta_display_name_id=_remap(plane.meta_display_name_id, table),
                 stats=_stats(plane.stats, table, link_ids, offset),

@@ -104,6 +104,15 @@ def test_memory_viewer_memory_types_and_buffer_orders(server: Any, page: Any) ->
     assert host["peak_heap_bytes"] == 3 * 5 * 2**30
     assert page.locator("[data-chart=max_heap]").count() == 0
     assert "No buffer is live at the peak" in page.locator("main").inner_text()
+    _shots(page, "memory_viewer_tpu_host")
+    # A GPU profile: HBM only, its largest module by default.
+    gpu_run = _run(server, "jax_mlp")
+    _open(page, server, run=gpu_run, tool="memory_viewer")
+    gpu = server.json("data", run=gpu_run, tool="memory_viewer", rows="0")
+    assert page.locator(".tbp-memory-space-select option").count() == len(gpu["memory_spaces"]) == 1
+    wait_charts_drawn(page, 2)
+    assert page.locator(".tbp-alloc-timeline rect").count() == len(gpu["buffer_blocks"])
+    _shots(page, "memory_viewer_jax_mlp")
 
 
 # Every node's text lines against its box: the widest line's rendered width and the box width.

@@ -8,6 +8,7 @@ and from other tools' outputs, never from the output under test.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,12 @@ from tbprof.service import tools as registry
 from tests.conftest import xplane_of
 from tests.helpers import golden
 
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    names = [c.name for c in table.columns]
+    return [dict(zip(names, r, strict=True)) for r in table.rows()]
+
+
 NEW_TOOLS = ("hlo_stats", "roofline_model", "memory_viewer", "graph_viewer", "smart_suggestion")
 
 
@@ -30,7 +37,8 @@ def test_graph_viewer_centre_operands_and_users(profiles_root: Path) -> None:
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     # The op with the most self time, as hlo_stats ranks it.
     top = hlo_stats.compute([store], {})["top_ops_by_self_time"][0]
-    out = graph_viewer.compute([store], {"graph_width": 1, "format": "dot"})
+    out = graph_viewer.compute([store], {"graph_width": 1, "format": "dot", "node_name": top["hlo_op_name"],
+                                         "module": top["program_id"]})
     assert out["node_name"] == top["hlo_op_name"]
     assert out["program_id"] == top["program_id"]
     program = hlo_programs(store)[int(top["program_id"])]
@@ -44,6 +52,38 @@ def test_graph_viewer_centre_operands_and_users(profiles_root: Path) -> None:
     assert centre["self_time_us"] == pytest.approx(top["total_self_time_us"])
     assert {(e["from"], e["to"]) for e in out["edges"]} >= {(o, top["hlo_op_name"]) for o in operands}
     assert out["dot"].startswith("digraph ") and f'"{top["hlo_op_name"]}"' in out["dot"]
+
+
+@pytest.mark.parametrize("sel", ("jax_mlp", "jax_2hosts"))
+def test_graph_viewer_default_is_the_busiest_modules_costliest_fusion(profiles_root: Path, sel: str) -> None:
+    """Not the op with the most self time overall (jax_mlp: all-reduce.2.1, whose graph is the
+    two nodes of its async wrapper), but the module with the most device time (the sum of its
+    ops' self time in hlo_stats) and that module's fusion with the most self time."""
+    store = read_xspace(xplane_of(profiles_root, sel, "worker0" if sel == "jax_2hosts" else "vm"))
+    rows = _rows(hlo_stats.compute([store], {})["tables"]["hlo_ops"])
+    per_program: dict[str, float] = {}
+    for r in rows:
+        per_program[r["program_id"]] = per_program.get(r["program_id"], 0.0) + r["total_self_time"]
+    busiest = max(per_program, key=lambda k: per_program[k])
+    program = hlo_programs(store)[int(busiest)]
+    fusions = sorted((r for r in rows if r["program_id"] == busiest
+                      and program.instruction(r["hlo_op_name"]).opcode == b"fusion"),
+                     key=lambda r: -r["total_self_time"])
+    out = graph_viewer.compute([store], {"graph_width": 3})
+    assert out["program_id"] == busiest
+    assert out["node_name"] == fusions[0]["hlo_op_name"]
+    assert len(out["nodes"]) > 2
+    # The pickers: modules by device time, the module's ops that ran first (by self time).
+    assert out["modules"][0]["program_id"] == busiest
+    ran = [o["name"] for o in out["ops"] if o["self_time_us"] > 0]
+    assert ran == [r["hlo_op_name"] for r in sorted((r for r in rows if r["program_id"] == busiest),
+                                                     key=lambda r: (-r["total_self_time"], r["hlo_op_name"]))]
+    # The metadata panel: the centre op's HLO text and its fusion body.
+    centre = next(n for n in out["nodes"] if n["center"])
+    assert centre["hlo_text"].startswith(f"%{centre['name']} = {centre['shape']} fusion(")
+    assert centre["called_text"].startswith("fused") and "ROOT %" in centre["called_text"]
+    text = graph_viewer.compute([store], {"format": "hlo"})["hlo_text"]
+    assert f"%{centre['name']} = " in text and "ENTRY " in text
 
 
 def test_graph_viewer_bad_input(profiles_root: Path) -> None:

@@ -119,18 +119,40 @@ def test_roofline_model_matches_xprof(profiles_root: Path, sel: str) -> None:
             assert _close(a[col], b[col], rtol), (a["operation"], col, a[col], b[col])
 
 
+def _memory_cases(sel: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """(module, memory space, XProf's answer): space 0 of every module, then every other space
+    a module's buffer allocations use (XProf's memory_space option)."""
+    golden = _golden(sel, "memory_viewer")
+    # XProf lists a placeholder "NO_MODULE" (all zero) when the profile has no HLO module.
+    cases = [(k, 0, v) for k, v in golden["modules"].items() if k != "NO_MODULE"]
+    for key, v in golden["memory_spaces"].items():
+        name, _, space = key.rpartition("|")
+        cases.append((name, int(space), v))
+    return cases
+
+
 @pytest.mark.parametrize("sel", SINGLE_HOSTS)
 def test_memory_viewer_matches_xprof_per_module(profiles_root: Path, sel: str) -> None:
-    # XProf lists a placeholder "NO_MODULE" (all zero) when the profile has no HLO module.
-    golden = {k: v for k, v in _golden(sel, "memory_viewer")["modules"].items() if k != "NO_MODULE"}
+    cases = _memory_cases(sel)
     (store,) = _stores(profiles_root, sel)
     programs = {p.display_name: p for p in hlo_programs(store).values()}
-    assert sorted(programs) == sorted(golden)
-    for name, want in golden.items():
-        got = memory_viewer.module_memory(programs[name])
+    assert sorted(programs) == sorted(name for name, space, _ in cases if space == 0)
+    for name, space, want in cases:
+        got = memory_viewer.module_memory(programs[name], space)
+        name = f"{name} memory space {space}"
         for key in ("peak_heap_bytes", "peak_unpadded_heap_bytes", "entry_computation_parameters_bytes",
-                    "non_reusable_bytes", "maybe_live_out_bytes", "heap_sizes_bytes", "unpadded_heap_sizes_bytes"):
+                    "non_reusable_bytes", "maybe_live_out_bytes", "heap_sizes_bytes", "unpadded_heap_sizes_bytes",
+                    "total_buffer_allocation_bytes", "indefinite_bytes"):
             assert got[key] == want[key], (name, key)
+        # The allocation timeline: XProf's blocks, in its order (containers, then their buffers).
+        assert got["buffer_blocks"] == want["buffer_blocks"], name
+        # "By size": XProf sorts with an unstable sort, so equal sizes may come in another order;
+        # the sizes in by-size order are equal.
+        by_size = [0] * len(want["max_heap_by_size_order"])
+        for i, j in enumerate(want["max_heap_by_size_order"]):
+            by_size[j] = i
+        assert [got["max_heap"][i]["size_bytes"] for i in got["by_size_order"]] == \
+            [want["max_heap"][i]["size_bytes"] for i in by_size], name
         if want["heap_sizes_bytes"]:
             assert got["peak_heap_position"] == want["peak_heap_position"], name
         keys = ("logical_buffer_id", "size_bytes", "instruction_name", "shape", "tf_op_name", "group", "opcode",
@@ -153,6 +175,24 @@ def test_memory_viewer_tool_picks_module_and_rejects_unknown(profiles_root: Path
     assert by_id["module"] == "jit__normal(10611)"
     with pytest.raises(LookupError):
         memory_viewer.compute([store], {"module": "no_such_module(1)"})
+
+
+def test_memory_viewer_tool_lists_and_opens_memory_spaces(profiles_root: Path) -> None:
+    """The page's memory-type selector: the spaces the module's buffer allocations use, each
+    with XProf's peak for that space; memory_space=N answers XProf's memory_space=N."""
+    (store,) = _stores(profiles_root, "tpu_inference")
+    golden = _golden("tpu_inference", "memory_viewer")
+    module = "jit_f(12190760917235803885)"
+    out = memory_viewer.compute([store], {"module": module, "memory_space": 5})
+    want_spaces = [0, *sorted(int(k.rpartition("|")[2]) for k in golden["memory_spaces"] if k.startswith(module + "|"))]
+    assert [s["memory_space"] for s in out["memory_spaces"]] == want_spaces
+    peaks = {s["memory_space"]: s["peak_heap_bytes"] for s in out["memory_spaces"]}
+    assert peaks[0] == golden["modules"][module]["peak_heap_bytes"]
+    assert peaks[5] == golden["memory_spaces"][f"{module}|5"]["peak_heap_bytes"]
+    assert out["memory_space"] == 5
+    assert out["peak_heap_bytes"] == peaks[5]
+    # XProf draws no buffer for host memory's indefinite allocations (3 x 5 GiB parameters).
+    assert out["max_heap"] == golden["memory_spaces"][f"{module}|5"]["max_heap"] == []
 
 
 def _graph_cases() -> list[tuple[str, int]]:

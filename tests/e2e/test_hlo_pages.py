@@ -44,7 +44,8 @@ def test_graph_viewer_recentres_on_click_and_downloads_dot(standalone: Any, serv
     first = standalone.json("data", run=run, tool="graph_viewer")
     page.wait_for_selector("g.tbp-graph-node", timeout=60_000)
     other = next(n["name"] for n in first["nodes"] if not n["center"])
-    page.click(f'g.tbp-graph-node[data-node="{other}"]')
+    # A click shows the op's details; a double click recentres the graph on it.
+    page.dblclick(f'g.tbp-graph-node[data-node="{other}"]')
     page.wait_for_function(f"() => location.hash.includes('o.node_name={other}')")
     page.wait_for_selector(f'g.tbp-graph-node[data-node="{other}"] rect[stroke-width="3"]', timeout=60_000)
     with page.expect_download() as dl:

@@ -726,42 +726,61 @@ MIB = 1 << 20
 
 
 def golden_memory_viewer(raw_by_module: dict) -> dict:
+    """Memory space 0 per module under "modules"; the other memory spaces a module's buffer
+    allocations use under "memory_spaces" ("<module>|<space>" keys, the same fields)."""
     modules = {}
-    for name, raw in sorted(raw_by_module.items()):
-        def buf(b: dict) -> dict:
-            # proto3 JSON omits 0: a missing id is buffer 0 (the merged small row says -1).
-            return {"logical_buffer_id": int(b.get("logicalBufferId", 0)),
-                    "size_bytes": round(float(b.get("logicalBufferSizeMib", 0)) * MIB),
-                    "unpadded_size_bytes": round(float(b.get("unpaddedShapeMib", 0)) * MIB),
-                    "instruction_name": b.get("instructionName", ""), "shape": b.get("shapeString", ""),
-                    "tf_op_name": b.get("tfOpName", ""), "group": b.get("groupName", ""),
-                    "opcode": b.get("opCode", ""), "label": b.get("label", "")}
-        modules[name] = {
-            "module_name": raw.get("moduleName"),
-            "entry_computation_name": raw.get("entryComputationName"),
-            "peak_heap_bytes": round(float(raw.get("peakHeapMib", 0)) * MIB),
-            "peak_unpadded_heap_bytes": round(float(raw.get("peakUnpaddedHeapMib", 0)) * MIB),
-            "peak_heap_position": int(raw.get("peakHeapSizePosition", 0)),
-            "entry_computation_parameters_bytes": round(float(raw.get("entryComputationParametersMib", 0)) * MIB),
-            "non_reusable_bytes": round(float(raw.get("nonReusableMib", 0)) * MIB),
-            "maybe_live_out_bytes": round(float(raw.get("maybeLiveOutMib", 0)) * MIB),
-            "heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("heapSizes", [])],
-            "unpadded_heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("unpaddedHeapSizes", [])],
-            "max_heap": [buf(b) for b in raw.get("maxHeap", [])],
-            "max_heap_by_size_order": [int(x) for x in raw.get("maxHeapToBySize", [])],
-            "indefinite_lifetimes": [
-                {"size_bytes": round(float(v.get("sizeMib", 0)) * MIB), "attributes": v.get("attributes", []),
-                 "logical_buffer_ids": [int(b.get("id", 0)) for b in v.get("logicalBuffers", [])],
-                 "common_shape": v.get("commonShape", "")}
-                for v in raw.get("indefiniteLifetimes", [])],
-            "logical_buffer_spans": {k: [int(v.get("start", 0)), int(v.get("limit", 0))]
-                                     for k, v in sorted(raw.get("logicalBufferSpans", {}).items(), key=lambda kv: int(kv[0]))},
-        }
-    return {"modules": modules,
-            "_note": ("XProf's memory_viewer per HLO module (module_name=<name>(<program id>)), memory space 0. "
-                      "MiB values converted to bytes (x 2^20, rounded); max_heap is XProf's list of buffers live at "
-                      "the peak in its order; logical_buffer_spans maps a logical buffer id to its [start, limit) "
-                      "positions in the heap simulation.")}
+    spaces = {}
+    for key, raw in sorted(raw_by_module.items()):
+        name, _, space = key.partition("|")
+        target = modules if space in ("", "0") else spaces
+        target[name if space in ("", "0") else key] = _memory_viewer_module(raw)
+    return {"modules": modules, "memory_spaces": spaces,
+            "_note": ("XProf's memory_viewer per HLO module (module_name=<name>(<program id>)); modules: memory "
+                      "space 0, memory_spaces: the module's other memory spaces (memory_space=N) keyed "
+                      "'<module>|<N>'. MiB values converted to bytes (x 2^20, rounded); max_heap is XProf's list of "
+                      "buffers live at the peak in its order; max_heap_by_size_order its 'by size' order (indices "
+                      "into max_heap); logical_buffer_spans maps a logical buffer id to its [start, limit) "
+                      "positions in the heap simulation; buffer_blocks is the allocation timeline's blocks "
+                      "(an allocation's container row has logical_buffer_id -1).")}
+
+
+def _memory_viewer_module(raw: dict) -> dict:
+    def buf(b: dict) -> dict:
+        # proto3 JSON omits 0: a missing id is buffer 0 (the merged small row says -1).
+        return {"logical_buffer_id": int(b.get("logicalBufferId", 0)),
+                "size_bytes": round(float(b.get("logicalBufferSizeMib", 0)) * MIB),
+                "unpadded_size_bytes": round(float(b.get("unpaddedShapeMib", 0)) * MIB),
+                "instruction_name": b.get("instructionName", ""), "shape": b.get("shapeString", ""),
+                "tf_op_name": b.get("tfOpName", ""), "group": b.get("groupName", ""),
+                "opcode": b.get("opCode", ""), "label": b.get("label", "")}
+    return {
+        "module_name": raw.get("moduleName"),
+        "entry_computation_name": raw.get("entryComputationName"),
+        "peak_heap_bytes": round(float(raw.get("peakHeapMib", 0)) * MIB),
+        "peak_unpadded_heap_bytes": round(float(raw.get("peakUnpaddedHeapMib", 0)) * MIB),
+        "peak_heap_position": int(raw.get("peakHeapSizePosition", 0)),
+        "entry_computation_parameters_bytes": round(float(raw.get("entryComputationParametersMib", 0)) * MIB),
+        "non_reusable_bytes": round(float(raw.get("nonReusableMib", 0)) * MIB),
+        "maybe_live_out_bytes": round(float(raw.get("maybeLiveOutMib", 0)) * MIB),
+        "heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("heapSizes", [])],
+        "unpadded_heap_sizes_bytes": [round(float(x) * MIB) for x in raw.get("unpaddedHeapSizes", [])],
+        "max_heap": [buf(b) for b in raw.get("maxHeap", [])],
+        "max_heap_by_size_order": [int(x) for x in raw.get("maxHeapToBySize", [])],
+        "indefinite_lifetimes": [
+            {"size_bytes": round(float(v.get("sizeMib", 0)) * MIB), "attributes": v.get("attributes", []),
+             "logical_buffer_ids": [int(b.get("id", 0)) for b in v.get("logicalBuffers", [])],
+             "common_shape": v.get("commonShape", "")}
+            for v in raw.get("indefiniteLifetimes", [])],
+        "logical_buffer_spans": {k: [int(v.get("start", 0)), int(v.get("limit", 0))]
+                                 for k, v in sorted(raw.get("logicalBufferSpans", {}).items(), key=lambda kv: int(kv[0]))},
+        "total_buffer_allocation_bytes": round(float(raw.get("totalBufferAllocationMib", 0)) * MIB),
+        "indefinite_bytes": round(float(raw.get("indefiniteBufferAllocationMib", 0)) * MIB),
+        "buffer_blocks": [
+            {"logical_buffer_id": int(b.get("logicalBufferId", 0)), "name": b.get("name", ""),
+             "offset_bytes": round(float(b.get("offset", 0))), "size_bytes": round(float(b.get("size", 0))),
+             "start_step": int(b.get("startStep", 0)), "end_step": int(b.get("endStep", 0))}
+            for b in raw.get("bufferBlocks", [])],
+    }
 
 
 def golden_graph_viewer(raw_by_case: dict) -> dict:
@@ -797,6 +816,17 @@ def run_graph_viewer(paths: list[str], cases: list, tmp_root: str) -> dict:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def memory_spaces(hlo_proto_path: str) -> set[int]:
+    """The memory spaces (buffer allocation colors) of the HloProto XProf wrote for a module."""
+    sys.path.insert(0, os.path.join(REPO, "plugin"))
+    from tbprof.protos import hlo_pb2  # pylint: disable=import-outside-toplevel
+
+    proto = hlo_pb2.HloProto()
+    with open(hlo_proto_path, "rb") as f:
+        proto.ParseFromString(f.read())
+    return {int(a.color) for a in proto.buffer_assignment.buffer_allocations}
+
+
 def run_memory_viewer(paths: list[str], tmp_root: str) -> dict:
     """memory_viewer for every HLO module of the host(s), in one fresh dir (XProf writes the
     modules' .hlo_proto.pb files there when it lists its tools)."""
@@ -811,6 +841,10 @@ def run_memory_viewer(paths: list[str], tmp_root: str) -> dict:
             payload, _ = xprof_runner.convert(fresh, "memory_viewer", {"module_name": m})
             if payload is not None:
                 out[m] = json.loads(payload)
+            for space in sorted(memory_spaces(os.path.join(d, m + ".hlo_proto.pb")) - {0}):
+                payload, _ = xprof_runner.convert(fresh, "memory_viewer", {"module_name": m, "memory_space": str(space)})
+                if payload is not None:
+                    out[f"{m}|{space}"] = json.loads(payload)
         return out
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -20,9 +20,13 @@ registerPage({
       styled = true;
     }
     ctx.el.appendChild(pageTitle(ctx, "Trace viewer"));
-    // One host at a time: "all hosts" (kept from a multi-host page) shows the first host.
+    // "All hosts" is one timeline where the run allows it (a PyTorch run's ranks, a process
+    // group per rank); elsewhere one host at a time, and "all hosts" (kept from a multi-host
+    // page) shows the first host. The host picker keeps a single rank's choice.
     const requested = ctx.request.host;
-    const host = requested !== null && requested !== "" && requested !== ctx.allHosts ? requested : (ctx.run.hosts[0] ?? null);
+    const together = requested === ctx.allHosts && ctx.run.multiHostTools.includes(ctx.request.tool);
+    const host = together ? ctx.allHosts
+      : requested !== null && requested !== "" && requested !== ctx.allHosts ? requested : (ctx.run.hosts[0] ?? null);
     const viewer = new TraceViewer({
       api: ctx.api,
       target: { run: ctx.run.name, host },

@@ -227,6 +227,11 @@ export class TraceViewer implements ControlTarget {
     return this.selected ? { plane: this.selected.plane, row: this.selected.row } : null;
   }
 
+  /** The process groups in drawing order (tests read them: a PyTorch run's ranks, rank by rank). */
+  groupNames(): string[] {
+    return this.layout.groups.map((g) => g.group.name);
+  }
+
   timelineWidth(): number {
     return Math.max(this.scroller.clientWidth - LABEL_W, 1);
   }

@@ -87,6 +87,9 @@ class Tool:
     available: Callable[[Any], bool] = lambda store: True
     options: tuple[Option, ...] = ()
     multi_host: bool = False  # accepts several hosts at once ("all hosts")
+    # Accepts several hosts only for runs of these kinds (the trace viewer: a PyTorch run's
+    # ranks in one timeline; an XSpace pod stays one host at a time).
+    multi_host_kinds: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     formats: tuple[str, ...] = ("xspace",)  # store formats the tool reads
     # Run kinds (readers/kinds.py) it can have data for; empty: every kind of its formats. Lets a
@@ -100,6 +103,10 @@ class Tool:
     # a tool first reads them (readers/xplane.py ``read_xspace(lazy=True)``).
     few_planes: bool = False
 
+
+    def multi_host_for(self, kind: str) -> bool:
+        """Whether the tool takes several hosts at once for a run of ``kind``."""
+        return self.multi_host or kind in self.multi_host_kinds
     def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
         parsed: dict[str, Any] = {}
         for opt in self.options:

@@ -101,7 +101,7 @@ class Profile:
         tool = self.profiles.tool(name)
         want = host if host is not None else self.host
         if want is None and len(self.run.hosts) > 1:
-            want = ALL_HOSTS if tool.multi_host else self.hosts[0]
+            want = ALL_HOSTS if tool.multi_host_for(self.run.kind) else self.hosts[0]
         hosts = self.profiles.hosts(self.run, want)
         return self.profiles.compute(self.run, hosts, tool, {k: str(v) for k, v in options.items()})
 

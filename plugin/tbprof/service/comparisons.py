@@ -82,7 +82,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
             side.missing.add(key)
             continue
         tool = profiles.tool(tool_name)
-        groups = [list(hosts)] if tool.multi_host else [[h] for h in hosts]
+        groups = [list(hosts)] if tool.multi_host_for(run.kind) else [[h] for h in hosts]
         results: list[dict[str, Any]] = []
         digests = _memory_digests(profiles, run, hosts) if tool_name == "memory_profile" else None
         if digests is not None:

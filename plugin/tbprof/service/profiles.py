@@ -503,7 +503,7 @@ class Profiles:
 
     def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
-        if len(hosts) > 1 and not tool.multi_host:
+        if len(hosts) > 1 and not tool.multi_host_for(run.kind):
             raise BadRequest(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
         fmt = self.store_format(run)
         if fmt not in tool.formats:

@@ -1,5 +1,6 @@
 """trace_viewer: the tracks of a profile and their event counts (the events stream through
-the ``trace`` route, window by window; see tbprof.timeline)."""
+the ``trace`` route, window by window; see tbprof.timeline). A PyTorch run's ranks open in one
+timeline (host=__all__, a rank per process group; store/combine.py)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.tracks import track_index
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    store = stores[0]
+    # Several hosts (a PyTorch run's ranks): one timeline, rank by rank (store/combine.py).
+    store = combined(stores)
     index = track_index(store)
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": "trace_viewer",
         "host": store.host,
+        "hosts": [s.host for s in stores],
         "format": store.format,
         "span_ps": store.span_ps,
         "origin_ps": store.origin_ps,
@@ -31,7 +35,7 @@ TOOLS = (
     Tool(
         name="trace_viewer", title="Trace viewer", compute=compute,
         available=lambda store: store.n_events > 0,
-        aliases=("trace_viewer@",), formats=("xspace", "chrome_trace"),
+        aliases=("trace_viewer@",), formats=("xspace", "chrome_trace"), multi_host_kinds=("pytorch",),
         description="Timeline of every event, streamed window by window with level of detail.",
     ),
 )

@@ -23,6 +23,7 @@ from tbprof.analyses.gpu.activity import has_device_activity
 from tbprof.analyses.gpu.counters import StepSeries, device_counters, last_per_time
 from tbprof.domain.planes import device_display_name
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.combine import PLANE_LABELS
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
 from tbprof.timeline.derived import DerivedEvents, derived_lines, device_plane_lines
@@ -130,10 +131,20 @@ def _build(store: ProfileStore) -> TrackIndex:
     steps_track = None
     counts_all = {p.index: np.diff(p.line_offsets) for p in store.planes}
     gpu_counters = _gpu_counter_tracks(store)
-    for plane in sorted(store.planes, key=_plane_order):
+    # Several ranks in one store (store/combine.py): rank by rank, each group named by its rank.
+    labels: list[str] = list(store.metadata.get(PLANE_LABELS) or [])
+    rank_pos = {label: i for i, label in reversed(list(enumerate(labels)))}
+
+    def order(plane: Plane) -> tuple[int, tuple[int, list[Any]]]:
+        label = labels[plane.index] if plane.index < len(labels) else ""
+        return (rank_pos.get(label, 0), _plane_order(plane))
+
+    for plane in sorted(store.planes, key=order):
         if plane.n_events == 0:
             continue
         name, kind = _group_name(plane)
+        if plane.index < len(labels) and labels[plane.index]:
+            name = f"{labels[plane.index]} · {name}"
         group = Group(len(groups), name, kind, plane.index)
         groups.append(group)
 

@@ -1,16 +1,113 @@
-// Memory viewer: one HLO module's buffer assignment — the heap over the heap simulator's
-// events (padded and unpadded), the peak, and the buffers live at the peak.
+// Memory viewer: one HLO module's buffer assignment in one memory space, as XProf's page — the
+// memory-type and module pickers, the heap over program order (padded and unpadded), the
+// buffers live at the peak by program order / size / padding, and the allocation timeline
+// (where in each allocation every buffer lived, over the heap simulator's steps).
 
-import { formatBytes, formatNumber } from "../../base/format";
+import { formatBytes, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
+import { PALETTE } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, nums, objs, str } from "../fields";
+import { num, nums, objs, type Obj, str } from "../fields";
 import { registerPage } from "../registry";
+import { bufferOrder, type BufferOrder, timelineRects } from "./memory_viewer_logic";
 
 const MIB = 2 ** 20;
+const SVG = "http://www.w3.org/2000/svg";
+const ORDERS: readonly [BufferOrder, string][] = [["program", "Program order"], ["size", "By size"], ["padding", "By padding"]];
+
+function select(label: string, cls: string, options: readonly [string, string][], current: string, onChange: (v: string) => void): HTMLElement {
+  const el = h("select", { class: cls, "aria-label": label });
+  for (const [value, text] of options) {
+    const opt = h("option", { value }, text);
+    if (value === current) opt.selected = true;
+    el.appendChild(opt);
+  }
+  el.addEventListener("change", () => onChange(el.value));
+  return h("label", { class: "tbp-field" }, h("span", {}, label), el);
+}
+
+/** The buffers live at the peak as horizontal bars (unpadded + padding), in the chosen order. */
+function drawBuffers(ctx: PageContext, box: HTMLElement, raw: Obj): void {
+  const live = objs(raw, "max_heap");
+  if (live.length === 0) {
+    box.appendChild(h("p", { class: "tbp-muted" }, "No buffer is live at the peak in this memory space (its memory is held by allocations that live for the whole program, which XProf does not draw here)."));
+    return;
+  }
+  let order: BufferOrder = ((): BufferOrder => {
+    const p = ctx.param("order");
+    return p === "size" || p === "padding" ? p : "program";
+  })();
+  const buttons = h("div", { class: "tbp-segmented", role: "group", "aria-label": "Buffer order" });
+  const height = Math.min(900, 60 + live.length * 22);
+  const c = chart(ctx, box, { label: "Buffers live at the peak", id: "max_heap", height });
+  const draw = (): void => {
+    const idx = bufferOrder(live, order, nums(raw, "by_size_order"), nums(raw, "by_padding_order"));
+    const rows = idx.map((i) => live[i] as Obj);
+    // Top to bottom in the chosen order: ECharts puts a category axis' first value at the bottom.
+    const shown = [...rows].reverse();
+    const names = shown.map((b) => str(b, "instruction_name") || str(b, "label"));
+    c.setOption({
+      tooltip: {
+        trigger: "axis", axisPointer: { type: "shadow" },
+        valueFormatter: (v: unknown) => formatBytes(Number(v) * MIB),
+      },
+      legend: { top: 0 },
+      grid: { left: 8, right: 24, top: 28, bottom: 24, containLabel: true },
+      xAxis: { type: "value", name: "MiB" },
+      yAxis: { type: "category", data: names, axisLabel: { width: 260, overflow: "truncate" } },
+      series: [
+        { type: "bar", name: "Unpadded", stack: "b", data: shown.map((b) => (num(b, "logical_buffer_id") ?? 0) < 0 ? (num(b, "size_bytes") ?? 0) / MIB : Math.min(num(b, "unpadded_size_bytes") ?? 0, num(b, "size_bytes") ?? 0) / MIB) },
+        { type: "bar", name: "Padding", stack: "b", data: shown.map((b) => (num(b, "logical_buffer_id") ?? 0) < 0 ? 0 : Math.max(0, (num(b, "size_bytes") ?? 0) - (num(b, "unpadded_size_bytes") ?? 0)) / MIB) },
+      ],
+    }, { notMerge: true });
+    for (const b of buttons.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.order === order));
+  };
+  for (const [key, text] of ORDERS) {
+    const b = h("button", { type: "button", class: "tbp-btn", "data-order": key, "aria-pressed": "false" }, text);
+    b.addEventListener("click", () => {
+      order = key;
+      ctx.setParams({ order: key === "program" ? null : key });
+      draw();
+    });
+    buttons.appendChild(b);
+  }
+  box.insertBefore(buttons, c.el);
+  draw();
+}
+
+/** XProf's allocation timeline: each traced allocation a band, each buffer a box over its steps. */
+function drawTimeline(box: HTMLElement, raw: Obj): void {
+  const blocks = objs(raw, "buffer_blocks");
+  if (blocks.length === 0) {
+    box.appendChild(h("p", { class: "tbp-muted" }, "No heap-simulated allocation in this memory space: every buffer lives for the whole program."));
+    return;
+  }
+  const W = 1000;
+  const H = 360;
+  const rects = timelineRects(blocks.map((b) => ({
+    id: num(b, "logical_buffer_id") ?? -1, name: str(b, "name"), offset: num(b, "offset_bytes") ?? 0,
+    size: num(b, "size_bytes") ?? 0, start: num(b, "start_step") ?? 0, end: num(b, "end_step") ?? 0,
+  })), W, H);
+  const root = document.createElementNS(SVG, "svg");
+  for (const [k, v] of Object.entries({ class: "tbp-alloc-timeline", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", width: "100%", height: String(H), role: "img", "aria-label": "Allocation timeline" })) root.setAttribute(k, v);
+  rects.forEach((r, i) => {
+    const rect = document.createElementNS(SVG, "rect");
+    const fill = r.container ? "var(--tbp-bg-2, transparent)" : (PALETTE[i % PALETTE.length] ?? "#888");
+    for (const [k, v] of Object.entries({ x: r.x, y: r.y, width: r.w, height: r.h, "data-block": r.name, "vector-effect": "non-scaling-stroke" })) rect.setAttribute(k, String(v));
+    rect.setAttribute("style", `fill:${fill};stroke:var(--tbp-border);stroke-width:1`);
+    const title = document.createElementNS(SVG, "title");
+    title.textContent = r.container
+      ? `${r.name} allocation: ${formatBytes(r.size)}`
+      : `${r.name}\n${formatBytes(r.size)} at offset ${formatBytes(r.offset)}\nsteps ${formatNumber(r.start)}–${formatNumber(r.end)}`;
+    rect.appendChild(title);
+    root.appendChild(rect);
+  });
+  box.appendChild(h("p", { class: "tbp-muted" }, "x: heap simulator step (program order, not time); y: offset in the allocations (stacked). Hover a box for its buffer."));
+  box.appendChild(root);
+}
 
 function render(ctx: PageContext): void {
   const result = ctx.result;
@@ -24,27 +121,35 @@ function render(ctx: PageContext): void {
     el.appendChild(messageBox({ title: "No HLO module", body: message || "This host carries no buffer assignment." }));
     return;
   }
-  const current = str(raw, "module");
-  const select = h("select", { class: "tbp-module-select", "aria-label": "HLO module" });
-  for (const m of modules) {
-    const name = str(m, "module");
-    const opt = h("option", { value: name }, `${name} — peak ${formatBytes(num(m, "peak_heap_bytes") ?? 0)}`);
-    if (name === current) opt.selected = true;
-    select.appendChild(opt);
-  }
-  select.addEventListener("change", () => ctx.setOptions({ module: select.value }));
-  el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Module"), select)));
+  const spaces = objs(raw, "memory_spaces");
+  const space = String(num(raw, "memory_space") ?? 0);
+  el.appendChild(h("div", { class: "tbp-toolbar" },
+    select("Memory type", "tbp-memory-space-select",
+      spaces.map((s) => [String(num(s, "memory_space") ?? 0), `${str(s, "name")} — peak ${formatBytes(num(s, "peak_heap_bytes") ?? 0)}`]),
+      space, (v) => ctx.setOptions({ memory_space: v === "0" ? null : v })),
+    select("Module", "tbp-module-select",
+      modules.map((m) => [str(m, "module"), `${str(m, "module")} — peak ${formatBytes(num(m, "peak_heap_bytes") ?? 0)}`]),
+      str(raw, "module"), (v) => ctx.setOptions({ module: v, memory_space: null })),
+  ));
+  const peak = num(raw, "peak_heap_bytes") ?? 0;
+  const unpaddedPeak = num(raw, "peak_unpadded_heap_bytes") ?? 0;
+  const indefinite = num(raw, "indefinite_bytes") ?? 0;
+  const total = num(raw, "total_buffer_allocation_bytes") ?? 0;
+  // XProf's header: temporaries = peak - indefinite; fragmentation = (total - peak) / (total - indefinite).
+  const tempWithFrag = total - indefinite;
+  const fragmentation = tempWithFrag > 0 ? (total - peak) / tempWithFrag : 0;
   el.appendChild(
     cardRow([
-      { id: "peak", label: "Peak heap", value: formatBytes(num(raw, "peak_heap_bytes") ?? 0), hint: `unpadded ${formatBytes(num(raw, "peak_unpadded_heap_bytes") ?? 0)}` },
-      { id: "params", label: "Entry parameters", value: formatBytes(num(raw, "entry_computation_parameters_bytes") ?? 0) },
+      { id: "peak", label: "Peak memory allocation", value: formatBytes(peak), hint: `${formatBytes(peak - unpaddedPeak)} padding overhead` },
+      { id: "params", label: "Arguments", value: formatBytes(num(raw, "entry_computation_parameters_bytes") ?? 0), hint: "entry computation parameters" },
+      { id: "temporaries", label: "HLO temporaries", value: formatBytes(peak - indefinite), hint: `fragmentation ${formatPercent(fragmentation * 100)}` },
       { id: "live_out", label: "May be live out", value: formatBytes(num(raw, "maybe_live_out_bytes") ?? 0) },
-      { id: "total", label: "All allocations", value: formatBytes(num(raw, "total_buffer_allocation_bytes") ?? 0), hint: `non-reusable ${formatBytes(num(raw, "non_reusable_bytes") ?? 0)}` },
+      { id: "total", label: "All allocations", value: formatBytes(total), hint: `non-reusable ${formatBytes(num(raw, "non_reusable_bytes") ?? 0)}` },
     ]),
   );
   const heap = nums(raw, "heap_sizes_bytes");
   const unpadded = nums(raw, "unpadded_heap_sizes_bytes");
-  const box = panel(el, "Heap over program order (heap simulator events)");
+  const box = panel(el, "Memory allocation size vs program order (heap simulator events)");
   if (heap.length === 0) {
     box.appendChild(h("p", { class: "tbp-muted" }, "No heap simulator trace: every buffer lives for the whole run."));
   } else {
@@ -62,7 +167,9 @@ function render(ctx: PageContext): void {
       ],
     });
   }
-  if (result.tables.buffers) el.appendChild(tableWidget(ctx, "buffers", { title: "Buffers live at the peak" }).el);
+  drawBuffers(ctx, panel(el, "Buffers live at the peak"), raw);
+  drawTimeline(panel(el, "Allocation timeline"), raw);
+  if (result.tables.buffers) el.appendChild(tableWidget(ctx, "buffers", { title: "Buffers live at the peak (table)" }).el);
 }
 
-registerPage({ tools: ["memory_viewer"], render, hideOptions: ["module"] });
+registerPage({ tools: ["memory_viewer"], render, hideOptions: ["module", "memory_space"] });

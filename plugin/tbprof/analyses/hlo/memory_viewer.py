@@ -17,8 +17,16 @@ temporaries. For memory space 0 (device HBM) this replays that:
   its canonical buffer) in allocation order; buffers under 16 KiB are merged into one
   "small (<16384 bytes)" row at the end.
 
-Thread-local and tuple allocations are "non-reusable" and not on the heap. Formulas and the
-comparison with XProf: docs/formulas.md "Memory viewer".
+Thread-local and tuple allocations are "non-reusable" and not on the heap. Other memory spaces
+(``memory_space=N``: a buffer allocation's color, e.g. S(1) and S(5) in TPU layouts) are replayed
+the same way from their own heap simulator trace; as in XProf, their indefinite allocations
+count in the peak but are not drawn as buffers (XLA leaves them out of those spaces).
+
+Beside the buffers in program order (allocation order), the page shows them by size and by
+padding (size - unpadded size, as XProf's page sorts them) and XProf's allocation timeline:
+each heap-simulated allocation as a container block and each buffer that took memory as a
+block at its offset, over its [start, limit) span. Formulas and the comparison with XProf:
+docs/formulas.md "Memory viewer".
 """
 
 from __future__ import annotations
@@ -39,6 +47,25 @@ from tbprof.store.tables import ProfileStore
 SMALL_BUFFER_BYTES = 16 * 1024  # XProf merges live buffers smaller than this into one row
 _ALLOC, _FREE, _SHARE_WITH = 0, 1, 2
 NO_MODULES_MESSAGE = "No HLO module with a buffer assignment: the profile carries no XLA programs."
+
+
+# XLA's Layout constants: kDefaultMemorySpace = 0, kGenericFastMemorySpace = 1 (VMEM on TPU),
+# kHostMemorySpace = 5; other spaces are target-specific and keep their number.
+MEMORY_SPACE_NAMES = {0: "HBM (device memory)", 1: "On-chip (fast memory, S(1))", 5: "Host memory (S(5))"}
+
+
+def memory_space_name(color: int) -> str:
+    return MEMORY_SPACE_NAMES.get(color, f"Memory space {color}")
+
+
+def parse_memory_space(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("expected a memory space number (0 = HBM)") from None
+    if not 0 <= value < 1 << 20:
+        raise ValueError("expected a memory space number (0 = HBM)")
+    return value
 
 
 def parse_module(text: str) -> str:
@@ -209,10 +236,11 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
             peak, peak_pos, peak_live = heap, i, list(live_order)
     if not events:
         heap_sizes, unpadded_sizes = [], []
-    # Buffers live at the peak: each indefinite allocation's largest buffer, then temporaries.
+    # Buffers live at the peak: each indefinite allocation's largest buffer (HBM only, as
+    # XProf: other spaces' indefinite allocations take no memory there), then temporaries.
     live: list[dict[str, Any]] = []
     small_bytes = 0
-    for a in indefinite:
+    for a in (indefinite if color == 0 else []):
         rep = None
         for x in a.assigned:
             if rep is None or x.size > rep.size:
@@ -232,6 +260,7 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
                      "instruction_name": "", "shape": "", "tf_op_name": "", "group": "", "opcode": "",
                      "label": f"small (<{SMALL_BUFFER_BYTES} bytes)"})
     unpadded_peak = unpadded_sizes[peak_pos + 1] if events else base
+    spans = {b: (start[b], limit.get(b, len(events))) for b in start}
     return {
         "module": program.display_name, "module_name": program.module_name,
         "program_id": program_id_text(program.program_id),
@@ -250,8 +279,63 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
             for a in sorted(indefinite, key=lambda a: (-a.size, a.index))],
         # [start, limit) event positions of each buffer that took memory (a shared group's
         # canonical buffer, until its last sharer is freed).
-        "logical_buffer_spans": {str(b): [start[b], limit.get(b, len(events))] for b in sorted(start)},
+        "logical_buffer_spans": {str(b): list(spans[b]) for b in sorted(spans)},
+        "by_size_order": by_size_order(live),
+        "by_padding_order": by_padding_order(live),
+        "buffer_blocks": buffer_blocks(ba, mod, color, spans),
     }
+
+
+def by_size_order(live: list[dict[str, Any]]) -> list[int]:
+    """Indices into the buffers live at the peak, largest first (XProf's "by size")."""
+    return sorted(range(len(live)), key=lambda i: -live[i]["size_bytes"])
+
+
+def by_padding_order(live: list[dict[str, Any]]) -> list[int]:
+    """Indices into the buffers live at the peak, most padding first (XProf's "by padding
+    size": size - unpadded size, 0 where either is unknown, ties in size order)."""
+    def padding(b: dict[str, Any]) -> int:
+        size, unpadded = b["size_bytes"], b["unpadded_size_bytes"]
+        return size - unpadded if size and unpadded and b["logical_buffer_id"] >= 0 else 0
+    return sorted(by_size_order(live), key=lambda i: -padding(live[i]))
+
+
+def _is_indefinite(alloc: Any) -> bool:
+    return bool(alloc.is_entry_computation_parameter or alloc.maybe_live_out or alloc.is_constant)
+
+
+def buffer_blocks(ba: Any, mod: _Module, color: int, spans: Mapping[int, tuple[int, int]]) -> list[dict[str, Any]]:
+    """XProf's allocation timeline: every allocation of the space that the heap simulator
+    traced (indefinite ones excluded), stacked one above the other, as a container block over
+    every step, and each buffer that took memory in it as a block at the allocation's offset
+    plus its own, over its span."""
+    traced_events: dict[int, int] = {}  # logical buffer -> events of the trace it appears in
+    for t in ba.heap_simulator_traces:
+        for ev in t.events:
+            traced_events[ev.buffer_id] = max(traced_events.get(ev.buffer_id, 0), len(t.events))
+    allocs = [a for a in ba.buffer_allocations
+              if a.color == color and not _is_indefinite(a)
+              and any(x.logical_buffer_id in traced_events for x in a.assigned)]
+    steps = max((traced_events[x.logical_buffer_id] for a in allocs for x in a.assigned
+                 if x.logical_buffer_id in traced_events), default=0)
+    out: list[dict[str, Any]] = []
+    if not allocs or not steps:
+        return out
+    base = 0
+    for a in allocs:
+        category = "Thread-local" if a.is_thread_local else "Temporary"
+        out.append({"logical_buffer_id": -1, "name": category, "offset_bytes": base, "size_bytes": int(a.size),
+                    "start_step": 0, "end_step": steps})
+        for x in a.assigned:
+            span = spans.get(x.logical_buffer_id)
+            if span is None:
+                continue
+            info = mod.describe(x.logical_buffer_id, int(x.size), category)
+            out.append({"logical_buffer_id": int(x.logical_buffer_id), "name": info["instruction_name"],
+                        "offset_bytes": base + int(x.offset), "size_bytes": int(x.size),
+                        "start_step": span[0], "end_step": span[1]})
+        base += int(a.size)
+    return out
 
 
 def group_size_at(mod: _Module, canon: int) -> int:
@@ -302,7 +386,14 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     chosen = _find(programs, wanted) if wanted else summaries[0][0]
     if chosen is None:
         raise NotFound(f"no HLO module {wanted!r}; modules: " + ", ".join(p.display_name for p, _ in summaries))
-    mem = next(m for p, m in summaries if p is chosen)
+    space = int(options.get("memory_space") or 0)
+    ba = chosen.buffer_assignment
+    colors = sorted({int(a.color) for a in ba.buffer_allocations} | {0})
+    mem = next(m for p, m in summaries if p is chosen) if space == 0 else module_memory(chosen, space)
+    out["memory_spaces"] = [
+        {"memory_space": c, "name": memory_space_name(c),
+         "peak_heap_bytes": mem["peak_heap_bytes"] if c == space else module_memory(chosen, c)["peak_heap_bytes"]}
+        for c in colors]
     live = mem["max_heap"]
     out.update(mem)
     out["tables"] = {"buffers": Table.from_columns(
@@ -319,7 +410,10 @@ TOOLS = (
         name="memory_viewer", title="Memory viewer", compute=compute, available=has_buffer_assignment,
         few_planes=True,
         options=(Option("module", parse_module, None,
-                        "HLO module, e.g. jit_train_step(13929), or its program id (default: the largest peak)"),),
+                        "HLO module, e.g. jit_train_step(13929), or its program id (default: the largest peak)"),
+                 Option("memory_space", parse_memory_space, 0,
+                        "memory space (buffer color): 0 = HBM; the module's spaces are listed in memory_spaces",
+                        min_value=0)),
         description="An HLO module's buffer assignment: peak heap, buffers live at the peak, heap over time.",
     ),
 )

@@ -22,7 +22,7 @@ MAX_RUN_QUERY_CHARS = 256
 MAX_RUNS_PAGE = 10_000
 
 
-def _run_entry(ctx: AppContext, run: Run, multi_host: dict[tuple[str, ...], list[str]]) -> dict[str, Any]:
+def _run_entry(ctx: AppContext, run: Run, multi_host: dict[tuple[tuple[str, ...], str], list[str]]) -> dict[str, Any]:
     profiles = ctx.profiles
     entry: dict[str, Any] = run.to_json()
     loaded = all(profiles.is_loaded(run, h) for h in run.hosts)
@@ -35,9 +35,9 @@ def _run_entry(ctx: AppContext, run: Run, multi_host: dict[tuple[str, ...], list
         entry["error"] = str(e)
     # Runs of a kind share their tool lists: one lookup per distinct list, not per run.
     names = tuple(entry["tools"])
-    multi = multi_host.get(names)
+    multi = multi_host.get((names, run.kind))
     if multi is None:
-        multi = multi_host[names] = [t for t in names if profiles.tool(t).multi_host]
+        multi = multi_host[(names, run.kind)] = [t for t in names if profiles.tool(t).multi_host_for(run.kind)]
     entry["multi_host_tools"] = list(multi)
     return entry
 
@@ -69,7 +69,7 @@ def runs(ctx: AppContext, request: Request) -> Response:
     """
     args = request.args
     refresh = params.bool_arg(args, "refresh") or False
-    multi_host: dict[tuple[str, ...], list[str]] = {}
+    multi_host: dict[tuple[tuple[str, ...], str], list[str]] = {}
     body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "all_hosts": ALL_HOSTS}
     if "run" in args:
         if refresh:
@@ -95,7 +95,8 @@ def tools(ctx: AppContext, request: Request) -> Response:
     names = ctx.profiles.tools(run)
     return responses.json_response(request, {
         "schema_version": SCHEMA_VERSION, "run": run.name, "tools": [
-            {"name": n, "title": ctx.profiles.tool(n).title, "multi_host": ctx.profiles.tool(n).multi_host,
+            {"name": n, "title": ctx.profiles.tool(n).title,
+             "multi_host": ctx.profiles.tool(n).multi_host_for(run.kind),
              "options": [o.to_json() for o in ctx.profiles.tool(n).options]}
             for n in names]})
 

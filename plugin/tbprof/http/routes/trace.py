@@ -16,6 +16,7 @@ from tbprof.errors import BadRequest
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service.profiles import ALL_HOSTS
+from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
 from tbprof.timeline.details import derived_event_details, event_details
@@ -35,9 +36,14 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
     args = request.args
     run = ctx.profiles.run(params.required(args, "run"))
     host = args.get("host")
-    if host == ALL_HOSTS:
-        raise BadRequest("the trace viewer shows one host at a time; choose host= one of "
-                         f"{sorted(run.hosts)}")
+    if host == ALL_HOSTS and len(run.hosts) > 1:
+        if not ctx.profiles.tool("trace_viewer").multi_host_for(run.kind):
+            raise BadRequest("the trace viewer shows one host at a time; choose host= one of "
+                             f"{sorted(run.hosts)}")
+        # A PyTorch run's ranks in one timeline: the same combined store as the tool's answer
+        # (an unreadable rank left out there and here).
+        stores, _ = ctx.profiles.stores_tolerant(run, list(run.hosts))
+        return run.name, combined([s for s in stores if isinstance(s, ProfileStore)])
     hosts = ctx.profiles.hosts(run, host)
     return run.name, ctx.profiles.event_store(run, hosts[0])
 

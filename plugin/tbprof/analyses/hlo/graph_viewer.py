@@ -20,6 +20,7 @@ import numpy as np
 
 from tbprof.analyses.hlo.hlo_stats import programs_of
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.results.hlo import Graph, GraphEdge, GraphNode, GraphViewerResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs, program_id_text
@@ -71,7 +72,7 @@ def _dot_quote(text: str) -> str:
     return '"' + _dot_escape(text) + '"'
 
 
-def to_dot(graph: dict[str, Any]) -> str:
+def to_dot(graph: Graph) -> str:
     lines = [f"digraph {_dot_quote(graph['module'])} {{", "  rankdir=TB;", "  node [shape=box, style=filled];"]
     top = max((n["self_time_us"] for n in graph["nodes"]), default=0.0) or 1.0
     for n in graph["nodes"]:
@@ -89,7 +90,7 @@ def to_dot(graph: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: int) -> dict[str, Any]:
+def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: int) -> Graph:
     programs = programs_of(stores)
     if not programs:
         raise NotFound("this profile carries no HLO programs (graph_viewer needs an XLA profile)")
@@ -136,7 +137,7 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             seen += 1
         return oid
 
-    nodes = []
+    nodes: list[GraphNode] = []
     for iid, d in sorted(dist.items(), key=lambda kv: (kv[1], kv[0])):
         if iid not in shown:
             continue
@@ -148,7 +149,7 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             "shape": shape_text(ins.shape), "framework_op": _decode(ins.metadata.op_name), "distance": d,
             "center": iid == center.id, "self_time_us": self_us.get((program.program_id, name), 0.0),
         })
-    edges = []
+    edges: list[GraphEdge] = []
     for iid in sorted(shown):
         for oid in by_id[iid].operand_ids:
             src = source(oid)
@@ -187,7 +188,7 @@ def _default_node(stores: Sequence[ProfileStore]) -> tuple[str | None, str | Non
     return str(db.name[i]), programs[int(db.program_id[i])].display_name
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GraphViewerResult:
     width = int(options.get("graph_width", 3))
     if width > MAX_WIDTH:
         raise BadRequest(f"graph_width must be at most {MAX_WIDTH}")
@@ -198,7 +199,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         if node is None:
             raise NotFound("no HLO op ran on a device in this profile; give node_name and module")
     graph = build(stores, node, module, width)
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "graph_viewer",
+    out: GraphViewerResult = {"schema_version": SCHEMA_VERSION, "tool": "graph_viewer",
                            "host": stores[0].host if len(stores) == 1 else None,
                            "hosts": [s.host for s in stores], **graph, "tables": graph_tables(graph)}
     if options.get("format", "json") == "dot":

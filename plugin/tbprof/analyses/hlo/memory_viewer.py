@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tbprof.analyses.hlo.hlo_stats import programs_of
+from tbprof.analyses.results.hlo import HeapBuffer, MemoryViewerResult, ModuleMemory, ModuleMemoryEntry
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool
 from tbprof.domain.hlo_cost import shape_bytes
@@ -79,7 +80,7 @@ class _Module:
             ins = self.by_id.get(b.defined_at.instruction_id)
             self.buffers[b.id] = _Buffer(b.id, int(b.size), ins, tuple(b.defined_at.shape_index))
 
-    def describe(self, buffer_id: int, size_bytes: int, group: str) -> dict[str, Any]:
+    def describe(self, buffer_id: int, size_bytes: int, group: str) -> HeapBuffer:
         b = self.buffers.get(buffer_id)
         ins = b.instruction if b is not None else None
         index = b.shape_index if b is not None else ()
@@ -139,7 +140,7 @@ def _trace(ba: Any, color: int) -> Any:
     return best
 
 
-def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
+def module_memory(program: HloProgram, color: int = 0) -> ModuleMemory:
     """The memory viewer of one program (see the module docstring)."""
     ba = program.buffer_assignment
     mod = _Module(program)
@@ -210,7 +211,7 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
     if not events:
         heap_sizes, unpadded_sizes = [], []
     # Buffers live at the peak: each indefinite allocation's largest buffer, then temporaries.
-    live: list[dict[str, Any]] = []
+    live: list[HeapBuffer] = []
     small_bytes = 0
     for a in indefinite:
         rep = None
@@ -284,30 +285,29 @@ def _find(programs: list[HloProgram], module: str | None) -> HloProgram | None:
     return None
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> MemoryViewerResult:
     programs = _programs_with_buffers(stores)
     summaries = sorted(((p, module_memory(p)) for p in programs),
                        key=lambda pm: (-pm[1]["peak_heap_bytes"], pm[0].display_name))
-    out: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "tool": "memory_viewer",
-        "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
-        "modules": [{"module": p.display_name, "program_id": str(p.program_id),
-                     "peak_heap_bytes": m["peak_heap_bytes"]} for p, m in summaries],
-    }
+    host = stores[0].host if len(stores) == 1 else None
+    hosts = [s.host for s in stores]
+    modules: list[ModuleMemoryEntry] = [{"module": p.display_name, "program_id": str(p.program_id),
+                                         "peak_heap_bytes": m["peak_heap_bytes"]} for p, m in summaries]
     if not summaries:
-        out.update(message=NO_MODULES_MESSAGE, module=None,
-                   tables={"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [] for c in BUFFER_COLUMNS})})
-        return out
+        return {"schema_version": SCHEMA_VERSION, "tool": "memory_viewer", "host": host, "hosts": hosts,
+                "modules": modules, "message": NO_MODULES_MESSAGE, "module": None,
+                "tables": {"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [] for c in BUFFER_COLUMNS})}}
     wanted = options.get("module")
     chosen = _find(programs, wanted) if wanted else summaries[0][0]
     if chosen is None:
         raise NotFound(f"no HLO module {wanted!r}; modules: " + ", ".join(p.display_name for p, _ in summaries))
     mem = next(m for p, m in summaries if p is chosen)
-    live = mem["max_heap"]
-    out.update(mem)
-    out["tables"] = {"buffers": Table.from_columns(
-        BUFFER_COLUMNS, {c.name: [b[c.name] for b in live] for c in BUFFER_COLUMNS}, default_sort="size_bytes")}
-    return out
+    live: Sequence[Mapping[str, object]] = mem["max_heap"]
+    return {"schema_version": SCHEMA_VERSION, "tool": "memory_viewer", "host": host, "hosts": hosts,
+            "modules": modules, **mem,
+            "tables": {"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [b[c.name] for b in live]
+                                                                      for c in BUFFER_COLUMNS},
+                                                     default_sort="size_bytes")}}
 
 
 def has_buffer_assignment(store: ProfileStore) -> bool:

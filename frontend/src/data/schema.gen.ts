@@ -701,53 +701,6 @@ export interface InferenceProfileResult {
   latency_ms: Record<string, number>;
 }
 
-export interface PlaneLine {
-  id: number;
-  name: string;
-  display_name: string;
-  event_count: number;
-}
-
-export interface PlaneSummary {
-  name: string;
-  id: number;
-  device_type: string;
-  device_name: string;
-  line_count: number;
-  event_count: number;
-  stat_count: number;
-  first_event_ps: number | null;
-  last_event_end_ps: number | null;
-  lines: PlaneLine[];
-  stats: Record<string, number | string>;
-}
-
-export interface HostSummary {
-  host: string;
-  source_path: string;
-  format: string;
-  hostnames: string[];
-  errors: string[];
-  warnings: string[];
-  span_ps: number;
-  event_count: number;
-  device_types: string[];
-  device_count: number;
-  device_names: string[];
-  planes: PlaneSummary[];
-}
-
-export interface ProfileSummaryResult {
-  schema_version: number;
-  tool: string;
-  tables?: Record<string, TableJson>;
-  host_errors?: HostError[];
-  metrics?: MetricJson[];
-  host_count: number;
-  event_count: number;
-  hosts: HostSummary[];
-}
-
 export interface GpuBreakdownResult {
   schema_version: number;
   tool: string;
@@ -911,6 +864,48 @@ export interface Tf1MemoryResult {
   message?: string;
 }
 
+/** tfprof's options as the view ran with them (``tfprof_engine.ViewOptions``). */
+export interface TfprofViewOptions {
+  max_depth: number;
+  min_bytes: number;
+  min_peak_bytes: number;
+  min_residual_bytes: number;
+  min_output_bytes: number;
+  min_micros: number;
+  min_accelerator_micros: number;
+  min_cpu_micros: number;
+  min_params: number;
+  min_float_ops: number;
+  min_occurrence: number;
+  step: number;
+  order_by: string;
+  account_type_regexes: string[];
+  start_name_regexes: string[];
+  trim_name_regexes: string[];
+  show_name_regexes: string[];
+  hide_name_regexes: string[];
+  account_displayed_op_only: boolean;
+  select: string[];
+}
+
+export interface TfprofViewsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  view: string;
+  step: number;
+  steps: number[];
+  has_trace: boolean;
+  node_count: number;
+  options: TfprofViewOptions;
+  root: Record<string, number>;
+  displayed_rows: number;
+  notes: string[];
+  warnings: string[];
+}
+
 export interface AcceleratorUse {
   device: string;
   busy_us: number;
@@ -973,46 +968,51 @@ export interface TfprofAdviceResult {
   warnings: string[];
 }
 
-/** tfprof's options as the view ran with them (``tfprof_engine.ViewOptions``). */
-export interface TfprofViewOptions {
-  max_depth: number;
-  min_bytes: number;
-  min_peak_bytes: number;
-  min_residual_bytes: number;
-  min_output_bytes: number;
-  min_micros: number;
-  min_accelerator_micros: number;
-  min_cpu_micros: number;
-  min_params: number;
-  min_float_ops: number;
-  min_occurrence: number;
-  step: number;
-  order_by: string;
-  account_type_regexes: string[];
-  start_name_regexes: string[];
-  trim_name_regexes: string[];
-  show_name_regexes: string[];
-  hide_name_regexes: string[];
-  account_displayed_op_only: boolean;
-  select: string[];
+export interface PlaneLine {
+  id: number;
+  name: string;
+  display_name: string;
+  event_count: number;
 }
 
-export interface TfprofViewsResult {
+export interface PlaneSummary {
+  name: string;
+  id: number;
+  device_type: string;
+  device_name: string;
+  line_count: number;
+  event_count: number;
+  stat_count: number;
+  first_event_ps: number | null;
+  last_event_end_ps: number | null;
+  lines: PlaneLine[];
+  stats: Record<string, number | string>;
+}
+
+export interface HostSummary {
+  host: string;
+  source_path: string;
+  format: string;
+  hostnames: string[];
+  errors: string[];
+  warnings: string[];
+  span_ps: number;
+  event_count: number;
+  device_types: string[];
+  device_count: number;
+  device_names: string[];
+  planes: PlaneSummary[];
+}
+
+export interface ProfileSummaryResult {
   schema_version: number;
   tool: string;
   tables?: Record<string, TableJson>;
   host_errors?: HostError[];
   metrics?: MetricJson[];
-  view: string;
-  step: number;
-  steps: number[];
-  has_trace: boolean;
-  node_count: number;
-  options: TfprofViewOptions;
-  root: Record<string, number>;
-  displayed_rows: number;
-  notes: string[];
-  warnings: string[];
+  host_count: number;
+  event_count: number;
+  hosts: HostSummary[];
 }
 
 /** Every tool's result type, by tool id (plugin/tbprof/analyses/schemas.py TOOL_RESULTS). */
@@ -1032,7 +1032,6 @@ export interface ToolResults {
   graph_viewer: GraphViewerResult;
   smart_suggestion: SmartSuggestionResult;
   inference_profile: InferenceProfileResult;
-  profile_summary: ProfileSummaryResult;
   gpu_breakdown: GpuBreakdownResult;
   gpu_counters: GpuCountersResult;
   kernel_sequences: KernelSequencesResult;
@@ -1044,8 +1043,9 @@ export interface ToolResults {
   tf1_steps: Tf1StepsResult;
   tf1_op_stats: Tf1OpStatsResult;
   tf1_memory: Tf1MemoryResult;
-  tfprof_advice: TfprofAdviceResult;
   tfprof_views: TfprofViewsResult;
+  tfprof_advice: TfprofAdviceResult;
+  profile_summary: ProfileSummaryResult;
 }
 
 export type ToolId = keyof ToolResults;

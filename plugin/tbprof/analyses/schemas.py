@@ -93,7 +93,6 @@ TOOL_RESULTS: dict[str, type] = {
     "graph_viewer": GraphViewerResult,
     "smart_suggestion": SmartSuggestionResult,
     "inference_profile": InferenceProfileResult,
-    "profile_summary": ProfileSummaryResult,
     "gpu_breakdown": GpuBreakdownResult,
     "gpu_counters": GpuCountersResult,
     "kernel_sequences": KernelSequencesResult,
@@ -105,8 +104,9 @@ TOOL_RESULTS: dict[str, type] = {
     "tf1_steps": Tf1StepsResult,
     "tf1_op_stats": Tf1OpStatsResult,
     "tf1_memory": Tf1MemoryResult,
-    "tfprof_advice": TfprofAdviceResult,
     "tfprof_views": TfprofViewsResult,
+    "tfprof_advice": TfprofAdviceResult,
+    "profile_summary": ProfileSummaryResult,
 }
 
 # XProf's TPU counter tools: tbprof has no decoder for their data, so they always answer "no data"

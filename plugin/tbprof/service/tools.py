@@ -13,9 +13,11 @@ from typing import Any
 
 from tbprof.analyses.tool import Tool
 
-# XProf's tool menu order first (a run's first listed tool is the page the dashboard opens),
-# then tbprof's own tools. Modules, not imports: a command that needs no tool table (``tbprof
-# summary``, ``--help``) must not pay for importing every page (~40 % of tbprof's import time).
+# XProf's tool menu order first (a run's first listed tool is the page the dashboard opens: the
+# dashboard lists tools in this order, and their titles, from the ``tools`` and ``settings``
+# routes), then tbprof's own tools; the profile summary, which every run has, last. Modules,
+# not imports: a command that needs no tool table (``tbprof summary``, ``--help``) must not pay
+# for importing every page (~40 % of tbprof's import time).
 TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.pages.overview",
     "tbprof.analyses.pages.input_pipeline",
@@ -33,7 +35,6 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.pages.smart_suggestion",
     "tbprof.analyses.pages.inference_profile",
     "tbprof.analyses.pages.tpu_only",
-    "tbprof.analyses.pages.profile_summary",
     "tbprof.analyses.gpu.breakdown",
     "tbprof.analyses.gpu.counters",
     "tbprof.analyses.gpu.sequences",
@@ -43,8 +44,9 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.ops.op_shapes",
     "tbprof.analyses.ops.modules",
     "tbprof.analyses.legacy.tf1_timeline",
-    "tbprof.analyses.legacy.tfprof_advice",
     "tbprof.analyses.legacy.tfprof_views",
+    "tbprof.analyses.legacy.tfprof_advice",
+    "tbprof.analyses.pages.profile_summary",
 )
 
 

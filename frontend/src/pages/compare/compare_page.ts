@@ -6,7 +6,7 @@
 
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { tableQueryParams } from "../../data/api";
-import { decodeRuns, decodeTable, decodeToolResult, isRecord } from "../../data/decode";
+import { decodeRuns, decodeTable, decodeToolResult, isRecord, record } from "../../data/decode";
 import type { TableData, ToolResult } from "../../data/types";
 import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
@@ -16,7 +16,7 @@ import { DataTable } from "../../widgets/table";
 import { viewFromParams, viewToUpdates } from "../../widgets/table_model";
 import { chart, hiddenColumns } from "../common";
 import type { PageContext } from "../context";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import {
   compareParams,
   defaultBaseline,
@@ -179,7 +179,8 @@ async function drawComparison(
   }
   if (stale()) return;
   clear(content);
-  const raw = result.raw;
+  // The compare route's answer is no tool's result (no TypedDict yet): read through the decoders.
+  const raw = record(result.raw, "compare");
   const verdict = rec(raw.verdict);
   const kind = typeof verdict.kind === "string" ? verdict.kind : "unknown";
   const tone = kind === "faster" ? "good" : kind === "slower" ? "bad" : "neutral";
@@ -428,4 +429,4 @@ function compareTable(
   return widget;
 }
 
-registerPage({ tools: ["compare"], everyRun: true, ownData: true, multiHost: true, render });
+export const comparePage: PageSpec = { everyRun: true, title: "Compare", ownData: true, multiHost: true, render };

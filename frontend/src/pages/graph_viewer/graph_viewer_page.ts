@@ -2,13 +2,14 @@
 // browser with dagre and drawn as SVG; nodes are filled by self time. Clicking a node
 // recentres the graph on it; the DOT text is one click away for scripts.
 
+import type { GraphViewerResult } from "../../data/schema.gen";
 import { formatDuration, formatNumber } from "../../base/format";
 import { downloadText, h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { pageTitle, panel } from "../common";
 import type { PageContext } from "../context";
-import { bool, num, objs, str } from "../fields";
-import { registerPage } from "../registry";
+import { typedResult } from "../../data/decode";
+import type { PageSpec } from "../registry";
 
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 220;
@@ -34,7 +35,7 @@ function short(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-async function render(ctx: PageContext): Promise<void> {
+async function render(ctx: PageContext<GraphViewerResult>): Promise<void> {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
@@ -48,15 +49,15 @@ async function render(ctx: PageContext): Promise<void> {
     return;
   }
   el.appendChild(pageTitle(ctx, "Graph viewer"));
-  const input = h("input", { type: "text", value: str(raw, "node_name"), "aria-label": "HLO op", class: "tbp-graph-node" });
-  const width = h("input", { type: "number", min: 0, max: 16, value: String(num(raw, "graph_width") ?? 3), "aria-label": "Graph width", class: "tbp-graph-width" });
+  const input = h("input", { type: "text", value: raw.node_name, "aria-label": "HLO op", class: "tbp-graph-node" });
+  const width = h("input", { type: "number", min: 0, max: 16, value: String(raw.graph_width), "aria-label": "Graph width", class: "tbp-graph-width" });
   const go = h("button", { type: "button", class: "tbp-btn" }, "Show");
   go.addEventListener("click", () => ctx.setOptions({ node_name: input.value.trim() || null, graph_width: width.value || null, module: null }));
   const dot = h("button", { type: "button", class: "tbp-btn", "data-download": "dot" }, "Download DOT");
   dot.addEventListener("click", () => {
     void ctx.api
       .data({ ...ctx.request, options: { ...ctx.request.options, format: "dot" } }, 0, ctx.signal)
-      .then((r) => downloadText(str(r.raw, "dot"), `${str(raw, "node_name") || "graph"}.dot`, "text/vnd.graphviz"));
+      .then((r) => downloadText(typedResult("graph_viewer", r).raw.dot ?? "", `${raw.node_name || "graph"}.dot`, "text/vnd.graphviz"));
   });
   el.appendChild(
     h("div", { class: "tbp-toolbar" },
@@ -65,19 +66,19 @@ async function render(ctx: PageContext): Promise<void> {
       go, dot),
   );
   el.appendChild(h("p", { class: "tbp-muted" },
-    `${str(raw, "module")} · computation ${str(raw, "computation")} · ${formatNumber(objs(raw, "nodes").length)} ops`));
-  if (bool(raw, "truncated")) el.appendChild(messageBox({ title: "Graph cut", body: "Only the nearest 2000 ops are shown: lower the width." }));
-  const nodes = objs(raw, "nodes");
-  const edges = objs(raw, "edges");
+    `${raw.module} · computation ${raw.computation} · ${formatNumber(raw.nodes.length)} ops`));
+  if (raw.truncated) el.appendChild(messageBox({ title: "Graph cut", body: "Only the nearest 2000 ops are shown: lower the width." }));
+  const nodes = raw.nodes;
+  const edges = raw.edges;
   const box = panel(el, "HLO graph (operands above users; fill = self time)");
   const { layoutGraph } = await import("./layout");
   if (ctx.signal.aborted) return;
   const placed = layoutGraph(
-    nodes.map((n) => ({ name: str(n, "name"), width: NODE_W, height: NODE_H })),
-    edges.map((e) => ({ from: str(e, "from"), to: str(e, "to") })),
+    nodes.map((n) => ({ name: n.name, width: NODE_W, height: NODE_H })),
+    edges.map((e) => ({ from: e.from, to: e.to })),
   );
-  const byName = new Map(nodes.map((n) => [str(n, "name"), n]));
-  const maxUs = Math.max(0, ...nodes.map((n) => num(n, "self_time_us") ?? 0));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const maxUs = Math.max(0, ...nodes.map((n) => n.self_time_us));
   const root = svg("svg", { class: "tbp-graph", width: placed.width, height: placed.height, viewBox: `0 0 ${placed.width} ${placed.height}`, role: "img", "aria-label": "HLO graph" });
   const defs = svg("defs", {});
   const marker = svg("marker", { id: "tbp-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });
@@ -91,20 +92,21 @@ async function render(ctx: PageContext): Promise<void> {
   }
   for (const p of placed.nodes) {
     const n = byName.get(p.name);
-    const selfUs = num(n, "self_time_us") ?? 0;
+    if (!n) continue;
+    const selfUs = n.self_time_us;
     const g = svg("g", { class: "tbp-graph-node", transform: `translate(${p.x},${p.y})`, "data-node": p.name, tabindex: 0, role: "button" });
-    const rect = svg("rect", { width: p.width, height: p.height, rx: 4, style: heatFill(selfUs, maxUs), stroke: bool(n, "center") ? "#1a73e8" : "#888", "stroke-width": bool(n, "center") ? 3 : 1 });
+    const rect = svg("rect", { width: p.width, height: p.height, rx: 4, style: heatFill(selfUs, maxUs), stroke: n.center ? "#1a73e8" : "#888", "stroke-width": n.center ? 3 : 1 });
     const title = svg("title", {});
-    title.textContent = `${p.name}\n${str(n, "opcode")} ${str(n, "shape")}\n${str(n, "framework_op")}\nself time ${formatDuration(selfUs, "us")}`;
+    title.textContent = `${p.name}\n${n.opcode} ${n.shape}\n${n.framework_op}\nself time ${formatDuration(selfUs, "us")}`;
     g.appendChild(title);
     g.appendChild(rect);
-    const lines = [short(p.name, 30), short(`${str(n, "opcode")} ${str(n, "shape")}`, 34), selfUs > 0 ? formatDuration(selfUs, "us") : ""];
+    const lines = [short(p.name, 30), short(`${n.opcode} ${n.shape}`, 34), selfUs > 0 ? formatDuration(selfUs, "us") : ""];
     lines.forEach((text, i) => {
       const t = svg("text", { x: 8, y: 16 + i * 15, "font-size": 12, style: "fill: var(--tbp-fg)" });
       t.textContent = text;
       g.appendChild(t);
     });
-    const recentre = (): void => ctx.setOptions({ node_name: p.name, module: str(raw, "program_id") });
+    const recentre = (): void => ctx.setOptions({ node_name: p.name, module: raw.program_id });
     g.addEventListener("click", recentre);
     g.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter") recentre();
@@ -114,4 +116,4 @@ async function render(ctx: PageContext): Promise<void> {
   box.appendChild(h("div", { class: "tbp-graph-scroll", style: "overflow:auto;max-height:70vh" }, root));
 }
 
-registerPage({ tools: ["graph_viewer"], render, hideOptions: ["node_name", "graph_width", "module", "format"] });
+export const graphViewerPage: PageSpec<GraphViewerResult> = { render, hideOptions: ["node_name", "graph_width", "module", "format"] };

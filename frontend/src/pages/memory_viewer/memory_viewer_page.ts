@@ -1,34 +1,34 @@
 // Memory viewer: one HLO module's buffer assignment — the heap over the heap simulator's
 // events (padded and unpadded), the peak, and the buffers live at the peak.
 
+import type { MemoryViewerResult } from "../../data/schema.gen";
 import { formatBytes, formatNumber } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, nums, objs, str } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 
 const MIB = 2 ** 20;
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<MemoryViewerResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Memory viewer"));
-  const modules = objs(raw, "modules");
-  const message = str(raw, "message");
+  const modules = raw.modules;
+  const message = raw.message;
   if (message || modules.length === 0) {
     el.appendChild(messageBox({ title: "No HLO module", body: message || "This host carries no buffer assignment." }));
     return;
   }
-  const current = str(raw, "module");
+  const current = raw.module;
   const select = h("select", { class: "tbp-module-select", "aria-label": "HLO module" });
   for (const m of modules) {
-    const name = str(m, "module");
-    const opt = h("option", { value: name }, `${name} — peak ${formatBytes(num(m, "peak_heap_bytes") ?? 0)}`);
+    const name = m.module;
+    const opt = h("option", { value: name }, `${name} — peak ${formatBytes(m.peak_heap_bytes)}`);
     if (name === current) opt.selected = true;
     select.appendChild(opt);
   }
@@ -36,19 +36,19 @@ function render(ctx: PageContext): void {
   el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Module"), select)));
   el.appendChild(
     cardRow([
-      { id: "peak", label: "Peak heap", value: formatBytes(num(raw, "peak_heap_bytes") ?? 0), hint: `unpadded ${formatBytes(num(raw, "peak_unpadded_heap_bytes") ?? 0)}` },
-      { id: "params", label: "Entry parameters", value: formatBytes(num(raw, "entry_computation_parameters_bytes") ?? 0) },
-      { id: "live_out", label: "May be live out", value: formatBytes(num(raw, "maybe_live_out_bytes") ?? 0) },
-      { id: "total", label: "All allocations", value: formatBytes(num(raw, "total_buffer_allocation_bytes") ?? 0), hint: `non-reusable ${formatBytes(num(raw, "non_reusable_bytes") ?? 0)}` },
+      { id: "peak", label: "Peak heap", value: formatBytes(raw.peak_heap_bytes ?? 0), hint: `unpadded ${formatBytes(raw.peak_unpadded_heap_bytes ?? 0)}` },
+      { id: "params", label: "Entry parameters", value: formatBytes(raw.entry_computation_parameters_bytes ?? 0) },
+      { id: "live_out", label: "May be live out", value: formatBytes(raw.maybe_live_out_bytes ?? 0) },
+      { id: "total", label: "All allocations", value: formatBytes(raw.total_buffer_allocation_bytes ?? 0), hint: `non-reusable ${formatBytes(raw.non_reusable_bytes ?? 0)}` },
     ]),
   );
-  const heap = nums(raw, "heap_sizes_bytes");
-  const unpadded = nums(raw, "unpadded_heap_sizes_bytes");
+  const heap = raw.heap_sizes_bytes ?? [];
+  const unpadded = raw.unpadded_heap_sizes_bytes ?? [];
   const box = panel(el, "Heap over program order (heap simulator events)");
   if (heap.length === 0) {
     box.appendChild(h("p", { class: "tbp-muted" }, "No heap simulator trace: every buffer lives for the whole run."));
   } else {
-    const peakPos = (num(raw, "peak_heap_position") ?? 0) + 1;
+    const peakPos = (raw.peak_heap_position ?? 0) + 1;
     chart(ctx, box, { label: "Heap size over program order", id: "heap_sizes", height: 300 }).setOption({
       tooltip: { trigger: "axis", valueFormatter: (v: unknown) => `${formatNumber(Number(v))} MiB` },
       legend: { top: 0 },
@@ -65,4 +65,4 @@ function render(ctx: PageContext): void {
   if (result.tables.buffers) el.appendChild(tableWidget(ctx, "buffers", { title: "Buffers live at the peak" }).el);
 }
 
-registerPage({ tools: ["memory_viewer"], render, hideOptions: ["module"] });
+export const memoryViewerPage: PageSpec<MemoryViewerResult> = { render, hideOptions: ["module"] };

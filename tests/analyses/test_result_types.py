@@ -30,15 +30,29 @@ def test_the_registry_names_every_tool_once_with_its_compute_return_type() -> No
         assert declared is (NoReturn if tool.name in NO_RESULT_TOOLS else TOOL_RESULTS[tool.name]), tool.name
 
 
+# Options that take a tool down another branch (keys its type marks NotRequired, other nodes).
+VARIANTS: dict[str, list[dict[str, str]]] = {
+    "framework_op_stats": [{"include_idle": "true"}],
+    "memory_profile": [{"breakdown_scope": "window", "max_points": "10"}],
+    "pod_viewer": [{"step": "0"}],
+    "op_profile": [{"side": "host"}, {"order_by": "time_wasted", "top_percent": "90", "include_idle": "false"}],
+    "graph_viewer": [{"format": "dot"}],
+    "operators_by_shape": [{"group_by": "operator"}],
+    "tfprof_views": [{"view": "op"}, {"view": "code"}, {"view": "graph"}],
+}
+
+
 def _results(roots: list[Path], cache_dir: Path) -> list[tuple[str, str, Any]]:
-    """(run, tool, result) for every tool each run lists, on all hosts for multi-host tools."""
+    """(run, tool, result) for every tool each run lists, on all hosts for multi-host tools, with
+    its default options and each of its VARIANTS."""
     out = []
     for root in roots:
         profiles = Profiles(root, cache_dir=cache_dir)
         for run in profiles.runs().values():
             profile = Profile(profiles, run)
             for name in profile.tools():
-                out.append((f"{root.name}/{run.name}", name, profile.tool(name)))
+                for options in [{}, *VARIANTS.get(name, [])]:
+                    out.append((f"{root.name}/{run.name} {options}", name, profile.tool(name, **options)))
     return out
 
 

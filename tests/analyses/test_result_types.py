@@ -85,3 +85,14 @@ def test_a_drifted_answer_fails_the_check(results: list[tuple[str, str, Any]]) -
     retyped = json.loads(to_json_bytes(result))
     retyped["pie_by_kernel"] = [{"name": 3, "total_duration_us": 1.0}]
     assert conforms(retyped, TOOL_RESULTS[name]) == ["$.pie_by_kernel[0].name: expected str, found 3"]
+
+
+def test_tfprof_views_answers_every_view_option() -> None:
+    """``options`` of a tfprof view lists each of tfprof's options (tfprof_views._options_json
+    names them one by one, so an option added to ViewOptions must be added to the type too)."""
+    from dataclasses import fields
+
+    from tbprof.analyses.legacy.tfprof_engine import ViewOptions
+    from tbprof.analyses.results.legacy import TfprofViewOptions
+
+    assert list(get_type_hints(TfprofViewOptions)) == [f.name for f in fields(ViewOptions)]

@@ -49,15 +49,26 @@ def store_of(root: Path, profile: str) -> ProfileStore:
     return _store(xplane_of(root, profile))
 
 
-def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
-    """Where ``value`` (decoded JSON) breaks the wire type ``tp`` (a TypedDict, list/dict/Literal/
-    union of JSON types): one message per mismatch, empty when it conforms. Extra keys are
-    allowed (tools may send more than the dashboard reads); missing required keys are not."""
+def conforms(value: Any, tp: Any, path: str = "$", wire: bool = True) -> list[str]:
+    """Where ``value`` breaks the type ``tp`` (a TypedDict, list/dict/Literal/union of JSON types):
+    one message per mismatch, empty when it conforms. Extra keys are allowed (tools may send more
+    than the dashboard reads); missing required keys are not. ``wire``: ``value`` is decoded JSON,
+    checked against the JSON view of ``tp`` (a result's ``Table`` is a ``TableJson``, a numpy array a
+    list: http/schemas.py ``wire_view``); else a tool's Python result, as ``compute`` returned it."""
     import types as _types
     from typing import Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+    from tbprof.analyses.table import Table
+    from tbprof.http.schemas import wire_view
+
+    if wire:
+        tp = wire_view(tp)
     if tp is Any:
         return []
+    if tp is Table:
+        return [] if isinstance(value, Table) else [f"{path}: expected a Table, found {type(value).__name__}"]
+    if get_origin(tp) is np.ndarray:
+        return [] if isinstance(value, np.ndarray) else [f"{path}: expected an array, found {type(value).__name__}"]
     if is_typeddict(tp):
         if not isinstance(value, dict):
             return [f"{path}: expected an object, found {type(value).__name__}"]
@@ -67,21 +78,22 @@ def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
                 if key in tp.__required_keys__:
                     out.append(f"{path}.{key}: missing")
                 continue
-            out += conforms(value[key], sub, f"{path}.{key}")
+            out += conforms(value[key], sub, f"{path}.{key}", wire)
         return out
     origin, args = get_origin(tp), get_args(tp)
     if origin is Literal:
         return [] if value in args else [f"{path}: {value!r} is not one of {args}"]
     if origin in (Union, _types.UnionType):
-        return [] if any(not conforms(value, a, path) for a in args) else [f"{path}: {value!r} fits none of {args}"]
+        fits = any(not conforms(value, a, path, wire) for a in args)
+        return [] if fits else [f"{path}: {value!r} fits none of {args}"]
     if origin is list:
         if not isinstance(value, list):
             return [f"{path}: expected a list, found {type(value).__name__}"]
-        return [m for i, v in enumerate(value) for m in conforms(v, args[0], f"{path}[{i}]")]
+        return [m for i, v in enumerate(value) for m in conforms(v, args[0], f"{path}[{i}]", wire)]
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{path}: expected an object, found {type(value).__name__}"]
-        return [m for k, v in value.items() for m in conforms(v, args[1], f"{path}.{k}")]
+        return [m for k, v in value.items() for m in conforms(v, args[1], f"{path}.{k}", wire)]
     if tp is type(None) or tp is None:
         return [] if value is None else [f"{path}: expected null, found {value!r}"]
     if tp is float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def op_profile_leaves_vs_xprof(root: Path, profile: str, measure: str,
     programs ("and its duplicate(s)"): ours are summed over the programs for those."""
     tool = registry.get("op_profile")
     assert tool is not None
-    result = op_profile.compute([store_of(root, profile)], tool.parse_options({}))
+    result: Mapping[str, Any] = op_profile.compute([store_of(root, profile)], tool.parse_options({}))
     leaves = [leaf for cat in result["by_category"]["children"] for leaf in cat["children"]]
     ours = {(leaf["name"], program_id(leaf.get("program", ""))): leaf for leaf in leaves}
     pairs = []

@@ -6,7 +6,6 @@ import { Shell } from "./shell/shell";
 import styles from "./styles.css?inline";
 import { preloadCharts } from "./widgets/chart";
 import { watchTheme } from "./widgets/theme";
-import "./plugins";
 
 /** The folder of index.js: /data/plugin/tbprof/ in both TensorBoard and `tbprof serve`. */
 // (Through a variable: Vite rewrites a literal `new URL("…", import.meta.url)` as an asset.)

@@ -11,6 +11,7 @@ family by compute capability major ("AMD GPU - gfx-9XX series"), then "AMD GPU".
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_hip_kernels_are_listed_as_cuda_kernels_are(profiles_root: Path, tmp_pat
     nvidia = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     amd = _amd_store(profiles_root, tmp_path, ROCM_ARCH_NAME)
 
-    def rows(store: ProfileStore) -> list[tuple[object, ...]]:
+    def rows(store: ProfileStore) -> list[list[Any]]:
         return list(kernel_stats.compute([store], {})["tables"]["kernels"].rows())
 
     assert rows(amd) == rows(nvidia) and rows(amd)

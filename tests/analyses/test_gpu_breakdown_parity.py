@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +35,14 @@ def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:
     return [read_chrome_trace(p) for p in sorted((sample_profiles / profile).glob("*.pt.trace.json"))]
 
 
-def _rows(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
+def _rows(result: Mapping[str, Any], table: str) -> list[dict[str, Any]]:
     t = result["tables"][table]
     names = [c.name for c in t.columns]
     return [dict(zip(names, r, strict=True)) for r in t.rows()]
 
 
 @pytest.fixture(scope="module", params=PROFILES)
-def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[Mapping[str, Any], dict[str, Any]]:
     profile = request.param
     result = breakdown.compute(_stores(sample_profiles, profile), breakdown.TOOLS[0].parse_options({}))
     return result, _golden(profile)

@@ -19,6 +19,7 @@ What must agree, and why the tolerance:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,13 @@ def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:
     return [read_chrome_trace(p) for p in sorted((sample_profiles / profile).glob("*.pt.trace.json"))]
 
 
-def _rows(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
+def _rows(result: Mapping[str, Any], table: str) -> list[dict[str, Any]]:
     t = result["tables"][table]
     names = [c.name for c in t.columns]
     return [dict(zip(names, r, strict=True)) for r in t.rows()]
 
 
-Case = tuple[list[ProfileStore], dict[str, Any], dict[str, Any]]
+Case = tuple[list[ProfileStore], Mapping[str, Any], dict[str, Any]]
 
 
 @pytest.fixture(scope="module", params=PROFILES)
@@ -96,7 +97,7 @@ def test_series_points(case: Case, queue: bool) -> None:
             np.testing.assert_allclose(got_v, want_v, rtol=0, atol=1e-9)
 
 
-def _summaries(result: dict[str, Any], table: str, key: str) -> dict[tuple[int, str], dict[str, Any]]:
+def _summaries(result: Mapping[str, Any], table: str, key: str) -> dict[tuple[int, str], dict[str, Any]]:
     return {(r["rank"], str(r[key])): r for r in _rows(result, table)}
 
 

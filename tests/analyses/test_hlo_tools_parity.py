@@ -13,6 +13,7 @@ CPU profiles: XProf produces empty tables and no module, and so must we.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def _six_digits(x: float) -> float:
 @pytest.mark.parametrize("sel", SELECTIONS)
 def test_roofline_model_matches_xprof(profiles_root: Path, sel: str) -> None:
     golden = _golden(sel, "roofline_model")
-    out = roofline_model.compute(_stores(profiles_root, sel), {})
+    out: Mapping[str, Any] = roofline_model.compute(_stores(profiles_root, sel), {})
     assert out["device_type"] == golden["device_type"]
     for key, value in golden["peaks"].items():
         assert _six_digits(out[key]) == value, key
@@ -138,7 +139,7 @@ def test_memory_viewer_matches_xprof_per_module(profiles_root: Path, sel: str) -
     programs = {p.display_name: p for p in hlo_programs(store).values()}
     assert sorted(programs) == sorted(name for name, space, _ in cases if space == 0)
     for name, space, want in cases:
-        got = memory_viewer.module_memory(programs[name], space)
+        got: Mapping[str, Any] = memory_viewer.module_memory(programs[name], space)
         name = f"{name} memory space {space}"
         for key in ("peak_heap_bytes", "peak_unpadded_heap_bytes", "entry_computation_parameters_bytes",
                     "non_reusable_bytes", "maybe_live_out_bytes", "heap_sizes_bytes", "unpadded_heap_sizes_bytes",

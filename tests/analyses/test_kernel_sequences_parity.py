@@ -10,6 +10,7 @@ environment cannot re-run it). Patterns and counts must be equal; durations with
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[list[Pr
     return _stores(sample_profiles, request.param), golden
 
 
-def _rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     t = result["tables"]["patterns"]
     names = [c.name for c in t.columns]
     return [dict(zip(names, r, strict=True)) for r in t.rows()]

@@ -10,6 +10,7 @@ utils.ts). tbprof answers those displayed numbers directly; IDLE has none (XProf
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ MERGED_CATEGORY = "loop fusion"
 MERGED_REL = 0.02
 
 
-def _compute(root: Path, profile: str, **options: str) -> dict[str, Any]:
+def _compute(root: Path, profile: str, **options: str) -> Mapping[str, Any]:
     tool = registry.get("op_profile")
     assert tool is not None
     return op_profile.compute([store_of(root, profile)], tool.parse_options(options))

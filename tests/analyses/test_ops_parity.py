@@ -10,6 +10,7 @@ every event's step id where XProf's timeline is not downsampled.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,7 @@ def test_kernel_stats_all_hosts_matches_xprof(profiles_root: Path) -> None:
 def test_op_profile_all_hosts_matches_xprof(profiles_root: Path) -> None:
     tool = registry.get("op_profile")
     assert tool is not None
-    result = op_profile.compute(_both_hosts(profiles_root), tool.parse_options({}))
+    result: Mapping[str, Any] = op_profile.compute(_both_hosts(profiles_root), tool.parse_options({}))
     xprof_result = golden("jax_2hosts", "op_profile")
     ours = {c["name"]: c for c in result["by_category"]["children"]}
     xprof = {c["name"]: c for c in xprof_result["group_by_category:byCategory"]["children"]}

@@ -4,7 +4,9 @@ peak-preserving downsampling, op_profile trees and options on real profiles."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -78,6 +80,7 @@ def test_downsample_keeps_the_peak() -> None:
 def test_memory_timeline_keeps_peak_when_downsampled(profiles_root: Path) -> None:
     store = read_xspace(xplane_of(profiles_root, "custom_loop"))
     result = memory_profile.compute([store], {"max_points": 50})
+    assert result["memory_id"] is not None
     peak = result["allocators"][result["memory_id"]]
     timeline = result["tables"]["timeline"]
     assert timeline.n_rows == 50 and result["timeline_is_downsampled"]
@@ -94,7 +97,7 @@ def test_op_profile_jax_matches_xprof_categories_and_programs(profiles_root: Pat
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     tool = registry.get("op_profile")
     assert tool is not None
-    result = op_profile.compute([store], tool.parse_options({}))
+    result: Mapping[str, Any] = op_profile.compute([store], tool.parse_options({}))
     golden = json.loads((GOLDEN / "jax_mlp" / "op_profile.json").read_text())
     for ours_tree, xprof_key in (("by_category", "group_by_category:byCategory"),
                                  ("by_program", "group_by_program:byProgram")):

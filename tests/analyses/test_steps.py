@@ -222,7 +222,7 @@ def test_tf_data_pipeline_critical_path(custom_loop: ProfileStore) -> None:
 def test_pod_viewer_device_columns(profiles_root: Path) -> None:
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     r = pod_viewer.compute([store], {"step": 2})
-    assert r["steps"]["index"].tolist() == [2]
+    assert list(r["steps"]["index"]) == [2]
     assert r["tables"]["pod_stats"].n_rows == 3  # all devices + 2 GPUs
     assert all(len(c["total_duration_us"]) == 1 for c in r["cores"])
 

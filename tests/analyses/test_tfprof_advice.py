@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tbprof.analyses.tfprof.tfprof_advice import compute
 from tests.tfprof_data import golden, profile
@@ -21,7 +22,7 @@ def test_expensive_operations_match_tensorflow() -> None:
     reports = golden("tfprof_advice.json")["checkers"]["ExpensiveOperationChecker"]
     op_report, scope_report, code_report = reports
     result = compute([profile()], {})
-    findings = next(c for c in result["checks"] if c["check"] == "expensive_operations")["findings"]
+    findings: Any = next(c for c in result["checks"] if c["check"] == "expensive_operations")["findings"]
 
     want_ops = re.findall(r"top \d operation type: (\S+), cpu: (\S+), accelerator: (\S+), total: (\S+) \(([\d.]+)%\)",
                           op_report)

@@ -12,6 +12,7 @@ an op's HBM bytes are the HBM part of its memory-access breakdown.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ XPROF_DUPLICATES = " and its duplicate(s)"  # XProf's node for ops that share a 
 _COPY_SUFFIX = re.compile(r"\.\d+$")
 
 
-def _op_profile(root: Path) -> dict[str, Any]:
+def _op_profile(root: Path) -> Mapping[str, Any]:
     tool = registry.get("op_profile")
     assert tool is not None
     return op_profile.compute([store_of(root, PROFILE)], tool.parse_options({}))

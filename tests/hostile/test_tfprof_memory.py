@@ -10,6 +10,8 @@ parse factor: the old code's peak is quadratic and far above it.
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -30,7 +32,7 @@ FILE_NAME_BYTES = 100_000
 FRAMES = 200
 
 
-def _peak_bytes(data: bytes, view: str) -> tuple[int, dict]:
+def _peak_bytes(data: bytes, view: str) -> tuple[int, Mapping[str, Any]]:
     tracemalloc.start()
     try:
         profile = tfprof_from_bytes(data, "crafted", "h")

@@ -5,7 +5,7 @@
 
 import { ApiError } from "../data/api";
 import { postCapture, type CaptureReport, type CaptureRequest } from "../data/capture";
-import { registerHeaderAction, type ShellContext } from "../shell/actions";
+import type { HeaderAction, ShellContext } from "../shell/actions";
 import { openDialog } from "../widgets/dialog";
 import { clear, h } from "../widgets/dom";
 import { DEFAULT_FIELDS, LIMITS, expectedMs, reportLines, validateCapture, type CaptureFields, type FieldErrors } from "./capture_form";
@@ -208,10 +208,10 @@ export function openCaptureDialog(ctx: ShellContext): void {
   }
 }
 
-registerHeaderAction({
+export const captureAction: HeaderAction = {
   id: "capture",
   label: "Capture profile",
   title: "Trace a running TensorFlow/JAX program that serves the profiler",
   visible: (s) => s.captureEnabled,
   run: (ctx) => openCaptureDialog(ctx),
-});
+};

@@ -1,7 +1,7 @@
 // Decoding real backend responses (written by scripts/gen_frontend_fixtures.py from demo_logs/:
 // testdata/*.json) and malformed ones.
 import { describe, expect, it } from "vitest";
-import { DecodeError, decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools } from "./decode";
+import { DecodeError, decodeRuns, decodeSettings, decodeTable, decodeToolResult, decodeTools, typedResult } from "./decode";
 import runsJson from "./testdata/runs.json";
 import summaryJson from "./testdata/profile_summary_jax_mlp.json";
 import tableJson from "./testdata/table_lines_gpu.json";
@@ -57,8 +57,10 @@ describe("tool results", () => {
     expect(Object.keys(r.tables)).toEqual(["lines"]);
     expect(r.tables.lines?.rows).toHaveLength(3); // rows=3 cap
     expect(r.tables.lines?.totalRows).toBeGreaterThan(3);
-    expect(r.raw.event_count).toBe(summaryJson.event_count);
-    expect(Array.isArray(r.raw.hosts)).toBe(true);
+    const summary = typedResult("profile_summary", r);
+    expect(summary.raw.event_count).toBe(summaryJson.event_count);
+    expect(Array.isArray(summary.raw.hosts)).toBe(true);
+    expect(() => typedResult("overview_page", r)).toThrow(DecodeError);
   });
   it("decodes tools and settings", () => {
     const tools = decodeTools({ tools: [{ name: "x", title: "X", multi_host: true, options: [{ name: "o", default: false, help: "h" },

@@ -24,6 +24,8 @@ import type {
   ToolJson,
   ToolOptionJson,
   ToolsResponse,
+  ToolId,
+  ToolResults,
   ToolTitleJson,
 } from "./schema.gen";
 
@@ -220,7 +222,21 @@ export function decodeSettings(v: unknown): Settings {
   };
 }
 
-/** A tool's JSON: `tables` entries become TableData, everything else stays as it came. */
+/**
+ * A tool's result as its tool's type, after checking that the answer is that tool's (its
+ * envelope's `tool`). Its fields are the backend's TypedDict (decodeToolResult).
+ */
+export function typedResult<K extends ToolId>(tool: K, r: ToolResult): ToolResult<ToolResults[K]> {
+  if (r.tool !== tool) throw new DecodeError("result.tool", `"${tool}"`, r.tool);
+  return r as ToolResult<ToolResults[K]>;
+}
+
+/**
+ * A tool's JSON: `tables` entries become TableData; the answer is the tool's result type as it
+ * came. Only the envelope is checked here: tests/analyses/test_result_types.py and
+ * tests/http/test_schemas.py check every tool's real answers against the same types (the
+ * TypedDicts schema.gen.ts is generated from), on every sample profile.
+ */
 export function decodeToolResult(v: unknown): ToolResult {
   const o = wire<ToolEnvelope>(v, "result");
   const tables: Record<string, TableData> = {};
@@ -232,6 +248,6 @@ export function decodeToolResult(v: unknown): ToolResult {
     schemaVersion: o.schema_version === undefined ? 0 : number(o.schema_version, "result.schema_version"),
     tool: optString(o.tool, "result.tool"),
     tables,
-    raw: { ...o, tables: { ...rawTables, ...tables } },
+    raw: record(v, "result") as unknown as ToolEnvelope,
   };
 }

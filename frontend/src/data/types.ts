@@ -1,6 +1,8 @@
 // Typed shapes of the backend's JSON (plugin/tbprof/http/core_routes.py, docs/api.md).
 // Decoders in decode.ts turn `unknown` into these or throw a DecodeError naming the path.
 
+import type { ToolEnvelope } from "./schema.gen";
+
 export type CellValue = string | number | boolean | null;
 export type ColumnKind = "str" | "int" | "float" | "bool";
 
@@ -92,13 +94,17 @@ export interface Settings {
   tools: ToolTitle[];
 }
 
-/** A tool's JSON: free-form fields plus the tables every page renders the same way. */
-export interface ToolResult {
+/**
+ * A tool's JSON: its tables decoded (every page renders them the same way) and the whole answer
+ * as its tool's result type `R` (schema.gen.ts ToolResults, generated from the backend's
+ * TypedDicts): a page reads `raw.<field>` directly, so a field renamed on either side fails tsc.
+ */
+export interface ToolResult<R extends ToolEnvelope = ToolEnvelope> {
   schemaVersion: number;
   tool: string;
   tables: Record<string, TableData>;
-  /** The whole decoded JSON (tables included, as TableData). */
-  raw: Record<string, unknown>;
+  /** The whole JSON as the backend sent it (its `tables` as TableJson; read `tables` above). */
+  raw: R;
 }
 
 /** Which rows of a table to ask for. */

@@ -1,10 +1,9 @@
-// What the frontend knows about tools before asking the backend: the order of the tool
-// list, fallback titles, and — for the "no data" page — what each tool needs in a profile
-// and how to record it. Tool names are XProf's, so users moving over recognise them.
+// For the "no data" page: what each tool needs in a profile and how to record it. The order
+// and titles of the tools come from the backend (service/tools.py, the `tools` and `settings`
+// routes); tool names are XProf's, so users moving over recognise them.
 
 export interface ToolFacts {
   name: string;
-  title: string;
   /** What the profile must contain for this tool to have data. */
   needs: string;
   /** How to record a profile that has it. */
@@ -20,13 +19,11 @@ const STEP_HOWTO = [
 export const TOOL_FACTS: readonly ToolFacts[] = [
   {
     name: "overview_page",
-    title: "Overview",
     needs: "step markers (a step-annotated training loop) and the ops that ran in each step.",
     howTo: STEP_HOWTO,
   },
   {
     name: "input_pipeline_analyzer",
-    title: "Input pipeline",
     needs: "step markers and the host-side input ops (tf.data iterator events) of each step.",
     howTo: [
       ...STEP_HOWTO,
@@ -35,13 +32,11 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
   },
   {
     name: "framework_op_stats",
-    title: "TensorFlow stats",
     needs: "TensorFlow or XLA op events on the host or a device.",
     howTo: ["Profile while ops execute (not only while Python runs): e.g. a few training steps after warm-up."],
   },
   {
     name: "kernel_stats",
-    title: "Kernel stats",
     needs: "GPU kernel launches (a /device:GPU:N plane with kernel events).",
     howTo: [
       "Profile on a machine with a GPU and the CUDA profiling library (CUPTI) available.",
@@ -50,7 +45,6 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
   },
   {
     name: "memory_profile",
-    title: "Memory profile",
     needs: "allocator events (MemoryAllocation / MemoryDeallocation) on the host plane.",
     howTo: [
       "TensorFlow records them with host_tracer_level=2 or higher (ProfilerOptions).",
@@ -58,13 +52,11 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
   },
   {
     name: "pod_viewer",
-    title: "Pod viewer",
     needs: "step markers on several devices or hosts, to compare their steps side by side.",
     howTo: STEP_HOWTO,
   },
   {
     name: "tf_data_bottleneck_analysis",
-    title: "tf.data bottleneck analysis",
     needs: "tf.data iterator events (Iterator::… on the host), written when the input is a tf.data.Dataset.",
     howTo: [
       "Feed the model from a tf.data.Dataset and record host events (host_tracer_level=2 or higher).",
@@ -72,85 +64,71 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
   },
   {
     name: "op_profile",
-    title: "Op profile",
     needs: "device or host op events with their categories (XLA or TensorFlow ops).",
     howTo: ["Profile a few steps of the compiled model after warm-up."],
   },
   {
     name: "trace_viewer",
-    title: "Trace viewer",
     needs: "any timed events.",
     howTo: ["Any profiler output with events opens here."],
   },
   {
     name: "hlo_stats",
-    title: "HLO op stats",
     needs: "XLA device ops: a /device:GPU or /device:TPU plane whose events name HLO ops, and the HLO protos of their programs.",
     howTo: ["Profile JAX, or TensorFlow with XLA (jit_compile=True), on a GPU or TPU."],
   },
   {
     name: "roofline_model",
-    title: "Roofline model",
     needs: "XLA device ops and the device's peaks (the GPU plane's clock, SM count and memory bandwidth stats).",
     howTo: ["Profile JAX, or TensorFlow with XLA, on a GPU or TPU."],
   },
   {
     name: "memory_viewer",
-    title: "Memory viewer",
     needs: "the HLO protos of XLA programs with their buffer assignment (written on the /host:metadata plane).",
     howTo: ["Profile JAX, or TensorFlow with XLA; each compiled program's buffer assignment comes with the profile."],
   },
   {
     name: "graph_viewer",
-    title: "Graph viewer",
     needs: "the HLO protos of XLA programs (the /host:metadata plane).",
     howTo: ["Profile JAX, or TensorFlow with XLA. Open it from an HLO op in HLO op stats to centre it on that op."],
   },
   {
     name: "smart_suggestion",
-    title: "Smart suggestions",
     needs: "any XSpace profile: the rules read the overview, kernel stats, memory profile and HLO op stats.",
     howTo: ["Any TensorFlow or JAX profile."],
   },
   {
     name: "inference_profile",
-    title: "Inference profile",
     needs: "inference request markers: host events with a request_id stat (TensorFlow Serving and XLA inference runtimes write them per request).",
     howTo: ["Profile the serving process while it answers requests (e.g. TensorFlow Serving's profiler endpoint)."],
   },
   {
     name: "megascale_stats",
-    title: "Megascale stats",
     needs: "a TPU profile: it reads the Megascale (multi-slice DCN) collective events, which only TPU planes (/device:TPU:N) carry (XProf shows it for TPU runs only).",
     howTo: ["Profile the program on a Cloud TPU VM (jax.profiler or tf.profiler); GPU and CPU profiles never have these counters."],
   },
   {
     name: "perf_counters",
-    title: "Perf counters",
     needs: "a TPU profile: it reads TPU hardware performance counters, which only TPU planes (/device:TPU:N) carry (XProf shows it for TPU runs only).",
     howTo: ["Profile the program on a Cloud TPU VM (jax.profiler or tf.profiler); GPU and CPU profiles never have these counters."],
   },
   {
     name: "utilization_viewer",
-    title: "Utilization viewer",
     needs: "a TPU profile: it reads TPU core unit utilization counters, which only TPU planes (/device:TPU:N) carry (XProf shows it for TPU runs only).",
     howTo: ["Profile the program on a Cloud TPU VM (jax.profiler or tf.profiler); GPU and CPU profiles never have these counters."],
   },
   {
     name: "kernel_utilization",
-    title: "Kernel utilization",
     needs: "a TPU profile: it reads TPU kernel (SparseCore/TensorCore) utilization, which only TPU planes (/device:TPU:N) carry (XProf shows it for TPU runs only).",
     howTo: ["Profile the program on a Cloud TPU VM (jax.profiler or tf.profiler); GPU and CPU profiles never have these counters."],
   },
   {
     name: "tfprof_views",
-    title: "tfprof views",
     needs: "a tfprof ProfileProto (Profiler.serialize_to_string() / ProfileContext dump).",
     howTo: ["Write one with tf.compat.v1.profiler.Profiler(...).serialize_to_string()."],
   },
   {
     name: "compare",
-    title: "Compare",
     needs: "two profiles (runs or hosts) to put side by side; steps for the step-time comparison.",
     howTo: [
       "Choose the candidate in the Run and Host selectors and the baseline on the page.",
@@ -159,28 +137,11 @@ export const TOOL_FACTS: readonly ToolFacts[] = [
   },
   {
     name: "profile_summary",
-    title: "Profile summary",
     needs: "a readable profile file.",
     howTo: ["Any XSpace (*.xplane.pb) or Chrome trace file opens here."],
   },
 ];
 
-const ORDER = TOOL_FACTS.map((t) => t.name);
-
 export function toolFacts(name: string): ToolFacts | undefined {
   return TOOL_FACTS.find((t) => t.name === name);
-}
-
-/** Tools in the order of the tool list: known tools first (catalog order), others by name. */
-export function sortTools(names: readonly string[]): string[] {
-  const rank = (n: string): number => {
-    const i = ORDER.indexOf(n);
-    return i < 0 ? ORDER.length : i;
-  };
-  return [...names].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
-}
-
-/** The tool a run opens on when the URL names none: the first of the list. */
-export function defaultTool(names: readonly string[]): string | null {
-  return sortTools(names)[0] ?? null;
 }

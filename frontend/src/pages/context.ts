@@ -1,9 +1,11 @@
 // What a page gets from the shell.
 
 import type { Api } from "../data/api";
+import type { ToolEnvelope } from "../data/schema.gen";
 import type { DataRequest, RunInfo, ToolInfo, ToolResult } from "../data/types";
 
-export interface PageContext {
+/** `R`: the result type of the page's tool (schema.gen.ts ToolResults; src/plugins.ts checks it). */
+export interface PageContext<R extends ToolEnvelope = ToolEnvelope> {
   /** The page's container, empty when render() starts. */
   readonly el: HTMLElement;
   readonly api: Api;
@@ -13,7 +15,7 @@ export interface PageContext {
   /** The backend's description of the tool (title, options), when it lists it. */
   readonly tool: ToolInfo | null;
   /** The tool's JSON (tables capped at PageSpec.rows rows); null for ownData pages. */
-  readonly result: ToolResult | null;
+  readonly result: ToolResult<R> | null;
   /** Aborted when the user leaves the page: pass it to requests. */
   readonly signal: AbortSignal;
   /** The host value that means "all hosts" ("__all__"). */

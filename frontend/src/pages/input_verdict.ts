@@ -6,7 +6,7 @@
 
 import { formatPercent } from "../base/format";
 import type { Tone } from "../widgets/cards";
-import { num, type Obj, obj, str } from "./fields";
+import type { InputThresholds } from "../data/schema.gen";
 
 export interface InputVerdict {
   /** The backend's `input_bound`, "" when the response has none. */
@@ -31,16 +31,22 @@ const LABELS: Record<string, string> = {
   unknown: "No verdict (no steps)",
 };
 
+/** What a verdict reads: the overview's `recommendation`, the input pipeline analyzer's `verdict`. */
+export interface VerdictHolder {
+  input_bound?: string;
+  input_bound_reason?: string;
+  input_thresholds_percent?: InputThresholds;
+}
+
 /**
  * The verdict of an object holding `input_bound` (the overview's `recommendation`, the input
  * pipeline analyzer's `verdict`) and, next to it, `input_thresholds_percent`: `{high, moderate}`
  * (docs/api.md).
  */
-export function inputVerdict(holder: Obj): InputVerdict {
-  const bound = str(holder, "input_bound");
-  const t = obj(holder, "input_thresholds_percent");
-  const high = num(t, "high");
-  const moderate = num(t, "moderate");
+export function inputVerdict(holder: VerdictHolder): InputVerdict {
+  const bound = holder.input_bound ?? "";
+  const high = holder.input_thresholds_percent?.high ?? null;
+  const moderate = holder.input_thresholds_percent?.moderate ?? null;
   const pct = (x: number): string => formatPercent(x, Number.isInteger(x) ? 0 : 1);
   const parts: string[] = [];
   if (high !== null) parts.push(`input-bound at ≥ ${pct(high)}`);
@@ -50,7 +56,7 @@ export function inputVerdict(holder: Obj): InputVerdict {
     tone: TONES[bound] ?? "neutral",
     label: LABELS[bound] ?? (bound ? `Input-bound: ${bound}` : ""),
     thresholds: parts.join(", "),
-    reason: str(holder, "input_bound_reason"),
+    reason: holder.input_bound_reason ?? "",
   };
 }
 

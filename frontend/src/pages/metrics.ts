@@ -6,7 +6,7 @@
 import { formatPercent } from "../base/format";
 import type { Card, Tone } from "../widgets/cards";
 import { h } from "../widgets/dom";
-import { num, objs, str } from "./fields";
+import type { ToolEnvelope } from "../data/schema.gen";
 
 export interface Metric {
   key: string;
@@ -16,13 +16,11 @@ export interface Metric {
   valuePercent: number | null;
 }
 
-/** The result's metrics by key (an older backend without "metrics" gives an empty map). */
-export function metricsOf(raw: unknown): Map<string, Metric> {
+/** The result's metrics by key (a result without "metrics" gives an empty map). */
+export function metricsOf(raw: ToolEnvelope): Map<string, Metric> {
   const out = new Map<string, Metric>();
-  for (const m of objs(raw, "metrics")) {
-    const key = str(m, "key");
-    if (!key) continue;
-    out.set(key, { key, label: str(m, "label"), of: str(m, "of"), definition: str(m, "definition"), valuePercent: num(m, "value_percent") });
+  for (const m of raw.metrics ?? []) {
+    out.set(m.key, { key: m.key, label: m.label, of: m.of, definition: m.definition, valuePercent: m.value_percent });
   }
   return out;
 }

@@ -1,7 +1,6 @@
-// Page logic that is not drawing: pie aggregation, the overview's input-bound tone, field reading.
+// Page logic that is not drawing: pie aggregation, the overview's input-bound tone, step labels.
 import { describe, expect, it } from "vitest";
 import { legendLabels, middleEllipsis, pieOption, pieSlices } from "./common";
-import { list, num, obj, objs, str } from "./fields";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
 import { meanAndSpread, stepConfidenceText, stepHosts } from "./steps_common";
@@ -53,19 +52,6 @@ describe("input verdict", () => {
   });
 });
 
-describe("fields", () => {
-  it("reads what is there and nothing else", () => {
-    const o = { a: 1, b: "x", c: { d: [1, "y", { e: 2 }] }, n: Number.NaN };
-    expect(num(o, "a")).toBe(1);
-    expect(num(o, "b")).toBeNull();
-    expect(num(o, "n")).toBeNull(); // NaN is not a number to show
-    expect(str(o, "a")).toBe("");
-    expect(list(obj(o, "c"), "d")).toHaveLength(3);
-    expect(objs(obj(o, "c"), "d")).toEqual([{ e: 2 }]);
-    expect(obj(o, "missing")).toEqual({});
-  });
-});
-
 describe("all-hosts step chart", () => {
   const table = (rows: [string, string][]) => ({
     columns: [
@@ -92,9 +78,7 @@ describe("all-hosts step chart", () => {
 
 describe("op placement cards", () => {
   const perf = { host_op_time_percent: 3.8, device_op_time_percent: 96.2, host_op_time_eager_percent: 0, device_op_time_eager_percent: 0 };
-  it("labels placement by time, and by count when the backend sends counts", () => {
-    const time = opPlacementCards(perf, true);
-    expect(time.map((c) => [c.label, c.value])).toEqual([["Op placement, by time", "96.2% device"]]);
+  it("labels placement by time and by count", () => {
     const both = opPlacementCards({ ...perf, device_op_count_percent: 40, host_op_count_percent: 60 }, true);
     expect(both.map((c) => [c.label, c.value, c.hint])).toEqual([
       ["Op placement, by time", "96.2% device", "3.8% host · eager: 0.0% of device, 0.0% of host op time"],
@@ -102,7 +86,9 @@ describe("op placement cards", () => {
     ]);
   });
   it("speaks of the host alone on host-only runs", () => {
-    expect(opPlacementCards({ host_op_time_percent: 100, host_op_time_eager_percent: 12 }, false)[0]?.value).toBe("100.0% host");
+    const hostOnly = { ...perf, host_op_time_percent: 100, device_op_time_percent: 0, host_op_time_eager_percent: 12,
+      host_op_count_percent: 100, device_op_count_percent: 0 };
+    expect(opPlacementCards(hostOnly, false).map((c) => c.value)).toEqual(["100.0% host", "100.0% host"]);
   });
 });
 
@@ -112,7 +98,7 @@ describe("step confidence line", () => {
     expect(stepConfidenceText({ step_confidence: "inferred" })).toContain("similar durations");
     expect(stepConfidenceText({ step_confidence: "none" })).toContain("no input-bound verdict");
     expect(stepConfidenceText({ step_confidence: "later" })).toBe("Step confidence: later");
-    expect(stepConfidenceText({})).toBe("");
+    expect(stepConfidenceText({ step_confidence: "" })).toBe("");
   });
 });
 

@@ -7,7 +7,10 @@ import type { TableData } from "../data/types";
 import { axisLabel, type Chart, unitFormatter } from "../widgets/chart";
 import { h } from "../widgets/dom";
 import { messageBox } from "../widgets/message";
-import { list, num, obj, type Obj, strs } from "./fields";
+import type { Diagnostics, Stat, StepsInfo } from "../data/schema.gen";
+
+/** A chart's columns by name ("step", "host", "step_time_ms", "input_ms", ...), as the backend sends them. */
+export type StepGraph = Readonly<Record<string, readonly string[] | readonly number[]>>;
 
 export interface Category {
   /** Key stem in the JSON: `${key}_ms` in breakdowns, `${key}_percent` in percentages. */
@@ -34,9 +37,9 @@ export const STEP_CATEGORIES: readonly Category[] = [
  * `step_time_graph.host` (one per step), else the host of the same step in the steps table
  * (when the step's name is on one host only). Null when every step is on the same host.
  */
-export function stepHosts(graph: Obj, stepsTable: TableData | undefined): (string | null)[] | null {
-  const steps = strs(graph, "step");
-  let hosts: (string | null)[] = strs(graph, "host");
+export function stepHosts(graph: StepGraph, stepsTable: TableData | undefined): (string | null)[] | null {
+  const steps = (graph.step ?? []).map(String);
+  let hosts: (string | null)[] = (graph.host ?? []).map(String);
   if (hosts.length !== steps.length && stepsTable) {
     const si = stepsTable.columns.findIndex((c) => c.name === "step");
     const hi = stepsTable.columns.findIndex((c) => c.name === "host");
@@ -58,12 +61,12 @@ export function stepHosts(graph: Obj, stepsTable: TableData | undefined): (strin
 }
 
 /** The per-step stacked bar chart of step_time_graph (categories that are all zero are left out). */
-export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Category[] = STEP_CATEGORIES,
+export function stepTimeChart(chart: Chart, graph: StepGraph, categories: readonly Category[] = STEP_CATEGORIES,
   hosts: readonly (string | null)[] | null = null): void {
   // All hosts: each bar says which host it comes from, on a second label line.
-  const steps = strs(graph, "step").map((st, i) => (hosts?.[i] ? `${st}\n${hosts[i] ?? ""}` : st));
+  const steps = (graph.step ?? []).map(String).map((st, i) => (hosts?.[i] ? `${st}\n${hosts[i] ?? ""}` : st));
   const series = categories
-    .map((c) => ({ c, values: list(graph, `${c.key}_ms`).map((v) => (typeof v === "number" ? v : 0)) }))
+    .map((c) => ({ c, values: (graph[`${c.key}_ms`] ?? []).map((v) => (typeof v === "number" ? v : 0)) }))
     .filter((s) => s.values.some((v) => v > 0));
   chart.setOption({
     grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
@@ -82,11 +85,9 @@ export function stepTimeChart(chart: Chart, graph: Obj, categories: readonly Cat
   });
 }
 
-/** avg ± stddev (min–max) of a {avg, stddev, min, max} object, in ms. */
-export function statText(stat: Obj): string {
-  const avg = num(stat, "avg");
-  if (avg === null) return "–";
-  return meanAndSpread(avg, num(stat, "stddev"));
+/** avg ± stddev of a {avg, stddev, min, max} object, in ms. */
+export function statText(stat: Stat): string {
+  return meanAndSpread(stat.avg, stat.stddev);
 }
 
 // Milliseconds per unit, largest first.
@@ -105,10 +106,10 @@ export function meanAndSpread(avgMs: number, sdMs: number | null): string {
 }
 
 /** A small static table: category, avg, stddev, min, max (non-zero rows only). */
-export function breakdownStatsTable(breakdown: Obj, categories: readonly Category[] = STEP_CATEGORIES): HTMLElement {
+export function breakdownStatsTable(breakdown: Readonly<Record<string, Stat>>, categories: readonly Category[] = STEP_CATEGORIES): HTMLElement {
   const rows = categories
-    .map((c) => ({ c, s: obj(breakdown, `${c.key}_ms`) }))
-    .filter(({ s }) => (num(s, "max") ?? 0) > 0);
+    .map((c) => ({ c, s: breakdown[`${c.key}_ms`] }))
+    .filter((r): r is { c: Category; s: Stat } => r.s !== undefined && r.s.max > 0);
   const cell = (v: number | null): HTMLElement => h("td", { class: "tbp-num" }, v === null ? "–" : formatNumber(v));
   return h(
     "table",
@@ -122,26 +123,24 @@ export function breakdownStatsTable(breakdown: Obj, categories: readonly Categor
           "tr",
           {},
           h("td", {}, h("span", { class: "tbp-swatch", style: `background:${c.color}` }), c.label),
-          cell(num(s, "avg")),
-          cell(num(s, "stddev")),
-          cell(num(s, "min")),
-          cell(num(s, "max")),
+          cell(s.avg),
+          cell(s.stddev),
+          cell(s.min),
+          cell(s.max),
         ),
       ),
     ),
   );
 }
 
-/** Errors, warnings and infos of a result's `diagnostics` (and step notes) as message boxes. */
-export function diagnosticsBoxes(result: Obj): HTMLElement[] {
-  const d = obj(result, "diagnostics");
+/** Errors and warnings of a result's `diagnostics` (and why there are no steps) as message boxes. */
+export function diagnosticsBoxes(d: Diagnostics, steps: StepsInfo | null): HTMLElement[] {
   const out: HTMLElement[] = [];
-  const errors = strs(d, "errors");
-  const warnings = strs(d, "warnings");
+  const errors = d.errors;
+  const warnings = d.warnings;
   if (errors.length) out.push(messageBox({ kind: "error", title: "Errors", body: h("ul", {}, errors.map((e) => h("li", {}, e))) }));
   if (warnings.length) out.push(messageBox({ title: "Warnings", body: h("ul", {}, warnings.map((e) => h("li", {}, e))) }));
-  const steps = obj(result, "steps");
-  const diagnosis = typeof steps.diagnosis === "string" ? steps.diagnosis : "";
+  const diagnosis = steps?.diagnosis ?? "";
   if (diagnosis) out.push(messageBox({ title: "Steps", body: diagnosis }));
   return out;
 }
@@ -156,13 +155,13 @@ const CONFIDENCE_TEXT: Readonly<Record<string, string>> = {
 };
 
 /** The visible step-confidence line of a `steps` object ("" when the backend sent none). */
-export function stepConfidenceText(steps: Obj): string {
-  const c = typeof steps.step_confidence === "string" ? steps.step_confidence : "";
+export function stepConfidenceText(steps: Pick<StepsInfo, "step_confidence">): string {
+  const c = steps.step_confidence;
   return c ? (CONFIDENCE_TEXT[c] ?? `Step confidence: ${c}`) : "";
 }
 
-export function stepsText(steps: Obj): string {
-  const n = num(steps, "step_count");
-  const source = typeof steps.step_source === "string" ? steps.step_source : "";
-  return n === null ? "–" : `${formatNumber(n)}${source ? ` (${source.replace(/_/g, " ")})` : ""}`;
+export function stepsText(steps: Pick<StepsInfo, "step_count" | "step_source">): string {
+  const n = steps.step_count;
+  const source = steps.step_source;
+  return `${formatNumber(n)}${source ? ` (${source.replace(/_/g, " ")})` : ""}`;
 }

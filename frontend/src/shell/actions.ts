@@ -1,11 +1,11 @@
 // Buttons in the shell's header that features add (e.g. "Capture profile", which opens a
-// dialog from widgets/dialog.ts). Register on import; list the module in src/plugins.ts.
+// dialog from widgets/dialog.ts). Listed in src/plugins.ts HEADER_ACTIONS:
 //
-//   registerHeaderAction({
+//   export const captureAction: HeaderAction = {
 //     id: "capture", label: "Capture profile",
 //     visible: (s) => s.captureEnabled,
 //     run: (ctx) => { openDialog({...}); /* after success: */ void ctx.reloadRuns(); },
-//   });
+//   };
 
 import type { Api } from "../data/api";
 import type { RunInfo, Settings } from "../data/types";
@@ -28,16 +28,4 @@ export interface HeaderAction {
   title?: string;
   visible: (settings: Settings) => boolean;
   run: (ctx: ShellContext) => void;
-}
-
-const actions: HeaderAction[] = [];
-
-export function registerHeaderAction(action: HeaderAction): void {
-  const i = actions.findIndex((a) => a.id === action.id);
-  if (i >= 0) actions.splice(i, 1, action);
-  else actions.push(action);
-}
-
-export function headerActions(): readonly HeaderAction[] {
-  return actions;
 }

@@ -9,16 +9,17 @@
 import { formatTimestamp } from "../base/format";
 import { newestFirst } from "../base/search";
 import { ApiError, type Api, RUN_PAGE } from "../data/api";
+import type { HostError } from "../data/schema.gen";
 import type { DataRequest, RunInfo, Settings, ToolInfo, ToolResult } from "../data/types";
-import { defaultTool, sortTools, toolFacts } from "../pages/catalog";
 import type { PageContext } from "../pages/context";
 import { renderGeneric } from "../pages/generic/generic_page";
 import { renderNoData } from "../pages/no_data/no_data_page";
-import { everyRunTools, pageFor, type PageSpec } from "../pages/registry";
+import type { PageSpec } from "../pages/registry";
+import { everyRunTools, HEADER_ACTIONS, pageFor } from "../plugins";
 import { clear, h } from "../widgets/dom";
 import { loading, messageBox } from "../widgets/message";
 import { watchProgress } from "../widgets/progress";
-import { headerActions, type ShellContext } from "./actions";
+import type { ShellContext } from "./actions";
 import { errorBox } from "./error_box";
 import { renderOptionControls } from "./option_controls";
 import { StateStore } from "./state";
@@ -258,9 +259,10 @@ export class Shell {
     if (!p) {
       p = this.api.tools(run.name).then((infos) => {
         const names = infos.map((t) => t.name);
-        // Pages that read no tool of the run (compare) are there for every run.
+        // In the backend's order (service/tools.py); pages that read no tool of the run
+        // (compare) are there for every run, after the run's tools.
         for (const t of everyRunTools()) if (!names.includes(t)) names.push(t);
-        return { names: sortTools(names), infos: new Map(infos.map((t) => [t.name, t])) };
+        return { names, infos: new Map(infos.map((t) => [t.name, t])) };
       });
       p.catch(() => this.runTools.delete(run.name));
       this.runTools.set(run.name, p);
@@ -272,7 +274,7 @@ export class Shell {
     return (
       tools?.infos.get(name)?.title ??
       this.settings.tools.find((t) => t.name === name)?.title ??
-      toolFacts(name)?.title ??
+      pageFor(name)?.title ??
       name
     );
   }
@@ -404,7 +406,7 @@ export class Shell {
   /** The URL's tool (or the run's default) and host; draws the selectors and writes the choice back. */
   private chooseTool(run: RunInfo, tools: RunTools): { tool: string | null; info: ToolInfo | null; host: string | null } {
     const requested = this.state.get("tool");
-    const tool = requested ?? defaultTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
+    const tool = requested ?? firstTool(tools.names.filter((n) => pageFor(n)?.everyRun !== true));
     const info = tool !== null ? (tools.infos.get(tool) ?? null) : null;
     const multi =
       info?.multiHost ?? (tool !== null && (run.multiHostTools.includes(tool) || pageFor(tool)?.multiHost === true));
@@ -447,7 +449,7 @@ export class Shell {
 
   private prefetch(run: RunInfo, signal: AbortSignal): Prefetched | null {
     if (!run.toolsExact) return null;
-    const tool = this.state.get("tool") ?? defaultTool(run.tools);
+    const tool = this.state.get("tool") ?? firstTool(run.tools);
     if (tool === null || !run.tools.includes(tool)) return null;
     const spec = pageFor(tool);
     if (spec?.ownData) return null;
@@ -522,7 +524,7 @@ export class Shell {
     };
     this.toolNav.appendChild(h("div", { class: "tbp-nav-title" }, "Tools"));
     for (const name of tools.names) this.toolNav.appendChild(link(name, true));
-    const missing = sortTools(this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n)));
+    const missing = this.settings.tools.map((t) => t.name).filter((n) => !tools.names.includes(n));
     if (active !== null && !tools.names.includes(active) && !missing.includes(active)) missing.unshift(active);
     if (missing.length) {
       // Closed unless the page shown is one of them: most are tools of other profile kinds.
@@ -549,7 +551,7 @@ export class Shell {
       reloadRuns: () => this.reloadRuns(),
       openRun: (run, tool) => this.state.update({ run, host: null, tool: tool ?? null }, { push: true }),
     };
-    for (const action of headerActions()) {
+    for (const action of HEADER_ACTIONS) {
       if (!action.visible(this.settings)) continue;
       const b = h("button", { type: "button", class: "tbp-btn", "data-action": action.id, title: action.title ?? null }, action.label);
       b.addEventListener("click", () => action.run(ctx));
@@ -650,14 +652,9 @@ export class Shell {
   }
 
   /** All-hosts results skip unreadable host files and name them in `host_errors`. */
-  private showHostErrors(errors: unknown): void {
-    if (!Array.isArray(errors) || errors.length === 0) return;
-    const items = errors.map((e) => {
-      const o = typeof e === "object" && e !== null ? (e as Record<string, unknown>) : {};
-      const host = typeof o.host === "string" ? o.host : "?";
-      const why = typeof o.error === "string" ? o.error : "unreadable";
-      return h("li", {}, h("b", {}, host), `: ${why}`);
-    });
+  private showHostErrors(errors: readonly HostError[] | undefined): void {
+    if (!errors || errors.length === 0) return;
+    const items = errors.map((e) => h("li", {}, h("b", {}, e.host), `: ${e.error || "unreadable"}`));
     this.page.insertBefore(
       messageBox({ kind: "error", title: `${errors.length} host file(s) could not be read; the other hosts are shown`, body: h("ul", {}, items) }),
       this.page.firstChild,
@@ -692,4 +689,9 @@ function prefixed(prefix: string, updates: Readonly<Record<string, string | null
   const out: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(updates)) out[prefix + k] = v;
   return out;
+}
+
+/** The tool a run opens on when the URL names none: the first the backend lists. */
+function firstTool(names: readonly string[]): string | null {
+  return names[0] ?? null;
 }

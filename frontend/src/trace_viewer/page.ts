@@ -1,7 +1,8 @@
-// Registers the trace viewer as the page of the `trace_viewer` tool (and XProf's name
-// `trace_viewer@`). The page fetches its own data window by window (ownData).
+// The trace viewer: the page of the `trace_viewer` tool (and XProf's name `trace_viewer@`,
+// src/plugins.ts). The page fetches its own data window by window (ownData).
 
-import { registerPage } from "../pages/registry";
+import type { TraceViewerResult } from "../data/schema.gen";
+import type { PageSpec } from "../pages/registry";
 import { pageTitle } from "../pages/common";
 import { h } from "../widgets/dom";
 import styles from "./trace_viewer.css?inline";
@@ -9,8 +10,7 @@ import { TraceViewer } from "./viewer";
 
 let styled = false;
 
-registerPage({
-  tools: ["trace_viewer", "trace_viewer@"],
+export const traceViewerPage: PageSpec<TraceViewerResult> = {
   ownData: true,
   render: async (ctx) => {
     if (!styled) {
@@ -46,4 +46,4 @@ registerPage({
     ctx.onDispose(() => viewer.dispose());
     await viewer.start();
   },
-});
+};

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tbprof.analyses.schemas import MetricJson
+from tbprof.analyses.results.common import MetricJson
 
 
 @dataclass(frozen=True)

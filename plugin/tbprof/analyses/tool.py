@@ -1,9 +1,11 @@
 """What a tool is: its id, options (with parsers) and compute function.
 
-A tool is a pure function ``compute(stores, options) -> dict``: it gets the decoded
-profile(s) of the chosen host(s) and parsed options, never a request or a file. Each page
-module defines its ``TOOL``; ``service/tools.py`` lists them all. The HTTP layer and the CLI
-parse options with the declared parsers (a bad value becomes a 400 naming the option).
+A tool is a pure function ``compute(stores, options) -> R``: it gets the decoded profile(s) of
+the chosen host(s) and parsed options, never a request or a file, and returns its result type
+``R`` (a TypedDict of ``analyses/results/``, listed in ``analyses/schemas.py``), so mypy checks
+what every producer returns. Each tool module defines its ``TOOLS``; ``service/tools.py`` lists
+them. The HTTP layer and the CLI parse options with the declared parsers (a bad value becomes a
+400 naming the option).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 SCHEMA_VERSION = 1
+
+# A tool's result: a TypedDict (consistent with Mapping[str, object]) that has the envelope keys.
+R = TypeVar("R", bound=Mapping[str, object], covariant=True)
 
 
 class OptionError(ValueError):
@@ -79,10 +84,10 @@ class Option:
 
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[R]):
     name: str
     title: str
-    compute: Callable[[Sequence[Any], Mapping[str, Any]], dict[str, Any]]
+    compute: Callable[[Sequence[Any], Mapping[str, Any]], R]
     # Whether a store has data for this tool (listed in `runs`); cheap, no full analysis.
     available: Callable[[Any], bool] = lambda store: True
     options: tuple[Option, ...] = ()

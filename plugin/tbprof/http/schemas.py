@@ -1,32 +1,19 @@
-"""Wire shapes of the HTTP routes (and, re-exported, of tool results) for the TypeScript side.
+"""Wire shapes of the HTTP routes and of every tool result, for the TypeScript side.
 
-``WIRE_TYPES`` is the explicit list that ``scripts/gen_ts_schemas.py`` writes into
-``frontend/src/data/schema.gen.ts``; ``tests/http/test_schemas.py`` checks real answers
-against these shapes and the generated file against this list.
+``WIRE_TYPES`` (the routes' types, then every type the tool results of ``analyses/schemas.py``
+reach) is what ``scripts/gen_ts_schemas.py`` writes into ``frontend/src/data/schema.gen.ts``;
+``tests/http/test_schemas.py`` checks real answers against these shapes (``wire_view``: a
+result's ``Table`` is a ``TableJson`` on the wire) and the generated file against this list.
 """
 
 
-from typing import Any, Literal, NotRequired, TypedDict
+import types
+from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from tbprof.analyses.schemas import (
-    Diagnostics,
-    GpuBreakdownResult,
-    GpuCountersResult,
-    HostError,
-    InputPipelineResult,
-    InputPipelineVerdict,
-    InputThresholds,
-    MetricJson,
-    NextStep,
-    OverviewRecommendation,
-    OverviewResult,
-    PerformanceSummary,
-    Stat,
-    StepsInfo,
-    TableColumnJson,
-    TableJson,
-    ToolEnvelope,
-)
+import numpy as np
+
+from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
+from tbprof.analyses.table import Table
 
 # Every error kind a route answers (errors.py's, the app's own, and the capture route's refusals).
 ErrorKind = Literal["not_found", "no_data", "bad_request", "unreadable_profile", "method_not_allowed", "http",
@@ -116,13 +103,48 @@ class TableResponse(TableJson):
     table: str
 
 
-# The order of the generated file: dependencies first.
-WIRE_TYPES: tuple[type, ...] = (
+def wire_view(tp: Any) -> Any:
+    """The JSON shape of a Python-side result type: a ``Table`` goes out as a ``TableJson``, a numpy
+    array as a JSON array of numbers (analyses/encode.py)."""
+    if tp is Table:
+        return TableJson
+    if get_origin(tp) is np.ndarray or tp is np.ndarray:
+        return list[float]
+    return tp
+
+
+def _typed_dicts(roots: tuple[type, ...]) -> list[type]:
+    """Every TypedDict reachable from ``roots`` (through fields, lists, dicts and unions), each after
+    the ones it refers to, in first-seen order: the order of the generated TypeScript."""
+    out: list[type] = []
+    seen: set[int] = set()
+
+    def visit(tp: Any) -> None:
+        tp = wire_view(tp)
+        if is_typeddict(tp):
+            if id(tp) in seen:
+                return
+            seen.add(id(tp))
+            for sub in get_type_hints(tp).values():
+                visit(sub)
+            out.append(tp)
+            return
+        origin = get_origin(tp)
+        if origin in (list, dict, Union, types.UnionType):
+            for arg in get_args(tp):
+                visit(arg)
+
+    for root in roots:
+        visit(root)
+    return out
+
+
+ROUTE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
-    ProgressResponse,
-    TableColumnJson, TableJson, TableResponse, HostError, MetricJson, ToolEnvelope, InputThresholds, StepsInfo,
-    Diagnostics, NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
-    InputPipelineResult, GpuBreakdownResult, GpuCountersResult,
+    ProgressResponse, TableResponse,
 )
+# The generated file: the routes' types, the envelope, then every tool's result type (analyses/schemas.py)
+# with the types it refers to, dependencies first.
+WIRE_TYPES: tuple[type, ...] = tuple(_typed_dicts((*ROUTE_TYPES, ToolEnvelope, *TOOL_RESULTS.values())))
 # Named literal unions, emitted as TypeScript type aliases.
 WIRE_ALIASES: dict[str, Any] = {"ErrorKind": ErrorKind}

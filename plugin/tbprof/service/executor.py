@@ -193,7 +193,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             disk.save(key, store)
             stored = True
             t = lap("write_s", t)
-        summary = summarize_store(store) if isinstance(store, ProfileStore) else {}
+        summary: dict[str, Any] = dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
     except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
         # A MemoryRefusal (no memory or cache disk now) may pass later: not remembered.
         remember = bool(key) and not isinstance(e, MemoryRefusal)

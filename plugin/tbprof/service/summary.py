@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tbprof.analyses.overview.profile_summary import summarize_store
@@ -70,7 +70,7 @@ def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
     return _summary(run, list(stores), [summarize_store(s) for s in stores], unreadable)
 
 
-def _summary(run: Run, stores: list[Any], per_host: list[dict[str, Any]],
+def _summary(run: Run, stores: list[Any], per_host: Sequence[Mapping[str, Any]],
              unreadable: list[dict[str, str]]) -> dict[str, Any]:
     """The summary from the hosts' stores, or their partials (``stores``), and their headlines."""
     device_types = sorted({t for h in per_host for t in h["device_types"]})

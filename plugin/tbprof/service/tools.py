@@ -13,9 +13,11 @@ from typing import Any
 
 from tbprof.analyses.tool import Tool
 
-# XProf's tool menu order first (a run's first listed tool is the page the dashboard opens),
-# then tbprof's own tools. Modules, not imports: a command that needs no tool table (``tbprof
-# summary``, ``--help``) must not pay for importing every page (~40 % of tbprof's import time).
+# XProf's tool menu order first (a run's first listed tool is the page the dashboard opens: the
+# dashboard lists tools in this order, and their titles, from the ``tools`` and ``settings``
+# routes), then tbprof's own tools; the profile summary, which every run has, last. Modules,
+# not imports: a command that needs no tool table (``tbprof summary``, ``--help``) must not pay
+# for importing every page (~40 % of tbprof's import time).
 TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.overview.overview",
     "tbprof.analyses.input.input_pipeline",
@@ -33,7 +35,6 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.overview.smart_suggestion",
     "tbprof.analyses.inference.inference_profile",
     "tbprof.analyses.tpu.tpu_only",
-    "tbprof.analyses.overview.profile_summary",
     "tbprof.analyses.gpu.breakdown",
     "tbprof.analyses.gpu.counters",
     "tbprof.analyses.gpu.sequences",
@@ -43,8 +44,9 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.ops.op_shapes",
     "tbprof.analyses.ops.modules",
     "tbprof.analyses.tf1.tf1_timeline",
-    "tbprof.analyses.tfprof.tfprof_advice",
     "tbprof.analyses.tfprof.tfprof_views",
+    "tbprof.analyses.tfprof.tfprof_advice",
+    "tbprof.analyses.overview.profile_summary",
 )
 
 

@@ -52,7 +52,8 @@ def _columns(result: WindowResult, store: ProfileStore) -> tuple[dict[str, Any],
     n_ev = n_bx = n_ct = n_cv = 0
     res = result.resolution_ps
     for track in index.tracks:
-        tj = track.to_json()
+        # The window's answer extends the track's description (the trace route's own shape).
+        tj: dict[str, Any] = dict(track.to_json())
         s = slices.get(track.id)
         if s is not None:
             k = int(s.rows.shape[0])

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tbprof.analyses.results.timeline import TraceViewerResult
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.tracks import track_index
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> TraceViewerResult:
     # Several hosts (a PyTorch run's ranks): one timeline, rank by rank (store/combine.py).
     store = combined(stores)
     index = track_index(store)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from tbprof._core.kernels import nesting_depth
 from tbprof.analyses.gpu.activity import has_device_activity
 from tbprof.analyses.gpu.counters import StepSeries, device_counters, last_per_time
+from tbprof.analyses.results.timeline import TrackGroup, TrackIndexJson, TrackJson
 from tbprof.domain.planes import device_display_name
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.combine import PLANE_LABELS
@@ -60,8 +61,8 @@ class Track:
     # Viewer-only events (XLA Modules / XLA Ops / Command Buffers under a GPU stream).
     derived: DerivedEvents | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "group": self.group, "name": self.name, "kind": self.kind,
+    def to_json(self) -> TrackJson:
+        out: TrackJson = {"id": self.id, "group": self.group, "name": self.name, "kind": self.kind,
                                "plane": self.plane, "line": self.line, "event_count": self.event_count,
                                "max_depth": self.max_depth}
         if self.derived is not None:
@@ -76,11 +77,11 @@ class Track:
 class Group:
     id: int
     name: str
-    kind: str  # "device" | "host" | "process"
+    kind: Literal["device", "host", "process"]
     plane: int
     tracks: list[int] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrackGroup:
         return {"id": self.id, "name": self.name, "kind": self.kind, "plane": self.plane, "tracks": self.tracks}
 
 
@@ -91,7 +92,7 @@ class TrackIndex:
     by_line: dict[tuple[int, int], int]  # (plane, line) -> track id
     steps_track: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrackIndexJson:
         return {"groups": [g.to_json() for g in self.groups], "tracks": [t.to_json() for t in self.tracks]}
 
 
@@ -107,7 +108,7 @@ def _plane_order(plane: Plane) -> tuple[int, list[Any]]:
     return (2, [plane.index])
 
 
-def _group_name(plane: Plane) -> tuple[str, str]:
+def _group_name(plane: Plane) -> tuple[str, Literal["device", "host", "process"]]:
     if plane.name.startswith("/device:"):
         device = device_display_name(plane)
         return (f"{plane.name} ({device})" if device else plane.name), "device"

@@ -7,7 +7,7 @@
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { newestFirst } from "../../base/search";
 import { RUN_PAGE, tableQueryParams } from "../../data/api";
-import { decodeTable, decodeToolResult, isRecord } from "../../data/decode";
+import { decodeTable, decodeToolResult, isRecord, record } from "../../data/decode";
 import type { RunInfo, TableData, ToolResult } from "../../data/types";
 import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
@@ -17,7 +17,7 @@ import { DataTable } from "../../widgets/table";
 import { viewFromParams, viewToUpdates } from "../../widgets/table_model";
 import { chart, hiddenColumns } from "../common";
 import type { PageContext } from "../context";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import {
   compareParams,
   defaultBaseline,
@@ -198,7 +198,8 @@ async function drawComparison(
   }
   if (stale()) return;
   clear(content);
-  const raw = result.raw;
+  // The compare route's answer is no tool's result (no TypedDict yet): read through the decoders.
+  const raw = record(result.raw, "compare");
   const verdict = rec(raw.verdict);
   const kind = typeof verdict.kind === "string" ? verdict.kind : "unknown";
   const tone = kind === "faster" ? "good" : kind === "slower" ? "bad" : "neutral";
@@ -447,4 +448,4 @@ function compareTable(
   return widget;
 }
 
-registerPage({ tools: ["compare"], everyRun: true, ownData: true, multiHost: true, render });
+export const comparePage: PageSpec = { everyRun: true, title: "Compare", ownData: true, multiHost: true, render };

@@ -2,14 +2,14 @@
 // idle / compute / non-compute time and the device time by kernel type as charts, then each
 // table as a full table widget (sortable, filterable, CSV), titled as in the overview's section.
 
+import type { GpuBreakdownResult } from "../../data/schema.gen";
 import type { TableData } from "../../data/types";
 import { axisLabel, unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, panel, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { nums } from "../fields";
-import { registerPage } from "../registry";
-import { GPU_BREAKDOWN_TOOL, gpuBreakdownCards, SECTION_TABLES } from "./gpu_breakdown_section";
+import type { PageSpec } from "../registry";
+import { gpuBreakdownCards, SECTION_TABLES } from "./gpu_breakdown_section";
 
 const TEMPORAL_PARTS: readonly (readonly [string, string, string])[] = [
   ["compute_time_us", "Compute", "#4e79a7"],
@@ -35,13 +35,13 @@ function deviceLabels(t: TableData, oneRank: boolean): string[] {
   });
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<GpuBreakdownResult>): void {
   const result = ctx.result;
   if (!result) return;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "GPU breakdown (HTA)"));
   el.appendChild(gpuBreakdownCards(result));
-  const oneRank = new Set(nums(result.raw, "ranks")).size <= 1;
+  const oneRank = new Set(result.raw.ranks).size <= 1;
   const grid = h("div", { class: "tbp-grid-2" });
   const temporal = result.tables.temporal_breakdown;
   if (temporal && temporal.rows.length) {
@@ -80,4 +80,4 @@ function render(ctx: PageContext): void {
   }
 }
 
-registerPage({ tools: [GPU_BREAKDOWN_TOOL], render });
+export const gpuBreakdownPage: PageSpec<GpuBreakdownResult> = { render };

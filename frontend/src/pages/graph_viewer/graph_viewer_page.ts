@@ -9,8 +9,9 @@ import { downloadText, h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { pageTitle, panel } from "../common";
 import type { PageContext } from "../context";
-import { bool, num, type Obj, objs, str } from "../fields";
-import { registerPage } from "../registry";
+import { typedResult } from "../../data/decode";
+import type { GraphNode, GraphViewerResult } from "../../data/schema.gen";
+import type { PageSpec } from "../registry";
 import type { Measure } from "./layout";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -47,9 +48,9 @@ function textMeasure(el: HTMLElement): Measure {
   return (t) => c2d.measureText(t).width;
 }
 
-function nodeLines(n: Obj): string[] {
-  const selfUs = num(n, "self_time_us") ?? 0;
-  return [str(n, "name"), `${str(n, "opcode")} ${str(n, "shape")}`, selfUs > 0 ? formatDuration(selfUs, "us") : ""];
+function nodeLines(n: GraphNode): string[] {
+  const selfUs = n.self_time_us;
+  return [n.name, `${n.opcode} ${n.shape}`, selfUs > 0 ? formatDuration(selfUs, "us") : ""];
 }
 
 function pre(text: string, cls: string): HTMLElement {
@@ -57,35 +58,35 @@ function pre(text: string, cls: string): HTMLElement {
 }
 
 /** The metadata panel of one node: what XProf shows beside its graph. */
-function showNode(ctx: PageContext, box: HTMLElement, n: Obj, programId: string): void {
+function showNode(ctx: PageContext<GraphViewerResult>, box: HTMLElement, n: GraphNode, programId: string): void {
   box.textContent = "";
-  const name = str(n, "name");
+  const name = n.name;
   box.appendChild(h("h3", { class: "tbp-graph-meta-name", "data-meta-node": name }, name));
   const rows: [string, string][] = [
-    ["Opcode", str(n, "opcode")],
-    ["Category", str(n, "category")],
-    ["Shape", str(n, "shape")],
-    ["Framework op", str(n, "framework_op") || "–"],
-    ["Source", str(n, "source") || "–"],
-    ["Self time", (num(n, "self_time_us") ?? 0) > 0 ? formatDuration(num(n, "self_time_us") ?? 0, "us") : "did not run as a device op"],
-    ["Distance", bool(n, "center") ? "the centre op" : `${formatNumber(num(n, "distance") ?? 0)} edges from the centre`],
+    ["Opcode", n.opcode],
+    ["Category", n.category],
+    ["Shape", n.shape],
+    ["Framework op", n.framework_op || "–"],
+    ["Source", n.source || "–"],
+    ["Self time", n.self_time_us > 0 ? formatDuration(n.self_time_us, "us") : "did not run as a device op"],
+    ["Distance", n.center ? "the centre op" : `${formatNumber(n.distance)} edges from the centre`],
   ];
   box.appendChild(h("dl", { class: "tbp-kv" }, ...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
-  if (!bool(n, "center")) {
+  if (!n.center) {
     const centre = h("button", { type: "button", class: "tbp-btn", "data-action": "centre" }, "Centre graph here");
     centre.addEventListener("click", () => ctx.setOptions({ node_name: name, module: programId }));
     box.appendChild(centre);
   }
   box.appendChild(h("h4", {}, "HLO text"));
-  box.appendChild(pre(str(n, "hlo_text"), "tbp-hlo-op"));
-  const called = str(n, "called_text");
+  box.appendChild(pre(n.hlo_text, "tbp-hlo-op"));
+  const called = n.called_text;
   if (called) {
-    box.appendChild(h("h4", {}, str(n, "opcode") === "fusion" ? "Fused computation" : "Called computations"));
+    box.appendChild(h("h4", {}, n.opcode === "fusion" ? "Fused computation" : "Called computations"));
     box.appendChild(pre(called, "tbp-hlo-called"));
   }
 }
 
-async function render(ctx: PageContext): Promise<void> {
+async function render(ctx: PageContext<GraphViewerResult>): Promise<void> {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
@@ -99,15 +100,15 @@ async function render(ctx: PageContext): Promise<void> {
     return;
   }
   el.appendChild(pageTitle(ctx, "Graph viewer"));
-  const programId = str(raw, "program_id");
-  const modules = objs(raw, "modules");
-  const ops = objs(raw, "ops");
+  const programId = raw.program_id;
+  const modules = raw.modules;
+  const ops = raw.ops;
 
   const moduleSelect = h("select", { class: "tbp-graph-module", "aria-label": "HLO module" });
   for (const m of modules) {
-    const t = num(m, "device_time_us") ?? 0;
-    const opt = h("option", { value: str(m, "program_id") }, `${str(m, "module")}${t > 0 ? ` — ${formatDuration(t, "us")}` : ""}`);
-    if (str(m, "program_id") === programId) opt.selected = true;
+    const t = m.device_time_us;
+    const opt = h("option", { value: m.program_id }, `${m.module}${t > 0 ? ` — ${formatDuration(t, "us")}` : ""}`);
+    if (m.program_id === programId) opt.selected = true;
     moduleSelect.appendChild(opt);
   }
   // A new module opens on its own most expensive fusion (the backend's default for it).
@@ -118,11 +119,11 @@ async function render(ctx: PageContext): Promise<void> {
   const listId = "tbp-graph-ops";
   const datalist = h("datalist", { id: listId });
   for (const o of ops) {
-    const t = num(o, "self_time_us") ?? 0;
-    datalist.appendChild(h("option", { value: str(o, "name") }, `${str(o, "opcode")}${t > 0 ? ` · ${formatDuration(t, "us")}` : ""}`));
+    const t = o.self_time_us;
+    datalist.appendChild(h("option", { value: o.name }, `${o.opcode}${t > 0 ? ` · ${formatDuration(t, "us")}` : ""}`));
   }
-  const input = h("input", { type: "search", list: listId, value: str(raw, "node_name"), "aria-label": "HLO op", class: "tbp-graph-op", placeholder: "search an op…", spellcheck: "false" });
-  const width = h("input", { type: "number", min: 0, max: 16, value: String(num(raw, "graph_width") ?? 3), "aria-label": "Graph width", class: "tbp-graph-width" });
+  const input = h("input", { type: "search", list: listId, value: raw.node_name, "aria-label": "HLO op", class: "tbp-graph-op", placeholder: "search an op…", spellcheck: "false" });
+  const width = h("input", { type: "number", min: 0, max: 16, value: String(raw.graph_width), "aria-label": "Graph width", class: "tbp-graph-width" });
   const show = (): void => ctx.setOptions({ node_name: input.value.trim() || null, graph_width: width.value || null, module: input.value.trim() ? programId : null });
   const go = h("button", { type: "button", class: "tbp-btn" }, "Show");
   go.addEventListener("click", show);
@@ -131,13 +132,13 @@ async function render(ctx: PageContext): Promise<void> {
   });
   input.addEventListener("change", () => {
     // Picking a suggestion (not typing) shows it at once.
-    if (ops.some((o) => str(o, "name") === input.value)) show();
+    if (ops.some((o) => o.name === input.value)) show();
   });
   const dot = h("button", { type: "button", class: "tbp-btn", "data-download": "dot" }, "Download DOT");
   dot.addEventListener("click", () => {
     void ctx.api
       .data({ ...ctx.request, options: { ...ctx.request.options, format: "dot" } }, 0, ctx.signal)
-      .then((r) => downloadText(str(r.raw, "dot"), `${str(raw, "node_name") || "graph"}.dot`, "text/vnd.graphviz"));
+      .then((r) => downloadText(typedResult("graph_viewer", r).raw.dot ?? "", `${raw.node_name || "graph"}.dot`, "text/vnd.graphviz"));
   });
   const hloButton = h("button", { type: "button", class: "tbp-btn", "data-action": "module-hlo", "aria-expanded": "false" }, "Module HLO text");
   el.appendChild(
@@ -147,11 +148,11 @@ async function render(ctx: PageContext): Promise<void> {
       h("label", { class: "tbp-field" }, h("span", {}, "Width (edges)"), width),
       go, dot, hloButton),
   );
-  const nodes = objs(raw, "nodes");
-  const edges = objs(raw, "edges");
+  const nodes = raw.nodes;
+  const edges = raw.edges;
   el.appendChild(h("p", { class: "tbp-muted" },
-    `${str(raw, "module")} · computation ${str(raw, "computation")} · ${formatNumber(nodes.length)} ops shown · ${formatNumber(ops.length)}${bool(raw, "ops_truncated") ? "+" : ""} ops in the picker`));
-  if (bool(raw, "truncated")) el.appendChild(messageBox({ title: "Graph cut", body: "Only the nearest 2000 ops are shown: lower the width." }));
+    `${raw.module} · computation ${raw.computation} · ${formatNumber(nodes.length)} ops shown · ${formatNumber(ops.length)}${raw.ops_truncated ? "+" : ""} ops in the picker`));
+  if (raw.truncated) el.appendChild(messageBox({ title: "Graph cut", body: "Only the nearest 2000 ops are shown: lower the width." }));
 
   const hloBox = h("div", { class: "tbp-graph-module-hlo", hidden: true });
   el.appendChild(hloBox);
@@ -164,11 +165,11 @@ async function render(ctx: PageContext): Promise<void> {
     void ctx.api
       .data({ ...ctx.request, options: { ...ctx.request.options, format: "hlo" } }, 0, ctx.signal)
       .then((r) => {
-        const text = str(r.raw, "hlo_text");
+        const text = typedResult("graph_viewer", r).raw.hlo_text ?? "";
         hloBox.textContent = "";
         const save = h("button", { type: "button", class: "tbp-btn" }, "Download");
-        save.addEventListener("click", () => downloadText(text, `${str(raw, "module") || "module"}.hlo.txt`, "text/plain"));
-        const box = panel(hloBox, `HLO text of ${str(raw, "module")}`);
+        save.addEventListener("click", () => downloadText(text, `${raw.module || "module"}.hlo.txt`, "text/plain"));
+        const box = panel(hloBox, `HLO text of ${raw.module}`);
         box.appendChild(save);
         box.appendChild(pre(text, "tbp-hlo-module"));
       });
@@ -182,14 +183,14 @@ async function render(ctx: PageContext): Promise<void> {
   const { layoutGraph, nodeBox } = await import("./layout");
   if (ctx.signal.aborted) return;
   const measure = textMeasure(el);
-  const boxes = new Map(nodes.map((n) => [str(n, "name"), nodeBox(nodeLines(n), measure, MIN_NODE_PX, MAX_NODE_PX, PAD_PX)]));
+  const boxes = new Map(nodes.map((n) => [n.name, nodeBox(nodeLines(n), measure, MIN_NODE_PX, MAX_NODE_PX, PAD_PX)]));
   const nodeH = PAD_PX + 3 * LINE_PX + 4;
   const placed = layoutGraph(
-    nodes.map((n) => ({ name: str(n, "name"), width: boxes.get(str(n, "name"))?.width ?? MIN_NODE_PX, height: nodeH })),
-    edges.map((e) => ({ from: str(e, "from"), to: str(e, "to") })),
+    nodes.map((n) => ({ name: n.name, width: boxes.get(n.name)?.width ?? MIN_NODE_PX, height: nodeH })),
+    edges.map((e) => ({ from: e.from, to: e.to })),
   );
-  const byName = new Map(nodes.map((n) => [str(n, "name"), n]));
-  const maxUs = Math.max(0, ...nodes.map((n) => num(n, "self_time_us") ?? 0));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const maxUs = Math.max(0, ...nodes.map((n) => n.self_time_us));
   const root = svg("svg", { class: "tbp-graph", width: placed.width, height: placed.height, viewBox: `0 0 ${placed.width} ${placed.height}`, role: "img", "aria-label": "HLO graph" });
   const defs = svg("defs", {});
   const marker = svg("marker", { id: "tbp-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });
@@ -211,12 +212,12 @@ async function render(ctx: PageContext): Promise<void> {
   for (const p of placed.nodes) {
     const n = byName.get(p.name);
     if (!n) continue;
-    const selfUs = num(n, "self_time_us") ?? 0;
-    const centre = bool(n, "center") === true;
+    const selfUs = n.self_time_us;
+    const centre = n.center;
     const g = svg("g", { class: "tbp-graph-node", transform: `translate(${p.x},${p.y})`, "data-node": p.name, tabindex: 0, role: "button" });
     const rect = svg("rect", { width: p.width, height: p.height, rx: 4, style: heatFill(selfUs, maxUs), stroke: centre ? "#1a73e8" : "#888", "stroke-width": centre ? 3 : 1 });
     const title = svg("title", {});
-    title.textContent = `${p.name}\n${str(n, "opcode")} ${str(n, "shape")}\n${str(n, "framework_op")}\nself time ${formatDuration(selfUs, "us")}\n(click: details; double click: centre here)`;
+    title.textContent = `${p.name}\n${n.opcode} ${n.shape}\n${n.framework_op}\nself time ${formatDuration(selfUs, "us")}\n(click: details; double click: centre here)`;
     g.appendChild(title);
     g.appendChild(rect);
     (boxes.get(p.name)?.lines ?? []).forEach((text, i) => {
@@ -244,7 +245,7 @@ async function render(ctx: PageContext): Promise<void> {
   box.appendChild(h("div", { class: "tbp-graph-tools" }, zoom));
   box.appendChild(scroller);
   let actual = false;
-  const centreNode = placed.nodes.find((p) => bool(byName.get(p.name), "center"));
+  const centreNode = placed.nodes.find((p) => byName.get(p.name)?.center === true);
   const applyZoom = (): void => {
     const avail = Math.max(200, scroller.clientWidth - 4);
     const scale = actual ? 1 : Math.max(MIN_SCALE, Math.min(1, avail / Math.max(1, placed.width)));
@@ -262,7 +263,7 @@ async function render(ctx: PageContext): Promise<void> {
     applyZoom();
   });
   applyZoom();
-  select(str(raw, "node_name"));
+  select(raw.node_name);
 }
 
-registerPage({ tools: ["graph_viewer"], render, hideOptions: ["node_name", "graph_width", "module", "format"] });
+export const graphViewerPage: PageSpec<GraphViewerResult> = { render, hideOptions: ["node_name", "graph_width", "module", "format"] };

@@ -2,14 +2,14 @@
 // op with its FLOP rate, bandwidth and bound-by verdict (table). An op's name opens the graph
 // viewer centred on it.
 
+import type { HloStatsResult } from "../../data/schema.gen";
 import { formatDuration, formatNumber } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, pieOption, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, objs, str } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 
 /** A link that opens the graph viewer on an HLO op of a program. */
 export function graphLink(ctx: PageContext, op: string, programId: string, label: string = op): HTMLElement {
@@ -23,34 +23,34 @@ export function graphLink(ctx: PageContext, op: string, programId: string, label
   return a;
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<HloStatsResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "HLO op stats"));
-  const message = str(raw, "message");
+  const message = raw.message;
   if (message) el.appendChild(messageBox({ title: "No HLO ops", body: message }));
   el.appendChild(
     cardRow([
-      { id: "ops", label: "HLO ops", value: formatNumber(num(raw, "op_count") ?? 0), hint: `${formatNumber(num(raw, "device_count") ?? 0)} device(s)` },
-      { id: "self", label: "Op self time", value: formatDuration(num(raw, "total_self_time_us") ?? 0, "us") },
-      { id: "span", label: "Device time (idle included)", value: formatDuration(num(raw, "total_time_us") ?? 0, "us") },
+      { id: "ops", label: "HLO ops", value: formatNumber(raw.op_count), hint: `${formatNumber(raw.device_count)} device(s)` },
+      { id: "self", label: "Op self time", value: formatDuration(raw.total_self_time_us, "us") },
+      { id: "span", label: "Device time (idle included)", value: formatDuration(raw.total_time_us, "us") },
     ]),
   );
   const grid = h("div", { class: "tbp-grid-2" });
   el.appendChild(grid);
   const pie = panel(grid, "Self time by HLO category");
-  const slices = objs(raw, "self_time_by_category").map((o) => ({ name: str(o, "category"), value: num(o, "total_self_time_us") ?? 0 }));
+  const slices = raw.self_time_by_category.map((o) => ({ name: o.category, value: o.total_self_time_us }));
   chart(ctx, pie, { label: "Self time by HLO category", id: "hlo_category_pie", height: 300 }).setOption(pieOption(slices, "us"));
   const barBox = panel(grid, "Top ops by self time");
-  const top = objs(raw, "top_ops_by_self_time").slice().reverse();
+  const top = raw.top_ops_by_self_time.slice().reverse();
   chart(ctx, barBox, { label: "Top HLO ops by self time", id: "hlo_top_ops", height: 300 }).setOption({
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
     grid: { left: 160, right: 24, top: 8, bottom: 32 },
     xAxis: { type: "value", name: "µs" },
-    yAxis: { type: "category", data: top.map((o) => str(o, "hlo_op_name")), axisLabel: { width: 150, overflow: "truncate" } },
-    series: [{ type: "bar", name: "Self time (µs)", data: top.map((o) => num(o, "total_self_time_us") ?? 0) }],
+    yAxis: { type: "category", data: top.map((o) => o.hlo_op_name), axisLabel: { width: 150, overflow: "truncate" } },
+    series: [{ type: "bar", name: "Self time (µs)", data: top.map((o) => o.total_self_time_us) }],
   });
   if (result.tables.hlo_ops) {
     const table = result.tables.hlo_ops;
@@ -79,4 +79,4 @@ function render(ctx: PageContext): void {
   }
 }
 
-registerPage({ tools: ["hlo_stats"], render });
+export const hloStatsPage: PageSpec<HloStatsResult> = { render };

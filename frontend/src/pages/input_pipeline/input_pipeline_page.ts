@@ -1,18 +1,18 @@
 // Input pipeline analyzer: is the program input-bound (XProf's verdict), how long each step
 // waits for input (device side), what the host's input pipeline spends its time on.
 
+import type { InputPipelineResult, InputTimeBreakdown } from "../../data/schema.gen";
 import { formatNumber, formatPercent } from "../../base/format";
 import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel, unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { bool, list, num, obj, str, strs } from "../fields";
 import { inputCardHint, inputVerdict } from "../input_verdict";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { breakdownStatsTable, diagnosticsBoxes, statText, stepsText } from "../steps_common";
 
-const HOST_PARTS: readonly [string, string][] = [
+const HOST_PARTS: readonly [keyof InputTimeBreakdown, string][] = [
   ["enqueue_us", "Enqueuing data to the device"],
   ["demanded_file_read_us", "Reading data from files on demand"],
   ["advanced_file_read_us", "Reading data from files in advance"],
@@ -20,17 +20,17 @@ const HOST_PARTS: readonly [string, string][] = [
   ["unclassified_non_enqueue_us", "Other data reading or processing"],
 ];
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<InputPipelineResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Input pipeline analyzer"));
-  for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
+  for (const box of diagnosticsBoxes(raw.diagnostics, raw.steps)) el.appendChild(box);
 
-  const verdict = obj(raw, "verdict");
-  const device = obj(raw, "device_side");
-  const host = obj(raw, "host_side");
+  const verdict = raw.verdict;
+  const device = raw.device_side;
+  const host = raw.host_side;
   const v = inputVerdict(verdict);
   const bound = v.bound;
   const tone = v.tone;
@@ -39,28 +39,27 @@ function render(ctx: PageContext): void {
     { class: `tbp-message tbp-verdict tbp-tone-${tone}`, "data-verdict": bound },
     h("h2", {}, v.label || "Verdict"),
     v.thresholds ? h("p", { class: "tbp-muted", "data-thresholds": "" }, `Thresholds: ${v.thresholds} of the step time waiting for input.`) : null,
-    ...["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"]
-      .map((k) => str(verdict, k))
+    ...(["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"] as const)
+      .map((k) => verdict[k])
       .filter(Boolean)
       .map((t) => h("p", {}, t)),
   );
   el.appendChild(verdictBox);
 
-  const inputPct = num(verdict, "input_percent");
   const cards: Card[] = [
-    { id: "step_time", label: "Average step time", value: statText(obj(device, "step_time_ms")) },
-    { id: "input_time", label: "Average input wait", value: statText(obj(device, "input_ms")) },
-    { id: "input_percent", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(v), tone },
-    { id: "steps", label: "Steps", value: stepsText(obj(raw, "steps")) },
-    { id: "tf_data", label: "tf.data input", value: bool(host, "tf_data_used") === null ? "–" : bool(host, "tf_data_used") ? "yes" : "no", hint: num(host, "input_op_time_ms") !== null ? `${formatNumber(num(host, "input_op_time_ms") ?? 0)} ms in input ops` : undefined },
+    { id: "step_time", label: "Average step time", value: statText(device.step_time_ms) },
+    { id: "input_time", label: "Average input wait", value: statText(device.input_ms) },
+    { id: "input_percent", label: "Waiting for input", value: formatPercent(verdict.input_percent), hint: inputCardHint(v), tone },
+    { id: "steps", label: "Steps", value: stepsText(raw.steps) },
+    { id: "tf_data", label: "tf.data input", value: host.tf_data_used ? "yes" : "no", hint: `${formatNumber(host.input_op_time_ms)} ms in input ops` },
   ];
   el.appendChild(cardRow(cards));
 
   // Device side: per step, the time waiting for input against the rest of the step.
-  const graph = obj(device, "step_time_graph");
-  const stepNames = strs(graph, "step");
-  const stepMs = list(graph, "step_time_ms").map((v) => (typeof v === "number" ? v : 0));
-  const inputMs = list(graph, "input_ms").map((v) => (typeof v === "number" ? v : 0));
+  const graph = device.step_time_graph;
+  const stepNames = (graph.step ?? []).map(String);
+  const stepMs = (graph.step_time_ms ?? []).map((v) => (typeof v === "number" ? v : 0));
+  const inputMs = (graph.input_ms ?? []).map((v) => (typeof v === "number" ? v : 0));
   const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
   el.appendChild(grid);
   const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Device side: step time and input wait"));
@@ -83,8 +82,8 @@ function render(ctx: PageContext): void {
   });
 
   // Host side: where the input pipeline's own time goes.
-  const parts = obj(host, "input_time_breakdown_us");
-  const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: num(parts, k) ?? 0 })).filter((s) => s.value > 0);
+  const parts = host.input_time_breakdown_us;
+  const slices = HOST_PARTS.map(([k, label]) => ({ name: label, value: parts[k] })).filter((s) => s.value > 0);
   const hasInputOps = (result.tables.input_ops?.totalRows ?? 0) > 0;
   if (slices.length) {
     const hostBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Host side: input time breakdown"));
@@ -99,12 +98,12 @@ function render(ctx: PageContext): void {
       "No host-side input operations were recorded, so there is no host-side breakdown."));
   }
 
-  el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(obj(device, "breakdown_ms"))));
+  el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(device.breakdown_ms)));
 
-  const recs = strs(raw, "recommendations");
+  const recs = raw.recommendations;
   if (recs.length) el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "What to try"), h("ul", {}, recs.map((r) => h("li", {}, r)))));
   if (result.tables.input_ops && hasInputOps) el.appendChild(tableWidget(ctx, "input_ops", { title: "Host input operations" }).el);
   if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
 }
 
-registerPage({ tools: ["input_pipeline_analyzer"], render });
+export const inputPipelinePage: PageSpec<InputPipelineResult> = { render };

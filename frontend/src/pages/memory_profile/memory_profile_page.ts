@@ -2,6 +2,7 @@
 // (heap and stack stacked, free memory, fragmentation on a second axis; hovering a point
 // shows the allocation event behind it) and the breakdown of memory in use at the peak.
 
+import type { MemoryProfileResult } from "../../data/schema.gen";
 import { type HtmlValue, html, joinHtml, tooltipHtml } from "../../base/html";
 import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
@@ -12,8 +13,7 @@ import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, obj, str, strs } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { operationLabel } from "./memory_labels";
 
 function column(t: TableData, name: string): CellValue[] {
@@ -35,15 +35,16 @@ function capacityCard(source: string, capacity: number | null): Card {
   return { id: "capacity", label: "Capacity", value, hint: "in use + free at the peak", title: "The allocator's memory at the peak: bytes in use plus its free bytes (XProf's memory capacity)." };
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<MemoryProfileResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Memory profile"));
-  const ids = strs(raw, "memory_ids");
-  const current = str(raw, "memory_id");
-  if (ids.length === 0) {
+  const ids = raw.memory_ids;
+  const current = raw.memory_id;
+  const a = current === null ? undefined : raw.allocators[current];
+  if (ids.length === 0 || a === undefined) {
     el.appendChild(messageBox({ title: "No allocator events", body: "This host recorded no memory allocations." }));
     return;
   }
@@ -56,15 +57,14 @@ function render(ctx: PageContext): void {
   select.addEventListener("change", () => ctx.setOptions({ memory_id: select.value }));
   el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Allocator"), select)));
 
-  const a = obj(obj(raw, "allocators"), current);
-  const capacity = num(a, "memory_capacity_bytes");
+  const capacity = a.memory_capacity_bytes;
   el.appendChild(
     cardRow([
-      { id: "peak_heap", label: "Peak heap usage", value: formatBytes(num(a, "peak_heap_bytes") ?? 0), hint: `at ${formatDuration(num(a, "peak_time_ms") ?? 0, "ms")}${num(a, "peak_step_id") !== null ? `, step ${num(a, "peak_step_id") ?? 0}` : ""}` },
-      { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(num(a, "peak_bytes_in_use") ?? 0), hint: `lifetime peak ${formatBytes(num(a, "peak_bytes_usage_lifetime") ?? 0)}` },
-      capacityCard(str(a, "capacity_source"), capacity),
-      { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((num(a, "peak_fragmentation_fraction") ?? 0) * 100) },
-      { id: "allocations", label: "Allocations", value: formatNumber(num(a, "num_allocations") ?? 0), hint: `${formatNumber(num(a, "num_deallocations") ?? 0)} deallocations` },
+      { id: "peak_heap", label: "Peak heap usage", value: formatBytes(a.peak_heap_bytes), hint: `at ${formatDuration(a.peak_time_ms, "ms")}, step ${a.peak_step_id}` },
+      { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(a.peak_bytes_in_use), hint: `lifetime peak ${formatBytes(a.peak_bytes_usage_lifetime)}` },
+      capacityCard(a.capacity_source, capacity),
+      { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((a.peak_fragmentation_fraction ?? 0) * 100) },
+      { id: "allocations", label: "Allocations", value: formatNumber(a.num_allocations), hint: `${formatNumber(a.num_deallocations)} deallocations` },
     ]),
   );
 
@@ -183,4 +183,4 @@ function noDataType(td: HTMLTableCellElement, value: unknown): void {
 }
 
 // The whole timeline comes in the first response: it is the chart's data (max_points caps it).
-registerPage({ tools: ["memory_profile"], rows: 20000, hideOptions: ["memory_id"], render });
+export const memoryProfilePage: PageSpec<MemoryProfileResult> = { rows: 20000, hideOptions: ["memory_id"], render };

@@ -1,6 +1,9 @@
 // Pure helpers of the memory viewer page (tested without a browser).
 
-import { num, type Obj } from "../fields";
+import type { HeapBuffer } from "../../data/schema.gen";
+
+/** What the orders read of a buffer live at the peak. */
+export type OrderedBuffer = Pick<HeapBuffer, "logical_buffer_id" | "size_bytes" | "unpadded_size_bytes">;
 
 export type BufferOrder = "program" | "size" | "padding";
 
@@ -9,15 +12,16 @@ export type BufferOrder = "program" | "size" | "padding";
  * own order (allocation order); size and padding orders come from the backend (XProf's "by
  * size" and "by padding size" lists), and are recomputed here only if it sent none.
  */
-export function bufferOrder(live: readonly Obj[], order: BufferOrder, bySize: readonly number[], byPadding: readonly number[]): number[] {
+export function bufferOrder(live: readonly OrderedBuffer[], order: BufferOrder, bySize: readonly number[], byPadding: readonly number[]): number[] {
   const all = live.map((_, i) => i);
   const valid = (idx: readonly number[]): boolean => idx.length === live.length && new Set(idx).size === live.length && idx.every((i) => i >= 0 && i < live.length);
-  const size = (i: number): number => num(live[i], "size_bytes") ?? 0;
+  const size = (i: number): number => live[i]?.size_bytes ?? 0;
   const padding = (i: number): number => {
     const b = live[i];
-    const s = num(b, "size_bytes") ?? 0;
-    const u = num(b, "unpadded_size_bytes") ?? 0;
-    return (num(b, "logical_buffer_id") ?? 0) >= 0 && s > 0 && u > 0 ? s - u : 0;
+    if (!b) return 0;
+    const s = b.size_bytes;
+    const u = b.unpadded_size_bytes;
+    return b.logical_buffer_id >= 0 && s > 0 && u > 0 ? s - u : 0;
   };
   if (order === "size") return valid(bySize) ? [...bySize] : [...all].sort((a, b) => size(b) - size(a));
   if (order === "padding") {

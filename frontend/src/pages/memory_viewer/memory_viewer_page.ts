@@ -3,6 +3,7 @@
 // buffers live at the peak by program order / size / padding, and the allocation timeline
 // (where in each allocation every buffer lived, over the heap simulator's steps).
 
+import type { MemoryViewerResult } from "../../data/schema.gen";
 import { formatBytes, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { PALETTE } from "../../widgets/chart";
@@ -10,8 +11,7 @@ import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, nums, objs, type Obj, str } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { bufferOrder, type BufferOrder, timelineRects } from "./memory_viewer_logic";
 
 const MIB = 2 ** 20;
@@ -30,8 +30,8 @@ function select(label: string, cls: string, options: readonly [string, string][]
 }
 
 /** The buffers live at the peak as horizontal bars (unpadded + padding), in the chosen order. */
-function drawBuffers(ctx: PageContext, box: HTMLElement, raw: Obj): void {
-  const live = objs(raw, "max_heap");
+function drawBuffers(ctx: PageContext<MemoryViewerResult>, box: HTMLElement, raw: MemoryViewerResult): void {
+  const live = raw.max_heap ?? [];
   if (live.length === 0) {
     box.appendChild(h("p", { class: "tbp-muted" }, "No buffer is live at the peak in this memory space (its memory is held by allocations that live for the whole program, which XProf does not draw here)."));
     return;
@@ -44,11 +44,11 @@ function drawBuffers(ctx: PageContext, box: HTMLElement, raw: Obj): void {
   const height = Math.min(900, 60 + live.length * 22);
   const c = chart(ctx, box, { label: "Buffers live at the peak", id: "max_heap", height });
   const draw = (): void => {
-    const idx = bufferOrder(live, order, nums(raw, "by_size_order"), nums(raw, "by_padding_order"));
-    const rows = idx.map((i) => live[i] as Obj);
+    const idx = bufferOrder(live, order, raw.by_size_order ?? [], raw.by_padding_order ?? []);
+    const rows = idx.flatMap((i) => live[i] ?? []);
     // Top to bottom in the chosen order: ECharts puts a category axis' first value at the bottom.
     const shown = [...rows].reverse();
-    const names = shown.map((b) => str(b, "instruction_name") || str(b, "label"));
+    const names = shown.map((b) => b.instruction_name || b.label);
     c.setOption({
       tooltip: {
         trigger: "axis", axisPointer: { type: "shadow" },
@@ -59,8 +59,8 @@ function drawBuffers(ctx: PageContext, box: HTMLElement, raw: Obj): void {
       xAxis: { type: "value", name: "MiB" },
       yAxis: { type: "category", data: names, axisLabel: { width: 260, overflow: "truncate" } },
       series: [
-        { type: "bar", name: "Unpadded", stack: "b", data: shown.map((b) => (num(b, "logical_buffer_id") ?? 0) < 0 ? (num(b, "size_bytes") ?? 0) / MIB : Math.min(num(b, "unpadded_size_bytes") ?? 0, num(b, "size_bytes") ?? 0) / MIB) },
-        { type: "bar", name: "Padding", stack: "b", data: shown.map((b) => (num(b, "logical_buffer_id") ?? 0) < 0 ? 0 : Math.max(0, (num(b, "size_bytes") ?? 0) - (num(b, "unpadded_size_bytes") ?? 0)) / MIB) },
+        { type: "bar", name: "Unpadded", stack: "b", data: shown.map((b) => b.logical_buffer_id < 0 ? b.size_bytes / MIB : Math.min(b.unpadded_size_bytes, b.size_bytes) / MIB) },
+        { type: "bar", name: "Padding", stack: "b", data: shown.map((b) => b.logical_buffer_id < 0 ? 0 : Math.max(0, b.size_bytes - b.unpadded_size_bytes) / MIB) },
       ],
     }, { notMerge: true });
     for (const b of buttons.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.order === order));
@@ -79,8 +79,8 @@ function drawBuffers(ctx: PageContext, box: HTMLElement, raw: Obj): void {
 }
 
 /** XProf's allocation timeline: each traced allocation a band, each buffer a box over its steps. */
-function drawTimeline(box: HTMLElement, raw: Obj): void {
-  const blocks = objs(raw, "buffer_blocks");
+function drawTimeline(box: HTMLElement, raw: MemoryViewerResult): void {
+  const blocks = raw.buffer_blocks ?? [];
   if (blocks.length === 0) {
     box.appendChild(h("p", { class: "tbp-muted" }, "No heap-simulated allocation in this memory space: every buffer lives for the whole program."));
     return;
@@ -88,8 +88,8 @@ function drawTimeline(box: HTMLElement, raw: Obj): void {
   const W = 1000;
   const H = 360;
   const rects = timelineRects(blocks.map((b) => ({
-    id: num(b, "logical_buffer_id") ?? -1, name: str(b, "name"), offset: num(b, "offset_bytes") ?? 0,
-    size: num(b, "size_bytes") ?? 0, start: num(b, "start_step") ?? 0, end: num(b, "end_step") ?? 0,
+    id: b.logical_buffer_id, name: b.name, offset: b.offset_bytes,
+    size: b.size_bytes, start: b.start_step, end: b.end_step,
   })), W, H);
   const root = document.createElementNS(SVG, "svg");
   for (const [k, v] of Object.entries({ class: "tbp-alloc-timeline", viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", width: "100%", height: String(H), role: "img", "aria-label": "Allocation timeline" })) root.setAttribute(k, v);
@@ -109,51 +109,51 @@ function drawTimeline(box: HTMLElement, raw: Obj): void {
   box.appendChild(root);
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<MemoryViewerResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Memory viewer"));
-  const modules = objs(raw, "modules");
-  const message = str(raw, "message");
+  const modules = raw.modules;
+  const message = raw.message;
   if (message || modules.length === 0) {
     el.appendChild(messageBox({ title: "No HLO module", body: message || "This host carries no buffer assignment." }));
     return;
   }
-  const spaces = objs(raw, "memory_spaces");
-  const space = String(num(raw, "memory_space") ?? 0);
+  const spaces = raw.memory_spaces ?? [];
+  const space = String(raw.memory_space ?? 0);
   el.appendChild(h("div", { class: "tbp-toolbar" },
     select("Memory type", "tbp-memory-space-select",
-      spaces.map((s) => [String(num(s, "memory_space") ?? 0), `${str(s, "name")} — peak ${formatBytes(num(s, "peak_heap_bytes") ?? 0)}`]),
+      spaces.map((s) => [String(s.memory_space), `${s.name} — peak ${formatBytes(s.peak_heap_bytes)}`]),
       space, (v) => ctx.setOptions({ memory_space: v === "0" ? null : v })),
     select("Module", "tbp-module-select",
-      modules.map((m) => [str(m, "module"), `${str(m, "module")} — peak ${formatBytes(num(m, "peak_heap_bytes") ?? 0)}`]),
-      str(raw, "module"), (v) => ctx.setOptions({ module: v, memory_space: null })),
+      modules.map((m) => [m.module, `${m.module} — peak ${formatBytes(m.peak_heap_bytes)}`]),
+      raw.module ?? "", (v) => ctx.setOptions({ module: v, memory_space: null })),
   ));
-  const peak = num(raw, "peak_heap_bytes") ?? 0;
-  const unpaddedPeak = num(raw, "peak_unpadded_heap_bytes") ?? 0;
-  const indefinite = num(raw, "indefinite_bytes") ?? 0;
-  const total = num(raw, "total_buffer_allocation_bytes") ?? 0;
+  const peak = raw.peak_heap_bytes ?? 0;
+  const unpaddedPeak = raw.peak_unpadded_heap_bytes ?? 0;
+  const indefinite = raw.indefinite_bytes ?? 0;
+  const total = raw.total_buffer_allocation_bytes ?? 0;
   // XProf's header: temporaries = peak - indefinite; fragmentation = (total - peak) / (total - indefinite).
   const tempWithFrag = total - indefinite;
   const fragmentation = tempWithFrag > 0 ? (total - peak) / tempWithFrag : 0;
   el.appendChild(
     cardRow([
       { id: "peak", label: "Peak memory allocation", value: formatBytes(peak), hint: `${formatBytes(peak - unpaddedPeak)} padding overhead` },
-      { id: "params", label: "Arguments", value: formatBytes(num(raw, "entry_computation_parameters_bytes") ?? 0), hint: "entry computation parameters" },
+      { id: "params", label: "Arguments", value: formatBytes(raw.entry_computation_parameters_bytes ?? 0), hint: "entry computation parameters" },
       { id: "temporaries", label: "HLO temporaries", value: formatBytes(peak - indefinite), hint: `fragmentation ${formatPercent(fragmentation * 100)}` },
-      { id: "live_out", label: "May be live out", value: formatBytes(num(raw, "maybe_live_out_bytes") ?? 0) },
-      { id: "total", label: "All allocations", value: formatBytes(total), hint: `non-reusable ${formatBytes(num(raw, "non_reusable_bytes") ?? 0)}` },
+      { id: "live_out", label: "May be live out", value: formatBytes(raw.maybe_live_out_bytes ?? 0) },
+      { id: "total", label: "All allocations", value: formatBytes(total), hint: `non-reusable ${formatBytes(raw.non_reusable_bytes ?? 0)}` },
     ]),
   );
-  const heap = nums(raw, "heap_sizes_bytes");
-  const unpadded = nums(raw, "unpadded_heap_sizes_bytes");
+  const heap = raw.heap_sizes_bytes ?? [];
+  const unpadded = raw.unpadded_heap_sizes_bytes ?? [];
   const box = panel(el, "Memory allocation size vs program order (heap simulator events)");
   if (heap.length === 0) {
     box.appendChild(h("p", { class: "tbp-muted" }, "No heap simulator trace: every buffer lives for the whole run."));
   } else {
-    const peakPos = (num(raw, "peak_heap_position") ?? 0) + 1;
+    const peakPos = (raw.peak_heap_position ?? 0) + 1;
     chart(ctx, box, { label: "Heap size over program order", id: "heap_sizes", height: 300 }).setOption({
       tooltip: { trigger: "axis", valueFormatter: (v: unknown) => `${formatNumber(Number(v))} MiB` },
       legend: { top: 0 },
@@ -172,4 +172,4 @@ function render(ctx: PageContext): void {
   if (result.tables.buffers) el.appendChild(tableWidget(ctx, "buffers", { title: "Buffers live at the peak (table)" }).el);
 }
 
-registerPage({ tools: ["memory_viewer"], render, hideOptions: ["module", "memory_space"] });
+export const memoryViewerPage: PageSpec<MemoryViewerResult> = { render, hideOptions: ["module", "memory_space"] };

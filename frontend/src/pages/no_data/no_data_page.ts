@@ -3,7 +3,7 @@
 
 import { formatDurationPs, formatNumber } from "../../base/format";
 import type { Api } from "../../data/api";
-import { isRecord } from "../../data/decode";
+import { typedResult } from "../../data/decode";
 import type { RunInfo } from "../../data/types";
 import { h } from "../../widgets/dom";
 import { toolFacts } from "../catalog";
@@ -76,15 +76,16 @@ export function renderNoData(o: NoDataOptions): void {
 async function describeRun(o: NoDataOptions, into: HTMLElement): Promise<void> {
   try {
     const host = o.run.hosts.length > 1 ? "__all__" : (o.run.hosts[0] ?? null);
-    const res = await o.api.data({ run: o.run.name, host, tool: "profile_summary", options: {} }, 0, o.signal);
-    const hosts = Array.isArray(res.raw.hosts) ? res.raw.hosts.filter(isRecord) : [];
+    const res = typedResult("profile_summary",
+      await o.api.data({ run: o.run.name, host, tool: "profile_summary", options: {} }, 0, o.signal));
+    const hosts = res.raw.hosts;
     const types = new Set<string>();
     let span = 0;
     for (const hst of hosts) {
-      if (Array.isArray(hst.device_types)) for (const t of hst.device_types) if (typeof t === "string") types.add(t);
-      if (typeof hst.span_ps === "number") span = Math.max(span, hst.span_ps);
+      for (const t of hst.device_types) types.add(t);
+      span = Math.max(span, hst.span_ps);
     }
-    const events = typeof res.raw.event_count === "number" ? res.raw.event_count : 0;
+    const events = res.raw.event_count;
     into.textContent =
       `Run ${o.run.name} holds ${formatNumber(events)} events over ${formatDurationPs(span)} ` +
       `on ${hosts.length} host(s); devices: ${[...types].join(", ") || "none"}.`;

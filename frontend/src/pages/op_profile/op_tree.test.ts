@@ -40,11 +40,10 @@ describe("op profile tree", () => {
     expect(utilText(null)).toBe("–");
   });
 
-  it("says what bounds an op: the backend's word, else the roofline's ridge point", () => {
+  it("says what bounds an op: the roofline's ridge point", () => {
     // Ridge: 989e12 / 3.35e12 = 295 FLOP per byte. all-reduce.2.1: 1.0e9 FLOP over 2.7e9 bytes.
     expect(boundBy({ flops: 1006632960, bytes_accessed: 2684354560 }, peaks)).toBe("memory bandwidth");
     expect(boundBy({ flops: 1e12, bytes_accessed: 1e9 }, peaks)).toBe("compute");
-    expect(boundBy({ flops: 1, bytes_accessed: 1, bound_by: "HBM" }, null)).toBe("HBM");
     expect(boundBy({ flops: 1, bytes_accessed: 1 }, null)).toBeNull();
   });
 });

@@ -4,7 +4,11 @@
 // The "top 90 %" cut and the order by wasted time are the backend's options (top_percent,
 // order_by=time_wasted).
 
-import { num, type Obj, obj } from "../fields";
+import type { OpNode, OpPeaks } from "../../data/schema.gen";
+
+/** The node fields read here: an OpNode's (unit tests build only the ones they test). */
+export type NodeFields = Partial<Pick<OpNode, "flops_utilization" | "hbm_bw_utilization" | "flop_rate_gflops_per_sec"
+  | "memory_bw_gbytes_per_sec" | "time_wasted_fraction" | "total_time_us" | "flops" | "bytes_accessed">>;
 
 export interface DevicePeaks {
   flopsPerSec: number;
@@ -15,10 +19,9 @@ export interface DevicePeaks {
  * The device's peaks, from the result's `peaks` ({flop_rate_gflops_per_sec,
  * hbm_bw_gbytes_per_sec}, 0 when unknown); null when they are unknown.
  */
-export function devicePeaks(raw: Obj): DevicePeaks | null {
-  const p = obj(raw, "peaks");
-  const flops = num(p, "flop_rate_gflops_per_sec");
-  const hbm = num(p, "hbm_bw_gbytes_per_sec");
+export function devicePeaks(raw: { peaks?: OpPeaks }): DevicePeaks | null {
+  const flops = raw.peaks?.flop_rate_gflops_per_sec ?? null;
+  const hbm = raw.peaks?.hbm_bw_gbytes_per_sec ?? null;
   return flops !== null && hbm !== null && flops > 0 && hbm > 0 ? { flopsPerSec: flops * 1e9, hbmBytesPerSec: hbm * 1e9 } : null;
 }
 
@@ -30,15 +33,12 @@ export interface Utilization {
 }
 
 /** A node's utilisation: the backend's own fields when it sends them, else rate / peak. */
-export function utilization(node: Obj, peaks: DevicePeaks | null): Utilization {
-  const own = (key: string): number | null => num(node, key);
-  const rate = (key: string, scale: number, peak: number | undefined): number | null => {
-    const v = num(node, key);
-    return v === null || peak === undefined ? null : Math.min(1, (v * scale) / peak);
-  };
+export function utilization(node: NodeFields, peaks: DevicePeaks | null): Utilization {
+  const rate = (v: number | undefined, scale: number, peak: number | undefined): number | null =>
+    v === undefined || peak === undefined ? null : Math.min(1, (v * scale) / peak);
   return {
-    flops: own("flops_utilization") ?? rate("flop_rate_gflops_per_sec", 1e9, peaks?.flopsPerSec),
-    hbm: own("hbm_bw_utilization") ?? rate("memory_bw_gbytes_per_sec", 1e9, peaks?.hbmBytesPerSec),
+    flops: node.flops_utilization ?? rate(node.flop_rate_gflops_per_sec, 1e9, peaks?.flopsPerSec),
+    hbm: node.hbm_bw_utilization ?? rate(node.memory_bw_gbytes_per_sec, 1e9, peaks?.hbmBytesPerSec),
   };
 }
 
@@ -46,15 +46,15 @@ export function utilization(node: Obj, peaks: DevicePeaks | null): Utilization {
  * Time the node leaves unused: the backend's `time_wasted_fraction` (of the root's time) times
  * the root's time; else its own time × (1 − its best utilisation). Null without utilisation.
  */
-export function wastedUs(node: Obj, u: Utilization, rootUs: number): number | null {
+export function wastedUs(node: NodeFields, u: Utilization, rootUs: number): number | null {
   // Above the peak the counts are estimates that overcount (a custom-call's FLOPs): the time it
   // "wastes" would be negative, which means nothing (XProf caps the utilisation at 100 %).
   if (overPeak(u)) return null;
-  const fraction = num(node, "time_wasted_fraction");
+  const fraction = node.time_wasted_fraction ?? null;
   if (fraction !== null) return Math.max(0, fraction) * rootUs;
   const best = Math.max(u.flops ?? -1, u.hbm ?? -1);
   if (best < 0) return null;
-  return (num(node, "total_time_us") ?? 0) * (1 - best);
+  return (node.total_time_us ?? 0) * (1 - best);
 }
 
 /** Whether a utilisation is above the device's peak: its FLOP or byte count cannot be right. */
@@ -74,15 +74,13 @@ export const OVER_PEAK_NOTE =
   "Above the device's peak: the op's FLOP or byte count is an estimate that overcounts (for example a custom-call's cost model), so its utilisation and wasted time are not meaningful.";
 
 /**
- * What limits an op: the backend's `bound_by` when it sends one, else the roofline's answer:
- * an op whose FLOPs per byte are below the device's ridge point (peak FLOP/s / peak bytes/s)
- * is memory-bound, above it compute-bound. Null without FLOPs, bytes or peaks.
+ * What limits an op, the roofline's answer: an op whose FLOPs per byte are below the device's
+ * ridge point (peak FLOP/s / peak bytes/s) is memory-bound, above it compute-bound. Null
+ * without FLOPs, bytes or peaks.
  */
-export function boundBy(node: Obj, peaks: DevicePeaks | null): string | null {
-  const own = node.bound_by;
-  if (typeof own === "string" && own) return own;
-  const flops = num(node, "flops") ?? 0;
-  const bytes = num(node, "bytes_accessed") ?? 0;
+export function boundBy(node: NodeFields, peaks: DevicePeaks | null): string | null {
+  const flops = node.flops ?? 0;
+  const bytes = node.bytes_accessed ?? 0;
   if (peaks === null || flops <= 0 || bytes <= 0) return null;
   return flops / bytes < peaks.flopsPerSec / peaks.hbmBytesPerSec ? "memory bandwidth" : "compute";
 }

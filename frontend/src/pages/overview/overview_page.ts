@@ -1,38 +1,37 @@
 // Overview: how long a step takes and where the time goes, the top ops, the run's hardware,
 // and XProf's recommendation with links to the pages it names.
 
+import type { OverviewRecommendation, OverviewResult, PerformanceSummary, RunEnvironment } from "../../data/schema.gen";
 import { formatNumber, formatPercent } from "../../base/format";
 import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, obj, objs, type Obj, str, strs } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import { inputCardHint, inputVerdict } from "../input_verdict";
 import { type Metric, metricRow, metricsOf } from "../metrics";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepConfidenceText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<OverviewResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Overview"));
-  for (const box of diagnosticsBoxes(raw)) el.appendChild(box);
+  for (const box of diagnosticsBoxes(raw.diagnostics, raw.steps)) el.appendChild(box);
 
-  const perf = obj(raw, "performance_summary");
-  const env = obj(raw, "run_environment");
-  const steps = obj(raw, "steps");
-  const stepTime = obj(perf, "step_time_ms");
-  const inputPct = num(perf, "input_percent");
+  const perf = raw.performance_summary;
+  const env = raw.run_environment;
+  const steps = raw.steps;
+  const stepTime = perf.step_time_ms;
   // Colour and words from the backend's verdict, so the card and the recommendation agree.
-  const verdict = inputVerdict(obj(raw, "recommendation"));
-  const hasDevice = (num(env, "device_count") ?? 0) > 0;
+  const verdict = inputVerdict(raw.recommendation);
+  const hasDevice = env.device_count > 0;
   const cards: Card[] = [
-    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(num(stepTime, "min") ?? 0)} ms, max ${formatNumber(num(stepTime, "max") ?? 0)} ms` },
+    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min)} ms, max ${formatNumber(stepTime.max)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
-    { id: "input", label: "Waiting for input", value: inputPct === null ? "–" : formatPercent(inputPct), hint: inputCardHint(verdict), tone: verdict.tone },
+    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent), hint: inputCardHint(verdict), tone: verdict.tone },
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
@@ -40,24 +39,24 @@ function render(ctx: PageContext): void {
   }
   el.appendChild(cardRow(cards));
 
-  el.appendChild(recommendation(ctx, obj(raw, "recommendation")));
+  el.appendChild(recommendation(ctx, raw.recommendation));
 
   const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
   el.appendChild(grid);
   const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
   grid.appendChild(stepBox);
-  const graph = obj(raw, "step_time_graph");
+  const graph = raw.step_time_graph;
   const hosts = ctx.request.host === ctx.allHosts ? stepHosts(graph, result.tables.steps) : null;
   stepTimeChart(chart(ctx, stepBox, { label: hosts ? "Step time per step and host, by category" : "Step time per step, by category", id: "step_time", height: 300 }), graph, STEP_CATEGORIES, hosts);
 
   const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
   grid.appendChild(pieBox);
-  const breakdown = obj(perf, "breakdown_ms");
-  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: num(obj(breakdown, `${c.key}_ms`), "avg") ?? 0, color: c.color }));
+  const breakdown = perf.breakdown_ms;
+  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: breakdown[`${c.key}_ms`]?.avg ?? 0, color: c.color }));
   pieChart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }, slices, "ms", { measure: "step time", kind: "category" });
 
   if (result.tables.top_ops) {
-    const side = str(raw, "top_ops_side");
+    const side = raw.top_ops_side;
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
   el.appendChild(environment(env, metricsOf(raw)));
@@ -77,25 +76,27 @@ const PRECISION_SOURCES: Readonly<Record<string, string>> = {
 };
 
 /** 16-bit share of device compute, and where it comes from; "unknown" when nothing in the profile tells. */
-export function precisionCard(perf: Obj): Card {
-  const low = num(perf, "device_compute_16bit_percent");
-  const high = num(perf, "device_compute_32bit_percent");
-  const source = PRECISION_SOURCES[str(perf, "device_compute_precision_source")];
+export function precisionCard(perf: PerformanceSummary): Card {
+  const low = perf.device_compute_16bit_percent;
+  const high = perf.device_compute_32bit_percent;
+  const source = PRECISION_SOURCES[perf.device_compute_precision_source];
   if (low === null || source === undefined) {
     return { id: "precision", label: "Device compute precision", value: "unknown", hint: "the profile names no element types", title: "Neither HLO modules, tensor shapes nor (PyTorch) operator input types in the profile say which float types the device computes in." };
   }
   return { id: "precision", label: "Device compute precision", value: `${formatPercent(low)} 16-bit`, hint: `${formatPercent(high ?? 0)} 32-bit, ${source}`, title: "Share of device compute time (collectives and data movement excluded) in bf16/fp16 versus fp32/fp64." };
 }
 
-export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
-  const pct = (key: string): string => formatPercent(num(perf, key) ?? 0);
+type PlacementKey = "host_op_time_percent" | "device_op_time_percent" | "host_op_count_percent" | "device_op_count_percent"
+  | "host_op_time_eager_percent" | "device_op_time_eager_percent";
+
+export function opPlacementCards(perf: Pick<PerformanceSummary, PlacementKey>, hasDevice: boolean): Card[] {
+  const pct = (key: PlacementKey): string => formatPercent(perf[key]);
   const byTime: Card = hasDevice
     ? { id: "op_placement_time", label: "Op placement, by time", value: `${pct("device_op_time_percent")} device`,
       hint: `${pct("host_op_time_percent")} host · eager: ${pct("device_op_time_eager_percent")} of device, ${pct("host_op_time_eager_percent")} of host op time` }
     : { id: "op_placement_time", label: "Op placement, by time", value: `${pct("host_op_time_percent")} host`,
       hint: `${pct("host_op_time_eager_percent")} of it eager` };
   const countKey = hasDevice ? "device_op_count_percent" : "host_op_count_percent";
-  if (num(perf, countKey) === null) return [byTime];
   return [byTime, {
     id: "op_placement_count", label: "Op placement, by count",
     value: `${pct(countKey)} ${hasDevice ? "device" : "host"}`,
@@ -103,13 +104,13 @@ export function opPlacementCards(perf: Obj, hasDevice: boolean): Card[] {
   }];
 }
 
-function recommendation(ctx: PageContext, rec: Obj): HTMLElement {
+function recommendation(ctx: PageContext, rec: OverviewRecommendation): HTMLElement {
   const box = h("section", { class: "tbp-message tbp-recommendation", "data-recommendation": "" }, h("h2", {}, "Recommendation"));
-  for (const key of ["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "precision_statement"]) {
-    const text = str(rec, key);
+  for (const key of ["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "precision_statement"] as const) {
+    const text = rec[key];
     if (text) box.appendChild(h("p", {}, text));
   }
-  const next = objs(rec, "next_steps");
+  const next = rec.next_steps;
   if (next.length) {
     box.appendChild(h("h3", {}, "Next steps"));
     box.appendChild(
@@ -117,14 +118,14 @@ function recommendation(ctx: PageContext, rec: Obj): HTMLElement {
         "ul",
         {},
         next.map((n) => {
-          const tool = str(n, "tool");
+          const tool = n.tool;
           const a = h("a", { class: "tbp-link", href: ctx.href(tool), "data-next-tool": tool }, toolLabel(tool));
           a.addEventListener("click", (e) => {
             if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
             e.preventDefault();
             ctx.navigate(tool);
           });
-          return h("li", {}, a, `: ${str(n, "why")}`);
+          return h("li", {}, a, `: ${n.why}`);
         }),
       ),
     );
@@ -147,27 +148,27 @@ function toolLabel(tool: string): string {
   return TOOL_LABELS[tool] ?? tool;
 }
 
-function environment(env: Obj, metrics: ReadonlyMap<string, Metric>): HTMLElement {
+function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>): HTMLElement {
   const kv = (k: string, v: string): HTMLElement => h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, k), h("span", {}, v));
-  const devices = objs(env, "devices");
+  const devices = env.devices;
   return h(
     "section",
     { class: "tbp-section tbp-kv", "data-section": "environment" },
     h("h2", {}, "Run environment"),
-    kv("Hosts", `${formatNumber(num(env, "host_count") ?? 0)} (${strs(env, "hosts").join(", ")})`),
-    kv("Hardware", str(env, "hardware_type").replace(/_/g, " ") || "–"),
-    kv("Devices", devices.length ? `${devices.length} × ${str(env, "device_model") || str(env, "device_type")}` : "none (host only)"),
+    kv("Hosts", `${formatNumber(env.host_count)} (${env.hosts.join(", ")})`),
+    kv("Hardware", env.hardware_type.replace(/_/g, " ") || "–"),
+    kv("Devices", devices.length ? `${devices.length} × ${env.device_model || env.device_type}` : "none (host only)"),
     // XProf's name for the device ("Nvidia GPU (Hopper)", "AMD GPU - gfx942"), when it adds to the model.
-    str(env, "xprof_device_type") && str(env, "xprof_device_type") !== str(env, "device_model")
-      ? kv("Device type", str(env, "xprof_device_type")) : null,
+    env.xprof_device_type && env.xprof_device_type !== env.device_model
+      ? kv("Device type", env.xprof_device_type) : null,
     ...devices.map((d) =>
       kv(
-        `  ${str(d, "host")} ${str(d, "plane")}`,
-        [str(d, "model"), num(d, "core_count") !== null ? `${num(d, "core_count") ?? 0} cores` : "", str(d, "compute_capability") ? `compute capability ${str(d, "compute_capability")}` : ""].filter(Boolean).join(", "),
+        `  ${d.host} ${d.plane}`,
+        [d.model, `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
       ),
     ),
     ...[...metrics.values()].map(metricRow),
   );
 }
 
-registerPage({ tools: ["overview_page"], rows: 100, render });
+export const overviewPage: PageSpec<OverviewResult> = { rows: 100, render };

@@ -1,6 +1,7 @@
 // Pod viewer: one step at a time (slider), a stacked bar per host/device of where that step's
 // time went, and a details card for the column under the mouse.
 
+import type { PodViewerResult } from "../../data/schema.gen";
 import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { unitFormatter, axisLabel } from "../../widgets/chart";
 import { cardRow } from "../../widgets/cards";
@@ -8,9 +9,8 @@ import { clear, h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { list, obj, objs, type Obj, str } from "../fields";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { STEP_CATEGORIES } from "../steps_common";
 import { ALL_DEVICES, columnLabel, hostLabel, shownColumns } from "./pod_columns";
 
@@ -37,35 +37,26 @@ interface Column {
 }
 
 /** Step names and the columns of step i, from the columnar schema (docs/api.md, pod_viewer). */
-function decodePod(raw: Obj): { stepNames: string[]; columnsAt: (i: number) => Column[] } {
-  const steps = obj(raw, "steps");
-  const stepNames = list(steps, "step").map((s) => (typeof s === "string" ? s : String(s)));
-  const cores = objs(raw, "cores");
-  const at = (o: Obj, key: string, i: number): unknown => list(o, key)[i];
+function decodePod(raw: PodViewerResult): { stepNames: string[]; columnsAt: (i: number) => Column[] } {
+  const stepNames = raw.steps.step;
   return {
     stepNames,
     columnsAt: (i) =>
-      cores.map((c) => {
-        const bd = obj(c, "breakdown_us");
+      raw.cores.map((c) => {
         const breakdownUs: Record<string, number> = {};
-        for (const k of Object.keys(bd)) {
-          const v = at(bd, k, i);
-          breakdownUs[k] = typeof v === "number" ? v : 0;
-        }
-        const total = at(c, "total_duration_us", i);
-        const bottleneck = at(c, "bottleneck", i);
+        for (const [k, values] of Object.entries(c.breakdown_us)) breakdownUs[k] = values[i] ?? 0;
         return {
-          host: str(c, "host"),
-          device: str(c, "device"),
-          totalUs: typeof total === "number" ? total : 0,
-          bottleneck: typeof bottleneck === "string" ? bottleneck : "",
+          host: c.host,
+          device: c.device,
+          totalUs: c.total_duration_us[i] ?? 0,
+          bottleneck: c.bottleneck[i] ?? "",
           breakdownUs,
         };
       }),
   };
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<PodViewerResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
@@ -78,13 +69,13 @@ function render(ctx: PageContext): void {
     if (result.tables.pod_stats) el.appendChild(tableWidget(ctx, "pod_stats").el);
     return;
   }
-  const categories = Object.values(obj(raw, "step_breakdown_events")).filter((v): v is string => typeof v === "string");
+  const categories = Object.values(raw.step_breakdown_events);
   const labels = categories.length ? categories : STEP_CATEGORIES.map((c) => c.label);
   el.appendChild(
     cardRow([
       { id: "steps", label: "Steps", value: formatNumber(steps.length) },
-      { id: "columns", label: "Devices", value: formatNumber(objs(raw, "cores").filter((k) => str(k, "device") !== ALL_DEVICES).length) },
-      { id: "device", label: "Device type", value: str(raw, "device_type") || "–" },
+      { id: "columns", label: "Devices", value: formatNumber(raw.cores.filter((k) => k.device !== ALL_DEVICES).length) },
+      { id: "device", label: "Device type", value: raw.device_type || "–" },
     ]),
   );
 
@@ -159,4 +150,4 @@ function render(ctx: PageContext): void {
 }
 
 // The step slider replaces the backend's `step` option (every step comes in one response).
-registerPage({ tools: ["pod_viewer"], hideOptions: ["step"], render });
+export const podViewerPage: PageSpec<PodViewerResult> = { hideOptions: ["step"], render };

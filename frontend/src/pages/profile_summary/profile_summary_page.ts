@@ -1,9 +1,9 @@
 // profile_summary: what the profile file holds — hosts, planes (devices, host threads),
 // lines, event counts and time span — and any errors the profiler wrote into it.
 
+import type { HostSummary as HostSummaryJson, ProfileSummaryResult } from "../../data/schema.gen";
 import { html, tooltipHtml } from "../../base/html";
 import { formatDurationPs, formatNumber } from "../../base/format";
-import { isRecord } from "../../data/decode";
 import { cardRow } from "../../widgets/cards";
 import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
 import { h } from "../../widgets/dom";
@@ -11,7 +11,7 @@ import { jsonView } from "../../widgets/json_view";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 
 interface PlaneSummary {
   name: string;
@@ -36,35 +36,31 @@ interface HostSummary {
   deviceCount: number;
   deviceNames: string[];
   planes: PlaneSummary[];
-  raw: Record<string, unknown>;
+  raw: HostSummaryJson;
 }
 
-const num = (v: unknown): number => (typeof v === "number" ? v : 0);
-const str = (v: unknown): string => (typeof v === "string" ? v : "");
-const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
-
-function decodeHosts(raw: Record<string, unknown>): HostSummary[] {
-  const hosts = Array.isArray(raw.hosts) ? raw.hosts : [];
-  return hosts.filter(isRecord).map((h) => ({
-    host: str(h.host),
-    format: str(h.format),
-    sourcePath: str(h.source_path),
-    hostnames: strs(h.hostnames),
-    errors: strs(h.errors),
-    warnings: strs(h.warnings),
-    spanPs: num(h.span_ps),
-    eventCount: num(h.event_count),
-    deviceTypes: strs(h.device_types),
-    deviceCount: num(h.device_count),
-    deviceNames: strs(h.device_names),
-    planes: (Array.isArray(h.planes) ? h.planes : []).filter(isRecord).map((p) => ({
-      name: str(p.name),
-      deviceType: str(p.device_type),
-      deviceName: str(p.device_name),
-      lineCount: num(p.line_count),
-      eventCount: num(p.event_count),
-      firstPs: typeof p.first_event_ps === "number" ? p.first_event_ps : null,
-      lastPs: typeof p.last_event_end_ps === "number" ? p.last_event_end_ps : null,
+/** The backend's host summaries in the page's terms (camelCase, first/last event as one range). */
+function decodeHosts(raw: ProfileSummaryResult): HostSummary[] {
+  return raw.hosts.map((h) => ({
+    host: h.host,
+    format: h.format,
+    sourcePath: h.source_path,
+    hostnames: h.hostnames,
+    errors: h.errors,
+    warnings: h.warnings,
+    spanPs: h.span_ps,
+    eventCount: h.event_count,
+    deviceTypes: h.device_types,
+    deviceCount: h.device_count,
+    deviceNames: h.device_names,
+    planes: h.planes.map((p) => ({
+      name: p.name,
+      deviceType: p.device_type,
+      deviceName: p.device_name,
+      lineCount: p.line_count,
+      eventCount: p.event_count,
+      firstPs: p.first_event_ps,
+      lastPs: p.last_event_end_ps,
     })),
     raw: h,
   }));
@@ -95,7 +91,7 @@ export function devicesText(hosts: readonly { planes: readonly { name: string; d
   return [...counts].map(([t, n]) => `${n} × ${t || "device"}`).join(", ");
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<ProfileSummaryResult>): void {
   const result = ctx.result;
   if (!result) return;
   const hosts = decodeHosts(result.raw);
@@ -108,7 +104,7 @@ function render(ctx: PageContext): void {
   el.appendChild(
     cardRow([
       { label: "Hosts", value: formatNumber(hosts.length), hint: hosts.map((h) => h.host).join(", "), id: "hosts" },
-      { label: "Events", value: formatNumber(num(result.raw.event_count)), id: "events" },
+      { label: "Events", value: formatNumber(result.raw.event_count), id: "events" },
       { label: "Time span", value: formatDurationPs(spanPs), hint: "first to last event", id: "span" },
       { label: "Devices", value: devicesText(hosts), id: "devices" },
       { label: "Planes", value: formatNumber(planes.length), hint: `${formatNumber(planes.reduce((a, p) => a + p.plane.lineCount, 0))} lines`, id: "planes" },
@@ -209,4 +205,4 @@ function kv(key: string, value: string): HTMLElement {
   return h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, key), h("span", {}, value));
 }
 
-registerPage({ tools: ["profile_summary"], render });
+export const profileSummaryPage: PageSpec<ProfileSummaryResult> = { render };

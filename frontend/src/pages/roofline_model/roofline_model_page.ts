@@ -1,6 +1,7 @@
 // Roofline model: the device's roofs (peak FLOP rate, HBM bandwidth) on log-log axes with
 // one point per HLO op and one for the whole program; hovering a point names the op.
 
+import type { RooflineModelResult } from "../../data/schema.gen";
 import { html, tooltipHtml } from "../../base/html";
 import { formatNumber } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
@@ -8,8 +9,7 @@ import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, str } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 
 const GIB_PER_GB = 1e9 / 2 ** 30;
 
@@ -50,23 +50,23 @@ function points(ctx: PageContext): Point[] {
   return out;
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<RooflineModelResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "Roofline model"));
-  const message = str(raw, "message");
+  const message = raw.message;
   if (message) el.appendChild(messageBox({ title: "No HLO ops", body: message }));
-  const peak = num(raw, "peak_flop_rate") ?? 0;
-  const hbmGib = num(raw, "peak_hbm_bw") ?? 0;
+  const peak = raw.peak_flop_rate;
+  const hbmGib = raw.peak_hbm_bw;
   const hbmGb = hbmGib / GIB_PER_GB;
   el.appendChild(
     cardRow([
-      { id: "device", label: "Device", value: str(raw, "device_type") || "–", hint: `${formatNumber(num(raw, "device_count") ?? 0)} device(s)` },
+      { id: "device", label: "Device", value: raw.device_type || "–", hint: `${formatNumber(raw.device_count)} device(s)` },
       { id: "peak_flop_rate", label: "Peak FLOP rate", value: `${formatNumber(peak)} GFLOP/s` },
       { id: "peak_hbm_bw", label: "Peak HBM bandwidth", value: `${formatNumber(hbmGib)} GiB/s` },
-      { id: "ridge", label: "HBM ridge point", value: `${formatNumber(num(raw, "hbm_ridge_point") ?? 0)} FLOP/byte` },
+      { id: "ridge", label: "HBM ridge point", value: `${formatNumber(raw.hbm_ridge_point)} FLOP/byte` },
     ]),
   );
   const pts = points(ctx);
@@ -102,4 +102,4 @@ function render(ctx: PageContext): void {
   el.appendChild(h("p", { class: "tbp-muted" }, "Points with no FLOPs or no HBM bytes have no place on log axes; the table lists them."));
 }
 
-registerPage({ tools: ["roofline_model"], render });
+export const rooflineModelPage: PageSpec<RooflineModelResult> = { render };

@@ -1,6 +1,7 @@
 // tf.data bottleneck analysis: per input pipeline, the iterator tree drawn as a graph with the
 // bottleneck highlighted and the critical path in bold, XProf's suggestion, and the tables.
 
+import type { TfDataPipeline, TfDataResult } from "../../data/schema.gen";
 import { html, joinHtml, tooltipHtml } from "../../base/html";
 import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
@@ -9,8 +10,7 @@ import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, objs, type Obj, str, strs } from "../fields";
-import { registerPage } from "../registry";
+import type { PageSpec } from "../registry";
 import { layoutTree, shortName } from "./iterator_tree";
 
 interface IteratorRow {
@@ -42,39 +42,39 @@ function iteratorsOf(t: TableData | undefined, host: string, pipeline: string): 
     }));
 }
 
-function render(ctx: PageContext): void {
+function render(ctx: PageContext<TfDataResult>): void {
   const result = ctx.result;
   if (!result) return;
   const raw = result.raw;
   const el = ctx.el;
   el.appendChild(pageTitle(ctx, "tf.data bottleneck analysis"));
-  const pipelines = objs(raw, "pipelines");
+  const pipelines = raw.pipelines;
   if (pipelines.length === 0) {
     el.appendChild(messageBox({ title: "No tf.data pipelines", body: "No tf.data iterator events were recorded on this host." }));
   }
   pipelines.forEach((p, i) => drawPipeline(ctx, el, p, i, result.tables.iterators));
-  const diags = strs(raw, "diagnostics");
+  const diags = raw.diagnostics;
   if (diags.length) el.appendChild(messageBox({ title: "Notes", body: h("ul", {}, diags.map((d) => h("li", {}, d))) }));
   if (result.tables.pipelines) el.appendChild(tableWidget(ctx, "pipelines", { title: "Pipelines" }).el);
   if (result.tables.iterators) el.appendChild(tableWidget(ctx, "iterators", { title: "Iterators" }).el);
 }
 
-function drawPipeline(ctx: PageContext, el: HTMLElement, p: Obj, index: number, table: TableData | undefined): void {
-  const host = str(p, "host");
-  const name = str(p, "pipeline");
-  const bottleneck = str(p, "bottleneck");
-  const critical = new Set(strs(p, "critical_path"));
+function drawPipeline(ctx: PageContext, el: HTMLElement, p: TfDataPipeline, index: number, table: TableData | undefined): void {
+  const host = p.host;
+  const name = p.pipeline;
+  const bottleneck = p.bottleneck;
+  const critical = new Set(p.critical_path);
   el.appendChild(h("h2", { class: "tbp-subtitle" }, `Pipeline ${name}`));
   el.appendChild(
     cardRow([
-      { id: `calls_${index}`, label: "GetNext calls of the root", value: formatNumber(num(p, "root_calls") ?? 0), hint: `${formatNumber(num(p, "root_slow_calls") ?? 0)} slow` },
-      { id: `latency_${index}`, label: "Average root latency", value: formatDuration(num(p, "root_avg_latency_us") ?? 0, "us") },
-      { id: `slow_${index}`, label: "Slow calls", value: formatPercent(num(p, "slow_call_percent") ?? 0), tone: (num(p, "slow_call_percent") ?? 0) > 50 ? "bad" : "neutral" },
-      { id: `bottleneck_${index}`, label: "Bottleneck", value: str(p, "bottleneck_kind") || shortName(bottleneck), tone: "warn" },
+      { id: `calls_${index}`, label: "GetNext calls of the root", value: formatNumber(p.root_calls), hint: `${formatNumber(p.root_slow_calls)} slow` },
+      { id: `latency_${index}`, label: "Average root latency", value: formatDuration(p.root_avg_latency_us, "us") },
+      { id: `slow_${index}`, label: "Slow calls", value: formatPercent(p.slow_call_percent), tone: p.slow_call_percent > 50 ? "bad" : "neutral" },
+      { id: `bottleneck_${index}`, label: "Bottleneck", value: p.bottleneck_kind || shortName(bottleneck), tone: "warn" },
     ]),
   );
-  const suggestion = str(p, "suggestion");
-  const hint = str(p, "input_bound_hint");
+  const suggestion = p.suggestion;
+  const hint = p.input_bound_hint;
   if (suggestion || hint) {
     el.appendChild(messageBox({ title: "Suggestion", body: [suggestion, hint].filter(Boolean) }));
   }
@@ -141,4 +141,4 @@ function drawPipeline(ctx: PageContext, el: HTMLElement, p: Obj, index: number, 
 }
 
 // The graph needs every iterator of every pipeline in the first response.
-registerPage({ tools: ["tf_data_bottleneck_analysis"], rows: 5000, render });
+export const tfDataPage: PageSpec<TfDataResult> = { rows: 5000, render };

@@ -40,6 +40,7 @@ from tbprof.analyses.gpu.activity import (
     union_ps,
 )
 from tbprof.analyses.metrics import metric_json
+from tbprof.analyses.results.gpu import GpuBreakdownResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, parse_nonneg_int
 from tbprof.store.arrays import sorted_unique
@@ -277,7 +278,7 @@ def _table(columns: list[Column], rows: list[tuple[Any, ...]], sort: str | None 
     return Table.from_columns(columns, values, default_sort=sort)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBreakdownResult:
     delay_ps = round(float(options.get("consecutive_kernel_delay_us", 30.0)) * _PS_PER_US)
     runtime_cutoff_us = float(options.get("runtime_cutoff_us", 50.0))
     launch_delay_cutoff_us = float(options.get("launch_delay_cutoff_us", 100.0))

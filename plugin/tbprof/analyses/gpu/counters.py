@@ -36,6 +36,7 @@ import numpy as np
 
 from tbprof.analyses.gpu.activity import MEMORY, DeviceActivity, device_activity, has_device_activity, per_device
 from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.results.gpu import GpuCountersResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
@@ -225,7 +226,7 @@ def _table(columns: list[Column], rows: list[tuple[Any, ...]], sort: str | None 
                               default_sort=sort, default_desc=desc)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuCountersResult:
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     q_summary: list[tuple[Any, ...]] = []
     bw_summary: list[tuple[Any, ...]] = []

@@ -35,6 +35,7 @@ import numpy as np
 
 from tbprof.analyses.gpu.activity import merge_intervals, union_ps
 from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.results.gpu import CollectivesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
@@ -217,7 +218,7 @@ OVERLAP_COLUMNS = [
 ]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> CollectivesResult:
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     per_rank = [collective_nodes(s) for _, s in ranked]
     transfer = _transfer_ranges(per_rank) if len(per_rank) > 1 else None

@@ -29,6 +29,7 @@ import numpy as np
 
 from tbprof.analyses.gpu.activity import device_activity, has_device_activity
 from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.results.gpu import KernelSequencesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.event_tree import parent_rows
@@ -125,7 +126,7 @@ COLUMNS = [
 ]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> KernelSequencesResult:
     operator_name = str(options.get("operator_name", DEFAULT_OPERATOR))
     min_len = int(options.get("min_pattern_len", 3))
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])

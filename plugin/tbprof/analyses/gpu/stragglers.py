@@ -33,6 +33,7 @@ from tbprof.analyses.gpu.activity import COMMUNICATION, kernel_kind
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.gpu.distributed import compute as collectives
 from tbprof.analyses.gpu.trace_diff import event_table
+from tbprof.analyses.results.gpu import StragglersResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.store.tables import ProfileStore
@@ -155,7 +156,7 @@ def _mean_step_ms(store: ProfileStore) -> float | None:
     return float(np.mean(durs)) / 1e9 if durs else None
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> StragglersResult:
     num_candidates = int(options.get("num_candidates", 2))
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     found = analyse(ranked, num_candidates) if len(ranked) > 1 else None

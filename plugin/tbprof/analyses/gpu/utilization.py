@@ -29,6 +29,7 @@ import numpy as np
 
 from tbprof.analyses.gpu.activity import merge_intervals
 from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.results.gpu import GpuUtilizationResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
@@ -190,7 +191,7 @@ KERNEL_COLUMNS = [
 ]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuUtilizationResult:
     ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     dev_rows: list[tuple[Any, ...]] = []
     kern_rows: list[tuple[Any, ...]] = []

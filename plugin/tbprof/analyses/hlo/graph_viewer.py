@@ -26,6 +26,14 @@ from typing import Any
 
 from tbprof.analyses.hlo.hlo_stats import programs_of
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.results.hlo import (
+    Graph,
+    GraphEdge,
+    GraphModuleEntry,
+    GraphNode,
+    GraphOpEntry,
+    GraphViewerResult,
+)
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs, program_id_text
@@ -123,7 +131,7 @@ def _dot_quote(text: str) -> str:
     return '"' + _dot_escape(text) + '"'
 
 
-def to_dot(graph: dict[str, Any]) -> str:
+def to_dot(graph: Graph) -> str:
     lines = [f"digraph {_dot_quote(graph['module'])} {{", "  rankdir=TB;", "  node [shape=box, style=filled];"]
     top = max((n["self_time_us"] for n in graph["nodes"]), default=0.0) or 1.0
     for n in graph["nodes"]:
@@ -141,7 +149,7 @@ def to_dot(graph: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: int) -> dict[str, Any]:
+def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: int) -> Graph:
     programs = programs_of(stores)
     if not programs:
         raise NotFound("this profile carries no HLO programs (graph_viewer needs an XLA profile)")
@@ -190,7 +198,7 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
 
     module_by_id = {i.id: i for c in mod.computations for i in c.instructions}
     comps = {c.id: c for c in mod.computations}
-    nodes = []
+    nodes: list[GraphNode] = []
     for iid, d in sorted(dist.items(), key=lambda kv: (kv[1], kv[0])):
         if iid not in shown:
             continue
@@ -205,7 +213,7 @@ def build(stores: Sequence[ProfileStore], node: str, module: str | None, width: 
             "hlo_text": instruction_text(ins, module_by_id), "source": frames[0] if frames else "",
             "called_text": _called_text(ins, comps, module_by_id),
         })
-    edges = []
+    edges: list[GraphEdge] = []
     for iid in sorted(shown):
         for oid in by_id[iid].operand_ids:
             src = source(oid)
@@ -271,12 +279,13 @@ def _best_op(program: HloProgram, times: Mapping[str, float]) -> str | None:
     return _decode(root.name) if root is not None else None
 
 
-def _picker_ops(program: HloProgram, times: Mapping[str, float]) -> tuple[list[dict[str, Any]], bool]:
+def _picker_ops(program: HloProgram, times: Mapping[str, float]) -> tuple[list[GraphOpEntry], bool]:
     """The module's ops for the op picker: those that ran (by self time), then the rest of its
     instructions by name; at most MAX_PICKER_OPS."""
     ran = sorted(times.items(), key=lambda kv: (-kv[1], kv[0]))
-    out = [{"name": n, "opcode": op.opcode if (op := program.op(n)) is not None else "", "self_time_us": t}
-           for n, t in ran if program.instruction(n) is not None]
+    out: list[GraphOpEntry] = [
+        {"name": n, "opcode": op.opcode if (op := program.op(n)) is not None else "", "self_time_us": t}
+        for n, t in ran if program.instruction(n) is not None]
     seen = {o["name"] for o in out}
     mod = program.module
     rest: list[tuple[str, str]] = []
@@ -291,7 +300,7 @@ def _picker_ops(program: HloProgram, times: Mapping[str, float]) -> tuple[list[d
     return out[:MAX_PICKER_OPS], len(out) > MAX_PICKER_OPS
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GraphViewerResult:
     width = int(options.get("graph_width", 3))
     if width > MAX_WIDTH:
         raise BadRequest(f"graph_width must be at most {MAX_WIDTH}")
@@ -314,10 +323,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     graph = build(stores, node, module, width)
     chosen = next(p for p in programs.values() if program_id_text(p.program_id) == graph["program_id"])
     ops, ops_truncated = _picker_ops(chosen, times.get(chosen.program_id, {}))
-    modules = [{"module": p.display_name, "program_id": program_id_text(p.program_id),
+    modules: list[GraphModuleEntry] = [{"module": p.display_name, "program_id": program_id_text(p.program_id),
                 "device_time_us": device_us.get(p.program_id, 0.0)}
                for p in sorted(programs.values(), key=lambda p: (-device_us.get(p.program_id, 0.0), p.display_name))]
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "graph_viewer",
+    out: GraphViewerResult = {"schema_version": SCHEMA_VERSION, "tool": "graph_viewer",
                            "host": stores[0].host if len(stores) == 1 else None,
                            "hosts": [s.host for s in stores], **graph, "modules": modules, "ops": ops,
                            "ops_truncated": ops_truncated, "tables": graph_tables(graph)}

@@ -26,6 +26,7 @@ from tbprof.analyses.ops.op_metrics import (
     device_op_events,
     device_op_metrics,
 )
+from tbprof.analyses.results.hlo import CategoryTime, HloStatsResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
@@ -238,7 +239,7 @@ def hlo_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None) -
     return Table.from_columns(COLUMNS, values, default_sort="total_self_time")
 
 
-def _by_category(table: Table) -> list[dict[str, Any]]:
+def _by_category(table: Table) -> list[CategoryTime]:
     if table.n_rows == 0:
         return []
     cats, inv = np.unique(table.data["category"].astype(str), return_inverse=True)
@@ -251,11 +252,11 @@ def has_hlo_ops(store: ProfileStore) -> bool:
     return bool(hlo_programs(store)) and bool(device_planes_of(store))
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> HloStatsResult:
     rates = op_rates(stores)
     table = hlo_table(stores, rates)
     top = min(10, table.n_rows)
-    out: dict[str, Any] = {
+    out: HloStatsResult = {
         "schema_version": SCHEMA_VERSION, "tool": "hlo_stats",
         "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
         "op_count": table.n_rows,

@@ -36,6 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tbprof.analyses.hlo.hlo_stats import programs_of
+from tbprof.analyses.results.hlo import (
+    BufferBlock,
+    HeapBuffer,
+    MemorySpaceEntry,
+    MemoryViewerResult,
+    ModuleMemory,
+    ModuleMemoryEntry,
+)
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool
 from tbprof.domain.hlo_cost import shape_bytes
@@ -106,7 +114,7 @@ class _Module:
             ins = self.by_id.get(b.defined_at.instruction_id)
             self.buffers[b.id] = _Buffer(b.id, int(b.size), ins, tuple(b.defined_at.shape_index))
 
-    def describe(self, buffer_id: int, size_bytes: int, group: str) -> dict[str, Any]:
+    def describe(self, buffer_id: int, size_bytes: int, group: str) -> HeapBuffer:
         b = self.buffers.get(buffer_id)
         ins = b.instruction if b is not None else None
         index = b.shape_index if b is not None else ()
@@ -166,7 +174,7 @@ def _trace(ba: Any, color: int) -> Any:
     return best
 
 
-def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
+def module_memory(program: HloProgram, color: int = 0) -> ModuleMemory:
     """The memory viewer of one program (see the module docstring)."""
     ba = program.buffer_assignment
     mod = _Module(program)
@@ -238,7 +246,7 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
         heap_sizes, unpadded_sizes = [], []
     # Buffers live at the peak: each indefinite allocation's largest buffer (HBM only, as
     # XProf: other spaces' indefinite allocations take no memory there), then temporaries.
-    live: list[dict[str, Any]] = []
+    live: list[HeapBuffer] = []
     small_bytes = 0
     for a in (indefinite if color == 0 else []):
         rep = None
@@ -286,15 +294,15 @@ def module_memory(program: HloProgram, color: int = 0) -> dict[str, Any]:
     }
 
 
-def by_size_order(live: list[dict[str, Any]]) -> list[int]:
+def by_size_order(live: Sequence[HeapBuffer]) -> list[int]:
     """Indices into the buffers live at the peak, largest first (XProf's "by size")."""
     return sorted(range(len(live)), key=lambda i: -live[i]["size_bytes"])
 
 
-def by_padding_order(live: list[dict[str, Any]]) -> list[int]:
+def by_padding_order(live: Sequence[HeapBuffer]) -> list[int]:
     """Indices into the buffers live at the peak, most padding first (XProf's "by padding
     size": size - unpadded size, 0 where either is unknown, ties in size order)."""
-    def padding(b: dict[str, Any]) -> int:
+    def padding(b: HeapBuffer) -> int:
         size, unpadded = b["size_bytes"], b["unpadded_size_bytes"]
         return size - unpadded if size and unpadded and b["logical_buffer_id"] >= 0 else 0
     return sorted(by_size_order(live), key=lambda i: -padding(live[i]))
@@ -304,7 +312,7 @@ def _is_indefinite(alloc: Any) -> bool:
     return bool(alloc.is_entry_computation_parameter or alloc.maybe_live_out or alloc.is_constant)
 
 
-def buffer_blocks(ba: Any, mod: _Module, color: int, spans: Mapping[int, tuple[int, int]]) -> list[dict[str, Any]]:
+def buffer_blocks(ba: Any, mod: _Module, color: int, spans: Mapping[int, tuple[int, int]]) -> list[BufferBlock]:
     """XProf's allocation timeline: every allocation of the space that the heap simulator
     traced (indefinite ones excluded), stacked one above the other, as a container block over
     every step, and each buffer that took memory in it as a block at the allocation's offset
@@ -318,7 +326,7 @@ def buffer_blocks(ba: Any, mod: _Module, color: int, spans: Mapping[int, tuple[i
               and any(x.logical_buffer_id in traced_events for x in a.assigned)]
     steps = max((traced_events[x.logical_buffer_id] for a in allocs for x in a.assigned
                  if x.logical_buffer_id in traced_events), default=0)
-    out: list[dict[str, Any]] = []
+    out: list[BufferBlock] = []
     if not allocs or not steps:
         return out
     base = 0
@@ -368,20 +376,18 @@ def _find(programs: list[HloProgram], module: str | None) -> HloProgram | None:
     return None
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> MemoryViewerResult:
     programs = _programs_with_buffers(stores)
     summaries = sorted(((p, module_memory(p)) for p in programs),
                        key=lambda pm: (-pm[1]["peak_heap_bytes"], pm[0].display_name))
-    out: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "tool": "memory_viewer",
-        "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
-        "modules": [{"module": p.display_name, "program_id": str(p.program_id),
-                     "peak_heap_bytes": m["peak_heap_bytes"]} for p, m in summaries],
-    }
+    host = stores[0].host if len(stores) == 1 else None
+    hosts = [s.host for s in stores]
+    modules: list[ModuleMemoryEntry] = [{"module": p.display_name, "program_id": str(p.program_id),
+                                         "peak_heap_bytes": m["peak_heap_bytes"]} for p, m in summaries]
     if not summaries:
-        out.update(message=NO_MODULES_MESSAGE, module=None,
-                   tables={"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [] for c in BUFFER_COLUMNS})})
-        return out
+        return {"schema_version": SCHEMA_VERSION, "tool": "memory_viewer", "host": host, "hosts": hosts,
+                "modules": modules, "message": NO_MODULES_MESSAGE, "module": None,
+                "tables": {"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [] for c in BUFFER_COLUMNS})}}
     wanted = options.get("module")
     chosen = _find(programs, wanted) if wanted else summaries[0][0]
     if chosen is None:
@@ -390,15 +396,16 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     ba = chosen.buffer_assignment
     colors = sorted({int(a.color) for a in ba.buffer_allocations} | {0})
     mem = next(m for p, m in summaries if p is chosen) if space == 0 else module_memory(chosen, space)
-    out["memory_spaces"] = [
+    spaces: list[MemorySpaceEntry] = [
         {"memory_space": c, "name": memory_space_name(c),
          "peak_heap_bytes": mem["peak_heap_bytes"] if c == space else module_memory(chosen, c)["peak_heap_bytes"]}
         for c in colors]
-    live = mem["max_heap"]
-    out.update(mem)
-    out["tables"] = {"buffers": Table.from_columns(
-        BUFFER_COLUMNS, {c.name: [b[c.name] for b in live] for c in BUFFER_COLUMNS}, default_sort="size_bytes")}
-    return out
+    live: Sequence[Mapping[str, object]] = mem["max_heap"]
+    return {"schema_version": SCHEMA_VERSION, "tool": "memory_viewer", "host": host, "hosts": hosts,
+            "modules": modules, "memory_spaces": spaces, **mem,
+            "tables": {"buffers": Table.from_columns(BUFFER_COLUMNS, {c.name: [b[c.name] for b in live]
+                                                                      for c in BUFFER_COLUMNS},
+                                                     default_sort="size_bytes")}}
 
 
 def has_buffer_assignment(store: ProfileStore) -> bool:

@@ -29,6 +29,7 @@ from tbprof.analyses.hlo.hlo_stats import (
     hlo_table,
     op_rates,
 )
+from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
@@ -45,7 +46,7 @@ def device_type(stores: Sequence[ProfileStore]) -> str:
     return ""
 
 
-def peaks(env: roofline.PerfEnv) -> dict[str, float]:
+def peaks(env: roofline.PerfEnv) -> RooflinePeaks:
     flop_rate = env.peak_tflops * 1e3
     return {
         "peak_flop_rate": flop_rate,
@@ -161,10 +162,10 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
     return Table.from_columns(COLUMNS, values, default_sort=None)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> RooflineModelResult:
     rates = op_rates(stores)
     table = roofline_table(stores, rates)
-    out: dict[str, Any] = {
+    out: RooflineModelResult = {
         "schema_version": SCHEMA_VERSION, "tool": "roofline_model",
         "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
         "device_type": device_type(stores),

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.pages import InferenceProfileResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import HOST_PLANE
@@ -54,7 +55,7 @@ COLUMNS = [
 ]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> InferenceProfileResult:
     cols: dict[str, list[Any]] = {c.name: [] for c in COLUMNS}
     for store in stores:
         ids, start, end = _request_rows(store)

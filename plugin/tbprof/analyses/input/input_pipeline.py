@@ -15,6 +15,7 @@ import numpy as np
 
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.overview.overview import diagnostics
+from tbprof.analyses.results.pages import InputPipelineResult, InputTimeBreakdown
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import analysis, step_table, steps_table, summaries
@@ -89,7 +90,7 @@ def input_ops(stores: Sequence[ProfileStore]) -> Table:
         "category": pick(cats)}, default_sort=None)
 
 
-def host_breakdown_us(ops: Table, avg_step_ms: float, avg_h2d_ms: float) -> dict[str, float]:
+def host_breakdown_us(ops: Table, avg_step_ms: float, avg_h2d_ms: float) -> InputTimeBreakdown:
     """XProf's host input-time split: self time per category, scaled to the non-enqueue time."""
     by_cat: dict[str, float] = {ENQUEUE: 0.0, DEMANDED_READ: 0.0, ADVANCED_READ: 0.0, PREPROCESSING: 0.0}
     for cat, ms in zip(ops.data["category"].tolist(), ops.data["self_time_ms"].tolist(), strict=False):
@@ -102,14 +103,14 @@ def host_breakdown_us(ops: Table, avg_step_ms: float, avg_h2d_ms: float) -> dict
     def scaled(x: float) -> float:
         return non_enqueue * x / total_input if total_input else 0.0
 
-    parts = {"demanded_file_read_us": scaled(by_cat[DEMANDED_READ]),
-             "advanced_file_read_us": scaled(by_cat[ADVANCED_READ]),
-             "preprocessing_us": scaled(by_cat[PREPROCESSING])}
-    return {"enqueue_us": enqueue, **parts,
-            "unclassified_non_enqueue_us": max(0.0, non_enqueue - sum(parts.values()))}
+    demanded, advanced = scaled(by_cat[DEMANDED_READ]), scaled(by_cat[ADVANCED_READ])
+    preprocessing = scaled(by_cat[PREPROCESSING])
+    return {"enqueue_us": enqueue, "demanded_file_read_us": demanded, "advanced_file_read_us": advanced,
+            "preprocessing_us": preprocessing,
+            "unclassified_non_enqueue_us": max(0.0, non_enqueue - (demanded + advanced + preprocessing))}
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> InputPipelineResult:
     st = step_table(stores)
     summ = summaries(st)
     ops = input_ops(stores)

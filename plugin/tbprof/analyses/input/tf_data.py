@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.pages import PipelinePath, TfDataPipeline, TfDataResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_groups import parents_of
@@ -125,7 +126,7 @@ def _host_pipelines(store: ProfileStore) -> list[dict[str, Any]]:
     return out
 
 
-def _analyse(pipe: dict[str, Any]) -> dict[str, Any]:
+def _analyse(pipe: dict[str, Any]) -> PipelinePath:
     paths: list[str] = pipe["paths"]
     index = {x: i for i, x in enumerate(paths)}
     children: dict[str, list[str]] = {x: [] for x in paths}
@@ -161,11 +162,11 @@ def has_iterator_events(store: ProfileStore) -> bool:
     return found
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> TfDataResult:
     it_rows: dict[str, list[Any]] = {k: [] for k in ("host", "pipeline", "iterator", "kind", "depth", "start_ms",
                                                      "calls", "slow_calls", "total_time_ms", "self_time_ms",
                                                      "avg_time_us", "on_critical_path")}
-    pipes_out = []
+    pipes_out: list[TfDataPipeline] = []
     for s in stores:
         for k, pipe in enumerate(_host_pipelines(s)):
             a = _analyse(pipe)
@@ -210,8 +211,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
               Column("root_avg_latency_us", "Average GetNext", "float", "us"),
               Column("slow_call_percent", "Calls > 50 us", "float", "%"),
               Column("bottleneck", "Bottleneck iterator", "str"), Column("suggestion", "Suggestion", "str")]
-    p_vals = {c.name: [p[c.name] for p in pipes_out] for c in p_cols}
-    diag = []
+    by_key: Sequence[Mapping[str, object]] = pipes_out
+    p_vals = {c.name: [p[c.name] for p in by_key] for c in p_cols}
+    diag: list[str] = []
     if not pipes_out:
         diag.append("No tf.data iterator events (Iterator::...) in this profile: the program does not use tf.data, "
                     "or the host tracer level was too low to record them (use host_tracer_level >= 2).")

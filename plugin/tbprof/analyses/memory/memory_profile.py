@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import bucket_max, live_at, match_deallocations
+from tbprof.analyses.results.memory import AllocatorSummary, MemoryProfileResult
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
@@ -612,7 +613,7 @@ def peak_fragmentation(ev: MemoryEvents) -> float:
     return float(ev.details(np.array([ev.peak_index]))["fragmentation"][0])
 
 
-def summarize(ev: MemoryEvents) -> dict[str, Any]:
+def summarize(ev: MemoryEvents) -> AllocatorSummary:
     p = ev.peak_index
     d = ev.details(np.array([p, ev.last_trace_index]))
     heap, stack, free = int(ev.heap_bytes[p]), int(ev.stack_bytes[p]), int(d["free_bytes"][0])
@@ -758,15 +759,17 @@ def breakdown_table(ev: MemoryEvents, scope: str = "step") -> Table:
     return Table.from_columns(BREAKDOWN_COLUMNS, values, default_sort=None)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> MemoryProfileResult:
     store = stores[0]
     events = memory_events(store)
-    out: dict[str, Any] = {
+    out: MemoryProfileResult = {
         "schema_version": SCHEMA_VERSION, "tool": "memory_profile", "host": store.host,
         "memory_ids": sorted(events), "allocators": {k: summarize(v) for k, v in events.items()},
+        "memory_id": None,
     }
     if not events:
-        out.update(memory_id=None, message=NO_MEMORY_MESSAGE, tables={})
+        out["message"] = NO_MEMORY_MESSAGE
+        out["tables"] = {}
         return out
     memory_id = options.get("memory_id") or sorted(events)[0]
     if memory_id not in events:
@@ -775,11 +778,12 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     ev = events[memory_id]
     max_points = int(options.get("max_points", DEFAULT_MAX_POINTS))
     timeline = timeline_table(ev, max_points)
-    out.update(memory_id=memory_id, timeline_is_downsampled=timeline.n_rows < ev.time_ps.shape[0],
-               breakdown_scope=options.get("breakdown_scope", "step"),
-               tables={"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")) if ev.has_allocations
-                       else Table.from_columns(BREAKDOWN_COLUMNS, {c.name: [] for c in BREAKDOWN_COLUMNS}),
-                       "timeline": timeline})
+    out["memory_id"] = memory_id
+    out["timeline_is_downsampled"] = timeline.n_rows < ev.time_ps.shape[0]
+    out["breakdown_scope"] = options.get("breakdown_scope", "step")
+    out["tables"] = {"breakdown": breakdown_table(ev, options.get("breakdown_scope", "step")) if ev.has_allocations
+                     else Table.from_columns(BREAKDOWN_COLUMNS, {c.name: [] for c in BREAKDOWN_COLUMNS}),
+                     "timeline": timeline}
     return out
 
 

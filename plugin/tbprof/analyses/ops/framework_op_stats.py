@@ -18,6 +18,7 @@ import numpy as np
 from tbprof.analyses.ops import headline, kineto_ops, tf1_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
+from tbprof.analyses.results.ops import FrameworkOpStatsResult, OpSide, PieSlice
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain.roofline import PerfEnv, bound_by, perf_env
@@ -117,21 +118,21 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
     }
 
 
-def _pie(values: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
+def _pie(values: np.ndarray, labels: np.ndarray) -> list[PieSlice]:
     """Self time per label, largest first, the tail merged into "Other (N)" (N labels)."""
     if values.shape[0] == 0:
         return []
     uniq, inv = np.unique(labels.astype(str), return_inverse=True)
     tot = np.bincount(inv.reshape(-1), weights=values, minlength=uniq.shape[0])
     order = np.argsort(-tot, kind="stable")
-    out = [{"name": str(uniq[i]), "self_time_us": float(tot[i])} for i in order[:PIE_SLICES]]
+    out: list[PieSlice] = [{"name": str(uniq[i]), "self_time_us": float(tot[i])} for i in order[:PIE_SLICES]]
     if order.shape[0] > PIE_SLICES:
         out.append({"name": f"Other ({order.shape[0] - PIE_SLICES})",
                     "self_time_us": float(tot[order[PIE_SLICES:]].sum())})
     return out
 
 
-def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[Table, dict[str, Any]]:
+def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[Table, dict[str, OpSide]]:
     # Kernel reports first: the background warm-up derives the op metrics meanwhile, so on a
     # store that just loaded the two run side by side instead of one after the other.
     tc_all = tensorcore_by_op(stores)
@@ -143,7 +144,7 @@ def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[
     parts.append(_side_rows("Host", host, include_idle, {}, env))
     values = {c.name: np.concatenate([p[c.name] for p in parts]) for c in COLUMNS}
     table = Table.from_columns(COLUMNS, values, default_sort=None)
-    sides: dict[str, Any] = {}
+    sides: dict[str, OpSide] = {}
     for side, db in (("device", device), ("host", host)):
         if side == "device" and db.total_time_ps == 0:
             continue
@@ -160,7 +161,7 @@ def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[
     return table, sides
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> FrameworkOpStatsResult:
     include_idle = bool(options.get("include_idle", False))
     table, sides = op_stats_table(stores, include_idle)
     return {

@@ -9,7 +9,7 @@ import numpy as np
 
 from tbprof.analyses.metrics import metric_json, percent
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
-from tbprof.analyses.schemas import MetricJson
+from tbprof.analyses.results.common import MetricJson
 from tbprof.store.tables import ProfileStore
 
 # XLA categories of device ops that move data between devices.

@@ -22,6 +22,7 @@ import numpy as np
 
 from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.op_metrics import device_events
+from tbprof.analyses.results.ops import KernelSlice, KernelStatsResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import tf_op
@@ -289,7 +290,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     return KernelReports(table, int(ns_a.shape[0]), tc)
 
 
-def _pie(table: Table, limit: int = 10) -> list[dict[str, Any]]:
+def _pie(table: Table, limit: int = 10) -> list[KernelSlice]:
     """Total time per kernel name, largest first; the rest merged into "Other (N)" (N names)."""
     if table.n_rows == 0:
         return []
@@ -297,7 +298,7 @@ def _pie(table: Table, limit: int = 10) -> list[dict[str, Any]]:
     uniq, inv = np.unique(names, return_inverse=True)
     tot = np.bincount(inv.reshape(-1), weights=table.data["total_duration_us"], minlength=uniq.shape[0])
     order = np.argsort(-tot, kind="stable")
-    out = [{"name": str(uniq[i]), "total_duration_us": float(tot[i])} for i in order[:limit]]
+    out: list[KernelSlice] = [{"name": str(uniq[i]), "total_duration_us": float(tot[i])} for i in order[:limit]]
     if order.shape[0] > limit:
         out.append({"name": f"Other ({order.shape[0] - limit})", "total_duration_us": float(tot[order[limit:]].sum())})
     return out
@@ -326,13 +327,13 @@ def hosts_table(stores: Sequence[ProfileStore]) -> Table:
     return Table.from_columns(COLUMNS, {k: v[order] for k, v in data.items()}, default_sort="total_duration_us")
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> KernelStatsResult:
     table = hosts_table(stores)
     total_us = float(table.data["total_duration_us"].sum()) if table.n_rows else 0.0
     tc_us = float(table.data["total_duration_us"][table.data["kernel_uses_tensorcore"]].sum()) if table.n_rows else 0.0
     eligible_us = (float(table.data["total_duration_us"][table.data["op_tensorcore_eligible"]].sum())
                    if table.n_rows else 0.0)
-    out: dict[str, Any] = {
+    out: KernelStatsResult = {
         "schema_version": SCHEMA_VERSION,
         "tool": "kernel_stats",
         "host": stores[0].host if len(stores) == 1 else None,

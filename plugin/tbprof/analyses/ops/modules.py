@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.ops.op_shapes import tree_parents
+from tbprof.analyses.results.ops import ModuleViewResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.store.tables import ProfileStore
@@ -130,7 +131,7 @@ def _rank(store: ProfileStore, index: int) -> int:
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else index
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> ModuleViewResult:
     ranked = sorted(((_rank(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     rows = [(rank, *r) for rank, s in ranked for r in module_rows(s)]
     return {

@@ -12,12 +12,13 @@ tfprof-style options prune and order the trees. Formulas: docs/formulas.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from tbprof.analyses.ops import headline
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
+from tbprof.analyses.results.ops import OpNode, OpProfileResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool, parse_float, parse_nonneg_int
 from tbprof.domain import tf_op
@@ -153,6 +154,12 @@ def _finish(node: dict[str, Any], key: str, root_self_us: float, depth: int, max
     return node
 
 
+def _as_node(node: dict[str, Any]) -> OpNode:
+    """A tree built as dicts (children keyed by name while ops are inserted) once ``_finish`` has
+    made every node's children an ordered list: the shape of ``OpNode``."""
+    return cast(OpNode, node)
+
+
 def _leaf(db: OpMetricsDb, i: int, side: str, program: str, hlo_program: HloProgram | None = None) -> dict[str, Any]:
     leaf = _node(str(db.name[i]), "op")
     leaf.update(self_time_us=db.self_time_ps[i] / 1e6, total_time_us=db.time_ps[i] / 1e6,
@@ -176,7 +183,7 @@ def _idle(db: OpMetricsDb) -> dict[str, Any]:
     return leaf
 
 
-def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> OpProfileResult:
     """The trees and op table of one host, or of several with each op summed over the hosts."""
     side = options.get("side", "auto")
     device = hosts_op_metrics(stores, "device")
@@ -246,6 +253,9 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
         _finish(t, key, t["self_time_us"], 0, max_depth, top_fraction)
     table = Table.from_columns(OP_COLUMNS, flat, default_sort="self_time_us")
     return {
+        "schema_version": SCHEMA_VERSION, "tool": "op_profile",
+        "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
+        "order_by": options.get("order_by", "self_time"),
         "side": side,
         "peaks": {"flop_rate_gflops_per_sec": env.peak_tflops * 1e3, "hbm_bw_gbytes_per_sec": env.peak_hbm_gbps},
         "op_count": int(db.n_ops),
@@ -253,9 +263,9 @@ def build(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[st
         "total_time_us": db.total_time_ps / 1e6,
         "idle_time_us": db.idle_time_ps / 1e6,
         "metrics": [headline.idle_metric(stores, side)] if db.total_time_ps > 0 else [],
-        "by_category": by_category,
-        "by_name_scope": by_scope,
-        "by_program": by_program,
+        "by_category": _as_node(by_category),
+        "by_name_scope": _as_node(by_scope),
+        "by_program": _as_node(by_program) if by_program is not None else None,
         "tables": {"ops": table},
     }
 
@@ -272,13 +282,6 @@ OP_COLUMNS = [
     Column("flops", "FLOPs", "float"),
     Column("bytes_accessed", "Bytes accessed", "float", "bytes"),
 ]
-
-
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    out = build(stores, options)
-    return {"schema_version": SCHEMA_VERSION, "tool": "op_profile",
-            "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
-            "order_by": options.get("order_by", "self_time"), **out}
 
 
 TOOLS = (

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.ops import OperatorsByShapeResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
 from tbprof.domain.event_tree import parent_rows
@@ -135,7 +136,7 @@ COLUMNS = [
 ]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> OperatorsByShapeResult:
     group_by = str(options.get("group_by", "input_shape"))
     ranked = sorted(((_rank(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
     rows = [(rank, *g) for rank, s in ranked for g in operator_groups(s, group_by)]

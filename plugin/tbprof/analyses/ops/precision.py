@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
 from tbprof.analyses.ops.kineto_ops import is_kineto
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.results.pages import PrecisionSource
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
 
@@ -37,7 +38,7 @@ _NOT_COMPUTE = COLLECTIVE_CATEGORIES | {"data formatting", "copy", "copy-start",
 
 @dataclass(frozen=True)
 class Precision:
-    source: str  # "hlo_element_types", "tensor_shapes", "operator_input_types" or "unknown"
+    source: PrecisionSource
     percent_16bit: float | None  # of device compute time whose precision is known
     percent_32bit: float | None
 

@@ -12,6 +12,15 @@ from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.overview.profile_summary import device_type
+from tbprof.analyses.results.common import Diagnostics
+from tbprof.analyses.results.pages import (
+    DeviceInfo,
+    NextStep,
+    OverviewRecommendation,
+    OverviewResult,
+    PrecisionJson,
+    RunEnvironment,
+)
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
@@ -26,8 +35,8 @@ TOP_OPS = 10
 PRECISION_ADVICE_BELOW_PERCENT = 50.0
 
 
-def run_environment(stores: Sequence[ProfileStore]) -> dict[str, Any]:
-    devices: list[dict[str, Any]] = []
+def run_environment(stores: Sequence[ProfileStore]) -> RunEnvironment:
+    devices: list[DeviceInfo] = []
     for s in stores:
         for pi in device_planes_of(s):
             p = s.planes[pi]
@@ -79,7 +88,7 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
         "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
 
 
-def _precision(stores: Sequence[ProfileStore], st: StepTable) -> dict[str, Any]:
+def _precision(stores: Sequence[ProfileStore], st: StepTable) -> PrecisionJson:
     """Device compute precision with its source (analyses/ops/precision.py); null when unknown."""
     c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
     c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
@@ -89,10 +98,9 @@ def _precision(stores: Sequence[ProfileStore], st: StepTable) -> dict[str, Any]:
             "device_compute_precision_source": p.source}
 
 
-def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) -> list[dict[str, str]]:
+def next_steps(rec: OverviewRecommendation, has_device: bool, uses_tf_data: bool) -> list[NextStep]:
     """Where to look next: the tbprof page that shows the cause of the verdict."""
-    rec = result["recommendation"]
-    out: list[dict[str, str]] = []
+    out: list[NextStep] = []
     if rec["input_bound"] in ("high", "moderate", "potential"):
         out.append({"tool": "input_pipeline_analyzer", "why": "see which input operations take the time "
                     "(host side) and how long each step waits for input (device side)"})
@@ -110,7 +118,7 @@ def next_steps(result: Mapping[str, Any], has_device: bool, uses_tf_data: bool) 
     return [x for x in out if not (x["tool"] in seen or seen.add(x["tool"]))]  # type: ignore[func-returns-value]
 
 
-def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[str, Any]) -> dict[str, list[str]]:
+def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[str, Any]) -> Diagnostics:
     errors = [f"{s.host}: {e}" for s in stores for e in s.errors]
     warnings = [f"{s.host}: {w}" for s in stores for w in s.warnings]
     info = list(st.notes)
@@ -121,7 +129,7 @@ def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[
     return {"errors": errors, "warnings": warnings, "info": info}
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> OverviewResult:
     st = step_table(stores)
     summ = summaries(st)
     ana = analysis(st)
@@ -137,7 +145,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     if low is not None and low < PRECISION_ADVICE_BELOW_PERCENT:
         precision_statement = (f"{low:.1f}% of device compute runs in 16-bit precision; where accuracy allows, "
                                "bf16/fp16 ops run faster and use less memory.")
-    recommendation = {
+    recommendation: OverviewRecommendation = {
         "bottleneck": ana["input_classification"], "input_bound": ana["input_bound"],
         "input_bound_reason": ana["input_bound_reason"],
         "statement": ana["input_statement"],
@@ -149,10 +157,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "precision_statement": precision_statement,
         # The thresholds behind input_bound, so a page colours its cards by the same rule.
         "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
+        "next_steps": [],
     }
     if st.source == "none":
         recommendation["statement"] = st.diagnosis or recommendation["statement"]
-    result: dict[str, Any] = {
+    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
+    recommendation["next_steps"] = next_steps(recommendation, st.has_device, uses_tf_data)
+    # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
+    has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
+    return {
         "schema_version": SCHEMA_VERSION, "tool": "overview_page",
         "hosts": st.hosts, "steps": st.steps_json(), "run_environment": env,
         "performance_summary": {
@@ -175,18 +188,13 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                             **{k: st.category_ms.get(k, np.zeros(0)) for k in sb.CATEGORY_KEYS}},
         "top_ops_side": ops.side,
         "recommendation": recommendation,
+        "diagnostics": diagnostics(stores, st, options),
+        "metrics": [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
+                    metric_json("device_collectives_of_step_time",
+                                ana["percent"]["device_collectives_percent"])] if has_step_time else [],
+        "tables": {"steps": steps_table(st), "top_ops": top_ops_table(
+            ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)},
     }
-    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
-    result["recommendation"]["next_steps"] = next_steps(result, st.has_device, uses_tf_data)
-    result["diagnostics"] = diagnostics(stores, st, options)
-    # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
-    has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
-    result["metrics"] = [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
-                         metric_json("device_collectives_of_step_time",
-                                     ana["percent"]["device_collectives_percent"])] if has_step_time else []
-    result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
-        ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
-    return result
 
 
 def _available(store: ProfileStore) -> bool:

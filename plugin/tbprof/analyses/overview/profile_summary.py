@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.pages import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import device_display_name
@@ -24,10 +25,10 @@ def device_type(plane_name: str) -> str:
     return ""
 
 
-def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
+def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
     first_ps, last_ps = plane.time_range_ps() or (None, None)
     counts = np.diff(plane.line_offsets)
-    lines = [{"id": int(plane.line_ids[i]), "name": plane.line_names[i],
+    lines: list[PlaneLine] = [{"id": int(plane.line_ids[i]), "name": plane.line_names[i],
               "display_name": plane.line_display_names[i] or plane.line_names[i],
               "event_count": int(counts[i])} for i in range(plane.n_lines)]
     stats = {k: v for k, v in plane.plane_stats.items() if isinstance(v, (int, float, str))}
@@ -39,7 +40,7 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> dict[str, Any]:
     }
 
 
-def summarize_store(store: ProfileStore | TfprofProfile) -> dict[str, Any]:
+def summarize_store(store: ProfileStore | TfprofProfile) -> HostSummary:
     """Headline numbers of one host (a tfprof profile has no planes: no devices, no events)."""
     planes = [_plane_summary(store, p) for p in store.planes] if isinstance(store, ProfileStore) else []
     devices = [p for p in planes if p["name"].startswith("/device:")]
@@ -55,16 +56,17 @@ def summarize_store(store: ProfileStore | TfprofProfile) -> dict[str, Any]:
     }
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> ProfileSummaryResult:
     hosts = [summarize_store(s) for s in stores]
     rows: dict[str, list[Any]] = {k: [] for k in ("host", "plane", "line", "event_count", "device_type")}
     for h in hosts:
         for p in h["planes"]:
-            for line in p["lines"] or [{"display_name": "", "event_count": 0}]:
+            # A plane without lines still gets its row.
+            for line_name, count in [(x["display_name"], x["event_count"]) for x in p["lines"]] or [("", 0)]:
                 rows["host"].append(h["host"])
                 rows["plane"].append(p["name"])
-                rows["line"].append(line["display_name"])
-                rows["event_count"].append(line["event_count"])
+                rows["line"].append(line_name)
+                rows["event_count"].append(count)
                 rows["device_type"].append(p["device_type"])
     lines = Table.from_columns([
         Column("host", "Host", "str"), Column("plane", "Plane", "str"), Column("line", "Line", "str"),

@@ -20,7 +20,8 @@ from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.overview import overview
-from tbprof.analyses.schemas import MetricJson
+from tbprof.analyses.results.common import MetricJson
+from tbprof.analyses.results.pages import Severity, SmartSuggestionResult, Suggestion
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -50,12 +51,12 @@ RULE_TITLES = {
 }
 
 
-def _suggestion(rule: str, severity: str, message: str, page: str, evidence: dict[str, Any]) -> dict[str, Any]:
+def _suggestion(rule: str, severity: Severity, message: str, page: str, evidence: dict[str, Any]) -> Suggestion:
     return {"rule": rule, "title": RULE_TITLES[rule], "severity": severity, "message": message, "page": page,
             "evidence": evidence}
 
 
-def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+def _input_and_launch(stores: Sequence[ProfileStore], out: list[Suggestion]) -> None:
     if not any(overview.TOOLS[0].available(s) for s in stores):
         return
     # The overview's step-time shares (performance_summary.percent_of_step_time), without the
@@ -81,7 +82,7 @@ def _input_and_launch(stores: Sequence[ProfileStore], out: list[dict[str, Any]])
             "overview_page", {"kernel_launch_percent": launch}))
 
 
-def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+def _kernels(stores: Sequence[ProfileStore], out: list[Suggestion]) -> None:
     if not any(kernel_stats.TOOLS[0].available(s) for s in stores):
         return
     table = kernel_stats.hosts_table(stores)
@@ -112,7 +113,7 @@ def _kernels(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
                 "kernel_stats", {"low_occupancy_time_percent": share, "low_occupancy_us": low_us}))
 
 
-def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
+def _memory(stores: Sequence[ProfileStore], out: list[Suggestion]) -> None:
     store = stores[0]
     # The allocator events only (memoised with the memory profile); the rule needs no step ids.
     for mid, events in sorted(memory_profile.memory_events(store).items()):
@@ -125,7 +126,7 @@ def _memory(stores: Sequence[ProfileStore], out: list[dict[str, Any]]) -> None:
                 "memory_profile", {"memory_id": mid, "peak_fragmentation_fraction": frag}))
 
 
-def _device(stores: Sequence[ProfileStore], out: list[dict[str, Any]], metrics: list[MetricJson]) -> None:
+def _device(stores: Sequence[ProfileStore], out: list[Suggestion], metrics: list[MetricJson]) -> None:
     db = hosts_op_metrics(stores, "device")
     if db.n_ops == 0 or db.total_time_ps <= 0:
         return
@@ -155,17 +156,18 @@ SUGGESTION_COLUMNS = [
 ]
 
 
-def _table(found: list[dict[str, Any]]) -> Table:
-    values: dict[str, list[Any]] = {c.name: [s[c.name] for s in found] for c in SUGGESTION_COLUMNS[:-1]}
+def _table(found: list[Suggestion]) -> Table:
+    by_key: Sequence[Mapping[str, object]] = found
+    values: dict[str, list[Any]] = {c.name: [s[c.name] for s in by_key] for c in SUGGESTION_COLUMNS[:-1]}
     values["evidence"] = [json.dumps(s["evidence"], sort_keys=True) for s in found]
     return Table.from_columns(SUGGESTION_COLUMNS, values)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> SmartSuggestionResult:
     # The rules that need no step assignment run first: right after a store loads, the background
     # warm-up (service/tools.warmups) is deriving the steps meanwhile, on the other core, and the
     # step rule then finds them memoised instead of waiting for them before starting the rest.
-    fired: dict[str, list[dict[str, Any]]] = {}
+    fired: dict[str, list[Suggestion]] = {}
     metrics: list[MetricJson] = []
     for name, rule in (("kernels", _kernels), ("memory", _memory), ("device", partial(_device, metrics=metrics)),
                        ("steps", _input_and_launch)):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.overview.overview import diagnostics, run_environment
+from tbprof.analyses.results.pages import PodCore, PodViewerResult
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import step_table
@@ -25,12 +26,12 @@ from tbprof.store.tables import ProfileStore
 LABELS = [label for _, label, _ in sb.CATEGORIES]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> PodViewerResult:
     st = step_table(stores)
     want = options.get("step", -1)
     sel = np.arange(st.n_steps) if want in (-1, None) else np.array([want], np.int64)
     sel = sel[(sel >= 0) & (sel < st.n_steps)]
-    cores: list[dict[str, Any]] = []
+    cores: list[PodCore] = []
     for h, (host, steps) in enumerate(zip(st.hosts, st.per_host, strict=False)):
         k = st.step_index[h, sel] if len(sel) else np.zeros(0, np.int64)
         dur_us = steps.duration_ps[k] / 1e6

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, device_precision
@@ -136,7 +137,7 @@ class Steps:
     def confidence(self) -> str:
         return step_confidence(self.source, self.method)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StepFacts:
         return {"step_source": self.source, "method": self.method, "step_confidence": self.confidence,
                 "detail": self.detail, "diagnosis": self.diagnosis, "step_count": self.n_steps,
                 "candidate_step_count": self.candidate_count,

@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
 from tbprof._core.kernels import nonoverlapped_type_ps as nonoverlapped_type_ps
+
+# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
+from tbprof.analyses.results.common import InputThresholds, Stat
 
 # XProf's EventType values (xprof/utils/event_span.h): the value is the priority.
 UNKNOWN_TIME = 0
@@ -67,7 +69,7 @@ INPUT_PARTS: tuple[tuple[str, tuple[int, ...]], ...] = (
 # XProf's thresholds (op_stats_to_input_pipeline_analysis.cc), percent of total step time.
 INPUT_HIGH_PERCENT = 20.0
 INPUT_MODERATE_PERCENT = 5.0
-INPUT_THRESHOLDS_PERCENT = {"high": INPUT_HIGH_PERCENT, "moderate": INPUT_MODERATE_PERCENT}
+INPUT_THRESHOLDS_PERCENT: InputThresholds = {"high": INPUT_HIGH_PERCENT, "moderate": INPUT_MODERATE_PERCENT}
 ALL_OTHER_POTENTIAL_PERCENT = 3.0
 HIGH_PERCENT = 15.0  # kernel launch, all others, device collectives
 MODERATE_PERCENT = 3.0
@@ -151,7 +153,7 @@ def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def summary_stats(values: Sequence[float] | np.ndarray) -> dict[str, float]:
+def summary_stats(values: Sequence[float] | np.ndarray) -> Stat:
     """avg, sample stddev (n-1, as XProf's tsl::Stat), min, max; zeros when there are no values."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.common import Stat, StepsInfo
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import CONFIDENCES, Steps, step_confidence, steps_of
 from tbprof.analyses.table import Column, Table
@@ -56,7 +57,7 @@ class StepTable:
             return step_confidence(self.source, self.method)
         return max((s.confidence for s in self.per_host), key=CONFIDENCES.index)
 
-    def steps_json(self) -> dict[str, Any]:
+    def steps_json(self) -> StepsInfo:
         return {"step_source": self.source, "method": self.method, "step_confidence": self.confidence,
                 "detail": self.detail,
                 "diagnosis": self.diagnosis, "step_count": self.n_steps, "notes": self.notes,
@@ -177,7 +178,7 @@ def steps_table(st: StepTable) -> Table:
     return Table.from_columns(list(STEP_COLUMNS), values, default_sort=None)
 
 
-def summaries(st: StepTable) -> dict[str, dict[str, float]]:
+def summaries(st: StepTable) -> dict[str, Stat]:
     """avg/stddev/min/max of the step time and of each category over the steps."""
     out = {"step_time_ms": sb.summary_stats(st.step_time_ms)}
     for k in (*sb.CATEGORY_KEYS, "host_wait_input_ms", "host_to_device_ms"):

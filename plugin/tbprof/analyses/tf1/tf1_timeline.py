@@ -22,6 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.legacy import (
+    EmptyNote,
+    Tf1MemoryResult,
+    Tf1MemorySeries,
+    Tf1OpSide,
+    Tf1OpStatsResult,
+    Tf1StepsResult,
+)
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_tree import parent_rows, self_time_ps
@@ -89,7 +97,7 @@ def _ordered(stores: Sequence[ProfileStore]) -> list[tuple[int, StepOps, Profile
     return [(ops.step if ops.step is not None else i, ops, s) for i, (ops, s) in enumerate(items)]
 
 
-def _empty_note(steps: Sequence[StepOps]) -> dict[str, Any]:
+def _empty_note(steps: Sequence[StepOps]) -> EmptyNote:
     """Step files without a single op (an empty timeline) are named, not silently averaged in."""
     empty = [s.host for s in steps if s.start_us.shape[0] == 0]
     if not empty:
@@ -112,7 +120,7 @@ STEP_COLUMNS = [
 ]
 
 
-def steps_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def steps_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Tf1StepsResult:
     ordered = _ordered(stores)
     steps = [ops for _, ops, _ in ordered]
     first = min((float(s.start_us.min()) for s in steps if s.start_us.shape[0]), default=0.0)
@@ -162,7 +170,7 @@ OP_COLUMNS = [
 ]
 
 
-def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Tf1OpStatsResult:
     ordered = _ordered(stores)
     steps = [ops for _, ops, _ in ordered]
     names = np.asarray([n for s in steps for n in s.name], dtype=object)
@@ -173,7 +181,7 @@ def op_stats_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any])
     own = np.concatenate([s.self_us for s in steps]) if steps else np.zeros(0)
     step_idx = np.concatenate([np.full(len(s.name), i) for i, s in enumerate(steps)]) if steps else np.zeros(0, int)
     values: dict[str, list[Any]] = {c.name: [] for c in OP_COLUMNS}
-    sides: dict[str, Any] = {}
+    sides: dict[str, Tf1OpSide] = {}
     for side_name in ("Device", "Host"):
         sel = np.nonzero(side == side_name)[0]
         if sel.shape[0] == 0:
@@ -262,8 +270,8 @@ def allocator_series(store: ProfileStore) -> list[tuple[str, np.ndarray, np.ndar
     return out
 
 
-def memory_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
-    series = []
+def memory_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Tf1MemoryResult:
+    series: list[Tf1MemorySeries] = []
     values: dict[str, list[Any]] = {c.name: [] for c in MEMORY_COLUMNS}
     for step, ops, store in _ordered(stores):
         t0 = float(ops.start_us.min()) if ops.start_us.shape[0] else None
@@ -279,7 +287,7 @@ def memory_compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -
             values["peak_time_ms"].append(float(t_ms[peak]))
             values["final_bytes"].append(int(in_use[-1]))
             values["samples"].append(int(in_use.shape[0]))
-    out: dict[str, Any] = {
+    out: Tf1MemoryResult = {
         "schema_version": SCHEMA_VERSION,
         "tool": "tf1_memory",
         "series": series,

@@ -19,6 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.results.legacy import (
+    AcceleratorUse,
+    AdviceCheck,
+    Alternative,
+    ExpensiveCallSite,
+    ExpensiveOpType,
+    ExpensiveScope,
+    TfprofAdviceResult,
+)
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tfprof.tfprof_engine import METRICS, ViewOptions, show_view
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -37,7 +46,7 @@ def _on_accelerator(device: str) -> bool:
     return "gpu" in device.lower()
 
 
-def accelerator_utilization(p: TfprofProfile) -> list[dict[str, Any]]:
+def accelerator_utilization(p: TfprofProfile) -> list[AcceleratorUse]:
     """Per accelerator device: busy / span of the last step each op ran in (tfprof's measure)."""
     ex = p.execs
     if len(ex) == 0:
@@ -62,7 +71,7 @@ def accelerator_utilization(p: TfprofProfile) -> list[dict[str, Any]]:
             d[0] = min(d[0], start)
         d[1] = max(d[1], end)
         d[2] += busy
-    out = []
+    out: list[AcceleratorUse] = []
     for device in sorted(per_device):
         start, end, busy = per_device[device]
         span = end - start
@@ -73,7 +82,7 @@ def accelerator_utilization(p: TfprofProfile) -> list[dict[str, Any]]:
     return out
 
 
-def expensive_op_types(p: TfprofProfile) -> list[dict[str, Any]]:
+def expensive_op_types(p: TfprofProfile) -> list[ExpensiveOpType]:
     if not p.steps:
         return []
     result = show_view(p, "op", ViewOptions(max_depth=3, min_micros=1, order_by="micros"))
@@ -83,7 +92,7 @@ def expensive_op_types(p: TfprofProfile) -> list[dict[str, Any]]:
             for r in result.rows[1:4]]
 
 
-def expensive_scopes(p: TfprofProfile) -> list[dict[str, Any]]:
+def expensive_scopes(p: TfprofProfile) -> list[ExpensiveScope]:
     result = show_view(p, "scope", ViewOptions(max_depth=100, min_micros=100, order_by="micros"))
     return [{"scope": result.rows[c].name, "total_exec_us": result.rows[c].total_stats[_EXEC],
              "total_accelerator_us": result.rows[c].total_stats[_ACC],
@@ -91,7 +100,7 @@ def expensive_scopes(p: TfprofProfile) -> list[dict[str, Any]]:
             for c in result.children[0][:3]]
 
 
-def expensive_call_sites(p: TfprofProfile) -> list[dict[str, Any]]:
+def expensive_call_sites(p: TfprofProfile) -> list[ExpensiveCallSite]:
     """The costly call sites below the first place the call tree branches (tfprof's heuristic:
     library frames are usually on the single-child path, the user's own code branches)."""
     if not p.has_trace:
@@ -100,7 +109,7 @@ def expensive_call_sites(p: TfprofProfile) -> list[dict[str, Any]]:
     row = 0
     while len(result.children[row]) == 1:
         row = result.children[row][0]
-    out: list[dict[str, Any]] = []
+    out: list[ExpensiveCallSite] = []
 
     def visit(r: int, depth: int) -> None:  # at most 4 levels deep
         kids = result.children[r]
@@ -118,8 +127,8 @@ def expensive_call_sites(p: TfprofProfile) -> list[dict[str, Any]]:
     return out
 
 
-def faster_alternatives(p: TfprofProfile) -> list[dict[str, Any]]:
-    findings = []
+def faster_alternatives(p: TfprofProfile) -> list[Alternative]:
+    findings: list[Alternative] = []
     unfused = [n for n in p.names if "BatchNorm" in n]
     # tfprof looks for the exact type FusedBatchNorm; V2/V3 are fused kernels too.
     fused = any(t.startswith("FusedBatchNorm") for types in p.op_types for t in types)
@@ -136,14 +145,14 @@ def _ms(us: float) -> str:
     return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
 
 
-def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> dict[str, Any]:
+def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> TfprofAdviceResult:
     p: TfprofProfile = stores[0]
     util = accelerator_utilization(p)
     ops = expensive_op_types(p)
     scopes = expensive_scopes(p)
     sites = expensive_call_sites(p)
     alternatives = faster_alternatives(p)
-    checks: list[dict[str, Any]] = []
+    checks: list[AdviceCheck] = []
 
     accel_nodes = any(_on_accelerator(d) for d in p.canonical_device)
     if not accel_nodes:

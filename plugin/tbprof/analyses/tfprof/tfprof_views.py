@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from tbprof.analyses.results.legacy import TfprofViewOptions, TfprofViewsResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tfprof.tfprof_engine import (
     METRICS,
@@ -216,7 +217,22 @@ def _totals(result: ViewResult) -> dict[str, int]:
     return out
 
 
-def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> dict[str, Any]:
+def _options_json(o: ViewOptions) -> TfprofViewOptions:
+    """The options the view ran with (every ViewOptions field: tests/analyses/test_result_types.py)."""
+    return {
+        "max_depth": o.max_depth, "min_bytes": o.min_bytes, "min_peak_bytes": o.min_peak_bytes,
+        "min_residual_bytes": o.min_residual_bytes, "min_output_bytes": o.min_output_bytes,
+        "min_micros": o.min_micros, "min_accelerator_micros": o.min_accelerator_micros,
+        "min_cpu_micros": o.min_cpu_micros, "min_params": o.min_params, "min_float_ops": o.min_float_ops,
+        "min_occurrence": o.min_occurrence, "step": o.step, "order_by": o.order_by,
+        "account_type_regexes": list(o.account_type_regexes), "start_name_regexes": list(o.start_name_regexes),
+        "trim_name_regexes": list(o.trim_name_regexes), "show_name_regexes": list(o.show_name_regexes),
+        "hide_name_regexes": list(o.hide_name_regexes), "account_displayed_op_only": o.account_displayed_op_only,
+        "select": list(o.select),
+    }
+
+
+def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> TfprofViewsResult:
     profile: TfprofProfile = stores[0]
     result = run_view(profile, options)
     opts = result.options
@@ -238,8 +254,7 @@ def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> dict[str, Any]
         "steps": profile.steps,
         "has_trace": profile.has_trace,
         "node_count": profile.n_nodes,
-        "options": {f.name: (list(v) if isinstance(v := getattr(opts, f.name), tuple) else v)
-                    for f in fields(ViewOptions)},
+        "options": _options_json(opts),
         "root": _totals(result),
         "displayed_rows": len(result.rows),
         "notes": notes,

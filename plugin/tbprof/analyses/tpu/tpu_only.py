@@ -11,7 +11,7 @@ for the other three. See docs/differences.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from tbprof.analyses.tool import Tool
 from tbprof.errors import NoData
@@ -43,7 +43,7 @@ def _missing(store: ProfileStore, title: str, what: str, megascale: bool) -> str
 
 
 def _tpu_only(name: str, title: str, what: str, megascale: bool = False) -> Tool:
-    def compute_tpu(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    def compute_tpu(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> NoReturn:
         raise NoData(_missing(stores[0], title, what, megascale) if stores else f"{title}: no host selected.")
 
     return Tool(name=name, title=title, compute=compute_tpu, available=lambda store: False, multi_host=True,

@@ -1,0 +1,562 @@
+"""HTA's critical path analysis, one tool per host (rank): ``critical_path``.
+
+As HTA 0.5.0's ``TraceAnalysis.critical_path_analysis(rank, annotation, instance_id)``
+(docs/formulas.md, "Critical path (HTA)"): the events of one instance of an annotation (e.g.
+the third ``ProfilerStep``) become a graph whose nodes are the start and the end of each host
+operator, CUDA runtime/driver call and device event (kernel, memcpy, memset), and whose edges
+are
+
+* **operator**: a host thread's call stack walked depth-first (an operator's start to its first
+  child's start, a child's end to the next child's start, the last child's end to the
+  operator's end), and each device event's start to its end; the weight is the time between
+  the two nodes, except into the end of a blocking call (``cudaDeviceSynchronize``,
+  ``cudaStreamSynchronize``, ``cudaEventSynchronize``, ``cudaEventQuery``, ``cudaMemcpy``,
+  ``cudaMemcpyAsync``), whose wait is not the host's work: weight 0;
+* **dependency** (weight 0): one top-level operator's end to the next one's start on a thread;
+* **kernel_launch_delay**: a launch's start to its device event's start, when the stream was
+  idle (the launch found nothing queued on its stream and the device event drained it, and the
+  stream's previous event had ended before the launch);
+* **kernel_kernel_delay**: otherwise the stream's previous device event's end to this one's start;
+* **sync_dependency** (weight 0): a device event's end to the end of the host call that waited for
+  it (Kineto's ``cuda_sync`` events: ``Context Sync`` waits for the last event of every stream,
+  ``Stream Sync`` for its stream's);
+
+and the **critical path** is the longest weighted path of that DAG. Each of its edges is bound
+by: ``cpu_bound`` (operator edges attributed to a host event), ``gpu_compute_bound`` /
+``gpu_communication_bound`` (operator edges of a device event; NCCL kernels are communication),
+``gpu_kernel_kernel_overhead``, ``gpu_kernel_launch_overhead``; the breakdown is the share of
+the path's length by bound.
+
+Times are the profile's own (picoseconds from nanosecond events); HTA's default rounds every
+event inward to whole microseconds, which drops its sub-microsecond runtime calls from the
+graph, so the parity goldens are HTA's with ``HTA_DISABLE_NS_ROUNDING=1``.
+
+What runs per event in Python: nothing. Nodes, the call-stack walk's edges and the device edges
+are numpy columns over the store's rows; the two loops numpy cannot express (the call stack of
+each thread, and the longest path over a topological order) are ``_core.kernels``
+``call_stack_walk`` and ``dag_longest_path``, linear in events and edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tbprof._core import kernels
+from tbprof.analyses.gpu.activity import STEP_MARKER, has_device_activity
+from tbprof.analyses.gpu.breakdown import rank_of
+from tbprof.analyses.table import Column, Table
+from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_nonneg_int
+from tbprof.errors import NoData
+from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
+
+TOOL = "critical_path"
+DEFAULT_ANNOTATION = "ProfilerStep"
+_PS_PER_US = 1_000_000
+
+# Edge types (HTA's CPEdgeType values without their "critical_path_" prefix).
+OPERATOR, DEPENDENCY, LAUNCH_DELAY, KERNEL_KERNEL_DELAY, SYNC_DEPENDENCY = 0, 1, 2, 3, 4
+EDGE_TYPES = ("operator", "dependency", "kernel_launch_delay", "kernel_kernel_delay", "sync_dependency")
+# Bounds (HTA's ``bound_by``); "" for the zero-weight dependency edges.
+BOUNDS = ("cpu_bound", "gpu_compute_bound", "gpu_communication_bound", "gpu_kernel_kernel_overhead",
+          "gpu_kernel_launch_overhead")
+_CPU, _GPU_COMPUTE, _GPU_COMM, _KK, _LAUNCH, _NONE = 0, 1, 2, 3, 4, -1
+
+# Host categories whose events are graph nodes (HTA: cpu_op, cuda_runtime, cuda_driver).
+_NODE_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")
+# Calls that wait for the device: the edge into their end weighs 0 (HTA's BLOCKING_SYNC_CALLS).
+BLOCKING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize",
+                  "cudaMemcpy", "cudaMemcpyAsync")
+# Calls that enqueue device work (HTA's runtime launch events), for the stream queue lengths.
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
+                "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
+                "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream")
+_CONTEXT_SYNC, _STREAM_SYNC = "Context Sync", "Stream Sync"
+# HTA weighs an edge of at most -1 us as 0 (nanosecond parents that end before their child).
+_NEGATIVE_CLAMP_PS = -_PS_PER_US
+
+
+@dataclass(frozen=True)
+class _Events:
+    """The rank's events as HTA's frame sees them (one row per host or device event)."""
+
+    plane: np.ndarray  # int64 plane index
+    row: np.ndarray  # int64 row in the plane
+    thread: np.ndarray  # int64 host line index, -1 on a device
+    stream: np.ndarray  # int64, -1 on the host
+    start_ps: np.ndarray
+    dur_ps: np.ndarray
+    name_id: np.ndarray  # int32
+    is_node_cat: np.ndarray  # bool: a host operator / runtime / driver call
+    peer: np.ndarray  # int64: the correlated event (launch <-> device event), -1 without one
+
+    @property
+    def n(self) -> int:
+        return int(self.start_ps.shape[0])
+
+
+def _host_plane(store: ProfileStore) -> Plane | None:
+    return store.plane("/host:CPU")
+
+
+def _events(store: ProfileStore) -> _Events:
+    """Host events of ``/host:CPU`` and device events (a ``stream`` >= 0) of the other planes."""
+    xspace = store.format == "xspace"
+    corr_sid = store.stat_id("correlation_id" if xspace else "correlation")
+    stream_sid = store.stat_id("stream")
+    cat_sid = store.stat_id("cat")
+    node_cats = np.array([i for i in (store.strings.id(c) for c in _NODE_CATEGORIES) if i >= 0], np.int64)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for pi, plane in enumerate(store.planes):
+        n = plane.n_events
+        if n == 0:
+            continue
+        corr = plane.event_stat(corr_sid).dense_int(n) if corr_sid >= 0 else np.full(n, -1, np.int64)
+        rows = np.arange(n, dtype=np.int64)
+        if plane.name == "/host:CPU":
+            if xspace:
+                # XSpace has no categories: every host event with a duration is an operator.
+                is_node = np.ones(n, bool)
+            else:
+                cat = plane.event_stat(cat_sid).dense_str(n) if cat_sid >= 0 else np.full(n, -1, np.int32)
+                is_node = np.isin(cat, node_cats)
+            parts.append((np.full(n, pi, np.int64), rows, plane.line_idx.astype(np.int64), np.full(n, -1, np.int64),
+                          plane.start_ps.astype(np.int64), plane.dur_ps.astype(np.int64), plane.name_id, is_node, corr))
+            continue
+        if xspace:
+            if not plane.name.startswith("/device:GPU"):
+                continue
+            line_id = plane.line_ids[plane.line_idx]
+            stream = np.where((corr >= 0) & (line_id < 0xDEADBEEF), line_id, -1).astype(np.int64)
+        elif stream_sid >= 0:
+            col = plane.stat_column(stream_sid)
+            stream = np.full(n, -1, np.int64)
+            ints = (col.kind == KIND_INT64) | (col.kind == KIND_UINT64)  # HTA drops a stream it cannot read as an int
+            stream[col.rows[ints]] = col.value[ints]
+        else:
+            continue
+        dev = np.nonzero(stream >= 0)[0]
+        if dev.shape[0]:
+            parts.append((np.full(dev.shape[0], pi, np.int64), dev, np.full(dev.shape[0], -1, np.int64), stream[dev],
+                          plane.start_ps[dev].astype(np.int64), plane.dur_ps[dev].astype(np.int64), plane.name_id[dev],
+                          np.zeros(dev.shape[0], bool), corr[dev]))
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), z)
+    plane_i, row, thread, stream, start, dur, name, is_node, corr = (
+        np.concatenate(c) for c in zip(*parts, strict=True))
+    last = _last_step_start(store)
+    if last is not None:
+        # HTA drops the incomplete last step: host events from the last ProfilerStep's start on,
+        # and the device events they launched (activity.py's rule, HTA's Trace filter).
+        keep_host = (stream < 0) & (start < last)
+        kept_corr = np.unique(corr[keep_host & (corr >= 0)])
+        keep = keep_host | ((stream >= 0) & np.isin(corr, kept_corr))
+        plane_i, row, thread, stream, start, dur, name, is_node, corr = (
+            a[keep] for a in (plane_i, row, thread, stream, start, dur, name, is_node, corr))
+    # Launch <-> device event by correlation (HTA's index_correlation).
+    peer = np.full(plane_i.shape[0], -1, np.int64)
+    host = np.nonzero((stream < 0) & (corr >= 0))[0]
+    dev = np.nonzero((stream >= 0) & (corr >= 0))[0]
+    if host.shape[0] and dev.shape[0]:
+        order = np.argsort(corr[host], kind="stable")
+        hc = corr[host][order]
+        pos = np.clip(np.searchsorted(hc, corr[dev]), 0, hc.shape[0] - 1)
+        found = hc[pos] == corr[dev]
+        peer[dev[found]] = host[order[pos[found]]]
+        peer[host[order[pos[found]]]] = dev[found]
+    return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, peer)
+
+
+def _last_step_start(store: ProfileStore) -> int | None:
+    """The start of the last ``ProfilerStep`` event, host or GPU annotation (whichever starts
+    later), when the profile has two or more step names; else None."""
+    names = store.strings.as_list()
+    step_ids = np.array([i for i, n in enumerate(names) if STEP_MARKER in n], np.int64)
+    if step_ids.shape[0] < 2:
+        return None
+    starts = [plane.start_ps[np.isin(plane.name_id, step_ids)] for plane in store.planes if plane.n_events]
+    found = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+    return int(found.max()) if found.shape[0] else None
+
+
+def annotation_instances(store: ProfileStore, annotation: str) -> list[tuple[str, int, int]]:
+    """(name, start_ps, end_ps) of the host events whose name contains ``annotation``, by start
+    (HTA's ``instance_id`` counts them in this order)."""
+    plane = _host_plane(store)
+    if plane is None or not annotation:
+        return []
+    names = store.strings.as_list()
+    ids = np.array([i for i, n in enumerate(names) if annotation in n], np.int64)
+    if ids.shape[0] == 0:
+        return []
+    rows = np.nonzero(np.isin(plane.name_id, ids))[0]
+    last = _last_step_start(store)
+    if last is not None:
+        rows = rows[plane.start_ps[rows] < last]  # the incomplete last step is not an instance
+    order = np.lexsort((rows, plane.start_ps[rows]))
+    rows = rows[order]
+    return [(names[int(plane.name_id[r])], int(plane.start_ps[r]), int(plane.start_ps[r] + plane.dur_ps[r]))
+            for r in rows.tolist()]
+
+
+def _queue_lengths(store: ProfileStore, ev: _Events) -> np.ndarray:
+    """Per event, the length of its stream's queue just after it (launch: +1, device event: -1),
+    over the whole trace (HTA's queue length series); -1 for events that are neither."""
+    launch_ids = np.array([i for i in (store.strings.id(c) for c in LAUNCH_CALLS) if i >= 0], np.int64)
+    is_launch = (ev.stream < 0) & np.isin(ev.name_id, launch_ids) & (ev.peer >= 0)
+    launches = np.nonzero(is_launch)[0]
+    kernels_ = ev.peer[launches]
+    idx = np.concatenate([launches, kernels_])
+    delta = np.concatenate([np.ones(launches.shape[0], np.int64), -np.ones(kernels_.shape[0], np.int64)])
+    stream = ev.stream[np.concatenate([kernels_, kernels_])]
+    t = ev.start_ps[idx]
+    order = np.lexsort((np.arange(idx.shape[0]), t, stream))
+    idx, delta, stream = idx[order], delta[order], stream[order]
+    running = np.cumsum(delta)
+    first = np.ones(idx.shape[0], bool)
+    first[1:] = stream[1:] != stream[:-1]
+    base = np.maximum.accumulate(np.where(first, np.arange(idx.shape[0]), 0))
+    before = np.concatenate([[0], running])[base]
+    out = np.full(ev.n, -1, np.int64)
+    out[idx] = running - before
+    return out
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The critical path graph of one annotation instance: nodes and edges as columns."""
+
+    node_event: np.ndarray  # int64 event of each node
+    node_is_start: np.ndarray  # bool
+    node_ps: np.ndarray  # int64 time of each node
+    src: np.ndarray  # int64 node
+    dst: np.ndarray  # int64 node
+    weight_ps: np.ndarray  # int64
+    edge_type: np.ndarray  # int8
+    attributed: np.ndarray  # int64 event an edge is attributed to (-1: none)
+
+
+def _parents_and_walk(start: np.ndarray, end: np.ndarray, dur: np.ndarray, thread: np.ndarray,
+                      order_key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """HTA's call stack of each thread: the markers (start and end of each event) sorted as its
+    ``compare_events`` sorts them, walked with a stack. Returns (walk event, walk is_start,
+    parent of each event): the depth-first order of the call stack tree, where an end closes the
+    event on top of the stack (the one that ends when the events nest)."""
+    n = start.shape[0]
+    ev = np.concatenate([np.arange(n), np.arange(n)]).astype(np.int64)
+    is_start = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
+    t = np.concatenate([start, end])
+    d = np.concatenate([dur, dur])
+    k = np.concatenate([order_key, order_key])
+    # At one time: ends before starts (every duration > 0); starts longest first, then in file
+    # order; ends shortest first, then in reverse file order.
+    tie_a = np.where(is_start, -d, d)
+    tie_b = np.where(is_start, k, -k)
+    order = np.lexsort((tie_b, tie_a, is_start, t, np.concatenate([thread, thread])))
+    walk_ev, parent = kernels.call_stack_walk(ev[order], is_start[order], np.concatenate([thread, thread])[order], n)
+    return walk_ev, is_start[order], parent
+
+
+def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Graph:
+    """HTA's CPGraph for the events of ``window`` (see the module doc)."""
+    ws, we = window
+    host = ev.stream < 0
+    in_win = (ev.start_ps >= ws) & (ev.start_ps <= we) & (ev.dur_ps > 0)
+    cpu = np.nonzero(host & in_win)[0]
+    # Device events whose launch starts inside the window.
+    dev_all = np.nonzero(~host & (ev.peer >= 0))[0]
+    launch = ev.peer[dev_all]
+    dev = dev_all[in_win[launch] & host[launch]]
+    # Nodes: host operators / runtime calls of the window and its device events, start and end.
+    node_ev = np.concatenate([cpu[ev.is_node_cat[cpu]], dev])
+    m = node_ev.shape[0]
+    n_start = ev.start_ps[node_ev]
+    n_end = n_start + ev.dur_ps[node_ev]
+    node_event = np.concatenate([node_ev, node_ev])
+    node_ps = np.concatenate([n_start, n_end])
+    node_is_start = np.concatenate([np.ones(m, bool), np.zeros(m, bool)])
+    by_time = np.argsort(node_ps, kind="stable")
+    node_event, node_ps, node_is_start = node_event[by_time], node_ps[by_time], node_is_start[by_time]
+    start_node = np.full(ev.n, -1, np.int64)
+    end_node = np.full(ev.n, -1, np.int64)
+    ids = np.arange(2 * m, dtype=np.int64)
+    start_node[node_event[node_is_start]] = ids[node_is_start]
+    end_node[node_event[~node_is_start]] = ids[~node_is_start]
+
+    blocking_ids = np.array([i for i in (store.strings.id(c) for c in BLOCKING_CALLS) if i >= 0], np.int64)
+    edges: list[tuple[np.ndarray, ...]] = []
+
+    # --- host call stacks (every host event of the window, nodes or not, shapes the stack) ---
+    if cpu.shape[0]:
+        c_start = ev.start_ps[cpu]
+        c_dur = ev.dur_ps[cpu]
+        walk, walk_start, parent_local = _parents_and_walk(c_start, c_start + c_dur, c_dur, ev.thread[cpu], cpu)
+        parent = np.where(parent_local >= 0, cpu[np.maximum(parent_local, 0)], -1)
+        w_ev = cpu[walk]
+        keep = ev.is_node_cat[w_ev]
+        w_ev, w_start, w_local = w_ev[keep], walk_start[keep], walk[keep]
+        w_thread = ev.thread[w_ev]
+        w_node = np.where(w_start, start_node[w_ev], end_node[w_ev])
+        # Open node events after each marker, per thread.
+        step = np.where(w_start, 1, -1)
+        depth_after = np.cumsum(step)
+        first = np.ones(w_ev.shape[0], bool)
+        first[1:] = w_thread[1:] != w_thread[:-1]
+        base = np.maximum.accumulate(np.where(first, np.arange(w_ev.shape[0]), 0))
+        depth_after = depth_after - np.concatenate([[0], depth_after])[base]
+        same = ~first[1:]
+        a, b = np.arange(w_ev.shape[0] - 1)[same], np.arange(1, w_ev.shape[0])[same]
+        closes_top = ~w_start[a] & (depth_after[a] == 0)
+        src, dst = w_node[a], w_node[b]
+        weight = node_ps[dst] - node_ps[src]
+        into_blocking_end = ~w_start[b] & np.isin(ev.name_id[w_ev[b]], blocking_ids)
+        weight = np.where(closes_top | into_blocking_end, 0, weight)
+        etype = np.where(closes_top, DEPENDENCY, OPERATOR).astype(np.int8)
+        # Attribution: from a start -> that event; end -> end: the ending one; end -> start: the
+        # parent (in the full call stack) of the event that just ended.
+        attributed = np.where(w_start[a], w_ev[a], np.where(~w_start[b], w_ev[b], parent[w_local[a]]))
+        attributed = np.where(closes_top, -1, attributed)
+        edges.append((src, dst, weight, etype, attributed))
+
+    # --- device events ---
+    if dev.shape[0]:
+        q = _queue_lengths(store, ev)
+        order = np.argsort(ev.start_ps[dev], kind="stable")
+        d = dev[order]
+        stream = ev.stream[d]
+        by_stream = np.lexsort((np.arange(d.shape[0]), stream))
+        prev = np.full(d.shape[0], -1, np.int64)
+        s_sorted = stream[by_stream]
+        has_prev = np.zeros(d.shape[0], bool)
+        has_prev[1:] = s_sorted[1:] == s_sorted[:-1]
+        prev_sorted = np.where(has_prev, np.concatenate([[-1], by_stream[:-1]]), -1)
+        prev[by_stream] = prev_sorted
+        launch_ev = ev.peer[d]
+        launch_ps = ev.start_ps[launch_ev]
+        prev_end_ps = np.where(prev >= 0, ev.start_ps[d[np.maximum(prev, 0)]] + ev.dur_ps[d[np.maximum(prev, 0)]], -1)
+        idle = (q[launch_ev] == 1) & (q[d] == 0) & ((prev < 0) | (prev_end_ps < launch_ps))
+        launch_node = start_node[launch_ev]
+        use_launch = idle & (launch_node >= 0)
+        use_kk = ~idle & (prev >= 0)
+        # Per device event: its span, then its launch or kernel-kernel edge (HTA's loop order).
+        n_d = d.shape[0]
+        span_src, span_dst = start_node[d], end_node[d]
+        e_src = np.full((n_d, 2), -1, np.int64)
+        e_dst = np.full((n_d, 2), -1, np.int64)
+        e_w = np.zeros((n_d, 2), np.int64)
+        e_t = np.zeros((n_d, 2), np.int8)
+        e_a = np.full((n_d, 2), -1, np.int64)
+        e_src[:, 0], e_dst[:, 0], e_t[:, 0], e_a[:, 0] = span_src, span_dst, OPERATOR, d
+        e_w[:, 0] = node_ps[span_dst] - node_ps[span_src]
+        prev_end_node = np.where(prev >= 0, end_node[d[np.maximum(prev, 0)]], -1)
+        e_src[:, 1] = np.where(use_launch, launch_node, np.where(use_kk, prev_end_node, -1))
+        e_dst[:, 1] = span_src
+        e_t[:, 1] = np.where(use_launch, LAUNCH_DELAY, KERNEL_KERNEL_DELAY)
+        e_a[:, 1] = np.where(use_kk, d[np.maximum(prev, 0)], -1)
+        ok = e_src[:, 1] >= 0
+        e_w[:, 1] = np.where(ok, node_ps[span_src] - node_ps[np.maximum(e_src[:, 1], 0)], 0)
+        flat_ok = np.stack([np.ones(n_d, bool), ok], axis=1).reshape(-1)
+        edges.append(tuple(x.reshape(-1)[flat_ok] for x in (e_src, e_dst, e_w, e_t, e_a)))
+    if edges:
+        src, dst, weight, etype, attributed = (np.concatenate(c) for c in zip(*edges, strict=True))
+    else:
+        z = np.zeros(0, np.int64)
+        src, dst, weight, etype, attributed = z, z, z, np.zeros(0, np.int8), z
+    return Graph(node_event, node_is_start, node_ps, src.astype(np.int64), dst.astype(np.int64),
+                 weight.astype(np.int64), etype.astype(np.int8), attributed.astype(np.int64))
+
+
+def longest_path(graph: Graph) -> np.ndarray:
+    """The edges (indices into the graph's edge columns) of the longest path, in path order."""
+    n = graph.node_event.shape[0]
+    if n == 0 or graph.src.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    w = np.where(graph.weight_ps <= _NEGATIVE_CLAMP_PS, 0, graph.weight_ps)
+    return kernels.dag_longest_path(n, graph.src, graph.dst, w)
+
+
+def bounds_of(store: ProfileStore, ev: _Events, graph: Graph, path: np.ndarray) -> np.ndarray:
+    """HTA's ``bound_by`` of each path edge (index into BOUNDS, -1 for the dependencies)."""
+    t = graph.edge_type[path]
+    att = graph.attributed[path]
+    out = np.full(path.shape[0], _NONE, np.int64)
+    out[t == KERNEL_KERNEL_DELAY] = _KK
+    out[t == LAUNCH_DELAY] = _LAUNCH
+    op = (t == OPERATOR) & (att >= 0)
+    if op.any():
+        a = att[op]
+        names = store.strings.lookup(ev.name_id[a])
+        comm = np.array([n.startswith("nccl") and "Kernel" in n[4:] for n in names], bool)
+        out[op] = np.where(ev.stream[a] < 0, _CPU, np.where(comm, _GPU_COMM, _GPU_COMPUTE))
+    return out
+
+
+# --- the tool ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Analysis:
+    """One instance's critical path: the graph, the path's edges and their bounds."""
+
+    events: _Events
+    graph: Graph
+    path: np.ndarray  # edge indices, in path order
+    bounds: np.ndarray  # per path edge, index into BOUNDS or -1
+
+
+def analyse(store: ProfileStore, window: tuple[int, int]) -> Analysis:
+    ev: _Events = store.memo(("critical_path_events",), lambda: _events(store))
+    graph = build_graph(store, ev, window)
+    path = longest_path(graph)
+    return Analysis(ev, graph, path, bounds_of(store, ev, graph, path))
+
+
+BREAKDOWN_COLUMNS = [
+    Column("bound_by", "Bound by", "str", "", "HTA's bound_by of the path's edges"),
+    Column("duration_us", "Duration", "float", "us", "of the path's edges with this bound"),
+    Column("percent", "Share of path", "float", "%", "HTA's CPGraph.summary()"),
+    Column("edges", "Edges", "int", "", "path edges with this bound"),
+]
+
+PATH_COLUMNS = [
+    Column("order", "#", "int", "", "position on the path"),
+    Column("type", "Edge", "str", "", "operator (an event's own time), dependency, kernel_launch_delay, "
+           "kernel_kernel_delay, sync_dependency"),
+    Column("bound_by", "Bound by", "str"),
+    Column("duration_us", "Duration", "float", "us", "the edge's weight"),
+    Column("event", "Event", "str", "", "the event the edge is attributed to (HTA), else its target"),
+    Column("from_event", "From", "str", "", "event of the edge's first node"),
+    Column("to_event", "To", "str", "", "event of the edge's last node"),
+    Column("start_us", "Start", "float", "us", "time of the edge's first node, from the profile start"),
+    Column("end_us", "End", "float", "us", "time of the edge's last node"),
+    Column("plane", "Plane", "int", "", "plane of the event (trace viewer)"),
+    Column("row", "Row", "int", "", "row of the event in its plane (trace viewer)"),
+]
+
+
+def _pick_instance(instances: list[tuple[str, int, int]], annotation: str, instance: int, step: int) -> int:
+    if step >= 0:
+        for i, (name, _, _) in enumerate(instances):
+            if name.rsplit("#", 1)[-1] == str(step):
+                return i
+        raise OptionError(f"option step={step}: no {annotation!r} event of step {step}; steps: "
+                          + ", ".join(n for n, _, _ in instances[:20]))
+    if instance >= len(instances):
+        raise OptionError(f"option instance={instance} is out of range: the profile has {len(instances)} "
+                          f"instance(s) of {annotation!r}")
+    return instance
+
+
+def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
+    annotation = str(options.get("annotation", DEFAULT_ANNOTATION))
+    ranked = sorted(((rank_of(s, i), s) for i, s in enumerate(stores)), key=lambda rs: rs[0])
+    want_rank = int(options.get("rank", -1))
+    if want_rank < 0:
+        rank, store = ranked[0]
+    else:
+        found = [rs for rs in ranked if rs[0] == want_rank]
+        if not found:
+            raise OptionError(f"option rank={want_rank}: no such rank; ranks: {[r for r, _ in ranked]}")
+        rank, store = found[0]
+    instances = annotation_instances(store, annotation)
+    if not instances:
+        raise NoData(f"{store.host}: no host event whose name contains {annotation!r} (the critical path "
+                     "is taken over one instance of an annotation, e.g. ProfilerStep)")
+    k = _pick_instance(instances, annotation, int(options.get("instance", 0)), int(options.get("step", -1)))
+    name, ws, we = instances[k]
+    res: Analysis = store.memo(("critical_path", annotation, k), lambda: analyse(store, (ws, we)))
+    ev, g, path, bounds = res.events, res.graph, res.path, res.bounds
+    w = g.weight_ps[path]
+    total_ps = int(w.sum())
+    strings = store.strings
+    breakdown: dict[str, list[Any]] = {c.name: [] for c in BREAKDOWN_COLUMNS}
+    for b, label in enumerate(BOUNDS):
+        m = bounds == b
+        if not m.any():
+            continue
+        ps = int(w[m].sum())
+        breakdown["bound_by"].append(label)
+        breakdown["duration_us"].append(ps / _PS_PER_US)
+        breakdown["percent"].append(100.0 * ps / total_ps if total_ps else 0.0)
+        breakdown["edges"].append(int(m.sum()))
+    src, dst = g.src[path], g.dst[path]
+    src_ev, dst_ev = g.node_event[src], g.node_event[dst]
+    att = g.attributed[path]
+    shown = np.where(att >= 0, att, dst_ev)
+    rows = {
+        "order": np.arange(path.shape[0]),
+        "type": [EDGE_TYPES[t] for t in g.edge_type[path].tolist()],
+        "bound_by": [BOUNDS[b] if b >= 0 else "" for b in bounds.tolist()],
+        "duration_us": w / _PS_PER_US,
+        "event": strings.lookup(ev.name_id[shown]) if path.shape[0] else [],
+        "from_event": strings.lookup(ev.name_id[src_ev]) if path.shape[0] else [],
+        "to_event": strings.lookup(ev.name_id[dst_ev]) if path.shape[0] else [],
+        "start_us": g.node_ps[src] / _PS_PER_US,
+        "end_us": g.node_ps[dst] / _PS_PER_US,
+        "plane": ev.plane[shown],
+        "row": ev.row[shown],
+    }
+    # The overlay: the path's events, and one arrow per edge between two events.
+    path_events = np.unique(np.concatenate([src_ev, dst_ev])) if path.shape[0] else np.zeros(0, np.int64)
+    arrows = src_ev != dst_ev
+    overlay = {
+        "events": [[int(p), int(r)] for p, r in zip(ev.plane[path_events].tolist(), ev.row[path_events].tolist(),
+                                                    strict=True)],
+        "flows": [[int(a), int(b), int(c), int(d), int(e), int(f)] for a, b, c, d, e, f in zip(
+            ev.plane[src_ev[arrows]].tolist(), ev.row[src_ev[arrows]].tolist(), g.node_ps[src[arrows]].tolist(),
+            ev.plane[dst_ev[arrows]].tolist(), ev.row[dst_ev[arrows]].tolist(), g.node_ps[dst[arrows]].tolist(),
+            strict=True)],
+    }
+    return {
+        "schema_version": SCHEMA_VERSION, "tool": TOOL, "host": store.host, "rank": rank,
+        "ranks": [r for r, _ in ranked], "hosts": [s.host for _, s in ranked],
+        "annotation": annotation, "instance": k, "instances": [n for n, _, _ in instances], "step_name": name,
+        "window_start_ps": ws, "window_end_ps": we,
+        "nodes": int(g.node_event.shape[0]), "edges": int(g.src.shape[0]), "path_edges": int(path.shape[0]),
+        "path_events": int(path_events.shape[0]), "total_us": total_ps / _PS_PER_US,
+        "breakdown_percent": dict(zip(breakdown["bound_by"], breakdown["percent"], strict=True)),
+        "overlay": overlay,
+        "tables": {
+            "breakdown": Table.from_columns(BREAKDOWN_COLUMNS, breakdown, default_sort="duration_us"),
+            "path": Table.from_columns(PATH_COLUMNS, rows, default_sort="order", default_desc=False),
+        },
+    }
+
+
+def _parse_annotation(text: str) -> str:
+    # A plain substring, as HTA matches it (never a regex): bounded.
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text[:256]
+
+
+def _parse_int_or_unset(text: str) -> int:
+    value = int(text)
+    if value < -1:
+        raise ValueError("must be >= 0 (or -1: unset)")
+    return value
+
+
+def available(store: Any) -> bool:
+    return getattr(store, "format", "") == "chrome_trace" and has_device_activity(store)
+
+
+OPTIONS = (
+    Option("rank", _parse_int_or_unset, -1, "the rank (trace) to analyse; -1: the first", min_value=-1),
+    Option("annotation", _parse_annotation, DEFAULT_ANNOTATION,
+           "host events whose name contains this text bound the analysis (HTA's annotation)"),
+    Option("instance", parse_nonneg_int, 0, "which of those events, by start (HTA's instance_id)"),
+    Option("step", _parse_int_or_unset, -1, "the event named <annotation>#<step> instead of an instance; -1: unset",
+           min_value=-1),
+)
+
+TOOLS = (
+    Tool(
+        name=TOOL, title="Critical path (HTA)", compute=compute, available=available, options=OPTIONS,
+        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        description="HTA's critical path analysis: the chain of operators, launches and kernels that bounds a step.",
+    ),
+)

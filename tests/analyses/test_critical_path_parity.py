@@ -1,0 +1,118 @@
+"""``critical_path`` against HTA 0.5.0's ``critical_path_analysis``.
+
+Goldens: ``tests/golden/hta/<profile>.critical_path.json``, written by
+``tests/golden/make_hta_critical_path_goldens.py`` from HTA's own output (HTA's critical path
+needs pandas < 3 and is run with ``HTA_DISABLE_NS_ROUNDING=1``: the script's docstring says
+why). For every rank and every ``ProfilerStep`` instance: the same graph size, the same path
+(edge by edge: type, bound, the events of its two nodes), and the same length and breakdown.
+
+Tolerance: HTA's times are float64 microseconds of the trace's absolute clock (~4.8e12 us in these
+files: doubles 2**-10 us apart). A start is within half a spacing of the nanoseconds tbprof keeps,
+an end (HTA adds ts + dur) within one, so each HTA edge weight is within two spacings of tbprof's
+and a sum of n edges within 2n.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tbprof.analyses.gpu import critical_path
+from tbprof.analyses.tool import OptionError
+from tbprof.readers.chrome_trace import read_chrome_trace
+from tbprof.store.tables import ProfileStore
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "hta"
+PROFILES = ("torch_cnn", "torch_ddp")
+
+
+def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:
+    return [read_chrome_trace(p) for p in sorted((sample_profiles / profile).glob("*.pt.trace.json"))]
+
+
+@pytest.fixture(scope="module", params=PROFILES)
+def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[list[ProfileStore], dict[str, Any]]:
+    golden = json.loads((GOLDEN / f"{request.param}.critical_path.json").read_text())
+    return _stores(sample_profiles, request.param), golden
+
+
+def _spacing_us(stores: list[ProfileStore]) -> float:
+    """The spacing of float64 microseconds at the latest absolute time of the profile."""
+    latest_ps = max(s.origin_ps + max(int((p.start_ps + p.dur_ps).max()) for p in s.planes if p.n_events)
+                    for s in stores)
+    return float(np.spacing(latest_ps / 1e6))
+
+
+def _rows(result: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    t = result["tables"][table]
+    names = [c.name for c in t.columns]
+    return [dict(zip(names, r, strict=True)) for r in t.rows()]
+
+
+def test_every_instance_matches_hta(case: tuple[list[ProfileStore], dict[str, Any]]) -> None:
+    stores, golden = case
+    per_edge = 2 * _spacing_us(stores)
+    assert per_edge <= 2.0**-8  # at most ~2 ns: the comparison still tells nanoseconds apart
+    checked = 0
+    for rank, instances in golden["critical_path"].items():
+        assert [g["step"] for g in instances] == critical_path.compute(stores, {"rank": int(rank)})["instances"]
+        for g in instances:
+            assert g["ok"] and g["step_category"] == "user_annotation"
+            got = critical_path.compute(stores, {"rank": int(rank), "instance": g["instance"]})
+            assert got["step_name"] == g["step"]
+            assert (got["nodes"], got["edges"]) == (g["nodes"], g["edges"])
+            path = _rows(got, "path")
+            assert len(path) == len(g["path"])
+            for mine, theirs in zip(path, g["path"], strict=True):
+                assert (mine["type"], mine["bound_by"], mine["from_event"], mine["to_event"]) == (
+                    theirs["type"], theirs["bound_by"] or "", theirs["src"], theirs["dst"])
+                assert mine["duration_us"] == pytest.approx(theirs["weight_us"], abs=per_edge)
+            tol = len(path) * per_edge
+            assert got["total_us"] == pytest.approx(g["total_us"], abs=tol)
+            breakdown = {r["bound_by"]: r["duration_us"] for r in _rows(got, "breakdown")}
+            assert breakdown.keys() == g["bound_by_us"].keys()
+            for bound, us in g["bound_by_us"].items():
+                assert breakdown[bound] == pytest.approx(us, abs=tol)
+                # HTA's summary(): the share of the path's length (part and whole each off by <= tol).
+                share_tol = 100 * 2 * tol / g["total_us"]
+                assert got["breakdown_percent"][bound] == pytest.approx(100 * us / g["total_us"], abs=share_tol)
+            checked += 1
+    assert checked >= 4
+
+
+def test_step_option_picks_the_named_step(case: tuple[list[ProfileStore], dict[str, Any]]) -> None:
+    stores, golden = case
+    g = golden["critical_path"]["0"][1]
+    step = int(g["step"].rsplit("#", 1)[1])
+    got = critical_path.compute(stores, {"step": step})
+    assert got["step_name"] == g["step"] and got["instance"] == 1
+    assert got["total_us"] == pytest.approx(g["total_us"], abs=2 * len(g["path"]) * _spacing_us(stores))
+    with pytest.raises(OptionError, match="step=999"):
+        critical_path.compute(stores, {"step": 999})
+    with pytest.raises(OptionError, match="instance=99"):
+        critical_path.compute(stores, {"instance": 99})
+    with pytest.raises(OptionError, match="rank=42"):
+        critical_path.compute(stores, {"rank": 42})
+
+
+def test_overlay_names_the_path_events(case: tuple[list[ProfileStore], dict[str, Any]]) -> None:
+    stores, _ = case
+    got = critical_path.compute(stores, {})
+    store = stores[0]
+    path = _rows(got, "path")
+    events = {tuple(e) for e in got["overlay"]["events"]}
+    # An operator edge runs inside one event (start to end, or between its children): the event
+    # it is attributed to has a node on the path, so the overlay draws it.
+    spans = {(r["plane"], r["row"]) for r in path if r["type"] == "operator" and r["from_event"] == r["to_event"]}
+    assert spans and spans <= events
+    for plane, row in got["overlay"]["events"]:
+        p = store.planes[plane]
+        assert 0 <= row < p.n_events
+        assert got["window_start_ps"] <= int(p.start_ps[row]) + int(p.dur_ps[row])
+    for a_plane, a_row, a_ps, b_plane, b_row, b_ps in got["overlay"]["flows"]:
+        assert (a_plane, a_row) in events and (b_plane, b_row) in events
+        assert a_ps <= b_ps + 10**6  # an arrow runs forward in time (HTA clamps >= -1 us)

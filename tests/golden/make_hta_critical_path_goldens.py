@@ -45,6 +45,9 @@ sys.path.insert(0, HERE)
 from make_hta_goldens import PROFILES, _hta_version  # noqa: E402
 
 ANNOTATION = "ProfilerStep"
+# Besides the demo profiles: a trace written from Kineto's documented fields with a GPU-side
+# ``Context Sync`` (no shared profile records ``cuda_sync`` events), for HTA's sync edges.
+FIXTURES = {"kineto_cuda_sync": os.path.join(REPO, "tests", "data", "kineto_cuda_sync")}
 
 
 def golden(profile: str) -> dict[str, Any]:
@@ -60,7 +63,7 @@ def _golden(profile: str) -> dict[str, Any]:
     from hta.trace_analysis import TraceAnalysis
 
     logging.getLogger("hta").setLevel(logging.ERROR)
-    src = os.path.join(REPO, "demo_logs", profile)
+    src = FIXTURES.get(profile, os.path.join(REPO, "demo_logs", profile))
     with tempfile.TemporaryDirectory() as tmp:
         trace_dir = os.path.join(tmp, profile)
         shutil.copytree(src, trace_dir)
@@ -114,7 +117,7 @@ def _golden(profile: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("profiles", nargs="*", default=list(PROFILES))
+    parser.add_argument("profiles", nargs="*", default=[*PROFILES, *FIXTURES])
     args = parser.parse_args(argv)
     for profile in args.profiles:
         data = golden(profile)

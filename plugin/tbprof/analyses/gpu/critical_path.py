@@ -74,7 +74,7 @@ BLOCKING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQu
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
                 "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
                 "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream")
-_CONTEXT_SYNC, _STREAM_SYNC = "Context Sync", "Stream Sync"
+_CONTEXT_SYNC, _STREAM_SYNC, _EVENT_SYNC = "Context Sync", "Stream Sync", "Event Sync"
 # HTA weighs an edge of at most -1 us as 0 (nanosecond parents that end before their child).
 _NEGATIVE_CLAMP_PS = -_PS_PER_US
 
@@ -91,11 +91,16 @@ class _Events:
     dur_ps: np.ndarray
     name_id: np.ndarray  # int32
     is_node_cat: np.ndarray  # bool: a host operator / runtime / driver call
+    is_sync: np.ndarray  # bool: a device-side synchronisation (Kineto's ``cuda_sync``)
     peer: np.ndarray  # int64: the correlated event (launch <-> device event), -1 without one
 
     @property
     def n(self) -> int:
         return int(self.start_ps.shape[0])
+
+    @property
+    def is_host(self) -> np.ndarray:
+        return self.thread >= 0
 
 
 def _host_plane(store: ProfileStore) -> Plane | None:
@@ -109,6 +114,10 @@ def _events(store: ProfileStore) -> _Events:
     stream_sid = store.stat_id("stream")
     cat_sid = store.stat_id("cat")
     node_cats = np.array([i for i in (store.strings.id(c) for c in _NODE_CATEGORIES) if i >= 0], np.int64)
+    sync_cat = store.strings.id("cuda_sync")
+    # Context and event syncs sit on no stream (-1) but are the device's (HTA's GPU filter).
+    streamless_sync = np.array([i for i in (store.strings.id(c) for c in (_CONTEXT_SYNC, _EVENT_SYNC)) if i >= 0],
+                               np.int64)
     parts: list[tuple[np.ndarray, ...]] = []
     for pi, plane in enumerate(store.planes):
         n = plane.n_events
@@ -124,7 +133,8 @@ def _events(store: ProfileStore) -> _Events:
                 cat = plane.event_stat(cat_sid).dense_str(n) if cat_sid >= 0 else np.full(n, -1, np.int32)
                 is_node = np.isin(cat, node_cats)
             parts.append((np.full(n, pi, np.int64), rows, plane.line_idx.astype(np.int64), np.full(n, -1, np.int64),
-                          plane.start_ps.astype(np.int64), plane.dur_ps.astype(np.int64), plane.name_id, is_node, corr))
+                          plane.start_ps.astype(np.int64), plane.dur_ps.astype(np.int64), plane.name_id, is_node,
+                          np.zeros(n, bool), corr))
             continue
         if xspace:
             if not plane.name.startswith("/device:GPU"):
@@ -138,29 +148,32 @@ def _events(store: ProfileStore) -> _Events:
             stream[col.rows[ints]] = col.value[ints]
         else:
             continue
-        dev = np.nonzero(stream >= 0)[0]
+        cat = plane.event_stat(cat_sid).dense_str(n) if cat_sid >= 0 and not xspace else np.full(n, -1, np.int32)
+        sync = ((cat == sync_cat) & (sync_cat >= 0)) | np.isin(plane.name_id, streamless_sync)
+        dev = np.nonzero((stream >= 0) | (sync & (corr >= 0)))[0]
         if dev.shape[0]:
             parts.append((np.full(dev.shape[0], pi, np.int64), dev, np.full(dev.shape[0], -1, np.int64), stream[dev],
                           plane.start_ps[dev].astype(np.int64), plane.dur_ps[dev].astype(np.int64), plane.name_id[dev],
-                          np.zeros(dev.shape[0], bool), corr[dev]))
+                          np.zeros(dev.shape[0], bool), sync[dev], corr[dev]))
     if not parts:
         z = np.zeros(0, np.int64)
-        return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), z)
-    plane_i, row, thread, stream, start, dur, name, is_node, corr = (
-        np.concatenate(c) for c in zip(*parts, strict=True))
+        return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, bool), z)
+    cols: list[np.ndarray] = [np.concatenate(c) for c in zip(*parts, strict=True)]
+    cols.append(cols[2] >= 0)  # on the host: a thread (line) of /host:CPU
     last = _last_step_start(store)
     if last is not None:
         # HTA drops the incomplete last step: host events from the last ProfilerStep's start on,
         # and the device events they launched (activity.py's rule, HTA's Trace filter).
-        keep_host = (stream < 0) & (start < last)
+        start, corr, on_host = cols[4], cols[9], cols[10]
+        keep_host = on_host & (start < last)
         kept_corr = np.unique(corr[keep_host & (corr >= 0)])
-        keep = keep_host | ((stream >= 0) & np.isin(corr, kept_corr))
-        plane_i, row, thread, stream, start, dur, name, is_node, corr = (
-            a[keep] for a in (plane_i, row, thread, stream, start, dur, name, is_node, corr))
+        keep = keep_host | (~on_host & np.isin(corr, kept_corr))
+        cols = [c[keep] for c in cols]
+    plane_i, row, thread, stream, start, dur, name, is_node, is_sync, corr, on_host = cols
     # Launch <-> device event by correlation (HTA's index_correlation).
     peer = np.full(plane_i.shape[0], -1, np.int64)
-    host = np.nonzero((stream < 0) & (corr >= 0))[0]
-    dev = np.nonzero((stream >= 0) & (corr >= 0))[0]
+    host = np.nonzero(on_host & (corr >= 0))[0]
+    dev = np.nonzero(~on_host & (corr >= 0))[0]
     if host.shape[0] and dev.shape[0]:
         order = np.argsort(corr[host], kind="stable")
         hc = corr[host][order]
@@ -168,7 +181,7 @@ def _events(store: ProfileStore) -> _Events:
         found = hc[pos] == corr[dev]
         peer[dev[found]] = host[order[pos[found]]]
         peer[host[order[pos[found]]]] = dev[found]
-    return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, peer)
+    return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, is_sync, peer)
 
 
 def _last_step_start(store: ProfileStore) -> int | None:
@@ -207,7 +220,7 @@ def _queue_lengths(store: ProfileStore, ev: _Events) -> np.ndarray:
     """Per event, the length of its stream's queue just after it (launch: +1, device event: -1),
     over the whole trace (HTA's queue length series); -1 for events that are neither."""
     launch_ids = np.array([i for i in (store.strings.id(c) for c in LAUNCH_CALLS) if i >= 0], np.int64)
-    is_launch = (ev.stream < 0) & np.isin(ev.name_id, launch_ids) & (ev.peer >= 0)
+    is_launch = ev.is_host & np.isin(ev.name_id, launch_ids) & (ev.peer >= 0)
     launches = np.nonzero(is_launch)[0]
     kernels_ = ev.peer[launches]
     idx = np.concatenate([launches, kernels_])
@@ -264,15 +277,17 @@ def _parents_and_walk(start: np.ndarray, end: np.ndarray, dur: np.ndarray, threa
 def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Graph:
     """HTA's CPGraph for the events of ``window`` (see the module doc)."""
     ws, we = window
-    host = ev.stream < 0
+    host = ev.is_host
     in_win = (ev.start_ps >= ws) & (ev.start_ps <= we) & (ev.dur_ps > 0)
     cpu = np.nonzero(host & in_win)[0]
-    # Device events whose launch starts inside the window.
+    # Device events on a stream whose launch starts inside the window; a sync on no stream
+    # (Context Sync) counts where it starts itself (HTA clips it with the host events).
     dev_all = np.nonzero(~host & (ev.peer >= 0))[0]
     launch = ev.peer[dev_all]
-    dev = dev_all[in_win[launch] & host[launch]]
-    # Nodes: host operators / runtime calls of the window and its device events, start and end.
-    node_ev = np.concatenate([cpu[ev.is_node_cat[cpu]], dev])
+    on_stream = ev.stream[dev_all] >= 0
+    dev = dev_all[np.where(on_stream, in_win[launch], in_win[dev_all]) & host[launch]]
+    # Nodes: host operators / runtime calls of the window and its device events on a stream.
+    node_ev = np.concatenate([cpu[ev.is_node_cat[cpu]], dev[ev.stream[dev] >= 0]])
     m = node_ev.shape[0]
     n_start = ev.start_ps[node_ev]
     n_end = n_start + ev.dur_ps[node_ev]
@@ -323,6 +338,8 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
         edges.append((src, dst, weight, etype, attributed))
 
     # --- device events ---
+    syncs = dev[ev.is_sync[dev]]
+    dev = dev[~ev.is_sync[dev]]
     if dev.shape[0]:
         q = _queue_lengths(store, ev)
         order = np.argsort(ev.start_ps[dev], kind="stable")
@@ -361,6 +378,10 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
         e_w[:, 1] = np.where(ok, node_ps[span_src] - node_ps[np.maximum(e_src[:, 1], 0)], 0)
         flat_ok = np.stack([np.ones(n_d, bool), ok], axis=1).reshape(-1)
         edges.append(tuple(x.reshape(-1)[flat_ok] for x in (e_src, e_dst, e_w, e_t, e_a)))
+    waits = np.array([i for i in (store.strings.id(c) for c in (_CONTEXT_SYNC, _STREAM_SYNC)) if i >= 0], np.int64)
+    syncs = syncs[np.isin(ev.name_id[syncs], waits)]
+    if syncs.shape[0] and dev.shape[0]:
+        edges.append(_sync_edges(ev, dev, syncs, end_node))
     if edges:
         src, dst, weight, etype, attributed = (np.concatenate(c) for c in zip(*edges, strict=True))
     else:
@@ -368,6 +389,36 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
         src, dst, weight, etype, attributed = z, z, z, np.zeros(0, np.int8), z
     return Graph(node_event, node_is_start, node_ps, src.astype(np.int64), dst.astype(np.int64),
                  weight.astype(np.int64), etype.astype(np.int8), attributed.astype(np.int64))
+
+
+def _sync_edges(ev: _Events, dev: np.ndarray, syncs: np.ndarray, end_node: np.ndarray) -> tuple[np.ndarray, ...]:
+    """HTA's device -> host sync edges (weight 0): a ``Stream Sync`` waits for the last device
+    event of its stream, a ``Context Sync`` for the last one of every stream, "last" in HTA's
+    order (device events by start, syncs by end; device events first at a tie); the edge runs
+    from that event's end to the end of the host call that waited. ``Event Sync`` and
+    ``Stream Wait Event`` (waits on a recorded CUDA event) are not drawn (docs/differences.md)."""
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    sync_end = ev.start_ps[syncs] + ev.dur_ps[syncs]
+    waiter = end_node[ev.peer[syncs]]
+    dev_start = ev.start_ps[dev]
+    # Streams in the order HTA's loop first meets them (its dict of last events per stream).
+    streams = ev.stream[dev][np.argsort(dev_start, kind="stable")]
+    _, first = np.unique(streams, return_index=True)
+    for stream in streams[np.sort(first)].tolist():
+        on = dev[ev.stream[dev] == stream]
+        on = on[np.argsort(ev.start_ps[on], kind="stable")]
+        # The last device event of the stream processed before each sync.
+        k = np.searchsorted(ev.start_ps[on], sync_end, side="right") - 1
+        waits = (k >= 0) & (waiter >= 0)
+        is_context = ev.stream[syncs] < 0
+        waits &= is_context | (ev.stream[syncs] == stream)
+        src.append(end_node[on[np.maximum(k, 0)]][waits])
+        dst.append(waiter[waits])
+    s = np.concatenate(src) if src else np.zeros(0, np.int64)
+    d = np.concatenate(dst) if dst else np.zeros(0, np.int64)
+    return (s, d, np.zeros(s.shape[0], np.int64), np.full(s.shape[0], SYNC_DEPENDENCY, np.int8),
+            np.full(s.shape[0], -1, np.int64))
 
 
 def longest_path(graph: Graph) -> np.ndarray:

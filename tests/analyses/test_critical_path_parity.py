@@ -107,15 +107,20 @@ def test_overlay_names_the_path_events(case: tuple[list[ProfileStore], dict[str,
     got = critical_path.compute(stores, {})
     store = stores[0]
     path = _rows(got, "path")
-    events = {tuple(e) for e in got["overlay"]["events"]}
+    events = got["overlay"]["events"]
+    keys = {(e[0], e[1]) for e in events}
     # An operator edge runs inside one event (start to end, or between its children): the event
     # it is attributed to has a node on the path, so the overlay draws it.
     spans = {(r["plane"], r["row"]) for r in path if r["type"] == "operator" and r["from_event"] == r["to_event"]}
-    assert spans and spans <= events
-    for plane, row in got["overlay"]["events"]:
+    assert spans and spans <= keys
+    for plane, row, line, start_ps, dur_ps, depth in events:
         p = store.planes[plane]
-        assert 0 <= row < p.n_events
-        assert got["window_start_ps"] <= int(p.start_ps[row]) + int(p.dur_ps[row])
-    for a_plane, a_row, a_ps, b_plane, b_row, b_ps in got["overlay"]["flows"]:
-        assert (a_plane, a_row) in events and (b_plane, b_row) in events
-        assert a_ps <= b_ps + 10**6  # an arrow runs forward in time (HTA clamps >= -1 us)
+        assert (int(p.line_idx[row]), int(p.start_ps[row]), int(p.dur_ps[row]), int(p.depth[row])) == (
+            line, start_ps, dur_ps, depth)
+    # One arrow per path edge between two different events, from one's node to the other's.
+    between = [r for r in path if r["from_event"] != r["to_event"] or r["type"] != "operator"]
+    assert len(got["overlay"]["flows"]) <= len(path) and len(got["overlay"]["flows"]) >= 1
+    for a, b, a_ps, b_ps in got["overlay"]["flows"]:
+        assert 0 <= a < len(events) and 0 <= b < len(events) and a != b
+        assert a_ps <= b_ps + 10**6  # forward in time (HTA counts an edge above -1 us)
+    assert between

@@ -16,3 +16,4 @@ import "./memory_viewer/memory_viewer_page";
 import "./graph_viewer/graph_viewer_page";
 import "./smart_suggestion/smart_suggestion_page";
 import "./gpu_breakdown/gpu_breakdown_page";
+import "./critical_path/critical_path_page";

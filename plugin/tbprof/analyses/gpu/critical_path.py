@@ -550,16 +550,24 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "plane": ev.plane[shown],
         "row": ev.row[shown],
     }
-    # The overlay: the path's events, and one arrow per edge between two events.
+    # The overlay: the path's events (as the trace viewer finds them: plane, row, line, start,
+    # duration, depth) and one arrow per edge between two events (indices into the events, and
+    # the times of the edge's two nodes).
     path_events = np.unique(np.concatenate([src_ev, dst_ev])) if path.shape[0] else np.zeros(0, np.int64)
+    o_plane, o_row = ev.plane[path_events], ev.row[path_events]
+    o_line = np.array([int(store.planes[p].line_idx[r]) for p, r in zip(o_plane.tolist(), o_row.tolist(), strict=True)],
+                      np.int64)
+    o_depth = np.array([int(store.planes[p].depth[r]) for p, r in zip(o_plane.tolist(), o_row.tolist(), strict=True)],
+                       np.int64)
     arrows = src_ev != dst_ev
     overlay = {
-        "events": [[int(p), int(r)] for p, r in zip(ev.plane[path_events].tolist(), ev.row[path_events].tolist(),
-                                                    strict=True)],
-        "flows": [[int(a), int(b), int(c), int(d), int(e), int(f)] for a, b, c, d, e, f in zip(
-            ev.plane[src_ev[arrows]].tolist(), ev.row[src_ev[arrows]].tolist(), g.node_ps[src[arrows]].tolist(),
-            ev.plane[dst_ev[arrows]].tolist(), ev.row[dst_ev[arrows]].tolist(), g.node_ps[dst[arrows]].tolist(),
-            strict=True)],
+        "events": [[int(x) for x in e] for e in zip(o_plane.tolist(), o_row.tolist(), o_line.tolist(),
+                                                     ev.start_ps[path_events].tolist(), ev.dur_ps[path_events].tolist(),
+                                                     o_depth.tolist(), strict=True)],
+        "flows": [[int(a), int(b), int(c), int(d)] for a, b, c, d in zip(
+            np.searchsorted(path_events, src_ev[arrows]).tolist(),
+            np.searchsorted(path_events, dst_ev[arrows]).tolist(),
+            g.node_ps[src[arrows]].tolist(), g.node_ps[dst[arrows]].tolist(), strict=True)],
     }
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "host": store.host, "rank": rank,

@@ -31,10 +31,13 @@ Times are the profile's own (picoseconds from nanosecond events); HTA's default 
 event inward to whole microseconds, which drops its sub-microsecond runtime calls from the
 graph, so the parity goldens are HTA's with ``HTA_DISABLE_NS_ROUNDING=1``.
 
-What runs per event in Python: nothing. Nodes, the call-stack walk's edges and the device edges
-are numpy columns over the store's rows; the two loops numpy cannot express (the call stack of
-each thread, and the longest path over a topological order) are ``_core.kernels``
-``call_stack_walk`` and ``dag_longest_path``, linear in events and edges.
+What runs per event in Python: nothing over the trace or the graph. Nodes, the call-stack walk's
+edges and the device edges are numpy columns over the store's rows; the two loops numpy cannot
+express (the call stack of each thread, and the longest path over a topological order) are
+``_core.kernels`` ``call_stack_walk`` and ``dag_longest_path``, linear in events and edges. Per
+*path* edge (a few to a few hundred) Python builds the answer's rows: names, bounds (the NCCL
+name test), the overlay's entries; per stream, the sync edges. bench/critical_path_bench.py
+times it against HTA.
 """
 
 from __future__ import annotations

@@ -179,10 +179,41 @@ class GpuCountersResult(ToolEnvelope):
     peak_memory_bw_gbps: float | None
 
 
+class CriticalPathOverlay(TypedDict):
+    """The path as the trace viewer draws it: events [plane, row, line, start_ps, dur_ps, depth];
+    flows [from event, to event, from_ps, to_ps] (indices into events)."""
+
+    events: list[list[int]]
+    flows: list[list[int]]
+
+
+class CriticalPathResult(ToolEnvelope):
+    """HTA's critical path (``critical_path``) of one rank and annotation instance."""
+
+    host: str
+    rank: int
+    ranks: list[int]
+    hosts: list[str]
+    annotation: str
+    instance: int
+    instances: list[str]
+    step_name: str
+    window_start_ps: int
+    window_end_ps: int
+    nodes: int
+    edges: int
+    path_edges: int
+    path_events: int
+    total_us: float
+    breakdown_percent: dict[str, float]
+    overlay: CriticalPathOverlay
+
+
 # tool id -> the shape of its answer (tools not named here are checked against ToolEnvelope).
 TOOL_RESULTS: dict[str, type] = {
     "overview_page": OverviewResult,
     "input_pipeline_analyzer": InputPipelineResult,
     "gpu_breakdown": GpuBreakdownResult,
     "gpu_counters": GpuCountersResult,
+    "critical_path": CriticalPathResult,
 }

@@ -9,6 +9,8 @@ against these shapes and the generated file against this list.
 from typing import Any, Literal, NotRequired, TypedDict
 
 from tbprof.analyses.schemas import (
+    CriticalPathOverlay,
+    CriticalPathResult,
     Diagnostics,
     GpuBreakdownResult,
     GpuCountersResult,
@@ -122,7 +124,7 @@ WIRE_TYPES: tuple[type, ...] = (
     ProgressResponse,
     TableColumnJson, TableJson, TableResponse, HostError, MetricJson, ToolEnvelope, InputThresholds, StepsInfo,
     Diagnostics, NextStep, OverviewRecommendation, Stat, PerformanceSummary, OverviewResult, InputPipelineVerdict,
-    InputPipelineResult, GpuBreakdownResult, GpuCountersResult,
+    InputPipelineResult, GpuBreakdownResult, GpuCountersResult, CriticalPathOverlay, CriticalPathResult,
 )
 # Named literal unions, emitted as TypeScript type aliases.
 WIRE_ALIASES: dict[str, Any] = {"ErrorKind": ErrorKind}

@@ -1,10 +1,12 @@
 """``critical_path`` against HTA 0.5.0's ``critical_path_analysis``.
 
-Goldens: ``tests/golden/hta/<profile>.critical_path.json``, written by
+Goldens: ``tests/golden/hta/<profile>.critical_path.json`` (HTA with
+``HTA_DISABLE_NS_ROUNDING=1``: nanoseconds, tbprof's default) and ``.critical_path_us.json``
+(HTA's default rounding to whole microseconds: tbprof's ``times=us``), written by
 ``tests/golden/make_hta_critical_path_goldens.py`` from HTA's own output (HTA's critical path
-needs pandas < 3 and is run with ``HTA_DISABLE_NS_ROUNDING=1``: the script's docstring says
-why). For every rank and every ``ProfilerStep`` instance: the same graph size, the same path
-(edge by edge: type, bound, the events of its two nodes), and the same length and breakdown.
+needs pandas < 3: the script's docstring says how). For every rank and every ``ProfilerStep``
+instance: the same graph size, the same path (edge by edge: type, bound, the events of its two
+nodes), and the same length and breakdown.
 
 Tolerance: HTA's times are float64 microseconds of the trace's absolute clock (~4.8e12 us in these
 files: doubles 2**-10 us apart). A start is within half a spacing of the nanoseconds tbprof keeps,
@@ -43,6 +45,14 @@ def case(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[list[Pr
     return _stores(sample_profiles, request.param), golden
 
 
+@pytest.fixture(scope="module", params=PROFILES)
+def case_us(request: pytest.FixtureRequest, sample_profiles: Path) -> tuple[list[ProfileStore], dict[str, Any]]:
+    """HTA's default (times rounded inward to whole microseconds) against ``times=us``."""
+    golden = json.loads((GOLDEN / f"{request.param}.critical_path_us.json").read_text())
+    assert golden["times"] == "us"
+    return _stores(sample_profiles, request.param), golden
+
+
 def _spacing_us(stores: list[ProfileStore]) -> float:
     """The spacing of float64 microseconds at the latest absolute time of the profile."""
     latest_ps = max(s.origin_ps + max(int((p.start_ps + p.dur_ps).max()) for p in s.planes if p.n_events)
@@ -60,12 +70,23 @@ def test_every_instance_matches_hta(case: tuple[list[ProfileStore], dict[str, An
     stores, golden = case
     per_edge = 2 * _spacing_us(stores)
     assert per_edge <= 2.0**-8  # at most ~2 ns: the comparison still tells nanoseconds apart
+    _check(stores, golden, {}, per_edge)
+
+
+def test_every_instance_matches_hta_rounded(case_us: tuple[list[ProfileStore], dict[str, Any]]) -> None:
+    # Whole microseconds on both sides: exact up to float64 sums of integers (tolerance ~0).
+    stores, golden = case_us
+    _check(stores, golden, {"times": "us"}, 1e-9)
+
+
+def _check(stores: list[ProfileStore], golden: dict[str, Any], options: dict[str, Any], per_edge: float) -> None:
     checked = 0
     for rank, instances in golden["critical_path"].items():
-        assert [g["step"] for g in instances] == critical_path.compute(stores, {"rank": int(rank)})["instances"]
+        listed = critical_path.compute(stores, {"rank": int(rank), **options})["instances"]
+        assert [g["step"] for g in instances] == listed
         for g in instances:
             assert g["ok"] and g["step_category"] == "user_annotation"
-            got = critical_path.compute(stores, {"rank": int(rank), "instance": g["instance"]})
+            got = critical_path.compute(stores, {"rank": int(rank), "instance": g["instance"], **options})
             assert got["step_name"] == g["step"]
             assert (got["nodes"], got["edges"]) == (g["nodes"], g["edges"])
             path = _rows(got, "path")

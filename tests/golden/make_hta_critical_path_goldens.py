@@ -9,10 +9,12 @@ call-graph goldens do (``make_hta_callgraph_goldens.py``)::
 
     python -m venv /tmp/hta2 && /tmp/hta2/bin/pip install "holistictraceanalysis==0.5.0" "pandas<3"
     HTA_DISABLE_NS_ROUNDING=1 /tmp/hta2/bin/python tests/golden/make_hta_critical_path_goldens.py
+    /tmp/hta2/bin/python tests/golden/make_hta_critical_path_goldens.py
 
-``HTA_DISABLE_NS_ROUNDING=1`` keeps the events' nanoseconds (HTA's default rounds every event
-inward to whole microseconds, which drops the sub-microsecond runtime calls from the graph);
-tbprof's critical path works on the profile's own times.
+``HTA_DISABLE_NS_ROUNDING=1`` keeps the events' nanoseconds, as tbprof's critical path does by
+default (``<profile>.critical_path.json``); without it HTA rounds every event inward to whole
+microseconds, which drops the sub-microsecond runtime calls from the graph, as tbprof's
+``times=us`` does (``<profile>.critical_path_us.json``).
 
 For each PyTorch profile of ``demo_logs/``, each rank and each instance of the ``ProfilerStep``
 annotation, it writes to ``tests/golden/hta/<profile>.critical_path.json`` exactly what HTA
@@ -51,8 +53,6 @@ FIXTURES = {"kineto_cuda_sync": os.path.join(REPO, "tests", "data", "kineto_cuda
 
 
 def golden(profile: str) -> dict[str, Any]:
-    if os.environ.get("HTA_DISABLE_NS_ROUNDING") != "1":
-        raise SystemExit("run with HTA_DISABLE_NS_ROUNDING=1 (see the module docstring)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _golden(profile)
@@ -94,7 +94,7 @@ def _golden(profile: str) -> dict[str, Any]:
                         "type": e.type.value.removeprefix("critical_path_"),
                         "bound_by": bound_by(row) if row["s_name"] is not None or not e.type.value.endswith(
                             ("operator",)) else None,
-                        "weight_us": float(graph.edges[u, v]["weight"]),
+                        "weight_us": float(e.weight),  # as get_critical_path_breakdown() sums it
                         "attributed": row["s_name"],
                         "src": sym[int(graph.trace_df.name.loc[nu.ev_idx])], "src_is_start": bool(nu.is_start),
                         "dst": sym[int(graph.trace_df.name.loc[nv.ev_idx])], "dst_is_start": bool(nv.is_start),
@@ -119,9 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("profiles", nargs="*", default=[*PROFILES, *FIXTURES])
     args = parser.parse_args(argv)
+    # Without HTA_DISABLE_NS_ROUNDING=1: HTA's default, times rounded inward to whole
+    # microseconds (tbprof's option times=us), written to <profile>.critical_path_us.json.
+    rounded = os.environ.get("HTA_DISABLE_NS_ROUNDING") != "1"
     for profile in args.profiles:
         data = golden(profile)
-        path = os.path.join(HERE, "hta", f"{profile}.critical_path.json")
+        data["times"] = "us" if rounded else "ns"
+        path = os.path.join(HERE, "hta", f"{profile}.critical_path{'_us' if rounded else ''}.json")
         with open(path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
             f.write("\n")

@@ -27,9 +27,10 @@ by: ``cpu_bound`` (operator edges attributed to a host event), ``gpu_compute_bou
 ``gpu_kernel_kernel_overhead``, ``gpu_kernel_launch_overhead``; the breakdown is the share of
 the path's length by bound.
 
-Times are the profile's own (picoseconds from nanosecond events); HTA's default rounds every
-event inward to whole microseconds, which drops its sub-microsecond runtime calls from the
-graph, so the parity goldens are HTA's with ``HTA_DISABLE_NS_ROUNDING=1``.
+Times are the profile's own (picoseconds from nanosecond events), as HTA's with
+``HTA_DISABLE_NS_ROUNDING=1``; option ``times=us`` first rounds every event inward to whole
+microseconds, as HTA does by default (which drops sub-microsecond runtime calls from the graph).
+Parity goldens exist for both.
 
 What runs per event in Python: nothing over the trace or the graph. Nodes, the call-stack walk's
 edges and the device edges are numpy columns over the store's rows; the two loops numpy cannot
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import kernels
-from tbprof.analyses.gpu.activity import STEP_MARKER, has_device_activity
+from tbprof.analyses.gpu.activity import STEP_MARKER, _inward_us, has_device_activity
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_nonneg_int
@@ -110,7 +111,7 @@ def _host_plane(store: ProfileStore) -> Plane | None:
     return store.plane("/host:CPU")
 
 
-def _events(store: ProfileStore) -> _Events:
+def _events(store: ProfileStore, round_us: bool = False) -> _Events:
     """Host events of ``/host:CPU`` and device events (a ``stream`` >= 0) of the other planes."""
     xspace = store.format == "xspace"
     corr_sid = store.stat_id("correlation_id" if xspace else "correlation")
@@ -163,7 +164,12 @@ def _events(store: ProfileStore) -> _Events:
         return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, bool), z)
     cols: list[np.ndarray] = [np.concatenate(c) for c in zip(*parts, strict=True)]
     cols.append(cols[2] >= 0)  # on the host: a thread (line) of /host:CPU
-    last = _last_step_start(store)
+    if round_us:
+        # HTA's default: every event inward to whole microseconds of the trace's clock (a
+        # sub-microsecond event can end before it starts; such events drop out of the graph).
+        start_r, end_r = _inward_us(store, cols[4], cols[5])
+        cols[4], cols[5] = start_r, end_r - start_r
+    last = _last_step_start(store, round_us)
     if last is not None:
         # HTA drops the incomplete last step: host events from the last ProfilerStep's start on,
         # and the device events they launched (activity.py's rule, HTA's Trace filter).
@@ -187,7 +193,7 @@ def _events(store: ProfileStore) -> _Events:
     return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, is_sync, peer)
 
 
-def _last_step_start(store: ProfileStore) -> int | None:
+def _last_step_start(store: ProfileStore, round_us: bool = False) -> int | None:
     """The start of the last ``ProfilerStep`` event, host or GPU annotation (whichever starts
     later), when the profile has two or more step names; else None."""
     names = store.strings.as_list()
@@ -196,10 +202,12 @@ def _last_step_start(store: ProfileStore) -> int | None:
         return None
     starts = [plane.start_ps[np.isin(plane.name_id, step_ids)] for plane in store.planes if plane.n_events]
     found = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+    if round_us and found.shape[0]:
+        found = _inward_us(store, found, np.zeros_like(found))[0]
     return int(found.max()) if found.shape[0] else None
 
 
-def annotation_instances(store: ProfileStore, annotation: str) -> list[tuple[str, int, int]]:
+def annotation_instances(store: ProfileStore, annotation: str, round_us: bool = False) -> list[tuple[str, int, int]]:
     """(name, start_ps, end_ps) of the host events whose name contains ``annotation``, by start
     (HTA's ``instance_id`` counts them in this order)."""
     plane = _host_plane(store)
@@ -210,13 +218,16 @@ def annotation_instances(store: ProfileStore, annotation: str) -> list[tuple[str
     if ids.shape[0] == 0:
         return []
     rows = np.nonzero(np.isin(plane.name_id, ids))[0]
-    last = _last_step_start(store)
-    if last is not None:
-        rows = rows[plane.start_ps[rows] < last]  # the incomplete last step is not an instance
-    order = np.lexsort((rows, plane.start_ps[rows]))
-    rows = rows[order]
-    return [(names[int(plane.name_id[r])], int(plane.start_ps[r]), int(plane.start_ps[r] + plane.dur_ps[r]))
-            for r in rows.tolist()]
+    start = plane.start_ps[rows].astype(np.int64)
+    end = start + plane.dur_ps[rows].astype(np.int64)
+    if round_us:
+        start, end = _inward_us(store, start, end - start)
+    last = _last_step_start(store, round_us)
+    keep = start < last if last is not None else np.ones(rows.shape[0], bool)  # the incomplete last step is not one
+    rows, start, end = rows[keep], start[keep], end[keep]
+    order = np.lexsort((rows, start))
+    return [(names[int(plane.name_id[r])], int(start[k]), int(end[k]))
+            for k, r in zip(order.tolist(), rows[order].tolist(), strict=True)]
 
 
 def _queue_lengths(store: ProfileStore, ev: _Events) -> np.ndarray:
@@ -461,8 +472,8 @@ class Analysis:
     bounds: np.ndarray  # per path edge, index into BOUNDS or -1
 
 
-def analyse(store: ProfileStore, window: tuple[int, int]) -> Analysis:
-    ev: _Events = store.memo(("critical_path_events",), lambda: _events(store))
+def analyse(store: ProfileStore, window: tuple[int, int], round_us: bool = False) -> Analysis:
+    ev: _Events = store.memo(("critical_path_events", round_us), lambda: _events(store, round_us))
     graph = build_graph(store, ev, window)
     path = longest_path(graph)
     return Analysis(ev, graph, path, bounds_of(store, ev, graph, path))
@@ -515,13 +526,14 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         if not found:
             raise OptionError(f"option rank={want_rank}: no such rank; ranks: {[r for r, _ in ranked]}")
         rank, store = found[0]
-    instances = annotation_instances(store, annotation)
+    round_us = options.get("times", "ns") == "us"
+    instances = annotation_instances(store, annotation, round_us)
     if not instances:
         raise NoData(f"{store.host}: no host event whose name contains {annotation!r} (the critical path "
                      "is taken over one instance of an annotation, e.g. ProfilerStep)")
     k = _pick_instance(instances, annotation, int(options.get("instance", 0)), int(options.get("step", -1)))
     name, ws, we = instances[k]
-    res: Analysis = store.memo(("critical_path", annotation, k), lambda: analyse(store, (ws, we)))
+    res: Analysis = store.memo(("critical_path", annotation, k, round_us), lambda: analyse(store, (ws, we), round_us))
     ev, g, path, bounds = res.events, res.graph, res.path, res.bounds
     w = g.weight_ps[path]
     total_ps = int(w.sum())
@@ -602,6 +614,12 @@ def _parse_int_or_unset(text: str) -> int:
     return value
 
 
+def _parse_times(text: str) -> str:
+    if text not in ("ns", "us"):
+        raise ValueError("expected ns or us")
+    return text
+
+
 def available(store: Any) -> bool:
     return getattr(store, "format", "") == "chrome_trace" and has_device_activity(store)
 
@@ -613,6 +631,8 @@ OPTIONS = (
     Option("instance", parse_nonneg_int, 0, "which of those events, by start (HTA's instance_id)"),
     Option("step", _parse_int_or_unset, -1, "the event named <annotation>#<step> instead of an instance; -1: unset",
            min_value=-1),
+    Option("times", _parse_times, "ns", "ns: the profile's own times; us: rounded inward to whole microseconds, "
+           "as HTA does by default", choices=("ns", "us"), advanced=True),
 )
 
 TOOLS = (

@@ -283,6 +283,7 @@ export interface CriticalPathResult {
   hosts: string[];
   annotation: string;
   instance: number;
+  times: "ns" | "us";
   instances: string[];
   step_name: string;
   window_start_ps: number;

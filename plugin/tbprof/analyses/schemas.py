@@ -196,6 +196,7 @@ class CriticalPathResult(ToolEnvelope):
     hosts: list[str]
     annotation: str
     instance: int
+    times: Literal["ns", "us"]
     instances: list[str]
     step_name: str
     window_start_ps: int

@@ -44,6 +44,7 @@ export function overlayParams(raw: Record<string, unknown>): Map<string, string>
     ["c.cp_annotation", str(raw.annotation)],
     ["c.cp_instance", str(raw.instance)],
   ]);
+  if (raw.times === "us") p.set("c.cp_times", "us");
   const start = num(raw.window_start_ps);
   const end = num(raw.window_end_ps);
   if (end > start) {

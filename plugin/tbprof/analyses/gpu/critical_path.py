@@ -587,7 +587,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "host": store.host, "rank": rank,
         "ranks": [r for r, _ in ranked], "hosts": [s.host for _, s in ranked],
-        "annotation": annotation, "instance": k, "instances": [n for n, _, _ in instances], "step_name": name,
+        "annotation": annotation, "instance": k, "times": "us" if round_us else "ns", "instances": [n for n, _, _ in instances], "step_name": name,
         "window_start_ps": ws, "window_end_ps": we,
         "nodes": int(g.node_event.shape[0]), "edges": int(g.src.shape[0]), "path_edges": int(path.shape[0]),
         "path_events": int(path_events.shape[0]), "total_us": total_ps / _PS_PER_US,

@@ -25,6 +25,7 @@ import pytest
 
 from tbprof.analyses.gpu import critical_path
 from tbprof.analyses.tool import OptionError
+from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
@@ -145,3 +146,20 @@ def test_overlay_names_the_path_events(case: tuple[list[ProfileStore], dict[str,
         assert 0 <= a < len(events) and 0 <= b < len(events) and a != b
         assert a_ps <= b_ps + 10**6  # forward in time (HTA counts an edge above -1 us)
     assert between
+
+
+def test_a_cyclic_graph_is_an_unreadable_profile(case: tuple[list[ProfileStore], dict[str, Any]],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    stores, _ = case
+    real = critical_path.build_graph
+
+    def with_cycle(store: ProfileStore, ev: Any, window: tuple[int, int]) -> critical_path.Graph:
+        g = real(store, ev, window)
+        # The first edge, back again: a cycle of two edges.
+        return critical_path.Graph(g.node_event, g.node_is_start, g.node_ps, np.append(g.src, g.dst[0]),
+                                   np.append(g.dst, g.src[0]), np.append(g.weight_ps, 0),
+                                   np.append(g.edge_type, 1).astype(np.int8), np.append(g.attributed, -1))
+
+    monkeypatch.setattr(critical_path, "build_graph", with_cycle)
+    with pytest.raises(ProfileReadError, match="not acyclic"):
+        critical_path.compute([stores[0]], {"annotation": "ProfilerStep#"})

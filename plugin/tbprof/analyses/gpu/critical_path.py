@@ -54,7 +54,7 @@ from tbprof.analyses.gpu.activity import STEP_MARKER, _inward_us, has_device_act
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_nonneg_int
-from tbprof.errors import NoData
+from tbprof.errors import NoData, ProfileReadError
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 TOOL = "critical_path"
@@ -475,7 +475,12 @@ class Analysis:
 def analyse(store: ProfileStore, window: tuple[int, int], round_us: bool = False) -> Analysis:
     ev: _Events = store.memo(("critical_path_events", round_us), lambda: _events(store, round_us))
     graph = build_graph(store, ev, window)
-    path = longest_path(graph)
+    try:
+        path = longest_path(graph)
+    except ValueError as e:
+        # Only a trace whose times contradict its links (a kernel before its launch) can close a
+        # cycle; HTA stops there too ("Graph is not valid"). A 422 naming the file, not a 500.
+        raise ProfileReadError(store.source_path, f"critical path: the event graph is not acyclic ({e})") from e
     return Analysis(ev, graph, path, bounds_of(store, ev, graph, path))
 
 
@@ -587,7 +592,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "host": store.host, "rank": rank,
         "ranks": [r for r, _ in ranked], "hosts": [s.host for _, s in ranked],
-        "annotation": annotation, "instance": k, "times": "us" if round_us else "ns", "instances": [n for n, _, _ in instances], "step_name": name,
+        "annotation": annotation, "instance": k, "times": "us" if round_us else "ns",
+        "instances": [n for n, _, _ in instances], "step_name": name,
         "window_start_ps": ws, "window_end_ps": we,
         "nodes": int(g.node_event.shape[0]), "edges": int(g.src.shape[0]), "path_edges": int(path.shape[0]),
         "path_events": int(path_events.shape[0]), "total_us": total_ps / _PS_PER_US,

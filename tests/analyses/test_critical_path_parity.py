@@ -30,12 +30,12 @@ from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "hta"
-PROFILES = ("torch_cnn", "torch_ddp", "kineto_cuda_sync")
+PROFILES = ("torch_cnn", "torch_ddp", "kineto_cuda_sync", "kineto_event_sync")
 
 
 def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:
     folder = sample_profiles / profile
-    if not folder.is_dir():  # the trace written from Kineto's documented fields (a cuda_sync event)
+    if not folder.is_dir():  # traces written from Kineto's documented fields (cuda_sync events)
         folder = Path(__file__).resolve().parent.parent / "data" / profile
     return [read_chrome_trace(p) for p in sorted(folder.glob("*.pt.trace.json"))]
 

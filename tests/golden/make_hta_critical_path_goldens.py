@@ -47,9 +47,10 @@ sys.path.insert(0, HERE)
 from make_hta_goldens import PROFILES, _hta_version  # noqa: E402
 
 ANNOTATION = "ProfilerStep"
-# Besides the demo profiles: a trace written from Kineto's documented fields with a GPU-side
-# ``Context Sync`` (no shared profile records ``cuda_sync`` events), for HTA's sync edges.
-FIXTURES = {"kineto_cuda_sync": os.path.join(REPO, "tests", "data", "kineto_cuda_sync")}
+# Besides the demo profiles: traces written from Kineto's documented fields with GPU-side
+# ``cuda_sync`` events (no shared profile records them), for HTA's sync edges: a ``Context Sync``;
+# a ``Stream Wait Event`` and an ``Event Sync`` on CUDA events recorded by ``cudaEventRecord``.
+FIXTURES = {name: os.path.join(REPO, "tests", "data", name) for name in ("kineto_cuda_sync", "kineto_event_sync")}
 
 
 def golden(profile: str) -> dict[str, Any]:

@@ -17,9 +17,11 @@ are
   idle (the launch found nothing queued on its stream and the device event drained it, and the
   stream's previous event had ended before the launch);
 * **kernel_kernel_delay**: otherwise the stream's previous device event's end to this one's start;
-* **sync_dependency** (weight 0): a device event's end to the end of the host call that waited for
-  it (Kineto's ``cuda_sync`` events: ``Context Sync`` waits for the last event of every stream,
-  ``Stream Sync`` for its stream's);
+* **sync_dependency** (weight 0), from Kineto's ``cuda_sync`` events: a device event's end to the
+  end of the host call that waited for it (``Context Sync``: the last event of every stream;
+  ``Stream Sync``: its stream's; ``Event Sync``: the event before the recorded CUDA event), and
+  a ``Stream Wait Event``'s recorded event's end to the start of the next kernel launched on the
+  waiting stream (which then gets a launch or kernel-kernel edge only if the wait ended first);
 
 and the **critical path** is the longest weighted path of that DAG. Each of its edges is bound
 by: ``cpu_bound`` (operator edges attributed to a host event), ``gpu_compute_bound`` /
@@ -78,7 +80,8 @@ BLOCKING_CALLS = ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQu
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
                 "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
                 "hipMemsetAsync", "hipMemcpyAsync", "hipMemcpyWithStream")
-_CONTEXT_SYNC, _STREAM_SYNC, _EVENT_SYNC = "Context Sync", "Stream Sync", "Event Sync"
+_CONTEXT_SYNC, _STREAM_SYNC, _EVENT_SYNC, _STREAM_WAIT_EVENT = "Context Sync", "Stream Sync", "Event Sync", \
+    "Stream Wait Event"
 # HTA weighs an edge of at most -1 us as 0 (nanosecond parents that end before their child).
 _NEGATIVE_CLAMP_PS = -_PS_PER_US
 
@@ -97,6 +100,11 @@ class _Events:
     is_node_cat: np.ndarray  # bool: a host operator / runtime / driver call
     is_sync: np.ndarray  # bool: a device-side synchronisation (Kineto's ``cuda_sync``)
     peer: np.ndarray  # int64: the correlated event (launch <-> device event), -1 without one
+    corr: np.ndarray  # int64 correlation id, -1 without one
+    # A sync's CUDA event (Kineto's ``wait_on_stream``, ``wait_on_cuda_event_record_corr_id``): the
+    # stream it was recorded on and the correlation of its cudaEventRecord; -1 elsewhere.
+    wait_stream: np.ndarray
+    wait_record: np.ndarray
 
     @property
     def n(self) -> int:
@@ -119,6 +127,8 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
     cat_sid = store.stat_id("cat")
     node_cats = np.array([i for i in (store.strings.id(c) for c in _NODE_CATEGORIES) if i >= 0], np.int64)
     sync_cat = store.strings.id("cuda_sync")
+    wait_stream_sid = store.stat_id("wait_on_stream")
+    wait_record_sid = store.stat_id("wait_on_cuda_event_record_corr_id")
     # Context and event syncs sit on no stream (-1) but are the device's (HTA's GPU filter).
     streamless_sync = np.array([i for i in (store.strings.id(c) for c in (_CONTEXT_SYNC, _EVENT_SYNC)) if i >= 0],
                                np.int64)
@@ -138,7 +148,7 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
                 is_node = np.isin(cat, node_cats)
             parts.append((np.full(n, pi, np.int64), rows, plane.line_idx.astype(np.int64), np.full(n, -1, np.int64),
                           plane.start_ps.astype(np.int64), plane.dur_ps.astype(np.int64), plane.name_id, is_node,
-                          np.zeros(n, bool), corr))
+                          np.zeros(n, bool), corr, np.full(n, -1, np.int64), np.full(n, -1, np.int64)))
             continue
         if xspace:
             if not plane.name.startswith("/device:GPU"):
@@ -156,12 +166,14 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
         sync = ((cat == sync_cat) & (sync_cat >= 0)) | np.isin(plane.name_id, streamless_sync)
         dev = np.nonzero((stream >= 0) | (sync & (corr >= 0)))[0]
         if dev.shape[0]:
+            wait = [plane.event_stat(sid).dense_int(n)[dev] if sid >= 0 else np.full(dev.shape[0], -1, np.int64)
+                    for sid in (wait_stream_sid, wait_record_sid)]
             parts.append((np.full(dev.shape[0], pi, np.int64), dev, np.full(dev.shape[0], -1, np.int64), stream[dev],
                           plane.start_ps[dev].astype(np.int64), plane.dur_ps[dev].astype(np.int64), plane.name_id[dev],
-                          np.zeros(dev.shape[0], bool), sync[dev], corr[dev]))
+                          np.zeros(dev.shape[0], bool), sync[dev], corr[dev], wait[0], wait[1]))
     if not parts:
         z = np.zeros(0, np.int64)
-        return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, bool), z)
+        return _Events(z, z, z, z, z, z, np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0, bool), z, z, z, z)
     cols: list[np.ndarray] = [np.concatenate(c) for c in zip(*parts, strict=True)]
     cols.append(cols[2] >= 0)  # on the host: a thread (line) of /host:CPU
     if round_us:
@@ -173,12 +185,12 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
     if last is not None:
         # HTA drops the incomplete last step: host events from the last ProfilerStep's start on,
         # and the device events they launched (activity.py's rule, HTA's Trace filter).
-        start, corr, on_host = cols[4], cols[9], cols[10]
+        start, corr, on_host = cols[4], cols[9], cols[12]
         keep_host = on_host & (start < last)
         kept_corr = np.unique(corr[keep_host & (corr >= 0)])
         keep = keep_host | (~on_host & np.isin(corr, kept_corr))
         cols = [c[keep] for c in cols]
-    plane_i, row, thread, stream, start, dur, name, is_node, is_sync, corr, on_host = cols
+    plane_i, row, thread, stream, start, dur, name, is_node, is_sync, corr, wait_stream, wait_record, on_host = cols
     # Launch <-> device event by correlation (HTA's index_correlation).
     peer = np.full(plane_i.shape[0], -1, np.int64)
     host = np.nonzero(on_host & (corr >= 0))[0]
@@ -190,7 +202,8 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
         found = hc[pos] == corr[dev]
         peer[dev[found]] = host[order[pos[found]]]
         peer[host[order[pos[found]]]] = dev[found]
-    return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, is_sync, peer)
+    return _Events(plane_i, row, thread, stream, start, dur, name.astype(np.int32), is_node, is_sync, peer, corr,
+                   wait_stream, wait_record)
 
 
 def _last_step_start(store: ProfileStore, round_us: bool = False) -> int | None:
@@ -354,6 +367,17 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
     # --- device events ---
     syncs = dev[ev.is_sync[dev]]
     dev = dev[~ev.is_sync[dev]]
+    sync_names = {c: store.strings.id(c) for c in (_CONTEXT_SYNC, _STREAM_SYNC, _EVENT_SYNC, _STREAM_WAIT_EVENT)}
+    # Stream Wait Event: the next kernel launched on its stream waits for the kernel before the
+    # recorded CUDA event (HTA's kernel_sync), when HTA's loop meets the wait first (by its end).
+    waits = syncs[(ev.name_id[syncs] == sync_names[_STREAM_WAIT_EVENT]) & (ev.stream[syncs] >= 0)]
+    waits = waits[np.argsort(ev.start_ps[waits] + ev.dur_ps[waits], kind="stable")]
+    w_src = _recorded_kernels(store, ev, waits)
+    w_dst = _next_launched_kernels(store, ev, waits)
+    kernel_sync = np.full(ev.n, -1, np.int64)
+    use = (w_src >= 0) & (w_dst >= 0)
+    use &= ev.start_ps[waits] + ev.dur_ps[waits] < ev.start_ps[np.maximum(w_dst, 0)]
+    kernel_sync[w_dst[use]] = w_src[use]  # a later wait on the same kernel wins, as in HTA's dict
     if dev.shape[0]:
         q = _queue_lengths(store, ev)
         order = np.argsort(ev.start_ps[dev], kind="stable")
@@ -369,31 +393,49 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
         launch_ev = ev.peer[d]
         launch_ps = ev.start_ps[launch_ev]
         prev_end_ps = np.where(prev >= 0, ev.start_ps[d[np.maximum(prev, 0)]] + ev.dur_ps[d[np.maximum(prev, 0)]], -1)
-        idle = (q[launch_ev] == 1) & (q[d] == 0) & ((prev < 0) | (prev_end_ps < launch_ps))
+        ks = kernel_sync[d]
+        ks_node = np.where(ks >= 0, end_node[np.maximum(ks, 0)], -1)
+        has_ks = ks_node >= 0
+        ks_end_ps = np.where(has_ks, node_ps[np.maximum(ks_node, 0)], -1)
+        idle = ((q[launch_ev] == 1) & (q[d] == 0) & ((prev < 0) | (prev_end_ps < launch_ps))
+                & (~has_ks | (ks_end_ps < launch_ps)))
         launch_node = start_node[launch_ev]
         use_launch = idle & (launch_node >= 0)
-        use_kk = ~idle & (prev >= 0)
-        # Per device event: its span, then its launch or kernel-kernel edge (HTA's loop order).
+        use_kk = ~idle & (prev >= 0) & (~has_ks | (ks_end_ps < prev_end_ps))
+        # Per device event: its span, its wait on another stream's kernel, then its launch or
+        # kernel-kernel edge (HTA's loop order).
         n_d = d.shape[0]
         span_src, span_dst = start_node[d], end_node[d]
-        e_src = np.full((n_d, 2), -1, np.int64)
-        e_dst = np.full((n_d, 2), -1, np.int64)
-        e_w = np.zeros((n_d, 2), np.int64)
-        e_t = np.zeros((n_d, 2), np.int8)
-        e_a = np.full((n_d, 2), -1, np.int64)
+        e_src = np.full((n_d, 3), -1, np.int64)
+        e_dst = np.full((n_d, 3), -1, np.int64)
+        e_w = np.zeros((n_d, 3), np.int64)
+        e_t = np.zeros((n_d, 3), np.int8)
+        e_a = np.full((n_d, 3), -1, np.int64)
         e_src[:, 0], e_dst[:, 0], e_t[:, 0], e_a[:, 0] = span_src, span_dst, OPERATOR, d
         e_w[:, 0] = node_ps[span_dst] - node_ps[span_src]
+        e_src[:, 1], e_dst[:, 1], e_t[:, 1] = ks_node, span_src, SYNC_DEPENDENCY
         prev_end_node = np.where(prev >= 0, end_node[d[np.maximum(prev, 0)]], -1)
-        e_src[:, 1] = np.where(use_launch, launch_node, np.where(use_kk, prev_end_node, -1))
-        e_dst[:, 1] = span_src
-        e_t[:, 1] = np.where(use_launch, LAUNCH_DELAY, KERNEL_KERNEL_DELAY)
-        e_a[:, 1] = np.where(use_kk, d[np.maximum(prev, 0)], -1)
-        ok = e_src[:, 1] >= 0
-        e_w[:, 1] = np.where(ok, node_ps[span_src] - node_ps[np.maximum(e_src[:, 1], 0)], 0)
-        flat_ok = np.stack([np.ones(n_d, bool), ok], axis=1).reshape(-1)
+        e_src[:, 2] = np.where(use_launch, launch_node, np.where(use_kk, prev_end_node, -1))
+        e_dst[:, 2] = span_src
+        e_t[:, 2] = np.where(use_launch, LAUNCH_DELAY, KERNEL_KERNEL_DELAY)
+        e_a[:, 2] = np.where(use_kk, d[np.maximum(prev, 0)], -1)
+        ok = e_src[:, 2] >= 0
+        e_w[:, 2] = np.where(ok, node_ps[span_src] - node_ps[np.maximum(e_src[:, 2], 0)], 0)
+        flat_ok = np.stack([np.ones(n_d, bool), has_ks, ok], axis=1).reshape(-1)
         edges.append(tuple(x.reshape(-1)[flat_ok] for x in (e_src, e_dst, e_w, e_t, e_a)))
-    waits = np.array([i for i in (store.strings.id(c) for c in (_CONTEXT_SYNC, _STREAM_SYNC)) if i >= 0], np.int64)
-    syncs = syncs[np.isin(ev.name_id[syncs], waits)]
+    # Event Sync: the host call (cudaEventSynchronize) waited for the kernel before the event.
+    ev_syncs = syncs[ev.name_id[syncs] == sync_names[_EVENT_SYNC]] if sync_names[_EVENT_SYNC] >= 0 else syncs[:0]
+    if ev_syncs.shape[0]:
+        ev_syncs = ev_syncs[np.argsort(ev.start_ps[ev_syncs] + ev.dur_ps[ev_syncs], kind="stable")]
+        src_k = _recorded_kernels(store, ev, ev_syncs)
+        s_node = np.where(src_k >= 0, end_node[np.maximum(src_k, 0)], -1)
+        w_node = end_node[ev.peer[ev_syncs]]
+        ok_e = (s_node >= 0) & (w_node >= 0)
+        n_e = int(ok_e.sum())
+        edges.append((s_node[ok_e], w_node[ok_e], np.zeros(n_e, np.int64), np.full(n_e, SYNC_DEPENDENCY, np.int8),
+                      np.full(n_e, -1, np.int64)))
+    stream_waits = np.array([i for i in (sync_names[_CONTEXT_SYNC], sync_names[_STREAM_SYNC]) if i >= 0], np.int64)
+    syncs = syncs[np.isin(ev.name_id[syncs], stream_waits)]
     if syncs.shape[0] and dev.shape[0]:
         edges.append(_sync_edges(ev, dev, syncs, end_node))
     if edges:
@@ -405,12 +447,63 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
                  weight.astype(np.int64), etype.astype(np.int8), attributed.astype(np.int64))
 
 
+def _launches(store: ProfileStore, ev: _Events) -> np.ndarray:
+    """Host launch calls (HTA's runtime launch events) that have a device event, by start."""
+    launch_ids = np.array([i for i in (store.strings.id(c) for c in LAUNCH_CALLS) if i >= 0], np.int64)
+    rows = np.nonzero(ev.is_host & np.isin(ev.name_id, launch_ids) & (ev.peer >= 0))[0]
+    return rows[np.argsort(ev.start_ps[rows], kind="stable")]
+
+
+def _recorded_kernels(store: ProfileStore, ev: _Events, syncs: np.ndarray) -> np.ndarray:
+    """Per sync on a CUDA event: the device event that event waits for (HTA): the last launch on
+    the event's recorded stream and device at or before its ``cudaEventRecord`` (the host call with
+    the sync's ``wait_on_cuda_event_record_corr_id``); -1 when any link is missing."""
+    out = np.full(syncs.shape[0], -1, np.int64)
+    rec_id = store.strings.id("cudaEventRecord")
+    if rec_id < 0 or syncs.shape[0] == 0:
+        return out
+    records = np.nonzero(ev.is_host & (ev.name_id == rec_id) & (ev.corr >= 0))[0]
+    records = records[np.argsort(ev.corr[records], kind="stable")]
+    if records.shape[0] == 0:
+        return out
+    pos = np.clip(np.searchsorted(ev.corr[records], ev.wait_record[syncs]), 0, records.shape[0] - 1)
+    found = (ev.corr[records[pos]] == ev.wait_record[syncs]) & (ev.wait_stream[syncs] >= 0)
+    record_ps = ev.start_ps[records[pos]]
+    launches = _launches(store, ev)
+    kernel = ev.peer[launches]
+    for plane, stream in {(int(a), int(b)) for a, b in zip(ev.plane[syncs][found].tolist(),
+                                                             ev.wait_stream[syncs][found].tolist(), strict=True)}:
+        on = launches[(ev.plane[kernel] == plane) & (ev.stream[kernel] == stream)]
+        sel = np.nonzero(found & (ev.plane[syncs] == plane) & (ev.wait_stream[syncs] == stream))[0]
+        k = np.searchsorted(ev.start_ps[on], record_ps[sel], side="right") - 1
+        out[sel[k >= 0]] = ev.peer[on[k[k >= 0]]]
+    return out
+
+
+def _next_launched_kernels(store: ProfileStore, ev: _Events, waits: np.ndarray) -> np.ndarray:
+    """Per ``Stream Wait Event``: the device event of the first launch on its stream from the same
+    host thread at or after its ``cudaStreamWaitEvent`` call (HTA's dependent kernel); -1 if none."""
+    out = np.full(waits.shape[0], -1, np.int64)
+    launches = _launches(store, ev)
+    kernel = ev.peer[launches]
+    call = ev.peer[waits]
+    ok = call >= 0
+    for thread, stream in {(int(a), int(b)) for a, b in zip(ev.thread[call[ok]].tolist(), ev.stream[waits][ok].tolist(),
+                                                             strict=True)}:
+        on = launches[(ev.thread[launches] == thread) & (ev.stream[kernel] == stream)]
+        sel = np.nonzero(ok & (ev.thread[np.maximum(call, 0)] == thread) & (ev.stream[waits] == stream))[0]
+        k = np.searchsorted(ev.start_ps[on], ev.start_ps[call[sel]], side="left")
+        hit = k < on.shape[0]
+        out[sel[hit]] = ev.peer[on[k[hit]]]
+    return out
+
+
 def _sync_edges(ev: _Events, dev: np.ndarray, syncs: np.ndarray, end_node: np.ndarray) -> tuple[np.ndarray, ...]:
     """HTA's device -> host sync edges (weight 0): a ``Stream Sync`` waits for the last device
     event of its stream, a ``Context Sync`` for the last one of every stream, "last" in HTA's
     order (device events by start, syncs by end; device events first at a tie); the edge runs
-    from that event's end to the end of the host call that waited. ``Event Sync`` and
-    ``Stream Wait Event`` (waits on a recorded CUDA event) are not drawn (docs/differences.md)."""
+    from that event's end to the end of the host call that waited (``Event Sync`` and ``Stream
+    Wait Event``: build_graph)."""
     src: list[np.ndarray] = []
     dst: list[np.ndarray] = []
     sync_end = ev.start_ps[syncs] + ev.dur_ps[syncs]
@@ -595,7 +688,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
         "annotation": annotation, "instance": k, "times": "us" if round_us else "ns",
         "instances": [n for n, _, _ in instances], "step_name": name,
         "window_start_ps": ws, "window_end_ps": we,
-        "nodes": int(g.node_event.shape[0]), "edges": int(g.src.shape[0]), "path_edges": int(path.shape[0]),
+        "nodes": int(np.unique(np.concatenate([g.src, g.dst])).shape[0]), "edges": int(g.src.shape[0]),
+        "path_edges": int(path.shape[0]),
         "path_events": int(path_events.shape[0]), "total_us": total_ps / _PS_PER_US,
         "breakdown_percent": dict(zip(breakdown["bound_by"], breakdown["percent"], strict=True)),
         "overlay": overlay,

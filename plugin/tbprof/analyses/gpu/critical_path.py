@@ -672,7 +672,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
                       np.int64)
     o_depth = np.array([int(store.planes[p].depth[r]) for p, r in zip(o_plane.tolist(), o_row.tolist(), strict=True)],
                        np.int64)
-    arrows = src_ev != dst_ev
+    # Arrows for the edges between events that HTA's overlay draws (dependency, launch delay,
+    # sync) and the gaps between kernels; an operator edge stays inside one call stack, whose
+    # outlined events already show it (an arrow per nesting step hid the events under them).
+    arrows = (src_ev != dst_ev) & (g.edge_type[path] != OPERATOR)
     overlay = {
         "events": [[int(x) for x in e] for e in zip(o_plane.tolist(), o_row.tolist(), o_line.tolist(),
                                                      ev.start_ps[path_events].tolist(), ev.dur_ps[path_events].tolist(),

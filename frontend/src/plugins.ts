@@ -7,6 +7,7 @@
 import { captureAction } from "./capture/capture_dialog";
 import type { FrameworkOpStatsResult, ToolId, ToolResults, TraceViewerResult } from "./data/schema.gen";
 import { comparePage } from "./pages/compare/compare_page";
+import { criticalPathPage } from "./pages/critical_path/critical_path_page";
 import { gpuBreakdownPage } from "./pages/gpu_breakdown/gpu_breakdown_page";
 import { graphViewerPage } from "./pages/graph_viewer/graph_viewer_page";
 import { hloStatsPage } from "./pages/hlo_stats/hlo_stats_page";
@@ -56,6 +57,7 @@ export const PAGES: ToolPages & OtherPages = {
   graph_viewer: graphViewerPage,
   smart_suggestion: smartSuggestionPage,
   gpu_breakdown: gpuBreakdownPage,
+  critical_path: criticalPathPage,
   compare: comparePage,
 };
 

@@ -822,6 +822,39 @@ export interface StragglersResult {
   message: string | null;
 }
 
+/** The path as the trace viewer draws it: events [plane, row, line, start_ps, dur_ps, depth]; */
+export interface CriticalPathOverlay {
+  events: number[][];
+  flows: number[][];
+}
+
+/** HTA's critical path (``critical_path``) of one rank and annotation instance. */
+export interface CriticalPathResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  host: string;
+  rank: number;
+  ranks: number[];
+  hosts: string[];
+  annotation: string;
+  instance: number;
+  times: "ns" | "us";
+  instances: string[];
+  step_name: string;
+  window_start_ps: number;
+  window_end_ps: number;
+  nodes: number;
+  edges: number;
+  path_edges: number;
+  path_events: number;
+  total_us: number;
+  breakdown_percent: Record<string, number>;
+  overlay: CriticalPathOverlay;
+}
+
 export interface OperatorsByShapeResult {
   schema_version: number;
   tool: string;
@@ -1081,6 +1114,7 @@ export interface ToolResults {
   gpu_utilization: GpuUtilizationResult;
   collectives: CollectivesResult;
   stragglers: StragglersResult;
+  critical_path: CriticalPathResult;
   operators_by_shape: OperatorsByShapeResult;
   module_view: ModuleViewResult;
   tf1_steps: Tf1StepsResult;

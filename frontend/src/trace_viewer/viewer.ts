@@ -18,7 +18,9 @@ import { statusText } from "./model/status_text";
 import { parseSelection, parseWindow, selectionParam } from "./model/view_params";
 import { Viewport } from "./model/viewport";
 import { PanelSplitter } from "./panel_splitter";
-import { type Arrow, type EventRef, Renderer } from "./render/draw";
+import { parseOverlay } from "./model/overlay";
+import { typedResult } from "../data/decode";
+import { type Arrow, type EventRef, type Overlay, Renderer } from "./render/draw";
 import { depthY, GROUP_H, hitY, LABEL_W, type Layout, layoutTracks, ROW_H, RULER_H, stickyGroup } from "./render/layout";
 import { SearchBox } from "./search_box";
 import { WindowLoader } from "./window_loader";
@@ -70,6 +72,9 @@ export class TraceViewer implements ControlTarget {
   private readonly collapsed = new Set<number>();
   private selected: Selected | null = null;
   private arrows: Arrow[] = [];
+  /** The critical path drawn over the trace (c.overlay=critical_path), once loaded. */
+  private overlay: Overlay | null = null;
+  private overlayStatus: "none" | "loading" | "ready" | "error" = "none";
   private range: { startPs: number; endPs: number } | null = null;
   private rangeAnchor: { ps: number; cy: number; allTracks: boolean } | null = null;
   private rangeCy: [number, number] = [0, 0];
@@ -158,6 +163,10 @@ export class TraceViewer implements ControlTarget {
 
   dispose(): void {
     this.lifetime.abort();
+    // A draw queued before the page was left would write this viewer's window into the next
+    // page's URL 400 ms later (a trace viewer opened from a link then showed the old window).
+    if (this.urlTimer !== null) window.clearTimeout(this.urlTimer);
+    this.urlTimer = null;
     this.loader.dispose();
     this.detailsCtl?.abort();
     if (window.__tbprofTrace === this.debug) delete window.__tbprofTrace;
@@ -185,6 +194,7 @@ export class TraceViewer implements ControlTarget {
     if (win) this.view.setWindow(win.startPs, win.endPs);
     this.updateStatus();
     this.requestDraw();
+    if (this.opts.param("overlay") === "critical_path") void this.loadOverlay();
     const sel = parseSelection(this.opts.param("sel"));
     if (sel?.kind === "derived") void this.selectDerived(sel.track, sel.index);
     else if (sel?.kind === "event") void this.selectEvent(sel.plane, sel.row, false);
@@ -289,7 +299,7 @@ export class TraceViewer implements ControlTarget {
 
   private draw(): void {
     const view = this.view;
-    if (!view) return;
+    if (!view || this.lifetime.signal.aborted) return;
     const w = this.scroller.clientWidth;
     const hgt = this.scroller.clientHeight;
     view.widthPx = Math.max(w - LABEL_W, 1);
@@ -300,6 +310,7 @@ export class TraceViewer implements ControlTarget {
       widthCss: w, heightCss: hgt, dark: isDark(), selected: this.selected, range: this.range,
       arrows: this.showFlows ? this.arrows : [], hoverTrack: this.hoverTrack, highlight: this.highlight(),
       marks: this.matcher ? (this.search.current()?.page.matches ?? []) : [],
+      overlay: this.overlay,
     });
     const ms = performance.now() - t0;
     this.debug.drawMs.push(ms);
@@ -324,6 +335,38 @@ export class TraceViewer implements ControlTarget {
     return this.showFlows ? this.arrows.length : 0;
   }
 
+  /** The overlay's state, its size and what the last frame drew of it (browser tests). */
+  overlayInfo(): { status: string; events: number; arrows: number; drawnEvents: number; drawnArrows: number } {
+    return {
+      status: this.overlayStatus, events: this.overlay?.events.length ?? 0, arrows: this.overlay?.arrows.length ?? 0,
+      drawnEvents: this.renderer.overlayDrawn.events, drawnArrows: this.renderer.overlayDrawn.arrows,
+    };
+  }
+
+  /**
+   * Asks the critical_path tool for this host's path (its options from c.cp_annotation,
+   * c.cp_instance, c.cp_step, c.cp_times) and draws its events outlined, joined by arrows.
+   */
+  private async loadOverlay(): Promise<void> {
+    this.overlayStatus = "loading";
+    const options: Record<string, string> = {};
+    for (const k of ["annotation", "instance", "step", "times"]) {
+      const v = this.opts.param(`cp_${k}`);
+      if (v !== null && v !== "") options[k] = v;
+    }
+    try {
+      const result = await this.opts.api.data({ run: this.opts.target.run, host: this.opts.target.host, tool: "critical_path", options },
+        1, this.lifetime.signal);
+      this.overlay = parseOverlay(typedResult("critical_path", result).raw.overlay, this.loader.base?.tracks ?? []);
+      this.overlayStatus = "ready";
+    } catch (e) {
+      if (this.lifetime.signal.aborted) return;
+      this.overlayStatus = "error";
+      this.status.textContent = `Critical path overlay unavailable: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    this.requestDraw();
+  }
+
   /** Whether the timeline fades what the search does not match. */
   highlighting(): boolean {
     return this.highlight() !== null;
@@ -334,7 +377,7 @@ export class TraceViewer implements ControlTarget {
   }
 
   private scheduleUrl(): void {
-    if (this.urlTimer !== null) return;
+    if (this.urlTimer !== null || this.lifetime.signal.aborted) return;
     this.urlTimer = window.setTimeout(() => {
       this.urlTimer = null;
       const v = this.view;

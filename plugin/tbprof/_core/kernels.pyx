@@ -982,3 +982,140 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
                 out[k] = c
     return out_arr
 
+
+
+# --- analyses/gpu/critical_path.py -----------------------------------------------------------
+
+def call_stack_walk(ev_arr, is_start_arr, thread_arr, Py_ssize_t n_events) -> tuple[np.ndarray, np.ndarray]:
+    """HTA's call stack of each thread, walked depth-first (HTA ``CallStackGraph.dfs_traverse``).
+
+    The markers (start or end of an event ``0 <= ev < n_events``) come sorted by thread, then in
+    HTA's ``compare_events`` order. A start pushes its event, whose parent is the event on top
+    of the stack; an end pops the top, whichever event that is (the one that ends when events
+    nest). Returns the event of each marker in that walk (an end names the event it closed) and
+    each event's parent (-1 at the top of a thread).
+    """
+    cdef const int64_t[::1] ev = _in(ev_arr, np.int64)
+    cdef const uint8_t[::1] is_start = _bool(is_start_arr)
+    cdef const int64_t[::1] thread = _in(thread_arr, np.int64)
+    cdef Py_ssize_t n = ev.shape[0], i, top = 0, cap = 0
+    if is_start.shape[0] != n or thread.shape[0] != n:
+        raise ValueError("ev, is_start and thread differ in length")
+    walk_arr = np.full(n, -1, dtype=np.int64)
+    parent_arr = np.full(n_events, -1, dtype=np.int64)
+    cdef int64_t[::1] walk = walk_arr
+    cdef int64_t[::1] parent = parent_arr
+    cdef int64_t* stack = NULL
+    cdef int64_t e
+    cdef bint oom = False
+    try:
+        with nogil:
+            stack = _grow(NULL, &cap)
+            if stack == NULL:
+                oom = True
+            else:
+                for i in range(n):
+                    if i > 0 and thread[i] != thread[i - 1]:
+                        top = 0
+                    e = ev[i]
+                    if is_start[i]:
+                        parent[e] = stack[top - 1] if top > 0 else -1
+                        if top == cap:
+                            stack = _grow(stack, &cap)
+                            if stack == NULL:
+                                oom = True
+                                break
+                        stack[top] = e
+                        top += 1
+                        walk[i] = e
+                    elif top > 0:
+                        top -= 1
+                        walk[i] = stack[top]
+    finally:
+        free(stack)
+    if oom:
+        raise MemoryError()
+    return walk_arr, parent_arr
+
+
+def dag_longest_path(Py_ssize_t n_nodes, src_arr, dst_arr, weight_arr) -> np.ndarray:
+    """The longest weighted path of a DAG, as networkx's ``dag_longest_path`` finds it (HTA's
+    critical path): nodes in the order of ``topological_sort`` (Kahn's generations, children in
+    edge order); each node's best predecessor edge is the first maximal one in edge order, and
+    a node whose best sum is negative starts afresh at 0; the path ends at the first node of
+    the largest sum. Returns the edge indices of the path in path order; ValueError on a cycle.
+    """
+    cdef const int64_t[::1] src = _in(src_arr, np.int64)
+    cdef const int64_t[::1] dst = _in(dst_arr, np.int64)
+    cdef const int64_t[::1] weight = _in(weight_arr, np.int64)
+    cdef Py_ssize_t m = src.shape[0], i, j, k, head, tail, gen_end, v, u
+    if dst.shape[0] != m or weight.shape[0] != m:
+        raise ValueError("src, dst and weight differ in length")
+    for i in range(m):
+        if src[i] < 0 or src[i] >= n_nodes or dst[i] < 0 or dst[i] >= n_nodes:
+            raise IndexError("edge node out of range")
+    out_order = np.argsort(np.asarray(src), kind="stable").astype(np.int64)
+    in_order = np.argsort(np.asarray(dst), kind="stable").astype(np.int64)
+    out_ptr_arr = np.searchsorted(np.asarray(src)[out_order], np.arange(n_nodes + 1)).astype(np.int64)
+    in_ptr_arr = np.searchsorted(np.asarray(dst)[in_order], np.arange(n_nodes + 1)).astype(np.int64)
+    cdef const int64_t[::1] out_e = out_order
+    cdef const int64_t[::1] in_e = in_order
+    cdef const int64_t[::1] out_ptr = out_ptr_arr
+    cdef const int64_t[::1] in_ptr = in_ptr_arr
+    indeg_arr = np.diff(in_ptr_arr).astype(np.int64)
+    topo_arr = np.empty(n_nodes, dtype=np.int64)
+    dist_arr = np.zeros(n_nodes, dtype=np.int64)
+    best_arr = np.full(n_nodes, -1, dtype=np.int64)
+    cdef int64_t[::1] indeg = indeg_arr
+    cdef int64_t[::1] topo = topo_arr
+    cdef int64_t[::1] dist = dist_arr
+    cdef int64_t[::1] best = best_arr
+    cdef int64_t cand, top_sum
+    cdef Py_ssize_t best_e, end_node
+    with nogil:
+        tail = 0
+        for v in range(n_nodes):
+            if indeg[v] == 0:
+                topo[tail] = v
+                tail += 1
+        head = 0
+        while head < tail:
+            gen_end = tail
+            while head < gen_end:
+                u = topo[head]
+                head += 1
+                for k in range(out_ptr[u], out_ptr[u + 1]):
+                    v = dst[out_e[k]]
+                    indeg[v] -= 1
+                    if indeg[v] == 0:
+                        topo[tail] = v
+                        tail += 1
+    if tail != n_nodes:
+        raise ValueError("the graph has a cycle")
+    with nogil:
+        end_node = -1
+        top_sum = 0
+        for i in range(n_nodes):
+            v = topo[i]
+            best_e = -1
+            for k in range(in_ptr[v], in_ptr[v + 1]):
+                j = in_e[k]
+                cand = dist[src[j]] + weight[j]
+                if best_e < 0 or cand > dist[v]:
+                    dist[v] = cand
+                    best_e = j
+            if best_e >= 0 and dist[v] >= 0:
+                best[v] = best_e
+            else:
+                dist[v] = 0
+                best[v] = -1
+            if end_node < 0 or dist[v] > top_sum:
+                top_sum = dist[v]
+                end_node = v
+    path = []
+    v = end_node
+    while v >= 0 and best[v] >= 0:
+        path.append(best[v])
+        v = src[best[v]]
+    path.reverse()
+    return np.asarray(path, dtype=np.int64)

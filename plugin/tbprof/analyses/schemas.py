@@ -24,6 +24,7 @@ from tbprof.analyses.results.common import (
 )
 from tbprof.analyses.results.gpu import (
     CollectivesResult,
+    CriticalPathResult,
     GpuBreakdownResult,
     GpuCountersResult,
     GpuUtilizationResult,
@@ -99,6 +100,7 @@ TOOL_RESULTS: dict[str, type] = {
     "gpu_utilization": GpuUtilizationResult,
     "collectives": CollectivesResult,
     "stragglers": StragglersResult,
+    "critical_path": CriticalPathResult,
     "operators_by_shape": OperatorsByShapeResult,
     "module_view": ModuleViewResult,
     "tf1_steps": Tf1StepsResult,

@@ -41,6 +41,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.utilization",
     "tbprof.analyses.gpu.distributed",
     "tbprof.analyses.gpu.stragglers",
+    "tbprof.analyses.gpu.critical_path",
     "tbprof.analyses.ops.op_shapes",
     "tbprof.analyses.ops.modules",
     "tbprof.analyses.tf1.tf1_timeline",

@@ -24,6 +24,15 @@ export interface EventRef {
 export interface Arrow {
   from: EventRef;
   to: EventRef;
+  /** Where the arrow leaves and lands (ps); default: the end of `from`, the start of `to`. */
+  fromPs?: number;
+  toPs?: number;
+}
+
+/** Events drawn outlined and joined by arrows over the trace (the critical path overlay). */
+export interface Overlay {
+  events: readonly EventRef[];
+  arrows: readonly Arrow[];
 }
 
 export interface DrawState {
@@ -44,7 +53,11 @@ export interface DrawState {
   highlight: ((name: string) => boolean) | null;
   /** The loaded search matches: marked even when too small to see among the faded rest. */
   marks: readonly EventRef[];
+  overlay?: Overlay | null;
 }
+
+/** The overlay's colour: apart from the accent (selection, search, flows) and the event palette. */
+const OVERLAY_COLOR = "#d6336c";
 
 /** Opacity of what does not match the search: still there, but out of the way. */
 const FADED_ALPHA = 0.18;
@@ -73,6 +86,8 @@ export class Renderer {
   private charPx = 6;
   /** The name tag drawn beside the selected bar in the last frame (browser tests read it). */
   selectionTag: { text: string; x: number; y: number } | null = null;
+  /** Overlay events and arrows on screen in the last drawn frame (browser tests read them). */
+  overlayDrawn = { events: 0, arrows: 0 };
 
   constructor(readonly canvas: HTMLCanvasElement) {
     const ctx = canvas.getContext("2d", { alpha: false });
@@ -159,8 +174,10 @@ export class Renderer {
       ctx.fillRect(LABEL_W, y + row.h - 0.5, st.widthCss - LABEL_W, 0.5);
     }
     if (st.marks.length) this.drawMarks(st, theme);
+    this.overlayDrawn = { events: 0, arrows: 0 };
+    if (st.overlay) this.drawOverlay(st, st.overlay);
     if (st.selected) this.drawSelection(st, st.selected, theme);
-    for (const a of st.arrows) this.drawArrow(st, a, theme);
+    for (const a of st.arrows) this.drawArrow(st, a, theme.accent);
     ctx.restore();
 
     this.drawHeaders(st, theme);
@@ -379,18 +396,32 @@ export class Renderer {
     }
   }
 
-  private drawArrow(st: DrawState, a: Arrow, theme: Theme): void {
+  private drawOverlay(st: DrawState, o: Overlay): void {
+    const ctx = this.ctx;
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = OVERLAY_COLOR;
+    for (const e of o.events) {
+      const b = this.eventBox(st, e);
+      if (!b || b.x1 < LABEL_W || b.x0 > st.widthCss || b.y + ROW_H < RULER_H || b.y > st.heightCss) continue;
+      ctx.strokeRect(b.x0 - 1, b.y - 1, Math.max(b.x1 - b.x0, 1) + 2, ROW_H + 1);
+      this.overlayDrawn.events++;
+    }
+    for (const a of o.arrows) if (this.drawArrow(st, a, OVERLAY_COLOR)) this.overlayDrawn.arrows++;
+  }
+
+  /** Draws an arrow; false when one of its ends is on no laid-out track. */
+  private drawArrow(st: DrawState, a: Arrow, color: string): boolean {
     const from = this.eventBox(st, a.from);
     const to = this.eventBox(st, a.to);
-    if (!from || !to) return;
+    if (!from || !to) return false;
     const ctx = this.ctx;
-    const sx = from.x1;
+    const sx = a.fromPs !== undefined ? LABEL_W + st.view.xOf(a.fromPs) : from.x1;
     const sy = from.y + ROW_H / 2;
-    const tx = to.x0;
+    const tx = a.toPs !== undefined ? LABEL_W + st.view.xOf(a.toPs) : to.x0;
     const ty = to.y + ROW_H / 2;
     const bend = Math.max(Math.abs(tx - sx) / 2, 20);
-    ctx.strokeStyle = theme.accent;
-    ctx.fillStyle = theme.accent;
+    ctx.strokeStyle = color;
+    ctx.fillStyle = color;
     ctx.lineWidth = 1.5;
     ctx.beginPath();
     ctx.moveTo(sx, sy);
@@ -402,6 +433,7 @@ export class Renderer {
     ctx.lineTo(tx - 7, ty + 4);
     ctx.closePath();
     ctx.fill();
+    return true;
   }
 
   private drawHeaders(st: DrawState, theme: Theme): void {

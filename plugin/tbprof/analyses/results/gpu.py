@@ -1,6 +1,8 @@
 """Results of HTA's and torch-tb-profiler's GPU analyses (per-rank numbers are in their tables)."""
 
-from tbprof.analyses.results.common import PerRankEnvelope
+from typing import Literal, TypedDict
+
+from tbprof.analyses.results.common import PerRankEnvelope, ToolEnvelope
 
 
 class GpuBreakdownResult(PerRankEnvelope):
@@ -37,3 +39,34 @@ class StragglersResult(PerRankEnvelope):
     metric_kernel: str | None
     mean_iteration_us: float | None
     message: str | None  # why no straggler was found
+
+
+class CriticalPathOverlay(TypedDict):
+    """The path as the trace viewer draws it: events [plane, row, line, start_ps, dur_ps, depth];
+    flows [from event, to event, from_ps, to_ps] (indices into events)."""
+
+    events: list[list[int]]
+    flows: list[list[int]]
+
+
+class CriticalPathResult(ToolEnvelope):
+    """HTA's critical path (``critical_path``) of one rank and annotation instance."""
+
+    host: str
+    rank: int
+    ranks: list[int]
+    hosts: list[str]
+    annotation: str
+    instance: int
+    times: Literal["ns", "us"]
+    instances: list[str]
+    step_name: str
+    window_start_ps: int
+    window_end_ps: int
+    nodes: int
+    edges: int
+    path_edges: int
+    path_events: int
+    total_us: float
+    breakdown_percent: dict[str, float]
+    overlay: CriticalPathOverlay

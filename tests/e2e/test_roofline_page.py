@@ -80,3 +80,21 @@ def test_roofline_option_rows_columns_and_axes(standalone: Any, serve_page: Any,
     page.wait_for_function("() => document.body.innerText.includes('without infeed/outfeed')")
     assert any("include_infeed_outfeed=false" in url for url, _ in serve_page.requests)
     serve_page.check()
+
+
+def test_every_bandwidth_is_in_gib_per_second(standalone: Any, serve_page: Any) -> None:
+    """One unit for bandwidth on every page (#29 §4): XProf's GiB/s (its roofline, HLO op stats
+    and framework op stats divide by 2^30), never GB/s beside it."""
+    run = run_named(standalone, "jax_mlp/")
+    page = serve_page.page
+    for tool in ("roofline_model", "hlo_stats", "framework_op_stats", "op_profile"):
+        page.goto(app_url(standalone, run=run, tool=tool))
+        wait_ready(page)
+        if tool == "op_profile":
+            # The details of a node say its bandwidth.
+            page.locator('[data-tree] tbody tr td:nth-child(3)').first.click()
+            page.wait_for_function("() => document.querySelector('[data-op-details]').innerText.includes('bandwidth')")
+        text = page.inner_text("main")
+        assert "GiB/s" in text, tool
+        assert "GB/s" not in text, tool
+    serve_page.check()

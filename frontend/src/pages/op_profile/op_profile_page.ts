@@ -3,7 +3,7 @@
 // The backend's filters (side, order, depth, minimum self time, name regexes, idle) are the
 // tool's options in the shell's options bar.
 
-import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { formatBandwidth, formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { TreeTable } from "../../widgets/tree_table";
@@ -94,7 +94,7 @@ function render(ctx: PageContext): void {
         { label: "Total time", numeric: true, cell: (n) => formatDuration(num(n, "total_time_us") ?? 0, "us") },
         { label: "Occurrences", numeric: true, cell: (n) => formatNumber(num(n, "occurrences") ?? 0) },
         { label: "FLOP rate (GFLOP/s)", numeric: true, cell: (n) => formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0) },
-        { label: "Memory BW (GB/s)", numeric: true, cell: (n) => formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0) },
+        { label: "Memory BW (GiB/s)", numeric: true, cell: (n) => formatNumber(((num(n, "memory_bw_gbytes_per_sec") ?? 0) * 1e9) / 2 ** 30) },
         ...peakColumns,
       ],
     });
@@ -131,7 +131,7 @@ function showDetails(ctx: PageContext, box: HTMLElement, n: Obj, peaks: DevicePe
     ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
     ["FLOPs per byte", flops > 0 && bytes > 0 ? formatNumber(flops / bytes, 3) : "–"],
     ["FLOP rate", `${formatNumber(num(n, "flop_rate_gflops_per_sec") ?? 0)} GFLOP/s${u.flops === null ? "" : ` (${utilText(u.flops)} of peak)`}`],
-    ["Memory bandwidth", `${formatNumber(num(n, "memory_bw_gbytes_per_sec") ?? 0)} GB/s${u.hbm === null ? "" : ` (${utilText(u.hbm)} of peak)`}`],
+    ["Memory bandwidth", `${formatBandwidth((num(n, "memory_bw_gbytes_per_sec") ?? 0) * 1e9)}${u.hbm === null ? "" : ` (${utilText(u.hbm)} of peak)`}`],
     ["Bound by", bound ?? "– (needs the device's peaks)"],
     ...(overPeak(u) ? [["Note", OVER_PEAK_NOTE] as [string, string]] : []),
   ];

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.metrics import metric_json
-from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
+from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.pages.profile_summary import device_type
@@ -71,7 +71,8 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
             Column("flop_rate_gflops_per_sec", "FLOP rate", "float", "GFLOP/s",
                    "empty when the profile has no FLOP counts for the op"),
             Column("tensor_core_utilization_percent", "TensorCore use", "float", "%",
-                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels)")]
+                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels, or none "
+                   "of the run's ops and kernels matches XProf's TensorCore rules)")]
     pct = 100.0 * self_ps / total
     return Table.from_columns(cols, {
         "rank": np.arange(1, k + 1), "name": t.name[:k], "type": t.type[:k], "occurrences": t.occurrences[:k],
@@ -184,8 +185,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[
     result["metrics"] = [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
                          metric_json("device_collectives_of_step_time",
                                      ana["percent"]["device_collectives_percent"])] if has_step_time else []
+    # A TensorCore share only where XProf's rules recognise something in the run (else unknown,
+    # not 0 %: kernel_stats.TENSORCORE_UNJUDGED_NOTE).
+    judged = ops.side == "device" and tensorcore_rules_match(stores)
     result["tables"] = {"steps": steps_table(st), "top_ops": top_ops_table(
-        ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)}
+        ops, tensorcore_by_op=tensorcore_by_op(stores) if judged else None)}
     return result
 
 

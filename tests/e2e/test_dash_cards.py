@@ -5,13 +5,17 @@ expectations come from the backend's JSON and XProf's goldens."""
 
 from __future__ import annotations
 
+import shutil
+import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import golden
 
-from .helpers import app_url, run_named, wait_ready
+from .conftest import SCREENSHOTS
+from .helpers import PluginServer, app_url, page_failing_on_errors, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -41,3 +45,61 @@ def test_tensorcore_cards(standalone: Any, serve_page: Any, width: int) -> None:
     assert "XProf's TensorCore rules" in page.inner_text("[data-tensorcore-note]")
     serve_page.screenshot(f"kernel_stats__jax_2hosts_{width}")
     serve_page.check()
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_compare_warns_when_few_ops_overlap(standalone: Any, serve_page: Any, width: int) -> None:
+    """A Keras CPU run against the JAX GPU run: the page says how many ops of how many the two
+    sides share, before the tables."""
+    keras, jax = run_named(standalone, "keras_cnn/"), run_named(standalone, "jax_mlp/")
+    page = serve_page.page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(app_url(standalone, run=jax, tool="compare", **{"c.base_run": keras}))
+    page.wait_for_selector("[data-verdict]", timeout=120_000)
+    wait_ready(page)
+    body = standalone.json("compare", base_run=keras, run=jax)
+    o = body["overlap"]["ops"]
+    assert o["both"] < min(o["baseline"], o["candidate"]) / 2
+    warning = page.inner_text("[data-compare-warning]")
+    assert body["warnings"] and body["warnings"][0] in warning
+    assert f"the baseline has {o['baseline']}, the candidate {o['candidate']}" in warning
+    assert page.inner_text('[data-card="ops"] .tbp-card-value') == str(o["both"])
+    serve_page.screenshot(f"compare__keras_vs_jax_{width}")
+    serve_page.check()
+
+
+def test_compare_memory_says_what_the_memory_page_says(browser: Any, sample_profiles: Path,
+                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two PyTorch runs: the memory page shows the caching allocator's reservation as "Reserved
+    by the allocator"; compare compares that memory (it used to call it unavailable) and names
+    its capacity in the same words (the backend's memory_profile.CAPACITY_MEANING)."""
+    root = tmp_path_factory.mktemp("e2e_cmp_torch")
+    for name in ("torch_ddp", "torch_cnn"):
+        shutil.copytree(sample_profiles / name, root / "logs" / name)
+    server = PluginServer(root / "logs", root / "cache")
+    page = page_failing_on_errors(browser)
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        ddp = next(r["run"] for r in server.json("runs")["runs"] if r["run"].startswith("torch_ddp"))
+        cnn = next(r["run"] for r in server.json("runs")["runs"] if r["run"].startswith("torch_cnn"))
+        state = {"run": ddp, "tool": "memory_profile"}
+        page.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
+        wait_ready(page)
+        label = page.inner_text('[data-card="capacity"] .tbp-card-label')
+        assert label == "Reserved by the allocator"
+        state = {"run": ddp, "tool": "compare", "c.base_run": cnn}
+        page.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
+        page.wait_for_selector("[data-verdict]", timeout=120_000)
+        wait_ready(page)
+        body = server.json("compare", base_run=cnn, run=ddp, host="__all__")
+        assert "memory" not in body["unavailable"]
+        assert "no memory analysis" not in page.inner_text("main")
+        page.wait_for_selector('[data-table="memory_allocators"]')
+        cells = page.eval_on_selector_all('[data-table="memory_allocators"] tbody td',
+                                          "tds => tds.map((td) => td.innerText)")
+        assert any(c.startswith(f"{label}: ") for c in cells)
+        page.screenshot(path=str(SCREENSHOTS / "plugin__compare_torch_memory_1280.png"), full_page=True)
+        assert page.tbprof_errors == [], page.tbprof_errors
+    finally:
+        page.context.close()
+        server.close()

@@ -12,7 +12,7 @@ import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { num, obj, str, strs } from "../fields";
+import { num, obj, type Obj, str, strs } from "../fields";
 import { registerPage } from "../registry";
 import { operationLabel } from "./memory_labels";
 
@@ -23,16 +23,19 @@ function column(t: TableData, name: string): CellValue[] {
 
 const asNum = (v: CellValue | undefined): number => (typeof v === "number" ? v : 0);
 
-/** What the capacity is depends on who wrote it: never a caching allocator's reservation called the device's memory. */
-function capacityCard(source: string, capacity: number | null): Card {
+/**
+ * What the capacity is depends on who wrote it: never a caching allocator's reservation called
+ * the device's memory. Label and meaning are the backend's (memory_profile.CAPACITY_MEANING),
+ * the same words compare uses.
+ */
+function capacityCard(a: Obj, capacity: number | null): Card {
+  const source = str(a, "capacity_source");
+  const label = str(a, "capacity_label") || "Capacity";
+  const title = str(a, "capacity_meaning") || null;
   const value = capacity === null ? "–" : formatBytes(capacity);
-  if (source === "reserved") {
-    return { id: "capacity", label: "Reserved by the allocator", value, hint: "at the peak; not the device's memory", title: "PyTorch's caching allocator: memory it holds from the device (Total Reserved), in use or cached for reuse. The device itself may have much more." };
-  }
-  if (source === "peak") {
-    return { id: "capacity", label: "Capacity", value: "unknown", hint: "the profile records bytes in use only", title: "The allocator's counters carry no limit or reservation." };
-  }
-  return { id: "capacity", label: "Capacity", value, hint: "in use + free at the peak", title: "The allocator's memory at the peak: bytes in use plus its free bytes (XProf's memory capacity)." };
+  if (source === "reserved") return { id: "capacity", label, value, hint: "at the peak; not the device's memory", ...(title ? { title } : {}) };
+  if (source === "peak") return { id: "capacity", label, value: "unknown", hint: "the profile records bytes in use only", ...(title ? { title } : {}) };
+  return { id: "capacity", label, value, hint: "in use + free at the peak", ...(title ? { title } : {}) };
 }
 
 function render(ctx: PageContext): void {
@@ -62,7 +65,7 @@ function render(ctx: PageContext): void {
     cardRow([
       { id: "peak_heap", label: "Peak heap usage", value: formatBytes(num(a, "peak_heap_bytes") ?? 0), hint: `at ${formatDuration(num(a, "peak_time_ms") ?? 0, "ms")}${num(a, "peak_step_id") !== null ? `, step ${num(a, "peak_step_id") ?? 0}` : ""}` },
       { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(num(a, "peak_bytes_in_use") ?? 0), hint: `lifetime peak ${formatBytes(num(a, "peak_bytes_usage_lifetime") ?? 0)}` },
-      capacityCard(str(a, "capacity_source"), capacity),
+      capacityCard(a, capacity),
       { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((num(a, "peak_fragmentation_fraction") ?? 0) * 100) },
       { id: "allocations", label: "Allocations", value: formatNumber(num(a, "num_allocations") ?? 0), hint: `${formatNumber(num(a, "num_deallocations") ?? 0)} deallocations` },
     ]),

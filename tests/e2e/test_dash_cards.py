@@ -103,3 +103,71 @@ def test_compare_memory_says_what_the_memory_page_says(browser: Any, sample_prof
     finally:
         page.context.close()
         server.close()
+
+
+TOOLTIP_JS = """
+(i) => {
+  const c = window.__tbprofCharts.get('pod_step');
+  const o = c.currentOption;
+  const ps = o.series.map((s) => ({dataIndex: i, seriesName: s.name, value: s.data[i]}));
+  return {label: o.xAxis.data[i], tooltip: o.tooltip.formatter(ps)};
+}
+"""
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_pod_viewer_one_column_is_a_table(standalone: Any, serve_page: Any, width: int) -> None:
+    """One host with one GPU (jax_2hosts' worker0 alone) and a CPU-only run (custom_loop): one
+    column each, shown as its breakdown table, not as a chart of one bar."""
+    page = serve_page.page
+    page.set_viewport_size({"width": width, "height": 900})
+    for prefix, host in (("jax_2hosts/", "worker0"), ("custom_loop/", None)):
+        run = run_named(standalone, prefix)
+        state = {"run": run, "tool": "pod_viewer", **({"host": host} if host else {})}
+        page.goto(app_url(standalone, **state))
+        wait_ready(page)
+        result = standalone.json("data", run=run, tool="pod_viewer", rows="0", **({"host": host} if host else {}))
+        shown = [c for c in result["cores"] if not (c["device"] == "all devices" and len(result["cores"]) > 1)]
+        assert len(shown) == 1, prefix
+        assert page.locator('[data-chart="pod_step"]').count() == 0
+        details = page.locator("[data-details][data-single-column]")
+        assert details.count() == 1
+        core = shown[0]
+        # Every category of the step's breakdown is a row of the table, with the backend's bottleneck.
+        assert core["bottleneck"][0] in details.inner_text()
+        assert details.locator("tbody tr").count() == len(result["step_breakdown_events"])
+        serve_page.screenshot(f"pod_viewer__one_column_{prefix.strip('/')}_{width}")
+    serve_page.check()
+
+
+def test_pod_viewer_ranks_and_categories(browser: Any, sample_profiles: Path,
+                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    """torch_ddp: bars 'rank 0', 'rank 1' in rank order with the full trace id in the tooltip;
+    each rank's GPU row of the table names the same bottleneck as its 'all devices' row."""
+    root = tmp_path_factory.mktemp("e2e_pod_torch")
+    shutil.copytree(sample_profiles / "torch_ddp", root / "logs" / "torch_ddp")
+    server = PluginServer(root / "logs", root / "cache")
+    page = page_failing_on_errors(browser)
+    try:
+        for width in (1280, 1600):
+            page.set_viewport_size({"width": width, "height": 900})
+            state = {"run": "torch_ddp", "tool": "pod_viewer", "host": "__all__"}
+            page.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
+            wait_ready(page)
+            page.wait_for_function("() => window.__tbprofCharts && window.__tbprofCharts.get('pod_step')")
+            result = server.json("data", run="torch_ddp", tool="pod_viewer", host="__all__", rows="0")
+            hosts = sorted({c["host"] for c in result["cores"]})
+            for i, host in enumerate(hosts):  # rank0.…, rank1.…: rank order is name order here
+                got = page.evaluate(TOOLTIP_JS, i)
+                assert got["label"].startswith(f"rank {i}\n")
+                assert host in got["tooltip"]
+            rows = result["cores"]
+            for host in hosts:
+                alls = next(c for c in rows if c["host"] == host and c["device"] == "all devices")
+                gpu = next(c for c in rows if c["host"] == host and c["device"] != "all devices")
+                assert gpu["bottleneck"] == alls["bottleneck"], host
+            page.screenshot(path=str(SCREENSHOTS / f"plugin__pod_viewer_torch_ddp_{width}.png"), full_page=True)
+        assert page.tbprof_errors == [], page.tbprof_errors
+    finally:
+        page.context.close()
+        server.close()

@@ -84,10 +84,11 @@ def test_roofline_option_rows_columns_and_axes(standalone: Any, serve_page: Any,
 
 def test_every_bandwidth_is_in_gib_per_second(standalone: Any, serve_page: Any) -> None:
     """One unit for bandwidth on every page (#29 §4): XProf's GiB/s (its roofline, HLO op stats
-    and framework op stats divide by 2^30), never GB/s beside it."""
+    and framework op stats divide by 2^30), never GB/s beside it; HTA's memory bandwidth (GB/s)
+    is converted too."""
     run = run_named(standalone, "jax_mlp/")
     page = serve_page.page
-    for tool in ("roofline_model", "hlo_stats", "framework_op_stats", "op_profile"):
+    for tool in ("roofline_model", "hlo_stats", "framework_op_stats", "op_profile", "gpu_counters"):
         page.goto(app_url(standalone, run=run, tool=tool))
         wait_ready(page)
         if tool == "op_profile":

@@ -261,5 +261,5 @@ export interface GpuCountersResult {
   hosts: string[];
   ranks: number[];
   max_queue_length: number | null;
-  peak_memory_bw_gbps: number | null;
+  peak_memory_bw_gibps: number | null;
 }

@@ -176,7 +176,7 @@ class GpuCountersResult(ToolEnvelope):
     hosts: list[str]
     ranks: list[int]
     max_queue_length: int | None
-    peak_memory_bw_gbps: float | None
+    peak_memory_bw_gibps: float | None  # GiB/s (the dashboard's bandwidth unit)
 
 
 # tool id -> the shape of its answer (tools not named here are checked against ToolEnvelope).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decadeBounds, decadeLabel } from "./roofline_axes";
+import { decadeBounds, decadeFormatter, decadeLabel } from "./roofline_axes";
 
 describe("roofline axes (#29 §4)", () => {
   it("clamps to the decades around the data", () => {
@@ -15,5 +15,11 @@ describe("roofline axes (#29 §4)", () => {
     expect(decadeLabel(1e7)).toBe("1e7");
     expect(decadeLabel(1e-5)).toBe("1e-5");
     expect(decadeLabel(6522.292993630574)).toBe("6,522");
+  });
+  it("keeps one style per axis", () => {
+    const wide = decadeFormatter(0.01, 1e7); // jax_mlp's FLOP rates up to the 1.07 PFLOP/s peak
+    expect([0.01, 1000, 1e7].map(wide)).toEqual(["1e-2", "1e3", "1e7"]);
+    const narrow = decadeFormatter(0.1, 10000);
+    expect([0.1, 1000, 10000].map(narrow)).toEqual(["0.1", "1,000", "10,000"]);
   });
 });

@@ -25,10 +25,19 @@ export function decadeBounds(values: readonly number[]): [number, number] {
 }
 
 /** A tick label of a log axis: "0.01", "1", "1,000", "1e7", "1e-5". */
-export function decadeLabel(value: number): string {
+export function decadeLabel(value: number, powers = false): string {
   if (!(value > 0) || !Number.isFinite(value)) return "";
   const exp = Math.round(Math.log10(value));
   const isDecade = Math.abs(value / 10 ** exp - 1) < 1e-9;
-  if (value >= PLAIN_MIN && value <= PLAIN_MAX) return formatNumber(isDecade ? 10 ** exp : value, 3);
+  if (!powers && value >= PLAIN_MIN && value <= PLAIN_MAX) return formatNumber(isDecade ? 10 ** exp : value, 3);
   return isDecade ? `1e${String(exp)}` : value.toExponential(1).replace("e+", "e");
+}
+
+/**
+ * The label formatter of an axis from `lo` to `hi`: digits when the whole axis reads well in
+ * digits, otherwise powers of ten on every tick (one axis never mixes "1,000,000" and "1e7").
+ */
+export function decadeFormatter(lo: number, hi: number): (value: number) => string {
+  const powers = lo < PLAIN_MIN || hi > PLAIN_MAX;
+  return (value: number) => decadeLabel(value, powers);
 }

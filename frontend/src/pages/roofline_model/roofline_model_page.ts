@@ -11,7 +11,7 @@ import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { num, str } from "../fields";
 import { registerPage } from "../registry";
-import { decadeBounds, decadeLabel } from "./roofline_axes";
+import { decadeBounds, decadeFormatter } from "./roofline_axes";
 
 const GIB_PER_GB = 1e9 / 2 ** 30;
 
@@ -96,8 +96,8 @@ function render(ctx: PageContext): void {
     },
     legend: { top: 0 },
     grid: { left: 72, right: 24, top: 32, bottom: 48 },
-    xAxis: { type: "log", name: "FLOP/byte (HBM)", nameLocation: "middle", nameGap: 28, min: x0, max: x1, axisLabel: { formatter: decadeLabel } },
-    yAxis: { type: "log", name: "GFLOP/s", min: y0, max: y1, axisLabel: { formatter: decadeLabel } },
+    xAxis: { type: "log", name: "FLOP/byte (HBM)", nameLocation: "middle", nameGap: 28, min: x0, max: x1, axisLabel: { formatter: decadeFormatter(x0, x1) } },
+    yAxis: { type: "log", name: "GFLOP/s", min: y0, max: y1, axisLabel: { formatter: decadeFormatter(y0, y1) } },
     series: [
       { type: "line", name: "Roof (HBM, peak)", showSymbol: false, data: roofLine(peak, hbmGb, x0, x1) },
       { ...dots, name: "HLO ops", data: asData(ops) },

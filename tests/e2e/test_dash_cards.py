@@ -98,7 +98,10 @@ def test_compare_memory_says_what_the_memory_page_says(browser: Any, sample_prof
         cells = page.eval_on_selector_all('[data-table="memory_allocators"] tbody td',
                                           "tds => tds.map((td) => td.innerText)")
         assert any(c.startswith(f"{label}: ") for c in cells)
-        page.screenshot(path=str(SCREENSHOTS / "plugin__compare_torch_memory_1280.png"), full_page=True)
+        for width in (1280, 1600):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(200)  # charts follow the new width
+            page.screenshot(path=str(SCREENSHOTS / f"plugin__compare_torch_memory_{width}.png"), full_page=True)
         assert page.tbprof_errors == [], page.tbprof_errors
     finally:
         page.context.close()

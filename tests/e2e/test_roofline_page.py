@@ -2,7 +2,7 @@
 filter is a page option (checked by default, as XProf's page opens) and the page asks the
 backend for that setting's rows only (one row per op, not two); the deciding columns come
 first; the log axes span whole decades around the data with short labels; the device card
-names the device as the overview does. Screenshots at 1280 and 1600 px."""
+names the device as the overview and the trace viewer do. Screenshots at 1280 and 1600 px."""
 
 from __future__ import annotations
 
@@ -72,6 +72,10 @@ def test_roofline_option_rows_columns_and_axes(standalone: Any, serve_page: Any,
     overview = standalone.json("data", run=run, tool="overview_page", rows="0")
     assert overview["run_environment"]["device_model"] == result["device_name"]
     assert result["device_name"] in card and result["device_type"] in card
+    # The trace viewer's device groups (what its canvas labels) carry the same name.
+    trace = standalone.json("trace", run=run, format="json", width_px="100")
+    devices = [g["name"] for g in trace["groups"] if g["kind"] == "device"]
+    assert devices and all(name.endswith(f"({result['device_name']})") for name in devices)
     serve_page.screenshot(f"roofline_model__jax_mlp_{width}")
     # Unticking asks the backend for the other setting's rows.
     box.uncheck()

@@ -31,6 +31,8 @@ from tbprof.analyses.gpu import counters
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
+GIB_PER_GB = 1e9 / 2**30  # HTA's GB/s (10^9 bytes/s) in the tables' GiB/s (2^30 bytes/s)
+
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PROFILES = ("torch_cnn", "torch_ddp")
 PS_PER_US = 1_000_000
@@ -128,14 +130,15 @@ def test_memory_bw_summary(case: Case) -> None:
         series = _ours(stores, want["rank"], False)[want["name"]]
         tied = int((np.diff(series.time_ps) == 0).sum())  # points inside a tie group
         assert abs(got["count"] - want["count"]) <= tied
-        assert got["min_gbps"] == pytest.approx(want["min"], rel=1e-9)
-        assert got["max_gbps"] == pytest.approx(want["max"], rel=1e-9)
-        assert got["mean_gbps"] == pytest.approx(want["mean"], rel=0.05)
-        positive = series.value[series.value > 0]
+        # HTA's GB/s (10^9 bytes/s); the table's GiB/s (2^30 bytes/s), the dashboard's unit.
+        assert got["min_gibps"] == pytest.approx(want["min"] * GIB_PER_GB, rel=1e-9)
+        assert got["max_gibps"] == pytest.approx(want["max"] * GIB_PER_GB, rel=1e-9)
+        assert got["mean_gibps"] == pytest.approx(want["mean"] * GIB_PER_GB, rel=0.05)
+        positive = series.value[series.value > 0] * GIB_PER_GB
         mine = pd.Series(positive).describe()
-        assert [got[k] for k in ("count", "mean_gbps", "std_gbps", "min_gbps", "p25_gbps", "p50_gbps",
-                                 "p75_gbps", "max_gbps")] == pytest.approx(mine.tolist(), rel=1e-12, nan_ok=True)
-    assert result["peak_memory_bw_gbps"] == pytest.approx(max(r["max"] for r in hta["memory_bw_summary"]))
+        assert [got[k] for k in ("count", "mean_gibps", "std_gibps", "min_gibps", "p25_gibps", "p50_gibps",
+                                 "p75_gibps", "max_gibps")] == pytest.approx(mine.tolist(), rel=1e-12, nan_ok=True)
+    assert result["peak_memory_bw_gibps"] == pytest.approx(max(r["max"] for r in hta["memory_bw_summary"]) * GIB_PER_GB)
 
 
 def test_series_tables_list_every_point(case: Case) -> None:
@@ -188,4 +191,4 @@ def test_xspace_gpu_profile(profiles_root: Path) -> None:
             best = max(best, size / dur_ns)
     gpu0 = [r for (d, _), r in bw.items() if d == "/device:GPU:0"]
     # A type whose copies carry no size (memsets) has no point above 0: its max is empty (None).
-    assert max(r["max_gbps"] for r in gpu0 if r["max_gbps"] is not None) >= best > 0
+    assert max(r["max_gibps"] for r in gpu0 if r["max_gibps"] is not None) >= best * GIB_PER_GB > 0

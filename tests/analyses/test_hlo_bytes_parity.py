@@ -4,9 +4,9 @@ op_profile: every HLO op XProf lists under a category (depth 2 of "group_by_cate
 our HBM bytes (per-execution HBM bytes x occurrences) exactly equal to XProf's
 ``bytes_accessed[0]`` (the HBM entry of its memory breakdown).
 framework_op_stats: the measured memory bandwidth of every device framework op is within 1 %
-of XProf's, and so is its operational intensity (FLOPs per byte). XProf's column is GiB/s;
-ours (``measured_memory_bw_gbytes_per_sec``) is GB/s (1e9 bytes/s), so it is converted
-before comparing. The goldens are XProf's output; nothing here is regenerated.
+of XProf's, and so is its operational intensity (FLOPs per byte). Both columns are GiB/s
+(XProf's unit for bandwidths, which every tbprof page shows). The goldens are XProf's output;
+nothing here is regenerated.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from tests.hlo_parity import (
     xprof_hlo_ops,
 )
 
-GIB = 2**30
-GB = 1e9
 SECOND_NORMAL_PROGRAM = 15909  # jax_2hosts: the second jit__normal, merged by XProf into 15245
 
 
@@ -89,8 +87,8 @@ def _device_rows(stores: list[Any], profile: str, skip_merged: bool) -> list[tup
 
 def _check_memory_columns(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
     for o, x in pairs:
-        bw_gib = o["measured_memory_bw_gbytes_per_sec"] * GB / GIB
-        assert bw_gib == pytest.approx(x["measured_memory_bw_gibibytes_per_sec"], rel=0.01, abs=1e-12), x["operation"]
+        assert o["measured_memory_bw_gibibytes_per_sec"] == pytest.approx(
+            x["measured_memory_bw_gibibytes_per_sec"], rel=0.01, abs=1e-12), x["operation"]
         assert o["operational_intensity_flops_per_byte"] == pytest.approx(
             x["operational_intensity_flops_per_byte"], rel=0.01, abs=1e-12), x["operation"]
 

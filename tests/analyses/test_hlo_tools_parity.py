@@ -98,17 +98,21 @@ def _six_digits(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+@pytest.mark.parametrize("include", [True, False])
 @pytest.mark.parametrize("sel", SELECTIONS)
-def test_roofline_model_matches_xprof(profiles_root: Path, sel: str) -> None:
+def test_roofline_model_matches_xprof(profiles_root: Path, sel: str, include: bool) -> None:
+    """Each setting of XProf's "Include Infeed/Outfeed" filter: our rows for it are XProf's rows
+    with that value of include_infeed_outfeed (and only those)."""
     golden = _golden(sel, "roofline_model")
-    out: Mapping[str, Any] = roofline_model.compute(_stores(profiles_root, sel), {})
+    out: Mapping[str, Any] = roofline_model.compute(_stores(profiles_root, sel), {"include_infeed_outfeed": include})
     assert out["device_type"] == golden["device_type"]
+    assert out["include_infeed_outfeed"] is include
     for key, value in golden["peaks"].items():
         assert _six_digits(out[key]) == value, key
     ours = _rows(out["tables"]["roofline"])
-    theirs = golden["total_rows"]
-    assert [(r["include_infeed_outfeed"], r["rank"], r["operation"]) for r in ours] == \
-        [(r["include_infeed_outfeed"], r["rank"], r["operation"]) for r in theirs]
+    theirs = [r for r in golden["total_rows"] if r["include_infeed_outfeed"] is include]
+    assert {r["include_infeed_outfeed"] for r in ours} <= {include}
+    assert [(r["rank"], r["operation"]) for r in ours] == [(r["rank"], r["operation"]) for r in theirs]
     for a, b in zip(ours, theirs, strict=True):
         rtol = TIME_RTOL if a["category"] == "Program" else RATE_RTOL
         assert a["bound_by"] == b["bound_by"]
@@ -130,6 +134,21 @@ def _memory_cases(sel: str) -> list[tuple[str, int, dict[str, Any]]]:
         name, _, space = key.rpartition("|")
         cases.append((name, int(space), v))
     return cases
+
+
+def test_roofline_model_default_is_xprofs_and_sends_one_setting(profiles_root: Path) -> None:
+    """No option: XProf's default (its page opens with Include Infeed/Outfeed = true), one row per
+    op, not one per op and setting (#29: 1,098 rows for 549 ops); a bad value is refused."""
+    stores = _stores(profiles_root, "jax_mlp")
+    tool = roofline_model.TOOLS[0]
+    out = roofline_model.compute(stores, tool.parse_options({}))
+    rows = _rows(out["tables"]["roofline"])
+    assert {r["include_infeed_outfeed"] for r in rows} == {True}
+    # One row per HLO op (two programs may hold ops of the same name: hlo_stats counts both).
+    assert sum(r["category"] != "Program" for r in rows) == out["op_count"]
+    assert sum(r["category"] == "Program" for r in rows) == 1
+    with pytest.raises(ValueError, match="include_infeed_outfeed"):
+        tool.parse_options({"include_infeed_outfeed": "maybe"})
 
 
 @pytest.mark.parametrize("sel", SINGLE_HOSTS)

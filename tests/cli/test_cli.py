@@ -98,7 +98,7 @@ def test_show_hlo_tools_json_and_csv(capsys: pytest.CaptureFixture[str], profile
     code, out, _ = _run(capsys, "show", tool, f, "--format", "csv", "--table", table, "--cache-dir", str(cache_dir))
     assert code == 0
     rows = list(csv.reader(io.StringIO(out)))
-    assert rows[0][0] == {"hlo_ops": "rank", "roofline": "step", "buffers": "logical_buffer_id", "nodes": "name",
+    assert rows[0][0] == {"hlo_ops": "rank", "roofline": "operation", "buffers": "logical_buffer_id", "nodes": "name",
                           "suggestions": "rule"}[table]
     # One CSV row per table row: the JSON's own list where the tool has one.
     listed = {"nodes": "nodes", "suggestions": "suggestions"}.get(table)

@@ -1,6 +1,6 @@
 """HTA's counters as trace-viewer counter tracks (``generate_trace_with_counters``): each GPU of a
 Kineto or CUPTI profile gets "CUDA queue length" (a series per stream) and "Memory bandwidth"
-(GB/s, a series per copy type). Expected values come from HTA 0.5.0's own series (the goldens
+(GiB/s, a series per copy type). Expected values come from HTA 0.5.0's own series (the goldens
 of tests/golden/make_hta_goldens.py): a track holds HTA's value after all the changes of each
 timestamp."""
 
@@ -43,12 +43,13 @@ def test_torch_ddp_counter_tracks(sample_profiles: Path) -> None:
         assert np.array_equal(got_t - got_t[0], want_t)
         assert np.array_equal(queue.counter.values["stream 7"], want_v)
         bw = by_name["Memory bandwidth"]
-        assert bw.counter is not None and bw.counter.unit == "GB/s"
+        assert bw.counter is not None and bw.counter.unit == "GiB/s"
         assert set(bw.counter.values) == {r["name"] for r in hta["memory_bw_series"][str(rank)]}
         for name, values in bw.counter.values.items():
             records = [r for r in hta["memory_bw_series"][str(rank)] if r["name"] == name]
             _, hta_values = _hta_last_per_ts(records, "memory_bw_gbps")
-            assert values.max() == pytest.approx(hta_values.max(), rel=1e-12)
+            # HTA's GB/s (10^9 bytes/s) in GiB/s (2^30 bytes/s), the dashboard's one unit.
+            assert values.max() == pytest.approx(hta_values.max() * 1e9 / 2**30, rel=1e-12)
         # The window query answers the tracks like any counter.
         result = query_window(store, None, None, 1000)
         assert result.counters[queue.id].in_window == queue.counter.time_ps.shape[0]

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  formatBandwidth,
   formatByKey,
   formatBytes,
   formatDuration,
@@ -89,6 +90,11 @@ describe("units", () => {
     expect(formatWithUnit(42.42, "%")).toBe("42.4%");
     expect(formatWithUnit(12.5, "GFLOP/s")).toBe("12.5 GFLOP/s");
     expect(formatWithUnit(7, "")).toBe("7");
+  });
+  it("shows every bandwidth in GiB/s (#29 §4: one unit across pages, XProf's)", () => {
+    expect(formatBandwidth(2 ** 31)).toBe("2 GiB/s");
+    // HTA's decimal GB/s: 1.073741824 GB/s is 1 GiB/s.
+    expect(formatWithUnit(1.073741824, "GB/s")).toBe("1 GiB/s");
   });
   it("reads units from field names", () => {
     expect(unitFromKey("span_ps")).toBe("ps");

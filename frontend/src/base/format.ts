@@ -82,6 +82,12 @@ export function formatBytes(bytes: number, digits = 4): string {
   return `${formatNumber(bytes, digits)} B`;
 }
 
+/** Bytes per second in GiB/s, the unit XProf shows bandwidths in and every page uses: "12.5 GiB/s". */
+export function formatBandwidth(bytesPerSec: number, digits = 4): string {
+  if (!Number.isFinite(bytesPerSec)) return "–";
+  return `${formatNumber(bytesPerSec / 2 ** 30, digits)} GiB/s`;
+}
+
 /** A value already in percent (0..100): 12.345 -> "12.3%". */
 export function formatPercent(percent: number, decimals = 1): string {
   if (!Number.isFinite(percent)) return "–";
@@ -122,6 +128,8 @@ export function formatWithUnit(value: number, unit: string): string {
   if (bytesScale !== undefined) return formatBytes(value * bytesScale);
   if (unit === "%") return formatPercent(value);
   if (unit === "ratio" || unit === "fraction") return formatRatio(value);
+  // Decimal GB/s (HTA's counters) read in the one bandwidth unit of the dashboard.
+  if (unit === "GB/s") return formatBandwidth(value * 1e9);
   return unit ? `${formatNumber(value)} ${unit}` : formatNumber(value);
 }
 

@@ -342,6 +342,9 @@ export interface KernelStatsResult {
   total_duration_us: number;
   tensorcore_duration_us: number;
   tensorcore_eligible_duration_us: number;
+  tensorcore_fraction: number | null;
+  tensorcore_eligible_fraction: number | null;
+  tensorcore_note: string;
   pie_by_kernel: KernelSlice[];
   message?: string;
 }
@@ -352,6 +355,8 @@ export interface AllocatorSummary {
   num_deallocations: number;
   memory_capacity_bytes: number;
   capacity_source: string;
+  capacity_label: string;
+  capacity_meaning: string;
   peak_bytes_usage_lifetime: number;
   peak_bytes_in_use: number;
   peak_heap_bytes: number;
@@ -571,6 +576,8 @@ export interface RooflineModelResult {
   host: string | null;
   hosts: string[];
   device_type: string;
+  device_name: string;
+  include_infeed_outfeed: boolean;
   device_count: number;
   op_count: number;
   message?: string;
@@ -765,7 +772,7 @@ export interface GpuCountersResult {
   hosts: string[];
   ranks: number[];
   max_queue_length: number | null;
-  peak_memory_bw_gbps: number | null;
+  peak_memory_bw_gibps: number | null;
 }
 
 export interface KernelSequencesResult {

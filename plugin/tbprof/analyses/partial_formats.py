@@ -12,5 +12,6 @@ PARTIAL_FORMATS = frozenset({"xspace"})
 # Bumped when what a partial holds, or how a carried value is computed, changes: a persisted
 # partial of another version is ignored (recomputed from the store).
 # 2: the memory digests compare reads; 3: binary (encode_partials); 4: PyTorch precision and
-# operators by launch; 5: steps need good evidence (step_confidence); 6: the overview's precision facts
-PARTIAL_VERSION = 6
+# operators by launch; 5: steps need good evidence (step_confidence); 6: the overview's precision facts;
+# 7: a device's step breakdown counts the host's events too (per_device_type_ps)
+PARTIAL_VERSION = 7

@@ -115,8 +115,10 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         side.kernel_stats = []
         side.unavailable["kernels"] = "no GPU kernels in the profile"
     if side.memory and not any(r.get("memory_ids") for r in side.memory):
+        # The memory page's own statement (memory_profile's message), not a second wording.
+        why = next((str(r["message"]) for r in side.memory if r.get("message")), "")
         side.memory = []
-        side.unavailable["memory"] = "no memory allocation events in the profile"
+        side.unavailable["memory"] = why or "no memory allocation events in the profile"
     return side
 
 

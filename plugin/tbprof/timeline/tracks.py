@@ -6,7 +6,7 @@ A device plane gives one track per line (derived lines such as "Steps" / "XLA Mo
 MemoryDeallocation events) and one track per thread; Chrome-trace planes give a counter
 track per counter line and a track per thread. A GPU with launches or copies (Kineto or CUPTI
 events) also gets HTA's counters (``generate_trace_with_counters``): "CUDA queue length" (one
-series per stream) and "Memory bandwidth" (GB/s, one series per copy type), from
+series per stream) and "Memory bandwidth" (GiB/s, one series per copy type), from
 ``analyses/gpu/counters.py``. Computed once per store (``store.memo``).
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from tbprof._core.kernels import nesting_depth
 from tbprof.analyses.gpu.activity import has_device_activity
-from tbprof.analyses.gpu.counters import StepSeries, device_counters, last_per_time
+from tbprof.analyses.gpu.counters import GIB_PER_GB, StepSeries, device_counters, last_per_time
 from tbprof.analyses.results.timeline import TrackGroup, TrackIndexJson, TrackJson
 from tbprof.domain.planes import device_display_name
 from tbprof.store.arrays import sorted_unique
@@ -310,10 +310,10 @@ def _pytorch_memory_tracks(store: ProfileStore, plane: Plane, group: int) -> lis
     return out
 
 
-def _merge_steps(series: list[StepSeries], prefix: str, unit: str) -> CounterSeries:
+def _merge_steps(series: list[StepSeries], prefix: str, unit: str, scale: float = 1.0) -> CounterSeries:
     """Several step functions on one counter track: the union of their times, each forward-filled
-    (0 before its first point), each with its value after all the changes at a time."""
-    last = [last_per_time(s.time_ps, s.value.astype(np.float64)) for s in series]
+    (0 before its first point), each with its value after all the changes at a time (× scale)."""
+    last = [last_per_time(s.time_ps, s.value.astype(np.float64) * scale) for s in series]
     times = sorted_unique(np.concatenate([t for t, _ in last]))
     values: dict[str, np.ndarray] = {}
     for s, (t, v) in zip(series, last, strict=True):
@@ -332,7 +332,8 @@ def _gpu_counter_tracks(store: ProfileStore) -> dict[int, list[tuple[str, Counte
         if queues:
             tracks.append(("CUDA queue length", _merge_steps(queues, "stream ", "")))
         if bandwidths:
-            tracks.append(("Memory bandwidth", _merge_steps(bandwidths, "", "GB/s")))
+            # HTA's GB/s in GiB/s, the dashboard's one bandwidth unit.
+            tracks.append(("Memory bandwidth", _merge_steps(bandwidths, "", "GiB/s", GIB_PER_GB)))
         out[plane_index] = tracks
     return out
 

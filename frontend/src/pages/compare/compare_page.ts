@@ -212,6 +212,14 @@ async function drawComparison(
     ),
   );
   content.appendChild(summaryCards(raw, result.tables));
+  // The backend's warnings (few ops on both sides): before anything else is read as a comparison.
+  const warnings = Array.isArray(raw.warnings) ? raw.warnings.filter((w): w is string => typeof w === "string") : [];
+  if (warnings.length) {
+    const box = messageBox({ title: "These profiles have little in common", body: warnings.map((w) => h("p", {}, w)) });
+    box.classList.add("tbp-tone-warn");
+    box.dataset.compareWarning = "";
+    content.appendChild(box);
+  }
   const unavailable = Object.entries(rec(raw.unavailable));
   const notes = Array.isArray(raw.notes) ? raw.notes.filter((n): n is string => typeof n === "string") : [];
   if (unavailable.length || notes.length) {
@@ -315,7 +323,16 @@ function summaryCards(raw: Record<string, unknown>, tables: Record<string, Table
   }
   const ops = tables.ops;
   if (ops) {
-    cards.push({ id: "ops", label: "Ops compared", value: formatNumber(ops.totalRows), hint: "added and removed ones in the Status column" });
+    const o = rec(rec(raw.overlap).ops);
+    const both = typeof o.both === "number" ? o.both : null;
+    cards.push({
+      id: "ops",
+      label: "Ops on both sides",
+      value: both === null ? formatNumber(ops.totalRows) : formatNumber(both),
+      hint: both === null
+        ? "added and removed ones in the Status column"
+        : `of ${formatNumber(Number(o.baseline))} (baseline) and ${formatNumber(Number(o.candidate))} (candidate)`,
+    });
   }
   return cardRow(cards, { oneRow: true });
 }

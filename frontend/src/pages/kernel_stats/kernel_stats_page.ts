@@ -22,14 +22,24 @@ function render(ctx: PageContext<KernelStatsResult>): void {
   const total = raw.total_duration_us;
   const tc = raw.tensorcore_duration_us;
   const eligible = raw.tensorcore_eligible_duration_us;
+  // The backend's shares (XProf's rules); null when the rules recognise nothing in this run,
+  // where a 0 % would be false (JAX/PyTorch op names, nvjet/Triton GEMMs): the card says why.
+  const tcShare = raw.tensorcore_fraction;
+  const eligibleShare = raw.tensorcore_eligible_fraction;
+  const note = raw.tensorcore_note;
+  const share = (v: number | null, us: number): { value: string; hint: string; title?: string } =>
+    v === null
+      ? { value: "not determined", hint: "XProf's rules recognise no op or kernel here", title: note }
+      : { value: formatPercent(v * 100), hint: formatDuration(us, "us") };
   el.appendChild(
     cardRow([
       { id: "kernels", label: "Distinct kernels", value: formatNumber(raw.row_count), hint: `${formatNumber(raw.kernel_event_count)} launches` },
       { id: "total", label: "Kernel time", value: formatDuration(total, "us") },
-      { id: "tensorcore", label: "Time in TensorCore kernels", value: total > 0 ? formatPercent((tc / total) * 100) : "–", hint: formatDuration(tc, "us") },
-      { id: "eligible", label: "Time in TensorCore-eligible ops", value: total > 0 ? formatPercent((eligible / total) * 100) : "–", hint: formatDuration(eligible, "us") },
+      { id: "tensorcore", label: "Time in TensorCore kernels", ...share(tcShare, tc) },
+      { id: "eligible", label: "Time in TensorCore-eligible ops", ...share(eligibleShare, eligible) },
     ]),
   );
+  if (note) el.appendChild(h("p", { class: "tbp-muted", "data-tensorcore-note": "" }, note));
   const grid = h("div", { class: "tbp-grid-2" });
   el.appendChild(grid);
   const box = panel(grid, "Kernel time by kernel");

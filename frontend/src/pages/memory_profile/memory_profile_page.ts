@@ -2,7 +2,7 @@
 // (heap and stack stacked, free memory, fragmentation on a second axis; hovering a point
 // shows the allocation event behind it) and the breakdown of memory in use at the peak.
 
-import type { MemoryProfileResult } from "../../data/schema.gen";
+import type { AllocatorSummary, MemoryProfileResult } from "../../data/schema.gen";
 import { type HtmlValue, html, joinHtml, tooltipHtml } from "../../base/html";
 import { byteAxis } from "../../base/byte_ticks";
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
@@ -23,16 +23,19 @@ function column(t: TableData, name: string): CellValue[] {
 
 const asNum = (v: CellValue | undefined): number => (typeof v === "number" ? v : 0);
 
-/** What the capacity is depends on who wrote it: never a caching allocator's reservation called the device's memory. */
-function capacityCard(source: string, capacity: number | null): Card {
+/**
+ * What the capacity is depends on who wrote it: never a caching allocator's reservation called
+ * the device's memory. Label and meaning are the backend's (memory_profile.CAPACITY_MEANING),
+ * the same words compare uses.
+ */
+function capacityCard(a: AllocatorSummary, capacity: number | null): Card {
+  const source = a.capacity_source;
+  const label = a.capacity_label || "Capacity";
+  const title = a.capacity_meaning || null;
   const value = capacity === null ? "–" : formatBytes(capacity);
-  if (source === "reserved") {
-    return { id: "capacity", label: "Reserved by the allocator", value, hint: "at the peak; not the device's memory", title: "PyTorch's caching allocator: memory it holds from the device (Total Reserved), in use or cached for reuse. The device itself may have much more." };
-  }
-  if (source === "peak") {
-    return { id: "capacity", label: "Capacity", value: "unknown", hint: "the profile records bytes in use only", title: "The allocator's counters carry no limit or reservation." };
-  }
-  return { id: "capacity", label: "Capacity", value, hint: "in use + free at the peak", title: "The allocator's memory at the peak: bytes in use plus its free bytes (XProf's memory capacity)." };
+  if (source === "reserved") return { id: "capacity", label, value, hint: "at the peak; not the device's memory", ...(title ? { title } : {}) };
+  if (source === "peak") return { id: "capacity", label, value: "unknown", hint: "the profile records bytes in use only", ...(title ? { title } : {}) };
+  return { id: "capacity", label, value, hint: "in use + free at the peak", ...(title ? { title } : {}) };
 }
 
 function render(ctx: PageContext<MemoryProfileResult>): void {
@@ -62,7 +65,7 @@ function render(ctx: PageContext<MemoryProfileResult>): void {
     cardRow([
       { id: "peak_heap", label: "Peak heap usage", value: formatBytes(a.peak_heap_bytes), hint: `at ${formatDuration(a.peak_time_ms, "ms")}, step ${a.peak_step_id}` },
       { id: "peak_in_use", label: "Peak memory in use", value: formatBytes(a.peak_bytes_in_use), hint: `lifetime peak ${formatBytes(a.peak_bytes_usage_lifetime)}` },
-      capacityCard(a.capacity_source, capacity),
+      capacityCard(a, capacity),
       { id: "fragmentation", label: "Fragmentation at peak", value: formatPercent((a.peak_fragmentation_fraction ?? 0) * 100) },
       { id: "allocations", label: "Allocations", value: formatNumber(a.num_allocations), hint: `${formatNumber(a.num_deallocations)} deallocations` },
     ]),

@@ -4,7 +4,7 @@
 // tool's options in the shell's options bar.
 
 import type { OpNode, OpProfileResult } from "../../data/schema.gen";
-import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { formatBandwidth, formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { TreeTable } from "../../widgets/tree_table";
@@ -98,7 +98,7 @@ function render(ctx: PageContext<OpProfileResult>): void {
         { label: "Total time", numeric: true, cell: (n) => formatDuration(n.total_time_us, "us") },
         { label: "Occurrences", numeric: true, cell: (n) => formatNumber(n.occurrences) },
         { label: "FLOP rate (GFLOP/s)", numeric: true, cell: (n) => formatNumber(n.flop_rate_gflops_per_sec) },
-        { label: "Memory BW (GB/s)", numeric: true, cell: (n) => formatNumber(n.memory_bw_gbytes_per_sec) },
+        { label: "Memory BW (GiB/s)", numeric: true, cell: (n) => formatNumber((n.memory_bw_gbytes_per_sec * 1e9) / 2 ** 30) },
         ...peakColumns,
       ],
     });
@@ -135,7 +135,7 @@ function showDetails(ctx: PageContext, box: HTMLElement, n: OpNode, peaks: Devic
     ["Bytes accessed", bytes > 0 ? formatBytes(bytes) : "–"],
     ["FLOPs per byte", flops > 0 && bytes > 0 ? formatNumber(flops / bytes, 3) : "–"],
     ["FLOP rate", `${formatNumber(n.flop_rate_gflops_per_sec)} GFLOP/s${u.flops === null ? "" : ` (${utilText(u.flops)} of peak)`}`],
-    ["Memory bandwidth", `${formatNumber(n.memory_bw_gbytes_per_sec)} GB/s${u.hbm === null ? "" : ` (${utilText(u.hbm)} of peak)`}`],
+    ["Memory bandwidth", `${formatBandwidth(n.memory_bw_gbytes_per_sec * 1e9)}${u.hbm === null ? "" : ` (${utilText(u.hbm)} of peak)`}`],
     ["Bound by", bound ?? "– (needs the device's peaks)"],
     ...(overPeak(u) ? [["Note", OVER_PEAK_NOTE] as [string, string]] : []),
   ];

@@ -3,6 +3,7 @@
 
 import type { PodViewerResult } from "../../data/schema.gen";
 import { formatDuration, formatNumber, formatPercent } from "../../base/format";
+import { html, joinHtml, tooltipHtml } from "../../base/html";
 import { unitFormatter, axisLabel } from "../../widgets/chart";
 import { cardRow } from "../../widgets/cards";
 import { clear, h } from "../../widgets/dom";
@@ -26,6 +27,8 @@ const COLORS: Record<string, string> = {
   Compilation: "#9c755f",
   "All others": "#bab0ac",
 };
+
+const fmtUs = unitFormatter("us");
 
 /** One column (host × device) in one step. */
 interface Column {
@@ -84,12 +87,15 @@ function render(ctx: PageContext<PodViewerResult>): void {
   const stepLabel = h("span", { class: "tbp-step-label" });
   el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Step"), slider, stepLabel)));
 
-  const grid = h("div", { class: "tbp-grid-side" });
+  // One column (one host with one device, or a host-only run): a chart of one bar says less than
+  // its breakdown table, so the page shows the table alone (#29 §4).
+  const single = shownColumns(columnsAt(initial)).length <= 1;
+  const grid = h("div", { class: single ? "" : "tbp-grid-side" });
   el.appendChild(grid);
-  const box = panel(grid, "Step time by host and device");
-  const details = h("div", { class: "tbp-panel tbp-details", "data-details": "" });
+  const box = single ? null : panel(grid, "Step time by host and device");
+  const details = h("div", { class: "tbp-panel tbp-details", "data-details": "", "data-single-column": single ? "" : null });
   grid.appendChild(details);
-  const c = chart(ctx, box, { label: "Step breakdown per host and device", id: "pod_step", height: 340 });
+  const c = box ? chart(ctx, box, { label: "Step breakdown per host and device", id: "pod_step", height: 340 }) : null;
 
   let cores: Column[] = [];
   const showDetails = (i: number): void => {
@@ -101,7 +107,7 @@ function render(ctx: PageContext<PodViewerResult>): void {
     }
     const total = core.totalUs;
     details.append(
-      h("h2", { title: core.host }, `${hostLabel(core.host)} · ${core.device}`),
+      h("h2", { title: core.host }, `${single ? "Step breakdown: " : ""}${hostLabel(core.host)} · ${core.device}`),
       h("p", {}, `Step time ${formatDuration(total, "us")}; bottleneck: `, h("b", {}, core.bottleneck || "–")),
       h(
         "table",
@@ -124,18 +130,28 @@ function render(ctx: PageContext<PodViewerResult>): void {
     const hosts = new Set(cores.map((k) => k.host));
     const names = cores.map((k) => columnLabel(k, hosts.size > 1));
     const used = labels.filter((l) => cores.some((k) => (k.breakdownUs[l] ?? 0) > 0));
+    showDetails(0);
+    if (!c) return;
     c.setOption({
       grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
       legend: { top: 0, type: "scroll" },
-      tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("us") },
+      // The column's full host id (a PyTorch rank's trace id) heads its tooltip; the axis says "rank N".
+      tooltip: {
+        trigger: "axis",
+        axisPointer: { type: "shadow" },
+        formatter: tooltipHtml((ps: { dataIndex?: number; seriesName?: string; value?: unknown }[]) => {
+          const k = cores[ps[0]?.dataIndex ?? -1];
+          const lines = ps.filter((p) => typeof p.value === "number" && p.value > 0).map((p) => html`${p.seriesName ?? ""}: ${fmtUs(p.value)}`);
+          return k ? joinHtml([html`<b>${k.host}</b> · ${k.device}`, ...lines]) : joinHtml(lines);
+        }),
+      },
       // Two-line labels (host, device) that wrap rather than cut; the tooltip has them whole.
       xAxis: { type: "category", data: names, axisLabel: { interval: 0, width: 120, overflow: "break", lineHeight: 14 } },
       yAxis: { type: "value", axisLabel: { formatter: axisLabel("us") } },
       series: used.map((l) => ({ type: "bar", name: l, stack: "core", itemStyle: { color: COLORS[l] }, barMaxWidth: 64, data: cores.map((k) => k.breakdownUs[l] ?? 0) })),
     });
-    showDetails(0);
   };
-  c.on("mouseover", (p) => {
+  c?.on("mouseover", (p) => {
     const i = (p as { dataIndex?: number }).dataIndex;
     if (typeof i === "number") showDetails(i);
   });

@@ -1,5 +1,6 @@
 // Roofline model: the device's roofs (peak FLOP rate, HBM bandwidth) on log-log axes with
-// one point per HLO op and one for the whole program; hovering a point names the op.
+// one point per HLO op and one for the whole program; hovering a point names the op. The
+// backend sends the points of one "include infeed/outfeed" setting (a page option).
 
 import type { RooflineModelResult } from "../../data/schema.gen";
 import { html, tooltipHtml } from "../../base/html";
@@ -10,6 +11,7 @@ import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import type { PageSpec } from "../registry";
+import { decadeBounds, decadeFormatter } from "./roofline_axes";
 
 const GIB_PER_GB = 1e9 / 2 ** 30;
 
@@ -38,10 +40,8 @@ function points(ctx: PageContext): Point[] {
   const oi = col("hbm_operational_intensity");
   const rate = col("measured_flop_rate");
   const bound = col("bound_by");
-  const inc = col("include_infeed_outfeed");
   const out: Point[] = [];
   for (const r of t.rows) {
-    if (r[inc] !== true) continue;
     const x = Number(r[oi]);
     const y = Number(r[rate]);
     if (!(x > 0 && y > 0)) continue; // a log axis has no place for 0
@@ -63,7 +63,13 @@ function render(ctx: PageContext<RooflineModelResult>): void {
   const hbmGb = hbmGib / GIB_PER_GB;
   el.appendChild(
     cardRow([
-      { id: "device", label: "Device", value: raw.device_type || "–", hint: `${formatNumber(raw.device_count)} device(s)` },
+      // The device as every page names it (device_name); XProf's architecture name as the hint.
+      {
+        id: "device",
+        label: "Device",
+        value: raw.device_name || raw.device_type || "–",
+        hint: [raw.device_type, `${formatNumber(raw.device_count)} device(s)`].filter(Boolean).join(" · "),
+      },
       { id: "peak_flop_rate", label: "Peak FLOP rate", value: `${formatNumber(peak)} GFLOP/s` },
       { id: "peak_hbm_bw", label: "Peak HBM bandwidth", value: `${formatNumber(hbmGib)} GiB/s` },
       { id: "ridge", label: "HBM ridge point", value: `${formatNumber(raw.hbm_ridge_point)} FLOP/byte` },
@@ -71,10 +77,10 @@ function render(ctx: PageContext<RooflineModelResult>): void {
   );
   const pts = points(ctx);
   const box = panel(el, "Roofline (log-log): HBM operational intensity vs. measured FLOP rate");
-  const xs = pts.map((p) => p.intensity);
-  const ridge = hbmGb > 0 ? peak / hbmGb : 1;
-  const x0 = Math.min(ridge / 100, ...xs) / 2;
-  const x1 = Math.max(ridge * 10, ...xs) * 2;
+  const ridge = hbmGb > 0 ? peak / hbmGb : 0;
+  // Whole decades around the points and the ridge (where the roof bends).
+  const [x0, x1] = decadeBounds([...pts.map((p) => p.intensity), ridge]);
+  const [y0, y1] = decadeBounds([...pts.map((p) => p.flopRate), peak]);
   const program = pts.filter((p) => p.category === "Program");
   const ops = pts.filter((p) => p.category !== "Program");
   const asData = (ps: Point[]): unknown[] => ps.map((p) => ({ value: [p.intensity, p.flopRate], name: p.name, bound: p.boundBy }));
@@ -90,15 +96,16 @@ function render(ctx: PageContext<RooflineModelResult>): void {
     },
     legend: { top: 0 },
     grid: { left: 72, right: 24, top: 32, bottom: 48 },
-    xAxis: { type: "log", name: "FLOP/byte (HBM)", nameLocation: "middle", nameGap: 28, min: x0, max: x1 },
-    yAxis: { type: "log", name: "GFLOP/s" },
+    xAxis: { type: "log", name: "FLOP/byte (HBM)", nameLocation: "middle", nameGap: 28, min: x0, max: x1, axisLabel: { formatter: decadeFormatter(x0, x1) } },
+    yAxis: { type: "log", name: "GFLOP/s", min: y0, max: y1, axisLabel: { formatter: decadeFormatter(y0, y1) } },
     series: [
       { type: "line", name: "Roof (HBM, peak)", showSymbol: false, data: roofLine(peak, hbmGb, x0, x1) },
       { ...dots, name: "HLO ops", data: asData(ops) },
       { ...dots, name: "Program", symbol: "diamond", symbolSize: 14, data: asData(program) },
     ],
   });
-  if (result.tables.roofline) el.appendChild(tableWidget(ctx, "roofline", { title: "Points (program and ops)" }).el);
+  const included = raw.include_infeed_outfeed ? "with" : "without";
+  if (result.tables.roofline) el.appendChild(tableWidget(ctx, "roofline", { title: `Points (program and ops, ${included} infeed/outfeed)` }).el);
   el.appendChild(h("p", { class: "tbp-muted" }, "Points with no FLOPs or no HBM bytes have no place on log axes; the table lists them."));
 }
 

@@ -29,6 +29,7 @@ import numpy as np
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.gpu.trace_diff import OpSummary
 from tbprof.analyses.gpu.trace_diff import diff as trace_diff_table
+from tbprof.analyses.memory.memory_profile import capacity_meaning
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, OptionError
@@ -527,9 +528,13 @@ def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], d
         b = np.array([get(ba, m, key) for m in ids])
         c = np.array([get(ca, m, key) for m in ids])
         vals[f"base_{col}"], vals[f"cand_{col}"], vals[f"delta_{col}"] = b, c, c - b
+    # What "capacity" is on each side, in the memory page's words (memory_profile.CAPACITY_MEANING).
+    vals["capacity_is"] = [_capacity_is(ba.get(m), ca.get(m)) for m in ids]
     cols = [Column("memory_id", "Allocator", "str"), Column("status", "Status", "str"),
             *_delta_columns("peak_bytes", "peak in use", "bytes", "float", "heap + stack at the peak"),
-            *_delta_columns("capacity_bytes", "capacity", "bytes", "float"),
+            *_delta_columns("capacity_bytes", "capacity", "bytes", "float",
+                            "what it is: the 'Capacity is' column (as the memory page says)"),
+            Column("capacity_is", "Capacity is", "str", "", "the memory page's statement of each side's capacity"),
             *_delta_columns("peak_fragmentation_fraction", "fragmentation at the peak", "fraction"),
             *_delta_columns("allocations", "allocations", "", "float")]
     allocators = Table.from_columns(cols, vals, default_sort=None)
@@ -571,10 +576,27 @@ def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], d
     return {"memory_allocators": allocators, "allocations": allocations}, summary_of(ba, ca)
 
 
+def _capacity_is(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> str:
+    """The memory page's label of each side's capacity ("Capacity", "Reserved by the allocator");
+    one text when both sides say the same."""
+    def text(a: dict[str, Any] | None) -> str:
+        if a is None:
+            return ""
+        label, meaning = capacity_meaning(str(a.get("capacity_source", "allocator")))
+        return f"{label}: {meaning}"
+    b, c = text(base), text(cand)
+    if not b or not c or b == c:
+        return b or c
+    return f"baseline: {b}; candidate: {c}"
+
+
 def summary_of(ba: dict[str, dict[str, Any]], ca: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    keys = ("host", "peak_bytes_in_use", "memory_capacity_bytes", "peak_fragmentation_fraction")
-    return {"baseline": [{"memory_id": m, **{k: ba[m].get(k) for k in keys}} for m in sorted(ba)],
-            "candidate": [{"memory_id": m, **{k: ca[m].get(k) for k in keys}} for m in sorted(ca)]}
+    keys = ("host", "peak_bytes_in_use", "memory_capacity_bytes", "peak_fragmentation_fraction", "capacity_source")
+
+    def one(m: str, a: dict[str, Any]) -> dict[str, Any]:
+        label, meaning = capacity_meaning(str(a.get("capacity_source", "allocator")))
+        return {"memory_id": m, **{k: a.get(k) for k in keys}, "capacity_label": label, "capacity_meaning": meaning}
+    return {"baseline": [one(m, ba[m]) for m in sorted(ba)], "candidate": [one(m, ca[m]) for m in sorted(ca)]}
 
 
 # --- verdict --------------------------------------------------------------------------------
@@ -614,6 +636,37 @@ def _shared_share(ops: Table) -> float:
     v = np.nan_to_num(np.asarray(ops.data[col], np.float64))
     total = float(v.sum())
     return float(v[ops.data["status"] == "both"].sum()) / total if total > 0 else 1.0
+
+
+# Below this share of the smaller side's ops found on both sides, the two profiles mostly ran
+# different code and their op tables say little about each other: a warning names how many of
+# how many. (Kernels are counted too, but their key holds launch shapes and op names, which a
+# new batch size changes: no warning from them.)
+OVERLAP_WARN_BELOW = 0.5
+_OVERLAP_WARNS = ("ops",)
+
+
+def overlap(tables: Mapping[str, Table]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Per joined table (ops, kernels): keys on both sides and on each side; a warning when the
+    ops found on both sides are below OVERLAP_WARN_BELOW of the smaller side."""
+    counts: dict[str, dict[str, int]] = {}
+    warnings: list[str] = []
+    for name in ("ops", "kernels"):
+        t = tables.get(name)
+        if t is None or "status" not in t.data:
+            continue
+        status = np.asarray(t.data["status"], dtype=object)
+        both = int(np.sum(status == "both"))
+        n_base = both + int(np.sum(status == "removed"))
+        n_cand = both + int(np.sum(status == "added"))
+        counts[name] = {"both": both, "baseline": n_base, "candidate": n_cand}
+        smaller = min(n_base, n_cand)
+        if name in _OVERLAP_WARNS and smaller > 0 and both < OVERLAP_WARN_BELOW * smaller:
+            warnings.append(
+                f"Only {both} {name} appear on both sides (the baseline has {n_base}, the candidate {n_cand}): "
+                f"the two profiles mostly ran different {name}, so their {name} table compares little. Check "
+                "that the baseline is the run you meant.")
+    return counts, warnings
 
 
 def verdict(change: dict[str, Any] | None, breakdown: Table | None, op_types: Table | None, ops: Table | None,
@@ -746,6 +799,7 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
     identical = (change is not None and np.array_equal(bs.step_time_ms, cs_.step_time_ms)  # type: ignore[union-attr]
                  and _tables_identical({k: v for k, v in tables.items() if k != "steps"}))
     v = verdict(change, breakdown, tables.get("op_types"), tables.get("ops"), identical, why_no_steps)
+    overlap_counts, warnings = overlap(tables)
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": "compare",
@@ -767,5 +821,8 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
         "identical": identical,
         "unavailable": unavailable,
         "notes": notes,
+        # Keys found on both sides of the op and kernel tables; warnings when few are.
+        "overlap": overlap_counts,
+        "warnings": warnings,
         "tables": tables,
     }

@@ -22,8 +22,10 @@ SOURCES: dict[str, dict[str, str]] = {
                "memory": "memory_profile"},
     "tf1_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
     "tfprof_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
-    # PyTorch runs have XProf's tools (Kineto steps, op metrics and kernel reports).
-    "pytorch": {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats"},
+    # PyTorch runs have XProf's tools (Kineto steps, op metrics, kernel reports and, with
+    # profile_memory, the memory profile: the memory page shows it, so compare reads it too).
+    "pytorch": {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats",
+                "memory": "memory_profile"},
 }
 # Kinds whose hosts are the steps of one run (a file per step): compared as a whole.
 WHOLE_RUN_KINDS = ("tf1_timeline", "tfprof_timeline")

@@ -211,14 +211,17 @@ QUEUE_SERIES_COLUMNS = [Column("rank", "Rank", "int"), Column("device", "Device"
                         Column("stream", "Stream", "int"),
                         Column("time_us", "Time", "float", "us", "from the start of the host's profile"),
                         Column("queue_length", "Queue length", "int", "", "launched, not yet started")]
+# The tables show bandwidths in GiB/s, the dashboard's one bandwidth unit (XProf's); the series
+# stay in HTA's GB/s inside (its parity), converted on the way out.
+GIB_PER_GB = 1e9 / 2**30
 BW_SUMMARY_COLUMNS = [Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
                       Column("memory_kind", "Operation", "str", "", "Memcpy HtoD / DtoH / DtoD, Memset, ..."),
-                      *[Column(c.name + ("_gbps" if c.kind == "float" else ""), c.label, c.kind,
-                               "GB/s" if c.kind == "float" else "", c.description) for c in _STATS]]
+                      *[Column(c.name + ("_gibps" if c.kind == "float" else ""), c.label, c.kind,
+                               "GiB/s" if c.kind == "float" else "", c.description) for c in _STATS]]
 BW_SERIES_COLUMNS = [Column("rank", "Rank", "int"), Column("device", "Device", "str"),
                      Column("memory_kind", "Operation", "str"),
                      Column("time_us", "Time", "float", "us", "from the start of the host's profile"),
-                     Column("memory_bw_gbps", "Bandwidth", "float", "GB/s", "of the copies running")]
+                     Column("memory_bw_gibps", "Bandwidth", "float", "GiB/s", "of the copies running")]
 
 
 def _table(columns: list[Column], rows: list[tuple[Any, ...]], sort: str | None = None, desc: bool = True) -> Table:
@@ -233,7 +236,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuCo
     q_series: list[tuple[Any, ...]] = []
     bw_series: list[tuple[Any, ...]] = []
     max_queue = 0
-    peak_gbps = 0.0
+    peak_gibps = 0.0
     for rank, store in ranked:
         for _, device, queues, bandwidths in device_counters(store):
             for s in queues:
@@ -242,17 +245,18 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuCo
                 q_series.extend((rank, device, int(s.key), t, v) for t, v in zip(t_us, s.value.tolist(), strict=True))
                 max_queue = max(max_queue, int(s.value.max()))
             for s in bandwidths:
-                positive = s.value[s.value > 0]
+                gibps = s.value * GIB_PER_GB
+                positive = gibps[s.value > 0]
                 bw_summary.append((rank, store.host, device, s.key, *describe(positive)))
                 t_us = (s.time_ps / _PS_PER_US).tolist()
-                bw_series.extend((rank, device, s.key, t, v) for t, v in zip(t_us, s.value.tolist(), strict=True))
+                bw_series.extend((rank, device, s.key, t, v) for t, v in zip(t_us, gibps.tolist(), strict=True))
                 if positive.shape[0]:
-                    peak_gbps = max(peak_gbps, float(positive.max()))
+                    peak_gibps = max(peak_gibps, float(positive.max()))
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
         "ranks": [r for r, _ in ranked],
         "max_queue_length": max_queue if q_summary else None,
-        "peak_memory_bw_gbps": peak_gbps if bw_summary else None,
+        "peak_memory_bw_gibps": peak_gibps if bw_summary else None,
         "tables": {
             "queue_length_summary": _table(QUEUE_SUMMARY_COLUMNS, q_summary),
             "memory_bw_summary": _table(BW_SUMMARY_COLUMNS, bw_summary),

@@ -5,7 +5,8 @@ Roofs: ``peak_flop_rate`` (GFLOP/s), ``peak_hbm_bw`` (GiB/s) and, on GPUs, the s
 roof XProf calls ``peak_vmem_write_bw`` (GiB/s); a ridge point is peak FLOP rate / peak
 bandwidth with the bandwidth in GB/s (10^9 bytes/s), as XProf computes it. Points: every HLO
 op (the ``hlo_stats`` rows) plus a "Program" row for all device time of the chosen hosts (idle
-included), once with and once without infeed/outfeed ops (``include_infeed_outfeed``).
+included), with or without infeed/outfeed ops (option ``include_infeed_outfeed``, XProf's
+filter, default true as XProf's page opens; ``roofline_table`` makes both).
 Per point: measured FLOP rate, operational intensity (FLOP per byte, all bytes and HBM bytes),
 ``bound_by``, the roof at the point's HBM intensity (``optimal_flop_rate``), and
 ``roofline_efficiency`` = max(compute efficiency, HBM bandwidth utilization). Formulas:
@@ -31,18 +32,31 @@ from tbprof.analyses.hlo.hlo_stats import (
 )
 from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks
 from tbprof.analyses.table import Column, Table
-from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain import roofline
-from tbprof.domain.planes import device_model, device_planes_of
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
 
 INFEED_OUTFEED = ("infeed", "outfeed")
+# XProf's roofline page opens with its "Include Infeed/Outfeed" filter on true.
+INCLUDE_INFEED_OUTFEED_DEFAULT = True
+
+
 def device_type(stores: Sequence[ProfileStore]) -> str:
     """XProf's device type of the first device plane ("Nvidia GPU (Hopper)", "AMD GPU - gfx942",
     "TPU v6 Lite"), "" when there is none."""
     for s in stores:
         for pi in device_planes_of(s):
             return device_model(s.planes[pi])
+    return ""
+
+
+def device_name(stores: Sequence[ProfileStore]) -> str:
+    """The first device's name as every page shows it (domain/planes.device_display_name: the
+    product name, "NVIDIA H200"); "" when there is no device plane."""
+    for s in stores:
+        for pi in device_planes_of(s):
+            return device_display_name(s.planes[pi])
     return ""
 
 
@@ -57,11 +71,18 @@ def peaks(env: roofline.PerfEnv) -> RooflinePeaks:
     }
 
 
+# What a reader compares first (bound by, intensity, FLOP rate, efficiency) right after the op's
+# name; then the rest in XProf's order.
 COLUMNS = [
+    Column("operation", "Operation", "str"),
+    Column("bound_by", "Bound by", "str"),
+    Column("operational_intensity", "Operational intensity", "float", "FLOP/byte"),
+    Column("hbm_operational_intensity", "HBM operational intensity", "float", "FLOP/byte"),
+    Column("measured_flop_rate", "Measured FLOP rate", "float", "GFLOP/s"),
+    Column("roofline_efficiency", "Roofline efficiency", "float", "fraction"),
+    Column("category", "Category", "str"),
     Column("step", "Step", "str", "", "Total: the whole profile"),
     Column("rank", "Rank", "int", "", "0: the program row"),
-    Column("category", "Category", "str"),
-    Column("operation", "Operation", "str"),
     Column("occurrences", "#Occurrences", "int"),
     Column("total_time", "Total time", "float", "us"),
     Column("avg_time", "Avg. time", "float", "us"),
@@ -70,19 +91,14 @@ COLUMNS = [
     Column("total_self_time_percent", "Total self time", "float", "fraction",
            "share of the device time, 0..1 (XProf's roofline table uses fractions)"),
     Column("cumulative_total_self_time_percent", "Cumulative total self time", "float", "fraction"),
-    Column("measured_flop_rate", "Measured GFLOP/s", "float", "GFLOP/s"),
-    Column("model_flop_rate", "Model GFLOP/s", "float", "GFLOP/s"),
+    Column("model_flop_rate", "Model FLOP rate", "float", "GFLOP/s"),
     Column("measured_memory_bw", "Measured memory BW", "float", "GiB/s"),
     Column("hbm_bw", "HBM BW", "float", "GiB/s"),
-    Column("operational_intensity", "Operational intensity", "float", "FLOP/byte"),
-    Column("hbm_operational_intensity", "HBM operational intensity", "float", "FLOP/byte"),
     Column("bottleneck_operational_intensity", "Bottleneck operational intensity", "float", "FLOP/byte",
            "HBM intensity when HBM-bound, else the intensity over all bytes"),
-    Column("bound_by", "Bound by", "str"),
     Column("total_time_per_core", "Total time per core", "float", "us"),
     Column("total_time_in_percentage", "Total time", "float", "fraction"),
-    Column("optimal_flop_rate", "Optimal GFLOP/s", "float", "GFLOP/s", "the roof at the HBM intensity"),
-    Column("roofline_efficiency", "Roofline efficiency", "float", "fraction"),
+    Column("optimal_flop_rate", "Optimal FLOP rate", "float", "GFLOP/s", "the roof at the HBM intensity"),
     Column("compute_efficiency", "FLOP rate / peak", "float", "fraction"),
     Column("max_mem_bw_utilization", "Max memory BW utilization", "float", "fraction"),
     Column("include_infeed_outfeed", "Include infeed/outfeed", "bool"),
@@ -121,7 +137,9 @@ def _roof_columns(env: roofline.PerfEnv, flops: np.ndarray, nbytes: np.ndarray, 
     }
 
 
-def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None) -> Table:
+def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None,
+                   include_infeed_outfeed: Sequence[bool] = (True, False)) -> Table:
+    """The program row and the op rows once per value of ``include_infeed_outfeed`` asked for."""
     r = rates or op_rates(stores)
     db, env = r.db, r.env
     ops = hlo_table(stores, r)
@@ -130,7 +148,7 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
     io = np.isin(db.type[o].astype(str), INFEED_OUTFEED)
     parts: list[dict[str, Any]] = []
     # No device ops: no points at all (XProf's table is empty on CPU profiles).
-    for include in ((True, False) if o.shape[0] else ()):
+    for include in (include_infeed_outfeed if o.shape[0] else ()):
         keep = np.ones(o.shape[0], dtype=bool) if include else ~io
         idx = o[keep]
         total_ps = float(db.total_time_ps) - (0.0 if include else float(db.time_ps[o[io]].sum()))
@@ -164,11 +182,14 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> RooflineModelResult:
     rates = op_rates(stores)
-    table = roofline_table(stores, rates)
+    include = bool(options.get("include_infeed_outfeed", INCLUDE_INFEED_OUTFEED_DEFAULT))
+    table = roofline_table(stores, rates, (include,))
     out: RooflineModelResult = {
         "schema_version": SCHEMA_VERSION, "tool": "roofline_model",
         "host": stores[0].host if len(stores) == 1 else None, "hosts": [s.host for s in stores],
         "device_type": device_type(stores),
+        "device_name": device_name(stores),
+        "include_infeed_outfeed": include,
         "device_count": device_count(stores),
         **peaks(rates.env),
         "op_count": int(rates.order.shape[0]),
@@ -183,6 +204,9 @@ TOOLS = (
     Tool(
         name="roofline_model", title="Roofline model", compute=compute, multi_host=True, available=has_hlo_ops,
         few_planes=True,
+        options=(Option("include_infeed_outfeed", parse_bool, INCLUDE_INFEED_OUTFEED_DEFAULT,
+                        "count infeed and outfeed ops in the program point and list them as points "
+                        "(XProf's 'Include Infeed/Outfeed' filter)"),),
         description="Device roofs (peak FLOP rate, HBM bandwidth) and one point per HLO op and per program.",
     ),
 )

@@ -613,6 +613,21 @@ def peak_fragmentation(ev: MemoryEvents) -> float:
     return float(ev.details(np.array([ev.peak_index]))["fragmentation"][0])
 
 
+# What an allocator's "capacity" is, by capacity_source: (label, meaning). The one statement the
+# memory page and compare make about it (#29 §4: compare called a PyTorch reservation capacity).
+CAPACITY_MEANING: dict[str, tuple[str, str]] = {
+    "allocator": ("Capacity", "the allocator's memory at the peak: bytes in use plus its free bytes "
+                              "(XProf's memory capacity)"),
+    "reserved": ("Reserved by the allocator", "PyTorch's caching allocator's reserved memory at the peak "
+                                              "(in use or cached for reuse), not the device's memory"),
+    "peak": ("Capacity", "unknown: the profile records bytes in use only"),
+}
+
+
+def capacity_meaning(source: str) -> tuple[str, str]:
+    return CAPACITY_MEANING.get(source, CAPACITY_MEANING["allocator"])
+
+
 def summarize(ev: MemoryEvents) -> AllocatorSummary:
     p = ev.peak_index
     d = ev.details(np.array([p, ev.last_trace_index]))
@@ -626,6 +641,8 @@ def summarize(ev: MemoryEvents) -> AllocatorSummary:
         # "reserved" (PyTorch: the caching allocator's reserved memory at the peak) or "peak"
         # (nothing tells: the peak itself).
         "capacity_source": ev.capacity_source,
+        "capacity_label": capacity_meaning(ev.capacity_source)[0],
+        "capacity_meaning": capacity_meaning(ev.capacity_source)[1],
         # XProf keeps the allocator's own peak counter of the last event it visits.
         "peak_bytes_usage_lifetime": int(d["peak_bytes_in_use"][1]),
         "peak_bytes_in_use": heap + stack,

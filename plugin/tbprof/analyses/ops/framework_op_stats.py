@@ -44,8 +44,8 @@ COLUMNS = [
     Column("host_cumulative_self_time_fraction", "Cumulative self-time on host", "float", "fraction"),
     Column("measured_flop_rate_gflops_per_sec", "Measured FLOP rate", "float", "GFLOP/s",
            "flops / total time; FLOPs from flops stats or the HLO cost analysis, else 0"),
-    Column("measured_memory_bw_gbytes_per_sec", "Measured memory BW", "float", "GB/s",
-           "bytes accessed / total time (10^9 bytes/s; XProf shows GiB/s); bytes from bytes stats or "
+    Column("measured_memory_bw_gibibytes_per_sec", "Measured memory BW", "float", "GiB/s",
+           "bytes accessed / total time (2^30 bytes/s, as XProf); bytes from bytes stats or "
            "the HLO cost analysis, else 0"),
     Column("operational_intensity_flops_per_byte", "Operational intensity", "float", "FLOP/byte"),
     Column("gpu_tensorcore_utilization_fraction", "GPU TensorCore utilization", "float", "fraction",
@@ -92,7 +92,8 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
         avg_time = np.where(occ > 0, time_ps / 1e6 / np.maximum(occ, 1), 0.0)
         avg_self = np.where(occ > 0, self_ps / 1e6 / np.maximum(occ, 1), 0.0)
         flop_rate = np.where(time_ps > 0, flops / np.maximum(time_ps, 1) * 1e3, 0.0)  # flops/ps -> GFLOP/s
-        bw = np.where(time_ps > 0, nbytes / np.maximum(time_ps, 1) * 1e3, 0.0)
+        # bytes / ps * 1e12 / 2^30: GiB/s, the unit XProf shows bandwidths in (one unit on every page).
+        bw = np.where(time_ps > 0, nbytes / np.maximum(time_ps, 1) * (1e12 / 2**30), 0.0)
         intensity = np.where(nbytes > 0, flops / np.maximum(nbytes, 1), 0.0)
     tc = np.zeros(n)
     if side == "Device" and tensorcore_by_op:
@@ -111,7 +112,7 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
         "device_cumulative_self_time_fraction": cum if is_device else zeros,
         "host_self_time_fraction": zeros if is_device else frac,
         "host_cumulative_self_time_fraction": zeros if is_device else cum,
-        "measured_flop_rate_gflops_per_sec": flop_rate, "measured_memory_bw_gbytes_per_sec": bw,
+        "measured_flop_rate_gflops_per_sec": flop_rate, "measured_memory_bw_gibibytes_per_sec": bw,
         "operational_intensity_flops_per_byte": intensity, "gpu_tensorcore_utilization_fraction": tc,
         "bound_by": bound, "is_eager": eager,
         "execution_mode": np.where(eager, "Eager", "Function").astype(object),

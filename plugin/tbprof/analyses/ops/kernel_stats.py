@@ -44,6 +44,15 @@ _ELIGIBLE_SUFFIXES = ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "
                       "XlaDot", "XlaDotV2")
 _ELIGIBLE_CONTAINS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
 
+# When nothing in the run matches XProf's rules, their 0 % says nothing: JAX and PyTorch ops do
+# not carry TensorFlow op names, and newer GEMM kernels (cuBLASLt's nvjet_*, Triton's
+# gemm_fusion_*) are not in XProf's name list, yet run on TensorCores.
+TENSORCORE_UNJUDGED_NOTE = (
+    "Not determined: no op or kernel of this run matches XProf's TensorCore rules (TensorFlow "
+    "matmul/convolution op names, cuBLAS/cuDNN TensorCore kernel names), which do not recognise "
+    "JAX or PyTorch op names nor newer GEMM kernels (nvjet, Triton); the per-kernel columns "
+    "are XProf's.")
+
 NO_GPU_MESSAGE = ("This profile has no GPU kernels: kernel statistics come from the CUDA or HIP kernel events "
                   "that the profiler records on /device:GPU:n planes (run the profiled program on a GPU "
                   "with the CUPTI or ROCm tracer enabled).")
@@ -327,6 +336,18 @@ def hosts_table(stores: Sequence[ProfileStore]) -> Table:
     return Table.from_columns(COLUMNS, {k: v[order] for k, v in data.items()}, default_sort="total_duration_us")
 
 
+def tensorcore_judged(table: Table) -> bool:
+    """Whether XProf's TensorCore rules recognise any kernel or op of ``table`` (a kernels
+    table): only then are its TensorCore shares a statement about the run."""
+    return table.n_rows > 0 and bool(table.data["op_tensorcore_eligible"].any()
+                                     or table.data["kernel_uses_tensorcore"].any())
+
+
+def tensorcore_rules_match(stores: Sequence[ProfileStore]) -> bool:
+    """``tensorcore_judged`` over the hosts' kernels."""
+    return any(tensorcore_judged(kernel_reports(s).table) for s in stores)
+
+
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> KernelStatsResult:
     table = hosts_table(stores)
     total_us = float(table.data["total_duration_us"].sum()) if table.n_rows else 0.0
@@ -344,9 +365,16 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Kerne
         "total_duration_us": total_us,
         "tensorcore_duration_us": tc_us,
         "tensorcore_eligible_duration_us": eligible_us,
+        # Shares of kernel time, XProf's rules; null when the rules recognise nothing here.
+        "tensorcore_fraction": None, "tensorcore_eligible_fraction": None, "tensorcore_note": "",
         "pie_by_kernel": _pie(table),
         "tables": {"kernels": table},
     }
+    if tensorcore_judged(table) and total_us > 0:
+        out["tensorcore_fraction"] = tc_us / total_us
+        out["tensorcore_eligible_fraction"] = eligible_us / total_us
+    elif table.n_rows:
+        out["tensorcore_note"] = TENSORCORE_UNJUDGED_NOTE
     if table.n_rows == 0:
         out["message"] = NO_GPU_MESSAGE
     return out

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.metrics import metric_json
-from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
+from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.overview.profile_summary import device_type
@@ -80,7 +80,8 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
             Column("flop_rate_gflops_per_sec", "FLOP rate", "float", "GFLOP/s",
                    "empty when the profile has no FLOP counts for the op"),
             Column("tensor_core_utilization_percent", "TensorCore use", "float", "%",
-                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels)")]
+                   "share of the op's GPU kernel time in TensorCore kernels (empty: no GPU kernels, or none "
+                   "of the run's ops and kernels matches XProf's TensorCore rules)")]
     pct = 100.0 * self_ps / total
     return Table.from_columns(cols, {
         "rank": np.arange(1, k + 1), "name": t.name[:k], "type": t.type[:k], "occurrences": t.occurrences[:k],
@@ -165,6 +166,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Overv
     recommendation["next_steps"] = next_steps(recommendation, st.has_device, uses_tf_data)
     # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
     has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
+    # A TensorCore share only where XProf's rules recognise something in the run (else unknown,
+    # not 0 %: kernel_stats.TENSORCORE_UNJUDGED_NOTE).
+    judged = ops.side == "device" and tensorcore_rules_match(stores)
     return {
         "schema_version": SCHEMA_VERSION, "tool": "overview_page",
         "hosts": st.hosts, "steps": st.steps_json(), "run_environment": env,
@@ -193,7 +197,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Overv
                     metric_json("device_collectives_of_step_time",
                                 ana["percent"]["device_collectives_percent"])] if has_step_time else [],
         "tables": {"steps": steps_table(st), "top_ops": top_ops_table(
-            ops, tensorcore_by_op=tensorcore_by_op(stores) if ops.side == "device" else None)},
+            ops, tensorcore_by_op=tensorcore_by_op(stores) if judged else None)},
     }
 
 

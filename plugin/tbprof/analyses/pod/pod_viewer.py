@@ -3,7 +3,8 @@
 Columnar: ``steps`` lists the chosen steps; each entry of ``cores`` (one per column) holds one
 value per chosen step. Columns: for each host, "all devices" (the host's step breakdown, which
 is what XProf's GPU pod viewer shows as its single core) and then each device (GPU) on its own,
-broken down from that device's events over the same step span. CPU-only hosts have one column.
+broken down from that device's events and the host's over the same step span (so a one-device
+host's two columns agree). CPU-only hosts have one column.
 A column's bottleneck is its largest category.
 """
 

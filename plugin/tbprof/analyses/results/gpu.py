@@ -12,7 +12,7 @@ class GpuBreakdownResult(PerRankEnvelope):
 
 class GpuCountersResult(PerRankEnvelope):
     max_queue_length: int | None
-    peak_memory_bw_gbps: float | None
+    peak_memory_bw_gibps: float | None  # GiB/s (the dashboard's bandwidth unit)
 
 
 class KernelSequencesResult(PerRankEnvelope):

@@ -39,7 +39,9 @@ class RooflinePeaks(TypedDict):
 class RooflineModelResult(ToolEnvelope, RooflinePeaks):
     host: str | None
     hosts: list[str]
-    device_type: str
+    device_type: str  # XProf's architecture name ("Nvidia GPU (Hopper)")
+    device_name: str  # the product name every page shows ("NVIDIA H200"); "" without a device
+    include_infeed_outfeed: bool  # the rows' setting of XProf's Include Infeed/Outfeed filter
     device_count: int
     op_count: int
     message: NotRequired[str]  # why there are no device ops

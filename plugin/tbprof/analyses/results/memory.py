@@ -13,6 +13,8 @@ class AllocatorSummary(TypedDict):
     # What the capacity is: "allocator" (XProf: in use + free of the allocator's limit),
     # "reserved" (PyTorch: the caching allocator's reserved memory at the peak) or "peak".
     capacity_source: str
+    capacity_label: str  # the capacity card's label, as the memory page and compare both say it
+    capacity_meaning: str  # what that capacity is (memory_profile.CAPACITY_MEANING)
     peak_bytes_usage_lifetime: int
     peak_bytes_in_use: int
     peak_heap_bytes: int

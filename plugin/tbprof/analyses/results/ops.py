@@ -44,6 +44,11 @@ class KernelStatsResult(ToolEnvelope):
     total_duration_us: float
     tensorcore_duration_us: float
     tensorcore_eligible_duration_us: float
+    # Shares of kernel time by XProf's rules; None where the rules recognise nothing in the run
+    # (tensorcore_note says why): a 0 % there would be false.
+    tensorcore_fraction: float | None
+    tensorcore_eligible_fraction: float | None
+    tensorcore_note: str
     pie_by_kernel: list[KernelSlice]
     message: NotRequired[str]  # why there are no kernels
 

@@ -391,8 +391,12 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     step_idx = np.where(step_idx >= 0, remap[np.clip(step_idx, 0, None)], -1) if len(step_idx) else step_idx
     type_ps = _breakdown(step_idx, st, en, ty, begin, end)
     per_dev = np.zeros((len(devices), len(begin), sb.N_TYPES), np.int64)
+    # A device's column: its own events plus the host's (host compute, input, kernel launch serve
+    # every device of the host), so a one-device host's column equals its "all devices" one and
+    # both name the same bottleneck (#29 §4: PyTorch rank 1 read "Host compute" and "All others").
+    on_host = ~np.isin(plane_of, np.asarray(devices, dtype=plane_of.dtype)) if len(plane_of) else plane_of.astype(bool)
     for d, pi in enumerate(devices):
-        m = plane_of == pi
+        m = (plane_of == pi) | on_host
         per_dev[d] = _breakdown(step_idx[m], st[m], en[m], ty[m], begin, end)
     group_to_step = None
     if group_of is not None and key_to_step is not None:

@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tbprof.errors import BadParameter
+
 SCHEMA_VERSION = 1
 
 
-class OptionError(ValueError):
-    """An option value that does not parse (HTTP 400)."""
+class OptionError(BadParameter):
+    """An option value that does not parse."""
 
 
 # A number option without its own max_value is still bounded: analyses hand options to numpy

@@ -3,7 +3,8 @@
 Routes are relative (``runs``, ``data``, ...); TensorBoard mounts them under
 ``/data/plugin/tbprof/`` and the standalone server serves them at the same paths.
 Handlers only parse arguments, call ``Profiles`` and encode; errors follow docs/api.md (errors):
-unknown run/host/tool 404, bad parameter 400, unreadable profile 422, never a traceback.
+the domain errors map to statuses in ``http/errors.py`` (unknown run/host/tool 404, bad parameter
+400, unreadable profile 422), never a traceback.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any, cast
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.wrappers import Request, Response
 
-from tbprof.analyses.table import QueryError
-from tbprof.analyses.tool import OptionError
-from tbprof.errors import ProfileReadError, TbprofError
+from tbprof.errors import TbprofError
 from tbprof.http import responses
 from tbprof.http.context import AppContext
+from tbprof.http.errors import error_fields, http_status
 from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
@@ -92,10 +92,7 @@ class TbprofApp:
                 return static_file(request, path)
             return cast(Handler, handler)(self.ctx, request)
         except TbprofError as e:
-            extra = {"file": e.path, "reason": e.reason} if isinstance(e, ProfileReadError) else {}
-            return responses.error_response(request, e.http_status, str(e), kind=e.kind, **extra)
-        except (OptionError, QueryError) as e:
-            return responses.error_response(request, 400, str(e), kind="bad_request")
+            return responses.error_response(request, http_status(e), str(e), **error_fields(e))
         except MethodNotAllowed as e:
             allowed = ", ".join(sorted(e.valid_methods or ()))
             return responses.error_response(request, 405, f"{path} takes {allowed}, not {request.method}",

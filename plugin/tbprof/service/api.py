@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table
-from tbprof.errors import BadRequest, NoData, NotFound
+from tbprof.errors import BadParameter, NoData, NotFound
 from tbprof.service import summary as summary_mod
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
@@ -62,7 +62,7 @@ def open(path: str | Path, run: str | None = None, host: str | None = None,
                        "*.pt.trace.json, TF1 timeline-<step>.json or tfprof files)")
     if run is None:
         if len(runs) > 1:
-            raise BadRequest(f"{path} holds {len(runs)} runs; choose one with run=: {sorted(runs)}")
+            raise BadParameter(f"{path} holds {len(runs)} runs; choose one with run=: {sorted(runs)}")
         chosen = next(iter(runs.values()))
     elif run in runs:
         chosen = runs[run]

@@ -27,7 +27,7 @@ from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Table
 from tbprof.domain import tf_op
 from tbprof.domain.regex import RegexError, searcher
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 from tbprof.store.disk_cache import cache_key
@@ -169,10 +169,8 @@ def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:
-    try:
-        return cmp.compare(base, cand, confidence)
-    except cmp.SelectionError as e:
-        raise BadRequest(str(e)) from None
+    """The comparison of two gathered sides (a bad step selection raises SelectionError, a BadParameter)."""
+    return cmp.compare(base, cand, confidence)
 
 
 # --- one op's time per step (tbprof check --op) -----------------------------------------------
@@ -280,13 +278,3 @@ def _host_op_per_step(store: ProfileStore, steps: Steps, wanted: set[str]) -> np
     per_step_ps = np.bincount(step[ok], weights=dur[ok], minlength=steps.n_steps)
     all_dur = float(dur.sum())
     return per_step_ps * (self_ps / all_dur) if all_dur > 0 else per_step_ps
-
-
-def parse_side_args(args: Mapping[str, str], prefix: str) -> SideSpec:
-    run = args.get(prefix + "run")
-    if not run:
-        raise BadRequest(f"missing required parameter {prefix + 'run'!r}")
-    host = args.get(prefix + "host") or None
-    if host is not None and host != ALL_HOSTS and "\x00" in host:
-        raise BadRequest(f"parameter {prefix + 'host'!r} contains a NUL byte")
-    return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.tool import Tool
 from tbprof.domain import event_groups
-from tbprof.errors import BadRequest, NoData, NotFound, ProfileReadError
+from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError
 from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
 from tbprof.service.executor import Executor, HostTask, InProcess, Progress
@@ -114,7 +114,7 @@ class Profiles:
         if host == ALL_HOSTS:
             return list(run.hosts)
         if host in (None, ""):
-            raise BadRequest(f"run {run.name!r} has several hosts; choose host= one of "
+            raise BadParameter(f"run {run.name!r} has several hosts; choose host= one of "
                              f"{sorted(run.hosts)} or {ALL_HOSTS}")
         if host not in run.hosts:
             raise NotFound(f"unknown host {host!r} in run {run.name!r}; hosts: {sorted(run.hosts)}")
@@ -143,7 +143,7 @@ class Profiles:
     def tfprof_profile(self, run: Run, host: str) -> TfprofProfile:
         store = self.store(run, host)
         if not isinstance(store, TfprofProfile):
-            raise BadRequest(f"run {run.name!r} is a {run.kind} run, not a tfprof ProfileProto run")
+            raise BadParameter(f"run {run.name!r} is a {run.kind} run, not a tfprof ProfileProto run")
         return store
 
     def _warm(self, store: AnyStore) -> None:
@@ -275,7 +275,7 @@ class Profiles:
         """Stores of the hosts; with several hosts, unreadable ones are skipped and reported.
 
         The one loader every tool, the summary and comparisons use. A single host unreadable
-        raises its ProfileReadError (HTTP 422); every host of several unreadable raises one
+        raises its ProfileReadError; every host of several unreadable raises one
         naming them all.
         """
         self._wait_background(run, hosts)
@@ -500,7 +500,7 @@ class Profiles:
     def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
         if len(hosts) > 1 and not tool.multi_host:
-            raise BadRequest(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
+            raise BadParameter(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
         fmt = self.store_format(run)
         if fmt not in tool.formats:
             raise NoData(f"tool {tool.name!r} has no data for run {run.name!r} (a {run.kind} run)")

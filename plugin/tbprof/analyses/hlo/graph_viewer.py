@@ -24,7 +24,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import shape_text
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter, NotFound
 from tbprof.store.tables import ProfileStore
 
 MAX_WIDTH = 16  # beyond this a graph of a real module has thousands of nodes: unreadable
@@ -190,7 +190,7 @@ def _default_node(stores: Sequence[ProfileStore]) -> tuple[str | None, str | Non
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> dict[str, Any]:
     width = int(options.get("graph_width", 3))
     if width > MAX_WIDTH:
-        raise BadRequest(f"graph_width must be at most {MAX_WIDTH}")
+        raise BadParameter(f"graph_width must be at most {MAX_WIDTH}")
     node, module = options.get("node_name"), options.get("module")
     if node is None:
         node, default_module = _default_node(stores)

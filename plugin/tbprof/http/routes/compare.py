@@ -14,10 +14,10 @@ from werkzeug.wrappers import Request, Response
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter, NotFound
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.comparisons import compare_pair, parse_side_args
+from tbprof.service.comparisons import compare_pair
 
 
 def _confidence(request: Request) -> float:
@@ -27,15 +27,15 @@ def _confidence(request: Request) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise BadRequest(f"parameter confidence={raw!r} is not a number") from None
+        raise BadParameter(f"parameter confidence={raw!r} is not a number") from None
     if not 0.5 <= value < 1.0:
-        raise BadRequest(f"parameter confidence={value} must be in [0.5, 1)")
+        raise BadParameter(f"parameter confidence={value} must be in [0.5, 1)")
     return value
 
 
 def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
-    base = parse_side_args(request.args, "base_")
-    cand = parse_side_args(request.args, "")
+    base = params.side_spec(request.args, "base_")
+    cand = params.side_spec(request.args, "")
     return compare_pair(ctx.profiles, base, cand, _confidence(request))
 
 

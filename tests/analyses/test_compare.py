@@ -17,9 +17,10 @@ import pytest
 
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.compare.report import IDLE
+from tbprof.analyses.ops.op_step_time import match_op
 from tbprof.analyses.table import Table
 from tbprof.errors import BadParameter, NotFound
-from tbprof.service.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
+from tbprof.service.comparisons import SideSpec, compare_pair, gather, op_step_series
 from tbprof.service.profiles import Profiles
 
 

@@ -25,9 +25,10 @@ import numpy as np
 
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.compare.sources import WHOLE_RUN_KINDS
+from tbprof.analyses.ops.op_step_time import match_op
 from tbprof.analyses.table import Table
 from tbprof.cli.common import EXIT_OK, CliError, executor_from, print_json, profiles_for
-from tbprof.service.comparisons import SideSpec, compare_sides, gather, match_op, op_step_series
+from tbprof.service.comparisons import SideSpec, compare_sides, gather, op_step_series
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 
 EXIT_REGRESSION = 3

@@ -7,7 +7,6 @@ service layer (numpy, the readers, the analyses: ~0.5 s) only inside the functio
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -134,6 +133,7 @@ def parse_option_args(items: Sequence[str]) -> dict[str, str]:
 
 
 def print_json(result: Any) -> None:
+    """A result as indented JSON on stdout: the encoder of every answer (``analyses/encode.py``)."""
     from tbprof.analyses.encode import to_json_bytes
 
-    sys.stdout.write(json.dumps(json.loads(to_json_bytes(result)), indent=1) + "\n")
+    sys.stdout.write(to_json_bytes(result, indent=1).decode() + "\n")

@@ -15,7 +15,6 @@ time to compare (see docs/formulas.md, "compare").
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -262,7 +261,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                "ci_high_percent": None if shift is None else shift.high,
                "confidence": args.confidence, **per_step,
                "verdict": result["verdict"]["summary"] if result else None}
-        sys.stdout.write(json.dumps(out, indent=1, allow_nan=False, default=lambda x: None) + "\n")
+        print_json(out)
     else:
         print(line)
         if result is not None:

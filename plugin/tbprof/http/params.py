@@ -58,6 +58,11 @@ def table_query(args: MultiDict[str, str]) -> TableQuery:
                       filters=filters)
 
 
+def queried(query: TableQuery) -> bool:
+    """Whether a request sorts, filters or pages a table (its answer is not a memoised body)."""
+    return any((query.sort, query.desc is not None, query.offset, query.limit, query.filters))
+
+
 def tool_options(args: MultiDict[str, str]) -> dict[str, str]:
     return {k: v for k, v in args.items() if k not in RESERVED and not k.startswith(FILTER_PREFIX)}
 

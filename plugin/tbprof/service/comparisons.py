@@ -8,9 +8,10 @@ runs already open in the dashboard recomputes nothing but the joins.
 
 from __future__ import annotations
 
+import gzip
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +20,13 @@ import numpy as np
 from tbprof.analyses.compare import report as cmp
 from tbprof.analyses.compare import sources as src
 from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.gpu import trace_diff
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
 from tbprof.errors import NotFound
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import ALL_HOSTS, GZIP_LEVEL, Profiles
 from tbprof.store.disk_cache import cache_key
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
@@ -151,16 +153,34 @@ _MEMOS: weakref.WeakKeyDictionary[Profiles, Memo] = weakref.WeakKeyDictionary()
 _MEMO_LOCK = threading.Lock()
 
 
-def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                 confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
+def _pair_key(profiles: Profiles, base: SideSpec, cand: SideSpec, confidence: float) -> tuple[Memo, Hashable]:
     b_run, b_hosts = resolve(profiles, base)
     c_run, c_hosts = resolve(profiles, cand)
     key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps,
            c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, confidence)
     with _MEMO_LOCK:
         memo = _MEMOS.setdefault(profiles, Memo())
+    return memo, key
+
+
+def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
+                 confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
+    memo, key = _pair_key(profiles, base, cand, confidence)
     return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
+
+
+def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
+                      confidence: float = cs.DEFAULT_CONFIDENCE, gzipped: bool = False) -> bytes:
+    """``compare_pair``'s answer as JSON (``gzipped``: compressed), memoised next to it."""
+    memo, key = _pair_key(profiles, base, cand, confidence)
+
+    def encode() -> bytes:
+        if gzipped:
+            return gzip.compress(compare_pair_json(profiles, base, cand, confidence), compresslevel=GZIP_LEVEL)
+        return to_json_bytes(compare_pair(profiles, base, cand, confidence))
+
+    return memo.get(("json", gzipped, key), encode, size=len)
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:

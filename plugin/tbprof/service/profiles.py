@@ -7,14 +7,16 @@ place that maps a run kind to the reader that decodes its files.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.tool import Tool
 from tbprof.domain import event_groups
 from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError
@@ -31,7 +33,7 @@ from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
 if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable
 
     from tbprof.analyses.partials import HostPartial, PodPartials
     from tbprof.service.partials import PartialFiles
@@ -42,6 +44,8 @@ ALL_HOSTS = "__all__"
 # Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
 # convert on the executor, whose workers hand stores over through the cache.
 PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
+# gzip level of the memoised JSON bodies (result_json), the one HTTP's other answers use.
+GZIP_LEVEL = 5
 
 
 class _Miss(Exception):
@@ -497,8 +501,10 @@ class Profiles:
             self._after_request_stores.extend(stores)
         return names
 
-    def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
-                raw_options: Mapping[str, str]) -> dict[str, Any]:
+    def _result_key(self, run: Run, hosts: Sequence[str], tool: Tool,
+                    raw_options: Mapping[str, str]) -> tuple[Hashable | None, dict[str, Any]]:
+        """The memo key of a tool's result (None: an option value that cannot be a key, never
+        from HTTP: strings) and its parsed options; refuses what the tool cannot answer."""
         if len(hosts) > 1 and not tool.multi_host:
             raise BadParameter(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
         fmt = self.store_format(run)
@@ -507,6 +513,29 @@ class Profiles:
         options = tool.parse_options(raw_options)
         keys = tuple(cache_key(run.hosts[h], fmt) for h in hosts)
         memo_key = ("result", keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))
+        try:
+            hash(memo_key)
+        except TypeError:
+            return None, options
+        return memo_key, options
+
+    def result_json(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str],
+                    gzipped: bool = False) -> bytes:
+        """The tool's result as JSON (``analyses/encode.py``; ``gzipped``: compressed), memoised
+        next to the result in the same byte budget, so a repeated request costs a lookup
+        instead of re-encoding 100 kB of JSON."""
+        memo_key, _ = self._result_key(run, hosts, tool, raw_options)
+
+        def encode() -> bytes:
+            if gzipped:
+                return gzip.compress(self.result_json(run, hosts, tool, raw_options), compresslevel=GZIP_LEVEL)
+            return to_json_bytes(self.compute(run, hosts, tool, raw_options))
+
+        return encode() if memo_key is None else self._results.get(("json", gzipped, memo_key), encode, size=len)
+
+    def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
+                raw_options: Mapping[str, str]) -> dict[str, Any]:
+        memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:
             from tbprof.analyses.partials import PARTIAL_TOOLS, MissingPartial  # a pod's first request only
@@ -529,8 +558,4 @@ class Profiles:
                 self._after_request_stores.extend(stores)
             return result
 
-        try:
-            hash(memo_key)
-        except TypeError:  # an option value that cannot be a key (never from HTTP: strings)
-            return compute()
-        return self._results.get(memo_key, compute)
+        return compute() if memo_key is None else self._results.get(memo_key, compute)

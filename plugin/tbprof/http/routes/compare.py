@@ -17,7 +17,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.errors import BadParameter, NotFound
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.comparisons import compare_pair
+from tbprof.service.comparisons import SideSpec, compare_pair, compare_pair_json
 
 
 def _confidence(request: Request) -> float:
@@ -33,10 +33,12 @@ def _confidence(request: Request) -> float:
     return value
 
 
+def _sides(request: Request) -> tuple[SideSpec, SideSpec, float]:
+    return params.side_spec(request.args, "base_"), params.side_spec(request.args, ""), _confidence(request)
+
+
 def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
-    base = params.side_spec(request.args, "base_")
-    cand = params.side_spec(request.args, "")
-    return compare_pair(ctx.profiles, base, cand, _confidence(request))
+    return compare_pair(ctx.profiles, *_sides(request))
 
 
 def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
@@ -50,13 +52,16 @@ def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
 
 def compare(ctx: AppContext, request: Request) -> Response:
     """The comparison's JSON; ``rows=N`` caps every table (as ``data`` does)."""
-    result = _result(ctx, request)
+    base, cand, confidence = _sides(request)
+    result = compare_pair(ctx.profiles, base, cand, confidence)
     query = params.table_query(request.args)
-    queries: dict[str, TableQuery] = {}
     rows = params.int_arg(request.args, "rows", None)
+    if rows is None and not params.queried(query):
+        return responses.memoised_json(request, lambda gz: compare_pair_json(ctx.profiles, base, cand, confidence, gz))
+    queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {n: TableQuery(limit=rows) for n, t in result["tables"].items() if isinstance(t, Table)}
-    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+    if params.queried(query):
         name, _ = _pick(result, request.args.get("table"))
         queries[name] = query
     return responses.json_response(request, result, queries=queries)

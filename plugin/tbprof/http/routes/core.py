@@ -110,17 +110,26 @@ def data(ctx: AppContext, request: Request) -> Response:
     """The tool's JSON. ``rows=N`` caps every table not queried explicitly at its first N rows
     (default order; ``total_rows`` still counts all), so a page's first response stays small
     and its table widgets page through the rest with the ``table`` route."""
-    result, _, tool, _ = _result(ctx, request)
-    query = params.table_query(request.args)
+    args = request.args
+    run = ctx.profiles.run(params.required(args, "run"))
+    tool_ = ctx.profiles.tool(params.required(args, "tool"))
+    hosts = ctx.profiles.hosts(run, args.get("host"))
+    options = params.tool_options(args)
+    result = ctx.profiles.compute(run, hosts, tool_, options)  # its errors before the query's
+    tool = tool_.name
+    query = params.table_query(args)
+    rows = params.int_arg(args, "rows", None)
+    if rows is None and not params.queried(query):
+        return responses.memoised_json(request, lambda gz: ctx.profiles.result_json(run, hosts, tool_, options, gz))
     queries: dict[str, TableQuery] = {}
-    rows = params.int_arg(request.args, "rows", None)
     if rows is not None:
         queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
                    if isinstance(t, Table)}
-    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+    if params.queried(query):
         name, _ = _pick_table(result, request.args.get("table"), tool)
         queries[name] = query
     return responses.json_response(request, result, queries=queries)
+
 
 
 def table(ctx: AppContext, request: Request) -> Response:

@@ -16,10 +16,13 @@ if TYPE_CHECKING:
     from tbprof.service.executor import Executor
     from tbprof.service.logdir import Run
     from tbprof.service.profiles import Profiles
+    from tbprof.store.cache import ProfileCache
 
-# Every Profiles a command opened: their converted stores are written to the disk cache when
-# the command has answered (``finish_writes``). Every executor it made: closed then too.
-_opened: list[Profiles] = []
+# The store cache of every Profiles a command opened: the stores it converted are written to
+# the disk cache when the command has answered (``finish_writes``). Not a cache of its own: it
+# keeps no Profiles (their results go with them) and is emptied after every command; the
+# stores are in the byte budget (store/memo.py). Every executor the command made: closed then too.
+_unwritten: list[ProfileCache] = []
 _executors: list[Executor] = []
 
 EXIT_OK = 0
@@ -80,7 +83,7 @@ def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = N
         raise CliError(f"{path}: no such file or directory")
     profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
     profiles.progress = terminal_progress
-    _opened.append(profiles)
+    _unwritten.append(profiles.cache)
     return profiles
 
 
@@ -89,8 +92,8 @@ def finish_writes(detach: bool) -> None:
     a detached child process when this process is the ``tbprof`` command itself (``detach``),
     else in threads that the interpreter waits for at exit (``main`` called in a process
     that lives on, such as a test)."""
-    while _opened:
-        cache = _opened.pop().cache
+    while _unwritten:
+        cache = _unwritten.pop()
         if detach:
             cache.persist_detached()
         else:

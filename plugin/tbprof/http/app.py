@@ -9,7 +9,6 @@ the domain errors map to statuses in ``http/errors.py`` (unknown run/host/tool 4
 
 from __future__ import annotations
 
-import functools
 import gzip
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -28,6 +27,7 @@ from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
 from tbprof.store.fs import Location
+from tbprof.store.memo import Memo
 
 log = logging.getLogger("tbprof")
 
@@ -145,10 +145,14 @@ def static_file(request: Request, path: str) -> Response:
     return responses.finish(request, target.read_bytes(), mime, headers=headers)
 
 
-@functools.lru_cache(maxsize=32)
+# Gzipped static files, in the process-wide byte budget (store/memo.py) with everything cached.
+_GZIPPED = Memo()
+
+
 def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
     """A static file gzipped; the key includes mtime and size so a rebuilt file is recompressed."""
-    return gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0)
+    return _GZIPPED.get(("static_gzip", path, mtime_ns, size),
+                        lambda: gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0), size=len)
 
 
 def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",

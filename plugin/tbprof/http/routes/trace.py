@@ -88,9 +88,15 @@ def trace(ctx: AppContext, request: Request) -> Response:
             headers["Content-Encoding"] = "gzip"
         return body, mime, headers
 
-    # Encoded windows live in the store's memo, under the process-wide memory budget.
-    body, mime, headers = store.memo(("timeline", "response", key), build)
+    # Encoded windows live in the store's memo (dropped with the store), charged to the
+    # process-wide byte budget at their length even where the store skips estimating sizes.
+    body, mime, headers = store.memo(("timeline", "response", key), build, size=_window_bytes)
     return Response(body, status=200, mimetype=mime, headers=headers)
+
+
+def _window_bytes(entry: tuple[bytes, str, dict[str, str]]) -> int:
+    body, mime, headers = entry
+    return len(body) + len(mime) + sum(len(k) + len(v) for k, v in headers.items())
 
 
 def trace_search(ctx: AppContext, request: Request) -> Response:

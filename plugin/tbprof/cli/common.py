@@ -101,28 +101,11 @@ def finish_writes(detach: bool) -> None:
 
 
 def pick_run(profiles: Profiles, name: str | None) -> Run:
-    runs = profiles.runs()
-    if not runs:
-        raise CliError(f"{profiles.logdir}: no profiles found (looked for plugins/profile/<session>/*.xplane.pb "
-                       "and the other supported formats)")
-    if name is not None:
-        if name not in runs:
-            raise CliError(f"unknown run {name!r}; runs: {', '.join(sorted(runs))}")
-        return runs[name]
-    if len(runs) > 1:
-        newest = max(runs.values(), key=lambda r: r.mtime)
-        print(f"tbprof: {len(runs)} runs found; using the newest, {newest.name!r} (choose with --run)",
-              file=sys.stderr)
-        return newest
-    return next(iter(runs.values()))
+    """The run ``--run`` names; without it, the only run or the newest (said on stderr)."""
+    from tbprof.service.selection import pick_run as pick
 
-
-def host_arg(run: Run, host: str | None, multi: bool) -> str | None:
-    from tbprof.service.profiles import ALL_HOSTS
-
-    if host is None and len(run.hosts) > 1:
-        return ALL_HOSTS if multi else sorted(run.hosts)[0]
-    return host
+    return pick(profiles.runs(), name, where=str(profiles.logdir), several="newest", choose_with="--run",
+                note=lambda message: print(f"tbprof: {message}", file=sys.stderr))
 
 
 def parse_option_args(items: Sequence[str]) -> dict[str, str]:

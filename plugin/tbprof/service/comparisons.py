@@ -26,7 +26,8 @@ from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
 from tbprof.errors import NotFound
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS, GZIP_LEVEL, Profiles
+from tbprof.service.profiles import GZIP_LEVEL, Profiles
+from tbprof.service.selection import comparison_host
 from tbprof.store.disk_cache import cache_key
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
@@ -43,10 +44,7 @@ class SideSpec:
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
     run = profiles.run(spec.run)
-    host = spec.host
-    if host in (None, "") and run.kind in src.WHOLE_RUN_KINDS:
-        host = ALL_HOSTS  # a TF1 timeline run's hosts are its steps: compare them all
-    return run, profiles.hosts(run, host)
+    return run, profiles.hosts(run, comparison_host(run, spec.host))
 
 
 def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: str,

@@ -24,6 +24,8 @@ from tbprof.readers.kinds import KINDS
 from tbprof.service import tools as registry
 from tbprof.service.executor import Executor, HostTask, InProcess, Progress
 from tbprof.service.logdir import Run, RunIndex
+from tbprof.service.selection import ALL_HOSTS as ALL_HOSTS  # its former home: callers import it here
+from tbprof.service.selection import select_hosts
 from tbprof.store.any_store import AnyStore
 from tbprof.store.cache import ProfileCache
 from tbprof.store.disk_cache import cache_key
@@ -40,7 +42,6 @@ if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod 
 
 log = logging.getLogger("tbprof")
 
-ALL_HOSTS = "__all__"
 # Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
 # convert on the executor, whose workers hand stores over through the cache.
 PERSISTED_FORMATS = frozenset({"xspace", "chrome_trace"})
@@ -112,17 +113,8 @@ class Profiles:
         return run
 
     def hosts(self, run: Run, host: str | None) -> list[str]:
-        """Host names a request selects: one host, all hosts, or the only host."""
-        if host in (None, "") and len(run.hosts) == 1:
-            return list(run.hosts)
-        if host == ALL_HOSTS:
-            return list(run.hosts)
-        if host in (None, ""):
-            raise BadParameter(f"run {run.name!r} has several hosts; choose host= one of "
-                             f"{sorted(run.hosts)} or {ALL_HOSTS}")
-        if host not in run.hosts:
-            raise NotFound(f"unknown host {host!r} in run {run.name!r}; hosts: {sorted(run.hosts)}")
-        return [host]
+        """Host names a request selects (``selection.select_hosts``)."""
+        return select_hosts(run, host)
 
     def store_format(self, run: Run) -> str:
         kind = KINDS.get(run.kind)

@@ -14,10 +14,11 @@ from werkzeug.wrappers import Request, Response
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import BadParameter, NotFound
+from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service.comparisons import SideSpec, compare_pair, compare_pair_json
+from tbprof.service.selection import pick_table
 
 
 def _confidence(request: Request) -> float:
@@ -42,12 +43,7 @@ def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
 
 
 def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
-    tables = {k: v for k, v in result["tables"].items() if isinstance(v, Table)}
-    if name is None:
-        name = "ops" if "ops" in tables else next(iter(tables))
-    if name not in tables:
-        raise NotFound(f"the comparison has no table {name!r}; tables: {sorted(tables)}")
-    return name, tables[name]
+    return pick_table(result, name, "the comparison", prefer=("ops",))
 
 
 def compare(ctx: AppContext, request: Request) -> Response:

@@ -10,11 +10,10 @@ from werkzeug.wrappers import Request, Response
 from tbprof import __version__
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import NotFound
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service import tools as registry
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS, pick_table
 
 
 def runs(ctx: AppContext, request: Request) -> Response:
@@ -96,14 +95,7 @@ def _result(ctx: AppContext, request: Request) -> tuple[dict[str, Any], str, str
 
 
 def _pick_table(result: dict[str, Any], name: str | None, tool: str) -> tuple[str, Table]:
-    tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
-    if not tables:
-        raise NotFound(f"tool {tool!r} has no tables for this run")
-    if name is None:
-        name = next(iter(tables))
-    if name not in tables:
-        raise NotFound(f"tool {tool!r} has no table {name!r}; tables: {sorted(tables)}")
-    return name, tables[name]
+    return pick_table(result, name, f"tool {tool!r}")
 
 
 def data(ctx: AppContext, request: Request) -> Response:

@@ -15,10 +15,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from tbprof.domain.planes import METADATA_PLANE
 from tbprof.store.memo import Memo
 from tbprof.store.tables import KIND_BYTES, ProfileStore
-
-METADATA_PLANE = "/host:metadata"
 
 # XLA's HloInstruction::IsElementwise opcodes (the ones a profile shows unfused).
 _ELEMENTWISE = frozenset((

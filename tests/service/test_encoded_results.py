@@ -62,10 +62,12 @@ def test_compare_json_is_memoised_next_to_the_comparison(profiles_root: Path, ca
     profiles = Profiles(profiles_root, cache_dir=cache_dir)
     run = _run(profiles, "jax_mlp/")
     base, cand = SideSpec(run), SideSpec(run, steps="5:7")
-    body = compare_pair_json(profiles, base, cand)
-    assert body == to_json_bytes(compare_pair(profiles, base, cand))
-    assert compare_pair_json(profiles, base, cand) is body
-    assert gzip.decompress(compare_pair_json(profiles, base, cand, gzipped=True)) == body
+    result, encoded = compare_pair_json(profiles, base, cand)
+    assert result is compare_pair(profiles, base, cand)
+    body = encoded(False)
+    assert body == to_json_bytes(result)
+    assert compare_pair_json(profiles, base, cand)[1](False) is body
+    assert gzip.decompress(encoded(True)) == body
 
 
 def test_http_answers_use_the_memoised_body_and_cache_nothing_else(profiles_root: Path, cache_dir: Path) -> None:
@@ -90,3 +92,27 @@ def test_http_answers_use_the_memoised_body_and_cache_nothing_else(profiles_root
         assert client.get(API + "runs").status_code == 200
     profiles.wait_warm()
     assert len(budget) == before
+
+
+def test_a_repeated_request_keys_its_hosts_once(profiles_root: Path, cache_dir: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result's memo key stats every host file of the run (store/disk_cache.cache_key): a data
+    request takes it once, for the result and both of its bodies."""
+    from tbprof.service import profiles as profiles_mod
+
+    app = create_app(profiles_root, cache_dir=cache_dir)
+    client = Client(app)
+    run = _run(app.ctx.profiles, "jax_2hosts/")
+    q = {"run": run, "tool": "framework_op_stats", "host": "__all__"}
+    assert client.get(API + "data", query_string=q, headers={"Accept-Encoding": "gzip"}).status_code == 200
+    calls: list[object] = []
+    real = profiles_mod.cache_key
+
+    def counting(path: Path, extra: str = "") -> str:
+        calls.append(path)
+        return real(path, extra)
+
+    monkeypatch.setattr(profiles_mod, "cache_key", counting)
+    r = client.get(API + "data", query_string=q, headers={"Accept-Encoding": "gzip"})
+    assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip"
+    assert len(calls) == len(app.ctx.profiles.run(run).hosts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import threading
 import weakref
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,16 +169,19 @@ def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
 
 
 def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                      confidence: float = cs.DEFAULT_CONFIDENCE, gzipped: bool = False) -> bytes:
-    """``compare_pair``'s answer as JSON (``gzipped``: compressed), memoised next to it."""
+                      confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[dict[str, Any], Callable[[bool], bytes]]:
+    """``compare_pair``'s answer, and it as JSON: a function of ``gzipped`` (compressed or not),
+    each memoised next to the comparison (the pair's key, which stats every file, taken once)."""
     memo, key = _pair_key(profiles, base, cand, confidence)
+    result = memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
 
-    def encode() -> bytes:
-        if gzipped:
-            return gzip.compress(compare_pair_json(profiles, base, cand, confidence), compresslevel=GZIP_LEVEL)
-        return to_json_bytes(compare_pair(profiles, base, cand, confidence))
+    def body(gzipped: bool) -> bytes:
+        def encode() -> bytes:
+            return gzip.compress(body(False), compresslevel=GZIP_LEVEL) if gzipped else to_json_bytes(result)
 
-    return memo.get(("json", gzipped, key), encode, size=len)
+        return memo.get(("json", gzipped, key), encode, size=len)
+
+    return result, body
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:

@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod 
 
 log = logging.getLogger("tbprof")
 
+# A tool's result and its memo key (Profiles.computed).
+Computed = tuple[dict[str, Any], Hashable | None]
 # gzip level of the memoised JSON bodies (result_json), the one HTTP's other answers use.
 GZIP_LEVEL = 5
 
@@ -269,17 +271,27 @@ class Profiles:
         """The tool's result as JSON (``analyses/encode.py``; ``gzipped``: compressed), memoised
         next to the result in the same byte budget, so a repeated request costs a lookup
         instead of re-encoding 100 kB of JSON."""
-        memo_key, _ = self._result_key(run, hosts, tool, raw_options)
+        return self.encoded(self.computed(run, hosts, tool, raw_options), gzipped)
+
+    def encoded(self, computed: Computed, gzipped: bool = False) -> bytes:
+        """``result_json`` of a result ``computed`` returned (its key is not looked up again:
+        the host files' cache keys stat every file of a pod)."""
+        result, memo_key = computed
 
         def encode() -> bytes:
             if gzipped:
-                return gzip.compress(self.result_json(run, hosts, tool, raw_options), compresslevel=GZIP_LEVEL)
-            return to_json_bytes(self.compute(run, hosts, tool, raw_options))
+                return gzip.compress(self.encoded(computed), compresslevel=GZIP_LEVEL)
+            return to_json_bytes(result)
 
         return encode() if memo_key is None else self._results.get(("json", gzipped, memo_key), encode, size=len)
 
     def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
+        """The tool's result for the hosts, memoised (``computed``)."""
+        return self.computed(run, hosts, tool, raw_options)[0]
+
+    def computed(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str]) -> Computed:
+        """The tool's result and its memo key (None: not memoised), for ``encoded``."""
         memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:
@@ -302,4 +314,4 @@ class Profiles:
             self.warmups.used(stores)
             return result
 
-        return compute() if memo_key is None else self._results.get(memo_key, compute)
+        return (compute() if memo_key is None else self._results.get(memo_key, compute)), memo_key

@@ -49,11 +49,11 @@ def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
 def compare(ctx: AppContext, request: Request) -> Response:
     """The comparison's JSON; ``rows=N`` caps every table (as ``data`` does)."""
     base, cand, confidence = _sides(request)
-    result = compare_pair(ctx.profiles, base, cand, confidence)
+    result, body = compare_pair_json(ctx.profiles, base, cand, confidence)
     query = params.table_query(request.args)
     rows = params.int_arg(request.args, "rows", None)
     if rows is None and not params.queried(query):
-        return responses.memoised_json(request, lambda gz: compare_pair_json(ctx.profiles, base, cand, confidence, gz))
+        return responses.memoised_json(request, body)
     queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {n: TableQuery(limit=rows) for n, t in result["tables"].items() if isinstance(t, Table)}

@@ -107,12 +107,12 @@ def data(ctx: AppContext, request: Request) -> Response:
     tool_ = ctx.profiles.tool(params.required(args, "tool"))
     hosts = ctx.profiles.hosts(run, args.get("host"))
     options = params.tool_options(args)
-    result = ctx.profiles.compute(run, hosts, tool_, options)  # its errors before the query's
-    tool = tool_.name
+    computed = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
+    result, tool = computed[0], tool_.name
     query = params.table_query(args)
     rows = params.int_arg(args, "rows", None)
     if rows is None and not params.queried(query):
-        return responses.memoised_json(request, lambda gz: ctx.profiles.result_json(run, hosts, tool_, options, gz))
+        return responses.memoised_json(request, lambda gz: ctx.profiles.encoded(computed, gz))
     queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()

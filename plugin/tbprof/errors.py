@@ -1,8 +1,10 @@
-"""The errors every layer may raise, each with the HTTP status and machine-readable ``kind`` it maps to.
+"""The errors every layer may raise: what went wrong, in the domain's terms, never how to say it.
 
-They live at the bottom of the package so that readers, stores, analyses and the service
-raise them without importing the layers that translate them (http: status + JSON
-``{"error", "kind"}``; cli: exit codes).
+They live at the bottom of the package so that readers, stores, analyses and the service raise
+them without importing the layers that translate them. Each edge maps them in one place:
+http (``http/errors.py``: an HTTP status and JSON ``{"error", "kind"}``), cli (``cli/main.py``:
+an exit code); the Python API lets them through as they are (each is also a ``LookupError`` or
+``ValueError``). ``kind`` is the machine-readable name an answer carries.
 """
 
 from __future__ import annotations
@@ -12,35 +14,35 @@ class TbprofError(Exception):
     """Base of the errors that are answers, not bugs."""
 
     kind = "error"
-    http_status = 500
 
 
 class NotFound(TbprofError, LookupError):
-    """Unknown run, host, tool or event (HTTP 404)."""
+    """Unknown run, host, tool or event."""
 
     kind = "not_found"
-    http_status = 404
 
 
 class NoData(NotFound):
-    """A tool asked of a run whose profile has no data for it (HTTP 404, its own ``kind`` so a page
-    can show "no data" instead of an error)."""
+    """A tool asked of a run whose profile has no data for it (its own ``kind`` so a page can
+    show "no data" instead of an error)."""
 
     kind = "no_data"
 
 
-class BadRequest(TbprofError, ValueError):
-    """A request that cannot be answered as asked (HTTP 400)."""
+class BadParameter(TbprofError, ValueError):
+    """A parameter (option, query, selection, host choice) that cannot be applied as given."""
 
     kind = "bad_request"
-    http_status = 400
+
+
+# Its name until 0.x: docs/python_api.md named it, so scripts may catch it.
+BadRequest = BadParameter
 
 
 class ProfileReadError(TbprofError):
-    """A profile file that cannot be read. HTTP turns it into a 422, the CLI into exit 2."""
+    """A profile file that cannot be read."""
 
     kind = "unreadable_profile"
-    http_status = 422
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
@@ -49,19 +51,18 @@ class ProfileReadError(TbprofError):
 
 
 class MemoryRefusal(ProfileReadError):
-    """A file refused because converting it would not fit in the memory free *now* (HTTP 422;
-    not remembered as a failure of the file: it may fit later)."""
+    """A file refused because converting it would not fit in the memory free *now* (not
+    remembered as a failure of the file: it may fit later)."""
 
 
 class UnsafeCacheDir(TbprofError, ValueError):
-    """A cache dir another user could write to: its entries would be trusted input (the CLI exits 1)."""
+    """A cache dir another user could write to: its entries would be trusted input."""
 
     kind = "unsafe_cache_dir"
-    http_status = 500
 
 
 class StorageError(ProfileReadError):
     """Object storage that cannot be listed or read: bad credentials, a missing bucket, an
-    unreachable endpoint (HTTP 422 with its own ``kind``, CLI exit 2)."""
+    unreachable endpoint (its own ``kind``)."""
 
     kind = "storage_error"

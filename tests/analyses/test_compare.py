@@ -17,9 +17,10 @@ import pytest
 
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.compare.report import IDLE
+from tbprof.analyses.ops.op_step_time import match_op
 from tbprof.analyses.table import Table
-from tbprof.errors import BadRequest, NotFound
-from tbprof.service.comparisons import SideSpec, compare_pair, gather, match_op, op_step_series
+from tbprof.errors import BadParameter, NotFound
+from tbprof.service.comparisons import SideSpec, compare_pair, gather, op_step_series
 from tbprof.service.profiles import Profiles
 
 
@@ -238,9 +239,9 @@ def test_memo_per_pair(profiles: Profiles) -> None:
 @pytest.mark.parametrize(("spec", "error"), [
     (SideSpec("no/such/run"), NotFound),
     (SideSpec("jax_2hosts/"), NotFound),  # prefix is not a run name
-    (SideSpec("@jax_2hosts", host=None), BadRequest),  # several hosts, none chosen
-    (SideSpec("@jax_mlp", steps="1000:2000"), BadRequest),
-    (SideSpec("@jax_mlp", steps="three"), BadRequest),
+    (SideSpec("@jax_2hosts", host=None), BadParameter),  # several hosts, none chosen
+    (SideSpec("@jax_mlp", steps="1000:2000"), BadParameter),
+    (SideSpec("@jax_mlp", steps="three"), BadParameter),
 ])
 def test_bad_sides(profiles: Profiles, spec: SideSpec, error: type[Exception]) -> None:
     if spec.run.startswith("@"):

@@ -18,7 +18,7 @@ from tbprof.analyses.ops import headline
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.overview import smart_suggestion
 from tbprof.domain.hlo_map import hlo_programs
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter, NotFound
 from tbprof.readers.xplane import read_xspace
 from tbprof.service import tools as registry
 from tests.conftest import xplane_of
@@ -90,7 +90,7 @@ def test_graph_viewer_bad_input(profiles_root: Path) -> None:
     store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
     with pytest.raises(NotFound):
         graph_viewer.compute([store], {"node_name": "no-such-op", "graph_width": 2})
-    with pytest.raises(BadRequest):
+    with pytest.raises(BadParameter):
         graph_viewer.compute([store], {"graph_width": graph_viewer.MAX_WIDTH + 1})
     cpu = read_xspace(xplane_of(profiles_root, "custom_loop"))
     assert not graph_viewer.TOOLS[0].available(cpu)

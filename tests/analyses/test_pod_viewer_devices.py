@@ -5,8 +5,8 @@ others" for its GPU: the host compute of the step was missing from the GPU's col
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import tbprof
-from tbprof.errors import BadRequest, NoData, NotFound
+from tbprof.errors import BadParameter, NoData, NotFound
 from tests.conftest import REPO
 
 
@@ -80,7 +80,7 @@ def test_tf1_and_xspace_runs(logdir: Path, cache: Path) -> None:
 
 
 def test_choosing_and_errors(logdir: Path, cache: Path) -> None:
-    with pytest.raises(BadRequest, match="run="):
+    with pytest.raises(BadParameter, match="run="):
         tbprof.open(logdir, cache_dir=cache)  # several runs: say which
     with pytest.raises(NotFound):
         tbprof.open(logdir, run="nope", cache_dir=cache)

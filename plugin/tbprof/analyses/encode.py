@@ -1,4 +1,8 @@
-"""Results as bytes: JSON (tables queried and paged, NaN/inf as null) and CSV, for HTTP and the CLI alike."""
+"""Results as bytes: JSON (tables queried and paged, NaN/inf as null) and CSV.
+
+The one encoder of results: HTTP answers (compact), the CLI's ``--json`` output (indented) and
+the memoised bodies of tool results and comparisons (``service``) all come from ``to_json_bytes``.
+"""
 
 from __future__ import annotations
 
@@ -51,9 +55,12 @@ def _sanitize(value: Any, queries: dict[str, TableQuery]) -> Any:
     return value
 
 
-def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None) -> bytes:
+def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None, indent: int | None = None) -> bytes:
+    """``result`` as JSON: compact, or indented by ``indent`` spaces (for people: the CLI)."""
     clean = _sanitize(result, queries or {})
-    return json.dumps(clean, default=_default, separators=(",", ":"), allow_nan=False).encode()
+    if indent is None:
+        return json.dumps(clean, default=_default, separators=(",", ":"), allow_nan=False).encode()
+    return json.dumps(clean, default=_default, indent=indent, allow_nan=False).encode()
 
 
 

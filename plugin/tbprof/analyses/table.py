@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.errors import BadParameter
+
 COLUMN_KINDS = ("str", "int", "float", "bool")
 
 
@@ -81,8 +83,8 @@ class Table:
         return [list(r) for r in zip(*cols, strict=False)] if cols else []
 
 
-class QueryError(ValueError):
-    """A sort/filter/paging parameter that cannot be applied (HTTP 400)."""
+class QueryError(BadParameter):
+    """A sort/filter/paging parameter that cannot be applied."""
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from tbprof.errors import BadParameter
+
 SCHEMA_VERSION = 1
 
 # A tool's result: a TypedDict (consistent with Mapping[str, object]) that has the envelope keys.
 R = TypeVar("R", bound=Mapping[str, object], covariant=True)
 
 
-class OptionError(ValueError):
-    """An option value that does not parse (HTTP 400)."""
+class OptionError(BadParameter):
+    """An option value that does not parse."""
 
 
 # A number option without its own max_value is still bounded: analyses hand options to numpy

@@ -32,6 +32,37 @@ log = logging.getLogger("tbprof")
 L = TypeVar("L", bound=Location)
 
 
+def convert_file(path: L, key: str, disk: DiskCache | RemoteCache | None, reader: Callable[[L], Any],
+                 streamer: Callable[..., Any] | None) -> tuple[Any, bool]:
+    """The one decision, once the disk cache has no entry, of how a file is converted (the
+    store cache's and a worker's, ``service/executor.convert_host``): (value, streamed).
+
+    A file larger than the memory free streams into the local disk cache (``streamer(path,
+    disk, key, budget_bytes)``, RunKind.streamer: its entry is then written; it reads a local
+    file, or an object in a bucket by ranged requests); else it is read in memory with its
+    estimate reserved meanwhile, and a file denser than its size said (the reader's
+    MemoryRefusal, from the scanner's counts) streams after all where it can. Raises
+    MemoryRefusal where neither fits or memory ran out anyway.
+    """
+    streamable = None if streamer is None or not isinstance(path, (Path, UrlPath)) else isinstance(disk, DiskCache)
+    stream_dir = disk.root if isinstance(disk, DiskCache) else None
+    with conversion(path, streamable, stream_dir) as stream_budget:
+        try:
+            if stream_budget is None:
+                try:
+                    return reader(path), False
+                except MemoryRefusal:
+                    if not streamable:
+                        raise
+                    stream_budget = streaming_budget_bytes()
+            assert streamer is not None
+            return streamer(path, disk, key, stream_budget), True
+        except MemoryError as e:  # the estimate was optimistic: an answer, not a crash, and not
+            # remembered as a failure of the file (it may fit later)
+            raise MemoryRefusal(str(path), "ran out of memory while converting the file; open "
+                                "it on a machine with more memory") from e
+
+
 class ProfileCache:
     """Stores by cache key in a ``Memo`` of the process-wide memory budget (``store/memo.py``),
     or of a budget of its own when ``memory_bytes`` is given (tests, tools that want a bound)."""
@@ -72,32 +103,15 @@ class ProfileCache:
         value = self.disk.load(key) if self.disk is not None else None
         if value is not None:
             return value
-        # Streaming writes the entry's columns as it decodes, into a local disk cache; it reads a
-        # local file, or an object in a bucket by ranged requests.
-        streamable = None if streamer is None or not isinstance(path, (Path, UrlPath)) \
-            else isinstance(self.disk, DiskCache)
-        can_stream = bool(streamable)
-        stream_dir = self.disk.root if isinstance(self.disk, DiskCache) else None
-        with conversion(path, streamable, stream_dir) as stream_budget:
-            try:
-                if stream_budget is None:
-                    try:
-                        value = loader(path)
-                    except MemoryRefusal:  # denser than its size said (the scanner's counts)
-                        if not can_stream:
-                            raise
-                        stream_budget = streaming_budget_bytes()
-                if stream_budget is not None:
-                    assert streamer is not None
-                    return streamer(path, self.disk, key, stream_budget)
-            except MemoryError as e:  # the estimate was optimistic: still an answer, not a crash
-                raise ProfileReadError(str(path), "ran out of memory while converting the file; open "
-                                       "it on a machine with more memory") from e
-            except MemoryRefusal:
-                raise
-            except ProfileReadError as e:
-                self.failures.put(key, e)
-                raise
+        try:
+            value, streamed = convert_file(path, key, self.disk, loader, streamer)
+        except MemoryRefusal:
+            raise
+        except ProfileReadError as e:
+            self.failures.put(key, e)
+            raise
+        if streamed:
+            return value  # its entry is written already
         if self.disk is not None and isinstance(value, ProfileStore):
             # Written later, in the background: the request that converted the file
             # answers first (``persist_pending``), then the store's columns go to disk.

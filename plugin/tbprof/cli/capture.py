@@ -7,7 +7,6 @@ Exit codes: 0 every address captured, 1 bad arguments or refused before connecti
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from tbprof.capture.session import (
     report_json,
     run_for_session,
 )
-from tbprof.cli.common import EXIT_OK, CliError
+from tbprof.cli.common import EXIT_OK, CliError, print_json
 from tbprof.service.logdir import discover
 
 EXIT_CAPTURE_FAILED = 3
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if report.any_ok:
         report.run = run_for_session(discover(Path(report.logdir)), report.session_dir)
     if args.json:
-        sys.stdout.write(json.dumps(report_json(report), indent=1) + "\n")
+        print_json(report_json(report))
     for r in report.results:
         if r.ok:
             print(f"{r.address}: {r.message}", file=sys.stderr if args.json else sys.stdout)

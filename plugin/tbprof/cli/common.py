@@ -8,20 +8,22 @@ bench/measurements.md#serving) only inside the functions that need it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tbprof.cache.profile_cache import ProfileCache
     from tbprof.service.executor import Executor
     from tbprof.service.logdir import Run
     from tbprof.service.profiles import Profiles
 
-# Every Profiles a command opened: their converted stores are written to the disk cache when
-# the command has answered (``finish_writes``). Every executor it made: closed then too.
-_opened: list[Profiles] = []
+# The store cache of every Profiles a command opened: the stores it converted are written to
+# the disk cache when the command has answered (``finish_writes``). Not a cache of its own: it
+# keeps no Profiles (their results go with them) and is emptied after every command; the
+# stores are in the byte budget (store/memo.py). Every executor the command made: closed then too.
+_unwritten: list[ProfileCache] = []
 _executors: list[Executor] = []
 
 EXIT_OK = 0
@@ -82,7 +84,7 @@ def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = N
         raise CliError(f"{path}: no such file or directory")
     profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
     profiles.progress = terminal_progress
-    _opened.append(profiles)
+    _unwritten.append(profiles.cache)
     return profiles
 
 
@@ -91,8 +93,8 @@ def finish_writes(detach: bool) -> None:
     a detached child process when this process is the ``tbprof`` command itself (``detach``),
     else in threads that the interpreter waits for at exit (``main`` called in a process
     that lives on, such as a test)."""
-    while _opened:
-        cache = _opened.pop().cache
+    while _unwritten:
+        cache = _unwritten.pop()
         if detach:
             cache.persist_detached()
         else:
@@ -100,28 +102,11 @@ def finish_writes(detach: bool) -> None:
 
 
 def pick_run(profiles: Profiles, name: str | None) -> Run:
-    runs = profiles.runs()
-    if not runs:
-        raise CliError(f"{profiles.logdir}: no profiles found (looked for plugins/profile/<session>/*.xplane.pb "
-                       "and the other supported formats)")
-    if name is not None:
-        if name not in runs:
-            raise CliError(f"unknown run {name!r}; runs: {', '.join(sorted(runs))}")
-        return runs[name]
-    if len(runs) > 1:
-        newest = max(runs.values(), key=lambda r: r.mtime)
-        print(f"tbprof: {len(runs)} runs found; using the newest, {newest.name!r} (choose with --run)",
-              file=sys.stderr)
-        return newest
-    return next(iter(runs.values()))
+    """The run ``--run`` names; without it, the only run or the newest (said on stderr)."""
+    from tbprof.service.selection import pick_run as pick
 
-
-def host_arg(run: Run, host: str | None, multi: bool) -> str | None:
-    from tbprof.service.profiles import ALL_HOSTS
-
-    if host is None and len(run.hosts) > 1:
-        return ALL_HOSTS if multi else sorted(run.hosts)[0]
-    return host
+    return pick(profiles.runs(), name, where=str(profiles.logdir), several="newest", choose_with="--run",
+                note=lambda message: print(f"tbprof: {message}", file=sys.stderr))
 
 
 def parse_option_args(items: Sequence[str]) -> dict[str, str]:
@@ -135,6 +120,7 @@ def parse_option_args(items: Sequence[str]) -> dict[str, str]:
 
 
 def print_json(result: Any) -> None:
+    """A result as indented JSON on stdout: the encoder of every answer (``analyses/encode.py``)."""
     from tbprof.analyses.encode import to_json_bytes
 
-    sys.stdout.write(json.dumps(json.loads(to_json_bytes(result)), indent=1) + "\n")
+    sys.stdout.write(to_json_bytes(result, indent=1).decode() + "\n")

@@ -15,7 +15,6 @@ time to compare (see docs/formulas.md, "compare").
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -24,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.compare import stats as cs
-from tbprof.analyses.compare.sources import WHOLE_RUN_KINDS
+from tbprof.analyses.ops.op_step_time import match_op
 from tbprof.analyses.table import Table
 from tbprof.cli.common import EXIT_OK, CliError, executor_from, print_json, profiles_for
-from tbprof.service.comparisons import SideSpec, compare_sides, gather, match_op, op_step_series
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.comparisons import SideSpec, compare_sides, gather, op_step_series
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS, comparison_host, pick_run, select_hosts
 
 EXIT_REGRESSION = 3
 EXIT_UNDECIDED = 4
@@ -49,23 +49,10 @@ def _side_options(p: argparse.ArgumentParser) -> None:
 
 
 def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, steps: str) -> SideSpec:
-    runs = profiles.runs()
-    if not runs:
-        raise CliError(f"{profiles.logdir}: no profiles found")
-    if run_name is None:
-        if len(runs) > 1:
-            flag = "--base-run" if who == "baseline" else "--run"
-            raise CliError(f"the {who} path {profiles.logdir} holds {len(runs)} runs; choose one with {flag}: "
-                               + ", ".join(sorted(runs)))
-        run_name = next(iter(runs))
-    elif run_name not in runs:
-        raise CliError(f"unknown {who} run {run_name!r}; runs: {', '.join(sorted(runs))}")
-    run = runs[run_name]
-    if host is None and len(run.hosts) > 1 and run.kind not in WHOLE_RUN_KINDS:
-        flag = "--base-host" if who == "baseline" else "--host"
-        raise CliError(f"the {who} run {run_name!r} has hosts {', '.join(sorted(run.hosts))}; choose one with "
-                           f"{flag} (or {ALL_HOSTS})")
-    return SideSpec(run=run_name, host=host, steps=steps)
+    prefix = "--base-" if who == "baseline" else "--"
+    run = pick_run(profiles.runs(), run_name, where=str(profiles.logdir), choose_with=prefix + "run", who=who)
+    select_hosts(run, comparison_host(run, host), choose_with=prefix + "host", who=who)  # refused here, by flag
+    return SideSpec(run=run.name, host=host, steps=steps)
 
 
 def _sides(args: argparse.Namespace) -> tuple[Profiles, SideSpec, Profiles, SideSpec]:
@@ -261,7 +248,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                "ci_high_percent": None if shift is None else shift.high,
                "confidence": args.confidence, **per_step,
                "verdict": result["verdict"]["summary"] if result else None}
-        sys.stdout.write(json.dumps(out, indent=1, allow_nan=False, default=lambda x: None) + "\n")
+        print_json(out)
     else:
         print(line)
         if result is not None:

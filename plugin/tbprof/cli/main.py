@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 
 from tbprof import __version__
 from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, close_executors, finish_writes
-from tbprof.errors import BadRequest, NotFound, ProfileReadError
+from tbprof.errors import NotFound, ProfileReadError
+
+# The one table from errors to exit codes (first matching row wins): an unreadable profile is
+# 2; every other answer that is not a result (unknown name, bad parameter, unsafe cache dir,
+# a ValueError of argument checking) is a usage error. CliError carries its own code.
+EXIT_CODES: tuple[tuple[type[Exception], int], ...] = (
+    (ProfileReadError, EXIT_UNREADABLE),
+    (NotFound, EXIT_USAGE),  # NoData too
+    (ValueError, EXIT_USAGE),  # BadParameter, UnsafeCacheDir
+)
 
 # Every subcommand: name -> (module defining it in its COMMANDS, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -114,6 +123,11 @@ def _children_alive() -> bool:
     return mp is not None and (bool(mp.active_children()) or "concurrent.futures.process" in sys.modules)
 
 
+def exit_code(error: Exception) -> int:
+    """The exit code of an error (``EXIT_CODES``'s first matching row)."""
+    return next(code for cls, code in EXIT_CODES if isinstance(error, cls))
+
+
 def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _chosen(argv)
@@ -124,14 +138,11 @@ def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     except CliError as e:
         print(f"tbprof: {e}", file=sys.stderr)
         return e.code
-    except ProfileReadError as e:
-        print(f"tbprof: {e}", file=sys.stderr)
-        return EXIT_UNREADABLE
-    except (NotFound, BadRequest, ValueError) as e:
-        print(f"tbprof: {e}", file=sys.stderr)
-        return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except tuple(cls for cls, _ in EXIT_CODES) as e:
+        print(f"tbprof: {e}", file=sys.stderr)
+        return exit_code(e)
     finally:
         # What was converted before an error is still worth keeping for the next command.
         finish_writes(detach_writes)

@@ -7,19 +7,18 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.encode import table_csv
-from tbprof.analyses.table import Table, TableQuery
+from tbprof.analyses.table import TableQuery
 from tbprof.cli.common import (
     EXIT_OK,
     CliError,
     executor_from,
-    host_arg,
     parse_option_args,
     pick_run,
     print_json,
     profiles_for,
 )
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS, default_host, pick_table
 
 if TYPE_CHECKING:
     from tbprof.service.executor import Executor
@@ -47,7 +46,7 @@ def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | No
     # lazily, Tool.few_planes), so there is no conversion to overlap with the imports here.
     tool = profiles.tool(tool_name)
     run = pick_run(profiles, run_name)
-    hosts = profiles.hosts(run, host_arg(run, host, tool.multi_host_for(run.kind)))
+    hosts = profiles.hosts(run, default_host(run, host, tool.multi_host_for(run.kind)))
     result = profiles.compute(run, hosts, tool, options)
     return result, run, hosts
 
@@ -76,13 +75,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     result, _, _ = compute_tool(args.path, args.tool, args.run, args.host, parse_option_args(args.option),
                                 args.cache_dir, executor_from(args))
     if args.format == "csv":
-        tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
-        if not tables:
-            raise CliError(f"tool {args.tool!r} has no tables for this profile")
-        name = args.table or next(iter(tables))
-        if name not in tables:
-            raise CliError(f"tool {args.tool!r} has no table {name!r}; tables: {', '.join(tables)}")
-        sys.stdout.write(table_csv(tables[name], TableQuery()).decode())
+        _, table = pick_table(result, args.table, f"tool {args.tool!r}")
+        sys.stdout.write(table_csv(table, TableQuery()).decode())
     else:
         print_json(result)
     return EXIT_OK

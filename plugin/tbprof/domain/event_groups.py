@@ -24,7 +24,7 @@ from typing import Any, overload
 import numpy as np
 
 from tbprof._core.kernels import nesting_parents, propagate_groups
-from tbprof.domain.planes import HOST_PLANE
+from tbprof.domain.planes import HOST_PLANE, is_accelerator, on_device_side
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -188,7 +188,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     """
     planes = store.planes
     if full is None:
-        full = not any(p.name.startswith(("/device:GPU", "/device:TPU")) and p.n_events for p in planes)
+        full = not any(is_accelerator(p) and p.n_events for p in planes)
     r_id, corr_id = store.stat_id("_r"), store.stat_id("correlation_id")
     executor_name = store.strings.id("ExecutorState::Process")
     getnext_names = [g for g in (store.strings.id(x) for x in ("IteratorGetNextOp::DoCompute",
@@ -269,7 +269,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
         if p.name == HOST_PLANE:
             launch_keys.append(f["corr"][1])
             launch_nodes.append(node(f["corr"][0]))
-        elif p.name.startswith("/device:"):
+        elif on_device_side(p):
             exec_keys.append(f["corr"][1])
             exec_nodes.append(node(f["corr"][0]))
         executor_keys.append(f["exec"][1])
@@ -317,7 +317,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     parts: list[np.ndarray | tuple[np.ndarray, np.ndarray]] = []
     for i, p in enumerate(planes):
         g = group[offsets[i]:offsets[i + 1]]
-        if p.name.startswith("/device:") and p.n_events:
+        if on_device_side(p) and p.n_events:
             if not full:
                 g_full = np.full(p.n_events, -1, dtype=np.int64)
                 g_full[node_rows[i]] = g
@@ -370,7 +370,7 @@ def recorded_groups(store: ProfileStore) -> EventGroups | None:
         return None
     group_of = [p.event_stat(gid).dense_int(p.n_events) if p.n_events else np.zeros(0, np.int64)
                 for p in store.planes]
-    if not any(p.name.startswith("/device:") and np.any(g >= 0) for p, g in zip(store.planes, group_of, strict=False)):
+    if not any(on_device_side(p) and np.any(g >= 0) for p, g in zip(store.planes, group_of, strict=False)):
         return None
     n_groups = int(max(int(g.max()) for g in group_of if len(g)) + 1)
     names = [str(i) for i in range(n_groups)]

@@ -12,14 +12,12 @@ is not an op.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from tbprof.domain.planes import METADATA_PLANE
+from tbprof.store.memo import Memo
 from tbprof.store.tables import KIND_BYTES, ProfileStore
-
-METADATA_PLANE = "/host:metadata"
 
 # XLA's HloInstruction::IsElementwise opcodes (the ones a profile shows unfused).
 _ELEMENTWISE = frozenset((
@@ -134,8 +132,8 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:
     """program_id -> decoded program, for every ``Hlo Proto`` of the profile (memoised)."""
-    # Sized as a small dict: the programs are shared by the hosts and counted in the shared LRU
-    # below; estimating them per store walked every instruction again (~45 ms a host).
+    # Sized as a small dict: the programs are shared by the hosts and charged once, by
+    # _shared_program; estimating them per store walked every instruction again.
     return store.memo(("hlo_programs",), lambda: _hlo_programs(store), size=lambda progs: 64 * (1 + len(progs)))
 
 
@@ -165,34 +163,15 @@ def _hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:
 # The hosts of a pod run the same XLA programs: their profiles carry byte-identical HLO protos.
 # A program decoded (and cost-indexed, see hlo_cost.program_module) for one host serves every
 # host with the same bytes, so an all-hosts page of N hosts parses and walks each program once,
-# not N times (64 hosts of jax_2hosts: 4.3 s of the overview's 6.5 s were these per-host
-# repeats). Bounded in bytes: a decoded module plus its cost index is estimated at
-# SHARED_BYTES_PER_PROTO_BYTE x the proto's size (jax_2hosts' programs: 2.8x in Python objects by
-# tracemalloc, plus upb's arena, which tracemalloc does not see; 8x leaves room for it).
-SHARED_PROGRAM_BYTES = 256 << 20
+# not N times (bench/: the overview of a 64-host pod). Kept in the process-wide byte budget
+# (store/memo.py) with everything else cached: a decoded module plus its cost index is charged
+# SHARED_BYTES_PER_PROTO_BYTE x the proto's size (Python objects by tracemalloc, plus upb's
+# arena, which tracemalloc does not see).
 SHARED_BYTES_PER_PROTO_BYTE = 8
-_shared: OrderedDict[tuple[int, bytes], tuple[HloProgram, int]] = OrderedDict()
-_shared_used_bytes = 0
-_shared_lock = threading.Lock()
+_PROGRAMS = Memo()
 
 
 def _shared_program(program_id: int, data: bytes) -> HloProgram:
-    global _shared_used_bytes
-    key = (program_id, hashlib.sha256(data).digest())
-    with _shared_lock:
-        hit = _shared.get(key)
-        if hit is not None:
-            _shared.move_to_end(key)
-            return hit[0]
-    program = parse_hlo_proto(program_id, data)
-    size = len(data) * SHARED_BYTES_PER_PROTO_BYTE
-    if size > SHARED_PROGRAM_BYTES:
-        return program
-    with _shared_lock:
-        if key not in _shared:
-            _shared[key] = (program, size)
-            _shared_used_bytes += size
-            while _shared_used_bytes > SHARED_PROGRAM_BYTES and len(_shared) > 1:
-                _, (_, old) = _shared.popitem(last=False)
-                _shared_used_bytes -= old
-        return _shared[key][0]
+    key = ("hlo_program", program_id, hashlib.sha256(data).digest())
+    return _PROGRAMS.get(key, lambda: parse_hlo_proto(program_id, data),
+                         size=lambda _: len(data) * SHARED_BYTES_PER_PROTO_BYTE)

@@ -19,6 +19,7 @@ import json
 import numpy as np
 
 from tbprof.domain.event_tree import parent_rows
+from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -108,7 +109,7 @@ def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.n
         ops: list[np.ndarray] = []
         keys: list[np.ndarray] = []
         for pi, plane in enumerate(store.planes):
-            if plane.name.startswith("/device:") or plane.n_events == 0:
+            if on_device_side(plane) or plane.n_events == 0:
                 continue
             corr = _int_stat(store, plane, "correlation")
             rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]

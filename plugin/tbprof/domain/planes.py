@@ -1,21 +1,83 @@
-"""Which planes of a store are the host and the accelerators (XSpace plane naming)."""
+"""Which planes of a store are the host and the accelerators (XSpace plane naming).
+
+Every reader names planes as XSpace does (the Kineto reader too), so a plane's kind follows
+from its name, decided here and nowhere else (``plane_kind``):
+
+* ``device``: an accelerator, ``/device:GPU:n`` or ``/device:TPU:n``;
+* ``device-aux``: the other ``/device:*`` planes (``/device:CUSTOM:Megascale Trace``, ...): on
+  the device side, but no accelerator;
+* ``host``: ``/host:CPU`` and the host's other planes; ``meta``: ``/host:metadata`` (XLA's
+  programs, no events), a host plane by name;
+* ``other``: the rest (Chrome-trace processes, TF1 timeline devices, ``Task Environment``).
+"""
 
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
 
 from tbprof.store.tables import Plane, ProfileStore
 
 HOST_PLANE = "/host:CPU"
+METADATA_PLANE = "/host:metadata"
+
+
+class PlaneKind(StrEnum):
+    DEVICE = "device"
+    DEVICE_AUX = "device-aux"
+    HOST = "host"
+    META = "meta"
+    OTHER = "other"
+
+
+DEVICE_SIDE = frozenset({PlaneKind.DEVICE, PlaneKind.DEVICE_AUX})
+HOST_SIDE = frozenset({PlaneKind.HOST, PlaneKind.META})
+
+
+class Named(Protocol):
+    """A plane, or a per-host partial's summary of one (analyses/partials.py): its name is enough."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def plane_kind(plane: Named) -> PlaneKind:
+    """The one decision of what a plane is (see the module docstring)."""
+    return kind_of_name(plane.name)
+
+
+def kind_of_name(name: str) -> PlaneKind:
+    """``plane_kind`` of a plane called ``name`` (where only the name is at hand)."""
+    if name.startswith("/device:"):
+        return PlaneKind.DEVICE if name.startswith(("/device:GPU", "/device:TPU")) else PlaneKind.DEVICE_AUX
+    if name.startswith("/host:"):
+        return PlaneKind.META if name == METADATA_PLANE else PlaneKind.HOST
+    return PlaneKind.OTHER
+
+
+def is_accelerator(plane: Named) -> bool:
+    """A GPU or TPU plane (``device``)."""
+    return plane_kind(plane) is PlaneKind.DEVICE
+
+
+def on_device_side(plane: Named) -> bool:
+    """Any ``/device:*`` plane (``device`` or ``device-aux``)."""
+    return plane_kind(plane) in DEVICE_SIDE
+
+
+def on_host_side(plane: Named) -> bool:
+    """Any ``/host:*`` plane (``host`` or ``meta``)."""
+    return plane_kind(plane) in HOST_SIDE
 
 
 def device_planes_of(store: ProfileStore) -> list[int]:
-    """Indices of the GPU/TPU planes that hold events, in plane order (steps, roofline peaks)."""
-    return [i for i, p in enumerate(store.planes)
-            if p.name.startswith(("/device:GPU", "/device:TPU")) and p.n_events > 0]
+    """Indices of the accelerator planes that hold events, in plane order (steps, roofline peaks)."""
+    return [i for i, p in enumerate(store.planes) if is_accelerator(p) and p.n_events > 0]
 
 
 def device_planes(store: ProfileStore) -> list[Plane]:
-    """Every ``/device:*`` plane with events, in plane order (the op tools' device side)."""
-    return [p for p in store.planes if p.name.startswith("/device:") and p.n_events > 0]
+    """Every device-side plane with events, in plane order (the op tools' device side)."""
+    return [p for p in store.planes if on_device_side(p) and p.n_events > 0]
 
 
 # NVIDIA compute capability major (and minor where it splits a major) -> architecture, for

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import re2
 
-from tbprof.errors import BadRequest
+from tbprof.errors import BadParameter
 
 MAX_PATTERN_CHARS = 1000
 # RE2's memory budget per compiled pattern (program + lazily built DFA states); RE2's default is
@@ -24,10 +24,8 @@ MAX_PATTERN_CHARS = 1000
 MAX_PROGRAM_BYTES = 4 << 20
 
 
-class RegexError(BadRequest):
-    """A user regex that is too long, malformed, or uses syntax RE2 does not support (HTTP 400)."""
-
-    kind = "bad_request"
+class RegexError(BadParameter):
+    """A user regex that is too long, malformed, or uses syntax RE2 does not support."""
 
 
 def _options(ignore_case: bool) -> re2.Options:

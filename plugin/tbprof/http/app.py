@@ -3,12 +3,12 @@
 Routes are relative (``runs``, ``data``, ...); TensorBoard mounts them under
 ``/data/plugin/tbprof/`` and the standalone server serves them at the same paths.
 Handlers only parse arguments, call ``Profiles`` and encode; errors follow docs/api.md (errors):
-unknown run/host/tool 404, bad parameter 400, unreadable profile 422, never a traceback.
+the domain errors map to statuses in ``http/errors.py`` (unknown run/host/tool 404, bad parameter
+400, unreadable profile 422), never a traceback.
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
 import logging
 from collections.abc import Callable, Iterable, Sequence
@@ -18,16 +18,16 @@ from typing import Any, cast
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.wrappers import Request, Response
 
-from tbprof.analyses.table import QueryError
-from tbprof.analyses.tool import OptionError
-from tbprof.errors import ProfileReadError, TbprofError
+from tbprof.errors import TbprofError
 from tbprof.fs import Location
 from tbprof.http import responses
 from tbprof.http.context import AppContext
+from tbprof.http.errors import error_fields, http_status
 from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
 from tbprof.service.profiles import Profiles
+from tbprof.store.memo import Memo
 
 log = logging.getLogger("tbprof")
 
@@ -92,10 +92,7 @@ class TbprofApp:
                 return static_file(request, path)
             return cast(Handler, handler)(self.ctx, request)
         except TbprofError as e:
-            extra = {"file": e.path, "reason": e.reason} if isinstance(e, ProfileReadError) else {}
-            return responses.error_response(request, e.http_status, str(e), kind=e.kind, **extra)
-        except (OptionError, QueryError) as e:
-            return responses.error_response(request, 400, str(e), kind="bad_request")
+            return responses.error_response(request, http_status(e), str(e), **error_fields(e))
         except MethodNotAllowed as e:
             allowed = ", ".join(sorted(e.valid_methods or ()))
             return responses.error_response(request, 405, f"{path} takes {allowed}, not {request.method}",
@@ -148,10 +145,14 @@ def static_file(request: Request, path: str) -> Response:
     return responses.finish(request, target.read_bytes(), mime, headers=headers)
 
 
-@functools.lru_cache(maxsize=32)
+# Gzipped static files, in the process-wide byte budget (store/memo.py) with everything cached.
+_GZIPPED = Memo()
+
+
 def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
     """A static file gzipped; the key includes mtime and size so a rebuilt file is recompressed."""
-    return gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0)
+    return _GZIPPED.get(("static_gzip", path, mtime_ns, size),
+                        lambda: gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0), size=len)
 
 
 def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",

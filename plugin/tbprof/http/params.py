@@ -5,7 +5,9 @@ from __future__ import annotations
 from werkzeug.datastructures import MultiDict
 
 from tbprof.analyses.table import TableQuery
-from tbprof.errors import BadRequest
+from tbprof.errors import BadParameter
+from tbprof.service.comparisons import SideSpec
+from tbprof.service.profiles import ALL_HOSTS
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
 RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit", "rows"}
@@ -16,9 +18,9 @@ MAX_LIMIT = 1_000_000
 def required(args: MultiDict[str, str], name: str) -> str:
     value = args.get(name)
     if value is None or value == "":
-        raise BadRequest(f"missing required parameter {name!r}")
+        raise BadParameter(f"missing required parameter {name!r}")
     if "\x00" in value:
-        raise BadRequest(f"parameter {name!r} contains a NUL byte")
+        raise BadParameter(f"parameter {name!r} contains a NUL byte")
     return value
 
 
@@ -30,9 +32,9 @@ def int_arg(args: MultiDict[str, str], name: str, default: int | None, lo: int =
     try:
         value = int(raw)
     except ValueError:
-        raise BadRequest(f"parameter {name}={raw!r} is not an integer") from None
+        raise BadParameter(f"parameter {name}={raw!r} is not an integer") from None
     if not lo <= value <= hi:
-        raise BadRequest(f"parameter {name}={value} is out of range [{lo}, {hi}]")
+        raise BadParameter(f"parameter {name}={value} is out of range [{lo}, {hi}]")
     return value
 
 
@@ -45,7 +47,7 @@ def bool_arg(args: MultiDict[str, str], name: str) -> bool | None:
         return True
     if low in ("0", "false", "no"):
         return False
-    raise BadRequest(f"parameter {name}={raw!r} must be true or false")
+    raise BadParameter(f"parameter {name}={raw!r} must be true or false")
 
 
 def table_query(args: MultiDict[str, str]) -> TableQuery:
@@ -56,5 +58,21 @@ def table_query(args: MultiDict[str, str]) -> TableQuery:
                       filters=filters)
 
 
+def queried(query: TableQuery) -> bool:
+    """Whether a request sorts, filters or pages a table (its answer is not a memoised body)."""
+    return any((query.sort, query.desc is not None, query.offset, query.limit, query.filters))
+
+
 def tool_options(args: MultiDict[str, str]) -> dict[str, str]:
     return {k: v for k, v in args.items() if k not in RESERVED and not k.startswith(FILTER_PREFIX)}
+
+
+def side_spec(args: MultiDict[str, str], prefix: str) -> SideSpec:
+    """A side of a comparison from ``<prefix>run``, ``<prefix>host``, ``<prefix>steps``."""
+    run = args.get(prefix + "run")
+    if not run:
+        raise BadParameter(f"missing required parameter {prefix + 'run'!r}")
+    host = args.get(prefix + "host") or None
+    if host is not None and host != ALL_HOSTS and "\x00" in host:
+        raise BadParameter(f"parameter {prefix + 'host'!r} contains a NUL byte")
+    return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "")

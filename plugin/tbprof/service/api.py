@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table
-from tbprof.errors import BadRequest, NoData, NotFound
+from tbprof.errors import NoData, NotFound
 from tbprof.service import summary as summary_mod
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import default_host, pick_run, select_hosts
 
 __all__ = ["DATAFRAME_SOURCES", "Profile", "open"]
 
@@ -56,20 +57,9 @@ def open(path: str | Path, run: str | None = None, host: str | None = None,
     if not p.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     profiles = Profiles(p, cache_dir=Path(cache_dir) if cache_dir is not None else None)
-    runs = profiles.runs()
-    if not runs:
-        raise NotFound(f"{path}: no profiles found (XSpace *.xplane.pb, Chrome trace JSON, PyTorch "
-                       "*.pt.trace.json, TF1 timeline-<step>.json or tfprof files)")
-    if run is None:
-        if len(runs) > 1:
-            raise BadRequest(f"{path} holds {len(runs)} runs; choose one with run=: {sorted(runs)}")
-        chosen = next(iter(runs.values()))
-    elif run in runs:
-        chosen = runs[run]
-    else:
-        raise NotFound(f"unknown run {run!r}; runs: {sorted(runs)}")
-    if host is not None and host != ALL_HOSTS and host not in chosen.hosts:
-        raise NotFound(f"unknown host {host!r} in run {chosen.name!r}; hosts: {sorted(chosen.hosts)}")
+    chosen = pick_run(profiles.runs(), run, where=str(path), choose_with="run=")
+    if host is not None:
+        select_hosts(chosen, host)  # an unknown host is refused now, not at the first call
     return Profile(profiles, chosen, host)
 
 
@@ -99,9 +89,7 @@ class Profile:
     def tool(self, name: str, host: str | None = None, **options: Any) -> dict[str, Any]:
         """Any tool's result. Several hosts: all of them for multi-host tools, else the first."""
         tool = self.profiles.tool(name)
-        want = host if host is not None else self.host
-        if want is None and len(self.run.hosts) > 1:
-            want = ALL_HOSTS if tool.multi_host_for(self.run.kind) else self.hosts[0]
+        want = default_host(self.run, host if host is not None else self.host, tool.multi_host_for(self.run.kind))
         hosts = self.profiles.hosts(self.run, want)
         return self.profiles.compute(self.run, hosts, tool, {k: str(v) for k, v in options.items()})
 
@@ -138,9 +126,8 @@ class Profile:
         """Raw events of one host: plane, line, name, start_ps, dur_ps, depth (times relative to the
         profile start), those starting in [start_ps, end_ps)."""
         pd = _pandas()
-        want = host if host is not None else self.host
-        if want is None:
-            want = self.hosts[0]
+        # One host's events: the first when none is named (all hosts are no one host).
+        want = default_host(self.run, host if host is not None else self.host, multi_host=False) or self.hosts[0]
         if want not in self.run.hosts:
             raise NotFound(f"unknown host {want!r}; hosts: {self.hosts}")
         store = self.profiles.store(self.run, want)

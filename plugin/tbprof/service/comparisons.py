@@ -1,16 +1,17 @@
 """Comparing two profiles through ``Profiles``: resolve each side, gather its tool results,
 compare them (``analyses.compare``) and memoise the answer per pair.
 
-Shared by the HTTP routes (``http/compare_routes.py``) and the CLI (``compare_cli.py``).
+Shared by the HTTP routes (``http/routes/compare.py``) and the CLI (``cli/compare.py``).
 Each side's results are the memoised results of the ordinary tools, so a comparison of two
 runs already open in the dashboard recomputes nothing but the joins.
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,18 +20,15 @@ import numpy as np
 from tbprof.analyses.compare import report as cmp
 from tbprof.analyses.compare import sources as src
 from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.gpu import trace_diff
 from tbprof.analyses.gpu.breakdown import rank_of
-from tbprof.analyses.ops import op_metrics
-from tbprof.analyses.steps.assignment import Steps
-from tbprof.analyses.steps.table import step_table
-from tbprof.analyses.table import Table
+from tbprof.analyses.ops.op_step_time import op_step_time
 from tbprof.cache.disk_cache import cache_key
-from tbprof.domain import tf_op
-from tbprof.domain.regex import RegexError, searcher
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import NotFound
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import GZIP_LEVEL, Profiles
+from tbprof.service.selection import comparison_host
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 
@@ -46,10 +44,7 @@ class SideSpec:
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
     run = profiles.run(spec.run)
-    host = spec.host
-    if host in (None, "") and run.kind in src.WHOLE_RUN_KINDS:
-        host = ALL_HOSTS  # a TF1 timeline run's hosts are its steps: compare them all
-    return run, profiles.hosts(run, host)
+    return run, profiles.hosts(run, comparison_host(run, spec.host))
 
 
 def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: str,
@@ -158,137 +153,55 @@ _MEMOS: weakref.WeakKeyDictionary[Profiles, Memo] = weakref.WeakKeyDictionary()
 _MEMO_LOCK = threading.Lock()
 
 
-def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                 confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
+def _pair_key(profiles: Profiles, base: SideSpec, cand: SideSpec, confidence: float) -> tuple[Memo, Hashable]:
     b_run, b_hosts = resolve(profiles, base)
     c_run, c_hosts = resolve(profiles, cand)
     key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps,
            c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, confidence)
     with _MEMO_LOCK:
         memo = _MEMOS.setdefault(profiles, Memo())
+    return memo, key
+
+
+def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
+                 confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
+    memo, key = _pair_key(profiles, base, cand, confidence)
     return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
 
 
+def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
+                      confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[dict[str, Any], Callable[[bool], bytes]]:
+    """``compare_pair``'s answer, and it as JSON: a function of ``gzipped`` (compressed or not),
+    each memoised next to the comparison (the pair's key, which stats every file, taken once)."""
+    memo, key = _pair_key(profiles, base, cand, confidence)
+    result = memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
+
+    def body(gzipped: bool) -> bytes:
+        def encode() -> bytes:
+            return gzip.compress(body(False), compresslevel=GZIP_LEVEL) if gzipped else to_json_bytes(result)
+
+        return memo.get(("json", gzipped, key), encode, size=len)
+
+    return result, body
+
+
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:
-    try:
-        return cmp.compare(base, cand, confidence)
-    except cmp.SelectionError as e:
-        raise BadRequest(str(e)) from None
+    """The comparison of two gathered sides (a bad step selection raises SelectionError, a BadParameter)."""
+    return cmp.compare(base, cand, confidence)
 
 
-# --- one op's time per step (tbprof check --op) -----------------------------------------------
-
-@dataclass
-class OpMatch:
-    """Which rows of a side's op table an op selector names."""
-
-    how: str  # "operation" | "type" | "regex"
-    names: list[str]  # matched operation names
-
-
-def match_op(results: Sequence[dict[str, Any]], selector: str) -> OpMatch | None:
-    """Exact operation name, else exact op type, else a regex searched in operation names."""
-    names: set[str] = set()
-    types: dict[str, set[str]] = {}
-    for r in results:
-        t = r.get("tables", {}).get("ops")
-        if not isinstance(t, Table):
-            continue
-        for name, typ in zip(t.data["operation"].tolist(), t.data["type"].tolist(), strict=False):
-            if typ == cmp.IDLE:
-                continue
-            names.add(str(name))
-            types.setdefault(str(typ), set()).add(str(name))
-    if selector in names:
-        return OpMatch("operation", [selector])
-    if selector in types:
-        return OpMatch("type", sorted(types[selector]))
-    try:
-        found = searcher(selector, what="op selector")
-    except RegexError:
-        return None
-    hits = sorted(n for n in names if found(n))
-    return OpMatch("regex", hits) if hits else None
-
+# --- one op's time per step (tbprof check --op; the analysis: analyses/ops/op_step_time.py) ----
 
 def op_step_series(profiles: Profiles, spec: SideSpec, op_names: Sequence[str]) -> np.ndarray | None:
-    """Self time (µs) per step of the named framework ops, summed over the side's hosts.
-
-    Device ops: the duration of each device event of the op (a device op's self time) summed
-    over the events of each step. Host ops: the events of the op on the host threads by step,
-    scaled so that their total equals the op's total self time (nested host ops are rare;
-    exact per-event self time is not kept by the op analysis). Steps are the step analysis's
-    (and the selection's). None when the side has no steps.
-    """
+    """Self time (µs) per selected step of the named framework ops, summed over the side's hosts
+    (``op_step_time``); None when the side has no steps."""
     run, hosts = resolve(profiles, spec)
     stores = [s for s in (profiles.store(run, h) for h in hosts) if isinstance(s, ProfileStore)]
-    st = step_table(stores)
-    if st.n_steps == 0:
+    per_step = op_step_time(stores, op_names)
+    if per_step is None:
         return None
-    wanted = set(op_names)
-    total = np.zeros(st.n_steps)
-    for hi, store in enumerate(stores):
-        steps = st.per_host[hi]
-        per_step = np.zeros(steps.n_steps)
-        per_step += _device_op_per_step(store, steps, wanted)
-        per_step += _host_op_per_step(store, steps, wanted)
-        total += per_step[st.step_index[hi]]
-    keep = np.ones(st.n_steps, bool)
+    keep = np.ones(per_step.step_nums.shape[0], bool)
     if spec.steps:
-        keep = cmp.select_steps(st.step_nums, spec.steps)
-    return total[keep] / 1e6
-
-
-def _device_op_per_step(store: ProfileStore, steps: Steps, wanted: set[str]) -> np.ndarray:
-    ev = op_metrics.device_op_events(store)
-    out = np.zeros(steps.n_steps)
-    if ev.row.shape[0] == 0:
-        return out
-    # framework_op_stats names a device op by its framework op (provenance), else by itself.
-    fw = np.array([(tf_op.parse_tf_op(p).name if p else n) in wanted
-                   for n, p in zip(ev.op_name, ev.op_provenance, strict=False)], dtype=bool)
-    planes = op_metrics.device_planes(store)
-    for pi, plane in enumerate(planes):
-        sel = np.nonzero((ev.plane_index == pi) & fw[ev.op])[0]
-        if sel.shape[0] == 0:
-            continue
-        rows = ev.row[sel]
-        step = steps.event_step(store.planes.index(plane))[rows]
-        ok = step >= 0
-        out += np.bincount(step[ok], weights=plane.dur_ps[rows][ok].astype(np.float64), minlength=steps.n_steps)
-    return out
-
-
-def _host_op_per_step(store: ProfileStore, steps: Steps, wanted: set[str]) -> np.ndarray:
-    out = np.zeros(steps.n_steps)
-    db = op_metrics.host_op_metrics(store)
-    hit = np.isin(db.name, list(wanted))
-    if not hit.any():
-        return out
-    self_ps = float(db.self_time_ps[hit].sum())
-    plane = store.plane(op_metrics.HOST_PLANE)
-    if plane is None or plane.n_events == 0:
-        return out
-    uniq, inv = np.unique(plane.name_id, return_inverse=True)
-    parsed = [tf_op.parse_tf_op(store.strings[int(u)]) for u in uniq.tolist()]
-    is_op = np.array([p.is_op and p.name in wanted for p in parsed], bool)
-    rows = np.nonzero(is_op[inv.reshape(-1)])[0]
-    if rows.shape[0] == 0:
-        return out
-    dur = plane.dur_ps[rows].astype(np.float64)
-    step = steps.event_step(store.planes.index(plane))[rows]
-    ok = step >= 0
-    per_step_ps = np.bincount(step[ok], weights=dur[ok], minlength=steps.n_steps)
-    all_dur = float(dur.sum())
-    return per_step_ps * (self_ps / all_dur) if all_dur > 0 else per_step_ps
-
-
-def parse_side_args(args: Mapping[str, str], prefix: str) -> SideSpec:
-    run = args.get(prefix + "run")
-    if not run:
-        raise BadRequest(f"missing required parameter {prefix + 'run'!r}")
-    host = args.get(prefix + "host") or None
-    if host is not None and host != ALL_HOSTS and "\x00" in host:
-        raise BadRequest(f"parameter {prefix + 'host'!r} contains a NUL byte")
-    return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "")
+        keep = cmp.select_steps(per_step.step_nums, spec.steps)
+    return per_step.self_time_ps[keep] / 1e6

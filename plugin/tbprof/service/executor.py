@@ -130,12 +130,10 @@ def convert_host(task: HostTask) -> dict[str, Any]:
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
-    from pathlib import Path
-
     from tbprof.analyses.overview.profile_summary import summarize_store
-    from tbprof.cache.disk_cache import DiskCache, cache_key
-    from tbprof.cache.memory_guard import plan
+    from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
+    from tbprof.cache.profile_cache import convert_file
     from tbprof.cache.remote_cache import open_disk_cache
     from tbprof.fs import FileInfo, UrlPath, location
     from tbprof.readers.kinds import KINDS
@@ -170,15 +168,9 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         t = lap("load_s", t)
         stored = cached
         if store is None:
-            # A file larger than memory streams into a local cache (the same hook as ProfileCache);
-            # the entry is then written already.
-            streamable = None if kind.streamer is None or not isinstance(path, Path) else isinstance(disk, DiskCache)
-            stream_budget, _ = plan(path, streamable, disk.root if isinstance(disk, DiskCache) else None)
-            if stream_budget is not None and kind.streamer is not None:
-                store = kind.streamer(path, disk, key, stream_budget)
-                stored = True
-            else:
-                store = kind.reader(path)
+            # The store cache's own decision (read, or stream a file larger than memory into the
+            # local cache: the entry is then written already).
+            store, stored = convert_file(path, key, disk, kind.reader, kind.streamer)
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
             store.skip_memo_sizes()  # this store is dropped when the task returns
@@ -299,7 +291,8 @@ WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.cac
                   "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
                   "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
-                  "tbprof.cache.remote_cache", "tbprof.cache.memory_guard", "tbprof.cache.paths"]
+                  "tbprof.cache.remote_cache", "tbprof.cache.memory_guard", "tbprof.cache.paths",
+                  "tbprof.cache.profile_cache"]
 
 
 def _worker_ready() -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from tbprof.analyses.overview.profile_summary import summarize_store
 from tbprof.analyses.overview.summary_fields import step_fields
+from tbprof.domain.planes import on_device_side
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
@@ -27,7 +28,7 @@ def _has_tfprof(stores: list[AnyStore]) -> bool:
 
 def _has_devices(stores: list[Any]) -> bool:
     # Stores, or the per-host partials (analyses/partials.py) with their planes' names.
-    return any(not isinstance(s, TfprofProfile) and any(p.name.startswith("/device:") for p in s.planes)
+    return any(not isinstance(s, TfprofProfile) and any(on_device_side(p) for p in s.planes)
                for s in stores)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from tbprof._core.kernels import nesting_depth
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.domain.hlo_map import hlo_programs
+from tbprof.domain.planes import on_host_side
 from tbprof.domain.tf_op import name_scopes, parse_tf_op
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
@@ -151,7 +152,7 @@ def _step_starts(store: ProfileStore) -> np.ndarray:
     def compute() -> np.ndarray:
         sid = store.stat_id("step_num")
         starts = [p.start_ps[p.event_stat(sid).rows] for p in store.planes
-                  if sid >= 0 and p.name.startswith("/host:")]
+                  if sid >= 0 and on_host_side(p)]
         return np.sort(np.concatenate(starts)) if starts else np.zeros(0, np.int64)
     return store.memo(("timeline", "step_starts"), compute)
 
@@ -202,7 +203,7 @@ def _step_markers(store: ProfileStore) -> tuple[np.ndarray, list[str]]:
         starts: list[np.ndarray] = []
         names: list[str] = []
         for p in store.planes:
-            if sid < 0 or not p.name.startswith("/host:"):
+            if sid < 0 or not on_host_side(p):
                 continue
             col = p.event_stat(sid)
             starts.append(p.start_ps[col.rows])

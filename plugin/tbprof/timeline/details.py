@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.planes import on_device_side
 from tbprof.domain.regex import fixed
 from tbprof.errors import NotFound
 from tbprof.store.markers import FLOW_ID_STAT
@@ -147,7 +148,9 @@ def _rows_with(plane: Plane, stat_id: int, value: int) -> np.ndarray:
 
 
 def _is_device(plane: Plane) -> bool:
-    return plane.name.startswith("/device:") or "GPU" in plane.name
+    # A TF1 timeline's planes are its Chrome-trace processes, named by the TF device inside
+    # ("/job:localhost/replica:0/task:0/device:GPU:0 Compute"): plane kind "other" by name.
+    return on_device_side(plane) or "GPU" in plane.name
 
 
 def _correlation_links(store: ProfileStore, index: TrackIndex, plane_index: int, row: int,
@@ -259,7 +262,7 @@ def _tf_op_links(store: ProfileStore, index: TrackIndex, plane_index: int, row: 
     pairs = []
     for g in index.groups:
         other = store.planes[g.plane]
-        if g.plane == plane_index or not other.name.startswith("/device:"):
+        if g.plane == plane_index or not on_device_side(other):
             continue
         rows = _rows_with(other, sid, name_id)
         if rows.shape[0]:

@@ -15,13 +15,14 @@ import numpy as np
 
 from tbprof.domain.planes import device_planes_of
 from tbprof.domain.regex import RegexError, searcher
+from tbprof.errors import BadParameter
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
 
 MAX_QUERY_CHARS = 500
 
 
-class SearchError(ValueError):
+class SearchError(BadParameter):
     """A query that cannot be run (bad regular expression, empty)."""
 
 

@@ -22,7 +22,7 @@ from tbprof._core.kernels import nesting_depth
 from tbprof.analyses.gpu.activity import has_device_activity
 from tbprof.analyses.gpu.counters import GIB_PER_GB, StepSeries, device_counters, last_per_time
 from tbprof.analyses.results.timeline import TrackGroup, TrackIndexJson, TrackJson
-from tbprof.domain.planes import device_display_name
+from tbprof.domain.planes import device_display_name, on_device_side, on_host_side
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.combine import PLANE_LABELS
 from tbprof.store.markers import is_counter_line
@@ -101,18 +101,18 @@ def _natural_key(text: str) -> list[Any]:
 
 
 def _plane_order(plane: Plane) -> tuple[int, list[Any]]:
-    if plane.name.startswith("/device:"):
+    if on_device_side(plane):
         return (0, _natural_key(plane.name))
-    if plane.name.startswith("/host:"):
+    if on_host_side(plane):
         return (1, _natural_key(plane.name))
     return (2, [plane.index])
 
 
 def _group_name(plane: Plane) -> tuple[str, Literal["device", "host", "process"]]:
-    if plane.name.startswith("/device:"):
+    if on_device_side(plane):
         device = device_display_name(plane)
         return (f"{plane.name} ({device})" if device else plane.name), "device"
-    if plane.name.startswith("/host:"):
+    if on_host_side(plane):
         return f"Host {plane.name.removeprefix('/host:')}", "host"
     return plane.name, "process"
 

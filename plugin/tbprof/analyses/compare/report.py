@@ -34,6 +34,7 @@ from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, OptionError
 from tbprof.domain.regex import fixed
+from tbprof.errors import BadParameter
 
 IDLE = "IDLE"
 # A category is named in the verdict when its share of step time moved at least this much.
@@ -45,8 +46,8 @@ BREAKDOWN_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-class SelectionError(ValueError):
-    """A step selection that does not parse or selects nothing (HTTP 400)."""
+class SelectionError(BadParameter):
+    """A step selection that does not parse or selects nothing."""
 
 
 @dataclass

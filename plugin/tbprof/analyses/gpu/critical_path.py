@@ -725,7 +725,12 @@ def _parse_times(text: str) -> str:
 
 
 def available(store: Any) -> bool:
-    return getattr(store, "format", "") == "chrome_trace" and has_device_activity(store)
+    """Listed where the default annotation exists (a run without ``ProfilerStep`` spans would
+    open on "no data"); asked by name with another ``annotation``, it answers for any trace."""
+    if getattr(store, "format", "") != "chrome_trace" or not has_device_activity(store):
+        return False
+    strings = getattr(store, "strings", None)
+    return strings is not None and any(DEFAULT_ANNOTATION in s for s in strings.as_list())
 
 
 OPTIONS = (

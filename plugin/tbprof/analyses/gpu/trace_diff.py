@@ -26,6 +26,7 @@ import numpy as np
 
 from tbprof.analyses.gpu.activity import _int_column, _inward_us
 from tbprof.analyses.table import Column, Table
+from tbprof.domain.planes import on_device_side
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import ProfileStore
 
@@ -98,7 +99,7 @@ def _event_table(store: ProfileStore) -> EventTable | None:
         start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
         parts.append((rows, start, end, _int_column(store, plane, "stream")[rows],
                       _int_column(store, plane, "correlation")[rows], plane.name_id[rows],
-                      np.full(rows.shape[0], plane.name.startswith("/device:"), bool)))
+                      np.full(rows.shape[0], on_device_side(plane), bool)))
     steps = tuple(sorted(set(step_number.values())))
     if not parts:
         z = np.zeros(0, np.int64)

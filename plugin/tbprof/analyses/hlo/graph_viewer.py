@@ -38,7 +38,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
 from tbprof.domain.hlo_map import HloProgram, hlo_category, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import instruction_text, shape_text, source_frames
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter, NotFound
 from tbprof.store.tables import ProfileStore
 
 MAX_WIDTH = 16  # beyond this a graph of a real module has thousands of nodes: unreadable
@@ -303,7 +303,7 @@ def _picker_ops(program: HloProgram, times: Mapping[str, float]) -> tuple[list[G
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GraphViewerResult:
     width = int(options.get("graph_width", 3))
     if width > MAX_WIDTH:
-        raise BadRequest(f"graph_width must be at most {MAX_WIDTH}")
+        raise BadParameter(f"graph_width must be at most {MAX_WIDTH}")
     node, module = options.get("node_name"), options.get("module")
     programs = programs_of(stores)
     if not programs:

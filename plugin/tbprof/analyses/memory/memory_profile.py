@@ -30,7 +30,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
 from tbprof.domain.event_columns import RowStats, rows_of_metas
 from tbprof.domain.event_groups import IMPLICIT_ROOT_NAMES, event_groups, parents_of
 from tbprof.domain.event_tree import parent_rows
-from tbprof.domain.planes import HOST_PLANE
+from tbprof.domain.planes import HOST_PLANE, is_accelerator
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.kineto_names import MEMORY_DEVICE_KIND, MEMORY_EVENT
@@ -136,7 +136,7 @@ def _step_ids(store: ProfileStore, plane: Plane, rows: np.ndarray, own: np.ndarr
     """
     if (own >= 0).any():
         return own
-    on_gpu = any(p.name.startswith(("/device:GPU", "/device:TPU")) and p.n_events for p in store.planes)
+    on_gpu = any(is_accelerator(p) and p.n_events for p in store.planes)
     if on_gpu:
         linked = _marker_step_ids(store, plane, rows)
         if linked is not None:

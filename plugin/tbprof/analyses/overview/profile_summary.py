@@ -10,7 +10,7 @@ import numpy as np
 from tbprof.analyses.results.pages import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import device_display_name
+from tbprof.domain.planes import DEVICE_SIDE, device_display_name, kind_of_name, on_device_side
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
@@ -34,7 +34,7 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
     stats = {k: v for k, v in plane.plane_stats.items() if isinstance(v, (int, float, str))}
     return {
         "name": plane.name, "id": plane.id, "device_type": device_type(plane.name),
-        "device_name": device_display_name(plane) if plane.name.startswith("/device:") else "",
+        "device_name": device_display_name(plane) if on_device_side(plane) else "",
         "line_count": plane.n_lines, "event_count": plane.n_events, "stat_count": len(plane.stats),
         "first_event_ps": first_ps, "last_event_end_ps": last_ps, "lines": lines, "stats": stats,
     }
@@ -43,7 +43,7 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
 def summarize_store(store: ProfileStore | TfprofProfile) -> HostSummary:
     """Headline numbers of one host (a tfprof profile has no planes: no devices, no events)."""
     planes = [_plane_summary(store, p) for p in store.planes] if isinstance(store, ProfileStore) else []
-    devices = [p for p in planes if p["name"].startswith("/device:")]
+    devices = [p for p in planes if kind_of_name(p["name"]) in DEVICE_SIDE]
     types = sorted({p["device_type"] for p in devices if p["event_count"] > 0})
     return {
         "host": store.host, "source_path": store.source_path, "format": store.format,

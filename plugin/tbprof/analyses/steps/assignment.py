@@ -44,7 +44,7 @@ from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, device_precision
-from tbprof.domain.planes import HOST_PLANE, device_planes_of
+from tbprof.domain.planes import HOST_PLANE, device_planes_of, on_device_side
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
@@ -870,7 +870,7 @@ def has_steps_data(store: Any) -> bool:
     if is_tf1_timeline(store):
         return any(op.rows.shape[0] for op in op_planes(store))
     if _is_kineto(store):  # with steps or without (the pages then say there are none)
-        return any(p.n_events > 0 for p in store.planes if p.name == HOST_PLANE or p.name.startswith("/device:"))
+        return any(p.n_events > 0 for p in store.planes if p.name == HOST_PLANE or on_device_side(p))
     if store.plane(HOST_PLANE) is None:
         return False
     return any(_PROFILER_STEP.fullmatch(text) for text in store.strings.as_list())

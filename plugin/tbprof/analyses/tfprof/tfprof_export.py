@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.tfprof.tfprof_engine import METRICS, ViewResult
+from tbprof.errors import BadParameter
 from tbprof.protos import pprof_profile_pb2
 from tbprof.store.tfprof import TfprofProfile
 
 
-class ExportError(ValueError):
-    """An export the view cannot give (HTTP 400)."""
+class ExportError(BadParameter):
+    """An export the view cannot give."""
 
 
 # --- Chrome trace timeline ------------------------------------------------------------------------

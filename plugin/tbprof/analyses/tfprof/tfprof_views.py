@@ -120,7 +120,7 @@ def view_options(options: Mapping[str, Any]) -> ViewOptions:
 
 
 def run_view(profile: TfprofProfile, options: Mapping[str, Any]) -> ViewResult:
-    """The view the options ask for; tfprof's refusals become option errors (HTTP 400)."""
+    """The view the options ask for; tfprof's refusals become option errors."""
     view = str(options.get("view", "scope"))
     opts = view_options(options)
     try:

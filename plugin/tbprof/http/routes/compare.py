@@ -14,10 +14,11 @@ from werkzeug.wrappers import Request, Response
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.comparisons import compare_pair, parse_side_args
+from tbprof.service.comparisons import SideSpec, compare_pair, compare_pair_json
+from tbprof.service.selection import pick_table
 
 
 def _confidence(request: Request) -> float:
@@ -27,36 +28,36 @@ def _confidence(request: Request) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise BadRequest(f"parameter confidence={raw!r} is not a number") from None
+        raise BadParameter(f"parameter confidence={raw!r} is not a number") from None
     if not 0.5 <= value < 1.0:
-        raise BadRequest(f"parameter confidence={value} must be in [0.5, 1)")
+        raise BadParameter(f"parameter confidence={value} must be in [0.5, 1)")
     return value
 
 
+def _sides(request: Request) -> tuple[SideSpec, SideSpec, float]:
+    return params.side_spec(request.args, "base_"), params.side_spec(request.args, ""), _confidence(request)
+
+
 def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
-    base = parse_side_args(request.args, "base_")
-    cand = parse_side_args(request.args, "")
-    return compare_pair(ctx.profiles, base, cand, _confidence(request))
+    return compare_pair(ctx.profiles, *_sides(request))
 
 
 def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
-    tables = {k: v for k, v in result["tables"].items() if isinstance(v, Table)}
-    if name is None:
-        name = "ops" if "ops" in tables else next(iter(tables))
-    if name not in tables:
-        raise NotFound(f"the comparison has no table {name!r}; tables: {sorted(tables)}")
-    return name, tables[name]
+    return pick_table(result, name, "the comparison", prefer=("ops",))
 
 
 def compare(ctx: AppContext, request: Request) -> Response:
     """The comparison's JSON; ``rows=N`` caps every table (as ``data`` does)."""
-    result = _result(ctx, request)
+    base, cand, confidence = _sides(request)
+    result, body = compare_pair_json(ctx.profiles, base, cand, confidence)
     query = params.table_query(request.args)
-    queries: dict[str, TableQuery] = {}
     rows = params.int_arg(request.args, "rows", None)
+    if rows is None and not params.queried(query):
+        return responses.memoised_json(request, body)
+    queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {n: TableQuery(limit=rows) for n, t in result["tables"].items() if isinstance(t, Table)}
-    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+    if params.queried(query):
         name, _ = _pick(result, request.args.get("table"))
         queries[name] = query
     return responses.json_response(request, result, queries=queries)

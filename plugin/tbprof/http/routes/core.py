@@ -10,12 +10,12 @@ from werkzeug.wrappers import Request, Response
 from tbprof import __version__
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import BadRequest, NotFound
+from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service import tools as registry
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS, pick_table
 
 # The longest run-name search (``q``): a search box's text, not a document.
 MAX_RUN_QUERY_CHARS = 256
@@ -48,9 +48,9 @@ def _search_terms(raw: str | None) -> list[str]:
     if raw is None:
         return []
     if len(raw) > MAX_RUN_QUERY_CHARS:
-        raise BadRequest(f"parameter q is {len(raw)} characters; at most {MAX_RUN_QUERY_CHARS} are allowed")
+        raise BadParameter(f"parameter q is {len(raw)} characters; at most {MAX_RUN_QUERY_CHARS} are allowed")
     if "\x00" in raw:
-        raise BadRequest("parameter q contains a NUL byte")
+        raise BadParameter("parameter q contains a NUL byte")
     return raw.casefold().split()
 
 
@@ -129,31 +129,33 @@ def _result(ctx: AppContext, request: Request) -> tuple[dict[str, Any], str, str
 
 
 def _pick_table(result: dict[str, Any], name: str | None, tool: str) -> tuple[str, Table]:
-    tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
-    if not tables:
-        raise NotFound(f"tool {tool!r} has no tables for this run")
-    if name is None:
-        name = next(iter(tables))
-    if name not in tables:
-        raise NotFound(f"tool {tool!r} has no table {name!r}; tables: {sorted(tables)}")
-    return name, tables[name]
+    return pick_table(result, name, f"tool {tool!r}")
 
 
 def data(ctx: AppContext, request: Request) -> Response:
     """The tool's JSON. ``rows=N`` caps every table not queried explicitly at its first N rows
     (default order; ``total_rows`` still counts all), so a page's first response stays small
     and its table widgets page through the rest with the ``table`` route."""
-    result, _, tool, _ = _result(ctx, request)
-    query = params.table_query(request.args)
+    args = request.args
+    run = ctx.profiles.run(params.required(args, "run"))
+    tool_ = ctx.profiles.tool(params.required(args, "tool"))
+    hosts = ctx.profiles.hosts(run, args.get("host"))
+    options = params.tool_options(args)
+    computed = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
+    result, tool = computed[0], tool_.name
+    query = params.table_query(args)
+    rows = params.int_arg(args, "rows", None)
+    if rows is None and not params.queried(query):
+        return responses.memoised_json(request, lambda gz: ctx.profiles.encoded(computed, gz))
     queries: dict[str, TableQuery] = {}
-    rows = params.int_arg(request.args, "rows", None)
     if rows is not None:
         queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
                    if isinstance(t, Table)}
-    if any((query.sort, query.desc is not None, query.offset, query.limit, query.filters)):
+    if params.queried(query):
         name, _ = _pick_table(result, request.args.get("table"), tool)
         queries[name] = query
     return responses.json_response(request, result, queries=queries)
+
 
 
 def table(ctx: AppContext, request: Request) -> Response:

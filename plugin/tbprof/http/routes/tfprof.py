@@ -15,7 +15,7 @@ from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.tfprof import tfprof_export
 from tbprof.analyses.tfprof.tfprof_views import TOOL, run_view
-from tbprof.errors import BadRequest
+from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 
@@ -27,26 +27,24 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     args = request.args
     run = ctx.profiles.run(params.required(args, "run"))
     if run.kind != "tfprof":
-        raise BadRequest(f"run {run.name!r} is a {run.kind} run; tfprof_export reads tfprof ProfileProto runs")
+        raise BadParameter(f"run {run.name!r} is a {run.kind} run; tfprof_export reads tfprof ProfileProto runs")
     host = ctx.profiles.hosts(run, args.get("host"))[0]
     fmt = args.get("format", "timeline")
     if fmt not in FORMATS:
-        raise BadRequest(f"format={fmt!r} is not one of {', '.join(FORMATS)}")
+        raise BadParameter(f"format={fmt!r} is not one of {', '.join(FORMATS)}")
     tool = ctx.profiles.tool(TOOL)
     raw = {k: v for k, v in params.tool_options(args).items() if k not in ("format", "metric")}
     options = tool.parse_options(raw)
     profile = ctx.profiles.tfprof_profile(run, host)
     result = run_view(profile, options)
     stem = _SAFE.sub("_", f"{run.name}_{host}_{result.view}").strip("_")
-    try:
-        if fmt == "timeline":
-            body = json.dumps(tfprof_export.timeline_trace(profile, result), separators=(",", ":")).encode()
-            return responses.finish(request, body, "application/json", headers={
-                "Content-Disposition": f'attachment; filename="{stem}_timeline.json"'})
-        metric = args.get("metric", "micros")
-        body = tfprof_export.pprof_gz(profile, result, metric)
-    except tfprof_export.ExportError as e:
-        raise BadRequest(str(e)) from e
+    # tfprof_export.ExportError is a BadParameter: a 400 (http/errors.py).
+    if fmt == "timeline":
+        body = json.dumps(tfprof_export.timeline_trace(profile, result), separators=(",", ":")).encode()
+        return responses.finish(request, body, "application/json", headers={
+            "Content-Disposition": f'attachment; filename="{stem}_timeline.json"'})
+    metric = args.get("metric", "micros")
+    body = tfprof_export.pprof_gz(profile, result, metric)
     # Already gzipped (pprof's on-disk form): sent as is.
     return Response(body, mimetype="application/octet-stream", headers={
         "Content-Disposition": f'attachment; filename="{stem}_{metric}.pb.gz"'})

@@ -12,16 +12,16 @@ import gzip
 from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.tool import SCHEMA_VERSION
-from tbprof.errors import BadRequest
+from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS
 from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
 from tbprof.timeline.details import derived_event_details, event_details
 from tbprof.timeline.range import range_summary
-from tbprof.timeline.search import SearchError, search
+from tbprof.timeline.search import search
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import query_window
 
@@ -38,8 +38,8 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
     host = args.get("host")
     if host == ALL_HOSTS and len(run.hosts) > 1:
         if not ctx.profiles.tool("trace_viewer").multi_host_for(run.kind):
-            raise BadRequest("the trace viewer shows one host at a time; choose host= one of "
-                             f"{sorted(run.hosts)}")
+            raise BadParameter("the trace viewer shows one host at a time; choose host= one of "
+                               f"{sorted(run.hosts)}")
         # A PyTorch run's ranks in one timeline: the same combined store as the tool's answer
         # (an unreadable rank left out there and here).
         stores, _ = ctx.profiles.stores_tolerant(run, list(run.hosts))
@@ -55,9 +55,9 @@ def _tracks_arg(store: ProfileStore, raw: str | None) -> list[int] | None:
     try:
         tracks = sorted({int(t) for t in raw.split(",")})
     except ValueError:
-        raise BadRequest(f"parameter tracks={raw!r} must be comma-separated track ids") from None
+        raise BadParameter(f"parameter tracks={raw!r} must be comma-separated track ids") from None
     if any(not 0 <= t < n_tracks for t in tracks):
-        raise BadRequest(f"parameter tracks={raw!r} names a track outside 0..{n_tracks - 1}")
+        raise BadParameter(f"parameter tracks={raw!r} names a track outside 0..{n_tracks - 1}")
     return tracks
 
 
@@ -73,9 +73,9 @@ def trace(ctx: AppContext, request: Request) -> Response:
     width_px = params.int_arg(args, "width_px", 2000, lo=1, hi=MAX_WIDTH_PX) or 2000
     fmt = args.get("format", "binary")
     if fmt not in ("binary", "json"):
-        raise BadRequest(f"parameter format={fmt!r} must be binary or json")
+        raise BadParameter(f"parameter format={fmt!r} must be binary or json")
     if start_ps is not None and end_ps is not None and end_ps <= start_ps:
-        raise BadRequest(f"end_ps={end_ps} must be greater than start_ps={start_ps}")
+        raise BadParameter(f"end_ps={end_ps} must be greater than start_ps={start_ps}")
     tracks = _tracks_arg(store, args.get("tracks"))
     zipped = _gzip_ok(request)
     key = (run_name, start_ps, end_ps, width_px, fmt, tuple(tracks) if tracks else None, zipped)
@@ -94,9 +94,15 @@ def trace(ctx: AppContext, request: Request) -> Response:
             headers["Content-Encoding"] = "gzip"
         return body, mime, headers
 
-    # Encoded windows live in the store's memo, under the process-wide memory budget.
-    body, mime, headers = store.memo(("timeline", "response", key), build)
+    # Encoded windows live in the store's memo (dropped with the store), charged to the
+    # process-wide byte budget at their length even where the store skips estimating sizes.
+    body, mime, headers = store.memo(("timeline", "response", key), build, size=_window_bytes)
     return Response(body, status=200, mimetype=mime, headers=headers)
+
+
+def _window_bytes(entry: tuple[bytes, str, dict[str, str]]) -> int:
+    body, mime, headers = entry
+    return len(body) + len(mime) + sum(len(k) + len(v) for k, v in headers.items())
 
 
 def trace_search(ctx: AppContext, request: Request) -> Response:
@@ -107,10 +113,7 @@ def trace_search(ctx: AppContext, request: Request) -> Response:
     offset = params.int_arg(args, "offset", 0) or 0
     limit = params.int_arg(args, "limit", 100, lo=1, hi=1000) or 100
     from_ps = params.int_arg(args, "from_ps", None, lo=-MAX_PS, hi=MAX_PS)
-    try:
-        result = search(store, query, regex=regex, offset=offset, limit=limit, from_ps=from_ps)
-    except SearchError as e:
-        raise BadRequest(str(e)) from None
+    result = search(store, query, regex=regex, offset=offset, limit=limit, from_ps=from_ps)  # SearchError: 400
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
                                              "host": store.host, **result})
 
@@ -123,13 +126,13 @@ def trace_event(ctx: AppContext, request: Request) -> Response:
         # A derived line's event: track= and index= (its event_row in the trace frame).
         index = params.int_arg(args, "index", None, lo=0, hi=1 << 40)
         if index is None:
-            raise BadRequest("trace_event with track= needs index= (the event's row in a derived track)")
+            raise BadParameter("trace_event with track= needs index= (the event's row in a derived track)")
         details = derived_event_details(store, track, index)
     else:
         plane = params.int_arg(args, "plane", None, lo=0, hi=1 << 20)
         row = params.int_arg(args, "row", None, lo=0, hi=1 << 40)
         if plane is None or row is None:
-            raise BadRequest("trace_event needs plane= and row= (from a trace or trace_search answer)")
+            raise BadParameter("trace_event needs plane= and row= (from a trace or trace_search answer)")
         details = event_details(store, plane, row)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
                                              "host": store.host, **details})
@@ -141,7 +144,7 @@ def trace_range(ctx: AppContext, request: Request) -> Response:
     start_ps = params.int_arg(args, "start_ps", None, lo=-MAX_PS, hi=MAX_PS)
     end_ps = params.int_arg(args, "end_ps", None, lo=-MAX_PS, hi=MAX_PS)
     if start_ps is None or end_ps is None or end_ps <= start_ps:
-        raise BadRequest("trace_range needs start_ps < end_ps")
+        raise BadParameter("trace_range needs start_ps < end_ps")
     limit = params.int_arg(args, "limit", 100, lo=1, hi=10000) or 100
     summary = range_summary(store, start_ps, end_ps, _tracks_arg(store, args.get("tracks")), limit)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,

@@ -1,0 +1,202 @@
+"""A pod's per-host partials (analyses/partials.py): what the all-hosts tools need of each host,
+kept in the process-wide byte budget, persisted next to the stores (service/partials.py) and
+converted on the executor when missing, so a pod's page loads no store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tbprof.cache.disk_cache import cache_key
+from tbprof.cache.profile_cache import ProfileCache
+from tbprof.errors import ProfileReadError
+from tbprof.service.executor import Progress
+from tbprof.service.logdir import Run
+from tbprof.service.pod_conversion import PodConversion
+from tbprof.store.any_store import AnyStore
+from tbprof.store.memo import Memo
+from tbprof.store.tables import ProfileStore
+
+if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
+    from tbprof.analyses.partials import HostPartial, PodPartials
+    from tbprof.service.partials import PartialFiles
+
+
+class _Miss(Exception):
+    """A memo lookup that found nothing (nothing is stored)."""
+
+
+def _miss() -> Any:
+    raise _Miss
+
+
+class HostPartials:
+    """The partials of hosts by cache key, and the op tables a worker combined over a batch of
+    consecutive hosts."""
+
+    def __init__(self, cache: ProfileCache, conversion: PodConversion, store: Callable[[Run, str], AnyStore],
+                 store_format: Callable[[Run], str]) -> None:
+        self.cache = cache
+        self.conversion = conversion
+        self.store = store
+        self.store_format = store_format
+        # By host cache key (("partial", key)), in the byte budget; also the op tables a worker
+        # combined over a batch of consecutive hosts, by the batch's host cache keys
+        # (("combined", keys)), and the batches by first key.
+        self._memo = Memo()
+        self._batches: dict[str, tuple[str, ...]] = {}
+        self._files_: PartialFiles | None = None
+        # Host files a worker found unreadable, by cache key (a changed file has another key),
+        # so an all-hosts page does not send them to be read again on every request.
+        self._unreadable: dict[str, dict[str, str]] = {}
+
+    def contains(self, key: str) -> bool:
+        """Whether the partial of a host cache key is in memory (no I/O)."""
+        return self._memo.contains(("partial", key))
+
+    @property
+    def files(self) -> PartialFiles | None:
+        if self._files_ is None and self.cache.disk is not None:
+            from tbprof.service.partials import PartialFiles
+
+            self._files_ = PartialFiles(self.cache.disk.root)
+        return self._files_
+
+    def keep(self, key: str, blob: bytes) -> HostPartial | None:
+        from tbprof.analyses.partials import partial_from_bytes
+        from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
+
+        try:
+            part = partial_from_bytes(blob)
+        except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
+            return None
+        # Sized from the blob: walking the decoded objects would cost ~1.5 ms a host.
+        return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+
+    def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
+        """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""
+        from tbprof.analyses.partials import decode_partials
+        from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
+
+        if len(keys) < 2:
+            return
+        try:
+            combined = decode_partials(blob).combined
+        except (ValueError, KeyError, TypeError, IndexError):  # the tables are then combined host by host
+            return
+        self._memo.clear_key(("combined", keys))
+        self._memo.get(("combined", keys), lambda: combined, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+        if len(self._batches) >= 65536:  # bounded: the memo may have dropped what these name anyway
+            self._batches.clear()
+        self._batches[keys[0]] = keys
+
+    def _segments(self, keys: list[str]) -> list[tuple[int, int, dict[Hashable, Callable[[], Any]]]]:
+        """Runs of ``keys`` (the hosts of a request, in order) that a worker converted as one
+        batch, with their combined tables: (start, end, values by memo key)."""
+        out = []
+        i = 0
+        while i < len(keys):
+            batch = self._batches.get(keys[i])
+            if batch is not None and tuple(keys[i:i + len(batch)]) == batch:
+                try:
+                    combined: dict[Hashable, Callable[[], Any]] = self._memo.get(("combined", batch), _miss)
+                except _Miss:
+                    combined = {}
+                if combined:
+                    out.append((i, i + len(batch), combined))
+                    i += len(batch)
+                    continue
+            i += 1
+        return out
+
+    def _known(self, key: str, on_disk: set[str] | None = None) -> HostPartial | None:
+        """The partial of a host cache key from memory, else from the disk cache's file
+        (``on_disk``: the keys with a file, when the caller listed them)."""
+        try:
+            found: HostPartial = self._memo.get(("partial", key), _miss)
+            return found
+        except _Miss:
+            pass
+        if on_disk is not None and key not in on_disk:
+            return None
+        blob = self.files.load(key) if self.files is not None else None
+        return self.keep(key, blob) if blob is not None else None
+
+    def get(self, run: Run, hosts: Sequence[str],
+            progress: Progress | None = None) -> tuple[PodPartials, list[dict[str, str]]] | None:
+        """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
+        ``Profiles.stores_tolerant`` reports them; None when some host cannot have one (another
+        format).
+
+        Hosts without a partial are converted on the executor, whose workers return partials
+        only (no store written, none loaded here); with the in-process executor, from their
+        stores. Raises as ``stores_tolerant`` when no host is readable.
+        """
+        # The partials' analyses are imported once a host needs them (a cached partial, the
+        # first batch back, the end): not before the hosts go to the workers.
+        from tbprof.analyses.partial_formats import PARTIAL_FORMATS
+
+        fmt = self.store_format(run)
+        if fmt not in PARTIAL_FORMATS:
+            return None
+        looked = time.perf_counter()
+        keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
+        got: dict[str, HostPartial] = {}
+        errors: dict[str, dict[str, str]] = {}
+        # One listing of the partial files, not a failed open per host of a pod seen first.
+        on_disk = self.files.present() if self.files is not None else None
+        for h in hosts:
+            part = self._known(keys[h], on_disk)
+            if part is not None:
+                got[h] = part
+            elif keys[h] in self._unreadable:
+                errors[h] = {**self._unreadable[keys[h]], "host": h}
+        missing = [h for h in hosts if h not in got and h not in errors and not self.cache.contains_key(keys[h])]
+        if len(missing) > 1:
+            self.conversion.phase_seconds = {"lookup_s": time.perf_counter() - looked}
+            for r in self.conversion.prepare(run, missing, fmt, progress, write_store=False, unloaded=True,
+                                             keep_partial=self.keep, keep_combined=self.keep_combined):
+                if "error" in r:
+                    errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
+                    if "key" in r:
+                        if len(self._unreadable) >= 4096:  # bounded: a logdir of broken files
+                            self._unreadable.clear()
+                        self._unreadable[r["key"]] = errors[r["host"]]
+                elif r.get("partial") is not None:
+                    part = self._known(r["key"])
+                    if part is not None:
+                        got[r["host"]] = part
+        first_error: ProfileReadError | None = None
+        for h in hosts:
+            if h in got or h in errors:
+                continue
+            started = time.perf_counter()
+            try:
+                store = self.store(run, h)
+            except ProfileReadError as e:
+                first_error = first_error or e
+                errors[h] = {"host": h, "file": e.path, "error": e.reason}
+                continue
+            converted = time.perf_counter()
+            from tbprof.service.partials import make_partial
+
+            blob = make_partial(store) if isinstance(store, ProfileStore) else None
+            for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
+                self.conversion.add_seconds(name, seconds)
+            part = self.keep(keys[h], blob) if blob is not None else None
+            if part is None or blob is None:
+                return None
+            if self.files is not None:
+                self.files.save(keys[h], blob)
+            got[h] = part
+        if not got:
+            if len(hosts) == 1 and first_error is not None:
+                raise first_error
+            raise ProfileReadError(run.name, "no host file of this run is readable: "
+                                   + "; ".join(f"{e['host']}: {e['error']}" for e in errors.values()))
+        from tbprof.analyses.partials import PodPartials
+
+        good = [h for h in hosts if h in got]
+        return (PodPartials([got[h] for h in good], self._segments([keys[h] for h in good])),
+                [errors[h] for h in hosts if h in errors])

@@ -1,0 +1,118 @@
+"""One JSON encoder (analyses/encode.py) for HTTP, the CLI and the memoised bodies; the bodies of
+tool results and comparisons are memoised by the service under the result's own key, in the
+byte budget, and nothing else is cached on the way out."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from werkzeug.test import Client
+
+from tbprof.analyses.encode import to_json_bytes
+from tbprof.http.app import create_app
+from tbprof.service.comparisons import SideSpec, compare_pair, compare_pair_json
+from tbprof.service.profiles import Profiles
+from tbprof.store.memo import Memo, MemoryBudget
+
+API = "/data/plugin/tbprof/"
+
+
+def _run(profiles: Profiles, prefix: str) -> str:
+    return next(n for n in profiles.runs() if n.startswith(prefix))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "kernel_stats", "profile_summary"])
+def test_indented_json_is_the_compact_json_reindented(profiles_root: Path, cache_dir: Path, tool: str) -> None:
+    """The CLI's indented output used to be the compact encoding parsed and dumped again: the
+    one encoder's indent gives the same text without the round trip."""
+    profiles = Profiles(profiles_root, cache_dir=cache_dir)
+    run = profiles.run(_run(profiles, "jax_mlp/"))
+    result = profiles.compute(run, list(run.hosts), profiles.tool(tool), {})
+    want = json.dumps(json.loads(to_json_bytes(result)), indent=1)
+    assert to_json_bytes(result, indent=1).decode() == want
+
+
+def test_result_json_is_memoised_in_the_budget(profiles_root: Path, cache_dir: Path) -> None:
+    profiles = Profiles(profiles_root, cache_dir=cache_dir)
+    budget = MemoryBudget(1 << 40)
+    profiles._results = Memo(budget)
+    run = profiles.run(_run(profiles, "jax_mlp/"))
+    tool = profiles.tool("framework_op_stats")
+    body = profiles.result_json(run, list(run.hosts), tool, {})
+    assert body == to_json_bytes(profiles.compute(run, list(run.hosts), tool, {}))
+    assert profiles.result_json(run, list(run.hosts), tool, {}) is body  # a lookup, not an encoding
+    zipped = profiles.result_json(run, list(run.hosts), tool, {}, gzipped=True)
+    assert gzip.decompress(zipped) == body
+    # Charged: the result and both bodies, the bodies at their length.
+    charged = {k: size for (_, k), (_, size) in budget._lru.items() if isinstance(k, tuple)}
+    assert len(charged) == 3
+    result_key = next(k for k in charged if k[0] == "result")
+    assert charged[("json", False, result_key)] == len(body)
+    assert charged[("json", True, result_key)] == len(zipped)
+    # Evicted like any value: a budget too small for two keeps only the newest.
+    budget.max_bytes = len(zipped)
+    profiles.result_json(run, list(run.hosts), profiles.tool("kernel_stats"), {})
+    assert ("json", True, result_key) not in {k for (_, k) in budget._lru}
+
+
+def test_compare_json_is_memoised_next_to_the_comparison(profiles_root: Path, cache_dir: Path) -> None:
+    profiles = Profiles(profiles_root, cache_dir=cache_dir)
+    run = _run(profiles, "jax_mlp/")
+    base, cand = SideSpec(run), SideSpec(run, steps="5:7")
+    result, encoded = compare_pair_json(profiles, base, cand)
+    assert result is compare_pair(profiles, base, cand)
+    body = encoded(False)
+    assert body == to_json_bytes(result)
+    assert compare_pair_json(profiles, base, cand)[1](False) is body
+    assert gzip.decompress(encoded(True)) == body
+
+
+def test_http_answers_use_the_memoised_body_and_cache_nothing_else(profiles_root: Path, cache_dir: Path) -> None:
+    app = create_app(profiles_root, cache_dir=cache_dir)
+    client = Client(app)
+    profiles = app.ctx.profiles
+    run = _run(profiles, "jax_mlp/")
+    q = {"run": run, "tool": "framework_op_stats"}
+    plain = client.get(API + "data", query_string=q)
+    assert plain.status_code == 200
+    assert plain.data == profiles.result_json(profiles.run(run), [next(iter(profiles.run(run).hosts))],
+                                              profiles.tool("framework_op_stats"), {})
+    zipped = client.get(API + "data", query_string=q, headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["Content-Encoding"] == "gzip" and gzip.decompress(zipped.data) == plain.data
+    # A listing is encoded for its request and not kept: the budget holds no more values after
+    # ten of them (it used to keep each answer, by id(), until evicted).
+    budget = profiles._results.budget
+    assert client.get(API + "runs").status_code == 200
+    profiles.wait_warm()  # the warm-ups a listing of converted runs starts fill the budget too
+    before = len(budget)
+    for _ in range(10):
+        assert client.get(API + "runs").status_code == 200
+    profiles.wait_warm()
+    assert len(budget) == before
+
+
+def test_a_repeated_request_keys_its_hosts_once(profiles_root: Path, cache_dir: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result's memo key stats every host file of the run (store/disk_cache.cache_key): a data
+    request takes it once, for the result and both of its bodies."""
+    from tbprof.service import profiles as profiles_mod
+
+    app = create_app(profiles_root, cache_dir=cache_dir)
+    client = Client(app)
+    run = _run(app.ctx.profiles, "jax_2hosts/")
+    q = {"run": run, "tool": "framework_op_stats", "host": "__all__"}
+    assert client.get(API + "data", query_string=q, headers={"Accept-Encoding": "gzip"}).status_code == 200
+    calls: list[object] = []
+    real = profiles_mod.cache_key
+
+    def counting(path: Path, extra: str = "") -> str:
+        calls.append(path)
+        return real(path, extra)
+
+    monkeypatch.setattr(profiles_mod, "cache_key", counting)
+    r = client.get(API + "data", query_string=q, headers={"Accept-Encoding": "gzip"})
+    assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip"
+    assert len(calls) == len(app.ctx.profiles.run(run).hosts)

@@ -46,7 +46,7 @@ from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS, Steps
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
-from tbprof.store.view import Derived
+from tbprof.store.view import CarriedValue
 
 __all__ = ["PARTIAL_FORMATS", "PARTIAL_VERSION"]  # and the rest of this module
 
@@ -199,16 +199,16 @@ def _unpack_digests(packed: dict[str, Any]) -> list[dict[str, Any]]:
 
 # compare's memory section of a pod (service/comparisons.py), built for the partial only: a
 # store does not keep it (``Carried.memoised``).
-MEMORY_DIGESTS: Derived[list[dict[str, Any]]] = Derived(MEMORY_DIGESTS_KEY, memory_digests)
+MEMORY_DIGESTS: CarriedValue[list[dict[str, Any]]] = CarriedValue(MEMORY_DIGESTS_KEY, memory_digests)
 
 
 @dataclass(frozen=True)
 class Carried:
-    """One derived value a partial carries (``store/view.py``'s ``Derived``: its memo key and how a
-    store computes it) and its JSON form. ``memoised``: a store keeps the value it computed."""
+    """One derived value a partial carries (``store/view.py``'s ``CarriedValue``: its memo key and
+    how a store computes it) and its JSON form. ``memoised``: a store keeps the value it computed."""
 
     name: str
-    value: Derived[Any]
+    value: CarriedValue[Any]
     pack: Callable[[Any], dict[str, Any]]
     unpack: Callable[[dict[str, Any]], Any]
     memoised: bool = True
@@ -283,7 +283,7 @@ class HostPartial:
     def n_events(self) -> int:
         return sum(p.n_events for p in self.planes)
 
-    def derive(self, value: Derived[T]) -> T:
+    def derive(self, value: CarriedValue[T]) -> T:
         """The carried value (``StoreView.derive``; the tools typed on ``StoreView`` ask only
         for ``CARRIED`` values, which ``tests/service/test_partials.py`` checks)."""
         carried: T = self.carried(value.key)

@@ -9,7 +9,10 @@ structurally. Such a tool is typed on ``Sequence[StoreView]``, so reading anythi
 host (an event column, a value no partial carries) is a type error, not a 500 at run time.
 
 A derived value is asked for by a typed ``Derived`` (its memo key and how a full store computes
-it): a store computes it once (its memo), a partial hands over the value it carries.
+it): a store computes it once (its memo). Those per-host partials carry are ``CarriedValue``s,
+the only ones ``StoreView.derive`` takes, so a tool typed on ``StoreView`` cannot ask for a value
+no partial holds (a partial hands over the value it carries; analyses/partials.py ``CARRIED``
+lists them all, which tests/service/test_partials.py checks).
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ class Derived(Generic[V]):
 
     key: Hashable
     compute: Callable[[ProfileStore], V]
+
+
+class CarriedValue(Derived[V]):
+    """A derived value that per-host partials carry (analyses/partials.py ``CARRIED``)."""
 
 
 class PlaneView(Protocol):
@@ -79,6 +86,6 @@ class StoreView(Protocol):
     @property
     def n_events(self) -> int: ...
 
-    def derive(self, value: Derived[T]) -> T:
+    def derive(self, value: CarriedValue[T]) -> T:
         """The derived value of this host (a store computes it once; a partial carries it)."""
         ...

@@ -46,7 +46,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, pars
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.kineto_names import LAUNCH_CALLS
 from tbprof.store.tables import ProfileStore
-from tbprof.store.view import Derived, StoreView
+from tbprof.store.view import CarriedValue, StoreView
 
 TOOL = "gpu_breakdown"
 _PS_PER_US = 1e6
@@ -384,7 +384,8 @@ def _summary_values(store: ProfileStore) -> tuple[bool, list[float], list[float]
     return active, idle, comm
 
 
-SUMMARY_VALUES: Derived[tuple[bool, list[float], list[float]]] = Derived(SUMMARY_VALUES_KEY, _summary_values)
+SUMMARY_VALUES: CarriedValue[tuple[bool, list[float], list[float]]] = CarriedValue(SUMMARY_VALUES_KEY,
+                                                                                   _summary_values)
 
 
 def summary_values(store: StoreView) -> tuple[bool, list[float], list[float]]:

@@ -30,7 +30,7 @@ from tbprof.domain.event_columns import factorize
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.planes import device_planes
 from tbprof.store.tables import ProfileStore
-from tbprof.store.view import Derived, StoreView
+from tbprof.store.view import CarriedValue, StoreView
 
 TENSORCORE_KERNEL_PATTERNS = (
     "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
@@ -394,4 +394,4 @@ TOOLS = (
 
 
 # A host's kernel reports as a derived value (store/view.py; analyses/partials.py carries it).
-KERNEL_REPORTS: Derived[KernelReports] = Derived(KERNEL_REPORTS_KEY, _kernel_reports)
+KERNEL_REPORTS: CarriedValue[KernelReports] = CarriedValue(KERNEL_REPORTS_KEY, _kernel_reports)

@@ -44,7 +44,7 @@ from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
 from tbprof.domain.planes import HOST_PLANE, device_planes
 from tbprof.store.tables import Plane, ProfileStore
-from tbprof.store.view import Derived, StoreView
+from tbprof.store.view import CarriedValue, Derived, StoreView
 
 IDLE = "IDLE"
 # OpMetricsDb.extra column: the HBM bytes a program total counts. XProf sums a program's HBM bytes
@@ -619,7 +619,11 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
 def device_framework_op_metrics(store: StoreView) -> OpMetricsDb:
     if kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store):  # already framework ops
         return device_op_metrics(store)
-    return store.derive(DEVICE_FRAMEWORK_OPS)
+    if isinstance(store, ProfileStore):
+        return store.derive(DEVICE_FRAMEWORK_OPS)
+    # A per-host partial carries the device ops, not their grouping (one host is never served
+    # from partials; grouped here as DEVICE_FRAMEWORK_OPS does, without the memo).
+    return framework_ops(device_op_metrics(store))
 
 
 def hosts_op_metrics(stores: Sequence[StoreView], side: str) -> OpMetricsDb:
@@ -658,8 +662,8 @@ def warm_op_metrics(store: ProfileStore) -> None:
 
 
 # The per-host op tables as derived values (store/view.py; analyses/partials.py carries them).
-HOST_OPS: Derived[OpMetricsDb] = Derived(HOST_KEY, _host_op_metrics)
-DEVICE_OPS: Derived[OpMetricsDb] = Derived(DEVICE_KEY, _device_op_metrics)
+HOST_OPS: CarriedValue[OpMetricsDb] = CarriedValue(HOST_KEY, _host_op_metrics)
+DEVICE_OPS: CarriedValue[OpMetricsDb] = CarriedValue(DEVICE_KEY, _device_op_metrics)
 # Not carried by partials: an all-hosts tool combines the hosts' device ops, then groups them.
 DEVICE_FRAMEWORK_OPS: Derived[OpMetricsDb] = Derived(DEVICE_FRAMEWORK_KEY,
                                                      lambda store: framework_ops(device_op_metrics(store)))

@@ -29,7 +29,7 @@ from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.pages import PrecisionSource
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
-from tbprof.store.view import Derived, StoreView
+from tbprof.store.view import CarriedValue, StoreView
 
 # xla_data.proto PrimitiveType numbers.
 _F16, _BF16, _F32, _F64, _TUPLE = 10, 16, 11, 12, 13
@@ -86,7 +86,7 @@ def _host_precision(store: ProfileStore) -> HostPrecision:
     return HostPrecision(store.stat_id("tensor_shapes") >= 0, low_ps, high_ps)
 
 
-HOST_PRECISION: Derived[HostPrecision] = Derived(HOST_PRECISION_KEY, _host_precision)
+HOST_PRECISION: CarriedValue[HostPrecision] = CarriedValue(HOST_PRECISION_KEY, _host_precision)
 
 
 def host_precision(store: StoreView) -> HostPrecision:

@@ -50,7 +50,7 @@ from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
-from tbprof.store.view import Derived, StoreView
+from tbprof.store.view import CarriedValue, StoreView
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2
@@ -881,7 +881,7 @@ def has_steps_data(store: Any) -> bool:
 STEPS_KEY = ("tbprof.steps", 2)
 
 
-STEPS: Derived[Steps] = Derived(STEPS_KEY, compute_steps)
+STEPS: CarriedValue[Steps] = CarriedValue(STEPS_KEY, compute_steps)
 
 
 def steps_of(store: StoreView) -> Steps:

@@ -2,7 +2,8 @@
 tools give from the full stores: on jax_2hosts' two real hosts and on a pod of copies of them,
 in-process and through a real 2-worker process pool, with default and other options; the
 server answers from partials without loading a store, also after a restart (partials persisted
-next to the stores), and falls back to the stores when a partial cannot serve."""
+next to the stores), and uses the stores when a partial cannot serve (chosen up front: a damaged
+partial is refused when decoded, never in a tool)."""
 
 from __future__ import annotations
 
@@ -20,20 +21,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from make_pod import make_pod
+from tbprof.analyses import partials as partials_module
 from tbprof.analyses.encode import to_json_bytes
-from tbprof.analyses.partials import (
-    PARTIAL_TOOLS,
-    HostPartial,
-    MissingPartial,
-    decode_partials,
-    encode_partials,
-    partial_from_bytes,
-)
+from tbprof.analyses.partials import CARRIED, HostPartial, decode_partials, encode_partials, partial_from_bytes
+from tbprof.analyses.steps.assignment import STEPS, compute_steps
 from tbprof.service import tools as registry
 from tbprof.service.executor import ProcessPool
 from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE, make_partial
 from tbprof.service.profiles import Profiles
 from tbprof.service.summary import summary
+from tbprof.store.view import CarriedValue
 
 POD_HOSTS = 6
 # Options besides the defaults: a partial holds per-host values, not one option's result.
@@ -93,13 +90,33 @@ def pool() -> Iterator[ProcessPool]:
     pool.close()
 
 
+def test_every_carried_value_is_carried() -> None:
+    """Every CarriedValue an analysis defines (what a tool typed on StoreView may derive) is in
+    CARRIED, so a partial holds it: scanned over every analyses module a tool imports."""
+    import importlib
+    import pkgutil
+
+    import tbprof.analyses
+
+    for info in pkgutil.walk_packages(tbprof.analyses.__path__, "tbprof.analyses."):
+        importlib.import_module(info.name)
+    defined = {id(v): f"{name}.{attr}" for name, module in list(sys.modules.items())
+               if name.startswith("tbprof.") for attr, v in vars(module).items() if isinstance(v, CarriedValue)}
+    assert len(defined) >= 7
+    carried = {id(c.value) for c in CARRIED}
+    assert sorted(n for i, n in defined.items() if i not in carried) == []
+
+
 def test_covered_tools_are_registered_multi_host_tools() -> None:
-    assert PARTIAL_TOOLS == {"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
-                             "pod_viewer"}
-    assert set(OPTION_SETS) == PARTIAL_TOOLS
-    for name in PARTIAL_TOOLS:
+    # The tools with a compute typed on StoreView (store/view.py) are the ones that run on partials.
+    assert registry.partial_tools() == {"overview_page", "input_pipeline_analyzer", "framework_op_stats",
+                                        "kernel_stats", "pod_viewer"}
+    assert set(OPTION_SETS) == registry.partial_tools()
+    for name in registry.partial_tools():
         tool = registry.get(name)
-        assert tool is not None and tool.multi_host
+        assert tool is not None and tool.multi_host and tool.compute_partials is tool.compute
+    # The service chooses partials or stores up front: no exception drives a fallback any more.
+    assert not hasattr(partials_module, "MissingPartial")
 
 
 def test_two_real_hosts_in_process_equal_stores(two_hosts: Path, tmp_path: Path) -> None:
@@ -116,6 +133,13 @@ def test_two_real_hosts_in_process_equal_stores(two_hosts: Path, tmp_path: Path)
     assert _through_service(restarted) == reference
     run = next(iter(restarted.runs().values()))
     assert not any(restarted.is_loaded(run, h) for h in run.hosts)
+    # Damaged partial files (a step's begin changed, bytes the header does not cover): refused
+    # when read, so the server converts the hosts again and answers as from the stores.
+    (tmp_path / "c4").mkdir()
+    shutil.copytree(tmp_path / "c2" / "partials", tmp_path / "c4" / "partials")
+    for f in (tmp_path / "c4" / "partials").glob("*.bin"):
+        f.write_bytes(_damaged(f.read_bytes()))
+    assert _through_service(Profiles(two_hosts, cache_dir=tmp_path / "c4")) == reference
 
 
 def test_pod_on_a_process_pool_equals_stores(pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
@@ -204,17 +228,41 @@ def test_a_partial_refuses_what_it_does_not_carry(two_hosts: Path, tmp_path: Pat
     assert blob is not None
     part = partial_from_bytes(blob)
     assert isinstance(part, HostPartial)
-    # op_profile reads per-event values no partial holds: it must not compute from a partial.
-    with pytest.raises(MissingPartial):
-        registry.get("op_profile").compute([part, part], registry.get("op_profile").parse_options({}))  # type: ignore[union-attr]
-    # A partial of another version, or damaged bytes, is not used.
+    # StoreView.derive takes CarriedValues only (a Derived such as DEVICE_FRAMEWORK_OPS is a
+    # mypy error); one that CARRIED does not list is refused by name, not with a wrong value.
+    assert part.derive(STEPS) is part.derive(STEPS) and part.derive(STEPS).names
+    with pytest.raises(LookupError, match="does not carry"):
+        part.derive(CarriedValue(("not", "carried"), compute_steps))
+    # A partial of another version, or damaged bytes, is refused when decoded, never later when
+    # a tool reads a carried value: a byte changed in a carried value's text (decoded on first
+    # use) is caught by the checksum.
     with pytest.raises(ValueError):
         partial_from_bytes(blob[:4] + (99).to_bytes(4, "little") + blob[8:])
-    for damaged in (b"", blob[:20], b"XXXX" + blob[4:], blob[:-8]):
-        with pytest.raises((ValueError, MissingPartial)):
-            part = partial_from_bytes(damaged)
-            for key in list(part.lazy):
-                part.memo(key, lambda: None)
+    for damaged in (b"", blob[:20], b"XXXX" + blob[4:], blob[:-8], _damaged(blob), _damaged(blob, text=True)):
+        with pytest.raises(ValueError):
+            partial_from_bytes(damaged)
+
+
+def _damaged(blob: bytes, text: bool = False) -> bytes:
+    """``blob`` with one byte changed in a carried value that is decoded on first use: byte 5 of
+    the first step's begin (+2**40 ps: every step time changes) or, ``text``, the first ``"`` of
+    the steps' JSON text (no longer JSON). Either passes the checks of the header."""
+    from tbprof.analyses.partials import _ALIGN, _PREFIX
+
+    _, _, table_len, header_len, _ = _PREFIX.unpack_from(blob)
+    table = json.loads(blob[_PREFIX.size:_PREFIX.size + table_len])
+    header = json.loads(blob[_PREFIX.size + table_len:_PREFIX.size + table_len + header_len])
+    end = _PREFIX.size + table_len + header_len
+    data_start = end + (-end % _ALIGN)
+    offset, length = header["hosts"][0]["carried"]["steps"]
+    if text:
+        at = data_start + offset + blob[data_start + offset:data_start + offset + length].index(b'"')
+        return blob[:at] + b"[" + blob[at + 1:]
+    steps = json.loads(blob[data_start + offset:data_start + offset + length])
+    dtype, array_offset, count = table[steps["begin_ps"]["__array__"]["data"]["__buf__"]]
+    assert dtype == "<i8" and count > 0
+    at = data_start + array_offset + 5
+    return blob[:at] + bytes([blob[at] ^ 1]) + blob[at + 1:]
 
 
 def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: Path) -> None:
@@ -229,7 +277,7 @@ def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: 
         tracemalloc.start()
         part = partial_from_bytes(blob)
         for key in list(part.lazy):
-            part.memo(key, lambda: None)
+            part.carried(key)
         assert all(isinstance(p.plane_stats, dict) for p in part.planes)
         allocated, _ = tracemalloc.get_traced_memory()
         tracemalloc.stop()

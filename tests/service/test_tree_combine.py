@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from make_pod import make_pod
 from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.ops import op_metrics
-from tbprof.analyses.partials import PARTIAL_TOOLS, PodPartials
+from tbprof.analyses.partials import PodPartials
+from tbprof.service import tools as registry
 from tbprof.service.executor import DaskExecutor, Executor, InProcess, ProcessPool, batches
 from tbprof.service.profiles import Profiles
 from tbprof.service.summary import _summary, summary
@@ -134,7 +135,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
 
 
 def test_covers_every_partial_tool() -> None:
-    assert set(OPTION_SETS) == PARTIAL_TOOLS
+    assert set(OPTION_SETS) == registry.partial_tools()
 
 
 def test_batches_are_runs_of_consecutive_hosts() -> None:

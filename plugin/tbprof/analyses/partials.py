@@ -10,8 +10,10 @@ stand-ins instead of full stores: the combination is the tool's own code, so the
 answer from partials is the store path's answer (``tests/service/test_partials.py`` checks that
 every covered tool's JSON is identical).
 
-A ``HostPartial`` answers ``memo`` only for the keys in ``CARRIED``; a tool that asks for
-anything else raises ``MissingPartial`` and the service falls back to the stores. One partial
+A ``HostPartial`` is a ``StoreView`` (store/view.py): plane metadata, and ``derive`` of the
+derived values in ``CARRIED``. The covered tools are those whose ``Tool.compute_partials`` is
+set, a compute typed on ``Sequence[StoreView]``, so mypy refuses one that reads what a partial
+lacks; the service gives them partials and every other tool stores, chosen up front. One partial
 per host serves every covered tool at any options (the options select among values the partial
 holds), so the server keys partials by host cache key only.
 
@@ -27,6 +29,7 @@ import base64
 import dataclasses
 import json
 import struct
+import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -36,25 +39,18 @@ import numpy as np
 from tbprof.analyses.gpu import breakdown as gpu_breakdown
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import op_metrics, precision
-from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS_KEY, KernelReports, kernel_reports
+from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS, KernelReports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
 from tbprof.analyses.overview.profile_summary import summarize_store
 from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
-from tbprof.analyses.steps.assignment import STEPS_KEY, Steps, steps_of
+from tbprof.analyses.steps.assignment import STEPS, Steps
 from tbprof.analyses.table import Column, Table
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import CarriedValue
 
 __all__ = ["PARTIAL_FORMATS", "PARTIAL_VERSION"]  # and the rest of this module
 
-# Tools that run on partials when every host of an all-hosts request has one (XSpace runs).
-PARTIAL_TOOLS = frozenset({"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats",
-                           "pod_viewer"})
-
 T = TypeVar("T")
-
-
-class MissingPartial(LookupError):
-    """A tool asked a partial for a derived value it does not carry (use the stores)."""
 
 
 # --- arrays and dataclasses as JSON --------------------------------------------------------
@@ -201,31 +197,42 @@ def _unpack_digests(packed: dict[str, Any]) -> list[dict[str, Any]]:
             for d in packed["digests"]]
 
 
+# compare's memory section of a pod (service/comparisons.py), built for the partial only: a
+# store does not keep it (``Carried.memoised``).
+MEMORY_DIGESTS: CarriedValue[list[dict[str, Any]]] = CarriedValue(MEMORY_DIGESTS_KEY, memory_digests)
+
+
 @dataclass(frozen=True)
 class Carried:
-    """One derived value a partial carries: its memo key, how a store computes it, and its JSON form."""
+    """One derived value a partial carries (``store/view.py``'s ``CarriedValue``: its memo key and
+    how a store computes it) and its JSON form. ``memoised``: a store keeps the value it computed."""
 
     name: str
-    key: Hashable
-    compute: Callable[[ProfileStore], Any]
+    value: CarriedValue[Any]
     pack: Callable[[Any], dict[str, Any]]
     unpack: Callable[[dict[str, Any]], Any]
+    memoised: bool = True
+
+    @property
+    def key(self) -> Hashable:
+        return self.value.key
+
+    def of(self, store: ProfileStore) -> Any:
+        return store.derive(self.value) if self.memoised else self.value.compute(store)
 
 
 CARRIED: tuple[Carried, ...] = (
-    Carried("steps", STEPS_KEY, steps_of, _pack_steps, _unpack_steps),
-    Carried("host_ops", op_metrics.HOST_KEY, op_metrics.host_op_metrics, _pack_db, _unpack_db),
-    Carried("device_ops", op_metrics.DEVICE_KEY, op_metrics.device_op_metrics, _pack_db, _unpack_db),
-    Carried("kernel_reports", KERNEL_REPORTS_KEY, kernel_reports, _pack_kernels, _unpack_kernels),
+    Carried("steps", STEPS, _pack_steps, _unpack_steps),
+    Carried("host_ops", op_metrics.HOST_OPS, _pack_db, _unpack_db),
+    Carried("device_ops", op_metrics.DEVICE_OPS, _pack_db, _unpack_db),
+    Carried("kernel_reports", KERNEL_REPORTS, _pack_kernels, _unpack_kernels),
     # ``tbprof summary``'s GPU fields: (has device activity, idle % per GPU, communication % per GPU).
-    Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES_KEY, gpu_breakdown.summary_values,
+    Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES,
             lambda v: {"active": bool(v[0]), "idle": list(v[1]), "comm": list(v[2])},
             lambda d: (bool(d["active"]), list(d["idle"]), list(d["comm"]))),
     # The overview's device compute precision (HLO element types, tensor shapes present).
-    Carried("precision", precision.HOST_PRECISION_KEY, precision.host_precision, dataclasses.asdict,
-            lambda d: precision.HostPrecision(**d)),
-    # compare's memory section of a pod (service/comparisons.py).
-    Carried("memory_digests", MEMORY_DIGESTS_KEY, memory_digests, _pack_digests, _unpack_digests),
+    Carried("precision", precision.HOST_PRECISION, dataclasses.asdict, lambda d: precision.HostPrecision(**d)),
+    Carried("memory_digests", MEMORY_DIGESTS, _pack_digests, _unpack_digests, memoised=False),
 )
 
 
@@ -276,20 +283,24 @@ class HostPartial:
     def n_events(self) -> int:
         return sum(p.n_events for p in self.planes)
 
-    def memo(self, key: Hashable, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
-        """The carried value of ``key`` (as ``ProfileStore.memo``); MissingPartial for any other."""
+    def derive(self, value: CarriedValue[T]) -> T:
+        """The carried value (``StoreView.derive``; the tools typed on ``StoreView`` ask only
+        for ``CARRIED`` values, which ``tests/service/test_partials.py`` checks)."""
+        carried: T = self.carried(value.key)
+        return carried
+
+    def carried(self, key: Hashable) -> Any:
+        """The carried value of a memo key, decoded on first use. The blob's checksum was
+        verified when it was decoded (``decode_partials``), so its texts are the encoder's."""
         try:
-            value: T = self.memos[key]
+            return self.memos[key]
         except KeyError:
             decode = self.lazy.get(key)
             if decode is None:
-                raise MissingPartial(f"the partial of host {self.host!r} does not carry {key!r}") from None
-            try:
-                value = self.memos[key] = decode()  # two threads decoding at once get equal values
-            except (ValueError, KeyError, TypeError, IndexError) as e:  # damaged bytes: use the stores
-                raise MissingPartial(f"the partial of host {self.host!r} cannot be read: {e}") from None
+                raise LookupError(f"the partial of host {self.host!r} does not carry {key!r}") from None
+            value = self.memos[key] = decode()  # two threads decoding at once get equal values
             self.lazy.pop(key, None)
-        return value
+            return value
 
 
 # What ``tbprof summary`` of a pod reads of each host's summarize_store (service/summary.py): the
@@ -308,13 +319,14 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
                    for p in store.planes],
         "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
         "available_tools": list(available_tools),
-        "carried": {c.name: c.pack(c.compute(store)) for c in CARRIED},
+        "carried": {c.name: c.pack(c.of(store)) for c in CARRIED},
     }
 
 
 # --- the binary form ---------------------------------------------------------------------------
 #
-# MAGIC, then a little-endian u32 version, u64 table length and u64 header length, the table and
+# MAGIC, then a little-endian u32 version, u64 table length, u64 header length and the u32 CRC-32
+# of everything after this prefix (4 zero bytes keep it 8-aligned), the table and
 # the header (UTF-8 JSON), zero bytes up to a multiple of 8, then the data: the numeric arrays'
 # bytes and the carried values' JSON texts, each 8-aligned. The table lists the arrays ([dtype,
 # offset from the data start, item count]; apart, so that the header's arrays decode as it is
@@ -322,10 +334,12 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
 # carried value the [offset, length] of its JSON text in the data, parsed only when a tool asks
 # for it: a text inside the header would cost escaping and unescaping) and ``combined`` (values
 # combined over the hosts, same form). In the JSON, ``{"__buf__": i}`` stands for array i. A
-# file is never unpickled or evaluated: bad bytes raise ValueError.
+# file is never unpickled or evaluated: bad bytes raise ValueError. The checksum makes a damaged
+# file (a disk error, a torn copy) fail here, when the server decides between partials and stores,
+# and never later in a tool reading a carried value decoded on first use.
 
 MAGIC = b"TBPP"
-_PREFIX = struct.Struct("<4sIQQ")
+_PREFIX = struct.Struct("<4sIQQI4x")
 _ALIGN = 8
 _NUMERIC_KINDS = frozenset("biufc")  # bool, ints, floats, complex: dtypes that are bytes alone
 
@@ -374,8 +388,11 @@ def encode_partials(hosts: Iterable[dict[str, Any]], combined: dict[str, dict[st
     text = arrays.dumps(header).encode()
     table = json.dumps(arrays.table, separators=(",", ":")).encode()
     pad = -(_PREFIX.size + len(table) + len(text)) % _ALIGN
-    return b"".join([_PREFIX.pack(MAGIC, PARTIAL_VERSION, len(table), len(text)), table, text, b"\0" * pad,
-                     *arrays.chunks])
+    body = [table, text, b"\0" * pad, *arrays.chunks]
+    crc = 0
+    for chunk in body:
+        crc = zlib.crc32(chunk, crc)
+    return b"".join([_PREFIX.pack(MAGIC, PARTIAL_VERSION, len(table), len(text), crc), *body])
 
 
 @dataclass
@@ -388,11 +405,13 @@ def decode_partials(blob: bytes) -> DecodedPartials:
     """``encode_partials``' blob as HostPartials; ValueError when it is not one of this version."""
     if len(blob) < _PREFIX.size:
         raise ValueError("not a tbprof partial")
-    magic, version, table_len, header_len = _PREFIX.unpack_from(blob)
+    magic, version, table_len, header_len, crc = _PREFIX.unpack_from(blob)
     if magic != MAGIC:
         raise ValueError("not a tbprof partial")
     if version != PARTIAL_VERSION:
         raise ValueError(f"partial version {version!r}, expected {PARTIAL_VERSION}")
+    if zlib.crc32(memoryview(blob)[_PREFIX.size:]) != crc:
+        raise ValueError("damaged partial (checksum)")
     start = _PREFIX.size + table_len + header_len
     data_start = start + (-start % _ALIGN)
     if data_start > len(blob):
@@ -454,12 +473,8 @@ def combine_partials(parts: Sequence[HostPartial]) -> dict[str, dict[str, Any]]:
     out = {}
     for name in COMBINED:
         c = by_name[name]
-        out[name] = c.pack(op_metrics.combine([p.memo(c.key, _no_compute) for p in parts]))
+        out[name] = c.pack(op_metrics.combine([p.carried(c.key) for p in parts]))
     return out
-
-
-def _no_compute() -> Any:
-    raise MissingPartial("not carried")
 
 
 class PodPartials(list[HostPartial]):
@@ -488,7 +503,7 @@ class PodPartials(list[HostPartial]):
                     pieces.append(seg[2][key]())
                     i = seg[1]
                 else:
-                    pieces.append(self[i].memo(key, _no_compute))
+                    pieces.append(self[i].carried(key))
                     i += 1
             self._combined[key] = op_metrics.combine(pieces)
         return self._combined[key]

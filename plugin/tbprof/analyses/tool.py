@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from tbprof.errors import BadParameter
+from tbprof.store.view import StoreView
 
 SCHEMA_VERSION = 1
 
@@ -90,6 +91,10 @@ class Tool(Generic[R]):
     name: str
     title: str
     compute: Callable[[Sequence[Any], Mapping[str, Any]], R]
+    # The same compute, typed on what it reads of a host (store/view.py), for a tool that can run
+    # on a pod's per-host partials (analyses/partials.py): the service then hands it the partials
+    # when it has them. None: the tool needs the full stores, and always gets them.
+    compute_partials: Callable[[Sequence[StoreView], Mapping[str, Any]], R] | None = None
     # Whether a store has data for this tool (listed in `runs`); cheap, no full analysis.
     available: Callable[[Any], bool] = lambda store: True
     options: tuple[Option, ...] = ()

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.view import PlaneView, StoreView
 
 HOST_PLANE = "/host:CPU"
 METADATA_PLANE = "/host:metadata"
@@ -70,7 +71,7 @@ def on_host_side(plane: Named) -> bool:
     return plane_kind(plane) in HOST_SIDE
 
 
-def device_planes_of(store: ProfileStore) -> list[int]:
+def device_planes_of(store: StoreView) -> list[int]:
     """Indices of the accelerator planes that hold events, in plane order (steps, roofline peaks)."""
     return [i for i, p in enumerate(store.planes) if is_accelerator(p) and p.n_events > 0]
 
@@ -103,7 +104,7 @@ def gfx_arch(name: str) -> str:
     return arch if arch.startswith("gfx") and len(arch) > 3 and arch[3:].isalnum() else ""
 
 
-def device_model(plane: Plane) -> str:
+def device_model(plane: PlaneView) -> str:
     """A device plane's model as XProf names it (run environment, roofline): a TPU's own
     ``device_type_string`` ("TPU v6 Lite"); an NVIDIA GPU's architecture by compute capability
     ("Nvidia GPU (Hopper)"); an AMD GPU's gfx architecture from its ROCm device name ("AMD GPU -
@@ -128,7 +129,7 @@ def device_model(plane: Plane) -> str:
     return f"Nvidia GPU ({arch_name})" if arch_name else "Nvidia GPU"
 
 
-def device_display_name(plane: Plane) -> str:
+def device_display_name(plane: PlaneView) -> str:
     """What pages call a device: its product name (``NVIDIA H100 80GB HBM3``) when the plane has
     one, else its model as XProf names it (an AMD plane's device name is its gfx architecture,
     which reads as "AMD GPU - gfx942"; a TPU's is its type string)."""

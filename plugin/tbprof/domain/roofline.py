@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tbprof.domain.planes import device_planes_of
-from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 # Peak FLOPs per SM per clock cycle of NVIDIA GPUs by compute capability (major * 1000 + minor
 # * 10), the largest of the fp32 and fp16 rates of the vector units and the tensor cores (dense)
@@ -61,7 +61,7 @@ def _nvidia_flops_per_sm_cycle(major: int, minor: int) -> int:
     return _NVIDIA_PEAK_FLOPS_PER_SM_CYCLE[lower[-1] if lower else known[0]]
 
 
-def perf_env(stores: Sequence[ProfileStore]) -> PerfEnv:
+def perf_env(stores: Sequence[StoreView]) -> PerfEnv:
     """The peaks of the first device plane (of the first host that has one), as XProf takes
     them; all 0 when no plane carries NVIDIA device stats."""
     for store in stores:

@@ -129,18 +129,12 @@ def _memory_digests(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[
     (no store loaded); None when a partial cannot serve them (one host, another format)."""
     if len(hosts) < 2:
         return None
-    from tbprof.analyses.partials import MEMORY_DIGESTS_KEY, MissingPartial  # a pod's compare only
+    from tbprof.analyses.partials import MEMORY_DIGESTS  # a pod's compare only
 
     parts = profiles.host_partials(run, hosts)
     if parts is None:
         return None
-    out: list[dict[str, Any]] = []
-    try:
-        for hp in parts[0]:
-            out.extend(hp.memo(MEMORY_DIGESTS_KEY, list))
-    except MissingPartial:
-        return None
-    return out
+    return [digest for hp in parts[0] for digest in hp.derive(MEMORY_DIGESTS)]
 
 
 def _file_keys(profiles: Profiles, run: Run, hosts: Sequence[str]) -> tuple[str, ...]:

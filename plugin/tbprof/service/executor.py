@@ -100,13 +100,13 @@ def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
     with_partial = [r for r in results if r.get("partial") is not None]
     if len(with_partial) < 2:
         return out
-    from tbprof.analyses.partials import MissingPartial, combine_partials, encode_partials, partial_from_bytes
+    from tbprof.analyses.partials import combine_partials, encode_partials, partial_from_bytes
 
     started = time.perf_counter()
     try:
         combined = combine_partials([partial_from_bytes(r["partial"]) for r in with_partial])
         out["combined"] = encode_partials([], combined)
-    except (ValueError, TypeError, MissingPartial):  # the server then combines host by host
+    except (ValueError, TypeError):  # the server then combines host by host
         log.debug("tbprof: no combined tables for a batch", exc_info=True)
         return out
     out["combined_hosts"] = [r["host"] for r in with_partial]

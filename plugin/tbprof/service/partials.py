@@ -41,13 +41,13 @@ DECODED_BYTES_PER_BLOB_BYTE = 6
 def partial_dict(store: ProfileStore) -> dict[str, Any] | None:
     """The partial of a store before its binary form (``build_partial``), or None when its
     format has none or a derived value cannot be computed."""
-    from tbprof.analyses.partials import MissingPartial, build_partial
+    from tbprof.analyses.partials import build_partial
 
     if store.format not in PARTIAL_FORMATS:
         return None
     try:
         return build_partial(store, available_tools(store))
-    except (TypeError, ValueError, MissingPartial):
+    except (TypeError, ValueError):
         log.debug("tbprof: no partial for %s", store.source_path, exc_info=True)
         return None
 

@@ -299,17 +299,13 @@ class Profiles:
         memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:
-            from tbprof.analyses.partials import PARTIAL_TOOLS, MissingPartial  # a pod's first request only
-
-            if len(hosts) > 1 and tool.name in PARTIAL_TOOLS:
+            # Chosen up front: a tool typed on what a partial holds (``compute_partials``) gets a
+            # pod's partials when every host has one (an XSpace pod); any other tool, the stores.
+            if len(hosts) > 1 and tool.compute_partials is not None:
                 parts = self.host_partials(run, hosts)
                 if parts is not None:
-                    try:
-                        result = tool.compute(parts[0], options)
-                    except MissingPartial:  # the tool needs more than a partial holds: the stores
-                        log.debug("tbprof: %s falls back to the stores", tool.name, exc_info=True)
-                    else:
-                        return {**result, "host_errors": parts[1]} if parts[1] else result
+                    result = tool.compute_partials(parts[0], options)
+                    return {**result, "host_errors": parts[1]} if parts[1] else result
             stores, host_errors = self.stores_tolerant(run, hosts, few_planes=tool.few_planes)
             result = tool.compute(stores, options)
             if host_errors:

@@ -19,7 +19,9 @@ from tbprof.service.profiles import Profiles
 from tbprof.store.any_store import AnyStore
 from tbprof.store.tfprof import TfprofProfile
 
-Fields = Callable[[list[AnyStore]], dict[str, Any]]
+# Of the stores (tfprof's too), or of per-host partials for the fields in ON_PARTIALS (typed on
+# store/view.py's StoreView, what a partial holds).
+Fields = Callable[[list[Any]], dict[str, Any]]
 
 
 def _has_tfprof(stores: list[AnyStore]) -> bool:
@@ -57,16 +59,12 @@ ON_PARTIALS: tuple[Fields | str, ...] = (step_fields, "tbprof.analyses.gpu.break
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
     hosts = list(run.hosts)
     parts = profiles.host_partials(run, hosts) if len(hosts) > 1 else None
+    # Chosen up front: partials when every field that applies reads only what they hold.
     if parts is not None and all(fn in ON_PARTIALS for fn, applies in SUMMARY_FIELDS if applies(parts[0])):
-        from tbprof.analyses.partials import MissingPartial
-
         started = time.perf_counter()
-        try:
-            out = _summary(run, parts[0], [p.summary for p in parts[0]], parts[1])
-            profiles.phase_seconds["combine_s"] = time.perf_counter() - started
-            return out
-        except MissingPartial:  # a field needs more than a partial holds: the stores
-            pass
+        out = _summary(run, parts[0], [p.summary for p in parts[0]], parts[1])
+        profiles.phase_seconds["combine_s"] = time.perf_counter() - started
+        return out
     stores, unreadable = profiles.stores_tolerant(run, hosts)
     return _summary(run, list(stores), [summarize_store(s) for s in stores], unreadable)
 

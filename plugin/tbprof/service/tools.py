@@ -64,6 +64,12 @@ def _by_name() -> dict[str, Tool]:
     return by_name
 
 
+@cache
+def partial_tools() -> frozenset[str]:
+    """The tools that run on a pod's per-host partials (those with ``compute_partials``)."""
+    return frozenset(t.name for t in all_tools() if t.compute_partials is not None)
+
+
 def get(name: str) -> Tool | None:
     """The tool named ``name`` (or one of its aliases)."""
     return _by_name().get(name)

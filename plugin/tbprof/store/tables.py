@@ -22,6 +22,7 @@ import numpy as np
 from tbprof._core.kernels import bucket_gather
 from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
+from tbprof.store.view import Derived
 
 # Stat value kinds (``StatTable.kind``); mirrors _core/wire.pyx.
 KIND_NONE = 0
@@ -353,3 +354,7 @@ class ProfileStore:
         flight (see ``store/memo.py``). ``size``: its bytes, when the estimate (a walk over
         the value) would count memory another cache already holds."""
         return self._memo.get(key, compute) if size is None else self._memo.get(key, compute, size)
+
+    def derive(self, value: Derived[T]) -> T:
+        """A derived value of this store (``store/view.py``), computed once (``memo``)."""
+        return self.memo(value.key, lambda: value.compute(self))

@@ -17,6 +17,7 @@ import numpy as np
 
 from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
+from tbprof.store.view import Derived
 
 T = TypeVar("T")
 
@@ -147,6 +148,12 @@ class TfprofProfile:
 
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         return self._memo.get(key, compute)
+
+    def derive(self, value: Derived[T]) -> T:
+        """``ProfileStore.derive``: ``tbprof summary``'s step fields read every run's stores, a
+        tfprof profile as a store without events (its step assignment: none)."""
+        store: Any = self  # computed as from a ProfileStore without planes
+        return self.memo(value.key, lambda: value.compute(store))
 
     def has_execs(self) -> np.ndarray:
         """Whether each node has any exec record (tfprof then counts float ops per run)."""

@@ -46,6 +46,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, pars
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.kineto_names import LAUNCH_CALLS
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import CarriedValue, StoreView
 
 TOOL = "gpu_breakdown"
 _PS_PER_US = 1e6
@@ -372,25 +373,29 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
 SUMMARY_VALUES_KEY = ("gpu_breakdown", "summary_values")
 
 
-def summary_values(store: Any) -> tuple[bool, list[float], list[float]]:
+def _summary_values(store: ProfileStore) -> tuple[bool, list[float], list[float]]:
+    idle: list[float] = []
+    comm: list[float] = []
+    active = has_device_activity(store)
+    if active:
+        for _, _, _, act in _devices([(0, store)]):
+            idle.append(float(temporal(act)["idle_time_percent"]))
+            comm.append(float(communication_percent(act)))
+    return active, idle, comm
+
+
+SUMMARY_VALUES: CarriedValue[tuple[bool, list[float], list[float]]] = CarriedValue(SUMMARY_VALUES_KEY,
+                                                                                   _summary_values)
+
+
+def summary_values(store: StoreView) -> tuple[bool, list[float], list[float]]:
     """Of one host (memoised): whether it has device activity, and per GPU its idle % and
     communication %, what ``summary_fields`` averages over the hosts' GPUs (so the average
     over all hosts combines per-host lists)."""
-    def build() -> tuple[bool, list[float], list[float]]:
-        idle: list[float] = []
-        comm: list[float] = []
-        active = has_device_activity(store)
-        if active:
-            for _, _, _, act in _devices([(0, store)]):
-                idle.append(float(temporal(act)["idle_time_percent"]))
-                comm.append(float(communication_percent(act)))
-        return active, idle, comm
-
-    values: tuple[bool, list[float], list[float]] = store.memo(SUMMARY_VALUES_KEY, build)
-    return values
+    return store.derive(SUMMARY_VALUES)
 
 
-def summary_fields(stores: list[Any]) -> dict[str, Any]:
+def summary_fields(stores: Sequence[StoreView]) -> dict[str, Any]:
     """``device_idle_percent`` (and ``communication_percent`` for several ranks or GPUs) for `tbprof summary`."""
     idle: list[float] = []
     comm: list[float] = []

@@ -21,7 +21,7 @@ from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 ENQUEUE = "Enqueue"
 DEMANDED_READ = "Demanded file read"
@@ -54,7 +54,7 @@ def categorize_input_op(name: str, op_type: str) -> str:
     return PREPROCESSING
 
 
-def input_ops(stores: Sequence[ProfileStore]) -> Table:
+def input_ops(stores: Sequence[StoreView]) -> Table:
     """Input ops (tf.data iterators, host-to-device enqueues) of the hosts' threads, by self time."""
     names: list[str] = []
     types: list[str] = []
@@ -110,7 +110,7 @@ def host_breakdown_us(ops: Table, avg_step_ms: float, avg_h2d_ms: float) -> Inpu
             "unclassified_non_enqueue_us": max(0.0, non_enqueue - (demanded + advanced + preprocessing))}
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> InputPipelineResult:
+def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> InputPipelineResult:
     st = step_table(stores)
     summ = summaries(st)
     ops = input_ops(stores)
@@ -157,7 +157,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Input
 
 TOOLS = (
     Tool(
-        name="input_pipeline_analyzer", title="Input pipeline analyzer", compute=compute,
+        name="input_pipeline_analyzer", title="Input pipeline analyzer", compute=compute, compute_partials=compute,
         available=has_steps_data, multi_host=True, formats=("xspace", "chrome_trace"),
         kinds=("xspace", "pytorch"),
         description="Whether steps wait for input, and which input operations take the host's time.",

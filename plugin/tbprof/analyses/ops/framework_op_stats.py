@@ -23,6 +23,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain.roofline import PerfEnv, bound_by, perf_env
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 PIE_SLICES = 10
 
@@ -133,7 +134,7 @@ def _pie(values: np.ndarray, labels: np.ndarray) -> list[PieSlice]:
     return out
 
 
-def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[Table, dict[str, OpSide]]:
+def op_stats_table(stores: Sequence[StoreView], include_idle: bool) -> tuple[Table, dict[str, OpSide]]:
     # Kernel reports first: the background warm-up derives the op metrics meanwhile, so on a
     # store that just loaded the two run side by side instead of one after the other.
     tc_all = tensorcore_by_op(stores)
@@ -162,7 +163,7 @@ def op_stats_table(stores: Sequence[ProfileStore], include_idle: bool) -> tuple[
     return table, sides
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> FrameworkOpStatsResult:
+def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> FrameworkOpStatsResult:
     include_idle = bool(options.get("include_idle", False))
     table, sides = op_stats_table(stores, include_idle)
     return {
@@ -185,7 +186,7 @@ def _available(store: ProfileStore) -> bool:
 
 TOOLS = (
     Tool(
-        name="framework_op_stats", title="Framework op stats", compute=compute,
+        name="framework_op_stats", title="Framework op stats", compute=compute, compute_partials=compute,
         aliases=("tensorflow_stats", "pytorch_op_stats"),  # pytorch_op_stats: until the next release
         multi_host=True, formats=("xspace", "chrome_trace"),
         kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"), available=_available,

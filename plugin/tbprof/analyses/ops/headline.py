@@ -11,13 +11,14 @@ from tbprof.analyses.metrics import metric_json, percent
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.common import MetricJson
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 # XLA categories of device ops that move data between devices.
 COLLECTIVE_CATEGORIES = frozenset(("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                                    "collective-permute", "collective-broadcast", "send", "recv"))
 
 
-def idle_metric(stores: Sequence[ProfileStore], side: str) -> MetricJson:
+def idle_metric(stores: Sequence[StoreView], side: str) -> MetricJson:
     """``device_idle_of_device_time`` (side "device") or ``host_idle_of_thread_time`` (side "host")."""
     db = hosts_op_metrics(stores, "device" if side == "device" else "host")
     key = "device_idle_of_device_time" if side == "device" else "host_idle_of_thread_time"

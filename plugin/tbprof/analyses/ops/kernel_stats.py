@@ -30,6 +30,7 @@ from tbprof.domain.event_columns import factorize
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.planes import device_planes
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import CarriedValue, StoreView
 
 TENSORCORE_KERNEL_PATTERNS = (
     "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
@@ -156,8 +157,8 @@ class KernelReports:
 KERNEL_REPORTS_KEY = ("kernel_reports",)  # its memo key (analyses/partials.py carries it)
 
 
-def kernel_reports(store: ProfileStore) -> KernelReports:
-    return store.memo(KERNEL_REPORTS_KEY, lambda: _kernel_reports(store))
+def kernel_reports(store: StoreView) -> KernelReports:
+    return store.derive(KERNEL_REPORTS)
 
 
 def _kernel_reports(store: ProfileStore) -> KernelReports:
@@ -313,7 +314,7 @@ def _pie(table: Table, limit: int = 10) -> list[KernelSlice]:
     return out
 
 
-def tensorcore_by_op(stores: Sequence[ProfileStore]) -> dict[str, tuple[int, int]]:
+def tensorcore_by_op(stores: Sequence[StoreView]) -> dict[str, tuple[int, int]]:
     """op name -> (kernel time, TensorCore kernel time) over the hosts' GPU kernels."""
     merged: dict[str, tuple[int, int]] = {}
     for s in stores:
@@ -323,7 +324,7 @@ def tensorcore_by_op(stores: Sequence[ProfileStore]) -> dict[str, tuple[int, int
     return merged
 
 
-def hosts_table(stores: Sequence[ProfileStore]) -> Table:
+def hosts_table(stores: Sequence[StoreView]) -> Table:
     """The kernel tables of several hosts as one: XProf's all-hosts kernel stats keep one row
     per host and kernel (the same kernel on two hosts is two rows), by total duration."""
     tables = [kernel_reports(s).table for s in stores]
@@ -343,12 +344,12 @@ def tensorcore_judged(table: Table) -> bool:
                                      or table.data["kernel_uses_tensorcore"].any())
 
 
-def tensorcore_rules_match(stores: Sequence[ProfileStore]) -> bool:
+def tensorcore_rules_match(stores: Sequence[StoreView]) -> bool:
     """``tensorcore_judged`` over the hosts' kernels."""
     return any(tensorcore_judged(kernel_reports(s).table) for s in stores)
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> KernelStatsResult:
+def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> KernelStatsResult:
     table = hosts_table(stores)
     total_us = float(table.data["total_duration_us"].sum()) if table.n_rows else 0.0
     tc_us = float(table.data["total_duration_us"][table.data["kernel_uses_tensorcore"]].sum()) if table.n_rows else 0.0
@@ -382,10 +383,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Kerne
 
 TOOLS = (
     Tool(
-        name="kernel_stats", title="GPU kernel stats", compute=compute, multi_host=True, few_planes=True,
+        name="kernel_stats", title="GPU kernel stats", compute=compute, compute_partials=compute, multi_host=True,
+        few_planes=True,
         aliases=("pytorch_kernel_stats",),  # PyTorch's former id, until the next release
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
         description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",
     ),
 )
+
+
+# A host's kernel reports as a derived value (store/view.py; analyses/partials.py carries it).
+KERNEL_REPORTS: CarriedValue[KernelReports] = CarriedValue(KERNEL_REPORTS_KEY, _kernel_reports)

@@ -44,6 +44,7 @@ from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
 from tbprof.domain.planes import HOST_PLANE, device_planes
 from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.view import CarriedValue, Derived, StoreView
 
 IDLE = "IDLE"
 # OpMetricsDb.extra column: the HBM bytes a program total counts. XProf sums a program's HBM bytes
@@ -154,9 +155,9 @@ DEVICE_KEY = ("op_metrics", "device")
 DEVICE_FRAMEWORK_KEY = ("op_metrics", "device_framework")
 
 
-def host_op_metrics(store: ProfileStore) -> OpMetricsDb:
+def host_op_metrics(store: StoreView) -> OpMetricsDb:
     """Framework ops on the host threads (memoised per store)."""
-    return store.memo(HOST_KEY, lambda: _host_op_metrics(store))
+    return store.derive(HOST_OPS)
 
 
 def _host_op_metrics(store: ProfileStore) -> OpMetricsDb:
@@ -400,9 +401,9 @@ def _cat(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def device_op_metrics(store: ProfileStore) -> OpMetricsDb:
+def device_op_metrics(store: StoreView) -> OpMetricsDb:
     """HLO-level (or tf_op/kernel) device ops of all devices of the host, combined."""
-    return store.memo(DEVICE_KEY, lambda: _device_op_metrics(store))
+    return store.derive(DEVICE_OPS)
 
 
 def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
@@ -615,13 +616,17 @@ def _with_total(db: OpMetricsDb, total_time_ps: int) -> OpMetricsDb:
     return db
 
 
-def device_framework_op_metrics(store: ProfileStore) -> OpMetricsDb:
+def device_framework_op_metrics(store: StoreView) -> OpMetricsDb:
     if kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store):  # already framework ops
         return device_op_metrics(store)
-    return store.memo(DEVICE_FRAMEWORK_KEY, lambda: framework_ops(device_op_metrics(store)))
+    if isinstance(store, ProfileStore):
+        return store.derive(DEVICE_FRAMEWORK_OPS)
+    # A per-host partial carries the device ops, not their grouping (one host is never served
+    # from partials; grouped here as DEVICE_FRAMEWORK_OPS does, without the memo).
+    return framework_ops(device_op_metrics(store))
 
 
-def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:
+def hosts_op_metrics(stores: Sequence[StoreView], side: str) -> OpMetricsDb:
     """Ops of ``side`` over several hosts: "host" (framework ops on host threads), "device"
     (HLO ops / kernels) or "device_framework" (device ops grouped by framework op). Device ops
     are combined across hosts before grouping, so a framework op's occurrences are the most
@@ -638,8 +643,8 @@ def hosts_op_metrics(stores: Sequence[ProfileStore], side: str) -> OpMetricsDb:
     return framework_ops(device) if side == "device_framework" else device
 
 
-def _combined(stores: Sequence[ProfileStore], key: tuple[str, str],
-              per_host: Callable[[ProfileStore], OpMetricsDb]) -> OpMetricsDb:
+def _combined(stores: Sequence[StoreView], key: tuple[str, str],
+              per_host: Callable[[StoreView], OpMetricsDb]) -> OpMetricsDb:
     """``combine`` of the hosts' tables. A pod's partials (analyses/partials.PodPartials) may hold
     them combined already, batch by batch in the workers: the same sums, fewer tables to merge."""
     pre = getattr(stores, "combined", None)
@@ -655,3 +660,10 @@ def warm_op_metrics(store: ProfileStore) -> None:
     host_op_metrics(store)
     device_framework_op_metrics(store)
 
+
+# The per-host op tables as derived values (store/view.py; analyses/partials.py carries them).
+HOST_OPS: CarriedValue[OpMetricsDb] = CarriedValue(HOST_KEY, _host_op_metrics)
+DEVICE_OPS: CarriedValue[OpMetricsDb] = CarriedValue(DEVICE_KEY, _device_op_metrics)
+# Not carried by partials: an all-hosts tool combines the hosts' device ops, then groups them.
+DEVICE_FRAMEWORK_OPS: Derived[OpMetricsDb] = Derived(DEVICE_FRAMEWORK_KEY,
+                                                     lambda store: framework_ops(device_op_metrics(store)))

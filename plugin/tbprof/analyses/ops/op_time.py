@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tbprof.analyses.ops import op_metrics
-from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 
 @dataclass
@@ -36,11 +36,11 @@ class OpTimes:
         return int(self.name.shape[0])
 
 
-def has_device_ops(stores: Sequence[ProfileStore]) -> bool:
+def has_device_ops(stores: Sequence[StoreView]) -> bool:
     return any(op_metrics.device_op_metrics(s).n_ops > 0 for s in stores)
 
 
-def op_times(stores: Sequence[ProfileStore], side: str | None = None) -> OpTimes:
+def op_times(stores: Sequence[StoreView], side: str | None = None) -> OpTimes:
     """Ops of ``side`` ("device", "host"; default: device if any host has device ops) over ``stores``."""
     if side is None:
         side = "device" if has_device_ops(stores) else "host"
@@ -53,7 +53,7 @@ def op_times(stores: Sequence[ProfileStore], side: str | None = None) -> OpTimes
     )
 
 
-def eager_percent(stores: Sequence[ProfileStore], side: str) -> float:
+def eager_percent(stores: Sequence[StoreView], side: str) -> float:
     """Share (0..100) of the side's op self time spent in eagerly executed ops."""
     t = op_times(stores, side)
     if t.total_op_time_ps <= 0:

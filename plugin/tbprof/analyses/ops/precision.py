@@ -29,6 +29,7 @@ from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.pages import PrecisionSource
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import CarriedValue, StoreView
 
 # xla_data.proto PrimitiveType numbers.
 _F16, _BF16, _F32, _F64, _TUPLE = 10, 16, 11, 12, 13
@@ -67,30 +68,33 @@ class HostPrecision:
     hlo_32bit_ps: float  # ... in f32/f64 HLO ops (both 0: no HLO, or no float compute op)
 
 
-def host_precision(store: ProfileStore) -> HostPrecision:
+def _host_precision(store: ProfileStore) -> HostPrecision:
+    programs = hlo_programs(store)
+    low_ps = high_ps = 0.0
+    if programs:
+        db = hosts_op_metrics([store], "device")
+        for i in range(db.n_ops):
+            module = programs.get(int(db.program_id[i]))
+            if module is None or str(db.type[i]) in _NOT_COMPUTE:
+                continue
+            ins = module.instruction(str(db.name[i]))
+            t = _float_type(ins.shape) if ins is not None else None
+            if t in (_F16, _BF16):
+                low_ps += float(db.self_time_ps[i])
+            elif t in (_F32, _F64):
+                high_ps += float(db.self_time_ps[i])
+    return HostPrecision(store.stat_id("tensor_shapes") >= 0, low_ps, high_ps)
+
+
+HOST_PRECISION: CarriedValue[HostPrecision] = CarriedValue(HOST_PRECISION_KEY, _host_precision)
+
+
+def host_precision(store: StoreView) -> HostPrecision:
     """One host's precision facts (memoised)."""
-    def build() -> HostPrecision:
-        programs = hlo_programs(store)
-        low_ps = high_ps = 0.0
-        if programs:
-            db = hosts_op_metrics([store], "device")
-            for i in range(db.n_ops):
-                module = programs.get(int(db.program_id[i]))
-                if module is None or str(db.type[i]) in _NOT_COMPUTE:
-                    continue
-                ins = module.instruction(str(db.name[i]))
-                t = _float_type(ins.shape) if ins is not None else None
-                if t in (_F16, _BF16):
-                    low_ps += float(db.self_time_ps[i])
-                elif t in (_F32, _F64):
-                    high_ps += float(db.self_time_ps[i])
-        return HostPrecision(store.stat_id("tensor_shapes") >= 0, low_ps, high_ps)
-
-    facts: HostPrecision = store.memo(HOST_PRECISION_KEY, build)
-    return facts
+    return store.derive(HOST_PRECISION)
 
 
-def device_precision(stores: Sequence[ProfileStore], xprof_16bit_ps: float, xprof_32bit_ps: float,
+def device_precision(stores: Sequence[StoreView], xprof_16bit_ps: float, xprof_32bit_ps: float,
                      unknown_ps: float = 0.0) -> Precision:
     """The precision with its source; ``xprof_*`` are the step breakdown's compute times (XProf's
     rule; for PyTorch, by operator input types), ``unknown_ps`` the PyTorch compute it could not type."""

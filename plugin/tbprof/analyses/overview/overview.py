@@ -28,6 +28,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import device_display_name, device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 TOP_OPS = 10
 # Below this share of 16-bit device compute the overview suggests bf16/fp16 (a run mostly in
@@ -35,7 +36,7 @@ TOP_OPS = 10
 PRECISION_ADVICE_BELOW_PERCENT = 50.0
 
 
-def run_environment(stores: Sequence[ProfileStore]) -> RunEnvironment:
+def run_environment(stores: Sequence[StoreView]) -> RunEnvironment:
     devices: list[DeviceInfo] = []
     for s in stores:
         for pi in device_planes_of(s):
@@ -89,7 +90,7 @@ def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tupl
         "flop_rate_gflops_per_sec": flop_rate, "tensor_core_utilization_percent": tc_pct}, default_sort=None)
 
 
-def _precision(stores: Sequence[ProfileStore], st: StepTable) -> PrecisionJson:
+def _precision(stores: Sequence[StoreView], st: StepTable) -> PrecisionJson:
     """Device compute precision with its source (analyses/ops/precision.py); null when unknown."""
     c16 = float(np.sum(st.category_ms.get("device_compute_16bit_ms", 0.0)))
     c32 = float(np.sum(st.category_ms.get("device_compute_32bit_ms", 0.0)))
@@ -119,7 +120,7 @@ def next_steps(rec: OverviewRecommendation, has_device: bool, uses_tf_data: bool
     return [x for x in out if not (x["tool"] in seen or seen.add(x["tool"]))]  # type: ignore[func-returns-value]
 
 
-def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[str, Any]) -> Diagnostics:
+def diagnostics(stores: Sequence[StoreView], st: StepTable, options: Mapping[str, Any]) -> Diagnostics:
     errors = [f"{s.host}: {e}" for s in stores for e in s.errors]
     warnings = [f"{s.host}: {w}" for s in stores for w in s.warnings]
     info = list(st.notes)
@@ -130,7 +131,7 @@ def diagnostics(stores: Sequence[ProfileStore], st: StepTable, options: Mapping[
     return {"errors": errors, "warnings": warnings, "info": info}
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> OverviewResult:
+def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> OverviewResult:
     st = step_table(stores)
     summ = summaries(st)
     ana = analysis(st)
@@ -207,7 +208,8 @@ def _available(store: ProfileStore) -> bool:
 
 TOOLS = (
     Tool(
-        name="overview_page", title="Overview", compute=compute, available=_available, multi_host=True,
+        name="overview_page", title="Overview", compute=compute, compute_partials=compute, available=_available,
+        multi_host=True,
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         description="Step time and what it is spent on, top operations and a recommendation.",
     ),

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tbprof.analyses.ops.op_time import op_times
 from tbprof.analyses.overview.overview import run_environment
 from tbprof.analyses.steps.table import analysis, step_table, summaries
+from tbprof.store.view import StoreView
 
 TOP_OPS = 10
 
 
-def step_fields(stores: list[Any]) -> dict[str, Any]:
+def step_fields(stores: Sequence[StoreView]) -> dict[str, Any]:
     st = step_table(stores)
     summ = summaries(st)
     ana = analysis(st)

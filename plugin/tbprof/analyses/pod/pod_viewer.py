@@ -22,12 +22,12 @@ from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool
-from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 LABELS = [label for _, label, _ in sb.CATEGORIES]
 
 
-def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> PodViewerResult:
+def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> PodViewerResult:
     st = step_table(stores)
     want = options.get("step", -1)
     sel = np.arange(st.n_steps) if want in (-1, None) else np.array([want], np.int64)
@@ -82,7 +82,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> PodVi
 
 TOOLS = (
     Tool(
-        name="pod_viewer", title="Pod viewer", compute=compute, available=has_steps_data,
+        name="pod_viewer", title="Pod viewer", compute=compute, compute_partials=compute, available=has_steps_data,
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         multi_host=True,
         options=(Option("step", int, -1, "step index to show (-1: every step)", min_value=-1, max_value=2**31 - 1),),

@@ -50,6 +50,7 @@ from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.view import CarriedValue, StoreView
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2
@@ -880,9 +881,12 @@ def has_steps_data(store: Any) -> bool:
 STEPS_KEY = ("tbprof.steps", 2)
 
 
-def steps_of(store: ProfileStore) -> Steps:
+STEPS: CarriedValue[Steps] = CarriedValue(STEPS_KEY, compute_steps)
+
+
+def steps_of(store: StoreView) -> Steps:
     """The step assignment of ``store``, computed once and shared by every step tool."""
-    return store.memo(STEPS_KEY, lambda: compute_steps(store))
+    return store.derive(STEPS)
 
 
 def warm_steps(store: ProfileStore) -> None:

@@ -21,7 +21,7 @@ from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import CONFIDENCES, Steps, step_confidence, steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.tables import ProfileStore
+from tbprof.store.view import StoreView
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _combined_source(per_host: list[Steps]) -> str:
     return "inferred" if "inferred" in sources else "markers"
 
 
-def step_table(stores: Sequence[ProfileStore]) -> StepTable:
+def step_table(stores: Sequence[StoreView]) -> StepTable:
     hosts = [s.host for s in stores]
     per_host = [steps_of(s) for s in stores]
     if len(per_host) > 1 and all(s.method == "timeline_file" for s in per_host):

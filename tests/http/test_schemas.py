@@ -69,10 +69,10 @@ def test_the_compare_routes_have_their_wire_shape(client: Client) -> None:
     runs = {r["run"].split("/")[0]: r["run"] for r in _json(client, "runs")["runs"]}
     pair = {"base_run": runs["keras_cnn"], "run": runs["custom_loop"]}
     for extra in ({}, {"rows": "3"}):
-        result = _json(client, "compare", **pair, **extra)
+        result = _json(client, "compare", 200, **pair, **extra)
         assert conforms(result, CompareResult) == [], extra
     for table in result["tables"]:
-        body = _json(client, "compare_table", **pair, table=table, rows="2")
+        body = _json(client, "compare_table", 200, **pair, table=table, rows="2")
         assert conforms(body, TableResponse) == [], table
 
 

@@ -56,8 +56,9 @@ def _is_int(text: str) -> bool:
 # and its slot in the cache's dict (in both generations at most). Rounded up from CPython's
 # sizes, so the bound holds (tests/domain/test_tf_op_cache.py checks it with tracemalloc).
 PARSE_ENTRY_OVERHEAD_BYTES = 400
-# Parsed names kept: ~40,000 JAX-length names (~800 bytes an entry), more of TensorFlow's short
-# ones; a profile's distinct op names are parsed again by every op tool and the trace viewer.
+# Parsed names kept: tens of thousands of names (what an entry is charged on the sample
+# profiles, and the cache against lru_cache: bench/measurements.md#analyses); a profile's
+# distinct op names are parsed again by every op tool and the trace viewer.
 PARSE_CACHE_BYTES = 32 << 20
 
 

@@ -18,9 +18,9 @@ export function render(root: HTMLElement = document.body): Shell {
   document.head.appendChild(style);
   if (!document.title) document.title = "tbprof";
   watchTheme();
-  // The chart chunk downloads and parses while runs and the tool's data are requested
-  // (measured with bench/frontend_load_bench.py: 0.6-0.8 s to a drawn overview, against
-  // 0.9-1.1 s when it was requested only after the runs arrived).
+  // The chart chunk downloads and parses while runs and the tool's data are requested: the
+  // overview is drawn sooner than when it was requested only after the runs arrived
+  // (bench/measurements.md#frontend, bench/frontend_load_bench.py).
   void preloadCharts().catch(() => undefined);
   const container = document.createElement("div");
   root.appendChild(container);

@@ -18,10 +18,18 @@ import pytest
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.compare.report import IDLE
 from tbprof.analyses.ops.op_step_time import match_op
+from tbprof.analyses.results.compare import CompareResult, StepTimeChange
 from tbprof.analyses.table import Table
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.comparisons import SideSpec, compare_pair, gather, op_step_series
 from tbprof.service.profiles import Profiles
+
+
+def _step_time(result: CompareResult) -> StepTimeChange:
+    """The step-time change of a comparison whose both sides have steps."""
+    st = result["step_time"]
+    assert st is not None
+    return st
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +84,7 @@ def test_keras_cnn_against_custom_loop(profiles: Profiles) -> None:
     ov_b, ov_c = _tool(profiles, keras, "overview_page"), _tool(profiles, custom, "overview_page")
     b = np.asarray(ov_b["tables"]["steps"].data["step_time_ms"])
     c = np.asarray(ov_c["tables"]["steps"].data["step_time_ms"])
-    st = result["step_time"]
+    st = _step_time(result)
     assert st["baseline"]["count"] == len(b) and st["candidate"]["count"] == len(c)
     assert st["baseline"]["median_ms"] == pytest.approx(np.median(b))
     assert st["candidate"]["p90_ms"] == pytest.approx(np.percentile(c, 90))
@@ -92,7 +100,7 @@ def test_keras_cnn_against_custom_loop(profiles: Profiles) -> None:
     assert ch["ci_high_percent"] == pytest.approx(100 * math.expm1(logd[len(logd) - k]))
     assert ch["median_delta_ms"] == pytest.approx(np.median(c) - np.median(b))
     # The custom loop is faster beyond the noise: every ratio in the interval is below 1.
-    assert ch["ci_high_percent"] < 0 and ch["direction"] == "faster"
+    assert ch["ci_high_percent"] is not None and ch["ci_high_percent"] < 0 and ch["direction"] == "faster"
     assert result["verdict"]["kind"] == "faster" and result["verdict"]["summary"].startswith("step time -")
 
     # Breakdown: each side's share equals that run's own overview percentages.
@@ -145,8 +153,9 @@ def test_run_against_itself_changes_nothing(profiles: Profiles, prefix: str) -> 
     assert result["identical"] is True
     assert result["verdict"]["kind"] == "no change"
     assert result["verdict"]["summary"].startswith("no change")
-    ch = result["step_time"]["change"]
+    ch = _step_time(result)["change"]
     assert ch["change_percent"] == 0 and ch["shift_ms"] == 0 and ch["median_delta_ms"] == 0
+    assert ch["ci_low_percent"] is not None and ch["ci_high_percent"] is not None
     assert ch["ci_low_percent"] < 0 < ch["ci_high_percent"]
     expected_tables = {"steps", "breakdown", "ops", "op_types", "memory_allocators", "allocations"}
     if prefix == "jax_mlp/":
@@ -169,7 +178,7 @@ def test_jax_mlp_against_a_subset_of_its_steps(profiles: Profiles) -> None:
     lo, hi = int(nums[2]), int(nums[5])  # 4 of the 8 steps
     sel = (nums >= lo) & (nums <= hi)
     result = compare_pair(profiles, SideSpec(run), SideSpec(run, steps=f"{lo}:{hi}"))
-    st = result["step_time"]
+    st = _step_time(result)
     assert st["candidate"]["count"] == 4 and st["baseline"]["count"] == len(times)
     assert st["change"]["median_delta_ms"] == pytest.approx(np.median(times[sel]) - np.median(times))
     assert st["change"]["mean_delta_ms"] == pytest.approx(times[sel].mean() - times.mean())
@@ -196,7 +205,7 @@ def test_two_hosts_of_one_run(profiles: Profiles) -> None:
     step times are the same within noise while worker0's time goes to the all-reduce."""
     run = _run(profiles, "jax_2hosts/")
     result = compare_pair(profiles, SideSpec(run, "worker1"), SideSpec(run, "worker0"))
-    assert result["step_time"]["change"]["direction"] == "no change"
+    assert _step_time(result)["change"]["direction"] == "no change"
     bd = {r["category"]: r for r in _rows(result["tables"]["breakdown"])}
     assert bd["device_collectives_ms"]["delta_percent_points"] > 20
     assert "device collective communication rose" in result["verdict"]["summary"]
@@ -209,7 +218,7 @@ def test_two_hosts_of_one_run(profiles: Profiles) -> None:
     match = match_op(gather(profiles, spec).op_stats, "reduce_sum")
     assert match is not None and match.names == [top["operation"]]
     series = op_step_series(profiles, spec, match.names)
-    assert series is not None and len(series) == result["step_time"]["candidate"]["count"]
+    assert series is not None and len(series) == _step_time(result)["candidate"]["count"]
     kern = next(r for r in _rows(_tool(profiles, run, "kernel_stats", "worker0")["tables"]["kernels"])
                 if r["op_name"] == top["operation"])
     assert kern["occurrences"] == top["cand_occurrences"]
@@ -276,8 +285,8 @@ def test_tf1_timeline_against_xspace(mixed: Profiles) -> None:
     assert result["baseline"]["kind"] == "tf1_timeline" and len(result["baseline"]["hosts"]) == len(timelines_of(mixed))
     steps = _tool(mixed, "tf1", "tf1_steps", "__all__")["tables"]["steps"]
     times = np.asarray(steps.data["step_time_ms"])
-    assert result["step_time"]["baseline"]["median_ms"] == pytest.approx(np.median(times))
-    assert result["step_time"]["baseline"]["count"] == len(times)
+    assert _step_time(result)["baseline"]["median_ms"] == pytest.approx(np.median(times))
+    assert _step_time(result)["baseline"]["count"] == len(times)
     # TF1 timelines have step times but no step breakdown, and no GPU kernels here.
     assert "breakdown" in result["unavailable"] and "breakdown" not in result["tables"]
     assert "tf1_timeline" in result["unavailable"]["kernels"]
@@ -308,8 +317,8 @@ def test_pytorch_against_xspace(mixed: Profiles) -> None:
     # PyTorch runs have steps (ProfilerStep#N): step times compare like any other run's.
     steps = _tool(mixed, torch, "overview_page")["tables"]["steps"]
     assert result["step_time"] is not None
-    assert result["step_time"]["baseline"]["count"] == steps.n_rows
-    assert result["step_time"]["baseline"]["median_ms"] == pytest.approx(np.median(steps.data["step_time_ms"]))
+    assert _step_time(result)["baseline"]["count"] == steps.n_rows
+    assert _step_time(result)["baseline"]["median_ms"] == pytest.approx(np.median(steps.data["step_time_ms"]))
     kernels = _tool(mixed, torch, "kernel_stats")["tables"]["kernels"]
     joined = _rows(result["tables"]["kernels"])
     assert sum(r["base_total_duration_us"] for r in joined) == pytest.approx(kernels.data["total_duration_us"].sum())

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from tbprof.analyses.compare.report import OVERLAP_WARN_BELOW
 from tbprof.analyses.memory.memory_profile import capacity_meaning
+from tbprof.analyses.results.compare import CompareResult
 from tbprof.service.comparisons import SideSpec, compare_pair
 from tbprof.service.profiles import ALL_HOSTS, Profiles
 
@@ -31,7 +31,7 @@ def _run(profiles: Profiles, prefix: str) -> str:
     return next(name for name in profiles.runs() if name.startswith(prefix))
 
 
-def _status_counts(result: dict[str, Any], table: str) -> tuple[int, int, int]:
+def _status_counts(result: CompareResult, table: str) -> tuple[int, int, int]:
     status = np.asarray(result["tables"][table].data["status"], dtype=object)
     both = int(np.sum(status == "both"))
     return both, both + int(np.sum(status == "removed")), both + int(np.sum(status == "added"))

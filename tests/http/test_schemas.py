@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from werkzeug.test import Client
 
+from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.schemas import TOOL_RESULTS
 from tbprof.http.app import create_app
 from tbprof.http.schemas import (
@@ -61,6 +62,18 @@ def test_every_answer_of_every_run_has_its_wire_shape(client: Client) -> None:
     # Every tool the sample runs list; module_view and inference_profile need profiles of
     # tests/data (tests/analyses/test_result_types.py runs every tool on a real profile).
     assert set(TOOL_RESULTS) - {"module_view", "inference_profile"} <= checked
+
+
+def test_the_compare_routes_have_their_wire_shape(client: Client) -> None:
+    """compare's answer (whole, memoised, and with capped tables) and its tables' pages."""
+    runs = {r["run"].split("/")[0]: r["run"] for r in _json(client, "runs")["runs"]}
+    pair = {"base_run": runs["keras_cnn"], "run": runs["custom_loop"]}
+    for extra in ({}, {"rows": "3"}):
+        result = _json(client, "compare", 200, **pair, **extra)
+        assert conforms(result, CompareResult) == [], extra
+    for table in result["tables"]:
+        body = _json(client, "compare_table", 200, **pair, table=table, rows="2")
+        assert conforms(body, TableResponse) == [], table
 
 
 @pytest.mark.parametrize("route,args,status,kind", [

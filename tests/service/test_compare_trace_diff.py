@@ -36,13 +36,15 @@ def test_two_pytorch_runs(profiles: Profiles) -> None:
         row = got[w["name"]]
         assert (row[names.index("baseline_count")], row[names.index("candidate_count")]) == \
             (w["control_counts"], w["test_counts"])
-    changes = result["trace_diff"]["changes"]
+    summary = result["trace_diff"]
+    assert summary is not None
+    changes = summary["changes"]
     assert sum(changes.values()) == len(want)
     # HTA's default iteration: each side's first (the goldens' first_vs_second_iteration lists them).
     first = {p: json.loads((GOLDEN.parent / f"{p}.json").read_text())["trace_diff"]["first_vs_second_iteration"]
              ["iterations"][0] for p in ("torch_ddp", "torch_cnn")}
-    assert result["trace_diff"]["baseline_iteration"] == first["torch_ddp"]
-    assert result["trace_diff"]["candidate_iteration"] == first["torch_cnn"]
+    assert summary["baseline_iteration"] == first["torch_ddp"]
+    assert summary["candidate_iteration"] == first["torch_cnn"]
 
 
 def test_pytorch_against_a_timeline(profiles: Profiles) -> None:

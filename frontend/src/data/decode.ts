@@ -14,6 +14,7 @@ import type {
   ToolResult,
 } from "./types";
 import type {
+  CompareResult,
   ProgressResponse,
   RunJson,
   RunsResponse as RunsWire,
@@ -229,6 +230,16 @@ export function decodeSettings(v: unknown): Settings {
 export function typedResult<K extends ToolId>(tool: K, r: ToolResult): ToolResult<ToolResults[K]> {
   if (r.tool !== tool) throw new DecodeError("result.tool", `"${tool}"`, r.tool);
   return r as ToolResult<ToolResults[K]>;
+}
+
+/**
+ * The compare route's answer as its type (CompareResult: no tool's result, it reads two runs),
+ * after checking its envelope's `tool`. tests/analyses/test_compare_types.py and
+ * tests/http/test_schemas.py check real comparisons against the same TypedDict.
+ */
+export function compareResult(r: ToolResult): ToolResult<CompareResult> {
+  if (r.tool !== "compare") throw new DecodeError("result.tool", '"compare"', r.tool);
+  return r as ToolResult<CompareResult>;
 }
 
 /**

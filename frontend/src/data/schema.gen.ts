@@ -119,6 +119,133 @@ export interface MetricJson {
   value_percent: number | null;
 }
 
+/** Which profile a side is (``SideInput.describe``) and how many steps it has. */
+export interface CompareSide {
+  run: string;
+  hosts: string[];
+  kind: string;
+  label: string;
+  steps: string | null;
+  step_count: number;
+  step_source: string | null;
+}
+
+export interface CompareVerdict {
+  kind: "slower" | "faster" | "no change" | "unknown";
+  summary: string;
+  details: string[];
+}
+
+/** One side's step times (``stats.distribution``, in ms): null only without steps. */
+export interface StepDistribution {
+  count: number;
+  mean_ms: number | null;
+  median_ms: number | null;
+  p10_ms: number | null;
+  p90_ms: number | null;
+  stddev_ms: number | null;
+  min_ms: number | null;
+  max_ms: number | null;
+}
+
+/** The candidate against the baseline: Hodges-Lehmann shift and its interval (docs/formulas.md). */
+export interface StepChange {
+  direction: "slower" | "faster" | "no change" | "unknown";
+  significant: boolean;
+  confidence: number;
+  method: string;
+  change_percent: number | null;
+  ci_low_percent: number | null;
+  ci_high_percent: number | null;
+  shift_ms: number | null;
+  shift_ci_low_ms: number | null;
+  shift_ci_high_ms: number | null;
+  median_delta_ms: number | null;
+  median_change_percent: number | null;
+  mean_delta_ms: number | null;
+  mean_change_percent: number | null;
+}
+
+export interface StepTimeChange {
+  unit: "ms";
+  baseline: StepDistribution;
+  candidate: StepDistribution;
+  change: StepChange;
+}
+
+/** One side's (selected) steps in order: the overlaid step-time chart. */
+export interface StepSeries {
+  step: string[];
+  step_num: number[];
+  step_time_ms: number[];
+}
+
+export interface StepSeriesPair {
+  baseline: StepSeries;
+  candidate: StepSeries;
+}
+
+/** XProf's input-bound verdict of each side; absent when the breakdown is not compared. */
+export interface BreakdownVerdicts {
+  baseline_input_bound?: "high" | "moderate" | "potential" | "no" | "unknown";
+  candidate_input_bound?: "high" | "moderate" | "potential" | "no" | "unknown";
+}
+
+/** One allocator of one side at its highest peak over the side's hosts. */
+export interface AllocatorPeak {
+  memory_id: string;
+  host: string | null;
+  peak_bytes_in_use: number | null;
+  memory_capacity_bytes: number | null;
+  peak_fragmentation_fraction: number | null;
+  capacity_source: string | null;
+  capacity_label: string;
+  capacity_meaning: string;
+}
+
+/** Each side's allocators; absent when memory is not compared. */
+export interface MemoryPeaks {
+  baseline?: AllocatorPeak[];
+  candidate?: AllocatorPeak[];
+}
+
+/** HTA's trace diff of two PyTorch runs: the iterations compared and rows per change kind. */
+export interface TraceDiffSummary {
+  baseline_iteration: number;
+  candidate_iteration: number;
+  changes: Record<string, number>;
+}
+
+/** Keys of a joined table found on both sides and on each side. */
+export interface OverlapCounts {
+  both: number;
+  baseline: number;
+  candidate: number;
+}
+
+/** The comparison of a baseline and a candidate (``tool``: "compare"). */
+export interface CompareResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  baseline: CompareSide;
+  candidate: CompareSide;
+  confidence: number;
+  verdict: CompareVerdict;
+  step_time: StepTimeChange | null;
+  step_time_series: StepSeriesPair;
+  breakdown: BreakdownVerdicts;
+  memory: MemoryPeaks;
+  trace_diff: TraceDiffSummary | null;
+  identical: boolean;
+  unavailable: Record<string, string>;
+  notes: string[];
+  overlap: Record<string, OverlapCounts>;
+  warnings: string[];
+}
+
 /** Every tool answer has these; ``tables`` hold the tables every page renders alike; */
 export interface ToolEnvelope {
   schema_version: number;

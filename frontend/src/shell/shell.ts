@@ -2,9 +2,10 @@
 // tool takes several hosts), the run's tool list, reload, header actions, and the page area.
 // Everything it shows follows the URL state; every failure becomes a readable message.
 //
-// The run list is paged (issue #25: 20,000 runs were 5.3 MB on every page load): the selector
-// holds the first RUN_PAGE runs, a "more" entry loads the next page, the filter box searches
-// every run on the backend (`q`), and a run named in the URL is looked up on its own.
+// The run list is paged (issue #25: a logdir of many runs sent megabytes on every page load,
+// bench/measurements.md#frontend): the selector holds the first RUN_PAGE runs, a "more" entry
+// loads the next page, the filter box searches every run on the backend (`q`), and a run named
+// in the URL is looked up on its own.
 
 import { formatTimestamp } from "../base/format";
 import { newestFirst } from "../base/search";

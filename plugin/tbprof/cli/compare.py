@@ -24,6 +24,7 @@ import numpy as np
 
 from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.ops.op_step_time import match_op
+from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.table import Table
 from tbprof.cli.common import EXIT_OK, CliError, executor_from, print_json, profiles_for
 from tbprof.service.comparisons import SideSpec, compare_sides, gather, op_step_series
@@ -67,7 +68,7 @@ def _sides(args: argparse.Namespace) -> tuple[Profiles, SideSpec, Profiles, Side
     return base_profiles, base, cand_profiles, cand
 
 
-def _result(args: argparse.Namespace) -> tuple[dict[str, Any], Profiles, SideSpec, Profiles, SideSpec]:
+def _result(args: argparse.Namespace) -> tuple[CompareResult, Profiles, SideSpec, Profiles, SideSpec]:
     bp, base, cp, cand = _sides(args)
     result = compare_sides(gather(bp, base), gather(cp, cand), args.confidence)
     return result, bp, base, cp, cand
@@ -83,7 +84,7 @@ def _top(table: Table, n: int) -> list[int]:
     return list(range(min(n, table.n_rows)))
 
 
-def print_text(result: dict[str, Any], out: Any = None) -> None:
+def print_text(result: CompareResult, out: Any = None) -> None:
     w = (out or sys.stdout).write
     for who in ("baseline", "candidate"):
         s = result[who]
@@ -92,16 +93,15 @@ def print_text(result: dict[str, Any], out: Any = None) -> None:
     st = result["step_time"]
     if st is not None:
         w(f"{'step time (ms)':16}{'median':>10}{'p10':>10}{'p90':>10}{'mean':>10}{'stddev':>10}{'steps':>7}\n")
-        for who in ("baseline", "candidate"):
-            d = st[who]
-            w(f"  {who:14}{_num(d['median_ms']):>10}{_num(d['p10_ms']):>10}{_num(d['p90_ms']):>10}"
-              f"{_num(d['mean_ms']):>10}{_num(d['stddev_ms']):>10}{d['count']:>7}\n")
+        for who, dist in (("baseline", st["baseline"]), ("candidate", st["candidate"])):
+            w(f"  {who:14}{_num(dist['median_ms']):>10}{_num(dist['p10_ms']):>10}{_num(dist['p90_ms']):>10}"
+              f"{_num(dist['mean_ms']):>10}{_num(dist['stddev_ms']):>10}{dist['count']:>7}\n")
         c = st["change"]
         lo, hi = c["ci_low_percent"], c["ci_high_percent"]
         ci = f"{_num(lo, '+.1f')} … {_num(hi, '+.1f')} %" if lo is not None else "n/a (too few steps)"
         w(f"  change        {_num(c['change_percent'], '+.1f')} % ({round(100 * c['confidence'])} % CI {ci}); "
           f"{c['direction']}\n\n")
-    tables = result["tables"]
+    tables = result.get("tables", {})
     bd = tables.get("breakdown")
     if isinstance(bd, Table):
         w("step breakdown (per step, share of step time)\n")
@@ -127,10 +127,10 @@ def print_text(result: dict[str, Any], out: Any = None) -> None:
         w("\n")
     td = tables.get("trace_diff")
     if isinstance(td, Table) and td.n_rows:
-        info = result.get("trace_diff") or {}
-        changes = ", ".join(f"{n} {k}" for k, n in (info.get("changes") or {}).items() if n)
-        w(f"ops and kernels (HTA trace diff, iteration {info.get('baseline_iteration')} -> "
-          f"{info.get('candidate_iteration')}; {changes}): largest changes (µs)\n")
+        info = result["trace_diff"]
+        changes = ", ".join(f"{n} {k}" for k, n in (info["changes"] if info else {}).items() if n)
+        w(f"ops and kernels (HTA trace diff, iteration {info['baseline_iteration'] if info else None} -> "
+          f"{info['candidate_iteration'] if info else None}; {changes}): largest changes (µs)\n")
         for i in range(min(td.n_rows, 10)):
             d = td.data
             w(f"  {_num(d['diff_duration_us'][i], '+12.1f')}  {d['change'][i]:9} "
@@ -192,12 +192,15 @@ def decide(change: cs.Shift, bound_percent: float) -> tuple[str, int]:
     return "noise", EXIT_OK
 
 
-def _shift_of(result: dict[str, Any]) -> cs.Shift | None:
+def _shift_of(result: CompareResult) -> cs.Shift | None:
     st = result["step_time"]
     if st is None:
         return None
     c = st["change"]
-    return cs.Shift(c["change_percent"], c["ci_low_percent"], c["ci_high_percent"], c["confidence"], c["method"],
+    # A NaN estimate is null in the typed answer (the JSON's view): back to NaN for the decision.
+    estimate = c["change_percent"]
+    return cs.Shift(float("nan") if estimate is None else estimate, c["ci_low_percent"], c["ci_high_percent"],
+                    c["confidence"], c["method"],
                     st["baseline"]["count"], st["candidate"]["count"])
 
 
@@ -221,7 +224,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         else:
             shift = cs.relative_shift(b_series, c_series, args.confidence)
             per_step = {"baseline_mean_us": float(np.mean(b_series)), "candidate_mean_us": float(np.mean(c_series))}
-        result: dict[str, Any] | None = None
+        result: CompareResult | None = None
     else:
         result = compare_sides(base_in, cand_in, args.confidence)
         shift = _shift_of(result)

@@ -116,7 +116,8 @@ def _text(raw: bytes) -> str:
 
 
 def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
-    # Imported here: protobuf and the HLO schema (~12 ms) are for profiles that carry HLO.
+    # Imported here: protobuf and the HLO schema take time to import (bench/measurements.md#services), and are for
+    # profiles that carry HLO only.
     from tbprof.protos import hlo_pb2
 
     proto = hlo_pb2.HloProto()

@@ -9,8 +9,10 @@ else (Python frames, runtime TraceMes) is not an op. Parsing is per distinct str
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
-from functools import lru_cache
+
+from tbprof.store.memo import SmallLru
 
 CATEGORY_UNKNOWN = "unknown"
 CATEGORY_TENSORFLOW = "tensorflow"
@@ -50,9 +52,41 @@ def _is_int(text: str) -> bool:
     return t.isdigit() and t.isascii()
 
 
-@lru_cache(maxsize=65536)
+# What one parsed name holds besides its three strings: the TfOp object and its attribute dict,
+# and its slot in the cache's dict (in both generations at most). Rounded up from CPython's
+# sizes, so the bound holds (tests/domain/test_tf_op_cache.py checks it with tracemalloc).
+PARSE_ENTRY_OVERHEAD_BYTES = 400
+# Parsed names kept: tens of thousands of names (what an entry is charged on the sample
+# profiles, and the cache against lru_cache: bench/measurements.md#analyses); a profile's
+# distinct op names are parsed again by every op tool and the trace viewer.
+PARSE_CACHE_BYTES = 32 << 20
+
+
+def _entry_bytes(fullname: str, op: TfOp) -> int:
+    # The name, its op name and type: the op name and type are parts of the name (or a constant
+    # no longer than the prefix that chose it), so neither is larger than the name's str object
+    # (sys.getsizeof: its exact size, any width). The category is a shared constant.
+    return PARSE_ENTRY_OVERHEAD_BYTES + 3 * sys.getsizeof(fullname)
+
+
+_PARSED: SmallLru[str, TfOp] = SmallLru(PARSE_CACHE_BYTES, _entry_bytes)
+_recent_parsed = _PARSED.recent_get
+
+
 def parse_tf_op(fullname: str) -> TfOp:
-    """XProf's ParseTfOpFullname (name, type and category of "name:type")."""
+    """XProf's ParseTfOpFullname (name, type and category of "name:type"), remembered per name
+    (bounded in bytes: ``PARSE_CACHE_BYTES``)."""
+    hit = _recent_parsed(fullname)
+    if hit is None:
+        hit = _PARSED.get_older(fullname)
+    if hit is not None:
+        return hit
+    parsed = _parse_tf_op(fullname)
+    _PARSED.put(fullname, parsed)
+    return parsed
+
+
+def _parse_tf_op(fullname: str) -> TfOp:
     name, sep, op_type = fullname.partition(":")
     if not sep:
         low = fullname.lower()

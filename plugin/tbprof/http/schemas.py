@@ -12,6 +12,7 @@ from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_or
 
 import numpy as np
 
+from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
 from tbprof.analyses.table import Table
 
@@ -139,9 +140,10 @@ def _typed_dicts(roots: tuple[type, ...]) -> list[type]:
     return out
 
 
+# The routes' answers; compare's (analyses/results/compare.py) is no tool's result: it reads two runs.
 ROUTE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
-    ProgressResponse, TableResponse,
+    ProgressResponse, TableResponse, CompareResult,
 )
 # The generated file: the routes' types, the envelope, then every tool's result type (analyses/schemas.py)
 # with the types it refers to, dependencies first.

@@ -24,6 +24,7 @@ from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.gpu import trace_diff
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
+from tbprof.analyses.results.compare import CompareResult
 from tbprof.cache.disk_cache import cache_key
 from tbprof.errors import NotFound
 from tbprof.service.logdir import Run
@@ -158,14 +159,14 @@ def _pair_key(profiles: Profiles, base: SideSpec, cand: SideSpec, confidence: fl
 
 
 def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                 confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
+                 confidence: float = cs.DEFAULT_CONFIDENCE) -> CompareResult:
     """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
     memo, key = _pair_key(profiles, base, cand, confidence)
     return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
 
 
 def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                      confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[dict[str, Any], Callable[[bool], bytes]]:
+                      confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[CompareResult, Callable[[bool], bytes]]:
     """``compare_pair``'s answer, and it as JSON: a function of ``gzipped`` (compressed or not),
     each memoised next to the comparison (the pair's key, which stats every file, taken once)."""
     memo, key = _pair_key(profiles, base, cand, confidence)
@@ -180,7 +181,7 @@ def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
     return result, body
 
 
-def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> dict[str, Any]:
+def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> CompareResult:
     """The comparison of two gathered sides (a bad step selection raises SelectionError, a BadParameter)."""
     return cmp.compare(base, cand, confidence)
 

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
 
-if TYPE_CHECKING:  # the pool module (multiprocessing, ~9 ms) loads only when a pool is made
+# The pool module (multiprocessing) loads only when a pool is made (bench/measurements.md#services).
+if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
 log = logging.getLogger("tbprof")
@@ -47,10 +48,10 @@ TASK_RETRIES = 2  # a task whose worker died is run again at most this often
 Progress = Callable[[int, int], None]  # (hosts done, hosts total)
 
 # A worker that only needs a host's partial still writes the host's store into the cache when
-# the file is at least this big: writing costs ~12 ms of per-file overhead (~100 column files)
-# plus little per MB (jax_large: 119 MB store in 0.05 s), converting ~15 ms per MB (jax_large
-# 0.8-0.95 s). A 650 KB host would pay more to write (11-14 ms) than to convert again (4-7 ms)
-# when a user opens it; a large one costs the worker ~5 % more and opens at once.
+# the file is at least this big: writing has a fixed cost per entry (~100 column files) and
+# little per MB, converting costs in proportion to the file. A small host would pay more to
+# write than to convert again when a user opens it; a large one costs the worker a little more
+# and opens at once (bench/measurements.md#services).
 WRITE_STORE_MIN_BYTES = 8 << 20
 
 
@@ -282,11 +283,12 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 
 
 # Imported once by the fork server, so each worker forks with them loaded (a fresh interpreter
-# importing numpy and the decoder takes ~2-3 s on this 2-core machine; a fork takes ms).
+# importing numpy and the decoder takes seconds on a small machine; a fork takes milliseconds).
 # The tool modules too: a worker lists the tools with data for its host (``available_tools``).
 # And what the first conversion imports (the XSpace reader, its protobuf modules, the cache's
-# helpers): imported by each worker on its first host, they made that host ~3x slower than the
-# next, a large share of a worker's time when a pod's hosts are spread over many workers.
+# helpers): imported by each worker on its first host, they made that host several times slower
+# than the next, a large share of a worker's time when a pod's hosts are spread over many
+# workers (bench/measurements.md#services).
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.cache.disk_cache",
                   "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
@@ -300,11 +302,10 @@ def _worker_ready() -> bool:
 
 
 # Below this many bytes of host files, a pool that is not running yet is not started: the
-# hosts convert in this process. Starting the pool (fork server, imports: ~0.5 s of CPU) costs
-# about what 2 workers save on ~50 MB of hosts (a host costs ~21 ms of CPU per MB of file,
-# decode + partial, jax_2hosts' hosts); measured `tbprof summary`, 64 hosts (41.7 MB), on the
-# shared 2-core VM under load: 2.1-2.8 s in-process vs 2.8-3.6 s with a pool it had to start.
-# So a one-shot command starts a pool from 64 MB on; a served pool starts with the server.
+# hosts convert in this process. Starting the pool (fork server, imports) costs about what 2
+# workers save on a few tens of MB of hosts; a 64-host pod below this size summarised faster
+# in-process than with a pool it had to start (bench/measurements.md#services). So a one-shot
+# command starts a pool from 64 MB on; a served pool starts with the server.
 POOL_MIN_BYTES = 64 << 20
 
 
@@ -495,9 +496,9 @@ class DaskExecutor:
 def default_workers() -> int:
     """``$TBPROF_WORKERS``, else the cores this process may use (1: in-process).
 
-    Workers send the server per-host partials (a few tens of KB, binary), not stores, so the
-    per-host work (decoding, steps, op tables: ~14 ms for a jax_2hosts host) runs on every
-    core and the server only combines (bench/pod_bench.py, docs/remote.md). Until partials,
+    Workers send the server per-host partials (small, binary), not stores, so the per-host
+    work (decoding, steps, op tables) runs on every core and the server only combines
+    (bench/pod_bench.py, docs/remote.md; bench/measurements.md#services). Until partials,
     a worker handed its whole store over through the disk cache, which cost more than it saved.
     """
     env = os.environ.get(WORKERS_ENV, "").strip()

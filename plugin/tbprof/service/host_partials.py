@@ -71,7 +71,7 @@ class HostPartials:
             part = partial_from_bytes(blob)
         except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
             return None
-        # Sized from the blob: walking the decoded objects would cost ~1.5 ms a host.
+        # Sized from the blob: walking the decoded objects costs time per host (bench/measurements.md#services).
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:

@@ -57,8 +57,9 @@ GZIP_LEVEL = 5
 
 def persist_derived(store: ProfileStore) -> None:
     """What the disk cache keeps with a converted store besides its columns: the event grouping
-    (steps, memory steps and smart suggestions all start from it; ~60 ms on jax_large when a
-    reopened store derives it again). Runs where the store is written, after the answer."""
+    (steps, memory steps and smart suggestions all start from it; deriving it again costs a
+    reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
+    the store is written, after the answer."""
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
 
 
@@ -274,7 +275,7 @@ class Profiles:
                     gzipped: bool = False) -> bytes:
         """The tool's result as JSON (``analyses/encode.py``; ``gzipped``: compressed), memoised
         next to the result in the same byte budget, so a repeated request costs a lookup
-        instead of re-encoding 100 kB of JSON."""
+        instead of re-encoding the result."""
         return self.encoded(self.computed(run, hosts, tool, raw_options), gzipped)
 
     def encoded(self, computed: Computed, gzipped: bool = False) -> bytes:

@@ -17,7 +17,7 @@ from tbprof.analyses.tool import Tool
 # dashboard lists tools in this order, and their titles, from the ``tools`` and ``settings``
 # routes), then tbprof's own tools; the profile summary, which every run has, last. Modules,
 # not imports: a command that needs no tool table (``tbprof summary``, ``--help``) must not pay
-# for importing every page (~40 % of tbprof's import time).
+# for importing every page, a large share of tbprof's import time (bench/measurements.md#services).
 TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.overview.overview",
     "tbprof.analyses.input.input_pipeline",
@@ -83,6 +83,7 @@ def warmups() -> tuple[Callable[[Any], None], ...]:
     from tbprof.analyses.ops import op_metrics
     from tbprof.analyses.steps import assignment
 
-    # Steps and op metrics feed most pages; the allocator events (~30 ms on jax_large) feed the
-    # memory profile and smart_suggestion, whose first request then stays under 50 ms.
+    # Steps and op metrics feed most pages; the allocator events feed the memory profile and
+    # smart_suggestion, whose first request then stays within bench/ops_bench.py's target
+    # (bench/measurements.md#services).
     return (assignment.warm_steps, op_metrics.warm_op_metrics, memory_profile.warm_memory)

@@ -25,11 +25,13 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 DEFAULT_MEMORY_BYTES = 4 << 30
 MEMORY_ENV = "TBPROF_MEMORY_BYTES"
@@ -251,3 +253,71 @@ class Memo:
 
     def clear_key(self, key: Hashable) -> None:
         self.budget.drop(self._owner, key)
+
+
+class SmallLru(Generic[K, V]):
+    """A cache of many small values on a hot path, bounded in bytes by an estimate per entry.
+
+    For entries too small and too often read to go through ``MemoryBudget``'s lock and
+    bookkeeping (a parsed op name: ``domain/tf_op.parse_tf_op``). ``entry_bytes(key, value)``
+    estimates what an entry holds. Least recently used by generation: entries go into
+    ``recent``; when its bytes would pass half of ``max_bytes``, the older generation is dropped
+    and ``recent`` becomes it; an entry read from the older generation moves back to ``recent``.
+    So an entry read since the last turn survives it, and the two never hold more than
+    ``max_bytes``. A hit in ``recent`` is one dict read (``recent_get``), as cheap as
+    ``functools.lru_cache``'s; writes take a lock so the byte counts stay exact, and the
+    dicts are changed in place so ``recent_get`` stays bound to the live one.
+    """
+
+    def __init__(self, max_bytes: int, entry_bytes: Callable[[K, V], int]) -> None:
+        self.max_bytes = max_bytes
+        self._entry_bytes = entry_bytes
+        self._recent: dict[K, V] = {}
+        self._older: dict[K, V] = {}
+        self._recent_bytes = 0
+        self._older_bytes = 0
+        self._lock = threading.Lock()
+        # The fast path: a read of the recent generation only (a miss here is not yet a miss: ``get``).
+        self.recent_get: Callable[[K], V | None] = self._recent.get
+
+    @property
+    def used_bytes(self) -> int:
+        return self._recent_bytes + self._older_bytes
+
+    def __len__(self) -> int:
+        return len(self._recent.keys() | self._older.keys())
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._recent or key in self._older
+
+    def get(self, key: K) -> V | None:
+        value = self._recent.get(key)
+        return self.get_older(key) if value is None else value
+
+    def get_older(self, key: K) -> V | None:
+        """The slow half of ``get``, after ``recent_get`` missed: the older generation."""
+        value = self._older.get(key)
+        if value is not None:
+            self.put(key, value)  # read again: it joins the recent generation
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        size = self._entry_bytes(key, value)
+        with self._lock:
+            if key in self._recent:
+                return
+            if self._recent_bytes + size > self.max_bytes // 2:
+                # In place (see the class): the older generation goes, the recent one takes its place.
+                self._older.clear()
+                self._older.update(self._recent)
+                self._older_bytes = self._recent_bytes
+                self._recent.clear()
+                self._recent_bytes = 0
+            self._recent[key] = value
+            self._recent_bytes += size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._recent.clear()
+            self._older.clear()
+            self._recent_bytes = self._older_bytes = 0

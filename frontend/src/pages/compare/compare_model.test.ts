@@ -5,6 +5,7 @@ import {
   compareParams,
   defaultBaseline,
   deltaTone,
+  directionTone,
   intervalText,
   pickHost,
   signedPercent,
@@ -96,7 +97,14 @@ describe("deltas", () => {
     expect(signedPercent(12.345)).toBe("+12.3 %");
     expect(signedPercent(-0.04)).toBe("0.0 %");
     expect(signedPercent(Number.POSITIVE_INFINITY)).toBe("+∞ %");
-    expect(intervalText(-20.06, -9.5, 0.95)).toBe("95 % CI -20.1 … -9.5 %");
-    expect(intervalText(null, null, 0.9)).toBe("too few steps for a 90 % interval");
+    expect(intervalText({ ci_low_percent: -20.06, ci_high_percent: -9.5, confidence: 0.95 })).toBe("95 % CI -20.1 … -9.5 %");
+    expect(intervalText({ ci_low_percent: null, ci_high_percent: null, confidence: 0.9 })).toBe("too few steps for a 90 % interval");
+    expect(intervalText({ ci_low_percent: -3, ci_high_percent: null, confidence: 0.95 })).toBe("too few steps for a 95 % interval");
+  });
+  it("reads a direction as a tone", () => {
+    expect(directionTone("faster")).toBe("good");
+    expect(directionTone("slower")).toBe("bad");
+    expect(directionTone("no change")).toBe("neutral");
+    expect(directionTone("unknown")).toBe("neutral");
   });
 });

@@ -3,6 +3,7 @@
 // and how a delta reads (better, worse, neutral).
 
 import { serializeState } from "../../base/url_state";
+import type { CompareVerdict, StepChange } from "../../data/schema.gen";
 import type { RunInfo } from "../../data/types";
 
 /** One side: a run, a host (or the all-hosts token) and an optional step selection ("3:6"). */
@@ -110,8 +111,15 @@ export function signedPercent(value: number | null | undefined, decimals = 1): s
 }
 
 /** "95 % CI -20.1 … -9.5 %" or a reason there is none. */
-export function intervalText(low: number | null, high: number | null, confidence: number): string {
-  const level = Math.round(confidence * 100);
+export function intervalText(change: Pick<StepChange, "ci_low_percent" | "ci_high_percent" | "confidence">): string {
+  const level = Math.round(change.confidence * 100);
+  const low = change.ci_low_percent;
+  const high = change.ci_high_percent;
   if (low === null || high === null) return `too few steps for a ${level} % interval`;
   return `${level} % CI ${signedPercent(low).replace(/ %$/, "")} … ${signedPercent(high)}`;
+}
+
+/** How a verdict or a step-time change reads: faster is good, slower bad, the rest neutral. */
+export function directionTone(direction: CompareVerdict["kind"]): "good" | "bad" | "neutral" {
+  return direction === "faster" ? "good" : direction === "slower" ? "bad" : "neutral";
 }

@@ -7,7 +7,8 @@
 import { formatBytes, formatDuration, formatNumber, formatPercent } from "../../base/format";
 import { newestFirst } from "../../base/search";
 import { RUN_PAGE, tableQueryParams } from "../../data/api";
-import { decodeTable, decodeToolResult, isRecord, record } from "../../data/decode";
+import { compareResult, decodeTable, decodeToolResult } from "../../data/decode";
+import type { CompareResult, StepSeriesPair } from "../../data/schema.gen";
 import type { RunInfo, TableData, ToolResult } from "../../data/types";
 import { type Card, cardRow } from "../../widgets/cards";
 import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
@@ -22,6 +23,7 @@ import {
   compareParams,
   defaultBaseline,
   deltaTone,
+  directionTone,
   intervalText,
   PARAM,
   pickHost,
@@ -46,9 +48,8 @@ const TABLES: readonly [string, string, string][] = [
 
 // The input category's two parts, listed after the main categories in the breakdown table.
 const INPUT_PARTS = new Set(["host_wait_input_ms", "host_to_device_ms"]);
+// A table cell or a nullable number of the answer (null: NaN on the backend) as a number.
 const num = (v: unknown): number => (typeof v === "number" ? v : Number.NaN);
-const rec = (v: unknown): Record<string, unknown> => (isRecord(v) ? v : {});
-const nullableNum = (v: unknown): number | null => (typeof v === "number" ? v : null);
 
 function sideLabel(s: Side, allHosts: string): string {
   const host = s.host === allHosts ? "all hosts" : (s.host ?? "");
@@ -185,9 +186,9 @@ async function drawComparison(
   clear(content);
   content.appendChild(loading(`comparison of ${sideLabel(base, ctx.allHosts)} and ${sideLabel(cand, ctx.allHosts)}`));
   const params = compareParams(base, cand);
-  let result: ToolResult;
+  let result: ToolResult<CompareResult>;
   try {
-    result = decodeToolResult(await ctx.api.getJson("compare", [...params, ["rows", String(PAGE_SIZE)]], ctx.signal));
+    result = compareResult(decodeToolResult(await ctx.api.getJson("compare", [...params, ["rows", String(PAGE_SIZE)]], ctx.signal)));
   } catch (e) {
     if (stale() || (e instanceof DOMException && e.name === "AbortError")) return;
     clear(content);
@@ -198,30 +199,28 @@ async function drawComparison(
   }
   if (stale()) return;
   clear(content);
-  // The compare route's answer is no tool's result (no TypedDict yet): read through the decoders.
-  const raw = record(result.raw, "compare");
-  const verdict = rec(raw.verdict);
-  const kind = typeof verdict.kind === "string" ? verdict.kind : "unknown";
-  const tone = kind === "faster" ? "good" : kind === "slower" ? "bad" : "neutral";
+  // The compare route's answer, typed (CompareResult, generated from analyses/results/compare.py).
+  const raw = result.raw;
+  const kind = raw.verdict.kind;
   content.appendChild(
     h(
       "div",
-      { class: `tbp-compare-verdict tbp-tone-${tone}`, "data-verdict": kind, role: "status" },
+      { class: `tbp-compare-verdict tbp-tone-${directionTone(kind)}`, "data-verdict": kind, role: "status" },
       h("strong", {}, "Verdict: "),
-      typeof verdict.summary === "string" ? verdict.summary : "",
+      raw.verdict.summary,
     ),
   );
   content.appendChild(summaryCards(raw, result.tables));
   // The backend's warnings (few ops on both sides): before anything else is read as a comparison.
-  const warnings = Array.isArray(raw.warnings) ? raw.warnings.filter((w): w is string => typeof w === "string") : [];
+  const warnings = raw.warnings;
   if (warnings.length) {
     const box = messageBox({ title: "These profiles have little in common", body: warnings.map((w) => h("p", {}, w)) });
     box.classList.add("tbp-tone-warn");
     box.dataset.compareWarning = "";
     content.appendChild(box);
   }
-  const unavailable = Object.entries(rec(raw.unavailable));
-  const notes = Array.isArray(raw.notes) ? raw.notes.filter((n): n is string => typeof n === "string") : [];
+  const unavailable = Object.entries(raw.unavailable);
+  const notes = raw.notes;
   if (unavailable.length || notes.length) {
     content.appendChild(
       messageBox({
@@ -229,7 +228,7 @@ async function drawComparison(
         body: h(
           "ul",
           { "data-testid": "compare-notes" },
-          unavailable.map(([k, v]) => h("li", {}, `${k.replace(/_/g, " ")}: ${String(v)}`)),
+          unavailable.map(([k, v]) => h("li", {}, `${k.replace(/_/g, " ")}: ${v}`)),
           notes.map((n) => h("li", {}, n)),
         ),
       }),
@@ -237,17 +236,12 @@ async function drawComparison(
   }
   const charts = h("div", { class: "tbp-grid-2" });
   content.appendChild(charts);
-  drawStepChart(ctx, charts, raw, base, cand);
+  drawStepChart(ctx, charts, raw.step_time_series, base, cand);
   if (result.tables.breakdown) drawBreakdownChart(ctx, charts, result.tables.breakdown);
 
-  const baseInfo = rec(raw.baseline);
-  const candInfo = rec(raw.candidate);
-  const hostOf = (info: Record<string, unknown>): string | null => {
-    const hosts = Array.isArray(info.hosts) ? info.hosts.filter((x): x is string => typeof x === "string") : [];
-    return hosts[0] ?? null; // the trace viewer shows one host: the side's first
-  };
-  const baseTrace = { run: base.run, host: hostOf(baseInfo) };
-  const candTrace = { run: cand.run, host: hostOf(candInfo) };
+  // The trace viewer shows one host: the side's first.
+  const baseTrace = { run: base.run, host: raw.baseline.hosts[0] ?? null };
+  const candTrace = { run: cand.run, host: raw.candidate.hosts[0] ?? null };
   for (const [name, title, description] of TABLES) {
     const initial = result.tables[name];
     if (!initial) continue;
@@ -255,14 +249,14 @@ async function drawComparison(
   }
 }
 
-function summaryCards(raw: Record<string, unknown>, tables: Record<string, TableData>): HTMLElement {
+function summaryCards(raw: CompareResult, tables: Record<string, TableData>): HTMLElement {
   const cards: Card[] = [];
   const st = raw.step_time;
-  if (isRecord(st)) {
-    const b = rec(st.baseline);
-    const c = rec(st.candidate);
-    const ch = rec(st.change);
-    const dir = typeof ch.direction === "string" ? ch.direction : "unknown";
+  if (st !== null) {
+    const b = st.baseline;
+    const c = st.candidate;
+    const ch = st.change;
+    const dir = ch.direction;
     cards.push({
       id: "step_time",
       label: "Median step time",
@@ -272,15 +266,15 @@ function summaryCards(raw: Record<string, unknown>, tables: Record<string, Table
     cards.push({
       id: "change",
       label: "Step time change",
-      value: signedPercent(nullableNum(ch.change_percent)),
-      hint: intervalText(nullableNum(ch.ci_low_percent), nullableNum(ch.ci_high_percent), num(ch.confidence)) + ` · ${dir}`,
-      tone: dir === "faster" ? "good" : dir === "slower" ? "bad" : "neutral",
+      value: signedPercent(ch.change_percent),
+      hint: `${intervalText(ch)} · ${dir}`,
+      tone: directionTone(dir),
     });
     cards.push({
       id: "spread",
       label: "Step-to-step stddev",
       value: `${formatDuration(num(b.stddev_ms), "ms")} → ${formatDuration(num(c.stddev_ms), "ms")}`,
-      hint: `${formatNumber(num(b.count))} → ${formatNumber(num(c.count))} steps`,
+      hint: `${formatNumber(b.count)} → ${formatNumber(c.count)} steps`,
     });
   } else {
     cards.push({ id: "step_time", label: "Step time", value: "not compared", tone: "warn" });
@@ -323,28 +317,22 @@ function summaryCards(raw: Record<string, unknown>, tables: Record<string, Table
   }
   const ops = tables.ops;
   if (ops) {
-    const o = rec(rec(raw.overlap).ops);
-    const both = typeof o.both === "number" ? o.both : null;
+    const o = raw.overlap.ops;
     cards.push({
       id: "ops",
       label: "Ops on both sides",
-      value: both === null ? formatNumber(ops.totalRows) : formatNumber(both),
-      hint: both === null
+      value: formatNumber(o === undefined ? ops.totalRows : o.both),
+      hint: o === undefined
         ? "added and removed ones in the Status column"
-        : `of ${formatNumber(Number(o.baseline))} (baseline) and ${formatNumber(Number(o.candidate))} (candidate)`,
+        : `of ${formatNumber(o.baseline)} (baseline) and ${formatNumber(o.candidate)} (candidate)`,
     });
   }
   return cardRow(cards, { oneRow: true });
 }
 
-function series(raw: Record<string, unknown>, side: "baseline" | "candidate"): number[] {
-  const s = rec(rec(raw.step_time_series)[side]);
-  return Array.isArray(s.step_time_ms) ? s.step_time_ms.map(num) : [];
-}
-
-function drawStepChart(ctx: PageContext, parent: HTMLElement, raw: Record<string, unknown>, base: Side, cand: Side): void {
-  const b = series(raw, "baseline");
-  const c = series(raw, "candidate");
+function drawStepChart(ctx: PageContext, parent: HTMLElement, steps: StepSeriesPair, base: Side, cand: Side): void {
+  const b = steps.baseline.step_time_ms.map(num);
+  const c = steps.candidate.step_time_ms.map(num);
   const box = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time, overlaid"));
   parent.appendChild(box);
   if (b.length === 0 && c.length === 0) {

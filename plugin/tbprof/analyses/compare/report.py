@@ -30,6 +30,19 @@ from tbprof.analyses.compare import stats as cs
 from tbprof.analyses.gpu.trace_diff import OpSummary
 from tbprof.analyses.gpu.trace_diff import diff as trace_diff_table
 from tbprof.analyses.memory.memory_profile import capacity_meaning
+from tbprof.analyses.results.compare import (
+    AllocatorPeak,
+    BreakdownVerdicts,
+    CompareResult,
+    CompareSide,
+    CompareVerdict,
+    Direction,
+    MemoryPeaks,
+    OverlapCounts,
+    StepDistribution,
+    StepTimeChange,
+    TraceDiffSummary,
+)
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, OptionError
@@ -80,9 +93,11 @@ class SideInput:
         sel = f" steps {self.steps}" if self.steps else ""
         return f"{self.run} · {hosts}{sel}"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, steps: SideSteps | None) -> CompareSide:
+        """The side as the answer names it, with the step count of its (selected) ``steps``."""
         return {"run": self.run, "hosts": self.hosts, "kind": self.kind, "label": self.label,
-                "steps": self.steps or None}
+                "steps": self.steps or None, "step_count": steps.n if steps else 0,
+                "step_source": steps.source if steps else None}
 
 
 # --- step selection -----------------------------------------------------------------------
@@ -178,7 +193,12 @@ def _fmt_pct(x: float | None) -> str:
     return f"{x:+.1f}"
 
 
-def step_change(base: SideSteps | None, cand: SideSteps | None, confidence: float) -> dict[str, Any] | None:
+def _in_ms(d: dict[str, Any]) -> StepDistribution:
+    return {"count": int(d["count"]), "mean_ms": d["mean"], "median_ms": d["median"], "p10_ms": d["p10"],
+            "p90_ms": d["p90"], "stddev_ms": d["stddev"], "min_ms": d["min"], "max_ms": d["max"]}
+
+
+def step_change(base: SideSteps | None, cand: SideSteps | None, confidence: float) -> StepTimeChange | None:
     """Distribution of both sides and the change of the candidate against the baseline."""
     if base is None or cand is None or base.n == 0 or cand.n == 0:
         return None
@@ -186,6 +206,7 @@ def step_change(base: SideSteps | None, cand: SideSteps | None, confidence: floa
     absolute = cs.shift(base.step_time_ms, cand.step_time_ms, confidence)
     bd = cs.distribution(base.step_time_ms)
     cd = cs.distribution(cand.step_time_ms)
+    direction: Direction
     if rel.low is None or rel.high is None:
         direction = "unknown"
     elif rel.low > 0:
@@ -200,8 +221,8 @@ def step_change(base: SideSteps | None, cand: SideSteps | None, confidence: floa
 
     return {
         "unit": "ms",
-        "baseline": {f"{k}_ms" if k != "count" else k: v for k, v in bd.items()},
-        "candidate": {f"{k}_ms" if k != "count" else k: v for k, v in cd.items()},
+        "baseline": _in_ms(bd),
+        "candidate": _in_ms(cd),
         "change": {
             "direction": direction, "significant": rel.significant, "confidence": confidence,
             "method": rel.method,
@@ -225,7 +246,7 @@ def _breakdown_percent(s: SideSteps) -> dict[str, float]:
     return pct
 
 
-def breakdown_table(base: SideSteps, cand: SideSteps) -> tuple[Table, dict[str, Any]]:
+def breakdown_table(base: SideSteps, cand: SideSteps) -> tuple[Table, BreakdownVerdicts]:
     bp, cp = _breakdown_percent(base), _breakdown_percent(cand)
     keys = [k for k, _ in BREAKDOWN_KEYS]
     labels = [label for _, label in BREAKDOWN_KEYS]
@@ -253,7 +274,7 @@ def breakdown_table(base: SideSteps, cand: SideSteps) -> tuple[Table, dict[str, 
                                       "delta_percent_points": c_pct - b_pct}, default_sort=None)
     main = {k: base.category_ms.get(k, np.zeros(base.n)) for k in sb.CATEGORY_KEYS}
     main_c = {k: cand.category_ms.get(k, np.zeros(cand.n)) for k in sb.CATEGORY_KEYS}
-    summary = {
+    summary: BreakdownVerdicts = {
         "baseline_input_bound": sb.bottleneck_analysis(main, base.step_time_ms)["input_bound"],
         "candidate_input_bound": sb.bottleneck_analysis(main_c, cand.step_time_ms)["input_bound"],
     }
@@ -514,7 +535,7 @@ def _allocators(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], dict[str, Any]]:
+def memory_tables(base: SideInput, cand: SideInput) -> tuple[dict[str, Table], MemoryPeaks]:
     ba, ca = _allocators(base.memory), _allocators(cand.memory)
     ids = sorted(set(ba) | set(ca))
 
@@ -591,12 +612,13 @@ def _capacity_is(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> st
     return f"baseline: {b}; candidate: {c}"
 
 
-def summary_of(ba: dict[str, dict[str, Any]], ca: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    keys = ("host", "peak_bytes_in_use", "memory_capacity_bytes", "peak_fragmentation_fraction", "capacity_source")
-
-    def one(m: str, a: dict[str, Any]) -> dict[str, Any]:
+def summary_of(ba: dict[str, dict[str, Any]], ca: dict[str, dict[str, Any]]) -> MemoryPeaks:
+    def one(m: str, a: dict[str, Any]) -> AllocatorPeak:
         label, meaning = capacity_meaning(str(a.get("capacity_source", "allocator")))
-        return {"memory_id": m, **{k: a.get(k) for k in keys}, "capacity_label": label, "capacity_meaning": meaning}
+        return {"memory_id": m, "host": a.get("host"), "peak_bytes_in_use": a.get("peak_bytes_in_use"),
+                "memory_capacity_bytes": a.get("memory_capacity_bytes"),
+                "peak_fragmentation_fraction": a.get("peak_fragmentation_fraction"),
+                "capacity_source": a.get("capacity_source"), "capacity_label": label, "capacity_meaning": meaning}
     return {"baseline": [one(m, ba[m]) for m in sorted(ba)], "candidate": [one(m, ca[m]) for m in sorted(ca)]}
 
 
@@ -647,10 +669,10 @@ OVERLAP_WARN_BELOW = 0.5
 _OVERLAP_WARNS = ("ops",)
 
 
-def overlap(tables: Mapping[str, Table]) -> tuple[dict[str, dict[str, int]], list[str]]:
+def overlap(tables: Mapping[str, Table]) -> tuple[dict[str, OverlapCounts], list[str]]:
     """Per joined table (ops, kernels): keys on both sides and on each side; a warning when the
     ops found on both sides are below OVERLAP_WARN_BELOW of the smaller side."""
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[str, OverlapCounts] = {}
     warnings: list[str] = []
     for name in ("ops", "kernels"):
         t = tables.get(name)
@@ -670,9 +692,10 @@ def overlap(tables: Mapping[str, Table]) -> tuple[dict[str, dict[str, int]], lis
     return counts, warnings
 
 
-def verdict(change: dict[str, Any] | None, breakdown: Table | None, op_types: Table | None, ops: Table | None,
-            identical: bool, why_no_steps: str) -> dict[str, Any]:
+def verdict(change: StepTimeChange | None, breakdown: Table | None, op_types: Table | None, ops: Table | None,
+            identical: bool, why_no_steps: str) -> CompareVerdict:
     details: list[str] = []
+    kind: Direction
     if change is None:
         kind = "unknown"
         head = f"step time not compared: {why_no_steps}"
@@ -738,7 +761,7 @@ def verdict(change: dict[str, Any] | None, breakdown: Table | None, op_types: Ta
 
 # --- the comparison -------------------------------------------------------------------------
 
-def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CONFIDENCE) -> dict[str, Any]:
+def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CONFIDENCE) -> CompareResult:
     if not 0.5 <= confidence < 1.0:
         raise OptionError(f"confidence={confidence} must be in [0.5, 1)")
     unavailable: dict[str, str] = {}
@@ -760,7 +783,7 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
     change = step_change(bs, cs_, confidence)
     tables: dict[str, Table] = {"steps": steps_table(bs, cs_)}
     breakdown = None
-    breakdown_summary: dict[str, Any] = {}
+    breakdown_summary: BreakdownVerdicts = {}
     if bs is not None and cs_ is not None and bs.n and cs_.n:
         if bs.category_ms and cs_.category_ms:
             breakdown, breakdown_summary = breakdown_table(bs, cs_)
@@ -779,7 +802,7 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
         tables.update(ops_tables(base, cand, bs, cs_))
     if (base.kernel_stats or cand.kernel_stats) and joinable("kernels"):
         tables["kernels"] = kernels_table(base, cand, bs, cs_)
-    trace_diff: dict[str, Any] | None = None
+    trace_diff: TraceDiffSummary | None = None
     if base.op_summary is not None and cand.op_summary is not None:
         if base.op_summary.iteration is None or cand.op_summary.iteration is None:
             unavailable["trace_diff"] = "no ProfilerStep iteration in " + " and ".join(
@@ -789,7 +812,7 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
             tables["trace_diff"], changes = trace_diff_table(base.op_summary, cand.op_summary)
             trace_diff = {"baseline_iteration": base.op_summary.iteration,
                           "candidate_iteration": cand.op_summary.iteration, "changes": changes}
-    memory_summary: dict[str, Any] = {}
+    memory_summary: MemoryPeaks = {}
     if (base.memory or cand.memory) and joinable("memory"):
         mt, memory_summary = memory_tables(base, cand)
         tables.update(mt)
@@ -804,9 +827,8 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": "compare",
-        "baseline": {**base.describe(), "step_count": bs.n if bs else 0, "step_source": bs.source if bs else None},
-        "candidate": {**cand.describe(), "step_count": cs_.n if cs_ else 0,
-                      "step_source": cs_.source if cs_ else None},
+        "baseline": base.describe(bs),
+        "candidate": cand.describe(cs_),
         "confidence": confidence,
         "verdict": v,
         "step_time": change,

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from tbprof.store.memo import Memo
 
 DEFAULT_CONFIDENCE = 0.95
 EXACT_MAX_PAIRS = 2500  # n * m up to this: exact U distribution (50 x 50 steps)
@@ -43,9 +44,19 @@ def distribution(values: np.ndarray) -> dict[str, Any]:
             "min": float(v.min()), "max": float(v.max())}
 
 
-@lru_cache(maxsize=256)
-def u_null_cdf(n: int, m: int) -> tuple[float, ...]:
-    """P(U <= u) for u = 0..n*m under no difference (no ties), by counting arrangements.
+# The U distributions computed, in the process's one memory budget (store/memo.py), charged at
+# their arrays' size: n * m + 1 float64s, up to 20 kB each (EXACT_MAX_PAIRS).
+_U_CDFS = Memo()
+
+
+def u_null_cdf(n: int, m: int) -> np.ndarray:
+    """P(U <= u) for u = 0..n*m under no difference (no ties): an array shared by every caller
+    (read-only), memoised per (n, m) in the memory budget."""
+    return _U_CDFS.get((n, m), lambda: _count_u(n, m))
+
+
+def _count_u(n: int, m: int) -> np.ndarray:
+    """``u_null_cdf`` by counting arrangements.
 
     counts[a][b][u] = arrangements of a baseline and b candidate values with U = u, where U
     counts (baseline, candidate) pairs with the candidate larger; the largest value is either
@@ -63,7 +74,9 @@ def u_null_cdf(n: int, m: int) -> tuple[float, ...]:
             cur[b] = c
         prev = cur
     counts = prev[m]
-    return tuple((np.cumsum(counts) / counts.sum()).tolist())
+    cdf = np.cumsum(counts) / counts.sum()
+    cdf.flags.writeable = False
+    return cdf
 
 
 def u_rank(n: int, m: int, confidence: float) -> int:

@@ -7,11 +7,11 @@ candidate; tables sort, filter, page and export exactly like a tool's (``data``/
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.compare import stats as cs
+from tbprof.analyses.results.compare import CompareResult, CompareSide
 from tbprof.analyses.table import Table, TableQuery, table_json
 from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.errors import BadParameter
@@ -38,11 +38,11 @@ def _sides(request: Request) -> tuple[SideSpec, SideSpec, float]:
     return params.side_spec(request.args, "base_"), params.side_spec(request.args, ""), _confidence(request)
 
 
-def _result(ctx: AppContext, request: Request) -> dict[str, Any]:
+def _result(ctx: AppContext, request: Request) -> CompareResult:
     return compare_pair(ctx.profiles, *_sides(request))
 
 
-def _pick(result: dict[str, Any], name: str | None) -> tuple[str, Table]:
+def _pick(result: CompareResult, name: str | None) -> tuple[str, Table]:
     return pick_table(result, name, "the comparison", prefer=("ops",))
 
 
@@ -56,7 +56,7 @@ def compare(ctx: AppContext, request: Request) -> Response:
         return responses.memoised_json(request, body)
     queries: dict[str, TableQuery] = {}
     if rows is not None:
-        queries = {n: TableQuery(limit=rows) for n, t in result["tables"].items() if isinstance(t, Table)}
+        queries = {n: TableQuery(limit=rows) for n, t in result.get("tables", {}).items() if isinstance(t, Table)}
     if params.queried(query):
         name, _ = _pick(result, request.args.get("table"))
         queries[name] = query
@@ -78,7 +78,7 @@ def compare_csv(ctx: AppContext, request: Request) -> Response:
     name, table = _pick(result, request.args.get("table"))
     body = responses.table_csv(table, params.table_query(request.args))
 
-    def side(d: dict[str, Any]) -> str:
+    def side(d: CompareSide) -> str:
         hosts = d["hosts"]
         return f"{d['run']}_{'all_hosts' if len(hosts) > 1 else hosts[0]}"
 

@@ -92,7 +92,7 @@ def test_tfprof_views_answers_every_view_option() -> None:
     names them one by one, so an option added to ViewOptions must be added to the type too)."""
     from dataclasses import fields
 
-    from tbprof.analyses.results.legacy import TfprofViewOptions
+    from tbprof.analyses.results.tf1_tfprof import TfprofViewOptions
     from tbprof.analyses.tfprof.tfprof_engine import ViewOptions
 
     assert list(get_type_hints(TfprofViewOptions)) == [f.name for f in fields(ViewOptions)]

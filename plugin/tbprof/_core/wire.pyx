@@ -21,7 +21,7 @@ as a Python tracer thread holding most of jax_large's events, is split too). Thr
 the chunks with the GIL released, each writing events at their exact rows and stats into buffers
 of its chunk, which a final pass copies into exact-size columns. Any surprise (an error, a
 metadata id beyond int32) falls back to the serial scan, which reports the first error in wire
-order exactly as the numba scanner did.
+order, where a single pass over the file meets it first.
 
 The index pass is a small share of the scan and the decode phase, most of it, is the part that
 scales with threads; the phase times of jax_large on 1 and 2 threads are in
@@ -366,7 +366,7 @@ cdef object rows_array(Rows* r):
 cdef int scan_serial(const uint8_t* buf, Py_ssize_t end, Sink* s, Rows* spans, Rows* lines,
                      int64_t* n_planes_out, int64_t* n_events_out, Py_ssize_t ev_cap,
                      Py_ssize_t* err_pos) noexcept nogil:
-    """Walks the whole XSpace in wire order (the numba scanner's semantics, overflow-free)."""
+    """Walks the whole XSpace in wire order, one field after another, with overflow-free bounds."""
     cdef Py_ssize_t pos = 0, tag_start, pend, lend, eend
     cdef uint64_t tag, field, wire
     cdef int64_t n_planes = 0, n_events = 0, plane_idx, line_idx

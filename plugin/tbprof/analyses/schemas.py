@@ -32,13 +32,6 @@ from tbprof.analyses.results.gpu import (
     StragglersResult,
 )
 from tbprof.analyses.results.hlo import GraphViewerResult, HloStatsResult, MemoryViewerResult, RooflineModelResult
-from tbprof.analyses.results.legacy import (
-    Tf1MemoryResult,
-    Tf1OpStatsResult,
-    Tf1StepsResult,
-    TfprofAdviceResult,
-    TfprofViewsResult,
-)
 from tbprof.analyses.results.memory import MemoryProfileResult
 from tbprof.analyses.results.ops import (
     FrameworkOpStatsResult,
@@ -47,7 +40,15 @@ from tbprof.analyses.results.ops import (
     OperatorsByShapeResult,
     OpProfileResult,
 )
-from tbprof.analyses.results.pages import (
+from tbprof.analyses.results.tf1_tfprof import (
+    Tf1MemoryResult,
+    Tf1OpStatsResult,
+    Tf1StepsResult,
+    TfprofAdviceResult,
+    TfprofViewsResult,
+)
+from tbprof.analyses.results.timeline import TraceViewerResult
+from tbprof.analyses.results.whole_run import (
     InferenceProfileResult,
     InputPipelineResult,
     OverviewResult,
@@ -56,7 +57,6 @@ from tbprof.analyses.results.pages import (
     SmartSuggestionResult,
     TfDataResult,
 )
-from tbprof.analyses.results.timeline import TraceViewerResult
 
 __all__ = [
     "NO_RESULT_TOOLS",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.results.pages import InferenceProfileResult
+from tbprof.analyses.results.whole_run import InferenceProfileResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import HOST_PLANE

@@ -15,7 +15,7 @@ import numpy as np
 
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.overview.overview import diagnostics
-from tbprof.analyses.results.pages import InputPipelineResult, InputTimeBreakdown
+from tbprof.analyses.results.whole_run import InputPipelineResult, InputTimeBreakdown
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import analysis, step_table, steps_table, summaries

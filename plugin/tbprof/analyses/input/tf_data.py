@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.results.pages import PipelinePath, TfDataPipeline, TfDataResult
+from tbprof.analyses.results.whole_run import PipelinePath, TfDataPipeline, TfDataResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_groups import parents_of

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
 from tbprof.analyses.ops.kineto_ops import is_kineto
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
-from tbprof.analyses.results.pages import PrecisionSource
+from tbprof.analyses.results.whole_run import PrecisionSource
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import CarriedValue, StoreView

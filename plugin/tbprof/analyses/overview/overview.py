@@ -13,7 +13,7 @@ from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
 from tbprof.analyses.overview.profile_summary import device_type
 from tbprof.analyses.results.common import Diagnostics
-from tbprof.analyses.results.pages import (
+from tbprof.analyses.results.whole_run import (
     DeviceInfo,
     NextStep,
     OverviewRecommendation,

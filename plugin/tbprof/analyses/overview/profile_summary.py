@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.results.pages import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
+from tbprof.analyses.results.whole_run import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import DEVICE_SIDE, device_display_name, kind_of_name, on_device_side

@@ -21,7 +21,7 @@ from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.overview import overview
 from tbprof.analyses.results.common import MetricJson
-from tbprof.analyses.results.pages import Severity, SmartSuggestionResult, Suggestion
+from tbprof.analyses.results.whole_run import Severity, SmartSuggestionResult, Suggestion
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool

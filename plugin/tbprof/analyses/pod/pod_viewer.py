@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.overview.overview import diagnostics, run_environment
-from tbprof.analyses.results.pages import PodCore, PodViewerResult
+from tbprof.analyses.results.whole_run import PodCore, PodViewerResult
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import step_table

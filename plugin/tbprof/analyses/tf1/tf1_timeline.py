@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.results.legacy import (
+from tbprof.analyses.results.tf1_tfprof import (
     EmptyNote,
     Tf1MemoryResult,
     Tf1MemorySeries,

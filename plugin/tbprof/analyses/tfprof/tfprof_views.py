@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from tbprof.analyses.results.legacy import TfprofViewOptions, TfprofViewsResult
+from tbprof.analyses.results.tf1_tfprof import TfprofViewOptions, TfprofViewsResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tfprof.tfprof_engine import (
     METRICS,

@@ -1,4 +1,4 @@
-"""Results of the summary pages: overview, input pipeline, pod viewer, tf.data, smart suggestions,
+"""Results of the whole-run views: overview, input pipeline, pod viewer, tf.data, smart suggestions,
 inference profile, profile summary."""
 
 from typing import Literal, TypedDict

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests import servers
+from tests.e2e.helpers import page_failing_on_errors
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TBPROF_CHROMIUM", "/usr/bin/chromium")
@@ -110,6 +111,16 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def page(server: Any, browser: Any) -> Iterator[Any]:
+    """A page of the module's ``server`` that fails the module on any browser error (modules that
+    define ``server`` and read their pages through ``page``; others define their own)."""
+    pg = page_failing_on_errors(browser)
+    yield pg
+    pg.context.close()
+    assert pg.tbprof_errors == [], pg.tbprof_errors
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import PluginServer, page_failing_on_errors, wait_charts_drawn, wait_ready
+from .helpers import PluginServer, wait_charts_drawn, wait_ready
 
 pytestmark = pytest.mark.e2e
 RUN = "torch/torch_ddp"
@@ -33,14 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> I
     server = PluginServer(root / "logs", root / "cache")
     yield server
     server.close()
-
-
-@pytest.fixture(scope="module")
-def page(server: Any, browser: Any) -> Iterator[Any]:
-    pg = page_failing_on_errors(browser)
-    yield pg
-    pg.context.close()
-    assert pg.tbprof_errors == [], pg.tbprof_errors
 
 
 def _open(page: Any, server: Any, **state: str) -> None:

@@ -1,4 +1,4 @@
-"""Peak anonymous memory of one XSpace conversion, measured from outside the converting process.
+"""Peak anonymous memory of one conversion (XSpace or Chrome trace JSON), measured from outside the converting process.
 
 How: the conversion runs in a child process; this process reads the child's
 ``/proc/<pid>/status`` ``RssAnon`` every ~0.5 ms while it converts and keeps the largest value
@@ -119,12 +119,14 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
 
 def _convert(mode: str, path: Path, cache_dir: Path) -> Any:
     from tbprof.cache.profile_cache import ProfileCache
+    from tbprof.readers.chrome_trace import read_chrome_trace
     from tbprof.readers.kinds import KINDS
     from tbprof.readers.xplane import read_xspace
 
+    xspace = path.name.endswith(".xplane.pb")
     if mode == "memory":
-        return read_xspace(path)
-    kind = KINDS["xspace"]
+        return read_xspace(path) if xspace else read_chrome_trace(path)
+    kind = KINDS["xspace" if xspace else "chrome_trace"]
     return ProfileCache(cache_dir).get(path, kind.reader, kind=kind.store_format, streamer=kind.streamer)
 
 

@@ -184,6 +184,7 @@ cdef class Scanner:
     cdef public int top_kind  # 0 nothing yet, 1 object, 2 array, 3 other value
     cdef public int trace_events  # 0 absent, 1 an array, 2 another value
     cdef public int64_t non_objects
+    cdef public int64_t event_resets  # times the event columns restarted (each 'traceEvents' key)
     cdef public int err_code
     cdef public int64_t err_at
     cdef int64_t base
@@ -1195,9 +1196,11 @@ cdef class Scanner:
         if v >= self.end:
             return self._eof(v)
         if key == b"traceEvents":
-            # A repeated key: the last one wins (json.loads), so forget the earlier events.
+            # A repeated key: the last one wins (json.loads), so forget the earlier events
+            # (and a reader that drained columns already drops those: ``event_resets``).
             self.n_ev = 0
             self.n_st = 0
+            self.event_resets += 1
             self.non_objects = 0
             if self.buf[v] == 91:
                 self.trace_events = 1

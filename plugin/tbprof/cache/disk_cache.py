@@ -79,9 +79,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-_PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",
+PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",
                  "name_id", "depth", "line_idx", "meta_ids", "meta_name_id", "meta_display_name_id")
-_STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
+STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
 
 
 def cache_key(path: Location, extra: str = "") -> str:
@@ -324,10 +324,10 @@ class DiskCache:
                 meta = json.loads(f.read())
             planes = []
             for pi, pmeta in enumerate(meta["planes"]):
-                arrays: dict[str, Any] = {name: _load_at(entry_fd, f"p{pi}_{name}.npy") for name in _PLANE_ARRAYS}
-                stats = tables.StatTable(*(_load_at(entry_fd, f"p{pi}_s_{n}.npy") for n in _STAT_ARRAYS))
+                arrays: dict[str, Any] = {name: _load_at(entry_fd, f"p{pi}_{name}.npy") for name in PLANE_ARRAYS}
+                stats = tables.StatTable(*(_load_at(entry_fd, f"p{pi}_s_{n}.npy") for n in STAT_ARRAYS))
                 meta_stats = tables.StatTable(*(_load_at(entry_fd, f"p{pi}_m_{n}.npy", mmap=False)
-                                                for n in _STAT_ARRAYS))
+                                                for n in STAT_ARRAYS))
                 blob_bytes = _load_at(entry_fd, f"p{pi}_blobs.npy", mmap=False)
                 ends = _load_at(entry_fd, f"p{pi}_blob_ends.npy", mmap=False).tolist()
                 blobs = [blob_bytes[a:b].tobytes() for a, b in zip([0, *ends][:-1], ends, strict=True)]
@@ -530,9 +530,9 @@ class DiskCache:
             with locked_temp_folder(entry.parent, f".{key}.") as tmp:
                 try:
                     for pi, p in enumerate(store.planes):
-                        for name in _PLANE_ARRAYS:
+                        for name in PLANE_ARRAYS:
                             np.save(tmp / f"p{pi}_{name}.npy", np.ascontiguousarray(getattr(p, name)))
-                        for n in _STAT_ARRAYS:
+                        for n in STAT_ARRAYS:
                             np.save(tmp / f"p{pi}_s_{n}.npy", np.ascontiguousarray(getattr(p.stats, n)))
                             np.save(tmp / f"p{pi}_m_{n}.npy", np.ascontiguousarray(getattr(p.meta_stats, n)))
                         save_blobs(tmp, pi, p.blobs)

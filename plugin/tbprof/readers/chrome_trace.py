@@ -57,7 +57,7 @@ import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
 from tbprof.readers import kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
+from tbprof.readers.chrome_columns import MemoryWork, Spill, StatSink, Work, chunks
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.plane_builder import line_rows
@@ -113,7 +114,7 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
     try:
         if f.size == 0:
             raise ProfileReadError(str(path), "the file is empty (0 bytes)")
-        store = _read_windows(_file_windows(f, WINDOW_BYTES), str(path),
+        store = read_windows(file_windows(f, WINDOW_BYTES), str(path),
                               host if host is not None else host_of(path), WINDOW_BYTES)
         f.check_unchanged()
     finally:
@@ -127,11 +128,11 @@ def chrome_trace_from_bytes(data: bytes, source: str, host: str, window_bytes: i
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     view = memoryview(data)
-    return _read_windows((bytes(view[i:i + window_bytes]) for i in range(0, len(data), window_bytes)),
+    return read_windows((bytes(view[i:i + window_bytes]) for i in range(0, len(data), window_bytes)),
                          source, host, window_bytes)
 
 
-def _file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
+def file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
     pos = 0
     while pos < f.size:
         n = min(window_bytes, f.size - pos)
@@ -139,9 +140,10 @@ def _file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
         pos += n
 
 
-def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterator[bytes]:
-    """Decompresses every gzip member of the stream, at most ``out_bytes`` per step."""
-    limit = decompressed_limit_bytes()  # a gzip bomb is refused before its columns fill memory
+def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int, spill: Spill | None = None) -> Iterator[bytes]:
+    """Decompresses every gzip member of the stream, at most ``out_bytes`` per step. A gzip bomb
+    is refused before its columns fill memory (or, streaming, the disk: ``spill.json_limit_bytes``)."""
+    limit = decompressed_limit_bytes() if spill is None else spill.json_limit_bytes
     total = 0
     d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
     fed = False  # the current member has had input
@@ -164,6 +166,8 @@ def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterat
                 pending = d.unused_data if d.eof else d.unconsumed_tail
                 total += len(out)
                 if limit is not None and total > limit:
+                    if spill is not None:
+                        raise MemoryRefusal(source, spill.too_much_json(limit))
                     raise MemoryRefusal(source, (
                         f"the gzip content expands beyond {limit / 1e6:.0f} MB, more than this machine can "
                         "convert now; open it on a machine with more memory, or set $TBPROF_CONVERT_MEMORY_BYTES"))
@@ -180,7 +184,10 @@ def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int) -> Iterat
         raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
 
 
-def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int) -> tables.ProfileStore:
+def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int, spill: Spill | None = None,
+                  ) -> tables.ProfileStore:
+    """The store of a Chrome trace's bytes; ``spill`` (a streaming conversion) drains the
+    scanner's columns to files of the cache entry being written and builds there."""
     head = b""
     for chunk in raw:  # enough bytes to tell gzip by its magic
         head += chunk
@@ -190,8 +197,8 @@ def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: in
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     windows: Iterator[bytes] = itertools.chain([head], raw)
     if head[:2] == GZIP_MAGIC:
-        windows = _gunzip_windows(windows, source, window_bytes)
-    scan = _scan(windows, source)
+        windows = _gunzip_windows(windows, source, window_bytes, spill)
+    scan = _scan(windows, source, spill)
     if scan.top_kind == 1 and scan.trace_events == 2:
         raise ProfileReadError(source, "not a Chrome trace: 'traceEvents' is not a list")
     if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
@@ -203,7 +210,7 @@ def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: in
     except RecursionError:
         raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
     try:
-        store = _Builder(source, host).build(scan)
+        store = _Builder(source, host, spill.work if spill is not None else None).build(scan)
     except RecursionError:  # args nested just below the scanner's limit, re-encoded as text
         raise ProfileReadError(source, "an event's args are nested too deeply") from None
     if scan.top_kind == 1:
@@ -216,17 +223,17 @@ def _read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: in
 class _Scan:
     """What the scanner found: event and stat columns, the token table, the top-level values."""
 
-    def __init__(self, sc: jsonscan.Scanner) -> None:
+    def __init__(self, sc: jsonscan.Scanner, cols: dict[str, np.ndarray] | None = None) -> None:
         self.top_kind = int(sc.top_kind)
         self.trace_events = int(sc.trace_events)
         self.non_objects = int(sc.non_objects)
         self.top: dict[str, bytes] = dict(sc.top)
         self.tokens: list[bytes] = sc.tokens()
         self.int_flag, self.int_value = sc.token_ints(np)
-        self.cols: dict[str, np.ndarray] = sc.columns(np)
+        self.cols: dict[str, np.ndarray] = sc.columns(np) if cols is None else cols
 
 
-def _scan(windows: Iterator[bytes], source: str) -> _Scan:
+def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> _Scan:
     sc = jsonscan.Scanner()
     tail = b""
     base = 0
@@ -242,8 +249,13 @@ def _scan(windows: Iterator[bytes], source: str) -> _Scan:
         tail = buf[used:]
         base += used
         want = 2 * len(tail) if used == 0 else 0
+        if spill is not None:
+            spill.drain(sc, final=False)
     if sc.feed(tail, base, True) < 0:
         _scan_error(sc, source)
+    if spill is not None:
+        spill.drain(sc, final=True)
+        return _Scan(sc, spill.columns())
     return _Scan(sc)
 
 
@@ -335,17 +347,29 @@ class _Tokens:
         return json.dumps(json.loads(raw[1:]), sort_keys=True, default=str)
 
 
-def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
-    """``fn(t)`` for every token id in ``toks`` (ids >= -3), computed once per distinct id in
-    id order (first seen in the file first, so string ids are reproducible)."""
-    if toks.shape[0] == 0:
-        return np.zeros(0, dtype=dtype)
+def _lut_table(parts: Iterable[np.ndarray], fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
+    """``fn(t)`` at ``t + 3`` for every token id ``t`` (ids >= -3) found in ``parts``, computed once per
+    distinct id in id order (first seen in the file first, so string ids are reproducible)."""
     mask = np.zeros(n_tokens + 3, dtype=np.bool_)
-    mask[toks + 3] = True
+    for toks in parts:
+        mask[toks + 3] = True
     used = np.flatnonzero(mask)
     table = np.zeros(n_tokens + 3, dtype=dtype)
     table[used] = [fn(int(t) - 3) for t in used.tolist()]
-    return table[toks + 3]
+    return table
+
+
+def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
+    """``fn(t)`` for every token id in ``toks`` (see ``_lut_table``)."""
+    if toks.shape[0] == 0:
+        return np.zeros(0, dtype=dtype)
+    return _lut_table([toks], fn, dtype, n_tokens)[toks + 3]
+
+
+def _where(codes: np.ndarray, code: int, step: int) -> np.ndarray:
+    """Indices of the events of phase code ``code``, found a chunk at a time."""
+    parts = [lo + np.flatnonzero(codes[lo:hi] == code) for lo, hi in chunks(codes.shape[0], step)]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 # Phase codes of the reader (the scanner gives each event's phase as a token).
@@ -355,13 +379,32 @@ _PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH
                 "f": _PH_FLOW, "M": _PH_M, "": _PH_NONE}
 
 
+def _kept(code: np.ndarray) -> np.ndarray:
+    """Events of a phase tbprof shows (not metadata, not absent, not unsupported)."""
+    return (code != _PH_NONE) & (code != _PH_M) & (code != _PH_OTHER)
+
+
+# Anonymous bytes per row of the steps that hold whole columns even when streaming: events of the
+# phases read whole (begin/end, instants, counters, objects: indices, times, lines, names and
+# their sorts), flow points of a part (binding, chains), one thread's rows sorted by time, a
+# segment of stat rows sorted by owner.
+_BYTES_PER_WHOLE_EVENT = 128
+_BYTES_PER_FLOW = 160
+_BYTES_PER_FLOW_KEY = 48  # every point's index, (cat, id) keys and part, while the parts are bound
+_SORT_BYTES_PER_ROW = 64
+_SORT_BYTES_PER_STAT = 48
+# Stat rows placed per slice (bounds the placement's temporaries).
+_STAT_SLICE = 1 << 22
+
+
 class _Builder:
     """Builds the store from the scanner's columns: numpy over all events, Python once per
     distinct token, thread or object (never once per event)."""
 
-    def __init__(self, source: str, host: str) -> None:
+    def __init__(self, source: str, host: str, work: Work | None = None) -> None:
         self.source = source
         self.host = host
+        self.work: Work = work if work is not None else MemoryWork()
         self.strings = StringTable()
         self.warnings: list[str] = []
         self.line_keys: dict[tuple[Hashable, Hashable, str], int] = {}  # (pid, tid|counter, kind) -> line
@@ -371,14 +414,14 @@ class _Builder:
         self.thread_names: dict[tuple[Hashable, Hashable], str] = {}
         self.thread_sort: dict[tuple[Hashable, Hashable], float] = {}
         # Event columns in collection order (ts/dur in microseconds as float64).
-        self.ev_line: list[np.ndarray] = []
-        self.ev_ts: list[np.ndarray] = []
-        self.ev_dur: list[np.ndarray] = []
-        self.ev_name: list[np.ndarray] = []
-        self.ev_cat: list[np.ndarray] = []
+        self.ev_line = self.work.sink("ev_line", np.int64)
+        self.ev_ts = self.work.sink("ev_ts", np.float64)
+        self.ev_dur = self.work.sink("ev_dur", np.float64)
+        self.ev_name = self.work.sink("ev_name", np.int32)
+        self.ev_cat = self.work.sink("ev_cat", np.int32)
         self.n_events = 0
         # Stats: (event index in collection order, stat name id, kind, value).
-        self.st_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.st_rows = StatSink(self.work)
         self.counter_lines: set[int] = set()
         self.trace_end_us = 0.0
         self.tok = _Tokens([])
@@ -446,11 +489,12 @@ class _Builder:
     def _name_ids(self, toks: np.ndarray) -> np.ndarray:
         return _lut(toks, lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
 
+    def _cat_id(self, t: int) -> int:
+        v = self.tok.value(t)
+        return 0 if v is None else self.strings.intern(v if isinstance(v, str) else str(v))
+
     def _cat_ids(self, toks: np.ndarray) -> np.ndarray:
-        def one(t: int) -> int:
-            v = self.tok.value(t)
-            return 0 if v is None else self.strings.intern(v if isinstance(v, str) else str(v))
-        return _lut(toks, one, np.int32, self.n_tokens)
+        return _lut(toks, self._cat_id, np.int32, self.n_tokens)
 
     def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, name_id: np.ndarray,
                 cat_id: np.ndarray) -> int:
@@ -472,8 +516,12 @@ class _Builder:
         each row, its event's position in ``events``."""
         if self._stat_bounds is None:
             # The scanner writes an event's rows together, events in file order: owners ascend.
-            counts = np.bincount(self.cols["st_owner"], minlength=self.cols["ph"].shape[0])
-            self._stat_bounds = np.concatenate([[0], np.cumsum(counts)])
+            n = self.cols["ph"].shape[0]
+            owner = self.cols["st_owner"]
+            bounds = self.work.empty("stat_bounds", np.int64, n + 1)
+            for lo, hi in chunks(n + 1, self.work.chunk_events):
+                bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
+            self._stat_bounds = bounds
         bounds = self._stat_bounds
         lo = bounds[events]
         counts = bounds[events + 1] - lo
@@ -509,7 +557,7 @@ class _Builder:
             value[text] = _lut(value[text].astype(np.int32), lambda t: self.strings.intern(self.tok.canonical(t)),
                                np.int64, self.n_tokens)
             kind[text] = tables.KIND_STR
-        self.st_chunks.append((owners[pos].astype(np.int32), key, kind.astype(np.int8), value))
+        self.st_rows.append(owners[pos].astype(np.int32), key, kind.astype(np.int8), value)
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: _Scan) -> tables.ProfileStore:
@@ -518,52 +566,80 @@ class _Builder:
         self.tok = _Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        n = c["ph"].shape[0]
+        step = self.work.chunk_events
+        self.work.check(n, f"the phases of {n:,} events")
         # Phases: the phase token's code (-1 absent or null, -2 not a string).
         ph_tok = c["ph"]
-        codes = _lut(ph_tok, lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
-                     np.int8, self.n_tokens)
-        self._warn(int((ph_tok == -2).sum()), "events whose phase ('ph') is not a string were ignored")
+        ph_table = _lut_table((ph_tok[lo:hi] for lo, hi in chunks(n, step)),
+                              lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
+                              np.int8, self.n_tokens)
+        codes = np.empty(n, np.int8)
+        not_str = no_phase = 0
+        other_counts = np.zeros(self.n_tokens, np.int64)
+        for lo, hi in chunks(n, step):
+            tok = ph_tok[lo:hi]
+            code = codes[lo:hi] = ph_table[tok + 3]
+            not_str += int((tok == -2).sum())
+            empty = (c["flags"][lo:hi] & jsonscan.FLAG_EMPTY) != 0
+            no_phase += int(((code == _PH_NONE) & ~empty).sum())
+            other = tok[code == _PH_OTHER]
+            if other.shape[0]:
+                other_counts += np.bincount(other, minlength=self.n_tokens)
+        self._warn(not_str, "events whose phase ('ph') is not a string were ignored")
         self._warn(scan.non_objects, "trace entries that are not JSON objects were ignored")
-        empty = (c["flags"] & jsonscan.FLAG_EMPTY) != 0
-        self._warn(int(((codes == _PH_NONE) & ~empty).sum()), "events without a phase ('ph') were ignored")
-        other = np.flatnonzero(codes == _PH_OTHER)
-        if other.shape[0]:
-            counts = np.bincount(ph_tok[other], minlength=self.n_tokens)
-            for ph, k in sorted((self.tok.value(t), int(counts[t])) for t in np.flatnonzero(counts).tolist()):
-                self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
+        self._warn(no_phase, "events without a phase ('ph') were ignored")
+        for ph, k in sorted((self.tok.value(t), int(other_counts[t])) for t in np.flatnonzero(other_counts).tolist()):
+            self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
 
         # Usable numbers (the rules of chrome_events.py): finite, within the limits.
-        ts = c["ts"]
-        ts[~(np.abs(ts) <= MAX_ABS_TS_US)] = np.nan
-        dur = c["dur"]
-        dur[~(np.abs(dur) <= MAX_SPAN_US)] = np.nan
-        timed = ts[(codes != _PH_M) & np.isfinite(ts)]
-        if timed.shape[0] and float(timed.max()) - float(timed.min()) > MAX_SPAN_US:
-            lo, hi = float(timed.min()), float(timed.max())
-            raise ProfileReadError(self.source, f"the event timestamps span {(hi - lo) / 86400e6:.0f} days; tbprof "
-                                   f"shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in the "
-                                   "wrong unit?)")
+        ts, dur = c["ts"], c["dur"]
+        lo_us = t0_us = math.inf
+        hi_us = end_us = -math.inf
+        for lo, hi in chunks(n, step):
+            t, d = ts[lo:hi], dur[lo:hi]
+            t[~(np.abs(t) <= MAX_ABS_TS_US)] = np.nan
+            d[~(np.abs(d) <= MAX_SPAN_US)] = np.nan
+            code = codes[lo:hi]
+            finite = np.isfinite(t)
+            timed = t[(code != _PH_M) & finite]
+            if timed.shape[0]:
+                lo_us, hi_us = min(lo_us, float(timed.min())), max(hi_us, float(timed.max()))
+            timed = t[_kept(code) & finite]
+            if timed.shape[0]:
+                t0_us, end_us = min(t0_us, float(timed.min())), max(end_us, float(timed.max()))
+        if hi_us - lo_us > MAX_SPAN_US:
+            raise ProfileReadError(self.source, f"the event timestamps span {(hi_us - lo_us) / 86400e6:.0f} days; "
+                                   f"tbprof shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in "
+                                   "the wrong unit?)")
 
-        self._metadata(np.flatnonzero(codes == _PH_M))
-        kept = (codes != _PH_NONE) & (codes != _PH_M) & (codes != _PH_OTHER)
-        finite = kept & np.isfinite(ts)
-        if not finite.any():
+        self._metadata(_where(codes, _PH_M, step))
+        if t0_us == math.inf:
             return self._finish(0, None)
-        t0_us = float(ts[finite].min())
         # Unclosed slices and objects end where the trace ends: its last timestamp or the
         # end of its last complete event, whichever is later.
-        self.trace_end_us = float(ts[finite].max())
+        self.trace_end_us = end_us
 
-        self._complete(np.flatnonzero(codes == _PH_X))
-        self._begin_end(np.flatnonzero(codes == _PH_BE))
-        self._instants(np.flatnonzero(codes == _PH_INSTANT))
-        self._counters(np.flatnonzero(codes == _PH_C))
-        self._objects(np.flatnonzero(codes == _PH_OBJECT))
-        flows = self._timed(np.flatnonzero(codes == _PH_FLOW), "flow ('s'/'t'/'f') events")
+        self._events_by_chunk(codes, _PH_X)
+        for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
+                             (_PH_OBJECT, self._objects)):
+            if handle is None:
+                self._events_by_chunk(codes, code)
+                continue
+            idx = _where(codes, code, step)
+            self.work.check(_BYTES_PER_WHOLE_EVENT * idx.shape[0], f"{idx.shape[0]:,} begin/end, counter or object "
+                            "events")
+            handle(idx)
+        flows = _where(codes, _PH_FLOW, step)
+        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
+        flows = self._timed(flows, "flow ('s'/'t'/'f') events")
         # Every args entry is read now; the flows need only their identity columns.
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur", "name"):
-            del c[name]
-        del c, ph_tok, codes, empty, other, ts, dur, timed, kept, finite
+            self.work.drop(c.pop(name))
+        if self._stat_bounds is not None:
+            self.work.drop(self._stat_bounds)
+            self._stat_bounds = None
+        del c, ph_tok, codes, ts, dur
         return self._finish(t0_us, flows if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:
@@ -603,22 +679,66 @@ class _Builder:
             idx = idx[ok]
         return idx
 
-    def _complete(self, idx: np.ndarray) -> None:
-        if not idx.shape[0]:
-            return
+    def _events_by_chunk(self, codes: np.ndarray, ph_code: int) -> None:
+        """The ``X`` (complete) or the instant events, a chunk at a time: each is one event of its
+        thread (a global instant: of the global track), its args its stats."""
         c = self.cols
-        idx = self._timed(idx, "complete ('X') events")
-        dur = c["dur"][idx]
-        bad = ~(dur >= 0)  # negative or NaN
-        if bad.any():
-            self._warn(int(bad.sum()), "complete ('X') events with a negative or non-numeric 'dur' were dropped")
-            idx, dur = idx[~bad], dur[~bad]
-        ts = c["ts"][idx]
-        if ts.shape[0]:
-            self.trace_end_us = max(self.trace_end_us, float((ts + dur).max()))
-        line = self._lines(c["pid"][idx], c["tid"][idx])
-        first = self._append_events(idx, line, ts, dur)
-        self._add_args(first, idx)
+        step = self.work.chunk_events
+        n = codes.shape[0]
+        complete = ph_code == _PH_X
+        dropped_ts = dropped_dur = 0
+
+        def kept(lo: int, hi: int) -> np.ndarray:
+            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
+            ok = np.isfinite(c["ts"][idx])
+            if complete:
+                ok &= c["dur"][idx] >= 0  # not a negative or non-numeric 'dur'
+            return idx[ok]
+
+        # Names and categories are interned first, over every kept event in token order (as one
+        # pass over all of them would), then the chunks' args.
+        whole = [kept(0, n)] if step >= n else None
+
+        def tokens_of(col: str) -> Iterator[np.ndarray]:
+            if whole is not None:
+                yield c[col][whole[0]]
+                return
+            for lo, hi in chunks(n, step):
+                yield c[col][kept(lo, hi)]
+
+        name_table = _lut_table(tokens_of("name"), lambda t: self.strings.intern(self.tok.text(t)), np.int32,
+                                self.n_tokens)
+        cat_table = _lut_table(tokens_of("cat"), self._cat_id, np.int32, self.n_tokens)
+        whole = None
+        for lo, hi in chunks(n, step):
+            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
+            if not idx.shape[0]:
+                continue
+            ts = c["ts"][idx]
+            ok = np.isfinite(ts)
+            dropped_ts += int((~ok).sum())
+            idx, ts = idx[ok], ts[ok]
+            if complete:
+                dur = c["dur"][idx]
+                bad = ~(dur >= 0)  # negative or NaN
+                dropped_dur += int(bad.sum())
+                idx, ts, dur = idx[~bad], ts[~bad], dur[~bad]
+                if ts.shape[0]:
+                    self.trace_end_us = max(self.trace_end_us, float((ts + dur).max()))
+                line = self._lines(c["pid"][idx], c["tid"][idx])
+            else:
+                dur = np.zeros(ts.shape[0])
+                # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws
+                # them across the whole trace; here they get a track of their own.
+                is_global = (c["flags"][idx] & jsonscan.FLAG_SCOPE_G) != 0
+                line = self._lines(np.where(is_global, _GLOBAL, c["pid"][idx]).astype(np.int32),
+                                   np.where(is_global, _GLOBAL, c["tid"][idx]).astype(np.int32))
+            first = self._append(line, ts, dur, name_table[c["name"][idx] + 3], cat_table[c["cat"][idx] + 3])
+            self._add_args(first, idx)
+        what = "complete ('X') events" if complete else "instant ('i') events"
+        self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
+        if complete:
+            self._warn(dropped_dur, "complete ('X') events with a negative or non-numeric 'dur' were dropped")
 
     def _begin_end(self, idx: np.ndarray) -> None:
         if not idx.shape[0]:
@@ -648,21 +768,6 @@ class _Builder:
         # The E's args complete the slice's (chrome://tracing merges them the same way).
         closed = np.flatnonzero(~unclosed)
         self._add_args_to(first + closed, idx[b_partner[closed]])
-
-    def _instants(self, idx: np.ndarray) -> None:
-        if not idx.shape[0]:
-            return
-        c = self.cols
-        idx = self._timed(idx, "instant ('i') events")
-        # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws them
-        # across the whole trace; here they get a track of their own.
-        is_global = (c["flags"][idx] & jsonscan.FLAG_SCOPE_G) != 0
-        pid = np.where(is_global, _GLOBAL, c["pid"][idx]).astype(np.int32)
-        tid = np.where(is_global, _GLOBAL, c["tid"][idx]).astype(np.int32)
-        line = self._lines(pid, tid)
-        ts = c["ts"][idx]
-        first = self._append_events(idx, line, ts, np.zeros(ts.shape[0]))
-        self._add_args(first, idx)
 
     def _counters(self, idx: np.ndarray) -> None:
         if not idx.shape[0]:
@@ -731,17 +836,20 @@ class _Builder:
 
     # --- assembling planes -----------------------------------------------------------------
     def _finish(self, t0_us: float, flows: np.ndarray | None) -> tables.ProfileStore:
+        work, step = self.work, self.work.chunk_events
         n = self.n_events
-        ts_us = np.concatenate(self.ev_ts) if n else np.zeros(0)
-        line_g = np.concatenate(self.ev_line) if n else np.zeros(0, np.int64)
-        dur_us = np.concatenate(self.ev_dur) if n else np.zeros(0)
-        name_id = np.concatenate(self.ev_name) if n else np.zeros(0, np.int32)
-        cat_id = np.concatenate(self.ev_cat) if n else np.zeros(0, np.int32)
-        # Peak memory is the columns: drop each one once it has been used.
-        self.ev_line, self.ev_ts, self.ev_dur, self.ev_name, self.ev_cat = [], [], [], [], []
+        ts_us, dur_us, line_g = self.ev_ts.done(), self.ev_dur.done(), self.ev_line.done()
+        name_id, cat_id = self.ev_name.done(), self.ev_cat.done()
         # Round to the nanosecond (see the module docstring), then to picoseconds.
-        start_ps = np.rint((ts_us - t0_us) * 1e3).astype(np.int64) * 1000
-        dur_ps = np.rint(dur_us * 1e3).astype(np.int64) * 1000
+        start_ps = work.empty("start_ps", np.int64, n)
+        dur_ps = work.empty("dur_ps", np.int64, n)
+        span_ps = 0
+        for lo, hi in chunks(n, step):
+            start_ps[lo:hi] = np.rint((ts_us[lo:hi] - t0_us) * 1e3).astype(np.int64) * 1000
+            dur_ps[lo:hi] = np.rint(dur_us[lo:hi] * 1e3).astype(np.int64) * 1000
+            if hi > lo:
+                span_ps = max(span_ps, int((start_ps[lo:hi] + dur_ps[lo:hi]).max()))
+        work.drop(ts_us, dur_us)
         del ts_us, dur_us
         origin_ps = int(Decimal(repr(t0_us)) * _PS_PER_US) if n else 0
         origin_ps = (origin_ps // 1000) * 1000
@@ -761,45 +869,87 @@ class _Builder:
                 local_of_line[g] = local
             plane_lines.append(mine)
 
-        ev_plane = plane_of_line[line_g] if n else np.zeros(0, np.int64)
-        ev_local = local_of_line[line_g] if n else np.zeros(0, np.int64)
-        # One sort for all planes: (plane, line, start, -dur); row_of maps collection order -> row.
-        order = np.lexsort((-dur_ps, start_ps, ev_local, ev_plane))
-        plane_bounds = np.searchsorted(ev_plane[order], np.arange(len(pids) + 1))
-        row_in_plane = np.empty(n, dtype=np.int64)
+        # Rows in store order: by plane, line, start, then longest first; ties in collection
+        # order. Counted into lines (in display order), then each line's rows sorted by time.
+        display = np.array([g for mine in plane_lines for g in mine], dtype=np.int64)
+        rank_of_line = np.zeros(len(keys), dtype=np.int64)
+        rank_of_line[display] = np.arange(display.shape[0])
+        per_line = np.zeros(len(keys), dtype=np.int64)  # by display rank
+        for lo, hi in chunks(n, step):
+            per_line += np.bincount(rank_of_line[line_g[lo:hi]], minlength=len(keys))
+        line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
+        order = work.empty("order", np.int64, n)  # row in store order -> event in collection order
+        fill = line_start[:-1].copy()
+        for lo, hi in chunks(n, step):
+            rank = rank_of_line[line_g[lo:hi]]
+            perm = np.argsort(rank, kind="stable")
+            rank = rank[perm]
+            counts = np.bincount(rank, minlength=len(keys))
+            order[fill[rank] + (np.arange(rank.shape[0]) - (np.cumsum(counts) - counts)[rank])] = lo + perm
+            fill += counts
+        work.drop(line_g)
+        del line_g, fill
+        longest = int(per_line.max()) if per_line.shape[0] else 0
+        work.check(_SORT_BYTES_PER_ROW * longest, f"the time order of a thread of {longest:,} events")
+        for k in np.flatnonzero(per_line > 1).tolist():
+            a, b = int(line_start[k]), int(line_start[k + 1])
+            rows = np.array(order[a:b])
+            order[a:b] = rows[np.lexsort((-dur_ps[rows], start_ps[rows]))]
+        first_line = np.cumsum([0] + [len(mine) for mine in plane_lines])
+        plane_bounds = line_start[first_line]
+        row_in_plane = work.empty("row_in_plane", np.int64, n)
         for pi in range(len(pids)):
-            lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
-            row_in_plane[order[lo:hi]] = np.arange(hi - lo)
+            plo, phi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
+            for a, b in chunks(phi - plo, step):
+                row_in_plane[order[plo + a:plo + b]] = np.arange(a, b)
 
-        span_ps = int((start_ps + dur_ps).max()) if n else 0
         # Each plane's rows in store order, computed once (the flows bind to them).
         sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for pi in range(len(pids)):
-            rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
-            p_line = ev_local[rows].astype(np.int32)
-            p_start = start_ps[rows]
-            p_dur = dur_ps[rows]
-            line_offsets, depth = line_rows(p_line, p_start, p_dur, len(plane_lines[pi]))
+            plo, phi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
+            n_lines = len(plane_lines[pi])
+            p_line = work.plane_column(pi, "line_idx", np.int32, phi - plo)
+            for local in range(n_lines):
+                r = int(first_line[pi]) + local
+                p_line[int(line_start[r]) - plo:int(line_start[r + 1]) - plo] = local
+            p_start = work.plane_column(pi, "start_ps", np.int64, phi - plo)
+            p_dur = work.plane_column(pi, "dur_ps", np.int64, phi - plo)
+            for a, b in chunks(phi - plo, step):
+                rows = order[plo + a:plo + b]
+                p_start[a:b] = start_ps[rows]
+                p_dur[a:b] = dur_ps[rows]
+            work.check(2 * (phi - plo), f"the nesting depths of {phi - plo:,} events")
+            line_offsets, depth = line_rows(p_line, p_start, p_dur, n_lines)
             sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
-        del start_ps, dur_ps, ev_local
-        flow_rows = self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
+        work.drop(start_ps, dur_ps)
+        del start_ps, dur_ps
+        self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
+        work.drop(*self.cols.values())
         self.cols = {}
-        # Flow stats join the arg stats (owner in collection order).
-        if flow_rows is not None:
-            self.st_chunks.append(flow_rows)
+        del flows
         st_row, st_name, st_kind, st_value, st_bounds = self._place_stats(order, plane_bounds, row_in_plane)
+        work.drop(row_in_plane)
+        del row_in_plane
         cat_stat = self.strings.intern("cat")
 
         for pi, pid in enumerate(pids):
-            lo, hi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
-            rows = order[lo:hi]
+            plo, phi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
             p_line, p_start, p_dur, line_offsets, depth = sorted_planes[pi]
             n_lines = len(plane_lines[pi])
             # Metadata: one row per distinct (name, cat).
-            pair = name_id[rows].astype(np.int64) * (len(self.strings) + 1) + cat_id[rows]
-            uniq, meta_idx = np.unique(pair, return_inverse=True)
-            meta_name = (uniq // (len(self.strings) + 1)).astype(np.int32)
-            meta_cat = (uniq % (len(self.strings) + 1)).astype(np.int64)
+            base = len(self.strings) + 1
+            uniq = np.zeros(0, np.int64)
+            for a, b in chunks(phi - plo, step):
+                rows = order[plo + a:plo + b]
+                uniq = np.union1d(uniq, name_id[rows].astype(np.int64) * base + cat_id[rows])
+            meta_idx = work.plane_column(pi, "meta_idx", np.int32, phi - plo)
+            p_name = work.plane_column(pi, "name_id", np.int32, phi - plo)
+            for a, b in chunks(phi - plo, step):
+                rows = order[plo + a:plo + b]
+                p_name[a:b] = name_id[rows]
+                meta_idx[a:b] = np.searchsorted(uniq, name_id[rows].astype(np.int64) * base + cat_id[rows])
+            meta_name = (uniq // base).astype(np.int32)
+            meta_cat = (uniq % base).astype(np.int64)
             has_cat = np.nonzero(meta_cat > 0)[0]
             meta_stats = tables.StatTable(has_cat.astype(np.int32), np.full(has_cat.shape[0], cat_stat, np.int32),
                                           np.full(has_cat.shape[0], tables.KIND_STR, np.int8), meta_cat[has_cat])
@@ -818,63 +968,130 @@ class _Builder:
                 line_ids=np.array([_int_id(k[1]) for k in line_keys], dtype=np.int64),
                 line_names=line_names, line_display_names=list(line_names),
                 line_timestamp_ns=np.zeros(n_lines, dtype=np.int64), line_offsets=line_offsets,
-                start_ps=p_start, dur_ps=p_dur, meta_idx=meta_idx.astype(np.int32), name_id=name_id[rows],
+                start_ps=p_start, dur_ps=p_dur, meta_idx=meta_idx, name_id=p_name,
                 depth=depth, line_idx=p_line, stats=stats,
                 meta_ids=np.arange(uniq.shape[0], dtype=np.int64), meta_name_id=meta_name,
                 meta_display_name_id=np.zeros(uniq.shape[0], dtype=np.int32), meta_stats=meta_stats,
                 plane_stats=plane_stats,
             ))
+        work.drop(order, name_id, cat_id)
         self._name_planes(planes, pids)
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
 
     def _place_stats(self, order: np.ndarray, plane_bounds: np.ndarray, row_in_plane: np.ndarray,
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every stat chunk's rows moved to their place: by plane, then event row, an event's rows in
+        """Every stat row moved to its place: by plane, then event row, an event's rows in
         collection order (as a stable sort would put them). Counted, not sorted: each event's first
-        slot is a prefix sum; chunks go in slices so the temporaries stay small."""
+        slot is a prefix sum; segments go in slices so the temporaries stay small."""
+        work, step = self.work, self.work.chunk_events
         n = row_in_plane.shape[0]
-        chunks, self.st_chunks = self.st_chunks, []
-        per_event = np.zeros(n, dtype=np.int64)
-        for chunk in chunks:
-            per_event += np.bincount(chunk[0], minlength=n)
-        total = int(per_event.sum())
-        in_order = per_event[order]
-        fill = np.empty(n, dtype=np.int64)
-        fill[order] = np.cumsum(in_order) - in_order  # each event's next free slot
-        bounds = np.concatenate([[0], np.cumsum(in_order)]).astype(np.int64)[plane_bounds]
-        del per_event, in_order
-        st_row = np.empty(total, dtype=np.int32)
-        st_name = np.empty(total, dtype=np.int32)
-        st_kind = np.empty(total, dtype=np.int8)
-        st_value = np.empty(total, dtype=np.int64)
-        step = 1 << 22
-        while chunks:
-            owner, name, kind, value = chunks.pop(0)
+        per_event = work.zeros("stats_per_event", np.int64, n)
+        for owner, _, _, _ in self.st_rows.segments(consume=False):
+            for lo, hi in chunks(owner.shape[0], _STAT_SLICE):
+                if hi > lo:
+                    o = owner[lo:hi]
+                    first = int(o.min())
+                    counts = np.bincount(o - first)
+                    per_event[first:first + counts.shape[0]] += counts
+        fill = work.empty("stats_fill", np.int64, n)  # each event's next free slot
+        bounds = np.zeros(plane_bounds.shape[0], dtype=np.int64)
+        total = 0
+        for pi in range(plane_bounds.shape[0] - 1):
+            for a, b in chunks(int(plane_bounds[pi + 1] - plane_bounds[pi]), step):
+                rows = order[int(plane_bounds[pi]) + a:int(plane_bounds[pi]) + b]
+                in_order = per_event[rows]
+                ends = np.cumsum(in_order)
+                fill[rows] = total + ends - in_order
+                total += int(ends[-1]) if ends.shape[0] else 0
+            bounds[pi + 1] = total
+        work.drop(per_event)
+        del per_event
+        st_row = work.empty("st_row", np.int32, total)
+        st_name = work.empty("st_name", np.int32, total)
+        st_kind = work.empty("st_kind", np.int8, total)
+        st_value = work.empty("st_value", np.int64, total)
+        for owner, name, kind, value in self.st_rows.segments(consume=True):
             if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
+                work.check(_SORT_BYTES_PER_STAT * owner.shape[0], f"the order of {owner.shape[0]:,} stats")
                 perm = np.argsort(owner, kind="stable")
                 owner, name, kind, value = owner[perm], name[perm], kind[perm], value[perm]
-            for lo in range(0, owner.shape[0], step):
-                o = owner[lo:lo + step].astype(np.int64)
+            for lo in range(0, owner.shape[0], _STAT_SLICE):
+                o = owner[lo:lo + _STAT_SLICE].astype(np.int64)
                 starts = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
                 lengths = np.diff(np.concatenate([starts, [o.shape[0]]]))
                 dest = fill[o] + (np.arange(o.shape[0]) - np.repeat(starts, lengths))
                 fill[o[starts]] += lengths
                 st_row[dest] = row_in_plane[o]
-                st_name[dest] = name[lo:lo + step]
-                st_kind[dest] = kind[lo:lo + step]
-                st_value[dest] = value[lo:lo + step]
+                st_name[dest] = name[lo:lo + _STAT_SLICE]
+                st_kind[dest] = kind[lo:lo + _STAT_SLICE]
+                st_value[dest] = value[lo:lo + _STAT_SLICE]
             del owner, name, kind, value
+        work.drop(fill)
         return st_row, st_name, st_kind, st_value, bounds
 
     def _bind_flows(self, flows: np.ndarray | None, t0_us: float, order: np.ndarray, plane_bounds: np.ndarray,
                     sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-                    local_of_line: np.ndarray, plane_of_line: np.ndarray,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """Binds flow points to slices; returns their stats (owner in collection order)."""
+                    local_of_line: np.ndarray, plane_of_line: np.ndarray) -> None:
+        """Binds flow points to slices; their stats join the stat rows (owner in collection order):
+        every part's ``flow_id`` rows, then every part's ``flow_category`` rows.
+
+        Points are taken in parts by identity (every point of one (cat, id) in the same part):
+        in memory, one part; streaming, as many as keep a part within a chunk of points and its
+        temporaries within half the budget."""
         if flows is None:
-            return None
+            return
+        c = self.cols
+        ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows])
+        cat_key = self._key_ids(c["cat"][flows])
+        id_key = self._key_ids(ident_tok)
+        del ident_tok
+        # At most a chunk of points a part, and a part's temporaries within half the budget.
+        n_points = flows.shape[0]
+        parts = max(1, -(-n_points // self.work.chunk_events))
+        if self.work.limit is not None:
+            parts = max(parts, -(-_BYTES_PER_FLOW * n_points // max(1, self.work.limit.budget_bytes // 2)))
+        part_of = ((cat_key * (int(id_key.max()) + 1) + id_key) % parts).astype(np.int32) if parts > 1 else None
+        ids = StatSink(self.work)
+        cat_sink = StatSink(self.work)
+        unbound = 0
+        chain_base = 0
+        for part in range(parts):
+            sel = np.arange(n_points) if part_of is None else np.flatnonzero(part_of == part)
+            owner, chain_of, cat_ids, n_unbound, n_chains = self._bind_part(
+                flows[sel], cat_key[sel], id_key[sel], t0_us, order, plane_bounds, sorted_planes, local_of_line,
+                plane_of_line)
+            del sel
+            unbound += n_unbound
+            has_cat = cat_ids > 0
+            owner32 = owner.astype(np.int32)
+            # Names and kinds are written below (the stat names are interned after every part).
+            ids.append(owner32, np.zeros(owner32.shape[0], np.int32), np.zeros(owner32.shape[0], np.int8),
+                       chain_of + chain_base)
+            k = int(has_cat.sum())
+            cat_sink.append(owner32[has_cat], np.zeros(k, np.int32), np.zeros(k, np.int8), cat_ids[has_cat])
+            chain_base += n_chains
+        del cat_key, id_key, part_of
+        self._warn(unbound, "flow points that bind to no slice of their thread were dropped")
+        flow_stat = self.strings.intern(FLOW_ID_STAT)
+        cat_stat = self.strings.intern(FLOW_CATEGORY_STAT)
+        for sink, stat, kind in ((ids, flow_stat, tables.KIND_INT64), (cat_sink, cat_stat, tables.KIND_STR)):
+            for owner, _, _, value in sink.segments(consume=True):
+                self.st_rows.append(np.asarray(owner), np.full(owner.shape[0], stat, np.int32),
+                                    np.full(owner.shape[0], kind, np.int8), np.asarray(value))
+
+    def _bind_part(self, flows: np.ndarray, cat_key: np.ndarray, id_key: np.ndarray, t0_us: float, order: np.ndarray,
+                   plane_bounds: np.ndarray,
+                   sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                   local_of_line: np.ndarray, plane_of_line: np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+        """One part's points bound and chained: (owner event, chain in the part, chain category id)
+        per (event, chain), the points bound to nothing, the part's chains."""
         c, tok = self.cols, self.tok
+        n_flows = flows.shape[0]
+        if n_flows == 0:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, 0, 0
         # Points on threads that have no slices cannot bind.
         code = (c["pid"][flows].astype(np.int64) + 3) * (self.n_tokens + 3) + c["tid"][flows] + 3
         uniq, inv = np.unique(code, return_inverse=True)
@@ -882,11 +1099,11 @@ class _Builder:
                                                 tok.key(int(u) % (self.n_tokens + 3) - 3), "thread"), -1)
                             for u in uniq.tolist()], dtype=np.int64)
         line_g = line_of[inv.reshape(-1)]
+        del code, uniq, inv
         ts = c["ts"][flows]
         point_ps = np.rint((ts - t0_us) * 1e3).astype(np.int64) * 1000
         phase = _lut(c["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, self.n_tokens)
         is_next = (phase == "f") & ((c["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
-        n_flows = flows.shape[0]
         bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
         has_line = line_g >= 0
         p_plane = np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1)
@@ -895,18 +1112,15 @@ class _Builder:
             if sel.shape[0] == 0:
                 continue
             rows = order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])]
-            p_end = p_start + p_dur
             parent = kernels.depth_parents(depth, line_offsets)
-            got = kernels.bind_points(p_start, p_end, parent, line_offsets, local_of_line[line_g[sel]], point_ps[sel],
-                               is_next[sel])
+            got = kernels.bind_points(p_start, p_start + p_dur, parent, line_offsets, local_of_line[line_g[sel]],
+                                      point_ps[sel], is_next[sel])
+            del parent
             ok = got >= 0
             bound[sel[ok]] = rows[got[ok]]
-        self._warn(int((bound < 0).sum()), "flow points that bind to no slice of their thread were dropped")
+        unbound = int((bound < 0).sum())
         # Chains: points of one (cat, id) in time order; an 's' after the chain's first point
         # starts a new chain (ids are reused once a flow has finished).
-        ident_tok = np.where(c["id"][flows] != _MISSING, c["id"][flows], c["bind_id"][flows])
-        cat_key = self._key_ids(c["cat"][flows])
-        id_key = self._key_ids(ident_tok)
         # Identities numbered in the order they first appear (as a dict of (cat, id) would).
         uniq, first_at, inv = np.unique(cat_key * (int(id_key.max()) + 1) + id_key, return_index=True,
                                         return_inverse=True)
@@ -923,26 +1137,19 @@ class _Builder:
         chain[pt_order] = chain_sorted
         keep = np.nonzero(bound >= 0)[0]
         # A chain with a single bound point links nothing; drop it.
-        counts = np.bincount(chain[keep], minlength=int(chain.max()) + 1 if chain.shape[0] else 0)
+        n_chains = int(chain.max()) + 1
+        counts = np.bincount(chain[keep], minlength=n_chains)
         keep = keep[counts[chain[keep]] >= 2]
         # One stat per (event, chain), even when two points of a chain bind to one event.
         pairs = np.unique(np.stack([bound[keep], chain[keep]], axis=1), axis=0) if keep.shape[0] else \
             np.zeros((0, 2), np.int64)
         owner = pairs[:, 0]
         chain_of = pairs[:, 1]
-        first_point = np.full(int(chain.max()) + 1 if chain.shape[0] else 0, -1, dtype=np.int64)
+        first_point = np.full(n_chains, -1, dtype=np.int64)
         first_point[chain[pt_order][::-1]] = pt_order[::-1]
         cat_ids = self._cat_ids(c["cat"][flows[first_point[chain_of]]]).astype(np.int64) if chain_of.shape[0] \
             else np.zeros(0, np.int64)
-        flow_stat = self.strings.intern(FLOW_ID_STAT)
-        cat_stat = self.strings.intern(FLOW_CATEGORY_STAT)
-        m = owner.shape[0]
-        has_cat = cat_ids > 0
-        return (np.concatenate([owner, owner[has_cat]]).astype(np.int32),
-                np.concatenate([np.full(m, flow_stat, np.int32), np.full(int(has_cat.sum()), cat_stat, np.int32)]),
-                np.concatenate([np.full(m, tables.KIND_INT64, np.int8),
-                                np.full(int(has_cat.sum()), tables.KIND_STR, np.int8)]),
-                np.concatenate([chain_of, cat_ids[has_cat]]))
+        return owner, chain_of, cat_ids, unbound, n_chains
 
     # --- names and order -------------------------------------------------------------------
     def _process_order(self, pid: Hashable) -> tuple[float, int, str]:

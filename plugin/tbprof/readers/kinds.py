@@ -93,13 +93,14 @@ def _call(name: str, *args: Any) -> Any:
 
 
 _CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
+_CHROME_STREAM = "tbprof.readers.chrome_stream:stream_chrome_trace"
 KINDS: dict[str, RunKind] = {
     "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace",
                       "tbprof.readers.xplane:read_xspace_lazily"),
-    "chrome_trace": RunKind("chrome_trace", _CHROME),
-    "tf1_timeline": RunKind("chrome_trace", _CHROME),
-    "tfprof_timeline": RunKind("chrome_trace", _CHROME),
-    "pytorch": RunKind("chrome_trace", _CHROME),
+    "chrome_trace": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
+    "tf1_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
+    "tfprof_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
+    "pytorch": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
     "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof"),
 }
 

@@ -1,0 +1,131 @@
+"""Converts a Chrome trace JSON (a PyTorch/Kineto trace, a TF1 timeline, ...) larger than the memory
+budget by building its store in the disk cache.
+
+The reader is ``chrome_trace.py``'s, with its columns in files instead of memory
+(``chrome_columns.py``): the scanner's columns are drained to scratch files of the entry being
+written whenever they pass a share of the budget; the builder walks them in chunks of rows and
+writes the events and stats it collects to more scratch files; the planes' columns are created as
+the entry's own files and filled through memory maps. Anonymous memory is then one window of the
+file, one chunk's temporaries, the token table and string table, a phase code per event, and the
+steps that hold a whole column of something smaller than the events (the rows of one thread
+sorted by time, the flow points, the events of phases other than ``X``), each checked against the
+budget first (``MemoryRefusal`` names it). The entry is committed whole and reopened by
+``DiskCache.load``: tools then see a memory-mapped store equal to the in-memory reader's
+(``tests/readers/test_chrome_disk_build.py`` compares every column).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tbprof.cache.disk_cache import PLANE_ARRAYS, STAT_ARRAYS, DiskCache, entry_meta, save_blobs
+from tbprof.cache.entry_writer import EntryWriter
+from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
+from tbprof.fs import UrlPath
+from tbprof.readers import chrome_trace
+from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
+from tbprof.readers.chrome_columns import EntryWork, Spill
+from tbprof.readers.plane_builder import Limit
+from tbprof.store import tables
+
+_MIN_WINDOW_BYTES = 1 << 20
+# The window, the scanner's undrained columns and the builder's chunk are these shares of the
+# budget (a chunk's temporaries take up to ~_BYTES_PER_CHUNK_EVENT an event).
+_WINDOW_SHARE = 32
+_DRAIN_SHARE = 8
+_BYTES_PER_CHUNK_EVENT = 1024
+_MIN_CHUNK_EVENTS = 1 << 14
+_MAX_CHUNK_EVENTS = 1 << 22
+# Decompressed JSON a streaming conversion accepts: the entry and its scratch columns take up to
+# about this share of the free disk per byte of JSON (cache/memory_guard.py STREAM_DISK_FACTOR).
+_JSON_DISK_SHARE = 2
+
+
+def stream_chrome_trace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes: int, host: str | None = None,
+                        chunk_events: int | None = None, window_bytes: int | None = None) -> tables.ProfileStore:
+    """Converts ``path`` into ``disk``'s entry ``key`` within ``budget_bytes`` of anonymous memory
+    and returns the store loaded from it (memory-mapped). Raises ProfileReadError as the
+    in-memory reader does; ``chunk_events`` and ``window_bytes`` (tests: tiny chunks and windows
+    put every step on a boundary somewhere) override those derived from the budget."""
+    source = str(path)
+    host_name = host if host is not None else chrome_trace.host_of(path)
+    window = window_bytes if window_bytes is not None else \
+        max(_MIN_WINDOW_BYTES, min(chrome_trace.WINDOW_BYTES, budget_bytes // _WINDOW_SHARE))
+    chunk = chunk_events if chunk_events is not None else \
+        max(_MIN_CHUNK_EVENTS, min(_MAX_CHUNK_EVENTS, budget_bytes // _BYTES_PER_CHUNK_EVENT))
+    f: StreamSource = UrlFile(path, window) if isinstance(path, UrlPath) else LocalFile(path)
+    try:
+        if f.size == 0:
+            raise ProfileReadError(source, "the file is empty (0 bytes)")
+        try:
+            with EntryWriter(disk, key) as writer:
+                work = EntryWork(writer, Limit(source, budget_bytes), chunk)
+                free = shutil.disk_usage(disk.root).free
+                spill = Spill(work, max(1, budget_bytes // _DRAIN_SHARE), free // _JSON_DISK_SHARE, str(disk.root))
+                store = chrome_trace.read_windows(chrome_trace.file_windows(f, window), source, host_name, window,
+                                                  spill)
+                f.check_unchanged()
+                _save_columns(writer, store)
+                writer.commit(entry_meta(store))
+                del store, work, spill
+        except UnsafeCacheDir as e:
+            raise MemoryRefusal(source, f"cannot stream the file into the disk cache: {e}") from None
+        except OSError as e:
+            # The cache's disk (full, unwritable), not the file: a refusal for now (see
+            # xplane_stream.py: the traceback's frames hold mappings of deleted files).
+            reason = e.strerror or str(e)
+            traceback.clear_frames(e.__traceback__)
+            del e
+            raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
+                                f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
+    finally:
+        f.close()
+    loaded = disk.load(key)
+    if loaded is None:
+        raise ProfileReadError(source, f"the converted profile could not be reopened from the cache ({disk.root})")
+    return loaded
+
+
+def _is_file(arr: Any, path: Path) -> bool:
+    """``arr`` maps the whole of ``path`` (a column built in place there)."""
+    name = getattr(arr, "filename", None)
+    if not name or not path.exists() or not os.path.samefile(name, path):
+        return False
+    with open(path, "rb") as fh:
+        np.lib.format.read_magic(fh)
+        np.lib.format.read_array_header_1_0(fh)
+        header_bytes = fh.tell()
+    return int(arr.nbytes) + header_bytes == path.stat().st_size
+
+
+def _save(writer: EntryWriter, name: str, arr: np.ndarray) -> None:
+    """Writes a column the builder did not create in place (a slice of a scratch column, a small
+    table, a plane Kineto's pass replaced): beside, then renamed over any file of that name (an
+    array mapping the old file keeps it until it goes)."""
+    target = writer.folder / f"{name}.npy"
+    if _is_file(arr, target):
+        return
+    tmp = writer.folder / f"{name}.tmp.npy"
+    np.save(tmp, np.ascontiguousarray(arr))
+    os.replace(tmp, target)
+
+
+def _save_columns(writer: EntryWriter, store: tables.ProfileStore) -> None:
+    """Every column of ``store`` as the entry's files (``DiskCache.save``'s names), then the
+    scratch columns removed."""
+    for pi, p in enumerate(store.planes):
+        for name in PLANE_ARRAYS:
+            _save(writer, f"p{pi}_{name}", getattr(p, name))
+        for n in STAT_ARRAYS:
+            _save(writer, f"p{pi}_s_{n}", getattr(p.stats, n))
+            _save(writer, f"p{pi}_m_{n}", getattr(p.meta_stats, n))
+        save_blobs(writer.folder, pi, p.blobs)
+    for entry in os.scandir(writer.folder):
+        if entry.name.startswith("x") and entry.name.endswith(".npy"):
+            os.unlink(entry.path)

@@ -286,18 +286,27 @@ class _TypedEvents:
         if not self.start:
             z = np.zeros(0, np.int64)
             return np.zeros(0, np.int32), z, z, z, z
-        return (np.concatenate(self.plane), np.concatenate(self.start), np.concatenate(self.end),
-                np.concatenate(self.type), np.concatenate(self.key))
+        out = []
+        for name in ("plane", "start", "end", "type", "key"):  # each column's parts dropped once joined
+            out.append(np.concatenate(getattr(self, name)))
+            setattr(self, name, [])
+        return tuple(out)
 
 
 def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: np.ndarray,
-               begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
-    keep = step_idx >= 0
-    si, st, en, ty = step_idx[keep], start[keep], end[keep], types[keep]
-    order = np.argsort(si, kind="stable")
-    return sb.nonoverlapped_type_ps(si[order].astype(np.int64), st[order].astype(np.int64),
-                                    en[order].astype(np.int64), (ty[order] // 10).astype(np.int64),
-                                    begin_ps.astype(np.int64), end_ps.astype(np.int64), sb.N_TYPES)
+               begin_ps: np.ndarray, end_ps: np.ndarray, subset: np.ndarray | None = None) -> np.ndarray:
+    """Per step and type, the time of the typed events (those of ``subset``, a mask, or all)."""
+    # One gather per column, in step order (a trace streamed to disk has tens of millions of
+    # typed events: no intermediate copies).
+    kept = np.flatnonzero(step_idx >= 0 if subset is None else (step_idx >= 0) & subset)
+    order = kept[np.argsort(step_idx[kept], kind="stable")]
+    del kept
+    return sb.nonoverlapped_type_ps(step_idx[order].astype(np.int64, copy=False),
+                                    start[order].astype(np.int64, copy=False),
+                                    end[order].astype(np.int64, copy=False),
+                                    (types[order] // 10).astype(np.int64, copy=False),
+                                    begin_ps.astype(np.int64, copy=False), end_ps.astype(np.int64, copy=False),
+                                    sb.N_TYPES)
 
 
 def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
@@ -397,8 +406,7 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     # both name the same bottleneck (#29 §4: PyTorch rank 1 read "Host compute" and "All others").
     on_host = ~np.isin(plane_of, np.asarray(devices, dtype=plane_of.dtype)) if len(plane_of) else plane_of.astype(bool)
     for d, pi in enumerate(devices):
-        m = (plane_of == pi) | on_host
-        per_dev[d] = _breakdown(step_idx[m], st[m], en[m], ty[m], begin, end)
+        per_dev[d] = _breakdown(step_idx, st, en, ty, begin, end, (plane_of == pi) | on_host)
     group_to_step = None
     if group_of is not None and key_to_step is not None:
         group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)

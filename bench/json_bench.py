@@ -13,6 +13,13 @@ time (``os.wait4``):
     process (start, imports, conversion, cache write, the answer);
   - tbprof reader: ``read_chrome_trace`` alone (scanner + builder), seconds and MB/s.
 
+``--stream-k K`` (e.g. 2000: ~4 GB) adds a trace larger than the memory budget
+(``--budget-bytes``, default 1 GB, set as ``$TBPROF_CONVERT_MEMORY_BYTES``): it must stream into
+the disk cache (``readers/chrome_stream.py``). Printed: the conversion alone in a child whose
+``RssAnon`` is sampled every ~0.5 ms (``tests/readers/stream_memory.py``: its peak growth must
+stay under the budget), and the whole cold ``tbprof summary`` under the same budget (its peak
+``RssAnon``, sampled every 5 ms, which includes the analyses that run on the streamed store).
+
 Wall seconds on a shared machine swing with its load, so CPU seconds (user + sys) are printed
 beside them, and ``--repeat N`` shows the fastest of N runs (the largest peak RSS); the ratio
 uses wall time.
@@ -27,12 +34,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = next((REPO / "demo_logs" / "torch_ddp").glob("rank0.*.pt.trace.json"))
+WARMUP = next((REPO / "demo_logs" / "torch_ddp").glob("rank1.*.pt.trace.json"))
 
 HTA_CHILD = """
 import json, logging, sys, time, warnings
@@ -62,20 +71,46 @@ def _maker() -> Path:
     raise SystemExit("shared/tools/big_kineto.py not found beside the repository")
 
 
-def _child(cmd: list[str]) -> dict[str, Any]:
-    """Runs cmd; wall seconds, CPU seconds, peak RSS (MB) of that child alone, its last JSON line."""
+def _rss_anon_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:")), 0)
+    except OSError:
+        return 0
+
+
+def _child(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Runs cmd; wall seconds, CPU seconds, peak RSS (MB) of that child alone, its peak RssAnon
+    (MB, sampled every 5 ms), its last JSON line."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert proc.stdout is not None
+    peak_anon = [0]
+
+    def sample() -> None:
+        while proc.returncode is None and os.path.exists(f"/proc/{proc.pid}"):
+            peak_anon[0] = max(peak_anon[0], _rss_anon_bytes(proc.pid))
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     out = proc.stdout.read()
+    peak_anon[0] = max(peak_anon[0], _rss_anon_bytes(proc.pid))
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"{cmd} failed ({proc.returncode}): {out[-2000:]}")
+    try:
+        whole = json.loads(out)  # an indented answer (tbprof summary --json)
+        if isinstance(whole, dict):
+            return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+                    "anon_mb": peak_anon[0] / 1e6, "out": whole}
+    except ValueError:
+        pass
     last = [line for line in out.splitlines() if line.startswith("{") and line.endswith("}")]
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
-            "out": json.loads(last[-1]) if last else {}}
+            "anon_mb": peak_anon[0] / 1e6, "out": json.loads(last[-1]) if last else {}}
 
 
 def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -95,14 +130,12 @@ def main() -> None:
     ap.add_argument("--hta-max-mb", type=float, default=200.0,
                     help="run HTA only on traces up to this size (HTA needs ~8x the file in memory)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the fastest is shown")
+    ap.add_argument("--stream-k", type=int, nargs="*", default=[], help="copies for traces larger than the budget")
+    ap.add_argument("--budget-bytes", type=int, default=10**9, help="$TBPROF_CONVERT_MEMORY_BYTES of --stream-k")
     args = ap.parse_args()
     rows = []
     for k in args.k:
-        folder = args.dir / f"k{k}"
-        trace = folder / "rank0.pt.trace.json"
-        if not trace.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            subprocess.run([sys.executable, str(_maker()), str(SOURCE), str(trace), str(k)], check=True)
+        folder, trace = _trace(args.dir, k)
         mb = trace.stat().st_size / 1e6
         hta = _best([_child([sys.executable, "-c", HTA_CHILD, str(folder)]) for _ in range(args.repeat)]) \
             if mb <= args.hta_max_mb else None
@@ -130,6 +163,40 @@ def main() -> None:
         print(f"summary time {big[1]:.0f} MB / {small[1]:.0f} MB: {big[3]['wall'] / small[3]['wall']:.1f}x "
               f"(size {big[1] / small[1]:.1f}x); CPU {big[3]['cpu'] / small[3]['cpu']:.1f}x")
     print("ratio = tbprof cold summary wall / HTA load + temporal breakdown; MB = peak RSS of the process")
+    for k in args.stream_k:
+        _streamed(args.dir, k, args.budget_bytes)
+
+
+def _trace(root: Path, k: int) -> tuple[Path, Path]:
+    folder = root / f"k{k}"
+    trace = folder / "rank0.pt.trace.json"
+    if not trace.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, str(_maker()), str(SOURCE), str(trace), str(k)], check=True)
+    return folder, trace
+
+
+def _streamed(root: Path, k: int, budget_bytes: int) -> None:
+    """A trace larger than the budget: the streamed conversion alone, then a whole cold summary."""
+    sys.path[:0] = [str(REPO / "plugin"), str(REPO)]
+    from tests.readers.stream_memory import measure
+
+    folder, trace = _trace(root, k)
+    gb = trace.stat().st_size / 1e9
+    with tempfile.TemporaryDirectory(dir=root) as cache:
+        conv = measure(trace, "stream", Path(cache), WARMUP, budget_bytes=budget_bytes, timeout_s=7200)
+    env = dict(os.environ, TBPROF_CONVERT_MEMORY_BYTES=str(budget_bytes))
+    cache = tempfile.mkdtemp(dir=root)
+    try:
+        whole = _child([sys.executable, "-c", "from tbprof.cli.main import entry; entry()", "summary", str(folder),
+                        "--cache-dir", cache, "--workers", "1", "--json"], env)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(f"{gb:.2f} GB trace, budget {budget_bytes / 1e9:.2f} GB: conversion streamed={conv['streamed']} "
+          f"{conv['seconds']:.1f} s, peak anonymous growth {conv['peak_anon_growth_bytes'] / 1e6:.0f} MB "
+          f"({conv['peak_anon_growth_bytes'] / budget_bytes:.2f}x the budget); cold summary {whole['wall']:.1f} s "
+          f"(cpu {whole['cpu']:.1f}), peak RssAnon {whole['anon_mb']:.0f} MB, event count "
+          f"{whole['out'].get('event_count')}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ A "stream" job writes each input to a file and converts it with the streaming re
 somewhere) and with the in-memory reader: both must read it (the same store) or both must
 raise ``ProfileReadError``, and a failed stream leaves no cache entry.
 A "chrome" job reads each input as a Chrome trace (result or ``ProfileReadError``), and again
-with each of its "windows" sizes (same store or same error). For
+with each of its "windows" sizes (same store or same error); with "disk", also built in a disk
+cache entry (``readers/chrome_stream.py``, windows of 61 bytes and chunks of 2 rows): the same
+store or the same error, and a failed build leaves no entry. For
 each XSpace input the child runs
 the parallel scan (small chunks, 2 threads, so the join and the fallback are exercised too),
 the serial scan, and with "reader" the whole XSpace reader, eager and lazy (every plane's stats
@@ -63,11 +65,45 @@ def run_chrome(job: dict[str, Any]) -> dict[str, Any]:
                 break
         else:
             counts["read_ok" if outcomes[0][0] == "ok" else "read_error"] += 1
+            if job.get("disk"):
+                got = _built_on_disk(data)
+                if got[0] == "crash" or got != (outcomes[0][0], outcomes[0][1] if got[0] == "error" else got[1]) \
+                        or (got[0] == "ok" and windows and got[1] != outcomes[0][1]):
+                    problems.append(f"input {i}: on disk {str(got)[:500]}, in memory {str(outcomes[0])[:300]}")
+                    continue
             for window, got in zip(windows, outcomes[1:], strict=True):
                 if got != outcomes[0]:
                     problems.append(f"input {i}: window {window} read {str(got)[:300]}, whole {str(outcomes[0])[:300]}")
                     break
     return {"counts": counts, "problems": problems[:20], "n_problems": len(problems)}
+
+
+def _built_on_disk(data: bytes) -> tuple[str, Any]:
+    """("ok", semantic digest), ("error", reason) or ("crash", traceback) of building ``data``'s
+    store in a disk cache entry."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from tbprof.cache.disk_cache import DiskCache
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.chrome_stream import stream_chrome_trace
+    from tests.core.chrome_digest import semantic_digest
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "fuzz.trace.json"
+        path.write_bytes(data)
+        cache = DiskCache(Path(d) / "cache")
+        try:
+            store = stream_chrome_trace(path, cache, "f" * 32, 1 << 20, host="fuzz", chunk_events=2, window_bytes=61)
+            return "ok", semantic_digest(store)
+        except ProfileReadError as e:
+            stores = Path(d) / "cache" / "stores"
+            if stores.exists() and os.listdir(stores):
+                return "crash", f"a failed build left {os.listdir(stores)}"
+            return "error", e.reason.replace(str(path), "fuzz.trace.json")
+        except Exception:
+            return "crash", traceback.format_exc(limit=6)
 
 
 def run_stream(job: dict[str, Any]) -> dict[str, Any]:

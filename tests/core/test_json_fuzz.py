@@ -1,6 +1,7 @@
 """Malformed Chrome-trace JSON: every input is read or refused with ``ProfileReadError``, never a
 crash, and read the same whatever the scanner's window size (``_core/jsonscan.pyx`` parses
-whole units per window and re-parses a unit cut by a window's end).
+whole units per window and re-parses a unit cut by a window's end) and whether its store is built
+in memory or in a disk cache entry (``readers/chrome_stream.py``).
 
 The reads run in a child process (``fuzz_child.py``, format "chrome"): a crash of the compiled
 scanner fails the test with its signal instead of killing pytest.
@@ -25,12 +26,12 @@ SMALL = (b'{"displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "name": "a\\u00
 def test_every_truncation_every_small_window() -> None:
     # Each prefix of a small trace (cut inside every token) with windows of 1..9 bytes.
     inputs = [SMALL[:n] for n in range(len(SMALL) + 1)]
-    report = run_child(inputs, fmt="chrome", windows=list(range(1, 10)))
+    report = run_child(inputs, fmt="chrome", windows=list(range(1, 10)), disk=True)
     assert report["counts"]["read_ok"] >= 1  # the whole file
 
 
 def test_fixtures_read_the_same_in_every_window_size() -> None:
-    report = run_child([fixture_bytes(name) for name in FIXTURES], fmt="chrome", windows=list(range(1, 24)))
+    report = run_child([fixture_bytes(name) for name in FIXTURES], fmt="chrome", windows=list(range(1, 24)), disk=True)
     assert report["counts"]["read_error"] == 0
 
 
@@ -43,7 +44,7 @@ def test_seeded_byte_flips() -> None:
         for _ in range(int(rng.integers(1, 4))):
             data[int(rng.integers(0, len(data)))] = int(rng.integers(0, 256))
         inputs.append(bytes(data))
-    report = run_child(inputs, fmt="chrome", windows=[1, 3, 17])
+    report = run_child(inputs, fmt="chrome", windows=[1, 3, 17], disk=True)
     assert report["counts"]["read_error"] > 0  # flips do break it
 
 
@@ -68,5 +69,5 @@ def test_hostile_shapes() -> None:
         b'{"traceEvents": []', b'{"traceEvents" []}', b'{"a": 1,}', b"[01]", b"[1.]", b"[-]", b"[1e]", b"tru",
         json.dumps([{"ph": "X", "ts": i, "dur": 1, "name": "n" * 300} for i in range(50)]).encode(),
     ]
-    report = run_child(inputs, fmt="chrome", windows=[1, 2, 5, 64])
+    report = run_child(inputs, fmt="chrome", windows=[1, 2, 5, 64], disk=True)
     assert report["counts"]["read_ok"] + report["counts"]["read_error"] == len(inputs)

@@ -69,9 +69,9 @@ def crafted(level: str, length: int) -> bytes:
 
 
 def run_child(inputs: list[bytes], reader: bool = True, compare: bool = True, timeout: float = 120,
-              fmt: str = "xspace", windows: list[int] | None = None) -> dict[str, Any]:
+              fmt: str = "xspace", windows: list[int] | None = None, disk: bool = False) -> dict[str, Any]:
     job = json.dumps({"inputs": [b.hex() for b in inputs], "reader": reader, "compare": compare, "format": fmt,
-                      "windows": windows or []})
+                      "windows": windows or [], "disk": disk})
     # The child imports tbprof from where this process did (the source tree, or an installed
     # wheel under cibuildwheel) and the tests package from the repository.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(tbprof.__file__).parent.parent), str(REPO)]))

@@ -8,9 +8,10 @@ took: XSpace files, and Chrome trace JSON read by the compiled streaming scanner
 (readers/chrome_trace.py: bounded windows, the columns are the memory) per byte of JSON text
 and per byte of gzip; the figures are in bench/measurements.md#conversion-memory.
 
-An XSpace file that does not fit is not refused when a local disk cache is there: it is
-converted by streaming (readers/xplane_stream.py: bounded windows of the file decoded straight
-into the cache entry's column files), with a budget of half the memory left (``plan``).
+An XSpace or Chrome trace JSON file that does not fit is not refused when a local disk cache is
+there: it is converted by streaming (readers/xplane_stream.py, readers/chrome_stream.py: bounded
+windows of the file decoded straight into the cache entry's column files), with a budget of half
+the memory left (``plan``).
 
 Compressed content is judged by its bytes, not its name (gzip inside a ``.json`` gets the gzip
 factor), and the decompressed size is checked again while decompressing

@@ -118,15 +118,23 @@ def measure(path: Path, mode: str, cache_dir: Path, warmup: Path, budget_bytes: 
 
 
 def _convert(mode: str, path: Path, cache_dir: Path) -> Any:
+    # Only the reader of the file's format is imported (what else is imported changes how the
+    # heap is laid out, hence the in-memory conversion's growth that a test's budget is taken from).
     from tbprof.cache.profile_cache import ProfileCache
-    from tbprof.readers.chrome_trace import read_chrome_trace
     from tbprof.readers.kinds import KINDS
-    from tbprof.readers.xplane import read_xspace
 
-    xspace = path.name.endswith(".xplane.pb")
-    if mode == "memory":
-        return read_xspace(path) if xspace else read_chrome_trace(path)
-    kind = KINDS["xspace" if xspace else "chrome_trace"]
+    if path.name.endswith(".xplane.pb"):
+        from tbprof.readers.xplane import read_xspace
+
+        if mode == "memory":
+            return read_xspace(path)
+        kind = KINDS["xspace"]
+    else:
+        from tbprof.readers.chrome_trace import read_chrome_trace
+
+        if mode == "memory":
+            return read_chrome_trace(path)
+        kind = KINDS["chrome_trace"]
     return ProfileCache(cache_dir).get(path, kind.reader, kind=kind.store_format, streamer=kind.streamer)
 
 

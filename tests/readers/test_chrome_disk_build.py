@@ -102,12 +102,23 @@ def test_a_gzip_bomb_is_refused_before_it_fills_the_disk(tmp_path: Path, monkeyp
     import gzip
 
     path = tmp_path / "bomb.trace.json.gz"
-    path.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (8 << 20) + b"]}"))
+    path.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (64 << 20) + b"]}"))  # ~64 KB, 1000x
+    with pytest.raises(MemoryRefusal) as err:
+        _stream(path, tmp_path / "ratio")
+    assert "expands beyond" in err.value.reason and "gzip bomb" in err.value.reason
+    monkeypatch.setattr(chrome_stream, "_MAX_GZIP_RATIO", 1 << 20)
     monkeypatch.setattr(chrome_stream, "_JSON_DISK_SHARE", 1 << 40)  # as if the disk had ~nothing free
     with pytest.raises(MemoryRefusal) as err:
-        _stream(path, tmp_path)
+        _stream(path, tmp_path / "disk")
     assert "expands beyond" in err.value.reason and "disk cache" in err.value.reason
-    assert not any((tmp_path / "cache" / "stores").iterdir())  # nothing half-written is left
+    for case in ("ratio", "disk"):
+        assert not any((tmp_path / case / "cache" / "stores").iterdir())  # nothing half-written is left
+
+
+def test_a_real_gzip_trace_streams(tmp_path: Path) -> None:
+    """A real trace in gzip (a JAX trace.json.gz, ~9x) is within the ratio and streams like its JSON."""
+    path = next((REPO / "demo_logs" / "jax_mlp").rglob("*.trace.json.gz"))
+    assert semantic_digest(_stream(path, tmp_path, 8 << 20, chunk_events=64)) == semantic_digest(read_chrome_trace(path))
 
 
 def _repeated(src: Path, dst: Path, k: int) -> None:

@@ -199,18 +199,17 @@ class Spill:
     """A streaming conversion's scanner columns, drained to scratch files of the entry whenever
     they pass ``drain_bytes`` (so the scanner's own buffers stay bounded), and its limits."""
 
-    def __init__(self, work: EntryWork, drain_bytes: int, json_limit_bytes: int, disk_root: str) -> None:
+    def __init__(self, work: EntryWork, drain_bytes: int, json_limit_bytes: int, json_limit_reason: str) -> None:
         self.work = work
         self.drain_bytes = drain_bytes
-        self.json_limit_bytes = json_limit_bytes  # decompressed JSON this conversion may write out
-        self.disk_root = disk_root
+        self.json_limit_bytes = json_limit_bytes  # decompressed JSON this conversion accepts
+        self.json_limit_reason = json_limit_reason
         self.events = 0
         self.resets = 0
         self.sinks: dict[str, _FileSink] | None = None
 
     def too_much_json(self, limit_bytes: int) -> str:
-        return (f"the gzip content expands beyond {limit_bytes / 1e9:.1f} GB, more than the disk cache "
-                f"({self.disk_root}) has room to convert; free some disk there, or point --cache-dir elsewhere")
+        return f"the gzip content expands beyond {limit_bytes / 1e6:.0f} MB, {self.json_limit_reason}"
 
     def _start(self) -> None:
         for sink in (self.sinks or {}).values():  # a repeated 'traceEvents': the last one wins

@@ -43,8 +43,22 @@ _BYTES_PER_CHUNK_EVENT = 1024
 _MIN_CHUNK_EVENTS = 1 << 14
 _MAX_CHUNK_EVENTS = 1 << 22
 # Decompressed JSON a streaming conversion accepts: the entry and its scratch columns take up to
-# about this share of the free disk per byte of JSON (cache/memory_guard.py STREAM_DISK_FACTOR).
+# about this share of the free disk per byte of JSON (cache/memory_guard.py STREAM_DISK_FACTOR),
+# and no more than this many times the gzip file (profiles compress 8-13x, bench/measurements.md;
+# a gzip bomb 1000x: decompressing it would cost minutes of CPU for nothing).
 _JSON_DISK_SHARE = 2
+_MAX_GZIP_RATIO = 200
+
+
+def _json_limit(file_bytes: int, disk: DiskCache) -> tuple[int, str]:
+    """(decompressed bytes accepted, why no more) for a gzip file of ``file_bytes``."""
+    by_disk = shutil.disk_usage(disk.root).free // _JSON_DISK_SHARE
+    by_ratio = _MAX_GZIP_RATIO * file_bytes
+    if by_ratio < by_disk:
+        return by_ratio, (f"{_MAX_GZIP_RATIO} times the file: profiles compress about 10x, so this is not one "
+                          "(a gzip bomb?)")
+    return by_disk, (f"more than the disk cache ({disk.root}) has room to convert; free some disk there, or "
+                     "point --cache-dir elsewhere")
 
 
 def stream_chrome_trace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes: int, host: str | None = None,
@@ -66,8 +80,7 @@ def stream_chrome_trace(path: Path | UrlPath, disk: DiskCache, key: str, budget_
         try:
             with EntryWriter(disk, key) as writer:
                 work = EntryWork(writer, Limit(source, budget_bytes), chunk)
-                free = shutil.disk_usage(disk.root).free
-                spill = Spill(work, max(1, budget_bytes // _DRAIN_SHARE), free // _JSON_DISK_SHARE, str(disk.root))
+                spill = Spill(work, max(1, budget_bytes // _DRAIN_SHARE), *_json_limit(f.size, disk))
                 store = chrome_trace.read_windows(chrome_trace.file_windows(f, window), source, host_name, window,
                                                   spill)
                 f.check_unchanged()

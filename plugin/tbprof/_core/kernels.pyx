@@ -729,13 +729,21 @@ cdef int _cmp_time_key(const void* x, const void* y) noexcept nogil:
     return 0
 
 
+def _runs(values):
+    """(value, length) of each run of equal values."""
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(values)) + 1])
+    return values[starts].tolist(), np.diff(np.concatenate([starts, [values.shape[0]]])).tolist()
+
+
 def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, step_end_ps,
-                          Py_ssize_t n_types) -> np.ndarray:
+                          Py_ssize_t n_types, rows=None, int64_t type_divisor=1) -> np.ndarray:
     """ps of each step covered by each type, counting overlapping events once for the top type.
 
-    Inputs are sorted by step. ``type_idx`` is the type value // 10 (its priority). Time of the
-    step that no event covers goes to column 0 (unknown). Mirrors XProf's ToNonOverlappedEvents
-    followed by clipping to the step span. (analyses/step_breakdown.py)
+    Events are taken in step order: in the order of the columns, or of ``rows`` (indices into
+    them, so a caller need not gather copies of its columns). ``type_idx // type_divisor`` is the
+    type's priority. Time of the step that no event covers goes to column 0 (unknown). Mirrors
+    XProf's ToNonOverlappedEvents followed by clipping to the step span.
+    (analyses/step_breakdown.py) The sort buffer holds one step's events, not all of them.
     """
     cdef const int64_t[::1] step = _in(step_of, np.int64)
     cdef const int64_t[::1] st = _in(start_ps, np.int64)
@@ -743,21 +751,42 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     cdef const int64_t[::1] ty = _in(type_idx, np.int64)
     cdef const int64_t[::1] b0s = _in(step_begin_ps, np.int64)
     cdef const int64_t[::1] b1s = _in(step_end_ps, np.int64)
-    cdef Py_ssize_t n = step.shape[0], n_steps = b0s.shape[0]
-    if st.shape[0] != n or en.shape[0] != n or ty.shape[0] != n or b1s.shape[0] != n_steps:
+    cdef Py_ssize_t n_cols = step.shape[0], n_steps = b0s.shape[0]
+    if st.shape[0] != n_cols or en.shape[0] != n_cols or ty.shape[0] != n_cols or b1s.shape[0] != n_steps:
         raise ValueError("columns differ in length")
     if n_types < 1:
         raise ValueError("n_types must be >= 1")
+    if type_divisor < 1:
+        raise ValueError("type_divisor must be >= 1")
+    rows_arr = np.arange(n_cols, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    cdef const int64_t[::1] r = rows_arr
+    cdef Py_ssize_t n = r.shape[0]
+    # Validate what the loop indexes through raw memory (the sort buffer is plain C), a slice of
+    # rows at a time, and find the longest run of one step (the sort buffer's size).
+    if n and (np.asarray(r).min() < 0 or np.asarray(r).max() >= n_cols):
+        raise IndexError("rows outside the columns")
+    cdef Py_ssize_t longest = 0, run = 0, lo
+    cdef int64_t last = -1
+    for lo in range(0, n, 1 << 20):
+        sel = rows_arr[lo:lo + (1 << 20)]
+        sel_steps = np.asarray(step)[sel]
+        if sel_steps.min() < 0 or sel_steps.max() >= n_steps:
+            raise IndexError("step_of outside the steps")
+        sel_types = np.asarray(ty)[sel] // type_divisor
+        if sel_types.min() < 0 or sel_types.max() >= n_types:
+            raise IndexError("type_idx outside [0, n_types)")
+        for s_run, length in zip(*_runs(sel_steps)):
+            run = run + length if s_run == last else length
+            last = s_run
+            if run > longest:
+                longest = run
     out_arr = np.zeros((n_steps, n_types), dtype=np.int64)
     counts_arr = np.zeros(n_types, dtype=np.int64)
     cdef int64_t[:, ::1] out = out_arr
     cdef int64_t[::1] counts = counts_arr
-    # Validate what the loop indexes through raw memory (the sort buffer is plain C).
-    if n and (np.asarray(ty).min() < 0 or np.asarray(ty).max() >= n_types):
-        raise IndexError("type_idx outside [0, n_types)")
-    cdef TimeKey* ev = <TimeKey*>malloc((2 * n + 1) * sizeof(TimeKey))
-    cdef int64_t* kinds = <int64_t*>malloc((2 * n + 1) * sizeof(int64_t))
-    cdef Py_ssize_t i = 0, j, m, k, q, u
+    cdef TimeKey* ev = <TimeKey*>malloc((2 * longest + 1) * sizeof(TimeKey))
+    cdef int64_t* kinds = <int64_t*>malloc((2 * longest + 1) * sizeof(int64_t))
+    cdef Py_ssize_t i = 0, j, m, k, q, u, row
     cdef int64_t s, b0, b1, a, e, covered, top, prev_t, t, tyk, tot
     if ev == NULL or kinds == NULL:
         free(ev)
@@ -766,16 +795,17 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     try:
         with nogil:
             while i < n:
-                s = step[i]
+                s = step[r[i]]
                 j = i
-                while j < n and step[j] == s:
+                while j < n and step[r[j]] == s:
                     j += 1
                 b0 = b0s[s]
                 b1 = b1s[s]
                 m = j - i
                 for k in range(m):
-                    a = st[i + k]
-                    e = en[i + k]
+                    row = r[i + k]
+                    a = st[row]
+                    e = en[row]
                     if a < b0:
                         a = b0
                     if e > b1:
@@ -784,10 +814,10 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
                         e = a
                     ev[2 * k].t = a
                     ev[2 * k].k = 2 * k
-                    kinds[2 * k] = ty[i + k] * 2 + 1
+                    kinds[2 * k] = (ty[row] // type_divisor) * 2 + 1
                     ev[2 * k + 1].t = e
                     ev[2 * k + 1].k = 2 * k + 1
-                    kinds[2 * k + 1] = ty[i + k] * 2
+                    kinds[2 * k + 1] = (ty[row] // type_divisor) * 2
                 qsort(ev, 2 * m, sizeof(TimeKey), _cmp_time_key)
                 counts[:] = 0
                 covered = 0

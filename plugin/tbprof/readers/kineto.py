@@ -107,18 +107,7 @@ def _category_ids(store: tables.ProfileStore, names: tuple[str, ...]) -> np.ndar
 
 
 def _event_categories(store: tables.ProfileStore, plane: tables.Plane) -> np.ndarray:
-    sid = _cat_stat(store)
-    if sid < 0:
-        return np.zeros(plane.n_events, np.int64)
-    if plane.stat_column(sid).rows.shape[0]:  # an args entry named "cat" overrides the event's own
-        return plane.event_stat(sid).dense_str(plane.n_events).astype(np.int64)
-    # The reader keeps "cat" on the metadata row: one lookup per event, without the merged
-    # column's temporaries (a streamed trace's planes hold millions of events).
-    meta = plane.meta_stat_column(sid)
-    per_meta = np.full(plane.meta_ids.shape[0], -1, dtype=np.int64)
-    is_text = (meta.kind == tables.KIND_STR) | (meta.kind == tables.KIND_REF)
-    per_meta[meta.rows[is_text]] = meta.value[is_text]
-    return per_meta[plane.meta_idx]
+    return plane.dense_str_ids(_cat_stat(store)).astype(np.int64)
 
 
 def _device_index_of_events(store: tables.ProfileStore, plane: tables.Plane, rows: np.ndarray) -> int | None:

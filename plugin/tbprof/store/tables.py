@@ -248,6 +248,21 @@ class Plane:
             self._columns[key] = cached
         return cached
 
+    def dense_str_ids(self, stat_id: int) -> np.ndarray:
+        """String ids of the text stat ``stat_id`` per event (its own value, else its metadata's;
+        -1 where neither has one), as ``event_stat(...).dense_str`` gives them, without building
+        the merged column where no event has a value of its own (a Chrome trace's "cat": on
+        millions of events that column and its sort would cost ~40 bytes an event)."""
+        if stat_id < 0:
+            return np.full(self.n_events, -1, dtype=np.int32)
+        if self.stat_column(stat_id).rows.shape[0]:
+            return self.event_stat(stat_id).dense_str(self.n_events)
+        meta = self.meta_stat_column(stat_id)
+        per_meta = np.full(self.meta_ids.shape[0], -1, dtype=np.int32)
+        is_text = (meta.kind == KIND_STR) | (meta.kind == KIND_REF)
+        per_meta[meta.rows[is_text]] = meta.value[is_text]
+        return per_meta[self.meta_idx]
+
     def event_stat(self, stat_id: int) -> StatColumn:
         """The stat of each event, falling back to its metadata's stat (as XProf reads them).
 

@@ -296,17 +296,13 @@ class _TypedEvents:
 def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: np.ndarray,
                begin_ps: np.ndarray, end_ps: np.ndarray, subset: np.ndarray | None = None) -> np.ndarray:
     """Per step and type, the time of the typed events (those of ``subset``, a mask, or all)."""
-    # One gather per column, in step order (a trace streamed to disk has tens of millions of
-    # typed events: no intermediate copies).
+    # The kernel reads the columns through ``order`` (a trace streamed to disk has tens of
+    # millions of typed events: no gathered copies).
     kept = np.flatnonzero(step_idx >= 0 if subset is None else (step_idx >= 0) & subset)
     order = kept[np.argsort(step_idx[kept], kind="stable")]
     del kept
-    return sb.nonoverlapped_type_ps(step_idx[order].astype(np.int64, copy=False),
-                                    start[order].astype(np.int64, copy=False),
-                                    end[order].astype(np.int64, copy=False),
-                                    (types[order] // 10).astype(np.int64, copy=False),
-                                    begin_ps.astype(np.int64, copy=False), end_ps.astype(np.int64, copy=False),
-                                    sb.N_TYPES)
+    return sb.nonoverlapped_type_ps(step_idx, start, end, types, begin_ps, end_ps, sb.N_TYPES, rows=order,
+                                    type_divisor=10)
 
 
 def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:
@@ -660,7 +656,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     def categories(plane: Plane, wanted: tuple[str, ...]) -> np.ndarray:
         if cat_sid < 0:
             return np.zeros(plane.n_events, bool)
-        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        cat = plane.dense_str_ids(cat_sid)
         want = [store.strings.id(c) for c in wanted]
         return np.isin(cat, np.asarray([w for w in want if w >= 0], dtype=np.int64))
 
@@ -673,6 +669,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         k = _event_step_by_time(host, begin, host_end)[lrows]
         order = np.argsort(corr[lrows][k >= 0], kind="stable")
         launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
+        del is_launch, corr, lrows, k, order  # per host event: not kept while the devices are read
     typed = _TypedEvents()
     for pi in devices:
         p = store.planes[pi]
@@ -726,9 +723,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     hrows = np.nonzero((htype >= 0) & (k_host >= 0))[0]
     typed.add(store.planes.index(host), host.start_ps[hrows], host.start_ps[hrows] + host.dur_ps[hrows],
               htype[hrows], k_host[hrows])
+    has_loader = bool(np.any(is_loader))
+    del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
     steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
                       len(names), None)
-    if not np.any(is_loader):
+    if not has_loader:
         steps.notes.append("no DataLoader spans (enumerate(DataLoader)#...) in the trace: input time is 0")
     return steps
 

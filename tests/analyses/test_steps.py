@@ -181,6 +181,30 @@ def test_cpu_only_host_ranks_host_ops(custom_loop: ProfileStore) -> None:
     assert np.all(np.diff(pct) <= 0) and top.data["cumulative_percent"][-1] <= 100.0 + 1e-9
 
 
+def test_breakdown_through_rows_equals_the_gathered_columns() -> None:
+    """Events read through ``rows`` (their step order) with the types divided in the kernel give
+    the breakdown of the columns gathered in that order; an event-less step is all unknown."""
+    rng = np.random.default_rng(7)
+    n, n_steps = 500, 6
+    step = rng.integers(0, n_steps - 1, n)  # the last step has no event
+    start = rng.integers(0, 1000, n)
+    end = start + rng.integers(0, 300, n)
+    kinds = np.array([step_breakdown.DEVICE_COMPUTE_32, step_breakdown.DEVICE_COLLECTIVES,
+                      step_breakdown.HOST_COMPUTE])
+    types = kinds[rng.integers(0, kinds.shape[0], n)]
+    begin, stop = np.arange(n_steps) * 200, np.arange(n_steps) * 200 + 400
+    order = np.argsort(step, kind="stable")
+    want = step_breakdown.nonoverlapped_type_ps(step[order], start[order], end[order], types[order] // 10, begin,
+                                                stop, step_breakdown.N_TYPES)
+    got = step_breakdown.nonoverlapped_type_ps(step, start, end, types, begin, stop, step_breakdown.N_TYPES,
+                                               rows=order, type_divisor=10)
+    assert np.array_equal(got, want)
+    assert got[n_steps - 1, 0] == stop[-1] - begin[-1] and got[n_steps - 1, 1:].sum() == 0
+    with pytest.raises(IndexError):
+        step_breakdown.nonoverlapped_type_ps(step, start, end, types, begin, stop, step_breakdown.N_TYPES,
+                                             rows=np.array([n]), type_divisor=10)
+
+
 def test_breakdown_counts_overlap_once_for_the_top_priority() -> None:
     # Two events of one step: compute 32-bit [0, 10), collectives [5, 20); step [0, 30).
     out = step_breakdown.nonoverlapped_type_ps(

@@ -17,6 +17,7 @@ class Scanner:
     top_kind: int
     trace_events: int
     non_objects: int
+    event_resets: int
     err_code: int
     err_at: int
     top: dict[str, bytes]

@@ -337,3 +337,32 @@ def test_a_chrome_trace_in_a_bucket_is_read_by_ranged_windows(s3_logdir: str, mo
     store = chrome_trace.read_chrome_trace(location(f"{s3_logdir}/{rel.as_posix()}"))
     want = json.loads(DIGESTS.read_text())[str(rel)]
     assert json.loads(json.dumps(semantic_digest(store))) == want
+
+
+def test_a_chrome_trace_in_a_bucket_over_the_budget_streams_to_the_disk_cache(
+        s3_logdir: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Chrome trace in a bucket larger than the memory budget is built in the local disk cache
+    (readers/chrome_stream.py) from ranged reads: the store pinned for the local file, directly
+    with 8 KB windows and tiny chunks, and through the service when the guard refuses it."""
+    from tbprof.cache.disk_cache import DiskCache
+    from tbprof.cache.memory_guard import LIMIT_ENV
+    from tbprof.fs import location
+    from tbprof.readers.chrome_stream import stream_chrome_trace
+    from tbprof.readers.kinds import KINDS
+    from tbprof.service.profiles import Profiles
+    from tests.core.chrome_digest import DEMO, DIGESTS, semantic_digest
+
+    local = next((DEMO / "jax_mlp").rglob("vm.trace.json.gz"))
+    rel = local.relative_to(DEMO)
+    url = location(f"{s3_logdir}/{rel.as_posix()}")
+    want = json.loads(DIGESTS.read_text())[str(rel)]
+    got = stream_chrome_trace(url, DiskCache(tmp_path / "direct"), "entry", 8 << 20, chunk_events=16,
+                              window_bytes=8 << 10)
+    assert json.loads(json.dumps(semantic_digest(got))) == want
+    # Through the service: a budget below the gzip's estimate (30x its bytes), so it streams.
+    monkeypatch.setenv(LIMIT_ENV, str(local.stat().st_size * 10))
+    remote = Profiles(s3_logdir, cache_dir=tmp_path / "cache")
+    kind = KINDS["chrome_trace"]
+    store = remote.cache.get(url, kind.reader, kind=kind.store_format, streamer=kind.streamer)
+    assert isinstance(store.planes[0].start_ps, np.memmap)
+    assert json.loads(json.dumps(semantic_digest(store))) == want

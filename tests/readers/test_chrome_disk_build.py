@@ -191,3 +191,19 @@ def test_summary_of_a_streamed_trace_equals_the_in_memory_one(repeated_trace: Pa
     assert streamed == in_memory
     # 12 copies of rank 0's steps (several each), read from the streamed store's ProfilerStep markers.
     assert streamed["step_source"] == "markers" and streamed["step_count"] > 12
+
+
+def test_an_executor_task_streams_a_trace_over_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``convert_host`` (process pool and Dask workers) takes the cache's decision: a PyTorch trace
+    over the budget streams into the shared disk cache, and its summary is the in-memory one's."""
+    from tbprof.analyses.overview.profile_summary import summarize_store
+    from tbprof.cache.memory_guard import LIMIT_ENV
+    from tbprof.service.executor import HostTask, convert_host
+
+    want = summarize_store(read_chrome_trace(DDP_RANK0))
+    monkeypatch.setenv(LIMIT_ENV, str(DDP_RANK0.stat().st_size))  # the in-memory reader needs ~3x
+    result = convert_host(HostTask("rank0", str(DDP_RANK0), "pytorch", str(tmp_path / "cache")))
+    assert "error" not in result, result
+    assert result["summary"] == want
+    store = DiskCache(tmp_path / "cache").load(result["key"])
+    assert store is not None and isinstance(store.planes[0].start_ps, np.memmap)

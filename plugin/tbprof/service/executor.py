@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -301,6 +302,42 @@ def _worker_ready() -> bool:
     return True
 
 
+def _preload_worker() -> None:
+    """A forked worker's first act (``ProcessPool.start_early``): it imports what the fork server
+    would have preloaded, each worker in parallel with the others and with the command. A module
+    that fails to import is skipped, as the fork server skips it (the task then says why)."""
+    import importlib
+
+    from tbprof.service.tools import TOOL_MODULES
+
+    for name in WORKER_PRELOAD + list(TOOL_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            log.debug("tbprof: a worker could not preload %s", name, exc_info=True)
+
+
+# Whether a pool of this process was started by a fork server (or spawned): its queues' named
+# semaphores are unlinked by the resource tracker at an orderly exit only (``orderly_exit_needed``).
+_named_semaphores = False
+
+
+def orderly_exit_needed() -> bool:
+    """Whether this process must exit through the interpreter's shutdown (not ``os._exit``): a
+    pool started by the fork server left named semaphores that only an orderly exit unlinks. A
+    pool forked from this process (``ProcessPool.start_early``) has none."""
+    return _named_semaphores
+
+
+def can_fork_now() -> bool:
+    """Whether this process may fork its workers itself: Linux, and no thread but this one alive
+    (a fork copies only the calling thread: a lock another thread held stays held in the child)."""
+    import multiprocessing
+
+    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
+
+
 # Below this many bytes of host files, a pool that is not running yet is not started: the
 # hosts convert in this process. Starting the pool (fork server, imports) costs about what 2
 # workers save on a few tens of MB of hosts; a 64-host pod below this size summarised faster
@@ -311,11 +348,13 @@ POOL_MIN_BYTES = 64 << 20
 
 class ProcessPool:
     """A local pool of worker processes forked from a fork server (never from the threaded
-    server itself: a fork of a process with threads can inherit a held lock and hang).
+    server itself: a fork of a process with threads can inherit a held lock and hang), or, for
+    a one-shot command that has started no thread yet, forked from the command itself
+    (``start_early``).
 
-    Started by ``start`` (a server, at its start) or by the first batch of hosts whose files
-    total at least ``min_pool_bytes`` (the CLI: a small pod converts in-process, sooner than
-    the pool would start)."""
+    Started by ``start`` (a server, at its start), by ``start_early`` (a command, before it
+    imports and lists) or by the first batch of hosts whose files total at least
+    ``min_pool_bytes`` (a small pod converts in-process, sooner than the pool would start)."""
 
     name = "process-pool"
 
@@ -327,6 +366,7 @@ class ProcessPool:
         self._started: list[Future[bool]] = []
         self._starting: threading.Thread | None = None  # start_early's
         self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
+        self.forked = False  # the running pool was forked from this process (start_early)
 
     def _get_pool(self) -> ProcessPoolExecutor:
         with self._pool_lock:
@@ -337,6 +377,7 @@ class ProcessPool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            global _named_semaphores
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             if method == "forkserver":
@@ -344,7 +385,29 @@ class ProcessPool:
 
                 ctx.set_forkserver_preload(WORKER_PRELOAD + list(TOOL_MODULES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self.forked = False
+            _named_semaphores = True
         return self._pool
+
+    def _start_forked(self) -> None:
+        """Forks the workers from this process now, each importing what a conversion needs
+        (``_preload_worker``) in parallel with the others and with this process. Called while
+        this process has no other thread and has imported little: a fork then takes a fraction
+        of a millisecond, where the fork server first imports everything itself (an interpreter
+        start and numpy) and then forks the workers one request at a time
+        (bench/measurements.md#services)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with self._pool_lock:
+            if self._pool is not None:
+                return
+            pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_preload_worker)
+            # With fork, the first submit forks every worker (before the pool's own threads start).
+            self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+            self._pool = pool
+            self.forked = True
 
     def start(self) -> None:
         """Starts the workers now (they import in the background while the caller lists the
@@ -353,14 +416,20 @@ class ProcessPool:
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
 
     def start_early(self, logdir: str) -> bool:
-        """Starts the workers on a thread when ``logdir`` is a local folder with a run of at least
-        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for): the
-        fork server then imports numpy and tbprof while this process does the same and lists the
-        logdir, instead of after. A small pod or a single host starts nothing."""
+        """Starts the workers when ``logdir`` is a local folder with a run of at least
+        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for), so
+        that they import numpy and tbprof while this process does the same and lists the logdir,
+        instead of after. A small pod or a single host starts nothing.
+
+        In a process with no other thread (a command, first thing) the workers are forked from
+        it at once (``_start_forked``); else the fork server starts them on a thread."""
         if self._pool is not None or not os.path.isdir(logdir):
             return False
         if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
             return False
+        if can_fork_now():
+            self._start_forked()
+            return True
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
         self._starting.start()
         return True
@@ -439,6 +508,11 @@ class ProcessPool:
             proc.terminate()
         for proc in procs:
             proc.join(1.0)
+        # The pool's own thread ends once it sees its workers gone; a command whose threads have
+        # all ended may leave at once (cli/main.py).
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if isinstance(manager, threading.Thread):
+            manager.join(1.0)
 
 
 class DaskExecutor:

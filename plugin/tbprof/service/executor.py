@@ -427,7 +427,9 @@ class ProcessPool:
             return False
         if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
             return False
-        if can_fork_now():
+        if can_fork_now() and self.workers <= default_cores():
+            # (More workers than cores would each import on a shared core: the fork server
+            # imports once.)
             self._start_forked()
             return True
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
@@ -578,6 +580,11 @@ def default_workers() -> int:
     env = os.environ.get(WORKERS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return default_cores()
+
+
+def default_cores() -> int:
+    """The cores this process may use."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tbprof.cache.disk_cache import cache_key
+from tbprof.cache.disk_cache import cache_keys
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import ProfileReadError
 from tbprof.service.executor import Progress
@@ -141,7 +141,7 @@ class HostPartials:
         if fmt not in PARTIAL_FORMATS:
             return None
         looked = time.perf_counter()
-        keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
+        keys = dict(zip(hosts, cache_keys([run.hosts[h] for h in hosts], fmt), strict=True))
         got: dict[str, HostPartial] = {}
         errors: dict[str, dict[str, str]] = {}
         # One listing of the partial files, not a failed open per host of a pod seen first.

@@ -63,16 +63,21 @@ class HostPartials:
             self._files_ = PartialFiles(self.cache.disk.root)
         return self._files_
 
-    def keep(self, key: str, blob: bytes) -> HostPartial | None:
+    def keep(self, key: str, blob: bytes, checked: bool = True) -> HostPartial | None:
+        """Decodes and keeps a host's partial (``checked``: verify its checksum, as for a file)."""
         from tbprof.analyses.partials import partial_from_bytes
         from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
 
         try:
-            part = partial_from_bytes(blob)
+            part = partial_from_bytes(blob, checked)
         except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
             return None
         # Sized from the blob: walking the decoded objects costs time per host (bench/measurements.md#services).
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+
+    def keep_fresh(self, key: str, blob: bytes) -> HostPartial | None:
+        """``keep`` of a partial a worker has just sent (it never was on a disk: no checksum to verify)."""
+        return self.keep(key, blob, checked=False)
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
         """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""
@@ -82,7 +87,7 @@ class HostPartials:
         if len(keys) < 2:
             return
         try:
-            combined = decode_partials(blob).combined
+            combined = decode_partials(blob, checked=False).combined  # a worker's answer, never on disk
         except (ValueError, KeyError, TypeError, IndexError):  # the tables are then combined host by host
             return
         self._memo.clear_key(("combined", keys))
@@ -156,7 +161,7 @@ class HostPartials:
         if len(missing) > 1:
             self.conversion.phase_seconds = {"lookup_s": time.perf_counter() - looked}
             for r in self.conversion.prepare(run, missing, fmt, progress, write_store=False, unloaded=True,
-                                             keep_partial=self.keep, keep_combined=self.keep_combined):
+                                             keep_partial=self.keep_fresh, keep_combined=self.keep_combined):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:

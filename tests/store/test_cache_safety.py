@@ -159,3 +159,21 @@ def test_cache_keys_of_a_folder_are_each_files_key(profiles_root: Path, tmp_path
     assert cache_keys(paths, "xspace") != cache_keys(paths, "chrome_trace")
     with pytest.raises(ProfileReadError, match="cannot read the file"):
         cache_keys([files[0], tmp_path / "gone.xplane.pb"], "xspace")
+
+
+def test_listed_keys_find_what_has_finds(profiles_root: Path, cache_dir: Path) -> None:
+    """A pod's lookup lists the stores folder once (issue #28): a key in the listing is still
+    checked as ``has`` checks it, one not in it is absent without a stat."""
+    path = xplane_of(profiles_root, "jax_mlp")
+    cache = ProfileCache(cache_dir)
+    assert cache.listed_keys() == set()
+    cache.get(path, xplane.read_xspace)
+    cache.flush()
+    key = cache_key(path, "xspace")
+    listed = cache.listed_keys()
+    assert listed == {key}
+    cache.clear_memory()
+    assert cache.contains_key(key, listed) and cache.contains_key(key)
+    assert not cache.contains_key("0" * 32, listed) and not cache.contains_key("0" * 32)
+    shutil.rmtree(cache_dir / "stores" / key)  # listed, but gone since: has() decides
+    assert not cache.contains_key(key, listed)

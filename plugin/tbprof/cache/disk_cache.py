@@ -110,24 +110,26 @@ def cache_keys(paths: Sequence[Location], extra: str = "") -> list[str]:
     (a pod's hosts share one folder), not once per file: resolving checks every folder on the
     way, which made looking up a 1024-host pod's keys a phase of its own (bench/pod_scale.py).
     A file that is itself a link is resolved as ``cache_key`` does."""
-    folders: dict[Path, Path] = {}
+    folders: dict[str, str] = {}
     out = []
     for path in paths:
         if not isinstance(path, Path) or path.name in ("", ".", ".."):
             out.append(cache_key(path, extra))
             continue
+        text = str(path)
         try:
-            st = os.lstat(path)
+            st = os.lstat(text)
         except OSError:
             out.append(cache_key(path, extra))  # its error, as cache_key words it
             continue
         if stat.S_ISLNK(st.st_mode):
             out.append(cache_key(path, extra))
             continue
-        folder = folders.get(path.parent)
+        parent, name = os.path.split(text)
+        folder = folders.get(parent)
         if folder is None:
-            folder = folders[path.parent] = path.parent.resolve()
-        out.append(_key(folder / path.name, st, extra))
+            folder = folders[parent] = str(path.parent.resolve())
+        out.append(_key(os.path.join(folder, name), st, extra))
     return out
 
 
@@ -322,6 +324,16 @@ class DiskCache:
 
     def discard(self, entry: Path) -> None:
         self._discard(entry)
+
+    def listed(self) -> set[str] | None:
+        """The names in the stores folder (one listing: the keys ``has`` may find; a pod's lookup
+        asks it once instead of twice per host), None when it cannot be listed."""
+        try:
+            return set(os.listdir(self.root / "stores"))
+        except FileNotFoundError:
+            return set()
+        except OSError:
+            return None
 
     def has(self, key: str) -> bool:
         meta = self._entry(key) / META

@@ -157,7 +157,9 @@ class HostPartials:
                 got[h] = part
             elif keys[h] in self._unreadable:
                 errors[h] = {**self._unreadable[keys[h]], "host": h}
-        missing = [h for h in hosts if h not in got and h not in errors and not self.cache.contains_key(keys[h])]
+        listed = self.cache.listed_keys() if len(hosts) > 1 else None  # one listing, not a stat per host
+        missing = [h for h in hosts
+                   if h not in got and h not in errors and not self.cache.contains_key(keys[h], listed)]
         if len(missing) > 1:
             self.conversion.phase_seconds = {"lookup_s": time.perf_counter() - looked}
             for r in self.conversion.prepare(run, missing, fmt, progress, write_store=False, unloaded=True,

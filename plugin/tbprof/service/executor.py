@@ -402,6 +402,11 @@ class ProcessPool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        # numpy first, which this process needs anyway: each worker then inherits it instead of
+        # importing it (the largest import; 64 workers importing it at once were ready after
+        # ~1.1 s, forked after it ~0.3 s: bench/measurements.md#services).
+        import numpy  # noqa: F401
+
         with self._pool_lock:
             if self._pool is not None:
                 return

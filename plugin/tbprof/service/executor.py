@@ -403,8 +403,8 @@ class ProcessPool:
         from concurrent.futures import ProcessPoolExecutor
 
         # numpy first, which this process needs anyway: each worker then inherits it instead of
-        # importing it (the largest import; 64 workers importing it at once were ready after
-        # ~1.1 s, forked after it ~0.3 s: bench/measurements.md#services).
+        # importing it, the largest import, which many workers importing at once made them
+        # ready several times later (bench/measurements.md#services).
         import numpy  # noqa: F401
 
         with self._pool_lock:

@@ -196,3 +196,34 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
         assert len(parts) == 300 and parts.segments
     assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
     assert results[0][0]["summary"]["host_count"] == 300
+
+
+@pytest.mark.slow
+def test_300_hosts_through_the_command_on_a_forked_pool(pod300: Path, tmp_path: Path) -> None:
+    """``tbprof summary`` of a pod worth a pool forks its workers itself (issue #28: before it
+    imports, while it has no other thread), and leaves at once after the answer: the JSON is the
+    in-process command's, the exit clean (no warning on stderr: a forked pool leaves no named
+    semaphores behind)."""
+    import subprocess
+
+    def command(workers: int, cache: str) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, TBPROF_CACHE_DIR=str(tmp_path / cache))
+        return subprocess.run([sys.executable, "-m", "tbprof.cli", "summary", str(pod300), "--json", "--workers",
+                               str(workers)], env=env, capture_output=True, text=True, timeout=600)
+
+    single, pooled = command(1, "c1"), command(2, "c2")
+    assert single.returncode == 0 and pooled.returncode == 0, pooled.stderr
+    assert json.loads(pooled.stdout) == json.loads(single.stdout)
+    assert json.loads(pooled.stdout)["host_count"] == 300
+    assert pooled.stderr == ""
+    # The workers were forked from the command (not the fork server's).
+    probe = f"""
+from tbprof.service.executor import ProcessPool
+pool = ProcessPool(2)
+assert pool.start_early({str(pod300)!r})
+pool.wait_ready()
+print(pool.forked)
+pool.close(wait=False)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "True", out.stderr

@@ -25,7 +25,7 @@ from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
-from tbprof.service.executor import DaskExecutor, Executor, InProcess, ProcessPool, batches
+from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
 from tbprof.service.profiles import Profiles
 from tbprof.service.summary import _summary, summary
 
@@ -145,7 +145,7 @@ def test_batches_are_runs_of_consecutive_hosts() -> None:
     for workers in (1, 2, 3, 64):
         got = batches(tasks, workers)
         assert [t for b in got for t in b] == tasks  # in order, each once
-        assert len(got) == min(11, 2 * workers) and max(map(len, got)) - min(map(len, got)) <= 1
+        assert len(got) == min(11, BATCHES_PER_WORKER * workers) and max(map(len, got)) - min(map(len, got)) <= 1
 
 
 @pytest.mark.parametrize("batch_hosts", [2, 3, 4])

@@ -73,8 +73,11 @@ class HostTask:
 
 
 # Batches per worker: one would make the server merge the fewest tables, but a worker that
-# draws a batch of big hosts would then finish last alone; two lets the others take up the slack.
-BATCHES_PER_WORKER = 2
+# draws a batch of big hosts would then finish last alone, and the server would decode every
+# batch's partials at the end, when they all arrive together. Four let the others take up the
+# slack, and the server decode the first three quarters while the workers convert the rest
+# (faster than two on 32 cores at 256 and 1024 hosts: bench/measurements.md#services).
+BATCHES_PER_WORKER = 4
 
 
 def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:

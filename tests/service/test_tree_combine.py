@@ -141,11 +141,15 @@ def test_covers_every_partial_tool() -> None:
 def test_batches_are_runs_of_consecutive_hosts() -> None:
     from tbprof.service.executor import HostTask
 
-    tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(11)]
-    for workers in (1, 2, 3, 64):
-        got = batches(tasks, workers)
-        assert [t for b in got for t in b] == tasks  # in order, each once
-        assert len(got) == min(11, BATCHES_PER_WORKER * workers) and max(map(len, got)) - min(map(len, got)) <= 1
+    for hosts in (1, 3, 11, 256, 1024):
+        tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(hosts)]
+        for workers in (1, 2, 3, 64):
+            got = batches(tasks, workers)
+            assert [t for b in got for t in b] == tasks  # in order, each once
+            assert max(map(len, got)) - min(map(len, got)) <= 1
+            assert min(hosts, workers) <= len(got) <= BATCHES_PER_WORKER * workers  # every worker has work
+            if hosts >= 2 * workers:  # hosts enough: no batch of one host, which combines nothing
+                assert min(map(len, got)) >= 2
 
 
 @pytest.mark.parametrize("batch_hosts", [2, 3, 4])

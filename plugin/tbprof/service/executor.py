@@ -83,8 +83,9 @@ BATCHES_PER_WORKER = 4
 def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:
     """The tasks cut into at most ``workers * BATCHES_PER_WORKER`` runs of consecutive hosts of
     nearly equal count (consecutive: a batch's combined op tables then stand for a run of the
-    pod's hosts, see analyses/partials.PodPartials)."""
-    n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER))
+    pod's hosts, see analyses/partials.PodPartials), of two hosts at least where there are
+    hosts enough for every worker (a batch of one host combines nothing)."""
+    n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER), max(1, workers, len(tasks) // 2))
     size, extra = divmod(len(tasks), n) if n else (0, 0)
     out, start = [], 0
     for i in range(n):

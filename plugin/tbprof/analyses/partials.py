@@ -490,6 +490,23 @@ def partial_from_bytes(blob: bytes, checked: bool = True) -> HostPartial:
     return hosts[0]
 
 
+# Carried values that nearly every all-hosts answer reads of every host (the step table of the
+# overview, input pipeline, pod viewer and ``tbprof summary``; the summary's GPU shares): the
+# server decodes them as each worker's batch arrives (``decode_on_arrival``), while the other
+# workers still convert, instead of all at once when the answer is combined.
+ON_ARRIVAL = ("steps", "gpu_summary")
+
+
+def decode_on_arrival(part: HostPartial) -> None:
+    """Decodes the ``ON_ARRIVAL`` values of a host's partial now; one that cannot be decoded is
+    left for the tool that asks for it (which then says why)."""
+    for name in ON_ARRIVAL:
+        try:
+            part.carried(_CARRIED_BY_NAME[name].key)
+        except (LookupError, ValueError, TypeError):
+            pass
+
+
 # --- combining in a tree -----------------------------------------------------------------------
 
 # Carried values the all-hosts tools only ever sum over all hosts (``op_metrics.hosts_op_metrics``):

@@ -76,8 +76,15 @@ class HostPartials:
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
 
     def keep_fresh(self, key: str, blob: bytes) -> HostPartial | None:
-        """``keep`` of a partial a worker has just sent (it never was on a disk: no checksum to verify)."""
-        return self.keep(key, blob, checked=False)
+        """``keep`` of a partial a worker has just sent (it never was on a disk: no checksum to
+        verify), with the values every all-hosts answer reads decoded now, while other workers
+        still convert (``analyses.partials.ON_ARRIVAL``)."""
+        from tbprof.analyses.partials import decode_on_arrival
+
+        part = self.keep(key, blob, checked=False)
+        if part is not None:
+            decode_on_arrival(part)
+        return part
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
         """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""

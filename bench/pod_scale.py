@@ -86,6 +86,8 @@ def main() -> int:
     ap.add_argument("--timings", action="store_true", help="print each run's phase line")
     ap.add_argument("--xprof-python", default=None, help="XProf's Python: its all-hosts overview as the anchor")
     ap.add_argument("--tmp", type=Path, default=None, help="where the pods are written (default: a temp dir)")
+    ap.add_argument("--warmup-workers", type=int, default=None,
+                    help="workers of the untimed first run of each pod (default: the most of --workers)")
     args = ap.parse_args()
     variants = [tuple(v.split("=", 1)) for v in args.variant] or [("this", str(REPO / "plugin"))]
     workers = args.workers or default_workers()
@@ -97,7 +99,7 @@ def main() -> int:
             pod = Path(d) / f"pod{n}"
             folder = make_pod(pod, n, args.source or DEFAULT_SOURCES)
             for _label, path in variants:  # untimed: files in the page cache, compiled code warm
-                run_summary(path, pod, max(workers), False)
+                run_summary(path, pod, args.warmup_workers or max(workers), False)
             if args.xprof_python and n == min(args.hosts):
                 xp = xprof_overview_s(args.xprof_python, sorted(folder.glob("*.xplane.pb")))
                 if xp is not None:

@@ -371,3 +371,41 @@ def test_gpu_steps_inferred_from_repeated_module_launches(profiles_root: Path) -
     marked = steps_of(store)
     # A module launch spans the step's device compute, so it is at most the marked device step.
     assert np.all(st.duration_ps <= marked.duration_ps + 1)
+
+
+def _aligned_by_definition(per_host: list) -> np.ndarray:
+    """The all-hosts step alignment as the module docstring defines it: the step numbers every
+    host ran, by number when each host's numbers are unique, else by position."""
+    common = per_host[0].step_nums
+    for s in per_host[1:]:
+        common = np.intersect1d(common, s.step_nums)
+    if len(common) and all(len(np.unique(s.step_nums)) == s.n_steps for s in per_host):
+        return np.stack([np.argsort(s.step_nums, kind="stable")[np.searchsorted(np.sort(s.step_nums), common)]
+                         for s in per_host])
+    n = min(s.n_steps for s in per_host)
+    return np.stack([np.arange(n) for _ in per_host])
+
+
+@pytest.mark.parametrize("order", ["alike", "mixed"])
+def test_all_hosts_step_table_by_definition(profiles_root: Path, order: str) -> None:
+    """A pod's step table (issue #28 computes the alignment once when every host numbers its
+    steps alike, and the breakdown of the critical hosts only): each step's index in each host,
+    its time (the slowest host's) and its breakdown (that host's) are what the definition gives,
+    on jax_2hosts' real hosts repeated (numbered alike) and mixed with custom_loop's host."""
+    from tbprof.analyses.steps.table import step_table
+
+    two = [read_xspace(p) for p in sorted((profiles_root / "jax_2hosts").rglob("*.xplane.pb"))]
+    stores = two * 3 if order == "alike" else [*two, read_xspace(xplane_of(profiles_root, "custom_loop")), two[0]]
+    per_host = [steps_of(s) for s in stores]
+    if order == "alike":
+        assert all(np.array_equal(s.step_nums, per_host[0].step_nums) for s in per_host)
+    st = step_table(stores)
+    idx = _aligned_by_definition(per_host)
+    assert np.array_equal(st.step_index, idx) and st.step_index.dtype == idx.dtype and st.n_steps == idx.shape[1]
+    times = np.stack([s.duration_ps[idx[h]] / 1e9 for h, s in enumerate(per_host)])
+    crit = np.argmax(times, axis=0)
+    assert np.array_equal(st.host_index, crit) and np.array_equal(st.step_time_ms, times[crit, np.arange(st.n_steps)])
+    every = [step_breakdown.categories_ms(s.type_ps[idx[h]]) for h, s in enumerate(per_host)]
+    assert set(st.category_ms) == set(every[0])
+    for k, column in st.category_ms.items():
+        assert np.array_equal(column, np.array([every[int(crit[j])][k][j] for j in range(st.n_steps)]))

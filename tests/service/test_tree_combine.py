@@ -25,7 +25,7 @@ from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
-from tbprof.service.executor import DaskExecutor, Executor, InProcess, ProcessPool, batches
+from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
 from tbprof.service.profiles import Profiles
 from tbprof.service.summary import _summary, summary
 
@@ -141,11 +141,15 @@ def test_covers_every_partial_tool() -> None:
 def test_batches_are_runs_of_consecutive_hosts() -> None:
     from tbprof.service.executor import HostTask
 
-    tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(11)]
-    for workers in (1, 2, 3, 64):
-        got = batches(tasks, workers)
-        assert [t for b in got for t in b] == tasks  # in order, each once
-        assert len(got) == min(11, 2 * workers) and max(map(len, got)) - min(map(len, got)) <= 1
+    for hosts in (1, 3, 11, 256, 1024):
+        tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(hosts)]
+        for workers in (1, 2, 3, 64):
+            got = batches(tasks, workers)
+            assert [t for b in got for t in b] == tasks  # in order, each once
+            assert max(map(len, got)) - min(map(len, got)) <= 1
+            assert min(hosts, workers) <= len(got) <= BATCHES_PER_WORKER * workers  # every worker has work
+            if hosts >= 2 * workers:  # hosts enough: no batch of one host, which combines nothing
+                assert min(map(len, got)) >= 2
 
 
 @pytest.mark.parametrize("batch_hosts", [2, 3, 4])
@@ -196,3 +200,34 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
         assert len(parts) == 300 and parts.segments
     assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
     assert results[0][0]["summary"]["host_count"] == 300
+
+
+@pytest.mark.slow
+def test_300_hosts_through_the_command_on_a_forked_pool(pod300: Path, tmp_path: Path) -> None:
+    """``tbprof summary`` of a pod worth a pool forks its workers itself (issue #28: before it
+    imports, while it has no other thread), and leaves at once after the answer: the JSON is the
+    in-process command's, the exit clean (no warning on stderr: a forked pool leaves no named
+    semaphores behind)."""
+    import subprocess
+
+    def command(workers: int, cache: str) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, TBPROF_CACHE_DIR=str(tmp_path / cache))
+        return subprocess.run([sys.executable, "-m", "tbprof.cli", "summary", str(pod300), "--json", "--workers",
+                               str(workers)], env=env, capture_output=True, text=True, timeout=600)
+
+    single, pooled = command(1, "c1"), command(2, "c2")
+    assert single.returncode == 0 and pooled.returncode == 0, pooled.stderr
+    assert json.loads(pooled.stdout) == json.loads(single.stdout)
+    assert json.loads(pooled.stdout)["host_count"] == 300
+    assert pooled.stderr == ""
+    # The workers were forked from the command (not the fork server's).
+    probe = f"""
+from tbprof.service.executor import ProcessPool
+pool = ProcessPool(2)
+assert pool.start_early({str(pod300)!r})
+pool.wait_ready()
+print(pool.forked)
+pool.close(wait=False)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "True", out.stderr

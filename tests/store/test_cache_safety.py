@@ -140,3 +140,40 @@ def test_a_symlinked_entry_is_not_followed(profiles_root: Path, tmp_path: Path) 
     entry.symlink_to(planted)
     assert cache.disk is not None and cache.disk.load(key) is None
     assert planted.is_dir()  # the link's target is not ours to remove
+
+
+def test_cache_keys_of_a_folder_are_each_files_key(profiles_root: Path, tmp_path: Path) -> None:
+    """``cache_keys`` resolves a folder once for all its files (issue #28: a pod's lookup); each
+    key is still ``cache_key``'s: through a linked file, a linked folder, '..' in the path, a
+    relative path, and a file that is gone (its error)."""
+    from tbprof.cache.disk_cache import cache_keys
+    from tbprof.errors import ProfileReadError
+
+    files = sorted(profiles_root.rglob("*.xplane.pb"))
+    (tmp_path / "file.pb").symlink_to(files[0])
+    (tmp_path / "folder").symlink_to(files[1].parent)
+    odd = [tmp_path / "file.pb", tmp_path / "folder" / files[1].name,
+           files[2].parent / ".." / files[2].parent.name / files[2].name, Path(os.path.relpath(files[3]))]
+    paths = files + odd
+    assert cache_keys(paths, "xspace") == [cache_key(p, "xspace") for p in paths]
+    assert cache_keys(paths, "xspace") != cache_keys(paths, "chrome_trace")
+    with pytest.raises(ProfileReadError, match="cannot read the file"):
+        cache_keys([files[0], tmp_path / "gone.xplane.pb"], "xspace")
+
+
+def test_listed_keys_find_what_has_finds(profiles_root: Path, cache_dir: Path) -> None:
+    """A pod's lookup lists the stores folder once (issue #28): a key in the listing is still
+    checked as ``has`` checks it, one not in it is absent without a stat."""
+    path = xplane_of(profiles_root, "jax_mlp")
+    cache = ProfileCache(cache_dir)
+    assert cache.listed_keys() == set()
+    cache.get(path, xplane.read_xspace)
+    cache.flush()
+    key = cache_key(path, "xspace")
+    listed = cache.listed_keys()
+    assert listed == {key}
+    cache.clear_memory()
+    assert cache.contains_key(key, listed) and cache.contains_key(key)
+    assert not cache.contains_key("0" * 32, listed) and not cache.contains_key("0" * 32)
+    shutil.rmtree(cache_dir / "stores" / key)  # listed, but gone since: has() decides
+    assert not cache.contains_key(key, listed)

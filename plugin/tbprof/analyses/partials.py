@@ -236,6 +236,9 @@ CARRIED: tuple[Carried, ...] = (
 )
 
 
+_CARRIED_BY_NAME = {c.name: c for c in CARRIED}
+
+
 # --- the stand-in store ------------------------------------------------------------------------
 
 class PlaneInfo:
@@ -401,8 +404,11 @@ class DecodedPartials:
     combined: dict[Hashable, Callable[[], Any]]  # by memo key, decoded on call
 
 
-def decode_partials(blob: bytes) -> DecodedPartials:
-    """``encode_partials``' blob as HostPartials; ValueError when it is not one of this version."""
+def decode_partials(blob: bytes, checked: bool = True) -> DecodedPartials:
+    """``encode_partials``' blob as HostPartials; ValueError when it is not one of this version.
+    ``checked=False`` skips the checksum, for a blob that never left memory (a worker's answer
+    to the server): it guards against damage on disk. Every host of a pod passes here in the
+    server, one after the other, so this does no work that a host's first use does not need."""
     if len(blob) < _PREFIX.size:
         raise ValueError("not a tbprof partial")
     magic, version, table_len, header_len, crc = _PREFIX.unpack_from(blob)
@@ -410,54 +416,95 @@ def decode_partials(blob: bytes) -> DecodedPartials:
         raise ValueError("not a tbprof partial")
     if version != PARTIAL_VERSION:
         raise ValueError(f"partial version {version!r}, expected {PARTIAL_VERSION}")
-    if zlib.crc32(memoryview(blob)[_PREFIX.size:]) != crc:
+    if checked and zlib.crc32(memoryview(blob)[_PREFIX.size:]) != crc:
         raise ValueError("damaged partial (checksum)")
     start = _PREFIX.size + table_len + header_len
     data_start = start + (-start % _ALIGN)
     if data_start > len(blob):
         raise ValueError("truncated partial")
-    table = json.loads(bytes(blob[_PREFIX.size:_PREFIX.size + table_len]))
-    # One writable copy of the arrays' bytes: the arrays are views of it (tools may write in place).
-    data = bytearray(memoryview(blob)[data_start:])
+    # The array table and the writable copy of the data are made on first use (a value decoded).
+    state: dict[str, Any] = {}
 
     def array(i: int) -> np.ndarray:
-        dtype_str, offset, count = table[i]
+        if "table" not in state:
+            state["table"] = json.loads(blob[_PREFIX.size:_PREFIX.size + table_len])
+        dtype_str, offset, count = state["table"][i]
         dtype = np.dtype(dtype_str)
+        data = buffer()
         if dtype.kind not in _NUMERIC_KINDS or offset < 0 or count < 0 or offset + count * dtype.itemsize > len(data):
             raise ValueError(f"bad array {i} in a partial")
         return np.frombuffer(data, dtype=dtype, count=count, offset=offset)
 
+    def buffer() -> bytearray:
+        # One writable copy of the arrays' bytes: the arrays are views of it (tools may write in place).
+        if "data" not in state:
+            state["data"] = bytearray(memoryview(blob)[data_start:])
+        data: bytearray = state["data"]
+        return data
+
     def hook(d: dict[str, Any]) -> Any:
         return array(d["__buf__"]) if len(d) == 1 and "__buf__" in d else d
 
+    data_len = len(blob) - data_start
+
     def later(span: list[int], unpack: Callable[[dict[str, Any]], Any]) -> Callable[[], Any]:
         offset, length = int(span[0]), int(span[1])
-        if offset < 0 or length < 0 or offset + length > len(data):
+        if offset < 0 or length < 0 or offset + length > data_len:
             raise ValueError("bad text span in a partial")
-        return lambda: unpack(json.loads(bytes(data[offset:offset + length]), object_hook=hook))
+        at = data_start + offset
+        return lambda: unpack(json.loads(blob[at:at + length], object_hook=hook))
 
-    header = json.loads(bytes(blob[_PREFIX.size + table_len:start]), object_hook=hook)
-    carried = {c.name: c for c in CARRIED}
+    header_bytes = blob[_PREFIX.size + table_len:start]
+    # Arrays in the header itself are rare (a plane stat holding one): parse with the hook only then.
+    header = json.loads(header_bytes, object_hook=hook) if b'"__buf__"' in header_bytes else json.loads(header_bytes)
     hosts = []
     for d in header["hosts"]:
+        spans = d["carried"]
         hosts.append(HostPartial(
             host=d["host"], format=d["format"], source_path=d["source_path"], span_ps=int(d["span_ps"]),
             hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
             metadata=_unpack_value(d["metadata"]),
             planes=[PlaneInfo(p["name"], int(p["n_events"]), packed=p["plane_stats"]) for p in d["planes"]],
             summary=d["summary"], available_tools=list(d["available_tools"]),
-            lazy={c.key: later(d["carried"][c.name], c.unpack) for c in CARRIED if c.name in d["carried"]}))
-    combined = {carried[name].key: later(span, carried[name].unpack) for name, span in header["combined"].items()
-                if name in carried}
+            lazy={c.key: later(spans[c.name], c.unpack) for c in CARRIED if c.name in spans}))
+    combined = {_CARRIED_BY_NAME[name].key: later(span, _CARRIED_BY_NAME[name].unpack)
+                for name, span in header["combined"].items() if name in _CARRIED_BY_NAME}
     return DecodedPartials(hosts, combined)
 
 
-def partial_from_bytes(blob: bytes) -> HostPartial:
+def partial_is_intact(blob: bytes) -> bool:
+    """Whether a blob is a partial of this version whose checksum holds (a worker checks a cached
+    file before it sends it: the server does not check what workers send)."""
+    try:
+        decode_partials(blob)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return False
+    return True
+
+
+def partial_from_bytes(blob: bytes, checked: bool = True) -> HostPartial:
     """The one host partial of a blob (a host's cache file); ValueError otherwise."""
-    hosts = decode_partials(blob).hosts
+    hosts = decode_partials(blob, checked).hosts
     if len(hosts) != 1:
         raise ValueError(f"a host partial holds one host, not {len(hosts)}")
     return hosts[0]
+
+
+# Carried values that nearly every all-hosts answer reads of every host (the step table of the
+# overview, input pipeline, pod viewer and ``tbprof summary``; the summary's GPU shares): the
+# server decodes them as each worker's batch arrives (``decode_on_arrival``), while the other
+# workers still convert, instead of all at once when the answer is combined.
+ON_ARRIVAL = ("steps", "gpu_summary")
+
+
+def decode_on_arrival(part: HostPartial) -> None:
+    """Decodes the ``ON_ARRIVAL`` values of a host's partial now; one that cannot be decoded is
+    left for the tool that asks for it (which then says why)."""
+    for name in ON_ARRIVAL:
+        try:
+            part.carried(_CARRIED_BY_NAME[name].key)
+        except (LookupError, ValueError, TypeError):
+            pass
 
 
 # --- combining in a tree -----------------------------------------------------------------------

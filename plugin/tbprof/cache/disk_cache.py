@@ -31,10 +31,11 @@ import logging
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -91,14 +92,45 @@ def cache_key(path: Location, extra: str = "") -> str:
         st = path.stat()
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
+    return _key(path.resolve(), st, extra)
+
+
+def _key(resolved: object, st: Any, extra: str) -> str:
     # Inode and ctime too (a local file's; an object's listing has neither): a file rewritten with
     # its old size and mtime (``cp -p``, ``touch -r``, a tool restoring times) gets a new ctime, and a
     # file replaced by a rename a new inode, so neither serves the old file's results.
     ino, ctime_ns = getattr(st, "st_ino", 0), getattr(st, "st_ctime_ns", 0)
-    raw = (f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ino}|{ctime_ns}|{__version__}|{FORMAT_VERSION}"
-           f"|{extra}")
+    raw = f"{resolved}|{st.st_size}|{st.st_mtime_ns}|{ino}|{ctime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
     # A POSIX path is bytes: one that is not UTF-8 holds surrogate escapes, kept as its bytes.
     return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def cache_keys(paths: Sequence[Location], extra: str = "") -> list[str]:
+    """``cache_key`` of each path. A local folder's real path is resolved once for all its files
+    (a pod's hosts share one folder), not once per file: resolving checks every folder on the
+    way, which made looking up a 1024-host pod's keys a phase of its own (bench/pod_scale.py).
+    A file that is itself a link is resolved as ``cache_key`` does."""
+    folders: dict[str, str] = {}
+    out = []
+    for path in paths:
+        if not isinstance(path, Path) or path.name in ("", ".", ".."):
+            out.append(cache_key(path, extra))
+            continue
+        text = str(path)
+        try:
+            st = os.lstat(text)
+        except OSError:
+            out.append(cache_key(path, extra))  # its error, as cache_key words it
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out.append(cache_key(path, extra))
+            continue
+        parent, name = os.path.split(text)
+        folder = folders.get(parent)
+        if folder is None:
+            folder = folders[parent] = str(path.parent.resolve())
+        out.append(_key(os.path.join(folder, name), st, extra))
+    return out
 
 
 def _to_json(value: Any) -> Any:
@@ -292,6 +324,16 @@ class DiskCache:
 
     def discard(self, entry: Path) -> None:
         self._discard(entry)
+
+    def listed(self) -> set[str] | None:
+        """The names in the stores folder (one listing: the keys ``has`` may find; a pod's lookup
+        asks it once instead of twice per host), None when it cannot be listed."""
+        try:
+            return set(os.listdir(self.root / "stores"))
+        except FileNotFoundError:
+            return set()
+        except OSError:
+            return None
 
     def has(self, key: str) -> bool:
         meta = self._entry(key) / META

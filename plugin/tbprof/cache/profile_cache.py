@@ -192,11 +192,18 @@ class ProfileCache:
             return False
         return self.contains_key(key)
 
-    def contains_key(self, key: str) -> bool:
-        """``contains`` for a cache key already computed (a pod's hosts: no second stat each)."""
+    def contains_key(self, key: str, listed: set[str] | None = None) -> bool:
+        """``contains`` for a cache key already computed (a pod's hosts: no second stat each);
+        ``listed``: ``listed_keys()``, taken once for many keys."""
         if self._memo.contains(("store", key)):
             return True
+        if listed is not None and key not in listed:
+            return False
         return self.disk is not None and self.disk.has(key)
+
+    def listed_keys(self) -> set[str] | None:
+        """The keys the local disk cache may hold (one listing), None where unknown (no local cache)."""
+        return self.disk.listed() if isinstance(self.disk, DiskCache) else None
 
     def clear_memory(self) -> None:
         self._memo.clear()

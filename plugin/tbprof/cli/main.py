@@ -96,17 +96,27 @@ def _chosen(argv: Sequence[str]) -> str | None:
 _READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check"})
 
 
+# numpy's BLAS starts a thread per core when it is imported, unless told otherwise: on a
+# many-core machine that slowed the import of every process (the command and each worker), and
+# 64 workers would hold 64 threads each. tbprof's analyses do no large matrix products.
+# Set for this process and its workers only where the user has not set them.
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def entry() -> None:
     """The ``tbprof`` command (console script and ``python -m tbprof.cli``): the process ends
     after the answer, so the disk-cache writes go to a detached child (``finish_writes``).
 
     A read-only command then leaves with ``os._exit``: tearing down the interpreter (collecting the
     objects of a converted profile, module by module) took a noticeable time after a large profile
-    (bench/measurements.md#serving), all of it after the user had the answer. Only when no other
-    thread or child process is alive: those would be cut off.
+    (bench/measurements.md#serving), all of it after the user had the answer. Only when no thread
+    but daemons and no child process is alive (those would be cut off), and no pool left named
+    semaphores behind.
     """
+    for name in BLAS_THREAD_VARS:
+        os.environ.setdefault(name, "1")
     code = main(detach_writes=True)
-    if _chosen(sys.argv[1:]) in _READ_ONLY and threading.active_count() == 1 and not _children_alive():
+    if _chosen(sys.argv[1:]) in _READ_ONLY and not _still_running():
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -116,11 +126,19 @@ def entry() -> None:
     sys.exit(code)
 
 
-def _children_alive() -> bool:
+def _still_running() -> bool:
+    """Whether something would be cut off by ``os._exit``: a thread that is not a daemon (the
+    interpreter would wait for it: a cache write, a pool's thread), a child process, or the
+    named semaphores of a fork-server pool (only an orderly exit unlinks them; else the resource
+    tracker warns on stderr). A pool forked from this process and closed has none of these."""
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return True
+    executor = sys.modules.get("tbprof.service.executor")
+    if executor is not None and executor.orderly_exit_needed():
+        return True
     mp = sys.modules.get("multiprocessing")
-    # A process pool that ran (its workers ended after the answer) left named semaphores that
-    # only an orderly exit unlinks (else the resource tracker warns on stderr): exit normally.
-    return mp is not None and (bool(mp.active_children()) or "concurrent.futures.process" in sys.modules)
+    return mp is not None and bool(mp.active_children())
 
 
 def exit_code(error: Exception) -> int:

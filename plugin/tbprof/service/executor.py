@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -72,15 +73,19 @@ class HostTask:
 
 
 # Batches per worker: one would make the server merge the fewest tables, but a worker that
-# draws a batch of big hosts would then finish last alone; two lets the others take up the slack.
-BATCHES_PER_WORKER = 2
+# draws a batch of big hosts would then finish last alone, and the server would decode every
+# batch's partials at the end, when they all arrive together. Four let the others take up the
+# slack, and the server decode the first three quarters while the workers convert the rest
+# (faster than two on 32 cores at 256 and 1024 hosts: bench/measurements.md#services).
+BATCHES_PER_WORKER = 4
 
 
 def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:
     """The tasks cut into at most ``workers * BATCHES_PER_WORKER`` runs of consecutive hosts of
     nearly equal count (consecutive: a batch's combined op tables then stand for a run of the
-    pod's hosts, see analyses/partials.PodPartials)."""
-    n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER))
+    pod's hosts, see analyses/partials.PodPartials), of two hosts at least where there are
+    hosts enough for every worker (a batch of one host combines nothing)."""
+    n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER), max(1, workers, len(tasks) // 2))
     size, extra = divmod(len(tasks), n) if n else (0, 0)
     out, start = [], 0
     for i in range(n):
@@ -105,7 +110,7 @@ def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
 
     started = time.perf_counter()
     try:
-        combined = combine_partials([partial_from_bytes(r["partial"]) for r in with_partial])
+        combined = combine_partials([partial_from_bytes(r["partial"], checked=False) for r in with_partial])
         out["combined"] = encode_partials([], combined)
     except (ValueError, TypeError):  # the server then combines host by host
         log.debug("tbprof: no combined tables for a batch", exc_info=True)
@@ -132,6 +137,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
     from tbprof.analyses.overview.profile_summary import summarize_store
+    from tbprof.analyses.partials import partial_is_intact
     from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
     from tbprof.cache.profile_cache import convert_file
@@ -160,6 +166,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         disk = open_disk_cache(task.cache_dir, user_cache_dir())
         files = PartialFiles(disk.root)
         partial = files.load(key) if task.want_partial and not task.write_store else None
+        if partial is not None and not partial_is_intact(partial):  # damaged on disk: convert again
+            partial = None
         if partial is not None:  # everything the request needs is in the cache: read no store
             return {"host": task.host, "key": key, "cached": True, "stored": False,
                     "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
@@ -301,6 +309,42 @@ def _worker_ready() -> bool:
     return True
 
 
+def _preload_worker() -> None:
+    """A forked worker's first act (``ProcessPool.start_early``): it imports what the fork server
+    would have preloaded, each worker in parallel with the others and with the command. A module
+    that fails to import is skipped, as the fork server skips it (the task then says why)."""
+    import importlib
+
+    from tbprof.service.tools import TOOL_MODULES
+
+    for name in WORKER_PRELOAD + list(TOOL_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            log.debug("tbprof: a worker could not preload %s", name, exc_info=True)
+
+
+# Whether a pool of this process was started by a fork server (or spawned): its queues' named
+# semaphores are unlinked by the resource tracker at an orderly exit only (``orderly_exit_needed``).
+_named_semaphores = False
+
+
+def orderly_exit_needed() -> bool:
+    """Whether this process must exit through the interpreter's shutdown (not ``os._exit``): a
+    pool started by the fork server left named semaphores that only an orderly exit unlinks. A
+    pool forked from this process (``ProcessPool.start_early``) has none."""
+    return _named_semaphores
+
+
+def can_fork_now() -> bool:
+    """Whether this process may fork its workers itself: Linux, and no thread but this one alive
+    (a fork copies only the calling thread: a lock another thread held stays held in the child)."""
+    import multiprocessing
+
+    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+            and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
+
+
 # Below this many bytes of host files, a pool that is not running yet is not started: the
 # hosts convert in this process. Starting the pool (fork server, imports) costs about what 2
 # workers save on a few tens of MB of hosts; a 64-host pod below this size summarised faster
@@ -311,11 +355,13 @@ POOL_MIN_BYTES = 64 << 20
 
 class ProcessPool:
     """A local pool of worker processes forked from a fork server (never from the threaded
-    server itself: a fork of a process with threads can inherit a held lock and hang).
+    server itself: a fork of a process with threads can inherit a held lock and hang), or, for
+    a one-shot command that has started no thread yet, forked from the command itself
+    (``start_early``).
 
-    Started by ``start`` (a server, at its start) or by the first batch of hosts whose files
-    total at least ``min_pool_bytes`` (the CLI: a small pod converts in-process, sooner than
-    the pool would start)."""
+    Started by ``start`` (a server, at its start), by ``start_early`` (a command, before it
+    imports and lists) or by the first batch of hosts whose files total at least
+    ``min_pool_bytes`` (a small pod converts in-process, sooner than the pool would start)."""
 
     name = "process-pool"
 
@@ -327,6 +373,7 @@ class ProcessPool:
         self._started: list[Future[bool]] = []
         self._starting: threading.Thread | None = None  # start_early's
         self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
+        self.forked = False  # the running pool was forked from this process (start_early)
 
     def _get_pool(self) -> ProcessPoolExecutor:
         with self._pool_lock:
@@ -337,6 +384,7 @@ class ProcessPool:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            global _named_semaphores
             method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
             ctx = multiprocessing.get_context(method)
             if method == "forkserver":
@@ -344,7 +392,34 @@ class ProcessPool:
 
                 ctx.set_forkserver_preload(WORKER_PRELOAD + list(TOOL_MODULES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self.forked = False
+            _named_semaphores = True
         return self._pool
+
+    def _start_forked(self) -> None:
+        """Forks the workers from this process now, each importing what a conversion needs
+        (``_preload_worker``) in parallel with the others and with this process. Called while
+        this process has no other thread and has imported little: a fork then takes a fraction
+        of a millisecond, where the fork server first imports everything itself (an interpreter
+        start and numpy) and then forks the workers one request at a time
+        (bench/measurements.md#services)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # numpy first, which this process needs anyway: each worker then inherits it instead of
+        # importing it, the largest import, which many workers importing at once made them
+        # ready several times later (bench/measurements.md#services).
+        import numpy  # noqa: F401
+
+        with self._pool_lock:
+            if self._pool is not None:
+                return
+            pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_preload_worker)
+            # With fork, the first submit forks every worker (before the pool's own threads start).
+            self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+            self._pool = pool
+            self.forked = True
 
     def start(self) -> None:
         """Starts the workers now (they import in the background while the caller lists the
@@ -353,14 +428,22 @@ class ProcessPool:
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
 
     def start_early(self, logdir: str) -> bool:
-        """Starts the workers on a thread when ``logdir`` is a local folder with a run of at least
-        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for): the
-        fork server then imports numpy and tbprof while this process does the same and lists the
-        logdir, instead of after. A small pod or a single host starts nothing."""
+        """Starts the workers when ``logdir`` is a local folder with a run of at least
+        ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for), so
+        that they import numpy and tbprof while this process does the same and lists the logdir,
+        instead of after. A small pod or a single host starts nothing.
+
+        In a process with no other thread (a command, first thing) the workers are forked from
+        it at once (``_start_forked``); else the fork server starts them on a thread."""
         if self._pool is not None or not os.path.isdir(logdir):
             return False
         if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
             return False
+        if can_fork_now() and self.workers <= default_cores():
+            # (More workers than cores would each import on a shared core: the fork server
+            # imports once.)
+            self._start_forked()
+            return True
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
         self._starting.start()
         return True
@@ -439,6 +522,11 @@ class ProcessPool:
             proc.terminate()
         for proc in procs:
             proc.join(1.0)
+        # The pool's own thread ends once it sees its workers gone; a command whose threads have
+        # all ended may leave at once (cli/main.py).
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if isinstance(manager, threading.Thread):
+            manager.join(1.0)
 
 
 class DaskExecutor:
@@ -504,6 +592,11 @@ def default_workers() -> int:
     env = os.environ.get(WORKERS_ENV, "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return default_cores()
+
+
+def default_cores() -> int:
+    """The cores this process may use."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux

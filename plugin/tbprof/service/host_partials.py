@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tbprof.cache.disk_cache import cache_key
+from tbprof.cache.disk_cache import cache_keys
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import ProfileReadError
 from tbprof.service.executor import Progress
@@ -63,16 +63,28 @@ class HostPartials:
             self._files_ = PartialFiles(self.cache.disk.root)
         return self._files_
 
-    def keep(self, key: str, blob: bytes) -> HostPartial | None:
+    def keep(self, key: str, blob: bytes, checked: bool = True) -> HostPartial | None:
+        """Decodes and keeps a host's partial (``checked``: verify its checksum, as for a file)."""
         from tbprof.analyses.partials import partial_from_bytes
         from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
 
         try:
-            part = partial_from_bytes(blob)
+            part = partial_from_bytes(blob, checked)
         except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
             return None
         # Sized from the blob: walking the decoded objects costs time per host (bench/measurements.md#services).
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+
+    def keep_fresh(self, key: str, blob: bytes) -> HostPartial | None:
+        """``keep`` of a partial a worker has just sent (it never was on a disk: no checksum to
+        verify), with the values every all-hosts answer reads decoded now, while other workers
+        still convert (``analyses.partials.ON_ARRIVAL``)."""
+        from tbprof.analyses.partials import decode_on_arrival
+
+        part = self.keep(key, blob, checked=False)
+        if part is not None:
+            decode_on_arrival(part)
+        return part
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
         """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""
@@ -82,7 +94,7 @@ class HostPartials:
         if len(keys) < 2:
             return
         try:
-            combined = decode_partials(blob).combined
+            combined = decode_partials(blob, checked=False).combined  # a worker's answer, never on disk
         except (ValueError, KeyError, TypeError, IndexError):  # the tables are then combined host by host
             return
         self._memo.clear_key(("combined", keys))
@@ -141,7 +153,7 @@ class HostPartials:
         if fmt not in PARTIAL_FORMATS:
             return None
         looked = time.perf_counter()
-        keys = {h: cache_key(run.hosts[h], fmt) for h in hosts}
+        keys = dict(zip(hosts, cache_keys([run.hosts[h] for h in hosts], fmt), strict=True))
         got: dict[str, HostPartial] = {}
         errors: dict[str, dict[str, str]] = {}
         # One listing of the partial files, not a failed open per host of a pod seen first.
@@ -152,11 +164,13 @@ class HostPartials:
                 got[h] = part
             elif keys[h] in self._unreadable:
                 errors[h] = {**self._unreadable[keys[h]], "host": h}
-        missing = [h for h in hosts if h not in got and h not in errors and not self.cache.contains_key(keys[h])]
+        listed = self.cache.listed_keys() if len(hosts) > 1 else None  # one listing, not a stat per host
+        missing = [h for h in hosts
+                   if h not in got and h not in errors and not self.cache.contains_key(keys[h], listed)]
         if len(missing) > 1:
             self.conversion.phase_seconds = {"lookup_s": time.perf_counter() - looked}
             for r in self.conversion.prepare(run, missing, fmt, progress, write_store=False, unloaded=True,
-                                             keep_partial=self.keep, keep_combined=self.keep_combined):
+                                             keep_partial=self.keep_fresh, keep_combined=self.keep_combined):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:

@@ -153,7 +153,7 @@ class Profiles:
         """Converts the hosts not yet converted on the executor, in parallel, keeping their
         partials (``PodConversion.prepare``)."""
         return self.conversion.prepare(run, hosts, self.store_format(run), progress, write_store, unloaded,
-                                       keep_partial=self.partials.keep, keep_combined=self.partials.keep_combined)
+                                       keep_partial=self.partials.keep_fresh, keep_combined=self.partials.keep_combined)
 
     def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
         """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns

@@ -68,6 +68,16 @@ def _align(per_host: list[Steps]) -> np.ndarray:
     """(n_hosts, n_aligned) index of each aligned step in each host's steps."""
     if len(per_host) == 1:
         return np.arange(per_host[0].n_steps)[None, :]
+    first = per_host[0].step_nums
+    if all(s.n_steps == per_host[0].n_steps and np.array_equal(s.step_nums, first) for s in per_host[1:]):
+        # Every host numbers its steps alike (a data-parallel pod's hosts): what the general case
+        # below computes, once for one host instead of once per host.
+        common = np.intersect1d(first, first)
+        if len(common) and len(sorted_unique(first)) == per_host[0].n_steps:
+            row = _positions(first, common)
+        else:
+            row = np.arange(per_host[0].n_steps)
+        return np.tile(row, (len(per_host), 1))
     common = per_host[0].step_nums
     for s in per_host[1:]:
         common = np.intersect1d(common, s.step_nums)
@@ -101,10 +111,12 @@ def step_table(stores: Sequence[StoreView]) -> StepTable:
     n_steps = idx.shape[1]
     n_hosts = len(stores)
     times = np.zeros((n_hosts, n_steps))
-    cats = [sb.categories_ms(s.type_ps[idx[h]]) for h, s in enumerate(per_host)]
     for h, s in enumerate(per_host):
         times[h] = s.duration_ps[idx[h]] / 1e9
     crit = np.argmax(times, axis=0) if n_steps else np.zeros(0, np.int64)
+    # A step's breakdown is its critical host's: the categories of those hosts only (and of the
+    # first, whose keys name them), not of every host of a pod.
+    cats = {h: sb.categories_ms(per_host[h].type_ps[idx[h]]) for h in sorted({0, *map(int, crit)})}
     cat_ms = {k: np.array([cats[int(crit[j])][k][j] for j in range(n_steps)], dtype=np.float64)
               for k in cats[0]} if cats else {}
     step_time = times[crit, np.arange(n_steps)] if n_steps else np.zeros(0)

@@ -81,7 +81,7 @@ def test_a_small_pod_converts_in_process_and_the_command_leaves_at_once(profiles
         f"'--cache-dir', {str(tmp_path / 'c')!r}])\n"
         "import multiprocessing\n"
         "print(code, 'concurrent.futures.process' in sys.modules, len(multiprocessing.active_children()),"
-        " main._children_alive(), file=sys.stderr)\n"
+        " main._still_running(), file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(out.stdout)["host_count"] == 2

@@ -382,7 +382,7 @@ def recorded_groups(store: ProfileStore) -> EventGroups | None:
         if li < 0 or step_name < 0:
             continue
         sl = p.line_rows(li)
-        col = p.event_stat(step_name).dense_str(p.n_events)[sl]
+        col = p.dense_str_ids(step_name)[sl]
         for g, sid in zip(group_of[pi][sl].tolist(), col.tolist(), strict=False):
             if 0 <= g < n_groups and sid >= 0:
                 names[g] = store.strings[sid]

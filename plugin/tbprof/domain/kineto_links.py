@@ -30,7 +30,7 @@ def category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> 
     sid = store.stat_id("cat")
     if sid < 0:
         return np.zeros(plane.n_events, bool)
-    cat = plane.event_stat(sid).dense_str(plane.n_events)
+    cat = plane.dense_str_ids(sid)
     ids = [store.strings.id(n) for n in names]
     return np.isin(cat, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
 
@@ -197,7 +197,7 @@ def device_precision(store: ProfileStore, plane: Plane, rows: np.ndarray) -> np.
             sel = np.nonzero(op_plane == pi)[0]
             op_rows = key[sel] & ((1 << _ROW_BITS) - 1)
             src = store.planes[pi]
-            text_id = src.event_stat(sid).dense_str(src.n_events)[op_rows]
+            text_id = src.dense_str_ids(sid)[op_rows]
             uniq, inv = np.unique(text_id, return_inverse=True)
             prec = np.array([_precision_of_types(store.strings[int(t)]) if t >= 0 else PRECISION_UNKNOWN
                              for t in uniq.tolist()], dtype=np.int64)

@@ -161,7 +161,7 @@ def _string_key(plane: Plane, store: ProfileStore, stat: str, rows: np.ndarray) 
     sid = store.stat_id(stat)
     if sid < 0:
         return np.full(rows.shape[0], -1, dtype=np.int64)
-    return plane.event_stat(sid).dense_str(plane.n_events)[rows].astype(np.int64)
+    return plane.dense_str_ids(sid)[rows].astype(np.int64)
 
 
 def _int_key(plane: Plane, store: ProfileStore, stat: str, rows: np.ndarray) -> np.ndarray:

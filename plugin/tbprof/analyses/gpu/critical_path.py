@@ -145,7 +145,7 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
                 # XSpace has no categories: every host event with a duration is an operator.
                 is_node = np.ones(n, bool)
             else:
-                cat = plane.event_stat(cat_sid).dense_str(n) if cat_sid >= 0 else np.full(n, -1, np.int32)
+                cat = plane.dense_str_ids(cat_sid) if cat_sid >= 0 else np.full(n, -1, np.int32)
                 is_node = np.isin(cat, node_cats)
             parts.append((np.full(n, pi, np.int64), rows, plane.line_idx.astype(np.int64), np.full(n, -1, np.int64),
                           plane.start_ps.astype(np.int64), plane.dur_ps.astype(np.int64), plane.name_id, is_node,
@@ -163,7 +163,7 @@ def _events(store: ProfileStore, round_us: bool = False) -> _Events:
             stream[col.rows[ints]] = col.value[ints]
         else:
             continue
-        cat = plane.event_stat(cat_sid).dense_str(n) if cat_sid >= 0 and not xspace else np.full(n, -1, np.int32)
+        cat = plane.dense_str_ids(cat_sid) if cat_sid >= 0 and not xspace else np.full(n, -1, np.int32)
         sync = ((cat == sync_cat) & (sync_cat >= 0)) | np.isin(plane.name_id, streamless_sync)
         dev = np.nonzero((stream >= 0) | (sync & (corr >= 0)))[0]
         if dev.shape[0]:

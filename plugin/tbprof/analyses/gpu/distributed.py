@@ -73,7 +73,7 @@ def _nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
     for plane in store.planes:
         if plane.n_events == 0:
             continue
-        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        cat = plane.dense_str_ids(cat_sid)
         ext = plane.event_stat(ext_sid).dense_int(plane.n_events)
         start = plane.start_ps.astype(np.int64)
         end = start + plane.dur_ps.astype(np.int64)
@@ -142,7 +142,7 @@ def _step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, f
     for plane in store.planes:
         if plane.n_events == 0:
             continue
-        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        cat = plane.dense_str_ids(cat_sid)
         ext = plane.event_stat(ext_sid).dense_int(plane.n_events)
         start = plane.start_ps.astype(np.int64)
         end = start + plane.dur_ps.astype(np.int64)

@@ -87,7 +87,7 @@ def _event_table(store: ProfileStore) -> EventTable | None:
     for plane in store.planes:
         if plane.n_events == 0 or cat_sid < 0:
             continue
-        cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+        cat = plane.dense_str_ids(cat_sid)
         keep = (cat >= 0) & ~np.isin(cat, dropped)
         for line in range(plane.n_lines):
             if is_counter_line(plane, line):

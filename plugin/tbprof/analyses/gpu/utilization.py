@@ -47,7 +47,7 @@ def has_kernel_args(store: object) -> bool:
 
 
 def _category(store: ProfileStore, plane: Any) -> np.ndarray:
-    return plane.event_stat(store.stat_id("cat")).dense_str(plane.n_events)
+    return plane.dense_str_ids(store.stat_id("cat"))
 
 
 def steps_window_ps(store: ProfileStore) -> tuple[int, int] | None:

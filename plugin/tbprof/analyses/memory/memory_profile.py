@@ -472,7 +472,7 @@ def _kineto_memory_events(store: ProfileStore) -> dict[str, MemoryEvents]:
     # The operator an event happened in: its closest enclosing cpu_op on the thread.
     parent = parent_rows(plane)
     cat_sid = store.stat_id("cat")
-    cat = plane.event_stat(cat_sid).dense_str(plane.n_events) if cat_sid >= 0 else np.full(plane.n_events, -1)
+    cat = plane.dense_str_ids(cat_sid) if cat_sid >= 0 else np.full(plane.n_events, -1)
     is_op = cat == store.strings.id("cpu_op")
     owner = parent[rows]
     for _ in range(64):  # climb past annotations; nesting is shallow

@@ -52,7 +52,7 @@ def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, flo
     if plane is None or plane.n_events == 0 or min(sids.values()) < 0:
         return []
     n = plane.n_events
-    cat = plane.event_stat(sids["cat"]).dense_str(n)
+    cat = plane.dense_str_ids(sids["cat"])
     module_id = plane.event_stat(sids["Python module id"]).dense_int(n, missing=-1)
     py_id = plane.event_stat(sids["Python id"]).dense_int(n, missing=-1)
     py_parent = plane.event_stat(sids["Python parent id"]).dense_int(n, missing=-1)

@@ -82,7 +82,7 @@ def _groups(store: ProfileStore, group_by: str) -> list[Group]:
     cat_sid, dims_sid, stack_sid = store.stat_id("cat"), store.stat_id("Input Dims"), store.stat_id("Call stack")
     if plane is None or plane.n_events == 0 or cat_sid < 0:
         return []
-    cat = plane.event_stat(cat_sid).dense_str(plane.n_events)
+    cat = plane.dense_str_ids(cat_sid)
     tree_ids = np.asarray([i for i in (store.strings.id(c) for c in _TREE_CATEGORIES) if i >= 0], np.int64)
     in_tree = np.isin(cat, tree_ids)
     module_sid = store.stat_id("Python module id")
@@ -101,7 +101,7 @@ def _groups(store: ProfileStore, group_by: str) -> list[Group]:
     is_op = (cat == op_cat) & ~excluded_names[plane.name_id]
     rows = np.nonzero(is_op)[0]
     def column(sid: int) -> np.ndarray:
-        return plane.event_stat(sid).dense_str(plane.n_events)[rows] if sid >= 0 else np.full(rows.shape[0], -1)
+        return plane.dense_str_ids(sid)[rows] if sid >= 0 else np.full(rows.shape[0], -1)
 
     by_shape = group_by in ("input_shape", "input_shape_and_call_stack")
     by_stack = group_by in ("call_stack", "input_shape_and_call_stack")

@@ -24,7 +24,7 @@ def _str_stat(store: ProfileStore, plane: Plane, name: str, rows: np.ndarray) ->
     sid = store.stat_id(name)
     if sid < 0:
         return np.full(rows.shape[0], -1, dtype=np.int64)
-    return plane.event_stat(sid).dense_str(plane.n_events)[rows].astype(np.int64)
+    return plane.dense_str_ids(sid)[rows].astype(np.int64)
 
 
 def side_ops(store: ProfileStore, side: str) -> dict[str, Any]:

@@ -217,7 +217,7 @@ def _types_by_name(store: ProfileStore, plane: Plane, rows: np.ndarray, gpu: boo
     if gpu:
         shapes_id = store.stat_id("tensor_shapes")
         if shapes_id >= 0:
-            extra = plane.event_stat(shapes_id).dense_str(plane.n_events)[rows].astype(np.int64) + 1
+            extra = plane.dense_str_ids(shapes_id)[rows].astype(np.int64) + 1
     else:
         corr = store.stat_id("correlation_id")
         if corr >= 0:
@@ -552,7 +552,7 @@ def _infer_repeated_module(store: ProfileStore, devices: list[int]) -> tuple[Any
     if sid < 0 or not devices:
         return None
     p = store.planes[devices[0]]
-    mod = p.event_stat(sid).dense_str(p.n_events)
+    mod = p.dense_str_ids(sid)
     rows = np.nonzero(mod >= 0)[0]
     if len(rows) == 0:
         return None
@@ -752,7 +752,7 @@ def _tf1_file_step(store: ProfileStore) -> Steps | None:
     type_sid = store.stat_id("op")
     for op in ops:
         plane, rows = op.plane, op.rows
-        kind = plane.event_stat(type_sid).dense_str(plane.n_events)[rows] if type_sid >= 0 else \
+        kind = plane.dense_str_ids(type_sid)[rows] if type_sid >= 0 else \
             np.full(rows.shape[0], -1, np.int32)
         label = np.where(kind >= 0, kind, plane.name_id[rows]).astype(np.int64)
         uniq, inv = np.unique(label, return_inverse=True)

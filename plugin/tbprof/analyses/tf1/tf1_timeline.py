@@ -57,7 +57,7 @@ def _str_column(store: ProfileStore, plane: Plane, stat: str, rows: np.ndarray) 
     sid = store.stat_id(stat)
     if sid < 0:
         return [""] * rows.shape[0]
-    ids = plane.event_stat(sid).dense_str(plane.n_events)[rows]
+    ids = plane.dense_str_ids(sid)[rows]
     return store.strings.lookup(ids)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from tbprof.cache.disk_cache import PLANE_ARRAYS, STAT_ARRAYS, DiskCache, entry_meta, save_blobs
 from tbprof.cache.entry_writer import EntryWriter
+from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.fs import UrlPath
 from tbprof.readers import chrome_trace
@@ -99,6 +100,7 @@ def stream_chrome_trace(path: Path | UrlPath, disk: DiskCache, key: str, budget_
                                 f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
     finally:
         f.close()
+    release_free_memory()  # the builder's heap, for the tools that run on the store next
     loaded = disk.load(key)
     if loaded is None:
         raise ProfileReadError(source, f"the converted profile could not be reopened from the cache ({disk.root})")

@@ -299,8 +299,11 @@ def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: 
     # The kernel reads the columns through ``order`` (a trace streamed to disk has tens of
     # millions of typed events: no gathered copies).
     kept = np.flatnonzero(step_idx >= 0 if subset is None else (step_idx >= 0) & subset)
-    order = kept[np.argsort(step_idx[kept], kind="stable")]
-    del kept
+    steps = step_idx[kept]
+    if begin_ps.shape[0] <= np.iinfo(np.uint16).max:  # a radix sort, in 2 bytes an event
+        steps = steps.astype(np.uint16)
+    order = kept[np.argsort(steps, kind="stable")]
+    del kept, steps
     return sb.nonoverlapped_type_ps(step_idx, start, end, types, begin_ps, end_ps, sb.N_TYPES, rows=order,
                                     type_divisor=10)
 
@@ -395,6 +398,7 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     plane_of, st, en, ty, key = typed.arrays()
     step_idx = key_to_step[key] if key_to_step is not None else key
     step_idx = np.where(step_idx >= 0, remap[np.clip(step_idx, 0, None)], -1) if len(step_idx) else step_idx
+    del key
     type_ps = _breakdown(step_idx, st, en, ty, begin, end)
     per_dev = np.zeros((len(devices), len(begin), sb.N_TYPES), np.int64)
     # A device's column: its own events plus the host's (host compute, input, kernel launch serve
@@ -721,8 +725,9 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     htype[is_loader] = sb.HOST_WAIT_INPUT
     htype[is_step_marker] = -1
     hrows = np.nonzero((htype >= 0) & (k_host >= 0))[0]
-    typed.add(store.planes.index(host), host.start_ps[hrows], host.start_ps[hrows] + host.dur_ps[hrows],
-              htype[hrows], k_host[hrows])
+    h_start = host.start_ps[hrows]
+    typed.add(store.planes.index(host), h_start, h_start + host.dur_ps[hrows], htype[hrows], k_host[hrows])
+    del h_start
     has_loader = bool(np.any(is_loader))
     del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
     steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,

@@ -30,6 +30,7 @@ IMG = f'<img src=x onerror="{MARK}">'
 SCRIPT = f"</script><script>{MARK}</script>"
 SVG = f'"><svg onload="{MARK}">'
 RUNS = {"jax_mlp": "2026_11_26_00_32_23", "custom_loop": "2026_11_26_00_33_59"}
+PAYLOAD_RUN = f"{SVG}run"
 
 # Every chart point shown as ECharts shows it on hover (showTip renders the tooltip through
 # its formatter at once), and after each one: is there an element the page did not make?
@@ -73,6 +74,9 @@ def payload_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     payloads = (IMG, SCRIPT, SVG)
     rename_chrome_trace(trace, logdir / "torch_cnn" / trace.name,
                         lambda name, what: payloads[len(name) % 3] + name)
+    # A run and a host named by payloads (a folder and a file name may hold any of them but the
+    # "/" of SCRIPT): the compare page names its sides by run and host in its chart's series.
+    rename_chrome_trace(trace, logdir / PAYLOAD_RUN / f"{IMG}vm.pt.trace.json", lambda name, what: name)
     with servers.tbprof_serve(logdir, root / "cache", root / "serve.log") as s:
         yield Server("tbprof serve", s.base_url)
 
@@ -152,4 +156,29 @@ def test_known_tooltips_show_payloads_as_text(payload_server: Server, payload_pa
         assert IMG in joined or SCRIPT in joined, (tool, joined[:500])
         page.wait_for_timeout(200)
         assert page.evaluate("() => window.__xss ?? 0") == 0, tool
+    payload_page.check()
+
+
+def test_compare_page_shows_payload_run_and_host_names_as_text(payload_server: Server, payload_page: Watch) -> None:
+    """The compare page against a baseline whose run and host names are payloads: its charts'
+    series are named after them ("baseline: <run> / <host>") and shown by ECharts' own tooltip;
+    every point hovered, the names shown as text, nothing ran."""
+    page = payload_page.page
+    runs = {r["run"]: r for r in payload_server.json("runs")["runs"]}
+    cand = runs["torch_cnn"]
+    base = runs[PAYLOAD_RUN]
+    assert base["hosts"] == [f"{IMG}vm"]
+    page.goto(app_url(payload_server, run="torch_cnn", host=cand["hosts"][0], tool="compare",
+                      **{"c.base_run": PAYLOAD_RUN, "c.base_host": base["hosts"][0]}))
+    page.wait_for_function("() => document.querySelector('[data-verdict]') !== null", timeout=120_000)
+    page.wait_for_function(PAGE_READY_JS, timeout=120_000)
+    page.wait_for_function("() => window.__tbprofCharts?.get('compare_step_time')?.echarts", timeout=60_000)
+    result = page.evaluate(HOVER_ALL_JS, 400)
+    assert result["hovered"] > 0 and result["found"] == [], result
+    series = page.evaluate("() => window.__tbprofCharts.get('compare_step_time').echarts.getOption()"
+                           ".series.map((s) => s.name).join(' ')")
+    assert IMG in series and SVG in series, series  # the names reached the chart as they are
+    page.wait_for_timeout(200)
+    assert page.evaluate("() => window.__xss ?? 0") == 0
+    assert IMG in page.inner_text("body")
     payload_page.check()

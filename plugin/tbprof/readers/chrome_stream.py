@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import traceback
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tbprof.cache.disk_cache import PLANE_ARRAYS, STAT_ARRAYS, DiskCache, entry_meta, save_blobs
+from tbprof.cache.disk_cache import PLANE_ARRAYS, STAT_ARRAYS, DiskCache, save_blobs
 from tbprof.cache.entry_writer import EntryWriter
-from tbprof.cache.memory_guard import release_free_memory
-from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
 from tbprof.fs import UrlPath
 from tbprof.readers import chrome_trace
-from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
+from tbprof.readers.byte_sources import StreamSource
 from tbprof.readers.chrome_columns import EntryWork, Spill
 from tbprof.readers.plane_builder import Limit
+from tbprof.readers.streamed_entry import stream_into_entry
 from tbprof.store import tables
 
 _MIN_WINDOW_BYTES = 1 << 20
@@ -74,37 +72,15 @@ def stream_chrome_trace(path: Path | UrlPath, disk: DiskCache, key: str, budget_
         max(_MIN_WINDOW_BYTES, min(chrome_trace.WINDOW_BYTES, budget_bytes // _WINDOW_SHARE))
     chunk = chunk_events if chunk_events is not None else \
         max(_MIN_CHUNK_EVENTS, min(_MAX_CHUNK_EVENTS, budget_bytes // _BYTES_PER_CHUNK_EVENT))
-    f: StreamSource = UrlFile(path, window) if isinstance(path, UrlPath) else LocalFile(path)
-    try:
-        if f.size == 0:
-            raise ProfileReadError(source, "the file is empty (0 bytes)")
-        try:
-            with EntryWriter(disk, key) as writer:
-                work = EntryWork(writer, Limit(source, budget_bytes), chunk)
-                spill = Spill(work, max(1, budget_bytes // _DRAIN_SHARE), *_json_limit(f.size, disk))
-                store = chrome_trace.read_windows(chrome_trace.file_windows(f, window), source, host_name, window,
-                                                  spill)
-                f.check_unchanged()
-                _save_columns(writer, store)
-                writer.commit(entry_meta(store))
-                del store, work, spill
-        except UnsafeCacheDir as e:
-            raise MemoryRefusal(source, f"cannot stream the file into the disk cache: {e}") from None
-        except OSError as e:
-            # The cache's disk (full, unwritable), not the file: a refusal for now (see
-            # xplane_stream.py: the traceback's frames hold mappings of deleted files).
-            reason = e.strerror or str(e)
-            traceback.clear_frames(e.__traceback__)
-            del e
-            raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
-                                f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
-    finally:
-        f.close()
-    release_free_memory()  # the builder's heap, for the tools that run on the store next
-    loaded = disk.load(key)
-    if loaded is None:
-        raise ProfileReadError(source, f"the converted profile could not be reopened from the cache ({disk.root})")
-    return loaded
+
+    def build(f: StreamSource, writer: EntryWriter) -> tables.ProfileStore:
+        work = EntryWork(writer, Limit(source, budget_bytes), chunk)
+        spill = Spill(work, max(1, budget_bytes // _DRAIN_SHARE), *_json_limit(f.size, disk))
+        store = chrome_trace.read_windows(chrome_trace.file_windows(f, window), source, host_name, window, spill)
+        _save_columns(writer, store)
+        return store
+
+    return stream_into_entry(path, disk, key, window, build)
 
 
 def _is_file(arr: Any, path: Path) -> bool:

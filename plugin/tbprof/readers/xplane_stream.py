@@ -30,7 +30,6 @@ string value while its texts are deduplicated. Those, and a plane whose rows are
 from __future__ import annotations
 
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,13 +38,14 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tbprof._core import kernels, wire
-from tbprof.cache.disk_cache import DiskCache, entry_meta
+from tbprof.cache.disk_cache import DiskCache
 from tbprof.cache.entry_writer import EntryWriter
-from tbprof.errors import MemoryRefusal, ProfileReadError, UnsafeCacheDir
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.fs import UrlPath, shown_name
 from tbprof.protos import xplane_pb2
-from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
+from tbprof.readers.byte_sources import StreamSource
 from tbprof.readers.plane_builder import EntryColumns, Limit, finish_plane, plane_meta
+from tbprof.readers.streamed_entry import stream_into_entry
 from tbprof.readers.xplane import (
     BUILD_BYTES_PER_METADATA,
     UPB_BYTES_PER_FIELD,
@@ -117,41 +117,18 @@ def stream_xspace(path: Path | UrlPath, disk: DiskCache, key: str, budget_bytes:
     source = str(path)
     host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
     window = window_bytes if window_bytes is not None else window_bytes_for(budget_bytes)
-    f: StreamSource = UrlFile(path, window) if isinstance(path, UrlPath) else LocalFile(path)
-    try:
-        if f.size == 0:
-            raise ProfileReadError(source, "the file is empty (0 bytes)")
+
+    def build(f: StreamSource, writer: EntryWriter) -> tables.ProfileStore:
         try:
-            with EntryWriter(disk, key) as writer:
-                store = _convert(f, writer, source, host_name, max(wire.STREAM_STEP_BYTES, window), budget_bytes,
-                                 phases)
-                f.check_unchanged()
-                writer.commit(entry_meta(store))
+            return _convert(f, writer, source, host_name, max(wire.STREAM_STEP_BYTES, window), budget_bytes, phases)
         except wire.WireError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
         except DecodeError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
         except IndexError as e:
             raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
-        except UnsafeCacheDir as e:
-            raise MemoryRefusal(source, f"cannot stream the file into the disk cache: {e}") from None
-        except OSError as e:
-            # The cache's disk (full, unwritable), not the file: a refusal for now, not a failure
-            # remembered for this file (MemoryRefusal is the "may work later" kind). The frames of
-            # the traceback hold the half-written columns' mappings, whose deleted files keep
-            # their disk space until unmapped: clear them now, and do not chain the error (an
-            # answer kept in a memo would keep them too).
-            reason = e.strerror or str(e)
-            traceback.clear_frames(e.__traceback__)
-            del e
-            raise MemoryRefusal(source, f"cannot write the converted profile to the cache ({disk.root}): "
-                                f"{reason}; free some disk there, or point --cache-dir elsewhere") from None
-    finally:
-        f.close()
-    loaded = disk.load(key)
-    if loaded is None:
-        raise ProfileReadError(source, f"the converted profile could not be reopened from the cache ({disk.root})")
-    return loaded
+
+    return stream_into_entry(path, disk, key, window, build)
 
 
 def _convert(f: StreamSource, w: EntryWriter, source: str, host: str, window: int, budget_bytes: int,

@@ -366,6 +366,20 @@ def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
     return _lut_table([toks], fn, dtype, n_tokens)[toks + 3]
 
 
+def _line_batches(line_start: np.ndarray, step: int) -> Iterator[tuple[int, int]]:
+    """[a, b) row ranges of whole lines (``line_start``: each line's first row, then the end), of
+    at most ``step`` rows each unless one line alone is longer."""
+    n = int(line_start[-1])
+    a = 0
+    while a < n:
+        # The last line boundary within a + step, else the first one after a.
+        b = int(line_start[int(np.searchsorted(line_start, a + step, "right")) - 1])
+        if b <= a:
+            b = int(line_start[int(np.searchsorted(line_start, a, "right"))])
+        yield a, b
+        a = b
+
+
 def _where(codes: np.ndarray, code: int, step: int) -> np.ndarray:
     """Indices of the events of phase code ``code``, found a chunk at a time."""
     parts = [lo + np.flatnonzero(codes[lo:hi] == code) for lo, hi in chunks(codes.shape[0], step)]
@@ -891,10 +905,13 @@ class _Builder:
         del line_g, fill
         longest = int(per_line.max()) if per_line.shape[0] else 0
         work.check(_SORT_BYTES_PER_ROW * longest, f"the time order of a thread of {longest:,} events")
-        for k in np.flatnonzero(per_line > 1).tolist():
-            a, b = int(line_start[k]), int(line_start[k + 1])
+        # Sorted by (line, start, -dur) in batches of whole lines of about a chunk each (in memory:
+        # one batch, the whole trace; streaming: a thread longer than a chunk is a batch alone).
+        for a, b in _line_batches(line_start, step):
+            r0, r1 = int(np.searchsorted(line_start, a, "right")) - 1, int(np.searchsorted(line_start, b, "left"))
             rows = np.array(order[a:b])
-            order[a:b] = rows[np.lexsort((-dur_ps[rows], start_ps[rows]))]
+            rank = np.repeat(np.arange(r0, r1), per_line[r0:r1])
+            order[a:b] = rows[np.lexsort((-dur_ps[rows], start_ps[rows], rank))]
         first_line = np.cumsum([0] + [len(mine) for mine in plane_lines])
         plane_bounds = line_start[first_line]
         row_in_plane = work.empty("row_in_plane", np.int64, n)

@@ -106,19 +106,20 @@ class EntryWork:
         self.chunk_events = chunk_events
         self._serial = 0
 
-    def _name(self, name: str) -> str:
+    def scratch_name(self, name: str) -> str:
+        """A new scratch column's file name (``x<serial>_<name>``: removed before the entry is committed)."""
         self._serial += 1
         return f"x{self._serial}_{name}"
 
     def empty(self, name: str, dtype: Any, rows: int) -> np.ndarray:
-        arr: np.ndarray = self.writer.create(self._name(name), dtype, rows)
+        arr: np.ndarray = self.writer.create(self.scratch_name(name), dtype, rows)
         return arr
 
     def zeros(self, name: str, dtype: Any, rows: int) -> np.ndarray:
         return self.empty(name, dtype, rows)  # a new file's reserved blocks read as zeros
 
     def sink(self, name: str, dtype: Any) -> Sink:
-        return _FileSink(self, self._name(name), dtype)
+        return _FileSink(self, self.scratch_name(name), dtype)
 
     def plane_column(self, pi: int, name: str, dtype: Any, rows: int) -> np.ndarray:
         """A column of plane ``pi``, created as the entry's own file (``p<pi>_<name>.npy``)."""
@@ -215,7 +216,7 @@ class Spill:
         for sink in (self.sinks or {}).values():  # a repeated 'traceEvents': the last one wins
             sink.appender.close()
             os.unlink(sink.appender.path)
-        self.sinks = {name: _FileSink(self.work, self.work._name(name), dtype)
+        self.sinks = {name: _FileSink(self.work, self.work.scratch_name(name), dtype)
                       for name, dtype in (*SCANNER_EVENT_COLUMNS, *SCANNER_STAT_COLUMNS)}
         self.events = 0
 

@@ -113,6 +113,11 @@ class MemoryBudget:
     def __len__(self) -> int:
         return len(self._lru)
 
+    def keys(self) -> set[tuple[int, Hashable]]:
+        """The (owner, key) of every value held now (a snapshot)."""
+        with self._lock:
+            return set(self._lru)
+
     def get(self, owner: int, key: Hashable) -> Any:
         with self._lock:
             hit = self._lru.get((owner, key))

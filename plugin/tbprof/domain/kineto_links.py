@@ -2,8 +2,12 @@
 
 A device event's ``correlation`` names the runtime call that launched it (``cudaLaunchKernel``,
 ``hipLaunchKernel``, MTIA's ``runFunction``); its operator is the innermost ``cpu_op`` that
-encloses that call on its thread, as HTA and PyTorch's own tools find it. Without a launch in
-the trace, the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
+encloses that call on its thread, as HTA and PyTorch's own tools find it. A collective's own span
+(``nccl:_all_gather_base``, a ``user_annotation``: ``kineto_names.is_collective_name``) counts as
+an operator: it lies inside ``record_param_comms``, the ``cpu_op`` every c10d call launches from,
+so NCCL kernels belong to the collective, not to that wrapper. Without a launch in the trace: the
+collective whose GPU annotation (``gpu_user_annotation``, on the kernel's stream) encloses the
+device event, then the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
 External ids no operator has, so the launch comes first).
 
 An operator's **precision** comes from its ``Input type`` (``record_shapes``): any bf16, fp16 or
@@ -101,6 +105,49 @@ def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
 _ROW_BITS = 40
 
 
+def collective_name_ids(store: ProfileStore) -> np.ndarray:
+    """Name ids of the store's collective spans (``kineto_names.is_collective_name``), memoised."""
+    return store.memo(("kineto_collective_name_ids",), lambda: np.asarray(
+        [i for i, n in enumerate(store.strings.as_list()) if kn.is_collective_name(n)], np.int64))
+
+
+def _collective_mask(store: ProfileStore, plane: Plane, categories: tuple[str, ...]) -> np.ndarray:
+    """Events of ``plane`` that are a collective's span (by name) in one of ``categories``."""
+    names = collective_name_ids(store)
+    if names.shape[0] == 0:
+        return np.zeros(plane.n_events, bool)
+    return np.isin(plane.name_id, names) & category_mask(store, plane, categories)
+
+
+def _operator_mask(store: ProfileStore, plane: Plane) -> np.ndarray:
+    """The host events a launch may belong to: operators and collectives' spans."""
+    return category_mask(store, plane, (kn.OPERATOR,)) | _collective_mask(
+        store, plane, (kn.USER_ANNOTATION, kn.OPERATOR))
+
+
+def _enclosing_collective(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(name id, instance key) of the collective GPU annotation on the same line of ``plane`` that
+    encloses each device event ``rows`` (-1: none)."""
+    name = np.full(rows.shape[0], -1, np.int64)
+    key = np.full(rows.shape[0], -1, np.int64)
+    anno = np.nonzero(_collective_mask(store, plane, (kn.GPU_USER_ANNOTATION,)))[0]
+    if anno.shape[0] == 0 or rows.shape[0] == 0:
+        return name, key
+    pi = np.int64(store.planes.index(plane))
+    for line in np.unique(plane.line_idx[anno]).tolist():  # a few streams
+        mine = anno[plane.line_idx[anno] == line]
+        mine = mine[np.argsort(plane.start_ps[mine], kind="stable")]
+        sel = np.nonzero(plane.line_idx[rows] == line)[0]
+        # Each event's candidate: the last annotation starting at or before it.
+        pos = np.searchsorted(plane.start_ps[mine], plane.start_ps[rows[sel]], side="right") - 1
+        cand = mine[np.clip(pos, 0, None)]
+        ev = rows[sel]
+        ok = (pos >= 0) & (plane.start_ps[cand] + plane.dur_ps[cand] >= plane.start_ps[ev] + plane.dur_ps[ev])
+        name[sel[ok]] = plane.name_id[cand[ok]]
+        key[sel[ok]] = (pi << _ROW_BITS) | cand[ok]
+    return name, key
+
+
 def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(correlation ids ascending, name id of the operator enclosing their launch, that operator
     event's instance key) (memoised)."""
@@ -115,7 +162,7 @@ def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.n
             rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
             if rows.shape[0] == 0:
                 continue
-            op = _enclosing_op(category_mask(store, plane, (kn.OPERATOR,)), parent_rows(plane), rows)
+            op = _enclosing_op(_operator_mask(store, plane), parent_rows(plane), rows)
             found = op >= 0
             corrs.append(corr[rows[found]])
             ops.append(plane.name_id[op[found]].astype(np.int64))
@@ -138,6 +185,11 @@ def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[n
     pos, hit = _lookup(corr_sorted, _int_stat(store, plane, "correlation")[rows])
     op[hit], key[hit] = op_sorted[pos[hit]], key_sorted[pos[hit]]
     missing = np.nonzero(~hit)[0]
+    if missing.shape[0]:
+        c_name, c_key = _enclosing_collective(store, plane, rows[missing])
+        found = c_name >= 0
+        op[missing[found]], key[missing[found]] = c_name[found], c_key[found]
+        missing = missing[~found]
     if missing.shape[0]:
         ext_sorted, name_sorted, ext_key_sorted = op_by_external_id(store)
         pos, found = _lookup(ext_sorted, external_id(store, plane)[rows[missing]])

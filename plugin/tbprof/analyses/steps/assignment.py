@@ -614,14 +614,19 @@ def _kineto_gpu_type(name: str) -> int:
 def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
 
-    A step starts at its host marker and ends at the later of the host marker's end and the
-    end of the device work launched inside it (Kineto's ``gpu_user_annotation`` of the same
-    name, and the device events whose launch, linked by ``correlation``, starts in the marker),
-    but never after the next step starts. Breakdown (XProf's event types): device events by
-    XProf's GPU rules (NCCL kernels are collectives, memcpys by direction), the host's
-    DataLoader spans (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA
-    runtime/driver calls that launch device work are kernel launch, other operators host
-    compute; overlapping time counts once for the highest-priority type, as in XProf.
+    A device event belongs to the step whose host marker holds its launch (linked by
+    ``correlation``), even when it runs during a later step's host marker (a GPU running a step
+    behind its CPU). A step ends at the latest of its host marker's end, the end of the device
+    work launched in it and the end of the GPU's own marker (Kineto's ``gpu_user_annotation`` of
+    the same name); it starts at its host marker or, when the previous step's device work is
+    still running then, where that step ends (torch-tb-profiler's rule), so steps never overlap
+    and each spans its own device work. Other events go to the step whose span holds their start
+    (the host work of a step the GPU lags behind overlaps the previous step's device work, where
+    device time outranks it). Breakdown (XProf's event types): device events by XProf's GPU
+    rules (NCCL kernels are collectives, memcpys by direction), the host's DataLoader spans
+    (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA runtime/driver calls that
+    launch device work are kernel launch, other operators host compute; overlapping time counts
+    once for the highest-priority type, as in XProf.
     """
     if store.format != "chrome_trace":
         return None
@@ -697,8 +702,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
         typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),
                   key)
-    # Steps never overlap: a step's device tail stops where the next step starts.
-    end[:-1] = np.minimum(end[:-1], begin[1:])
+    # Steps never overlap and keep the device work launched in them: where the GPU runs behind
+    # the CPU, a step starts when the previous step's device work ends (torch-tb-profiler's rule),
+    # so each step spans its own kernels even when they run during the next host marker.
+    end = np.maximum.accumulate(end)
+    begin[1:] = np.maximum(begin[1:], end[:-1])
     # Device events launched outside every step, or whose launch is not in the trace, go by time.
     for i, key in enumerate(typed.key):
         t = np.searchsorted(begin, typed.start[i], side="right") - 1
@@ -706,7 +714,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
     names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
     detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its "
-              f"{'host marker' if mplane is host else 'GPU annotation'} to the end of the "
+              f"{'host marker' if mplane is host else 'GPU annotation'}"
+              f"{' (or the end of the previous step, if later)' if devices else ''} to the end of the "
               f"{'device work launched in it' if devices else 'marker'}")
     if host is None:  # a GPU-only trace: device work alone
         return _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,

@@ -68,6 +68,21 @@ def test_every_step_carries_the_device_time_launched_in_it(run: list[ProfileStor
         [want[n]["compute"] for n in fx.STEPS], abs=1e-9)
 
 
+def test_without_launches_the_gpu_step_marker_holds_the_step(tmp_path: Path) -> None:
+    """Rank 1 without its runtime calls (no correlation to follow): the GPU's own
+    ``ProfilerStep#N`` annotation still puts each kernel in its step."""
+    trace = fx.rank_trace(1)
+    want = fx.launched_device_us(trace)
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("cuda_runtime", "cuda_driver")]
+    path = tmp_path / "rank1.1.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    steps = steps_of(read_chrome_trace(path))
+    cats = sb.categories_ms(steps.type_ps)
+    assert cats["device_compute_ms"] * 1e3 == pytest.approx([want[n]["compute"] for n in fx.STEPS], abs=1e-9)
+    assert cats["device_collectives_ms"] * 1e3 == pytest.approx([want[n]["collectives"] for n in fx.STEPS],
+                                                                abs=1e-9)
+
+
 def test_a_lagging_gpu_step_spans_its_own_kernels(run: list[ProfileStore]) -> None:
     """Rank 1: step N's kernels run during step N+1's host marker; the step runs from the end of
     step N-1's device work (or its host marker, for the first) to the end of its own."""

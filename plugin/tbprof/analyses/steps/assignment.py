@@ -611,6 +611,25 @@ def _kineto_gpu_type(name: str) -> int:
     return sb.classify_gpu_event(name, "")
 
 
+def _in_gpu_step_marker(plane: Plane, anno: np.ndarray, anno_step: np.ndarray, rows: np.ndarray,
+                        key: np.ndarray) -> np.ndarray:
+    """``key`` (step index per device event ``rows``, -1: not linked) with the unlinked events
+    inside a GPU ``ProfilerStep#N`` annotation of ``plane`` (``anno``, of step ``anno_step``) in
+    that step: the device's own marker of the step that launched them."""
+    todo = np.nonzero(key < 0)[0]
+    if anno.shape[0] == 0 or todo.shape[0] == 0:
+        return key
+    order = np.argsort(plane.start_ps[anno], kind="stable")
+    a_start = plane.start_ps[anno][order]
+    a_end = a_start + plane.dur_ps[anno][order]
+    start = plane.start_ps[rows[todo]]
+    pos = np.searchsorted(a_start, start, side="right") - 1
+    inside = (pos >= 0) & (start < a_end[np.clip(pos, 0, None)])
+    out = key.copy()
+    out[todo[inside]] = anno_step[order][pos[inside]]
+    return out
+
+
 def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
 
@@ -622,7 +641,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     still running then, where that step ends (torch-tb-profiler's rule), so steps never overlap
     and each spans its own device work. Other events go to the step whose span holds their start
     (the host work of a step the GPU lags behind overlaps the previous step's device work, where
-    device time outranks it). Breakdown (XProf's event types): device events by XProf's GPU
+    device time outranks it); a device event whose launch is not in the trace belongs to the step
+    whose GPU marker holds its start. Breakdown (XProf's event types): device events by XProf's GPU
     rules (NCCL kernels are collectives, memcpys by direction), the host's DataLoader spans
     (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA runtime/driver calls that
     launch device work are kernel launch, other operators host compute; overlapping time counts
@@ -684,9 +704,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         p = store.planes[pi]
         # The GPU-side marker of step n spans the device work launched in it.
         anno = np.nonzero(np.isin(p.name_id, ids))[0]
-        for r in anno.tolist():
+        anno_step = np.full(anno.shape[0], -1, np.int64)
+        for j, r in enumerate(anno.tolist()):
             hit = np.nonzero(nums == step_ids[int(p.name_id[r])])[0]
             if hit.shape[0]:
+                anno_step[j] = hit[0]
                 end[hit[0]] = max(end[hit[0]], int(p.start_ps[r] + p.dur_ps[r]))
         drows = np.nonzero(categories(p, _DEVICE_CATEGORIES))[0]
         if drows.shape[0] == 0:
@@ -697,7 +719,9 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
             pos = np.minimum(np.searchsorted(launch_corr, dcorr), launch_corr.shape[0] - 1)
             hit = (dcorr >= 0) & (launch_corr[pos] == dcorr)
             key[hit] = launch_k[pos[hit]]
-            np.maximum.at(end, key[hit], (p.start_ps[drows] + p.dur_ps[drows])[hit])
+        key = _in_gpu_step_marker(p, anno[anno_step >= 0], anno_step[anno_step >= 0], drows, key)
+        linked = key >= 0
+        np.maximum.at(end, key[linked], (p.start_ps[drows] + p.dur_ps[drows])[linked])
         uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
         typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),

@@ -25,6 +25,7 @@ import numpy as np
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
@@ -106,9 +107,15 @@ _ROW_BITS = 40
 
 
 def collective_name_ids(store: ProfileStore) -> np.ndarray:
-    """Name ids of the store's collective spans (``kineto_names.is_collective_name``), memoised."""
-    return store.memo(("kineto_collective_name_ids",), lambda: np.asarray(
-        [i for i, n in enumerate(store.strings.as_list()) if kn.is_collective_name(n)], np.int64))
+    """Name ids of the store's collective spans (``kineto_names.is_collective_name``), memoised;
+    only event names are tested (the string table also holds every stat's text)."""
+    def build() -> np.ndarray:
+        parts = [sorted_unique(p.name_id) for p in store.planes if p.n_events]
+        ids = sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        names = store.strings.lookup(ids)
+        return np.asarray([i for i, n in zip(ids.tolist(), names, strict=True) if kn.is_collective_name(n)],
+                          np.int64)
+    return store.memo(("kineto_collective_name_ids",), build)
 
 
 def _collective_mask(store: ProfileStore, plane: Plane, categories: tuple[str, ...]) -> np.ndarray:

@@ -42,7 +42,6 @@ from tbprof.analyses.results.gpu import CollectivesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.kineto_links import collective_name_ids
-from tbprof.store import kineto_names as kn
 from tbprof.store.tables import ProfileStore
 
 TOOL = "collectives"
@@ -51,9 +50,8 @@ _NODE_CATEGORIES = ("cpu_op", "operator", "user_annotation", "gpu_user_annotatio
 
 
 def has_collectives(store: object) -> bool:
-    strings = getattr(store, "strings", None)
-    return (getattr(store, "format", "") == "chrome_trace" and strings is not None
-            and strings.id("External id") >= 0 and any(kn.is_collective_name(n) for n in strings.as_list()))
+    return (isinstance(store, ProfileStore) and store.format == "chrome_trace"
+            and store.strings.id("External id") >= 0 and collective_name_ids(store).shape[0] > 0)
 
 
 def collective_nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:

@@ -191,3 +191,4 @@ def test_not_collective_names(name: str) -> None:
 ])
 def test_collective_kernels(name: str, is_comm: bool) -> None:
     assert kn.is_collective_kernel(name) is is_comm
+

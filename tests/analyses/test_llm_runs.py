@@ -18,7 +18,8 @@ import pytest
 
 from tbprof.analyses.gpu import distributed, stragglers
 from tbprof.analyses.input import input_pipeline
-from tbprof.analyses.ops import kineto_ops
+from tbprof.analyses.ops import headline, kineto_ops
+from tbprof.analyses.overview import smart_suggestion
 from tbprof.analyses.pod import pod_viewer
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import steps_of
@@ -192,3 +193,21 @@ def test_not_collective_names(name: str) -> None:
 def test_collective_kernels(name: str, is_comm: bool) -> None:
     assert kn.is_collective_kernel(name) is is_comm
 
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_collectives_headline_counts_pytorch_collectives(run: list[ProfileStore], rank: int) -> None:
+    """Framework op stats' "Collectives" metric: the collectives' device time over all device op time
+    (the fixture's kernels never overlap: op self time is kernel time)."""
+    comm = fx.AG_US[rank] + fx.RS_US[rank]
+    got = headline.collectives_metric([run[rank]])["value_percent"]
+    assert got == pytest.approx(100.0 * comm / (comm + fx.MM_US))
+
+
+def test_collectives_suggestion_opens_the_collectives_page(run: list[ProfileStore]) -> None:
+    """Both ranks' collectives are over the suggestion's 20 % of device op time; a PyTorch run has no
+    HLO, so the suggestion points at the Collectives page."""
+    comm = sum(fx.AG_US) + sum(fx.RS_US)
+    assert 100.0 * comm / (comm + 2 * fx.MM_US) >= smart_suggestion.COLLECTIVES_PERCENT
+    found = [s for s in smart_suggestion.TOOLS[0].compute(run, {})["suggestions"] if s["rule"] == "collectives_share"]
+    assert len(found) == 1 and found[0]["page"] == "collectives"

@@ -60,10 +60,6 @@ MEMORY_DEVICE_KIND = {0: "CPU", 1: "GPU", 6: "GPU", 12: "XPU", 13: "MPS", 19: "M
 # ...; ROCm builds keep ``nccl:``), written as a ``user_annotation`` on the calling thread, a
 # ``gpu_user_annotation`` over its kernels, or a ``cpu_op`` in older versions.
 COLLECTIVE_BACKENDS = ("nccl", "gloo", "ucc", "mpi", "xccl")
-COLLECTIVE_CATEGORIES = (OPERATOR, USER_ANNOTATION, GPU_USER_ANNOTATION, PYTHON_FUNCTION)
-# The operator PyTorch wraps every c10d call's launch in (its args name the collective): the
-# launching operator of NCCL kernels unless a collective's own span lies inside it.
-PARAM_COMMS_OP = "record_param_comms"
 
 
 def is_collective_name(name: str) -> bool:

@@ -5,7 +5,8 @@ traces of such runs are not in this repository).
 Fields used, as PyTorch >= 2.1's ``torch.profiler`` writes them (``libkineto/src/output_json.cpp``
 and PyTorch's ``profiler/_utils``/``ProcessGroupNCCL`` naming):
 
-* host (``pid`` the process, ``tid`` the thread): ``user_annotation`` ``ProfilerStep#N`` spans;
+* host (``pid`` the process, ``tid`` the thread): ``ProfilerStep#N`` spans (``user_annotation``
+  since PyTorch 2.x, ``cpu_op`` before: ``step_category``);
   ``cpu_op`` events with ``External id`` (and ``Input type`` from ``record_shapes``);
   ``record_param_comms`` (the ``cpu_op`` every c10d call runs in, with ``Collective name``)
   holding the collective's own span, a ``user_annotation`` ``nccl:_all_gather_base`` /
@@ -52,7 +53,7 @@ def _x(cat: str, name: str, pid: int, tid: int, ts: float, dur: float, **args: A
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def rank_trace(rank: int) -> dict[str, Any]:
+def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, Any]:
     """One rank's trace (a ``*.pt.trace.json`` document)."""
     pid, tid = 4000 + rank, 4000 + rank
     events: list[dict[str, Any]] = []
@@ -89,7 +90,7 @@ def rank_trace(rank: int) -> dict[str, Any]:
     for n in STEPS:
         hb = T0_US + (n - 1) * STEP_US
         ext += 1
-        events.append(_x("user_annotation", f"ProfilerStep#{n}", pid, tid, hb, STEP_US, **{"External id": ext}))
+        events.append(_x(step_category, f"ProfilerStep#{n}", pid, tid, hb, STEP_US, **{"External id": ext}))
         collective("nccl:_all_gather_base", "_allgather_base", AG_KERNEL, hb + 50, hb + 120 + lag, AG_US[rank])
         ext += 1
         events.append(_x("cpu_op", "aten::mm", pid, tid, hb + 300, 200, **{
@@ -121,13 +122,13 @@ def rank_trace(rank: int) -> dict[str, Any]:
     }
 
 
-def write_run(logdir: Path) -> list[Path]:
+def write_run(logdir: Path, step_category: str = "user_annotation") -> list[Path]:
     """Both ranks' traces under ``logdir`` (a run of ``tensorboard_trace_handler``'s shape)."""
     logdir.mkdir(parents=True, exist_ok=True)
     paths = []
     for rank in (0, 1):
         path = logdir / f"rank{rank}.1.pt.trace.json"
-        path.write_text(json.dumps(rank_trace(rank)))
+        path.write_text(json.dumps(rank_trace(rank, step_category)))
         paths.append(path)
     return paths
 
@@ -138,7 +139,7 @@ def launched_device_us(trace: dict[str, Any]) -> dict[int, dict[str, float]]:
     from the trace's events by correlation, independently of tbprof."""
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     steps = {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"]) for e in events
-             if e["cat"] == "user_annotation" and e["name"].startswith("ProfilerStep#")}
+             if e["cat"] in ("user_annotation", "cpu_op") and e["name"].startswith("ProfilerStep#")}
     launches = {e["args"]["correlation"]: e["ts"] for e in events if e["cat"] in ("cuda_runtime", "cuda_driver")}
     out = {n: {"collectives": 0.0, "compute": 0.0} for n in steps}
     for k in (e for e in events if e["cat"] == "kernel"):

@@ -42,9 +42,11 @@ def _rows(table: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in table.rows()]
 
 
+@pytest.mark.parametrize("step_category", ["user_annotation", "cpu_op"])
 @pytest.mark.parametrize("rank", [0, 1])
-def test_every_step_carries_the_device_time_launched_in_it(run: list[ProfileStore], rank: int) -> None:
-    want = fx.launched_device_us(fx.rank_trace(rank))
+def test_every_step_carries_the_device_time_launched_in_it(tmp_path: Path, rank: int, step_category: str) -> None:
+    want = fx.launched_device_us(fx.rank_trace(rank, step_category))
+    run = [read_chrome_trace(p) for p in fx.write_run(tmp_path / "fsdp2", step_category)]
     store = run[rank]
     steps = steps_of(store)
     assert steps.names == [f"ProfilerStep#{n}" for n in fx.STEPS]

@@ -213,3 +213,19 @@ def test_collectives_suggestion_opens_the_collectives_page(run: list[ProfileStor
     assert 100.0 * comm / (comm + 2 * fx.MM_US) >= smart_suggestion.COLLECTIVES_PERCENT
     found = [s for s in smart_suggestion.TOOLS[0].compute(run, {})["suggestions"] if s["rule"] == "collectives_share"]
     assert len(found) == 1 and found[0]["page"] == "collectives"
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_event_step_of_device_work_is_its_launching_step(run: list[ProfileStore], rank: int) -> None:
+    """``Steps.event_step`` (op time per step, ``tbprof check --op``) agrees with the breakdown: a
+    kernel is in the step it was launched in. The fixture launches every kernel within 330 us of its
+    step's start and runs it ``LAG_US[rank]`` after (times from the first step's host start)."""
+    store = run[rank]
+    steps = steps_of(store)
+    plane = next(p for p in store.planes if p.name.startswith("/device:GPU:"))
+    kernels = np.nonzero(plane.dur_ps > 0)[0]
+    kernels = kernels[np.isin(plane.name_id[kernels], [store.strings.id(n) for n in (fx.AG_KERNEL, fx.RS_KERNEL,
+                                                                                      fx.MM_KERNEL)])]
+    assert kernels.shape[0] == 3 * len(fx.STEPS)
+    launched_in = (plane.start_ps[kernels] // _PS_PER_US - fx.LAG_US[rank]) // fx.STEP_US
+    np.testing.assert_array_equal(steps.event_step(store.planes.index(plane))[kernels], launched_in)

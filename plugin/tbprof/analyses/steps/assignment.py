@@ -630,6 +630,21 @@ def _in_gpu_step_marker(plane: Plane, anno: np.ndarray, anno_step: np.ndarray, r
     return out
 
 
+def _with_launch_steps(steps: Steps, n_found: int, launched: list[tuple[int, np.ndarray, np.ndarray]]) -> Steps:
+    """``steps`` whose ``event_step`` of each device plane puts the events linked to a step (by
+    launch or GPU marker; ``launched``: plane, rows, step index among the ``n_found``) in it, the
+    others by time, as the breakdown counted them."""
+    remap = np.full(n_found, -1, np.int64)
+    first = 1 if steps.dropped_boundary_steps else 0
+    remap[first:first + steps.n_steps] = np.arange(steps.n_steps)
+    for pi, rows, key in launched:
+        out = steps.event_step(pi).copy()
+        linked = key >= 0
+        out[rows[linked]] = remap[key[linked]]
+        steps._event_step[pi] = out
+    return steps
+
+
 def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
 
@@ -700,6 +715,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
         del is_launch, corr, lrows, k, order  # per host event: not kept while the devices are read
     typed = _TypedEvents()
+    launched: list[tuple[int, np.ndarray, np.ndarray]] = []  # per device: its events, their step (-1: by time)
     for pi in devices:
         p = store.planes[pi]
         # The GPU-side marker of step n spans the device work launched in it.
@@ -726,6 +742,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
         typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),
                   key)
+        launched.append((pi, drows, key))
     # Steps never overlap and keep the device work launched in them: where the GPU runs behind
     # the CPU, a step starts when the previous step's device work ends (torch-tb-profiler's rule),
     # so each step spans its own kernels even when they run during the next host marker.
@@ -742,8 +759,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
               f"{' (or the end of the previous step, if later)' if devices else ''} to the end of the "
               f"{'device work launched in it' if devices else 'marker'}")
     if host is None:  # a GPU-only trace: device work alone
-        return _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
-                         len(names), None)
+        return _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end,
+                                            devices, typed, None, len(names), None), len(names), launched)
     # Host side: DataLoader waits, launches, operators.
     is_launch = categories(host, _LAUNCH_CATEGORIES)
     k_host = _event_step_by_time(host, begin, end)
@@ -763,8 +780,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     del h_start
     has_loader = bool(np.any(is_loader))
     del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
-    steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
-                      len(names), None)
+    steps = _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices,
+                                         typed, None, len(names), None), len(names), launched)
     if not has_loader:
         steps.notes.append("no DataLoader spans (enumerate(DataLoader)#...) in the trace: input time is 0")
     return steps

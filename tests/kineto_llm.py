@@ -23,9 +23,9 @@ and PyTorch's ``profiler/_utils``/``ProcessGroupNCCL`` naming):
   ``baseTimeNanoseconds``.
 
 Per step (times in us from the step's host start; host steps last ``STEP_US`` back to back): an
-all-gather launched at 100 (kernel at 120 on the NCCL stream, ``AG_US[rank]`` long), a GEMM launched
+all-gather launched at 100 (kernel at 120 on its stream, ``AG_US[rank]`` long), a GEMM launched
 at 320 (kernel at 340, ``MM_US`` long, on the compute stream), a reduce-scatter launched at 650
-(kernel at 680, ``RS_US[rank]`` long). Rank 1's kernels run ``LAG_US[1]`` = one step later than
+(kernel at 680 on its stream, ``RS_US[rank]`` long). Rank 1's kernels run ``LAG_US[1]`` = one step later than
 their launches' step: during the next step's host marker (the last step's after the host ends).
 Rank 0 waits in both collectives for rank 1 (its collective kernels are longer).
 """
@@ -43,7 +43,7 @@ MM_US = 300
 AG_US = (200, 150)  # per rank: all-gather kernel
 RS_US = (100, 80)  # per rank: reduce-scatter kernel
 LAG_US = (0, STEP_US)  # per rank: how long after its step's launch window a kernel runs
-COMPUTE_STREAM, NCCL_STREAM = 7, 20
+COMPUTE_STREAM, RS_STREAM, AG_STREAM = 7, 20, 21  # FSDP2 all-gathers and reduce-scatters on streams of their own
 AG_KERNEL = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 RS_KERNEL = "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 MM_KERNEL = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_kernel"
@@ -53,8 +53,9 @@ def _x(cat: str, name: str, pid: int, tid: int, ts: float, dur: float, **args: A
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
-def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, Any]:
-    """One rank's trace (a ``*.pt.trace.json`` document)."""
+def rank_trace(rank: int, step_category: str = "user_annotation", prefetch_us: int = 0) -> dict[str, Any]:
+    """One rank's trace (a ``*.pt.trace.json`` document); ``prefetch_us``: every all-gather but the
+    first starts that much earlier (its launch unchanged), as FSDP2's prefetch on its own stream."""
     pid, tid = 4000 + rank, 4000 + rank
     events: list[dict[str, Any]] = []
     ext = corr = 0
@@ -73,7 +74,7 @@ def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, A
         events.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": corr_id, "pid": rank,
                        "tid": stream, "ts": at})
 
-    def collective(title: str, c10d_name: str, kernel_name: str, at: float, kernel_at: float,
+    def collective(title: str, c10d_name: str, kernel_name: str, stream: int, at: float, kernel_at: float,
                    kernel_us: float) -> None:
         nonlocal ext
         ext += 2
@@ -82,8 +83,8 @@ def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, A
             "Process Group Name": "0", "Process Group Ranks": "[0, 1]", "Rank": rank}))
         events.append(_x("user_annotation", title, pid, tid, at + 10, 180, **{"External id": ext}))
         c = launch("cuLaunchKernelEx", "cuda_driver", at + 50, ext - 1)
-        kernel(kernel_name, NCCL_STREAM, kernel_at, kernel_us, ext - 1, c)
-        events.append(_x("gpu_user_annotation", title, rank, NCCL_STREAM, kernel_at, kernel_us,
+        kernel(kernel_name, stream, kernel_at, kernel_us, ext - 1, c)
+        events.append(_x("gpu_user_annotation", title, rank, stream, kernel_at, kernel_us,
                          **{"External id": ext}))
 
     lag = LAG_US[rank]
@@ -91,16 +92,17 @@ def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, A
         hb = T0_US + (n - 1) * STEP_US
         ext += 1
         events.append(_x(step_category, f"ProfilerStep#{n}", pid, tid, hb, STEP_US, **{"External id": ext}))
-        collective("nccl:_all_gather_base", "_allgather_base", AG_KERNEL, hb + 50, hb + 120 + lag, AG_US[rank])
+        ag_at = hb + 120 + lag - (prefetch_us if n > STEPS[0] else 0)
+        collective("nccl:_all_gather_base", "_allgather_base", AG_KERNEL, AG_STREAM, hb + 50, ag_at, AG_US[rank])
         ext += 1
         events.append(_x("cpu_op", "aten::mm", pid, tid, hb + 300, 200, **{
             "External id": ext, "Input type": ["c10::BFloat16", "c10::BFloat16"],
             "Input Dims": [[4096, 4096], [4096, 4096]]}))
         c = launch("cudaLaunchKernel", "cuda_runtime", hb + 320, ext)
         kernel(MM_KERNEL, COMPUTE_STREAM, hb + 340 + lag, MM_US, ext, c)
-        collective("nccl:_reduce_scatter_base", "_reduce_scatter_base", RS_KERNEL, hb + 600, hb + 680 + lag,
-                   RS_US[rank])
-        first, last = hb + 120 + lag, hb + 680 + lag + RS_US[rank]
+        collective("nccl:_reduce_scatter_base", "_reduce_scatter_base", RS_KERNEL, RS_STREAM, hb + 600,
+                   hb + 680 + lag, RS_US[rank])
+        first, last = ag_at, hb + 680 + lag + RS_US[rank]
         events.append(_x("gpu_user_annotation", f"ProfilerStep#{n}", rank, COMPUTE_STREAM, first, last - first))
     events += [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python"}},
@@ -108,7 +110,8 @@ def rank_trace(rank: int, step_category: str = "user_annotation") -> dict[str, A
         {"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": "python"}},
         {"ph": "M", "name": "process_labels", "pid": rank, "tid": 0, "args": {"labels": f"GPU {rank}"}},
         {"ph": "M", "name": "thread_name", "pid": rank, "tid": COMPUTE_STREAM, "args": {"name": "stream 7"}},
-        {"ph": "M", "name": "thread_name", "pid": rank, "tid": NCCL_STREAM, "args": {"name": "stream 20"}},
+        {"ph": "M", "name": "thread_name", "pid": rank, "tid": RS_STREAM, "args": {"name": "stream 20"}},
+        {"ph": "M", "name": "thread_name", "pid": rank, "tid": AG_STREAM, "args": {"name": "stream 21"}},
     ]
     return {
         "schemaVersion": 1,

@@ -229,3 +229,28 @@ def test_event_step_of_device_work_is_its_launching_step(run: list[ProfileStore]
     assert kernels.shape[0] == 3 * len(fx.STEPS)
     launched_in = (plane.start_ps[kernels] // _PS_PER_US - fx.LAG_US[rank]) // fx.STEP_US
     np.testing.assert_array_equal(steps.event_step(store.planes.index(plane))[kernels], launched_in)
+
+
+def _union_us(intervals: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for s, e in sorted(intervals):
+        if e > reach:
+            total += e - max(s, reach)
+            reach = e
+    return total
+
+
+def test_device_work_started_before_its_step_is_not_lost(tmp_path: Path) -> None:
+    """Rank 1 with FSDP2-style prefetch: each all-gather after the first starts 500 us early, on its
+    own stream, while the previous step's reduce-scatter still runs. Its part before its step starts
+    counts in the previous step, the rest in its own; over the steps, device time is the union of
+    the kernels (no overlap counted twice, nothing dropped)."""
+    trace = fx.rank_trace(1, prefetch_us=500)
+    path = tmp_path / "rank1.1.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    steps = steps_of(read_chrome_trace(path))
+    cats = sb.categories_ms(steps.type_ps)
+    kernels = [(e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    device_us = (cats["device_compute_ms"] + cats["device_collectives_ms"]).sum() * 1e3
+    assert device_us == pytest.approx(_union_us(kernels), abs=1e-6)
+    assert cats["device_compute_ms"] * 1e3 == pytest.approx([fx.MM_US] * len(fx.STEPS), abs=1e-9)

@@ -630,6 +630,25 @@ def _in_gpu_step_marker(plane: Plane, anno: np.ndarray, anno_step: np.ndarray, r
     return out
 
 
+def _split_early_device_work(typed: _TypedEvents, begin: np.ndarray) -> None:
+    """Device work of a step that starts before the step does (on another stream, while the
+    previous step's device work still runs): the part before the step's start goes by time (to the
+    previous step), the rest stays in its step, so no device time is lost or counted twice."""
+    for i in range(len(typed.key)):
+        key, start, end = typed.key[i], typed.start[i], typed.end[i]
+        step_begin = begin[np.clip(key, 0, None)]
+        early = np.nonzero((key >= 0) & (start < step_begin))[0]
+        if early.shape[0] == 0:
+            continue
+        head_end = np.minimum(end[early], step_begin[early])
+        typed.add(int(typed.plane[i][0]), start[early], head_end, typed.type[i][early],
+                  np.full(early.shape[0], -1, np.int64))
+        # The rest (empty where all of it ran before the step) stays in the step.
+        start = start.copy()
+        start[early] = np.minimum(np.maximum(start[early], step_begin[early]), end[early])
+        typed.start[i] = start
+
+
 def _with_launch_steps(steps: Steps, n_found: int, launched: list[tuple[int, np.ndarray, np.ndarray]]) -> Steps:
     """``steps`` whose ``event_step`` of each device plane puts the events linked to a step (by
     launch or GPU marker; ``launched``: plane, rows, step index among the ``n_found``) in it, the
@@ -657,8 +676,10 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     and each spans its own device work. Other events go to the step whose span holds their start
     (the host work of a step the GPU lags behind overlaps the previous step's device work, where
     device time outranks it); a device event whose launch is not in the trace belongs to the step
-    whose GPU marker holds its start. Breakdown (XProf's event types): device events by XProf's GPU
-    rules (NCCL kernels are collectives, memcpys by direction), the host's DataLoader spans
+    whose GPU marker holds its start; the part of a step's device work that runs before the step
+    starts (another stream, during the previous step's device work) counts in the previous step.
+    Breakdown (XProf's event types): device events by XProf's GPU rules (NCCL kernels are
+    collectives, memcpys by direction), the host's DataLoader spans
     (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA runtime/driver calls that
     launch device work are kernel launch, other operators host compute; overlapping time counts
     once for the highest-priority type, as in XProf.
@@ -748,6 +769,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     # so each step spans its own kernels even when they run during the next host marker.
     end = np.maximum.accumulate(end)
     begin[1:] = np.maximum(begin[1:], end[:-1])
+    _split_early_device_work(typed, begin)
     # Device events launched outside every step, or whose launch is not in the trace, go by time.
     for i, key in enumerate(typed.key):
         t = np.searchsorted(begin, typed.start[i], side="right") - 1

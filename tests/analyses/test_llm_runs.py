@@ -19,7 +19,7 @@ import pytest
 from tbprof.analyses.gpu import distributed, stragglers
 from tbprof.analyses.input import input_pipeline
 from tbprof.analyses.ops import headline, kineto_ops
-from tbprof.analyses.overview import smart_suggestion
+from tbprof.analyses.overview import overview, smart_suggestion
 from tbprof.analyses.pod import pod_viewer
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import steps_of
@@ -58,7 +58,11 @@ def test_every_step_carries_the_device_time_launched_in_it(tmp_path: Path, rank:
     # Steps never overlap and never run backwards: each ends where the next starts or before.
     assert np.all(steps.end_ps > steps.begin_ps)
     assert np.all(steps.begin_ps[1:] >= steps.end_ps[:-1])
-    # The pod viewer and the input pipeline read the same steps.
+    # The overview, the pod viewer and the input pipeline read the same steps.
+    graph = overview.TOOLS[0].compute([store], {})["step_time_graph"]
+    assert np.asarray(graph["device_compute_ms"]) * 1e3 == pytest.approx([want[n]["compute"] for n in fx.STEPS])
+    assert np.asarray(graph["device_collectives_ms"]) * 1e3 == pytest.approx(
+        [want[n]["collectives"] for n in fx.STEPS])
     pod = pod_viewer.compute(run, {"step": -1})
     column = next(c for c in pod["cores"] if c["host"] == store.host and c["device"] != "all devices")
     for i, n in enumerate(fx.STEPS):

@@ -159,6 +159,20 @@ def test_without_launches_the_collective_gpu_annotation_names_the_kernel(tmp_pat
     assert ops["nccl:_all_gather_base"][0] == len(fx.STEPS) * fx.AG_US[0] * _PS_PER_US
 
 
+def test_by_external_id_the_collective_inside_record_param_comms_names_the_kernel(tmp_path: Path) -> None:
+    """No launches and no GPU annotations (a trace without ``gpu_user_annotation``): the kernel's
+    External id is ``record_param_comms``'s, and the collective span inside it names the kernel."""
+    trace = fx.rank_trace(0)
+    trace["traceEvents"] = [e for e in trace["traceEvents"]
+                            if e.get("cat") not in ("cuda_runtime", "cuda_driver", "gpu_user_annotation")]
+    path = tmp_path / "rank0.1.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    ops = _device_ops(read_chrome_trace(path))
+    assert "record_param_comms" not in ops
+    assert ops["nccl:_all_gather_base"][0] == len(fx.STEPS) * fx.AG_US[0] * _PS_PER_US
+    assert ops["nccl:_reduce_scatter_base"][0] == len(fx.STEPS) * fx.RS_US[0] * _PS_PER_US
+
+
 def test_real_ddp_nccl_kernels_belong_to_their_collective() -> None:
     """torch_ddp (PyTorch 2.11, NCCL 2.2x): each ``ncclDevKernel_*`` is launched inside
     ``record_param_comms`` > ``nccl:all_reduce`` / ``nccl:broadcast``; the device time of each

@@ -8,7 +8,8 @@ an operator: it lies inside ``record_param_comms``, the ``cpu_op`` every c10d ca
 so NCCL kernels belong to the collective, not to that wrapper. Without a launch in the trace: the
 collective whose GPU annotation (``gpu_user_annotation``, on the kernel's stream) encloses the
 device event, then the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
-External ids no operator has, so the launch comes first).
+External ids no operator has, so the launch comes first; NCCL kernels carry
+``record_param_comms``'s, which then stands for the collective span inside it).
 
 An operator's **precision** comes from its ``Input type`` (``record_shapes``): any bf16, fp16 or
 fp8 input makes its device work 16-bit (or narrower), else a float/double input 32-bit; without
@@ -56,7 +57,9 @@ def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 
 def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(External ids ascending, name id of the operator carrying each, its instance key) (memoised).
-    Of several operators with one External id, the last row (the innermost) owns it."""
+    Of several operators with one External id, the last row (the innermost) owns it. An operator
+    holding a collective's span (``record_param_comms`` > ``nccl:_all_gather_base``) stands for
+    that collective: its External id is the one NCCL kernels carry."""
     def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         exts: list[np.ndarray] = []
         names: list[np.ndarray] = []
@@ -65,9 +68,17 @@ def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.n
             rows = np.nonzero(category_mask(store, plane, (kn.OPERATOR,)))[0]
             ext = external_id(store, plane)[rows]
             keep = ext >= 0
-            exts.append(ext[keep])
-            names.append(plane.name_id[rows[keep]].astype(np.int64))
-            keys.append((np.int64(pi) << _ROW_BITS) | rows[keep])
+            rows, ext = rows[keep], ext[keep]
+            owner = rows.copy()  # the event that names each operator: itself, or the collective inside it
+            spans = np.nonzero(_collective_mask(store, plane, (kn.USER_ANNOTATION, kn.OPERATOR)))[0]
+            if spans.shape[0] and rows.shape[0]:
+                parent = parent_rows(plane)[spans]
+                pos = np.minimum(np.searchsorted(rows, parent), rows.shape[0] - 1)
+                inside = (parent >= 0) & (rows[pos] == parent)
+                owner[pos[inside]] = spans[inside]
+            exts.append(ext)
+            names.append(plane.name_id[owner].astype(np.int64))
+            keys.append((np.int64(pi) << _ROW_BITS) | owner)
         if not exts:
             z = np.zeros(0, np.int64)
             return z, z, z

@@ -25,8 +25,9 @@ and PyTorch's ``profiler/_utils``/``ProcessGroupNCCL`` naming):
 Per step (times in us from the step's host start; host steps last ``STEP_US`` back to back): an
 all-gather launched at 100 (kernel at 120 on its stream, ``AG_US[rank]`` long), a GEMM launched
 at 320 (kernel at 340, ``MM_US`` long, on the compute stream), a reduce-scatter launched at 650
-(kernel at 680 on its stream, ``RS_US[rank]`` long). Rank 1's kernels run ``LAG_US[1]`` = one step later than
-their launches' step: during the next step's host marker (the last step's after the host ends).
+(kernel at 680 on its stream, ``RS_US[rank]`` long). Rank 1's kernels run ``LAG_US[1]`` = one
+step later than their launches' step: during the next step's host marker (the last step's after
+the host ends).
 Rank 0 waits in both collectives for rank 1 (its collective kernels are longer).
 """
 

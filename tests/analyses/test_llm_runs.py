@@ -9,6 +9,7 @@ torch_ddp trace (demo_logs) checks the kernel attribution on PyTorch 2.11's own 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from tbprof.store.tables import ProfileStore
 from tests import kineto_llm as fx
 
 DEMO = Path(__file__).resolve().parents[2] / "demo_logs"
+DATA = Path(__file__).resolve().parents[1] / "data"
 _PS_PER_US = 1_000_000
 
 
@@ -73,6 +75,46 @@ def test_every_step_carries_the_device_time_launched_in_it(tmp_path: Path, rank:
     table = _rows(ipa["tables"]["steps"])
     assert [r["device_compute_ms"] * 1e3 for r in table] == pytest.approx(
         [want[n]["compute"] for n in fx.STEPS], abs=1e-9)
+
+
+def _launched_device_us_of(trace: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """Per host ``ProfilerStep#N``: the device time (us) of the device events (kernels, memcpys,
+    memsets) whose launch (same ``correlation``) starts in it; and that of the device events whose
+    launch is not in the trace. Plain Python over the JSON, independent of tbprof."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    steps = [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
+             if e["cat"] in ("user_annotation", "cpu_op") and e["name"].startswith("ProfilerStep#")]
+    launches = {e["args"]["correlation"]: e["ts"] for e in events
+                if e["cat"] in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    out = {name: 0.0 for _, _, name in steps}
+    unlaunched = 0.0
+    for e in events:
+        if e["cat"] not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        at = launches.get(e["args"].get("correlation"))
+        if at is None:
+            unlaunched += e["dur"]
+            continue
+        name = next(n for b, end, n in steps if b <= at < end)
+        out[name] += e["dur"]
+    return out, unlaunched
+
+
+def test_real_gpu_lag_trace_steps_carry_their_device_work() -> None:
+    """tests/data/torch_gpu_lag (PyTorch 2.11, H100): the GPU runs a step behind the CPU, and work
+    launched before the profiled steps still runs at the first one's start. Each step's device
+    compute is the device time launched in it (about 64 ms each; the GPU's ``ProfilerStep#N``
+    annotation alone covers about 22 ms), the earlier work in no step. Tolerance 1 us: the
+    ``ts``/``dur`` decimals are read as floats (a few ns per event), and a stream's back-to-back
+    events may touch."""
+    path = DATA / "torch_gpu_lag" / "torch_gpu_lag.pt.trace.json.gz"
+    want, unlaunched = _launched_device_us_of(json.loads(gzip.decompress(path.read_bytes())))
+    assert unlaunched > 0 and all(v > 0 for v in want.values())
+    steps = steps_of(read_chrome_trace(path))
+    assert steps.names == sorted(want, key=lambda n: int(n.split("#")[1]))
+    cats = sb.categories_ms(steps.type_ps)
+    assert cats["device_compute_ms"] * 1e3 == pytest.approx([want[n] for n in steps.names], abs=1.0)
+    assert np.all(steps.begin_ps[1:] >= steps.end_ps[:-1]) and np.all(steps.end_ps > steps.begin_ps)
 
 
 def test_without_launches_the_gpu_step_marker_holds_the_step(tmp_path: Path) -> None:

@@ -630,6 +630,19 @@ def _in_gpu_step_marker(plane: Plane, anno: np.ndarray, anno_step: np.ndarray, r
     return out
 
 
+def _end_of_earlier_work(typed: _TypedEvents, launched: list[tuple[int, np.ndarray, np.ndarray]]) -> int:
+    """End of the last device event linked to no step that ends before the first step's own
+    device work starts (torch-tb-profiler's start of the first step); -1 when none."""
+    keyed = [(typed.start[i], typed.end[i], key) for i, (_, _, key) in enumerate(launched)]
+    firsts = [int(st[key == 0].min()) for st, _, key in keyed if np.any(key == 0)]
+    if not firsts:
+        return -1
+    first = min(firsts)
+    ends = [en[(key < 0) & (en < first)] for _, en, key in keyed]
+    found = [int(e.max()) for e in ends if e.shape[0]]
+    return max(found) if found else -1
+
+
 def _split_early_device_work(typed: _TypedEvents, begin: np.ndarray) -> None:
     """Device work of a step that starts before the step does (on another stream, while the
     previous step's device work still runs): the part before the step's start goes by time (to the
@@ -672,8 +685,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     behind its CPU). A step ends at the latest of its host marker's end, the end of the device
     work launched in it and the end of the GPU's own marker (Kineto's ``gpu_user_annotation`` of
     the same name); it starts at its host marker or, when the previous step's device work is
-    still running then, where that step ends (torch-tb-profiler's rule), so steps never overlap
-    and each spans its own device work. Other events go to the step whose span holds their start
+    still running then, where that step ends (torch-tb-profiler's rule; for the first step, the
+    device work launched before it), so steps never overlap and each spans its own device work. Other events go to the step whose span holds their start
     (the host work of a step the GPU lags behind overlaps the previous step's device work, where
     device time outranks it); a device event whose launch is not in the trace belongs to the step
     whose GPU marker holds its start; the part of a step's device work that runs before the step
@@ -769,6 +782,9 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     # so each step spans its own kernels even when they run during the next host marker.
     end = np.maximum.accumulate(end)
     begin[1:] = np.maximum(begin[1:], end[:-1])
+    # Likewise the first step starts after the device work launched before it (before the
+    # profiled steps) that ends before the first step's own device work starts.
+    begin[0] = min(max(int(begin[0]), _end_of_earlier_work(typed, launched)), int(end[0]))
     _split_early_device_work(typed, begin)
     # Device events launched outside every step, or whose launch is not in the trace, go by time.
     for i, key in enumerate(typed.key):

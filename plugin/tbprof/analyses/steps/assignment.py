@@ -682,20 +682,20 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
 
     A device event belongs to the step whose host marker holds its launch (linked by
     ``correlation``), even when it runs during a later step's host marker (a GPU running a step
-    behind its CPU). A step ends at the latest of its host marker's end, the end of the device
-    work launched in it and the end of the GPU's own marker (Kineto's ``gpu_user_annotation`` of
-    the same name); it starts at its host marker or, when the previous step's device work is
-    still running then, where that step ends (torch-tb-profiler's rule; for the first step, the
-    device work launched before it), so steps never overlap and each spans its own device work. Other events go to the step whose span holds their start
-    (the host work of a step the GPU lags behind overlaps the previous step's device work, where
-    device time outranks it); a device event whose launch is not in the trace belongs to the step
-    whose GPU marker holds its start; the part of a step's device work that runs before the step
-    starts (another stream, during the previous step's device work) counts in the previous step.
-    Breakdown (XProf's event types): device events by XProf's GPU rules (NCCL kernels are
-    collectives, memcpys by direction), the host's DataLoader spans
+    behind its CPU). A step ends at the latest of its host marker's end, the end of the device work
+    launched in it and the end of the GPU's own marker (Kineto's ``gpu_user_annotation`` of the same
+    name); it starts at its host marker or, when the previous step's device work is still running
+    then, where that step ends (torch-tb-profiler's rule; for the first step, the device work
+    launched before it), so steps never overlap and each spans its own device work. Other events go
+    to the step whose span holds their start (the host work of a step the GPU lags behind overlaps
+    the previous step's device work, where device time outranks it); a device event whose launch is
+    not in the trace belongs to the step whose GPU marker holds its start; the part of a step's
+    device work that runs before the step starts (another stream, during the previous step's device
+    work) counts in the previous step. Breakdown (XProf's event types): device events by XProf's GPU
+    rules (NCCL kernels are collectives, memcpys by direction), the host's DataLoader spans
     (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA runtime/driver calls that
-    launch device work are kernel launch, other operators host compute; overlapping time counts
-    once for the highest-priority type, as in XProf.
+    launch device work are kernel launch, other operators host compute; overlapping time counts once
+    for the highest-priority type, as in XProf.
     """
     if store.format != "chrome_trace":
         return None

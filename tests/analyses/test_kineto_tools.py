@@ -130,11 +130,14 @@ def test_profiler_steps(store: ProfileStore, doc: dict[str, Any]) -> None:
     assert steps.source == "markers" and steps.method == "profiler_step"
     assert len(host_markers) <= DROP_BOUNDARY_ABOVE  # 4 steps: none dropped
     assert steps.names == [n for _, n, _ in host_markers]
-    # A step starts at its host marker and lasts at least as long as it.
+    # A step starts at its host marker, or where the previous step's device work ends if that is
+    # later, and ends no earlier than its host marker.
     t0_us = min(e["ts"] for e in events if "ts" in e and e.get("ph") != "M")
+    prev_end_us = 0.0
     for (ts, _, dur), begin_ps, end_ps in zip(host_markers, steps.begin_ps, steps.end_ps, strict=True):
-        assert begin_ps / 1e6 == pytest.approx(ts - t0_us, abs=2e-3)
-        assert (end_ps - begin_ps) / 1e6 >= dur - 2e-3
+        assert begin_ps / 1e6 == pytest.approx(max(ts - t0_us, prev_end_us), abs=2e-3)
+        assert end_ps / 1e6 >= ts - t0_us + dur - 2e-3
+        prev_end_us = end_ps / 1e6
     assert steps.has_device and has_steps_data(store)
     # No DataLoader in this trace: no input time.
     assert int(steps.type_ps[:, 11].sum() + steps.type_ps[:, 8].sum()) == 0

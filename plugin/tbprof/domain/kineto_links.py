@@ -2,9 +2,14 @@
 
 A device event's ``correlation`` names the runtime call that launched it (``cudaLaunchKernel``,
 ``hipLaunchKernel``, MTIA's ``runFunction``); its operator is the innermost ``cpu_op`` that
-encloses that call on its thread, as HTA and PyTorch's own tools find it. Without a launch in
-the trace, the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
-External ids no operator has, so the launch comes first).
+encloses that call on its thread, as HTA and PyTorch's own tools find it. A collective's own span
+(``nccl:_all_gather_base``, a ``user_annotation``: ``kineto_names.is_collective_name``) counts as
+an operator: it lies inside ``record_param_comms``, the ``cpu_op`` every c10d call launches from,
+so NCCL kernels belong to the collective, not to that wrapper. Without a launch in the trace: the
+collective whose GPU annotation (``gpu_user_annotation``, on the kernel's stream) encloses the
+device event, then the ``cpu_op`` carrying the device event's ``External id`` (DDP's kernels carry
+External ids no operator has, so the launch comes first; NCCL kernels carry
+``record_param_comms``'s, which then stands for the collective span inside it).
 
 An operator's **precision** comes from its ``Input type`` (``record_shapes``): any bf16, fp16 or
 fp8 input makes its device work 16-bit (or narrower), else a float/double input 32-bit; without
@@ -21,6 +26,7 @@ import numpy as np
 from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
 
 _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
@@ -51,7 +57,9 @@ def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 
 def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(External ids ascending, name id of the operator carrying each, its instance key) (memoised).
-    Of several operators with one External id, the last row (the innermost) owns it."""
+    Of several operators with one External id, the last row (the innermost) owns it. An operator
+    holding a collective's span (``record_param_comms`` > ``nccl:_all_gather_base``) stands for
+    that collective: its External id is the one NCCL kernels carry."""
     def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         exts: list[np.ndarray] = []
         names: list[np.ndarray] = []
@@ -60,9 +68,17 @@ def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.n
             rows = np.nonzero(category_mask(store, plane, (kn.OPERATOR,)))[0]
             ext = external_id(store, plane)[rows]
             keep = ext >= 0
-            exts.append(ext[keep])
-            names.append(plane.name_id[rows[keep]].astype(np.int64))
-            keys.append((np.int64(pi) << _ROW_BITS) | rows[keep])
+            rows, ext = rows[keep], ext[keep]
+            owner = rows.copy()  # the event that names each operator: itself, or the collective inside it
+            spans = np.nonzero(_collective_mask(store, plane, (kn.USER_ANNOTATION, kn.OPERATOR)))[0]
+            if spans.shape[0] and rows.shape[0]:
+                parent = parent_rows(plane)[spans]
+                pos = np.minimum(np.searchsorted(rows, parent), rows.shape[0] - 1)
+                inside = (parent >= 0) & (rows[pos] == parent)
+                owner[pos[inside]] = spans[inside]
+            exts.append(ext)
+            names.append(plane.name_id[owner].astype(np.int64))
+            keys.append((np.int64(pi) << _ROW_BITS) | owner)
         if not exts:
             z = np.zeros(0, np.int64)
             return z, z, z
@@ -101,6 +117,55 @@ def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
 _ROW_BITS = 40
 
 
+def collective_name_ids(store: ProfileStore) -> np.ndarray:
+    """Name ids of the store's collective spans (``kineto_names.is_collective_name``), memoised;
+    only event names are tested (the string table also holds every stat's text)."""
+    def build() -> np.ndarray:
+        parts = [sorted_unique(p.name_id) for p in store.planes if p.n_events]
+        ids = sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        names = store.strings.lookup(ids)
+        return np.asarray([i for i, n in zip(ids.tolist(), names, strict=True) if kn.is_collective_name(n)],
+                          np.int64)
+    return store.memo(("kineto_collective_name_ids",), build)
+
+
+def _collective_mask(store: ProfileStore, plane: Plane, categories: tuple[str, ...]) -> np.ndarray:
+    """Events of ``plane`` that are a collective's span (by name) in one of ``categories``."""
+    names = collective_name_ids(store)
+    if names.shape[0] == 0:
+        return np.zeros(plane.n_events, bool)
+    return np.isin(plane.name_id, names) & category_mask(store, plane, categories)
+
+
+def _operator_mask(store: ProfileStore, plane: Plane) -> np.ndarray:
+    """The host events a launch may belong to: operators and collectives' spans."""
+    return category_mask(store, plane, (kn.OPERATOR,)) | _collective_mask(
+        store, plane, (kn.USER_ANNOTATION, kn.OPERATOR))
+
+
+def _enclosing_collective(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(name id, instance key) of the collective GPU annotation on the same line of ``plane`` that
+    encloses each device event ``rows`` (-1: none)."""
+    name = np.full(rows.shape[0], -1, np.int64)
+    key = np.full(rows.shape[0], -1, np.int64)
+    anno = np.nonzero(_collective_mask(store, plane, (kn.GPU_USER_ANNOTATION,)))[0]
+    if anno.shape[0] == 0 or rows.shape[0] == 0:
+        return name, key
+    pi = np.int64(store.planes.index(plane))
+    for line in np.unique(plane.line_idx[anno]).tolist():  # a few streams
+        mine = anno[plane.line_idx[anno] == line]
+        mine = mine[np.argsort(plane.start_ps[mine], kind="stable")]
+        sel = np.nonzero(plane.line_idx[rows] == line)[0]
+        # Each event's candidate: the last annotation starting at or before it.
+        pos = np.searchsorted(plane.start_ps[mine], plane.start_ps[rows[sel]], side="right") - 1
+        cand = mine[np.clip(pos, 0, None)]
+        ev = rows[sel]
+        ok = (pos >= 0) & (plane.start_ps[cand] + plane.dur_ps[cand] >= plane.start_ps[ev] + plane.dur_ps[ev])
+        name[sel[ok]] = plane.name_id[cand[ok]]
+        key[sel[ok]] = (pi << _ROW_BITS) | cand[ok]
+    return name, key
+
+
 def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(correlation ids ascending, name id of the operator enclosing their launch, that operator
     event's instance key) (memoised)."""
@@ -115,7 +180,7 @@ def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.n
             rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
             if rows.shape[0] == 0:
                 continue
-            op = _enclosing_op(category_mask(store, plane, (kn.OPERATOR,)), parent_rows(plane), rows)
+            op = _enclosing_op(_operator_mask(store, plane), parent_rows(plane), rows)
             found = op >= 0
             corrs.append(corr[rows[found]])
             ops.append(plane.name_id[op[found]].astype(np.int64))
@@ -138,6 +203,11 @@ def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[n
     pos, hit = _lookup(corr_sorted, _int_stat(store, plane, "correlation")[rows])
     op[hit], key[hit] = op_sorted[pos[hit]], key_sorted[pos[hit]]
     missing = np.nonzero(~hit)[0]
+    if missing.shape[0]:
+        c_name, c_key = _enclosing_collective(store, plane, rows[missing])
+        found = c_name >= 0
+        op[missing[found]], key[missing[found]] = c_name[found], c_key[found]
+        missing = missing[~found]
     if missing.shape[0]:
         ext_sorted, name_sorted, ext_key_sorted = op_by_external_id(store)
         pos, found = _lookup(ext_sorted, external_id(store, plane)[rows[missing]])

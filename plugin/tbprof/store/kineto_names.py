@@ -52,3 +52,24 @@ LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpy
 # c10::DeviceType of a ``[memory]`` event's ``Device Type``: the kind of memory it counts.
 # 1 CUDA and 6 HIP are both a GPU's memory (ROCm builds report HIP); 19 is MTIA.
 MEMORY_DEVICE_KIND = {0: "CPU", 1: "GPU", 6: "GPU", 12: "XPU", 13: "MPS", 19: "MTIA", 20: "Device"}
+
+# A collective's own span: ProcessGroup backends name it ``<backend>:<op>`` (ProcessGroupNCCL's
+# profiling titles: ``nccl:all_reduce``, ``nccl:_all_gather_base`` and ``nccl:_reduce_scatter_base``
+# (FSDP and FSDP2), ``nccl:all_gather_into_tensor_coalesced``, ``nccl:reduce_scatter_tensor_coalesced``,
+# ``nccl:all_to_all``, ``nccl:_broadcast_oop``, ``nccl:send 0->1``, ``nccl:recv 0<-1``, ``nccl:coalesced``,
+# ...; ROCm builds keep ``nccl:``), written as a ``user_annotation`` on the calling thread, a
+# ``gpu_user_annotation`` over its kernels, or a ``cpu_op`` in older versions.
+COLLECTIVE_BACKENDS = ("nccl", "gloo", "ucc", "mpi", "xccl")
+
+
+def is_collective_name(name: str) -> bool:
+    """Whether ``name`` is a ProcessGroup collective's span (``nccl:_all_gather_base``); plain
+    string tests, no regex on profile text."""
+    backend, sep, op = name.partition(":")
+    return bool(sep) and backend in COLLECTIVE_BACKENDS and bool(op) and not op.startswith(":")
+
+
+def is_collective_kernel(name: str) -> bool:
+    """Whether a device event is a NCCL/RCCL collective kernel: ``ncclKernel_*`` (NCCL < 2.19),
+    ``ncclDevKernel_*`` (NCCL >= 2.19; RCCL's ``ncclDevKernel_Generic_*``)."""
+    return name.startswith("nccl") and "Kernel" in name[4:]

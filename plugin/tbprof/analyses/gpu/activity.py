@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
@@ -43,7 +44,7 @@ _DERIVED_LINE_MIN = 0xDEADBEEF  # XProf's derived lines ("XLA Ops", "Steps", ...
 
 def kernel_kind(name: str) -> int:
     """HTA's kernel type of a device event name (plain string tests: linear, no regex)."""
-    if name.startswith("nccl") and "Kernel" in name[4:]:
+    if kn.is_collective_kernel(name):
         return COMMUNICATION
     if name.startswith(("Memcpy", "Memset", "dma")):
         return MEMORY

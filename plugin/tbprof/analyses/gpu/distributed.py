@@ -5,9 +5,12 @@ Communication Overview" (``profiler/event_parser.py``, ``loader.py``, ``communic
 docs/formulas.md, "Collectives: waiting vs transferring (torch-tb-profiler)"), over the ranks of
 a run:
 
-* a **collective** is an operator or annotation named ``nccl:<op>`` (``broadcast``, ``reduce``,
-  ``all_reduce``, ``all_gather``, ``reduce_scatter``; ``gloo:`` too), keyed by its ``External
-  id`` (a GPU annotation of the same id replaces the host one: Kineto writes it later); its
+* a **collective** is an operator or annotation named ``nccl:<op>`` (torch-tb-profiler 0.4.3
+  knows ``broadcast``, ``reduce``, ``all_reduce``, ``all_gather``, ``reduce_scatter``; tbprof every
+  ProcessGroup collective, ``store/kineto_names.is_collective_name``: FSDP's ``_all_gather_base``
+  and ``_reduce_scatter_base``, the ``*_coalesced`` ones, ``all_to_all``, send/recv; ``gloo:``
+  too; docs/differences.md), keyed by its ``External id`` (a GPU annotation of the same id
+  replaces the host one: Kineto writes it later); its
   ranges are its own span and the spans of the kernels with its ``External id``;
 * collectives are matched across ranks by position in (start, -end) order, and each range by
   position; a range's **transfer** part is its last ``d`` microseconds, ``d`` the shortest
@@ -38,19 +41,17 @@ from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CollectivesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.domain.kineto_links import collective_name_ids
 from tbprof.store.tables import ProfileStore
 
 TOOL = "collectives"
 _PS_PER_US = 1e6
-COLLECTIVES = tuple(f"{lib}:{op}" for lib in ("nccl", "gloo")
-                    for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
 _NODE_CATEGORIES = ("cpu_op", "operator", "user_annotation", "gpu_user_annotation", "python")
 
 
 def has_collectives(store: object) -> bool:
-    strings = getattr(store, "strings", None)
-    return (getattr(store, "format", "") == "chrome_trace" and strings is not None
-            and any(strings.id(n) >= 0 for n in COLLECTIVES) and strings.id("External id") >= 0)
+    return (isinstance(store, ProfileStore) and store.format == "chrome_trace"
+            and store.strings.id("External id") >= 0 and collective_name_ids(store).shape[0] > 0)
 
 
 def collective_nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -63,7 +64,7 @@ def _nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
     if ext_sid < 0 or cat_sid < 0:
         return []
     names = store.strings.as_list()
-    wanted = {store.strings.id(n) for n in COLLECTIVES} - {-1}
+    wanted = collective_name_ids(store)
     node_cats = {store.strings.id(c) for c in _NODE_CATEGORIES} - {-1}
     gpu_annotation = store.strings.id("gpu_user_annotation")
     kernel_cat = store.strings.id("kernel")
@@ -77,7 +78,7 @@ def _nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
         ext = plane.event_stat(ext_sid).dense_int(plane.n_events)
         start = plane.start_ps.astype(np.int64)
         end = start + plane.dur_ps.astype(np.int64)
-        is_node = np.isin(plane.name_id, np.fromiter(wanted, np.int64)) & np.isin(cat, np.fromiter(node_cats, np.int64))
+        is_node = np.isin(plane.name_id, wanted) & np.isin(cat, np.fromiter(node_cats, np.int64))
         for i in np.nonzero(is_node)[0].tolist():
             target = gpu_nodes if int(cat[i]) == gpu_annotation else host_nodes
             target[int(ext[i])] = (int(plane.name_id[i]), int(start[i]), int(end[i]))
@@ -129,7 +130,7 @@ def _step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, f
     if ext_sid < 0 or cat_sid < 0:
         return []
     names = store.strings.as_list()
-    comm_ids = np.fromiter({store.strings.id(n) for n in COLLECTIVES} - {-1}, np.int64)
+    comm_ids = collective_name_ids(store)
     node_cats = np.fromiter({store.strings.id(c) for c in _NODE_CATEGORIES} - {-1}, np.int64)
     kernel_cat, gpu_annotation = store.strings.id("kernel"), store.strings.id("gpu_user_annotation")
     step_cats = np.fromiter({store.strings.id(c) for c in ("cpu_op", "operator", "user_annotation",

@@ -36,6 +36,7 @@ from tbprof.analyses.gpu.trace_diff import event_table
 from tbprof.analyses.results.gpu import StragglersResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
+from tbprof.store import kineto_names as kn
 from tbprof.store.tables import ProfileStore
 
 TOOL = "stragglers"
@@ -48,8 +49,7 @@ def has_steps_and_collectives(store: object) -> bool:
     if getattr(store, "format", "") != "chrome_trace" or strings is None:
         return False
     names = strings.as_list()
-    return any(n.startswith("ProfilerStep#") for n in names) and any(
-        n.startswith("nccl") and "Kernel" in n[4:] for n in names)
+    return any(n.startswith("ProfilerStep#") for n in names) and any(kn.is_collective_kernel(n) for n in names)
 
 
 def _rank_events(store: ProfileStore, offset_ps: int) -> dict[str, np.ndarray] | None:

@@ -10,6 +10,7 @@ import numpy as np
 from tbprof.analyses.metrics import metric_json, percent
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.common import MetricJson
+from tbprof.store import kineto_names as kn
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
@@ -26,10 +27,14 @@ def idle_metric(stores: Sequence[StoreView], side: str) -> MetricJson:
 
 
 def collectives_metric(stores: Sequence[ProfileStore]) -> MetricJson:
-    """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time."""
+    """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time.
+    Collective ops: XLA's collective categories; PyTorch's collective spans (``nccl:all_reduce``,
+    the operator of its NCCL kernels) and NCCL kernels no operator launched."""
     db = hosts_op_metrics(stores, "device")
     if db.n_ops == 0:
         return metric_json("collectives_of_device_op_time", None)
-    coll = np.isin(db.type.astype(str), list(COLLECTIVE_CATEGORIES))
+    named = [kn.is_collective_name(str(t)) or kn.is_collective_kernel(str(n))
+             for t, n in zip(db.type, db.name, strict=True)]
+    coll = np.isin(db.type.astype(str), list(COLLECTIVE_CATEGORIES)) | np.array(named, dtype=bool)
     self_ps, coll_ps = float(db.self_time_ps.sum()), float(db.self_time_ps[coll].sum())
     return metric_json("collectives_of_device_op_time", percent(coll_ps, self_ps))

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.gpu.distributed import has_collectives
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import kernel_stats
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
@@ -139,7 +140,8 @@ def _device(stores: Sequence[ProfileStore], out: list[Suggestion], metrics: list
             "collectives_share", "medium",
             f"Collectives (all-reduce, all-gather, ...) take {share:.1f}% {coll['of']}. Overlap them with "
             "compute, shard differently or communicate in lower precision.",
-            "hlo_stats", {coll["key"]: share}))
+            # A PyTorch run's collectives are on the Collectives page (it has no HLO).
+            "collectives" if any(has_collectives(s) for s in stores) else "hlo_stats", {coll["key"]: share}))
     idle_pct = idle["value_percent"]
     if idle_pct is not None and idle_pct >= IDLE_PERCENT:
         out.append(_suggestion(

@@ -611,17 +611,91 @@ def _kineto_gpu_type(name: str) -> int:
     return sb.classify_gpu_event(name, "")
 
 
+def _in_gpu_step_marker(plane: Plane, anno: np.ndarray, anno_step: np.ndarray, rows: np.ndarray,
+                        key: np.ndarray) -> np.ndarray:
+    """``key`` (step index per device event ``rows``, -1: not linked) with the unlinked events
+    inside a GPU ``ProfilerStep#N`` annotation of ``plane`` (``anno``, of step ``anno_step``) in
+    that step: the device's own marker of the step that launched them."""
+    todo = np.nonzero(key < 0)[0]
+    if anno.shape[0] == 0 or todo.shape[0] == 0:
+        return key
+    order = np.argsort(plane.start_ps[anno], kind="stable")
+    a_start = plane.start_ps[anno][order]
+    a_end = a_start + plane.dur_ps[anno][order]
+    start = plane.start_ps[rows[todo]]
+    pos = np.searchsorted(a_start, start, side="right") - 1
+    inside = (pos >= 0) & (start < a_end[np.clip(pos, 0, None)])
+    out = key.copy()
+    out[todo[inside]] = anno_step[order][pos[inside]]
+    return out
+
+
+def _end_of_earlier_work(typed: _TypedEvents, launched: list[tuple[int, np.ndarray, np.ndarray]]) -> int:
+    """End of the last device event linked to no step that ends before the first step's own
+    device work starts (torch-tb-profiler's start of the first step); -1 when none."""
+    keyed = [(typed.start[i], typed.end[i], key) for i, (_, _, key) in enumerate(launched)]
+    firsts = [int(st[key == 0].min()) for st, _, key in keyed if np.any(key == 0)]
+    if not firsts:
+        return -1
+    first = min(firsts)
+    ends = [en[(key < 0) & (en < first)] for _, en, key in keyed]
+    found = [int(e.max()) for e in ends if e.shape[0]]
+    return max(found) if found else -1
+
+
+def _split_early_device_work(typed: _TypedEvents, begin: np.ndarray) -> None:
+    """Device work of a step that starts before the step does (on another stream, while the
+    previous step's device work still runs): the part before the step's start goes by time (to the
+    previous step), the rest stays in its step, so no device time is lost or counted twice."""
+    for i in range(len(typed.key)):
+        key, start, end = typed.key[i], typed.start[i], typed.end[i]
+        step_begin = begin[np.clip(key, 0, None)]
+        early = np.nonzero((key >= 0) & (start < step_begin))[0]
+        if early.shape[0] == 0:
+            continue
+        head_end = np.minimum(end[early], step_begin[early])
+        typed.add(int(typed.plane[i][0]), start[early], head_end, typed.type[i][early],
+                  np.full(early.shape[0], -1, np.int64))
+        # The rest (empty where all of it ran before the step) stays in the step.
+        start = start.copy()
+        start[early] = np.minimum(np.maximum(start[early], step_begin[early]), end[early])
+        typed.start[i] = start
+
+
+def _with_launch_steps(steps: Steps, n_found: int, launched: list[tuple[int, np.ndarray, np.ndarray]]) -> Steps:
+    """``steps`` whose ``event_step`` of each device plane puts the events linked to a step (by
+    launch or GPU marker; ``launched``: plane, rows, step index among the ``n_found``) in it, the
+    others by time, as the breakdown counted them."""
+    remap = np.full(n_found, -1, np.int64)
+    first = 1 if steps.dropped_boundary_steps else 0
+    remap[first:first + steps.n_steps] = np.arange(steps.n_steps)
+    for pi, rows, key in launched:
+        out = steps.event_step(pi).copy()
+        linked = key >= 0
+        out[rows[linked]] = remap[key[linked]]
+        steps._event_step[pi] = out
+    return steps
+
+
 def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
 
-    A step starts at its host marker and ends at the later of the host marker's end and the
-    end of the device work launched inside it (Kineto's ``gpu_user_annotation`` of the same
-    name, and the device events whose launch, linked by ``correlation``, starts in the marker),
-    but never after the next step starts. Breakdown (XProf's event types): device events by
-    XProf's GPU rules (NCCL kernels are collectives, memcpys by direction), the host's
-    DataLoader spans (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA
-    runtime/driver calls that launch device work are kernel launch, other operators host
-    compute; overlapping time counts once for the highest-priority type, as in XProf.
+    A device event belongs to the step whose host marker holds its launch (linked by
+    ``correlation``), even when it runs during a later step's host marker (a GPU running a step
+    behind its CPU). A step ends at the latest of its host marker's end, the end of the device work
+    launched in it and the end of the GPU's own marker (Kineto's ``gpu_user_annotation`` of the same
+    name); it starts at its host marker or, when the previous step's device work is still running
+    then, where that step ends (torch-tb-profiler's rule; for the first step, the device work
+    launched before it), so steps never overlap and each spans its own device work. Other events go
+    to the step whose span holds their start (the host work of a step the GPU lags behind overlaps
+    the previous step's device work, where device time outranks it); a device event whose launch is
+    not in the trace belongs to the step whose GPU marker holds its start; the part of a step's
+    device work that runs before the step starts (another stream, during the previous step's device
+    work) counts in the previous step. Breakdown (XProf's event types): device events by XProf's GPU
+    rules (NCCL kernels are collectives, memcpys by direction), the host's DataLoader spans
+    (``enumerate(DataLoader)#...``) are input (waiting for input), CUDA runtime/driver calls that
+    launch device work are kernel launch, other operators host compute; overlapping time counts once
+    for the highest-priority type, as in XProf.
     """
     if store.format != "chrome_trace":
         return None
@@ -675,13 +749,16 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
         del is_launch, corr, lrows, k, order  # per host event: not kept while the devices are read
     typed = _TypedEvents()
+    launched: list[tuple[int, np.ndarray, np.ndarray]] = []  # per device: its events, their step (-1: by time)
     for pi in devices:
         p = store.planes[pi]
         # The GPU-side marker of step n spans the device work launched in it.
         anno = np.nonzero(np.isin(p.name_id, ids))[0]
-        for r in anno.tolist():
+        anno_step = np.full(anno.shape[0], -1, np.int64)
+        for j, r in enumerate(anno.tolist()):
             hit = np.nonzero(nums == step_ids[int(p.name_id[r])])[0]
             if hit.shape[0]:
+                anno_step[j] = hit[0]
                 end[hit[0]] = max(end[hit[0]], int(p.start_ps[r] + p.dur_ps[r]))
         drows = np.nonzero(categories(p, _DEVICE_CATEGORIES))[0]
         if drows.shape[0] == 0:
@@ -692,13 +769,23 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
             pos = np.minimum(np.searchsorted(launch_corr, dcorr), launch_corr.shape[0] - 1)
             hit = (dcorr >= 0) & (launch_corr[pos] == dcorr)
             key[hit] = launch_k[pos[hit]]
-            np.maximum.at(end, key[hit], (p.start_ps[drows] + p.dur_ps[drows])[hit])
+        key = _in_gpu_step_marker(p, anno[anno_step >= 0], anno_step[anno_step >= 0], drows, key)
+        linked = key >= 0
+        np.maximum.at(end, key[linked], (p.start_ps[drows] + p.dur_ps[drows])[linked])
         uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
         typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),
                   key)
-    # Steps never overlap: a step's device tail stops where the next step starts.
-    end[:-1] = np.minimum(end[:-1], begin[1:])
+        launched.append((pi, drows, key))
+    # Steps never overlap and keep the device work launched in them: where the GPU runs behind
+    # the CPU, a step starts when the previous step's device work ends (torch-tb-profiler's rule),
+    # so each step spans its own kernels even when they run during the next host marker.
+    end = np.maximum.accumulate(end)
+    begin[1:] = np.maximum(begin[1:], end[:-1])
+    # Likewise the first step starts after the device work launched before it (before the
+    # profiled steps) that ends before the first step's own device work starts.
+    begin[0] = min(max(int(begin[0]), _end_of_earlier_work(typed, launched)), int(end[0]))
+    _split_early_device_work(typed, begin)
     # Device events launched outside every step, or whose launch is not in the trace, go by time.
     for i, key in enumerate(typed.key):
         t = np.searchsorted(begin, typed.start[i], side="right") - 1
@@ -706,11 +793,12 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
     names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
     detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its "
-              f"{'host marker' if mplane is host else 'GPU annotation'} to the end of the "
+              f"{'host marker' if mplane is host else 'GPU annotation'}"
+              f"{' (or the end of the previous step, if later)' if devices else ''} to the end of the "
               f"{'device work launched in it' if devices else 'marker'}")
     if host is None:  # a GPU-only trace: device work alone
-        return _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
-                         len(names), None)
+        return _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end,
+                                            devices, typed, None, len(names), None), len(names), launched)
     # Host side: DataLoader waits, launches, operators.
     is_launch = categories(host, _LAUNCH_CATEGORIES)
     k_host = _event_step_by_time(host, begin, end)
@@ -730,8 +818,8 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     del h_start
     has_loader = bool(np.any(is_loader))
     del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
-    steps = _assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices, typed, None,
-                      len(names), None)
+    steps = _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices,
+                                         typed, None, len(names), None), len(names), launched)
     if not has_loader:
         steps.notes.append("no DataLoader spans (enumerate(DataLoader)#...) in the trace: input time is 0")
     return steps

@@ -213,6 +213,8 @@ export interface MemoryPeaks {
 export interface TraceDiffSummary {
   baseline_iteration: number;
   candidate_iteration: number;
+  baseline_iterations: number[];
+  candidate_iterations: number[];
   changes: Record<string, number>;
 }
 

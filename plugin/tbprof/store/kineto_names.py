@@ -52,3 +52,10 @@ LAUNCH_CALLS = frozenset(("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpy
 # c10::DeviceType of a ``[memory]`` event's ``Device Type``: the kind of memory it counts.
 # 1 CUDA and 6 HIP are both a GPU's memory (ROCm builds report HIP); 19 is MTIA.
 MEMORY_DEVICE_KIND = {0: "CPU", 1: "GPU", 6: "GPU", 12: "XPU", 13: "MPS", 19: "MTIA", 20: "Device"}
+
+
+def runtime_is_pytorch_18(metadata: object) -> bool:
+    """Whether a trace's ``cuda_runtime`` calls were PyTorch 1.8's ``Runtime`` events (the reader
+    lists its renamings in ``metadata["kineto_categories"]``)."""
+    renamed = metadata.get("kineto_categories") if isinstance(metadata, dict) else None
+    return isinstance(renamed, dict) and any(isinstance(k, str) and k.lower() == "runtime" for k in renamed)

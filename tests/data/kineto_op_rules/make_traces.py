@@ -19,7 +19,10 @@ rules of torch-tb-profiler 0.4.3's operator tree that no shared profile exercise
   leaves the operator's self time), a runtime call with external id 0, an ``aten::add_`` whose
   launch is on its same-name child, TensorCore kernels (``h884gemm``), a kernel launched before the
   first step that runs inside it, and a last step that launches far fewer kernels than the one
-  before (the plugin drops it from the steps), whose kernels run after the host step ends.
+  before (the plugin drops it from the steps), whose kernels run after the host step ends;
+* ``nosteps.pt.trace.json`` (PyTorch >= 1.10 categories, no ``ProfilerStep``): operators and
+  kernels, one kernel running after the last operator ends (the plugin's window is then its
+  operators' span).
 """
 
 from __future__ import annotations
@@ -164,6 +167,18 @@ def pt18() -> None:
     t.write("pt18.pt.trace.json", {"schemaVersion": 1})
 
 
+def nosteps() -> None:
+    t = Trace()
+    k: dict[str, Any] = {"blocks per SM": 2.0, "est. achieved occupancy %": 50}
+    for i in range(3):
+        at = 1000.0 + 400 * i
+        t.op("python_function", "train.py(10): <module>", at - 5, 390.0)
+        ext = t.op("cpu_op", "aten::mm", at, 100.0, [[64, 64], [64, 64]])
+        t.launch("cuda_runtime", "kernel", ext, at + 10, "volta_sgemm_128x64_nn", at + 50, 120.0 + 200 * (i == 2), **k)
+    t.write("nosteps.pt.trace.json", {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Tesla V100"}]})
+
+
 if __name__ == "__main__":
     eager()
     pt18()
+    nosteps()

@@ -96,11 +96,6 @@ def op_tree(store: ProfileStore) -> OpTree | None:
     return store.memo(("tb_profiler_op_tree",), lambda: _build(store))
 
 
-def _runtime_is_pytorch_18(store: ProfileStore) -> bool:
-    renamed = store.metadata.get("kineto_categories") if isinstance(store.metadata, dict) else None
-    return isinstance(renamed, dict) and any(isinstance(k, str) and k.lower() == "runtime" for k in renamed)
-
-
 def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, tuple[int, int]], bool]:
     """Per correlation: (device time, TensorCore kernel time) of the kernels, memcpys and memsets."""
     cat_sid, corr_sid = store.stat_id("cat"), store.stat_id("correlation")
@@ -161,7 +156,7 @@ def _build(store: ProfileStore) -> OpTree | None:
     is_launch = np.isin(cat, [sid[c] for c in kn.LAUNCH_CATEGORIES if sid[c] >= 0])
     tc_kernel = np.array([any(p in s for p in TC_KERNEL_PATTERNS) for s in names], bool)
     work, has_device = _device_work(store, tc_kernel)
-    subtract_runtime = _runtime_is_pytorch_18(store)
+    subtract_runtime = kn.runtime_is_pytorch_18(store.metadata)
 
     start = plane.start_ps.astype(np.int64)
     end = start + plane.dur_ps.astype(np.int64)

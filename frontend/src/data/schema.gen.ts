@@ -978,6 +978,7 @@ export interface CriticalPathResult {
   annotation: string;
   instance: number;
   times: "ns" | "us";
+  hta_compat: boolean;
   instances: string[];
   step_name: string;
   window_start_ps: number;

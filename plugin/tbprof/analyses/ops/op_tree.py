@@ -235,6 +235,9 @@ def _build(store: ProfileStore) -> OpTree | None:
         tc_total[p] += tc_total[i]
         if eligible[i] and kinds[p] == OPERATOR:
             eligible[p] = True
+    # Children and runtime calls lie inside their node, so this only bites on a trace whose runtime
+    # calls overlap its operators' children: a time is never negative.
+    self_host = np.maximum(self_host, 0)
     excluded = np.array([s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s) for s in names], bool)
     listed = (kinds == OPERATOR) & ~excluded[node_names]
     return OpTree(rows_arr, parent, kinds, listed, dur, self_host, device, self_dev, eligible, tc_self, tc_total,

@@ -21,6 +21,18 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "kineto_with_modules"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tb_profiler" / "kineto_with_modules.json"
 
 
+def test_modules_over_the_operator_tree() -> None:
+    """tests/data/kineto_op_rules/eager.pt.trace.json (its make_traces.py): a module around the
+    nested aten::layer_norm, inside a CompiledFunction annotation the plugin does not read."""
+    folder = DATA.parent / "kineto_op_rules"
+    golden = json.loads((GOLDEN.parent / "kineto_op_rules.json").read_text())
+    want = golden["files"]["eager.pt.trace.json"]["module_view"]
+    got = modules.module_rows(read_chrome_trace(folder / "eager.pt.trace.json"))
+    assert len(want) == 2
+    assert [r[:5] for r in got] == [tuple(w[:5]) for w in want]
+    assert [r[5:] for r in got] == [pytest.approx(tuple(w[5:])) for w in want]
+
+
 def test_modules_equal_torch_tb_profiler() -> None:
     golden = json.loads(GOLDEN.read_text())
     for file_name, want in golden["files"].items():

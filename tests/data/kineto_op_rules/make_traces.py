@@ -13,7 +13,9 @@ rules of torch-tb-profiler 0.4.3's operator tree that no shared profile exercise
   ``aten::add_`` children (not merged), ``aten::div`` calling ``aten::div`` on the backward
   thread; ``user_annotation`` ranges (``CompiledFunction``, ``Optimizer.step#SGD.step``, the
   data loader's ``enumerate(DataLoader)#...__next__``) and ``nccl:all_reduce``; a ``cpu_op``
-  data-loader event; an operator that starts inside its step and ends after it;
+  data-loader event; an operator that starts inside its step and ends after it; ``nn.Module``
+  calls (``python_function`` with ``Python id`` / ``Python parent id`` / ``Python module id``)
+  around the nested ``aten::layer_norm`` and inside the ``CompiledFunction`` annotation;
 * ``pt18.pt.trace.json`` (PyTorch 1.8's categories ``Operator``, ``Runtime``, ``Kernel``,
   ``Memcpy``, ``Input dims``, ``external id``): runtime calls inside operators (their time
   leaves the operator's self time), a runtime call with external id 0, an ``aten::add_`` whose
@@ -82,6 +84,12 @@ def eager() -> None:
             t.op("cpu_op", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 10, 100.0, [])
         t.op("cpu_op", "aten::stack", base + 20, 60.0, [[], []])
         t.op("user_annotation", "CompiledFunction", base + 200, 700.0)
+        py = 10 * step
+        t.x("python_function", "train.py(5): <module>", base + 1, 2900.0, **{"Python id": py, "Python parent id": 0})
+        t.x("python_function", "nn.Module: Block_0", base + 205, 685.0,
+            **{"Python id": py + 1, "Python parent id": py, "Python module id": 1})
+        t.x("python_function", "nn.Module: LayerNorm_0", base + 208, 294.0,
+            **{"Python id": py + 2, "Python parent id": py + 1, "Python module id": 2})
         rows = 8 * step
         t.op("cpu_op", "aten::layer_norm", base + 210, 290.0, [[rows, 64], [], [64], [64], [], []])
         t.op("cpu_op", "aten::layer_norm", base + 220, 270.0, [[rows, 64], [], [64], [64], [], []])

@@ -101,6 +101,16 @@ def test_tool_rows(sample_profiles: Path) -> None:
     assert op_shapes.has_input_shapes(stores[0])
 
 
+def test_tensor_core_shares_not_determined_without_known_kernels() -> None:
+    """nosteps.pt.trace.json runs only volta_sgemm_128x64_nn (no TensorCore name of the plugin's
+    list): aten::mm has device time, but its TensorCore share is not determined (the plugin: 0)."""
+    store = read_chrome_trace(DATA / "kineto_op_rules" / "nosteps.pt.trace.json")
+    mm = _group(store, "aten::mm")
+    sgemm_us = 120.0 + 120.0 + 320.0
+    assert (mm[3], mm[6], mm[7]) == (3, sgemm_us, sgemm_us)
+    assert (mm[9], mm[10]) == (None, None)
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 def test_by_operator_equals_torch_tb_profiler(sample_profiles: Path, profile: str) -> None:
     golden = json.loads((GOLDEN / f"{profile}.json").read_text())

@@ -11,7 +11,8 @@ events are nodes, same-name merge, runtime calls, device and TensorCore times). 
 name with ``Input Dims`` and / or ``Call stack`` as the trace writes them; per key: calls, host
 duration, self host duration, device total / self duration (null for a trace without device
 work), TensorCore-eligible (any call eligible) and the TensorCore share of the device self /
-total time (null where there is no device time).
+total time (null where there is no device time, or where no kernel of the trace is one the
+plugin's TensorCore names know: not determined).
 
 XSpace profiles carry no input shapes per TensorFlow/JAX op event: not applicable there.
 """
@@ -102,7 +103,7 @@ def _groups(store: ProfileStore, group_by: str) -> list[Group]:
         return ps / _PS_PER_US if tree is not None and tree.has_device else None
 
     def share(part: int, whole: int) -> float | None:
-        return 100.0 * part / whole if whole > 0 else None
+        return 100.0 * part / whole if whole > 0 and tree is not None and tree.tc_judged else None
 
     out: list[Group] = [
         (names[n], text(d, "[]"), text(st, ""), c, h / _PS_PER_US, sh / _PS_PER_US, device_us(dv), device_us(sdv),

@@ -27,7 +27,9 @@ Its rules (``profiler/trace.py``, ``event_parser.py``, ``op_tree.py``, ``node.py
   launches' device time + its children's; device self = its launches'; TensorCore-eligible = its
   name in the plugin's operator allowlist, or (an operator) a child eligible or a launch running a
   TensorCore kernel (the plugin's kernel-name allowlist); TensorCore self / total time = the
-  device time of those kernels among its own launches / with its children's.
+  device time of those kernels among its own launches / with its children's. Where no kernel of
+  the trace matches the plugin's kernel names (newer GEMM kernels: cuBLASLt's ``nvjet_*``,
+  Triton's), its TensorCore time of 0 says nothing: ``tc_judged`` is false.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class OpTree:
     tc_self_ps: np.ndarray
     tc_total_ps: np.ndarray
     has_device: bool  # the trace has device work (the device columns mean something)
+    tc_judged: bool  # some kernel of the trace matches the TensorCore name list (else its 0 % says nothing)
 
 
 def op_tree(store: ProfileStore) -> OpTree | None:
@@ -96,12 +99,14 @@ def op_tree(store: ProfileStore) -> OpTree | None:
     return store.memo(("tb_profiler_op_tree",), lambda: _build(store))
 
 
-def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, tuple[int, int]], bool]:
-    """Per correlation: (device time, TensorCore kernel time) of the kernels, memcpys and memsets."""
+def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, tuple[int, int]], bool, bool]:
+    """Per correlation: (device time, TensorCore kernel time) of the kernels, memcpys and memsets;
+    whether there is device work; whether a kernel matches the TensorCore name list."""
     cat_sid, corr_sid = store.stat_id("cat"), store.stat_id("correlation")
     ids = [store.strings.id(c) for c in kn.DEVICE_CATEGORIES[:3]]
     kernel_id = store.strings.id(kn.KERNEL)
     corr_parts, dur_parts, tc_parts = [], [], []
+    judged = False
     for plane in device_planes(store):
         if plane.n_events == 0 or cat_sid < 0:
             continue
@@ -114,16 +119,19 @@ def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, 
         dur = plane.dur_ps[rows].astype(np.int64)
         corr_parts.append(corr)
         dur_parts.append(dur)
-        tc_parts.append(np.where((cat[rows] == kernel_id) & tc_kernel[plane.name_id[rows]], dur, 0))
+        is_tc = (cat[rows] == kernel_id) & tc_kernel[plane.name_id[rows]]
+        judged |= bool(is_tc.any())
+        tc_parts.append(np.where(is_tc, dur, 0))
     if not corr_parts:
-        return {}, False
+        return {}, False, False
     corr, dur, tc = np.concatenate(corr_parts), np.concatenate(dur_parts), np.concatenate(tc_parts)
     keep = corr >= 0
     uniq, inv = np.unique(corr[keep], return_inverse=True)
     inv = inv.reshape(-1)
     dev = np.bincount(inv, weights=dur[keep], minlength=uniq.shape[0]).astype(np.int64)
     tcs = np.bincount(inv, weights=tc[keep], minlength=uniq.shape[0]).astype(np.int64)
-    return {int(c): (int(d), int(t)) for c, d, t in zip(uniq.tolist(), dev.tolist(), tcs.tolist(), strict=True)}, True
+    per_corr = {int(c): (int(d), int(t)) for c, d, t in zip(uniq.tolist(), dev.tolist(), tcs.tolist(), strict=True)}
+    return per_corr, True, judged
 
 
 def _build(store: ProfileStore) -> OpTree | None:
@@ -155,7 +163,7 @@ def _build(store: ProfileStore) -> OpTree | None:
     kind[(cat == sid[kn.PYTHON_FUNCTION]) & (module_id >= 0)] = MODULE
     is_launch = np.isin(cat, [sid[c] for c in kn.LAUNCH_CATEGORIES if sid[c] >= 0])
     tc_kernel = np.array([any(p in s for p in TC_KERNEL_PATTERNS) for s in names], bool)
-    work, has_device = _device_work(store, tc_kernel)
+    work, has_device, tc_judged = _device_work(store, tc_kernel)
     subtract_runtime = kn.runtime_is_pytorch_18(store.metadata)
 
     start = plane.start_ps.astype(np.int64)
@@ -241,7 +249,7 @@ def _build(store: ProfileStore) -> OpTree | None:
     excluded = np.array([s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s) for s in names], bool)
     listed = (kinds == OPERATOR) & ~excluded[node_names]
     return OpTree(rows_arr, parent, kinds, listed, dur, self_host, device, self_dev, eligible, tc_self, tc_total,
-                  has_device)
+                  has_device, tc_judged)
 
 
 def listed_rows(tree: OpTree) -> Sequence[int]:

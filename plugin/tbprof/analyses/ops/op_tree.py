@@ -34,7 +34,7 @@ Its rules (``profiler/trace.py``, ``event_parser.py``, ``op_tree.py``, ``node.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +99,19 @@ def op_tree(store: ProfileStore) -> OpTree | None:
     return store.memo(("tb_profiler_op_tree",), lambda: _build(store))
 
 
-def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, tuple[int, int]], bool, bool]:
+def name_test(store: ProfileStore, name_ids: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
+    """``test`` of each name, indexed by string id: tested once per distinct name among
+    ``name_ids`` (a trace's string table also holds every shape and call stack), False elsewhere."""
+    out = np.zeros(len(store.strings), bool)
+    uniq = np.unique(name_ids)
+    uniq = uniq[uniq >= 0]
+    if uniq.shape[0]:
+        out[uniq] = [test(s) for s in store.strings.lookup(uniq)]
+    return out
+
+
+def _device_work(store: ProfileStore,
+                 tc_kernel: Callable[[str], bool]) -> tuple[dict[int, tuple[int, int]], bool, bool]:
     """Per correlation: (device time, TensorCore kernel time) of the kernels, memcpys and memsets;
     whether there is device work; whether a kernel matches the TensorCore name list."""
     cat_sid, corr_sid = store.stat_id("cat"), store.stat_id("correlation")
@@ -107,9 +119,10 @@ def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, 
     kernel_id = store.strings.id(kn.KERNEL)
     corr_parts, dur_parts, tc_parts = [], [], []
     judged = False
-    for plane in device_planes(store):
-        if plane.n_events == 0 or cat_sid < 0:
-            continue
+    planes = [p for p in device_planes(store) if p.n_events and cat_sid >= 0]
+    is_tc_name = name_test(store, np.concatenate([p.name_id for p in planes]) if planes else np.zeros(0, np.int64),
+                           tc_kernel)
+    for plane in planes:
         cat = plane.dense_str_ids(cat_sid)
         rows = np.nonzero(np.isin(cat, [i for i in ids if i >= 0]))[0]
         if rows.shape[0] == 0:
@@ -119,7 +132,7 @@ def _device_work(store: ProfileStore, tc_kernel: np.ndarray) -> tuple[dict[int, 
         dur = plane.dur_ps[rows].astype(np.int64)
         corr_parts.append(corr)
         dur_parts.append(dur)
-        is_tc = (cat[rows] == kernel_id) & tc_kernel[plane.name_id[rows]]
+        is_tc = (cat[rows] == kernel_id) & is_tc_name[plane.name_id[rows]]
         judged |= bool(is_tc.any())
         tc_parts.append(np.where(is_tc, dur, 0))
     if not corr_parts:
@@ -140,7 +153,6 @@ def _build(store: ProfileStore) -> OpTree | None:
     if plane is None or plane.n_events == 0 or cat_sid < 0:
         return None
     n = plane.n_events
-    names = store.strings.as_list()
     cat = plane.dense_str_ids(cat_sid)
     sid = {k: store.strings.id(k) for k in (kn.OPERATOR, kn.USER_ANNOTATION, kn.PYTHON_FUNCTION, *kn.LAUNCH_CATEGORIES)}
     module_sid, corr_sid = store.stat_id("Python module id"), store.stat_id("correlation")
@@ -152,9 +164,8 @@ def _build(store: ProfileStore) -> OpTree | None:
             col = plane.event_stat(ext_sid).dense_int(n, missing=-1)
             external = np.where(col >= 0, col, external)
     correlation = plane.event_stat(corr_sid).dense_int(n, missing=-1) if corr_sid >= 0 else np.full(n, -1)
-    is_step_name = np.array([s.startswith("ProfilerStep#") for s in names], bool)
-    is_comm_name = np.array([s in COMMUNICATION_ANNOTATIONS for s in names], bool)
-    name_step, name_comm = is_step_name[plane.name_id], is_comm_name[plane.name_id]
+    name_step = name_test(store, plane.name_id, lambda s: s.startswith("ProfilerStep#"))[plane.name_id]
+    name_comm = name_test(store, plane.name_id, lambda s: s in COMMUNICATION_ANNOTATIONS)[plane.name_id]
     kind = np.full(n, -1, np.int64)
     is_op_cat = cat == sid[kn.OPERATOR]
     kind[is_op_cat] = OPERATOR
@@ -162,8 +173,7 @@ def _build(store: ProfileStore) -> OpTree | None:
     kind[(is_op_cat | (cat == sid[kn.USER_ANNOTATION])) & name_step] = STEP
     kind[(cat == sid[kn.PYTHON_FUNCTION]) & (module_id >= 0)] = MODULE
     is_launch = np.isin(cat, [sid[c] for c in kn.LAUNCH_CATEGORIES if sid[c] >= 0])
-    tc_kernel = np.array([any(p in s for p in TC_KERNEL_PATTERNS) for s in names], bool)
-    work, has_device, tc_judged = _device_work(store, tc_kernel)
+    work, has_device, tc_judged = _device_work(store, lambda s: any(p in s for p in TC_KERNEL_PATTERNS))
     subtract_runtime = kn.runtime_is_pytorch_18(store.metadata)
 
     start = plane.start_ps.astype(np.int64)
@@ -230,7 +240,7 @@ def _build(store: ProfileStore) -> OpTree | None:
             tc_self[i] += t
     kinds = kind[rows_arr]
     node_names = plane.name_id[rows_arr]
-    eligible = np.array([names[k] in TC_OPERATORS for k in node_names.tolist()], bool)
+    eligible = name_test(store, node_names, lambda s: s in TC_OPERATORS)[node_names]
     eligible |= (kinds == OPERATOR) & (tc_self > 0)
     device = self_dev.copy()
     tc_total = tc_self.copy()
@@ -246,7 +256,8 @@ def _build(store: ProfileStore) -> OpTree | None:
     # Children and runtime calls lie inside their node, so this only bites on a trace whose runtime
     # calls overlap its operators' children: a time is never negative.
     self_host = np.maximum(self_host, 0)
-    excluded = np.array([s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s) for s in names], bool)
+    excluded = name_test(store, node_names,
+                         lambda s: s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s))
     listed = (kinds == OPERATOR) & ~excluded[node_names]
     return OpTree(rows_arr, parent, kinds, listed, dur, self_host, device, self_dev, eligible, tc_self, tc_total,
                   has_device, tc_judged)

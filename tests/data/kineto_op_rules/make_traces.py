@@ -42,6 +42,10 @@ class Trace:
         self.events: list[dict[str, Any]] = []
         self.ext = 0
         self.corr = 0
+        # A stream runs its work in launch order, one at a time (traces whose launches are written
+        # in time order keep to it; eager() places its kernels by hand).
+        self.fifo = False
+        self.stream_free = 0.0
 
     def x(self, cat: str, name: str, ts: float, dur: float, tid: int = MAIN, pid: int = HOST,
           **args: Any) -> dict[str, Any]:
@@ -62,6 +66,9 @@ class Trace:
                k_dur: float, tid: int = MAIN, ext_key: str = "External id", name: str = "cudaLaunchKernel",
                **kernel_args: float) -> None:
         self.corr += 1
+        if self.fifo:
+            k_ts = max(k_ts, self.stream_free + 1.0)
+            self.stream_free = k_ts + k_dur
         self.x(runtime_cat, name, ts, 5.0, tid, **{ext_key: ext, "correlation": self.corr})
         self.x(kernel_cat, kernel, k_ts, k_dur, STREAM, GPU, **{ext_key: ext, "correlation": self.corr,
                                                                 "device": 0, "stream": STREAM, **kernel_args})
@@ -77,7 +84,7 @@ def eager() -> None:
     t = Trace()
     k: dict[str, Any] = {"blocks per SM": 0.5, "est. achieved occupancy %": 40}
     for step, base in ((1, 1000.0), (2, 4000.0)):
-        t.op("user_annotation", f"ProfilerStep#{step}", base, 3000.0)
+        step_ext = t.op("user_annotation", f"ProfilerStep#{step}", base, 3000.0)
         if step == 1:
             t.op("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", base + 10, 100.0)
         else:
@@ -128,7 +135,7 @@ def eager() -> None:
         t.launch("cuda_runtime", "kernel", ext, base + 1220, "vectorized_elementwise_kernel", base + 1650, 20.0,
                  tid=BWD, **k)
         t.x("gpu_user_annotation", f"ProfilerStep#{step}", base + 300, 1520.0 if step == 1 else 2500.0, STREAM, GPU,
-            **{"External id": 0, "device": 0, "stream": STREAM})
+            **{"External id": step_ext})
     # Starts inside the last step, ends after it: the plugin drops it from its tree.
     t.op("cpu_op", "aten::empty", 6950.0, 100.0, [[], [], [], [], [], []])
     # The last step's last kernel ends after every step marker.
@@ -139,6 +146,7 @@ def eager() -> None:
 
 def pt18() -> None:
     t = Trace()
+    t.fifo = True
     k: dict[str, Any] = {"blocks per SM": 1.5, "est. achieved occupancy %": 25}
 
     def op(name: str, ts: float, dur: float, dims: Any) -> int:

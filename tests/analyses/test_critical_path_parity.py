@@ -31,7 +31,10 @@ from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "hta"
-PROFILES = ("torch_cnn", "torch_ddp", "kineto_cuda_sync", "kineto_event_sync")
+PROFILES = ("torch_cnn", "torch_ddp", "kineto_cuda_sync", "kineto_event_sync", "kineto_cuda_graph")
+# kineto_cuda_graph (its make_trace.py): a cudaGraphLaunch runs four kernels; HTA links one of them
+# to the launch, which tbprof reproduces with hta_compat (its own graph has all four: see below).
+HTA_COMPAT = {"kineto_cuda_graph"}
 
 
 def _stores(sample_profiles: Path, profile: str) -> list[ProfileStore]:
@@ -83,6 +86,7 @@ def test_every_instance_matches_hta_rounded(case_us: tuple[list[ProfileStore], d
 
 def _check(stores: list[ProfileStore], golden: dict[str, Any], options: dict[str, Any], per_edge: float) -> None:
     checked = 0
+    options = {**options, "hta_compat": golden["profile"] in HTA_COMPAT}
     for rank, instances in golden["critical_path"].items():
         listed = critical_path.compute(stores, {"rank": int(rank), **options})["instances"]
         assert [g["step"] for g in instances] == listed
@@ -108,6 +112,26 @@ def _check(stores: list[ProfileStore], golden: dict[str, Any], options: dict[str
                 assert got["breakdown_percent"][bound] == pytest.approx(100 * us / g["total_us"], abs=share_tol)
             checked += 1
     assert checked >= 1
+
+
+def test_cuda_graph_launch_runs_every_kernel(sample_profiles: Path) -> None:
+    """tbprof's own graph of kineto_cuda_graph: every kernel of the graph launch is a node (HTA's
+    graph, reproduced by hta_compat, holds the last one only). Derived from make_trace.py: per step
+    one aten::mm, three runtime calls, one sgemm kernel and the graph's four kernels, 9 events ->
+    18 nodes; the graph's kernels run back to back (3 us apart), so the path from the sgemm kernel
+    runs through all four, each compute-bound for its own duration (50, 75, 100, 125 us)."""
+    stores = _stores(sample_profiles, "kineto_cuda_graph")
+    golden = json.loads((GOLDEN / "kineto_cuda_graph.critical_path.json").read_text())["critical_path"]["0"][0]
+    compat = critical_path.compute(stores, critical_path.TOOLS[0].parse_options({"hta_compat": "true"}))
+    own = critical_path.compute(stores, {})
+    assert compat["hta_compat"] and not own["hta_compat"]
+    assert compat["nodes"] == golden["nodes"] == 12
+    assert own["nodes"] == 18
+    path = _rows(own, "path")
+    graph_kernels = [r for r in path
+                     if r["type"] == "operator" and r["event"].startswith(("triton_", "ampere_sgemm_64"))]
+    assert [r["duration_us"] for r in graph_kernels] == [50.0, 75.0, 100.0, 125.0]
+    assert own["breakdown_percent"]["gpu_compute_bound"] > compat["breakdown_percent"]["gpu_compute_bound"]
 
 
 def test_step_option_picks_the_named_step(case: tuple[list[ProfileStore], dict[str, Any]]) -> None:
@@ -154,8 +178,9 @@ def test_a_cyclic_graph_is_an_unreadable_profile(case: tuple[list[ProfileStore],
     stores, _ = case
     real = critical_path.build_graph
 
-    def with_cycle(store: ProfileStore, ev: Any, window: tuple[int, int]) -> critical_path.Graph:
-        g = real(store, ev, window)
+    def with_cycle(store: ProfileStore, ev: Any, window: tuple[int, int],
+                   hta_compat: bool = False) -> critical_path.Graph:
+        g = real(store, ev, window, hta_compat)
         # The first edge, back again: a cycle of two edges.
         return critical_path.Graph(g.node_event, g.node_is_start, g.node_ps, np.append(g.src, g.dst[0]),
                                    np.append(g.dst, g.src[0]), np.append(g.weight_ps, 0),

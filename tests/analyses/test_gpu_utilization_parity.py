@@ -18,7 +18,10 @@ from tbprof.analyses.gpu import utilization
 from tbprof.readers.chrome_trace import read_chrome_trace
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tb_profiler"
-PROFILES = ("torch_cnn", "torch_ddp")
+DATA = Path(__file__).resolve().parent.parent / "data"
+# kineto_op_rules: written from Kineto's documented fields (its make_traces.py): PyTorch 1.8 runtime
+# calls whose kernels extend the steps, a trace without ProfilerStep.
+PROFILES = ("torch_cnn", "torch_ddp", "kineto_op_rules")
 REL = 1e-5
 
 
@@ -26,7 +29,8 @@ REL = 1e-5
 def test_devices_and_kernels(sample_profiles: Path, profile: str) -> None:
     golden = json.loads((GOLDEN / f"{profile}.json").read_text())
     for name, want in golden["files"].items():
-        store = read_chrome_trace(sample_profiles / profile / name)
+        folder = DATA / profile if profile.startswith("kineto_") else sample_profiles / profile
+        store = read_chrome_trace(folder / name)
         got = {d["device"]: d for d in utilization.device_metrics(store)}
         assert sorted(got) == [d["device"] for d in want["devices"]]
         for w in want["devices"]:
@@ -42,6 +46,27 @@ def test_devices_and_kernels(sample_profiles: Path, profile: str) -> None:
             assert g["total_us"] == pytest.approx(w["sum"], rel=REL)
             assert g["mean_blocks_per_sm"] == pytest.approx(w["blocks_per_sm"], rel=REL, abs=1e-9)
             assert g["mean_est_achieved_occupancy_percent"] == pytest.approx(w["occupancy"], rel=REL, abs=1e-9)
+
+
+def test_window_without_steps() -> None:
+    """nosteps.pt.trace.json: no ProfilerStep, so the window is the operators' span: aten::mm at
+    1000, 1400, 1800 us of 100 us each -> [1000, 1900); kernels of 120, 120 and 320 us start 50 us
+    after each operator, the last clipped at 1900 (50 us): busy 290 of 900 us."""
+    store = read_chrome_trace(DATA / "kineto_op_rules" / "nosteps.pt.trace.json")
+    (device,) = utilization.device_metrics(store)
+    assert device["steps_time_us"] == 900.0
+    assert device["gpu_utilization_percent"] == pytest.approx(100 * 290 / 900)
+
+
+def test_window_of_pytorch_18_runtime_steps() -> None:
+    """pt18.pt.trace.json: steps [1000, 2000), [2000, 3000), [3000, 3500) us with 3, 3 and 1 device
+    launches. A kernel launched before the first step ends at 1050 before that step's first kernel
+    (1110): the first step starts at 1050. The second step's last kernel ends at 3550, its end.
+    The third launched 1 < 0.8 x 3: left out. All steps time: 3550 - 1050 = 2500 us."""
+    store = read_chrome_trace(DATA / "kineto_op_rules" / "pt18.pt.trace.json")
+    origin_us = 900.0  # the trace's first event
+    lo, hi = utilization.steps_window_ps(store) or (0, 0)
+    assert (lo / 1e6 + origin_us, hi / 1e6 + origin_us) == (1050.0, 3550.0)
 
 
 def test_tool_over_ranks(sample_profiles: Path) -> None:

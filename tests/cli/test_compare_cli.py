@@ -102,3 +102,51 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str], profiles_root: Path, c
                       argv: tuple[str, ...], message: str) -> None:
     code, _, err = _run(capsys, *(a.format(root=profiles_root) for a in argv), "--cache-dir", cache)
     assert code == 1 and message in err, err
+
+
+def _trace_diff_rows(body: dict[str, object]) -> dict[str, dict[str, object]]:
+    table = body["tables"]["trace_diff"]  # type: ignore[index]
+    names = [c["name"] for c in table["columns"]]
+    return {r[names.index("name")]: dict(zip(names, r, strict=True)) for r in table["rows"]}
+
+
+def test_compare_trace_diff_iterations(capsys: pytest.CaptureFixture[str], sample_profiles: Path,
+                                       cache: str) -> None:
+    """--base-iterations / --iterations choose HTA's trace-diff iterations (its control_iteration /
+    test_iteration): torch_cnn's first against its second iteration, as HTA's golden
+    ``first_vs_second_iteration``; and both summed on one side (HTA sums a list's events)."""
+    golden_path = Path(__file__).resolve().parent.parent / "golden" / "hta" / "torch_cnn.json"
+    golden = json.loads(golden_path.read_text())["trace_diff"]["first_vs_second_iteration"]
+    first, second = golden["iterations"]
+    run = str(sample_profiles / "torch_cnn")
+    code, out, err = _run(capsys, "compare", run, run, "--base-iterations", str(first), "--iterations",
+                          str(second), "--json", "--cache-dir", cache)
+    assert code == 0, err
+    body = json.loads(out)
+    assert (body["trace_diff"]["baseline_iterations"], body["trace_diff"]["candidate_iterations"]) == \
+        ([first], [second])
+    rows = _trace_diff_rows(body)
+    assert sorted(rows) == sorted(w["name"] for w in golden["rows"])
+    for w in golden["rows"]:
+        assert (rows[w["name"]]["baseline_count"], rows[w["name"]]["candidate_count"]) == \
+            (w["control_counts"], w["test_counts"])
+    code, out, err = _run(capsys, "compare", run, run, "--base-iterations", f"{second},{first}", "--iterations",
+                          str(first), "--json", "--cache-dir", cache)
+    assert code == 0, err
+    rows = _trace_diff_rows(json.loads(out))
+    for w in golden["rows"]:
+        assert rows[w["name"]]["baseline_count"] == w["control_counts"] + w["test_counts"]
+        assert rows[w["name"]]["candidate_count"] == w["control_counts"]
+    code, out, _ = _run(capsys, "compare", run, run, "--iterations", str(second), "--cache-dir", cache)
+    assert code == 0 and f"HTA trace diff, iterations {first} -> {second};" in out
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--iterations", "999", "is not a ProfilerStep of the trace"),
+    ("--base-iterations", "3;4", "expected ProfilerStep numbers"),
+])
+def test_compare_bad_iterations(capsys: pytest.CaptureFixture[str], sample_profiles: Path, cache: str,
+                                flag: str, value: str, message: str) -> None:
+    run = str(sample_profiles / "torch_cnn")
+    code, _, err = _run(capsys, "compare", run, run, flag, value, "--cache-dir", cache)
+    assert code == 1 and message in err, err

@@ -94,3 +94,31 @@ def test_a_path_row_selects_its_event(page: Any, server: Any) -> None:
     page.wait_for_function("() => window.__tbprofTrace.viewer.selection() !== null", timeout=PAGE_TIMEOUT_MS)
     assert page.evaluate("() => window.__tbprofTrace.viewer.selection()") == {"plane": first["plane"],
                                                                             "row": first["row"]}
+
+
+@pytest.fixture(scope="module")
+def graph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """tests/data/kineto_cuda_graph: a cudaGraphLaunch running four kernels (its make_trace.py)."""
+    root = tmp_path_factory.mktemp("e2e_critical_path_graph")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "kineto_cuda_graph",
+                    root / "logs" / "torch" / "graph")
+    server = PluginServer(root / "logs", root / "cache")
+    yield server
+    server.close()
+
+
+def test_hta_compat_reaches_the_overlay(page: Any, graph_server: Any) -> None:
+    """With hta_compat the page's trace-viewer link draws HTA's path (one kernel of the graph
+    launch), not tbprof's own (all four)."""
+    run = "torch/graph"
+    _goto(page, graph_server, run=run, tool="critical_path", **{"o.hta_compat": "true"})
+    wait_ready(page)
+    compat = graph_server.json("data", run=run, tool="critical_path", hta_compat="true", rows="0")
+    own = graph_server.json("data", run=run, tool="critical_path", rows="0")
+    assert len(compat["overlay"]["events"]) < len(own["overlay"]["events"])
+    page.locator("[data-cp-trace-link]").click()
+    page.wait_for_function("() => window.__tbprofTrace && window.__tbprofTrace.fetches > 0", timeout=PAGE_TIMEOUT_MS)
+    info = _wait_overlay(page)
+    assert "c.cp_hta_compat=true" in urllib.parse.unquote(page.url)
+    assert info["events"] == len(compat["overlay"]["events"])
+    page.goto("about:blank")  # leave graph_server before it closes (it goes before the shared page)

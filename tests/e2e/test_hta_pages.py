@@ -143,6 +143,10 @@ def test_operators_by_shape_page(page: Any, server: Any) -> None:
     page.wait_for_selector('[data-table="operators"] tbody tr')
     row = page.locator('[data-table="operators"] tbody tr').first.inner_text()
     assert first["rows"][0][cols.index("name")] in row and first["rows"][0][cols.index("input_shape")] in row
+    # The device and TensorCore columns torch-tb-profiler's view has.
+    header = page.locator('[data-table="operators"] thead').inner_text()
+    for label in ("Device total duration", "Device self duration", "TensorCore eligible"):
+        assert label in header
 
 
 def test_module_view_page(page: Any, server: Any) -> None:

@@ -12,7 +12,9 @@ Python with pandas 2 and HTA's ns rounding off::
     python -m venv /tmp/hta2 && /tmp/hta2/bin/pip install "holistictraceanalysis==0.5.0" "pandas<3"
     HTA_DISABLE_NS_ROUNDING=1 /tmp/hta2/bin/python tests/golden/make_hta_callgraph_goldens.py
 
-For each PyTorch profile of ``demo_logs/`` and each rank it writes, to
+For each PyTorch profile of ``demo_logs/`` (and ``tests/data/kineto_bwd_thread``, written from
+Kineto's documented fields: a backward thread whose top level holds the operator names searched)
+and each rank it writes, to
 ``tests/golden/hta/<profile>.callgraph.json``, exactly what HTA returned (DataFrames as lists of
 records, without HTA's ``pattern_indices``, trace row numbers of no use to tbprof):
 
@@ -42,6 +44,8 @@ from make_hta_goldens import PROFILES, _hta_version, _records  # noqa: E402
 # backward functions), one with none at its shallowest depth ("aten::"), one HTA finds only as a
 # GPU annotation ("Optimizer.step": docs/differences.md).
 OPERATORS = ("aten::conv2d", "aten::linear", "autograd::engine::evaluate_function", "aten::", "Optimizer.step")
+FIXTURES = {"kineto_bwd_thread": ("aten::", "CompiledFunction", "aten::cross_entropy_loss",
+                                  "autograd::engine::evaluate_function")}
 
 
 def golden(profile: str) -> dict[str, Any]:
@@ -55,7 +59,8 @@ def _golden(profile: str) -> dict[str, Any]:
         raise SystemExit("run with HTA_DISABLE_NS_ROUNDING=1 (see the module docstring)")
     from hta.trace_analysis import TraceAnalysis
 
-    src = os.path.join(REPO, "demo_logs", profile)
+    src = os.path.join(REPO, "tests", "data", profile) if profile in FIXTURES else os.path.join(REPO, "demo_logs",
+                                                                                                   profile)
     with tempfile.TemporaryDirectory() as tmp:
         trace_dir = os.path.join(tmp, profile)
         shutil.copytree(src, trace_dir)
@@ -73,7 +78,7 @@ def _golden(profile: str) -> dict[str, Any]:
             found = {int(i) for cs in graph.call_stacks for i, n in cs.nodes.items() if i >= 0 and n.parent == i}
             self_parented[str(rank)] = sorted(sym[int(trace.loc[i, "name"])] for i in found)
         sequences: dict[str, dict[str, Any]] = {}
-        for op in OPERATORS:
+        for op in FIXTURES.get(profile, OPERATORS):
             sequences[op] = {}
             for rank in ranks:
                 df = analysis.get_frequent_cuda_kernel_sequences(operator_name=op, output_dir=out_dir,
@@ -87,7 +92,7 @@ def _golden(profile: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("profiles", nargs="*", default=list(PROFILES))
+    parser.add_argument("profiles", nargs="*", default=[*PROFILES, *FIXTURES])
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     for profile in args.profiles:

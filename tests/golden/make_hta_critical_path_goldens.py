@@ -50,7 +50,8 @@ ANNOTATION = "ProfilerStep"
 # Besides the demo profiles: traces written from Kineto's documented fields with GPU-side
 # ``cuda_sync`` events (no shared profile records them), for HTA's sync edges: a ``Context Sync``;
 # a ``Stream Wait Event`` and an ``Event Sync`` on CUDA events recorded by ``cudaEventRecord``.
-FIXTURES = {name: os.path.join(REPO, "tests", "data", name) for name in ("kineto_cuda_sync", "kineto_event_sync")}
+FIXTURES = {name: os.path.join(REPO, "tests", "data", name)
+            for name in ("kineto_cuda_sync", "kineto_event_sync", "kineto_cuda_graph")}
 
 
 def golden(profile: str) -> dict[str, Any]:

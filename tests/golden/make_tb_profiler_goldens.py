@@ -16,16 +16,20 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
   ``avg_approximated_sm_efficiency_per_device`` (0..1), ``avg_occupancy_per_device`` (%);
 * ``kernels``: ``kernel_stat`` (per kernel name: count, sum, mean, blocks_per_sm, occupancy);
 * ``operators_by_shape``: ``op_list_groupby_name_input`` as [name, input_shape, calls,
-  host_duration, self_host_duration]; ``operators_by_name``: ``op_list_groupby_name`` as [name,
-  calls, host_duration, self_host_duration]; ``operators_by_stack``: ``stack_lists_group_by_name``
-  as [name, call stack, calls, host_duration, self_host_duration];
+  host_duration, self_host_duration, device_duration, self_device_duration, tc_eligible,
+  tc_self_ratio, tc_total_ratio]; ``operators_by_name``: ``op_list_groupby_name`` as [name,
+  calls, host_duration, self_host_duration, device_duration, self_device_duration];
+  ``operators_by_stack``: ``stack_lists_group_by_name`` as [name, call stack, calls,
+  host_duration, self_host_duration];
 
 * ``module_view``: ``aggegate_module_view`` (the module view) as [depth, name, module id,
   occurrences, operators, host_duration, self_host_duration, avg_duration] in its order;
 
-and the same for ``tests/data/kineto_with_stack`` and ``kineto_with_modules`` (traces written
-from Kineto's documented fields with ``Call stack`` / ``Python module id`` args: the shared
-profiles were recorded without ``with_stack`` and ``with_modules``).
+and the same for ``tests/data/kineto_with_stack``, ``kineto_with_modules`` and
+``kineto_op_rules`` (traces written from Kineto's documented fields with ``Call stack`` /
+``Python module id`` args, and with the operator tree's same-name nesting, annotations and
+PyTorch 1.8 ``Runtime`` calls: the shared profiles were recorded without ``with_stack`` and
+``with_modules``, and by PyTorch >= 1.10).
 * ``distributed`` (profiles with several ranks): the distributed view as it loads a run
   (``RunLoader._process_distributed_profiles(...)``): ``comm_ops`` ("Communication Operations
   Stats" per worker) and ``overlap`` ("Computation/Communication Overview": per step name and
@@ -47,7 +51,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROFILES = ("torch_cnn", "torch_ddp")
-FIXTURES = ("kineto_with_stack", "kineto_with_modules")  # under tests/data/
+FIXTURES = ("kineto_with_stack", "kineto_with_modules", "kineto_op_rules")  # under tests/data/
 
 
 def _clean(v: Any) -> Any:
@@ -88,9 +92,12 @@ def golden(profile: str) -> dict[str, Any]:
         kernels = [] if data.kernel_stat is None else [
             {k: _clean(r[k]) for k in ("name", "count", "sum", "mean", "blocks_per_sm", "occupancy")}
             for r in data.kernel_stat.reset_index().to_dict("records")]
-        ops = sorted([a.name, a.input_shape, a.calls, _clean(a.host_duration), _clean(a.self_host_duration)]
+        ops = sorted([a.name, a.input_shape, a.calls, _clean(a.host_duration), _clean(a.self_host_duration),
+                      _clean(a.device_duration), _clean(a.self_device_duration), bool(a.tc_eligible),
+                      _clean(a.tc_self_ratio), _clean(a.tc_total_ratio)]
                      for a in data.op_list_groupby_name_input)
-        by_name = sorted([a.name, a.calls, _clean(a.host_duration), _clean(a.self_host_duration)]
+        by_name = sorted([a.name, a.calls, _clean(a.host_duration), _clean(a.self_host_duration),
+                          _clean(a.device_duration), _clean(a.self_device_duration)]
                          for a in data.op_list_groupby_name)
         by_stack = sorted([a.name, next(iter(a.callstacks)), a.calls, _clean(a.host_duration),
                            _clean(a.self_host_duration)] for aggs in data.stack_lists_group_by_name.values()

@@ -94,3 +94,22 @@ def test_compare_errors(client: Client, runs: dict[str, str], query: dict[str, s
     route = "compare_table" if "table" in q else "compare"
     body = _get(client, route, status, **q).get_json()
     assert message in body["error"] and "Traceback" not in body["error"]
+
+
+def test_compare_trace_diff_iterations(sample_profiles: Path, tmp_path: Path) -> None:
+    """base_iterations / iterations choose the trace diff's ProfilerStep iterations (HTA's
+    control_iteration / test_iteration); one the trace lacks, or a malformed list, is a 400."""
+    import json
+    import shutil
+
+    shutil.copytree(sample_profiles / "torch_cnn", tmp_path / "logs" / "torch_cnn")
+    client = Client(create_app(tmp_path / "logs", cache_dir=tmp_path / "cache"))
+    golden_path = Path(__file__).resolve().parent.parent / "golden" / "hta" / "torch_cnn.json"
+    first, second = json.loads(golden_path.read_text())["trace_diff"]["first_vs_second_iteration"]["iterations"]
+    body = _get(client, "compare", base_run="torch_cnn", run="torch_cnn", base_iterations=str(first),
+                iterations=f"{first},{second}").get_json()
+    assert (body["trace_diff"]["baseline_iterations"], body["trace_diff"]["candidate_iterations"]) == \
+        ([first], [first, second])
+    for bad in ("999", "1;2"):
+        r = _get(client, "compare", 400, base_run="torch_cnn", run="torch_cnn", iterations=bad)
+        assert "iteration" in r.get_data(as_text=True)

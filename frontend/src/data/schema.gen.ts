@@ -213,6 +213,8 @@ export interface MemoryPeaks {
 export interface TraceDiffSummary {
   baseline_iteration: number;
   candidate_iteration: number;
+  baseline_iterations: number[];
+  candidate_iterations: number[];
   changes: Record<string, number>;
 }
 
@@ -976,6 +978,7 @@ export interface CriticalPathResult {
   annotation: string;
   instance: number;
   times: "ns" | "us";
+  hta_compat: boolean;
   instances: string[];
   step_name: string;
   window_start_ps: number;

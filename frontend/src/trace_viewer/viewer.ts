@@ -345,12 +345,12 @@ export class TraceViewer implements ControlTarget {
 
   /**
    * Asks the critical_path tool for this host's path (its options from c.cp_annotation,
-   * c.cp_instance, c.cp_step, c.cp_times) and draws its events outlined, joined by arrows.
+   * c.cp_instance, c.cp_step, c.cp_times, c.cp_hta_compat) and draws its events outlined, joined by arrows.
    */
   private async loadOverlay(): Promise<void> {
     this.overlayStatus = "loading";
     const options: Record<string, string> = {};
-    for (const k of ["annotation", "instance", "step", "times"]) {
+    for (const k of ["annotation", "instance", "step", "times", "hta_compat"]) {
       const v = this.opts.param(`cp_${k}`);
       if (v !== null && v !== "") options[k] = v;
     }

@@ -1,11 +1,15 @@
 """``tbprof compare`` and ``tbprof check``: an A/B comparison in the terminal, and a CI gate.
 
     tbprof compare BASELINE CANDIDATE [--json] [--base-run R] [--run R] [--base-host H] [--host H]
-                   [--base-steps SEL] [--steps SEL] [--confidence 0.95] [--cache-dir D]
+                   [--base-steps SEL] [--steps SEL] [--base-iterations N,..] [--iterations N,..]
+                   [--confidence 0.95] [--cache-dir D]
     tbprof check BASELINE CANDIDATE --max-regression 5% [--op NAME] [same side options]
 
 BASELINE and CANDIDATE are a logdir, a session folder or one profile file (the same path
-twice with --base-host/--host compares two hosts of one run). ``check`` exits 3 when the step
+twice with --base-host/--host compares two hosts of one run). --base-iterations/--iterations
+choose the ProfilerStep iterations of HTA's trace diff of two PyTorch runs (default: the first
+of each side; several are summed, as HTA's ``control_iteration`` / ``test_iteration`` lists).
+``check`` exits 3 when the step
 time (or with --op, the op's self time per step) is slower than the bound with confidence:
 the lower end of the confidence interval of the change exceeds --max-regression. An
 improvement or a change within the step-to-step noise exits 0; 4 when a side has no step
@@ -27,7 +31,7 @@ from tbprof.analyses.ops.op_step_time import match_op
 from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.table import Table
 from tbprof.cli.common import EXIT_OK, CliError, executor_from, print_json, profiles_for
-from tbprof.service.comparisons import SideSpec, compare_sides, gather, op_step_series
+from tbprof.service.comparisons import SideSpec, compare_sides, gather, op_step_series, parse_iterations
 from tbprof.service.profiles import Profiles
 from tbprof.service.selection import ALL_HOSTS, comparison_host, pick_run, select_hosts
 
@@ -44,16 +48,20 @@ def _side_options(p: argparse.ArgumentParser) -> None:
                        help=f"host of the {who} when its run has several ({ALL_HOSTS} for all hosts)")
         p.add_argument(f"--{prefix}steps", default="", metavar="SEL",
                        help=f"restrict the {who}'s step statistics to these step numbers, e.g. 3:6 or 2,4")
+        p.add_argument(f"--{prefix}iterations", default="", metavar="N,..",
+                       help=f"ProfilerStep numbers of the {who}'s trace diff (PyTorch; default: its first)")
     p.add_argument("--confidence", type=float, default=cs.DEFAULT_CONFIDENCE,
                    help="confidence level of the change's interval (default 0.95)")
     p.add_argument("--cache-dir", default=None, help="converted-profile cache")
 
 
-def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, steps: str) -> SideSpec:
+def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, steps: str,
+          iterations: str) -> SideSpec:
     prefix = "--base-" if who == "baseline" else "--"
     run = pick_run(profiles.runs(), run_name, where=str(profiles.logdir), choose_with=prefix + "run", who=who)
     select_hosts(run, comparison_host(run, host), choose_with=prefix + "host", who=who)  # refused here, by flag
-    return SideSpec(run=run.name, host=host, steps=steps)
+    return SideSpec(run=run.name, host=host, steps=steps,
+                    iterations=parse_iterations(iterations, prefix + "iterations"))
 
 
 def _sides(args: argparse.Namespace) -> tuple[Profiles, SideSpec, Profiles, SideSpec]:
@@ -63,8 +71,8 @@ def _sides(args: argparse.Namespace) -> tuple[Profiles, SideSpec, Profiles, Side
     cand_profiles = base_profiles if same else profiles_for(args.candidate, args.cache_dir, executor)
     if not 0.5 <= args.confidence < 1.0:
         raise CliError(f"--confidence {args.confidence} must be in [0.5, 1)")
-    base = _pick(base_profiles, args.base_run, args.base_host, "baseline", args.base_steps)
-    cand = _pick(cand_profiles, args.run, args.host, "candidate", args.steps)
+    base = _pick(base_profiles, args.base_run, args.base_host, "baseline", args.base_steps, args.base_iterations)
+    cand = _pick(cand_profiles, args.run, args.host, "candidate", args.steps, args.iterations)
     return base_profiles, base, cand_profiles, cand
 
 
@@ -129,8 +137,11 @@ def print_text(result: CompareResult, out: Any = None) -> None:
     if isinstance(td, Table) and td.n_rows:
         info = result["trace_diff"]
         changes = ", ".join(f"{n} {k}" for k, n in (info["changes"] if info else {}).items() if n)
-        w(f"ops and kernels (HTA trace diff, iteration {info['baseline_iteration'] if info else None} -> "
-          f"{info['candidate_iteration'] if info else None}; {changes}): largest changes (µs)\n")
+        def its(key: str) -> str:
+            return ",".join(map(str, info[key])) if info else "-"  # type: ignore[literal-required]
+
+        w(f"ops and kernels (HTA trace diff, iterations {its('baseline_iterations')} -> "
+          f"{its('candidate_iterations')}; {changes}): largest changes (µs)\n")
         for i in range(min(td.n_rows, 10)):
             d = td.data
             w(f"  {_num(d['diff_duration_us'][i], '+12.1f')}  {d['change'][i]:9} "

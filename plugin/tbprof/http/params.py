@@ -6,7 +6,7 @@ from werkzeug.datastructures import MultiDict
 
 from tbprof.analyses.table import TableQuery
 from tbprof.errors import BadParameter
-from tbprof.service.comparisons import SideSpec
+from tbprof.service.comparisons import SideSpec, parse_iterations
 from tbprof.service.profiles import ALL_HOSTS
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
@@ -68,11 +68,13 @@ def tool_options(args: MultiDict[str, str]) -> dict[str, str]:
 
 
 def side_spec(args: MultiDict[str, str], prefix: str) -> SideSpec:
-    """A side of a comparison from ``<prefix>run``, ``<prefix>host``, ``<prefix>steps``."""
+    """A side of a comparison from ``<prefix>run``, ``<prefix>host``, ``<prefix>steps``,
+    ``<prefix>iterations`` (the trace diff's ProfilerStep numbers, e.g. ``3,4``)."""
     run = args.get(prefix + "run")
     if not run:
         raise BadParameter(f"missing required parameter {prefix + 'run'!r}")
     host = args.get(prefix + "host") or None
     if host is not None and host != ALL_HOSTS and "\x00" in host:
         raise BadParameter(f"parameter {prefix + 'host'!r} contains a NUL byte")
-    return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "")
+    iterations = parse_iterations(args.get(prefix + "iterations", "") or "", prefix + "iterations")
+    return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "", iterations=iterations)

@@ -26,7 +26,7 @@ from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
 from tbprof.analyses.results.compare import CompareResult
 from tbprof.cache.disk_cache import cache_key
-from tbprof.errors import NotFound
+from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import GZIP_LEVEL, Profiles
 from tbprof.service.selection import comparison_host
@@ -36,11 +36,24 @@ from tbprof.store.tables import ProfileStore
 
 @dataclass(frozen=True)
 class SideSpec:
-    """A side as a request names it: run, host (a host, ``__all__`` or None) and step selection."""
+    """A side as a request names it: run, host (a host, ``__all__`` or None), step selection and the
+    trace diff's ProfilerStep iterations (empty: the first)."""
 
     run: str
     host: str | None = None
     steps: str = ""
+    iterations: tuple[int, ...] = ()
+
+
+_MAX_ITERATIONS = 10_000
+
+
+def parse_iterations(text: str, name: str = "iterations") -> tuple[int, ...]:
+    """A trace-diff iteration list, "3" or "3,5,7" (ProfilerStep numbers); "" is the first."""
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    if len(parts) > _MAX_ITERATIONS or not all(p.isdigit() and len(p) <= 18 for p in parts):
+        raise BadParameter(f"{name} {text[:80]!r}: expected ProfilerStep numbers separated by commas, e.g. 3 or 3,4")
+    return tuple(sorted({int(p) for p in parts}))
 
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
@@ -106,7 +119,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
         else:
             side.memory = results
     if run.kind == "pytorch":
-        side.op_summary = _op_summary(profiles, run, hosts)
+        side.op_summary = _op_summary(profiles, run, hosts, spec.iterations)
     if side.kernel_stats and not any(r.get("has_gpu_kernels") for r in side.kernel_stats):
         side.kernel_stats = []
         side.unavailable["kernels"] = "no GPU kernels in the profile"
@@ -118,11 +131,12 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
     return side
 
 
-def _op_summary(profiles: Profiles, run: Run, hosts: Sequence[str]) -> trace_diff.OpSummary:
-    """HTA's trace-diff input of a PyTorch side: its first rank's first iteration."""
+def _op_summary(profiles: Profiles, run: Run, hosts: Sequence[str],
+                iterations: tuple[int, ...]) -> trace_diff.OpSummary:
+    """HTA's trace-diff input of a PyTorch side: its first rank's iterations (default: the first)."""
     stores = [profiles.event_store(run, h) for h in hosts]
     ranked = sorted(((rank_of(s, i), i) for i, s in enumerate(stores)))
-    return trace_diff.op_summary(stores[ranked[0][1]])
+    return trace_diff.op_summary(stores[ranked[0][1]], iterations or None)
 
 
 def _memory_digests(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[dict[str, Any]] | None:
@@ -151,8 +165,8 @@ _MEMO_LOCK = threading.Lock()
 def _pair_key(profiles: Profiles, base: SideSpec, cand: SideSpec, confidence: float) -> tuple[Memo, Hashable]:
     b_run, b_hosts = resolve(profiles, base)
     c_run, c_hosts = resolve(profiles, cand)
-    key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps,
-           c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, confidence)
+    key = (b_run.name, tuple(b_hosts), _file_keys(profiles, b_run, b_hosts), base.steps, base.iterations,
+           c_run.name, tuple(c_hosts), _file_keys(profiles, c_run, c_hosts), cand.steps, cand.iterations, confidence)
     with _MEMO_LOCK:
         memo = _MEMOS.setdefault(profiles, Memo())
     return memo, key

@@ -73,3 +73,9 @@ def is_collective_kernel(name: str) -> bool:
     """Whether a device event is a NCCL/RCCL collective kernel: ``ncclKernel_*`` (NCCL < 2.19),
     ``ncclDevKernel_*`` (NCCL >= 2.19; RCCL's ``ncclDevKernel_Generic_*``)."""
     return name.startswith("nccl") and "Kernel" in name[4:]
+
+def runtime_is_pytorch_18(metadata: object) -> bool:
+    """Whether a trace's ``cuda_runtime`` calls were PyTorch 1.8's ``Runtime`` events (the reader
+    lists its renamings in ``metadata["kineto_categories"]``)."""
+    renamed = metadata.get("kineto_categories") if isinstance(metadata, dict) else None
+    return isinstance(renamed, dict) and any(isinstance(k, str) and k.lower() == "runtime" for k in renamed)

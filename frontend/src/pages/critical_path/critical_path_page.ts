@@ -46,6 +46,7 @@ export function overlayParams(raw: CriticalPathResult): Map<string, string> {
     ["c.cp_instance", str(raw.instance)],
   ]);
   if (raw.times === "us") p.set("c.cp_times", "us");
+  if (raw.hta_compat) p.set("c.cp_hta_compat", "true");
   const start = num(raw.window_start_ps);
   const end = num(raw.window_end_ps);
   if (end > start) {

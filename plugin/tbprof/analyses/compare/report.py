@@ -811,7 +811,9 @@ def compare(base: SideInput, cand: SideInput, confidence: float = cs.DEFAULT_CON
         else:
             tables["trace_diff"], changes = trace_diff_table(base.op_summary, cand.op_summary)
             trace_diff = {"baseline_iteration": base.op_summary.iteration,
-                          "candidate_iteration": cand.op_summary.iteration, "changes": changes}
+                          "candidate_iteration": cand.op_summary.iteration,
+                          "baseline_iterations": list(base.op_summary.iterations),
+                          "candidate_iterations": list(cand.op_summary.iterations), "changes": changes}
     memory_summary: MemoryPeaks = {}
     if (base.memory or cand.memory) and joinable("memory"):
         mt, memory_summary = memory_tables(base, cand)

@@ -29,6 +29,12 @@ by: ``cpu_bound`` (operator edges attributed to a host event), ``gpu_compute_bou
 ``gpu_kernel_kernel_overhead``, ``gpu_kernel_launch_overhead``; the breakdown is the share of
 the path's length by bound.
 
+A launch that runs several device events (``cudaGraphLaunch``: every kernel of the graph carries
+the launch's correlation) has all of them in the graph, as they ran. HTA 0.5.0 links a launch to
+one device event only (its correlation index points at the last of them in the trace's order), so
+the graph's other kernels are not in its graph; option ``hta_compat=true`` keeps only that one per
+launch (the last by start), reproducing HTA (docs/differences.md).
+
 Times are the profile's own (picoseconds from nanosecond events), as HTA's with
 ``HTA_DISABLE_NS_ROUNDING=1``; option ``times=us`` first rounds every event inward to whole
 microseconds, as HTA does by default (which drops sub-microsecond runtime calls from the graph).
@@ -56,7 +62,7 @@ from tbprof.analyses.gpu.activity import STEP_MARKER, _inward_us, has_device_act
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CriticalPathOverlay, CriticalPathResult
 from tbprof.analyses.table import Column, Table
-from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_nonneg_int
+from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool, parse_bool, parse_nonneg_int
 from tbprof.errors import NoData, ProfileReadError
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
@@ -302,8 +308,20 @@ def _parents_and_walk(start: np.ndarray, end: np.ndarray, dur: np.ndarray, threa
     return walk_ev, is_start[order], parent
 
 
-def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Graph:
-    """HTA's CPGraph for the events of ``window`` (see the module doc)."""
+def _last_per_launch(ev: _Events, dev: np.ndarray) -> np.ndarray:
+    """Of the device events sharing a launch, the one that starts last (HTA's one per launch)."""
+    if dev.shape[0] == 0:
+        return dev
+    order = np.lexsort((dev, ev.start_ps[dev], ev.peer[dev]))
+    d = dev[order]
+    last = np.ones(d.shape[0], bool)
+    last[:-1] = ev.peer[d[1:]] != ev.peer[d[:-1]]
+    return np.sort(d[last])
+
+
+def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int], hta_compat: bool = False) -> Graph:
+    """HTA's CPGraph for the events of ``window`` (see the module doc); ``hta_compat``: one device
+    event per launch, as HTA links them."""
     ws, we = window
     host = ev.is_host
     in_win = (ev.start_ps >= ws) & (ev.start_ps <= we) & (ev.dur_ps > 0)
@@ -311,6 +329,8 @@ def build_graph(store: ProfileStore, ev: _Events, window: tuple[int, int]) -> Gr
     # Device events on a stream whose launch starts inside the window; a sync on no stream
     # (Context Sync) counts where it starts itself (HTA clips it with the host events).
     dev_all = np.nonzero(~host & (ev.peer >= 0))[0]
+    if hta_compat:
+        dev_all = _last_per_launch(ev, dev_all)
     launch = ev.peer[dev_all]
     on_stream = ev.stream[dev_all] >= 0
     dev = dev_all[np.where(on_stream, in_win[launch], in_win[dev_all]) & host[launch]]
@@ -566,9 +586,10 @@ class Analysis:
     bounds: np.ndarray  # per path edge, index into BOUNDS or -1
 
 
-def analyse(store: ProfileStore, window: tuple[int, int], round_us: bool = False) -> Analysis:
+def analyse(store: ProfileStore, window: tuple[int, int], round_us: bool = False,
+            hta_compat: bool = False) -> Analysis:
     ev: _Events = store.memo(("critical_path_events", round_us), lambda: _events(store, round_us))
-    graph = build_graph(store, ev, window)
+    graph = build_graph(store, ev, window, hta_compat)
     try:
         path = longest_path(graph)
     except ValueError as e:
@@ -626,13 +647,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Criti
             raise OptionError(f"option rank={want_rank}: no such rank; ranks: {[r for r, _ in ranked]}")
         rank, store = found[0]
     round_us = options.get("times", "ns") == "us"
+    hta_compat = bool(options.get("hta_compat", False))
     instances = annotation_instances(store, annotation, round_us)
     if not instances:
         raise NoData(f"{store.host}: no host event whose name contains {annotation!r} (the critical path "
                      "is taken over one instance of an annotation, e.g. ProfilerStep)")
     k = _pick_instance(instances, annotation, int(options.get("instance", 0)), int(options.get("step", -1)))
     name, ws, we = instances[k]
-    res: Analysis = store.memo(("critical_path", annotation, k, round_us), lambda: analyse(store, (ws, we), round_us))
+    res: Analysis = store.memo(("critical_path", annotation, k, round_us, hta_compat),
+                               lambda: analyse(store, (ws, we), round_us, hta_compat))
     ev, g, path, bounds = res.events, res.graph, res.path, res.bounds
     w = g.weight_ps[path]
     total_ps = int(w.sum())
@@ -689,7 +712,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Criti
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "host": store.host, "rank": rank,
         "ranks": [r for r, _ in ranked], "hosts": [s.host for _, s in ranked],
-        "annotation": annotation, "instance": k, "times": "us" if round_us else "ns",
+        "annotation": annotation, "instance": k, "times": "us" if round_us else "ns", "hta_compat": hta_compat,
         "instances": [n for n, _, _ in instances], "step_name": name,
         "window_start_ps": ws, "window_end_ps": we,
         "nodes": int(np.unique(np.concatenate([g.src, g.dst])).shape[0]), "edges": int(g.src.shape[0]),
@@ -742,6 +765,8 @@ OPTIONS = (
            min_value=-1),
     Option("times", _parse_times, "ns", "ns: the profile's own times; us: rounded inward to whole microseconds, "
            "as HTA does by default", choices=("ns", "us"), advanced=True),
+    Option("hta_compat", parse_bool, False, "one device event per launch, as HTA 0.5.0 links them (a "
+           "cudaGraphLaunch's last kernel only); off: every kernel the launch ran", advanced=True),
 )
 
 TOOLS = (

@@ -9,7 +9,11 @@ events in start order). Per pattern: occurrences, the device time of their event
 host time of the roots. Patterns that repeat are fusion candidates (one kernel instead of a
 chain of small ones).
 
-The call stack is the store's nesting of host events per thread (``domain/event_tree``); device
+The call stack is the store's nesting of host events per thread (``domain/event_tree``), joined as
+HTA's call graph joins them: when the host has one main thread (with ``ProfilerStep#``) and one
+backward thread (with ``autograd::`` events), each top-level event of the backward thread goes
+under the first main-thread ``## backward ##`` annotation that contains it (without any: the
+first ``ProfilerStep#``), so backward operators sit below the forward ones. Device
 events are ``activity.device_activity``'s (HTA's last-step filter), their launches the host
 events with the same correlation. Durations are the profile's own (nanoseconds): HTA 0.5.0's
 call graph fails on whole-microsecond-rounded Kineto traces (a rounded event can end before it
@@ -57,6 +61,49 @@ def _correlation_rows(store: ProfileStore, plane: Plane) -> tuple[np.ndarray, np
     return corr[order], rows[order].astype(np.int64)
 
 
+_MAIN_THREAD_MARK = "ProfilerStep#"
+_BACKWARD_THREAD_MARK = "autograd::"
+_BACKWARD_ANNOTATION = "## backward ##"
+
+
+def linked_call_stack(plane: Plane, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, parent) of every host-plane event in HTA's call graph: the store's nesting, with the
+    backward thread's top-level events under the main thread's backward annotations (module doc)."""
+    depth = np.asarray(plane.depth, dtype=np.int64).copy()
+    parent = parent_rows(plane)
+    main: list[int] = []
+    backward: list[int] = []
+    for line in range(plane.n_lines):
+        sl = plane.line_rows(line)
+        line_names = {names[i] for i in np.unique(plane.name_id[sl]).tolist()}
+        if any(n.startswith(_MAIN_THREAD_MARK) for n in line_names):
+            main.append(line)
+        elif any(_BACKWARD_THREAD_MARK in n for n in line_names):
+            backward.append(line)
+    if len(main) != 1 or len(backward) != 1:
+        return depth, parent
+    main_rows = plane.line_rows(main[0])
+    bwd = plane.line_rows(backward[0])
+    start = plane.start_ps.astype(np.int64)
+    end = start + plane.dur_ps.astype(np.int64)
+    main_names = [names[i] for i in plane.name_id[main_rows].tolist()]
+    anchors: list[int] = []
+    for mark in (_BACKWARD_ANNOTATION, _MAIN_THREAD_MARK):
+        anchors = [main_rows.start + i for i, n in enumerate(main_names) if n.startswith(mark)]
+        if anchors:
+            break
+    tops = bwd.start + np.nonzero(depth[bwd] == 0)[0]
+    subtree_end = np.append(tops[1:], bwd.stop)
+    free = np.ones(tops.shape[0], bool)
+    for a in anchors:
+        take = free & (start[tops] >= start[a]) & (end[tops] <= end[a])
+        for t, stop in zip(tops[take].tolist(), subtree_end[take].tolist(), strict=True):
+            depth[t:stop] += depth[a] + 1
+            parent[t] = a
+        free &= ~take
+    return depth, parent
+
+
 def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> list[dict[str, Any]]:
     """The patterns of one host (rank): name, count, device time, host time (us), kernels per
     occurrence, and the occurrences (host-plane row of the root, device ps, host ps)."""
@@ -69,7 +116,7 @@ def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> l
     candidate = matching[plane.name_id]
     if not candidate.any():
         return []
-    depth = np.asarray(plane.depth, dtype=np.int64)
+    depth, parent = linked_call_stack(plane, names)
     root_depth = int(depth[candidate].min())
     # Each device event's launch on the host plane.
     sorted_corr, sorted_rows = _correlation_rows(store, plane)
@@ -79,7 +126,6 @@ def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> l
     dev = np.nonzero(found)[0]
     launch = sorted_rows[pos[dev]]
     # The launch's ancestor at the roots' depth (one parent step per level; no per-event loop).
-    parent = parent_rows(plane)
     anc = launch.copy()
     for _ in range(int(depth.max()) + 1):
         up = depth[anc] > root_depth

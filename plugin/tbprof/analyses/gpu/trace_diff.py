@@ -1,8 +1,9 @@
 """HTA's op-level trace diff: operators and kernels of two runs by count and duration.
 
 As HTA 0.5.0's ``TraceDiff.compare_traces`` / ``ops_diff`` (docs/formulas.md, "Trace diff (HTA)"),
-on one rank and one iteration per side (HTA's defaults: the first rank, the first
-``ProfilerStep``):
+on one rank and one or more iterations per side (HTA's defaults: the first rank, the first
+``ProfilerStep``; ``iterations`` chooses others, as HTA's ``control_iteration`` /
+``test_iteration``):
 
 * the events are the trace's complete events with a category (not ``Trace``, not instants),
   times rounded inward to whole microseconds as HTA reads Kineto JSON;
@@ -20,6 +21,7 @@ shows its table. XSpace profiles have no ``ProfilerStep`` iterations: not applic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +29,7 @@ import numpy as np
 from tbprof.analyses.gpu.activity import _int_column, _inward_us
 from tbprof.analyses.table import Column, Table
 from tbprof.domain.planes import on_device_side
+from tbprof.errors import BadParameter
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import ProfileStore
 
@@ -39,11 +42,16 @@ CHANGES = ("added", "deleted", "increased", "decreased", "unchanged")
 
 @dataclass(frozen=True)
 class OpSummary:
-    """Per name: count and total duration (us) of one side's events in one iteration."""
+    """Per name: count and total duration (us) of one side's events in its iterations."""
 
-    iteration: int | None
+    iterations: tuple[int, ...]  # empty: the trace has no ProfilerStep iteration
     counts: dict[str, int]
     total_us: dict[str, float]
+
+    @property
+    def iteration(self) -> int | None:
+        """The first iteration compared (None: none)."""
+        return self.iterations[0] if self.iterations else None
 
 
 def _iteration_of(name: str) -> int | None:
@@ -51,9 +59,11 @@ def _iteration_of(name: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-def op_summary(store: ProfileStore, iteration: int | None = None) -> OpSummary:
-    """The events of ``iteration`` (default: the first ProfilerStep) by name (memoised)."""
-    return store.memo(("trace_diff_summary", iteration), lambda: _summary(store, iteration))
+def op_summary(store: ProfileStore, iterations: int | Sequence[int] | None = None) -> OpSummary:
+    """The events of ``iterations`` (ProfilerStep numbers; default: the first) by name (memoised).
+    A number the trace has no ProfilerStep for raises BadParameter (HTA: ValueError)."""
+    wanted = () if iterations is None else (iterations,) if isinstance(iterations, int) else tuple(iterations)
+    return store.memo(("trace_diff_summary", wanted), lambda: _summary(store, wanted))
 
 
 @dataclass(frozen=True)
@@ -132,13 +142,19 @@ def _event_table(store: ProfileStore) -> EventTable | None:
     return EventTable(start, end, stream, corr, name_id.astype(np.int64), iteration_of, is_step, steps)
 
 
-def _summary(store: ProfileStore, iteration: int | None) -> OpSummary:
+def _summary(store: ProfileStore, iterations: tuple[int, ...]) -> OpSummary:
     table = event_table(store)
     if table is None:
-        return OpSummary(None, {}, {})
-    wanted = table.step_numbers[0] if iteration is None else iteration
+        if iterations:
+            raise BadParameter(f"iterations {', '.join(map(str, iterations))}: the trace has no ProfilerStep")
+        return OpSummary((), {}, {})
+    missing = [n for n in iterations if n not in table.step_numbers]
+    if missing:
+        raise BadParameter(f"iteration {', '.join(map(str, missing))} is not a ProfilerStep of the trace "
+                           f"(it has {', '.join(map(str, table.step_numbers))})")
+    wanted = tuple(sorted(set(iterations))) or table.step_numbers[:1]
     start, end, name_id, iteration_of = table.start_ps, table.end_ps, table.name_id, table.iteration
-    sel = np.nonzero(iteration_of == wanted)[0]
+    sel = np.nonzero(np.isin(iteration_of, np.asarray(wanted, np.int64)))[0]
     dur_us = (end[sel] - start[sel]) / _PS_PER_US
     uniq, inv = np.unique(name_id[sel], return_inverse=True)
     inv = inv.reshape(-1)

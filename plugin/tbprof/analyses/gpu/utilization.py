@@ -4,9 +4,14 @@ The formulas torch-tb-profiler 0.4.3 documents (kineto ``tb_plugin/docs/gpu_util
 and computes (``profiler/gpu_metrics_parser.py``, ``kernel_parser.py``), on Kineto traces
 (docs/formulas.md, "GPU utilization, SM efficiency, occupancy (torch-tb-profiler)"):
 
-* **all steps time**: from the start of the first ``ProfilerStep#`` event to the end of the last
-  one, in the order torch-tb-profiler meets them (host markers, then the GPU annotations Kineto
-  writes after them: so the last step ends with its GPU annotation when it has one);
+* **all steps time** (its ``StepParser``): the ``ProfilerStep#`` events (host markers and GPU
+  annotations) in start order, or without any, one step over the host operators (first start to
+  last end). Where the trace's runtime calls are PyTorch 1.8's ``Runtime`` events (the only ones
+  the plugin reads), each step extends to the end of the device work its runtime calls launched,
+  starts no earlier than the previous step's end (the first: than the end of earlier device work
+  launched outside any step), and trailing steps that launched nothing, or a last step that
+  launched under 80 % of the one before, are left out. All steps time runs from the first step's
+  start to the last step's end;
 * **GPU utilization** = time at least one kernel (category ``kernel``) runs on the device within
   all steps time / all steps time;
 * **est. SM efficiency**: each kernel's ``blocks per SM`` arg; where kernels overlap their values
@@ -32,6 +37,8 @@ from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import GpuUtilizationResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.domain.planes import on_device_side
+from tbprof.store import kineto_names as kn
 from tbprof.store.tables import ProfileStore
 
 TOOL = "gpu_utilization"
@@ -50,25 +57,121 @@ def _category(store: ProfileStore, plane: Any) -> np.ndarray:
     return plane.dense_str_ids(store.stat_id("cat"))
 
 
-def steps_window_ps(store: ProfileStore) -> tuple[int, int] | None:
-    """(start, end) of torch-tb-profiler's "all steps time", or None without steps."""
+def _step_spans(store: ProfileStore) -> list[tuple[int, int]]:
+    """The ProfilerStep# events' (start, end), in start order (host markers first at a tie)."""
     ids = [store.strings.id(c) for c in _STEP_CATEGORIES]
-    host: list[tuple[int, int]] = []
-    gpu: list[tuple[int, int]] = []
-    gpu_cat = store.strings.id("gpu_user_annotation")
+    gpu_cat = store.strings.id(kn.GPU_USER_ANNOTATION)
+    spans: list[tuple[int, int, int]] = []
     for plane in store.planes:
         if plane.n_events == 0:
             continue
         cat = _category(store, plane)
         names = store.strings.lookup(plane.name_id)
-        rows = [i for i, n in enumerate(names) if n.startswith(_STEP_PREFIX) and int(cat[i]) in ids]
-        for i in rows:
-            span = (int(plane.start_ps[i]), int(plane.start_ps[i] + plane.dur_ps[i]))
-            (gpu if int(cat[i]) == gpu_cat else host).append(span)
-    ordered = sorted(host) + sorted(gpu)
-    if not ordered:
+        for i, n in enumerate(names):
+            if n.startswith(_STEP_PREFIX) and int(cat[i]) in ids:
+                start = int(plane.start_ps[i])
+                spans.append((start, int(cat[i]) == gpu_cat, start + int(plane.dur_ps[i])))
+    return [(a, b) for a, _, b in sorted(spans)]
+
+
+def _host_span(store: ProfileStore) -> list[tuple[int, int]]:
+    """One step over the host operators, the plugin's step of a trace without ProfilerStep."""
+    op_cat = store.strings.id(kn.OPERATOR)
+    lo, hi = None, None
+    for plane in store.planes:
+        if plane.n_events == 0 or on_device_side(plane):
+            continue
+        rows = np.nonzero(_category(store, plane) == op_cat)[0]
+        if rows.shape[0]:
+            start = plane.start_ps[rows].astype(np.int64)
+            end = start + plane.dur_ps[rows].astype(np.int64)
+            lo = int(start.min()) if lo is None else min(lo, int(start.min()))
+            hi = int(end.max()) if hi is None else max(hi, int(end.max()))
+    return [] if lo is None or hi is None else [(lo, hi)]
+
+
+def _launches(store: ProfileStore) -> tuple[list[tuple[int, int, int]], dict[int, list[tuple[int, int]]]]:
+    """Runtime calls (start, end, correlation) in start order, and the device work (start, end) per
+    correlation (kernels, memcpys, memsets; -1: none)."""
+    cat_sid, corr_sid = store.stat_id("cat"), store.stat_id("correlation")
+    launch_cat = store.strings.id("cuda_runtime")
+    device_ids = [i for i in (store.strings.id(c) for c in kn.DEVICE_CATEGORIES[:3]) if i >= 0]
+    calls: list[tuple[int, int, int]] = []
+    work: dict[int, list[tuple[int, int]]] = {}
+    for plane in store.planes:
+        if plane.n_events == 0 or cat_sid < 0 or corr_sid < 0:
+            continue
+        cat = _category(store, plane)
+        corr = plane.event_stat(corr_sid).dense_int(plane.n_events)
+        start = plane.start_ps.astype(np.int64)
+        end = start + plane.dur_ps.astype(np.int64)
+        for r in np.nonzero(cat == launch_cat)[0].tolist():
+            calls.append((int(start[r]), int(end[r]), int(corr[r])))
+        for r in np.nonzero(np.isin(cat, device_ids))[0].tolist():
+            work.setdefault(max(int(corr[r]), -1), []).append((int(start[r]), int(end[r])))
+    calls.sort()
+    return calls, work
+
+
+def _device_steps(steps: list[tuple[int, int]], store: ProfileStore) -> list[tuple[int, int]]:
+    """The plugin's ``update_device_steps`` on PyTorch 1.8 runtime calls (see the module docstring)."""
+    calls, work = _launches(store)
+    n = len(steps)
+    device: list[tuple[int, int] | None] = [None] * n
+    matched = [0] * n
+    matched_corr: set[int] = set()
+    i_step = i_call = 0
+    lo = hi = None
+    while i_step < n and i_call < len(calls):
+        s_start, s_end = steps[i_step]
+        c_start, c_end, corr = calls[i_call]
+        if c_start < s_start:
+            i_call += 1
+        elif c_end <= s_end:
+            for w_start, w_end in work.get(corr, []) if corr >= 0 else []:
+                lo = w_start if lo is None else min(lo, w_start)
+                hi = w_end if hi is None else max(hi, w_end)
+                matched[i_step] += 1
+                matched_corr.add(corr)
+            i_call += 1
+        elif c_start < s_end:
+            i_call += 1
+        else:
+            device[i_step] = None if lo is None or hi is None else (lo, hi)
+            i_step += 1
+            lo = hi = None
+    if i_step < n:
+        device[i_step] = None if lo is None or hi is None else (lo, hi)
+    if not matched_corr:
+        return steps
+    prev_end = steps[0][0]
+    first = device[0]
+    if first is not None:
+        # Device work launched outside every step that ends before the first step's device work.
+        prev_end = max([prev_end, *(e for c, spans in work.items() if c not in matched_corr
+                                    for _, e in spans if e < first[0])])
+    out = []
+    for (s_start, s_end), dev in zip(steps, device, strict=True):
+        start = max(prev_end, s_start)
+        end = max(s_end, start) if dev is None else max(s_end, dev[1], start)
+        out.append((start, end))
+        prev_end = end
+    if n > 1:
+        last = max((i for i in range(n) if matched[i] > 0), default=-1)
+        if last >= 0:
+            keep = last if last > 0 and matched[last - 1] * 0.8 > matched[last] else last + 1
+            out = out[:keep]
+    return out
+
+
+def steps_window_ps(store: ProfileStore) -> tuple[int, int] | None:
+    """(start, end) of torch-tb-profiler's "all steps time", or None without host operators or steps."""
+    steps = _step_spans(store) or _host_span(store)
+    if not steps:
         return None
-    return ordered[0][0], ordered[-1][1]
+    if kn.runtime_is_pytorch_18(store.metadata):
+        steps = _device_steps(steps, store)
+    return steps[0][0], steps[-1][1]
 
 
 def _kernels(store: ProfileStore) -> dict[str, np.ndarray]:

@@ -7,10 +7,11 @@ call as a ``python_function`` event with ``Python id`` / ``Python parent id``, a
 
 * the **hierarchy**: a module's parent is the nearest module among its Python callers (``Python
   parent id`` links); identical subtrees collapse (each step repeats the same hierarchy);
-* per module (name, ``Python module id``): occurrences, operators (``cpu_op`` events directly
-  under it in the host call tree, whose nodes are operators, annotations and modules: plain
-  Python functions are transparent), host duration and self host duration (duration - the
-  durations of its direct call-tree children), average duration.
+* per module (name, ``Python module id``): occurrences, operators (those the operator view lists
+  directly under it in the plugin's operator tree, ``op_tree.py``: plain Python functions and
+  annotations other than ``ProfilerStep#`` and communication names are transparent), host
+  duration and self host duration (duration - the durations of its direct tree children),
+  average duration.
 
 XSpace: TensorFlow / JAX name scopes are the framework ops' scopes in XProf's op profile and
 trace viewer; not this tool.
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.ops.op_shapes import tree_parents
+from tbprof.analyses.ops.op_tree import MODULE, op_tree
 from tbprof.analyses.results.ops import ModuleViewResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -31,7 +32,6 @@ from tbprof.store.tables import ProfileStore
 
 TOOL = "module_view"
 _PS_PER_US = 1e6
-_OP_EXCLUDED = ("DataParallel.forward", "DistributedDataParallel.forward")
 
 
 def has_modules(store: object) -> bool:
@@ -56,29 +56,25 @@ def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, flo
     module_id = plane.event_stat(sids["Python module id"]).dense_int(n, missing=-1)
     py_id = plane.event_stat(sids["Python id"]).dense_int(n, missing=-1)
     py_parent = plane.event_stat(sids["Python parent id"]).dense_int(n, missing=-1)
-    ids = {c: store.strings.id(c) for c in ("cpu_op", "user_annotation", "python", "python_function")}
-    is_module = (cat == ids["python_function"]) & (module_id >= 0)
-    is_node = np.isin(cat, [ids["cpu_op"], ids["user_annotation"], ids["python"]]) | is_module
+    tree = op_tree(store)
+    if tree is None:
+        return []
+    is_module = np.zeros(n, bool)  # the module calls of the tree (one the plugin drops has no row)
+    is_module[tree.rows[tree.kind == MODULE]] = True
     names = store.strings.as_list()
-    excluded = np.array([nm.startswith(("ProfilerStep#", "Optimizer.")) or nm in _OP_EXCLUDED for nm in names])
-    is_op = (cat == ids["cpu_op"]) & ~excluded[plane.name_id]
-    parent = tree_parents(plane, is_node)
-    dur = plane.dur_ps.astype(np.int64)
-    child = is_node & (parent >= 0)
-    taken = np.zeros(n, np.int64)
-    np.add.at(taken, parent[child], dur[child])
-    ops_under = np.zeros(n, np.int64)
-    np.add.at(ops_under, parent[is_op & (parent >= 0)], 1)
-    # Statistics per (name, module id).
+    # Statistics per (name, module id), from the operator tree's module nodes.
+    listed_children = np.zeros(tree.rows.shape[0], np.int64)
+    np.add.at(listed_children, tree.parent[tree.listed & (tree.parent >= 0)], 1)
     stats: dict[tuple[int, int], list[int]] = {}
-    for r in np.nonzero(is_module)[0].tolist():
+    for i in np.nonzero(tree.kind == MODULE)[0].tolist():
+        r = int(tree.rows[i])
         s = stats.setdefault((int(plane.name_id[r]), int(module_id[r])), [0, 0, 0, 0])
         s[0] += 1
-        s[1] += int(ops_under[r])
-        s[2] += int(dur[r])
-        s[3] += int(dur[r] - taken[r])
+        s[1] += int(listed_children[i])
+        s[2] += int(tree.dur_ps[i])
+        s[3] += int(tree.self_host_ps[i])
     # Hierarchy: a module's parent is the nearest module up its Python caller chain.
-    py_rows = np.nonzero(cat == ids["python_function"])[0]
+    py_rows = np.nonzero(cat == store.strings.id("python_function"))[0]
     by_py_id = {int(py_id[r]): int(r) for r in py_rows.tolist()}
     module_parent: dict[int, int | None] = {}
     for r in np.nonzero(is_module)[0].tolist():
@@ -110,8 +106,8 @@ def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, flo
             emit(k, depth + 1)
 
     roots = {subtree(r) for r in children.get(None, [])}  # identical hierarchies collapse
-    for tree in sorted(roots, key=lambda t: names[t[0][0]]):
-        emit(tree, 0)
+    for hierarchy in sorted(roots, key=lambda t: names[t[0][0]]):
+        emit(hierarchy, 0)
     return out
 
 

@@ -1,21 +1,18 @@
 """torch-tb-profiler's operator view by operator, input shape and call stack: ``operators_by_shape``.
 
-As torch-tb-profiler 0.4.3's operator view (``profiler/op_agg.py``, ``node.py``;
+As torch-tb-profiler 0.4.3's operator view (``profiler/op_agg.py``, ``run_generator.py``;
 docs/formulas.md, "Operators by input shape and call stack (torch-tb-profiler)"): option
 ``group_by`` = ``input_shape`` ("Operator + Input Shape", traces recorded with
 ``record_shapes=True``), ``operator``, ``call_stack`` (its call-stack lists, ``with_stack=True``:
-operators without a call stack are left out) or ``input_shape_and_call_stack``:
+operators without a call stack are left out) or ``input_shape_and_call_stack``.
 
-* the operators are the host ``cpu_op`` events but ``ProfilerStep#*``, ``DataParallel.forward``,
-  ``DistributedDataParallel.forward`` and ``Optimizer.*``;
-* the call tree's nodes are operators, annotations and ``nn.Module`` calls (plain Python
-  functions are transparent);
-* the key is the name with ``Input Dims`` and / or ``Call stack`` as the trace writes them; per
-  key: calls, host duration, and
-  self host duration = duration - the durations of the direct children that are operators,
-  annotations or Python events (CUDA runtime calls are not subtracted: torch-tb-profiler 0.4.3
-  does not recognise Kineto's ``cuda_runtime`` category, and for the same reason reports no
-  device time per operator; tbprof's framework_op_stats has it).
+The operators and their times are the nodes of the plugin's operator tree (``op_tree.py``: which
+events are nodes, same-name merge, runtime calls, device and TensorCore times). The key is the
+name with ``Input Dims`` and / or ``Call stack`` as the trace writes them; per key: calls, host
+duration, self host duration, device total / self duration (null for a trace without device
+work), TensorCore-eligible (any call eligible) and the TensorCore share of the device self /
+total time (null where there is no device time, or where no kernel of the trace is one the
+plugin's TensorCore names know: not determined).
 
 XSpace profiles carry no input shapes per TensorFlow/JAX op event: not applicable there.
 """
@@ -27,18 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.ops.op_tree import op_tree
 from tbprof.analyses.results.ops import OperatorsByShapeResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, OptionError, Tool
-from tbprof.domain.event_tree import parent_rows
 from tbprof.store.tables import ProfileStore
 
 TOOL = "operators_by_shape"
 _PS_PER_US = 1e6
-_EXCLUDED = ("DataParallel.forward", "DistributedDataParallel.forward")
-# Host categories that become nodes of torch-tb-profiler's operator tree (its EventTypeMap); a
-# python_function is a node only as an nn.Module call (with a "Python module id").
-_TREE_CATEGORIES = ("cpu_op", "operator", "user_annotation", "python")
 
 
 GROUP_BY = ("input_shape", "operator", "call_stack", "input_shape_and_call_stack")
@@ -50,78 +43,72 @@ def has_input_shapes(store: object) -> bool:
             and (strings.id("Input Dims") >= 0 or strings.id("Call stack") >= 0))
 
 
-def tree_parents(plane: Any, is_node: np.ndarray) -> np.ndarray:
-    """Each event's nearest enclosing call-tree node (-1: none): events that are not nodes
-    (plain Python functions, runtime calls) are skipped over."""
-    parent = parent_rows(plane)
-    out = parent.copy()
-    for _ in range(int(np.asarray(plane.depth).max(initial=0)) + 1):
-        climb = (out >= 0) & ~is_node[np.maximum(out, 0)]
-        if not climb.any():
-            break
-        out[climb] = parent[out[climb]]
-    return out
-
-
 def _rank(store: ProfileStore, index: int) -> int:
     info = store.metadata.get("distributedInfo") if isinstance(store.metadata, dict) else None
     rank = info.get("rank") if isinstance(info, dict) else None
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else index
 
 
-Group = tuple[str, str, str, int, float, float]  # name, input shape, call stack, calls, host us, self us
+# name, input shape, call stack, calls, host us, self host us, device us, self device us (None: no
+# device work in the trace), TensorCore-eligible, TensorCore % of self device / device time (None: no time)
+Group = tuple[str, str, str, int, float, float, float | None, float | None, bool, float | None, float | None]
 
 
 def operator_groups(store: ProfileStore, group_by: str = "input_shape") -> list[Group]:
-    """(name, input shape, call stack, calls, host us, self host us) per key (memoised)."""
+    """The operator view's rows, one per key (memoised)."""
     return store.memo(("operators_by_shape", group_by), lambda: _groups(store, group_by))
 
 
 def _groups(store: ProfileStore, group_by: str) -> list[Group]:
+    tree = op_tree(store)
     plane = store.plane("/host:CPU")
-    cat_sid, dims_sid, stack_sid = store.stat_id("cat"), store.stat_id("Input Dims"), store.stat_id("Call stack")
-    if plane is None or plane.n_events == 0 or cat_sid < 0:
+    if tree is None or plane is None:
         return []
-    cat = plane.dense_str_ids(cat_sid)
-    tree_ids = np.asarray([i for i in (store.strings.id(c) for c in _TREE_CATEGORIES) if i >= 0], np.int64)
-    in_tree = np.isin(cat, tree_ids)
-    module_sid = store.stat_id("Python module id")
-    if module_sid >= 0:
-        in_tree |= (cat == store.strings.id("python_function")) & (
-            plane.event_stat(module_sid).dense_int(plane.n_events) >= 0)
-    dur = plane.dur_ps.astype(np.int64)
-    parent = tree_parents(plane, in_tree)
-    # Self host time: minus the direct children that are tree nodes.
-    taken = np.zeros(plane.n_events, np.int64)
-    child = in_tree & (parent >= 0)
-    np.add.at(taken, parent[child], dur[child])
-    names = store.strings.as_list()
-    op_cat = store.strings.id("cpu_op")
-    excluded_names = np.array([n.startswith(("ProfilerStep#", "Optimizer.")) or n in _EXCLUDED for n in names])
-    is_op = (cat == op_cat) & ~excluded_names[plane.name_id]
-    rows = np.nonzero(is_op)[0]
-    def column(sid: int) -> np.ndarray:
-        return plane.dense_str_ids(sid)[rows] if sid >= 0 else np.full(rows.shape[0], -1)
+    rows_i = np.nonzero(tree.listed)[0]
+    rows = tree.rows[rows_i]
+
+    def column(*keys: str) -> np.ndarray:
+        out = np.full(rows.shape[0], -1, np.int64)
+        for key in keys:  # the plugin reads "Input Dims", else "Input dims"
+            sid = store.stat_id(key)
+            if sid >= 0:
+                col = plane.dense_str_ids(sid)[rows]
+                out = np.where(out >= 0, out, col)
+        return out
 
     by_shape = group_by in ("input_shape", "input_shape_and_call_stack")
     by_stack = group_by in ("call_stack", "input_shape_and_call_stack")
-    dims = column(dims_sid) if by_shape else np.full(rows.shape[0], -2)
-    stacks = column(stack_sid) if by_stack else np.full(rows.shape[0], -2)
+    dims = column("Input Dims", "Input dims") if by_shape else np.full(rows.shape[0], -2)
+    stacks = column("Call stack") if by_stack else np.full(rows.shape[0], -2)
     empty_stack = store.strings.id("")
+    names = store.strings.as_list()
     groups: dict[tuple[int, int, int], list[int]] = {}
-    for r, d, st in zip(rows.tolist(), dims.tolist(), stacks.tolist(), strict=True):
+    for i, r, d, st in zip(rows_i.tolist(), rows.tolist(), dims.tolist(), stacks.tolist(), strict=True):
         if by_stack and (st < 0 or st == empty_stack):
             continue  # the plugin's call-stack lists leave out operators without one
-        entry = groups.setdefault((int(plane.name_id[r]), int(d), int(st)), [0, 0, 0])
-        entry[0] += 1
-        entry[1] += int(dur[r])
-        entry[2] += int(dur[r] - taken[r])
+        g = groups.setdefault((int(plane.name_id[r]), int(d), int(st)), [0] * 8)
+        g[0] += 1
+        g[1] += int(tree.dur_ps[i])
+        g[2] += int(tree.self_host_ps[i])
+        g[3] += int(tree.device_ps[i])
+        g[4] += int(tree.self_device_ps[i])
+        g[5] |= int(tree.tc_eligible[i])
+        g[6] += int(tree.tc_self_ps[i])
+        g[7] += int(tree.tc_total_ps[i])
 
     def text(sid: int, missing: str) -> str:
         return store.strings[sid] if sid >= 0 else (missing if sid == -1 else "")
 
-    out = [(names[n], text(d, "[]"), text(st, ""), c, h / _PS_PER_US, s / _PS_PER_US)
-           for (n, d, st), (c, h, s) in groups.items()]
+    def device_us(ps: int) -> float | None:
+        return ps / _PS_PER_US if tree is not None and tree.has_device else None
+
+    def share(part: int, whole: int) -> float | None:
+        return 100.0 * part / whole if whole > 0 and tree is not None and tree.tc_judged else None
+
+    out: list[Group] = [
+        (names[n], text(d, "[]"), text(st, ""), c, h / _PS_PER_US, sh / _PS_PER_US, device_us(dv), device_us(sdv),
+         bool(tc), share(tcs, sdv), share(tct, dv))
+        for (n, d, st), (c, h, sh, dv, sdv, tc, tcs, tct) in groups.items()]
     out.sort(key=lambda r: (-r[4], r[0], r[1], r[2]))
     return out
 
@@ -133,6 +120,15 @@ COLUMNS = [
     Column("calls", "Calls", "int"),
     Column("host_duration_us", "Host duration", "float", "us"),
     Column("self_host_duration_us", "Host self duration", "float", "us"),
+    Column("device_duration_us", "Device total duration", "float", "us",
+           "kernels, memcpys and memsets it and its children launched (empty: no device work in the trace)"),
+    Column("self_device_duration_us", "Device self duration", "float", "us", "those it launched itself"),
+    Column("tensor_core_eligible", "TensorCore eligible", "bool", "",
+           "torch-tb-profiler's rule: a matmul/convolution name, or a child or kernel that is"),
+    Column("tensor_core_self_percent", "TensorCore self", "float", "%",
+           "share of the device self time in TensorCore kernels (torch-tb-profiler's kernel names)"),
+    Column("tensor_core_total_percent", "TensorCore total", "float", "%",
+           "share of the device total time in TensorCore kernels"),
 ]
 
 

@@ -117,8 +117,10 @@ class MemoryPeaks(TypedDict):
 class TraceDiffSummary(TypedDict):
     """HTA's trace diff of two PyTorch runs: the iterations compared and rows per change kind."""
 
-    baseline_iteration: int
+    baseline_iteration: int  # the first of baseline_iterations
     candidate_iteration: int
+    baseline_iterations: list[int]  # ProfilerStep numbers, ascending
+    candidate_iterations: list[int]
     changes: dict[str, int]
 
 

@@ -59,6 +59,7 @@ class CriticalPathResult(ToolEnvelope):
     annotation: str
     instance: int
     times: Literal["ns", "us"]
+    hta_compat: bool  # one device event per launch, as HTA links them
     instances: list[str]
     step_name: str
     window_start_ps: int

@@ -11,7 +11,6 @@ from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
-from tbprof.analyses.overview.profile_summary import device_type
 from tbprof.analyses.results.common import Diagnostics
 from tbprof.analyses.results.whole_run import (
     DeviceInfo,
@@ -26,7 +25,7 @@ from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import device_display_name, device_model, device_planes_of
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of, device_type
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
@@ -41,7 +40,7 @@ def run_environment(stores: Sequence[StoreView]) -> RunEnvironment:
     for s in stores:
         for pi in device_planes_of(s):
             p = s.planes[pi]
-            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name),
+            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p),
                             "model": device_display_name(p), "xprof_device_type": device_model(p),
                             "core_count": int(p.plane_stats.get("core_count", 0) or 0),
                             "compute_capability": (f"{p.plane_stats['compute_cap_major']}."

@@ -12,8 +12,9 @@ common language of PyTorch users, so tbprof selects the same events:
   with a stream on the GPU's process). A host event that carries a ``stream`` argument
   (Inductor's Triton launchers in every ``torch.compile`` trace, some eager operators) is the
   host's call, not device work: HTA, reading every row with a stream, would count it, but a
-  device timeline holds device events only (docs/differences.md); its **launch** is the host event with the same ``correlation`` (``cudaLaunchKernel``,
-  ``hipLaunchKernel``, ``cuLaunchKernel``, ...; none when it has no correlation);
+  device timeline holds device events only (docs/differences.md). A device event's **launch**
+  is the host event with the same ``correlation`` (``cudaLaunchKernel``, ``hipLaunchKernel``,
+  ``cuLaunchKernel``, ...; none when it has no correlation);
 * when the trace has at least two distinct ``ProfilerStep#N`` names, the last step is
   incomplete (the profiler stopped inside it): only launches that start before the start of
   the last ``ProfilerStep`` event (host or GPU annotation, whichever starts later) count, and

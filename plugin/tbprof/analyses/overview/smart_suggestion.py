@@ -89,9 +89,11 @@ def _kernels(stores: Sequence[ProfileStore], out: list[Suggestion]) -> None:
     if table.n_rows == 0:
         return
     dur = table.data["total_duration_us"]
-    eligible = float(dur[table.data["op_tensorcore_eligible"]].sum())
-    if eligible > 0:
-        tc_pct = 100.0 * float(dur[table.data["kernel_uses_tensorcore"]].sum()) / eligible
+    on_tc = np.array([kernel_stats.kernel_on_tensorcores(str(n)) for n in table.data["kernel_name"]], dtype=bool)
+    eligible = float(dur[table.data["op_tensorcore_eligible"].astype(bool) | on_tc].sum())
+    # A share of TensorCore use that cannot be determined is no reason for advice.
+    if eligible > 0 and not kernel_stats.tensorcore_undetermined_note(table):
+        tc_pct = 100.0 * float(dur[on_tc].sum()) / eligible
         if tc_pct < TENSORCORE_MIN_PERCENT:
             out.append(_suggestion(
                 "low_tensorcore_use", "medium",

@@ -300,11 +300,12 @@ export interface RunEnvironment {
   xprof_device_type: string;
 }
 
+/** avg, sample stddev, min, max; null each when there are no values (no steps: no step time, */
 export interface Stat {
-  avg: number;
-  stddev: number;
-  min: number;
-  max: number;
+  avg: number | null;
+  stddev: number | null;
+  min: number | null;
+  max: number | null;
 }
 
 export interface PerformanceSummary {
@@ -329,6 +330,13 @@ export interface InputThresholds {
   moderate: number;
 }
 
+/** One cause of step time the recommendation names, with its share of the step time. */
+export interface Cause {
+  cause: "input" | "device_collectives" | "kernel_launch" | "all_others";
+  percent: number;
+  statement: string;
+}
+
 export interface NextStep {
   tool: string;
   why: string;
@@ -347,6 +355,7 @@ export interface OverviewRecommendation {
   device_collectives_statement: string;
   precision_statement: string;
   input_thresholds_percent: InputThresholds;
+  causes: Cause[];
   next_steps: NextStep[];
 }
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.metrics import metric_json
+from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
@@ -21,6 +22,7 @@ from tbprof.analyses.results.whole_run import (
     RunEnvironment,
 )
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.advice import framework_of, input_advice
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
@@ -133,10 +135,12 @@ def diagnostics(stores: Sequence[StoreView], st: StepTable, options: Mapping[str
 def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> OverviewResult:
     st = step_table(stores)
     summ = summaries(st)
-    ana = analysis(st)
     side = "device" if st.has_device else "host"
     ops = op_times(stores, side)
     host_ops, dev_ops = op_times(stores, "host"), op_times(stores, "device")
+    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
+    pytorch = bool(stores) and all(kineto_ops.is_kineto(s) for s in stores)
+    ana = analysis(st, input_advice=input_advice(framework_of(pytorch, uses_tf_data)))
     op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
     host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
@@ -158,11 +162,11 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> Overview
         "precision_statement": precision_statement,
         # The thresholds behind input_bound, so a page colours its cards by the same rule.
         "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
+        "causes": ana["causes"],
         "next_steps": [],
     }
     if st.source == "none":
         recommendation["statement"] = st.diagnosis or recommendation["statement"]
-    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
     recommendation["next_steps"] = next_steps(recommendation, st.has_device, uses_tf_data)
     # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
     has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0

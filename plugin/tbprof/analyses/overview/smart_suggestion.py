@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.memory import memory_profile
-from tbprof.analyses.ops import kernel_stats
+from tbprof.analyses.ops import kernel_stats, kineto_ops
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.overview import overview
 from tbprof.analyses.results.common import MetricJson
 from tbprof.analyses.results.whole_run import Severity, SmartSuggestionResult, Suggestion
+from tbprof.analyses.steps.advice import framework_of, input_advice
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -65,13 +66,14 @@ def _input_and_launch(stores: Sequence[ProfileStore], out: list[Suggestion]) -> 
     if st.step_time_ms.shape[0] == 0:
         return
     pct = analysis(st)["percent"]
+    advice = input_advice(framework_of(all(kineto_ops.is_kineto(s) for s in stores), False))
     inp = float(pct.get("input_percent", 0.0))
     if inp >= INPUT_MODERATE_PERCENT:
         high = inp >= INPUT_HIGH_PERCENT
         out.append(_suggestion(
             "input_bound", "high" if high else "medium",
             f"{inp:.1f} % of the step time waits for input: the program is "
-            f"{'highly' if high else 'moderately'} input-bound. Prefetch, parallelise or cache the input pipeline.",
+            f"{'highly' if high else 'moderately'} input-bound. {advice}",
             "input_pipeline_analyzer", {"input_percent": inp}))
     launch = float(pct.get("kernel_launch_percent", 0.0))
     if launch >= KERNEL_LAUNCH_PERCENT:

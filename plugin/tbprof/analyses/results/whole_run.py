@@ -19,6 +19,14 @@ class NextStep(TypedDict):
     why: str
 
 
+class Cause(TypedDict):
+    """One cause of step time the recommendation names, with its share of the step time."""
+
+    cause: Literal["input", "device_collectives", "kernel_launch", "all_others"]
+    percent: float
+    statement: str
+
+
 class OverviewRecommendation(TypedDict):
     bottleneck: str
     input_bound: InputBound
@@ -32,6 +40,7 @@ class OverviewRecommendation(TypedDict):
     device_collectives_statement: str
     precision_statement: str
     input_thresholds_percent: InputThresholds
+    causes: list[Cause]  # the statements by share of the step time, largest first
     next_steps: list[NextStep]
 
 

@@ -13,7 +13,9 @@ Fixtures are Kineto traces written from libkineto's fields (tests/kineto_fixture
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from tbprof.analyses.overview import overview
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.tracks import track_index
 from tests import kineto_fixtures as kf
+from tests.helpers import GOLDEN
 
 # Two kernels on GPU 0's stream 7: [1200, 1300) and [1500, 1800) µs; the Triton launcher cpu_op
 # runs on the host at [1100, 1150).
@@ -105,3 +108,41 @@ def test_cuda_sync_events_are_not_kernels_in_the_idle_breakdown(tmp_path: Path) 
     ratios = idle["idle_time_ratio"]
     assert np.all((ratios >= 0) & (ratios <= 1))
     assert np.all(idle["idle_time_us"] >= 0)
+
+
+# --- against HTA 0.5.0 (tests/golden/make_hta_device_fixture_goldens.py) --------------------------
+
+def _hta(fixture: str) -> dict[str, Any]:
+    golden: dict[str, Any] = json.loads((GOLDEN / "hta" / "device_fixtures.json").read_text())[fixture]
+    return golden
+
+
+def _idle_by_category(store: ProfileStore) -> dict[str, float]:
+    idle = breakdown.compute([store], _opts())["tables"]["idle_time_breakdown"].data
+    return dict(zip(idle["idle_category"].tolist(), idle["idle_time_us"].tolist(), strict=True))
+
+
+@pytest.mark.parametrize("fixture", ["triton_launcher", "cuda_sync"])
+def test_idle_time_breakdown_equals_htas(tmp_path: Path, fixture: str) -> None:
+    events = TRITON_EVENTS if fixture == "triton_launcher" else SYNC_EVENTS
+    ours = _idle_by_category(kf.write(tmp_path, kf.trace(events)))
+    for row in _hta(fixture)["idle_time_breakdown"]:
+        assert ours[row["idle_category"]] == row["idle_time"]
+
+
+def test_temporal_breakdown_with_syncs_equals_htas(tmp_path: Path) -> None:
+    """HTA's temporal breakdown takes the waits' spans as device time; so does tbprof's."""
+    temporal = breakdown.compute([kf.write(tmp_path, kf.trace(SYNC_EVENTS))], _opts())["tables"]["temporal_breakdown"]
+    hta = _hta("cuda_sync")["temporal_breakdown"][0]
+    for ours, theirs in (("idle_time_us", "idle_time(us)"), ("compute_time_us", "compute_time(us)"),
+                         ("non_compute_time_us", "non_compute_time(us)"), ("kernel_time_us", "kernel_time(us)")):
+        assert temporal.data[ours].tolist() == [hta[theirs]]
+
+
+def test_hta_puts_the_launcher_on_the_device_timeline(triton_store: ProfileStore) -> None:
+    """The difference docs/differences.md names: HTA's timeline starts at the launcher (1100 µs)
+    and counts its 50 µs as compute; tbprof's is the GPU's (1200 to 1800 µs)."""
+    hta = _hta("triton_launcher")["temporal_breakdown"][0]
+    assert hta["kernel_time(us)"] == 1800 - 1100 and hta["compute_time(us)"] == BUSY_US + 50
+    temporal = breakdown.compute([triton_store], _opts())["tables"]["temporal_breakdown"].data
+    assert temporal["kernel_time_us"].tolist() == [SPAN_US]

@@ -15,8 +15,8 @@ from tbprof.analyses.input import input_pipeline
 from tbprof.analyses.ops import framework_op_stats
 from tbprof.analyses.overview import overview
 from tbprof.readers.chrome_trace import read_chrome_trace
-from tests.analyses.test_tensorcore_hopper import HOPPER, _events
 from tests import kineto_fixtures as kf
+from tests.analyses.test_tensorcore_hopper import HOPPER, _events
 from tests.helpers import store_of
 
 NOT_COMPUTED = ("measured_flop_rate_gflops_per_sec", "measured_memory_bw_gibibytes_per_sec",

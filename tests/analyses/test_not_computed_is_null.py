@@ -56,3 +56,15 @@ def test_undetermined_tensorcore_use_is_null_per_operator(tmp_path: Path) -> Non
     device = table["host_or_device"] == "Device"
     assert device.any()
     assert all(math.isnan(v) for v in table["gpu_tensorcore_utilization_fraction"][device].tolist())
+
+
+def test_kernels_without_launch_stats_have_no_mean_blocks(tmp_path: Path) -> None:
+    """torch-tb-profiler's kernel view: Kineto's ``blocks per SM`` and ``est. achieved occupancy %``
+    arguments are absent from these kernels (tests/kineto_fixtures.py writes none), so their means
+    are unknown, not 0."""
+    from tbprof.analyses.gpu import utilization
+    store = kf.write(tmp_path, kf.trace(_events(HOPPER[:2])))
+    kernels = utilization.compute([store], {})["tables"]["kernels"].data
+    assert kernels["name"].shape[0] == 2
+    for column in ("mean_blocks_per_sm", "mean_est_achieved_occupancy_percent"):
+        assert all(math.isnan(v) for v in kernels[column].tolist()), column

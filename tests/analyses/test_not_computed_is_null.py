@@ -45,6 +45,11 @@ def test_a_stepless_run_has_no_step_time(profiles_root: Path) -> None:
     unknown = {"avg": None, "stddev": None, "min": None, "max": None}
     assert result["performance_summary"]["step_time_ms"] == unknown
     assert all(v == unknown for v in result["performance_summary"]["breakdown_ms"].values())
+    assert result["performance_summary"]["input_percent"] is None
+    assert set(result["performance_summary"]["percent_of_step_time"].values()) == {None}
+    # XProf's TPU planes carry no core count: unknown, not "0 cores".
+    assert {d["core_count"] for d in result["run_environment"]["devices"]} == {None}
+    assert input_pipeline.compute([store], {})["verdict"]["input_percent"] is None
     assert input_pipeline.compute([store], {})["device_side"]["step_time_ms"] == unknown
 
 

@@ -285,7 +285,7 @@ export interface DeviceInfo {
   device_type: string;
   model: string;
   xprof_device_type: string;
-  core_count: number;
+  core_count: number | null;
   compute_capability: string;
 }
 
@@ -314,8 +314,8 @@ export interface PerformanceSummary {
   device_compute_precision_source: "hlo_element_types" | "tensor_shapes" | "operator_input_types" | "unknown";
   step_time_ms: Stat;
   breakdown_ms: Record<string, Stat>;
-  percent_of_step_time: Record<string, number>;
-  input_percent: number;
+  percent_of_step_time: Record<string, number | null>;
+  input_percent: number | null;
   host_op_time_percent: number;
   device_op_time_percent: number;
   host_op_count_percent: number;
@@ -385,7 +385,7 @@ export interface InputPipelineVerdict {
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
   input_bound_reason: string;
   input_classification: string;
-  input_percent: number;
+  input_percent: number | null;
   statement: string;
   summary_next_step: string;
   kernel_launch_statement: string;

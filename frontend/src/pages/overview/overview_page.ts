@@ -31,7 +31,7 @@ function render(ctx: PageContext<OverviewResult>): void {
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min ?? NaN)} ms, max ${formatNumber(stepTime.max ?? NaN)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
-    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent), hint: inputCardHint(verdict), tone: verdict.tone },
+    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent ?? NaN), hint: inputCardHint(verdict), tone: verdict.tone },
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
@@ -165,7 +165,7 @@ function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>):
     ...devices.map((d) =>
       kv(
         `  ${d.host} ${d.plane}`,
-        [d.model, `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
+        [d.model, d.core_count === null ? "" : `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
       ),
     ),
     ...[...metrics.values()].map(metricRow),

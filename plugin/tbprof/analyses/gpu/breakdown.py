@@ -413,7 +413,7 @@ def summary_fields(stores: Sequence[StoreView]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"device_idle_percent": round(float(np.mean(idle)), 2)}
     if len(idle) > 1:
-        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else 0.0
+        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else None
     return out
 
 

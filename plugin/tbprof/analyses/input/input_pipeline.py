@@ -141,7 +141,9 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> InputPip
         "hosts": st.hosts, "steps": st.steps_json(),
         "verdict": {"input_bound": ana["input_bound"], "input_bound_reason": ana["input_bound_reason"],
                     "input_classification": ana["input_classification"],
-                    "input_percent": ana["percent"]["input_percent"], "statement": ana["input_statement"],
+                    "input_percent": (None if ana["input_classification"] == "unknown"
+                                      else ana["percent"]["input_percent"]),
+                    "statement": ana["input_statement"],
                     "summary_next_step": next_step,
                     "kernel_launch_statement": ana["kernel_launch_statement"],
                     "all_other_statement": ana["all_other_statement"],

@@ -44,7 +44,7 @@ def run_environment(stores: Sequence[StoreView]) -> RunEnvironment:
             p = s.planes[pi]
             devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p),
                             "model": device_display_name(p), "xprof_device_type": device_model(p),
-                            "core_count": int(p.plane_stats.get("core_count", 0) or 0),
+                            "core_count": int(p.plane_stats["core_count"]) if p.plane_stats.get("core_count") else None,
                             "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
                                                    f"{p.plane_stats.get('compute_cap_minor', 0)}"
                                                    if "compute_cap_major" in p.plane_stats else "")})
@@ -173,14 +173,15 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> Overview
     # A TensorCore share only where XProf's rules recognise something in the run (else unknown,
     # not 0 %: kernel_stats.TENSORCORE_UNJUDGED_NOTE).
     judged = ops.side == "device" and tensorcore_rules_match(stores)
+    timed = ana["input_classification"] != "unknown"  # a step time to share out
     return {
         "schema_version": SCHEMA_VERSION, "tool": "overview_page",
         "hosts": st.hosts, "steps": st.steps_json(), "run_environment": env,
         "performance_summary": {
             "step_time_ms": summ["step_time_ms"],
             "breakdown_ms": {k: summ[k] for k in (*sb.CATEGORY_KEYS, "host_wait_input_ms", "host_to_device_ms")},
-            "percent_of_step_time": ana["percent"],
-            "input_percent": ana["percent"]["input_percent"],
+            "percent_of_step_time": ana["percent"] if timed else dict.fromkeys(ana["percent"]),
+            "input_percent": ana["percent"]["input_percent"] if timed else None,
             "host_op_time_percent": 100.0 * host_ops.total_op_time_ps / op_total if op_total else 0.0,
             "device_op_time_percent": 100.0 * dev_ops.total_op_time_ps / op_total if op_total else 0.0,
             # XProf's op placement (host_tf_op_percent / device_tf_op_percent): shares of op executions.

@@ -146,3 +146,12 @@ def test_hta_puts_the_launcher_on_the_device_timeline(triton_store: ProfileStore
     assert hta["kernel_time(us)"] == 1800 - 1100 and hta["compute_time(us)"] == BUSY_US + 50
     temporal = breakdown.compute([triton_store], _opts())["tables"]["temporal_breakdown"].data
     assert temporal["kernel_time_us"].tolist() == [SPAN_US]
+
+
+def test_trace_diff_keeps_the_launcher_as_a_host_operator(triton_store: ProfileStore) -> None:
+    """The launcher (50 µs on the host) and its kernel (100 µs) share a name: both are counted in
+    step 1; as a "kernel" without a launch, the launcher would belong to no iteration."""
+    from tbprof.analyses.gpu import trace_diff
+    summary = trace_diff.op_summary(triton_store, 1)
+    assert summary.counts["triton_poi_fused_mul_0"] == 2
+    assert summary.total_us["triton_poi_fused_mul_0"] == 50 + 100

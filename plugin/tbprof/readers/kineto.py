@@ -16,9 +16,8 @@ or its categories say so):
 3. **The host** is the process labelled ``CPU``, else the one with the most operators.
 4. ``deviceProperties`` become XSpace's plane stats of the device (``gpu_device_name``,
    ``core_count`` = SMs or compute units, compute capability, memory), looked up by the
-   device's index; where the indices of a trace's devices are not the properties' ids (ROCm
-   numbers its GPU processes after the host's agents) but there is one entry per device, the
-   n-th device in index order takes the n-th entry.
+   device's index; where a trace numbers its devices otherwise than its properties' ids but
+   has one entry per device, the n-th device in index order takes the n-th entry.
 5. **The vendor** (XSpace's ``device_vendor``) is decided by the runtime the host called, not
    by the compute capability, which AMD reports too (an MI300X is 9.4, which would read as an
    NVIDIA Hopper): HIP calls (``hipLaunchKernel``, ...) are ROCm's, MTIA's categories are

@@ -36,6 +36,8 @@ def test_possibly_input_bound_names_its_reason(profiles_root: Path) -> None:
     out = overview.compute(stores, {})
     rec, pct = out["recommendation"], out["performance_summary"]["percent_of_step_time"]
     assert rec["input_bound"] == "potential"
-    assert pct["input_percent"] < sb.INPUT_MODERATE_PERCENT <= pct["all_others_percent"]
+    input_pct, all_others_pct = pct["input_percent"], pct["all_others_percent"]
+    assert input_pct is not None and all_others_pct is not None
+    assert input_pct < sb.INPUT_MODERATE_PERCENT <= all_others_pct
     assert rec["input_bound_reason"].startswith(f"'all others' {pct['all_others_percent']:.1f}% of step time")
     assert input_pipeline.compute(stores, {})["verdict"]["input_bound_reason"] == rec["input_bound_reason"]

@@ -125,7 +125,7 @@ def test_pytorch_1_8_categories(tmp_path: Path, doc: Doc) -> None:
     assert result["steps"]["step_count"] == len(steps)
     # Device compute is most of the device time, not "all others".
     bd = result["performance_summary"]["breakdown_ms"]
-    assert bd["device_compute_ms"]["avg"] > 0
+    assert (bd["device_compute_ms"]["avg"] or 0) > 0
 
 
 def test_pytorch_1_9_capitalised_categories_with_device_properties(tmp_path: Path, doc: Doc) -> None:

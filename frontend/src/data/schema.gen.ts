@@ -287,7 +287,7 @@ export interface DeviceInfo {
   device_type: string;
   model: string;
   xprof_device_type: string;
-  core_count: number;
+  core_count: number | null;
   compute_capability: string;
 }
 
@@ -302,11 +302,12 @@ export interface RunEnvironment {
   xprof_device_type: string;
 }
 
+/** avg, sample stddev, min, max; null each when there are no values (no steps: no step time, */
 export interface Stat {
-  avg: number;
-  stddev: number;
-  min: number;
-  max: number;
+  avg: number | null;
+  stddev: number | null;
+  min: number | null;
+  max: number | null;
 }
 
 export interface PerformanceSummary {
@@ -315,8 +316,8 @@ export interface PerformanceSummary {
   device_compute_precision_source: "hlo_element_types" | "tensor_shapes" | "operator_input_types" | "unknown";
   step_time_ms: Stat;
   breakdown_ms: Record<string, Stat>;
-  percent_of_step_time: Record<string, number>;
-  input_percent: number;
+  percent_of_step_time: Record<string, number | null>;
+  input_percent: number | null;
   host_op_time_percent: number;
   device_op_time_percent: number;
   host_op_count_percent: number;
@@ -329,6 +330,13 @@ export interface PerformanceSummary {
 export interface InputThresholds {
   high: number;
   moderate: number;
+}
+
+/** One cause of step time the recommendation names, with its share of the step time. */
+export interface Cause {
+  cause: "input" | "device_collectives" | "kernel_launch" | "all_others";
+  percent: number;
+  statement: string;
 }
 
 export interface NextStep {
@@ -349,6 +357,7 @@ export interface OverviewRecommendation {
   device_collectives_statement: string;
   precision_statement: string;
   input_thresholds_percent: InputThresholds;
+  causes: Cause[];
   next_steps: NextStep[];
 }
 
@@ -378,7 +387,7 @@ export interface InputPipelineVerdict {
   input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
   input_bound_reason: string;
   input_classification: string;
-  input_percent: number;
+  input_percent: number | null;
   statement: string;
   summary_next_step: string;
   kernel_launch_statement: string;

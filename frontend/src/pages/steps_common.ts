@@ -85,9 +85,9 @@ export function stepTimeChart(chart: Chart, graph: StepGraph, categories: readon
   });
 }
 
-/** avg ± stddev of a {avg, stddev, min, max} object, in ms. */
+/** avg ± stddev of a {avg, stddev, min, max} object, in ms ("–" without values: no steps). */
 export function statText(stat: Stat): string {
-  return meanAndSpread(stat.avg, stat.stddev);
+  return stat.avg === null ? "–" : meanAndSpread(stat.avg, stat.stddev);
 }
 
 // Milliseconds per unit, largest first.
@@ -109,7 +109,7 @@ export function meanAndSpread(avgMs: number, sdMs: number | null): string {
 export function breakdownStatsTable(breakdown: Readonly<Record<string, Stat>>, categories: readonly Category[] = STEP_CATEGORIES): HTMLElement {
   const rows = categories
     .map((c) => ({ c, s: breakdown[`${c.key}_ms`] }))
-    .filter((r): r is { c: Category; s: Stat } => r.s !== undefined && r.s.max > 0);
+    .filter((r): r is { c: Category; s: Stat } => r.s !== undefined && (r.s.max ?? 0) > 0);
   const cell = (v: number | null): HTMLElement => h("td", { class: "tbp-num" }, v === null ? "–" : formatNumber(v));
   return h(
     "table",

@@ -13,5 +13,6 @@ PARTIAL_FORMATS = frozenset({"xspace"})
 # partial of another version is ignored (recomputed from the store).
 # 2: the memory digests compare reads; 3: binary (encode_partials); 4: PyTorch precision and
 # operators by launch; 5: steps need good evidence (step_confidence); 6: the overview's precision facts;
-# 7: a device's step breakdown counts the host's events too (per_device_type_ps); 8: a checksum
-PARTIAL_VERSION = 8
+# 7: a device's step breakdown counts the host's events too (per_device_type_ps); 8: a checksum;
+# 9: Hopper TensorCore kernels in the per-op TensorCore use (kernel reports)
+PARTIAL_VERSION = 9

@@ -81,6 +81,22 @@ def device_planes(store: ProfileStore) -> list[Plane]:
     return [p for p in store.planes if on_device_side(p) and p.n_events > 0]
 
 
+# The device_vendor of a Meta MTIA accelerator (readers/kineto.py names its planes as a GPU's,
+# /device:GPU:n, so that every device analysis reads it; pages call it what it is).
+MTIA_VENDOR = "Meta MTIA"
+
+
+def device_type(plane: PlaneView) -> str:
+    """What kind of device a plane is: "GPU" for /device:GPU:0 ("MTIA" for an MTIA's), "TPU" for
+    /device:TPU:0, "CPU" for /host:CPU, else ""."""
+    name = plane.name
+    if name.startswith("/device:"):
+        if str(plane.plane_stats.get("device_vendor", "")) == MTIA_VENDOR:
+            return "MTIA"
+        return name[len("/device:"):].split(":", 1)[0]
+    return "CPU" if name == HOST_PLANE else ""
+
+
 # NVIDIA compute capability major (and minor where it splits a major) -> architecture, for
 # XProf's "Nvidia GPU (Hopper)" device type (its GpuModelName).
 _NVIDIA_ARCH = {(2, None): "Fermi", (3, None): "Kepler", (5, None): "Maxwell", (6, None): "Pascal",
@@ -113,6 +129,8 @@ def device_model(plane: PlaneView) -> str:
     stats = plane.plane_stats
     if "device_type_string" in stats:
         return str(stats["device_type_string"])
+    if str(stats.get("device_vendor", "")) == MTIA_VENDOR:
+        return "MTIA"
     vendor = str(stats.get("device_vendor", "")).strip().lower()
     major, minor = _int_stat(stats, "compute_cap_major"), _int_stat(stats, "compute_cap_minor") or 0
     name = str(stats.get("gpu_device_name", "") or stats.get("device_name", ""))

@@ -15,7 +15,13 @@ or its categories say so):
    thread with pid 0) move to a plane of their own, so a device plane holds device work only.
 3. **The host** is the process labelled ``CPU``, else the one with the most operators.
 4. ``deviceProperties`` become XSpace's plane stats of the device (``gpu_device_name``,
-   ``core_count`` = SMs, compute capability, memory).
+   ``core_count`` = SMs or compute units, compute capability, memory), looked up by the
+   device's index; where a trace numbers its devices otherwise than its properties' ids but
+   has one entry per device, the n-th device in index order takes the n-th entry.
+5. **The vendor** (XSpace's ``device_vendor``) is decided by the runtime the host called, not
+   by the compute capability, which AMD reports too (an MI300X is 9.4, which would read as an
+   NVIDIA Hopper): HIP calls (``hipLaunchKernel``, ...) are ROCm's, MTIA's categories are
+   Meta's MTIA (an accelerator, no GPU), CUDA calls NVIDIA's.
 
 ``store.metadata["producer"] = "pytorch"`` marks the store for the analyses.
 """
@@ -35,6 +41,14 @@ from tbprof.store.markers import COUNTER_LINES_STAT
 PRODUCER = "pytorch"
 _DEVICE_LABEL = re.compile(r"(?:GPU|MTIA|XPU|HPU)\s?(\d{1,4})")
 _MAX_DEVICE_INDEX = 4096
+# XSpace's device_vendor values (tsl kDeviceVendorNvidia / kDeviceVendorAMD) and MTIA's.
+VENDOR_NVIDIA, VENDOR_AMD, VENDOR_MTIA = "Nvidia", "AMD", "Meta MTIA"
+# Host calls that only a ROCm (HIP) or a CUDA build of PyTorch makes.
+_HIP_CALLS = ("hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+              "hipLaunchCooperativeKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipGraphLaunch",
+              "hipMemcpyWithStream")
+_CUDA_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",
+               "cudaMemsetAsync", "cudaGraphLaunch")
 # Host-side work: a line of a device process holding these (and no device work) is a host thread.
 _HOST_CATEGORIES = (kn.OPERATOR, kn.USER_ANNOTATION, kn.PYTHON_FUNCTION, *kn.LAUNCH_CATEGORIES,
                     "cpu_instant_event")
@@ -122,11 +136,30 @@ def _device_index_of_events(store: tables.ProfileStore, plane: tables.Plane, row
     return int(values[int(np.argmax(counts))])
 
 
-def _name_planes(store: tables.ProfileStore) -> None:
-    props: dict[int, dict[str, Any]] = {}
+def _vendor(store: tables.ProfileStore) -> str | None:
+    """The device vendor by the runtime the host called (None when the trace shows no call)."""
+    cats = _categories(store)
+    if cats & {"mtia_runtime", "mtia_ccp_events"}:
+        return VENDOR_MTIA
+    if any(store.strings.id(n) >= 0 for n in _HIP_CALLS):
+        return VENDOR_AMD
+    if any(store.strings.id(n) >= 0 for n in _CUDA_CALLS):
+        return VENDOR_NVIDIA
+    return None
+
+
+def _device_properties(store: tables.ProfileStore, indices: list[int]) -> dict[int, dict[str, Any]]:
+    """``deviceProperties`` by device index (see the module docstring, 4.)."""
+    by_id: dict[int, dict[str, Any]] = {}
     for dev in store.metadata.get("deviceProperties") or []:
-        if isinstance(dev, dict) and isinstance(dev.get("id"), int):
-            props[dev["id"]] = dev
+        if isinstance(dev, dict) and isinstance(dev.get("id"), int) and not isinstance(dev.get("id"), bool):
+            by_id[dev["id"]] = dev
+    if all(i in by_id for i in indices) or len(by_id) != len(indices):
+        return by_id
+    return {index: by_id[pid] for index, pid in zip(sorted(indices), sorted(by_id), strict=True)}
+
+
+def _name_planes(store: tables.ProfileStore) -> None:
     device_cats = _category_ids(store, kn.DEVICE_PROCESS_CATEGORIES)
     host_cats = _category_ids(store, _HOST_CATEGORIES)
     op_cat = _category_ids(store, (kn.OPERATOR,))
@@ -156,13 +189,20 @@ def _name_planes(store: tables.ProfileStore) -> None:
     # 2. Device indices: a label's or the events' own; clashes and unknowns get the next free one.
     used: set[int] = set()
     order = sorted(range(len(claims)), key=lambda k: (not claims[k][2], claims[k][1] is None, k))
+    named: list[tuple[tables.Plane, int]] = []
     for k in order:
         plane, index, _ = claims[k]
         if index is None or index in used:
             index = next(i for i in range(_MAX_DEVICE_INDEX * 2) if i not in used)
         used.add(index)
+        named.append((plane, index))
+    props = _device_properties(store, [index for _, index in named])
+    vendor = _vendor(store) if named else None
+    for plane, index in named:
         plane.plane_stats["process_name"] = plane.name
         plane.name = f"/device:GPU:{index}"
+        if vendor is not None:
+            plane.plane_stats["device_vendor"] = vendor
         dev = props.get(index, {})
         for ours, theirs in (("gpu_device_name", "name"), ("core_count", "numSms"),
                              ("compute_cap_major", "computeMajor"), ("compute_cap_minor", "computeMinor"),

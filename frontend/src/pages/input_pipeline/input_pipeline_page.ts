@@ -49,7 +49,7 @@ function render(ctx: PageContext<InputPipelineResult>): void {
   const cards: Card[] = [
     { id: "step_time", label: "Average step time", value: statText(device.step_time_ms) },
     { id: "input_time", label: "Average input wait", value: statText(device.input_ms) },
-    { id: "input_percent", label: "Waiting for input", value: formatPercent(verdict.input_percent), hint: inputCardHint(v), tone },
+    { id: "input_percent", label: "Waiting for input", value: formatPercent(verdict.input_percent ?? NaN), hint: inputCardHint(v), tone },
     { id: "steps", label: "Steps", value: stepsText(raw.steps) },
     { id: "tf_data", label: "tf.data input", value: host.tf_data_used ? "yes" : "no", hint: `${formatNumber(host.input_op_time_ms)} ms in input ops` },
   ];

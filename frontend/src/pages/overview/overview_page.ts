@@ -29,9 +29,9 @@ function render(ctx: PageContext<OverviewResult>): void {
   const verdict = inputVerdict(raw.recommendation);
   const hasDevice = env.device_count > 0;
   const cards: Card[] = [
-    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min)} ms, max ${formatNumber(stepTime.max)} ms` },
+    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min ?? NaN)} ms, max ${formatNumber(stepTime.max ?? NaN)} ms` },
     { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
-    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent), hint: inputCardHint(verdict), tone: verdict.tone },
+    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent ?? NaN), hint: inputCardHint(verdict), tone: verdict.tone },
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
@@ -106,8 +106,9 @@ export function opPlacementCards(perf: Pick<PerformanceSummary, PlacementKey>, h
 
 function recommendation(ctx: PageContext, rec: OverviewRecommendation): HTMLElement {
   const box = h("section", { class: "tbp-message tbp-recommendation", "data-recommendation": "" }, h("h2", {}, "Recommendation"));
-  for (const key of ["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "precision_statement"] as const) {
-    const text = rec[key];
+  // The causes by their share of the step time, largest first; without steps, the verdict alone.
+  const texts = rec.causes.length ? rec.causes.map((c) => c.statement) : [rec.statement];
+  for (const text of [...texts, rec.precision_statement]) {
     if (text) box.appendChild(h("p", {}, text));
   }
   const next = rec.next_steps;
@@ -164,7 +165,7 @@ function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>):
     ...devices.map((d) =>
       kv(
         `  ${d.host} ${d.plane}`,
-        [d.model, `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
+        [d.model, d.core_count === null ? "" : `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
       ),
     ),
     ...[...metrics.values()].map(metricRow),

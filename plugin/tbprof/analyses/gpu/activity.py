@@ -7,10 +7,14 @@ host event with the same id), so every format with device events gets the analys
 HTA (Holistic Trace Analysis 0.5.0) analyses PyTorch (Kineto) traces; its numbers are the
 common language of PyTorch users, so tbprof selects the same events:
 
-* a **device event** is any event with an integer ``stream`` >= 0 (kernels, memcpys, memsets on
-  CUDA/HIP streams, MTIA work, Triton kernels that ROCm records as ``cpu_op`` with a stream);
-  its **launch** is the host event with the same ``correlation`` (``cudaLaunchKernel``,
-  ``hipLaunchKernel``, ``cuLaunchKernel``, ...; none when it has no correlation);
+* a **device event** is any event with an integer ``stream`` >= 0 on a device plane (kernels,
+  memcpys, memsets on CUDA/HIP streams, MTIA work, Triton kernels that ROCm records as ``cpu_op``
+  with a stream on the GPU's process). A host event that carries a ``stream`` argument
+  (Inductor's Triton launchers in every ``torch.compile`` trace, some eager operators) is the
+  host's call, not device work: HTA, reading every row with a stream, would count it, but a
+  device timeline holds device events only (docs/differences.md). A device event's **launch**
+  is the host event with the same ``correlation`` (``cudaLaunchKernel``, ``hipLaunchKernel``,
+  ``cuLaunchKernel``, ...; none when it has no correlation);
 * when the trace has at least two distinct ``ProfilerStep#N`` names, the last step is
   incomplete (the profiler stopped inside it): only launches that start before the start of
   the last ``ProfilerStep`` event (host or GPU annotation, whichever starts later) count, and
@@ -31,8 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tbprof.domain.planes import is_accelerator
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.kineto_names import DEVICE_CATEGORIES
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = 0, 1, 2, 3
@@ -68,6 +74,9 @@ class DeviceActivity:
     launch_name_id: np.ndarray  # int32, -1 when the launch is not in the trace
     plane: np.ndarray  # int64, the device plane of each event
     row: np.ndarray  # int64, the event's row in its plane (to read more of its stats)
+    # bool: a kernel, memcpy, memset or MTIA event (not a ``cuda_sync`` wait, not a Triton cpu_op):
+    # what HTA's idle-time breakdown looks at.
+    is_work: np.ndarray
 
     @property
     def n(self) -> int:
@@ -89,7 +98,7 @@ def _int_column(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 def _empty() -> DeviceActivity:
     z64 = np.zeros(0, np.int64)
     return DeviceActivity(z64, z64, z64, np.zeros(0, np.int8), np.zeros(0, np.int32), z64, z64, z64,
-                          np.zeros(0, np.int32), z64, z64)
+                          np.zeros(0, np.int32), z64, z64, np.zeros(0, bool))
 
 
 def device_activity(store: ProfileStore) -> DeviceActivity:
@@ -121,7 +130,7 @@ def _inward_us(store: ProfileStore, start_ps: np.ndarray, dur_ps: np.ndarray) ->
     return start, end
 
 
-# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index, row);
+# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index, row, is_work);
 # host parts: (start_ps, dur_ps, name_id, correlation).
 _Parts = tuple[list[tuple[np.ndarray, ...]], list[tuple[np.ndarray, ...]]]
 
@@ -132,18 +141,23 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
     host_parts: list[tuple[np.ndarray, ...]] = []
     step_starts: list[np.ndarray] = []
     names = store.strings.as_list()
+    cat_sid = store.stat_id("cat")
+    work_cats = np.array([i for i in (store.strings.id(c) for c in DEVICE_CATEGORIES) if i >= 0], np.int64)
     step_ids = np.array([i for i, n in enumerate(names) if STEP_MARKER in n], dtype=np.int32)
     for pi, plane in enumerate(store.planes):
         if plane.n_events == 0:
             continue
         stream = _int_column(store, plane, "stream")
         corr = _int_column(store, plane, "correlation")
-        is_dev = stream >= 0  # HTA: every event with a stream (Triton kernels recorded as cpu_op too)
+        # Every event with a stream on a device plane (Triton kernels recorded as cpu_op too); a
+        # host plane's events with a stream are launchers, never device work.
+        is_dev = (stream >= 0) if is_accelerator(plane) else np.zeros(plane.n_events, dtype=bool)
         rows = np.nonzero(is_dev)[0]
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
+            cat = plane.dense_str_ids(cat_sid)[rows] if cat_sid >= 0 else np.full(rows.shape[0], -1, np.int64)
             dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows],
-                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64)))
+                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64), np.isin(cat, work_cats)))
         hrows = np.nonzero(~is_dev & (corr >= 0))[0]
         if hrows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[hrows], plane.dur_ps[hrows])
@@ -180,7 +194,8 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
                 dev_parts.append((plane.start_ps[rows].astype(np.int64),
                                   (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64),
                                   line_id.astype(np.int64), plane.name_id[rows], corr,
-                                  np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64)))
+                                  np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64),
+                                  np.ones(rows.shape[0], bool)))
         elif plane.name == "/host:CPU":
             if rows.shape[0]:
                 host_parts.append((plane.start_ps[rows].astype(np.int64), plane.dur_ps[rows].astype(np.int64),
@@ -198,7 +213,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
         return _empty()
     if not dev_parts:
         return _empty()
-    d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row = (
+    d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work = (
         np.concatenate(c) for c in zip(*dev_parts, strict=True))
     if host_parts:
         h_start, h_dur, h_name, h_corr = (np.concatenate(c) for c in zip(*host_parts, strict=True))
@@ -212,8 +227,8 @@ def _build(store: ProfileStore) -> DeviceActivity:
         # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
         # of HTA's "CPU operators": it stays when it starts before the last step.
         keep_dev = np.isin(d_corr, h_corr) | ((d_corr < 0) & (d_start < last_step_start))
-        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row = (
-            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row))
+        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work = (
+            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work))
     # Launch of each device event: the host event with its correlation.
     order = np.argsort(h_corr, kind="stable")
     sorted_corr = h_corr[order]
@@ -239,7 +254,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
         stream=d_stream[by_start].astype(np.int64), kind=kind[by_start], name_id=d_name[by_start].astype(np.int32),
         correlation=d_corr[by_start].astype(np.int64), launch_start_ps=l_start[by_start],
         launch_dur_ps=l_dur[by_start], launch_name_id=l_name[by_start], plane=d_plane[by_start].astype(np.int64),
-        row=d_row[by_start].astype(np.int64),
+        row=d_row[by_start].astype(np.int64), is_work=d_work[by_start].astype(bool),
     )
 
 
@@ -252,7 +267,7 @@ def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, Devi
             start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],
             name_id=act.name_id[m], correlation=act.correlation[m], launch_start_ps=act.launch_start_ps[m],
             launch_dur_ps=act.launch_dur_ps[m], launch_name_id=act.launch_name_id[m], plane=act.plane[m],
-            row=act.row[m])))
+            row=act.row[m], is_work=act.is_work[m])))
     return out
 
 

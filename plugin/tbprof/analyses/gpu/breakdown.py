@@ -87,12 +87,16 @@ def temporal(act: DeviceActivity) -> dict[str, float]:
 def idle_intervals(act: DeviceActivity, consecutive_kernel_delay_ps: int) -> list[dict[str, Any]]:
     """Per stream: the gap before each device event and its category (HTA's rules).
 
-    Gaps are taken to the previous event on the stream in start order (negative when two
-    events overlap, as HTA counts them); a stream's first event has no gap.
+    Only kernels, memcpys, memsets and MTIA work count, as HTA 0.5.0 keeps them: a ``cuda_sync``
+    wait spans the time it waits for, so as a "kernel" it would overlap the next kernel (a
+    negative kernel wait) and put a device-wide sync's stream (-1 as unsigned, 4294967295) in a
+    row of its own. Gaps are taken to the previous event on the stream in start order (negative
+    when two kernels overlap, as HTA counts them); a stream's first event has no gap.
     """
     out: list[dict[str, Any]] = []
-    for stream in sorted_unique(act.stream).tolist():
-        rows = np.nonzero(act.stream == stream)[0]  # already in start order
+    work = act.is_work
+    for stream in sorted_unique(act.stream[work]).tolist():
+        rows = np.nonzero(work & (act.stream == stream))[0]  # already in start order
         start = act.start_ps[rows]
         end = act.end_ps[rows]
         prev_end = end[:-1]
@@ -409,7 +413,7 @@ def summary_fields(stores: Sequence[StoreView]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"device_idle_percent": round(float(np.mean(idle)), 2)}
     if len(idle) > 1:
-        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else 0.0
+        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else None
     return out
 
 

@@ -9,8 +9,10 @@ on one rank and one or more iterations per side (HTA's defaults: the first rank,
   times rounded inward to whole microseconds as HTA reads Kineto JSON;
 * a host event belongs to the ``ProfilerStep#N`` whose [start, end) holds its start (a GPU
   annotation of the step wins over the host marker where both do: Kineto writes GPU activity
-  after the host events and HTA keeps the last match); a device event (integer ``stream`` > 0)
-  to the iteration of its launch (the host event with its ``correlation``);
+  after the host events and HTA keeps the last match); a device event (integer ``stream`` > 0 on
+  a device's process) to the iteration of its launch (the host event with its ``correlation``);
+  a host operator carrying a ``stream`` argument (Inductor's Triton launchers) is a host event,
+  where HTA, reading every row with a stream as a kernel, finds it no launch and drops it;
 * per name: count and total duration (us); then per name of either side the difference and the
   change: ``added`` (only in the candidate), ``deleted`` (only in the baseline), ``increased`` /
   ``decreased`` / ``unchanged`` count.
@@ -107,7 +109,8 @@ def _event_table(store: ProfileStore) -> EventTable | None:
         if rows.shape[0] == 0:
             continue
         start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
-        parts.append((rows, start, end, _int_column(store, plane, "stream")[rows],
+        stream = _int_column(store, plane, "stream")[rows] if on_device_side(plane) else np.full(rows.shape[0], -1)
+        parts.append((rows, start, end, stream,
                       _int_column(store, plane, "correlation")[rows], plane.name_id[rows],
                       np.full(rows.shape[0], on_device_side(plane), bool)))
     steps = tuple(sorted(set(step_number.values())))

@@ -263,14 +263,18 @@ def kernel_metrics(store: ProfileStore) -> list[dict[str, Any]]:
     total = np.bincount(inv, weights=dur, minlength=n)
     blocks = np.bincount(inv, weights=np.nan_to_num(k["blocks"], nan=0.0) * dur, minlength=n)
     occ = np.bincount(inv, weights=np.nan_to_num(k["occ"], nan=0.0) * dur, minlength=n)
+    # A kernel whose launches carry no grid or occupancy (a trace without them) has no mean: null, not 0.
+    known_blocks = np.bincount(inv, weights=~np.isnan(k["blocks"]), minlength=n) > 0
+    known_occ = np.bincount(inv, weights=~np.isnan(k["occ"]), minlength=n) > 0
     names = store.strings.lookup(uniq.astype(np.int32))
     out = []
+    nan = float("nan")
     for i in range(n):
         weighted = total[i] > 0
         out.append({"name": names[i], "calls": int(count[i]), "total_us": total[i] / _PS_PER_US,
                     "mean_us": total[i] / count[i] / _PS_PER_US,
-                    "mean_blocks_per_sm": blocks[i] / total[i] if weighted else 0.0,
-                    "mean_est_achieved_occupancy_percent": occ[i] / total[i] if weighted else 0.0})
+                    "mean_blocks_per_sm": blocks[i] / total[i] if weighted and known_blocks[i] else nan,
+                    "mean_est_achieved_occupancy_percent": occ[i] / total[i] if weighted and known_occ[i] else nan})
     out.sort(key=lambda r: -r["total_us"])
     return out
 

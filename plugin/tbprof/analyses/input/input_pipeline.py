@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.ops import op_metrics
+from tbprof.analyses.ops import kineto_ops, op_metrics
 from tbprof.analyses.overview.overview import diagnostics
 from tbprof.analyses.results.whole_run import InputPipelineResult, InputTimeBreakdown
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.advice import framework_of, input_advice
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
@@ -114,15 +115,20 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> InputPip
     st = step_table(stores)
     summ = summaries(st)
     ops = input_ops(stores)
-    host = host_breakdown_us(ops, summ["step_time_ms"]["avg"], summ["host_to_device_ms"]["avg"])
+    host = host_breakdown_us(ops, summ["step_time_ms"]["avg"] or 0.0, summ["host_to_device_ms"]["avg"] or 0.0)
     tf_data_used = host["demanded_file_read_us"] > 0 or host["advanced_file_read_us"] > 0 or \
         host["preprocessing_us"] > 0
-    ana = analysis(st, tf_data_used)
+    pytorch = bool(stores) and all(kineto_ops.is_kineto(s) for s in stores)
+    ana = analysis(st, tf_data_used, input_advice(framework_of(pytorch, tf_data_used)))
     if ana["input_classification"] in ("host", "both"):
         next_step = ("Look at the host-side breakdown below for where input time goes on the host."
                      if tf_data_used else
                      "The host-side breakdown below only covers tf.data pipelines; this run's input does not use "
                      "tf.data, so that section stays empty.")
+        if pytorch:
+            next_step = ("This run reads its input through a PyTorch DataLoader: the host-side breakdown below "
+                         "covers tf.data pipelines only; the trace viewer shows the DataLoader's "
+                         "enumerate(DataLoader) spans.")
     elif ana["input_classification"] == "unknown":
         next_step = st.diagnosis or "No steps, so no input analysis."
     else:
@@ -135,7 +141,9 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> InputPip
         "hosts": st.hosts, "steps": st.steps_json(),
         "verdict": {"input_bound": ana["input_bound"], "input_bound_reason": ana["input_bound_reason"],
                     "input_classification": ana["input_classification"],
-                    "input_percent": ana["percent"]["input_percent"], "statement": ana["input_statement"],
+                    "input_percent": (None if ana["input_classification"] == "unknown"
+                                      else ana["percent"]["input_percent"]),
+                    "statement": ana["input_statement"],
                     "summary_next_step": next_step,
                     "kernel_launch_statement": ana["kernel_launch_statement"],
                     "all_other_statement": ana["all_other_statement"],

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.ops import headline, kineto_ops, tf1_ops
-from tbprof.analyses.ops.kernel_stats import tensorcore_by_op
+from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_metrics import IDLE, OpMetricsDb, hosts_op_metrics
 from tbprof.analyses.results.ops import FrameworkOpStatsResult, OpSide, PieSlice
 from tbprof.analyses.table import Column, Table
@@ -44,13 +44,15 @@ COLUMNS = [
            "share of the host threads' total op time (0..1)"),
     Column("host_cumulative_self_time_fraction", "Cumulative self-time on host", "float", "fraction"),
     Column("measured_flop_rate_gflops_per_sec", "Measured FLOP rate", "float", "GFLOP/s",
-           "flops / total time; FLOPs from flops stats or the HLO cost analysis, else 0"),
+           "flops / total time; FLOPs from flops stats or the HLO cost analysis, else 0; empty "
+           "where the profile counts no FLOPs (PyTorch)"),
     Column("measured_memory_bw_gibibytes_per_sec", "Measured memory BW", "float", "GiB/s",
            "bytes accessed / total time (2^30 bytes/s, as XProf); bytes from bytes stats or "
-           "the HLO cost analysis, else 0"),
+           "the HLO cost analysis, else 0; empty where the profile counts no bytes (PyTorch)"),
     Column("operational_intensity_flops_per_byte", "Operational intensity", "float", "FLOP/byte"),
     Column("gpu_tensorcore_utilization_fraction", "GPU TensorCore utilization", "float", "fraction",
-           "share of the op's kernel time spent in TensorCore kernels (device rows)"),
+           "share of the op's kernel time spent in TensorCore kernels (device rows); empty where not "
+           "determined"),
     Column("bound_by", "Bound by", "str", "",
            "resource used the largest fraction of its peak: Compute, HBM or Shm/L1 (Unknown: none)"),
     Column("is_eager", "Eager", "bool", "", "executed eagerly (not inside a tf.function / jit)"),
@@ -59,7 +61,11 @@ COLUMNS = [
 
 
 def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
-               tensorcore_by_op: dict[str, tuple[int, int]], env: PerfEnv) -> dict[str, Any]:
+               tensorcore_by_op: dict[str, tuple[int, int]] | None, env: PerfEnv,
+               cost_model: bool = True) -> dict[str, Any]:
+    """One side's rows. ``tensorcore_by_op`` None: TensorCore use not determined (null);
+    ``cost_model`` False: the profile counts no FLOPs or bytes (a PyTorch trace), so FLOP rate,
+    bandwidth and intensity are null, not 0."""
     n = db.n_ops
     name = db.name
     op_type = db.type
@@ -96,7 +102,9 @@ def _side_rows(side: str, db: OpMetricsDb, include_idle: bool,
         # bytes / ps * 1e12 / 2^30: GiB/s, the unit XProf shows bandwidths in (one unit on every page).
         bw = np.where(time_ps > 0, nbytes / np.maximum(time_ps, 1) * (1e12 / 2**30), 0.0)
         intensity = np.where(nbytes > 0, flops / np.maximum(nbytes, 1), 0.0)
-    tc = np.zeros(n)
+    if not cost_model:
+        flop_rate, bw, intensity = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    tc = np.zeros(n) if tensorcore_by_op is not None or side != "Device" else np.full(n, np.nan)
     if side == "Device" and tensorcore_by_op:
         for i, op in enumerate(name.tolist()):
             hit = tensorcore_by_op.get(op)
@@ -140,10 +148,14 @@ def op_stats_table(stores: Sequence[StoreView], include_idle: bool) -> tuple[Tab
     tc_all = tensorcore_by_op(stores)
     host = hosts_op_metrics(stores, "host")
     device = hosts_op_metrics(stores, "device_framework")
-    tc = tc_all if device.n_ops else {}
+    tc: dict[str, tuple[int, int]] | None = tc_all if device.n_ops else {}
+    if tc and not tensorcore_rules_match(stores):
+        tc = None
     env = perf_env(stores)
-    parts = [_side_rows("Device", device, include_idle, tc, env)] if device.total_time_ps > 0 else []
-    parts.append(_side_rows("Host", host, include_idle, {}, env))
+    # PyTorch traces carry no FLOP or byte counts per operator (no cost model).
+    cost_model = not all(kineto_ops.is_kineto(s) for s in stores)
+    parts = [_side_rows("Device", device, include_idle, tc, env, cost_model)] if device.total_time_ps > 0 else []
+    parts.append(_side_rows("Host", host, include_idle, {}, env, cost_model))
     values = {c.name: np.concatenate([p[c.name] for p in parts]) for c in COLUMNS}
     table = Table.from_columns(COLUMNS, values, default_sort=None)
     sides: dict[str, OpSide] = {}

@@ -9,6 +9,13 @@ or else of its ``tf_op`` stat. TensorCore rules are XProf's: a kernel uses Tenso
 its name contains one of the cuBLAS/cuDNN TensorCore patterns; an op is eligible when its name
 ends like a convolution/matmul op, its einsum has two operands, or one of its kernels uses
 TensorCores. Durations are whole nanoseconds as XProf counts them.
+
+The rows' ``kernel_uses_tensorcore`` column is XProf's rule; the page's TensorCore shares and the
+per-op TensorCore use also know the kernels of GPUs newer than XProf's name list (Hopper's
+``nvjet_sm90_*`` cuBLASLt GEMMs, ``wgmma`` / ``sm90_xmma`` / ``tensorop`` CUTLASS and cuDNN kernels,
+flash and fused multi-head attention): a run of those reads 0 % by XProf's list alone. Where a
+run's matrix kernels are all of names known neither way, the shares are null ("not
+determined"), never 0 %.
 """
 
 from __future__ import annotations
@@ -39,6 +46,12 @@ TENSORCORE_KERNEL_PATTERNS = (
     "xmma_warp_specialized_implicit_gemm",
 )
 
+# TensorCore kernels XProf 2.24.2's list lacks (Hopper and later; attention kernels).
+NEWER_TENSORCORE_KERNEL_PATTERNS = ("nvjet_", "wgmma", "sm90_xmma", "sm100_xmma", "tensorop", "flash_fwd",
+                                    "flash_bwd", "fmha", "_sdpa_", "gmma_")
+# Kernels known to run on the SIMT cores (cuBLAS's single/double-precision and matrix-vector kernels).
+_SIMT_KERNEL_PATTERNS = ("sgemm", "dgemm", "gemv", "gemmSN", "gemmk1", "_simt_", "dot_kernel")
+
 _ELIGIBLE_SUFFIXES = ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D",
                       "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter",
                       "DepthwiseConv2dNativeBackpropInput", "/MatMul", "FusedMatMul", "/CudnnRNN",
@@ -61,6 +74,20 @@ NO_GPU_MESSAGE = ("This profile has no GPU kernels: kernel statistics come from 
 
 def kernel_uses_tensorcore(kernel_name: str) -> bool:
     return any(p in kernel_name for p in TENSORCORE_KERNEL_PATTERNS)
+
+
+def kernel_on_tensorcores(kernel_name: str) -> bool:
+    """XProf's rule, plus the TensorCore kernels of newer GPUs (see the module docstring)."""
+    return kernel_uses_tensorcore(kernel_name) or any(p in kernel_name for p in NEWER_TENSORCORE_KERNEL_PATTERNS)
+
+
+def kernel_on_simt_cores(kernel_name: str) -> bool:
+    return any(p in kernel_name for p in _SIMT_KERNEL_PATTERNS)
+
+
+TENSORCORE_UNKNOWN_KERNELS_NOTE = (
+    "Not determined: the matrix multiplies and convolutions of this run run kernels whose names say neither that "
+    "they use TensorCores nor that they do not (e.g. Triton GEMMs); a 0 % would be a guess.")
 
 
 def op_tensorcore_eligible(op_name: str) -> bool:
@@ -194,7 +221,7 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
                     occupancy_first.append(lp.occupancy_pct)
                 u_params[j] = pk
                 u_op[j] = op_key(op_name)
-                u_elig[j] = torch_op_tensorcore_eligible(op_name) or kernel_uses_tensorcore(strings[nid])
+                u_elig[j] = torch_op_tensorcore_eligible(op_name) or kernel_on_tensorcores(strings[nid])
             names.append(kl.plane.name_id[kl.rows].astype(np.int64))
             params_ids.append(u_params[kl.code])
             op_keys.append(u_op[kl.code])
@@ -294,7 +321,8 @@ def _kernel_reports(store: ProfileStore) -> KernelReports:
     }
     table = Table.from_columns(COLUMNS, values, default_sort="total_duration_us")
     tc: dict[str, tuple[int, int]] = {}
-    for o, t, u in zip(opn, total.tolist(), uses.tolist(), strict=False):
+    on_tc = [kernel_on_tensorcores(x) for x in kname]
+    for o, t, u in zip(opn, total.tolist(), on_tc, strict=False):
         tot, tcns = tc.get(o, (0, 0))
         tc[o] = (tot + t, tcns + (t if u else 0))
     return KernelReports(table, int(ns_a.shape[0]), tc)
@@ -344,17 +372,38 @@ def tensorcore_judged(table: Table) -> bool:
                                      or table.data["kernel_uses_tensorcore"].any())
 
 
+def _on_tensorcores(table: Table) -> np.ndarray:
+    return np.array([kernel_on_tensorcores(str(n)) for n in table.data["kernel_name"]], dtype=bool)
+
+
+def tensorcore_undetermined_note(table: Table) -> str:
+    """Why a table's TensorCore shares are not determined ("" when they are): no kernel or op is
+    recognised, or no matrix kernel is known to use TensorCores while some are known neither way."""
+    if table.n_rows == 0:
+        return ""
+    on_tc = _on_tensorcores(table)
+    if not (tensorcore_judged(table) or on_tc.any()):
+        return TENSORCORE_UNJUDGED_NOTE
+    eligible = table.data["op_tensorcore_eligible"].astype(bool) | on_tc
+    unknown = [not kernel_on_simt_cores(str(n)) for n in table.data["kernel_name"][eligible & ~on_tc]]
+    if not on_tc.any() and any(unknown):
+        return TENSORCORE_UNKNOWN_KERNELS_NOTE
+    return ""
+
+
 def tensorcore_rules_match(stores: Sequence[StoreView]) -> bool:
-    """``tensorcore_judged`` over the hosts' kernels."""
-    return any(tensorcore_judged(kernel_reports(s).table) for s in stores)
+    """Whether the hosts' TensorCore use is determined (``tensorcore_undetermined_note`` is empty)."""
+    return any(kernel_reports(s).table.n_rows for s in stores) and not any(
+        tensorcore_undetermined_note(kernel_reports(s).table) for s in stores if kernel_reports(s).table.n_rows)
 
 
 def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> KernelStatsResult:
     table = hosts_table(stores)
     total_us = float(table.data["total_duration_us"].sum()) if table.n_rows else 0.0
-    tc_us = float(table.data["total_duration_us"][table.data["kernel_uses_tensorcore"]].sum()) if table.n_rows else 0.0
-    eligible_us = (float(table.data["total_duration_us"][table.data["op_tensorcore_eligible"]].sum())
-                   if table.n_rows else 0.0)
+    on_tc = _on_tensorcores(table) if table.n_rows else np.zeros(0, bool)
+    eligible = table.data["op_tensorcore_eligible"].astype(bool) | on_tc if table.n_rows else on_tc
+    tc_us = float(table.data["total_duration_us"][on_tc].sum()) if table.n_rows else 0.0
+    eligible_us = float(table.data["total_duration_us"][eligible].sum()) if table.n_rows else 0.0
     out: KernelStatsResult = {
         "schema_version": SCHEMA_VERSION,
         "tool": "kernel_stats",
@@ -371,11 +420,12 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> KernelSt
         "pie_by_kernel": _pie(table),
         "tables": {"kernels": table},
     }
-    if tensorcore_judged(table) and total_us > 0:
+    note = tensorcore_undetermined_note(table)
+    if table.n_rows and not note and total_us > 0:
         out["tensorcore_fraction"] = tc_us / total_us
         out["tensorcore_eligible_fraction"] = eligible_us / total_us
     elif table.n_rows:
-        out["tensorcore_note"] = TENSORCORE_UNJUDGED_NOTE
+        out["tensorcore_note"] = note or TENSORCORE_UNJUDGED_NOTE
     if table.n_rows == 0:
         out["message"] = NO_GPU_MESSAGE
     return out

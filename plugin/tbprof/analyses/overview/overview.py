@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.metrics import metric_json
+from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
-from tbprof.analyses.overview.profile_summary import device_type
 from tbprof.analyses.results.common import Diagnostics
 from tbprof.analyses.results.whole_run import (
     DeviceInfo,
@@ -22,11 +22,12 @@ from tbprof.analyses.results.whole_run import (
     RunEnvironment,
 )
 from tbprof.analyses.steps import breakdown as sb
+from tbprof.analyses.steps.advice import framework_of, input_advice
 from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import device_display_name, device_model, device_planes_of
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of, device_type
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
@@ -41,9 +42,9 @@ def run_environment(stores: Sequence[StoreView]) -> RunEnvironment:
     for s in stores:
         for pi in device_planes_of(s):
             p = s.planes[pi]
-            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p.name),
+            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p),
                             "model": device_display_name(p), "xprof_device_type": device_model(p),
-                            "core_count": int(p.plane_stats.get("core_count", 0) or 0),
+                            "core_count": int(p.plane_stats["core_count"]) if p.plane_stats.get("core_count") else None,
                             "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
                                                    f"{p.plane_stats.get('compute_cap_minor', 0)}"
                                                    if "compute_cap_major" in p.plane_stats else "")})
@@ -134,10 +135,12 @@ def diagnostics(stores: Sequence[StoreView], st: StepTable, options: Mapping[str
 def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> OverviewResult:
     st = step_table(stores)
     summ = summaries(st)
-    ana = analysis(st)
     side = "device" if st.has_device else "host"
     ops = op_times(stores, side)
     host_ops, dev_ops = op_times(stores, "host"), op_times(stores, "device")
+    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
+    pytorch = bool(stores) and all(kineto_ops.is_kineto(s) for s in stores)
+    ana = analysis(st, input_advice=input_advice(framework_of(pytorch, uses_tf_data)))
     op_total = host_ops.total_op_time_ps + dev_ops.total_op_time_ps
     host_count, dev_count = int(host_ops.occurrences.sum()), int(dev_ops.occurrences.sum())
     env = run_environment(stores)
@@ -159,25 +162,26 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> Overview
         "precision_statement": precision_statement,
         # The thresholds behind input_bound, so a page colours its cards by the same rule.
         "input_thresholds_percent": sb.INPUT_THRESHOLDS_PERCENT,
+        "causes": ana["causes"],
         "next_steps": [],
     }
     if st.source == "none":
         recommendation["statement"] = st.diagnosis or recommendation["statement"]
-    uses_tf_data = bool(np.any(host_ops.type == "Dataset")) if host_ops.n_ops else False
     recommendation["next_steps"] = next_steps(recommendation, st.has_device, uses_tf_data)
     # Shares of step time (analyses/metrics.py); a host-only run has no device to be idle.
     has_step_time = st.has_device and float(np.sum(st.step_time_ms)) > 0
     # A TensorCore share only where XProf's rules recognise something in the run (else unknown,
     # not 0 %: kernel_stats.TENSORCORE_UNJUDGED_NOTE).
     judged = ops.side == "device" and tensorcore_rules_match(stores)
+    timed = ana["input_classification"] != "unknown"  # a step time to share out
     return {
         "schema_version": SCHEMA_VERSION, "tool": "overview_page",
         "hosts": st.hosts, "steps": st.steps_json(), "run_environment": env,
         "performance_summary": {
             "step_time_ms": summ["step_time_ms"],
             "breakdown_ms": {k: summ[k] for k in (*sb.CATEGORY_KEYS, "host_wait_input_ms", "host_to_device_ms")},
-            "percent_of_step_time": ana["percent"],
-            "input_percent": ana["percent"]["input_percent"],
+            "percent_of_step_time": ana["percent"] if timed else dict.fromkeys(ana["percent"]),
+            "input_percent": ana["percent"]["input_percent"] if timed else None,
             "host_op_time_percent": 100.0 * host_ops.total_op_time_ps / op_total if op_total else 0.0,
             "device_op_time_percent": 100.0 * dev_ops.total_op_time_ps / op_total if op_total else 0.0,
             # XProf's op placement (host_tf_op_percent / device_tf_op_percent): shares of op executions.

@@ -10,19 +10,9 @@ import numpy as np
 from tbprof.analyses.results.whole_run import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import DEVICE_SIDE, device_display_name, kind_of_name, on_device_side
+from tbprof.domain.planes import DEVICE_SIDE, device_display_name, device_type, kind_of_name, on_device_side
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.store.tfprof import TfprofProfile
-
-
-def device_type(plane_name: str) -> str:
-    """"GPU" for /device:GPU:0, "TPU" for /device:TPU:0, "CPU" for /host:CPU, else ""."""
-    if plane_name.startswith("/device:"):
-        kind = plane_name[len("/device:"):].split(":", 1)[0]
-        return kind.removeprefix("CUSTOM:")
-    if plane_name == "/host:CPU":
-        return "CPU"
-    return ""
 
 
 def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
@@ -33,7 +23,7 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
               "event_count": int(counts[i])} for i in range(plane.n_lines)]
     stats = {k: v for k, v in plane.plane_stats.items() if isinstance(v, (int, float, str))}
     return {
-        "name": plane.name, "id": plane.id, "device_type": device_type(plane.name),
+        "name": plane.name, "id": plane.id, "device_type": device_type(plane),
         "device_name": device_display_name(plane) if on_device_side(plane) else "",
         "line_count": plane.n_lines, "event_count": plane.n_events, "stat_count": len(plane.stats),
         "first_event_ps": first_ps, "last_event_end_ps": last_ps, "lines": lines, "stats": stats,

@@ -17,12 +17,13 @@ import numpy as np
 
 from tbprof.analyses.gpu.distributed import has_collectives
 from tbprof.analyses.memory import memory_profile
-from tbprof.analyses.ops import kernel_stats
+from tbprof.analyses.ops import kernel_stats, kineto_ops
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.overview import overview
 from tbprof.analyses.results.common import MetricJson
 from tbprof.analyses.results.whole_run import Severity, SmartSuggestionResult, Suggestion
+from tbprof.analyses.steps.advice import framework_of, input_advice
 from tbprof.analyses.steps.table import analysis, step_table
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -66,13 +67,14 @@ def _input_and_launch(stores: Sequence[ProfileStore], out: list[Suggestion]) -> 
     if st.step_time_ms.shape[0] == 0:
         return
     pct = analysis(st)["percent"]
+    advice = input_advice(framework_of(all(kineto_ops.is_kineto(s) for s in stores), False))
     inp = float(pct.get("input_percent", 0.0))
     if inp >= INPUT_MODERATE_PERCENT:
         high = inp >= INPUT_HIGH_PERCENT
         out.append(_suggestion(
             "input_bound", "high" if high else "medium",
             f"{inp:.1f} % of the step time waits for input: the program is "
-            f"{'highly' if high else 'moderately'} input-bound. Prefetch, parallelise or cache the input pipeline.",
+            f"{'highly' if high else 'moderately'} input-bound. {advice}",
             "input_pipeline_analyzer", {"input_percent": inp}))
     launch = float(pct.get("kernel_launch_percent", 0.0))
     if launch >= KERNEL_LAUNCH_PERCENT:
@@ -90,9 +92,11 @@ def _kernels(stores: Sequence[ProfileStore], out: list[Suggestion]) -> None:
     if table.n_rows == 0:
         return
     dur = table.data["total_duration_us"]
-    eligible = float(dur[table.data["op_tensorcore_eligible"]].sum())
-    if eligible > 0:
-        tc_pct = 100.0 * float(dur[table.data["kernel_uses_tensorcore"]].sum()) / eligible
+    on_tc = np.array([kernel_stats.kernel_on_tensorcores(str(n)) for n in table.data["kernel_name"]], dtype=bool)
+    eligible = float(dur[table.data["op_tensorcore_eligible"].astype(bool) | on_tc].sum())
+    # A share of TensorCore use that cannot be determined is no reason for advice.
+    if eligible > 0 and not kernel_stats.tensorcore_undetermined_note(table):
+        tc_pct = 100.0 * float(dur[on_tc].sum()) / eligible
         if tc_pct < TENSORCORE_MIN_PERCENT:
             out.append(_suggestion(
                 "low_tensorcore_use", "medium",

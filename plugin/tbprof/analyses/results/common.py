@@ -104,10 +104,13 @@ class Diagnostics(TypedDict):
 
 
 class Stat(TypedDict):
-    avg: float
-    stddev: float
-    min: float
-    max: float
+    """avg, sample stddev, min, max; null each when there are no values (no steps: no step time,
+    not a step time of 0)."""
+
+    avg: float | None
+    stddev: float | None
+    min: float | None
+    max: float | None
 
 
 class PerRankEnvelope(ToolEnvelope):

@@ -19,6 +19,14 @@ class NextStep(TypedDict):
     why: str
 
 
+class Cause(TypedDict):
+    """One cause of step time the recommendation names, with its share of the step time."""
+
+    cause: Literal["input", "device_collectives", "kernel_launch", "all_others"]
+    percent: float
+    statement: str
+
+
 class OverviewRecommendation(TypedDict):
     bottleneck: str
     input_bound: InputBound
@@ -32,6 +40,7 @@ class OverviewRecommendation(TypedDict):
     device_collectives_statement: str
     precision_statement: str
     input_thresholds_percent: InputThresholds
+    causes: list[Cause]  # the statements by share of the step time, largest first
     next_steps: list[NextStep]
 
 
@@ -41,7 +50,7 @@ class DeviceInfo(TypedDict):
     device_type: str
     model: str
     xprof_device_type: str
-    core_count: int
+    core_count: int | None  # SMs / compute units; null where the profile does not say (TPUs)
     compute_capability: str
 
 
@@ -71,8 +80,9 @@ class PerformanceSummary(PrecisionJson):
     step_time_ms: Stat
     # category key ("device_compute_ms", ...) -> its per-step statistics
     breakdown_ms: dict[str, Stat]
-    percent_of_step_time: dict[str, float]
-    input_percent: float
+    # null each when there is no step time to share out (no steps)
+    percent_of_step_time: dict[str, float | None]
+    input_percent: float | None
     host_op_time_percent: float
     device_op_time_percent: float
     host_op_count_percent: float
@@ -97,7 +107,7 @@ class InputPipelineVerdict(TypedDict):
     input_bound: InputBound
     input_bound_reason: str
     input_classification: str
-    input_percent: float
+    input_percent: float | None  # null without steps
     statement: str
     summary_next_step: str
     kernel_launch_statement: str

@@ -840,7 +840,12 @@ def _tf1_file_step(store: ProfileStore) -> Steps | None:
         return None
     begin = min(int(op.plane.start_ps[op.rows].min()) for op in ops)
     end = max(int((op.plane.start_ps[op.rows] + op.plane.dur_ps[op.rows]).max()) for op in ops)
-    devices = [store.planes.index(op.plane) for op in ops if op.side == "Device"]
+    # One device per GPU, whatever processes hold its work: its events count under its first plane.
+    device_plane: dict[str, int] = {}
+    for op in ops:
+        if op.side == "Device":
+            device_plane.setdefault(op.device, store.planes.index(op.plane))
+    devices = list(device_plane.values())
     typed = _TypedEvents()
     type_sid = store.stat_id("op")
     for op in ops:
@@ -854,7 +859,8 @@ def _tf1_file_step(store: ProfileStore) -> Steps | None:
         else:
             types = np.array([sb.classify_cpu_event(n, bool(devices), False) for n in store.strings.lookup(uniq)],
                              np.int64)
-        typed.add(store.planes.index(plane), plane.start_ps[rows], plane.start_ps[rows] + plane.dur_ps[rows],
+        label_plane = device_plane[op.device] if op.side == "Device" else store.planes.index(plane)
+        typed.add(label_plane, plane.start_ps[rows], plane.start_ps[rows] + plane.dur_ps[rows],
                   types[inv.reshape(-1)], np.zeros(rows.shape[0], np.int64))
     num = step_of(store.host)
     steps = _assemble(store, "markers", "timeline_file", f"one step per timeline file: {store.host}", [store.host],

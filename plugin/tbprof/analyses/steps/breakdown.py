@@ -154,10 +154,10 @@ def categories_ms(type_ps: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def summary_stats(values: Sequence[float] | np.ndarray) -> Stat:
-    """avg, sample stddev (n-1, as XProf's tsl::Stat), min, max; zeros when there are no values."""
+    """avg, sample stddev (n-1, as XProf's tsl::Stat), min, max; null when there are no values."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
-        return {"avg": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+        return {"avg": None, "stddev": None, "min": None, "max": None}
     sd = float(np.std(v, ddof=1)) if v.size > 1 else 0.0
     return {"avg": float(v.mean()), "stddev": sd, "min": float(v.min()), "max": float(v.max())}
 
@@ -175,8 +175,13 @@ def _level(percent: float, high: float, moderate: float) -> str:
 
 
 def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray,
-                        tf_data_used: bool = False) -> dict[str, Any]:
+                        tf_data_used: bool = False, input_advice: str = "") -> dict[str, Any]:
     """XProf's generic BottleneckAnalysis: percentages of total step time and the verdicts.
+
+    ``causes``: each cause found (input, collectives, kernel launch, all others) with its share of
+    the step time and its statement, largest share first, so that a page leads with what costs
+    the most (a 0.1 % input wait does not lead ahead of 40 % collectives). ``input_advice`` (the
+    framework's, steps/advice.py) follows an input-bound statement.
 
     ``input_bound`` condenses XProf's input classification: "high" (host, input >= 20 %),
     "moderate" (both, input >= 5 %), "potential" (both, because all-others >= 3 %), "no"
@@ -192,6 +197,7 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
             "kernel_launch_bottleneck": "no", "kernel_launch_statement": "",
             "all_other_bottleneck": "no", "all_other_statement": "",
             "device_collectives_bottleneck": "no", "device_collectives_statement": "",
+            "causes": [],
         }
     pct = {k.removesuffix("_ms") + "_percent": 100.0 * float(np.sum(step_ms[k])) / total for k in CATEGORY_KEYS}
     input_pct = pct["input_percent"]
@@ -204,19 +210,25 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
         cls, bound = "host", "high"
         stmt = (f"Input-bound (high): steps wait for input {_one_digit(input_pct)}% of the time. Speed up the "
                 "input pipeline before anything else.")
+        input_share = input_pct
     elif input_pct >= INPUT_MODERATE_PERCENT:
         cls, bound = "both", "moderate"
         stmt = (f"Input-bound (moderate): steps wait for input {_one_digit(input_pct)}% of the time. Both the "
                 "input pipeline and the rest of the step are worth speeding up.")
+        input_share = input_pct
     elif all_other_pct >= ALL_OTHER_POTENTIAL_PERCENT:
         cls, bound = "both", "potential"
         all_other_reported = True
         stmt = (f"Possibly input-bound: {_one_digit(all_other_pct)}% of the step time is 'all others' "
                 "(time that is neither device work nor recognised input), often file I/O or Python overhead.")
+        input_share = all_other_pct
     else:
         cls, bound = "device", "no"
         stmt = (f"Not input-bound: steps wait for input only {_one_digit(input_pct)}% of the time. Look at "
                 "device and host compute instead.")
+        input_share = input_pct
+    if bound != "no" and input_advice:
+        stmt = f"{stmt} {input_advice}"
     coll_pct = pct["device_collectives_percent"]
     coll = _level(coll_pct, HIGH_PERCENT, MODERATE_PERCENT)
     coll_stmt = "" if coll == "no" else (f"Device collectives (all-reduce, all-gather, ...) take "
@@ -236,9 +248,14 @@ def bottleneck_analysis(step_ms: dict[str, np.ndarray], step_time_ms: np.ndarray
               "moderate": f"input {_one_digit(input_pct)}% of step time",
               "potential": f"'all others' {_one_digit(all_other_pct)}% of step time (neither device work nor "
                            "recognised input; often file I/O or Python)"}.get(bound, "")
+    found = [("input", input_share, stmt), ("device_collectives", coll_pct, coll_stmt),
+             ("kernel_launch", kl_pct, kl_stmt), ("all_others", all_other_pct, ao_stmt)]
+    # Largest share first; at equal shares the order above (a stable sort).
+    ranked = sorted(((c, p, s) for c, p, s in found if s), key=lambda cps: -cps[1])
+    causes = [{"cause": c, "percent": p, "statement": s} for c, p, s in ranked]
     return {
         "input_classification": cls, "input_bound": bound, "input_bound_reason": reason, "input_statement": stmt,
-        "percent": pct,
+        "percent": pct, "causes": causes,
         "kernel_launch_bottleneck": kl, "kernel_launch_statement": kl_stmt,
         "all_other_bottleneck": ao, "all_other_statement": ao_stmt,
         "device_collectives_bottleneck": coll, "device_collectives_statement": coll_stmt,

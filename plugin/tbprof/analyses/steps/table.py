@@ -198,6 +198,6 @@ def summaries(st: StepTable) -> dict[str, Stat]:
     return out
 
 
-def analysis(st: StepTable, tf_data_used: bool = False) -> dict[str, Any]:
+def analysis(st: StepTable, tf_data_used: bool = False, input_advice: str = "") -> dict[str, Any]:
     return sb.bottleneck_analysis(st.category_ms or {k: np.zeros(0) for k in sb.CATEGORY_KEYS},
-                                  st.step_time_ms, tf_data_used)
+                                  st.step_time_ms, tf_data_used, input_advice)

@@ -7,9 +7,8 @@ traced step) is a Chrome trace with, per device, a ``<device> Compute`` process 
 ``Allocators`` process of ``C`` counters (bytes in use per allocator). tfprof's own
 timelines (``Op scheduling threads: <device>``) are read the same way (ops without types).
 
-Host vs device: ops of CPU devices are host ops; ops on GPU/TPU stream or memcpy devices are
-device ops. When a ``stream:all`` process exists, the per-stream processes repeat its ops and
-are skipped; a GPU's scheduling process (no stream) then holds the ops' host-side launch.
+Host vs device, and one device per GPU however many stream processes hold its work:
+``domain/tf1_planes.py`` decides.
 
 These tools take one or several step files (``host=__all__``): each file is a step.
 """

@@ -10,6 +10,7 @@ integer picoseconds; kernel counts exact.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,14 @@ def test_devices_and_kernels(sample_profiles: Path, profile: str) -> None:
             g = kernels[w["name"]]
             assert g["calls"] == w["count"]
             assert g["total_us"] == pytest.approx(w["sum"], rel=REL)
-            assert g["mean_blocks_per_sm"] == pytest.approx(w["blocks_per_sm"], rel=REL, abs=1e-9)
-            assert g["mean_est_achieved_occupancy_percent"] == pytest.approx(w["occupancy"], rel=REL, abs=1e-9)
+            for ours, theirs in (("mean_blocks_per_sm", "blocks_per_sm"),
+                                 ("mean_est_achieved_occupancy_percent", "occupancy")):
+                if math.isnan(g[ours]):
+                    # No launch of this kernel carries the arg: torch-tb-profiler shows 0, tbprof
+                    # "not determined" (docs/differences.md).
+                    assert w[theirs] == 0
+                else:
+                    assert g[ours] == pytest.approx(w[theirs], rel=REL, abs=1e-9)
 
 
 def test_window_without_steps() -> None:

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from tbprof.analyses.gpu import breakdown, counters, sequences
+from tbprof.cache.disk_cache import DiskCache
+from tbprof.readers.chrome_stream import stream_chrome_trace
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store.tables import ProfileStore
 
@@ -58,13 +60,21 @@ def _rows(result: Mapping[str, Any], table: str) -> list[dict[str, Any]]:
     return [dict(zip(names, r, strict=True)) for r in t.rows()]
 
 
-def test_every_event_is_its_decimal_text_in_picoseconds(doc: dict[str, Any], store: ProfileStore) -> None:
+def _times(store: ProfileStore, names: set[str]) -> list[tuple[str, int, int]]:
+    strings = store.strings.as_list()
+    return sorted((strings[int(p.name_id[i])], store.origin_ps + int(p.start_ps[i]), int(p.dur_ps[i]))
+                  for p in store.planes for i in range(p.n_events) if strings[int(p.name_id[i])] in names)
+
+
+def test_every_event_is_its_decimal_text_in_picoseconds(doc: dict[str, Any], store: ProfileStore,
+                                                        tmp_path: Path) -> None:
     want = sorted((e["name"], int(Decimal(e["ts"]) * PS_PER_US), int(Decimal(e["dur"]) * PS_PER_US))
                   for e in _complete(doc))
-    strings = store.strings.as_list()
-    got = sorted((strings[int(p.name_id[i])], store.origin_ps + int(p.start_ps[i]), int(p.dur_ps[i]))
-                 for p in store.planes for i in range(p.n_events))
-    assert [g for g in got if g[0] in {w[0] for w in want}] == want
+    names = {w[0] for w in want}
+    assert _times(store, names) == want
+    # Streamed into the disk cache, two events a chunk: the same exact times.
+    streamed = stream_chrome_trace(TRACE, DiskCache(tmp_path / "cache"), "0" * 32, 1 << 20, chunk_events=2)
+    assert _times(streamed, names) == want
 
 
 def test_the_fixture_rounds_wrong_in_float64(doc: dict[str, Any]) -> None:

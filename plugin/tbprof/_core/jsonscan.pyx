@@ -3,8 +3,9 @@
 
 Why: ``json.loads`` of a whole trace builds a dict per event and a Python object per value
 (several times the file: bench/measurements.md#conversion-memory); the reader needs a handful of
-fields per event. This pass tokenises the bytes once and writes, per event, the phase, ``ts``,
-``dur`` and the identity fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as
+fields per event. This pass tokenises the bytes once and writes, per event, the phase, ``ts``
+(whole microseconds and the picoseconds above them) and ``dur`` (picoseconds), both exact to
+their decimal text (``_exact_us``), and the identity fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as
 ids of an interned token table, two flags (``"bp": "e"``, ``"s": "g"``), and every ``args``
 entry as a stat row (owner event, key token, kind, value) with the reader's kind rules: int64,
 uint64 bit pattern, huge integers as their text, double, string, bool as 0/1, null as KIND_NONE
@@ -27,8 +28,8 @@ dropped) and parsed again with the next window, so the result never depends on w
 windows fall.
 
 Threads: the event array is parsed with the GIL released (``_array_run``: no Python object per
-event; numbers through the C library's ``strtod``, correctly rounded as Python's ``float()``,
-unless the process' locale has another decimal point); the top-level members and the result
+event; ``args`` numbers through the C library's ``strtod``, correctly rounded as Python's
+``float()``, unless the process' locale has another decimal point); the top-level members and the result
 columns are handled with the GIL.
 
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is

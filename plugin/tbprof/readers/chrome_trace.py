@@ -43,10 +43,11 @@ object per event. The JSON rules the scanner
 follows, and where they differ from ``json.loads``, are in docs/differences.md.
 
 Tolerated, counted in ``store.warnings`` (the rest of the trace is still shown):
-events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur``
-(dropped), ``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of
-the trace), flow points that bind to no slice (dropped), unsupported phases (async
-``b``/``e``/``n``, ``S``/``T``/``F``, ``P`` samples, ...: ignored).
+events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur`` or one
+that ends past the span limit (``chrome_events.MAX_SPAN_US`` after the first event) (dropped),
+``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of the trace), flow
+points that bind to no slice (dropped), unsupported phases (async ``b``/``e``/``n``,
+``S``/``T``/``F``, ``P`` samples, ...: ignored).
 Not tolerated (``ProfileReadError``): bytes that are not JSON, JSON that is not a trace
 (neither an event array nor an object with ``traceEvents``), an empty file.
 """
@@ -726,14 +727,20 @@ class _Builder:
         step = self.work.chunk_events
         n = codes.shape[0]
         complete = ph_code == _PH_X
-        dropped_ts = dropped_dur = 0
+        dropped_ts = dropped_dur = too_long = 0
+
+        def ends_in_span(idx: np.ndarray) -> np.ndarray:
+            # A complete event's start is at least the earliest event's: its end, when within
+            # the limit, fits int64 picoseconds.
+            return c["dur_ps"][idx] <= MAX_SPAN_PS - self._start_ps(idx)
 
         def kept(lo: int, hi: int) -> np.ndarray:
             idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
-            ok = c["ts_us"][idx] != _NO_TIME
+            idx = idx[c["ts_us"][idx] != _NO_TIME]
             if complete:
-                ok &= c["dur_ps"][idx] >= 0  # not a negative or non-numeric 'dur'
-            return idx[ok]
+                idx = idx[c["dur_ps"][idx] >= 0]  # not a negative or non-numeric 'dur'
+                idx = idx[ends_in_span(idx)]
+            return idx
 
         # Names and categories are interned first, over every kept event in token order (as one
         # pass over all of them would), then the chunks' args.
@@ -762,6 +769,9 @@ class _Builder:
                 bad = dur < 0  # negative or not a number
                 dropped_dur += int(bad.sum())
                 idx, dur = idx[~bad], dur[~bad]
+                bad = ~ends_in_span(idx)
+                too_long += int(bad.sum())
+                idx, dur = idx[~bad], dur[~bad]
                 ts = self._start_ps(idx)
                 if ts.shape[0]:
                     self.trace_end_ps = max(self.trace_end_ps, int((ts + dur).max()))
@@ -780,6 +790,8 @@ class _Builder:
         self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
         if complete:
             self._warn(dropped_dur, "complete ('X') events with a negative or non-numeric 'dur' were dropped")
+            self._warn(too_long, f"complete ('X') events ending more than {MAX_SPAN_US / 86400e6:.0f} days after the "
+                       "trace's first event were dropped")
 
     def _begin_end(self, idx: np.ndarray) -> None:
         if not idx.shape[0]:

@@ -100,7 +100,9 @@ def _check(stores: list[ProfileStore], golden: dict[str, Any], options: dict[str
             for mine, theirs in zip(path, g["path"], strict=True):
                 assert (mine["type"], mine["bound_by"], mine["from_event"], mine["to_event"]) == (
                     theirs["type"], theirs["bound_by"] or "", theirs["src"], theirs["dst"])
-                assert mine["duration_us"] == pytest.approx(theirs["weight_us"], abs=per_edge)
+                # HTA keeps an edge between -1 and 0 us at its negative weight; tbprof shows 0
+                # there (docs/differences.md), the path and its total stay HTA's.
+                assert mine["duration_us"] == pytest.approx(max(theirs["weight_us"], 0.0), abs=per_edge)
             tol = len(path) * per_edge
             assert got["total_us"] == pytest.approx(g["total_us"], abs=tol)
             breakdown = {r["bound_by"]: r["duration_us"] for r in _rows(got, "breakdown")}

@@ -7,6 +7,7 @@ smaller than any event, so that every token lies across a window boundary somewh
 
 from __future__ import annotations
 
+import decimal
 import gzip
 import json
 from pathlib import Path
@@ -164,25 +165,50 @@ def test_flow_ids_are_compared_as_values() -> None:
     assert sorted(map(sorted, chains.values())) == [["slice1", "slice2", "slice3"], ["slice1", "slice4"]]
 
 
-def test_numbers_round_as_python_floats() -> None:
-    # The scanner parses ts/dur with the C library's strtod (no GIL): every value must equal
-    # float(text), Python's correctly rounded parse, on digits strings of every shape.
+def _exact_ps(text: str) -> int:
+    """A JSON number of microseconds in picoseconds, from its decimal text: to the nearest
+    picosecond, a half away from zero (the scanner's documented rule)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 2000
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        value = decimal.Decimal(text) * 1_000_000
+        return int(value.quantize(decimal.Decimal(1), rounding=decimal.ROUND_HALF_UP))
+
+
+def test_numbers_parse_exactly() -> None:
+    # ts/dur come from their decimal digits (no float); args numbers through the C library's
+    # strtod (no GIL), equal to float(text), Python's correctly rounded parse. Digit strings of
+    # every shape, and the Kineto values that float64 arithmetic rounds a nanosecond off.
     rng = np.random.default_rng(11)
     texts = ["0", "-0", "0.1", "1e-400", "4.9e-324", "2.2250738585072011e-308", "1.7976931348623157e308", "1e309",
-             "9007199254740993", "4818192730861.720", "48119.048000000003", "123456789012345678901234567890.5e-10"]
+             "9007199254740993", "4818192730861.720", "48119.048000000003", "123456789012345678901234567890.5e-10",
+             "4903393897444.885", "12.115", "0.0000005", "-0.0000005", "0.00000049999", "-2.5e-7", "1E+3",
+             "9223372036853.9999994", "9223372036853.9999995", "-9223372036853.5", "1.5e-1000000000000"]
     for _ in range(3000):
         digits = "".join(rng.choice(list("0123456789"), size=int(rng.integers(1, 25))))
         digits = digits.lstrip("0") or "0"
         frac = "".join(rng.choice(list("0123456789"), size=int(rng.integers(1, 20))))
         exp = f"e{int(rng.integers(-330, 310))}" if rng.random() < 0.3 else ""
         texts.append(f"{'-' if rng.random() < 0.2 else ''}{digits}.{frac}{exp}")
-    body = ",".join(f'{{"ph": "C", "name": "c", "pid": 1, "ts": 0, "args": {{"v": {t}}}, "dur": {t}}}' for t in texts)
+    body = ",".join(f'{{"ph": "C", "name": "c", "pid": 1, "ts": {t}, "args": {{"v": {t}}}, "dur": {t}}}'
+                    for t in texts)
     from tbprof._core import jsonscan
 
     sc = jsonscan.Scanner()
     assert sc.feed(("[" + body + "]").encode(), 0, True) > 0
     cols = sc.columns(np)
-    assert [float(t) for t in texts] == cols["dur"].tolist()
+    missing = jsonscan.TIME_MISSING
+    max_dur_us = ((1 << 63) - 1) // 1_000_000 - 1  # whole µs whose picoseconds (and 999,999 more) fit int64
+    want_ts, want_dur = [], []
+    for t in texts:
+        ps = _exact_ps(t)
+        whole, sub = divmod(ps, 1_000_000)  # floor: the picoseconds above a whole microsecond
+        want_ts.append((whole, sub) if -(1 << 63) < whole < (1 << 63) else (missing, 0))
+        want_dur.append(ps if -max_dur_us <= whole <= max_dur_us else missing)
+    assert list(zip(cols["ts_us"].tolist(), cols["ts_sub_ps"].tolist(), strict=True)) == want_ts
+    assert cols["dur_ps"].tolist() == want_dur
+    # The issue's example: 4903393897444.885 + 12.115 ends on a whole microsecond, exactly.
+    assert want_ts[12] == (4903393897444, 885_000) and want_dur[13] == 12_115_000
     floats = [i for i, t in enumerate(texts) if any(c in t for c in ".eE")]  # args keep integers as int64
     assert cols["st_value"].view(np.float64)[floats].tolist() == [float(texts[i]) for i in floats]
 

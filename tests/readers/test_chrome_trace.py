@@ -230,6 +230,23 @@ def test_unmatched_begin_end_and_negative_durations_are_reported() -> None:
     assert "phase 'b'" in text
 
 
+def test_an_event_ending_past_the_span_limit_is_dropped_not_wrapped() -> None:
+    # Both starts lie within the span limit of the first event (9e12 us), but the second
+    # event's end does not: its end in int64 picoseconds would wrap around to a negative time.
+    from tbprof.readers.chrome_events import MAX_SPAN_US
+
+    store = _read([
+        {"ph": "X", "name": "first", "pid": 1, "tid": 1, "ts": 0, "dur": 1},
+        {"ph": "X", "name": "late", "pid": 1, "tid": 1, "ts": MAX_SPAN_US // 2, "dur": MAX_SPAN_US // 2},
+        {"ph": "X", "name": "too long", "pid": 1, "tid": 1, "ts": MAX_SPAN_US // 2, "dur": MAX_SPAN_US},
+    ])
+    plane = store.planes[0]
+    assert sorted(store.strings.lookup(plane.name_id)) == ["first", "late"]
+    assert store.span_ps == MAX_SPAN_US * 1_000_000  # the end of "late", exactly
+    assert int((plane.start_ps + plane.dur_ps).min()) >= 0
+    assert any("1 complete ('X') events ending more than" in w for w in store.warnings)
+
+
 def test_unterminated_array_format_is_accepted() -> None:
     text = b'[{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1},\n'
     store = chrome_trace_from_bytes(text, "t.json", "t")

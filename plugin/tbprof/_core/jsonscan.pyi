@@ -5,6 +5,7 @@ from typing import Any
 import numpy as np
 
 KIND_JSON: int
+TIME_MISSING: int  # a ts or dur that is absent, not a number or beyond int64
 FLAG_BP_E: int
 FLAG_SCOPE_G: int
 FLAG_EMPTY: int

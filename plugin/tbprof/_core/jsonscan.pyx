@@ -3,8 +3,9 @@
 
 Why: ``json.loads`` of a whole trace builds a dict per event and a Python object per value
 (several times the file: bench/measurements.md#conversion-memory); the reader needs a handful of
-fields per event. This pass tokenises the bytes once and writes, per event, the phase, ``ts``,
-``dur`` and the identity fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as
+fields per event. This pass tokenises the bytes once and writes, per event, the phase, ``ts``
+(whole microseconds and the picoseconds above them) and ``dur`` (picoseconds), both exact to
+their decimal text (``_exact_us``), and the identity fields (``pid``, ``tid``, ``name``, ``cat``, ``id``, ``bind_id``) as
 ids of an interned token table, two flags (``"bp": "e"``, ``"s": "g"``), and every ``args``
 entry as a stat row (owner event, key token, kind, value) with the reader's kind rules: int64,
 uint64 bit pattern, huge integers as their text, double, string, bool as 0/1, null as KIND_NONE
@@ -27,8 +28,8 @@ dropped) and parsed again with the next window, so the result never depends on w
 windows fall.
 
 Threads: the event array is parsed with the GIL released (``_array_run``: no Python object per
-event; numbers through the C library's ``strtod``, correctly rounded as Python's ``float()``,
-unless the process' locale has another decimal point); the top-level members and the result
+event; ``args`` numbers through the C library's ``strtod``, correctly rounded as Python's
+``float()``, unless the process' locale has another decimal point); the top-level members and the result
 columns are handled with the GIL.
 
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is
@@ -41,7 +42,7 @@ UTF-8, and duplicate keys resolve as ``json.loads`` does (the last wins).
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.ref cimport PyObject
 from libc.math cimport INFINITY, NAN
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.locale cimport localeconv
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memcmp, memcpy, memset
@@ -59,6 +60,10 @@ DEF KIND_INT64 = 3
 DEF KIND_STR = 4
 DEF K_JSON = 9
 KIND_JSON = K_JSON
+# A ts or dur that is absent, not a number, or beyond int64 (microseconds; a dur's picoseconds).
+cdef int64_t TS_MISSING = INT64_MIN
+TIME_MISSING = TS_MISSING
+cdef int64_t MAX_DUR_US = 9223372036853  # the most whole microseconds whose picoseconds fit int64
 
 DEF MAX_DEPTH = 512
 DEF NEED = -1   # the buffer ends inside the unit
@@ -152,8 +157,9 @@ cdef class Scanner:
     cdef int64_t args_serial
     # Event columns.
     cdef int32_t* ev_ph
-    cdef double* ev_ts
-    cdef double* ev_dur
+    cdef int64_t* ev_ts  # whole microseconds (floor); TS_MISSING when absent or not a number
+    cdef int32_t* ev_ts_sub  # the picoseconds below that microsecond, 0 to 999,999
+    cdef int64_t* ev_dur  # picoseconds; TS_MISSING when not a number
     cdef int32_t* ev_pid
     cdef int32_t* ev_tid
     cdef int32_t* ev_name
@@ -218,10 +224,10 @@ cdef class Scanner:
         self._free_columns()
 
     cdef void _free_columns(self):
-        free(self.ev_ph); free(self.ev_ts); free(self.ev_dur); free(self.ev_pid); free(self.ev_tid)
+        free(self.ev_ph); free(self.ev_ts); free(self.ev_ts_sub); free(self.ev_dur); free(self.ev_pid); free(self.ev_tid)
         free(self.ev_name); free(self.ev_cat); free(self.ev_id); free(self.ev_bind); free(self.ev_flags)
         free(self.st_owner); free(self.st_key); free(self.st_kind); free(self.st_value)
-        self.ev_ph = NULL; self.ev_ts = NULL; self.ev_dur = NULL; self.ev_pid = NULL; self.ev_tid = NULL
+        self.ev_ph = NULL; self.ev_ts = NULL; self.ev_ts_sub = NULL; self.ev_dur = NULL; self.ev_pid = NULL; self.ev_tid = NULL
         self.ev_name = NULL; self.ev_cat = NULL; self.ev_id = NULL; self.ev_bind = NULL; self.ev_flags = NULL
         self.st_owner = NULL; self.st_key = NULL; self.st_kind = NULL; self.st_value = NULL
         self.n_ev = self.ev_cap = self.n_st = self.st_cap = 0
@@ -235,8 +241,9 @@ cdef class Scanner:
                 self.err_code = E_TOO_MANY
                 return 1
         self.ev_ph = <int32_t*>_grow(self.ev_ph, cap * 4)
-        self.ev_ts = <double*>_grow(self.ev_ts, cap * 8)
-        self.ev_dur = <double*>_grow(self.ev_dur, cap * 8)
+        self.ev_ts = <int64_t*>_grow(self.ev_ts, cap * 8)
+        self.ev_ts_sub = <int32_t*>_grow(self.ev_ts_sub, cap * 4)
+        self.ev_dur = <int64_t*>_grow(self.ev_dur, cap * 8)
         self.ev_pid = <int32_t*>_grow(self.ev_pid, cap * 4)
         self.ev_tid = <int32_t*>_grow(self.ev_tid, cap * 4)
         self.ev_name = <int32_t*>_grow(self.ev_name, cap * 4)
@@ -923,25 +930,29 @@ cdef class Scanner:
             return self._fail(E_TOO_MANY, p)
         return q
 
-    cdef Py_ssize_t _num_field(self, Py_ssize_t p, double* out) except? -1 nogil:
-        """ts/dur: a JSON number as a double; any other value NaN (the reader drops it)."""
+    cdef Py_ssize_t _num_field(self, Py_ssize_t p, int64_t* whole_us, int32_t* sub_ps) except? -1 nogil:
+        """ts/dur: a JSON number of microseconds, exactly (``_exact_us``); any other value, or one
+        beyond int64 microseconds, TS_MISSING (the reader drops it)."""
         cdef int fl
         cdef Py_ssize_t q
         cdef uint8_t c = self.buf[p]
+        whole_us[0] = TS_MISSING
+        sub_ps[0] = 0
         if c == 45 or 48 <= c <= 57:
             q = self._number(p, &fl)
             if q < 0:
                 return q
-            out[0] = self._to_double(p, q) if fl != 2 else -INFINITY
+            if fl != 2:
+                _exact_us(self.buf, p, q, whole_us, sub_ps)
             return q
-        out[0] = NAN
         return self._skip(p, 3)
 
     cdef Py_ssize_t _event(self, Py_ssize_t p) except? -1 nogil:
         cdef const uint8_t* b = self.buf
         cdef int64_t stat0 = self.n_st, n
         cdef int32_t ph = -1, pid = -1, tid = -1, name = -1, cat = -1, id_ = -1, bind = -1
-        cdef double ts = NAN, dur = 0.0
+        cdef int64_t ts = TS_MISSING, dur = 0
+        cdef int32_t ts_sub = 0, dur_sub = 0
         cdef uint8_t flags = 0
         cdef Py_ssize_t q
         cdef int32_t klen
@@ -989,9 +1000,9 @@ cdef class Scanner:
                         q = self._skip(p, 3)
                         ph = -1 if b[p] == 110 else -2  # null counts as missing
                 elif klen == 2 and c0 == 116 and self.sbuf[1] == 115:  # ts
-                    q = self._num_field(p, &ts)
+                    q = self._num_field(p, &ts, &ts_sub)
                 elif klen == 3 and memcmp(self.sbuf, b"dur", 3) == 0:
-                    q = self._num_field(p, &dur)
+                    q = self._num_field(p, &dur, &dur_sub)
                 elif klen == 3 and memcmp(self.sbuf, b"pid", 3) == 0:
                     q = self._ident(p, &pid)
                 elif klen == 3 and memcmp(self.sbuf, b"tid", 3) == 0:
@@ -1043,7 +1054,12 @@ cdef class Scanner:
         n = self.n_ev
         self.ev_ph[n] = ph
         self.ev_ts[n] = ts
-        self.ev_dur[n] = dur
+        self.ev_ts_sub[n] = ts_sub
+        # A duration in picoseconds: int64 holds 106 days (the reader's limit is below that).
+        if dur == TS_MISSING or dur > MAX_DUR_US or dur < -MAX_DUR_US:
+            self.ev_dur[n] = TS_MISSING
+        else:
+            self.ev_dur[n] = dur * 1000000 + dur_sub
         self.ev_pid[n] = pid
         self.ev_tid[n] = tid
         self.ev_name[n] = name
@@ -1272,7 +1288,8 @@ cdef class Scanner:
         """The columns as numpy arrays (the C buffers are freed as they are copied)."""
         out = {}
         cdef int64_t n = self.n_ev, m = self.n_st
-        for name, dtype, width in (("ph", np.int32, 4), ("ts", np.float64, 8), ("dur", np.float64, 8),
+        for name, dtype, width in (("ph", np.int32, 4), ("ts_us", np.int64, 8), ("ts_sub_ps", np.int32, 4),
+                                   ("dur_ps", np.int64, 8),
                                    ("pid", np.int32, 4), ("tid", np.int32, 4), ("name", np.int32, 4),
                                    ("cat", np.int32, 4), ("id", np.int32, 4), ("bind_id", np.int32, 4),
                                    ("flags", np.uint8, 1)):
@@ -1293,9 +1310,11 @@ cdef class Scanner:
         cdef void** slot
         if name == "ph":
             slot = <void**>&self.ev_ph
-        elif name == "ts":
+        elif name == "ts_us":
             slot = <void**>&self.ev_ts
-        elif name == "dur":
+        elif name == "ts_sub_ps":
+            slot = <void**>&self.ev_ts_sub
+        elif name == "dur_ps":
             slot = <void**>&self.ev_dur
         elif name == "pid":
             slot = <void**>&self.ev_pid
@@ -1332,6 +1351,84 @@ cdef class Scanner:
             memcpy(&dst[0], slot[0], nbytes)
         free(slot[0])
         slot[0] = NULL
+
+
+cdef void _exact_us(const uint8_t* b, Py_ssize_t p, Py_ssize_t q, int64_t* whole_us, int32_t* sub_ps) noexcept nogil:
+    """The checked JSON number text b[p:q], in microseconds, as whole microseconds (the floor)
+    and the picoseconds above them, from its decimal digits (no float on the way: a float64
+    holds an epoch-based microsecond timestamp only to a quarter microsecond, and rounds a
+    Kineto one to the nearest 2^-10 µs). Digits below the picosecond round to the nearest
+    picosecond, a half away from zero. Beyond int64 microseconds: TS_MISSING."""
+    cdef bint neg = b[p] == 45
+    cdef Py_ssize_t i = p + 1 if neg else p
+    cdef Py_ssize_t int0, int1, frac0, frac1, k, n_digits
+    cdef int64_t exp10 = 0, point, whole = 0, sub = 0, place
+    cdef bint exp_neg = False
+    cdef int d
+    int0 = i
+    while i < q and 48 <= b[i] <= 57:
+        i += 1
+    int1 = i
+    frac0 = frac1 = i
+    if i < q and b[i] == 46:
+        frac0 = i + 1
+        i = frac0
+        while i < q and 48 <= b[i] <= 57:
+            i += 1
+        frac1 = i
+    if i < q and (b[i] == 101 or b[i] == 69):
+        i += 1
+        if i < q and (b[i] == 43 or b[i] == 45):
+            exp_neg = b[i] == 45
+            i += 1
+        while i < q:
+            if exp10 < 100000000:  # saturates: any larger exponent gives 0 or out of range alike
+                exp10 = exp10 * 10 + (b[i] - 48)
+            i += 1
+        if exp_neg:
+            exp10 = -exp10
+    # The digits d_0 d_1 ... (integer part, then fraction): d_k weighs 10^(point - 1 - k) µs.
+    n_digits = (int1 - int0) + (frac1 - frac0)
+    point = (int1 - int0) + exp10
+    for k in range(n_digits):
+        d = (b[int0 + k] if k < int1 - int0 else b[frac0 + k - (int1 - int0)]) - 48
+        if k < point:
+            if whole > (INT64_MAX - d) // 10:
+                whole_us[0] = TS_MISSING
+                return
+            whole = whole * 10 + d
+        elif k < point + 6:
+            place = point + 5 - k  # the power of ten of this digit in picoseconds
+            while place > 0:
+                d *= 10
+                place -= 1
+            sub += d
+        elif k == point + 6:
+            if d >= 5:
+                sub += 1
+            break
+        else:
+            break
+    k = n_digits
+    while k < point and whole != 0:  # an exponent past the digits: trailing zeros
+        if whole > INT64_MAX // 10:
+            whole_us[0] = TS_MISSING
+            return
+        whole *= 10
+        k += 1
+    if sub == 1000000:  # rounded up into the next microsecond
+        if whole == INT64_MAX:
+            whole_us[0] = TS_MISSING
+            return
+        whole += 1
+        sub = 0
+    if neg and sub:
+        whole = -whole - 1
+        sub = 1000000 - sub
+    elif neg:
+        whole = -whole
+    whole_us[0] = whole
+    sub_ps[0] = <int32_t>sub
 
 
 cdef inline int64_t _bits(double d) nogil:

@@ -53,8 +53,9 @@ from tbprof.store.strings import StringTable
 # Bump when the store layout changes, so old entries are ignored (3: JSON metadata, no pickle,
 # and the store's trace metadata: Kineto's deviceProperties and distributedInfo; 4: Kineto stores
 # in one vocabulary, their devices found by their work, marked by metadata "producer"; 5: Kineto
-# devices carry their vendor, deviceProperties matched by position where ids differ).
-FORMAT_VERSION = 5
+# devices carry their vendor, deviceProperties matched by position where ids differ; 6: Chrome
+# trace times exact to the file's decimal text, no longer via float64).
+FORMAT_VERSION = 6
 META = "meta.json"
 # Per entry: its source (path and format) and size, so trimming reads one small file per entry.
 SOURCE = "source.json"

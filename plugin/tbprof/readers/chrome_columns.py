@@ -187,7 +187,8 @@ class StatSink:
 
 
 # The scanner's columns (``jsonscan.Scanner.columns``) and their bytes per event and per stat row.
-SCANNER_EVENT_COLUMNS = (("ph", np.int32), ("ts", np.float64), ("dur", np.float64), ("pid", np.int32),
+SCANNER_EVENT_COLUMNS = (("ph", np.int32), ("ts_us", np.int64), ("ts_sub_ps", np.int32), ("dur_ps", np.int64),
+                         ("pid", np.int32),
                          ("tid", np.int32), ("name", np.int32), ("cat", np.int32), ("id", np.int32),
                          ("bind_id", np.int32), ("flags", np.uint8))
 SCANNER_STAT_COLUMNS = (("st_owner", np.int32), ("st_key", np.int32), ("st_kind", np.int8), ("st_value", np.int64))

@@ -28,9 +28,10 @@ planes and the profiled process (``CPU``) ``/host:CPU``, as in an XSpace, with t
 versions are kept in ``store.metadata``.
 
 Timestamps are microseconds in the format; they are stored as picoseconds relative to the
-earliest event, rounded to the nanosecond: every known producer writes at most three
-decimals, and a float64 holding an epoch-based microsecond timestamp (~1.8e15) cannot
-represent anything finer anyway.
+earliest event, exactly as the file's decimal text says (the scanner reads the digits, no
+float on the way: a float64 holds an epoch-based microsecond timestamp (~1.8e15) only to a
+quarter microsecond, and a Kineto one (~5e12) lands a nanosecond off a third of the time).
+Digits below the picosecond round to the nearest picosecond (a half away from zero).
 
 Reading: the file is read in bounded windows (local ``pread``, ranged GETs for a URL, gzip
 decompressed as a stream) and tokenised by the compiled scanner ``_core/jsonscan.pyx`` straight
@@ -42,10 +43,11 @@ object per event. The JSON rules the scanner
 follows, and where they differ from ``json.loads``, are in docs/differences.md.
 
 Tolerated, counted in ``store.warnings`` (the rest of the trace is still shown):
-events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur``
-(dropped), ``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of
-the trace), flow points that bind to no slice (dropped), unsupported phases (async
-``b``/``e``/``n``, ``S``/``T``/``F``, ``P`` samples, ...: ignored).
+events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur`` or one
+that ends past the span limit (``chrome_events.MAX_SPAN_US`` after the first event) (dropped),
+``E`` without an open ``B`` (dropped), ``B`` never closed (ends at the end of the trace), flow
+points that bind to no slice (dropped), unsupported phases (async ``b``/``e``/``n``,
+``S``/``T``/``F``, ``P`` samples, ...: ignored).
 Not tolerated (``ProfileReadError``): bytes that are not JSON, JSON that is not a trace
 (neither an event array nor an object with ``traceEvents``), an empty file.
 """
@@ -58,7 +60,6 @@ import math
 import zlib
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ from tbprof.fs import location as as_location
 from tbprof.readers import kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_columns import MemoryWork, Spill, StatSink, Work, chunks
-from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_US
+from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
@@ -85,6 +86,7 @@ FORMAT = "chrome_trace"
 GLOBAL_PID = "Global instant events"
 
 _PS_PER_US = 1_000_000
+_NO_TIME = jsonscan.TIME_MISSING  # a ts or dur that is absent, not a number or beyond the limits
 _INSTANT_PHASES = frozenset(("i", "I", "R"))
 _OBJECT_PHASES = frozenset(("N", "O", "D"))
 _FLOW_PHASES = frozenset(("s", "t", "f"))
@@ -393,6 +395,18 @@ _PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH
                 "f": _PH_FLOW, "M": _PH_M, "": _PH_NONE}
 
 
+def _earliest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
+    """The smallest (whole µs, picoseconds above them) of a non-empty set of times."""
+    w = int(whole_us.min())
+    return w, int(sub_ps[whole_us == w].min())
+
+
+def _latest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
+    """The largest (whole µs, picoseconds above them) of a non-empty set of times."""
+    w = int(whole_us.max())
+    return w, int(sub_ps[whole_us == w].max())
+
+
 def _kept(code: np.ndarray) -> np.ndarray:
     """Events of a phase tbprof shows (not metadata, not absent, not unsupported)."""
     return (code != _PH_NONE) & (code != _PH_M) & (code != _PH_OTHER)
@@ -427,17 +441,18 @@ class _Builder:
         self.process_sort: dict[Hashable, float] = {}
         self.thread_names: dict[tuple[Hashable, Hashable], str] = {}
         self.thread_sort: dict[tuple[Hashable, Hashable], float] = {}
-        # Event columns in collection order (ts/dur in microseconds as float64).
+        # Event columns in collection order (start: picoseconds from the earliest event).
         self.ev_line = self.work.sink("ev_line", np.int64)
-        self.ev_ts = self.work.sink("ev_ts", np.float64)
-        self.ev_dur = self.work.sink("ev_dur", np.float64)
+        self.ev_start = self.work.sink("ev_start_ps", np.int64)
+        self.ev_dur = self.work.sink("ev_dur_ps", np.int64)
         self.ev_name = self.work.sink("ev_name", np.int32)
         self.ev_cat = self.work.sink("ev_cat", np.int32)
         self.n_events = 0
         # Stats: (event index in collection order, stat name id, kind, value).
         self.st_rows = StatSink(self.work)
         self.counter_lines: set[int] = set()
-        self.trace_end_us = 0.0
+        self.t0 = (0, 0)  # the earliest kept event's (whole µs, picoseconds above them)
+        self.trace_end_ps = 0
         self.tok = _Tokens([])
         self.n_tokens = 0
         self.int_flag = np.zeros(0, np.uint8)  # per token: an integer that fits int64 (value below)
@@ -510,11 +525,18 @@ class _Builder:
     def _cat_ids(self, toks: np.ndarray) -> np.ndarray:
         return _lut(toks, self._cat_id, np.int32, self.n_tokens)
 
+    def _start_ps(self, idx: np.ndarray) -> np.ndarray:
+        """The exact picoseconds of events ``idx`` (timed, not metadata) from the earliest one;
+        they fit int64: the events span at most MAX_SPAN_US."""
+        c = self.cols
+        t0_us, t0_sub = self.t0
+        return (c["ts_us"][idx] - np.int64(t0_us)) * _PS_PER_US + (c["ts_sub_ps"][idx].astype(np.int64) - t0_sub)
+
     def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, name_id: np.ndarray,
                 cat_id: np.ndarray) -> int:
         first = self.n_events
         self.ev_line.append(line.astype(np.int64))
-        self.ev_ts.append(ts)
+        self.ev_start.append(ts)
         self.ev_dur.append(dur)
         self.ev_name.append(name_id.astype(np.int32))
         self.ev_cat.append(cat_id.astype(np.int32))
@@ -606,33 +628,38 @@ class _Builder:
         for ph, k in sorted((self.tok.value(t), int(other_counts[t])) for t in np.flatnonzero(other_counts).tolist()):
             self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
 
-        # Usable numbers (the rules of chrome_events.py): finite, within the limits.
-        ts, dur = c["ts"], c["dur"]
-        lo_us = t0_us = math.inf
-        hi_us = end_us = -math.inf
+        # Usable numbers (the rules of chrome_events.py): present, within the limits.
+        ts, ts_sub, dur = c["ts_us"], c["ts_sub_ps"], c["dur_ps"]
+        lo_us: float = math.inf
+        hi_us: float = -math.inf
+        t0: tuple[int, int] | None = None
+        end: tuple[int, int] | None = None
         for lo, hi in chunks(n, step):
-            t, d = ts[lo:hi], dur[lo:hi]
-            t[~(np.abs(t) <= MAX_ABS_TS_US)] = np.nan
-            d[~(np.abs(d) <= MAX_SPAN_US)] = np.nan
+            t, sub, d = ts[lo:hi], ts_sub[lo:hi], dur[lo:hi]
+            t[(t < -MAX_ABS_TS_US) | (t > MAX_ABS_TS_US)] = _NO_TIME
+            d[(d < -MAX_SPAN_PS) | (d > MAX_SPAN_PS)] = _NO_TIME
             code = codes[lo:hi]
-            finite = np.isfinite(t)
+            finite = t != _NO_TIME
             timed = t[(code != _PH_M) & finite]
             if timed.shape[0]:
-                lo_us, hi_us = min(lo_us, float(timed.min())), max(hi_us, float(timed.max()))
-            timed = t[_kept(code) & finite]
-            if timed.shape[0]:
-                t0_us, end_us = min(t0_us, float(timed.min())), max(end_us, float(timed.max()))
+                lo_us, hi_us = min(lo_us, int(timed.min())), max(hi_us, int(timed.max()))
+            kept = _kept(code) & finite
+            if kept.any():
+                first, last = _earliest(t[kept], sub[kept]), _latest(t[kept], sub[kept])
+                t0 = first if t0 is None else min(t0, first)
+                end = last if end is None else max(end, last)
         if hi_us - lo_us > MAX_SPAN_US:
             raise ProfileReadError(self.source, f"the event timestamps span {(hi_us - lo_us) / 86400e6:.0f} days; "
                                    f"tbprof shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in "
                                    "the wrong unit?)")
 
         self._metadata(_where(codes, _PH_M, step))
-        if t0_us == math.inf:
-            return self._finish(0, None)
+        if t0 is None or end is None:
+            return self._finish(None)
         # Unclosed slices and objects end where the trace ends: its last timestamp or the
         # end of its last complete event, whichever is later.
-        self.trace_end_us = end_us
+        self.t0 = t0
+        self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
 
         self._events_by_chunk(codes, _PH_X)
         for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
@@ -648,13 +675,13 @@ class _Builder:
         self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
         flows = self._timed(flows, "flow ('s'/'t'/'f') events")
         # Every args entry is read now; the flows need only their identity columns.
-        for name in ("st_owner", "st_key", "st_kind", "st_value", "dur", "name"):
+        for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
             self.work.drop(c.pop(name))
         if self._stat_bounds is not None:
             self.work.drop(self._stat_bounds)
             self._stat_bounds = None
-        del c, ph_tok, codes, ts, dur
-        return self._finish(t0_us, flows if flows.shape[0] else None)
+        del c, ph_tok, codes, ts, ts_sub, dur
+        return self._finish(flows if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -687,7 +714,7 @@ class _Builder:
                 self.thread_sort[(pid, tid)] = float(args["sort_index"])
 
     def _timed(self, idx: np.ndarray, what: str) -> np.ndarray:
-        ok = np.isfinite(self.cols["ts"][idx])
+        ok = self.cols["ts_us"][idx] != _NO_TIME
         if not ok.all():
             self._warn(int((~ok).sum()), f"{what} without a numeric 'ts' were dropped")
             idx = idx[ok]
@@ -700,14 +727,20 @@ class _Builder:
         step = self.work.chunk_events
         n = codes.shape[0]
         complete = ph_code == _PH_X
-        dropped_ts = dropped_dur = 0
+        dropped_ts = dropped_dur = too_long = 0
+
+        def ends_in_span(idx: np.ndarray) -> np.ndarray:
+            # A complete event's start is at least the earliest event's: its end, when within
+            # the limit, fits int64 picoseconds.
+            return c["dur_ps"][idx] <= MAX_SPAN_PS - self._start_ps(idx)
 
         def kept(lo: int, hi: int) -> np.ndarray:
             idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
-            ok = np.isfinite(c["ts"][idx])
+            idx = idx[c["ts_us"][idx] != _NO_TIME]
             if complete:
-                ok &= c["dur"][idx] >= 0  # not a negative or non-numeric 'dur'
-            return idx[ok]
+                idx = idx[c["dur_ps"][idx] >= 0]  # not a negative or non-numeric 'dur'
+                idx = idx[ends_in_span(idx)]
+            return idx
 
         # Names and categories are interned first, over every kept event in token order (as one
         # pass over all of them would), then the chunks' args.
@@ -728,20 +761,24 @@ class _Builder:
             idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
             if not idx.shape[0]:
                 continue
-            ts = c["ts"][idx]
-            ok = np.isfinite(ts)
+            ok = c["ts_us"][idx] != _NO_TIME
             dropped_ts += int((~ok).sum())
-            idx, ts = idx[ok], ts[ok]
+            idx = idx[ok]
             if complete:
-                dur = c["dur"][idx]
-                bad = ~(dur >= 0)  # negative or NaN
+                dur = c["dur_ps"][idx]
+                bad = dur < 0  # negative or not a number
                 dropped_dur += int(bad.sum())
-                idx, ts, dur = idx[~bad], ts[~bad], dur[~bad]
+                idx, dur = idx[~bad], dur[~bad]
+                bad = ~ends_in_span(idx)
+                too_long += int(bad.sum())
+                idx, dur = idx[~bad], dur[~bad]
+                ts = self._start_ps(idx)
                 if ts.shape[0]:
-                    self.trace_end_us = max(self.trace_end_us, float((ts + dur).max()))
+                    self.trace_end_ps = max(self.trace_end_ps, int((ts + dur).max()))
                 line = self._lines(c["pid"][idx], c["tid"][idx])
             else:
-                dur = np.zeros(ts.shape[0])
+                ts = self._start_ps(idx)
+                dur = np.zeros(ts.shape[0], np.int64)
                 # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws
                 # them across the whole trace; here they get a track of their own.
                 is_global = (c["flags"][idx] & jsonscan.FLAG_SCOPE_G) != 0
@@ -753,13 +790,15 @@ class _Builder:
         self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
         if complete:
             self._warn(dropped_dur, "complete ('X') events with a negative or non-numeric 'dur' were dropped")
+            self._warn(too_long, f"complete ('X') events ending more than {MAX_SPAN_US / 86400e6:.0f} days after the "
+                       "trace's first event were dropped")
 
     def _begin_end(self, idx: np.ndarray) -> None:
         if not idx.shape[0]:
             return
         c = self.cols
         idx = self._timed(idx, "begin/end ('B'/'E') events")
-        ts = c["ts"][idx]
+        ts = self._start_ps(idx)
         line = self._lines(c["pid"][idx], c["tid"][idx])
         is_begin = _lut(c["ph"][idx], lambda t: t >= 0 and self.tok.value(t) == "B", np.bool_, self.n_tokens)
         # Time order per thread, ties in file order (an E and the next B at one timestamp).
@@ -775,8 +814,8 @@ class _Builder:
         unclosed = b_partner < 0
         self._warn(int(unclosed.sum()), "begin ('B') events were never ended; they run to the end of the trace")
         b_ts = ts[b_idx]
-        end = np.where(unclosed, self.trace_end_us, ts[np.maximum(b_partner, 0)])
-        dur = np.maximum(end - b_ts, 0.0)
+        end = np.where(unclosed, self.trace_end_ps, ts[np.maximum(b_partner, 0)])
+        dur = np.maximum(end - b_ts, 0)
         first = self._append_events(idx[b_idx], line[b_idx], b_ts, dur)
         self._add_args(first, idx[b_idx])
         # The E's args complete the slice's (chrome://tracing merges them the same way).
@@ -805,8 +844,8 @@ class _Builder:
             name_of[u] = self.strings.intern(name)
         line = line_of[inv]
         self.counter_lines.update(sorted_unique(line).tolist())
-        ts = c["ts"][idx]
-        first = self._append(line, ts, np.zeros(ts.shape[0]), name_of[inv], self._cat_ids(c["cat"][idx]))
+        ts = self._start_ps(idx)
+        first = self._append(line, ts, np.zeros(ts.shape[0], np.int64), name_of[inv], self._cat_ids(c["cat"][idx]))
         self._add_args(first, idx)
 
     def _objects(self, idx: np.ndarray) -> None:
@@ -815,7 +854,7 @@ class _Builder:
             return
         c, tok = self.cols, self.tok
         idx = self._timed(idx, "object ('N'/'O'/'D') events")
-        ts = c["ts"][idx]
+        ts = self._start_ps(idx)
         phases = [tok.value(int(t)) for t in c["ph"][idx].tolist()]
         order = np.argsort(ts, kind="stable")  # ties keep file order
         alive: dict[tuple[Hashable, Hashable, Hashable], list[Any]] = {}
@@ -831,42 +870,34 @@ class _Builder:
             if rec is None:
                 # creation, start, end, last snapshot, created by an 'N' (a snapshot may
                 # precede its 'N' by a microsecond: then the 'N' adopts it)
-                alive[key] = [e, float(ts[k]), None, e, ph == "N"]
+                alive[key] = [e, int(ts[k]), None, e, ph == "N"]
             elif ph == "N":
                 rec[4] = True
             if ph == "O":
                 alive[key][3] = e
             elif ph == "D":
                 rec = alive.pop(key)
-                rec[2] = float(ts[k])
+                rec[2] = int(ts[k])
                 done.append(rec)
         done.extend(alive.values())
         made = np.array([r[0] for r in done], dtype=np.int64)
-        start = np.array([r[1] for r in done], dtype=np.float64)
-        end = np.array([r[2] if r[2] is not None else self.trace_end_us for r in done], dtype=np.float64)
+        start = np.array([r[1] for r in done], dtype=np.int64)
+        end = np.array([r[2] if r[2] is not None else self.trace_end_ps for r in done], dtype=np.int64)
         line = self._lines(c["pid"][made], c["tid"][made])
         first = self._append_events(made, line, start, end - start)
         self._add_args_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
 
     # --- assembling planes -----------------------------------------------------------------
-    def _finish(self, t0_us: float, flows: np.ndarray | None) -> tables.ProfileStore:
+    def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
         work, step = self.work, self.work.chunk_events
         n = self.n_events
-        ts_us, dur_us, line_g = self.ev_ts.done(), self.ev_dur.done(), self.ev_line.done()
+        start_ps, dur_ps, line_g = self.ev_start.done(), self.ev_dur.done(), self.ev_line.done()
         name_id, cat_id = self.ev_name.done(), self.ev_cat.done()
-        # Round to the nanosecond (see the module docstring), then to picoseconds.
-        start_ps = work.empty("start_ps", np.int64, n)
-        dur_ps = work.empty("dur_ps", np.int64, n)
         span_ps = 0
         for lo, hi in chunks(n, step):
-            start_ps[lo:hi] = np.rint((ts_us[lo:hi] - t0_us) * 1e3).astype(np.int64) * 1000
-            dur_ps[lo:hi] = np.rint(dur_us[lo:hi] * 1e3).astype(np.int64) * 1000
             if hi > lo:
                 span_ps = max(span_ps, int((start_ps[lo:hi] + dur_ps[lo:hi]).max()))
-        work.drop(ts_us, dur_us)
-        del ts_us, dur_us
-        origin_ps = int(Decimal(repr(t0_us)) * _PS_PER_US) if n else 0
-        origin_ps = (origin_ps // 1000) * 1000
+        origin_ps = self.t0[0] * _PS_PER_US + self.t0[1] if n else 0
 
         # Line -> (plane, local line) in display order.
         keys = list(self.line_keys)  # index == global line id
@@ -940,7 +971,7 @@ class _Builder:
             sorted_planes.append((p_line, p_start, p_dur, line_offsets, depth))
         work.drop(start_ps, dur_ps)
         del start_ps, dur_ps
-        self._bind_flows(flows, t0_us, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
+        self._bind_flows(flows, order, plane_bounds, sorted_planes, local_of_line, plane_of_line)
         work.drop(*self.cols.values())
         self.cols = {}
         del flows
@@ -1047,7 +1078,7 @@ class _Builder:
         work.drop(fill)
         return st_row, st_name, st_kind, st_value, bounds
 
-    def _bind_flows(self, flows: np.ndarray | None, t0_us: float, order: np.ndarray, plane_bounds: np.ndarray,
+    def _bind_flows(self, flows: np.ndarray | None, order: np.ndarray, plane_bounds: np.ndarray,
                     sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
                     local_of_line: np.ndarray, plane_of_line: np.ndarray) -> None:
         """Binds flow points to slices; their stats join the stat rows (owner in collection order):
@@ -1076,7 +1107,7 @@ class _Builder:
         for part in range(parts):
             sel = np.arange(n_points) if part_of is None else np.flatnonzero(part_of == part)
             owner, chain_of, cat_ids, n_unbound, n_chains = self._bind_part(
-                flows[sel], cat_key[sel], id_key[sel], t0_us, order, plane_bounds, sorted_planes, local_of_line,
+                flows[sel], cat_key[sel], id_key[sel], order, plane_bounds, sorted_planes, local_of_line,
                 plane_of_line)
             del sel
             unbound += n_unbound
@@ -1097,7 +1128,7 @@ class _Builder:
                 self.st_rows.append(np.asarray(owner), np.full(owner.shape[0], stat, np.int32),
                                     np.full(owner.shape[0], kind, np.int8), np.asarray(value))
 
-    def _bind_part(self, flows: np.ndarray, cat_key: np.ndarray, id_key: np.ndarray, t0_us: float, order: np.ndarray,
+    def _bind_part(self, flows: np.ndarray, cat_key: np.ndarray, id_key: np.ndarray, order: np.ndarray,
                    plane_bounds: np.ndarray,
                    sorted_planes: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
                    local_of_line: np.ndarray, plane_of_line: np.ndarray,
@@ -1117,8 +1148,7 @@ class _Builder:
                             for u in uniq.tolist()], dtype=np.int64)
         line_g = line_of[inv.reshape(-1)]
         del code, uniq, inv
-        ts = c["ts"][flows]
-        point_ps = np.rint((ts - t0_us) * 1e3).astype(np.int64) * 1000
+        point_ps = self._start_ps(flows)
         phase = _lut(c["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, self.n_tokens)
         is_next = (phase == "f") & ((c["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
         bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index

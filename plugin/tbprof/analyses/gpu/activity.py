@@ -24,14 +24,18 @@ common language of PyTorch users, so tbprof selects the same events:
   is neither and has no ``Memcpy`` or ``Sync`` in its name), else other.
 
 Times are rounded as HTA rounds them: every event inward to whole microseconds of the
-trace's clock (start up, end down; a sub-microsecond event can end before it starts). Without
-it, the microsecond-long kernels of a small model move the idle share visibly
-(bench/measurements.md#analyses).
+trace's clock (start up, end down). Without it, the microsecond-long kernels of a small model
+move the idle share visibly (bench/measurements.md#analyses). A sub-microsecond event inside
+one microsecond ends before it starts once rounded so (HTA's interval sums count it as -1 µs,
+and the breakdowns keep those sums); what a table shows as one event's duration is never
+negative (``rounded_dur_ps``; docs/differences.md). The exact times stay beside the rounded
+ones: ties between rounded times are decided by them (an order of kernels, a copy's end before
+another's start).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -63,8 +67,8 @@ def kernel_kind(name: str) -> int:
 class DeviceActivity:
     """Device events of one host, sorted by start; all times in ps relative to the store origin."""
 
-    start_ps: np.ndarray  # int64
-    end_ps: np.ndarray  # int64
+    start_ps: np.ndarray  # int64, rounded as HTA rounds (Kineto: inward to whole microseconds)
+    end_ps: np.ndarray  # int64, idem (a sub-microsecond event can end before it starts)
     stream: np.ndarray  # int64 CUDA stream
     kind: np.ndarray  # int8, COMPUTATION..OTHER
     name_id: np.ndarray  # int32 into the store's strings
@@ -77,6 +81,18 @@ class DeviceActivity:
     # bool: a kernel, memcpy, memset or MTIA event (not a ``cuda_sync`` wait, not a Triton cpu_op):
     # what HTA's idle-time breakdown looks at.
     is_work: np.ndarray
+    exact_start_ps: np.ndarray  # int64, the profile's own start (not rounded)
+    exact_end_ps: np.ndarray  # int64, the profile's own end
+    launch_exact_start_ps: np.ndarray  # int64, the launch's own start; -1 when not in the trace
+
+    def rounded_dur_ps(self) -> np.ndarray:
+        """Each event's rounded duration as a table shows it: 0, not negative, for an event that
+        the inward rounding makes end before it starts."""
+        return np.maximum(self.end_ps - self.start_ps, 0)
+
+    def select(self, mask: np.ndarray) -> DeviceActivity:
+        """The events of ``mask`` (a boolean mask or row indices), in the same order."""
+        return DeviceActivity(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
 
     @property
     def n(self) -> int:
@@ -98,7 +114,7 @@ def _int_column(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
 def _empty() -> DeviceActivity:
     z64 = np.zeros(0, np.int64)
     return DeviceActivity(z64, z64, z64, np.zeros(0, np.int8), np.zeros(0, np.int32), z64, z64, z64,
-                          np.zeros(0, np.int32), z64, z64, np.zeros(0, bool))
+                          np.zeros(0, np.int32), z64, z64, np.zeros(0, bool), z64, z64, z64)
 
 
 def device_activity(store: ProfileStore) -> DeviceActivity:
@@ -130,8 +146,8 @@ def _inward_us(store: ProfileStore, start_ps: np.ndarray, dur_ps: np.ndarray) ->
     return start, end
 
 
-# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index, row, is_work);
-# host parts: (start_ps, dur_ps, name_id, correlation).
+# Device parts: (start_ps, end_ps, stream, name_id, correlation, device plane index, row, is_work,
+# exact start_ps, exact end_ps); host parts: (start_ps, dur_ps, name_id, correlation, exact start_ps).
 _Parts = tuple[list[tuple[np.ndarray, ...]], list[tuple[np.ndarray, ...]]]
 
 
@@ -156,12 +172,15 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
             cat = plane.dense_str_ids(cat_sid)[rows] if cat_sid >= 0 else np.full(rows.shape[0], -1, np.int64)
+            exact = plane.start_ps[rows].astype(np.int64)
             dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows],
-                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64), np.isin(cat, work_cats)))
+                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64), np.isin(cat, work_cats),
+                              exact, exact + plane.dur_ps[rows]))
         hrows = np.nonzero(~is_dev & (corr >= 0))[0]
         if hrows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[hrows], plane.dur_ps[hrows])
-            host_parts.append((start, end - start, plane.name_id[hrows], corr[hrows]))
+            host_parts.append((start, end - start, plane.name_id[hrows], corr[hrows],
+                               plane.start_ps[hrows].astype(np.int64)))
         if step_ids.shape[0]:
             is_step = np.isin(plane.name_id, step_ids) & ~is_dev
             step_starts.append(plane.start_ps[is_step])
@@ -191,15 +210,15 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
             on_stream = line_id < _DERIVED_LINE_MIN
             rows, corr, line_id = rows[on_stream], corr[on_stream], line_id[on_stream]
             if rows.shape[0]:
-                dev_parts.append((plane.start_ps[rows].astype(np.int64),
-                                  (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64),
-                                  line_id.astype(np.int64), plane.name_id[rows], corr,
+                start = plane.start_ps[rows].astype(np.int64)
+                end = (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64)
+                dev_parts.append((start, end, line_id.astype(np.int64), plane.name_id[rows], corr,
                                   np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64),
-                                  np.ones(rows.shape[0], bool)))
+                                  np.ones(rows.shape[0], bool), start, end))
         elif plane.name == "/host:CPU":
             if rows.shape[0]:
-                host_parts.append((plane.start_ps[rows].astype(np.int64), plane.dur_ps[rows].astype(np.int64),
-                                   plane.name_id[rows], corr))
+                start = plane.start_ps[rows].astype(np.int64)
+                host_parts.append((start, plane.dur_ps[rows].astype(np.int64), plane.name_id[rows], corr, start))
     return dev_parts, host_parts
 
 
@@ -213,22 +232,24 @@ def _build(store: ProfileStore) -> DeviceActivity:
         return _empty()
     if not dev_parts:
         return _empty()
-    d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work = (
+    d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact, d_exact_end = (
         np.concatenate(c) for c in zip(*dev_parts, strict=True))
     if host_parts:
-        h_start, h_dur, h_name, h_corr = (np.concatenate(c) for c in zip(*host_parts, strict=True))
+        h_start, h_dur, h_name, h_corr, h_exact = (np.concatenate(c) for c in zip(*host_parts, strict=True))
     else:
-        h_start = h_dur = h_corr = np.zeros(0, np.int64)
+        h_start = h_dur = h_corr = h_exact = np.zeros(0, np.int64)
         h_name = np.zeros(0, np.int32)
     if last_steps.shape[0]:
         last_step_start = int(last_steps.max())
         keep_host = h_start < last_step_start
-        h_start, h_dur, h_name, h_corr = h_start[keep_host], h_dur[keep_host], h_name[keep_host], h_corr[keep_host]
+        h_start, h_dur, h_name, h_corr, h_exact = (h_start[keep_host], h_dur[keep_host], h_name[keep_host],
+                                                   h_corr[keep_host], h_exact[keep_host])
         # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
         # of HTA's "CPU operators": it stays when it starts before the last step.
         keep_dev = np.isin(d_corr, h_corr) | ((d_corr < 0) & (d_start < last_step_start))
-        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work = (
-            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work))
+        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact, d_exact_end = (
+            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact,
+                                  d_exact_end))
     # Launch of each device event: the host event with its correlation.
     order = np.argsort(h_corr, kind="stable")
     sorted_corr = h_corr[order]
@@ -240,21 +261,25 @@ def _build(store: ProfileStore) -> DeviceActivity:
         l_start = np.where(found, h_start[src], -1).astype(np.int64)
         l_dur = np.where(found, h_dur[src], -1).astype(np.int64)
         l_name = np.where(found, h_name[src], -1).astype(np.int32)
+        l_exact = np.where(found, h_exact[src], -1).astype(np.int64)
     else:
         l_start = np.full(d_corr.shape[0], -1, np.int64)
         l_dur = l_start.copy()
         l_name = np.full(d_corr.shape[0], -1, np.int32)
+        l_exact = l_start.copy()
     # Kind by name, once per distinct name.
     uniq, inv = np.unique(d_name, return_inverse=True)
     kinds = np.array([kernel_kind(n) for n in store.strings.lookup(uniq)], dtype=np.int8)
     kind = kinds[inv.reshape(-1)] if uniq.shape[0] else np.zeros(0, np.int8)
-    by_start = np.lexsort((d_end, d_start))
+    by_start = np.lexsort((d_exact_end, d_end, d_exact, d_start))
     return DeviceActivity(
         start_ps=d_start[by_start].astype(np.int64), end_ps=d_end[by_start].astype(np.int64),
         stream=d_stream[by_start].astype(np.int64), kind=kind[by_start], name_id=d_name[by_start].astype(np.int32),
         correlation=d_corr[by_start].astype(np.int64), launch_start_ps=l_start[by_start],
         launch_dur_ps=l_dur[by_start], launch_name_id=l_name[by_start], plane=d_plane[by_start].astype(np.int64),
         row=d_row[by_start].astype(np.int64), is_work=d_work[by_start].astype(bool),
+        exact_start_ps=d_exact[by_start].astype(np.int64),
+        exact_end_ps=d_exact_end[by_start].astype(np.int64), launch_exact_start_ps=l_exact[by_start],
     )
 
 
@@ -262,12 +287,7 @@ def per_device(store: ProfileStore, act: DeviceActivity) -> list[tuple[str, Devi
     """The activity of each device plane of the host (HTA's unit: one GPU per rank)."""
     out = []
     for pi in sorted_unique(act.plane).tolist():
-        m = act.plane == pi
-        out.append((store.planes[pi].name, DeviceActivity(
-            start_ps=act.start_ps[m], end_ps=act.end_ps[m], stream=act.stream[m], kind=act.kind[m],
-            name_id=act.name_id[m], correlation=act.correlation[m], launch_start_ps=act.launch_start_ps[m],
-            launch_dur_ps=act.launch_dur_ps[m], launch_name_id=act.launch_name_id[m], plane=act.plane[m],
-            row=act.row[m], is_work=act.is_work[m])))
+        out.append((store.planes[pi].name, act.select(act.plane == pi)))
     return out
 
 

@@ -74,7 +74,9 @@ def temporal(act: DeviceActivity) -> dict[str, float]:
     comp = act.kind == COMPUTATION
     compute_ps = union_ps(act.start_ps[comp], act.end_ps[comp])
     idle_ps = span_ps - busy_ps
-    non_compute_ps = span_ps - compute_ps - idle_ps
+    # HTA's sums count an event rounded to end before it starts as negative busy time, so the
+    # compute union can pass the busy time by a few microseconds: then no non-compute time.
+    non_compute_ps = max(span_ps - compute_ps - idle_ps, 0)
     pct = (lambda v: 100.0 * v / span_ps) if span_ps > 0 else (lambda v: float("nan"))
     return {"idle_time_us": idle_ps / _PS_PER_US, "compute_time_us": compute_ps / _PS_PER_US,
             "non_compute_time_us": non_compute_ps / _PS_PER_US, "kernel_time_us": span_ps / _PS_PER_US,
@@ -90,8 +92,9 @@ def idle_intervals(act: DeviceActivity, consecutive_kernel_delay_ps: int) -> lis
     Only kernels, memcpys, memsets and MTIA work count, as HTA 0.5.0 keeps them: a ``cuda_sync``
     wait spans the time it waits for, so as a "kernel" it would overlap the next kernel (a
     negative kernel wait) and put a device-wide sync's stream (-1 as unsigned, 4294967295) in a
-    row of its own. Gaps are taken to the previous event on the stream in start order (negative
-    when two kernels overlap, as HTA counts them); a stream's first event has no gap.
+    row of its own. Gaps are taken to the previous event on the stream in start order; a
+    stream's first event has no gap. Two events that overlap on a stream leave no idle time:
+    their gap is 0 where HTA counts it negative.
     """
     out: list[dict[str, Any]] = []
     work = act.is_work
@@ -100,7 +103,7 @@ def idle_intervals(act: DeviceActivity, consecutive_kernel_delay_ps: int) -> lis
         start = act.start_ps[rows]
         end = act.end_ps[rows]
         prev_end = end[:-1]
-        gap = start[1:] - prev_end
+        gap = np.maximum(start[1:] - prev_end, 0)
         launch = act.launch_start_ps[rows][1:]
         host_wait = (launch >= 0) & (launch > prev_end)
         kernel_wait = ~host_wait & (gap < consecutive_kernel_delay_ps)
@@ -166,34 +169,41 @@ def top_kernels(names: list[str], dur_us: np.ndarray, num_kernels: int, duration
     at most the ``duration_ratio`` quantile of the running totals; the ``others`` row then
     aggregates the *totals* of the folded kernels (so its max/min/mean are over kernel names,
     as HTA shows them).
+
+    ``dur_us`` are HTA's rounded durations, -1 µs for a sub-microsecond launch rounded to end
+    before it starts: they rank and fold the kernels as HTA does, while the values shown count
+    such a launch as 0 µs (never a negative time).
     """
     if not names:
         return []
     uniq, inv = np.unique(np.asarray(names, dtype=object), return_inverse=True)
     inv = inv.reshape(-1)
     k = uniq.shape[0]
-    total = np.bincount(inv, weights=dur_us, minlength=k)
+    hta_total = np.bincount(inv, weights=dur_us, minlength=k)
+    shown = np.maximum(dur_us, 0.0)
+    total = np.bincount(inv, weights=shown, minlength=k)
     count = np.bincount(inv, minlength=k)
     mx = np.full(k, -np.inf)
     mn = np.full(k, np.inf)
-    np.maximum.at(mx, inv, dur_us)
-    np.minimum.at(mn, inv, dur_us)
-    sq = np.bincount(inv, weights=dur_us * dur_us, minlength=k)
+    np.maximum.at(mx, inv, shown)
+    np.minimum.at(mn, inv, shown)
+    sq = np.bincount(inv, weights=shown * shown, minlength=k)
     mean = total / count
     # Sample standard deviation (pandas' default), 0 for one sample.
     var = np.where(count > 1, (sq - count * mean * mean) / np.maximum(count - 1, 1), 0.0)
     std = np.sqrt(np.maximum(var, 0.0))
-    order = sorted(range(k), key=lambda i: (-total[i], str(uniq[i])))
+    order = sorted(range(k), key=lambda i: (-hta_total[i], str(uniq[i])))
     rows = [(str(uniq[i]), float(total[i]), float(mx[i]), float(mn[i]), float(mean[i]), float(std[i]), int(count[i]))
             for i in order]
     if len(rows) <= num_kernels:
         return rows
     sums = np.array([r[1] for r in rows])
-    cum = np.cumsum(sums)
+    hta_sums = hta_total[order]
+    cum = np.cumsum(hta_sums)
     threshold = float(np.quantile(cum, duration_ratio))
     # HTA never folds a kernel whose total is negative (its "keep" mask is ``sum < 0``); after
-    # the inward rounding a few sub-microsecond kernels have one. Kept as HTA shows them.
-    named = [(i < num_kernels and cum[i] <= threshold) or sums[i] < 0 for i in range(len(rows))]
+    # the inward rounding a few sub-microsecond kernels have one. Kept named as HTA keeps them.
+    named = [(i < num_kernels and cum[i] <= threshold) or hta_sums[i] < 0 for i in range(len(rows))]
     kept = [r for i, r in enumerate(rows) if named[i]]
     folded = sums[[i for i in range(len(rows)) if not named[i]]]
     if folded.shape[0]:
@@ -321,8 +331,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
         comm_us, overlap_pct = comm_comp_overlap(act)
         overlap_rows.append((rank, store.host, device, comm_us, overlap_pct))
         rows = launches(store, act)
-        cpu_us = act.launch_dur_ps[rows] / _PS_PER_US
-        gpu_us = (act.end_ps[rows] - act.start_ps[rows]) / _PS_PER_US
+        cpu_us = np.maximum(act.launch_dur_ps[rows], 0) / _PS_PER_US
+        gpu_us = act.rounded_dur_ps()[rows] / _PS_PER_US
         launch_end_ps = act.launch_start_ps[rows] + act.launch_dur_ps[rows]
         delay_us = np.maximum(act.start_ps[rows] - launch_end_ps, 0) / _PS_PER_US
         n = int(rows.shape[0])
@@ -342,7 +352,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
         for label, ps in type_coverage(act).items():
             type_ps[label] = type_ps.get(label, 0) + ps
         names_all = store.strings.lookup(act.name_id)
-        dur_all = (act.end_ps - act.start_ps) / _PS_PER_US
+        dur_all = (act.end_ps - act.start_ps) / _PS_PER_US  # HTA's, -1 µs included: top_kernels
         for kind in BREAKDOWN_KINDS:
             sel = np.nonzero(act.kind == kind)[0]
             picked = [names_all[i] for i in sel.tolist()]

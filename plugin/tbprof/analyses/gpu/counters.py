@@ -16,12 +16,14 @@ Two step functions per rank, computed as HTA 0.5.0's ``TraceCounters`` computes 
   GB/s). The summary describes the points above 0.
 
 Both use the device events HTA keeps (``activity.device_activity``: its last-step filter and
-its inward microsecond rounding). At one timestamp HTA orders the points by an unstable sort,
-so the values *between* simultaneous changes are arbitrary; tbprof puts launches before
-device starts (queue) and starts before ends (bandwidth), so its series has the same points
-and timestamps, and the same values except inside a group of simultaneous changes
-(docs/differences.md). The trace viewer shows both as counter tracks of each device
-(``timeline/tracks.py``), with the value after all the changes of a timestamp.
+its inward microsecond rounding). At one rounded timestamp HTA orders the points by an unstable
+sort, so the values *between* simultaneous changes are arbitrary; tbprof orders them by the
+exact times of the trace (a launch before its kernel starts; a copy that ends before another
+starts is not counted running beside it), and at an exact tie puts decreases before increases
+(ends before starts). Its series has HTA's points and timestamps, and the same values except
+inside a group of simultaneous changes (docs/differences.md). The trace viewer shows both as
+counter tracks of each device (``timeline/tracks.py``), with the value after all the changes of
+a timestamp.
 
 XProf has neither; torch-tb-profiler neither.
 """
@@ -69,14 +71,15 @@ def memory_kind(name: str) -> str:
     return name[:11]
 
 
-def _running_sums(key: np.ndarray, time_ps: np.ndarray, delta: np.ndarray, first: np.ndarray,
+def _running_sums(key: np.ndarray, time_ps: np.ndarray, exact_ps: np.ndarray, delta: np.ndarray,
                   labels: list[str]) -> list[StepSeries]:
-    """Per key: the points sorted by time (``first`` ones first at a tie), and their running sum."""
+    """Per key: the points sorted by time, ties by the exact time, then decreases first; and
+    their running sum."""
     out: list[StepSeries] = []
     for k in np.unique(key).tolist():
         m = key == k
         t, d = time_ps[m], delta[m]
-        order = np.lexsort((~first[m], t))
+        order = np.lexsort((d > 0, exact_ps[m], t))
         out.append(StepSeries(labels[k], t[order], np.cumsum(d[order])))
     return out
 
@@ -96,9 +99,9 @@ def queue_length_series(store: ProfileStore, act: DeviceActivity) -> list[StepSe
     n = rows.shape[0]
     key = np.concatenate([inv, inv])
     time_ps = np.concatenate([act.launch_start_ps[rows], act.start_ps[rows]])
+    exact_ps = np.concatenate([act.launch_exact_start_ps[rows], act.exact_start_ps[rows]])
     delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
-    first = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
-    return _running_sums(key, time_ps, delta, first, [str(s) for s in streams.tolist()])
+    return _running_sums(key, time_ps, exact_ps, delta, [str(s) for s in streams.tolist()])
 
 
 def _size_from_details(text: str) -> float:
@@ -161,10 +164,9 @@ def memory_bw_series(store: ProfileStore, act: DeviceActivity) -> list[StepSerie
     dur = act.end_ps[rows] - start
     # HTA: "0 us duration events round up to 1 us" (a copy rounded inward to nothing still ran).
     dur = np.where(dur == 0, _PS_PER_US if store.format != "xspace" else 1, dur)
-    n = rows.shape[0]
-    return _running_sums(np.concatenate([kind, kind]), np.concatenate([start, start + dur]),
-                         np.concatenate([gbps, -gbps]), np.concatenate([np.ones(n, bool), np.zeros(n, bool)]),
-                         labels)
+    exact = np.concatenate([act.exact_start_ps[rows], act.exact_end_ps[rows]])
+    return _running_sums(np.concatenate([kind, kind]), np.concatenate([start, start + dur]), exact,
+                         np.concatenate([gbps, -gbps]), labels)
 
 
 def device_counters(store: ProfileStore) -> list[tuple[int, str, list[StepSeries], list[StepSeries]]]:

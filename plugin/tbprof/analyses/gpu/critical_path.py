@@ -678,7 +678,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Criti
         "order": np.arange(path.shape[0]),
         "type": [EDGE_TYPES[t] for t in g.edge_type[path].tolist()],
         "bound_by": [BOUNDS[b] if b >= 0 else "" for b in bounds.tolist()],
-        "duration_us": w / _PS_PER_US,
+        # HTA keeps an edge between -1 and 0 us (a nanosecond parent that ends a fraction of a
+        # microsecond before its child) at its negative weight; its time shown is 0.
+        "duration_us": np.maximum(w, 0) / _PS_PER_US,
         "event": strings.lookup(ev.name_id[shown]) if path.shape[0] else [],
         "from_event": strings.lookup(ev.name_id[src_ev]) if path.shape[0] else [],
         "to_event": strings.lookup(ev.name_id[dst_ev]) if path.shape[0] else [],

@@ -136,11 +136,10 @@ def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> l
     dev, anc = dev[under], anc[under]
     if dev.shape[0] == 0:
         return []
-    # Device durations as the profile has them (not HTA's rounded ones: see the module doc).
-    dev_dur_ps = np.array([int(store.planes[p].dur_ps[r]) for p, r in zip(act.plane[dev].tolist(),
-                                                                            act.row[dev].tolist(), strict=True)],
-                          dtype=np.int64)
-    order = np.lexsort((act.start_ps[dev], anc))
+    # Device times as the profile has them (not HTA's rounded ones: see the module doc); two
+    # kernels less than a microsecond apart keep their order.
+    dev_dur_ps = act.exact_end_ps[dev] - act.exact_start_ps[dev]
+    order = np.lexsort((act.exact_start_ps[dev], anc))
     dev, anc, dev_dur_ps = dev[order], anc[order], dev_dur_ps[order]
     roots, first, counts = np.unique(anc, return_index=True, return_counts=True)
     kernel_names = store.strings.lookup(act.name_id[dev])

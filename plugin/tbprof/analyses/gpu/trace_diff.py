@@ -6,7 +6,8 @@ on one rank and one or more iterations per side (HTA's defaults: the first rank,
 ``test_iteration``):
 
 * the events are the trace's complete events with a category (not ``Trace``, not instants),
-  times rounded inward to whole microseconds as HTA reads Kineto JSON;
+  times rounded inward to whole microseconds as HTA reads Kineto JSON (an event that this
+  makes end before it starts lasts 0 us, where HTA counts -1 us);
 * a host event belongs to the ``ProfilerStep#N`` whose [start, end) holds its start (a GPU
   annotation of the step wins over the host marker where both do: Kineto writes GPU activity
   after the host events and HTA keeps the last match); a device event (integer ``stream`` > 0 on
@@ -158,7 +159,9 @@ def _summary(store: ProfileStore, iterations: tuple[int, ...]) -> OpSummary:
     wanted = tuple(sorted(set(iterations))) or table.step_numbers[:1]
     start, end, name_id, iteration_of = table.start_ps, table.end_ps, table.name_id, table.iteration
     sel = np.nonzero(np.isin(iteration_of, np.asarray(wanted, np.int64)))[0]
-    dur_us = (end[sel] - start[sel]) / _PS_PER_US
+    # An event inside one microsecond, rounded inward, ends before it starts: HTA counts it
+    # -1 us; its time here is 0 (never a negative time; docs/differences.md).
+    dur_us = np.maximum(end[sel] - start[sel], 0) / _PS_PER_US
     uniq, inv = np.unique(name_id[sel], return_inverse=True)
     inv = inv.reshape(-1)
     counts = np.bincount(inv, minlength=uniq.shape[0])

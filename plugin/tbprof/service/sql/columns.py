@@ -18,6 +18,7 @@ import numpy as np
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.domain import event_tree
 from tbprof.domain.event_columns import RowStats
+from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
 from tbprof.store.tables import Plane, ProfileStore
@@ -74,7 +75,9 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
     EventColumn("dur_ps", "BIGINT", "duration in ps (exact)"),
     EventColumn("self_ps", "BIGINT", "duration less the direct children's on the same line, in ps"),
     EventColumn("depth", "SMALLINT", "nesting depth on its line (0: outermost)"),
-    EventColumn("step", "BIGINT", "step number of the step the event belongs to (the overview's steps)"),
+    EventColumn("step", "VARCHAR", "XProf's step: the event's group ('train 3') on XSpace, else the name of "
+                "the overview step it belongs to"),
+    EventColumn("step_num", "BIGINT", "number of the overview step the event belongs to (NULL outside them)"),
     EventColumn("tf_op_name", "VARCHAR", "framework op name (from tf_op)"),
     EventColumn("tf_op_type", "VARCHAR", "framework op type (from tf_op)"),
 )
@@ -131,9 +134,13 @@ class PlaneColumns:
         if name == "line_name":
             return self._line_names()
         if name == "self_ps":
-            return self._memo("self_ps", lambda: event_tree.self_time_ps(plane, event_tree.parent_rows(plane)))
+            return self._memo("self_ps", self._self_ps)
+        if name == "step_num":
+            return self._memo("step_num", self._step_nums)
         if name == "step":
-            return self._memo("step", self._steps)
+            return self._step_names()
+        if name == "hlo_op":
+            return self._memo("hlo_op", self._hlo_op)
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
         spec = _BY_NAME[name]
@@ -150,7 +157,54 @@ class PlaneColumns:
                            else np.full(plane.n_events, -1, dtype=np.int32))
         return _categorical(codes, pd.Index(unique.tolist(), dtype=object))
 
-    def _steps(self) -> Any:
+    def _self_ps(self) -> np.ndarray:
+        """Children's time subtracted on nested lines; on a GPU, events of a stream do not call
+        each other (overlaps there are a CUDA graph's timing), so self time is the duration (as
+        XProf's Events DB has it)."""
+        plane = self.plane
+        if plane.name.startswith("/device:GPU"):
+            return np.asarray(plane.dur_ps)
+        return event_tree.self_time_ps(plane, event_tree.parent_rows(plane))
+
+    def _hlo_op(self) -> Any:
+        """The hlo_op stat, else on an ``XLA Ops`` line (TPU) the op's display name, as XProf reads it."""
+        plane = self.plane
+        sid = self.store.stat_id("hlo_op")
+        ids = plane.dense_str_ids(sid) if sid >= 0 else np.full(plane.n_events, -1, dtype=np.int32)
+        ops_lines = [i for i, (n, d) in enumerate(zip(plane.line_names, plane.line_display_names, strict=False))
+                     if "XLA Ops" in (n, d)]
+        for line in ops_lines:
+            rows = plane.line_rows(line)
+            display = np.asarray(plane.meta_display_name_id)[np.asarray(plane.meta_idx[rows])]
+            missing = ids[rows] < 0
+            ids[rows] = np.where(missing & (display > 0), display, ids[rows])
+        return _categorical(ids.astype(np.int32), self.categories)
+
+    def _step_names(self) -> Any:
+        import pandas as pd
+
+        def compute() -> tuple[np.ndarray, list[str]]:
+            n = self.plane.n_events
+            if self.store.format == "xspace":
+                groups = event_groups(self.store)
+                if self.plane_index < len(groups.group_of) and groups.n_groups:
+                    names, inverse = np.unique(np.asarray(groups.group_names, dtype=object), return_inverse=True)
+                    group = np.asarray(groups.group_of[self.plane_index])
+                    codes = np.where(group >= 0, inverse.reshape(-1)[np.clip(group, 0, None)], -1).astype(np.int32)
+                    return codes, [str(x) for x in names.tolist()]
+                return np.full(n, -1, dtype=np.int32), []
+            steps = steps_of(self.store)
+            if steps.n_steps == 0 or self.plane_index >= len(steps.planes):
+                return np.full(n, -1, dtype=np.int32), []
+            names, inverse = np.unique(np.asarray(steps.names, dtype=object), return_inverse=True)
+            idx = steps.event_step(self.plane_index)
+            codes = np.where(idx >= 0, inverse.reshape(-1)[np.clip(idx, 0, None)], -1).astype(np.int32)
+            return codes, [str(x) for x in names.tolist()]
+
+        codes, names = self._memo("step_names", compute)
+        return _categorical(codes, pd.Index(names, dtype=object))
+
+    def _step_nums(self) -> Any:
         steps = steps_of(self.store)
         n = self.plane.n_events
         if steps.n_steps == 0 or not steps.planes or self.plane_index >= len(steps.planes):

@@ -76,7 +76,7 @@ VIEW_COLUMNS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     # name, DuckDB type, doc, frame columns it reads
     ("end_ps", "BIGINT", "end in ps since the profile's first event", ("start_ps", "dur_ps")),
     ("start_ns", "BIGINT", "start in ns since the profile's first event (XProf's start_ns)", ("start_ps",)),
-    ("end_ns", "BIGINT", "end in ns (XProf's end_ns)", ("start_ps", "dur_ps")),
+    ("end_ns", "BIGINT", "start_ns plus the whole ns of the duration (XProf's end_ns)", ("start_ps", "dur_ps")),
     ("duration_ns", "DOUBLE", "duration in ns", ("dur_ps",)),
     ("self_time_ns", "BIGINT", "self time in ns (XProf's self_time_ns)", ("self_ps",)),
     ("kernel_name", "VARCHAR", "the event name (XProf's kernel_name: the raw event name)", ("name",)),
@@ -129,13 +129,18 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
     exprs += [f"{col(c.name, c.sql_type)} AS {c.name}" for c in BASE_COLUMNS]
     start, dur = col("start_ps", "BIGINT"), col("dur_ps", "BIGINT")
     line_id, line_name = col("line_id", "BIGINT"), col("line_name", "VARCHAR")
+    kernel_name = f"{col('name', 'VARCHAR')}::VARCHAR"
+    if plane.name.startswith("/device:TPU"):
+        # XProf's kernel_name of a TPU module event carries its line's marker.
+        kernel_name = (f"CASE WHEN {line_name}::VARCHAR = 'XLA Modules' THEN 'HLO Module:' || {kernel_name} "
+                       f"ELSE {kernel_name} END")
     exprs += [
         f"{start} + {dur} AS end_ps",
         f"({start} // 1000) AS start_ns",
-        f"(({start} + {dur}) // 1000) AS end_ns",
+        f"({start} // 1000 + {dur} // 1000) AS end_ns",
         f"({dur} / 1000.0) AS duration_ns",
         f"({col('self_ps', 'BIGINT')} // 1000) AS self_time_ns",
-        f"{col('name', 'VARCHAR')}::VARCHAR AS kernel_name",
+        f"{kernel_name} AS kernel_name",
         f"{line_id if on_device else 'NULL::BIGINT'} AS stream_id",
         f"{'NULL::BIGINT' if on_device else line_id} AS thread_id",
         f"{'NULL::VARCHAR' if on_device else line_name + '::VARCHAR'} AS thread_name",
@@ -151,7 +156,7 @@ def _empty_events() -> str:
 
 
 # --- a session: a connection with the run's views ------------------------------------------
-def _query_memory_bytes() -> int:
+def query_memory_bytes() -> int:
     return max(MIN_QUERY_MEMORY_BYTES, int(shared_budget().max_bytes * QUERY_MEMORY_SHARE))
 
 
@@ -159,7 +164,7 @@ _RESERVATIONS = Memo()
 
 
 @contextmanager
-def _reserved(size_bytes: int) -> Iterator[None]:
+def reserved(size_bytes: int) -> Iterator[None]:
     """Holds ``size_bytes`` of the memory budget while a query runs (the LRU makes room)."""
     key = ("sql_query", uuid.uuid4().hex)
     _RESERVATIONS.get(key, lambda: None, size=lambda _: size_bytes)
@@ -191,50 +196,67 @@ def _categories(store: ProfileStore, pd: Any) -> Any:
     return store.memo(("sql_categories",), build)
 
 
-@contextmanager
-def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
-             memory_bytes: int, all_columns: bool = False) -> Iterator[Any]:
+def connect(memory_bytes: int, writable_dir: str | None = None) -> Any:
+    """A DuckDB connection with no file system, network or extension access (``writable_dir``:
+    the one folder an export may write; never given for a user's query)."""
     duckdb = _duckdb()
-    import pandas as pd
-
-    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
-    built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
-    con = duckdb.connect(":memory:", config={
-        "enable_external_access": False,
+    config: dict[str, Any] = {
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
         "allow_community_extensions": False,
         "threads": max(1, min(4, os.cpu_count() or 1)),
         "memory_limit": f"{memory_bytes // (1 << 20)}MiB",
         "temp_directory": "",
-    })
+    }
+    con = duckdb.connect(":memory:", config=config)
+    if writable_dir is not None:
+        con.execute("SET allowed_directories = $dirs", {"dirs": [writable_dir]})
+    con.execute("SET enable_external_access = false")
+    return con
+
+
+def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
+                   all_columns: bool = False, tables: bool = True) -> None:
+    """Creates ``events`` over the hosts' planes and the tables the query names (all of them
+    without a query), then locks the connection's settings."""
+    import pandas as pd
+
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
+    built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
+    branches: list[str] = []
+    if words is None or "events" in words:
+        for host, store in _stores(profiles, run, hosts):
+            categories = _categories(store, pd)
+            for i, plane in enumerate(store.planes):
+                if plane.n_events == 0:
+                    continue
+                name = f"f_{len(branches)}"
+                con.register(name, PlaneColumns(store, i, categories).frame(built))
+                branches.append(_plane_branch(store, host, i, name, built))
+    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
+    for what in TABLE_SOURCES if tables else ():
+        if words is not None and what not in words:
+            continue
+        source = source_of(profiles, run, what)
+        if source is None:
+            continue
+        frames = []
+        for host in hosts:
+            table = host_table(profiles, run, host, source)
+            if table is not None:
+                frames.append(table_frame(table, pd, host))
+        if frames:
+            con.register(f"t_{what}", pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+            con.execute(f"CREATE VIEW {what} AS SELECT * FROM t_{what}")
+    con.execute("SET lock_configuration = true")
+
+
+@contextmanager
+def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
+             memory_bytes: int, all_columns: bool = False) -> Iterator[Any]:
+    con = connect(memory_bytes)
     try:
-        branches: list[str] = []
-        if words is None or "events" in words:
-            for host, store in _stores(profiles, run, hosts):
-                categories = _categories(store, pd)
-                for i, plane in enumerate(store.planes):
-                    if plane.n_events == 0:
-                        continue
-                    name = f"f_{len(branches)}"
-                    con.register(name, PlaneColumns(store, i, categories).frame(built))
-                    branches.append(_plane_branch(store, host, i, name, built))
-        con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
-        for what in TABLE_SOURCES:
-            if words is not None and what not in words:
-                continue
-            source = source_of(profiles, run, what)
-            if source is None:
-                continue
-            frames = []
-            for host in hosts:
-                table = host_table(profiles, run, host, source)
-                if table is not None:
-                    frames.append(table_frame(table, pd, host))
-            if frames:
-                con.register(f"t_{what}", pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
-                con.execute(f"CREATE VIEW {what} AS SELECT * FROM t_{what}")
-        con.execute("SET lock_configuration = true")
+        register_views(con, profiles, run, hosts, query, all_columns)
         yield con
     finally:
         con.close()
@@ -312,8 +334,8 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
         raise BadParameter("timeout_s must be more than 0")
     the_run = profiles.run(run)
     hosts = _host_names(the_run, host)
-    memory_bytes = _query_memory_bytes()
-    with _reserved(memory_bytes):
+    memory_bytes = query_memory_bytes()
+    with reserved(memory_bytes):
         try:
             with _session(profiles, the_run, hosts, statement, memory_bytes) as con:
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)

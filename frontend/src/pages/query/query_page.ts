@@ -162,7 +162,10 @@ function drawAnswer(ctx: PageContext, out: HTMLElement, answer: SqlAnswer): void
       if (columns[column]?.name !== "event_id") return;
       const ev = eventOf(columns, row as never);
       if (!ev) return;
-      const a = h("a", { class: "tbp-link", href: eventHref(ctx.run.name, ev), "data-event-link": "", title: "Open this event in the trace viewer" });
+      // Absolute: inside TensorBoard the frame's <base href> would turn a bare "#..." into another path.
+      const url = new URL(window.location.href);
+      url.hash = eventHref(ctx.run.name, ev);
+      const a = h("a", { class: "tbp-link", href: url.href, "data-event-link": "", title: "Open this event in the trace viewer" });
       a.append(...Array.from(td.childNodes));
       td.appendChild(a);
     } : undefined,

@@ -221,3 +221,21 @@ def test_profile_sql_returns_a_dataframe(torch_ddp: api.Profile) -> None:
     assert list(frame.columns) == ["host", "n"] and list(frame["host"]) == sorted(torch_ddp.hosts)
     with pytest.raises(BadParameter, match="more than 3 rows"):
         torch_ddp.sql("SELECT name FROM events", max_rows=3)
+
+
+@pytest.mark.parametrize(("query", "every"), [
+    ("SELECT name, count(*), sum(dur_ps) FROM events GROUP BY name", False),
+    ("SELECT dur_ps * 2 FROM events", False),
+    ("SELECT * FROM events", True),
+    ("SELECT e.* FROM events e", True),
+    ("SELECT DISTINCT * FROM events", True),
+    ("SELECT host, * EXCLUDE (host) FROM events", True),
+    ("SELECT COLUMNS('.*_ps') FROM events", True),
+    ("FROM events", True),
+])
+def test_columns_built_for_a_query(query: str, every: bool) -> None:
+    """Only the columns a query names are built; a star (not count(*) or a product) builds all."""
+    wanted = sql_engine._wanted_frame_columns(query)
+    assert (wanted == {c.name for c in sql_engine.FRAME_COLUMNS}) is every
+    if not every:
+        assert "dur_ps" in wanted and "hlo_op" not in wanted

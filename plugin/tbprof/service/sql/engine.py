@@ -103,13 +103,21 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# A select list that takes every column: ``SELECT *``, ``e.*``, ``, *``, ``DISTINCT *``.
+_STAR = re.compile(r"(?:select|distinct|,|\.)\s*\*", re.IGNORECASE)
+
+
 def _wanted_frame_columns(query: str | None) -> set[str]:
-    """Frame columns a query may read: those it names (or every one for ``*``, ``COLUMNS(``,
-    or no query). A column not built reads as an error, never as NULL: see ``run_sql``."""
+    """Frame columns a query may read: those it names (every one for a star, ``COLUMNS(``, a
+    ``FROM``-first query without SELECT, or no query). A column not built reads as an error,
+    never as NULL, and the query is then rerun with every column: see ``run_sql``."""
     all_names = {c.name for c in FRAME_COLUMNS}
-    if query is None or "*" in query or "columns(" in query.lower():
+    if query is None:
         return all_names
-    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+    lowered = query.lower()
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", lowered))
+    if _STAR.search(query) or "columns(" in lowered or "select" not in words:
+        return all_names
     wanted = all_names & words
     for name, _t, _d, needs in VIEW_COLUMNS:
         if name in words:

@@ -129,8 +129,11 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
 
 
 def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
+    """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed."""
     plane = store.planes[plane_index]
+
     def col(name: str, sql_type: str) -> str:
+        # A column the query does not name is not built: reading it anyway is an error, never NULL.
         return f"ev.{name}" if name in built else f"error('{_UNLOADED} {name}')::{sql_type}"
 
     category = category_of(plane)

@@ -100,6 +100,9 @@ KINETO_QUERY = ("SELECT name, count(*) AS n, sum(dur_ps) / 1e6 AS total_us FROM 
 
 def kineto(args: argparse.Namespace) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugin")}
+    if args.memory_bytes:
+        env.update(TBPROF_MEMORY_BYTES=str(args.memory_bytes), TBPROF_CONVERT_MEMORY_BYTES=str(args.memory_bytes))
+        print(f"memory budget: {args.memory_bytes / 2**30:.2f} GiB")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         src = next((REPO / "demo_logs" / "torch_ddp").glob("rank0.*.pt.trace.json"))
@@ -131,6 +134,9 @@ def main() -> int:
     ap.add_argument("--skip-xprof", action="store_true")
     ap.add_argument("--kineto-k", type=int, default=0, help="also a PyTorch trace of rank 0 repeated K times")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--memory-bytes", type=int, default=0,
+                    help="tbprof's memory budget and conversion memory ($TBPROF_MEMORY_BYTES, "
+                         "$TBPROF_CONVERT_MEMORY_BYTES): 2**30 streams a 4 GB trace into the disk cache")
     args = ap.parse_args()
     if args.kineto_k:
         kineto(args)

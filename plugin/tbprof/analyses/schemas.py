@@ -23,6 +23,7 @@ from tbprof.analyses.results.common import (
     ToolEnvelope,
 )
 from tbprof.analyses.results.gpu import (
+    CollectiveOverlapResult,
     CollectivesResult,
     CriticalPathResult,
     GpuBreakdownResult,
@@ -99,6 +100,7 @@ TOOL_RESULTS: dict[str, type] = {
     "kernel_sequences": KernelSequencesResult,
     "gpu_utilization": GpuUtilizationResult,
     "collectives": CollectivesResult,
+    "collective_overlap": CollectiveOverlapResult,
     "stragglers": StragglersResult,
     "critical_path": CriticalPathResult,
     "operators_by_shape": OperatorsByShapeResult,

@@ -33,6 +33,12 @@ class CollectivesResult(PerRankEnvelope):
     synchronizing_us: float | None
 
 
+class CollectiveOverlapResult(PerRankEnvelope):
+    collective_count: int
+    collective_exposed_us: float | None  # summed over the collectives of every rank
+    collective_covered_percent: float | None
+
+
 class StragglersResult(PerRankEnvelope):
     stragglers: list[int]  # the straggling ranks
     waited_for: int | None  # the rank the others wait for in collectives

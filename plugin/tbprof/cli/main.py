@@ -8,6 +8,8 @@
     tbprof capture ADDR[,ADDR] --logdir DIR ...
     tbprof compare BASELINE CANDIDATE [--json]
     tbprof check BASELINE CANDIDATE --max-regression 5%
+    tbprof mcp LOGDIR                      (the MCP server for coding agents, over stdio)
+    tbprof install-skill DIR
 
 PATH is a logdir, a session folder or one profile file. Exit codes: 0 ok, 1 usage or
 unknown name, 2 unreadable profile (3 and 4: ``check``'s verdicts, 5: capture failed).
@@ -48,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("tbprof.cli.capture", "profile a running TF/JAX program through its profiler server"),
     "compare": ("tbprof.cli.compare", "two profiles side by side, with a verdict"),
     "check": ("tbprof.cli.compare", "CI gate: fail when the candidate regresses beyond a bound"),
+    "mcp": ("tbprof.agent.commands", "serve a logdir's analyses to coding agents over MCP (stdio)"),
+    "install-skill": ("tbprof.agent.commands", "write the tbprof skill (SKILL.md) for coding agents"),
 }
 
 Configure = Callable[[argparse.ArgumentParser], None]

@@ -97,11 +97,11 @@ class Agent:
         chosen = default_host(run, host, multi_host)
         if chosen not in (None, ALL_HOSTS) and chosen not in run.hosts:
             raise AgentError(f"unknown host {host!r} in run {run.name!r}",
-                             {"valid_hosts": sorted(run.hosts) + [ALL_HOSTS]})
+                             {"valid_hosts": [*sorted(run.hosts), ALL_HOSTS]})
         try:
             return self.profiles.hosts(run, chosen)
         except TbprofError as e:
-            raise AgentError(str(e), {"valid_hosts": sorted(run.hosts) + [ALL_HOSTS]}) from None
+            raise AgentError(str(e), {"valid_hosts": [*sorted(run.hosts), ALL_HOSTS]}) from None
 
     def _provenance(self, run: Run, hosts: Sequence[str], tool: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"run": run.name, "run_kind": run.kind, "hosts": list(hosts)[:64],
@@ -127,7 +127,7 @@ class Agent:
             raise AgentError(str(e), {"valid_tools": self._tool_names(run)}) from None
         except BadParameter as e:
             raise AgentError(str(e), {"valid_options": [o.to_json() for o in tool.options],
-                                      "valid_hosts": sorted(run.hosts) + [ALL_HOSTS]}) from None
+                                      "valid_hosts": [*sorted(run.hosts), ALL_HOSTS]}) from None
 
     def _tool_names(self, run: Run) -> list[str]:
         return self.profiles.tools(run)
@@ -198,7 +198,8 @@ class Agent:
         try:
             name, table = pick_table(result, table_name, f"tool {tool_name!r}")
         except NotFound:
-            raise AgentError(f"tool {tool_name!r} has no table {table_name!r}", {"valid_tables": list(tables)}) from None
+            raise AgentError(f"tool {tool_name!r} has no table {table_name!r}",
+                             {"valid_tables": list(tables)}) from None
         answer["table"] = name
         valid_columns = [c.name for c in table.columns]
         columns = args.get("columns") or valid_columns
@@ -319,8 +320,9 @@ class Agent:
             t = result.get("tables", {}).get(name)
             if isinstance(t, Table) and t.n_rows:
                 cols = [c.name for c in t.columns][:8]
+                first = t.rows(np.arange(min(top, t.n_rows)))
                 changes[name] = {"columns": cols, "total_rows": t.n_rows,
-                                 "rows": [[clip_cell(plain(v))[0] for v in r[:8]] for r in t.rows(np.arange(min(top, t.n_rows)))]}
+                                 "rows": [[clip_cell(plain(v))[0] for v in r[:8]] for r in first]}
         fit_rows(answer, [changes], "largest_changes", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
                                                                  MAX_MAX_BYTES))
         return answer

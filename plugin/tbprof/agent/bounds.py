@@ -80,7 +80,8 @@ def scalars(result: Mapping[str, Any], skip: Sequence[str] = ()) -> tuple[dict[s
             out[k] = v
         elif isinstance(v, str):
             out[k] = clip_cell(v)[0]
-        elif isinstance(v, list) and len(v) <= 20 and all(x is None or isinstance(x, (bool, int, float, str)) for x in v):
+        elif isinstance(v, list) and len(v) <= 20 and all(x is None or isinstance(x, (bool, int, float, str))
+                                                           for x in v):
             out[k] = [clip_cell(x)[0] for x in v]
         elif isinstance(v, dict) and encoded_size(v) <= 1_000:
             out[k] = v

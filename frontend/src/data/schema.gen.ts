@@ -941,6 +941,19 @@ export interface CollectivesResult {
   synchronizing_us: number | null;
 }
 
+export interface CollectiveOverlapResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  ranks: number[];
+  collective_count: number;
+  collective_exposed_us: number | null;
+  collective_covered_percent: number | null;
+}
+
 export interface StragglersResult {
   schema_version: number;
   tool: string;
@@ -1247,6 +1260,7 @@ export interface ToolResults {
   kernel_sequences: KernelSequencesResult;
   gpu_utilization: GpuUtilizationResult;
   collectives: CollectivesResult;
+  collective_overlap: CollectiveOverlapResult;
   stragglers: StragglersResult;
   critical_path: CriticalPathResult;
   operators_by_shape: OperatorsByShapeResult;

@@ -954,6 +954,18 @@ export interface CollectiveOverlapResult {
   collective_covered_percent: number | null;
 }
 
+export interface DeviceTimeAttributionResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  total_device_time_us: Record<string, number>;
+  device_count: number;
+  by_line_name_us: Record<string, Record<string, number>>;
+}
+
 export interface StragglersResult {
   schema_version: number;
   tool: string;
@@ -1261,6 +1273,7 @@ export interface ToolResults {
   gpu_utilization: GpuUtilizationResult;
   collectives: CollectivesResult;
   collective_overlap: CollectiveOverlapResult;
+  device_time_attribution: DeviceTimeAttributionResult;
   stragglers: StragglersResult;
   critical_path: CriticalPathResult;
   operators_by_shape: OperatorsByShapeResult;

@@ -54,7 +54,7 @@ class DeviceEvents:
     row: np.ndarray  # int64, the event's row in its plane
 
 
-def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
+def int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
     out = np.full(plane.n_events, -1, dtype=np.int64)
     sid = store.stat_id(name)
     if sid < 0:
@@ -77,10 +77,10 @@ def _device_events(store: ProfileStore) -> list[DeviceEvents]:
             continue
         if store.format == "xspace":
             line_id = plane.line_ids[plane.line_idx]
-            rows = np.nonzero((line_id < _DERIVED_LINE_MIN) & (_int_stat(store, plane, "correlation_id") >= 0))[0]
+            rows = np.nonzero((line_id < _DERIVED_LINE_MIN) & (int_stat(store, plane, "correlation_id") >= 0))[0]
             stream = line_id[rows].astype(np.int64)
         else:
-            stream_all = _int_stat(store, plane, "stream")
+            stream_all = int_stat(store, plane, "stream")
             rows = np.nonzero(stream_all >= 0)[0]
             stream = stream_all[rows]
         if rows.shape[0] == 0:

@@ -39,6 +39,13 @@ class CollectiveOverlapResult(PerRankEnvelope):
     collective_covered_percent: float | None
 
 
+class DeviceTimeAttributionResult(ToolEnvelope):
+    hosts: list[str]
+    total_device_time_us: dict[str, float]  # host -> union of its devices' kernel lines (hosts with devices)
+    device_count: int
+    by_line_name_us: dict[str, dict[str, float]]  # host -> line name -> busy time, XProf's keys
+
+
 class StragglersResult(PerRankEnvelope):
     stragglers: list[int]  # the straggling ranks
     waited_for: int | None  # the rank the others wait for in collectives

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "xprof_agent"
 PROFILES = ("jax_mlp", "jax_2hosts", "tpu_inference")
-SUBCOMMANDS = ("get_device_time_attribution",)
+SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap")
 DROPPED = ("kernel_records",)
 
 

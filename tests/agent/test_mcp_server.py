@@ -155,3 +155,15 @@ def test_errors_say_what_is_valid(logdir: Path, tmp_path: Path) -> None:
         assert err and DDP_RUN in out["valid_runs"]
 
     drive(logdir, tmp_path / "cache", body)
+
+
+def test_without_the_sdk_the_command_names_the_extra(tmp_path: Path) -> None:
+    import subprocess
+
+    code = ("import sys; sys.modules['mcp'] = None; sys.modules['mcp.types'] = None\n"
+            "from tbprof.cli.main import main\n"
+            f"sys.exit(main(['mcp', {str(REPO / 'demo_logs' / 'torch_cnn')!r}, '--cache-dir', {str(tmp_path)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "plugin")}, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert "tbprof[agent]" in done.stderr

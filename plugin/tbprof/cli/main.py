@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("tbprof.cli.capture", "profile a running TF/JAX program through its profiler server"),
     "compare": ("tbprof.cli.compare", "two profiles side by side, with a verdict"),
     "check": ("tbprof.cli.compare", "CI gate: fail when the candidate regresses beyond a bound"),
+    "sql": ("tbprof.cli.sql", "one SQL SELECT over every host's events and the tables (docs/sql.md)"),
+    "export": ("tbprof.cli.sql", "write the SQL views as Parquet files (--parquet DIR)"),
     "mcp": ("tbprof.agent.commands", "serve a logdir's analyses to coding agents over MCP (stdio)"),
     "install-skill": ("tbprof.agent.commands", "write the tbprof skill (SKILL.md) for coding agents"),
 }
@@ -97,7 +99,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 # Commands that only read profiles and print: once they have answered, nothing is left to clean
 # up that the kernel does not (no files of their own, no servers, no child processes).
-_READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check"})
+_READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check", "sql"})
 
 
 # numpy's BLAS starts a thread per core when it is imported, unless told otherwise: on a

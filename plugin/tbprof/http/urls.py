@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from werkzeug.routing import Map, Rule
 
-from tbprof.http.routes import capture, compare, core, tfprof, trace
+from tbprof.http.routes import capture, compare, core, sql, tfprof, trace
 
 URL_MAP = Map([
     Rule("/runs", endpoint=core.runs, methods=["GET"]),
@@ -23,6 +23,8 @@ URL_MAP = Map([
     Rule("/trace_event", endpoint=trace.trace_event, methods=["GET"]),
     Rule("/trace_range", endpoint=trace.trace_range, methods=["GET"]),
     Rule("/capture", endpoint=capture.capture_route, methods=["POST"]),
+    Rule("/sql", endpoint=sql.sql, methods=["POST"]),
+    Rule("/sql_tables", endpoint=sql.tables, methods=["GET"]),
     Rule("/tfprof_export", endpoint=tfprof.tfprof_export_route, methods=["GET"]),
     Rule("/compare", endpoint=compare.compare, methods=["GET"]),
     Rule("/compare_table", endpoint=compare.compare_table, methods=["GET"]),

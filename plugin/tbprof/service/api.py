@@ -8,7 +8,8 @@ object, the same store cache (memory + disk) and the same tool memo:
 * ``steps()``, ``ops()``, ``kernels()``, ``memory()``: pandas DataFrames, one row per step /
   op / kernel / memory sample, from the tool of the run's format that has them;
 * ``events(host=, start_ps=, end_ps=)``: the raw events of one host as a DataFrame;
-* ``tool(name, **options)``: any tool's result dict (tables as ``analyses.table.Table``).
+* ``tool(name, **options)``: any tool's result dict (tables as ``analyses.table.Table``);
+* ``sql(query)``: a DuckDB SELECT over every host's events and the tables (docs/sql.md) as a DataFrame.
 
 pandas is optional (``pip install "tbprof[pandas]"``); only the DataFrame methods need it.
 """
@@ -21,22 +22,17 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table
-from tbprof.errors import NoData, NotFound
+from tbprof.errors import BadParameter, NoData, NotFound
 from tbprof.service import summary as summary_mod
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.service.selection import default_host, pick_run, select_hosts
+from tbprof.service.sql import TABLE_SOURCES, run_sql
 
 __all__ = ["DATAFRAME_SOURCES", "Profile", "open"]
 
-# Which (tool, table) gives each DataFrame: the first tool the run lists wins, so every format
-# answers with the tool that has its data.
-DATAFRAME_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
-    "steps": (("overview_page", "steps"), ("tf1_steps", "steps")),
-    "ops": (("framework_op_stats", "ops"), ("tf1_op_stats", "ops")),
-    "kernels": (("kernel_stats", "kernels"),),
-    "memory": (("memory_profile", "timeline"), ("tf1_memory", "allocators")),
-}
+# Which (tool, table) gives each DataFrame: the tables SQL sees too (service/sql/tables.py).
+DATAFRAME_SOURCES = TABLE_SOURCES
 
 _PANDAS_HINT = ('tbprof\'s DataFrame methods need pandas: pip install "tbprof[pandas]" '
                 "(or pip install pandas); summary() and tool() work without it")
@@ -121,6 +117,21 @@ class Profile:
     def memory(self) -> Any:
         """One row per memory sample of the run's allocator timeline."""
         return self._frame("memory")
+
+    def sql(self, query: str, host: str | None = None, max_rows: int = 1_000_000,
+            timeout_s: float = 300.0) -> Any:
+        """A read-only SELECT over the run's views (``events`` of every host, ``steps``, ``ops``,
+        ``kernels``, ``memory``, ``hlo_ops``; docs/sql.md) as a DataFrame; ``host``: one host's
+        events only. More rows than ``max_rows`` is refused rather than cut silently."""
+        pd = _pandas()
+        result = run_sql(self.profiles, self.run.name, query, host=host if host is not None else self.host,
+                         max_rows=max_rows, timeout_s=timeout_s)
+        if result["truncated"]:
+            raise BadParameter(f"the query answers more than {max_rows:,} rows; aggregate, add a LIMIT, "
+                               "or pass a larger max_rows")
+        names = [c["name"] for c in result["columns"]]
+        return pd.DataFrame(result["rows"], columns=names) if result["rows"] else pd.DataFrame(
+            {n: [] for n in names})
 
     def events(self, host: str | None = None, start_ps: int | None = None, end_ps: int | None = None) -> Any:
         """Raw events of one host: plane, line, name, start_ps, dur_ps, depth (times relative to the

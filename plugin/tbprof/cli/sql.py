@@ -1,0 +1,87 @@
+"""``tbprof sql PATH "SELECT ..."`` and ``tbprof export PATH --parquet DIR``: SQL over a run
+(docs/sql.md) and its views as Parquet files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
+
+# A column of the terminal table shows at most this many characters (the JSON and CSV keep all).
+MAX_CELL_CHARS = 60
+
+
+def configure_sql(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+    p.add_argument("query", help='one SELECT over events, steps, ops, kernels, memory, hlo_ops (docs/sql.md); '
+                                 '"-" reads it from stdin')
+    p.add_argument("--run", default=None)
+    p.add_argument("--host", default=None, help="one host's events only (default: every host)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--max-rows", type=int, default=10_000, help="rows printed at most (default 10000)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds the query may run (default 300)")
+
+
+def _cell(value: Any) -> str:
+    text = "NULL" if value is None else (f"{value:.6g}" if isinstance(value, float) else str(value))
+    text = text.replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS - 1] + "…"
+
+
+def format_table(names: list[str], rows: list[list[Any]]) -> str:
+    """Rows as aligned text columns (numbers right-aligned), for a terminal."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(n), *(len(r[i]) for r in cells)]) for i, n in enumerate(names)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and bool(rows)
+               for i in range(len(names))]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True))
+
+    out = [line(names), "  ".join("-" * w for w in widths)]
+    out.extend(line(r) for r in cells)
+    return "\n".join(s.rstrip() for s in out) + "\n"
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from tbprof.analyses.encode import rows_csv
+    from tbprof.service.sql import run_sql
+
+    query = sys.stdin.read() if args.query == "-" else args.query
+    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
+    run = pick_run(profiles, args.run)
+    result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout)
+    names = [c["name"] for c in result["columns"]]
+    if args.format == "json":
+        print_json({"run": run.name, **result})
+    elif args.format == "csv":
+        sys.stdout.write(rows_csv(names, result["rows"]).decode())
+    else:
+        sys.stdout.write(format_table(names, result["rows"]))
+    if result["truncated"] and args.format != "json":
+        print(f"tbprof: only the first {result['row_count']:,} rows are printed (--max-rows)", file=sys.stderr)
+    return EXIT_OK
+
+
+def configure_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path")
+    p.add_argument("--parquet", required=True, metavar="DIR",
+                   help="write events (partitioned by host) and the tables as Parquet files into DIR")
+    p.add_argument("--run", default=None)
+    p.add_argument("--host", default=None, help="one host only (default: every host)")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from tbprof.service.sql.export import export_parquet
+
+    profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
+    run = pick_run(profiles, args.run)
+    for written in export_parquet(profiles, run.name, Path(args.parquet), host=args.host):
+        print(f"{written['path']}\t{written['rows']} rows")
+    return EXIT_OK
+
+
+COMMANDS = {"sql": (configure_sql, cmd_sql), "export": (configure_export, cmd_export)}

@@ -1,0 +1,295 @@
+"""The ``events`` view's columns of one plane: numpy views of the store where they exist, the
+rest derived once per plane and kept in the store's memo (so in the memory budget).
+
+Strings stay ids: a name, line or text stat is a pandas ``Categorical`` over the host's string
+table (codes = the store's int32 ids), which DuckDB scans as an ENUM without a string per event.
+A column is built only when a query names it (``EventColumn.name`` appears in its text, or the
+query says ``*``): a derived stat column costs 4-8 bytes an event, and most queries name few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tbprof.analyses.steps.assignment import steps_of
+from tbprof.domain import event_tree
+from tbprof.domain.event_columns import RowStats
+from tbprof.domain.event_groups import event_groups
+from tbprof.domain.planes import PlaneKind, plane_kind
+from tbprof.domain.tf_op import parse_tf_op
+from tbprof.store.tables import Plane, ProfileStore
+
+
+@dataclass(frozen=True)
+class EventColumn:
+    """One column of ``events`` as a plane frame holds it (the view adds host, device and
+    the columns computed from these)."""
+
+    name: str
+    sql_type: str  # the DuckDB type a user sees (strings: VARCHAR, though scanned as ENUM)
+    doc: str
+    stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
+    kind: str = "int"  # "int" | "float" | "text" for stat columns
+
+
+# Stat columns: XProf's Events DB name where the meaning is the same (docs/sql.md maps them).
+STAT_COLUMNS: tuple[EventColumn, ...] = (
+    EventColumn("correlation_id", "BIGINT", "launch correlation id (host launch <-> device kernel)",
+                ("correlation_id", "correlation")),
+    EventColumn("external_id", "BIGINT", "PyTorch's External id (operator <-> runtime call)", ("External id",)),
+    EventColumn("flow", "BIGINT", "flow id linking producer and consumer events", ("flow", "flow_id")),
+    EventColumn("group_id", "BIGINT", "XSpace group (step) id", ("group_id",)),
+    EventColumn("hlo_op", "VARCHAR", "XLA HLO op", ("hlo_op",), "text"),
+    EventColumn("hlo_module", "VARCHAR", "XLA HLO module", ("hlo_module",), "text"),
+    EventColumn("tf_op", "VARCHAR", "framework op, 'name:type' as recorded", ("tf_op",), "text"),
+    EventColumn("kernel_details", "VARCHAR", "GPU kernel launch configuration as XSpace records it",
+                ("kernel_details",), "text"),
+    EventColumn("grid", "VARCHAR", "kernel grid dimensions (PyTorch traces)", ("grid",), "text"),
+    EventColumn("block", "VARCHAR", "kernel block dimensions (PyTorch traces)", ("block",), "text"),
+    EventColumn("registers_per_thread", "BIGINT", "kernel registers per thread (PyTorch traces)",
+                ("registers per thread",)),
+    EventColumn("shared_memory_bytes", "BIGINT", "kernel shared memory in bytes (PyTorch traces)",
+                ("shared memory",)),
+    EventColumn("occupancy_pct", "DOUBLE", "estimated achieved occupancy in percent (PyTorch traces)",
+                ("est. achieved occupancy %",), "float"),
+    EventColumn("stream", "BIGINT", "CUDA stream (PyTorch traces)", ("stream",)),
+    EventColumn("input_dims", "VARCHAR", "input shapes as recorded (PyTorch record_shapes)", ("Input Dims",), "text"),
+    EventColumn("input_types", "VARCHAR", "input dtypes as recorded (PyTorch record_shapes)", ("Input type",), "text"),
+    EventColumn("flops", "BIGINT", "FLOPs the profiler recorded", ("flops",)),
+    EventColumn("memory_accessed", "BIGINT", "bytes accessed the profiler recorded", ("bytes_accessed",)),
+    EventColumn("bytes", "BIGINT", "bytes of a memory or copy event (PyTorch traces)", ("Bytes", "bytes")),
+    EventColumn("cat", "VARCHAR", "the Chrome-trace category (PyTorch: kernel, cpu_op, ...)", ("cat",), "text"),
+)
+
+# Columns read from the event table itself (or derived from its structure).
+BASE_COLUMNS: tuple[EventColumn, ...] = (
+    EventColumn("event_id", "INTEGER", "row of the event in its plane (with host and plane_index: its identity)"),
+    EventColumn("line_id", "BIGINT", "XLine id: the thread id (host) or stream id (device)"),
+    EventColumn("line_name", "VARCHAR", "the line's display name (thread or stream)"),
+    EventColumn("name", "VARCHAR", "the event name (kernel, op, TraceMe, ...)"),
+    EventColumn("start_ps", "BIGINT", "start in ps since the profile's first event (exact)"),
+    EventColumn("dur_ps", "BIGINT", "duration in ps (exact)"),
+    EventColumn("self_ps", "BIGINT", "duration less the direct children's on the same line, in ps"),
+    EventColumn("depth", "SMALLINT", "nesting depth on its line (0: outermost)"),
+    EventColumn("step", "VARCHAR", "XProf's step: the event's group ('train 3') on XSpace, else the name of "
+                "the overview step it belongs to"),
+    EventColumn("step_num", "BIGINT", "number of the overview step the event belongs to (NULL outside them)"),
+    EventColumn("tf_op_name", "VARCHAR", "framework op name (from tf_op)"),
+    EventColumn("tf_op_type", "VARCHAR", "framework op type (from tf_op)"),
+)
+
+FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
+_BY_NAME = {c.name: c for c in FRAME_COLUMNS}
+
+
+def _categorical(codes: np.ndarray, categories: Any) -> Any:
+    import pandas as pd
+
+    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+
+def _masked_int(values: np.ndarray, has: np.ndarray) -> Any:
+    import pandas as pd
+
+    return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), ~has)
+
+
+def _masked_float(values: np.ndarray, has: np.ndarray) -> Any:
+    import pandas as pd
+
+    return pd.arrays.FloatingArray(values.astype(np.float64, copy=False), ~has)
+
+
+class PlaneColumns:
+    """Builds (and memoises in the store's memo) the columns of one plane."""
+
+    def __init__(self, store: ProfileStore, plane_index: int, categories: Any) -> None:
+        self.store = store
+        self.plane_index = plane_index
+        self.plane: Plane = store.planes[plane_index]
+        self.categories = categories  # the host's string table as a pandas Index
+
+    def _memo(self, what: str, compute: Callable[[], Any]) -> Any:
+        return self.store.memo(("sql_column", self.plane_index, what), compute)
+
+    def column(self, name: str) -> Any:
+        plane = self.plane
+        n = plane.n_events
+        if name == "start_ps":
+            return np.asarray(plane.start_ps)
+        if name == "dur_ps":
+            return np.asarray(plane.dur_ps)
+        if name == "depth":
+            return np.asarray(plane.depth)
+        if name == "name":
+            return _categorical(np.asarray(plane.name_id), self.categories)
+        if name == "event_id":
+            return self._memo("event_id", lambda: np.arange(n, dtype=np.int32))
+        if name == "line_id":
+            return self._memo("line_id", lambda: np.asarray(plane.line_ids, dtype=np.int64)[plane.line_idx])
+        if name == "line_name":
+            return self._line_names()
+        if name == "self_ps":
+            return self._memo("self_ps", self._self_ps)
+        if name == "step_num":
+            return self._memo("step_num", self._step_nums)
+        if name == "step":
+            return self._step_names()
+        if name == "hlo_op":
+            return self._memo("hlo_op", self._hlo_op)
+        if name in ("tf_op_name", "tf_op_type"):
+            return self._tf_op(name)
+        spec = _BY_NAME[name]
+        return self._memo(name, lambda: self._stat(spec))
+
+    def _line_names(self) -> Any:
+        import pandas as pd
+
+        plane = self.plane
+        names = [d or n for n, d in zip(plane.line_names, plane.line_display_names, strict=False)]
+        unique, inverse = np.unique(np.asarray(names, dtype=object), return_inverse=True) if names else (
+            np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
+        codes = self._memo("line_code", lambda: inverse.astype(np.int32)[plane.line_idx] if len(names)
+                           else np.full(plane.n_events, -1, dtype=np.int32))
+        return _categorical(codes, pd.Index(unique.tolist(), dtype=object))
+
+    def _self_ps(self) -> np.ndarray:
+        """Children's time subtracted on nested lines; on a GPU, events of a stream do not call
+        each other (overlaps there are a CUDA graph's timing), so self time is the duration (as
+        XProf's Events DB has it)."""
+        plane = self.plane
+        if plane.name.startswith("/device:GPU"):
+            return np.asarray(plane.dur_ps)
+        return event_tree.self_time_ps(plane, event_tree.parent_rows(plane))
+
+    def _hlo_op(self) -> Any:
+        """The hlo_op stat, else on an ``XLA Ops`` line (TPU) the op's display name, as XProf reads it."""
+        plane = self.plane
+        sid = self.store.stat_id("hlo_op")
+        ids = plane.dense_str_ids(sid) if sid >= 0 else np.full(plane.n_events, -1, dtype=np.int32)
+        ops_lines = [i for i, (n, d) in enumerate(zip(plane.line_names, plane.line_display_names, strict=False))
+                     if "XLA Ops" in (n, d)]
+        for line in ops_lines:
+            rows = plane.line_rows(line)
+            display = np.asarray(plane.meta_display_name_id)[np.asarray(plane.meta_idx[rows])]
+            missing = ids[rows] < 0
+            ids[rows] = np.where(missing & (display > 0), display, ids[rows])
+        return _categorical(ids.astype(np.int32), self.categories)
+
+    def _step_names(self) -> Any:
+        import pandas as pd
+
+        def compute() -> tuple[np.ndarray, list[str]]:
+            n = self.plane.n_events
+            if self.store.format == "xspace":
+                groups = event_groups(self.store)
+                if self.plane_index < len(groups.group_of) and groups.n_groups:
+                    names, inverse = np.unique(np.asarray(groups.group_names, dtype=object), return_inverse=True)
+                    group = np.asarray(groups.group_of[self.plane_index])
+                    codes = np.where(group >= 0, inverse.reshape(-1)[np.clip(group, 0, None)], -1).astype(np.int32)
+                    return codes, [str(x) for x in names.tolist()]
+                return np.full(n, -1, dtype=np.int32), []
+            steps = steps_of(self.store)
+            if steps.n_steps == 0 or self.plane_index >= len(steps.planes):
+                return np.full(n, -1, dtype=np.int32), []
+            names, inverse = np.unique(np.asarray(steps.names, dtype=object), return_inverse=True)
+            idx = steps.event_step(self.plane_index)
+            codes = np.where(idx >= 0, inverse.reshape(-1)[np.clip(idx, 0, None)], -1).astype(np.int32)
+            return codes, [str(x) for x in names.tolist()]
+
+        codes, names = self._memo("step_names", compute)
+        return _categorical(codes, pd.Index(names, dtype=object))
+
+    def _step_nums(self) -> Any:
+        steps = steps_of(self.store)
+        n = self.plane.n_events
+        if steps.n_steps == 0 or not steps.planes or self.plane_index >= len(steps.planes):
+            return _masked_int(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool))
+        idx = steps.event_step(self.plane_index)
+        has = idx >= 0
+        return _masked_int(np.where(has, steps.step_nums[np.clip(idx, 0, None)], 0), has)
+
+    def _stat(self, spec: EventColumn) -> Any:
+        plane = self.plane
+        n = plane.n_events
+        found = [s for s in spec.stats if self.store.stat_id(s) >= 0]
+        if spec.kind == "text":
+            ids = np.full(n, -1, dtype=np.int32)
+            for s in reversed(found):  # the first name listed wins
+                got = plane.dense_str_ids(self.store.stat_id(s))
+                ids = np.where(got >= 0, got, ids).astype(np.int32)
+            return _categorical(ids, self.categories)
+        if not found:
+            empty = np.zeros(n, dtype=bool)
+            if spec.kind == "float":
+                return _masked_float(np.zeros(n), empty)
+            return _masked_int(np.zeros(n, np.int64), empty)
+        stats = RowStats(self.store, plane, np.arange(n, dtype=np.int64), found)
+        has = np.zeros(n, dtype=bool)
+        values = np.zeros(n, dtype=np.float64 if spec.kind == "float" else np.int64)
+        for s in reversed(found):
+            s_has = stats.has(s)
+            values = np.where(s_has, stats.float(s) if spec.kind == "float" else stats.int(s), values)
+            has |= s_has
+        return _masked_float(values, has) if spec.kind == "float" else _masked_int(values, has)
+
+    def _tf_op(self, name: str) -> Any:
+        import pandas as pd
+
+        def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
+            sid = self.store.stat_id("tf_op")
+            ids = self.plane.dense_str_ids(sid) if sid >= 0 else np.full(self.plane.n_events, -1, np.int32)
+            unique, inverse = np.unique(ids, return_inverse=True)
+            texts: list[str] = []
+            name_code = np.full(unique.shape[0], -1, dtype=np.int32)
+            type_code = np.full(unique.shape[0], -1, dtype=np.int32)
+            index: dict[str, int] = {}
+            for k, i in enumerate(unique.tolist()):
+                if i < 0:
+                    continue
+                op = parse_tf_op(self.store.strings[i])
+                for out, text in ((name_code, op.name), (type_code, op.type)):
+                    if text:
+                        out[k] = index.setdefault(text, len(index))
+            texts = list(index)
+            inverse = inverse.reshape(-1)
+            return name_code[inverse], type_code[inverse], texts
+
+        name_codes, type_codes, texts = self._memo("tf_op_parts", compute)
+        return _categorical(name_codes if name == "tf_op_name" else type_codes, pd.Index(texts, dtype=object))
+
+    def frame(self, wanted: Collection[str]) -> Any:
+        """A DataFrame of the wanted frame columns (in FRAME_COLUMNS order)."""
+        import pandas as pd
+
+        cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
+        if not cols:
+            cols = {"event_id": self.column("event_id")}
+        return pd.DataFrame(cols, copy=False)
+
+
+def device_name(plane_name: str) -> str:
+    """XProf's Events DB ``device``: ``gpu:0`` for ``/device:GPU:0``, ``cpu:0`` for the host,
+    ``TPU:0`` for ``/device:TPU:0``; other planes keep their name."""
+    if plane_name.startswith("/device:GPU:"):
+        return "gpu:" + plane_name.removeprefix("/device:GPU:")
+    if plane_name == "/host:CPU":
+        return "cpu:0"
+    if plane_name.startswith("/device:"):
+        return plane_name.removeprefix("/device:")
+    return plane_name
+
+
+def category_of(plane: Plane) -> str | None:
+    """XProf's Events DB ``category`` of a plane's events where it is per plane: ``host`` on the
+    host, ``device`` on a GPU; None where it is the line name (TPU and other planes)."""
+    kind = plane_kind(plane)
+    if kind is PlaneKind.HOST:
+        return "host"
+    if kind is PlaneKind.DEVICE and plane.name.startswith("/device:GPU"):
+        return "device"
+    return None

@@ -1,0 +1,383 @@
+"""The SQL engine: a DuckDB connection per query over the run's views, locked down.
+
+Safety (docs/sql.md "Safety"): one statement, and it must be a SELECT; the connection has no
+file system, network or extensions (``enable_external_access=false``, no extension autoload or
+autoinstall) and its settings are locked before the user's text runs, so a query reads the
+views and nothing else; nothing is written (no temp directory). A query is stopped after
+``timeout_s`` and held to a memory limit that is reserved in the process-wide memory budget while
+it runs (values the LRU holds make room for it); rows beyond ``max_rows`` are dropped and the
+answer says ``truncated``. DuckDB's own message is what a bad query gets back (a BadParameter).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypedDict
+
+from tbprof.errors import BadParameter, NoData, TbprofError
+from tbprof.service.logdir import Run
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS, select_hosts
+from tbprof.service.sql.columns import BASE_COLUMNS, FRAME_COLUMNS, STAT_COLUMNS, PlaneColumns, category_of, device_name
+from tbprof.service.sql.tables import TABLE_SOURCES, host_table, source_of, table_frame
+from tbprof.store.memo import Memo, shared_budget
+from tbprof.store.tables import ProfileStore
+
+# A query's text: long enough for any hand-written question, short enough that parsing it is cheap.
+MAX_QUERY_CHARS = 100_000
+# The memory a query may use: this share of the memory budget, at least MIN_QUERY_MEMORY_BYTES.
+QUERY_MEMORY_SHARE = 0.25
+MIN_QUERY_MEMORY_BYTES = 128 << 20
+_UNLOADED = "tbprof: column not loaded"
+
+_SQL_HINT = 'SQL needs DuckDB and pandas: pip install "tbprof[sql]"'
+
+
+class SqlColumn(TypedDict):
+    name: str
+    type: str  # DuckDB type name
+
+
+class SqlResult(TypedDict):
+    columns: list[SqlColumn]
+    rows: list[list[object]]  # JSON-safe values
+    row_count: int  # rows returned
+    truncated: bool  # more rows existed than max_rows
+    elapsed_ms: float
+
+
+class SqlUnavailable(NoData):
+    """DuckDB or pandas is not installed (``tbprof[sql]``)."""
+
+    kind = "sql_unavailable"
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+        import pandas  # noqa: F401  (the views are pandas frames)
+    except ImportError as e:
+        raise SqlUnavailable(_SQL_HINT) from e
+    return duckdb
+
+
+# --- the events view ------------------------------------------------------------------------
+# Columns the view computes from the frame's, and what each needs.
+VIEW_COLUMNS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    # name, DuckDB type, doc, frame columns it reads
+    ("end_ps", "BIGINT", "end in ps since the profile's first event", ("start_ps", "dur_ps")),
+    ("start_ns", "BIGINT", "start in ns since the profile's first event (XProf's start_ns)", ("start_ps",)),
+    ("end_ns", "BIGINT", "start_ns plus the whole ns of the duration (XProf's end_ns)", ("start_ps", "dur_ps")),
+    ("duration_ns", "DOUBLE", "duration in ns", ("dur_ps",)),
+    ("self_time_ns", "BIGINT", "self time in ns (XProf's self_time_ns)", ("self_ps",)),
+    ("kernel_name", "VARCHAR", "the event name (XProf's kernel_name: the raw event name)", ("name",)),
+    ("stream_id", "BIGINT", "the line id on a device plane (XProf's stream_id)", ("line_id",)),
+    ("thread_id", "BIGINT", "the line id on a host plane (XProf's thread_id)", ("line_id",)),
+    ("thread_name", "VARCHAR", "the line name on a host plane (XProf's thread_name)", ("line_name",)),
+    ("category", "VARCHAR", "XProf's category: 'host', 'device' (GPU) or the line name", ("line_name",)),
+)
+PLANE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("host", "VARCHAR", "the host (a PyTorch run's rank) the event was recorded on"),
+    ("plane_index", "INTEGER", "index of the plane in the host's profile"),
+    ("plane", "VARCHAR", "the plane (/device:GPU:0, /host:CPU, ...)"),
+    ("device", "VARCHAR", "XProf's device name (gpu:0, cpu:0, TPU:0)"),
+)
+
+
+def events_columns() -> list[tuple[str, str, str]]:
+    """Every column of ``events`` in order: (name, type, doc)."""
+    return [*PLANE_COLUMNS, *[(c.name, c.sql_type, c.doc) for c in BASE_COLUMNS],
+            *[(n, t, d) for n, t, d, _ in VIEW_COLUMNS], *[(c.name, c.sql_type, c.doc) for c in STAT_COLUMNS]]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _wanted_frame_columns(query: str | None) -> set[str]:
+    """Frame columns a query may read: those it names (or every one for ``*``, ``COLUMNS(``,
+    or no query). A column not built reads as an error, never as NULL: see ``run_sql``."""
+    all_names = {c.name for c in FRAME_COLUMNS}
+    if query is None or "*" in query or "columns(" in query.lower():
+        return all_names
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+    wanted = all_names & words
+    for name, _t, _d, needs in VIEW_COLUMNS:
+        if name in words:
+            wanted.update(needs)
+    return wanted
+
+
+def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
+    plane = store.planes[plane_index]
+    def col(name: str, sql_type: str) -> str:
+        return f"ev.{name}" if name in built else f"error('{_UNLOADED} {name}')::{sql_type}"
+
+    category = category_of(plane)
+    on_device = plane.name.startswith("/device:")
+    exprs = [f"{_literal(host)} AS host", f"{plane_index} AS plane_index", f"{_literal(plane.name)} AS plane",
+             f"{_literal(device_name(plane.name))} AS device"]
+    exprs += [f"{col(c.name, c.sql_type)} AS {c.name}" for c in BASE_COLUMNS]
+    start, dur = col("start_ps", "BIGINT"), col("dur_ps", "BIGINT")
+    line_id, line_name = col("line_id", "BIGINT"), col("line_name", "VARCHAR")
+    kernel_name = f"{col('name', 'VARCHAR')}::VARCHAR"
+    if plane.name.startswith("/device:TPU"):
+        # XProf's kernel_name of a TPU module event carries its line's marker.
+        kernel_name = (f"CASE WHEN {line_name}::VARCHAR = 'XLA Modules' THEN 'HLO Module:' || {kernel_name} "
+                       f"ELSE {kernel_name} END")
+    exprs += [
+        f"{start} + {dur} AS end_ps",
+        f"({start} // 1000) AS start_ns",
+        f"({start} // 1000 + {dur} // 1000) AS end_ns",
+        f"({dur} / 1000.0) AS duration_ns",
+        f"({col('self_ps', 'BIGINT')} // 1000) AS self_time_ns",
+        f"{kernel_name} AS kernel_name",
+        f"{line_id if on_device else 'NULL::BIGINT'} AS stream_id",
+        f"{'NULL::BIGINT' if on_device else line_id} AS thread_id",
+        f"{'NULL::VARCHAR' if on_device else line_name + '::VARCHAR'} AS thread_name",
+        f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
+    ]
+    exprs += [f"{col(c.name, c.sql_type)}{'::VARCHAR' if c.sql_type == 'VARCHAR' else ''} AS {c.name}"
+              for c in STAT_COLUMNS]
+    return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
+
+
+def _empty_events() -> str:
+    return "SELECT " + ", ".join(f"NULL::{t} AS {n}" for n, t, _ in events_columns()) + " WHERE false"
+
+
+# --- a session: a connection with the run's views ------------------------------------------
+def query_memory_bytes() -> int:
+    return max(MIN_QUERY_MEMORY_BYTES, int(shared_budget().max_bytes * QUERY_MEMORY_SHARE))
+
+
+_RESERVATIONS = Memo()
+
+
+@contextmanager
+def reserved(size_bytes: int) -> Iterator[None]:
+    """Holds ``size_bytes`` of the memory budget while a query runs (the LRU makes room)."""
+    key = ("sql_query", uuid.uuid4().hex)
+    _RESERVATIONS.get(key, lambda: None, size=lambda _: size_bytes)
+    try:
+        yield
+    finally:
+        _RESERVATIONS.clear_key(key)
+
+
+def _stores(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[tuple[str, ProfileStore]]:
+    stores, _errors = profiles.stores_tolerant(run, hosts)
+    out = [(s.host if hasattr(s, "host") else h, s) for h, s in zip(hosts, stores, strict=False)]
+    got = [(h, s) for h, s in out if isinstance(s, ProfileStore)]
+    if not got:
+        raise NoData(f"run {run.name!r} is a {run.kind} run: it has no events to query")
+    return got
+
+
+def _host_names(run: Run, host: str | None) -> list[str]:
+    if host in (None, "", ALL_HOSTS):
+        return sorted(run.hosts)
+    return select_hosts(run, host)
+
+
+def _categories(store: ProfileStore, pd: Any) -> Any:
+    """The host's string table as a pandas Index: the categories of every text column."""
+    def build() -> Any:
+        return pd.Index(store.strings.as_list(), dtype=object)
+    return store.memo(("sql_categories",), build)
+
+
+def connect(memory_bytes: int, writable_dir: str | None = None) -> Any:
+    """A DuckDB connection with no file system, network or extension access (``writable_dir``:
+    the one folder an export may write; never given for a user's query)."""
+    duckdb = _duckdb()
+    config: dict[str, Any] = {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allow_community_extensions": False,
+        "threads": max(1, min(4, os.cpu_count() or 1)),
+        "memory_limit": f"{memory_bytes // (1 << 20)}MiB",
+        "temp_directory": "",
+    }
+    con = duckdb.connect(":memory:", config=config)
+    if writable_dir is not None:
+        con.execute("SET allowed_directories = $dirs", {"dirs": [writable_dir]})
+    con.execute("SET enable_external_access = false")
+    return con
+
+
+def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
+                   all_columns: bool = False, tables: bool = True) -> None:
+    """Creates ``events`` over the hosts' planes and the tables the query names (all of them
+    without a query), then locks the connection's settings."""
+    import pandas as pd
+
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
+    built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
+    branches: list[str] = []
+    if words is None or "events" in words:
+        for host, store in _stores(profiles, run, hosts):
+            categories = _categories(store, pd)
+            for i, plane in enumerate(store.planes):
+                if plane.n_events == 0:
+                    continue
+                name = f"f_{len(branches)}"
+                con.register(name, PlaneColumns(store, i, categories).frame(built))
+                branches.append(_plane_branch(store, host, i, name, built))
+    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
+    for what in TABLE_SOURCES if tables else ():
+        if words is not None and what not in words:
+            continue
+        source = source_of(profiles, run, what)
+        if source is None:
+            continue
+        frames = []
+        for host in hosts:
+            table = host_table(profiles, run, host, source)
+            if table is not None:
+                frames.append(table_frame(table, pd, host))
+        if frames:
+            con.register(f"t_{what}", pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+            con.execute(f"CREATE VIEW {what} AS SELECT * FROM t_{what}")
+    con.execute("SET lock_configuration = true")
+
+
+@contextmanager
+def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
+             memory_bytes: int, all_columns: bool = False) -> Iterator[Any]:
+    con = connect(memory_bytes)
+    try:
+        register_views(con, profiles, run, hosts, query, all_columns)
+        yield con
+    finally:
+        con.close()
+
+
+def _select_statement(duckdb: Any, query: str) -> str:
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadParameter(f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are read")
+    if not query.strip():
+        raise BadParameter("the query is empty")
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as e:
+        raise BadParameter(str(e)) from e
+    if len(statements) != 1:
+        raise BadParameter(f"one SQL statement is run at a time; this text holds {len(statements)}")
+    if statements[0].type != duckdb.StatementType.SELECT:
+        raise BadParameter(f"only SELECT queries are run (read-only); this is a {statements[0].type.name} statement")
+    return str(query)
+
+
+# --- values ----------------------------------------------------------------------------------
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, decimal.Decimal):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return str(value)
+
+
+def _type_name(duck_type: Any) -> str:
+    text = str(duck_type)
+    return "VARCHAR" if text.startswith("ENUM(") else text
+
+
+def _execute(con: Any, duckdb: Any, query: str, max_rows: int,
+             timeout_s: float) -> tuple[list[SqlColumn], list[Any], bool]:
+    timer = threading.Timer(timeout_s, con.interrupt)
+    timer.start()
+    try:
+        cur = con.execute(query)
+        columns: list[SqlColumn] = [{"name": str(d[0]), "type": _type_name(d[1])} for d in cur.description or []]
+        rows = cur.fetchmany(max_rows + 1)
+    except duckdb.InterruptException as e:
+        raise BadParameter(f"the query was stopped after its time limit of {timeout_s:g} s") from e
+    except duckdb.OutOfMemoryException as e:
+        raise BadParameter(f"the query needs more than its memory limit: {e}") from e
+    finally:
+        timer.cancel()
+    return columns, rows, len(rows) > max_rows
+
+
+def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None,
+            max_rows: int = 10_000, timeout_s: float = 30.0) -> SqlResult:
+    """One read-only SELECT over the run's views (every host, or ``host``)."""
+    began = time.perf_counter()
+    duckdb = _duckdb()
+    statement = _select_statement(duckdb, query)
+    if max_rows < 0:
+        raise BadParameter("max_rows must be 0 or more")
+    if not timeout_s > 0:
+        raise BadParameter("timeout_s must be more than 0")
+    the_run = profiles.run(run)
+    hosts = _host_names(the_run, host)
+    memory_bytes = query_memory_bytes()
+    with reserved(memory_bytes):
+        try:
+            with _session(profiles, the_run, hosts, statement, memory_bytes) as con:
+                columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
+        except duckdb.Error as e:
+            if _UNLOADED not in str(e):
+                raise BadParameter(str(e)) from e
+            # The query reached a column without naming it (a row as a struct, ...): all columns.
+            with _session(profiles, the_run, hosts, statement, memory_bytes, all_columns=True) as con:
+                try:
+                    columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
+                except duckdb.Error as e2:
+                    raise BadParameter(str(e2)) from e2
+    kept = rows[:max_rows]
+    return {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept], "row_count": len(kept),
+            "truncated": truncated, "elapsed_ms": (time.perf_counter() - began) * 1e3}
+
+
+def sql_tables(profiles: Profiles, run: str) -> list[dict[str, Any]]:
+    """The run's views and their columns: ``[{"name", "columns": [SqlColumn...], "doc"?}]``."""
+    the_run = profiles.run(run)
+    out: list[dict[str, Any]] = [{"name": "events", "columns": [
+        {"name": n, "type": t, "doc": d} for n, t, d in events_columns()]}]
+    duckdb = _duckdb()
+    import pandas as pd
+
+    con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    try:
+        for what in TABLE_SOURCES:
+            source = source_of(profiles, the_run, what)
+            if source is None:
+                continue
+            try:
+                table = host_table(profiles, the_run, sorted(the_run.hosts)[0], source)
+            except TbprofError:
+                continue
+            if table is None:
+                continue
+            con.register("t", table_frame(table, pd, "h"))
+            cols: list[SqlColumn] = [{"name": str(r[0]), "type": _type_name(r[1])}
+                                     for r in con.execute("DESCRIBE SELECT * FROM t").fetchall()]
+            con.unregister("t")
+            out.append({"name": what, "columns": cols, "source": f"{source[0]}:{source[1]}"})
+    finally:
+        con.close()
+    return out

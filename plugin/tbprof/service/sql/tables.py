@@ -1,0 +1,42 @@
+"""The tables the pages compute, as the SQL views and the Python API's DataFrames see them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tbprof.analyses.table import Table
+from tbprof.service.logdir import Run
+from tbprof.service.profiles import Profiles
+
+# Which (tool, table) gives each table: the first tool the run lists wins, so every format
+# answers with the tool that has its data.
+TABLE_SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
+    "steps": (("overview_page", "steps"), ("tf1_steps", "steps")),
+    "ops": (("framework_op_stats", "ops"), ("tf1_op_stats", "ops")),
+    "kernels": (("kernel_stats", "kernels"),),
+    "memory": (("memory_profile", "timeline"), ("tf1_memory", "allocators")),
+    "hlo_ops": (("hlo_stats", "hlo_ops"),),
+}
+
+
+def source_of(profiles: Profiles, run: Run, what: str) -> tuple[str, str] | None:
+    """The (tool, table) that gives ``what`` for this run, None when no tool of the run has it."""
+    listed = set(profiles.tools(run))
+    return next((src for src in TABLE_SOURCES[what] if src[0] in listed), None)
+
+
+def host_table(profiles: Profiles, run: Run, host: str, source: tuple[str, str]) -> Table | None:
+    """One host's table (memoised with the tool's result)."""
+    tool_name, table = source
+    result = profiles.compute(run, [host], profiles.tool(tool_name), {})
+    found = result.get("tables", {}).get(table)
+    return found if isinstance(found, Table) else None
+
+
+def table_frame(table: Table, pd: Any, host: str | None = None) -> Any:
+    """A tool table as a DataFrame (units are in the column names already); ``host`` first when given."""
+    data: dict[str, Any] = {"host": host} if host is not None else {}
+    for c in table.columns:
+        if c.name != "host" or host is None:
+            data[c.name] = table.data[c.name]
+    return pd.DataFrame(data)

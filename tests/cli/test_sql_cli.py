@@ -1,0 +1,80 @@
+"""``tbprof sql`` and ``tbprof export --parquet`` on real profiles."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tbprof.cli import main as cli
+from tbprof.cli.sql import format_table
+from tests.conftest import SAMPLE_PROFILES
+
+QUERY = "SELECT host, count(*) AS n, sum(dur_ps) AS total_ps FROM events GROUP BY host ORDER BY host"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_sql_in_every_format(capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
+    path = str(SAMPLE_PROFILES / "torch_ddp")
+    code, out, _ = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir))
+    assert code == 0
+    body = json.loads(out)
+    assert [c["name"] for c in body["columns"]] == ["host", "n", "total_ps"] and body["row_count"] == 2
+    code, out, _ = _run(capsys, "sql", path, QUERY, "--format", "csv", "--cache-dir", str(cache_dir))
+    rows = list(csv.reader(io.StringIO(out)))
+    assert rows[0] == ["host", "n", "total_ps"] and [[r[0], int(r[1]), int(r[2])] for r in rows[1:]] == body["rows"]
+    code, out, _ = _run(capsys, "sql", path, QUERY, "--cache-dir", str(cache_dir))
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["host", "n", "total_ps"] and len(lines) == 2 + 2
+    assert lines[2].split() == [str(v) for v in body["rows"][0]]
+
+
+def test_sql_refusals_exit_1(capsys: pytest.CaptureFixture[str], cache_dir: Path, tmp_path: Path) -> None:
+    path = str(SAMPLE_PROFILES / "jax_mlp")
+    target = tmp_path / "x.csv"
+    code, _, err = _run(capsys, "sql", path, f"COPY (SELECT 1) TO '{target}'", "--cache-dir", str(cache_dir))
+    assert code == 1 and "only SELECT" in err and not target.exists()
+    code, _, err = _run(capsys, "sql", path, "SELECT nope FROM events", "--cache-dir", str(cache_dir))
+    assert code == 1 and "nope" in err
+
+
+def test_sql_truncation_is_said(capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
+    code, out, err = _run(capsys, "sql", str(SAMPLE_PROFILES / "jax_mlp"), "SELECT name FROM events",
+                          "--max-rows", "3", "--format", "csv", "--cache-dir", str(cache_dir))
+    assert code == 0 and len(out.splitlines()) == 1 + 3 and "first 3 rows" in err
+
+
+def test_format_table_aligns_and_shows_null() -> None:
+    # Both columns 4 wide ("NULL", "22.5"), two spaces apart; the numeric one right-aligned, header too.
+    text = format_table(["a", "bb"], [["x", 1], [None, 22.5]])
+    assert text.splitlines() == ["a       bb", "----  ----", "x        1", "NULL  22.5"]
+
+
+def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_dir: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    path = str(SAMPLE_PROFILES / "torch_ddp")
+    out_dir = tmp_path / "out"
+    code, out, _ = _run(capsys, "export", path, "--parquet", str(out_dir), "--cache-dir", str(cache_dir))
+    assert code == 0
+    written = dict(line.split("\t") for line in out.splitlines())
+    assert {Path(p).name for p in written} >= {"events.parquet", "steps.parquet", "kernels.parquet"}
+    code, out, _ = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir))
+    expected = json.loads(out)["rows"]
+    glob = str(out_dir / "events" / "*" / "*.parquet").replace("'", "''")
+    got = duckdb.connect().execute(f"SELECT host, count(*), sum(dur_ps) FROM read_parquet('{glob}', hive_partitioning = true) "
+                     "GROUP BY host ORDER BY host").fetchall()
+    assert [list(r) for r in got] == expected
+    con = duckdb.connect()
+    kernels = con.execute(f"SELECT count(*) FROM read_parquet('{out_dir / 'kernels.parquet'}')").fetchone()
+    code, out, _ = _run(capsys, "sql", path, "SELECT count(*) FROM kernels", "--format", "json",
+                        "--cache-dir", str(cache_dir))
+    assert kernels is not None and [kernels[0]] == json.loads(out)["rows"][0]

@@ -1,0 +1,223 @@
+"""SQL over a run (service/sql): parity with XProf 2.24.2's Events DB and with tbprof's own pages,
+the views' shape, limits and safety. Goldens: tests/golden/make_sql_goldens.py (XProf's own
+``xspace_to_parquet`` + its Events view queried with DuckDB)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tbprof.errors import BadParameter, NotFound
+from tbprof.service import api
+from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
+from tbprof.service.sql import engine as sql_engine
+from tests.conftest import SAMPLE_PROFILES
+
+GOLDENS = sorted((Path(__file__).resolve().parent.parent / "golden" / "sql").glob("*.json"))
+
+
+def _open(name: str, tmp_path_factory: pytest.TempPathFactory) -> api.Profile:
+    root = tmp_path_factory.mktemp(name)
+    shutil.copytree(SAMPLE_PROFILES / name, root / name)
+    return api.open(root / name, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def torch_ddp(tmp_path_factory: pytest.TempPathFactory) -> api.Profile:
+    return _open("torch_ddp", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def jax_mlp(tmp_path_factory: pytest.TempPathFactory) -> api.Profile:
+    return _open("jax_mlp", tmp_path_factory)
+
+
+def _golden_cases() -> list[tuple[Path, str]]:
+    return [(path, name) for path in GOLDENS for name in json.loads(path.read_text())["queries"]]
+
+
+def test_goldens_cover_every_demo_xspace_file() -> None:
+    files = {str(p.relative_to(SAMPLE_PROFILES.parent)) for p in SAMPLE_PROFILES.rglob("*.xplane.pb")}
+    assert {json.loads(g.read_text())["file"] for g in GOLDENS} == files
+
+
+@pytest.mark.parametrize(("golden", "query"), _golden_cases(), ids=lambda v: v.stem if isinstance(v, Path) else v)
+def test_events_agree_with_xprof_events_db(golden: Path, query: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same SQL text over tbprof's events answers exactly what XProf's Events DB answered:
+    counts per device and category, total and self time per kernel and per HLO op, step spans."""
+    g = json.loads(golden.read_text())
+    profile = _open(g["profile"], tmp_path_factory)
+    expected = g["queries"][query]
+    got = run_sql(profile.profiles, profile.run.name, expected["sql"], host=g["host"], max_rows=100_000)
+    assert [c["name"] for c in got["columns"]] == expected["columns"]
+    assert got["rows"] == expected["rows"]
+    assert not got["truncated"]
+
+
+def test_pytorch_kernel_time_per_rank_equals_kernel_stats(torch_ddp: api.Profile) -> None:
+    for host in torch_ddp.hosts:
+        table = torch_ddp.tool("kernel_stats", host=host)["tables"]["kernels"]
+        expected: dict[str, float] = {}
+        for name, us in zip(table.data["kernel_name"], table.data["total_duration_us"], strict=True):
+            expected[name] = expected.get(name, 0.0) + float(us)
+        frame = torch_ddp.sql("SELECT name, sum(dur_ps) / 1e6 AS total_us FROM events "
+                              f"WHERE host = '{host}' AND cat = 'kernel' GROUP BY name")
+        got = dict(zip(frame["name"], frame["total_us"], strict=True))
+        assert set(got) == set(expected)
+        for name, us in expected.items():
+            assert got[name] == pytest.approx(us, rel=1e-12, abs=1e-9)
+
+
+def test_pytorch_step_spans_equal_the_overview_steps(torch_ddp: api.Profile) -> None:
+    """Each overview step is its host's ``ProfilerStep#N`` span: the join of the steps table to
+    the events finds one event per step, of the step's time."""
+    rows = run_sql(torch_ddp.profiles, torch_ddp.run.name,
+                   "SELECT s.host, s.step_num, s.step_time_ms, e.dur_ps / 1e9 AS event_ms FROM steps s "
+                   "JOIN events e ON e.host = s.host AND e.device = 'cpu:0' AND e.name = 'ProfilerStep#' || s.step_num "
+                   "ORDER BY s.host, s.step_num")["rows"]
+    steps = sum(len(torch_ddp.tool("overview_page", host=h)["tables"]["steps"].data["step_num"])
+                for h in torch_ddp.hosts)
+    assert len(rows) == steps > 0
+    for _host, _num, step_ms, event_ms in rows:
+        assert event_ms == pytest.approx(step_ms, rel=1e-12)
+
+
+def test_events_of_every_host_at_once(torch_ddp: api.Profile) -> None:
+    per_host = {h: torch_ddp.profiles.event_store(torch_ddp.run, h).n_events for h in torch_ddp.hosts}
+    rows = run_sql(torch_ddp.profiles, torch_ddp.run.name,
+                   "SELECT host, count(*) FROM events GROUP BY host ORDER BY host")["rows"]
+    assert rows == [[h, per_host[h]] for h in sorted(per_host)]
+    one = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT DISTINCT host FROM events",
+                  host=torch_ddp.hosts[1])["rows"]
+    assert one == [[torch_ddp.hosts[1]]]
+    with pytest.raises(NotFound):
+        run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT 1", host="nope")
+
+
+def test_times_are_exact_and_consistent(jax_mlp: api.Profile) -> None:
+    """XSpace times are whole ns: ps columns are 1000x the ns ones; end = start + duration."""
+    rows = run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                   "SELECT count(*) FILTER (WHERE start_ps <> start_ns * 1000), "
+                   "count(*) FILTER (WHERE end_ps <> start_ps + dur_ps), "
+                   "count(*) FILTER (WHERE self_ps > dur_ps OR self_ps < 0), count(*) FROM events")["rows"]
+    assert rows[0][:3] == [0, 0, 0] and int(str(rows[0][3])) > 0
+
+
+def test_row_cap_says_truncated(jax_mlp: api.Profile) -> None:
+    total = int(str(run_sql(jax_mlp.profiles, jax_mlp.run.name, "SELECT count(*) FROM events")["rows"][0][0]))
+    capped = run_sql(jax_mlp.profiles, jax_mlp.run.name, "SELECT name FROM events", max_rows=7)
+    assert capped["row_count"] == 7 and len(capped["rows"]) == 7 and capped["truncated"]
+    whole = run_sql(jax_mlp.profiles, jax_mlp.run.name, f"SELECT name FROM events LIMIT {total}", max_rows=total)
+    assert whole["row_count"] == total and not whole["truncated"]
+
+
+def test_a_row_read_as_a_whole_loads_every_column(jax_mlp: api.Profile) -> None:
+    """Columns a query does not name are not built; one that reaches them anyway (a row as a
+    struct) gets them all, never NULLs in their place."""
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                  "SELECT e FROM events e WHERE e.kernel_details IS NOT NULL LIMIT 1")
+    row = got["rows"][0][0]
+    assert isinstance(row, dict)
+    assert row["kernel_details"] and row["hlo_op"] is not None and row["dur_ps"] > 0
+
+
+def test_values_are_json_safe(jax_mlp: api.Profile) -> None:
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                  "SELECT 'nan'::DOUBLE AS a, 1.5::DECIMAL(4, 2) AS b, DATE '2026-01-02' AS c, "
+                  "'\\x01'::BLOB AS d, [1, 2] AS e, {'k': 'inf'::DOUBLE} AS f")
+    assert got["rows"] == [[None, 1.5, "2026-01-02", "01", [1, 2], {"k": None}]]
+    json.dumps(got, allow_nan=False)
+
+
+def test_tables_list_the_views_and_columns(torch_ddp: api.Profile, jax_mlp: api.Profile) -> None:
+    torch_tables = {t["name"]: t for t in sql_tables(torch_ddp.profiles, torch_ddp.run.name)}
+    assert {"events", "steps", "ops", "kernels", "memory"} <= set(torch_tables) and "hlo_ops" not in torch_tables
+    assert "hlo_ops" in {t["name"] for t in sql_tables(jax_mlp.profiles, jax_mlp.run.name)}
+    described = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT * FROM events LIMIT 0")["columns"]
+    assert [c["name"] for c in described] == [c["name"] for c in torch_tables["events"]["columns"]]
+    assert [c["type"] for c in described] == [c["type"] for c in torch_tables["events"]["columns"]]
+    kernels = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT * FROM kernels LIMIT 0")["columns"]
+    assert kernels == torch_tables["kernels"]["columns"]
+
+
+# --- safety ---------------------------------------------------------------------------------
+REFUSED = [
+    ("COPY (SELECT 1) TO '{tmp}/out.csv'", "only SELECT"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "disabled by configuration"),
+    ("SELECT * FROM read_text('/etc/passwd')", "disabled by configuration"),
+    ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "disabled by configuration"),
+    ("SELECT * FROM glob('/etc/*')", "disabled by configuration"),
+    ("ATTACH '{tmp}/x.db'", "only SELECT"),
+    ("INSTALL httpfs", "only SELECT"),
+    ("LOAD httpfs", "only SELECT"),
+    ("SET enable_external_access = true", "only SELECT"),
+    ("PRAGMA enable_profiling", "only SELECT"),
+    ("CREATE TABLE t AS SELECT 1", "only SELECT"),
+    ("SELECT 1; COPY (SELECT 1) TO '{tmp}/out.csv'", "one SQL statement"),
+    ("SELECT * FROM sniff_csv('/etc/passwd')", "disabled by configuration"),
+    ("SELEKT 1", "syntax error"),
+    ("SELECT nope FROM events", "nope"),
+    ("", "empty"),
+]
+
+
+@pytest.mark.parametrize(("query", "message"), REFUSED)
+def test_refused_with_a_clear_message_and_nothing_written(query: str, message: str, jax_mlp: api.Profile,
+                                                          tmp_path: Path) -> None:
+    with pytest.raises(BadParameter) as e:
+        run_sql(jax_mlp.profiles, jax_mlp.run.name, query.format(tmp=tmp_path))
+    assert message.lower() in str(e.value).lower()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_settings_are_locked_inside_a_select(jax_mlp: api.Profile) -> None:
+    # A SELECT cannot reach the settings either (set_config is no function; current_setting reads only).
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                  "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')")
+    assert got["rows"] == [[False, True]]
+
+
+def test_a_long_query_text_is_refused_before_parsing(jax_mlp: api.Profile) -> None:
+    huge = "SELECT 1 " + "-" * (10 << 20)  # 10 MB
+    with pytest.raises(BadParameter, match=f"at most {MAX_QUERY_CHARS:,}"):
+        run_sql(jax_mlp.profiles, jax_mlp.run.name, huge)
+
+
+def test_a_cross_join_is_stopped_by_the_time_limit(jax_mlp: api.Profile) -> None:
+    with pytest.raises(BadParameter, match=r"time limit of 0\.5 s"):
+        run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                "SELECT count(*) FROM events a, events b, events c WHERE a.dur_ps + b.dur_ps > c.dur_ps",
+                timeout_s=0.5)
+
+
+def test_memory_limit_stops_a_query(jax_mlp: api.Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sql_engine, "query_memory_bytes", lambda: 32 << 20)
+    with pytest.raises(BadParameter, match="memory"):
+        run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                "SELECT a.name, b.name, a.start_ps FROM events a, events b ORDER BY 3, 1, 2", timeout_s=60)
+
+
+def test_the_query_memory_is_reserved_in_the_budget(jax_mlp: api.Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    real = sql_engine._execute
+
+    def spy(*args: object, **kwargs: object) -> object:
+        budget = sql_engine.shared_budget()
+        seen.append(sum(1 for _owner, key in budget.keys() if isinstance(key, tuple) and key[:1] == ("sql_query",)))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sql_engine, "_execute", spy)
+    run_sql(jax_mlp.profiles, jax_mlp.run.name, "SELECT 1")
+    budget = sql_engine.shared_budget()
+    assert seen == [1]
+    assert not any(isinstance(key, tuple) and key[:1] == ("sql_query",) for _o, key in budget.keys())
+
+
+def test_profile_sql_returns_a_dataframe(torch_ddp: api.Profile) -> None:
+    frame = torch_ddp.sql("SELECT host, count(*) AS n FROM events GROUP BY host ORDER BY host")
+    assert list(frame.columns) == ["host", "n"] and list(frame["host"]) == sorted(torch_ddp.hosts)
+    with pytest.raises(BadParameter, match="more than 3 rows"):
+        torch_ddp.sql("SELECT name FROM events", max_rows=3)

@@ -79,6 +79,8 @@ def test_every_tool_listed_and_answering(logdir: Path, tmp_path: Path) -> None:
             ("compare_runs", {"baseline_run": DDP_RUN, "candidate_run": DDP_RUN}),
             ("explain_bottleneck", {"run": DDP_RUN}),
             ("explain_bottleneck", {"run": jax_run}),
+            ("sql_tables", {"run": DDP_RUN}),
+            ("sql", {"run": DDP_RUN, "query": "SELECT host, count(*) AS n FROM events GROUP BY host ORDER BY host"}),
         ]
         for name, args in calls:
             out, err = await call(session, name, args)
@@ -94,6 +96,10 @@ def test_every_tool_listed_and_answering(logdir: Path, tmp_path: Path) -> None:
         verdict, _ = await call(session, "explain_bottleneck", {"run": DDP_RUN})
         assert verdict["verdict"] in ("input-bound", "communication-bound", "host-bound", "compute-bound")
         assert all(e["computed_by"] for e in verdict["evidence"])
+        counts, _ = await call(session, "sql", calls[-1][1])
+        # Every host's events at once: one row per rank.
+        assert [r[0] for r in counts["rows"]] == sorted(h for h in overlap["provenance"]["hosts"])
+        assert counts["provenance"]["combined"] is True
         found, _ = await call(session, "find_events", {"run": DDP_RUN, "name": "ncclDevKernel", "limit": 5})
         assert len(found["events"]) == 5 and found["total_matches"] > 5 and found["next"]["offset"] == 5
 
@@ -151,6 +157,10 @@ def test_errors_say_what_is_valid(logdir: Path, tmp_path: Path) -> None:
         assert err and "list_runs" in out["valid_tools"]
         out, err = await call(session, "summary", {"run": DDP_RUN, "bogus": 1})
         assert err and "run" in out["valid_arguments"]
+        out, err = await call(session, "sql", {"run": DDP_RUN, "query": "SELECT no_such_column FROM events"})
+        assert err and "no_such_column" in out["error"] and "sql_tables" in out["hint"]
+        out, err = await call(session, "sql", {"run": DDP_RUN, "query": "DROP TABLE events"})
+        assert err and "SELECT" in out["error"]
         out, err = await call(session, "summary", {})  # two runs: which one?
         assert err and DDP_RUN in out["valid_runs"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def test_install_writes_the_skill_and_refuses_to_overwrite(tmp_path: Path) -> No
 
 def test_the_skill_covers_the_four_workflows() -> None:
     commands = " ".join(skill_commands())
-    for needed in ("tbprof summary", "tbprof compare", "tbprof check", "tbprof show stragglers"):
+    for needed in ("tbprof summary", "tbprof compare", "tbprof check", "tbprof show stragglers", "tbprof sql"):
         assert needed in commands
 
 
@@ -53,7 +54,7 @@ def test_every_command_of_the_skill_runs(command: str, tmp_path: Path, capsys: p
     shutil.copytree(REPO / "demo_logs" / "torch_cnn", logdir / "torch_cnn")
     values = {"$LOGDIR": str(logdir), "$PYTORCH_RUN": "torch_ddp",
               "$BASELINE": str(logdir / "torch_ddp"), "$CANDIDATE": str(logdir / "torch_ddp")}
-    argv = command.split()[1:]
+    argv = shlex.split(command)[1:]
     argv = [values.get(a, a) for a in argv]
     assert not [a for a in argv if a.startswith("$")], f"unknown placeholder in {command!r}"
     code = main([*argv, "--cache-dir", str(tmp_path / "cache")])
@@ -72,7 +73,7 @@ def skill_mcp_calls() -> list[str]:
 
 def test_the_skill_shows_mcp_calls() -> None:
     assert {json.loads(c)["tool"] for c in skill_mcp_calls()} >= {"list_runs", "explain_bottleneck", "tool_table",
-                                                                  "find_events", "compare_runs"}
+                                                                  "find_events", "compare_runs", "sql"}
 
 
 @pytest.mark.parametrize("call", skill_mcp_calls())

@@ -291,6 +291,50 @@ class Agent:
             answer["next"] = {"offset": offset + taken, "limit": limit}
         return answer
 
+    def sql_tables(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from tbprof.service.sql import sql_tables
+
+        run = self._run(_str_arg(args, "run"))
+        try:
+            tables = sql_tables(self.profiles, run.name)
+        except TbprofError as e:  # no DuckDB: the message names the extra
+            raise AgentError(str(e)) from None
+        rows = [{"name": t["name"], "columns": [f"{c['name']} {c['type']}" for c in t["columns"]]} for t in tables]
+        answer: dict[str, Any] = {"provenance": self._provenance(run, sorted(run.hosts), "sql"),
+                                  "hint": "sql(run, query): one SELECT over these views; every host's events "
+                                          "are in `events` (column host)"}
+        taken = fit_rows(answer, rows, "tables", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
+                                                           MAX_MAX_BYTES))
+        if taken < len(rows):
+            answer["left_out"] = [r["name"] for r in rows[taken:]]
+        return answer
+
+    def sql(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from tbprof.service.sql import run_sql
+
+        run = self._run(_str_arg(args, "run"))
+        query = _str_arg(args, "query", required=True)
+        assert query is not None
+        host = _str_arg(args, "host")
+        hosts = self._hosts(run, host or ALL_HOSTS, True)
+        max_rows = _int_arg(args, "max_rows", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        try:
+            result = run_sql(self.profiles, run.name, query, host=None if host in (None, ALL_HOSTS) else host,
+                             max_rows=max_rows)
+        except TbprofError as e:
+            raise AgentError(str(e), {"hint": "sql_tables(run) lists the views and their columns"}) from None
+        rows = [[clip_cell(v)[0] for v in r] for r in result["rows"]]
+        answer: dict[str, Any] = {"provenance": self._provenance(run, hosts, "sql"),
+                                  "columns": result["columns"], "elapsed_ms": round(result["elapsed_ms"], 1)}
+        taken = fit_rows(answer, rows, "rows", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
+                                                         MAX_MAX_BYTES))
+        answer["returned_rows"] = taken
+        answer["more_rows"] = result["truncated"] or taken < len(rows)
+        if answer["more_rows"]:
+            answer["hint"] = ("more rows than returned: aggregate, add WHERE, or page with ORDER BY ... "
+                              "LIMIT n OFFSET m")
+        return answer
+
     def compare_runs(self, args: Mapping[str, Any]) -> dict[str, Any]:
         from tbprof.service.comparisons import SideSpec, compare_sides, gather
 

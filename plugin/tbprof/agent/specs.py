@@ -61,6 +61,16 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
                       start_us={"type": "number", "description": "only events starting at or after this time"},
                       end_us={"type": "number", "description": "only events starting before this time"},
                       offset=_OFFSET, limit=_LIMIT, max_bytes=_MAX_BYTES), "find_events"),
+    AgentTool("sql_tables", "The SQL views of a run and their columns: `events` (every host's and plane's trace "
+              "events, with step, times in ns) and the pages' tables (steps, ops, kernels, memory, hlo_ops, where the "
+              "run has them).", _schema(run=_RUN, max_bytes=_MAX_BYTES), "sql_tables"),
+    AgentTool("sql", "One read-only SQL SELECT (DuckDB dialect) over a run's views (sql_tables lists them), every "
+              "host at once unless `host` names one. Rows past max_rows or the byte bound are left out "
+              "(`more_rows`): aggregate, filter, or page with ORDER BY ... LIMIT/OFFSET.",
+              _schema(("query",), run=_RUN, query={"type": "string", "description": "one SELECT statement"},
+                      host=_HOST, max_rows={"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                            "default": DEFAULT_LIMIT},
+                      max_bytes=_MAX_BYTES), "sql"),
     AgentTool("compare_runs", "Compare two runs of the logdir: step-time change with its confidence interval and "
               "verdict, the step breakdown, the op types and kernels that changed most.",
               _schema(("baseline_run", "candidate_run"), baseline_run=_RUN, candidate_run=_RUN,

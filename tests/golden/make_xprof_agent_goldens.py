@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "xprof_agent"
 PROFILES = ("jax_mlp", "jax_2hosts", "tpu_inference")
-SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap")
+SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap", "get_kpi_metrics")
 DROPPED = ("kernel_records",)
 
 

@@ -1250,6 +1250,27 @@ export interface ProfileSummaryResult {
   hosts: HostSummary[];
 }
 
+export interface KpiSource {
+  metric: string;
+  tool: string;
+  why_missing: string | null;
+}
+
+export interface KpiMetricsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  step_time_ms: number | null;
+  roofline_utilization_percent: number | null;
+  mfu_percent: number | null;
+  peak_memory_bytes: number | null;
+  peak_memory_allocator: string | null;
+  sources: KpiSource[];
+}
+
 /** Every tool's result type, by tool id (plugin/tbprof/analyses/schemas.py TOOL_RESULTS). */
 export interface ToolResults {
   overview_page: OverviewResult;
@@ -1284,6 +1305,7 @@ export interface ToolResults {
   tfprof_views: TfprofViewsResult;
   tfprof_advice: TfprofAdviceResult;
   profile_summary: ProfileSummaryResult;
+  kpi_metrics: KpiMetricsResult;
 }
 
 export type ToolId = keyof ToolResults;

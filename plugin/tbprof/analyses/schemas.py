@@ -53,6 +53,7 @@ from tbprof.analyses.results.timeline import TraceViewerResult
 from tbprof.analyses.results.whole_run import (
     InferenceProfileResult,
     InputPipelineResult,
+    KpiMetricsResult,
     OverviewResult,
     PodViewerResult,
     ProfileSummaryResult,
@@ -113,6 +114,7 @@ TOOL_RESULTS: dict[str, type] = {
     "tfprof_views": TfprofViewsResult,
     "tfprof_advice": TfprofAdviceResult,
     "profile_summary": ProfileSummaryResult,
+    "kpi_metrics": KpiMetricsResult,
 }
 
 # XProf's TPU counter tools: tbprof has no decoder for their data, so they always answer "no data"

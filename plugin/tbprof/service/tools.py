@@ -33,6 +33,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.hlo.memory_viewer",
     "tbprof.analyses.hlo.graph_viewer",
     "tbprof.analyses.overview.smart_suggestion",
+    "tbprof.analyses.overview.kpi",
     "tbprof.analyses.inference.inference_profile",
     "tbprof.analyses.tpu.tpu_only",
     "tbprof.analyses.gpu.breakdown",

@@ -11,7 +11,8 @@ With a Python that has PyPI ``xprof==2.24.2`` (never the system Python)::
 For each XSpace demo profile (``demo_logs/<name>``, copied to a temporary folder first so that no
 XProf cache lands in the repository) and each host, the script runs ``xprof SUBCOMMAND
 --session_id=SESSION --logdir=COPY --host=HOST`` and writes XProf's JSON to
-``tests/golden/xprof_agent/<name>/<host>/<subcommand>.json``, minus the fields no test reads
+``tests/golden/xprof_agent/<name>/<host>/<subcommand>.json`` (``--bypass_cache=True``: XProf's CLI
+keeps answers in a cache of its own), minus the fields no test reads
 (``kernel_records``: per-kernel names, the ``kernel_stats`` goldens cover them) to keep the files small,
 and the temporary path XProf echoes in ``capture.input``.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "xprof_agent"
 PROFILES = ("jax_mlp", "jax_2hosts", "tpu_inference")
-SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap", "get_kpi_metrics")
+SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap", "get_kpi_metrics", "check_host_boundness")
 DROPPED = ("kernel_records",)
 
 
@@ -45,11 +46,16 @@ def main() -> int:
                 session, host = xplane.parent.name, xplane.name.removesuffix(".xplane.pb")
                 for sub in SUBCOMMANDS:
                     done = subprocess.run([str(xprof), sub, f"--session_id={session}", f"--logdir={logdir}",
-                                           f"--host={host}"], capture_output=True, text=True, check=True, cwd=tmp)
+                                           f"--host={host}", "--bypass_cache=True"],
+                                          capture_output=True, text=True, check=True, cwd=tmp)
                     answer = json.loads(done.stdout)
                     for key in DROPPED:
                         answer.pop(key, None)
                     answer.get("capture", {}).pop("input", None)  # the temporary folder's path
+                    # The temporary folder's path, wherever XProf echoes it (session_id, a reason).
+                    answer = json.loads(json.dumps(answer).replace(tmp, "TMP"))
+                    for key in ("__cached__", "__cache_age_s__"):  # XProf's answer cache (bypassed)
+                        answer.pop(key, None)
                     target = OUT / name / host / f"{sub}.json"
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n")

@@ -966,6 +966,21 @@ export interface DeviceTimeAttributionResult {
   by_line_name_us: Record<string, Record<string, number>>;
 }
 
+export interface HostBoundnessResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  ranks: number[];
+  status: "HOST_BOUND" | "NOT_HOST_BOUND" | "INSUFFICIENT_DATA";
+  reasons: string[];
+  idle_time_ratio_percent: number | null;
+  host_wait_share_percent: number | null;
+  equivalent_idle_devices: number | null;
+}
+
 export interface StragglersResult {
   schema_version: number;
   tool: string;
@@ -1295,6 +1310,7 @@ export interface ToolResults {
   collectives: CollectivesResult;
   collective_overlap: CollectiveOverlapResult;
   device_time_attribution: DeviceTimeAttributionResult;
+  host_boundness: HostBoundnessResult;
   stragglers: StragglersResult;
   critical_path: CriticalPathResult;
   operators_by_shape: OperatorsByShapeResult;

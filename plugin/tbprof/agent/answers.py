@@ -387,7 +387,8 @@ class Agent:
         input_pct = cite("input_percent", s.get("input_percent"), "%", "input_pipeline_analyzer")
         idle = cite("device_idle_percent", s.get("device_idle_percent"), "%", "gpu_breakdown")
         exposed_pct = None
-        if "collective_overlap" in self._tool_names(run):
+        tools = self._tool_names(run)
+        if "collective_overlap" in tools:
             ov, _ = self._result(run, "collective_overlap", ALL_HOSTS if len(run.hosts) > 1 else None)
             exposed_us = ov.get("collective_exposed_us")
             cite("collective_exposed_us", exposed_us, "us", "collective_overlap")
@@ -399,6 +400,12 @@ class Agent:
                 exposed_pct = cite("exposed_communication_percent_of_span",
                                    min(100.0, 100.0 * exposed_us / ranks / (span_ms * 1000.0)), "%",
                                    "collective_overlap / summary")
+        host_bound = None
+        if "host_boundness" in tools:
+            hb, _ = self._result(run, "host_boundness", ALL_HOSTS if len(run.hosts) > 1 else None)
+            cite("idle_time_ratio_percent", hb.get("idle_time_ratio_percent"), "%", "host_boundness")
+            cite("host_wait_share_percent", hb.get("host_wait_share_percent"), "%", "host_boundness")
+            host_bound = hb.get("status") == "HOST_BOUND"
         top = (s.get("top_ops") or [])[:5]
         if top:
             cite("top_ops", [{"name": clip_cell(o.get("name"))[0], "self_time_us": o.get("self_time_us")} for o in top],
@@ -412,7 +419,10 @@ class Agent:
             verdict, why = ("communication-bound",
                             f"collectives not hidden by compute take {exposed_pct:.1f} % of the span "
                             f"(>= {EXPOSED_COMMUNICATION_PERCENT} %)")
-        elif idle is not None and idle >= DEVICE_IDLE_PERCENT:
+        elif host_bound:
+            verdict, why = ("host-bound", "host_boundness: the device idles inside the steps (> 10 %) and the idle "
+                                          "gaps mostly wait for the host's launches (>= 50 %)")
+        elif host_bound is None and idle is not None and idle >= DEVICE_IDLE_PERCENT:
             verdict, why = ("host-bound", f"the device is idle {idle:.1f} % of the time (>= {DEVICE_IDLE_PERCENT} %): "
                                           "it waits for the host to launch work")
         elif top:
@@ -424,7 +434,8 @@ class Agent:
                                   "rules": {"input-bound": f"input_percent >= {INPUT_BOUND_PERCENT}",
                                             "communication-bound":
                                                 f"exposed communication >= {EXPOSED_COMMUNICATION_PERCENT} % of span",
-                                            "host-bound": f"device_idle_percent >= {DEVICE_IDLE_PERCENT}",
+                                            "host-bound": "host_boundness says HOST_BOUND (GPU runs); else "
+                                                          f"device_idle_percent >= {DEVICE_IDLE_PERCENT}",
                                             "compute-bound": "otherwise"},
                                   "next_steps": _next_steps(verdict)}
         fit_rows(answer, evidence, "evidence", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
@@ -435,8 +446,10 @@ class Agent:
 def _next_steps(verdict: str) -> list[str]:
     return {
         "input-bound": ["tool_table(tool='input_pipeline_analyzer')", "tool_table(tool='tf_data_bottleneck_analysis')"],
-        "communication-bound": ["tool_table(tool='collective_overlap', sort='exposed_us')",
+        "communication-bound": ["tool_table(tool='collective_overlap', sort='exposed_us', descending=True)",
                                 "tool_table(tool='collectives')"],
-        "host-bound": ["tool_table(tool='gpu_breakdown')", "find_events(name='cudaLaunchKernel')"],
+        "host-bound": ["tool_table(tool='host_boundness')",
+                       "tool_table(tool='gpu_breakdown', table='idle_time_breakdown')",
+                       "find_events(name='cudaLaunchKernel')"],
         "compute-bound": ["tool_table(tool='framework_op_stats')", "tool_table(tool='kernel_stats')"],
     }.get(verdict, ["summary(run)", "list_tools(run)"])

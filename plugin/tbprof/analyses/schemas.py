@@ -30,6 +30,7 @@ from tbprof.analyses.results.gpu import (
     GpuBreakdownResult,
     GpuCountersResult,
     GpuUtilizationResult,
+    HostBoundnessResult,
     KernelSequencesResult,
     StragglersResult,
 )
@@ -104,6 +105,7 @@ TOOL_RESULTS: dict[str, type] = {
     "collectives": CollectivesResult,
     "collective_overlap": CollectiveOverlapResult,
     "device_time_attribution": DeviceTimeAttributionResult,
+    "host_boundness": HostBoundnessResult,
     "stragglers": StragglersResult,
     "critical_path": CriticalPathResult,
     "operators_by_shape": OperatorsByShapeResult,

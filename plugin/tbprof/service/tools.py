@@ -43,6 +43,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.gpu.distributed",
     "tbprof.analyses.gpu.collective_overlap",
     "tbprof.analyses.gpu.device_time",
+    "tbprof.analyses.gpu.host_boundness",
     "tbprof.analyses.gpu.stragglers",
     "tbprof.analyses.gpu.critical_path",
     "tbprof.analyses.ops.op_shapes",

@@ -46,6 +46,14 @@ class DeviceTimeAttributionResult(ToolEnvelope):
     by_line_name_us: dict[str, dict[str, float]]  # host -> line name -> busy time, XProf's keys
 
 
+class HostBoundnessResult(PerRankEnvelope):
+    status: Literal["HOST_BOUND", "NOT_HOST_BOUND", "INSUFFICIENT_DATA"]
+    reasons: list[str]
+    idle_time_ratio_percent: float | None  # mean over the devices
+    host_wait_share_percent: float | None
+    equivalent_idle_devices: float | None
+
+
 class StragglersResult(PerRankEnvelope):
     stragglers: list[int]  # the straggling ranks
     waited_for: int | None  # the rank the others wait for in collectives

@@ -29,7 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "xprof_agent"
 PROFILES = ("jax_mlp", "jax_2hosts", "tpu_inference")
-SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap", "get_kpi_metrics", "check_host_boundness")
+SUBCOMMANDS = ("get_device_time_attribution", "analyze_async_overlap", "get_kpi_metrics", "check_host_boundness",
+               "get_peak_allocations")
+# Every module, not XProf's default first 10.
+EXTRA_FLAGS = {"get_peak_allocations": ["--limit=0"]}
 DROPPED = ("kernel_records",)
 
 
@@ -46,7 +49,7 @@ def main() -> int:
                 session, host = xplane.parent.name, xplane.name.removesuffix(".xplane.pb")
                 for sub in SUBCOMMANDS:
                     done = subprocess.run([str(xprof), sub, f"--session_id={session}", f"--logdir={logdir}",
-                                           f"--host={host}", "--bypass_cache=True"],
+                                           f"--host={host}", "--bypass_cache=True", *EXTRA_FLAGS.get(sub, [])],
                                           capture_output=True, text=True, check=True, cwd=tmp)
                     answer = json.loads(done.stdout)
                     for key in DROPPED:

@@ -787,6 +787,18 @@ export interface MemoryViewerResult {
   logical_buffer_spans?: Record<string, number[]>;
 }
 
+export interface PeakAllocationsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  host: string;
+  module_count: number;
+  largest_module: string | null;
+  largest_allocation_mib: number | null;
+}
+
 export interface GraphNode {
   id: number;
   name: string;
@@ -864,6 +876,27 @@ export interface SmartSuggestionResult {
   suggestions: Suggestion[];
   rules: string[];
   message: string;
+}
+
+export interface KpiSource {
+  metric: string;
+  tool: string;
+  why_missing: string | null;
+}
+
+export interface KpiMetricsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  step_time_ms: number | null;
+  roofline_utilization_percent: number | null;
+  mfu_percent: number | null;
+  peak_memory_bytes: number | null;
+  peak_memory_allocator: string | null;
+  sources: KpiSource[];
 }
 
 export interface InferenceProfileResult {
@@ -1265,27 +1298,6 @@ export interface ProfileSummaryResult {
   hosts: HostSummary[];
 }
 
-export interface KpiSource {
-  metric: string;
-  tool: string;
-  why_missing: string | null;
-}
-
-export interface KpiMetricsResult {
-  schema_version: number;
-  tool: string;
-  tables?: Record<string, TableJson>;
-  host_errors?: HostError[];
-  metrics?: MetricJson[];
-  hosts: string[];
-  step_time_ms: number | null;
-  roofline_utilization_percent: number | null;
-  mfu_percent: number | null;
-  peak_memory_bytes: number | null;
-  peak_memory_allocator: string | null;
-  sources: KpiSource[];
-}
-
 /** Every tool's result type, by tool id (plugin/tbprof/analyses/schemas.py TOOL_RESULTS). */
 export interface ToolResults {
   overview_page: OverviewResult;
@@ -1300,8 +1312,10 @@ export interface ToolResults {
   hlo_stats: HloStatsResult;
   roofline_model: RooflineModelResult;
   memory_viewer: MemoryViewerResult;
+  peak_allocations: PeakAllocationsResult;
   graph_viewer: GraphViewerResult;
   smart_suggestion: SmartSuggestionResult;
+  kpi_metrics: KpiMetricsResult;
   inference_profile: InferenceProfileResult;
   gpu_breakdown: GpuBreakdownResult;
   gpu_counters: GpuCountersResult;
@@ -1321,7 +1335,6 @@ export interface ToolResults {
   tfprof_views: TfprofViewsResult;
   tfprof_advice: TfprofAdviceResult;
   profile_summary: ProfileSummaryResult;
-  kpi_metrics: KpiMetricsResult;
 }
 
 export type ToolId = keyof ToolResults;

@@ -34,7 +34,13 @@ from tbprof.analyses.results.gpu import (
     KernelSequencesResult,
     StragglersResult,
 )
-from tbprof.analyses.results.hlo import GraphViewerResult, HloStatsResult, MemoryViewerResult, RooflineModelResult
+from tbprof.analyses.results.hlo import (
+    GraphViewerResult,
+    HloStatsResult,
+    MemoryViewerResult,
+    PeakAllocationsResult,
+    RooflineModelResult,
+)
 from tbprof.analyses.results.memory import MemoryProfileResult
 from tbprof.analyses.results.ops import (
     FrameworkOpStatsResult,
@@ -95,8 +101,10 @@ TOOL_RESULTS: dict[str, type] = {
     "hlo_stats": HloStatsResult,
     "roofline_model": RooflineModelResult,
     "memory_viewer": MemoryViewerResult,
+    "peak_allocations": PeakAllocationsResult,
     "graph_viewer": GraphViewerResult,
     "smart_suggestion": SmartSuggestionResult,
+    "kpi_metrics": KpiMetricsResult,
     "inference_profile": InferenceProfileResult,
     "gpu_breakdown": GpuBreakdownResult,
     "gpu_counters": GpuCountersResult,
@@ -116,7 +124,6 @@ TOOL_RESULTS: dict[str, type] = {
     "tfprof_views": TfprofViewsResult,
     "tfprof_advice": TfprofAdviceResult,
     "profile_summary": ProfileSummaryResult,
-    "kpi_metrics": KpiMetricsResult,
 }
 
 # XProf's TPU counter tools: tbprof has no decoder for their data, so they always answer "no data"

@@ -31,6 +31,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "tbprof.analyses.hlo.hlo_stats",
     "tbprof.analyses.hlo.roofline_model",
     "tbprof.analyses.hlo.memory_viewer",
+    "tbprof.analyses.hlo.peak_allocations",
     "tbprof.analyses.hlo.graph_viewer",
     "tbprof.analyses.overview.smart_suggestion",
     "tbprof.analyses.overview.kpi",

@@ -102,6 +102,13 @@ def test_every_tool_listed_and_answering(logdir: Path, tmp_path: Path) -> None:
         assert counts["provenance"]["combined"] is True
         found, _ = await call(session, "find_events", {"run": DDP_RUN, "name": "ncclDevKernel", "limit": 5})
         assert len(found["events"]) == 5 and found["total_matches"] > 5 and found["next"]["offset"] == 5
+        # One rank: the rank-1 trace's host only (its distributedInfo says rank 1), half the matches.
+        one, err = await call(session, "find_events", {"run": DDP_RUN, "name": "ncclDevKernel", "rank": 1})
+        assert not err and {e["host"] for e in one["events"]} == {h for h in overlap["provenance"]["hosts"]
+                                                                 if h.startswith("rank1")}
+        assert 0 < one["total_matches"] < found["total_matches"]
+        bad, err = await call(session, "find_events", {"run": DDP_RUN, "name": "nccl", "rank": 7})
+        assert err and bad["valid_ranks"] == [0, 1]
 
     drive(logdir, tmp_path / "cache", body)
 

@@ -103,6 +103,21 @@ class Agent:
         except TbprofError as e:
             raise AgentError(str(e), {"valid_hosts": [*sorted(run.hosts), ALL_HOSTS]}) from None
 
+    def _hosts_of_rank(self, run: Run, hosts: Sequence[str], rank: Any) -> list[str]:
+        """The hosts of ``hosts`` whose rank (a PyTorch trace's ``distributedInfo.rank``, else the
+        host's position in the run) is ``rank``."""
+        from tbprof.analyses.gpu.breakdown import rank_of
+
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            raise AgentError(f"rank must be an integer; got {rank!r}")
+        ranks = {h: rank_of(self.profiles.event_store(run, h), i) for i, h in enumerate(sorted(run.hosts))}
+        chosen = [h for h in hosts if ranks[h] == rank]
+        if not chosen:
+            raise AgentError(f"no host of run {run.name!r} has rank {rank}",
+                             {"valid_ranks": sorted(set(ranks.values())),
+                              "hosts_by_rank": {str(r): h for h, r in sorted(ranks.items(), key=lambda hr: hr[1])}})
+        return chosen
+
     def _provenance(self, run: Run, hosts: Sequence[str], tool: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"run": run.name, "run_kind": run.kind, "hosts": list(hosts)[:64],
                                "host_count": len(hosts), "run_host_count": len(run.hosts),
@@ -253,6 +268,9 @@ class Agent:
         query = _str_arg(args, "name", required=True)
         assert query is not None
         hosts = self._hosts(run, _str_arg(args, "host") or ALL_HOSTS, True)
+        rank = args.get("rank")
+        if rank is not None:
+            hosts = self._hosts_of_rank(run, hosts, rank)
         start_us, end_us = args.get("start_us"), args.get("end_us")
         for label, v in (("start_us", start_us), ("end_us", end_us)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):

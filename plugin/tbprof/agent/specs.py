@@ -54,10 +54,13 @@ AGENT_TOOLS: tuple[AgentTool, ...] = (
                                "description": "the tool's options (list_tools names them)"},
                       max_bytes=_MAX_BYTES), "tool_table"),
     AgentTool("find_events", "Find trace events by name (case-insensitive substring, or a regex), optionally in a "
-              "time window (microseconds from the profile's start) and on one host (rank). Returns host, plane, "
+              "time window (microseconds from the profile's start) and on one host or rank. Returns host, plane, "
               "line (thread or stream), name, start and duration.",
               _schema(("name",), run=_RUN, name={"type": "string", "description": "text or regex to match"},
                       regex={"type": "boolean", "default": False}, host=_HOST,
+                      rank={"type": "integer", "minimum": 0,
+                            "description": "only this rank's host (PyTorch: distributedInfo.rank; else the host's "
+                                           "position in the run)"},
                       start_us={"type": "number", "description": "only events starting at or after this time"},
                       end_us={"type": "number", "description": "only events starting before this time"},
                       offset=_OFFSET, limit=_LIMIT, max_bytes=_MAX_BYTES), "find_events"),

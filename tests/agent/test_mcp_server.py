@@ -184,3 +184,27 @@ def test_without_the_sdk_the_command_names_the_extra(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(REPO / "plugin")}, stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert "tbprof[agent]" in done.stderr
+
+
+def test_the_smallest_bound_holds_for_every_tool(logdir: Path, tmp_path: Path) -> None:
+    """max_bytes at its minimum: every answer still fits (rows cut, fewer changes, or a refusal
+    that says to raise it), checked on the wire by ``call``."""
+    from tbprof.agent.bounds import MIN_MAX_BYTES
+
+    async def body(session: ClientSession) -> None:
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("list_runs", {}), ("summary", {"run": DDP_RUN}), ("list_tools", {"run": DDP_RUN}),
+            ("tool_table", {"run": DDP_RUN, "tool": "collective_overlap", "limit": 1000}),
+            ("find_events", {"run": DDP_RUN, "name": "a", "limit": 1000}),
+            ("compare_runs", {"baseline_run": DDP_RUN, "candidate_run": DDP_RUN, "top": 100}),
+            ("explain_bottleneck", {"run": DDP_RUN}), ("sql_tables", {"run": DDP_RUN}),
+            ("sql", {"run": DDP_RUN, "query": "SELECT * FROM events", "max_rows": 1000}),
+        ]
+        for name, args in calls:
+            out, err = await call(session, name, {**args, "max_bytes": MIN_MAX_BYTES}, MIN_MAX_BYTES)
+            assert not err or "max_bytes" in out["error"], (name, out)
+        table, err = await call(session, "tool_table", {"run": DDP_RUN, "tool": "collective_overlap",
+                                                        "max_bytes": MIN_MAX_BYTES}, MIN_MAX_BYTES)
+        assert not err and 0 < table["returned_rows"] < table["total_rows"]
+
+    drive(logdir, tmp_path / "cache", body)

@@ -21,6 +21,7 @@ from tbprof.agent.bounds import (
     MAX_LIMIT,
     MAX_MAX_BYTES,
     MIN_MAX_BYTES,
+    TOO_LARGE,
     clip_cell,
     fit_rows,
     plain,
@@ -256,6 +257,8 @@ class Agent:
         answer["returned_rows"] = taken
         if clipped:
             answer["note"] = "strings longer than 400 characters are cut (…)"
+        if taken == 0 and rows:
+            answer["note"] = TOO_LARGE
         if offset + taken < total:
             answer["next"] = {"offset": offset + taken, "limit": limit,
                               "hint": "repeat the call with this offset, or narrow it with columns/filters"}
@@ -305,6 +308,8 @@ class Agent:
                                   "times": "microseconds from each host's profile start"}
         taken = fit_rows(answer, rows, "events", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
                                                            MAX_MAX_BYTES))
+        if taken == 0 and rows:
+            answer["note"] = TOO_LARGE
         if offset + taken < total:
             answer["next"] = {"offset": offset + taken, "limit": limit}
         return answer
@@ -347,6 +352,8 @@ class Agent:
         taken = fit_rows(answer, rows, "rows", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
                                                          MAX_MAX_BYTES))
         answer["returned_rows"] = taken
+        if taken == 0 and rows:
+            answer["note"] = TOO_LARGE
         answer["more_rows"] = result["truncated"] or taken < len(rows)
         if answer["more_rows"]:
             answer["hint"] = ("more rows than returned: aggregate, add WHERE, or page with ORDER BY ... "
@@ -377,16 +384,23 @@ class Agent:
             "unavailable": result["unavailable"], "notes": result["notes"][:10],
             "gate": "tbprof check BASELINE CANDIDATE --max-regression 5% exits 3 on a regression",
         }
-        changes = {}
-        for name in ("breakdown", "op_types", "kernels"):
-            t = result.get("tables", {}).get(name)
-            if isinstance(t, Table) and t.n_rows:
-                cols = [c.name for c in t.columns][:8]
-                first = t.rows(np.arange(min(top, t.n_rows)))
-                changes[name] = {"columns": cols, "total_rows": t.n_rows,
-                                 "rows": [[clip_cell(plain(v))[0] for v in r[:8]] for r in first]}
-        fit_rows(answer, [changes], "largest_changes", _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES,
-                                                                 MAX_MAX_BYTES))
+        max_bytes = _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES, MAX_MAX_BYTES)
+        # The largest changes of each table, as many as fit: top, then half as many, down to none.
+        while top > 0:
+            changes = {}
+            for name in ("breakdown", "op_types", "kernels"):
+                t = result.get("tables", {}).get(name)
+                if isinstance(t, Table) and t.n_rows:
+                    first = t.rows(np.arange(min(top, t.n_rows)))
+                    changes[name] = {"columns": [c.name for c in t.columns][:8], "total_rows": t.n_rows,
+                                     "rows": [[clip_cell(plain(v))[0] for v in r[:8]] for r in first]}
+            if fit_rows(answer, [changes], "largest_changes", max_bytes):
+                answer["largest_changes"] = changes
+                answer["top"] = top
+                return answer
+            top //= 2
+        answer.pop("largest_changes", None)
+        answer["note"] = "the largest changes do not fit max_bytes; raise it to see them"
         return answer
 
     def explain_bottleneck(self, args: Mapping[str, Any]) -> dict[str, Any]:

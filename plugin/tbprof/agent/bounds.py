@@ -50,21 +50,23 @@ def clip_cell(value: Any) -> tuple[Any, bool]:
 
 def fit_rows(answer: dict[str, Any], rows: Sequence[Any], key: str, max_bytes: int) -> int:
     """Puts as many of ``rows`` under ``answer[key]`` as fit ``max_bytes`` with the rest of the
-    answer; returns how many (at least one row is kept when any is given: an answer with no row
-    says nothing about the next page's size)."""
+    answer (and ``TAIL_BYTES`` for the paging fields added after); returns how many. None when
+    even the first does not fit: the caller says so (``TOO_LARGE``), the bound is never passed."""
     answer[key] = []
-    base = encoded_size(answer)
-    sizes = [encoded_size(r) + 1 for r in rows]
-    budget = max_bytes - base - TAIL_BYTES
+    budget = max_bytes - encoded_size(answer) - TAIL_BYTES
     taken = 0
     used = 0
-    for s in sizes:
-        if used + s > budget and taken > 0:
+    for row in rows:
+        size = encoded_size(row) + 1
+        if used + size > budget:
             break
-        used += s
+        used += size
         taken += 1
     answer[key] = list(rows[:taken])
     return taken
+
+
+TOO_LARGE = "the next row alone is larger than max_bytes: raise max_bytes or ask for fewer columns"
 
 
 def scalars(result: Mapping[str, Any], skip: Sequence[str] = ()) -> tuple[dict[str, Any], list[str]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tbprof import __version__
 from tbprof.agent.answers import Agent, AgentError
+from tbprof.agent.bounds import DEFAULT_MAX_BYTES, MAX_MAX_BYTES, MIN_MAX_BYTES, encoded_size
 from tbprof.agent.specs import AGENT_TOOLS
 from tbprof.errors import TbprofError
 
@@ -23,7 +24,22 @@ INSTRUCTIONS = ("tbprof analyses TensorFlow, JAX and PyTorch profiles. Start wit
 
 
 def answer(agent: Agent, name: str, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
-    """(the JSON answer, whether it is an error) of one tool call."""
+    """(the JSON answer, whether it is an error) of one tool call, never larger than its bound."""
+    out, is_error = _answer(agent, name, arguments)
+    bound = (arguments or {}).get("max_bytes", DEFAULT_MAX_BYTES)
+    if isinstance(bound, bool) or not isinstance(bound, int) or not MIN_MAX_BYTES <= bound <= MAX_MAX_BYTES:
+        bound = DEFAULT_MAX_BYTES
+    size = encoded_size(out)
+    if size > bound:
+        # Rows are cut to fit already; what is left over is a long list of hosts, runs or notes.
+        out = {"error": f"the answer takes {size} bytes even with its rows cut, over max_bytes={bound}: raise "
+                        f"max_bytes (up to {MAX_MAX_BYTES}) or narrow the call (host=, columns=, filters=)",
+               "size_bytes": size, "tbprof_version": __version__}
+        is_error = True
+    return out, is_error
+
+
+def _answer(agent: Agent, name: str, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
     spec = next((t for t in AGENT_TOOLS if t.name == name), None)
     if spec is None:
         return AgentError(f"unknown tool {name!r}", {"valid_tools": [t.name for t in AGENT_TOOLS]}).answer(), True

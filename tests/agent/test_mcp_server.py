@@ -47,7 +47,10 @@ def drive(logdir: Path, cache: Path, body: Session) -> None:
             await session.initialize()
             await body(session)
 
+    before = sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in logdir.rglob("*"))
     anyio.run(main)
+    # Nothing in the logdir is written (the converted stores go to the cache dir).
+    assert sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in logdir.rglob("*")) == before
 
 
 async def call(session: ClientSession, name: str, args: dict[str, Any],

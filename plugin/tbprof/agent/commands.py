@@ -19,13 +19,22 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from tbprof.agent.answers import Agent
     from tbprof.agent.server import serve
     from tbprof.fs import location
+    from tbprof.service.executor import make_executor
     from tbprof.service.profiles import Profiles
 
     where = location(args.logdir)
     if isinstance(where, Path) and not where.exists():
         print(f"tbprof: {args.logdir}: no such file or directory", file=sys.stderr)
         return 1
-    serve(Agent(Profiles(where, cache_dir=args.cache_dir or None)))
+    try:
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+    except ValueError as e:
+        print(f"tbprof: {e}", file=sys.stderr)
+        return 1
+    try:
+        serve(Agent(Profiles(where, cache_dir=args.cache_dir or None, executor=executor)))
+    finally:
+        executor.close(wait=True)
     return 0
 
 

@@ -72,6 +72,8 @@ def serve(agent: Agent) -> None:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         out, is_error = await anyio.to_thread.run_sync(answer, agent, params.name, params.arguments)
+        # As the HTTP app after a response: converted stores to the disk cache, then warm-ups.
+        agent.profiles.after_request()
         text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=out,
                                     is_error=is_error)

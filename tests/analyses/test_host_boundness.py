@@ -97,3 +97,4 @@ def test_without_steps_the_data_is_insufficient(sample_profiles: Path) -> None:
     assert want["status"] == "INSUFFICIENT_DATA"
     got = host_boundness.compute([read_xspace(next((sample_profiles / "tpu_inference").rglob("*.xplane.pb")))], {})
     assert got["status"] == "INSUFFICIENT_DATA" and got["idle_time_ratio_percent"] is None
+    assert "TPU" in got["reasons"][0]  # no GPU device events: the reason says so, not "no steps"

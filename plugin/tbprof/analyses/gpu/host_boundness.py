@@ -88,7 +88,8 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> HostB
     status: Literal["HOST_BOUND", "NOT_HOST_BOUND", "INSUFFICIENT_DATA"]
     if not ratios:
         status = "INSUFFICIENT_DATA"
-        reasons.append("no steps were found: the idle time inside steps cannot be measured")
+        reasons.append("no steps were found: the idle time inside steps cannot be measured" if n_devices else
+                       "no GPU device events (a TPU's host-boundness needs its counters: XProf's check_host_boundness)")
         idle = share = equivalent = None
     else:
         idle = float(np.mean(ratios))

@@ -19,6 +19,7 @@ import { opProfilePage } from "./pages/op_profile/op_profile_page";
 import { overviewPage } from "./pages/overview/overview_page";
 import { podViewerPage } from "./pages/pod_viewer/pod_viewer_page";
 import { profileSummaryPage } from "./pages/profile_summary/profile_summary_page";
+import { queryPage } from "./pages/query/query_page";
 import type { PageSpec } from "./pages/registry";
 import { rooflineModelPage } from "./pages/roofline_model/roofline_model_page";
 import { smartSuggestionPage } from "./pages/smart_suggestion/smart_suggestion_page";
@@ -36,6 +37,8 @@ interface OtherPages {
   readonly tensorflow_stats: PageSpec<FrameworkOpStatsResult>;
   /** Two runs side by side through its own routes: listed for every run (everyRun). */
   readonly compare: PageSpec;
+  /** SQL over the run through its own route (docs/sql.md): listed for every run (everyRun). */
+  readonly query: PageSpec;
 }
 
 export const PAGES: ToolPages & OtherPages = {
@@ -59,6 +62,7 @@ export const PAGES: ToolPages & OtherPages = {
   gpu_breakdown: gpuBreakdownPage,
   critical_path: criticalPathPage,
   compare: comparePage,
+  query: queryPage,
 };
 
 /** The buttons in the shell's header. */

@@ -70,10 +70,10 @@ def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_di
     code, out, _ = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir))
     expected = json.loads(out)["rows"]
     glob = str(out_dir / "events" / "*" / "*.parquet").replace("'", "''")
-    got = duckdb.connect().execute(f"SELECT host, count(*), sum(dur_ps) FROM read_parquet('{glob}', hive_partitioning = true) "
-                     "GROUP BY host ORDER BY host").fetchall()
-    assert [list(r) for r in got] == expected
     con = duckdb.connect()
+    got = con.execute(f"SELECT host, count(*), sum(dur_ps) FROM read_parquet('{glob}', hive_partitioning = true) "
+                      "GROUP BY host ORDER BY host").fetchall()
+    assert [list(r) for r in got] == expected
     kernels = con.execute(f"SELECT count(*) FROM read_parquet('{out_dir / 'kernels.parquet'}')").fetchone()
     code, out, _ = _run(capsys, "sql", path, "SELECT count(*) FROM kernels", "--format", "json",
                         "--cache-dir", str(cache_dir))

@@ -221,3 +221,57 @@ def test_profile_sql_returns_a_dataframe(torch_ddp: api.Profile) -> None:
     assert list(frame.columns) == ["host", "n"] and list(frame["host"]) == sorted(torch_ddp.hosts)
     with pytest.raises(BadParameter, match="more than 3 rows"):
         torch_ddp.sql("SELECT name FROM events", max_rows=3)
+
+
+@pytest.mark.parametrize(("query", "every"), [
+    ("SELECT name, count(*), sum(dur_ps) FROM events GROUP BY name", False),
+    ("SELECT dur_ps * 2 FROM events", False),
+    ("SELECT * FROM events", True),
+    ("SELECT e.* FROM events e", True),
+    ("SELECT DISTINCT * FROM events", True),
+    ("SELECT host, * EXCLUDE (host) FROM events", True),
+    ("SELECT COLUMNS('.*_ps') FROM events", True),
+    ("FROM events", True),
+])
+def test_columns_built_for_a_query(query: str, every: bool) -> None:
+    """Only the columns a query names are built; a star (not count(*) or a product) builds all."""
+    wanted = sql_engine._wanted_frame_columns(query)
+    assert (wanted == {c.name for c in sql_engine.FRAME_COLUMNS}) is every
+    if not every:
+        assert "dur_ps" in wanted and "hlo_op" not in wanted
+
+
+@pytest.fixture(scope="module")
+def two_hosts_one_broken(tmp_path_factory: pytest.TempPathFactory) -> api.Profile:
+    root = tmp_path_factory.mktemp("broken_pod")
+    shutil.copytree(SAMPLE_PROFILES / "jax_2hosts", root / "jax_2hosts")
+    for f in (root / "jax_2hosts").rglob("worker1.*"):
+        f.write_bytes(bytes(range(256)) * 8)  # not a profile any more
+    return api.open(root / "jax_2hosts", cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def test_an_unreadable_host_is_named_not_hidden(two_hosts_one_broken: api.Profile) -> None:
+    p = two_hosts_one_broken
+    got = run_sql(p.profiles, p.run.name, "SELECT DISTINCT host FROM events")
+    assert got["rows"] == [["worker0"]]
+    assert [e["host"] for e in got.get("host_errors", [])] == ["worker1"]
+
+
+def test_hosts_beyond_the_memory_budget_are_refused(torch_ddp: api.Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = [torch_ddp.profiles.event_store(torch_ddp.run, h).nbytes for h in torch_ddp.hosts]
+
+    class Small:
+        max_bytes = sum(sizes) - 1  # one byte short of the two hosts' columns
+
+    monkeypatch.setattr(sql_engine, "shared_budget", Small)
+    with pytest.raises(BadParameter, match="--parquet"):
+        run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events")
+    one = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events", host=torch_ddp.hosts[0])
+    assert one["rows"][0][0] == torch_ddp.profiles.event_store(torch_ddp.run, torch_ddp.hosts[0]).n_events
+
+
+def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broken: api.Profile) -> None:
+    p = two_hosts_one_broken
+    got = run_sql(p.profiles, p.run.name, "SELECT DISTINCT host FROM steps")
+    assert got["rows"] == [["worker0"]]
+    assert [e["host"] for e in got.get("host_errors", [])] == ["worker1"]

@@ -40,7 +40,9 @@ export interface DataTableOptions {
   onViewChange: (view: TableView) => void;
   /** CSV file name for the shown rows, without ".csv". */
   csvName: string;
-  fullCsvUrl: (q: TableQuery) => string;
+  /** The backend's CSV of the whole table under a query; none: no "Full table" link (a table
+   * whose rows are all in the browser exports them itself). */
+  fullCsvUrl?: (q: TableQuery) => string;
   /** Optional extra content per cell (e.g. links); gets the default text node. */
   decorateCell?: (td: HTMLTableCellElement, row: readonly unknown[], column: number) => void;
   description?: string;
@@ -347,8 +349,12 @@ export class DataTable {
     this.tbody.appendChild(frag);
     this.scheduleSticky();
     this.countEl.textContent = rowRangeLabel(offset, rows.length, totalRows);
-    this.fullCsv.href = this.opts.fullCsvUrl(toQuery(this.view, this.opts.pageSize));
-    this.fullCsv.setAttribute("download", "");
+    if (this.opts.fullCsvUrl) {
+      this.fullCsv.href = this.opts.fullCsvUrl(toQuery(this.view, this.opts.pageSize));
+      this.fullCsv.setAttribute("download", "");
+    } else {
+      this.fullCsv.hidden = true;
+    }
     this.renderPager();
   }
 

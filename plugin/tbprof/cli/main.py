@@ -8,6 +8,8 @@
     tbprof capture ADDR[,ADDR] --logdir DIR ...
     tbprof compare BASELINE CANDIDATE [--json]
     tbprof check BASELINE CANDIDATE --max-regression 5%
+    tbprof mcp LOGDIR                      (the MCP server for coding agents, over stdio)
+    tbprof install-skill DIR
 
 PATH is a logdir, a session folder or one profile file. Exit codes: 0 ok, 1 usage or
 unknown name, 2 unreadable profile (3 and 4: ``check``'s verdicts, 5: capture failed).
@@ -50,6 +52,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("tbprof.cli.compare", "CI gate: fail when the candidate regresses beyond a bound"),
     "sql": ("tbprof.cli.sql", "one SQL SELECT over every host's events and the tables (docs/sql.md)"),
     "export": ("tbprof.cli.sql", "write the SQL views as Parquet files (--parquet DIR)"),
+    "mcp": ("tbprof.agent.commands", "serve a logdir's analyses to coding agents over MCP (stdio)"),
+    "install-skill": ("tbprof.agent.commands", "write the tbprof skill (SKILL.md) for coding agents"),
 }
 
 Configure = Callable[[argparse.ArgumentParser], None]

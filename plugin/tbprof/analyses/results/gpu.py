@@ -33,6 +33,27 @@ class CollectivesResult(PerRankEnvelope):
     synchronizing_us: float | None
 
 
+class CollectiveOverlapResult(PerRankEnvelope):
+    collective_count: int
+    collective_exposed_us: float | None  # summed over the collectives of every rank
+    collective_covered_percent: float | None
+
+
+class DeviceTimeAttributionResult(ToolEnvelope):
+    hosts: list[str]
+    total_device_time_us: dict[str, float]  # host -> union of its devices' kernel lines (hosts with devices)
+    device_count: int
+    by_line_name_us: dict[str, dict[str, float]]  # host -> line name -> busy time, XProf's keys
+
+
+class HostBoundnessResult(PerRankEnvelope):
+    status: Literal["HOST_BOUND", "NOT_HOST_BOUND", "INSUFFICIENT_DATA"]
+    reasons: list[str]
+    idle_time_ratio_percent: float | None  # mean over the devices
+    host_wait_share_percent: float | None
+    equivalent_idle_devices: float | None
+
+
 class StragglersResult(PerRankEnvelope):
     stragglers: list[int]  # the straggling ranks
     waited_for: int | None  # the rank the others wait for in collectives

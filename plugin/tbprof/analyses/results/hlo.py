@@ -207,3 +207,10 @@ class GraphViewerResult(ToolEnvelope, Graph):
     ops_truncated: bool
     dot: NotRequired[str]  # format=dot: the graph in Graphviz's language
     hlo_text: NotRequired[str]  # format=hlo: the module's HLO text
+
+
+class PeakAllocationsResult(ToolEnvelope):
+    host: str
+    module_count: int
+    largest_module: str | None
+    largest_allocation_mib: float | None

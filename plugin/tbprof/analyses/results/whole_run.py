@@ -275,3 +275,19 @@ class ProfileSummaryResult(ToolEnvelope):
     host_count: int
     event_count: int
     hosts: list[HostSummary]
+
+
+class KpiSource(TypedDict):
+    metric: str
+    tool: str  # the tool that computed it
+    why_missing: str | None  # why the metric is null (None: it was computed)
+
+
+class KpiMetricsResult(ToolEnvelope):
+    hosts: list[str]
+    step_time_ms: float | None
+    roofline_utilization_percent: float | None
+    mfu_percent: float | None
+    peak_memory_bytes: int | None
+    peak_memory_allocator: str | None
+    sources: list[KpiSource]

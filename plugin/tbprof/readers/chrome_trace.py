@@ -204,17 +204,26 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
+    top: dict[str, Any] = {}
     try:
         # Decoded only for the keys _trace_metadata keeps (the scanner returns every one's text).
-        top = {key: json.loads(text) for key, text in scan.top.items() if key in _METADATA_KEYS}
+        for key, text in scan.top.items():
+            if key in _METADATA_KEYS:
+                top[key] = _loads(text)
     except RecursionError:
         raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
+    except _LongNumber as e:
+        e.field = f"the top-level {key!r}"
+        raise ProfileReadError(source, e.reason()) from None
+    metadata = _trace_metadata(source, top) if scan.top_kind == 1 else None
     try:
         store = _Builder(source, host, spill.work if spill is not None else None).build(scan)
     except RecursionError:  # args nested just below the scanner's limit, re-encoded as text
         raise ProfileReadError(source, "an event's args are nested too deeply") from None
-    if scan.top_kind == 1:
-        store.metadata = _trace_metadata(top)
+    except _LongNumber as e:
+        raise ProfileReadError(source, e.reason()) from None
+    if metadata is not None:
+        store.metadata = metadata
     kineto.finish(store)
     release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
@@ -275,11 +284,85 @@ _METADATA_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion", "cuda_
 _METADATA_MAX_BYTES = 1 << 20  # a trace is not a metadata store: bound what is kept
 
 
-def _trace_metadata(doc: dict[str, Any]) -> dict[str, Any]:
+class _LongNumber(ValueError):
+    """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``)."""
+
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"an integer of {digits} digits")
+        self.digits = digits
+        self.token = _MISSING  # the token holding it, when it came from the token table
+        self.field = "a value"
+
+    def reason(self) -> str:
+        return f"{self.field} holds an integer of {self.digits} digits, more than tbprof reads"
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # valid digits: only too many of them
+        raise _LongNumber(len(text.lstrip("-"))) from None
+
+
+def _loads(text: str | bytes) -> Any:
+    """``json.loads`` whose over-long integers raise ``_LongNumber`` (a refusal naming the field)."""
+    return json.loads(text, parse_int=_parse_int)
+
+
+# Token columns of the scanner, with the field each holds (to name where a bad value is).
+_TOKEN_FIELDS = (("name", "an event's 'name'"), ("pid", "an event's 'pid'"), ("tid", "an event's 'tid'"),
+                 ("id", "an event's 'id'"), ("cat", "an event's 'cat'"), ("ph", "an event's 'ph'"),
+                 ("st_key", "an event's args"), ("st_value", "an event's args"))
+
+
+def _field_of(cols: dict[str, np.ndarray], token: int) -> str:
+    """The field of the token columns still held that holds ``token``."""
+    for column, field in _TOKEN_FIELDS:
+        values = cols.get(column)
+        if values is not None and token >= 0 and bool((values == token).any()):
+            return field
+    return "a value"
+
+
+_INT64 = 1 << 63
+# Kineto writes a rank and a world size as C ints.
+_RANK_FIELDS = ("rank", "world_size")
+
+
+def _check_metadata(source: str, key: str, value: Any) -> None:
+    """Refuses (naming the field) metadata a reader or tool would index with or store as int64."""
+    stack: list[tuple[str, Any]] = [(key, value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, int) and not isinstance(v, bool) and not -_INT64 <= v < _INT64:
+            raise ProfileReadError(source, f"the top-level {where!r} is {v.bit_length()} bits, more than 64")
+        if isinstance(v, dict):
+            stack.extend((f"{where}.{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+    if value is None:  # written as null: absent
+        return
+    if key == "deviceProperties" and not (isinstance(value, list) and all(isinstance(d, dict) for d in value)):
+        raise ProfileReadError(source, "the top-level 'deviceProperties' is not a list of objects (one per GPU)")
+    if key == "distributedInfo":
+        if not isinstance(value, dict):
+            raise ProfileReadError(source, "the top-level 'distributedInfo' is not an object")
+        for field in _RANK_FIELDS:
+            n = value.get(field)
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 1 << 31):
+                raise ProfileReadError(source, f"the top-level 'distributedInfo.{field}' is not an integer "
+                                       f"from 0 to 2**31-1")
+    if key == "baseTimeNanoseconds" and (isinstance(value, bool) or not isinstance(value, int)
+                                         or value < 0):
+        raise ProfileReadError(source, "the top-level 'baseTimeNanoseconds' is not a count of nanoseconds")
+
+
+def _trace_metadata(source: str, doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in _METADATA_KEYS:
         if key in doc:
             value = doc[key]
+            _check_metadata(source, key, value)
             try:
                 text = json.dumps(value)
             except (TypeError, ValueError):
@@ -323,7 +406,11 @@ class _Tokens:
         elif len(text) < 1000 and (text.isdigit() or (text[:1] == b"-" and text[1:].isdigit())):
             v = int(text)  # the common id: an integer, without json.loads' cost
         else:
-            v = json.loads(text)
+            try:
+                v = _loads(text)
+            except _LongNumber as e:
+                e.token = t
+                raise
             if isinstance(v, float) and not math.isfinite(v):
                 v = str(v)
             elif v is not None and not isinstance(v, (str, int, float)):
@@ -344,7 +431,11 @@ class _Tokens:
         raw = self.raw[t]
         if raw[:1] == b"S":
             return raw[1:].decode("utf-8")
-        return json.dumps(json.loads(raw[1:]), sort_keys=True, default=str)
+        try:
+            return json.dumps(_loads(raw[1:]), sort_keys=True, default=str)
+        except _LongNumber as e:
+            e.field = "an event's args"  # canonical text is asked for args values only
+            raise
 
 
 def _lut_table(parts: Iterable[np.ndarray], fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
@@ -575,6 +666,14 @@ class _Builder:
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: _Scan) -> tables.ProfileStore:
+        try:
+            return self._build(scan)
+        except _LongNumber as e:
+            if e.token != _MISSING:
+                e.field = _field_of(self.cols, e.token)
+            raise
+
+    def _build(self, scan: _Scan) -> tables.ProfileStore:
         c = self.cols = scan.cols
         scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)
@@ -1123,7 +1222,9 @@ class _Builder:
         is_next = (phase == "f") & ((c["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
         bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
         has_line = line_g >= 0
-        p_plane = np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1)
+        # A trace of flow points only has no line to index.
+        p_plane = (np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1) if plane_of_line.shape[0]
+                   else np.full(n_flows, -1, dtype=np.int64))
         for pi, (_, p_start, p_dur, line_offsets, depth) in enumerate(sorted_planes):
             sel = np.nonzero(p_plane == pi)[0]
             if sel.shape[0] == 0:

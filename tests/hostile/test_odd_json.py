@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from werkzeug.test import Client
@@ -64,9 +65,14 @@ def client(logdir: Path, tmp_path: Path) -> Client:
 @pytest.mark.parametrize("host", sorted(REFUSED))
 def test_odd_value_is_a_remembered_422_naming_file_and_field(client: Client, host: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    scans = []
+    scans: list[int] = []
     real_scan = chrome_trace._scan
-    monkeypatch.setattr(chrome_trace, "_scan", lambda *a, **k: scans.append(1) or real_scan(*a, **k))
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        scans.append(1)
+        return real_scan(*args, **kwargs)
+
+    monkeypatch.setattr(chrome_trace, "_scan", counted)
     _, field = REFUSED[host]
     for tool in ("profile_summary", "trace_viewer", "profile_summary"):
         r = client.get(API + "data", query_string={"run": host, "tool": tool})

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof.cache.memory_guard import decompressed_limit_bytes, release_free_memory
+from tbprof.cache.memory_guard import available_bytes, check_allocation, decompressed_limit_bytes, release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
@@ -99,6 +99,17 @@ def host_of(path: Location) -> str:
 # Bytes read per window, and the most decompressed bytes one gzip step may produce: the reader's
 # memory is its columns, not the file (see read_chrome_trace).
 WINDOW_BYTES = 16 << 20
+# The scanner sees a window in pieces of this size, so the memory check between pieces is fine-grained.
+_FEED_BYTES = 1 << 20
+# One JSON unit (an event, a top-level value) longer than this is refused: a real one is far shorter.
+MAX_UNIT_BYTES = 256 << 20
+# zlib gets this much input per step (see _gunzip_windows); real files have a member or a few.
+_GZIP_INPUT_BYTES = 64 << 10
+MAX_GZIP_MEMBERS = 4096
+# Peak memory of the in-memory reader per event and per argument value: the scanner's columns, their
+# copy out of it and the builder's first columns (bench/hostile_bench.py; bench/measurements.md).
+SCAN_EVENT_BYTES = 96
+SCAN_STAT_BYTES = 40
 
 
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
@@ -142,28 +153,42 @@ def file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
 
 def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int, spill: Spill | None = None) -> Iterator[bytes]:
     """Decompresses every gzip member of the stream, at most ``out_bytes`` per step. A gzip bomb
-    is refused before its columns fill memory (or, streaming, the disk: ``spill.json_limit_bytes``)."""
+    is refused before its columns fill memory (or, streaming, the disk: ``spill.json_limit_bytes``).
+
+    zlib copies the input it did not use into ``unused_data`` at a member's end: it is handed at
+    most ``_GZIP_INPUT_BYTES`` at a time, and at most ``MAX_GZIP_MEMBERS`` members are read, so a
+    stream of many tiny members costs time linear in its length, not members x window."""
     limit = decompressed_limit_bytes() if spill is None else spill.json_limit_bytes
     total = 0
+    members = 0
     d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
     fed = False  # the current member has had input
     full = False  # the last step filled its bound: zlib may hold more output
-    pending = b""
+    data = b""  # the input being read, from ``pos``
+    pos = 0
     try:
         for chunk in raw:
-            pending = pending + chunk if pending else chunk
-            while pending or full:
+            data = data[pos:] + chunk if pos < len(data) else chunk  # at most a byte is left over
+            pos = 0
+            while pos < len(data) or full:
                 if d.eof:  # a member ended: another may follow (after padding)
-                    pending = pending.lstrip(b"\x00")
-                    if len(pending) < 2 and GZIP_MAGIC.startswith(pending):
+                    pos = _skip_zeros(data, pos)
+                    rest = data[pos:pos + 2]
+                    if len(rest) < 2 and GZIP_MAGIC.startswith(rest):
                         break  # wait for more input
-                    if not pending.startswith(GZIP_MAGIC):
+                    if not rest.startswith(GZIP_MAGIC):
                         return  # trailing garbage after the last member: ignored, as gzip(1) does
+                    members += 1
+                    if members >= MAX_GZIP_MEMBERS:
+                        raise ProfileReadError(source, f"the gzip stream has more than {MAX_GZIP_MEMBERS:,} members")
                     d, fed = zlib.decompressobj(wbits=31), False
-                out = d.decompress(pending, out_bytes)
+                with memoryview(data) as view:
+                    piece = view[pos:pos + _GZIP_INPUT_BYTES]
+                    out = d.decompress(piece, out_bytes)
+                    pos += len(piece) - len(d.unused_data if d.eof else d.unconsumed_tail)
+                    piece.release()
                 fed = True
                 full = len(out) == out_bytes and not d.eof
-                pending = d.unused_data if d.eof else d.unconsumed_tail
                 total += len(out)
                 if limit is not None and total > limit:
                     if spill is not None:
@@ -182,6 +207,18 @@ def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int, spill: Sp
             raise ProfileReadError(source, "the gzip stream is damaged or truncated: it ends early")
     except zlib.error as e:
         raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
+
+
+def _skip_zeros(data: bytes, pos: int) -> int:
+    """The first offset from ``pos`` that is not a zero byte (gzip's padding between members),
+    looked at a block at a time (no copy of the rest of ``data``)."""
+    while pos < len(data):
+        block = data[pos:pos + 4096]
+        left = len(block.lstrip(b"\x00"))
+        pos += len(block) - left
+        if left:
+            break
+    return pos
 
 
 def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int, spill: Spill | None = None,
@@ -243,29 +280,76 @@ class _Scan:
 
 
 def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> _Scan:
+    """Feeds the windows to the scanner in linear time: a unit (an event, a top-level value) cut by
+    a window's end is carried into the next, and one longer than a window is gathered until twice
+    its bytes are there (each doubling scanned once), up to ``MAX_UNIT_BYTES``. In memory, the events
+    and stats scanned are counted against the memory free at the start, piece by piece."""
     sc = jsonscan.Scanner()
-    tail = b""
+    avail = available_bytes() if spill is None else None
+    carry = bytearray()  # bytes of an unfinished unit, and what came after them
     base = 0
     want = 0
     for chunk in windows:
-        buf = tail + chunk if tail else chunk
-        if len(buf) < want:  # a unit larger than the windows so far: wait for twice as much
-            tail = buf
-            continue
-        used = sc.feed(buf, base, False)
-        if used < 0:
-            _scan_error(sc, source)
-        tail = buf[used:]
+        if carry:
+            carry += chunk  # amortised: the unit's bytes are not copied again per window
+            if len(carry) < want:
+                continue
+            buf, carry = bytes(carry), bytearray()
+        else:
+            buf = chunk
+        used = _feed_window(sc, buf, base, source, avail)
         base += used
-        want = 2 * len(tail) if used == 0 else 0
+        rest = buf[used:]
+        if used == 0 and len(rest) > MAX_UNIT_BYTES:
+            raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
+                                   f"{MAX_UNIT_BYTES >> 20} MiB")
+        carry += rest
+        want = min(2 * len(rest), MAX_UNIT_BYTES + 1) if used == 0 else 0
         if spill is not None:
             spill.drain(sc, final=False)
-    if sc.feed(tail, base, True) < 0:
+    if sc.feed(bytes(carry), base, True) < 0:
         _scan_error(sc, source)
+    _check_scanned(sc, source, avail)
     if spill is not None:
         spill.drain(sc, final=True)
         return _Scan(sc, spill.columns())
     return _Scan(sc)
+
+
+def _feed_window(sc: jsonscan.Scanner, buf: bytes, base: int, source: str, avail: int | None) -> int:
+    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (a piece as long as a unit needs), checking
+    the memory after each; returns the bytes consumed (whole units)."""
+    off = 0
+    size = _FEED_BYTES
+    with memoryview(buf) as view:
+        while off < len(buf):
+            end = min(len(buf), off + size)
+            piece = view[off:end]
+            used = sc.feed(piece, base + off, False)
+            piece.release()
+            if used < 0:
+                _scan_error(sc, source)
+            off += used
+            _check_scanned(sc, source, avail)
+            if used == 0:
+                if end == len(buf):
+                    break  # the unit runs on into the next window
+                size *= 2
+            elif end == len(buf):
+                break  # what is left is the start of a unit: the next window continues it
+    return off
+
+
+def _check_scanned(sc: jsonscan.Scanner, source: str, avail: int | None) -> None:
+    """Refuses a file whose events and stats (scanned so far) will not fit in ``avail`` bytes: a
+    small gzip of empty events holds one event per 3 bytes of JSON, 19x the memory per byte that
+    the guard assumed from the JSON's length."""
+    if avail is None:
+        return
+    n_events, n_stats = sc.n_events, sc.n_stats
+    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES
+    if need > avail:
+        check_allocation(source, need, f"{n_events:,} events and {n_stats:,} argument values (so far)")
 
 
 def _scan_error(sc: jsonscan.Scanner, source: str) -> None:

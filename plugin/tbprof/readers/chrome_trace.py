@@ -57,7 +57,7 @@ import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -283,9 +283,17 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
     """Feeds the windows to the scanner in linear time: a unit (an event, a top-level value) cut by
     a window's end is carried into the next, and one longer than a window is gathered until twice
     its bytes are there (each doubling scanned once), up to ``MAX_UNIT_BYTES``. In memory, the events
-    and stats scanned are counted against the memory free at the start, piece by piece."""
+    and stats scanned are counted against the memory free at the start, piece by piece; streaming,
+    they are drained to the entry's files piece by piece (``Spill.drain``: at its share of the budget)."""
     sc = jsonscan.Scanner()
     avail = available_bytes() if spill is None else None
+
+    def after_piece(sc: jsonscan.Scanner) -> None:
+        if spill is not None:
+            spill.drain(sc, final=False)
+        else:
+            _check_scanned(sc, source, avail)
+
     carry = bytearray()  # bytes of an unfinished unit, and what came after them
     base = 0
     want = 0
@@ -295,9 +303,11 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
             if len(carry) < want:
                 continue
             buf, carry = bytes(carry), bytearray()
+            # A unit that did not end in a window is scanned whole in one piece.
+            first_piece = len(buf) if want else _FEED_BYTES
         else:
-            buf = chunk
-        used = _feed_window(sc, buf, base, source, avail)
+            buf, first_piece = chunk, _FEED_BYTES
+        used = _feed_window(sc, buf, base, source, after_piece, first_piece)
         base += used
         rest = buf[used:]
         if used == 0 and len(rest) > MAX_UNIT_BYTES:
@@ -305,8 +315,6 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
                                    f"{MAX_UNIT_BYTES >> 20} MiB")
         carry += rest
         want = min(2 * len(rest), MAX_UNIT_BYTES + 1) if used == 0 else 0
-        if spill is not None:
-            spill.drain(sc, final=False)
     if sc.feed(bytes(carry), base, True) < 0:
         _scan_error(sc, source)
     _check_scanned(sc, source, avail)
@@ -316,11 +324,12 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
     return _Scan(sc)
 
 
-def _feed_window(sc: jsonscan.Scanner, buf: bytes, base: int, source: str, avail: int | None) -> int:
-    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (a piece as long as a unit needs), checking
-    the memory after each; returns the bytes consumed (whole units)."""
+def _feed_window(sc: jsonscan.Scanner, buf: bytes, base: int, source: str,
+                 after_piece: Callable[[jsonscan.Scanner], None], first_piece: int) -> int:
+    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (the first ``first_piece``; a piece as long as a
+    unit needs), calling ``after_piece`` after each; returns the bytes consumed (whole units)."""
     off = 0
-    size = _FEED_BYTES
+    size = first_piece
     with memoryview(buf) as view:
         while off < len(buf):
             end = min(len(buf), off + size)
@@ -330,13 +339,15 @@ def _feed_window(sc: jsonscan.Scanner, buf: bytes, base: int, source: str, avail
             if used < 0:
                 _scan_error(sc, source)
             off += used
-            _check_scanned(sc, source, avail)
+            after_piece(sc)
             if used == 0:
                 if end == len(buf):
                     break  # the unit runs on into the next window
                 size *= 2
-            elif end == len(buf):
-                break  # what is left is the start of a unit: the next window continues it
+            else:
+                size = _FEED_BYTES
+                if end == len(buf):
+                    break  # what is left is the start of a unit: the next window continues it
     return off
 
 

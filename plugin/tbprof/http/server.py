@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.task import ErrorTask
+
+from tbprof.http.app import STANDALONE_HEADERS
 
 try:
     import resource
@@ -84,6 +88,31 @@ def write_timeout_from_env(environ: dict[str, str] | None = None) -> float:
     return value
 
 
+class FramingParser(HTTPRequestParser):
+    """waitress's request parser; a request with both Content-Length and Transfer-Encoding is
+    answered and its connection closed (RFC 9112 section 6.1): the two framings may disagree
+    between this server and a proxy in front of it, so a request pipelined behind it on the same
+    connection is not trusted (request smuggling)."""
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)
+        # waitress takes Transfer-Encoding out of the headers (``chunked``: it framed the body).
+        if self.chunked and "CONTENT_LENGTH" in self.headers:
+            self.headers["CONNECTION"] = "close"
+            self.connection_close = True
+
+
+class HeadedErrorTask(ErrorTask):
+    """waitress's own answers (400 bad request, 413 body too large, 431 headers too large, 501
+    transfer coding) with the headers every answer of the app carries: no MIME sniffing, the
+    Content-Security-Policy and the frame policy."""
+
+    def execute(self) -> None:
+        self.response_headers.append(("X-Content-Type-Options", "nosniff"))
+        self.response_headers.extend(STANDALONE_HEADERS.items())
+        super().execute()
+
+
 class WriteTimeoutChannel(HTTPChannel):
     """waitress's channel with a write timeout (see the module's docstring).
 
@@ -95,6 +124,8 @@ class WriteTimeoutChannel(HTTPChannel):
     """
 
     write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S
+    parser_class = FramingParser
+    error_task_class = HeadedErrorTask
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._write_progress_at = time.monotonic()

@@ -298,24 +298,28 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
     base = 0
     want = 0
     for chunk in windows:
+        buf: bytes | bytearray
         if carry:
             carry += chunk  # amortised: the unit's bytes are not copied again per window
             if len(carry) < want:
                 continue
-            buf, carry = bytes(carry), bytearray()
             # A unit that did not end in a window is scanned whole in one piece.
-            first_piece = len(buf) if want else _FEED_BYTES
+            buf, first_piece = carry, len(carry) if want else _FEED_BYTES
         else:
             buf, first_piece = chunk, _FEED_BYTES
         used = _feed_window(sc, buf, base, source, after_piece, first_piece)
         base += used
-        rest = buf[used:]
-        if used == 0 and len(rest) > MAX_UNIT_BYTES:
-            raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
-                                   f"{MAX_UNIT_BYTES >> 20} MiB")
-        carry += rest
-        want = min(2 * len(rest), MAX_UNIT_BYTES + 1) if used == 0 else 0
-    if sc.feed(bytes(carry), base, True) < 0:
+        if used == 0:
+            if len(buf) > MAX_UNIT_BYTES:
+                raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
+                                       f"{MAX_UNIT_BYTES >> 20} MiB")
+            carry = buf if isinstance(buf, bytearray) else bytearray(buf)
+            want = min(2 * len(carry), MAX_UNIT_BYTES + 1)
+        else:
+            with memoryview(buf) as view:
+                carry = bytearray(view[used:])
+            want = 0
+    if sc.feed(carry, base, True) < 0:
         _scan_error(sc, source)
     _check_scanned(sc, source, avail)
     if spill is not None:
@@ -324,7 +328,7 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
     return _Scan(sc)
 
 
-def _feed_window(sc: jsonscan.Scanner, buf: bytes, base: int, source: str,
+def _feed_window(sc: jsonscan.Scanner, buf: bytes | bytearray, base: int, source: str,
                  after_piece: Callable[[jsonscan.Scanner], None], first_piece: int) -> int:
     """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (the first ``first_piece``; a piece as long as a
     unit needs), calling ``after_piece`` after each; returns the bytes consumed (whole units)."""

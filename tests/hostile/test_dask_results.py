@@ -42,7 +42,7 @@ def _replace_convert_batch() -> None:
     """What the attacker ran on every worker (``Client.run``)."""
     import tbprof.service.executor as executor
 
-    executor.convert_batch = _evil_convert_batch  # type: ignore[assignment]
+    executor.convert_batch = _evil_convert_batch
 
 
 def _wrong_shape_convert_batch(tasks: Any) -> Any:
@@ -52,7 +52,7 @@ def _wrong_shape_convert_batch(tasks: Any) -> Any:
 def _replace_with_wrong_shape() -> None:
     import tbprof.service.executor as executor
 
-    executor.convert_batch = _wrong_shape_convert_batch  # type: ignore[assignment]
+    executor.convert_batch = _wrong_shape_convert_batch
 
 
 def test_a_worker_answering_a_pickle_runs_nothing_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,8 +86,8 @@ def test_a_worker_answering_a_pickle_runs_nothing_here(tmp_path: Path, monkeypat
 
 def test_checked_batch_keeps_plain_data_only() -> None:
     task = HostTask(host="h", path="/x", kind="xspace", cache_dir="/c")
-    good = {"results": ({"host": "h", "partial": b"\x00", "timings": {"convert_s": 0.5}},), "combined": None,
-            "combined_hosts": (), "timings": {}}
+    good: dict[str, Any] = {"results": ({"host": "h", "partial": b"\x00", "timings": {"convert_s": 0.5}},),
+                            "combined": None, "combined_hosts": (), "timings": {}}
     assert checked_batch(good, [task])["results"] == [{"host": "h", "partial": b"\x00", "timings": {"convert_s": 0.5}}]
     for bad in ({"results": [{"host": "other"}]}, {"results": "x"}, {"results": [], "combined": 3},
                 {"results": [{"host": "h", "partial": "text"}]}):

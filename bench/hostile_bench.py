@@ -8,6 +8,7 @@ Cases (files built in a temporary folder; ``--scale`` multiplies their sizes):
 * ``long_name_search`` / ``long_name_sequences``: jax_mlp's XSpace with all 1,350 GPU events named
   by one 1 MiB name; a 1,000-match ``trace_search`` page and ``kernel_sequences`` (answer bytes).
 * ``empty_events_gzip``: a gzip of 10 M ``{}`` events read in memory under a 300 MB limit.
+* ``distinct_names_stream``: a Chrome trace of 1 M distinct names streamed with a 64 MB budget.
 * ``one_long_unit``: one 64 MB event, read in windows of 256 KiB (so one unit spans 256 windows).
 * ``gzip_members``: one real gzip member followed by 2 MB of empty members.
 * ``odd_json``: a 5,000-digit ``pid`` (the answer: a refusal naming the field).
@@ -83,6 +84,23 @@ try:
     read_chrome_trace(path); out["answer"] = "read"
 except TbprofError as e:
     out["answer"] = str(e)[-160:]
+""",
+    "distinct_names_stream": r"""
+from pathlib import Path
+from tbprof.cache.disk_cache import DiskCache
+from tbprof.readers.chrome_stream import stream_chrome_trace
+path = Path(WORK) / "names.trace.json"
+with open(path, "w") as f:
+    f.write('{"traceEvents":[')
+    for i in range(int(SCALE * 1_000_000)):  # event by event: the writing takes no memory to speak of
+        f.write(("," if i else "") + f'{{"ph":"X","pid":1,"tid":1,"ts":{i},"dur":1,"name":"kernel_{i:012d}"}}')
+    f.write("]}")
+out["file_bytes"] = path.stat().st_size
+base = hwm(); t0 = time.perf_counter()
+try:
+    stream_chrome_trace(path, DiskCache(Path(WORK) / "cache"), "k", 64_000_000); out["answer"] = "read"
+except TbprofError as e:
+    out["answer"] = str(e)[-140:]
 """,
     "one_long_unit": r"""
 data = b'{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"' + b"a" * int(SCALE * (64 << 20)) + b'"}]}'

@@ -110,6 +110,10 @@ MAX_GZIP_MEMBERS = 4096
 # copy out of it and the builder's first columns (bench/hostile_bench.py; bench/measurements.md).
 SCAN_EVENT_BYTES = 96
 SCAN_STAT_BYTES = 40
+# Per distinct token (name, id, text value) and per byte of its text: the scanner's table and hash
+# slots, the token's bytes and str objects, its string-table entry (bench/hostile_bench.py).
+SCAN_TOKEN_BYTES = 256
+SCAN_TOKEN_TEXT_FACTOR = 3
 
 
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
@@ -291,6 +295,9 @@ def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> 
     def after_piece(sc: jsonscan.Scanner) -> None:
         if spill is not None:
             spill.drain(sc, final=False)
+            # The token table stays in memory while streaming: a trace of millions of distinct
+            # names is refused by its budget while it is scanned, as the XSpace streaming reader does.
+            spill.work.check(token_need_bytes(sc), f"{sc.n_tokens:,} distinct names and values")
         else:
             _check_scanned(sc, source, avail)
 
@@ -362,9 +369,16 @@ def _check_scanned(sc: jsonscan.Scanner, source: str, avail: int | None) -> None
     if avail is None:
         return
     n_events, n_stats = sc.n_events, sc.n_stats
-    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES
+    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES + token_need_bytes(sc)
     if need > avail:
-        check_allocation(source, need, f"{n_events:,} events and {n_stats:,} argument values (so far)")
+        check_allocation(source, need, f"{n_events:,} events, {n_stats:,} argument values and {sc.n_tokens:,} "
+                         "distinct names and values (so far)")
+
+
+def token_need_bytes(sc: jsonscan.Scanner) -> int:
+    """Memory the token table takes once the reader has it: the scanner's table, each token's
+    bytes and string objects and the string table's entry."""
+    return sc.n_tokens * SCAN_TOKEN_BYTES + sc.token_bytes * SCAN_TOKEN_TEXT_FACTOR
 
 
 def _scan_error(sc: jsonscan.Scanner, source: str) -> None:

@@ -35,6 +35,13 @@ class BadParameter(TbprofError, ValueError):
     kind = "bad_request"
 
 
+class AnswerTooLarge(BadParameter):
+    """A request whose answer would exceed the size one answer may take (refused before it is
+    built; asking for less, e.g. a narrower query, gets an answer)."""
+
+    kind = "answer_too_large"
+
+
 # Its name until 0.x: docs/python_api.md named it, so scripts may catch it.
 BadRequest = BadParameter
 

@@ -102,3 +102,28 @@ def payload_xspace(src: Path, dst: Path, payload: bytes, iterator_payload: bytes
                 meta.name = payload + meta.name
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_bytes(space.SerializeToString())
+
+
+JAX_MLP_SESSION = "jax_mlp/plugins/profile/2026_11_26_00_32_23"
+
+
+def one_name_gpu_xspace(dst: Path, name: bytes) -> None:
+    """jax_mlp's XSpace with every GPU event named ``name``: each GPU plane's events point to
+    one event metadata that carries it (times, correlations and stats as the profiler wrote them),
+    so a name of megabytes is in the file once per plane and on a thousand events."""
+    space = xplane_pb2.XSpace()
+    space.ParseFromString((SAMPLE_PROFILES / JAX_MLP_SESSION / "vm.xplane.pb").read_bytes())
+    for plane in space.planes:
+        if not plane.name.startswith(b"/device:GPU:"):
+            continue
+        used = {e.metadata_id for line in plane.lines for e in line.events}
+        keep = min(used)
+        plane.event_metadata[keep].name = name
+        plane.event_metadata[keep].display_name = b""
+        for line in plane.lines:
+            for e in line.events:
+                e.metadata_id = keep
+        for mid in used - {keep}:
+            del plane.event_metadata[mid]
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(space.SerializeToString())

@@ -2,7 +2,7 @@
 // The JSON the backend sends (snake_case, as on the wire): the routes' answers (decode.ts maps
 // them to types.ts) and every tool's result (ToolResults: tool id -> its type), read typed by the pages.
 
-export type ErrorKind = "not_found" | "no_data" | "bad_request" | "unreadable_profile" | "method_not_allowed" | "http" | "internal" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "forbidden_host" | "forbidden_origin" | "too_large";
+export type ErrorKind = "not_found" | "no_data" | "bad_request" | "unreadable_profile" | "method_not_allowed" | "http" | "internal" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "forbidden_host" | "forbidden_origin" | "too_large" | "answer_too_large";
 
 /** Every 4xx/5xx answer: a sentence for people, a ``kind`` for programs. */
 export interface ErrorBody {

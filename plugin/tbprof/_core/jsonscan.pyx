@@ -1245,6 +1245,16 @@ cdef class Scanner:
     def n_stats(self):
         return self.n_st
 
+    @property
+    def n_tokens(self):
+        """Distinct tokens (names, ids, values kept as text) so far."""
+        return self.n_tok
+
+    @property
+    def token_bytes(self):
+        """Bytes of the distinct tokens' text so far (the reader turns each into Python strings)."""
+        return self.arena_len
+
     def tokens(self):
         """Every token's bytes (prefix first), by id."""
         return [PyBytes_FromStringAndSize(self.arena + self.tok_off[t], self.tok_len[t]) for t in range(self.n_tok)]

@@ -24,10 +24,12 @@ killed writer left behind (and ``.stale-*`` leftovers) are removed when a cache 
 from __future__ import annotations
 
 import base64
+import ctypes
 import errno
 import hashlib
 import json
 import logging
+import mmap
 import os
 import re
 import shutil
@@ -162,6 +164,54 @@ def _open_in(dir_fd: int, name: str, flags: int = os.O_RDONLY) -> int:
     return os.open(name, flags | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
 
 
+def _libc_mapper() -> tuple[Any, Any] | None:
+    """libc's ``mmap`` and ``munmap`` (None where there is no such libc: then ``np.memmap``)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        map_fn, unmap_fn = libc.mmap, libc.munmap
+    except (OSError, AttributeError):
+        return None
+    map_fn.restype = ctypes.c_void_p
+    map_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64)
+    unmap_fn.restype = ctypes.c_int
+    unmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    return map_fn, unmap_fn
+
+
+_MAPPER = _libc_mapper() if os.name == "posix" else None
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _map_column(f: Any, dtype: np.dtype[Any], shape: tuple[int, ...], order: Literal["C", "F"],
+                count: int) -> np.ndarray:
+    """The column's values from the open file ``f`` (at its position), mapped read-only.
+
+    ``np.memmap`` (Python's ``mmap``) keeps a duplicate of the file's descriptor as long as the
+    mapping lives: a store of many small planes pinned one per column, thousands of them, until
+    the process ran out. A mapping needs no descriptor once made, so libc's ``mmap`` maps it
+    and the descriptor is closed with ``f``; the pages are unmapped when the last array viewing
+    them goes. Still a read-only ``np.memmap`` (a view), as the cache's columns always are."""
+    offset = f.tell()
+    nbytes = count * dtype.itemsize
+    if os.fstat(f.fileno()).st_size < offset + nbytes:
+        raise ValueError(f"{f.name}: truncated (a column of {nbytes} bytes)")  # mapped, it would be SIGBUS
+    if _MAPPER is None:
+        return np.memmap(f, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+    map_fn, unmap_fn = _MAPPER
+    start = offset - offset % mmap.ALLOCATIONGRANULARITY
+    length = nbytes + (offset - start)
+    addr = map_fn(None, length, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), start)
+    if addr is None or addr == _MAP_FAILED:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), f.name)
+    pages = (ctypes.c_char * length).from_address(addr)
+    weakref.finalize(pages, unmap_fn, addr, length)
+    flat = np.frombuffer(pages, dtype=np.uint8, count=nbytes, offset=offset - start)
+    arr = flat.view(dtype).reshape(shape, order=order).view(np.memmap)
+    arr.flags.writeable = False  # the pages are PROT_READ: a write would crash the process
+    return arr
+
+
 def _load_at(dir_fd: int, name: str, mmap: bool = True) -> np.ndarray:
     """A ``.npy`` column of the entry folder ``dir_fd``, memory-mapped (or read), opened without
     following links; object arrays (pickles) are refused as ``np.load(allow_pickle=False)`` does."""
@@ -182,8 +232,7 @@ def _load_at(dir_fd: int, name: str, mmap: bool = True) -> np.ndarray:
                 empty = np.empty(shape, dtype=dtype).view(np.memmap)
                 empty.flags.writeable = False
                 return empty
-            # The mapping keeps its own reference to the file: closing ``f`` is fine.
-            return np.memmap(f, dtype=dtype, mode="r", offset=f.tell(), shape=shape, order=order)
+            return _map_column(f, dtype, shape, order, count)
         data = np.fromfile(f, dtype=dtype, count=count)
         if data.shape[0] != count:
             raise ValueError(f"{name}: truncated ({data.shape[0]} of {count} values)")

@@ -17,11 +17,19 @@ ignored; two writers of one key both write complete entries and the last manifes
 Only non-executable files travel: ``.npy`` (loaded with ``allow_pickle=False``) and ``.json``;
 an entry holding anything else (a pickle) is neither uploaded nor downloaded, since any writer
 of a shared bucket could plant one.
+
+Hashes only prove that the files are the ones the manifest names; anyone who can write to the
+bucket can write a manifest too (the key is computable from a listing). With a team secret in
+``$TBPROF_CACHE_KEY`` every manifest carries an HMAC-SHA256 of its text under that secret: a
+reader uses only a manifest whose HMAC verifies (a forged or unsigned one is a miss: the file is
+converted locally), and a writer replaces a manifest that does not verify with its own. Without
+the secret, a shared cache trusts every writer of the bucket (docs/remote.md says so).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -43,6 +51,37 @@ _SAFE_SUFFIXES = (".npy", ".json")
 MAX_MANIFEST_BYTES = 1 << 20  # a manifest lists a few hundred files; anything larger is not ours
 ABSENT_TTL_S = 30.0
 MAX_KNOWN_KEYS = 16384  # ~100 bytes each: about 2 MB at most
+
+
+KEY_ENV = "TBPROF_CACHE_KEY"
+_HMAC_CONTEXT = b"tbprof cache manifest v1\n"
+
+
+def cache_secret() -> bytes | None:
+    """The team secret of ``$TBPROF_CACHE_KEY`` (None: unset, manifests are not authenticated)."""
+    raw = os.environ.get(KEY_ENV, "")
+    return raw.encode("utf-8") if raw else None
+
+
+def _manifest_text(manifest: dict[str, Any]) -> bytes:
+    body = {k: v for k, v in manifest.items() if k != "hmac"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def sign_manifest(manifest: dict[str, Any], secret: bytes) -> dict[str, Any]:
+    mac = hmac.new(secret, _HMAC_CONTEXT + _manifest_text(manifest), hashlib.sha256).hexdigest()
+    return {**manifest, "hmac": mac}
+
+
+def manifest_verifies(manifest: dict[str, Any], secret: bytes | None) -> bool:
+    """True without a secret (nothing to check); else the manifest's HMAC matches its text."""
+    if secret is None:
+        return True
+    got = manifest.get("hmac")
+    if not isinstance(got, str):
+        return False
+    want = sign_manifest(manifest, secret)["hmac"]
+    return hmac.compare_digest(got.encode(), want.encode())
 
 
 def _sha256(path: Path) -> str:
@@ -115,6 +154,10 @@ class RemoteCache:
         ok = (isinstance(manifest, dict) and manifest.get("version") == MANIFEST_VERSION
               and manifest.get("key") == key and isinstance(manifest.get("parts"), str)
               and isinstance(manifest.get("files"), dict))
+        if ok and not manifest_verifies(manifest, cache_secret()):
+            log.warning("tbprof: cache entry %s of %s is not signed with $%s's key; converting locally",
+                        key, self.url, KEY_ENV)
+            return None
         return manifest if ok else None
 
     def _download(self, key: str) -> bool:
@@ -174,7 +217,9 @@ class RemoteCache:
             # An entry format with executable parts (pickle) stays on this machine.
             return False
         try:
-            if self.fs.exists(self._manifest_key(key)):
+            # An entry already there is kept unless it does not verify (unsigned or forged):
+            # then this writer's verified entry replaces it.
+            if self.fs.exists(self._manifest_key(key)) and self._read_manifest(key) is not None:
                 return True
             parts = f"{key}.parts-{secrets.token_hex(8)}"
             files: dict[str, dict[str, Any]] = {}
@@ -182,7 +227,10 @@ class RemoteCache:
                 local = entry / name
                 self.fs.put_file(str(local), f"{self._base}/stores/{parts}/{name}")
                 files[name] = {"size": local.stat().st_size, "sha256": _sha256(local)}
-            manifest = {"version": MANIFEST_VERSION, "key": key, "parts": parts, "files": files}
+            manifest: dict[str, Any] = {"version": MANIFEST_VERSION, "key": key, "parts": parts, "files": files}
+            secret = cache_secret()
+            if secret is not None:
+                manifest = sign_manifest(manifest, secret)
             # The commit: one object written last. Readers never see the parts before it.
             self.fs.pipe_file(self._manifest_key(key), json.dumps(manifest, sort_keys=True).encode())
         except Exception as e:  # an unwritable shared cache only costs speed

@@ -34,7 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tbprof.fs import UrlPath, location
     from tbprof.http.app import PLUGIN_PREFIX, create_app
-    from tbprof.http.server import ServerLimits, serve, write_timeout_from_env
+    from tbprof.http.server import ServerLimits, header_timeout_from_env, serve, write_timeout_from_env
     from tbprof.service.logdir import runs_for_path
 
     if args.threads < 1 or (args.connection_limit is not None and args.connection_limit < 1) or args.idle_timeout < 1:
@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     if not 0 < write_timeout_s <= 86_400:
         raise CliError(f"--write-timeout {args.write_timeout}: must be in (0, 86400] seconds")
+    try:
+        header_timeout_s = header_timeout_from_env()
+    except ValueError as e:
+        raise CliError(str(e)) from None
     logdir = location(args.logdir)
     if isinstance(logdir, UrlPath):
         runs_for_path(logdir)  # lists once now: bad credentials or a missing bucket fail here, clearly
@@ -61,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     serve(app, args.host, args.port, ServerLimits(threads=args.threads, connection_limit=args.connection_limit,
                                                   idle_timeout_s=args.idle_timeout,
-                                                  write_timeout_s=write_timeout_s))
+                                                  write_timeout_s=write_timeout_s,
+                                                  header_timeout_s=header_timeout_s))
     return EXIT_OK
 
 

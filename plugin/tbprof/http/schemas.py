@@ -19,7 +19,7 @@ from tbprof.analyses.table import Table
 # Every error kind a route answers (errors.py's, the app's own, and the capture route's refusals).
 ErrorKind = Literal["not_found", "no_data", "bad_request", "unreadable_profile", "method_not_allowed", "http",
                     "internal", "bad_address", "bad_option", "no_logdir", "capture_disabled", "logdir_read_only",
-                    "busy", "forbidden_host", "forbidden_origin", "too_large"]
+                    "busy", "forbidden_host", "forbidden_origin", "too_large", "answer_too_large"]
 
 
 class ErrorBody(TypedDict):

@@ -59,14 +59,14 @@ import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof.cache.memory_guard import decompressed_limit_bytes, release_free_memory
+from tbprof.cache.memory_guard import available_bytes, check_allocation, decompressed_limit_bytes, release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
@@ -101,6 +101,21 @@ def host_of(path: Location) -> str:
 # Bytes read per window, and the most decompressed bytes one gzip step may produce: the reader's
 # memory is its columns, not the file (see read_chrome_trace).
 WINDOW_BYTES = 16 << 20
+# The scanner sees a window in pieces of this size, so the memory check between pieces is fine-grained.
+_FEED_BYTES = 1 << 20
+# One JSON unit (an event, a top-level value) longer than this is refused: a real one is far shorter.
+MAX_UNIT_BYTES = 256 << 20
+# zlib gets this much input per step (see _gunzip_windows); real files have a member or a few.
+_GZIP_INPUT_BYTES = 64 << 10
+MAX_GZIP_MEMBERS = 4096
+# Peak memory of the in-memory reader per event and per argument value: the scanner's columns, their
+# copy out of it and the builder's first columns (bench/hostile_bench.py; bench/measurements.md).
+SCAN_EVENT_BYTES = 96
+SCAN_STAT_BYTES = 40
+# Per distinct token (name, id, text value) and per byte of its text: the scanner's table and hash
+# slots, the token's bytes and str objects, its string-table entry (bench/hostile_bench.py).
+SCAN_TOKEN_BYTES = 256
+SCAN_TOKEN_TEXT_FACTOR = 3
 
 
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
@@ -144,28 +159,42 @@ def file_windows(f: StreamSource, window_bytes: int) -> Iterator[bytes]:
 
 def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int, spill: Spill | None = None) -> Iterator[bytes]:
     """Decompresses every gzip member of the stream, at most ``out_bytes`` per step. A gzip bomb
-    is refused before its columns fill memory (or, streaming, the disk: ``spill.json_limit_bytes``)."""
+    is refused before its columns fill memory (or, streaming, the disk: ``spill.json_limit_bytes``).
+
+    zlib copies the input it did not use into ``unused_data`` at a member's end: it is handed at
+    most ``_GZIP_INPUT_BYTES`` at a time, and at most ``MAX_GZIP_MEMBERS`` members are read, so a
+    stream of many tiny members costs time linear in its length, not members x window."""
     limit = decompressed_limit_bytes() if spill is None else spill.json_limit_bytes
     total = 0
+    members = 0
     d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer
     fed = False  # the current member has had input
     full = False  # the last step filled its bound: zlib may hold more output
-    pending = b""
+    data = b""  # the input being read, from ``pos``
+    pos = 0
     try:
         for chunk in raw:
-            pending = pending + chunk if pending else chunk
-            while pending or full:
+            data = data[pos:] + chunk if pos < len(data) else chunk  # at most a byte is left over
+            pos = 0
+            while pos < len(data) or full:
                 if d.eof:  # a member ended: another may follow (after padding)
-                    pending = pending.lstrip(b"\x00")
-                    if len(pending) < 2 and GZIP_MAGIC.startswith(pending):
+                    pos = _skip_zeros(data, pos)
+                    rest = data[pos:pos + 2]
+                    if len(rest) < 2 and GZIP_MAGIC.startswith(rest):
                         break  # wait for more input
-                    if not pending.startswith(GZIP_MAGIC):
+                    if not rest.startswith(GZIP_MAGIC):
                         return  # trailing garbage after the last member: ignored, as gzip(1) does
+                    members += 1
+                    if members >= MAX_GZIP_MEMBERS:
+                        raise ProfileReadError(source, f"the gzip stream has more than {MAX_GZIP_MEMBERS:,} members")
                     d, fed = zlib.decompressobj(wbits=31), False
-                out = d.decompress(pending, out_bytes)
+                with memoryview(data) as view:
+                    piece = view[pos:pos + _GZIP_INPUT_BYTES]
+                    out = d.decompress(piece, out_bytes)
+                    pos += len(piece) - len(d.unused_data if d.eof else d.unconsumed_tail)
+                    piece.release()
                 fed = True
                 full = len(out) == out_bytes and not d.eof
-                pending = d.unused_data if d.eof else d.unconsumed_tail
                 total += len(out)
                 if limit is not None and total > limit:
                     if spill is not None:
@@ -184,6 +213,18 @@ def _gunzip_windows(raw: Iterator[bytes], source: str, out_bytes: int, spill: Sp
             raise ProfileReadError(source, "the gzip stream is damaged or truncated: it ends early")
     except zlib.error as e:
         raise ProfileReadError(source, f"the gzip stream is damaged or truncated: {e}") from e
+
+
+def _skip_zeros(data: bytes, pos: int) -> int:
+    """The first offset from ``pos`` that is not a zero byte (gzip's padding between members),
+    looked at a block at a time (no copy of the rest of ``data``)."""
+    while pos < len(data):
+        block = data[pos:pos + 4096]
+        left = len(block.lstrip(b"\x00"))
+        pos += len(block) - left
+        if left:
+            break
+    return pos
 
 
 def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int, spill: Spill | None = None,
@@ -206,17 +247,26 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
         raise ProfileReadError(source, "not a Chrome trace: expected a JSON array of events or an object with "
                                "a 'traceEvents' array")
+    top: dict[str, Any] = {}
     try:
         # Decoded only for the keys _trace_metadata keeps (the scanner returns every one's text).
-        top = {key: json.loads(text) for key, text in scan.top.items() if key in _METADATA_KEYS}
+        for key, text in scan.top.items():
+            if key in _METADATA_KEYS:
+                top[key] = _loads(text)
     except RecursionError:
         raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply") from None
+    except _LongNumber as e:
+        e.field = f"the top-level {key!r}"
+        raise ProfileReadError(source, e.reason()) from None
+    metadata = _trace_metadata(source, top) if scan.top_kind == 1 else None
     try:
         store = _Builder(source, host, spill.work if spill is not None else None).build(scan)
     except RecursionError:  # args nested just below the scanner's limit, re-encoded as text
         raise ProfileReadError(source, "an event's args are nested too deeply") from None
-    if scan.top_kind == 1:
-        store.metadata = _trace_metadata(top)
+    except _LongNumber as e:
+        raise ProfileReadError(source, e.reason()) from None
+    if metadata is not None:
+        store.metadata = metadata
     kineto.finish(store)
     release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
@@ -236,29 +286,101 @@ class _Scan:
 
 
 def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> _Scan:
+    """Feeds the windows to the scanner in linear time: a unit (an event, a top-level value) cut by
+    a window's end is carried into the next, and one longer than a window is gathered until twice
+    its bytes are there (each doubling scanned once), up to ``MAX_UNIT_BYTES``. In memory, the events
+    and stats scanned are counted against the memory free at the start, piece by piece; streaming,
+    they are drained to the entry's files piece by piece (``Spill.drain``: at its share of the budget)."""
     sc = jsonscan.Scanner()
-    tail = b""
+    avail = available_bytes() if spill is None else None
+
+    def after_piece(sc: jsonscan.Scanner) -> None:
+        if spill is not None:
+            spill.drain(sc, final=False)
+            # The token table stays in memory while streaming: a trace of millions of distinct
+            # names is refused by its budget while it is scanned, as the XSpace streaming reader does.
+            spill.work.check(token_need_bytes(sc), f"{sc.n_tokens:,} distinct names and values")
+        else:
+            _check_scanned(sc, source, avail)
+
+    carry = bytearray()  # bytes of an unfinished unit, and what came after them
     base = 0
     want = 0
     for chunk in windows:
-        buf = tail + chunk if tail else chunk
-        if len(buf) < want:  # a unit larger than the windows so far: wait for twice as much
-            tail = buf
-            continue
-        used = sc.feed(buf, base, False)
-        if used < 0:
-            _scan_error(sc, source)
-        tail = buf[used:]
+        buf: bytes | bytearray
+        if carry:
+            carry += chunk  # amortised: the unit's bytes are not copied again per window
+            if len(carry) < want:
+                continue
+            # A unit that did not end in a window is scanned whole in one piece.
+            buf, first_piece = carry, len(carry) if want else _FEED_BYTES
+        else:
+            buf, first_piece = chunk, _FEED_BYTES
+        used = _feed_window(sc, buf, base, source, after_piece, first_piece)
         base += used
-        want = 2 * len(tail) if used == 0 else 0
-        if spill is not None:
-            spill.drain(sc, final=False)
-    if sc.feed(tail, base, True) < 0:
+        if used == 0:
+            if len(buf) > MAX_UNIT_BYTES:
+                raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
+                                       f"{MAX_UNIT_BYTES >> 20} MiB")
+            carry = buf if isinstance(buf, bytearray) else bytearray(buf)
+            want = min(2 * len(carry), MAX_UNIT_BYTES + 1)
+        else:
+            with memoryview(buf) as view:
+                carry = bytearray(view[used:])
+            want = 0
+    if sc.feed(carry, base, True) < 0:
         _scan_error(sc, source)
+    _check_scanned(sc, source, avail)
     if spill is not None:
         spill.drain(sc, final=True)
         return _Scan(sc, spill.columns())
     return _Scan(sc)
+
+
+def _feed_window(sc: jsonscan.Scanner, buf: bytes | bytearray, base: int, source: str,
+                 after_piece: Callable[[jsonscan.Scanner], None], first_piece: int) -> int:
+    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (the first ``first_piece``; a piece as long as a
+    unit needs), calling ``after_piece`` after each; returns the bytes consumed (whole units)."""
+    off = 0
+    size = first_piece
+    with memoryview(buf) as view:
+        while off < len(buf):
+            end = min(len(buf), off + size)
+            piece = view[off:end]
+            used = sc.feed(piece, base + off, False)
+            piece.release()
+            if used < 0:
+                _scan_error(sc, source)
+            off += used
+            after_piece(sc)
+            if used == 0:
+                if end == len(buf):
+                    break  # the unit runs on into the next window
+                size *= 2
+            else:
+                size = _FEED_BYTES
+                if end == len(buf):
+                    break  # what is left is the start of a unit: the next window continues it
+    return off
+
+
+def _check_scanned(sc: jsonscan.Scanner, source: str, avail: int | None) -> None:
+    """Refuses a file whose events and stats (scanned so far) will not fit in ``avail`` bytes: a
+    small gzip of empty events holds one event per 3 bytes of JSON, 19x the memory per byte that
+    the guard assumed from the JSON's length."""
+    if avail is None:
+        return
+    n_events, n_stats = sc.n_events, sc.n_stats
+    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES + token_need_bytes(sc)
+    if need > avail:
+        check_allocation(source, need, f"{n_events:,} events, {n_stats:,} argument values and {sc.n_tokens:,} "
+                         "distinct names and values (so far)")
+
+
+def token_need_bytes(sc: jsonscan.Scanner) -> int:
+    """Memory the token table takes once the reader has it: the scanner's table, each token's
+    bytes and string objects and the string table's entry."""
+    return sc.n_tokens * SCAN_TOKEN_BYTES + sc.token_bytes * SCAN_TOKEN_TEXT_FACTOR
 
 
 def _scan_error(sc: jsonscan.Scanner, source: str) -> None:
@@ -277,11 +399,85 @@ _METADATA_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion", "cuda_
 _METADATA_MAX_BYTES = 1 << 20  # a trace is not a metadata store: bound what is kept
 
 
-def _trace_metadata(doc: dict[str, Any]) -> dict[str, Any]:
+class _LongNumber(ValueError):
+    """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``)."""
+
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"an integer of {digits} digits")
+        self.digits = digits
+        self.token = _MISSING  # the token holding it, when it came from the token table
+        self.field = "a value"
+
+    def reason(self) -> str:
+        return f"{self.field} holds an integer of {self.digits} digits, more than tbprof reads"
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # valid digits: only too many of them
+        raise _LongNumber(len(text.lstrip("-"))) from None
+
+
+def _loads(text: str | bytes) -> Any:
+    """``json.loads`` whose over-long integers raise ``_LongNumber`` (a refusal naming the field)."""
+    return json.loads(text, parse_int=_parse_int)
+
+
+# Token columns of the scanner, with the field each holds (to name where a bad value is).
+_TOKEN_FIELDS = (("name", "an event's 'name'"), ("pid", "an event's 'pid'"), ("tid", "an event's 'tid'"),
+                 ("id", "an event's 'id'"), ("cat", "an event's 'cat'"), ("ph", "an event's 'ph'"),
+                 ("st_key", "an event's args"), ("st_value", "an event's args"))
+
+
+def _field_of(cols: dict[str, np.ndarray], token: int) -> str:
+    """The field of the token columns still held that holds ``token``."""
+    for column, field in _TOKEN_FIELDS:
+        values = cols.get(column)
+        if values is not None and token >= 0 and bool((values == token).any()):
+            return field
+    return "a value"
+
+
+_INT64 = 1 << 63
+# Kineto writes a rank and a world size as C ints.
+_RANK_FIELDS = ("rank", "world_size")
+
+
+def _check_metadata(source: str, key: str, value: Any) -> None:
+    """Refuses (naming the field) metadata a reader or tool would index with or store as int64."""
+    stack: list[tuple[str, Any]] = [(key, value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, int) and not isinstance(v, bool) and not -_INT64 <= v < _INT64:
+            raise ProfileReadError(source, f"the top-level {where!r} is {v.bit_length()} bits, more than 64")
+        if isinstance(v, dict):
+            stack.extend((f"{where}.{k}", x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+    if value is None:  # written as null: absent
+        return
+    if key == "deviceProperties" and not (isinstance(value, list) and all(isinstance(d, dict) for d in value)):
+        raise ProfileReadError(source, "the top-level 'deviceProperties' is not a list of objects (one per GPU)")
+    if key == "distributedInfo":
+        if not isinstance(value, dict):
+            raise ProfileReadError(source, "the top-level 'distributedInfo' is not an object")
+        for field in _RANK_FIELDS:
+            n = value.get(field)
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 1 << 31):
+                raise ProfileReadError(source, f"the top-level 'distributedInfo.{field}' is not an integer "
+                                       f"from 0 to 2**31-1")
+    if key == "baseTimeNanoseconds" and (isinstance(value, bool) or not isinstance(value, int)
+                                         or value < 0):
+        raise ProfileReadError(source, "the top-level 'baseTimeNanoseconds' is not a count of nanoseconds")
+
+
+def _trace_metadata(source: str, doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in _METADATA_KEYS:
         if key in doc:
             value = doc[key]
+            _check_metadata(source, key, value)
             try:
                 text = json.dumps(value)
             except (TypeError, ValueError):
@@ -325,7 +521,11 @@ class _Tokens:
         elif len(text) < 1000 and (text.isdigit() or (text[:1] == b"-" and text[1:].isdigit())):
             v = int(text)  # the common id: an integer, without json.loads' cost
         else:
-            v = json.loads(text)
+            try:
+                v = _loads(text)
+            except _LongNumber as e:
+                e.token = t
+                raise
             if isinstance(v, float) and not math.isfinite(v):
                 v = str(v)
             elif v is not None and not isinstance(v, (str, int, float)):
@@ -346,7 +546,11 @@ class _Tokens:
         raw = self.raw[t]
         if raw[:1] == b"S":
             return raw[1:].decode("utf-8")
-        return json.dumps(json.loads(raw[1:]), sort_keys=True, default=str)
+        try:
+            return json.dumps(_loads(raw[1:]), sort_keys=True, default=str)
+        except _LongNumber as e:
+            e.field = "an event's args"  # canonical text is asked for args values only
+            raise
 
 
 def _lut_table(parts: Iterable[np.ndarray], fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
@@ -597,6 +801,14 @@ class _Builder:
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: _Scan) -> tables.ProfileStore:
+        try:
+            return self._build(scan)
+        except _LongNumber as e:
+            if e.token != _MISSING:
+                e.field = _field_of(self.cols, e.token)
+            raise
+
+    def _build(self, scan: _Scan) -> tables.ProfileStore:
         c = self.cols = scan.cols
         scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)
@@ -1153,7 +1365,9 @@ class _Builder:
         is_next = (phase == "f") & ((c["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
         bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
         has_line = line_g >= 0
-        p_plane = np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1)
+        # A trace of flow points only has no line to index.
+        p_plane = (np.where(has_line, plane_of_line[np.maximum(line_g, 0)], -1) if plane_of_line.shape[0]
+                   else np.full(n_flows, -1, dtype=np.int64))
         for pi, (_, p_start, p_dur, line_offsets, depth) in enumerate(sorted_planes):
             sel = np.nonzero(p_plane == pi)[0]
             if sel.shape[0] == 0:

@@ -529,6 +529,46 @@ class ProcessPool:
             manager.join(1.0)
 
 
+_MAX_PLAIN_DEPTH = 32
+
+
+def plain_data(value: Any, depth: int = 0) -> Any:
+    """``value`` (as msgpack gives it: tuples for lists) as plain data: dicts with string keys, lists,
+    strings, bytes, numbers, booleans, None. Anything else raises ValueError."""
+    if value is None or isinstance(value, (str, bytes, bool, int, float)):
+        return value
+    if depth >= _MAX_PLAIN_DEPTH:
+        raise ValueError("nested too deeply")
+    if isinstance(value, (list, tuple)):
+        return [plain_data(v, depth + 1) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: plain_data(v, depth + 1) for k, v in value.items()}
+    raise ValueError(f"a {type(value).__name__} is not tbprof's data")
+
+
+def checked_batch(result: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
+    """A worker's ``convert_batch`` answer, checked to be of its shape: plain data (``plain_data``),
+    one result per host of ``batch`` (each a dict naming its host), ``combined`` bytes or None and
+    ``combined_hosts`` hosts of the batch. Raises ValueError otherwise."""
+    out = plain_data(result)
+    hosts = {t.host for t in batch}
+    if not isinstance(out, dict) or not isinstance(out.get("results"), list):
+        raise ValueError("the answer is not a batch's results")
+    for r in out["results"]:
+        if not isinstance(r, dict) or r.get("host") not in hosts:
+            raise ValueError("a result names a host of another batch")
+        if not isinstance(r.get("partial", b""), (bytes, type(None))) or not isinstance(r.get("timings", {}), dict):
+            raise ValueError("a result's partial or timings are not of their kind")
+    combined_hosts = out.get("combined_hosts", [])
+    if not isinstance(out.get("combined"), (bytes, type(None))) or not isinstance(combined_hosts, list) \
+            or not set(combined_hosts) <= hosts or not isinstance(out.get("timings", {}), dict):
+        raise ValueError("the combined tables are not of their kind")
+    out.setdefault("combined", None)
+    out.setdefault("combined_hosts", [])
+    out.setdefault("timings", {})
+    return out
+
+
 class DaskExecutor:
     """Tasks on a Dask distributed cluster (``pip install "tbprof[distributed]"``)."""
 
@@ -541,7 +581,11 @@ class DaskExecutor:
             raise ValueError('--dask-scheduler needs dask: pip install "tbprof[distributed]"') from e
         self.scheduler = scheduler
         try:
-            self._client = Client(scheduler, timeout=10)
+            # Results are taken as msgpack data only: a worker (anyone who can reach an
+            # unauthenticated scheduler can replace its functions) never gets a pickle unpickled
+            # here. TLS and credentials come from Dask's own configuration (``distributed.comm.tls``,
+            # a ``tls://`` address): docs/remote.md.
+            self._client = Client(scheduler, timeout=10, deserializers=["msgpack"])
         except OSError as e:
             raise ValueError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from e
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
@@ -562,11 +606,12 @@ class DaskExecutor:
         by_key = {f.key: b for f, b in zip(futures, todo, strict=True)}
         self.dispatch_s = time.perf_counter() - dispatched
         for f in as_completed(futures):
+            batch = by_key[f.key]
             try:
-                yield f.result()
-            except Exception as e:  # the task failed on every retry (its workers kept dying)
+                yield checked_batch(f.result(), batch)
+            except Exception as e:  # failed on every retry, or not tbprof's data (refused, never unpickled)
                 yield {"results": [{"host": t.host, "file": t.path, "error": f"the Dask task failed: {e}"}
-                                   for t in by_key[f.key]], "combined": None, "combined_hosts": [], "timings": {}}
+                                   for t in batch], "combined": None, "combined_hosts": [], "timings": {}}
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         return False

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.answer_size import capped_len, capped_name, check_answer_bytes
 from tbprof.domain.planes import device_planes_of
 from tbprof.domain.regex import RegexError, searcher
 from tbprof.errors import BadParameter
@@ -20,6 +21,7 @@ from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 from tbprof.timeline.tracks import TrackIndex, track_index
 
 MAX_QUERY_CHARS = 500
+_MATCH_BYTES = 150  # a match's numbers and keys in the answer
 
 
 class SearchError(BadParameter):
@@ -121,13 +123,16 @@ def search(store: ProfileStore, query: str, regex: bool = False, offset: int = 0
     offset = max(0, min(offset, total))
     end = min(offset + limit, total)
     index = track_index(store)
+    names = [store.strings[int(store.planes[int(m.plane[k])].name_id[int(m.row[k])])] for k in range(offset, end)]
+    check_answer_bytes(sum(capped_len(n) + _MATCH_BYTES for n in names), f"{len(names):,} matches",
+                       "ask for fewer with a smaller limit")
     out = []
-    for k in range(offset, end):
+    for k, name in zip(range(offset, end), names, strict=True):
         p, r = int(m.plane[k]), int(m.row[k])
         plane = store.planes[p]
         out.append({"plane": p, "row": r, "track": track_of(index, store, p, r),
                     "start_ps": int(plane.start_ps[r]), "dur_ps": int(plane.dur_ps[r]),
-                    "depth": int(plane.depth[r]), "name": store.strings[int(plane.name_id[r])]})
+                    "depth": int(plane.depth[r]), "name": capped_name(name)})
     # A kernel's name is also on its CPU launch, which comes first in time: the viewer starts at
     # the first match on a device (#29 §5), where the kernel itself runs.
     on_device = np.flatnonzero(np.isin(m.plane, np.asarray(device_planes_of(store), dtype=np.int32)))

@@ -36,11 +36,13 @@ from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import KernelSequencesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_nonneg_int
+from tbprof.domain.answer_size import capped_len, capped_name, check_answer_bytes
 from tbprof.domain.event_tree import parent_rows
 from tbprof.store.tables import Plane, ProfileStore
 
 TOOL = "kernel_sequences"
 _PS_PER_US = 1e6
+_ROW_BYTES = 200  # a row's numbers, keys and host in the answer's table
 DEFAULT_OPERATOR = "aten::"
 
 
@@ -150,11 +152,17 @@ def patterns(store: ProfileStore, operator_name: str, min_pattern_len: int) -> l
             continue
         key = (names[int(plane.name_id[root])], *kernel_names[f:f + c])
         by_pattern.setdefault(key, []).append((int(root), int(dev_dur_ps[f:f + c].sum()), int(plane.dur_ps[root])))
-    out: list[dict[str, Any]] = [{"pattern": "|".join(k), "operator": k[0], "kernels": len(k) - 1, "count": len(occ),
-            "gpu_kernel_duration_us": sum(o[1] for o in occ) / _PS_PER_US,
-            "cpu_op_duration_us": sum(o[2] for o in occ) / _PS_PER_US,
-            "plane": plane.index, "occurrences": occ}
-           for k, occ in by_pattern.items()]
+    # Each pattern repeats its kernels' names: counted (names cut as every answer shows them) before
+    # any pattern text is built.
+    need_bytes = sum(sum(capped_len(n) + 1 for n in k) + _ROW_BYTES for k in by_pattern)
+    check_answer_bytes(need_bytes, f"{len(by_pattern):,} patterns of {sum(map(len, by_pattern)):,} names",
+                       "ask for fewer with a longer min_pattern_len or a narrower operator_name")
+    out: list[dict[str, Any]] = [{"pattern": "|".join(map(capped_name, k)), "operator": capped_name(k[0]),
+                                  "kernels": len(k) - 1, "count": len(occ),
+                                  "gpu_kernel_duration_us": sum(o[1] for o in occ) / _PS_PER_US,
+                                  "cpu_op_duration_us": sum(o[2] for o in occ) / _PS_PER_US,
+                                  "plane": plane.index, "occurrences": occ}
+                                 for k, occ in by_pattern.items()]
     # HTA's order: most frequent first, then by pattern text.
     out.sort(key=lambda r: (-r["count"], r["pattern"]))
     return out

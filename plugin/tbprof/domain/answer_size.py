@@ -1,0 +1,49 @@
+"""What one answer may hold: names cut to a bound, and a size refused before it is built.
+
+A profile's names are its own text, of any length: a file of a few MB can give a thousand
+events one name of megabytes, and an answer that lists events (a kernel sequence, a page of
+search matches) would repeat it a thousand times. Per-event answers show each name cut to
+``MAX_ANSWER_NAME_CHARS`` (its head and tail around an ellipsis, as JSON values in ``args`` are
+cut by the reader), and a tool that builds text per event first adds up what it would write and
+refuses (``AnswerTooLarge``) past ``answer_limit_bytes()``, before allocating it.
+"""
+
+from __future__ import annotations
+
+from tbprof.errors import AnswerTooLarge
+from tbprof.store.memo import budget_bytes_from_env
+
+# Above the longest C++ kernel and XLA op names real profiles carry (templated CUTLASS names run to a
+# few KiB), so a real name is shown whole.
+MAX_ANSWER_NAME_CHARS = 4096
+_HEAD_CHARS = 3072
+ELLIPSIS = "…"
+# The most one answer may take, and at most a quarter of the memory budget (the answer is kept
+# in the budget as a result and as its JSON body).
+MAX_ANSWER_BYTES = 64 << 20
+
+
+def capped_name(name: str) -> str:
+    """``name``, or past ``MAX_ANSWER_NAME_CHARS`` its head and tail around an ellipsis."""
+    if len(name) <= MAX_ANSWER_NAME_CHARS:
+        return name
+    tail = MAX_ANSWER_NAME_CHARS - _HEAD_CHARS - len(ELLIPSIS)
+    return name[:_HEAD_CHARS] + ELLIPSIS + name[-tail:]
+
+
+def capped_len(name: str) -> int:
+    """``len(capped_name(name))`` without building it."""
+    return min(len(name), MAX_ANSWER_NAME_CHARS)
+
+
+def answer_limit_bytes() -> int:
+    return min(MAX_ANSWER_BYTES, budget_bytes_from_env() // 4)
+
+
+def check_answer_bytes(need_bytes: int, what: str, narrow: str) -> None:
+    """Refuses an answer that would take ``need_bytes`` (an estimate made before building it)
+    past ``answer_limit_bytes()``; ``narrow`` says how to ask for less."""
+    limit = answer_limit_bytes()
+    if need_bytes > limit:
+        raise AnswerTooLarge(f"the answer would hold {what}, about {need_bytes / 1e6:.0f} MB, more than an answer "
+                             f"may take ({limit / 1e6:.0f} MB): {narrow}")

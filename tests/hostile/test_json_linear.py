@@ -1,0 +1,127 @@
+"""The Chrome-trace JSON path in linear time and bounded memory (issue #34, high and medium).
+
+* A small gzip of empty events (``{}`` repeated: one event per 3 bytes of JSON, ~19x the memory per
+  byte the guard assumed from the JSON's length) is counted against the memory while it is scanned
+  and refused (MemoryRefusal: not remembered, it may fit elsewhere) with its peak within the limit.
+* One JSON unit longer than a window: gathered by doubling, not rebuilt at every window (time
+  linear in its length), and refused past ``MAX_UNIT_BYTES``.
+* A gzip of one real member followed by many empty members: the input after a member is not
+  copied at every member (time linear in the file), and past ``MAX_GZIP_MEMBERS`` it is refused.
+
+Files are generated here. The one timing asserted is a ratio: twice the input takes at most 2.5x
+the time (best of three runs each).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tbprof.errors import ProfileReadError
+from tbprof.readers import chrome_trace
+from tbprof.readers.chrome_trace import MAX_GZIP_MEMBERS, chrome_trace_from_bytes
+from tests.servers import PLUGIN_SRC
+
+_EVENT = b'{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"k"}'
+
+
+def _best_seconds(run: Callable[[], object], times: int = 3) -> float:
+    best = float("inf")
+    for _ in range(times):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _ratio(run_of: Callable[[int], Callable[[], object]], n: int) -> float:
+    return _best_seconds(run_of(2 * n)) / _best_seconds(run_of(n))
+
+
+_PEAK_CHILD = """
+import json, resource, sys
+from tbprof.readers.chrome_trace import read_chrome_trace
+from tbprof.errors import MemoryRefusal
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+try:
+    read_chrome_trace(sys.argv[1])
+    refused = ""
+except MemoryRefusal as e:
+    refused = str(e)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"grew_bytes": peak - base, "refused": refused}))
+"""
+
+
+def test_gzip_of_empty_events_is_refused_within_the_memory_limit(tmp_path: Path) -> None:
+    n_events = 10_000_000
+    path = tmp_path / "empty.trace.json.gz"
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        f.write(b'{"traceEvents":[')
+        for _ in range(n_events // 1_000_000 - 1):
+            f.write(b"{}," * 1_000_000)
+        f.write(b"{}," * 999_999 + b"{}]}")
+    assert path.stat().st_size < 100_000  # 30 MB of JSON in a file of ~30 KB
+    limit_bytes = 300_000_000
+    out = subprocess.run([sys.executable, "-c", _PEAK_CHILD, str(path)], capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(PLUGIN_SRC), "TBPROF_CONVERT_MEMORY_BYTES": str(limit_bytes)},
+                         check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    # The columns of 10 M events take ~45 bytes each, 450 MB, over the limit: refused while scanning.
+    assert "events" in got["refused"], got
+    assert got["grew_bytes"] < limit_bytes, got
+
+
+def _one_unit(mb: int) -> bytes:
+    return b'{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"' + b"a" * (mb << 20) + b'"}]}'
+
+
+def test_one_long_unit_reads_in_linear_time() -> None:
+    # Windows of 256 KiB: a 32 MB event spans 128 of them, as a 2 GB one spans 128 of 16 MiB. Both
+    # sizes are larger than a CPU cache, whose edge would bend the ratio.
+    def run_of(mb: int) -> Callable[[], object]:
+        data = _one_unit(mb)
+        return lambda: chrome_trace_from_bytes(data, "unit.json", "h", window_bytes=256 << 10)
+
+    store = chrome_trace_from_bytes(_one_unit(1), "unit.json", "h", window_bytes=64 << 10)
+    assert "a" * (1 << 20) in store.strings.as_list()
+    assert _ratio(run_of, 32) <= 2.5
+
+
+def test_one_unit_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chrome_trace, "MAX_UNIT_BYTES", 1 << 20)
+    with pytest.raises(ProfileReadError, match="longer than 1 MiB"):
+        chrome_trace_from_bytes(_one_unit(4), "unit.json", "h", window_bytes=64 << 10)
+    # A unit under the cap still reads.
+    half = b'{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"' + b"b" * (1 << 19) + b'"}]}'
+    assert "b" * (1 << 19) in chrome_trace_from_bytes(half, "unit.json", "h", window_bytes=64 << 10).strings.as_list()
+
+
+def _members(extra: int) -> bytes:
+    return gzip.compress(b'{"traceEvents":[' + _EVENT + b"]}") + gzip.compress(b"") * extra
+
+
+def test_gzip_members_read_in_linear_time_and_capped() -> None:
+    # Under the cap: every member read, the event of the first one kept.
+    store = chrome_trace_from_bytes(_members(MAX_GZIP_MEMBERS - 1), "m.json.gz", "h")
+    assert sum(int(p.start_ps.shape[0]) for p in store.planes) == 1
+    with pytest.raises(ProfileReadError, match="members"):
+        chrome_trace_from_bytes(_members(MAX_GZIP_MEMBERS), "m.json.gz", "h")
+
+    # 1 MB and 2 MB of empty members (20 bytes each): answered in time linear in the file.
+    def run_of(mb: int) -> Callable[[], object]:
+        data = _members(mb * 50_000)
+
+        def run() -> None:
+            with pytest.raises(ProfileReadError, match="members"):
+                chrome_trace_from_bytes(data, "m.json.gz", "h")
+        return run
+
+    assert _ratio(run_of, 1) <= 2.5

@@ -4,11 +4,14 @@ end, zero-length events, equal intervals, shared External ids and launches."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from tbprof._core import kernels
-from tbprof.analyses.ops.op_tree import COMMUNICATION, MODULE, OPERATOR, STEP, TreeArrays, nest
+from tbprof.analyses.ops.op_tree import COMMUNICATION, MODULE, OPERATOR, STEP, TreeArrays, nest, nest_inputs
+from tbprof.readers.chrome_trace import read_chrome_trace
 
 FIELDS = ("rows", "parent", "dur_ps", "self_host_ps", "device_ps", "self_device_ps", "tc_eligible", "tc_self_ps",
           "tc_total_ps")
@@ -126,7 +129,7 @@ def random_case(seed: int) -> tuple[np.ndarray, ...]:
     launch_host = rng.integers(0, 5, n_launch)
     launch_device = rng.integers(0, 1000, n_launch)
     launch_tc = np.where(rng.random(n_launch) < 0.3, launch_device, 0)
-    tc_by_name = rng.random(n) < 0.1
+    tc_by_name = np.asarray(rng.random(n) < 0.1)
     return (start, end, kind.astype(np.int64), name, external.astype(np.int64), line_offsets, launch_external,
             launch_host, launch_device, launch_tc, tc_by_name)
 
@@ -173,3 +176,23 @@ def test_kernels_reject_a_parent_after_its_child() -> None:
         kernels.op_tree_parents(np.zeros(2, np.int64), np.zeros(2, np.int64), np.array([0, 3]))
     with pytest.raises(IndexError):
         kernels.op_tree_parents(np.zeros(2, np.int64), np.zeros(2, np.int64), np.array([0, 5, 2]))
+
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_TRACES = sorted([*(REPO / "demo_logs").glob("torch_*/*.pt.trace.json"),
+                      *(REPO / "tests" / "data").glob("kineto_*/*.pt.trace.json")])
+
+
+@pytest.mark.parametrize("path", REAL_TRACES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_nest_matches_reference_walk_on_real_traces(path: Path) -> None:
+    found = nest_inputs(read_chrome_trace(path))
+    assert found is not None
+    inputs = found[0]
+    got, want = nest(*inputs), reference(*inputs)
+    assert want.rows.shape[0] > 0
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+
+
+def test_real_traces_found() -> None:
+    assert len(REAL_TRACES) >= 5

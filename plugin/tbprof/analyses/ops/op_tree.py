@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -248,7 +249,26 @@ def nest(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray, name_id: np
     return TreeArrays(rows, tree_parent, dur, self_host, device, self_dev, eligible, tc_self, tc_total)
 
 
-def _build(store: ProfileStore) -> OpTree | None:
+class NestInputs(NamedTuple):
+    """``nest``'s arguments for a trace's host plane."""
+
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    kind: np.ndarray
+    name_id: np.ndarray
+    external: np.ndarray
+    line_offsets: np.ndarray
+    launch_external: np.ndarray
+    launch_host_ps: np.ndarray
+    launch_device_ps: np.ndarray
+    launch_tc_ps: np.ndarray
+    tc_by_name: np.ndarray
+
+
+def nest_inputs(store: ProfileStore) -> tuple[NestInputs, bool, bool] | None:
+    """The host plane's node kinds, launches and their device work (``nest``'s arguments); whether
+    the trace has device work; whether a kernel matches the TensorCore name list. None without a
+    host plane."""
     plane = store.plane("/host:CPU")
     cat_sid = store.stat_id("cat")
     if plane is None or plane.n_events == 0 or cat_sid < 0:
@@ -290,10 +310,19 @@ def _build(store: ProfileStore) -> OpTree | None:
         else np.zeros(launch.shape[0], np.int64)
     node_names = plane.name_id[kind >= 0]
     tc_by_name = name_test(store, node_names, lambda s: s in TC_OPERATORS)[plane.name_id]
-    tree = nest(start, end, kind, plane.name_id, external, plane.line_offsets, external[launch], launch_host,
-                launch_dev, launch_tc, tc_by_name)
-    kinds = kind[tree.rows]
-    names = plane.name_id[tree.rows]
+    inputs = NestInputs(start, end, kind, plane.name_id, external, plane.line_offsets, external[launch], launch_host,
+                        launch_dev, launch_tc, tc_by_name)
+    return inputs, has_device, tc_judged
+
+
+def _build(store: ProfileStore) -> OpTree | None:
+    found = nest_inputs(store)
+    if found is None:
+        return None
+    inputs, has_device, tc_judged = found
+    tree = nest(*inputs)
+    kinds = inputs.kind[tree.rows]
+    names = inputs.name_id[tree.rows]
     excluded = name_test(store, names, lambda s: s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s))
     listed = (kinds == OPERATOR) & ~excluded[names]
     return OpTree(tree.rows, tree.parent, kinds, listed, tree.dur_ps, tree.self_host_ps, tree.device_ps,

@@ -1,13 +1,14 @@
 """torch-tb-profiler's operator tree (analyses/ops/op_tree.py) on a large PyTorch trace: the vector
 tree against the per-event rule walk, and the two tools built on it.
 
-    python bench/op_tree_bench.py [--copies 45] [--dir /tmp/tbprof_op_tree_bench] [--repeat 5]
+    python bench/op_tree_bench.py [--copies 45] [--source TRACE] [--dir /tmp/tbprof_op_tree_bench] [--repeat 5]
                                   [--variant both|vector|loop] [--tb-profiler-python /tmp/tbp/bin/python]
 
 The trace is ``demo_logs/torch_ddp``'s rank 0 (2.2 MB) repeated ``--copies`` times by
 ``shared/tools/big_kineto.py`` (45 copies: about 100 MB), written under ``--dir`` (never in the
-repository). It is read once into a store; then, warm (store in memory, its memo cleared before
-each run; best of ``--repeat``):
+repository); ``--source`` picks another trace (``tests/data/kineto_with_modules``'s, for a module
+view with rows). It is read once into a store; then, warm (store in memory, the tree and the
+tools' rows dropped from its memo before each run; best of ``--repeat``):
 
 - ``nest_inputs``: the host plane's node kinds, launches and their device work (vector code);
 - ``vector``: ``op_tree.nest`` on those inputs (the compiled nesting walk + numpy);
@@ -82,9 +83,15 @@ def _reference() -> Callable[..., Any]:
     return walk
 
 
+MEMO_KEYS = (("tb_profiler_op_tree",), ("operators_by_shape", "input_shape"), ("module_view",))
+
+
 def _fresh(store: ProfileStore, fn: Callable[[ProfileStore], Any]) -> Callable[[], Any]:
+    """``fn`` on the store with the tree and the tools' rows dropped from its memo (its decoded
+    columns stay: a page opened on a loaded run)."""
     def run() -> Any:
-        store._memo.clear()
+        for key in MEMO_KEYS:
+            store._memo.clear_key(key)
         return fn(store)
     return run
 
@@ -92,13 +99,14 @@ def _fresh(store: ProfileStore, fn: Callable[[ProfileStore], Any]) -> Callable[[
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--copies", type=int, default=45, help="copies of torch_ddp rank 0 (2.2 MB each)")
+    ap.add_argument("--source", type=Path, default=SOURCE, help="the trace to repeat")
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tbprof_op_tree_bench")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--variant", choices=("both", "vector", "loop"), default="both")
     ap.add_argument("--tb-profiler-python", type=Path, default=None)
     args = ap.parse_args()
 
-    trace = args.dir / f"rank0_x{args.copies}.pt.trace.json"
+    trace = args.dir / f"{args.source.name.split('.')[0]}_x{args.copies}.pt.trace.json"
     if not trace.exists():
         if BIG_KINETO is None:
             sys.exit("shared/tools/big_kineto.py not found")

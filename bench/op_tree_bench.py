@@ -111,7 +111,7 @@ def main() -> None:
         if BIG_KINETO is None:
             sys.exit("shared/tools/big_kineto.py not found")
         args.dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(BIG_KINETO), str(SOURCE), str(trace), str(args.copies)], check=True)
+        subprocess.run([sys.executable, str(BIG_KINETO), str(args.source), str(trace), str(args.copies)], check=True)
     t = time.perf_counter()
     store = read_chrome_trace(trace)
     read_s = time.perf_counter() - t

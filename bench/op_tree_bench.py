@@ -3,6 +3,7 @@ tree against the per-event rule walk, and the two tools built on it.
 
     python bench/op_tree_bench.py [--copies 45] [--source TRACE] [--dir /tmp/tbprof_op_tree_bench] [--repeat 5]
                                   [--variant both|vector|loop] [--tb-profiler-python /tmp/tbp/bin/python]
+                                  [--baseline-plugin ../main/plugin]
 
 The trace is ``demo_logs/torch_ddp``'s rank 0 (2.2 MB) repeated ``--copies`` times by
 ``shared/tools/big_kineto.py`` (45 copies: about 100 MB), written under ``--dir`` (never in the
@@ -16,7 +17,8 @@ tools' rows dropped from its memo before each run; best of ``--repeat``):
   algorithm op_tree.py had before it was vectorised) on the same inputs; its result is checked
   equal to ``vector``'s;
 - ``operators_by_shape`` and ``module_view``: the tools' rows (``op_shapes.operator_groups``,
-  ``modules.module_rows``), the tree included.
+  ``modules.module_rows``), the tree included; with ``--baseline-plugin`` (e.g. main's
+  ``plugin/`` folder), the same on that checkout's package, in a child process, in the same run.
 
 Times are printed in ms and in µs per host event (the target is <= 1 µs per host event for the
 tree). With ``--tb-profiler-python`` (a venv with torch-tb-profiler 0.4.3, as
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -52,6 +55,27 @@ BIG_KINETO = next((p for p in (REPO.parent / "shared" / "tools" / "big_kineto.py
                                Path("/work/shared/tools/big_kineto.py")) if p.exists()), None)
 FIELDS = ("rows", "parent", "dur_ps", "self_host_ps", "device_ps", "self_device_ps", "tc_eligible", "tc_self_ps",
           "tc_total_ps")
+
+# Child: argv = trace, repeat. The two tools on another checkout's package (``--baseline-plugin``).
+BASELINE_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+from tbprof.analyses.ops import modules, op_shapes
+from tbprof.readers.chrome_trace import read_chrome_trace
+store = read_chrome_trace(Path(sys.argv[1]))
+out = {}
+for name, fn, key in (("operators_by_shape", op_shapes.operator_groups, ("operators_by_shape", "input_shape")),
+                      ("module_view", modules.module_rows, ("module_view",))):
+    best = float("inf")
+    for _ in range(int(sys.argv[2])):
+        for k in (key, ("tb_profiler_op_tree",)):
+            store._memo.clear_key(k)
+        t = time.perf_counter()
+        fn(store)
+        best = min(best, time.perf_counter() - t)
+    out[name] = 1e3 * best
+print(json.dumps(out))
+"""
 
 TB_PROFILER_CHILD = r"""
 import json, sys, time
@@ -104,6 +128,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--variant", choices=("both", "vector", "loop"), default="both")
     ap.add_argument("--tb-profiler-python", type=Path, default=None)
+    ap.add_argument("--baseline-plugin", type=Path, default=None,
+                    help="another checkout's plugin/ folder (main's): its two tools timed in a child, as here")
     args = ap.parse_args()
 
     trace = args.dir / f"{args.source.name.split('.')[0]}_x{args.copies}.pt.trace.json"
@@ -142,11 +168,18 @@ def main() -> None:
         same = all(np.array_equal(getattr(got, f), getattr(want, f)) for f in FIELDS)
         print(f"  loop / vector = {loop_ms / vector_ms:.1f}x; results equal: {same}")
     tools_ms = 0.0
-    for label, fn in (("operators_by_shape (tree included)", op_shapes.operator_groups),
-                      ("module_view (tree included)", modules.module_rows)):
+    baseline: dict[str, float] = {}
+    if args.baseline_plugin is not None:
+        out = subprocess.run([sys.executable, "-c", BASELINE_CHILD, str(trace), str(args.repeat)], capture_output=True,
+                             text=True, check=True, env={**os.environ, "PYTHONPATH": str(args.baseline_plugin)})
+        baseline = json.loads(out.stdout.strip().splitlines()[-1])
+    for label, fn in (("operators_by_shape", op_shapes.operator_groups), ("module_view", modules.module_rows)):
         ms = _best_ms(_fresh(store, fn), args.repeat)
         tools_ms += ms
-        row(label, ms)
+        row(f"{label} (tree included)", ms)
+        if label in baseline:
+            print(f"  {'  baseline ' + str(args.baseline_plugin):<34} {baseline[label]:9.1f} ms; baseline / this = "
+                  f"{baseline[label] / ms:.1f}x" if ms > 0 else "")
     if args.tb_profiler_python is not None:
         out = subprocess.run([str(args.tb_profiler_python), "-c", TB_PROFILER_CHILD, str(trace)], capture_output=True,
                              text=True, check=True)

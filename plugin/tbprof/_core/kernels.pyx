@@ -1149,3 +1149,96 @@ def dag_longest_path(Py_ssize_t n_nodes, src_arr, dst_arr, weight_arr) -> np.nda
         v = src[best[v]]
     path.reverse()
     return np.asarray(path, dtype=np.int64)
+
+
+# --- analyses/ops/op_tree.py ---------------------------------------------------------------------
+
+def op_tree_parents(start_ps, end_ps, line_offsets) -> np.ndarray:
+    """torch-tb-profiler's nesting of a thread's nodes, in their (start, -end) order: the parent of
+    each (an index; -1: a root), or -2 for a node dropped because it starts inside the innermost
+    open node but ends after it (a dropped node never becomes a parent).
+
+    A node closes once a later one starts at or after its end, so a zero-length node is never a
+    parent of anything after it."""
+    cdef const int64_t[::1] start = _in(start_ps, np.int64)
+    cdef const int64_t[::1] end = _in(end_ps, np.int64)
+    cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
+    cdef Py_ssize_t n = start.shape[0], line, i, top, cap = 0
+    if end.shape[0] != n:
+        raise ValueError("start_ps and end_ps differ in length")
+    if offs.shape[0] and (offs[0] < 0 or offs[offs.shape[0] - 1] > n):
+        raise ValueError("line_offsets out of range")
+    parent_arr = np.full(n, -1, dtype=np.int64)
+    cdef int64_t[::1] parent = parent_arr
+    cdef int64_t* stack = NULL
+    cdef bint oom = False
+    try:
+        with nogil:
+            stack = _grow(NULL, &cap)
+            oom = stack == NULL
+            line = 0
+            while not oom and line < offs.shape[0] - 1:
+                top = 0
+                for i in range(offs[line], offs[line + 1]):
+                    while top > 0 and start[i] >= end[stack[top - 1]]:
+                        top -= 1
+                    if top > 0 and end[i] > end[stack[top - 1]]:
+                        parent[i] = -2
+                        continue
+                    if top > 0:
+                        parent[i] = stack[top - 1]
+                    if top == cap:
+                        stack = _grow(stack, &cap)
+                        if stack == NULL:
+                            oom = True
+                            break
+                    stack[top] = i
+                    top += 1
+                line += 1
+    finally:
+        free(stack)
+    if oom:
+        raise MemoryError()
+    return parent_arr
+
+
+def sum_into_parents(parent, values) -> None:
+    """Adds each node's value into its parent's, children first, in place: ``values`` becomes
+    the sum over each subtree. Nodes are in tree order (``parent[i] < i``; -1: a root)."""
+    cdef const int64_t[::1] par = _in(parent, np.int64)
+    _check_out(values, np.int64, "values")
+    cdef int64_t[::1] val = values
+    cdef Py_ssize_t n = par.shape[0], i
+    cdef int64_t p
+    if val.shape[0] != n:
+        raise ValueError("parent and values differ in length")
+    with nogil:
+        for i in range(n - 1, -1, -1):
+            p = par[i]
+            if p >= 0:
+                if p >= i:
+                    with gil:
+                        raise ValueError("a parent must precede its children")
+                val[p] += val[i]
+
+
+def or_into_parents(parent, flag, may_inherit) -> None:
+    """Sets a node's flag, in place, when a child's (final) flag is set and the node may inherit it.
+    Nodes are in tree order (``parent[i] < i``; -1: a root)."""
+    cdef const int64_t[::1] par = _in(parent, np.int64)
+    _check_out(flag, np.bool_, "flag")
+    cdef uint8_t[::1] out = flag.view(np.uint8)
+    cdef const uint8_t[::1] inherit = _bool(may_inherit)
+    cdef Py_ssize_t n = par.shape[0], i
+    cdef int64_t p
+    if out.shape[0] != n or inherit.shape[0] != n:
+        raise ValueError("parent, flag and may_inherit differ in length")
+    with nogil:
+        for i in range(n - 1, -1, -1):
+            p = par[i]
+            if p >= 0:
+                if p >= i:
+                    with gil:
+                        raise ValueError("a parent must precede its children")
+                if out[i] and inherit[p]:
+                    out[p] = 1

@@ -65,35 +65,39 @@ def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, flo
     # Statistics per (name, module id), from the operator tree's module nodes.
     listed_children = np.zeros(tree.rows.shape[0], np.int64)
     np.add.at(listed_children, tree.parent[tree.listed & (tree.parent >= 0)], 1)
+    # Each module row's (name, module id), as Python ints (indexing numpy scalars one by one is slow).
+    module_nodes = np.nonzero(tree.kind == MODULE)[0]
+    module_rows = tree.rows[module_nodes]
+    key_of = dict(zip(module_rows.tolist(), zip(plane.name_id[module_rows].tolist(),
+                                                module_id[module_rows].tolist(), strict=True), strict=True))
     stats: dict[tuple[int, int], list[int]] = {}
-    for i in np.nonzero(tree.kind == MODULE)[0].tolist():
-        r = int(tree.rows[i])
-        s = stats.setdefault((int(plane.name_id[r]), int(module_id[r])), [0, 0, 0, 0])
+    for r, n_listed, dur_ps, self_ps in zip(module_rows.tolist(), listed_children[module_nodes].tolist(),
+                                            tree.dur_ps[module_nodes].tolist(),
+                                            tree.self_host_ps[module_nodes].tolist(), strict=True):
+        s = stats.setdefault(key_of[r], [0, 0, 0, 0])
         s[0] += 1
-        s[1] += int(listed_children[i])
-        s[2] += int(tree.dur_ps[i])
-        s[3] += int(tree.self_host_ps[i])
+        s[1] += n_listed
+        s[2] += dur_ps
+        s[3] += self_ps
     # Hierarchy: a module's parent is the nearest module up its Python caller chain.
     py_rows = np.nonzero(cat == store.strings.id("python_function"))[0]
-    by_py_id = {int(py_id[r]): int(r) for r in py_rows.tolist()}
+    by_py_id = dict(zip(py_id[py_rows].tolist(), py_rows.tolist(), strict=True))
+    parent_py_id = py_parent.tolist()
     module_parent: dict[int, int | None] = {}
     for r in np.nonzero(is_module)[0].tolist():
-        up = by_py_id.get(int(py_parent[r]))
+        up = by_py_id.get(parent_py_id[r])
         seen = 0
-        while up is not None and not is_module[up] and seen < len(by_py_id):
-            up = by_py_id.get(int(py_parent[up]))
+        while up is not None and up not in key_of and seen < len(by_py_id):
+            up = by_py_id.get(parent_py_id[up])
             seen += 1
         module_parent[r] = up
-
-    def key(r: int) -> tuple[int, int]:
-        return int(plane.name_id[r]), int(module_id[r])
 
     children: dict[int | None, list[int]] = {}
     for r, p in module_parent.items():
         children.setdefault(p, []).append(r)
 
     def subtree(r: int) -> tuple[Any, ...]:
-        return (key(r), tuple(sorted(subtree(c) for c in children.get(r, []))))
+        return (key_of[r], tuple(sorted(subtree(c) for c in children.get(r, []))))
 
     out: list[tuple[int, str, int, int, int, float, float, float]] = []
 

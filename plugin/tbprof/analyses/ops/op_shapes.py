@@ -82,19 +82,38 @@ def _groups(store: ProfileStore, group_by: str) -> list[Group]:
     stacks = column("Call stack") if by_stack else np.full(rows.shape[0], -2)
     empty_stack = store.strings.id("")
     names = store.strings.as_list()
-    groups: dict[tuple[int, int, int], list[int]] = {}
-    for i, r, d, st in zip(rows_i.tolist(), rows.tolist(), dims.tolist(), stacks.tolist(), strict=True):
-        if by_stack and (st < 0 or st == empty_stack):
-            continue  # the plugin's call-stack lists leave out operators without one
-        g = groups.setdefault((int(plane.name_id[r]), int(d), int(st)), [0] * 8)
-        g[0] += 1
-        g[1] += int(tree.dur_ps[i])
-        g[2] += int(tree.self_host_ps[i])
-        g[3] += int(tree.device_ps[i])
-        g[4] += int(tree.self_device_ps[i])
-        g[5] |= int(tree.tc_eligible[i])
-        g[6] += int(tree.tc_self_ps[i])
-        g[7] += int(tree.tc_total_ps[i])
+    name_ids = plane.name_id[rows].astype(np.int64)
+    keep = (stacks >= 0) & (stacks != empty_stack) if by_stack else np.ones(rows.shape[0], bool)
+    # the plugin's call-stack lists leave out operators without one
+    keys = np.stack([name_ids[keep], dims[keep], stacks[keep]], axis=1)
+    node = rows_i[keep]
+    # Groups by a stable lexsort of the key columns (a row-wise np.unique sorts far slower), numbered
+    # in the order their first operator comes.
+    order = np.lexsort((keys[:, 2], keys[:, 1], keys[:, 0]))
+    ordered = keys[order]
+    new_key = np.ones(order.shape[0], bool)
+    new_key[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.nonzero(new_key)[0]
+    first = order[starts]  # the stable sort keeps equal keys in operator order
+    inv = np.empty(order.shape[0], np.int64)
+    inv[order] = np.cumsum(new_key) - 1
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(by_first.shape[0])
+    group = rank[inv]
+    n_groups = starts.shape[0]
+    uniq = keys[first]
+
+    def total(values: np.ndarray) -> list[int]:
+        out = np.zeros(n_groups, np.int64)
+        np.add.at(out, group, values[node].astype(np.int64))
+        return [int(v) for v in out.tolist()]
+
+    sums = [np.bincount(group, minlength=n_groups).tolist(), total(tree.dur_ps), total(tree.self_host_ps),
+            total(tree.device_ps), total(tree.self_device_ps), total(tree.tc_eligible.astype(np.int64)),
+            total(tree.tc_self_ps), total(tree.tc_total_ps)]
+    groups = {(int(n), int(d), int(st)): [int(c), h, sh, dv, sdv, int(tc > 0), tcs, tct]
+              for (n, d, st), c, h, sh, dv, sdv, tc, tcs, tct in zip(uniq[by_first].tolist(), *sums, strict=True)}
 
     def text(sid: int, missing: str) -> str:
         return store.strings[sid] if sid >= 0 else (missing if sid == -1 else "")

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from tbprof._core import kernels
 from tbprof.domain.planes import device_planes
 from tbprof.store import kineto_names as kn
 from tbprof.store.tables import ProfileStore
@@ -110,10 +112,11 @@ def name_test(store: ProfileStore, name_ids: np.ndarray, test: Callable[[str], b
     return out
 
 
-def _device_work(store: ProfileStore,
-                 tc_kernel: Callable[[str], bool]) -> tuple[dict[int, tuple[int, int]], bool, bool]:
-    """Per correlation: (device time, TensorCore kernel time) of the kernels, memcpys and memsets;
-    whether there is device work; whether a kernel matches the TensorCore name list."""
+def _device_work(store: ProfileStore, tc_kernel: Callable[[str], bool]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, bool]:
+    """The correlations of the kernels, memcpys and memsets (sorted), the device time and
+    TensorCore kernel time of each; whether there is device work; whether a kernel matches the
+    TensorCore name list."""
     cat_sid, corr_sid = store.stat_id("cat"), store.stat_id("correlation")
     ids = [store.strings.id(c) for c in kn.DEVICE_CATEGORIES[:3]]
     kernel_id = store.strings.id(kn.KERNEL)
@@ -136,18 +139,136 @@ def _device_work(store: ProfileStore,
         judged |= bool(is_tc.any())
         tc_parts.append(np.where(is_tc, dur, 0))
     if not corr_parts:
-        return {}, False, False
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty, False, False
     corr, dur, tc = np.concatenate(corr_parts), np.concatenate(dur_parts), np.concatenate(tc_parts)
     keep = corr >= 0
     uniq, inv = np.unique(corr[keep], return_inverse=True)
     inv = inv.reshape(-1)
-    dev = np.bincount(inv, weights=dur[keep], minlength=uniq.shape[0]).astype(np.int64)
-    tcs = np.bincount(inv, weights=tc[keep], minlength=uniq.shape[0]).astype(np.int64)
-    per_corr = {int(c): (int(d), int(t)) for c, d, t in zip(uniq.tolist(), dev.tolist(), tcs.tolist(), strict=True)}
-    return per_corr, True, judged
+    dev = _sum_by(inv, dur[keep], uniq.shape[0])
+    tcs = _sum_by(inv, tc[keep], uniq.shape[0])
+    return uniq.astype(np.int64), dev, tcs, True, judged
 
 
-def _build(store: ProfileStore) -> OpTree | None:
+@dataclass(frozen=True)
+class TreeArrays:
+    """The tree of a plane's node rows (see ``nest``), in tree order: a parent before its children."""
+
+    rows: np.ndarray  # row of each node
+    parent: np.ndarray  # index into rows (-1: a root)
+    dur_ps: np.ndarray
+    self_host_ps: np.ndarray
+    device_ps: np.ndarray
+    self_device_ps: np.ndarray
+    tc_eligible: np.ndarray
+    tc_self_ps: np.ndarray
+    tc_total_ps: np.ndarray
+
+
+def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` per ``index`` (0 <= index < n)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, index, values.astype(np.int64, copy=False))
+    return out
+
+
+def nest(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray, name_id: np.ndarray, external: np.ndarray,
+         line_offsets: np.ndarray, launch_external: np.ndarray, launch_host_ps: np.ndarray,
+         launch_device_ps: np.ndarray, launch_tc_ps: np.ndarray, tc_by_name: np.ndarray) -> TreeArrays:
+    """The plugin's tree of a plane's events (rows of each thread ``line_offsets[i]:line_offsets[i + 1]``,
+    each thread's in (start, -end) order): nodes are the rows of ``kind`` >= 0; the launches
+    (runtime calls: their External id, the host time they take out of their node's self time, the
+    device and TensorCore time of their work) join the first node with their External id.
+
+    The nesting walk is the compiled core's (linear per thread); the rest is vector code. A thread's
+    nesting lists its nodes in depth-first order, each subtree contiguous, so the tree order is the
+    row order of the nodes that survive the same-name merge."""
+    cand = np.nonzero(kind >= 0)[0]
+    cand_offsets = np.searchsorted(cand, line_offsets)
+    cand_parent = kernels.op_tree_parents(start_ps[cand], end_ps[cand], cand_offsets)
+    kept = cand_parent != -2
+    nodes = cand[kept]
+    node_of_cand = np.cumsum(kept) - 1
+    parent = np.where(cand_parent[kept] >= 0, node_of_cand[np.maximum(cand_parent[kept], 0)], -1)
+    m0 = nodes.shape[0]
+    node_kind, node_name = kind[nodes], name_id[nodes]
+    has_parent = parent >= 0
+    n_children = np.bincount(parent[has_parent], minlength=m0)
+    # Same-name merge: an operator that is the only child of an operator of its name is one call with it.
+    # Whether a node merges into its parent depends only on the two (a chain merges link by link).
+    p_safe = np.maximum(parent, 0)
+    merged = has_parent & (n_children[p_safe] == 1) & (node_kind == OPERATOR) & (node_kind[p_safe] == OPERATOR) \
+        & (node_name == node_name[p_safe])
+    rep = np.arange(m0)  # the node each one merged into (itself when it survives)
+    rep[merged] = parent[merged]
+    while True:
+        nxt = rep[rep]
+        if np.array_equal(nxt, rep):
+            break
+        rep = nxt
+    # A merge hands the child's launches to its parent in place of the parent's own: a chain keeps
+    # only its last node's launches.
+    has_merged_child = np.zeros(m0, bool)
+    has_merged_child[parent[merged]] = True
+    survives = ~merged
+    index_of = np.cumsum(survives) - 1  # node -> index in the tree (for survivors)
+    rows = nodes[survives]
+    m = rows.shape[0]
+    tree_parent = np.where(has_parent, index_of[rep[p_safe]], -1)[survives]
+    dur = (end_ps[rows] - start_ps[rows]).astype(np.int64)
+    self_host = dur.copy()
+    self_dev = np.zeros(m, np.int64)
+    tc_self = np.zeros(m, np.int64)
+    # Launches join the first node (by thread, then time) with their External id.
+    ext = external[nodes]
+    owners = np.nonzero((ext > 0) & (node_kind != MODULE))[0]
+    if owners.shape[0] and launch_external.shape[0]:
+        ext_ids, first = np.unique(ext[owners], return_index=True)
+        owner_node = owners[first]
+        pos = np.minimum(np.searchsorted(ext_ids, launch_external), ext_ids.shape[0] - 1)
+        joined = ext_ids[pos] == launch_external
+        node = owner_node[pos[joined]]
+        counted = ~has_merged_child[node]
+        owner = index_of[rep[node[counted]]]
+        sel = np.nonzero(joined)[0][counted]
+        self_host -= _sum_by(owner, launch_host_ps[sel], m)
+        self_dev = _sum_by(owner, launch_device_ps[sel], m)
+        tc_self = _sum_by(owner, launch_tc_ps[sel], m)
+    child = tree_parent >= 0
+    self_host -= _sum_by(tree_parent[child], dur[child], m)
+    kinds = kind[rows]
+    eligible = tc_by_name[rows] | ((kinds == OPERATOR) & (tc_self > 0))
+    kernels.or_into_parents(tree_parent, eligible, kinds == OPERATOR)
+    device = self_dev.copy()
+    kernels.sum_into_parents(tree_parent, device)
+    tc_total = tc_self.copy()
+    kernels.sum_into_parents(tree_parent, tc_total)
+    # Children and runtime calls lie inside their node, so this only bites on a trace whose runtime
+    # calls overlap its operators' children: a time is never negative.
+    self_host = np.maximum(self_host, 0)
+    return TreeArrays(rows, tree_parent, dur, self_host, device, self_dev, eligible, tc_self, tc_total)
+
+
+class NestInputs(NamedTuple):
+    """``nest``'s arguments for a trace's host plane."""
+
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    kind: np.ndarray
+    name_id: np.ndarray
+    external: np.ndarray
+    line_offsets: np.ndarray
+    launch_external: np.ndarray
+    launch_host_ps: np.ndarray
+    launch_device_ps: np.ndarray
+    launch_tc_ps: np.ndarray
+    tc_by_name: np.ndarray
+
+
+def nest_inputs(store: ProfileStore) -> tuple[NestInputs, bool, bool] | None:
+    """The host plane's node kinds, launches and their device work (``nest``'s arguments); whether
+    the trace has device work; whether a kernel matches the TensorCore name list. None without a
+    host plane."""
     plane = store.plane("/host:CPU")
     cat_sid = store.stat_id("cat")
     if plane is None or plane.n_events == 0 or cat_sid < 0:
@@ -172,95 +293,40 @@ def _build(store: ProfileStore) -> OpTree | None:
     kind[(cat == sid[kn.USER_ANNOTATION]) & name_comm] = COMMUNICATION
     kind[(is_op_cat | (cat == sid[kn.USER_ANNOTATION])) & name_step] = STEP
     kind[(cat == sid[kn.PYTHON_FUNCTION]) & (module_id >= 0)] = MODULE
-    is_launch = np.isin(cat, [sid[c] for c in kn.LAUNCH_CATEGORIES if sid[c] >= 0])
-    work, has_device, tc_judged = _device_work(store, lambda s: any(p in s for p in TC_KERNEL_PATTERNS))
-    subtract_runtime = kn.runtime_is_pytorch_18(store.metadata)
-
+    launch = np.nonzero(np.isin(cat, [sid[c] for c in kn.LAUNCH_CATEGORIES if sid[c] >= 0]))[0]
+    corr_ids, corr_dev, corr_tc, has_device, tc_judged = _device_work(
+        store, lambda s: any(p in s for p in TC_KERNEL_PATTERNS))
+    launch_corr = correlation[launch]
+    launch_dev = np.zeros(launch.shape[0], np.int64)
+    launch_tc = np.zeros(launch.shape[0], np.int64)
+    if corr_ids.shape[0]:
+        pos = np.minimum(np.searchsorted(corr_ids, launch_corr), corr_ids.shape[0] - 1)
+        hit = corr_ids[pos] == launch_corr
+        launch_dev[hit] = corr_dev[pos[hit]]
+        launch_tc[hit] = corr_tc[pos[hit]]
     start = plane.start_ps.astype(np.int64)
     end = start + plane.dur_ps.astype(np.int64)
-    node_rows: list[int] = []
-    parent_of: dict[int, int] = {}  # row -> parent row (-1: root)
-    children: dict[int, list[int]] = {-1: []}
-    for line in range(plane.n_lines):
-        sl = plane.line_rows(line)
-        rows = sl.start + np.nonzero(kind[sl] >= 0)[0]
-        stack: list[int] = []
-        for r in rows.tolist():
-            while stack and start[r] >= end[stack[-1]]:
-                stack.pop()
-            if stack and end[r] > end[stack[-1]]:
-                continue  # starts inside its parent, ends after it: the plugin drops it
-            p = stack[-1] if stack else -1
-            parent_of[r] = p
-            children.setdefault(p, []).append(r)
-            children[r] = []
-            node_rows.append(r)
-            stack.append(r)
-    # Launches join the first node (by thread, then time) with their External id.
-    launches: dict[int, list[int]] = {}
-    first_with_ext: dict[int, int] = {}
-    for r in node_rows:
-        e = int(external[r])
-        if e > 0 and e not in first_with_ext and kind[r] != MODULE:
-            first_with_ext[e] = r
-    for r in np.nonzero(is_launch)[0].tolist():
-        owner = first_with_ext.get(int(external[r]))
-        if owner is not None:
-            launches.setdefault(owner, []).append(r)
-    # Same-name merge, parents first.
-    order: list[int] = []
-    todo = list(reversed(children[-1]))
-    while todo:
-        r = todo.pop()
-        while len(children[r]) == 1:
-            c = children[r][0]
-            if not (kind[r] == OPERATOR and kind[c] == OPERATOR and plane.name_id[r] == plane.name_id[c]):
-                break
-            children[r] = children[c]
-            for g in children[r]:
-                parent_of[g] = r
-            launches[r] = launches.pop(c, [])
-            parent_of.pop(c)
-        order.append(r)
-        todo.extend(reversed(children[r]))
-    index = {r: i for i, r in enumerate(order)}
-    m = len(order)
-    rows_arr = np.asarray(order, np.int64)
-    parent = np.asarray([index.get(parent_of[r], -1) for r in order], np.int64)
-    dur = end[rows_arr] - start[rows_arr]
-    self_host = dur.copy()
-    self_dev = np.zeros(m, np.int64)
-    tc_self = np.zeros(m, np.int64)
-    for i, r in enumerate(order):
-        for lr in launches.get(r, []):
-            if subtract_runtime:
-                self_host[i] -= int(end[lr] - start[lr])
-            d, t = work.get(int(correlation[lr]), (0, 0))
-            self_dev[i] += d
-            tc_self[i] += t
-    kinds = kind[rows_arr]
-    node_names = plane.name_id[rows_arr]
-    eligible = name_test(store, node_names, lambda s: s in TC_OPERATORS)[node_names]
-    eligible |= (kinds == OPERATOR) & (tc_self > 0)
-    device = self_dev.copy()
-    tc_total = tc_self.copy()
-    for i in range(m - 1, -1, -1):  # children after parents: bottom-up by reverse order
-        p = int(parent[i])
-        if p < 0:
-            continue
-        self_host[p] -= dur[i]
-        device[p] += device[i]
-        tc_total[p] += tc_total[i]
-        if eligible[i] and kinds[p] == OPERATOR:
-            eligible[p] = True
-    # Children and runtime calls lie inside their node, so this only bites on a trace whose runtime
-    # calls overlap its operators' children: a time is never negative.
-    self_host = np.maximum(self_host, 0)
-    excluded = name_test(store, node_names,
-                         lambda s: s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s))
-    listed = (kinds == OPERATOR) & ~excluded[node_names]
-    return OpTree(rows_arr, parent, kinds, listed, dur, self_host, device, self_dev, eligible, tc_self, tc_total,
-                  has_device, tc_judged)
+    launch_host = end[launch] - start[launch] if kn.runtime_is_pytorch_18(store.metadata) \
+        else np.zeros(launch.shape[0], np.int64)
+    node_names = plane.name_id[kind >= 0]
+    tc_by_name = name_test(store, node_names, lambda s: s in TC_OPERATORS)[plane.name_id]
+    inputs = NestInputs(start, end, kind, plane.name_id, external, plane.line_offsets, external[launch], launch_host,
+                        launch_dev, launch_tc, tc_by_name)
+    return inputs, has_device, tc_judged
+
+
+def _build(store: ProfileStore) -> OpTree | None:
+    found = nest_inputs(store)
+    if found is None:
+        return None
+    inputs, has_device, tc_judged = found
+    tree = nest(*inputs)
+    kinds = inputs.kind[tree.rows]
+    names = inputs.name_id[tree.rows]
+    excluded = name_test(store, names, lambda s: s.startswith("Optimizer.") or s in NOT_LISTED or is_data_loader(s))
+    listed = (kinds == OPERATOR) & ~excluded[names]
+    return OpTree(tree.rows, tree.parent, kinds, listed, tree.dur_ps, tree.self_host_ps, tree.device_ps,
+                  tree.self_device_ps, tree.tc_eligible, tree.tc_self_ps, tree.tc_total_ps, has_device, tc_judged)
 
 
 def listed_rows(tree: OpTree) -> Sequence[int]:

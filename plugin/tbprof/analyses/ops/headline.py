@@ -10,7 +10,6 @@ import numpy as np
 from tbprof.analyses.metrics import metric_json, percent
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.common import MetricJson
-from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
 # XLA categories of device ops that move data between devices.
@@ -25,7 +24,7 @@ def idle_metric(stores: Sequence[StoreView], side: str) -> MetricJson:
     return metric_json(key, percent(db.idle_time_ps, db.total_time_ps))
 
 
-def collectives_metric(stores: Sequence[ProfileStore]) -> MetricJson:
+def collectives_metric(stores: Sequence[StoreView]) -> MetricJson:
     """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time."""
     db = hosts_op_metrics(stores, "device")
     if db.n_ops == 0:

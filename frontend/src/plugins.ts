@@ -8,6 +8,7 @@ import { captureAction } from "./capture/capture_dialog";
 import type { FrameworkOpStatsResult, ToolId, ToolResults, TraceViewerResult } from "./data/schema.gen";
 import { comparePage } from "./pages/compare/compare_page";
 import { criticalPathPage } from "./pages/critical_path/critical_path_page";
+import { gpuCountersPage } from "./pages/gpu_counters/gpu_counters_page";
 import { gpuBreakdownPage } from "./pages/gpu_breakdown/gpu_breakdown_page";
 import { graphViewerPage } from "./pages/graph_viewer/graph_viewer_page";
 import { hloStatsPage } from "./pages/hlo_stats/hlo_stats_page";
@@ -22,6 +23,7 @@ import { profileSummaryPage } from "./pages/profile_summary/profile_summary_page
 import type { PageSpec } from "./pages/registry";
 import { rooflineModelPage } from "./pages/roofline_model/roofline_model_page";
 import { smartSuggestionPage } from "./pages/smart_suggestion/smart_suggestion_page";
+import { stragglersPage } from "./pages/stragglers/stragglers_page";
 import { tfDataPage } from "./pages/tf_data/tf_data_page";
 import { tfStatsPage } from "./pages/tf_stats/tf_stats_page";
 import type { HeaderAction } from "./shell/actions";
@@ -58,6 +60,8 @@ export const PAGES: ToolPages & OtherPages = {
   smart_suggestion: smartSuggestionPage,
   gpu_breakdown: gpuBreakdownPage,
   critical_path: criticalPathPage,
+  stragglers: stragglersPage,
+  gpu_counters: gpuCountersPage,
   compare: comparePage,
 };
 

@@ -2,7 +2,8 @@
 person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
 
 Opt-in with ``TBPROF_SCREENSHOT_SET=1``: about two minutes of page loads that CI need not
-spend; without it the test says so in its skip reason. Each page must load without a browser
+spend; without it the test says so in its skip reason. ``TBPROF_SCREENSHOT_RUNS=torch_ddp,tpu``
+shoots only the runs whose names start with one of those prefixes. Each page must load without a browser
 error and show no error message, so the set doubles as a smoke test of every page.
 """
 
@@ -24,6 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ENABLED = os.environ.get("TBPROF_SCREENSHOT_SET") == "1"
 OUT = SCREENSHOTS / "set"
+ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p)
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
 # Pages that ask for a user action (a query, a capture) before they show anything of a run.
@@ -57,6 +59,8 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
     OUT.mkdir(parents=True, exist_ok=True)
     runs = [r["run"] for r in server.json("runs")["runs"]]
     assert len(runs) >= 8  # every demo run is listed
+    if ONLY:
+        runs = [r for r in runs if r.startswith(ONLY)]
     pg = page_failing_on_errors(browser)
     pg.set_viewport_size({"width": width, "height": 900})
     pg.emulate_media(color_scheme=scheme)
@@ -74,5 +78,5 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
                 shot += 1
     finally:
         pg.context.close()
-    assert shot >= 8 * 4
+    assert shot >= (4 * len(runs) if ONLY else 8 * 4)
     assert pg.tbprof_errors == [], pg.tbprof_errors

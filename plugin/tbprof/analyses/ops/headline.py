@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tbprof.analyses.metrics import metric_json, percent
+from tbprof.analyses.ops import kineto_ops, tf1_ops
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.common import MetricJson
 from tbprof.store.view import StoreView
@@ -25,9 +26,11 @@ def idle_metric(stores: Sequence[StoreView], side: str) -> MetricJson:
 
 
 def collectives_metric(stores: Sequence[StoreView]) -> MetricJson:
-    """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time."""
+    """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time.
+    Unknown (None) where device ops carry no XLA category: a Kineto or TF1 timeline's kernels
+    (``ncclDevKernel_*``) are not categorised, and 0 % would be false on a DDP run."""
     db = hosts_op_metrics(stores, "device")
-    if db.n_ops == 0:
+    if db.n_ops == 0 or any(kineto_ops.is_kineto(s) or tf1_ops.is_tf1_timeline(s) for s in stores):
         return metric_json("collectives_of_device_op_time", None)
     coll = np.isin(db.type.astype(str), list(COLLECTIVE_CATEGORIES))
     self_ps, coll_ps = float(db.self_time_ps.sum()), float(db.self_time_ps[coll].sum())

@@ -265,6 +265,10 @@ def test_gpu_counters_drawn_as_charts(server: Any, looks: Any) -> None:
         assert "gibps" not in looks.inner_text("main.tbp-page").lower()
         for chart_id in ("queue_length_series", "memory_bw_series"):
             _legend_whole(looks, chart_id)
+            _chart_text_ok(looks, chart_id)
+            option = looks.evaluate("(id) => JSON.parse(JSON.stringify(window.__tbprofCharts.get(id).currentOption))",
+                                    chart_id)
+            assert option["yAxis"]["min"] == 0  # no negative queue or bandwidth on the axis
         _shot(looks, "gpu_counters", width, scheme)
 
 

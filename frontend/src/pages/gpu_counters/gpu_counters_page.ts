@@ -10,6 +10,7 @@ import { axisLabel, PALETTE, unitFormatter } from "../../widgets/chart";
 import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, panel, tableWidget } from "../common";
+import { legendRowCount } from "../steps_common";
 import type { PageContext } from "../context";
 import type { PageSpec } from "../registry";
 import { decimate, type Series } from "./decimate";
@@ -60,11 +61,13 @@ function drawSeries(ctx: PageContext, into: HTMLElement, spec: SeriesSpec, total
       const points = named.reduce((n, [, s]) => n + s.length, 0);
       c.setOption({
         color: PALETTE,
-        grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
-        legend: { top: 0, type: "plain" },
+        grid: { left: 8, right: 24, top: 14 + 22 * legendRowCount(named.map(([name]) => name), c.el.clientWidth), bottom: 8, containLabel: true },
+        legend: { top: 0, type: "plain", itemGap: 10 },
         tooltip: { trigger: "axis", valueFormatter: unitFormatter(spec.unit), confine: true },
-        xAxis: { type: "value", name: "time", axisLabel: { formatter: axisLabel("us") }, min: "dataMin", max: "dataMax" },
-        yAxis: { type: "value", axisLabel: { formatter: spec.unit ? axisLabel(spec.unit) : (v: number) => formatNumber(v) } },
+        // Time since the profile's start; the labels carry the unit.
+        xAxis: { type: "value", axisLabel: { formatter: axisLabel("us"), hideOverlap: true }, min: "dataMin", max: "dataMax" },
+        // Queue lengths and bandwidths are never negative: the axis starts at 0.
+        yAxis: { type: "value", min: 0, axisLabel: { formatter: spec.unit ? axisLabel(spec.unit) : (v: number) => formatNumber(v) } },
         series: named.map(([name, s]) => ({ type: "line", name, step: spec.step ? "end" : false, showSymbol: false, data: decimate(s, buckets), sampling: "none" })),
       });
       box.appendChild(h("p", { class: "tbp-note", "data-series-points": String(points) },

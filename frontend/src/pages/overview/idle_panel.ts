@@ -30,8 +30,8 @@ export const IDLE_DEFINITIONS: readonly Definition[] = [
 
 const WHY = "The windows differ: a step leaves out the time between steps and before the first one, "
   + "an op span or kernel span leaves out the host-only start and end of the trace, and HTA "
-  + "counts communication even where compute hides it. The headline cards above are XProf's "
-  + "step-time numbers.";
+  + "counts communication even where compute hides it.";
+const HEADLINE = " The headline cards above are XProf's step-time numbers.";
 
 function row(d: Definition, m: Metric): HTMLElement {
   return h(
@@ -71,7 +71,7 @@ export function idlePanel(ctx: PageContext, own: ReadonlyMap<string, Metric>): H
     "section",
     { class: "tbp-section", "data-section": "idle_panel" },
     h("h2", {}, "Device idle and communication, by definition"),
-    h("p", { class: "tbp-note" }, WHY),
+    h("p", { class: "tbp-note" }, WHY + (own.has("device_idle_of_step_time") ? HEADLINE : "")),
     holder,
   );
   if (!hasHta) return box;

@@ -280,6 +280,8 @@ def test_critical_path_pickers_and_meaning(server: Any, looks: Any) -> None:
         assert [r.split(" ")[1] for r in ranks] == [str(r) for r in result["ranks"]]
         assert looks.locator('.tbp-options input[name="rank"], .tbp-options input[data-option="rank"]').count() == 0
         assert "rank -1" not in looks.inner_text("main.tbp-page")
+        # The page fits its window: no sideways scroll for the long kernel names of the path.
+        assert looks.evaluate("document.documentElement.scrollWidth") <= width
         meaning = looks.inner_text('[data-section="cp_meaning"]')
         assert "longest chain" in meaning
         shares = result["breakdown_percent"]

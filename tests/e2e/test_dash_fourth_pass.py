@@ -240,15 +240,27 @@ def test_ranks_in_rank_order(server: Any, looks: Any) -> None:
 
 
 def test_kernel_sequence_patterns_are_whole(server: Any, looks: Any) -> None:
+    table = server.json("data", run=CNN, tool="kernel_sequences", rows="100")["tables"]["patterns"]
+    at = [c["name"] for c in table["columns"]].index("pattern")
+    patterns = [r[at] for r in table["rows"]]
+    assert len(set(patterns)) == len(patterns) > 1
     for width, scheme in LOOKS:
         _open(looks, server, width, scheme, run=CNN, tool="kernel_sequences")
         cells = looks.locator('[data-table="patterns"] tbody td.tbp-wrap')
-        assert cells.count() > 0
+        assert cells.count() == len(patterns)
+        shown = []
         for i in range(cells.count()):
             cell = cells.nth(i)
-            # Wrapped, not cut: the cell shows its whole text.
+            # Wrapped, not cut: the cell shows its whole text; the full pattern is its tooltip.
             assert cell.evaluate("(td) => td.scrollWidth <= td.clientWidth + 1")
-            assert cell.get_attribute("title") is None
+            # In view: inside the table's scroll box, not past its right edge.
+            assert cell.evaluate("(td) => td.getBoundingClientRect().right"
+                                 " <= td.closest('.tbp-table-widget').getBoundingClientRect().right + 1")
+            assert cell.get_attribute("title") in patterns
+            shown.append(cell.inner_text())
+        assert len(set(shown)) == len(shown)  # distinct patterns read distinct
+        # The table fits its section without a sideways scroll of the page.
+        assert looks.evaluate("document.documentElement.scrollWidth") <= width
         _shot(looks, "kernel_sequences_torch_cnn", width, scheme)
 
 

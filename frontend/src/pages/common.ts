@@ -50,6 +50,21 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^_+|_+$/g, "");
 }
 
+/**
+ * A kernel sequence ("operator|kernel|kernel|...", HTA's notation) as a reader follows it: each
+ * kernel by its function name (template arguments and parameters dropped: "void
+ * at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" is
+ * "at::native::vectorized_elementwise_kernel"), one step per arrow. The whole text is the tooltip.
+ */
+export function sequenceText(pattern: string): string {
+  return pattern.split("|").map((part, i) => {
+    if (i === 0) return part;
+    const name = part.replace(/^\s*void\s+/, "").replaceAll("(anonymous namespace)::", "");
+    const cut = name.search(/[<(]/);
+    return (cut > 0 ? name.slice(0, cut) : name).trim() || part;
+  }).join(" → ");
+}
+
 /** The table `name` of ctx.result as a DataTable whose sort/filter/page live in the URL. */
 export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOptions = {}): DataTable {
   const initial = ctx.result?.tables[name];

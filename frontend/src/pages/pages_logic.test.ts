@@ -1,6 +1,6 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, step labels.
 import { describe, expect, it } from "vitest";
-import { legendCharsFor, legendLabels, middleEllipsis, pieOption, pieSlices } from "./common";
+import { legendCharsFor, legendLabels, middleEllipsis, pieOption, pieSlices, sequenceText } from "./common";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
 import { legendRowCount, meanAndSpread, shortHostNames, stepConfidenceText, stepHosts } from "./steps_common";
@@ -150,5 +150,16 @@ describe("step chart labels and legends (#35)", () => {
     expect(legendCharsFor(600)).toBe(Math.floor((600 * 0.42 - 24) / 6.6));
     expect(legendCharsFor(600)).toBeGreaterThanOrEqual("COMMUNICATION overlapping MEMORY".length);
     expect(legendCharsFor(100)).toBe(16);
+  });
+});
+
+describe("kernel sequences (#35)", () => {
+  it("names each kernel of a pattern by its function, so rows of one operator differ", () => {
+    const a = "aten::addmm|void gemv2T_kernel_val<int, int, float, 128, 16, 4, 4, false, false>(float const*, float)|void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)";
+    const b = "aten::addmm|ampere_sgemm_32x128_tn|void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)";
+    expect(sequenceText(a)).toBe("aten::addmm → gemv2T_kernel_val → at::native::vectorized_elementwise_kernel");
+    expect(sequenceText(b)).toBe("aten::addmm → ampere_sgemm_32x128_tn → at::native::vectorized_elementwise_kernel");
+    const anon = "aten::sum|void at::native::(anonymous namespace)::reduce_kernel<512, 1>(int)";
+    expect(sequenceText(anon)).toBe("aten::sum → at::native::reduce_kernel");
   });
 });

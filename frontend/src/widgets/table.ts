@@ -334,6 +334,7 @@ export class DataTable {
           // One line per row; the full text of a long name is in the tooltip.
           if (this.opts.wrapColumns?.includes(col.name)) {
             td.className = "tbp-wrap";
+            if (typeof value === "string") td.title = value;
           } else {
             td.className = i === name ? "tbp-text tbp-name" : "tbp-text";
             if (typeof value === "string" && value.length > 24) td.title = value;

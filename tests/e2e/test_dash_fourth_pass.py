@@ -118,7 +118,7 @@ def _pct(v: float) -> str:
     return f"{v:.1f}%"  # formatPercent: one decimal
 
 
-def _overlaps(texts: list[dict[str, float]]) -> list[tuple[str, str]]:
+def _overlaps(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
     out = []
     for i, a in enumerate(texts):
         for b in texts[i + 1:]:

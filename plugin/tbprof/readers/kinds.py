@@ -190,7 +190,7 @@ def step_file_runs(folder: Location, files: list[str], root: Location) -> list[R
         if not hosts:
             continue
         name = base if not runs else f"{base} ({kind})"
-        ordered = dict(sorted(hosts.items(), key=lambda kv, k=kind: host_order_key(k, kv[0])))
+        ordered = {h: hosts[h] for h in sorted(hosts, key=functools.partial(host_order_key, kind))}
         runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=_mtime(ordered)))
     return runs
 

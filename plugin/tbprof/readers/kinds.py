@@ -30,7 +30,7 @@ from typing import Any
 
 from tbprof.fs import Location, is_below, relative_posix
 from tbprof.readers.sniff import CHROME_TRACE, KINETO, sniff
-from tbprof.readers.step_files import KIND_ORDER, classify, json_host, step_of
+from tbprof.readers.step_files import KIND_ORDER, classify, host_order_key, json_host
 
 XPLANE_SUFFIX = ".xplane.pb"
 CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
@@ -190,7 +190,7 @@ def step_file_runs(folder: Location, files: list[str], root: Location) -> list[R
         if not hosts:
             continue
         name = base if not runs else f"{base} ({kind})"
-        ordered = dict(sorted(hosts.items(), key=lambda kv: (step_of(kv[0]) is None, step_of(kv[0]) or 0, kv[0])))
+        ordered = {h: hosts[h] for h in sorted(hosts, key=functools.partial(host_order_key, kind))}
         runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=_mtime(ordered)))
     return runs
 

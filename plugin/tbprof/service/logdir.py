@@ -30,7 +30,10 @@ class FolderCache:
     """What a local walk learnt of each folder, keyed by the folder's (mtime, ctime, inode): a
     folder whose entries did not change since the last walk is not listed again, nor are its
     files inspected again (a logdir of 20 000 runs is ~80 000 folders: the next walk is one
-    ``stat`` each). Entries of folders no longer reached are dropped after each walk."""
+    ``stat`` each). Entries of folders no longer reached are dropped after each walk, and at
+    most ``MAX_FOLDERS`` are kept (the first reached; a folder past them is listed each walk)."""
+
+    MAX_FOLDERS = 200_000
 
     def __init__(self) -> None:
         self._folders: dict[str, tuple[tuple[int, int, int], list[str], list[str]]] = {}
@@ -67,7 +70,8 @@ class FolderCache:
                     continue
                 subdirs.sort()
                 files = profile_file_names(Path(folder), sorted(names), logdir)  # no FIFOs, no links out
-            reached[folder] = (stamp, subdirs, files)
+            if len(reached) < self.MAX_FOLDERS:
+                reached[folder] = (stamp, subdirs, files)
             if files:  # a folder without profile files holds no run (most of them: a run's parents)
                 yield Path(folder), files
             stack.extend(os.path.join(folder, d) for d in reversed(subdirs))

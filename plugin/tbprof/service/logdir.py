@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tbprof.fs import Location, UrlPath, relative_posix, shown_name, walk_listing
 from tbprof.readers.files import profile_file_names
-from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
+from tbprof.readers.kinds import DETECTORS, Run
 
 __all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path", "shown_name"]
 
@@ -142,11 +142,7 @@ def runs_for_path(path: Location, cache: FolderCache | None = None) -> dict[str,
         runs = discover(path)
         if runs or not path.is_file():
             return runs
-    if path.is_file():
-        if path.name.endswith(XPLANE_SUFFIX):
-            host = path.name[: -len(XPLANE_SUFFIX)]
-            run = _displayable(Run(path.parent.name, path.parent, "xspace", {host: path}, path.stat().st_mtime))
-            return {run.name: run}
+    if path.is_file():  # the folder's detector, on this one file
         found: dict[str, Run] = {}
         for detector in DETECTORS:
             for run in detector(path.parent, [path.name], path.parent):

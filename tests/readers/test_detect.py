@@ -50,7 +50,7 @@ def _save(src: Path, folder: Path, name: str, gzipped: bool) -> Path:
 def test_a_wrongly_named_file_gets_the_kind_of_its_bytes(tmp_path: Path, src: Path, name: str, gzipped: bool,
                                                          kind: str, host: str) -> None:
     path = _save(src, tmp_path / "logs" / "run", name, gzipped)
-    assert file_kind(path) == (kind, host)
+    assert file_kind(path.parent, path.name) == (kind, host)
     (found,) = discover(tmp_path / "logs").values()  # a folder walk
     assert (found.kind, list(found.hosts)) == (kind, [host])
     (single,) = runs_for_path(path).values()  # the file as a single path
@@ -63,7 +63,7 @@ def test_the_right_names_are_unchanged(tmp_path: Path) -> None:
     for src, name in ((XPLANE, "vm.xplane.pb"), (KINETO, "a.pt.trace.json"), (TF1, "timeline-3.json"),
                       (TFPROF_TIMELINE, "tfprof_timeline.json_3"), (TFPROF_PROFILE, "profile.pb")):
         _save(src, tmp_path, name, False)
-    kinds = {name: file_kind(tmp_path / name) for name in sorted(p.name for p in tmp_path.iterdir())}
+    kinds = {name: file_kind(tmp_path, name) for name in sorted(p.name for p in tmp_path.iterdir())}
     assert kinds == {"vm.xplane.pb": ("xspace", "vm"), "a.pt.trace.json": ("pytorch", "a"),
                      "timeline-3.json": ("tf1_timeline", "timeline-3"),
                      "tfprof_timeline.json_3": ("tfprof_timeline", "tfprof_timeline.json_3"),
@@ -84,4 +84,4 @@ def test_a_plain_chrome_trace_named_as_a_step_file_keeps_its_names_kind(tmp_path
     for name, kind, host in (("timeline-7.json", "tf1_timeline", "timeline-7"), ("h.pt.trace.json", "pytorch", "h"),
                              ("h.trace.json", "chrome_trace", "h"), ("anything.json", "chrome_trace", "anything")):
         (tmp_path / name).write_bytes(trace)
-        assert file_kind(tmp_path / name) == (kind, host)
+        assert file_kind(tmp_path, name) == (kind, host)

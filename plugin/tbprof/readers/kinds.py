@@ -169,7 +169,7 @@ def _step_file_runs(folder: Location, kinds: dict[str, tuple[str, str]], root: L
 def folder_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
     """The runs of one folder: each file's kind from the one detector (``sniff.file_kind``),
     then XSpace sessions, Chrome-trace sessions and the step-file kinds, in that order."""
-    kinds = {name: found for name in files if (found := file_kind(folder / name)) is not None}
+    kinds = {name: found for name in files if (found := file_kind(folder, name)) is not None}
     return [*_xspace_runs(folder, kinds, logdir), *_chrome_trace_runs(folder, kinds, logdir),
             *_step_file_runs(folder, kinds, logdir)]
 

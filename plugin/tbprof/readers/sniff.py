@@ -194,11 +194,11 @@ def sniff(path: Location) -> str | None:
     return kind
 
 
-def file_kind(path: Location) -> tuple[str, str] | None:
-    """(run kind, host) of one file, or None when it is no profile: the one detector (module
-    docstring). Names of the binary formats decide without a read; every other name that may
-    hold a profile (JSON, or a name of the text step formats) is read and decided by content."""
-    name = path.name
+def file_kind(folder: Location, name: str) -> tuple[str, str] | None:
+    """(run kind, host) of the file ``name`` in ``folder``, or None when it is no profile: the
+    one detector (module docstring). Names of the binary formats decide without a read; every
+    other name that may hold a profile (JSON, or a name of the text step formats) is read and
+    decided by content."""
     if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX):
         return XSPACE, name[: -len(XPLANE_SUFFIX)]
     named = classify(name)
@@ -206,7 +206,7 @@ def file_kind(path: Location) -> tuple[str, str] | None:
         return named
     if not name.endswith(JSON_ENDINGS) and named is None:
         return None
-    content = sniff(path)
+    content = sniff(folder / name)
     if content in (None, CHROME_TRACE) and named is not None:
         return named  # the bytes leave it open: the name says which step format
     if content is None:

@@ -183,3 +183,14 @@ def test_host_partials_remember_a_bounded_number_of_unreadable_files_and_batches
     for i in range(HostPartials.MAX_BATCHES + 10):
         parts._remember_batch((f"k{i}", f"k{i}+1"))
     assert len(parts._batches) == HostPartials.MAX_BATCHES and "k0" not in parts._batches
+
+
+def test_candidate_tools_are_kept_per_kind_not_per_run(tmp_path: Path) -> None:
+    from tbprof.readers.kinds import KINDS, Run
+    from tbprof.service.profiles import Profiles
+
+    profiles = Profiles(tmp_path, cache_dir=tmp_path / "cache")
+    for i in range(200):  # many runs of every kind: one entry per (store format, kind)
+        for kind in KINDS:
+            profiles.candidate_tools(Run(name=f"run{i}", path=tmp_path, kind=kind))
+    assert len(profiles._candidates) == len(KINDS)

@@ -85,3 +85,10 @@ def test_a_plain_chrome_trace_named_as_a_step_file_keeps_its_names_kind(tmp_path
                              ("h.trace.json", "chrome_trace", "h"), ("anything.json", "chrome_trace", "anything")):
         (tmp_path / name).write_bytes(trace)
         assert file_kind(tmp_path, name) == (kind, host)
+
+
+def test_a_gzipped_xspace_is_no_run(tmp_path: Path) -> None:
+    """The XSpace readers take plain bytes only: a gzipped one is not offered as a run."""
+    path = _save(XPLANE, tmp_path, "vm.json.gz", True)
+    assert file_kind(tmp_path, path.name) is None
+    assert discover(tmp_path) == {}

@@ -132,7 +132,7 @@ def kind_of_head(raw: bytes) -> str | None:
     text = _text_head(raw)
     body = text.lstrip()
     if body[:1] not in (b"{", b"["):
-        return XSPACE if _is_xspace(text) else None
+        return XSPACE if _is_xspace(raw) else None  # plain bytes only: the XSpace readers take no gzip
     is_object = body[:1] == b"{"
     has_events = b'"traceEvents"' in text
     if is_object and any(key in text for key in _KINETO_KEYS) and (has_events or b'"displayTimeUnit"' in text):

@@ -1,12 +1,12 @@
 """What a profile file is: the one detector from a file's first bytes to a run kind.
 
-Producers name files every way (``rank-0.json.gz``, ``trace.json`` from
-``export_chrome_trace``, HTA's outputs, ``x.trace.json.gz``, a TF1 timeline saved under any
-name), so the content decides wherever it can: ``kind_of_head`` tells an XSpace, a Kineto
-(PyTorch) trace, a TF1 timeline, a tfprof timeline and any other Chrome trace apart from the
-first bytes (gzip or plain; an XSpace plain, as its readers take it). The name is a hint only
-where the bytes leave the kind open: a plain Chrome trace named as a step file
-(``timeline-3.json``, ``x.pt.trace.json``) keeps the kind its name gives, and a file whose head is unreadable keeps its name's kind, so that opening
+Producers name files every way (``rank-0.json.gz``, ``trace.json`` from ``export_chrome_trace``,
+HTA's outputs, ``x.trace.json.gz``, a TF1 timeline saved under any name), so the content decides
+wherever it can: ``kind_of_head`` tells an XSpace, a Kineto (PyTorch) trace, a TF1 timeline, a
+tfprof timeline and any other Chrome trace apart from the first bytes (gzip or plain; an XSpace
+plain, as its readers take it). The name is a hint only where the bytes leave the kind open: a
+plain Chrome trace named as a step file (``timeline-3.json``, ``x.pt.trace.json``) keeps the
+kind its name gives, and a file whose head is unreadable keeps its name's kind, so that opening
 it says what is wrong. Files whose names say a binary protobuf (``*.xplane.pb``, tfprof's
 ``profile.pb`` / ``profile_<step>``) are taken by name without reading them: protobuf has no
 magic bytes to confirm, and a pod's thousands of host files are not read to list them (their

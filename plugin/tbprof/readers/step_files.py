@@ -45,7 +45,9 @@ def host_order_key(kind: str, host: str) -> tuple[object, ...]:
         step = step_of(host)
         return (step is None, step or 0, host)
     parts = _DIGITS.split(host)
-    return (tuple((0, int(p), "") if i % 2 else (1, 0, p) for i, p in enumerate(parts)), host)
+    # A number compares by its length without leading zeros, then its digits: numeric order
+    # without int(), which refuses names of thousands of digits.
+    return (tuple((0, len(p.lstrip("0")), p.lstrip("0")) if i % 2 else (1, 0, p) for i, p in enumerate(parts)), host)
 
 
 def classify(name: str) -> tuple[str, str] | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tbprof.readers.kinds import step_file_runs
+from tbprof.fs import location
+from tbprof.readers.kinds import folder_runs
 from tbprof.readers.step_files import host_order_key
 
 
@@ -28,5 +29,5 @@ def test_torch_ddp_run_lists_rank0_first(sample_profiles: Path, tmp_path: Path) 
     folder = tmp_path / "torch_ddp"
     shutil.copytree(sample_profiles / "torch_ddp", folder)
     files = sorted(p.name for p in folder.iterdir())
-    (run,) = step_file_runs(folder, files, tmp_path)
+    (run,) = folder_runs(location(folder), files, location(tmp_path))
     assert [h.split(".")[0] for h in run.hosts] == ["rank0", "rank1"]

@@ -171,9 +171,11 @@ def test_overview_one_headline_per_concept_and_one_panel(server: Any, looks: Any
             value = (metrics.get(key) or hta_metrics[key])["value_percent"]
             assert shown[key].locator("[data-metric-value]").inner_text() == _pct(value), key
             assert "each" in shown[key].locator("td").nth(3).inner_text()  # the window, in words
-        # The Kineto run's collectives share of device op time is not determined, not 0.0 %.
-        assert metrics["collectives_of_device_op_time"]["value_percent"] is None
-        assert shown["collectives_of_device_op_time"].locator("[data-metric-value]").inner_text() != "0.0%"
+        # The Kineto run's collectives share of device op time counts its collective spans
+        # (nccl:all_reduce, tests/analyses/test_llm_runs.py derives it): shown, and not 0.0 %.
+        share = metrics["collectives_of_device_op_time"]["value_percent"]
+        assert share is not None and share > 0
+        assert shown["collectives_of_device_op_time"].locator("[data-metric-value]").inner_text() == _pct(share)
         # Nothing leaves its card.
         assert looks.evaluate(CARD_OVERFLOW_JS) == []
         # The step chart: one label per bar, none over another, every category in the legend.

@@ -8,6 +8,7 @@ import { captureAction } from "./capture/capture_dialog";
 import type { FrameworkOpStatsResult, ToolId, ToolResults, TraceViewerResult } from "./data/schema.gen";
 import { comparePage } from "./pages/compare/compare_page";
 import { criticalPathPage } from "./pages/critical_path/critical_path_page";
+import { gpuCountersPage } from "./pages/gpu_counters/gpu_counters_page";
 import { gpuBreakdownPage } from "./pages/gpu_breakdown/gpu_breakdown_page";
 import { graphViewerPage } from "./pages/graph_viewer/graph_viewer_page";
 import { hloStatsPage } from "./pages/hlo_stats/hlo_stats_page";
@@ -23,6 +24,7 @@ import { queryPage } from "./pages/query/query_page";
 import type { PageSpec } from "./pages/registry";
 import { rooflineModelPage } from "./pages/roofline_model/roofline_model_page";
 import { smartSuggestionPage } from "./pages/smart_suggestion/smart_suggestion_page";
+import { stragglersPage } from "./pages/stragglers/stragglers_page";
 import { tfDataPage } from "./pages/tf_data/tf_data_page";
 import { tfStatsPage } from "./pages/tf_stats/tf_stats_page";
 import type { HeaderAction } from "./shell/actions";
@@ -61,6 +63,8 @@ export const PAGES: ToolPages & OtherPages = {
   smart_suggestion: smartSuggestionPage,
   gpu_breakdown: gpuBreakdownPage,
   critical_path: criticalPathPage,
+  stragglers: stragglersPage,
+  gpu_counters: gpuCountersPage,
   compare: comparePage,
   query: queryPage,
 };

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -294,7 +295,13 @@ def is_below(path: Location, root: Location) -> bool:
         return path.is_relative_to(root)
     return isinstance(root, Path) and path.is_relative_to(root)
 
-_LISTINGS: dict[tuple[str, int], Listing] = {}
+# Listings by (protocol, filesystem), least recently used first. Keyed by the filesystem object
+# itself (fsspec hashes and compares one by its options), never by ``id()``: an id is reused once
+# its object is gone, which would hand one bucket's listing to another. Bounded in count: a
+# listing evicted here stays alive in the locations that still hold it, and a new location of
+# that filesystem starts a fresh one.
+MAX_LISTINGS = 16
+_LISTINGS: OrderedDict[tuple[str, Any], Listing] = OrderedDict()
 _LISTINGS_LOCK = threading.Lock()
 
 
@@ -328,9 +335,13 @@ def location(text: str | Path | UrlPath) -> Location:
     # One listing per filesystem instance: fsspec caches instances by their options, so two
     # URLs of one bucket share the listing (and its files' sizes and times).
     with _LISTINGS_LOCK:
-        listing = _LISTINGS.get((protocol, id(fs)))
+        listing = _LISTINGS.get((protocol, fs))
         if listing is None:
-            listing = _LISTINGS[(protocol, id(fs))] = Listing(fs, protocol)
+            listing = _LISTINGS[(protocol, fs)] = Listing(fs, protocol)
+            while len(_LISTINGS) > MAX_LISTINGS:
+                _LISTINGS.popitem(last=False)
+        else:
+            _LISTINGS.move_to_end((protocol, fs))
     return UrlPath(key, listing)
 
 

@@ -132,7 +132,7 @@ def test_stragglers_page(page: Any, server: Any) -> None:
     assert result["waited_for"] == 1
     page.wait_for_selector('[data-table="ranks"] tbody tr')
     assert page.locator('[data-table="ranks"] tbody tr').count() == 2
-    assert page.locator('[data-card="waited_for"] .tbp-card-value').inner_text() == "1"
+    assert page.locator('[data-card="waited_for"] .tbp-card-value').inner_text() == "rank 1"
 
 
 def test_operators_by_shape_page(page: Any, server: Any) -> None:

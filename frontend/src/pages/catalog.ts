@@ -16,7 +16,61 @@ const STEP_HOWTO = [
   "Keras 3's model.fit writes no step markers; XProf reports \"No step time measured\" for such runs too.",
 ];
 
+// PyTorch: torch.profiler.profile's arguments that decide what a trace holds.
+const TORCH_TRACE = "PyTorch: record with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+  + "schedule=torch.profiler.schedule(wait=1, warmup=1, active=3), on_trace_ready=torch.profiler.tensorboard_trace_handler(LOGDIR)) "
+  + "and call prof.step() after each step (that writes the ProfilerStep#N events).";
+const TORCH_RANKS = "Distributed: profile every rank (each writes its own rank<N>.*.pt.trace.json) into the same folder.";
+
 export const TOOL_FACTS: readonly ToolFacts[] = [
+  {
+    name: "module_view",
+    needs: "PyTorch module events: the nn.Module hierarchy that Kineto writes only when the trace is recorded with with_modules=True.",
+    howTo: [
+      "Add with_modules=True to torch.profiler.profile(...) (TorchScript and eager nn.Modules are both recorded).",
+      TORCH_TRACE,
+    ],
+  },
+  {
+    name: "operators_by_shape",
+    needs: "PyTorch operators with their input shapes (record_shapes=True) and, for the call stack view, Python stacks (with_stack=True).",
+    howTo: ["Add record_shapes=True and with_stack=True to torch.profiler.profile(...).", TORCH_TRACE],
+  },
+  {
+    name: "gpu_breakdown",
+    needs: "GPU kernels, memory copies and sets on device streams (a CUDA or ROCm trace).",
+    howTo: [TORCH_TRACE, "JAX/TensorFlow on a GPU: any jax.profiler or tf.profiler trace has the kernels."],
+  },
+  {
+    name: "gpu_counters",
+    needs: "GPU kernels and memory copies with their launch (runtime) events, to count the queue per stream and the bytes per second.",
+    howTo: [TORCH_TRACE],
+  },
+  {
+    name: "kernel_sequences",
+    needs: "PyTorch operators (aten::) and the kernels they launch, linked by correlation ids.",
+    howTo: [TORCH_TRACE],
+  },
+  {
+    name: "gpu_utilization",
+    needs: "GPU kernels with their launch configuration (blocks, warps per SM, occupancy), as Kineto writes them.",
+    howTo: [TORCH_TRACE],
+  },
+  {
+    name: "collectives",
+    needs: "two or more ranks with NCCL collective kernels and PyTorch's distributedInfo.",
+    howTo: [TORCH_TRACE, TORCH_RANKS],
+  },
+  {
+    name: "stragglers",
+    needs: "two or more ranks with ProfilerStep iterations and NCCL collective kernels.",
+    howTo: [TORCH_TRACE, TORCH_RANKS],
+  },
+  {
+    name: "critical_path",
+    needs: "a PyTorch trace with operators, kernels and their links (correlation ids) inside an annotation such as ProfilerStep#N.",
+    howTo: [TORCH_TRACE],
+  },
   {
     name: "overview_page",
     needs: "step markers (a step-annotated training loop) and the ops that ran in each step.",

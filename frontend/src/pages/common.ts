@@ -21,6 +21,11 @@ const KEY_FIRST_TABLES = new Set([
   "kernel_stats/kernels", "framework_op_stats/ops", "tf1_op_stats/ops", "pytorch_op_stats/operators",
   "pytorch_kernel_stats/kernels",
 ]);
+// Text columns shown whole, wrapped over lines: HTA's kernel sequences ("operator|kernel|kernel|...")
+// differ only past the first kernel, so four cut rows read the same.
+const WRAPPED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  "kernel_sequences/patterns": ["pattern"],
+};
 
 export interface TableWidgetOptions {
   title?: string;
@@ -45,6 +50,21 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^_+|_+$/g, "");
 }
 
+/**
+ * A kernel sequence ("operator|kernel|kernel|...", HTA's notation) as a reader follows it: each
+ * kernel by its function name (template arguments and parameters dropped: "void
+ * at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" is
+ * "at::native::vectorized_elementwise_kernel"), one step per arrow. The whole text is the tooltip.
+ */
+export function sequenceText(pattern: string): string {
+  return pattern.split("|").map((part, i) => {
+    if (i === 0) return part;
+    const name = part.replace(/^\s*void\s+/, "").replaceAll("(anonymous namespace)::", "");
+    const cut = name.search(/[<(]/);
+    return (cut > 0 ? name.slice(0, cut) : name).trim() || part;
+  }).join(" → ");
+}
+
 /** The table `name` of ctx.result as a DataTable whose sort/filter/page live in the URL. */
 export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOptions = {}): DataTable {
   const initial = ctx.result?.tables[name];
@@ -67,6 +87,7 @@ export function tableWidget(ctx: PageContext, name: string, opts: TableWidgetOpt
     fullCsvUrl: (q) => ctx.api.csvUrl(ctx.request, name, q),
     decorateCell: opts.decorateCell,
     keyColumnsFirst: opts.keyColumnsFirst ?? KEY_FIRST_TABLES.has(`${ctx.request.tool}/${name}`),
+    wrapColumns: WRAPPED_COLUMNS[`${ctx.request.tool}/${name}`] ?? [],
     ...hiddenColumns(ctx, name, opts.defaultHidden),
   });
   ctx.onDispose(() => widget.dispose());
@@ -182,20 +203,31 @@ export function middleEllipsis(name: string, maxChars: number): string {
   return `${name.slice(0, maxChars - 1 - tail)}…${name.slice(name.length - tail)}`;
 }
 
+// The legend's share of a pie chart's width (the donut's centre sits at 28 %), and the width of
+// one 11 px legend character.
+const LEGEND_WIDTH_FRACTION = 0.42;
+const LEGEND_CHAR_PX = 6.6;
+
+/** How many characters a pie legend of a chart `widthPx` wide holds, so names are cut only when they must be. */
+export function legendCharsFor(widthPx: number): number {
+  if (widthPx <= 0) return 26;
+  return Math.max(16, Math.floor((widthPx * LEGEND_WIDTH_FRACTION - 24) / LEGEND_CHAR_PX));
+}
+
 /**
  * A donut of the largest `top` slices plus "Other" (issue 19): the legend lists every slice
  * beside the donut (no paging) with long names cut in the middle and whole on hover, and
  * percentages sit inside the slices, so nothing is cut at 1280 px.
  */
-export function pieOption(slices: readonly Slice[], unit: string, top = 8): Record<string, unknown> {
+export function pieOption(slices: readonly Slice[], unit: string, top = 8, legendChars = 26): Record<string, unknown> {
   const shown = pieSlices(slices, top);
-  const labels = legendLabels(shown.map((s) => s.name), 26);
+  const labels = legendLabels(shown.map((s) => s.name), legendChars);
   return {
     color: PALETTE,
     tooltip: { trigger: "item", valueFormatter: unitFormatter(unit), confine: true },
     legend: {
       type: "plain", orient: "vertical", right: 4, top: "middle", itemGap: 6, itemWidth: 12, itemHeight: 10,
-      formatter: (name: string) => labels.get(name) ?? middleEllipsis(name, 26),
+      formatter: (name: string) => labels.get(name) ?? middleEllipsis(name, legendChars),
       tooltip: { show: true },
       textStyle: { fontSize: 11 },
     },
@@ -223,7 +255,7 @@ export function pieChart(ctx: PageContext, parent: HTMLElement, opts: ChartOptio
   const shown = pieSlices(slices);
   if (shown.length >= 2) {
     const c = chart(ctx, parent, opts);
-    c.setOption(pieOption(slices, unit));
+    c.setOption(pieOption(slices, unit, 8, legendCharsFor(c.el.clientWidth)));
     return c;
   }
   const only = shown[0];

@@ -1,9 +1,9 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, step labels.
 import { describe, expect, it } from "vitest";
-import { legendLabels, middleEllipsis, pieOption, pieSlices } from "./common";
+import { legendCharsFor, legendLabels, middleEllipsis, pieOption, pieSlices, sequenceText } from "./common";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
-import { meanAndSpread, stepConfidenceText, stepHosts } from "./steps_common";
+import { legendRowCount, meanAndSpread, shortHostNames, stepConfidenceText, stepHosts } from "./steps_common";
 
 describe("pieOption", () => {
   it("keeps the largest slices and sums the rest into Other", () => {
@@ -127,5 +127,39 @@ describe("pie legends (#29 §4)", () => {
       expect(label).toContain(`LL${name.charAt(name.indexOf("LL") + 2)}`);
     }
     expect(legendLabels(["short"], 26).get("short")).toBe("short");
+  });
+});
+
+describe("step chart labels and legends (#35)", () => {
+  it("names a PyTorch rank by its rank, not its process id, while names stay distinct", () => {
+    expect(shortHostNames(["rank1.1795675218821096345", "rank0.1795675218821814413"])).toEqual(["rank1", "rank0"]);
+    expect(shortHostNames(["10.0.0.1", "10.0.0.2"])).toEqual(["10.0.0.1", "10.0.0.2"]); // "10" twice: kept whole
+    expect(shortHostNames(["worker0", null])).toEqual(["worker0", null]);
+  });
+  it("gives a legend as many rows as its labels need", () => {
+    // Six step categories: 35 px + 7 px per character each, in a 300 px and a 2000 px chart.
+    const labels = ["Device compute", "Device to device", "Device collectives", "Host compute", "Kernel launch", "All others"];
+    const widths = labels.map((l) => 35 + 7 * l.length);
+    expect(widths.reduce((a, b) => a + b, 0)).toBeLessThan(2000 - 20);
+    expect(legendRowCount(labels, 2000)).toBe(1);
+    expect(legendRowCount(labels, 300)).toBeGreaterThanOrEqual(Math.ceil(widths.reduce((a, b) => a + b, 0) / 280));
+    expect(legendRowCount([], 300)).toBe(1);
+  });
+  it("lets a pie legend hold names as long as its width allows", () => {
+    // 600 px: 42 % is 252 px, less 24 px of symbol, at 6.6 px a character.
+    expect(legendCharsFor(600)).toBe(Math.floor((600 * 0.42 - 24) / 6.6));
+    expect(legendCharsFor(600)).toBeGreaterThanOrEqual("COMMUNICATION overlapping MEMORY".length);
+    expect(legendCharsFor(100)).toBe(16);
+  });
+});
+
+describe("kernel sequences (#35)", () => {
+  it("names each kernel of a pattern by its function, so rows of one operator differ", () => {
+    const a = "aten::addmm|void gemv2T_kernel_val<int, int, float, 128, 16, 4, 4, false, false>(float const*, float)|void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)";
+    const b = "aten::addmm|ampere_sgemm_32x128_tn|void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)";
+    expect(sequenceText(a)).toBe("aten::addmm → gemv2T_kernel_val → at::native::vectorized_elementwise_kernel");
+    expect(sequenceText(b)).toBe("aten::addmm → ampere_sgemm_32x128_tn → at::native::vectorized_elementwise_kernel");
+    const anon = "aten::sum|void at::native::(anonymous namespace)::reduce_kernel<512, 1>(int)";
+    expect(sequenceText(anon)).toBe("aten::sum → at::native::reduce_kernel");
   });
 });

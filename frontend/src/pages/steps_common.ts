@@ -60,19 +60,56 @@ export function stepHosts(graph: StepGraph, stepsTable: TableData | undefined): 
   return distinct.size > 1 ? hosts : null;
 }
 
+/**
+ * Host names as short as they stay distinct: a Kineto rank's host is "rank1.1795675218821096345"
+ * (the rank, then a process id), and "rank1" names it on an axis label.
+ */
+export function shortHostNames(hosts: readonly (string | null)[]): (string | null)[] {
+  const heads = hosts.map((x) => (x === null ? null : x.split(".")[0] ?? x));
+  const full = new Set(hosts.filter((x) => x !== null));
+  const short = new Set(heads.filter((x) => x !== null));
+  return short.size === full.size ? heads : [...hosts];
+}
+
+const LEGEND_ROW_PX = 22;
+// A legend item: the 25 px symbol and gap, then about 7 px per 12 px character.
+const LEGEND_ITEM_PX = 35;
+const LEGEND_CHAR_PX = 7;
+
+/** Rows a plain legend of these labels takes in a chart `widthPx` wide (at least 1). */
+export function legendRowCount(labels: readonly string[], widthPx: number): number {
+  if (widthPx <= 0) return 1;
+  let rows = 1;
+  let used = 0;
+  for (const l of labels) {
+    const w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * l.length;
+    if (used > 0 && used + w > widthPx - 20) {
+      rows++;
+      used = 0;
+    }
+    used += w;
+  }
+  return rows;
+}
+
 /** The per-step stacked bar chart of step_time_graph (categories that are all zero are left out). */
 export function stepTimeChart(chart: Chart, graph: StepGraph, categories: readonly Category[] = STEP_CATEGORIES,
   hosts: readonly (string | null)[] | null = null): void {
   // All hosts: each bar says which host it comes from, on a second label line.
-  const steps = (graph.step ?? []).map(String).map((st, i) => (hosts?.[i] ? `${st}\n${hosts[i] ?? ""}` : st));
+  const short = hosts ? shortHostNames(hosts) : null;
+  const steps = (graph.step ?? []).map(String).map((st, i) => (short?.[i] ? `${st}\n${short[i] ?? ""}` : st));
+  // Every bar labelled: each label gets its bar's slot and is cut to it (the tooltip names it whole).
+  const slotPx = Math.max(32, (chart.el.clientWidth - 64) / Math.max(1, steps.length) - 6);
   const series = categories
     .map((c) => ({ c, values: (graph[`${c.key}_ms`] ?? []).map((v) => (typeof v === "number" ? v : 0)) }))
     .filter((s) => s.values.some((v) => v > 0));
+  const legendRows = legendRowCount(series.map((x) => x.c.label), chart.el.clientWidth);
   chart.setOption({
-    grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
-    legend: { top: 0, type: "scroll" },
+    grid: { left: 8, right: 16, top: 14 + LEGEND_ROW_PX * legendRows, bottom: 8, containLabel: true },
+    // Every category named: the legend wraps to as many rows as it needs (a paged legend hid half).
+    legend: { top: 0, type: "plain", itemGap: 10 },
     tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("ms") },
-    xAxis: { type: "category", data: steps, axisLabel: { hideOverlap: true } },
+    xAxis: { type: "category", data: steps, axisLabel: { interval: 0, width: slotPx, overflow: "truncate", lineHeight: 14 } },
     yAxis: { type: "value", axisLabel: { formatter: axisLabel("ms") } },
     series: series.map((s) => ({
       type: "bar",
@@ -139,8 +176,10 @@ export function diagnosticsBoxes(d: Diagnostics, steps: StepsInfo | null): HTMLE
   const errors = d.errors;
   const warnings = d.warnings;
   if (errors.length) out.push(messageBox({ kind: "error", title: "Errors", body: h("ul", {}, errors.map((e) => h("li", {}, e))) }));
-  if (warnings.length) out.push(messageBox({ title: "Warnings", body: h("ul", {}, warnings.map((e) => h("li", {}, e))) }));
   const diagnosis = steps?.diagnosis ?? "";
+  // A warning that only repeats why there are no steps: the "Steps" box says it once.
+  const others = warnings.filter((w) => !diagnosis || !w.endsWith(diagnosis));
+  if (others.length) out.push(messageBox({ title: "Warnings", body: h("ul", {}, others.map((e) => h("li", {}, e))) }));
   if (diagnosis) out.push(messageBox({ title: "Steps", body: diagnosis }));
   return out;
 }

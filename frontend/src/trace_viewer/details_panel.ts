@@ -197,10 +197,11 @@ export class DetailsPanel {
         `${formatNumber(r.eventCount)} events, ${formatNumber(r.nameCount)} names`),
       h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(r.startPs, r.endPs) }, "Zoom to selection")));
     this.el.appendChild(h("table", { class: "tbp-tv-stats tbp-tv-range" },
-      h("tr", {}, h("th", {}, "Name"), h("th", {}, "Count"), h("th", {}, "Total (clipped)"), h("th", {}, "% of selection")),
+      h("tr", {}, h("th", {}, "Name"), h("th", {}, "Count"), h("th", { title: "summed over every track (thread, stream, rank) it ran on" }, "Total (clipped)"),
+        h("th", { title: "its time on the one track where it ran longest, over the selection: at most 100 %" }, "% of selection (busiest track)")),
       r.names.map((n) => h("tr", {},
         h("td", {}, h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(n.name)}` }), n.name),
         h("td", {}, formatNumber(n.count)), h("td", {}, formatDurationPs(n.totalPs)),
-        h("td", {}, formatPercent((100 * n.totalPs) / Math.max(dur, 1)))))));
+        h("td", { "data-share": "" }, formatPercent((100 * n.busiestTrackPs) / Math.max(dur, 1)))))));
   }
 }

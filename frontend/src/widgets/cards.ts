@@ -15,6 +15,16 @@ export interface Card {
   title?: string;
   /** data-metric: the key of a headline metric (pages/metrics.ts), the same on every page. */
   metric?: string;
+  /** The value is a name, not a number (a kernel's, an op's): smaller, wrapping anywhere. */
+  text?: boolean;
+}
+
+// A value with a word this long is a name (a CUDA kernel's runs to hundreds of characters): it
+// wraps inside its card instead of running over its neighbours.
+const LONGEST_NUMBER_WORD = 24;
+
+function isText(c: Card): boolean {
+  return c.text === true || c.value.split(/\s+/).some((w) => w.length > LONGEST_NUMBER_WORD);
 }
 
 /** `oneRow`: every card in one row of equal columns (KPIs read side by side), values wrap. */
@@ -30,7 +40,7 @@ export function cardRow(cards: readonly Card[], opts: { oneRow?: boolean } = {})
         "div",
         { class: `tbp-card tbp-tone-${c.tone ?? "neutral"}`, "data-card": c.id ?? c.label, "data-metric": c.metric ?? null, title: c.title ?? null },
         h("div", { class: "tbp-card-label" }, c.label),
-        h("div", { class: "tbp-card-value", "data-metric-value": c.metric !== undefined ? "" : null }, c.value),
+        h("div", { class: isText(c) ? "tbp-card-value tbp-card-value-text" : "tbp-card-value", "data-metric-value": c.metric !== undefined ? "" : null, title: isText(c) ? c.value : null }, c.value),
         c.hint ? h("div", { class: "tbp-card-hint" }, c.hint) : null,
       ),
     ),

@@ -48,6 +48,8 @@ export interface DataTableOptions {
   description?: string;
   /** Show the name, occurrences, total and self time columns first (wide op and kernel tables). */
   keyColumnsFirst?: boolean;
+  /** Text columns shown whole, wrapped over lines, instead of cut to one line. */
+  wrapColumns?: readonly string[];
   /** Columns never shown (internal keys); still in the CSV downloads. */
   omitColumns?: readonly string[];
   /** Names of the columns the user hid, and where to keep a change (the URL). */
@@ -332,8 +334,13 @@ export class DataTable {
         if (col.kind !== "str") td.className = "tbp-num";
         else {
           // One line per row; the full text of a long name is in the tooltip.
-          td.className = i === name ? "tbp-text tbp-name" : "tbp-text";
-          if (typeof value === "string" && value.length > 24) td.title = value;
+          if (this.opts.wrapColumns?.includes(col.name)) {
+            td.className = "tbp-wrap";
+            if (typeof value === "string") td.title = value;
+          } else {
+            td.className = i === name ? "tbp-text tbp-name" : "tbp-text";
+            if (typeof value === "string" && value.length > 24) td.title = value;
+          }
         }
         if (value === null) td.classList.add("tbp-muted");
         this.opts.decorateCell?.(td, row, i);

@@ -70,7 +70,7 @@ def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None, ind
 # `+cmd|...`, `@SUM(...)`; tab and CR too): OWASP's "CSV injection" advice is to prefix such a
 # text cell with `'`. Op and file names come from the profile, so every text cell gets it;
 # numeric cells are never text here, and a text cell that is a plain number ("-1.5") keeps its
-# value. frontend/src/base/csv.ts does the same, so both exports stay byte-identical.
+# value. The browser's own CSV export follows the same rule, so the two exports stay byte-identical.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER_CHARS = frozenset("0123456789.eE+-")
 
@@ -123,7 +123,7 @@ def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
 
 def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
     """The table as CSV: Python's csv dialect (QUOTE_MINIMAL, "\n" lines, None as ""), cells
-    that are text neutralised (csv_text_cell); frontend/src/base/csv.ts writes the same bytes."""
+    that are text neutralised (csv_text_cell); the browser's own CSV export writes the same bytes."""
     index, _ = apply_query(table, query or TableQuery())
     lines = [",".join(_csv_field(c.name) for c in table.columns)]
     lines.extend(",".join(map(_csv_field, row)) for row in table.rows(index))

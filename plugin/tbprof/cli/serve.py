@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+from types import FrameType
 
 from tbprof import __version__
 from tbprof.cli.common import EXIT_OK, CliError, executor_from
@@ -62,12 +64,25 @@ def run(args: argparse.Namespace) -> int:
     if not no_capture and not app.ctx.capture_enabled:
         print(f"tbprof: Capture Profile is off because --host {args.host} is reachable from other machines; "
               "pass --enable-capture to allow it", flush=True)
+    stop_on_sigterm()
     print(f"tbprof {__version__} serving {logdir.resolve()} at http://{args.host}:{args.port}/", flush=True)
     serve(app, args.host, args.port, ServerLimits(threads=args.threads, connection_limit=args.connection_limit,
                                                   idle_timeout_s=args.idle_timeout,
                                                   write_timeout_s=write_timeout_s,
                                                   header_timeout_s=header_timeout_s))
     return EXIT_OK
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM (a service manager, ``kill``) stops the server as Ctrl-C does: waitress ends its
+    loop on KeyboardInterrupt and the command's cleanup (cli/main.py) ends the pool's workers,
+    after which its fork server and resource tracker exit. SIGTERM's default, an exit on the spot,
+    left all of them running. Installed after the pool has started, so no worker inherits it."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 COMMANDS = {"serve": (configure, run)}

@@ -1,19 +1,21 @@
 """The one table of run kinds: which files make a run of which kind, and which reader decodes them.
 
-A run is a folder's worth of host files of one kind:
+A file's kind comes from the one detector, ``readers/sniff.file_kind`` (by content; the name
+only as a hint), and a run is a folder's worth of host files of one kind:
 
-* ``xspace``: ``<logdir>/<tb run>/plugins/profile/<session>/<host>.xplane.pb`` (XProf's layout);
-* ``chrome_trace``: ``<host>.trace.json(.gz)`` whose host has no xplane beside it, and any
-  other ``.json(.gz)`` whose content is a Chrome trace (``readers/sniff.py``);
-* ``tf1_timeline``: Chrome trace JSON of TF1 graph sessions, ``timeline-<step>.json`` as
-  ``tf.estimator.ProfilerHook`` writes it, any ``*timeline*.json`` from
-  ``tensorflow.python.client.timeline`` and ``*.ctf.json``; each file is one step (a host);
+* ``xspace``: XSpace protobufs, ``<logdir>/<tb run>/plugins/profile/<session>/<host>.xplane.pb``
+  in XProf's layout (or under another name whose bytes are an XSpace);
+* ``chrome_trace``: Chrome traces that are none of the kinds below, but for a host that has an
+  xplane beside it (the xplane says more);
+* ``tf1_timeline``: Chrome trace JSON of TF1 graph sessions (``tensorflow.python.client.timeline``,
+  e.g. ``timeline-<step>.json`` as ``tf.estimator.ProfilerHook`` writes it; also a plain Chrome
+  trace named ``*timeline*.json`` or ``*.ctf.json``); each file is one step (a host);
 * ``tfprof_timeline``: tfprof's ``with_timeline_output`` files, ``<name>timeline<...>.json_<step>``;
 * ``tfprof``: tfprof ``ProfileProto`` files, ``profile.pb`` (``Profiler.serialize_to_string()``
   saved by the user) and ``profile_<step>`` (``ProfileContext`` dumps);
-* ``pytorch``: any ``.json(.gz)`` whose content is a Kineto trace (``tensorboard_trace_handler``'s
-  ``*.pt.trace.json[.gz]``, ``export_chrome_trace("trace.json")``, ``rank-0.json.gz``, ...; found by
-  ``readers/sniff.py``), and ``*.pt.trace.json[.gz]`` by name; one host per file.
+* ``pytorch``: Kineto traces under any name (``tensorboard_trace_handler``'s
+  ``*.pt.trace.json[.gz]``, ``export_chrome_trace("trace.json")``, ``rank-0.json.gz``, ...), and
+  a plain Chrome trace named ``*.pt.trace.json[.gz]``; one host per file.
 
 Run names: XSpace and Chrome-trace sessions are ``<tb run>/<session>``; the other kinds are
 named after their folder, and when a folder holds several kinds, the first in
@@ -29,11 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tbprof.fs import Location, is_below, relative_posix
-from tbprof.readers.sniff import CHROME_TRACE, KINETO, sniff
-from tbprof.readers.step_files import KIND_ORDER, classify, json_host, step_of
+from tbprof.readers.sniff import CHROME_TRACE, XPLANE_SUFFIX, file_kind
+from tbprof.readers.step_files import KIND_ORDER, host_order_key
 
-XPLANE_SUFFIX = ".xplane.pb"
-CHROME_TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
+__all__ = ["DETECTORS", "KINDS", "XPLANE_SUFFIX", "Detector", "Run", "RunKind", "folder_runs"]
 
 
 @dataclass
@@ -123,48 +124,20 @@ def _session_name(folder: Location, logdir: Location) -> str:
     return _run_prefix(folder, logdir) or folder.name
 
 
-def xspace_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
-    hosts = {f[: -len(XPLANE_SUFFIX)]: folder / f for f in files if f.endswith(XPLANE_SUFFIX)}
+def _xspace_runs(folder: Location, kinds: dict[str, tuple[str, str]], logdir: Location) -> list[Run]:
+    hosts = {host: folder / f for f, (kind, host) in kinds.items() if kind == "xspace"}
     if not hosts:
         return []
     return [Run(name=_session_name(folder, logdir), path=folder, kind="xspace", hosts=dict(sorted(hosts.items())),
                 mtime=_mtime(hosts))]
 
 
-_JSON_ENDINGS = (".json", ".json.gz")
-
-
-def _is_json_name(name: str) -> bool:
-    return name.endswith(_JSON_ENDINGS)
-
-
-def classify_file(folder: Location, name: str) -> tuple[str, str] | None:
-    """(run kind, host) of a step-file kind (TF1 timeline, tfprof, PyTorch), or None.
-
-    A JSON file whose content is a Kineto trace is a PyTorch run whatever its name
-    (``trace.json``, ``rank-0.json.gz``, ``x.trace.json.gz``); the other kinds are known by the
-    names their producers always write (``timeline-<step>.json``, ``profile_<step>``, ...).
-    """
-    if _is_json_name(name) and sniff(folder / name) == KINETO:
-        return "pytorch", json_host(name)
-    return classify(name)
-
-
-def chrome_trace_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
-    """Chrome traces that are no other kind: ``<host>.trace.json(.gz)`` whose host has no xplane
-    here (the xplane says more), and any other ``.json(.gz)`` whose content is a Chrome trace."""
-    xplane_hosts = {f[: -len(XPLANE_SUFFIX)] for f in files if f.endswith(XPLANE_SUFFIX)}
+def _chrome_trace_runs(folder: Location, kinds: dict[str, tuple[str, str]], logdir: Location) -> list[Run]:
+    """Chrome traces that are no other kind, but for a host with an xplane here (the xplane says more)."""
+    xplane_hosts = {host for kind, host in kinds.values() if kind == "xspace"}
     hosts: dict[str, Location] = {}
-    for f in files:
-        if not _is_json_name(f):
-            continue
-        host = json_host(f)
-        if host in xplane_hosts or host in hosts or classify(f) is not None:
-            continue
-        found = sniff(folder / f)
-        # An unreadable or garbled file with a trace's name stays a run: opening it says what is wrong.
-        named_trace = f.endswith(CHROME_TRACE_SUFFIXES) and len(f) > len(".trace.json")
-        if found == CHROME_TRACE or (found is None and named_trace):
+    for f, (kind, host) in kinds.items():
+        if kind == CHROME_TRACE and host not in xplane_hosts and host not in hosts:
             hosts[host] = folder / f
     if not hosts:
         return []
@@ -172,13 +145,11 @@ def chrome_trace_runs(folder: Location, files: list[str], logdir: Location) -> l
                 hosts=dict(sorted(hosts.items())), mtime=_mtime(hosts))]
 
 
-def step_file_runs(folder: Location, files: list[str], root: Location) -> list[Run]:
+def _step_file_runs(folder: Location, kinds: dict[str, tuple[str, str]], root: Location) -> list[Run]:
     """TF1 timelines, tfprof files and PyTorch traces: one run per kind found in the folder."""
     by_kind: dict[str, dict[str, Location]] = {}
-    for name in files:
-        found = classify_file(folder, name)
-        if found is not None:
-            kind, host = found
+    for name, (kind, host) in kinds.items():
+        if kind in KIND_ORDER:
             by_kind.setdefault(kind, {})[host] = folder / name
     if not by_kind:
         return []
@@ -190,12 +161,19 @@ def step_file_runs(folder: Location, files: list[str], root: Location) -> list[R
         if not hosts:
             continue
         name = base if not runs else f"{base} ({kind})"
-        ordered = dict(sorted(hosts.items(), key=lambda kv: (step_of(kv[0]) is None, step_of(kv[0]) or 0, kv[0])))
+        ordered = {h: hosts[h] for h in sorted(hosts, key=functools.partial(host_order_key, kind))}
         runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=_mtime(ordered)))
     return runs
 
 
-# A detector looks at one folder (path, its file names, the logdir) and returns runs; run in
-# this order, so a later detector's run of an existing name and kind adds its hosts to it.
+def folder_runs(folder: Location, files: list[str], logdir: Location) -> list[Run]:
+    """The runs of one folder: each file's kind from the one detector (``sniff.file_kind``),
+    then XSpace sessions, Chrome-trace sessions and the step-file kinds, in that order."""
+    kinds = {name: found for name in files if (found := file_kind(folder, name)) is not None}
+    return [*_xspace_runs(folder, kinds, logdir), *_chrome_trace_runs(folder, kinds, logdir),
+            *_step_file_runs(folder, kinds, logdir)]
+
+
+# A detector looks at one folder (path, its file names, the logdir) and returns runs.
 Detector = Callable[[Location, list[str], Location], list[Run]]
-DETECTORS: tuple[Detector, ...] = (xspace_runs, chrome_trace_runs, step_file_runs)
+DETECTORS: tuple[Detector, ...] = (folder_runs,)

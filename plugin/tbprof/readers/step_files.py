@@ -10,13 +10,17 @@ import re
 
 from tbprof.store.markers import step_of
 
-__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "json_host", "step_of"]
+__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "host_order_key", "json_host", "step_of"]
 
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 # Stripped from a JSON profile's name to get its host (longest first).
 JSON_HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 _TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
 _TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
+_DIGITS = re.compile(r"(\d+)")
+# Kinds whose files are steps of one program (ordered by the step in the name); the others'
+# files are ranks or hosts.
+STEP_KINDS = frozenset(("tf1_timeline", "tfprof", "tfprof_timeline"))
 
 # A folder holding several kinds: the first kind in this order keeps the folder's name as
 # its run name, the others get " (<kind>)".
@@ -30,6 +34,20 @@ def json_host(name: str) -> str:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def host_order_key(kind: str, host: str) -> tuple[object, ...]:
+    """The order of a run's hosts: step files by their step (the last number in the name); ranks
+    and hosts by their numbers in reading order, compared as numbers (``rank2.<pid>`` before
+    ``rank10.<pid>``, and ``rank0.<pid 1795...8>`` before ``rank1.<pid 1795...0>``, whatever the
+    process ids)."""
+    if kind in STEP_KINDS:
+        step = step_of(host)
+        return (step is None, step or 0, host)
+    parts = _DIGITS.split(host)
+    # A number compares by its length without leading zeros, then its digits: numeric order
+    # without int(), which refuses names of thousands of digits.
+    return (tuple((0, len(p.lstrip("0")), p.lstrip("0")) if i % 2 else (1, 0, p) for i, p in enumerate(parts)), host)
 
 
 def classify(name: str) -> tuple[str, str] | None:

@@ -35,6 +35,9 @@ class HostPartials:
     """The partials of hosts by cache key, and the op tables a worker combined over a batch of
     consecutive hosts."""
 
+    MAX_BATCHES = 65536  # worker batches remembered, by first host key
+    MAX_UNREADABLE = 4096  # host files found unreadable, remembered by cache key
+
     def __init__(self, cache: ProfileCache, conversion: PodConversion, store: Callable[[Run, str], AnyStore],
                  store_format: Callable[[Run], str]) -> None:
         self.cache = cache
@@ -50,6 +53,12 @@ class HostPartials:
         # Host files a worker found unreadable, by cache key (a changed file has another key),
         # so an all-hosts page does not send them to be read again on every request.
         self._unreadable: dict[str, dict[str, str]] = {}
+
+    def _remember_unreadable(self, key: str, error: dict[str, str]) -> None:
+        """Bounded: a logdir of many broken files forgets its oldest (they are read again)."""
+        self._unreadable[key] = error
+        if len(self._unreadable) > self.MAX_UNREADABLE:
+            del self._unreadable[next(iter(self._unreadable))]
 
     def contains(self, key: str) -> bool:
         """Whether the partial of a host cache key is in memory (no I/O)."""
@@ -99,9 +108,13 @@ class HostPartials:
             return
         self._memo.clear_key(("combined", keys))
         self._memo.get(("combined", keys), lambda: combined, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
-        if len(self._batches) >= 65536:  # bounded: the memo may have dropped what these name anyway
-            self._batches.clear()
+        self._remember_batch(keys)
+
+    def _remember_batch(self, keys: tuple[str, ...]) -> None:
+        """Bounded: the memo may have dropped the tables the oldest batches name anyway."""
         self._batches[keys[0]] = keys
+        if len(self._batches) > self.MAX_BATCHES:
+            del self._batches[next(iter(self._batches))]
 
     def _segments(self, keys: list[str]) -> list[tuple[int, int, dict[Hashable, Callable[[], Any]]]]:
         """Runs of ``keys`` (the hosts of a request, in order) that a worker converted as one
@@ -174,9 +187,7 @@ class HostPartials:
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:
-                        if len(self._unreadable) >= 4096:  # bounded: a logdir of broken files
-                            self._unreadable.clear()
-                        self._unreadable[r["key"]] = errors[r["host"]]
+                        self._remember_unreadable(r["key"], errors[r["host"]])
                 elif r.get("partial") is not None:
                     part = self._known(r["key"])
                     if part is not None:

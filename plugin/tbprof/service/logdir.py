@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tbprof.fs import Location, UrlPath, relative_posix, shown_name, walk_listing
 from tbprof.readers.files import profile_file_names
-from tbprof.readers.kinds import DETECTORS, XPLANE_SUFFIX, Run
+from tbprof.readers.kinds import DETECTORS, Run
 
 __all__ = ["FolderCache", "Run", "RunIndex", "discover", "runs_for_path", "shown_name"]
 
@@ -30,7 +30,10 @@ class FolderCache:
     """What a local walk learnt of each folder, keyed by the folder's (mtime, ctime, inode): a
     folder whose entries did not change since the last walk is not listed again, nor are its
     files inspected again (a logdir of 20 000 runs is ~80 000 folders: the next walk is one
-    ``stat`` each). Entries of folders no longer reached are dropped after each walk."""
+    ``stat`` each). Entries of folders no longer reached are dropped after each walk, and at
+    most ``MAX_FOLDERS`` are kept (the first reached; a folder past them is listed each walk)."""
+
+    MAX_FOLDERS = 200_000
 
     def __init__(self) -> None:
         self._folders: dict[str, tuple[tuple[int, int, int], list[str], list[str]]] = {}
@@ -67,7 +70,8 @@ class FolderCache:
                     continue
                 subdirs.sort()
                 files = profile_file_names(Path(folder), sorted(names), logdir)  # no FIFOs, no links out
-            reached[folder] = (stamp, subdirs, files)
+            if len(reached) < self.MAX_FOLDERS:
+                reached[folder] = (stamp, subdirs, files)
             if files:  # a folder without profile files holds no run (most of them: a run's parents)
                 yield Path(folder), files
             stack.extend(os.path.join(folder, d) for d in reversed(subdirs))
@@ -138,11 +142,7 @@ def runs_for_path(path: Location, cache: FolderCache | None = None) -> dict[str,
         runs = discover(path)
         if runs or not path.is_file():
             return runs
-    if path.is_file():
-        if path.name.endswith(XPLANE_SUFFIX):
-            host = path.name[: -len(XPLANE_SUFFIX)]
-            run = _displayable(Run(path.parent.name, path.parent, "xspace", {host: path}, path.stat().st_mtime))
-            return {run.name: run}
+    if path.is_file():  # the folder's detector, on this one file
         found: dict[str, Run] = {}
         for detector in DETECTORS:
             for run in detector(path.parent, [path.name], path.parent):

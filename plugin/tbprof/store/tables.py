@@ -13,16 +13,15 @@ the 2^53 ps (2.5 hours) a trace would need to lose picoseconds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from tbprof._core.kernels import bucket_gather
 from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
-from tbprof.store.view import Derived
 
 # Stat value kinds (``StatTable.kind``); mirrors _core/wire.pyx.
 KIND_NONE = 0
@@ -34,6 +33,18 @@ KIND_BYTES = 5  # value = index into Plane.blobs
 KIND_REF = 6  # value = string id of the referenced stat metadata name
 
 T = TypeVar("T")
+V_co = TypeVar("V_co", covariant=True)
+
+
+class Derivable(Protocol[V_co]):
+    """What ``ProfileStore.derive`` reads of a ``Derived`` (store/derived.py), matched
+    structurally so that the store does not import the module that types values on it."""
+
+    @property
+    def key(self) -> Hashable: ...
+
+    @property
+    def compute(self) -> Callable[[ProfileStore], V_co]: ...
 
 
 @dataclass
@@ -370,6 +381,6 @@ class ProfileStore:
         the value) would count memory another cache already holds."""
         return self._memo.get(key, compute) if size is None else self._memo.get(key, compute, size)
 
-    def derive(self, value: Derived[T]) -> T:
-        """A derived value of this store (``store/view.py``), computed once (``memo``)."""
+    def derive(self, value: Derivable[T]) -> T:
+        """A derived value of this store (``store/derived.py``), computed once (``memo``)."""
         return self.memo(value.key, lambda: value.compute(self))

@@ -8,8 +8,8 @@ metadata and the carried derived values, without events) both are one, which myp
 structurally. Such a tool is typed on ``Sequence[StoreView]``, so reading anything else of a
 host (an event column, a value no partial carries) is a type error, not a 500 at run time.
 
-A derived value is asked for by a typed ``Derived`` (its memo key and how a full store computes
-it): a store computes it once (its memo). Those per-host partials carry are ``CarriedValue``s,
+A derived value is asked for by a typed ``Derived`` (store/derived.py: its memo key and how a
+full store computes it): a store computes it once (its memo). Those per-host partials carry are ``CarriedValue``s,
 the only ones ``StoreView.derive`` takes, so a tool typed on ``StoreView`` cannot ask for a value
 no partial holds (a partial hands over the value it carries; analyses/partials.py ``CARRIED``
 lists them all, which tests/service/test_partials.py checks).
@@ -17,27 +17,14 @@ lists them all, which tests/service/test_partials.py checks).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from tbprof.store.tables import ProfileStore
+from tbprof.store.derived import CarriedValue, Derived
+
+__all__ = ["CarriedValue", "Derived", "PlaneView", "StoreView"]
 
 T = TypeVar("T")
-V = TypeVar("V", covariant=True)
-
-
-@dataclass(frozen=True, eq=False)
-class Derived(Generic[V]):
-    """A value derived from a host's events: its memo key and how a full store computes it."""
-
-    key: Hashable
-    compute: Callable[[ProfileStore], V]
-
-
-class CarriedValue(Derived[V]):
-    """A derived value that per-host partials carry (analyses/partials.py ``CARRIED``)."""
 
 
 class PlaneView(Protocol):

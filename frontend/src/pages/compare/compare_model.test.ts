@@ -31,8 +31,8 @@ describe("compare parameters", () => {
   });
 });
 
-describe("default baseline (#29 §4)", () => {
-  it("is the previous session of the same experiment", () => {
+describe("default baseline (#29 §4, #35)", () => {
+  it("is the previous session of the same run", () => {
     const runs = [run("exp/s3", ["vm"]), run("other/s9", ["vm"]), run("exp/s2", ["vm"]), run("exp/s1", ["vm"])];
     expect(defaultBaseline(runs, { run: "exp/s3", host: "vm", steps: "" })).toEqual({ run: "exp/s2", host: "vm", steps: "" });
     expect(defaultBaseline(runs, { run: "exp/s1", host: "vm", steps: "" })).toBeNull(); // the oldest: nothing before it
@@ -42,8 +42,21 @@ describe("default baseline (#29 §4)", () => {
     const kinds = [run("exp/b", ["vm"]), { ...run("exp/a", ["vm"]), kind: "pytorch" }];
     expect(defaultBaseline(kinds, { run: "exp/b", host: "vm", steps: "" })).toBeNull();
   });
-  it("is another host of the candidate's run when it has several", () => {
-    expect(defaultBaseline(RUNS, { run: "jax_2hosts/s", host: "worker1", steps: "" })).toEqual({ run: "jax_2hosts/s", host: "worker0", steps: "" });
+  it("is never a run without a folder (two PyTorch runs at the top of the logdir)", () => {
+    const torch = [{ ...run("torch_ddp", ["rank0.17", "rank1.18"]), kind: "pytorch" }, { ...run("torch_cnn", ["vm_623.17"]), kind: "pytorch" }];
+    expect(defaultBaseline(torch, { run: "torch_ddp", host: "__all__", steps: "" })).toBeNull();
+  });
+  it("needs the same hosts or ranks, whatever the process ids", () => {
+    const torch = [
+      { ...run("exp/s3", ["rank0.900", "rank1.901"]), kind: "pytorch" },
+      { ...run("exp/s2", ["rank0.500"]), kind: "pytorch" },
+      { ...run("exp/s1", ["rank0.100", "rank1.101"]), kind: "pytorch" },
+    ];
+    expect(defaultBaseline(torch, { run: "exp/s3", host: "__all__", steps: "" })).toEqual({ run: "exp/s1", host: "__all__", steps: "" });
+    expect(defaultBaseline(torch, { run: "exp/s2", host: "rank0.500", steps: "" })).toBeNull();
+  });
+  it("is not another host of the candidate's run: the page asks", () => {
+    expect(defaultBaseline(RUNS, { run: "jax_2hosts/s", host: "worker1", steps: "" })).toBeNull();
   });
 });
 

@@ -39,19 +39,31 @@ export function runFolder(name: string): string {
 }
 
 /**
- * The baseline when the URL names none: the previous session of the same experiment (same
- * folder, same kind; runs are newest first), so "what changed since last time" is one click
- * away; else another host of the candidate's run; else none: the page asks (#29 §4: a Keras CPU
- * run against a JAX LLM gave a confident "−54.6 % faster").
+ * The hosts of a run as one session of a program names them: a PyTorch rank's host is
+ * "rank1.<process id>", and the process id changes every session, the rank does not.
+ */
+export function sessionHosts(hosts: readonly string[]): string[] {
+  return hosts.map((x) => x.split(".")[0] ?? x).sort();
+}
+
+/**
+ * The baseline when the URL names none: an earlier session of the same run (the same run folder,
+ * the same kind, the same hosts or ranks; runs are newest first), so "what changed since last
+ * time" is one click away; else none, and the page asks. A run at the top of the logdir (no
+ * folder) has no sessions: torch_ddp against torch_cnn gave a red "+117.3 %" with no warning,
+ * as a Keras CPU run against a JAX LLM gave a confident "−54.6 % faster" (#29 §4, #35).
  */
 export function defaultBaseline(runs: readonly RunInfo[], cand: Side): Side | null {
   const i = runs.findIndex((r) => r.name === cand.run);
   const self = runs[i];
-  if (!self) return null;
-  const previous = runs.slice(i + 1).find((r) => r.hosts.length > 0 && r.kind === self.kind && runFolder(r.name) === runFolder(self.name));
-  if (previous) return { run: previous.name, host: previous.hosts.length === 1 ? (previous.hosts[0] ?? null) : null, steps: "" };
-  const host = self.hosts.find((h) => h !== cand.host);
-  return host !== undefined ? { run: cand.run, host, steps: "" } : null;
+  if (!self || runFolder(self.name) === "") return null;
+  const hosts = sessionHosts(self.hosts).join("\n");
+  const previous = runs.slice(i + 1).find((r) => r.hosts.length > 0 && r.kind === self.kind
+    && runFolder(r.name) === runFolder(self.name) && sessionHosts(r.hosts).join("\n") === hosts);
+  if (!previous) return null;
+  const host = cand.host !== null && previous.hosts.includes(cand.host) ? cand.host
+    : previous.hosts.length === 1 ? (previous.hosts[0] ?? null) : cand.host;
+  return { run: previous.name, host, steps: "" };
 }
 
 /** The host a side's run needs: its only host, the chosen one if it exists, else the first. */

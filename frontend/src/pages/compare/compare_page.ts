@@ -96,7 +96,7 @@ function render(ctx: PageContext): Promise<void> {
         clear(content);
         content.appendChild(messageBox({
           title: "Choose a baseline",
-          body: "No earlier session of this run's experiment (same folder, same kind) to compare with: pick the baseline above.",
+          body: "No earlier session of this run (same run folder, same kind, same hosts or ranks) to compare with: pick the baseline above.",
         }));
         content.firstElementChild?.setAttribute("data-no-baseline", "");
         return;

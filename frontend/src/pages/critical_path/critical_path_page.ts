@@ -129,7 +129,9 @@ function render(ctx: PageContext<CriticalPathResult>): void {
     { label: "Critical path", value: formatDuration(num(raw.total_us), "us"), id: "cp_length", hint: `${str(raw.step_name)} · rank ${str(raw.rank)}` },
     { label: "Path", value: `${num(raw.path_events)} events`, id: "cp_events", hint: `${num(raw.path_edges)} edges of ${num(raw.edges)}` },
   ];
+  ctx.el.appendChild(pickers(ctx, raw));
   ctx.el.appendChild(cardRow(cards));
+  ctx.el.appendChild(meaning(raw));
   if (!breakdown || !path || path.rows.length === 0) {
     ctx.el.appendChild(messageBox({ title: "No critical path", body: "The annotation's window holds no operators or kernels." }));
     return;
@@ -143,4 +145,48 @@ function render(ctx: PageContext<CriticalPathResult>): void {
     pathTable(ctx, path, raw)));
 }
 
-export const criticalPathPage: PageSpec<CriticalPathResult> = { rows: 5000, render };
+/** Rank and step as pickers of the values the run has (the options bar's raw fields read "rank -1"). */
+function pickers(ctx: PageContext<CriticalPathResult>, raw: CriticalPathResult): HTMLElement {
+  const rankSelect = h("select", { "data-pick": "cp-rank", "aria-label": "Rank" },
+    raw.ranks.map((r, i) => h("option", { value: String(r), selected: r === raw.rank }, `rank ${r}${raw.hosts[i] ? ` (${raw.hosts[i]})` : ""}`)));
+  rankSelect.addEventListener("change", () => ctx.setOptions({ rank: rankSelect.value }));
+  const stepSelect = h("select", { "data-pick": "cp-instance", "aria-label": "Step" },
+    raw.instances.map((name, i) => h("option", { value: String(i), selected: i === raw.instance }, name || `${raw.annotation} #${i}`)));
+  stepSelect.addEventListener("change", () => ctx.setOptions({ instance: stepSelect.value, step: null }));
+  return h("div", { class: "tbp-toolbar", "data-section": "cp_pickers" },
+    h("label", {}, "Rank ", rankSelect),
+    raw.instances.length ? h("label", {}, `${raw.annotation} `, stepSelect) : h("span", { class: "tbp-muted" }, `no "${raw.annotation}" event on this rank`));
+}
+
+// Shares of the path above which a bound decides what the text says.
+const DOMINANT_SHARE_PERCENT = 50;
+
+/**
+ * What the path is and what its largest bound means. A path along the NCCL stream whose largest
+ * share is "kernel-kernel overhead" is a rank waiting for other ranks: a collective kernel cannot
+ * finish before every rank has joined it, so the gaps between collectives are the slowest
+ * rank's lateness, not this GPU's launch overhead, even where this rank spends most of its step
+ * in host compute.
+ */
+export function meaning(raw: CriticalPathResult): HTMLElement {
+  const shares = raw.breakdown_percent;
+  const comm = shares.gpu_communication_bound ?? 0;
+  const gaps = shares.gpu_kernel_kernel_overhead ?? 0;
+  const parts: string[] = [
+    `The critical path is the longest chain of events in ${raw.step_name || "the window"} on rank ${raw.rank} where each waits for the one before it `
+      + "(a launch for its operator, a kernel for the kernel before it on its stream, a synchronisation for what it waits on): "
+      + "making an event on it shorter shortens the step; making an event off it shorter does not.",
+  ];
+  if (comm > 0 && comm + gaps >= DOMINANT_SHARE_PERCENT) {
+    parts.push(`Here ${formatPercent(comm + gaps)} of it runs along collective (NCCL) kernels and the gaps between them. `
+      + "A collective ends only when every rank has joined it, so those gaps are this rank waiting on another rank, "
+      + "not launch overhead: the slowest rank sets the pace (see Stragglers and the other ranks' paths).");
+  } else if ((shares.cpu_bound ?? 0) >= DOMINANT_SHARE_PERCENT) {
+    parts.push("Most of it is host (CPU) operators: the GPU waits for the host to launch work.");
+  } else if ((shares.gpu_compute_bound ?? 0) >= DOMINANT_SHARE_PERCENT) {
+    parts.push("Most of it is GPU compute kernels: faster kernels shorten the step.");
+  }
+  return h("section", { class: "tbp-message", "data-section": "cp_meaning" }, h("h2", {}, "What this path means"), ...parts.map((t) => h("p", {}, t)));
+}
+
+export const criticalPathPage: PageSpec<CriticalPathResult> = { rows: 5000, render, hideOptions: ["rank", "instance", "step"] };

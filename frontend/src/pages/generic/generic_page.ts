@@ -5,8 +5,19 @@ import { humanizeKey } from "../../base/format";
 import { h } from "../../widgets/dom";
 import { jsonView } from "../../widgets/json_view";
 import { messageBox } from "../../widgets/message";
-import { nestedFields, pageTitle, scalarCards, tableWidget } from "../common";
+import { nestedFields, pageTitle, scalarCards, sequenceText, tableWidget } from "../common";
 import type { PageContext } from "../context";
+
+/** HTA's kernel sequences: the pattern column as a readable sequence of kernel names. */
+function sequenceCell(ctx: PageContext, table: string): ((td: HTMLTableCellElement, row: readonly unknown[], column: number) => void) | undefined {
+  const data = ctx.result?.tables[table];
+  if (ctx.request.tool !== "kernel_sequences" || !data) return undefined;
+  const at = data.columns.findIndex((c) => c.name === "pattern");
+  return (td, row, column) => {
+    const v = row[column];
+    if (column === at && typeof v === "string") td.textContent = sequenceText(v);
+  };
+}
 
 export function renderGeneric(ctx: PageContext, into: HTMLElement = ctx.el): void {
   const result = ctx.result;
@@ -15,7 +26,11 @@ export function renderGeneric(ctx: PageContext, into: HTMLElement = ctx.el): voi
   const cards = scalarCards(result);
   if (cards) into.appendChild(cards);
   const names = Object.keys(result.tables);
-  for (const name of names) into.appendChild(tableWidget(ctx, name).el);
+  for (const name of names) {
+    const sequences = ctx.request.tool === "kernel_sequences";
+    // The rank names the trace; the host (a long trace id) would push the patterns out of view.
+    into.appendChild(tableWidget(ctx, name, { decorateCell: sequenceCell(ctx, name), defaultHidden: sequences ? ["host"] : [] }).el);
+  }
   const nested = nestedFields(result);
   if (nested.length) {
     into.appendChild(

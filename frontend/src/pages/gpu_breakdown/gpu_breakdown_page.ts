@@ -10,6 +10,7 @@ import { chart, pageTitle, panel, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import type { PageSpec } from "../registry";
 import { gpuBreakdownCards, SECTION_TABLES } from "./gpu_breakdown_section";
+import { legendRowCount } from "../steps_common";
 
 const TEMPORAL_PARTS: readonly (readonly [string, string, string])[] = [
   ["compute_time_us", "Compute", "#4e79a7"],
@@ -50,8 +51,8 @@ function render(ctx: PageContext<GpuBreakdownResult>): void {
     const labels = deviceLabels(temporal, oneRank);
     const c = chart(ctx, box, { label: "Time per GPU: compute, non-compute and idle", id: "gpu_temporal", height: 300 });
     c.setOption({
-      grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
-      legend: { top: 0, type: "scroll" },
+      grid: { left: 8, right: 16, top: 14 + 22 * legendRowCount(TEMPORAL_PARTS.map(([, name]) => name), c.el.clientWidth), bottom: 8, containLabel: true },
+      legend: { top: 0, type: "plain", itemGap: 10 },
       tooltip: { trigger: "axis", axisPointer: { type: "shadow" }, valueFormatter: unitFormatter("us") },
       xAxis: { type: "category", data: labels, axisLabel: { interval: 0, width: 140, overflow: "break" } },
       yAxis: { type: "value", axisLabel: { formatter: axisLabel("us") } },

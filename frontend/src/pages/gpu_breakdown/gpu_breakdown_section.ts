@@ -1,7 +1,8 @@
-// HTA's GPU breakdowns (the backend's gpu_breakdown tool) as a section of the overview and pod
-// viewer pages of runs that have device events: per rank, how much of the device timeline is
-// idle, computing or doing other work, why it is idle, how much communication overlaps with
-// computation, and device time by kernel type.
+// HTA's GPU breakdowns (the backend's gpu_breakdown tool) as a section of the pod viewer page of
+// runs that have device events: per rank, how much of the device timeline is idle, computing or
+// doing other work, why it is idle, how much communication overlaps with computation, and device
+// time by kernel type. (The overview shows HTA's two shares in its definitions panel,
+// overview/idle_panel.ts.)
 
 import { formatDuration, formatPercent } from "../../base/format";
 import type { CellValue, TableData, ToolResult } from "../../data/types";
@@ -62,27 +63,6 @@ export function gpuBreakdownCards(result: ToolResult): HTMLElement {
   return cardRow(cards);
 }
 
-/**
- * The overview's part of HTA's report: its two headline cards and a link to the GPU breakdown
- * page (#29 §4: the whole report, 84 rows, pushed the steps table ~3,000 px down).
- */
-export function gpuBreakdownSummary(ctx: PageContext, result: ToolResult): HTMLElement {
-  const link = h("a", { class: "tbp-link", href: ctx.href(GPU_BREAKDOWN_TOOL), "data-gpu-breakdown-link": "" },
-    "GPU breakdown: per-rank time, idle causes, kernel types");
-  link.addEventListener("click", (e) => {
-    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
-    e.preventDefault();
-    ctx.navigate(GPU_BREAKDOWN_TOOL);
-  });
-  return h(
-    "section",
-    { class: "tbp-section", "data-section": "gpu_breakdown" },
-    h("h2", {}, "GPU time breakdown (HTA)"),
-    gpuBreakdownCards(result),
-    h("p", {}, link),
-  );
-}
-
 /** The section for a loaded gpu_breakdown result. */
 export function gpuBreakdownView(result: ToolResult): HTMLElement {
   const box = h(
@@ -102,7 +82,7 @@ export function gpuBreakdownView(result: ToolResult): HTMLElement {
  * Appends the section to `into` when the run has the tool: fetched after the page is drawn, so
  * the page never waits for it; a failure shows a message in place of the section.
  */
-export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement, opts: { compact?: boolean } = {}): void {
+export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement): void {
   if (!ctx.run.tools.includes(GPU_BREAKDOWN_TOOL)) return;
   const holder = h("div", { "data-gpu-breakdown": "loading" });
   into.appendChild(holder);
@@ -110,7 +90,7 @@ export function appendGpuBreakdown(ctx: PageContext, into: HTMLElement, opts: { 
   ctx.api
     .data({ run: ctx.request.run, host, tool: GPU_BREAKDOWN_TOOL, options: {} }, 50, ctx.signal)
     .then((result) => {
-      holder.replaceChildren(opts.compact ? gpuBreakdownSummary(ctx, result) : gpuBreakdownView(result));
+      holder.replaceChildren(gpuBreakdownView(result));
       holder.setAttribute("data-gpu-breakdown", "ready");
     })
     .catch((e: unknown) => {

@@ -7,9 +7,9 @@ import { type Card, cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { chart, pageTitle, pieChart, tableWidget } from "../common";
 import type { PageContext } from "../context";
-import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
+import { idlePanel } from "./idle_panel";
 import { inputCardHint, inputVerdict } from "../input_verdict";
-import { type Metric, metricRow, metricsOf } from "../metrics";
+import { type Metric, metricCard, metricsOf } from "../metrics";
 import type { PageSpec } from "../registry";
 import { diagnosticsBoxes, STEP_CATEGORIES, statText, stepConfidenceText, stepHosts, stepsText, stepTimeChart } from "../steps_common";
 
@@ -25,43 +25,98 @@ function render(ctx: PageContext<OverviewResult>): void {
   const env = raw.run_environment;
   const steps = raw.steps;
   const stepTime = perf.step_time_ms;
+  const hasSteps = steps.step_count > 0;
+  const metrics = metricsOf(raw);
   // Colour and words from the backend's verdict, so the card and the recommendation agree.
   const verdict = inputVerdict(raw.recommendation);
   const hasDevice = env.device_count > 0;
   const cards: Card[] = [
-    { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min ?? NaN)} ms, max ${formatNumber(stepTime.max ?? NaN)} ms` },
+    hasSteps
+      ? { id: "step_time", label: "Average step time", value: statText(stepTime), hint: `min ${formatNumber(stepTime.min ?? NaN)} ms, max ${formatNumber(stepTime.max ?? NaN)} ms` }
+      : { id: "step_time", label: "Average step time", value: "not determined", hint: "no steps in this profile (see Steps above)" },
     { id: "steps", label: "Steps", value: stepsText(steps), hint: stepConfidenceText(steps) },
-    { id: "input", label: "Waiting for input", value: formatPercent(perf.input_percent ?? NaN), hint: inputCardHint(verdict), tone: verdict.tone },
+    { id: "input", label: "Waiting for input", value: hasSteps ? formatPercent(perf.input_percent ?? NaN) : "not determined", hint: inputCardHint(verdict), tone: hasSteps ? verdict.tone : "neutral" },
+    ...headlineCards(metrics),
     ...opPlacementCards(perf, hasDevice),
   ];
   if (hasDevice) {
     cards.push(precisionCard(perf));
   }
   el.appendChild(cardRow(cards));
+  if (env.hardware_type === "TPU") el.appendChild(tpuCards(ctx, metrics));
 
-  el.appendChild(recommendation(ctx, raw.recommendation));
+  el.appendChild(recommendation(ctx, raw.recommendation, steps.diagnosis));
 
-  const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
-  el.appendChild(grid);
-  const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
-  grid.appendChild(stepBox);
-  const graph = raw.step_time_graph;
-  const hosts = ctx.request.host === ctx.allHosts ? stepHosts(graph, result.tables.steps) : null;
-  stepTimeChart(chart(ctx, stepBox, { label: hosts ? "Step time per step and host, by category" : "Step time per step, by category", id: "step_time", height: 300 }), graph, STEP_CATEGORIES, hosts);
+  if (hasSteps) {
+    const grid = h("div", { class: "tbp-grid-2 tbp-grid-wide" });
+    el.appendChild(grid);
+    const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Step time"));
+    grid.appendChild(stepBox);
+    const graph = raw.step_time_graph;
+    const hosts = ctx.request.host === ctx.allHosts ? stepHosts(graph, result.tables.steps) : null;
+    stepTimeChart(chart(ctx, stepBox, { label: hosts ? "Step time per step and host, by category" : "Step time per step, by category", id: "step_time", height: 300 }), graph, STEP_CATEGORIES, hosts);
 
-  const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
-  grid.appendChild(pieBox);
-  const breakdown = perf.breakdown_ms;
-  const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: breakdown[`${c.key}_ms`]?.avg ?? 0, color: c.color }));
-  pieChart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }, slices, "ms", { measure: "step time", kind: "category" });
+    const pieBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Average step time breakdown"));
+    grid.appendChild(pieBox);
+    const breakdown = perf.breakdown_ms;
+    const slices = STEP_CATEGORIES.map((c) => ({ name: c.label, value: breakdown[`${c.key}_ms`]?.avg ?? 0, color: c.color }));
+    pieChart(ctx, pieBox, { label: "Average step time breakdown", id: "breakdown", height: 300 }, slices, "ms", { measure: "step time", kind: "category" });
+  }
 
   if (result.tables.top_ops) {
     const side = raw.top_ops_side;
     el.appendChild(tableWidget(ctx, "top_ops", { title: `Top operations${side ? ` (${side})` : ""}`, pageSize: 10 }).el);
   }
-  el.appendChild(environment(env, metricsOf(raw)));
-  appendGpuBreakdown(ctx, el, { compact: true });
-  if (result.tables.steps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+  el.appendChild(environment(env));
+  const idle = idlePanel(ctx, metrics);
+  if (idle) el.appendChild(idle);
+  if (result.tables.steps && hasSteps) el.appendChild(tableWidget(ctx, "steps", { title: "Steps" }).el);
+}
+
+/** One card per concept: device idle and communication as XProf's overview measures them (of step time). */
+function headlineCards(metrics: ReadonlyMap<string, Metric>): Card[] {
+  const out: Card[] = [];
+  const idle = metrics.get("device_idle_of_step_time");
+  if (idle) {
+    const v = idle.valuePercent;
+    out.push(metricCard(idle, { id: "device_idle", tone: v === null ? "neutral" : v > 50 ? "bad" : v > 20 ? "warn" : "good" }));
+  }
+  const comm = metrics.get("device_collectives_of_step_time");
+  if (comm) out.push(metricCard(comm, { id: "communication" }));
+  return out;
+}
+
+/**
+ * A TPU run's device cards as XProf's overview shows them: duty cycle (the busy share of each
+ * core's profiled time: 100 % minus device idle of the profiled device time) and the whole
+ * program's FLOPS and HBM bandwidth utilization (op profile's root, fetched after the page).
+ */
+function tpuCards(ctx: PageContext, metrics: ReadonlyMap<string, Metric>): HTMLElement {
+  const idle = metrics.get("device_idle_of_device_time")?.valuePercent ?? null;
+  const pending = "…";
+  const cards = (flops: string, hbm: string): Card[] => [
+    { id: "tpu_duty_cycle", label: "TPU duty cycle", value: idle === null ? "not determined" : formatPercent(100 - idle),
+      hint: "busy share of each TPU core's profiled time", title: "100 % minus device idle of the profiled device time (XProf's device duty cycle)." },
+    { id: "flops_utilization", label: "FLOPS utilization", value: flops, hint: "whole program, of the TPU's peak FLOP rate",
+      title: "The whole program's FLOPs over its busy device time, divided by the peak FLOP rate (op profile's root)." },
+    { id: "hbm_utilization", label: "HBM bandwidth utilization", value: hbm, hint: "whole program, of the TPU's peak HBM bandwidth",
+      title: "The whole program's HBM bytes over its device time, divided by the peak HBM bandwidth (op profile's root)." },
+  ];
+  const holder = h("div", { "data-section": "tpu_cards", "data-op-profile": "loading" }, cardRow(cards(pending, pending)));
+  const pct = (v: number | null | undefined): string => (v === null || v === undefined ? "not determined" : formatPercent(100 * v));
+  ctx.api
+    .data({ run: ctx.request.run, host: ctx.request.host, tool: "op_profile", options: {} }, 0, ctx.signal)
+    .then((r) => {
+      const root = (r.raw as unknown as { by_category?: { flops_utilization?: number | null; hbm_bw_utilization?: number | null } }).by_category;
+      holder.replaceChildren(cardRow(cards(pct(root?.flops_utilization), pct(root?.hbm_bw_utilization))));
+      holder.setAttribute("data-op-profile", "ready");
+    })
+    .catch(() => {
+      if (ctx.signal.aborted) return;
+      holder.replaceChildren(cardRow(cards("not determined", "not determined")));
+      holder.setAttribute("data-op-profile", "error");
+    });
+  return holder;
 }
 
 /**
@@ -104,12 +159,14 @@ export function opPlacementCards(perf: Pick<PerformanceSummary, PlacementKey>, h
   }];
 }
 
-function recommendation(ctx: PageContext, rec: OverviewRecommendation): HTMLElement {
+/** XProf's recommendation; a statement that only repeats why there are no steps (shown above) is left out. */
+function recommendation(ctx: PageContext, rec: OverviewRecommendation, stepsDiagnosis: string): HTMLElement {
   const box = h("section", { class: "tbp-message tbp-recommendation", "data-recommendation": "" }, h("h2", {}, "Recommendation"));
-  // The causes by their share of the step time, largest first; without steps, the verdict alone.
+  // The causes by their share of the step time, largest first; without steps, the verdict alone
+  // (a statement that only repeats why there are no steps, shown above, is left out).
   const texts = rec.causes.length ? rec.causes.map((c) => c.statement) : [rec.statement];
   for (const text of [...texts, rec.precision_statement]) {
-    if (text) box.appendChild(h("p", {}, text));
+    if (text && text !== stepsDiagnosis) box.appendChild(h("p", {}, text));
   }
   const next = rec.next_steps;
   if (next.length) {
@@ -149,7 +206,7 @@ function toolLabel(tool: string): string {
   return TOOL_LABELS[tool] ?? tool;
 }
 
-function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>): HTMLElement {
+function environment(env: RunEnvironment): HTMLElement {
   const kv = (k: string, v: string): HTMLElement => h("div", { class: "tbp-kv-row" }, h("span", { class: "tbp-kv-key" }, k), h("span", {}, v));
   const devices = env.devices;
   return h(
@@ -159,6 +216,8 @@ function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>):
     kv("Hosts", `${formatNumber(env.host_count)} (${env.hosts.join(", ")})`),
     kv("Hardware", env.hardware_type.replace(/_/g, " ") || "–"),
     kv("Devices", devices.length ? `${devices.length} × ${env.device_model || env.device_type}` : "none (host only)"),
+    // A TPU's device plane is one TensorCore, as XProf counts its device cores.
+    env.hardware_type === "TPU" && devices.length ? kv("TPU cores", formatNumber(devices.length)) : null,
     // XProf's name for the device ("Nvidia GPU (Hopper)", "AMD GPU - gfx942"), when it adds to the model.
     env.xprof_device_type && env.xprof_device_type !== env.device_model
       ? kv("Device type", env.xprof_device_type) : null,
@@ -168,7 +227,6 @@ function environment(env: RunEnvironment, metrics: ReadonlyMap<string, Metric>):
         [d.model, d.core_count === null ? "" : `${d.core_count} cores`, d.compute_capability ? `compute capability ${d.compute_capability}` : ""].filter(Boolean).join(", "),
       ),
     ),
-    ...[...metrics.values()].map(metricRow),
   );
 }
 

@@ -12,7 +12,7 @@ import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import { appendGpuBreakdown } from "../gpu_breakdown/gpu_breakdown_section";
 import type { PageSpec } from "../registry";
-import { STEP_CATEGORIES } from "../steps_common";
+import { STEP_CATEGORIES, legendRowCount } from "../steps_common";
 import { ALL_DEVICES, columnLabel, hostLabel, shownColumns } from "./pod_columns";
 
 /** Pod viewer category labels (XProf's names) -> the colours of the step categories. */
@@ -133,8 +133,8 @@ function render(ctx: PageContext<PodViewerResult>): void {
     showDetails(0);
     if (!c) return;
     c.setOption({
-      grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
-      legend: { top: 0, type: "scroll" },
+      grid: { left: 8, right: 16, top: 14 + 22 * legendRowCount(used, c.el.clientWidth), bottom: 8, containLabel: true },
+      legend: { top: 0, type: "plain", itemGap: 10 },
       // The column's full host id (a PyTorch rank's trace id) heads its tooltip; the axis says "rank N".
       tooltip: {
         trigger: "axis",

@@ -5,6 +5,7 @@
 import type { RooflineModelResult } from "../../data/schema.gen";
 import { html, tooltipHtml } from "../../base/html";
 import { formatNumber } from "../../base/format";
+import type { TableData } from "../../data/types";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
 import { messageBox } from "../../widgets/message";
@@ -105,8 +106,46 @@ function render(ctx: PageContext<RooflineModelResult>): void {
     ],
   });
   const included = raw.include_infeed_outfeed ? "with" : "without";
-  if (result.tables.roofline) el.appendChild(tableWidget(ctx, "roofline", { title: `Points (program and ops, ${included} infeed/outfeed)` }).el);
+  const table = result.tables.roofline;
+  if (table) {
+    const over = overPeakRows(table);
+    if (over.length) {
+      el.appendChild(messageBox({
+        title: `${formatNumber(over.length)} ${over.length === 1 ? "op" : "ops"} above 100 % of peak`,
+        body: h("div", { "data-over-peak": String(over.length) },
+          h("p", {}, OVER_PEAK_NOTE),
+          h("p", { class: "tbp-muted" }, over.slice(0, 8).join(", ") + (over.length > 8 ? `, and ${formatNumber(over.length - 8)} more` : ""))),
+      }));
+    }
+    const flagged = new Set(OVER_PEAK_COLUMNS.map((c) => table.columns.findIndex((x) => x.name === c)).filter((i) => i >= 0));
+    el.appendChild(tableWidget(ctx, "roofline", {
+      title: `Points (program and ops, ${included} infeed/outfeed)`,
+      decorateCell: (td, row, i) => {
+        const v = row[i];
+        if (!flagged.has(i) || typeof v !== "number" || v <= 1) return;
+        td.classList.add("tbp-over-peak");
+        td.title = OVER_PEAK_NOTE;
+        td.appendChild(document.createTextNode(" ⚠"));
+      },
+    }).el);
+  }
   el.appendChild(h("p", { class: "tbp-muted" }, "Points with no FLOPs or no HBM bytes have no place on log axes; the table lists them."));
+}
+
+/** Columns that are fractions of a peak: above 1 the measurement, not the op, is off. */
+const OVER_PEAK_COLUMNS = ["roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"];
+
+export const OVER_PEAK_NOTE = "Above 100 % of the device's peak: the op's measured time is shorter than its FLOPs or "
+  + "bytes could take at peak. Async copies (copy-start / copy-done) move their bytes outside their own few-nanosecond "
+  + "span, and ops shorter than the clock's resolution get too short a time. XProf's op profile caps these at 100 %; "
+  + "here they keep their value, flagged ⚠, and are no measure of how well the op uses the device.";
+
+/** Names of the rows with a fraction of a peak above 1. */
+export function overPeakRows(t: TableData): string[] {
+  const cols = OVER_PEAK_COLUMNS.map((c) => t.columns.findIndex((x) => x.name === c)).filter((i) => i >= 0);
+  const name = t.columns.findIndex((x) => x.name === "operation");
+  return t.rows.filter((r) => cols.some((i) => { const v = r[i]; return typeof v === "number" && v > 1; }))
+    .map((r) => String(r[name] ?? ""));
 }
 
 export const rooflineModelPage: PageSpec<RooflineModelResult> = { render };

@@ -51,7 +51,8 @@ export interface RangeSummary {
   endPs: number;
   eventCount: number;
   nameCount: number;
-  names: { name: string; count: number; totalPs: number }[];
+  /** totalPs: over every track; busiestTrackPs: on the track where the name ran longest (at most the range). */
+  names: { name: string; count: number; totalPs: number; busiestTrackPs: number }[];
 }
 
 export interface Target {
@@ -151,7 +152,7 @@ export async function fetchRange(api: Api, t: Target, startPs: number, endPs: nu
   return {
     startPs: num(o.start_ps), endPs: num(o.end_ps), eventCount: num(o.event_count), nameCount: num(o.name_count),
     names: (Array.isArray(o.names) ? o.names : []).filter(isObj).map((n) => ({
-      name: str(n.name), count: num(n.count), totalPs: num(n.total_ps),
+      name: str(n.name), count: num(n.count), totalPs: num(n.total_ps), busiestTrackPs: num(n.busiest_track_ps),
     })),
   };
 }

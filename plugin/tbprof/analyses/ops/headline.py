@@ -11,7 +11,6 @@ from tbprof.analyses.metrics import metric_json, percent
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
 from tbprof.analyses.results.common import MetricJson
 from tbprof.store import kineto_names as kn
-from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
 # XLA categories of device ops that move data between devices.
@@ -26,7 +25,7 @@ def idle_metric(stores: Sequence[StoreView], side: str) -> MetricJson:
     return metric_json(key, percent(db.idle_time_ps, db.total_time_ps))
 
 
-def collectives_metric(stores: Sequence[ProfileStore]) -> MetricJson:
+def collectives_metric(stores: Sequence[StoreView]) -> MetricJson:
     """``collectives_of_device_op_time``: collective ops' self time over all device ops' self time.
     Collective ops: XLA's collective categories; PyTorch's collective spans (``nccl:all_reduce``,
     the operator of its NCCL kernels) and NCCL kernels no operator launched."""

@@ -9,10 +9,11 @@ import numpy as np
 
 from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops import kineto_ops
+from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
-from tbprof.analyses.results.common import Diagnostics
+from tbprof.analyses.results.common import Diagnostics, MetricJson
 from tbprof.analyses.results.whole_run import (
     DeviceInfo,
     NextStep,
@@ -132,6 +133,19 @@ def diagnostics(stores: Sequence[StoreView], st: StepTable, options: Mapping[str
     return {"errors": errors, "warnings": warnings, "info": info}
 
 
+def overview_metrics(stores: Sequence[StoreView], percent: Mapping[str, float], has_step_time: bool,
+                     has_device: bool) -> list[MetricJson]:
+    """The device idle and communication shares by each definition the pages use, so the
+    overview puts them side by side with their windows (one headline, one explained panel)."""
+    out: list[MetricJson] = []
+    if has_step_time:
+        out += [metric_json("device_idle_of_step_time", percent["idle_percent"]),
+                metric_json("device_collectives_of_step_time", percent["device_collectives_percent"])]
+    if has_device:
+        out += [idle_metric(stores, "device"), collectives_metric(stores)]
+    return out
+
+
 def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> OverviewResult:
     st = step_table(stores)
     summ = summaries(st)
@@ -198,9 +212,7 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> Overview
         "top_ops_side": ops.side,
         "recommendation": recommendation,
         "diagnostics": diagnostics(stores, st, options),
-        "metrics": [metric_json("device_idle_of_step_time", ana["percent"]["idle_percent"]),
-                    metric_json("device_collectives_of_step_time",
-                                ana["percent"]["device_collectives_percent"])] if has_step_time else [],
+        "metrics": overview_metrics(stores, ana["percent"], has_step_time, st.has_device),
         "tables": {"steps": steps_table(st), "top_ops": top_ops_table(
             ops, tensorcore_by_op=tensorcore_by_op(stores) if judged else None)},
     }

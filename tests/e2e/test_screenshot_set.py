@@ -1,0 +1,82 @@
+"""A screenshot of every page of every demo run, at 1600 px light and 1280 px dark, for a
+person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
+
+Opt-in with ``TBPROF_SCREENSHOT_SET=1``: about two minutes of page loads that CI need not
+spend; without it the test says so in its skip reason. ``TBPROF_SCREENSHOT_RUNS=torch_ddp,tpu``
+shoots only the runs whose names start with one of those prefixes. Each page must load without a browser
+error and show no error message, so the set doubles as a smoke test of every page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import SCREENSHOTS
+from .helpers import PAGE_TIMEOUT_MS, PluginServer, page_failing_on_errors
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+ENABLED = os.environ.get("TBPROF_SCREENSHOT_SET") == "1"
+OUT = SCREENSHOTS / "set"
+ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p)
+# (viewport width, colour scheme) of each shot.
+LOOKS = [(1600, "light"), (1280, "dark")]
+# Pages that ask for a user action (a query, a capture) before they show anything of a run.
+SETTLED_JS = """
+() => {
+  const main = document.querySelector('main.tbp-page');
+  if (!main || main.children.length === 0) return false;
+  if (main.querySelector('.tbp-message-loading')) return false;
+  return [...main.querySelectorAll('.tbp-table-widget')].every((t) => !t.classList.contains('tbp-loading'));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[Any]:
+    if not ENABLED:
+        pytest.skip("set TBPROF_SCREENSHOT_SET=1 to write the screenshot set")
+    root = tmp_path_factory.mktemp("e2e_shots")
+    shutil.copytree(sample_profiles, root / "logs")
+    server = PluginServer(root / "logs", root / "cache")
+    yield server
+    server.close()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+@pytest.mark.parametrize(("width", "scheme"), LOOKS)
+def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, scheme: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    runs = [r["run"] for r in server.json("runs")["runs"]]
+    assert len(runs) >= 8  # every demo run is listed
+    if ONLY:
+        runs = [r for r in runs if r.startswith(ONLY)]
+    pg = page_failing_on_errors(browser)
+    pg.set_viewport_size({"width": width, "height": 900})
+    pg.emulate_media(color_scheme=scheme)
+    shot = 0
+    try:
+        for run in runs:
+            for tool in server.json("tools", run=run)["tools"]:
+                name = tool["name"]
+                state = {"run": run, "tool": name}
+                pg.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
+                pg.wait_for_function(SETTLED_JS, timeout=PAGE_TIMEOUT_MS)
+                pg.wait_for_timeout(300)  # charts finish their first frame
+                assert pg.locator(".tbp-message-error").count() == 0, (run, name)
+                pg.screenshot(path=str(OUT / f"{_safe(run)}__{name}__{width}_{scheme}.png"), full_page=True)
+                shot += 1
+    finally:
+        pg.context.close()
+    assert shot >= (4 * len(runs) if ONLY else 8 * 4)
+    assert pg.tbprof_errors == [], pg.tbprof_errors

@@ -22,7 +22,8 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "tb_profiler"
 DATA = Path(__file__).resolve().parent.parent / "data"
 # kineto_op_rules: written from Kineto's documented fields (its make_traces.py): PyTorch 1.8 runtime
 # calls whose kernels extend the steps, a trace without ProfilerStep.
-PROFILES = ("torch_cnn", "torch_ddp", "kineto_op_rules")
+# torch_compile, torch_gpu_lag: real traces of PyTorch 2.11 on an H100 (tests/data/<name>/README.md).
+PROFILES = ("torch_cnn", "torch_ddp", "kineto_op_rules", "torch_compile", "torch_gpu_lag")
 REL = 1e-5
 
 
@@ -30,7 +31,7 @@ REL = 1e-5
 def test_devices_and_kernels(sample_profiles: Path, profile: str) -> None:
     golden = json.loads((GOLDEN / f"{profile}.json").read_text())
     for name, want in golden["files"].items():
-        folder = DATA / profile if profile.startswith("kineto_") else sample_profiles / profile
+        folder = DATA / profile if (DATA / profile).is_dir() else sample_profiles / profile
         store = read_chrome_trace(folder / name)
         got = {d["device"]: d for d in utilization.device_metrics(store)}
         assert sorted(got) == [d["device"] for d in want["devices"]]

@@ -25,7 +25,8 @@ For each PyTorch profile of ``demo_logs/`` and each trace file it runs torch-tb-
 * ``module_view``: ``aggegate_module_view`` (the module view) as [depth, name, module id,
   occurrences, operators, host_duration, self_host_duration, avg_duration] in its order;
 
-and the same for ``tests/data/kineto_with_stack``, ``kineto_with_modules`` and
+and the same for the real traces ``tests/data/torch_compile`` and ``torch_gpu_lag`` (gzip; PyTorch
+2.11 on an H100), for ``tests/data/kineto_with_stack``, ``kineto_with_modules`` and
 ``kineto_op_rules`` (traces written from Kineto's documented fields with ``Call stack`` /
 ``Python module id`` args, and with the operator tree's same-name nesting, annotations and
 PyTorch 1.8 ``Runtime`` calls: the shared profiles were recorded without ``with_stack`` and
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import gzip
 import json
 import logging
 import math
@@ -51,7 +53,8 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PROFILES = ("torch_cnn", "torch_ddp")
-FIXTURES = ("kineto_with_stack", "kineto_with_modules", "kineto_op_rules")  # under tests/data/
+FIXTURES = ("kineto_with_stack", "kineto_with_modules", "kineto_op_rules",  # under tests/data/
+            "torch_compile", "torch_gpu_lag")  # real traces (H100, PyTorch 2.11), gzip
 
 
 def _clean(v: Any) -> Any:
@@ -81,8 +84,9 @@ def golden(profile: str) -> dict[str, Any]:
                            "files": {}}
     folder = os.path.join(REPO, "tests", "data", profile) if profile in FIXTURES else os.path.join(REPO, "demo_logs",
                                                                                                     profile)
-    for path in sorted(glob.glob(os.path.join(folder, "*.pt.trace.json"))):
-        with open(path) as f:
+    paths = glob.glob(os.path.join(folder, "*.pt.trace.json")) + glob.glob(os.path.join(folder, "*.pt.trace.json.gz"))
+    for path in sorted(paths):
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             data = RunProfileData.from_json("worker", "span", json.load(f))
         data.process()
         p = data.gpu_metrics_parser

@@ -73,6 +73,12 @@ def _duckdb() -> Any:
     return duckdb
 
 
+def load_engine() -> None:
+    """Imports DuckDB and pandas: a caller that is converting a profile meanwhile (the CLI) does
+    it then, instead of on the first query."""
+    _duckdb()
+
+
 # --- the events view ------------------------------------------------------------------------
 # Columns the view computes from the frame's, and what each needs.
 VIEW_COLUMNS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -288,25 +294,15 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
     con.execute("SET lock_configuration = true")
 
 
-@contextmanager
-def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
-             memory_bytes: int, all_columns: bool = False,
-             host_errors: list[dict[str, str]] | None = None) -> Iterator[Any]:
-    con = connect(memory_bytes)
-    try:
-        register_views(con, profiles, run, hosts, query, all_columns, host_errors=host_errors)
-        yield con
-    finally:
-        con.close()
-
-
-def _select_statement(duckdb: Any, query: str) -> str:
+def _select_statement(con: Any, duckdb: Any, query: str) -> str:
+    """The query if it is one SELECT. Parsed on the query's own connection: the module-level
+    ``duckdb.extract_statements`` would start DuckDB's default database first."""
     if len(query) > MAX_QUERY_CHARS:
         raise BadParameter(f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are read")
     if not query.strip():
         raise BadParameter("the query is empty")
     try:
-        statements = duckdb.extract_statements(query)
+        statements = con.extract_statements(query)
     except duckdb.Error as e:
         raise BadParameter(str(e)) from e
     if len(statements) != 1:
@@ -365,28 +361,35 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
     """One read-only SELECT over the run's views (every host, or ``host``)."""
     began = time.perf_counter()
     duckdb = _duckdb()
-    statement = _select_statement(duckdb, query)
     if max_rows < 0:
         raise BadParameter("max_rows must be 0 or more")
     if not timeout_s > 0:
         raise BadParameter("timeout_s must be more than 0")
-    the_run = profiles.run(run)
-    hosts = _host_names(the_run, host)
     memory_bytes = query_memory_bytes()
     host_errors: list[dict[str, str]] = []
-    with reserved(memory_bytes):
-        try:
-            with _session(profiles, the_run, hosts, statement, memory_bytes, host_errors=host_errors) as con:
+    con = connect(memory_bytes)
+    try:
+        statement = _select_statement(con, duckdb, query)
+        the_run = profiles.run(run)
+        hosts = _host_names(the_run, host)
+        with reserved(memory_bytes):
+            try:
+                register_views(con, profiles, the_run, hosts, statement, host_errors=host_errors)
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
-        except duckdb.Error as e:
-            if _UNLOADED not in str(e):
-                raise BadParameter(str(e)) from e
-            # The query reached a column without naming it (a row as a struct, ...): all columns.
-            with _session(profiles, the_run, hosts, statement, memory_bytes, all_columns=True) as con:
+            except duckdb.Error as e:
+                if _UNLOADED not in str(e):
+                    raise BadParameter(str(e)) from e
+                # The query reached a column without naming it (a row as a struct, ...): all columns,
+                # on a fresh connection (this one's views exist and its settings are locked).
+                con.close()
+                con = connect(memory_bytes)
+                register_views(con, profiles, the_run, hosts, statement, all_columns=True)
                 try:
                     columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
                 except duckdb.Error as e2:
                     raise BadParameter(str(e2)) from e2
+    finally:
+        con.close()
     kept = rows[:max_rows]
     result: SqlResult = {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept],
                          "row_count": len(kept), "truncated": truncated,

@@ -183,6 +183,14 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
     return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
 
 
+def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:
+    """A tool table's SELECT: text columns (object arrays) typed VARCHAR even where they hold no
+    string at all (no rows, or every value missing), which DuckDB would scan as its NULL type."""
+    texts = [f'"{n.replace(chr(34), chr(34) * 2)}"' for n, values in columns.items() if values.dtype == object]
+    replace = f" REPLACE ({', '.join(f'{q}::VARCHAR AS {q}' for q in texts)})" if texts else ""
+    return f"SELECT *{replace} FROM {source}"
+
+
 def _empty_events() -> str:
     return "SELECT " + ", ".join(f"NULL::{t} AS {n}" for n, t, _ in events_columns()) + " WHERE false"
 
@@ -298,8 +306,9 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
             if table is not None:
                 parts.append(table_columns(table, host))
         if parts:
-            con.register(f"t_{what}", concat_columns(parts) if len(parts) > 1 else parts[0])
-            con.execute(f"CREATE VIEW {what} AS SELECT * FROM t_{what}")
+            columns = concat_columns(parts) if len(parts) > 1 else parts[0]
+            con.register(f"t_{what}", columns)
+            con.execute(f"CREATE VIEW {what} AS {_table_select(f't_{what}', columns)}")
     con.execute("SET lock_configuration = true")
 
 
@@ -426,9 +435,10 @@ def sql_tables(profiles: Profiles, run: str) -> list[dict[str, Any]]:
                 continue
             if table is None:
                 continue
-            con.register("t", table_columns(table, "h"))
+            columns = table_columns(table, "h")
+            con.register("t", columns)
             cols: list[SqlColumn] = [{"name": str(r[0]), "type": _type_name(r[1])}
-                                     for r in con.execute("DESCRIBE SELECT * FROM t").fetchall()]
+                                     for r in con.execute("DESCRIBE " + _table_select("t", columns)).fetchall()]
             con.unregister("t")
             out.append({"name": what, "columns": cols, "source": f"{source[0]}:{source[1]}"})
     finally:

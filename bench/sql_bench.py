@@ -69,19 +69,41 @@ print(json.dumps({"imports_s": t1 - t0, "first_s": t3 - t2, "second_s": t4 - t3,
 """
 
 # ``tbprof sql`` as the console script runs it (``entry``: it leaves with ``os._exit``), reporting
-# the process's memory from /proc/self/status as it leaves: VmHWM (peak resident, every page),
+# the process's memory from /proc/self/status as it leaves: VmHWM (peak resident, every page; the
+# larger of the peaks before and during the query),
 # RssFile (resident pages mapped from files: the disk cache's columns, the libraries) and RssAnon
 # (the process's own memory). ru_maxrss alone counts the cache pages a query reads as its own.
+#
+# The query's own peak: just before ``run_sql`` the peak is reset (``5`` into /proc/self/clear_refs)
+# and the anonymous memory noted; ``query_*`` fields are then the query's alone, conversion apart.
 CLI_WITH_STATUS = r"""
 import os, sys, json
-def report():
+def status():
     fields = {}
     with open("/proc/self/status") as f:
         for line in f:
             key, _, value = line.partition(":")
             if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
                 fields[key] = int(value.split()[0]) * 1024
-    os.write(2, ("TBPROF_STATUS " + json.dumps(fields) + "\n").encode())
+    return fields
+extra = {}
+def report():
+    fields = status()
+    fields["VmHWM"] = max(fields["VmHWM"], extra.get("hwm_before_query", 0))
+    os.write(2, ("TBPROF_STATUS " + json.dumps({**fields, **extra}) + "\n").encode())
+import tbprof.service.sql as sql
+real_run_sql = sql.run_sql
+def run_sql(*a, **k):
+    before = status()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    try:
+        return real_run_sql(*a, **k)
+    finally:
+        after = status()
+        extra.update(hwm_before_query=before["VmHWM"], query_anon_before=before["RssAnon"],
+                     query_peak_anon=after["VmHWM"] - after["RssFile"], query_file=after["RssFile"])
+sql.run_sql = run_sql
 real_exit = os._exit
 def leave(code):
     report()
@@ -130,8 +152,12 @@ def memory_line(m: Measured) -> str:
     if not s:
         return f"peak RSS {m.max_rss_bytes / 1e6:.0f} MB"
     peak_anon = s["VmHWM"] - s["RssFile"] - s.get("RssShmem", 0)
-    return (f"peak RSS {s['VmHWM'] / 1e6:.0f} MB = peak anonymous ~{peak_anon / 1e6:.0f} MB + mapped files "
+    text = (f"peak RSS {s['VmHWM'] / 1e6:.0f} MB = peak anonymous ~{peak_anon / 1e6:.0f} MB + mapped files "
             f"{s['RssFile'] / 1e6:.0f} MB (at exit: anonymous {s['RssAnon'] / 1e6:.0f} MB)")
+    if "query_peak_anon" in s:
+        text += (f"; the query alone: peak anonymous ~{s['query_peak_anon'] / 1e6:.0f} MB (before it "
+                 f"{s['query_anon_before'] / 1e6:.0f} MB), mapped files {s['query_file'] / 1e6:.0f} MB")
+    return text
 
 
 def median_of(runs: list[Measured]) -> Measured:
@@ -199,7 +225,8 @@ def kineto(args: argparse.Namespace) -> None:
             for name, m in (("cold", cold), ("cached", warm)):
                 if m.status:
                     anon = m.status["VmHWM"] - m.status["RssFile"] - m.status.get("RssShmem", 0)
-                    print(f"peak anonymous / budget, {name:6}      : {anon / args.memory_bytes:.2f}")
+                    print(f"peak anonymous / budget, {name:6}      : {anon / args.memory_bytes:.2f} (process), "
+                          f"{m.status['query_peak_anon'] / args.memory_bytes:.2f} (the query)")
 
 
 def main() -> int:

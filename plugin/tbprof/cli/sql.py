@@ -50,7 +50,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     query = sys.stdin.read() if args.query == "-" else args.query
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     run = pick_run(profiles, args.run)
-    # Conversion (a background thread) overlaps the imports of DuckDB and pandas, as `summary`'s does.
+    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does.
     loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts))
     from tbprof.service.sql import load_engine, run_sql
 

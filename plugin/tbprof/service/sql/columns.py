@@ -33,7 +33,7 @@ class EventColumn:
     the columns computed from these)."""
 
     name: str
-    sql_type: str  # the DuckDB type a user sees (strings: VARCHAR, though scanned as ENUM)
+    sql_type: str  # the DuckDB type a user sees
     doc: str
     stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
     kind: str = "int"  # "int" | "float" | "text" for stat columns

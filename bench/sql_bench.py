@@ -35,6 +35,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 QUERY = "SELECT name, count(*) AS n, sum(dur_ps) AS total_ps FROM events GROUP BY name ORDER BY total_ps DESC LIMIT 10"
@@ -56,18 +57,75 @@ print(len(con.execute(query).fetchall()))
 IN_PROCESS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-import duckdb, pandas
+import duckdb
 t1 = time.perf_counter()
 import tbprof
 from tbprof.service.sql import run_sql
 p = tbprof.open(sys.argv[1], cache_dir=sys.argv[2])
 t2 = time.perf_counter(); first = run_sql(p.profiles, p.run.name, sys.argv[3]); t3 = time.perf_counter()
 second = run_sql(p.profiles, p.run.name, sys.argv[3]); t4 = time.perf_counter()
-print(json.dumps({"imports_s": t1 - t0, "first_s": t3 - t2, "second_s": t4 - t3, "rows": first["rows"]}))
+print(json.dumps({"imports_s": t1 - t0, "first_s": t3 - t2, "second_s": t4 - t3, "rows": first["rows"],
+                  "pandas_imported": "pandas" in sys.modules}))
+"""
+
+# ``tbprof sql`` as the console script runs it (``entry``: it leaves with ``os._exit``), reporting
+# the process's memory from /proc/self/status as it leaves: VmHWM (peak resident, every page; the
+# larger of the peaks before and during the query),
+# RssFile (resident pages mapped from files: the disk cache's columns, the libraries) and RssAnon
+# (the process's own memory). ru_maxrss alone counts the cache pages a query reads as its own.
+#
+# The query's own peak: just before ``run_sql`` the peak is reset (``5`` into /proc/self/clear_refs)
+# and the anonymous memory noted; ``query_*`` fields are then the query's alone, conversion apart.
+CLI_WITH_STATUS = r"""
+import os, sys, json
+def status():
+    fields = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                fields[key] = int(value.split()[0]) * 1024
+    return fields
+extra = {}
+def report():
+    fields = status()
+    fields["VmHWM"] = max(fields["VmHWM"], extra.get("hwm_before_query", 0))
+    os.write(2, ("TBPROF_STATUS " + json.dumps({**fields, **extra}) + "\n").encode())
+import tbprof.service.sql as sql
+real_run_sql = sql.run_sql
+def run_sql(*a, **k):
+    before = status()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    try:
+        return real_run_sql(*a, **k)
+    finally:
+        after = status()
+        extra.update(hwm_before_query=before["VmHWM"], query_anon_before=before["RssAnon"],
+                     query_peak_anon=after["VmHWM"] - after["RssFile"], query_file=after["RssFile"])
+sql.run_sql = run_sql
+real_exit = os._exit
+def leave(code):
+    report()
+    real_exit(code)
+os._exit = leave
+sys.argv = ["tbprof", *sys.argv[1:]]
+from tbprof.cli.main import entry
+try:
+    entry()
+finally:
+    report()
 """
 
 
-def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str]:
+class Measured(NamedTuple):
+    seconds: float
+    max_rss_bytes: int  # ru_maxrss: every resident page at the peak, mapped files included
+    stdout: str
+    status: dict[str, int]  # CLI_WITH_STATUS's fields, bytes (empty for other commands)
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
     with tempfile.TemporaryFile() as out_file:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=subprocess.PIPE)
@@ -80,7 +138,31 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[flo
         if code != 0:
             raise RuntimeError(f"{cmd[:3]} failed ({code}): {err.decode()[-2000:]}")
         out_file.seek(0)
-        return seconds, usage.ru_maxrss * 1024, out_file.read().decode()
+        status: dict[str, int] = {}
+        for line in err.decode(errors="replace").splitlines():
+            if line.startswith("TBPROF_STATUS "):
+                status = json.loads(line.removeprefix("TBPROF_STATUS "))
+        return Measured(seconds, usage.ru_maxrss * 1024, out_file.read().decode(), status)
+
+
+def memory_line(m: Measured) -> str:
+    """Peak RSS, and how much of the process's memory at its end was its own (anonymous) and how
+    much mapped file pages; peak anonymous is estimated as VmHWM less the file pages at the end."""
+    s = m.status
+    if not s:
+        return f"peak RSS {m.max_rss_bytes / 1e6:.0f} MB"
+    peak_anon = s["VmHWM"] - s["RssFile"] - s.get("RssShmem", 0)
+    text = (f"peak RSS {s['VmHWM'] / 1e6:.0f} MB = peak anonymous ~{peak_anon / 1e6:.0f} MB + mapped files "
+            f"{s['RssFile'] / 1e6:.0f} MB (at exit: anonymous {s['RssAnon'] / 1e6:.0f} MB)")
+    if "query_peak_anon" in s:
+        text += (f"; the query alone: peak anonymous ~{s['query_peak_anon'] / 1e6:.0f} MB (before it "
+                 f"{s['query_anon_before'] / 1e6:.0f} MB), mapped files {s['query_file'] / 1e6:.0f} MB")
+    return text
+
+
+def median_of(runs: list[Measured]) -> Measured:
+    """The run of median time (an odd count: the middle one)."""
+    return sorted(runs, key=lambda m: m.seconds)[len(runs) // 2]
 
 
 def wait_for_cache(cache: Path, timeout_s: float = 300) -> None:
@@ -98,11 +180,34 @@ KINETO_QUERY = ("SELECT name, count(*) AS n, sum(dur_ps) / 1e6 AS total_us FROM 
                 "GROUP BY name ORDER BY total_us DESC LIMIT 10")
 
 
+def cli_runs(source: Path, query: str, tmp: Path, env: dict[str, str], repeat: int,
+             cache_timeout_s: float = 300) -> tuple[Measured, Measured, dict[str, object]]:
+    """``repeat`` times: ``tbprof sql`` cold (a fresh cache), again from the cached store (a new
+    process), and in one process twice; the medians (the in-process figures' each on its own)."""
+    colds, warms, inprocs = [], [], []
+    for i in range(repeat):
+        cache = tmp / f"cache{i}"
+        cache.mkdir()
+        cli = [sys.executable, "-c", CLI_WITH_STATUS, "sql", str(source), query, "--format", "json",
+               "--cache-dir", str(cache)]
+        colds.append(run_measured(cli, env))
+        wait_for_cache(cache, timeout_s=cache_timeout_s)
+        warms.append(run_measured(cli, env))
+        inprocs.append(json.loads(run_measured([sys.executable, "-c", IN_PROCESS, str(source), str(cache), query],
+                                               env).stdout))
+    inproc = {key: sorted(float(r[key]) for r in inprocs)[len(inprocs) // 2]
+              for key in ("imports_s", "first_s", "second_s")}
+    inproc["pandas_imported"] = any(bool(r["pandas_imported"]) for r in inprocs)
+    for name, runs in (("cold", colds), ("cached", warms)):
+        print(f"  {name} runs: " + ", ".join(f"{m.seconds:.2f} s" for m in runs))
+    return median_of(colds), median_of(warms), inproc
+
+
 def kineto(args: argparse.Namespace) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugin")}
     if args.memory_bytes:
         env.update(TBPROF_MEMORY_BYTES=str(args.memory_bytes), TBPROF_CONVERT_MEMORY_BYTES=str(args.memory_bytes))
-        print(f"memory budget: {args.memory_bytes / 2**30:.2f} GiB")
+        print(f"memory budget: {args.memory_bytes / 2**20:.0f} MiB")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         src = next((REPO / "demo_logs" / "torch_ddp").glob("rank0.*.pt.trace.json"))
@@ -111,19 +216,17 @@ def kineto(args: argparse.Namespace) -> None:
         tool = Path(args.profiles_dir).parent / "tools" / "big_kineto.py"
         subprocess.run([sys.executable, str(tool), str(src), str(big), str(args.kineto_k)], check=True)
         print(f"file: {big.name} {big.stat().st_size / 1e9:.2f} GB; query: {KINETO_QUERY}")
-        cache = tmp / "cache"
-        cache.mkdir()
-        cli = [sys.executable, "-m", "tbprof.cli", "sql", str(big), KINETO_QUERY, "--format", "json",
-               "--cache-dir", str(cache)]
-        cold_s, cold_rss, _ = run_measured(cli, env)
-        print(f"tbprof sql, cold (conversion included): {cold_s:.2f} s, peak RSS {cold_rss / 1e6:.0f} MB")
-        wait_for_cache(cache, timeout_s=900)
-        warm_s, warm_rss, _ = run_measured(cli, env)
-        print(f"tbprof sql, cached store (new process): {warm_s:.2f} s, peak RSS {warm_rss / 1e6:.0f} MB")
-        _, _, out = run_measured([sys.executable, "-c", IN_PROCESS, str(big), str(cache), KINETO_QUERY], env)
-        inproc = json.loads(out)
+        cold, warm, inproc = cli_runs(big, KINETO_QUERY, tmp, env, args.repeat, cache_timeout_s=900)
+        print(f"tbprof sql, cold (conversion included): {cold.seconds:.2f} s, {memory_line(cold)}")
+        print(f"tbprof sql, cached store (new process): {warm.seconds:.2f} s, {memory_line(warm)}")
         print(f"tbprof run_sql on the cached store    : first {inproc['first_s']:.3f} s, again "
               f"{inproc['second_s']:.3f} s  (target <= 2 s)")
+        if args.memory_bytes:
+            for name, m in (("cold", cold), ("cached", warm)):
+                if m.status:
+                    anon = m.status["VmHWM"] - m.status["RssFile"] - m.status.get("RssShmem", 0)
+                    print(f"peak anonymous / budget, {name:6}      : {anon / args.memory_bytes:.2f} (process), "
+                          f"{m.status['query_peak_anon'] / args.memory_bytes:.2f} (the query)")
 
 
 def main() -> int:
@@ -134,10 +237,12 @@ def main() -> int:
     ap.add_argument("--skip-xprof", action="store_true")
     ap.add_argument("--kineto-k", type=int, default=0, help="also a PyTorch trace of rank 0 repeated K times")
     ap.add_argument("--skip-jax", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is printed")
     ap.add_argument("--memory-bytes", type=int, default=0,
                     help="tbprof's memory budget and conversion memory ($TBPROF_MEMORY_BYTES, "
                          "$TBPROF_CONVERT_MEMORY_BYTES): 2**30 streams a 4 GB trace into the disk cache")
     args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     if args.kineto_k:
         kineto(args)
     if args.skip_jax:
@@ -150,29 +255,28 @@ def main() -> int:
         xplane = next((tmp / "data").rglob("*.xplane.pb"))
         print(f"file: {xplane.name} {xplane.stat().st_size / 1e6:.1f} MB; query: {QUERY}")
 
-        xp_s = xp_rss = None
+        xp: Measured | None = None
         if not args.skip_xprof:
-            xp_s, xp_rss, _ = run_measured([args.xprof_python, "-c", XPROF_SCRIPT, str(xplane),
-                                            str(tmp / "events.parquet"), XPROF_QUERY])
-            print(f"XProf 2.24.2 create_events_db + query : {xp_s:.2f} s, peak RSS {xp_rss / 1e6:.0f} MB")
+            xps = []
+            for i in range(args.repeat):
+                xps.append(run_measured([args.xprof_python, "-c", XPROF_SCRIPT, str(xplane),
+                                         str(tmp / f"events{i}.parquet"), XPROF_QUERY]))
+            print("  XProf runs: " + ", ".join(f"{m.seconds:.2f} s" for m in xps))
+            xp = median_of(xps)
+            print(f"XProf 2.24.2 create_events_db + query : {xp.seconds:.2f} s, "
+                  f"peak RSS {xp.max_rss_bytes / 1e6:.0f} MB")
 
-        cache = tmp / "cache"
-        cache.mkdir()
-        cli = [sys.executable, "-m", "tbprof.cli", "sql", str(xplane), QUERY, "--format", "json",
-               "--cache-dir", str(cache)]
-        cold_s, cold_rss, _ = run_measured(cli, env)
-        print(f"tbprof sql, cold (empty cache)        : {cold_s:.2f} s, peak RSS {cold_rss / 1e6:.0f} MB")
-        wait_for_cache(cache)
-        warm_s, warm_rss, _ = run_measured(cli, env)
-        print(f"tbprof sql, cached store (new process): {warm_s:.2f} s, peak RSS {warm_rss / 1e6:.0f} MB")
-        _, _, out = run_measured([sys.executable, "-c", IN_PROCESS, str(xplane), str(cache), QUERY], env)
-        inproc = json.loads(out)
+        cold, warm, inproc = cli_runs(xplane, QUERY, tmp, env, args.repeat)
+        print(f"tbprof sql, cold (empty cache)        : {cold.seconds:.2f} s, {memory_line(cold)}")
+        print(f"tbprof sql, cached store (new process): {warm.seconds:.2f} s, {memory_line(warm)}")
         print(f"tbprof run_sql on the cached store    : first {inproc['first_s']:.3f} s (store mapped, columns "
-              f"built), again {inproc['second_s']:.3f} s; importing DuckDB + pandas {inproc['imports_s']:.2f} s")
-        if xp_s is not None and xp_rss is not None:
-            print(f"ratio cold / XProf create + query     : {cold_s / xp_s:.3f}  (target <= 0.05)")
-            print(f"ratio peak RSS cold / XProf's         : {cold_rss / xp_rss:.3f}")
+              f"built), again {inproc['second_s']:.3f} s; importing DuckDB {inproc['imports_s']:.2f} s; "
+              f"pandas imported: {inproc['pandas_imported']}")
+        if xp is not None:
+            print(f"ratio cold / XProf create + query     : {cold.seconds / xp.seconds:.3f}  (target <= 0.05)")
+            print(f"ratio peak RSS cold / XProf's         : {cold.max_rss_bytes / xp.max_rss_bytes:.3f}")
         print(f"cached-store query (in process)       : {inproc['first_s']:.3f} s  (target <= 0.2 s)")
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

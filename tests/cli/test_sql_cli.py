@@ -5,10 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import tbprof
 from tbprof.cli import main as cli
 from tbprof.cli.sql import format_table
 from tests.conftest import SAMPLE_PROFILES
@@ -78,3 +82,19 @@ def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_di
     code, out, _ = _run(capsys, "sql", path, "SELECT count(*) FROM kernels", "--format", "json",
                         "--cache-dir", str(cache_dir))
     assert kernels is not None and [kernels[0]] == json.loads(out)["rows"][0]
+
+
+def test_sql_answers_without_importing_pandas(cache_dir: Path) -> None:
+    """The CLI (like the server) scans numpy arrays: pandas is not imported for a query of the
+    events and a table (its import took longer than the query)."""
+    code = ("import sys\nfrom tbprof.cli.main import main\nrc = main(sys.argv[1:])\n"
+            "print('pandas imported:', 'pandas' in sys.modules)\nsys.exit(rc)")
+    query = "SELECT (SELECT count(*) FROM kernels) AS kernels, count(*) AS events, min(name) FROM events"
+    env = {**os.environ, "PYTHONPATH": str(Path(tbprof.__file__).resolve().parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code, "sql", str(SAMPLE_PROFILES / "torch_ddp"), query,
+                           "--format", "json", "--cache-dir", str(cache_dir)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    body, _, last = done.stdout.rstrip().rpartition("\n")
+    assert json.loads(body)["rows"][0][1] > 0
+    assert last == "pandas imported: False"

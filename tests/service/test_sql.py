@@ -14,6 +14,7 @@ from tbprof.errors import BadParameter, NotFound
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
 from tbprof.service.sql import engine as sql_engine
+from tbprof.service.sql.tables import host_table, source_of
 from tests.conftest import SAMPLE_PROFILES
 
 GOLDENS = sorted((Path(__file__).resolve().parent.parent / "golden" / "sql").glob("*.json"))
@@ -275,3 +276,33 @@ def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broke
     got = run_sql(p.profiles, p.run.name, "SELECT DISTINCT host FROM steps")
     assert got["rows"] == [["worker0"]]
     assert [e["host"] for e in got.get("host_errors", [])] == ["worker1"]
+
+
+def test_text_sorts_and_compares_as_text(jax_mlp: api.Profile) -> None:
+    """A text column orders by its characters (not by where the string sits in the profile's
+    string table) and compares with a literal as text."""
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name, "SELECT DISTINCT name FROM events ORDER BY name",
+                  max_rows=100_000)
+    names = [str(r[0]) for r in got["rows"]]
+    assert len(names) > 1 and names == sorted(names)
+    pivot = names[len(names) // 2]
+    below = run_sql(jax_mlp.profiles, jax_mlp.run.name,
+                    f"SELECT count(DISTINCT name) FROM events WHERE name < '{pivot.replace(chr(39), chr(39) * 2)}'")
+    assert below["rows"] == [[len(names) // 2]]
+
+
+def test_text_columns_of_an_empty_table_are_varchar(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tpu_inference's overview has no steps: the empty table's text columns are still VARCHAR
+    (the tool's str columns and the host), in the answer and in the listing."""
+    profile = _open("tpu_inference", tmp_path_factory)
+    run = profile.profiles.run(profile.run.name)
+    source = source_of(profile.profiles, run, "steps")
+    assert source is not None
+    table = host_table(profile.profiles, run, sorted(run.hosts)[0], source)
+    assert table is not None and table.n_rows == 0
+    texts = {c.name for c in table.columns if c.kind == "str"} | {"host"}
+    got = run_sql(profile.profiles, profile.run.name, "SELECT * FROM steps")
+    assert got["rows"] == [] and {c["name"]: c["type"] for c in got["columns"] if c["name"] in texts} == dict.fromkeys(
+        texts, "VARCHAR")
+    listed = next(t for t in sql_tables(profile.profiles, profile.run.name) if t["name"] == "steps")
+    assert {c["name"]: c["type"] for c in listed["columns"] if c["name"] in texts} == dict.fromkeys(texts, "VARCHAR")

@@ -50,17 +50,19 @@ def cmd_sql(args: argparse.Namespace) -> int:
     query = sys.stdin.read() if args.query == "-" else args.query
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     run = pick_run(profiles, args.run)
-    # Conversion overlaps the imports of DuckDB and pandas (about a second), as `summary`'s does.
+    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does.
     loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts))
-    from tbprof.analyses.encode import rows_csv
-    from tbprof.service.sql import run_sql
+    from tbprof.service.sql import load_engine, run_sql
 
+    load_engine()
     loading.join()
     result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout)
     names = [c["name"] for c in result["columns"]]
     if args.format == "json":
         print_json({"run": run.name, **result})
     elif args.format == "csv":
+        from tbprof.analyses.encode import rows_csv
+
         sys.stdout.write(rows_csv(names, result["rows"]).decode())
     else:
         sys.stdout.write(format_table(names, result["rows"]))

@@ -7,7 +7,7 @@
 these two. docs/sql.md describes the views and the safety rules (engine.py enforces them).
 """
 
-from tbprof.service.sql.engine import MAX_QUERY_CHARS, SqlColumn, SqlResult, run_sql, sql_tables
+from tbprof.service.sql.engine import MAX_QUERY_CHARS, SqlColumn, SqlResult, load_engine, run_sql, sql_tables
 from tbprof.service.sql.tables import TABLE_SOURCES
 
-__all__ = ["MAX_QUERY_CHARS", "TABLE_SOURCES", "SqlColumn", "SqlResult", "run_sql", "sql_tables"]
+__all__ = ["MAX_QUERY_CHARS", "TABLE_SOURCES", "SqlColumn", "SqlResult", "load_engine", "run_sql", "sql_tables"]

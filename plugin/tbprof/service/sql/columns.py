@@ -1,10 +1,13 @@
 """The ``events`` view's columns of one plane: numpy views of the store where they exist, the
 rest derived once per plane and kept in the store's memo (so in the memory budget).
 
-Strings stay ids: a name, line or text stat is a pandas ``Categorical`` over the host's string
-table (codes = the store's int32 ids), which DuckDB scans as an ENUM without a string per event.
+A plane's columns are a dict of numpy arrays, which DuckDB scans in place; pandas is not
+imported (it took longer to import than the query it served). A name, line or text stat is an
+object array indexed from the host's string table by the store's int32 ids: one reference an
+event to a string the table already holds (none is made per event), and a missing id (-1) picks
+the table's trailing None. A stat that may be missing is a numpy masked array (DuckDB: NULL).
 A column is built only when a query names it (``EventColumn.name`` appears in its text, or the
-query says ``*``): a derived stat column costs 4-8 bytes an event, and most queries name few.
+query says ``*``): a derived column costs 1-9 bytes an event, and most queries name few.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class EventColumn:
     the columns computed from these)."""
 
     name: str
-    sql_type: str  # the DuckDB type a user sees (strings: VARCHAR, though scanned as ENUM)
+    sql_type: str  # the DuckDB type a user sees
     doc: str
     stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
     kind: str = "int"  # "int" | "float" | "text" for stat columns
@@ -86,32 +89,36 @@ FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
 
 
-def _categorical(codes: np.ndarray, categories: Any) -> Any:
-    import pandas as pd
+def text_table(texts: list[str]) -> np.ndarray:
+    """``texts`` as an object array with a trailing None, so that code -1 reads as NULL."""
+    table = np.empty(len(texts) + 1, dtype=object)
+    table[:-1] = texts
+    return table
 
-    return pd.Categorical.from_codes(codes, categories=categories, validate=False)
+
+def _texts_of(codes: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return table[codes]
 
 
 def _masked_int(values: np.ndarray, has: np.ndarray) -> Any:
-    import pandas as pd
-
-    return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), ~has)
+    return np.ma.masked_array(values.astype(np.int64, copy=False), mask=~has)
 
 
 def _masked_float(values: np.ndarray, has: np.ndarray) -> Any:
-    import pandas as pd
-
-    return pd.arrays.FloatingArray(values.astype(np.float64, copy=False), ~has)
+    return np.ma.masked_array(values.astype(np.float64, copy=False), mask=~has)
 
 
 class PlaneColumns:
     """Builds (and memoises in the store's memo) the columns of one plane."""
 
-    def __init__(self, store: ProfileStore, plane_index: int, categories: Any) -> None:
+    def __init__(self, store: ProfileStore, plane_index: int, strings: np.ndarray) -> None:
         self.store = store
         self.plane_index = plane_index
         self.plane: Plane = store.planes[plane_index]
-        self.categories = categories  # the host's string table as a pandas Index
+        self.strings = strings  # the host's string table, ``text_table``
+
+    def _host_texts(self, what: str, codes: Callable[[], np.ndarray]) -> np.ndarray:
+        return self._memo(what, lambda: _texts_of(codes(), self.strings))
 
     def _memo(self, what: str, compute: Callable[[], Any]) -> Any:
         return self.store.memo(("sql_column", self.plane_index, what), compute)
@@ -126,7 +133,7 @@ class PlaneColumns:
         if name == "depth":
             return np.asarray(plane.depth)
         if name == "name":
-            return _categorical(np.asarray(plane.name_id), self.categories)
+            return self._host_texts("name", lambda: np.asarray(plane.name_id))
         if name == "event_id":
             return self._memo("event_id", lambda: np.arange(n, dtype=np.int32))
         if name == "line_id":
@@ -140,22 +147,21 @@ class PlaneColumns:
         if name == "step":
             return self._step_names()
         if name == "hlo_op":
-            return self._memo("hlo_op", self._hlo_op)
+            return self._host_texts("hlo_op", self._hlo_op)
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
         spec = _BY_NAME[name]
         return self._memo(name, lambda: self._stat(spec))
 
     def _line_names(self) -> Any:
-        import pandas as pd
-
         plane = self.plane
-        names = [d or n for n, d in zip(plane.line_names, plane.line_display_names, strict=False)]
-        unique, inverse = np.unique(np.asarray(names, dtype=object), return_inverse=True) if names else (
-            np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
-        codes = self._memo("line_code", lambda: inverse.astype(np.int32)[plane.line_idx] if len(names)
-                           else np.full(plane.n_events, -1, dtype=np.int32))
-        return _categorical(codes, pd.Index(unique.tolist(), dtype=object))
+
+        def compute() -> np.ndarray:
+            names = [d or n for n, d in zip(plane.line_names, plane.line_display_names, strict=False)]
+            if not names:
+                return np.full(plane.n_events, None, dtype=object)
+            return _texts_of(np.asarray(plane.line_idx), text_table(names))
+        return self._memo("line_name", compute)
 
     def _self_ps(self) -> np.ndarray:
         """Children's time subtracted on nested lines; on a GPU, events of a stream do not call
@@ -166,7 +172,7 @@ class PlaneColumns:
             return np.asarray(plane.dur_ps)
         return event_tree.self_time_ps(plane, event_tree.parent_rows(plane))
 
-    def _hlo_op(self) -> Any:
+    def _hlo_op(self) -> np.ndarray:
         """The hlo_op stat, else on an ``XLA Ops`` line (TPU) the op's display name, as XProf reads it."""
         plane = self.plane
         sid = self.store.stat_id("hlo_op")
@@ -178,11 +184,9 @@ class PlaneColumns:
             display = np.asarray(plane.meta_display_name_id)[np.asarray(plane.meta_idx[rows])]
             missing = ids[rows] < 0
             ids[rows] = np.where(missing & (display > 0), display, ids[rows])
-        return _categorical(ids.astype(np.int32), self.categories)
+        return ids.astype(np.int32)
 
     def _step_names(self) -> Any:
-        import pandas as pd
-
         def compute() -> tuple[np.ndarray, list[str]]:
             n = self.plane.n_events
             if self.store.format == "xspace":
@@ -201,8 +205,10 @@ class PlaneColumns:
             codes = np.where(idx >= 0, inverse.reshape(-1)[np.clip(idx, 0, None)], -1).astype(np.int32)
             return codes, [str(x) for x in names.tolist()]
 
-        codes, names = self._memo("step_names", compute)
-        return _categorical(codes, pd.Index(names, dtype=object))
+        def texts() -> np.ndarray:
+            codes, names = compute()
+            return _texts_of(codes, text_table(names))
+        return self._memo("step", texts)
 
     def _step_nums(self) -> Any:
         steps = steps_of(self.store)
@@ -222,7 +228,7 @@ class PlaneColumns:
             for s in reversed(found):  # the first name listed wins
                 got = plane.dense_str_ids(self.store.stat_id(s))
                 ids = np.where(got >= 0, got, ids).astype(np.int32)
-            return _categorical(ids, self.categories)
+            return _texts_of(ids, self.strings)
         if not found:
             empty = np.zeros(n, dtype=bool)
             if spec.kind == "float":
@@ -238,8 +244,6 @@ class PlaneColumns:
         return _masked_float(values, has) if spec.kind == "float" else _masked_int(values, has)
 
     def _tf_op(self, name: str) -> Any:
-        import pandas as pd
-
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
             sid = self.store.stat_id("tf_op")
             ids = self.plane.dense_str_ids(sid) if sid >= 0 else np.full(self.plane.n_events, -1, np.int32)
@@ -259,17 +263,15 @@ class PlaneColumns:
             inverse = inverse.reshape(-1)
             return name_code[inverse], type_code[inverse], texts
 
-        name_codes, type_codes, texts = self._memo("tf_op_parts", compute)
-        return _categorical(name_codes if name == "tf_op_name" else type_codes, pd.Index(texts, dtype=object))
+        def texts() -> np.ndarray:
+            name_codes, type_codes, parts = self._memo("tf_op_parts", compute)
+            return _texts_of(name_codes if name == "tf_op_name" else type_codes, text_table(parts))
+        return self._memo(name, texts)
 
-    def frame(self, wanted: Collection[str]) -> Any:
-        """A DataFrame of the wanted frame columns (in FRAME_COLUMNS order)."""
-        import pandas as pd
-
+    def frame(self, wanted: Collection[str]) -> dict[str, Any]:
+        """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
         cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
-        if not cols:
-            cols = {"event_id": self.column("event_id")}
-        return pd.DataFrame(cols, copy=False)
+        return cols or {"event_id": self.column("event_id")}
 
 
 def device_name(plane_name: str) -> str:

@@ -23,13 +23,23 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NotRequired, TypedDict
 
+import numpy as np
+
 from tbprof.errors import BadParameter, NoData, ProfileReadError, TbprofError
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 from tbprof.service.selection import ALL_HOSTS, select_hosts
-from tbprof.service.sql.columns import BASE_COLUMNS, FRAME_COLUMNS, STAT_COLUMNS, PlaneColumns, category_of, device_name
-from tbprof.service.sql.tables import TABLE_SOURCES, host_table, source_of, table_frame
-from tbprof.store.memo import Memo, shared_budget
+from tbprof.service.sql.columns import (
+    BASE_COLUMNS,
+    FRAME_COLUMNS,
+    STAT_COLUMNS,
+    PlaneColumns,
+    category_of,
+    device_name,
+    text_table,
+)
+from tbprof.service.sql.tables import TABLE_SOURCES, concat_columns, host_table, source_of, table_columns
+from tbprof.store.memo import Memo, estimate_bytes, shared_budget
 from tbprof.store.tables import ProfileStore
 
 # A query's text: long enough for any hand-written question, short enough that parsing it is cheap.
@@ -39,7 +49,7 @@ QUERY_MEMORY_SHARE = 0.25
 MIN_QUERY_MEMORY_BYTES = 128 << 20
 _UNLOADED = "tbprof: column not loaded"
 
-_SQL_HINT = 'SQL needs DuckDB and pandas: pip install "tbprof[sql]"'
+_SQL_HINT = 'SQL needs DuckDB: pip install "tbprof[sql]"'
 
 
 class SqlColumn(TypedDict):
@@ -59,7 +69,7 @@ class SqlResult(TypedDict):
 
 
 class SqlUnavailable(NoData):
-    """DuckDB or pandas is not installed (``tbprof[sql]``)."""
+    """DuckDB is not installed (``tbprof[sql]``)."""
 
     kind = "sql_unavailable"
 
@@ -67,10 +77,15 @@ class SqlUnavailable(NoData):
 def _duckdb() -> Any:
     try:
         import duckdb
-        import pandas  # noqa: F401  (the views are pandas frames)
     except ImportError as e:
         raise SqlUnavailable(_SQL_HINT) from e
     return duckdb
+
+
+def load_engine() -> None:
+    """Imports DuckDB: a caller that is converting a profile meanwhile (the CLI) does
+    it then, instead of on the first query."""
+    _duckdb()
 
 
 # --- the events view ------------------------------------------------------------------------
@@ -134,7 +149,10 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
 
     def col(name: str, sql_type: str) -> str:
         # A column the query does not name is not built: reading it anyway is an error, never NULL.
-        return f"ev.{name}" if name in built else f"error('{_UNLOADED} {name}')::{sql_type}"
+        # A text column of no string at all scans as DuckDB's NULL type: the cast keeps it VARCHAR.
+        if name not in built:
+            return f"error('{_UNLOADED} {name}')::{sql_type}"
+        return f"ev.{name}::VARCHAR" if sql_type == "VARCHAR" else f"ev.{name}"
 
     category = category_of(plane)
     on_device = plane.name.startswith("/device:")
@@ -163,6 +181,14 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
     exprs += [f"{col(c.name, c.sql_type)}{'::VARCHAR' if c.sql_type == 'VARCHAR' else ''} AS {c.name}"
               for c in STAT_COLUMNS]
     return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
+
+
+def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:
+    """A tool table's SELECT: text columns (object arrays) typed VARCHAR even where they hold no
+    string at all (no rows, or every value missing), which DuckDB would scan as its NULL type."""
+    texts = [f'"{n.replace(chr(34), chr(34) * 2)}"' for n, values in columns.items() if values.dtype == object]
+    replace = f" REPLACE ({', '.join(f'{q}::VARCHAR AS {q}' for q in texts)})" if texts else ""
+    return f"SELECT *{replace} FROM {source}"
 
 
 def _empty_events() -> str:
@@ -217,11 +243,10 @@ def _host_names(run: Run, host: str | None) -> list[str]:
     return select_hosts(run, host)
 
 
-def _categories(store: ProfileStore, pd: Any) -> Any:
-    """The host's string table as a pandas Index: the categories of every text column."""
-    def build() -> Any:
-        return pd.Index(store.strings.as_list(), dtype=object)
-    return store.memo(("sql_categories",), build)
+def _strings(store: ProfileStore) -> np.ndarray:
+    """The host's string table (``text_table``): every text column indexes it."""
+    return store.memo(("sql_strings",), lambda: text_table(store.strings.as_list()),
+                      size=lambda table: estimate_bytes(table.tolist()))
 
 
 def connect(memory_bytes: int, writable_dir: str | None = None) -> Any:
@@ -248,20 +273,18 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
                    host_errors: list[dict[str, str]] | None = None) -> None:
     """Creates ``events`` over the hosts' planes and the tables the query names (all of them
     without a query), then locks the connection's settings."""
-    import pandas as pd
-
     words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
     built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
     errors = host_errors if host_errors is not None else []
     branches: list[str] = []
     if words is None or "events" in words:
         for host, store in _stores(profiles, run, hosts, errors):
-            categories = _categories(store, pd)
+            strings = _strings(store)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:
                     continue
                 name = f"f_{len(branches)}"
-                con.register(name, PlaneColumns(store, i, categories).frame(built))
+                con.register(name, PlaneColumns(store, i, strings).frame(built))
                 branches.append(_plane_branch(store, host, i, name, built))
     con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
     for what in TABLE_SOURCES if tables else ():
@@ -270,7 +293,7 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
         source = source_of(profiles, run, what)
         if source is None:
             continue
-        frames = []
+        parts = []
         for host in hosts:
             try:
                 table = host_table(profiles, run, host, source)
@@ -281,32 +304,23 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
                     errors.append({"host": host, "error": str(e)})
                 continue
             if table is not None:
-                frames.append(table_frame(table, pd, host))
-        if frames:
-            con.register(f"t_{what}", pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
-            con.execute(f"CREATE VIEW {what} AS SELECT * FROM t_{what}")
+                parts.append(table_columns(table, host))
+        if parts:
+            columns = concat_columns(parts) if len(parts) > 1 else parts[0]
+            con.register(f"t_{what}", columns)
+            con.execute(f"CREATE VIEW {what} AS {_table_select(f't_{what}', columns)}")
     con.execute("SET lock_configuration = true")
 
 
-@contextmanager
-def _session(profiles: Profiles, run: Run, hosts: Sequence[str], query: str | None,
-             memory_bytes: int, all_columns: bool = False,
-             host_errors: list[dict[str, str]] | None = None) -> Iterator[Any]:
-    con = connect(memory_bytes)
-    try:
-        register_views(con, profiles, run, hosts, query, all_columns, host_errors=host_errors)
-        yield con
-    finally:
-        con.close()
-
-
-def _select_statement(duckdb: Any, query: str) -> str:
+def _select_statement(con: Any, duckdb: Any, query: str) -> str:
+    """The query if it is one SELECT. Parsed on the query's own connection: the module-level
+    ``duckdb.extract_statements`` would start DuckDB's default database first."""
     if len(query) > MAX_QUERY_CHARS:
         raise BadParameter(f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are read")
     if not query.strip():
         raise BadParameter("the query is empty")
     try:
-        statements = duckdb.extract_statements(query)
+        statements = con.extract_statements(query)
     except duckdb.Error as e:
         raise BadParameter(str(e)) from e
     if len(statements) != 1:
@@ -365,28 +379,35 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
     """One read-only SELECT over the run's views (every host, or ``host``)."""
     began = time.perf_counter()
     duckdb = _duckdb()
-    statement = _select_statement(duckdb, query)
     if max_rows < 0:
         raise BadParameter("max_rows must be 0 or more")
     if not timeout_s > 0:
         raise BadParameter("timeout_s must be more than 0")
-    the_run = profiles.run(run)
-    hosts = _host_names(the_run, host)
     memory_bytes = query_memory_bytes()
     host_errors: list[dict[str, str]] = []
-    with reserved(memory_bytes):
-        try:
-            with _session(profiles, the_run, hosts, statement, memory_bytes, host_errors=host_errors) as con:
+    con = connect(memory_bytes)
+    try:
+        statement = _select_statement(con, duckdb, query)
+        the_run = profiles.run(run)
+        hosts = _host_names(the_run, host)
+        with reserved(memory_bytes):
+            try:
+                register_views(con, profiles, the_run, hosts, statement, host_errors=host_errors)
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
-        except duckdb.Error as e:
-            if _UNLOADED not in str(e):
-                raise BadParameter(str(e)) from e
-            # The query reached a column without naming it (a row as a struct, ...): all columns.
-            with _session(profiles, the_run, hosts, statement, memory_bytes, all_columns=True) as con:
+            except duckdb.Error as e:
+                if _UNLOADED not in str(e):
+                    raise BadParameter(str(e)) from e
+                # The query reached a column without naming it (a row as a struct, ...): all columns,
+                # on a fresh connection (this one's views exist and its settings are locked).
+                con.close()
+                con = connect(memory_bytes)
+                register_views(con, profiles, the_run, hosts, statement, all_columns=True)
                 try:
                     columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
                 except duckdb.Error as e2:
                     raise BadParameter(str(e2)) from e2
+    finally:
+        con.close()
     kept = rows[:max_rows]
     result: SqlResult = {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept],
                          "row_count": len(kept), "truncated": truncated,
@@ -402,8 +423,6 @@ def sql_tables(profiles: Profiles, run: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"name": "events", "columns": [
         {"name": n, "type": t, "doc": d} for n, t, d in events_columns()]}]
     duckdb = _duckdb()
-    import pandas as pd
-
     con = duckdb.connect(":memory:", config={"enable_external_access": False})
     try:
         for what in TABLE_SOURCES:
@@ -416,9 +435,10 @@ def sql_tables(profiles: Profiles, run: str) -> list[dict[str, Any]]:
                 continue
             if table is None:
                 continue
-            con.register("t", table_frame(table, pd, "h"))
+            columns = table_columns(table, "h")
+            con.register("t", columns)
             cols: list[SqlColumn] = [{"name": str(r[0]), "type": _type_name(r[1])}
-                                     for r in con.execute("DESCRIBE SELECT * FROM t").fetchall()]
+                                     for r in con.execute("DESCRIBE " + _table_select("t", columns)).fetchall()]
             con.unregister("t")
             out.append({"name": what, "columns": cols, "source": f"{source[0]}:{source[1]}"})
     finally:

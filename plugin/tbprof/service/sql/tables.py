@@ -1,8 +1,8 @@
-"""The tables the pages compute, as the SQL views and the Python API's DataFrames see them."""
+"""The tables the pages compute, as the SQL views see them."""
 
 from __future__ import annotations
 
-from typing import Any
+import numpy as np
 
 from tbprof.analyses.table import Table
 from tbprof.service.logdir import Run
@@ -33,10 +33,24 @@ def host_table(profiles: Profiles, run: Run, host: str, source: tuple[str, str])
     return found if isinstance(found, Table) else None
 
 
-def table_frame(table: Table, pd: Any, host: str | None = None) -> Any:
-    """A tool table as a DataFrame (units are in the column names already); ``host`` first when given."""
-    data: dict[str, Any] = {"host": host} if host is not None else {}
+def table_columns(table: Table, host: str | None = None) -> dict[str, np.ndarray]:
+    """A tool table's columns as DuckDB registers them (units are in the column names already);
+    ``host`` first when given."""
+    data: dict[str, np.ndarray] = {} if host is None else {"host": np.full(table.n_rows, host, dtype=object)}
     for c in table.columns:
         if c.name != "host" or host is None:
             data[c.name] = table.data[c.name]
-    return pd.DataFrame(data)
+    return data
+
+
+def concat_columns(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Several hosts' columns one after another; a column some host lacks is NULL in its rows."""
+    names = list(dict.fromkeys(name for part in parts for name in part))
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        pieces = []
+        for part in parts:
+            rows = len(next(iter(part.values()))) if part else 0
+            pieces.append(part[name] if name in part else np.full(rows, None, dtype=object))
+        out[name] = np.concatenate(pieces)
+    return out

@@ -78,3 +78,13 @@ def test_small_files_and_special_files_are_not_read_ahead(monkeypatch: pytest.Mo
     files.read_ahead(fifo)  # refused by open_regular on the thread, never blocks
     assert slot.take(fifo) is None
     files.read_ahead(tmp_path / "missing.xplane.pb")
+
+
+def test_a_file_too_large_for_the_memory_is_not_read_ahead(ahead: files._ReadAhead, profiles_root: Path,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conversion would refuse it (MemoryRefusal): the read-ahead does not read it first."""
+    path = _copy(profiles_root, tmp_path)
+    # Less memory than the file itself, so the conversion's estimate (a multiple of it) cannot fit.
+    monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(path.stat().st_size // 2))
+    files.read_ahead(path)
+    assert ahead.take(path) is None

@@ -111,7 +111,8 @@ def read_ahead(path: str | Path) -> None:
     buffer) then overlaps the imports (bench/measurements.md#one-host-summary).
 
     One file at a time, taken once by ``read_profile_array``; a file smaller than
-    ``READ_AHEAD_MIN_BYTES``, or not a regular file, is left to the ordinary read. No numpy
+    ``READ_AHEAD_MIN_BYTES``, not a regular file, or too large for the memory
+    (``memory_guard.check_fits``) is left to the ordinary read and its refusals. No numpy
     here: the thread would wait for the import it is meant to overlap.
     """
     try:
@@ -140,9 +141,14 @@ class _ReadAhead:
             self._thread.start()
 
     def _run(self, path: str | Path) -> None:
+        from tbprof.cache.memory_guard import check_fits
+
         try:
+            # Only a file the conversion would accept: a file too large for the memory is
+            # refused by it (MemoryRefusal), not read here first.
+            check_fits(Path(path))
             buf = _read_whole(path, as_array=False, into_map=True)
-        except (ProfileReadError, OSError, ValueError):
+        except (ProfileReadError, MemoryRefusal, OSError, ValueError):
             return  # the ordinary read reports it
         assert isinstance(buf, tuple)
         self._read = buf

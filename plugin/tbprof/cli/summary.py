@@ -20,11 +20,6 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    if args.path.endswith(".xplane.pb"):
-        # One host's file: read while this process imports and lists (readers/files.py).
-        from tbprof.readers.files import read_ahead
-
-        read_ahead(args.path)
     executor = executor_from(args)
     # A pod's workers start now, importing while this process imports and lists (a small pod's don't).
     executor.start_early(args.path)

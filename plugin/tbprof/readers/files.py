@@ -10,21 +10,14 @@ decompression streams and stops at a byte budget instead of trusting the compres
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import stat
-import threading
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
-
-if TYPE_CHECKING:
-    import numpy as np
-
-# numpy is imported where an array is made, not here: a command reads ahead (``read_ahead``)
-# before it has imported numpy.
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK_BYTES = 1 << 20
@@ -88,100 +81,13 @@ def read_profile_array(path: str | Path) -> np.ndarray:
     numpy asks the kernel for transparent huge pages on an array this large, where a ``bytes``
     object gets 4 KB pages, and on a VM first touching fresh memory in small pages is slow
     enough to show in the read (bench/measurements.md#store-build).
-
-    The bytes of a ``read_ahead`` of this same file, unchanged since, are taken instead.
     """
-    import numpy as np
-
-    early = _AHEAD.take(path)
-    if early is not None:
-        return np.frombuffer(early, dtype=np.uint8)
     data = _read_whole(path, as_array=True)
     assert isinstance(data, np.ndarray)
     return data
 
 
-# Below this a file reads in a few milliseconds: nothing to overlap.
-READ_AHEAD_MIN_BYTES = 8 << 20
-
-
-def read_ahead(path: str | Path) -> None:
-    """Starts reading a profile file on a thread, for a command that will convert it once it has
-    imported what converting takes: the copy out of the page cache (and first touch of the
-    buffer) then overlaps the imports (bench/measurements.md#one-host-summary).
-
-    One file at a time, taken once by ``read_profile_array``; a file smaller than
-    ``READ_AHEAD_MIN_BYTES``, not a regular file, or too large for the memory
-    (``memory_guard.check_fits``) is left to the ordinary read and its refusals. No numpy
-    here: the thread would wait for the import it is meant to overlap.
-    """
-    try:
-        if os.stat(path).st_size < READ_AHEAD_MIN_BYTES:
-            return
-    except OSError:
-        return
-    _AHEAD.start(path)
-
-
-class _ReadAhead:
-    """The one early read of the process: the file's identity when it was read, and its bytes."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._path = ""
-        self._read: tuple[tuple[int, int, int, int], mmap.mmap] | None = None
-
-    def start(self, path: str | Path) -> None:
-        with self._lock:
-            if self._thread is not None:
-                return
-            self._path = os.path.realpath(path)
-            self._thread = threading.Thread(target=self._run, args=(path,), name="tbprof-read-ahead", daemon=True)
-            self._thread.start()
-
-    def _run(self, path: str | Path) -> None:
-        from tbprof.cache.memory_guard import check_fits
-
-        try:
-            # Only a file the conversion would accept: a file too large for the memory is
-            # refused by it (MemoryRefusal), not read here first.
-            check_fits(Path(path))
-            buf = _read_whole(path, as_array=False, into_map=True)
-        except (ProfileReadError, MemoryRefusal, OSError, ValueError):
-            return  # the ordinary read reports it
-        assert isinstance(buf, tuple)
-        self._read = buf
-
-    def take(self, path: str | Path) -> mmap.mmap | None:
-        """The early bytes of ``path`` if it was read ahead and is unchanged since; taken once (a
-        second read of the file reads it again, and another file may be read ahead)."""
-        with self._lock:
-            thread = self._thread
-            if thread is None or os.path.realpath(path) != self._path:
-                return None
-        thread.join()
-        with self._lock:
-            read, self._read, self._thread = self._read, None, None
-        if read is None:
-            return None
-        identity, buf = read
-        try:
-            now = os.stat(path)
-        except OSError:
-            return None
-        return buf if identity == _identity(now) else None
-
-
-_AHEAD = _ReadAhead()
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _read_whole(path: str | Path, as_array: bool,
-                into_map: bool = False) -> bytes | np.ndarray | tuple[tuple[int, int, int, int], mmap.mmap]:
+def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     try:
         before = os.stat(path)
     except OSError as e:
@@ -189,20 +95,10 @@ def _read_whole(path: str | Path, as_array: bool,
     fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", buffering=0, closefd=True) as f:
-            if into_map:
-                # Anonymous memory asked for huge pages, as numpy does for a large array.
-                buf = mmap.mmap(-1, before.st_size)
-                if hasattr(mmap, "MADV_HUGEPAGE"):
-                    buf.madvise(mmap.MADV_HUGEPAGE)
-                n = _read_into(f, memoryview(buf)[:before.st_size])
-                data: bytes | np.ndarray | tuple[tuple[int, int, int, int], mmap.mmap] = (_identity(before), buf)
-                grew = f.read(1) != b""
-            elif as_array:
-                import numpy as np
-
+            if as_array:
                 array = np.empty(before.st_size, dtype=np.uint8)
                 n = _read_into(f, array.data)
-                data = array
+                data: bytes | np.ndarray = array
                 # One byte more than expected: the file grew (caught below with the stat).
                 grew = f.read(1) != b""
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,22 @@ def test_summary_timings_of_a_pod(capsys: pytest.CaptureFixture[str], profiles_r
         assert f" {phase} " in line, phase
     code, _, err = _run(capsys, "summary", path, "--json", "--cache-dir", str(cache_dir))
     assert code == 0 and err == ""
+
+
+def test_summary_timings_of_one_host(capsys: pytest.CaptureFixture[str], profiles_root: Path,
+                                     cache_dir: Path) -> None:
+    """One host's summary total splits into the analyses' imports, the wait for the conversion
+    beyond them and the analyses: three wall times within the total (the rest is the call's own)."""
+    code, out, err = _run(capsys, "summary", str(profiles_root / "jax_mlp"), "--json", "--timings",
+                          "--cache-dir", str(cache_dir))
+    assert code == 0 and json.loads(out)["host_count"] == 1
+    (line,) = err.strip().splitlines()
+    found = re.search(r" summary total ([0-9.]+) \(imports ([0-9.]+), then converting ([0-9.]+), "
+                      r"analyses ([0-9.]+)\), answer ", line)
+    assert found is not None, line
+    total, *parts = (float(x) for x in found.groups())
+    # Each printed to the millisecond, so their sum may pass the total by rounding alone.
+    assert sum(parts) <= total + 0.002
 
 
 def test_errors_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path, cache_dir: Path) -> None:

@@ -30,8 +30,11 @@ def run(args: argparse.Namespace) -> int:
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import summary
 
-    result = summary(profiles, run)
+    imported = time.perf_counter()
+    # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
+    loaded = time.perf_counter()
+    result = summary(profiles, run)
     summarised = time.perf_counter()
     if args.json:
         print_json(result)
@@ -45,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{key}: {value}")
     if args.timings:
         sys.stdout.flush()
+        after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded}
         print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
-                           profiles.phase_seconds, profiles.partial_seconds), file=sys.stderr)
+                           profiles.phase_seconds | after_list, profiles.partial_seconds), file=sys.stderr)
     return EXIT_OK
 
 
@@ -54,7 +58,11 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
                  summed: dict[str, float]) -> str:
     """``--timings``: the wall seconds of each phase in this process (list; pool start and
     dispatch; waiting for the workers; decoding what they sent; combining), and what the workers
-    spent, summed over hosts (so the serial part shows against the parallel one)."""
+    spent, summed over hosts (so the serial part shows against the parallel one).
+
+    The summary total splits into the analyses' imports (while the stores convert on a thread),
+    the wait for the conversion beyond them (a pod's: for its partials), and the analyses once
+    the stores are there: on one host the last two are the serial part."""
     def f(x: Any) -> str:
         return f"{float(x):.3f}"
 
@@ -64,7 +72,9 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
     return (f"tbprof timings (s): import + list {f(list_s)}, lookup {f(phases.get('lookup_s', 0))}, "
             f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "
-            f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)}, answer {f(answer_s)}"
+            f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)} (imports "
+            f"{f(phases.get('imports_s', 0))}, then converting {f(phases.get('load_s', 0))}, analyses "
+            f"{f(phases.get('analyses_s', 0))}), answer {f(answer_s)}"
             + (f"; summed over hosts: {worker}" if worker else ""))
 
 

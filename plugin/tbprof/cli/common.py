@@ -46,7 +46,8 @@ def executor_from(args: argparse.Namespace, start: bool = False) -> Executor:
     from tbprof.service.executor import make_executor
 
     try:
-        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None),
+                                 getattr(args, "dask_security", None))
     except ValueError as e:
         raise CliError(str(e)) from None
     _executors.append(executor)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -140,8 +141,9 @@ def test_the_certificate_is_refused_on_a_plain_address_and_bad_values_are_usage_
     config.write_text("distributed: {comm: {}}\n")
     with pytest.raises(ValueError, match=r"no distributed\.comm\.tls"):
         parse_security(str(config))
-    config.write_text(f"distributed: {{comm: {{tls: {{ca-file: {pem}, min-version: 1.3, "
-                      f"client: {{cert: {pem}}}}}}}}}}}\n")
+    config.write_text(f"distributed:\n  comm:\n    tls:\n      ca-file: {pem}\n      min-version: 1.3\n"
+                      f"      client:\n        cert: {pem}\n")
     fields = parse_security(str(config))
     assert fields["tls_ca_file"] == str(pem) and fields["tls_client_cert"] == str(pem)
     assert "tls_client_key" not in fields
+    assert fields["tls_min_version"] == ssl.TLSVersion.TLSv1_3

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.answer_size import NARROW_TABLES, AnswerBudget
 from tbprof.errors import BadParameter
 
 COLUMN_KINDS = ("str", "int", "float", "bool")
@@ -157,8 +158,35 @@ def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
     return index[q.offset:end], total
 
 
-def table_json(table: Table, q: TableQuery | None = None) -> dict[str, Any]:
+# What a number takes in an answer, with its separator: JSON and CSV write float64s in at most
+# 24 characters ("-1.2345678901234567e-300"); most take fewer, so this over-counts numeric
+# columns, which matters only for tables near the limit of millions of cells.
+_NUMBER_BYTES = 24
+# A text cell's quotes and separator; escapes (a quote, a control character) are not counted
+# here: the encoded body is measured again (``analyses/encode.py``).
+_TEXT_OVERHEAD_BYTES = 3
+
+
+def rows_bytes(table: Table, index: np.ndarray) -> int:
+    """About what the rows ``index`` take as JSON or CSV, from the values, before rows are made:
+    each text cell's length, each number ``_NUMBER_BYTES``."""
+    n = int(index.shape[0])
+    need = 0
+    for c in table.columns:
+        if c.kind == "str":
+            values = table.data[c.name][index]
+            need += sum(len(v) if isinstance(v, str) else _NUMBER_BYTES for v in values.tolist())
+            need += n * _TEXT_OVERHEAD_BYTES
+        else:
+            need += n * _NUMBER_BYTES
+    return need
+
+
+def table_json(table: Table, q: TableQuery | None = None, budget: AnswerBudget | None = None) -> dict[str, Any]:
+    """The table's query answer; its rows are counted against ``budget`` (the answer it is part
+    of; None: an answer of its own) before they are made."""
     index, total = apply_query(table, q or TableQuery())
+    (budget or AnswerBudget(NARROW_TABLES)).add(rows_bytes(table, index), f"{index.shape[0]:,} table rows")
     return {
         "columns": [{"name": c.name, "label": c.label, "kind": c.kind, "unit": c.unit,
                      **({"description": c.description} if c.description else {})} for c in table.columns],

@@ -77,7 +77,8 @@ def sql(ctx: AppContext, request: Request) -> Response:
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or not 0 <= max_rows <= MAX_ROWS:
         raise BadParameter(f"field 'max_rows' must be an integer from 0 to {MAX_ROWS}")
     result = run_sql(ctx.profiles, run.name, query, host=host, max_rows=max_rows, timeout_s=TIMEOUT_S)
-    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name, **result})
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name, **result},
+                                   narrow="select fewer rows (LIMIT, max_rows) or fewer or shorter columns")
 
 
 def tables(ctx: AppContext, request: Request) -> Response:

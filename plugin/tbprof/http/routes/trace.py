@@ -83,7 +83,8 @@ def trace(ctx: AppContext, request: Request) -> Response:
     def build() -> tuple[bytes, str, dict[str, str]]:
         result = query_window(store, start_ps, end_ps, width_px, tracks)
         if fmt == "json":
-            body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name})
+            body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name},
+                                           narrow=encoding.NARROW_WINDOW)
             mime = "application/json"
         else:
             body = encoding.encode_binary(result, store)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Table, TableQuery, apply_query, rows_bytes, table_json
-from tbprof.domain.answer_size import NARROW_CSV, NARROW_TABLES, AnswerBudget, check_answer_bytes
+from tbprof.domain.answer_size import NARROW_CSV, NARROW_SQL, NARROW_TABLES, AnswerBudget, check_answer_bytes
 from tbprof.fs import shown_name
 
 
@@ -159,7 +159,7 @@ _FORMULA_FIRST = frozenset(_FORMULA_START)
 
 
 def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]],
-             narrow: str = "select fewer rows (LIMIT) or columns") -> bytes:
+             narrow: str = NARROW_SQL) -> bytes:
     """Rows under a header as ``table_csv`` writes them (a SQL answer's rows), refused
     (``AnswerTooLarge``, ``narrow``) once the lines written pass what one answer may take."""
     budget = AnswerBudget(narrow)
@@ -171,11 +171,11 @@ def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]],
     return ("\n".join(lines) + "\n").encode()
 
 
-def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
+def table_csv(table: Table, query: TableQuery | None = None, narrow: str = NARROW_CSV) -> bytes:
     """The table as CSV: Python's csv dialect (QUOTE_MINIMAL, "\n" lines, None as ""), cells
     that are text neutralised (csv_text_cell); frontend/src/base/csv.ts writes the same bytes."""
     index, _ = apply_query(table, query or TableQuery())
-    AnswerBudget(NARROW_CSV).add(rows_bytes(table, index), f"{index.shape[0]:,} table rows")
+    AnswerBudget(narrow).add(rows_bytes(table, index), f"{index.shape[0]:,} table rows")
     lines = [",".join(_csv_field(c.name) for c in table.columns)]
     lines.extend(",".join(map(_csv_field, row)) for row in table.rows(index))
     return ("\n".join(lines) + "\n").encode()

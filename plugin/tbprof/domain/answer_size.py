@@ -51,8 +51,13 @@ def check_answer_bytes(need_bytes: int, what: str, narrow: str) -> None:
     past ``answer_limit_bytes()``; ``narrow`` says how to ask for less."""
     limit = answer_limit_bytes()
     if need_bytes > limit:
-        raise AnswerTooLarge(f"the answer would hold {what}, about {need_bytes / 1e6:.0f} MB, more than an answer "
-                             f"may take ({limit / 1e6:.0f} MB): {narrow}")
+        raise AnswerTooLarge(f"the answer would hold {what}, about {_shown_bytes(need_bytes)}, more than an answer "
+                             f"may take ({_shown_bytes(limit)}): {narrow}")
+
+
+def _shown_bytes(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:.0f} MB" if n_bytes >= 10**7 else f"{n_bytes / 1e6:.1f} MB" if n_bytes >= 10**5 \
+        else f"{n_bytes / 1e3:.0f} KB"
 
 
 class AnswerBudget:
@@ -74,7 +79,8 @@ class AnswerBudget:
             check_answer_bytes(self.used, what, self.narrow)
 
 
-# How to ask for less of a tool's answer, of a table page, of a CSV export.
+# How to ask for less of a tool's answer or a table page, of a CSV export, of a SQL answer.
 NARROW_TABLES = ("ask for a page of its tables (rows=N on data; limit= and offset= on table), "
                  "a filter (filter_COLUMN=), or fewer hosts")
 NARROW_CSV = "export a filtered table (filter_COLUMN=) or a page of it (limit=, offset=)"
+NARROW_SQL = "select fewer rows (a LIMIT, or a smaller max_rows) or fewer or shorter columns"

@@ -147,3 +147,29 @@ def test_the_certificate_is_refused_on_a_plain_address_and_bad_values_are_usage_
     assert fields["tls_ca_file"] == str(pem) and fields["tls_client_cert"] == str(pem)
     assert "tls_client_key" not in fields
     assert fields["tls_min_version"] == ssl.TLSVersion.TLSv1_3
+
+
+def test_tensorboard_flags_convert_through_the_tls_cluster(pod: Path, tmp_path: Path,
+                                                          tls_cluster: tuple[str, dict[str, Path]]) -> None:
+    """``--tbprof_dask_scheduler`` with ``--tbprof_dask_security``: the plugin TensorBoard loads
+    converts the pod on the TLS cluster."""
+    import argparse
+
+    from tensorboard.plugins import base_plugin
+
+    from tbprof.tb_plugin import TbprofLoader, TbprofPlugin
+
+    address, pems = tls_cluster
+    parser = argparse.ArgumentParser()
+    TbprofLoader().define_flags(parser)
+    flags = parser.parse_args(["--tbprof_cache_dir", str(tmp_path / "tb"), "--tbprof_dask_scheduler", address,
+                               "--tbprof_dask_security", f"ca-file={pems['ca']},cert={pems['cert']},key={pems['key']}"])
+    plugin = TbprofPlugin(base_plugin.TBContext(logdir=str(pod), flags=flags))
+    profiles = plugin._app.ctx.profiles
+    try:
+        assert isinstance(profiles.executor, DaskExecutor)
+        reference = Profiles(pod, cache_dir=tmp_path / "ref", executor=InProcess())
+        assert _answers(profiles) == _answers(reference)
+        assert len(list((tmp_path / "tb" / "partials").glob("*.bin"))) == HOSTS
+    finally:
+        profiles.executor.close()

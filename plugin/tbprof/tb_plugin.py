@@ -30,7 +30,8 @@ class TbprofPlugin(base_plugin.TBPlugin):
         executor: Executor
         try:
             executor = make_executor(getattr(flags, "tbprof_workers", None),
-                                     getattr(flags, "tbprof_dask_scheduler", None))
+                                     getattr(flags, "tbprof_dask_scheduler", None),
+                                     getattr(flags, "tbprof_dask_security", None))
         except ValueError as e:  # a wrong scheduler address must not take TensorBoard down
             logging.getLogger("tbprof").error("tbprof: %s; converting in TensorBoard's process instead", e)
             executor = InProcess()
@@ -74,6 +75,10 @@ class TbprofLoader(base_plugin.TBLoader):
         group.add_argument("--tbprof_dask_scheduler", default=None,
                            help="Convert hosts on this Dask cluster (default: $TBPROF_DASK_SCHEDULER); its "
                                 "workers must reach the same --tbprof_cache_dir.")
+        group.add_argument("--tbprof_dask_security", default=None,
+                           help="TLS certificates for a tls:// --tbprof_dask_scheduler: a Dask YAML configuration "
+                                "file (distributed.comm.tls) or ca-file=CA.pem,cert=CLIENT.pem[,key=CLIENT.key] "
+                                "(default: $TBPROF_DASK_SECURITY).")
         group.add_argument("--tbprof_no_capture", action="store_true",
                            help="Hide Capture Profile: the TensorBoard machine then opens no connections "
                                 "to profiler servers.")

@@ -27,7 +27,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print(f"tbprof: {args.logdir}: no such file or directory", file=sys.stderr)
         return 1
     try:
-        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None),
+                                 getattr(args, "dask_security", None))
     except ValueError as e:
         print(f"tbprof: {e}", file=sys.stderr)
         return 1

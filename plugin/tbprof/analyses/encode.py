@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import numpy as np
 
-from tbprof.analyses.table import Table, TableQuery, apply_query, table_json
+from tbprof.analyses.table import Table, TableQuery, apply_query, rows_bytes, table_json
+from tbprof.domain.answer_size import NARROW_CSV, NARROW_SQL, NARROW_TABLES, AnswerBudget, check_answer_bytes
 from tbprof.fs import shown_name
 
 
@@ -32,38 +34,80 @@ def _default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def _sanitize(value: Any, queries: dict[str, TableQuery]) -> Any:
-    """Tables become JSON tables (with their query applied); NaN/inf become null."""
-    if isinstance(value, Table):
+# What a leaf other than text takes in the JSON (a number, true, null), with its separator.
+_LEAF_BYTES = 8
+# Checked against the budget after each this many bytes of leaves, not at every leaf.
+_CHECK_EVERY_BYTES = 1 << 20
+
+
+class _Walk:
+    """One result made JSON-ready: tables become JSON tables (their query applied), NaN/inf
+    null, and every leaf counted against the answer's budget as it is met, so an answer past
+    the limit is refused before ``json.dumps`` writes it."""
+
+    __slots__ = ("budget", "pending", "queries")
+
+    def __init__(self, queries: dict[str, TableQuery], budget: AnswerBudget) -> None:
+        self.queries = queries
+        self.budget = budget
+        self.pending = 0
+
+    def flush(self) -> None:
+        self.budget.add(self.pending, "its values")
+        self.pending = 0
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                self.pending += len(k) + 4 if isinstance(k, str) else _LEAF_BYTES
+                if k == "tables" and isinstance(v, dict):
+                    out[k] = {name: table_json(t, self.queries.get(name), self.budget) if isinstance(t, Table)
+                              else self.value(t) for name, t in v.items()}
+                else:
+                    out[k] = self.value(v)
+            return out
+        if isinstance(value, (list, tuple)):
+            out_list = [self.value(v) for v in value]
+            if self.pending >= _CHECK_EVERY_BYTES:
+                self.flush()
+            return out_list
+        if isinstance(value, str):
+            if value.isascii():
+                self.pending += len(value) + 3
+                return value
+            shown = shown_name(value)  # a path or name with surrogate escapes (a non-UTF-8 file name)
+            # JSON escapes each character past ASCII (as \uXXXX): its written length, in C.
+            self.pending += len(encode_basestring_ascii(shown)) + 1
+            return shown
+        if isinstance(value, float):
+            self.pending += _LEAF_BYTES
+            return None if math.isnan(value) or math.isinf(value) else value
+        if isinstance(value, Table):
+            return table_json(value, None, self.budget)
+        if isinstance(value, np.ndarray):
+            self.pending += value.size * _LEAF_BYTES
+        else:
+            self.pending += _LEAF_BYTES
         return value
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if k == "tables" and isinstance(v, dict):
-                out[k] = {name: table_json(t, queries.get(name)) if isinstance(t, Table) else _sanitize(t, queries)
-                          for name, t in v.items()}
-            else:
-                out[k] = _sanitize(v, queries)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(v, queries) for v in value]
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
-    if isinstance(value, str) and not value.isascii():
-        return shown_name(value)  # a path or name with surrogate escapes (a non-UTF-8 file name)
-    if isinstance(value, Table):
-        return table_json(value)
-    return value
 
 
-def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None, indent: int | None = None) -> bytes:
-    """``result`` as JSON: compact, or indented by ``indent`` spaces (for people: the CLI)."""
-    clean = _sanitize(result, queries or {})
+def to_json_bytes(result: Any, queries: dict[str, TableQuery] | None = None, indent: int | None = None,
+                  narrow: str = NARROW_TABLES) -> bytes:
+    """``result`` as JSON: compact, or indented by ``indent`` spaces (for people: the CLI).
+
+    Every answer is counted against what one answer may take (``domain/answer_size.py``):
+    while the result is walked (tables from their values before their rows are made), then
+    the body itself; past it, ``AnswerTooLarge`` whose message is ``narrow`` (how to ask for less)."""
+    walk = _Walk(queries or {}, AnswerBudget(narrow))
+    clean = walk.value(result)
+    walk.flush()
     if indent is None:
-        return json.dumps(clean, default=_default, separators=(",", ":"), allow_nan=False).encode()
-    return json.dumps(clean, default=_default, indent=indent, allow_nan=False).encode()
-
-
+        body = json.dumps(clean, default=_default, separators=(",", ":"), allow_nan=False).encode()
+    else:
+        body = json.dumps(clean, default=_default, indent=indent, allow_nan=False).encode()
+    check_answer_bytes(len(body), "its JSON", narrow)
+    return body
 
 
 # A spreadsheet reads a cell starting with one of these as a formula (`=HYPERLINK(...)`,
@@ -114,17 +158,24 @@ def _csv_field(value: Any) -> str:
 _FORMULA_FIRST = frozenset(_FORMULA_START)
 
 
-def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> bytes:
-    """Rows under a header as ``table_csv`` writes them (a SQL answer's rows)."""
+def rows_csv(names: Sequence[str], rows: Iterable[Sequence[Any]],
+             narrow: str = NARROW_SQL) -> bytes:
+    """Rows under a header as ``table_csv`` writes them (a SQL answer's rows), refused
+    (``AnswerTooLarge``, ``narrow``) once the lines written pass what one answer may take."""
+    budget = AnswerBudget(narrow)
     lines = [",".join(_csv_field(n) for n in names)]
-    lines.extend(",".join(map(_csv_field, row)) for row in rows)
+    for row in rows:
+        line = ",".join(map(_csv_field, row))
+        budget.add(len(line) + 1, f"{len(lines):,} rows")
+        lines.append(line)
     return ("\n".join(lines) + "\n").encode()
 
 
-def table_csv(table: Table, query: TableQuery | None = None) -> bytes:
+def table_csv(table: Table, query: TableQuery | None = None, narrow: str = NARROW_CSV) -> bytes:
     """The table as CSV: Python's csv dialect (QUOTE_MINIMAL, "\n" lines, None as ""), cells
     that are text neutralised (csv_text_cell); the browser's own CSV export writes the same bytes."""
     index, _ = apply_query(table, query or TableQuery())
+    AnswerBudget(narrow).add(rows_bytes(table, index), f"{index.shape[0]:,} table rows")
     lines = [",".join(_csv_field(c.name) for c in table.columns)]
     lines.extend(",".join(map(_csv_field, row)) for row in table.rows(index))
     return ("\n".join(lines) + "\n").encode()

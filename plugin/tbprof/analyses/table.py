@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.domain.answer_size import NARROW_TABLES, AnswerBudget
 from tbprof.errors import BadParameter
 
 COLUMN_KINDS = ("str", "int", "float", "bool")
@@ -157,8 +158,54 @@ def apply_query(table: Table, q: TableQuery) -> tuple[np.ndarray, int]:
     return index[q.offset:end], total
 
 
-def table_json(table: Table, q: TableQuery | None = None) -> dict[str, Any]:
+# What a float takes in an answer with its separator: Python writes a computed float in up to
+# 17 significant digits ("4662.377999999999"), and most of a table's floats are computed. A
+# short estimate only lets a little more be built: the encoded body is measured again
+# (``analyses/encode.py``).
+_FLOAT_BYTES = 18
+_BOOL_BYTES = 6
+# A text cell's quotes and separator; escapes (a quote, a control character) are not counted
+# here, for the same reason.
+_TEXT_OVERHEAD_BYTES = 3
+
+
+def _int_bytes(values: np.ndarray) -> int:
+    """The digits, signs and separators of integers as JSON or CSV writes them, in numpy (an
+    unknown value, NaN in a float array, as ``null``)."""
+    if values.size == 0:
+        return 0
+    numbers = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        digits = np.floor(np.log10(np.maximum(np.abs(numbers), 1.0))) + 1
+        negative = int(np.count_nonzero(numbers < 0))
+    digits = np.where(np.isfinite(digits), digits, 4.0)
+    return int(digits.sum()) + negative + int(values.size)
+
+
+def rows_bytes(table: Table, index: np.ndarray) -> int:
+    """About what the rows ``index`` take as JSON or CSV, from the values, before rows are made:
+    each text cell's length, each integer's digits, each float ``_FLOAT_BYTES``."""
+    n = int(index.shape[0])
+    need = 0
+    for c in table.columns:
+        if c.kind == "str":
+            values = table.data[c.name][index]
+            need += sum(len(v) if isinstance(v, str) else _FLOAT_BYTES for v in values.tolist())
+            need += n * _TEXT_OVERHEAD_BYTES
+        elif c.kind == "int":
+            need += _int_bytes(table.data[c.name][index])
+        elif c.kind == "bool":
+            need += n * _BOOL_BYTES
+        else:
+            need += n * _FLOAT_BYTES
+    return need
+
+
+def table_json(table: Table, q: TableQuery | None = None, budget: AnswerBudget | None = None) -> dict[str, Any]:
+    """The table's query answer; its rows are counted against ``budget`` (the answer it is part
+    of; None: an answer of its own) before they are made."""
     index, total = apply_query(table, q or TableQuery())
+    (budget or AnswerBudget(NARROW_TABLES)).add(rows_bytes(table, index), f"{index.shape[0]:,} table rows")
     return {
         "columns": [{"name": c.name, "label": c.label, "kind": c.kind, "unit": c.unit,
                      **({"description": c.description} if c.description else {})} for c in table.columns],

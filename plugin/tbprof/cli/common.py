@@ -46,7 +46,8 @@ def executor_from(args: argparse.Namespace, start: bool = False) -> Executor:
     from tbprof.service.executor import make_executor
 
     try:
-        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None))
+        executor = make_executor(getattr(args, "workers", None), getattr(args, "dask_scheduler", None),
+                                 getattr(args, "dask_security", None))
     except ValueError as e:
         raise CliError(str(e)) from None
     _executors.append(executor)
@@ -119,8 +120,14 @@ def parse_option_args(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def print_json(result: Any) -> None:
+# How to ask the command line for less of an answer past what one answer may take: it prints
+# whole tables, so the rows come from SQL, or the bound from a larger memory budget.
+NARROW_CLI = ("select the rows you need with `tbprof sql` (a WHERE and a LIMIT), or raise "
+              "$TBPROF_MEMORY_BYTES (an answer may take a quarter of it, at most 64 MB)")
+
+
+def print_json(result: Any, narrow: str = NARROW_CLI) -> None:
     """A result as indented JSON on stdout: the encoder of every answer (``analyses/encode.py``)."""
     from tbprof.analyses.encode import to_json_bytes
 
-    sys.stdout.write(to_json_bytes(result, indent=1).decode() + "\n")
+    sys.stdout.write(to_json_bytes(result, indent=1, narrow=narrow).decode() + "\n")

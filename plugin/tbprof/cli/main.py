@@ -86,6 +86,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 p.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
                                help="convert hosts on this Dask cluster instead (default: $TBPROF_DASK_SCHEDULER); "
                                     "its workers must reach the same --cache-dir")
+                p.add_argument("--dask-security", default=None, metavar="PATH|ca-file=CA,cert=CERT[,key=KEY]",
+                               help="TLS certificates for a tls:// --dask-scheduler: a Dask YAML configuration "
+                                    "file (distributed.comm.tls) or the files inline (default: "
+                                    "$TBPROF_DASK_SECURITY); docs/remote.md")
             p.set_defaults(fn=run)
     return parser
 

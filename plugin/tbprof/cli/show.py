@@ -10,6 +10,7 @@ from tbprof.analyses.encode import table_csv
 from tbprof.analyses.table import TableQuery
 from tbprof.cli.common import (
     EXIT_OK,
+    NARROW_CLI,
     CliError,
     executor_from,
     parse_option_args,
@@ -76,7 +77,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                                 args.cache_dir, executor_from(args))
     if args.format == "csv":
         _, table = pick_table(result, args.table, f"tool {args.tool!r}")
-        sys.stdout.write(table_csv(table, TableQuery()).decode())
+        sys.stdout.write(table_csv(table, TableQuery(), narrow=NARROW_CLI).decode())
     else:
         print_json(result)
     return EXIT_OK

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
+from tbprof.domain.answer_size import NARROW_SQL
 
 # A column of the terminal table shows at most this many characters (the JSON and CSV keep all).
 MAX_CELL_CHARS = 60
@@ -59,11 +60,11 @@ def cmd_sql(args: argparse.Namespace) -> int:
     result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout)
     names = [c["name"] for c in result["columns"]]
     if args.format == "json":
-        print_json({"run": run.name, **result})
+        print_json({"run": run.name, **result}, narrow=NARROW_SQL)
     elif args.format == "csv":
         from tbprof.analyses.encode import rows_csv
 
-        sys.stdout.write(rows_csv(names, result["rows"]).decode())
+        sys.stdout.write(rows_csv(names, result["rows"], narrow=NARROW_SQL).decode())
     else:
         sys.stdout.write(format_table(names, result["rows"]))
     if result["truncated"] and args.format != "json":

@@ -11,6 +11,7 @@ from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.encode import table_csv, to_json_bytes
 from tbprof.analyses.table import TableQuery
+from tbprof.domain.answer_size import NARROW_TABLES
 
 __all__ = ["error_response", "finish", "json_response", "memoised_json", "table_csv", "to_json_bytes"]
 
@@ -33,9 +34,10 @@ def accepts_gzip(request: Request) -> bool:
 
 
 def json_response(request: Request, result: Any, status: int = 200,
-                  queries: dict[str, TableQuery] | None = None) -> Response:
-    """``result`` encoded now (``analyses/encode.py``); a memoised result's body: ``memoised_json``."""
-    return finish(request, to_json_bytes(result, queries), "application/json", status)
+                  queries: dict[str, TableQuery] | None = None, narrow: str = NARROW_TABLES) -> Response:
+    """``result`` encoded now (``analyses/encode.py``, refused past what one answer may take with
+    ``narrow`` saying how to ask for less); a memoised result's body: ``memoised_json``."""
+    return finish(request, to_json_bytes(result, queries, narrow=narrow), "application/json", status)
 
 
 def memoised_json(request: Request, body: Callable[[bool], bytes]) -> Response:

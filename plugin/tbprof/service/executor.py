@@ -15,8 +15,9 @@ workers and dicts of strings, numbers and bytes back.
 * ``ProcessPool``: ``--workers N`` (default 1, see ``default_workers``); worker processes
   (never forked from a threaded server), kept for the life of the server. A worker that dies
   (OOM killer, a crash) breaks the pool: it is rebuilt and the unfinished hosts retried once.
-* ``DaskExecutor``: ``--dask-scheduler ADDRESS`` / ``$TBPROF_DASK_SCHEDULER``; Dask retries a
-  task whose worker died (``retries``), and its workers must see the same cache dir.
+* ``DaskExecutor``: ``--dask-scheduler ADDRESS`` / ``$TBPROF_DASK_SCHEDULER``, with
+  ``--dask-security`` / ``$TBPROF_DASK_SECURITY`` for a TLS cluster (``dask_security``); Dask
+  retries a task whose worker died (``retries``), and its workers must see the same cache dir.
 
 Results arrive as they finish (``map_batches`` yields batches in completion order), so one slow
 batch never holds back the others' results, and a progress callback counts hosts done / total.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import sys
 import threading
 import time
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.service.dask_security import has_dask_tls_config, make_security, security_spec
 
 # The pool module (multiprocessing) loads only when a pool is made (bench/measurements.md#services).
 if TYPE_CHECKING:
@@ -574,19 +577,28 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, scheduler: str) -> None:
+    def __init__(self, scheduler: str, security: str | None = None) -> None:
+        """``security``: a ``--dask-security`` value (``dask_security``); None: Dask's own
+        configuration (``distributed.comm.tls``) decides, as for any Dask client."""
         try:
             from distributed import Client
         except ImportError as e:
             raise ValueError('--dask-scheduler needs dask: pip install "tbprof[distributed]"') from e
         self.scheduler = scheduler
+        tls = None
+        if security is not None:
+            if not scheduler.startswith("tls://"):
+                raise ValueError(f"--dask-security needs a tls:// scheduler address, not {scheduler}")
+            tls = make_security(security)
+        elif scheduler.startswith("tls://") and not has_dask_tls_config():
+            raise ValueError(f"cannot connect to the Dask scheduler at {scheduler}: a tls:// scheduler needs a "
+                             "client certificate: --dask-security (docs/remote.md)")
         try:
             # Results are taken as msgpack data only: a worker (anyone who can reach an
             # unauthenticated scheduler can replace its functions) never gets a pickle unpickled
-            # here. TLS and credentials come from Dask's own configuration (``distributed.comm.tls``,
-            # a ``tls://`` address): docs/remote.md.
-            self._client = Client(scheduler, timeout=10, deserializers=["msgpack"])
-        except OSError as e:
+            # here (docs/remote.md).
+            self._client = Client(scheduler, timeout=10, deserializers=["msgpack"], security=tls)
+        except (OSError, ssl.SSLError) as e:
             raise ValueError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from e
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
         self.dispatch_s = 0.0
@@ -648,12 +660,17 @@ def default_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def make_executor(workers: int | None = None, dask_scheduler: str | None = None) -> Executor:
-    """The executor the flags ask for: Dask when a scheduler is named (flag or environment),
-    else a process pool of ``workers`` (default ``default_workers()``), in-process for 1."""
+def make_executor(workers: int | None = None, dask_scheduler: str | None = None,
+                  dask_security: str | None = None) -> Executor:
+    """The executor the flags ask for: Dask when a scheduler is named (flag or environment,
+    with ``--dask-security``'s certificates if given), else a process pool of ``workers``
+    (default ``default_workers()``), in-process for 1."""
     scheduler = dask_scheduler or os.environ.get(DASK_ENV, "").strip() or None
+    security = security_spec(dask_security)
     if scheduler:
-        return DaskExecutor(scheduler)
+        return DaskExecutor(scheduler, security)
+    if dask_security:
+        raise ValueError("--dask-security needs --dask-scheduler (or $TBPROF_DASK_SCHEDULER)")
     n = workers if workers is not None else default_workers()
     if n < 1:
         raise ValueError(f"--workers must be at least 1, got {n}")

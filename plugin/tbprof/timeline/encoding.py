@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.tool import SCHEMA_VERSION
+from tbprof.domain.answer_size import check_answer_bytes
 from tbprof.domain.planes import device_planes_of
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import ProfileStore
@@ -33,13 +34,36 @@ BINARY_MIME = "application/x-tbprof-trace"
 FORMAT_NAME = "tbprof-trace/1"
 
 
-def _columns(result: WindowResult, store: ProfileStore) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+# Bytes of one event, box and counter time in the binary frame (its columns' dtypes); a series
+# adds three float64 values per time.
+_EVENT_BYTES = 8 + 8 + 4 + 4 + 2
+_BOX_BYTES = 8 + 4 + 4 + 4 + 2
+_COUNTER_TIME_BYTES = 8
+_SERIES_VALUE_BYTES = 3 * 8
+# JSON writes a number in up to ~20 characters where the frame takes 2 to 8 bytes.
+_JSON_FACTOR = 3
+NARROW_WINDOW = "ask for a narrower window (start_ps=, end_ps=), fewer tracks (tracks=) or a smaller width_px"
+
+
+def window_bytes(result: WindowResult, strings: list[str], json_form: bool) -> int:
+    """About what the window's answer takes, from its counts and names, before it is written."""
+    n_ev = sum(int(s.rows.shape[0]) for s in result.slices.values())
+    n_bx = sum(int(s.box_bucket.shape[0]) for s in result.slices.values())
+    n_ct = sum(int(c.time_ps.shape[0]) * (_COUNTER_TIME_BYTES + _SERIES_VALUE_BYTES * len(c.series_min))
+               for c in result.counters.values())
+    numbers = n_ev * _EVENT_BYTES + n_bx * _BOX_BYTES + n_ct
+    return sum(len(t) + 3 for t in strings) + numbers * (_JSON_FACTOR if json_form else 1)
+
+
+def _columns(result: WindowResult, store: ProfileStore,
+             json_form: bool) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     index = result.index
     slices = result.slices
     # Strings used by this answer, renumbered 0..n-1.
     used = [s.name_id for s in slices.values()] + [s.box_name_id for s in slices.values()]
     name_ids = sorted_unique(np.concatenate(used)) if used else np.zeros(0, np.int32)
     strings = store.strings.lookup(name_ids)
+    check_answer_bytes(window_bytes(result, strings, json_form), "the window's events and names", NARROW_WINDOW)
 
     def local(ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(name_ids, ids).astype(np.uint32)
@@ -147,13 +171,13 @@ def active_range_ps(store: ProfileStore) -> list[int]:
 
 
 def encode_json(result: WindowResult, store: ProfileStore) -> dict[str, Any]:
-    header, columns = _columns(result, store)
+    header, columns = _columns(result, store, json_form=True)
     header["columns"] = {k: v.tolist() for k, v in columns.items()}
     return header
 
 
 def encode_binary(result: WindowResult, store: ProfileStore) -> bytes:
-    header, columns = _columns(result, store)
+    header, columns = _columns(result, store, json_form=False)
     buffers = []
     offset = 0
     for name, arr in columns.items():
@@ -162,6 +186,7 @@ def encode_binary(result: WindowResult, store: ProfileStore) -> bytes:
     header["buffers"] = buffers
     head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
     head += b" " * ((-(len(head) + 8)) % 8)
+    check_answer_bytes(len(head) + offset, "the window's events and names", NARROW_WINDOW)
     out = bytearray(MAGIC + struct.pack("<I", len(head)) + head)
     for arr in columns.values():
         out += np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()

@@ -17,6 +17,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.tool import SCHEMA_VERSION
+from tbprof.domain.answer_size import NARROW_SQL
 from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
@@ -77,7 +78,8 @@ def sql(ctx: AppContext, request: Request) -> Response:
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or not 0 <= max_rows <= MAX_ROWS:
         raise BadParameter(f"field 'max_rows' must be an integer from 0 to {MAX_ROWS}")
     result = run_sql(ctx.profiles, run.name, query, host=host, max_rows=max_rows, timeout_s=TIMEOUT_S)
-    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name, **result})
+    return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run.name, **result},
+                                   narrow=NARROW_SQL)
 
 
 def tables(ctx: AppContext, request: Request) -> Response:

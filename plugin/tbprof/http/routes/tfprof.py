@@ -8,7 +8,6 @@ file holds exactly the view the page shows.
 
 from __future__ import annotations
 
-import json
 import re
 
 from werkzeug.wrappers import Request, Response
@@ -40,7 +39,8 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     stem = _SAFE.sub("_", f"{run.name}_{host}_{result.view}").strip("_")
     # tfprof_export.ExportError is a BadParameter: a 400 (http/errors.py).
     if fmt == "timeline":
-        body = json.dumps(tfprof_export.timeline_trace(profile, result), separators=(",", ":")).encode()
+        body = responses.to_json_bytes(tfprof_export.timeline_trace(profile, result),
+                                       narrow="export a narrower view (fewer nodes: max_depth=, min_micros=)")
         return responses.finish(request, body, "application/json", headers={
             "Content-Disposition": f'attachment; filename="{stem}_timeline.json"'})
     metric = args.get("metric", "micros")

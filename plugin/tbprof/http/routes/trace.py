@@ -61,6 +61,13 @@ def _tracks_arg(store: ProfileStore, raw: str | None) -> list[int] | None:
     return tracks
 
 
+# How to ask for less of a search page, a range's summary, an event's details.
+NARROW_SEARCH = "ask for a smaller page (limit=) or a narrower query"
+NARROW_RANGE = "ask for fewer rows (limit=), a narrower range or fewer tracks (tracks=)"
+NARROW_DETAILS = ("the event's own fields and its linked events' names take more than that; its name and times "
+                  "are in the trace answer, and $TBPROF_MEMORY_BYTES raises the bound")
+
+
 def _gzip_ok(request: Request) -> bool:
     return "gzip" in request.headers.get("Accept-Encoding", "")
 
@@ -83,7 +90,8 @@ def trace(ctx: AppContext, request: Request) -> Response:
     def build() -> tuple[bytes, str, dict[str, str]]:
         result = query_window(store, start_ps, end_ps, width_px, tracks)
         if fmt == "json":
-            body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name})
+            body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name},
+                                           narrow=encoding.NARROW_WINDOW)
             mime = "application/json"
         else:
             body = encoding.encode_binary(result, store)
@@ -115,7 +123,7 @@ def trace_search(ctx: AppContext, request: Request) -> Response:
     from_ps = params.int_arg(args, "from_ps", None, lo=-MAX_PS, hi=MAX_PS)
     result = search(store, query, regex=regex, offset=offset, limit=limit, from_ps=from_ps)  # SearchError: 400
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
-                                             "host": store.host, **result})
+                                             "host": store.host, **result}, narrow=NARROW_SEARCH)
 
 
 def trace_event(ctx: AppContext, request: Request) -> Response:
@@ -135,7 +143,7 @@ def trace_event(ctx: AppContext, request: Request) -> Response:
             raise BadParameter("trace_event needs plane= and row= (from a trace or trace_search answer)")
         details = event_details(store, plane, row)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
-                                             "host": store.host, **details})
+                                             "host": store.host, **details}, narrow=NARROW_DETAILS)
 
 
 def trace_range(ctx: AppContext, request: Request) -> Response:
@@ -148,4 +156,4 @@ def trace_range(ctx: AppContext, request: Request) -> Response:
     limit = params.int_arg(args, "limit", 100, lo=1, hi=10000) or 100
     summary = range_summary(store, start_ps, end_ps, _tracks_arg(store, args.get("tracks")), limit)
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "run": run_name,
-                                             "host": store.host, **summary})
+                                             "host": store.host, **summary}, narrow=NARROW_RANGE)

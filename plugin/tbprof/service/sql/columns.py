@@ -80,7 +80,8 @@ STAT_COLUMNS: tuple[EventColumn, ...] = (
     EventColumn("cat", "VARCHAR", "the Chrome-trace category (PyTorch: kernel, cpu_op, ...)", ("cat",), "text"),
     EventColumn("source_line", "VARCHAR", "source location the profiler recorded (XSpace source, PyTorch Source)",
                 ("source", "Source"), "text"),
-    EventColumn("call_stack", "VARCHAR", "Python call stack as recorded (PyTorch with_stack)", ("Call stack",), "text"),
+    EventColumn("call_stack", "VARCHAR", "call stack as recorded (PyTorch with_stack, XSpace source_stack)",
+                ("Call stack", "source_stack"), "text"),
     EventColumn("trace_args", "VARCHAR", "every other stat of the event as a JSON object (XProf's trace_args)",
                 kind="json"),
 )

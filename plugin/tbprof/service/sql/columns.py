@@ -26,6 +26,7 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
+from tbprof.store.memo import estimate_bytes
 from tbprof.store.tables import (
     KIND_BYTES,
     KIND_DOUBLE,
@@ -169,7 +170,10 @@ class PlaneColumns:
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
         if name == "trace_args":
-            return self._memo("trace_args", self._trace_args)
+            # The texts are counted (the estimate of an object array counts its pointers only);
+            # events of one metadata without stats of their own share its text.
+            return self.store.memo(("sql_column", self.plane_index, "trace_args"), self._trace_args,
+                                   size=_texts_bytes)
         spec = _BY_NAME[name]
         return self._memo(name, lambda: self._stat(spec))
 
@@ -324,6 +328,11 @@ class PlaneColumns:
         """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
         cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
         return cols or {"event_id": self.column("event_id")}
+
+
+def _texts_bytes(texts: np.ndarray) -> int:
+    distinct = {id(t): t for t in texts.tolist() if t is not None}
+    return int(texts.nbytes) + sum(estimate_bytes(t) for t in distinct.values())
 
 
 def _stat_values(table: StatTable, blobs: list[bytes], names: Any,

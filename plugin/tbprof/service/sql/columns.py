@@ -106,6 +106,8 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
+# One encoder for every event's trace_args (json.dumps would make one per call with these options).
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def text_table(texts: list[str]) -> np.ndarray:
@@ -276,12 +278,13 @@ class PlaneColumns:
         plane, store = self.plane, self.store
         named = {store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
         names = store.strings
+        keys = {int(i): names[int(i)] for table in (plane.meta_stats, plane.stats) for i in np.unique(table.stat_id)}
         meta_args: dict[int, dict[str, Any]] = {}
         for owner, stat_id, value in _stat_values(plane.meta_stats, plane.blobs, names, named):
-            meta_args.setdefault(owner, {})[names[stat_id]] = value
+            meta_args.setdefault(owner, {})[keys[stat_id]] = value
         own_args: dict[int, dict[str, Any]] = {}
         for owner, stat_id, value in _stat_values(plane.stats, plane.blobs, names, named):
-            own_args.setdefault(owner, {})[names[stat_id]] = value
+            own_args.setdefault(owner, {})[keys[stat_id]] = value
         out = np.full(plane.n_events, None, dtype=object)
         meta_idx = np.asarray(plane.meta_idx)
         meta_rows = np.flatnonzero(np.isin(meta_idx, np.fromiter(meta_args, dtype=np.int64, count=len(meta_args))))
@@ -293,10 +296,10 @@ class PlaneColumns:
             if own is None and meta is not None:
                 m = int(meta_idx[row])
                 if m not in meta_text:
-                    meta_text[m] = json.dumps(meta, ensure_ascii=False)
+                    meta_text[m] = _JSON.encode(meta)
                 out[row] = meta_text[m]
             else:
-                out[row] = json.dumps({**(meta or {}), **(own or {})}, ensure_ascii=False)
+                out[row] = _JSON.encode({**(meta or {}), **(own or {})} if meta else own)
         return out
 
     def _tf_op(self, name: str) -> Any:

@@ -12,7 +12,9 @@ query says ``*``): a derived column costs 1-9 bytes an event, and most queries n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import json
+import math
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,18 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
-from tbprof.store.tables import Plane, ProfileStore
+from tbprof.store.memo import estimate_bytes
+from tbprof.store.tables import (
+    KIND_BYTES,
+    KIND_DOUBLE,
+    KIND_NONE,
+    KIND_REF,
+    KIND_STR,
+    KIND_UINT64,
+    Plane,
+    ProfileStore,
+    StatTable,
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ class EventColumn:
     sql_type: str  # the DuckDB type a user sees
     doc: str
     stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
-    kind: str = "int"  # "int" | "float" | "text" for stat columns
+    kind: str = "int"  # "int" | "float" | "text" | "json" (trace_args) for stat columns
 
 
 # Stat columns: XProf's Events DB name where the meaning is the same (docs/sql.md maps them).
@@ -66,6 +79,12 @@ STAT_COLUMNS: tuple[EventColumn, ...] = (
     EventColumn("memory_accessed", "BIGINT", "bytes accessed the profiler recorded", ("bytes_accessed",)),
     EventColumn("bytes", "BIGINT", "bytes of a memory or copy event (PyTorch traces)", ("Bytes", "bytes")),
     EventColumn("cat", "VARCHAR", "the Chrome-trace category (PyTorch: kernel, cpu_op, ...)", ("cat",), "text"),
+    EventColumn("source_line", "VARCHAR", "source location the profiler recorded (XSpace source, PyTorch Source)",
+                ("source", "Source"), "text"),
+    EventColumn("call_stack", "VARCHAR", "call stack as recorded (PyTorch with_stack, XSpace source_stack)",
+                ("Call stack", "source_stack"), "text"),
+    EventColumn("trace_args", "VARCHAR", "every other stat of the event as a JSON object (XProf's trace_args)",
+                kind="json"),
 )
 
 # Columns read from the event table itself (or derived from its structure).
@@ -87,6 +106,8 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
+# One encoder for every event's trace_args (json.dumps would make one per call with these options).
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def text_table(texts: list[str]) -> np.ndarray:
@@ -150,6 +171,11 @@ class PlaneColumns:
             return self._host_texts("hlo_op", self._hlo_op)
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
+        if name == "trace_args":
+            # The texts are counted (the estimate of an object array counts its pointers only);
+            # events of one metadata without stats of their own share its text.
+            return self.store.memo(("sql_column", self.plane_index, "trace_args"), self._trace_args,
+                                   size=_texts_bytes)
         spec = _BY_NAME[name]
         return self._memo(name, lambda: self._stat(spec))
 
@@ -243,6 +269,39 @@ class PlaneColumns:
             has |= s_has
         return _masked_float(values, has) if spec.kind == "float" else _masked_int(values, has)
 
+    def _trace_args(self) -> np.ndarray:
+        """Each event's stats that no other column holds, as JSON text (NULL for an event with none).
+
+        Its metadata's stats first, its own after (an own value wins, as XProf reads stats);
+        numbers are JSON numbers, text and stat references are strings, bytes are hex strings.
+        Built from the long stat tables in one pass over their rows."""
+        plane, store = self.plane, self.store
+        named = {store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+        names = store.strings
+        keys = {int(i): names[int(i)] for table in (plane.meta_stats, plane.stats) for i in np.unique(table.stat_id)}
+        meta_args: dict[int, dict[str, Any]] = {}
+        for owner, stat_id, value in _stat_values(plane.meta_stats, plane.blobs, names, named):
+            meta_args.setdefault(owner, {})[keys[stat_id]] = value
+        own_args: dict[int, dict[str, Any]] = {}
+        for owner, stat_id, value in _stat_values(plane.stats, plane.blobs, names, named):
+            own_args.setdefault(owner, {})[keys[stat_id]] = value
+        out = np.full(plane.n_events, None, dtype=object)
+        meta_idx = np.asarray(plane.meta_idx)
+        meta_rows = np.flatnonzero(np.isin(meta_idx, np.fromiter(meta_args, dtype=np.int64, count=len(meta_args))))
+        rows = np.union1d(meta_rows, np.fromiter(own_args, dtype=np.int64, count=len(own_args)))
+        meta_text: dict[int, str] = {}
+        for row in rows.tolist():
+            own = own_args.get(row)
+            meta = meta_args.get(int(meta_idx[row]))
+            if own is None and meta is not None:
+                m = int(meta_idx[row])
+                if m not in meta_text:
+                    meta_text[m] = _JSON.encode(meta)
+                out[row] = meta_text[m]
+            else:
+                out[row] = _JSON.encode({**(meta or {}), **(own or {})} if meta else own)
+        return out
+
     def _tf_op(self, name: str) -> Any:
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
             sid = self.store.stat_id("tf_op")
@@ -272,6 +331,38 @@ class PlaneColumns:
         """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
         cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
         return cols or {"event_id": self.column("event_id")}
+
+
+def _texts_bytes(texts: np.ndarray) -> int:
+    distinct = {id(t): t for t in texts.tolist() if t is not None}
+    return int(texts.nbytes) + sum(estimate_bytes(t) for t in distinct.values())
+
+
+def _stat_values(table: StatTable, blobs: list[bytes], names: Any,
+                 skip: Collection[int]) -> Iterator[tuple[int, int, Any]]:
+    """(owner, stat id, JSON value) of each stat row whose stat is not in ``skip``."""
+    if len(table) == 0:
+        return
+    keep = ~np.isin(table.stat_id, np.fromiter(skip, dtype=np.int64, count=len(skip)))
+    owners, stat_ids = table.owner[keep].tolist(), table.stat_id[keep].tolist()
+    kinds, values = table.kind[keep], table.value[keep]
+    as_double = values.view(np.float64).tolist()
+    as_uint = values.view(np.uint64).tolist()
+    for i, (kind, value) in enumerate(zip(kinds.tolist(), values.tolist(), strict=True)):
+        got: Any
+        if kind == KIND_DOUBLE:
+            got = as_double[i] if math.isfinite(as_double[i]) else None
+        elif kind == KIND_UINT64:
+            got = as_uint[i]
+        elif kind in (KIND_STR, KIND_REF):
+            got = names[value] if 0 <= value < len(names) else None
+        elif kind == KIND_BYTES:
+            got = blobs[value].hex() if 0 <= value < len(blobs) else None
+        elif kind == KIND_NONE:
+            got = None
+        else:
+            got = value
+        yield owners[i], stat_ids[i], got
 
 
 def device_name(plane_name: str) -> str:

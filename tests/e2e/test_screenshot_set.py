@@ -1,9 +1,10 @@
 """A screenshot of every page of every demo run, at 1600 px light and 1280 px dark, for a
 person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
 
-Opt-in with ``TBPROF_SCREENSHOT_SET=1``: about two minutes of page loads that CI need not
-spend; without it the test says so in its skip reason. ``TBPROF_SCREENSHOT_RUNS=torch_ddp,tpu``
-shoots only the runs whose names start with one of those prefixes. Each page must load without a browser
+The whole set with ``TBPROF_SCREENSHOT_SET=1`` (about two minutes of page loads that CI need not
+spend); without it, only the runs of ``SMOKE_RUNS`` (every page of a PyTorch and a TPU run).
+``TBPROF_SCREENSHOT_RUNS=torch_ddp,tpu`` shoots only the runs whose names start with one of those
+prefixes. Each page must load without a browser
 error and show no error message, so the set doubles as a smoke test of every page.
 """
 
@@ -25,7 +26,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ENABLED = os.environ.get("TBPROF_SCREENSHOT_SET") == "1"
 OUT = SCREENSHOTS / "set"
-ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p)
+SMOKE_RUNS = ("torch_cnn", "tpu_inference")
+ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p) or (() if ENABLED else SMOKE_RUNS)
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
 # Pages that ask for a user action (a query, a capture) before they show anything of a run.
@@ -41,8 +43,6 @@ SETTLED_JS = """
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[Any]:
-    if not ENABLED:
-        pytest.skip("set TBPROF_SCREENSHOT_SET=1 to write the screenshot set")
     root = tmp_path_factory.mktemp("e2e_shots")
     shutil.copytree(sample_profiles, root / "logs")
     server = PluginServer(root / "logs", root / "cache")

@@ -127,9 +127,11 @@ from tbprof.cache.memory_guard import release_free_memory
 def rss():
     return next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmRSS')) // 1024
 keep = []
+import ctypes
+# Mid-sized blocks from the heap, as after glibc raised its mmap threshold on freeing a large block
+# (set here, M_MMAP_THRESHOLD = -3: the dynamic raise depends on what the process did before).
+ctypes.CDLL("libc.so.6").mallopt(-3, 32 << 20)
 def convert():  # like a conversion thread: many mid-sized temporaries, a few kept
-    big = np.ones(4_000_000)  # freeing a 32 MB block raises glibc's mmap threshold to 32 MB
-    del big
     temps = [np.ones(100_000) for _ in range(500)]  # 500 x 0.8 MB, now from this thread's heap
     keep.extend(temps[::50])
 t = threading.Thread(target=convert)
@@ -144,7 +146,8 @@ print(before, rss())
 def test_freed_conversion_memory_goes_back_to_the_kernel() -> None:
     # Memory freed on a conversion thread stayed resident under the tools that ran next, until
     # trimmed. A child process: a fresh allocator.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_"))}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
     out = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True, text=True, env=env, check=True)
     before, after = (int(x) for x in out.stdout.split())
     assert before - after > 200, (before, after, out.stderr)  # 450 of the 500 temporaries (~360 MB) were freed

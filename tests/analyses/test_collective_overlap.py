@@ -188,3 +188,23 @@ def test_gpu_profiles_have_no_xla_async_windows_in_xprof(sample_profiles: Path) 
     assert want["status"] == "NO_DEVICE_TIMELINE_EVENTS"
     path = next((sample_profiles / "jax_mlp").rglob("vm.xplane.pb"))
     assert collective_overlap.compute([read_xspace(path)], {})["collective_count"] > 0
+
+
+@pytest.mark.parametrize("prefetch_us", [0, 250])
+def test_overlap_of_an_fsdp2_run_follows_the_rule(tmp_path: Path, prefetch_us: int) -> None:
+    """The FSDP2-style fixture of tests/kineto_llm.py (written from Kineto's documented fields):
+    all-gathers and reduce-scatters on streams of their own, rank 1 a step behind; with
+    ``prefetch_us`` each all-gather after the first starts that much earlier."""
+    from tests import kineto_llm
+
+    paths = []
+    for rank in (0, 1):
+        path = tmp_path / f"rank{rank}.1.pt.trace.json"
+        path.write_text(json.dumps(kineto_llm.rank_trace(rank, prefetch_us=prefetch_us)))
+        paths.append(path)
+    result = collective_overlap.compute([read_chrome_trace(p) for p in paths], {})
+    for path in paths:
+        _check(result, path.name.removesuffix(".pt.trace.json"), _kineto_events(path))
+    # Every all-gather and reduce-scatter of both ranks is there (4 steps each).
+    rows = [r for r in _rows(result["tables"]["events"]) if r["kind"] == "collective"]
+    assert len(rows) == 2 * 2 * len(kineto_llm.STEPS)

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv --system-site-packages .venv || {
   apt-get install -y -qq python3-venv >/dev/null && "$PY" -m venv --system-site-packages .venv; }
-.venv/bin/python -m pip install -q --disable-pip-version-check .
+# The [sql] extra: the Query page runs on DuckDB.
+.venv/bin/python -m pip install -q --disable-pip-version-check ".[sql]"
 exec .venv/bin/python -m tensorboard.main --logdir demo_logs --port "${PORT:-6006}" "$@"

@@ -8,8 +8,8 @@
 * A gzip of one real member followed by many empty members: the input after a member is not
   copied at every member (time linear in the file), and past ``MAX_GZIP_MEMBERS`` it is refused.
 
-Files are generated here. The one timing asserted is a ratio: twice the input takes at most 2.5x
-the time (best of three runs each).
+Files are generated here. Linear time is asserted on the work done, counted, not timed: the bytes
+handed to the JSON scanner and to zlib, for an input and for twice that input.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import gzip
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+import types
+import zlib
 from pathlib import Path
 
 import pytest
 
+from tbprof._core import jsonscan
 from tbprof.errors import ProfileReadError
 from tbprof.readers import chrome_trace
 from tbprof.readers.chrome_trace import MAX_GZIP_MEMBERS, chrome_trace_from_bytes
@@ -32,17 +33,44 @@ from tests.servers import PLUGIN_SRC
 _EVENT = b'{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"k"}'
 
 
-def _best_seconds(run: Callable[[], object], times: int = 3) -> float:
-    best = float("inf")
-    for _ in range(times):
-        t0 = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - t0)
-    return best
+class _CountingScanner(jsonscan.Scanner):
+    """The compiled scanner, counting the bytes it is handed (each byte handed is scanned)."""
+    fed_bytes = 0
+
+    def feed(self, data: bytes | bytearray | memoryview, base: int, final: bool) -> int:
+        type(self).fed_bytes += len(data)
+        return int(super().feed(data, base, final))
 
 
-def _ratio(run_of: Callable[[int], Callable[[], object]], n: int) -> float:
-    return _best_seconds(run_of(2 * n)) / _best_seconds(run_of(n))
+class _CountingInflater:
+    """A zlib decompressor counting the input it is handed: at a member's end zlib copies what it
+    did not use into ``unused_data``, so the input handed per call is the work done."""
+    handed_bytes = 0
+
+    def __init__(self, wbits: int) -> None:
+        self._d = zlib.decompressobj(wbits=wbits)
+
+    def decompress(self, data: bytes | memoryview, max_length: int = 0) -> bytes:
+        type(self).handed_bytes += len(data)
+        return self._d.decompress(data, max_length)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._d, name)
+
+
+class _WithCountingScanner(types.ModuleType):
+    """The scanner module as the reader sees it, its ``Scanner`` counting."""
+    Scanner = _CountingScanner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(jsonscan, name)
+
+
+def _scanned_bytes(monkeypatch: pytest.MonkeyPatch, data: bytes, window_bytes: int) -> int:
+    monkeypatch.setattr(chrome_trace, "jsonscan", _WithCountingScanner("jsonscan"))
+    _CountingScanner.fed_bytes = 0
+    chrome_trace_from_bytes(data, "unit.json", "h", window_bytes=window_bytes)
+    return _CountingScanner.fed_bytes
 
 
 _PEAK_CHILD = """
@@ -83,16 +111,17 @@ def _one_unit(mb: int) -> bytes:
     return b'{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"name":"' + b"a" * (mb << 20) + b'"}]}'
 
 
-def test_one_long_unit_reads_in_linear_time() -> None:
-    # Windows of 256 KiB: a 32 MB event spans 128 of them, as a 2 GB one spans 128 of 16 MiB. Both
-    # sizes are larger than a CPU cache, whose edge would bend the ratio.
-    def run_of(mb: int) -> Callable[[], object]:
-        data = _one_unit(mb)
-        return lambda: chrome_trace_from_bytes(data, "unit.json", "h", window_bytes=256 << 10)
-
+def test_one_long_unit_reads_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
     store = chrome_trace_from_bytes(_one_unit(1), "unit.json", "h", window_bytes=64 << 10)
     assert "a" * (1 << 20) in store.strings.as_list()
-    assert _ratio(run_of, 32) <= 2.5
+    # Windows of 64 KiB: an 8 MB event spans 128 of them, as a 2 GB one spans 128 of 16 MiB. Rescanned
+    # at every window (the quadratic reading) it would be handed ~64x its length; gathered by
+    # doubling, each doubling is scanned once: under 4x its length, and twice the unit twice the work.
+    one, two = (_one_unit(mb) for mb in (8, 16))
+    scanned_one = _scanned_bytes(monkeypatch, one, 64 << 10)
+    scanned_two = _scanned_bytes(monkeypatch, two, 64 << 10)
+    assert len(one) <= scanned_one <= 4 * len(one)
+    assert scanned_two <= 2.5 * scanned_one
 
 
 def test_one_unit_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,20 +137,25 @@ def _members(extra: int) -> bytes:
     return gzip.compress(b'{"traceEvents":[' + _EVENT + b"]}") + gzip.compress(b"") * extra
 
 
-def test_gzip_members_read_in_linear_time_and_capped() -> None:
+def test_gzip_members_read_in_linear_time_and_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     # Under the cap: every member read, the event of the first one kept.
     store = chrome_trace_from_bytes(_members(MAX_GZIP_MEMBERS - 1), "m.json.gz", "h")
     assert sum(int(p.start_ps.shape[0]) for p in store.planes) == 1
     with pytest.raises(ProfileReadError, match="members"):
         chrome_trace_from_bytes(_members(MAX_GZIP_MEMBERS), "m.json.gz", "h")
 
-    # 1 MB and 2 MB of empty members (20 bytes each): answered in time linear in the file.
-    def run_of(mb: int) -> Callable[[], object]:
-        data = _members(mb * 50_000)
+    # 1 MB and 2 MB of empty members (20 bytes each): refused past the cap, the input handed to zlib
+    # bounded by the members read (each at most one input step), whatever follows them. Handing
+    # zlib the rest of the file at every member (the quadratic reading) is ~MAX_GZIP_MEMBERS x 1 MB.
+    monkeypatch.setattr(chrome_trace, "zlib", types.SimpleNamespace(decompressobj=_CountingInflater, error=zlib.error))
 
-        def run() -> None:
-            with pytest.raises(ProfileReadError, match="members"):
-                chrome_trace_from_bytes(data, "m.json.gz", "h")
-        return run
+    def handed_bytes(data: bytes) -> int:
+        _CountingInflater.handed_bytes = 0
+        with pytest.raises(ProfileReadError, match="members"):
+            chrome_trace_from_bytes(data, "m.json.gz", "h")
+        return _CountingInflater.handed_bytes
 
-    assert _ratio(run_of, 1) <= 2.5
+    one, two = _members(50_000), _members(100_000)
+    handed_one, handed_two = handed_bytes(one), handed_bytes(two)
+    assert handed_one <= MAX_GZIP_MEMBERS * chrome_trace._GZIP_INPUT_BYTES
+    assert handed_two <= 2.5 * handed_one

@@ -233,3 +233,14 @@ def test_recording_snippet_writes_a_profile_tbprof_opens(marker: str, logdir: st
     summary = tbprof.open(tmp_path / logdir, cache_dir=cache_dir).summary()
     assert summary["step_confidence"] == "markers"
     assert summary["step_count"] == SHOWN_STEPS
+
+
+def test_every_extra_named_is_an_extra() -> None:
+    setup = (REPO / "setup.py").read_text(encoding="utf-8")
+    extras = set(re.findall(r'^\s+"([\w-]+)": \[', setup[setup.index("extras_require"):], re.MULTILINE))
+    named: set[str] = set()
+    for doc in (README, *REFERENCE_DOCS):
+        for group in re.findall(r'(?:tbprof|\.)\[([\w,-]+)\]', doc.read_text(encoding="utf-8")):
+            named |= set(group.split(","))
+    assert named >= {"sql", "pandas", "remote", "agent", "distributed", "test"}
+    assert named - extras == set()

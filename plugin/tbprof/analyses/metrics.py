@@ -1,8 +1,8 @@
 """The headline metrics that several pages show: one key, one name that says its denominator,
-one definition, one formula (#29 §1).
+one definition, one formula.
 
-The same word ("device idle", "collectives") meant three different fractions on three pages
-(of step time, of the device op time, of HTA's kernel timeline), and read as three
+The same word ("device idle", "collectives") can mean three different fractions (of step
+time, of the device op time, of HTA's kernel timeline), which a reader takes for three
 contradicting numbers. Each meaning is a ``Metric`` here; a tool result carries the ones it
 shows as ``"metrics": [MetricJson, ...]`` (built by ``metric_json``), and the dashboard draws
 the label, the denominator and the tooltip from that entry, never its own text, so a page that

@@ -29,7 +29,7 @@ class OptionError(BadParameter):
 
 
 # A number option without its own max_value is still bounded: analyses hand options to numpy
-# (int64 columns, float64 thresholds), where 10**23 overflows into a 500 (issue #25).
+# (int64 columns, float64 thresholds), where 10**23 would overflow into a 500.
 DEFAULT_MAX_MAGNITUDE = 2**53
 
 

@@ -614,7 +614,7 @@ def peak_fragmentation(ev: MemoryEvents) -> float:
 
 
 # What an allocator's "capacity" is, by capacity_source: (label, meaning). The one statement the
-# memory page and compare make about it (#29 §4: compare called a PyTorch reservation capacity).
+# memory page and compare make about it, so neither calls a PyTorch reservation a capacity.
 CAPACITY_MEANING: dict[str, tuple[str, str]] = {
     "allocator": ("Capacity", "the allocator's memory at the peak: bytes in use plus its free bytes "
                               "(XProf's memory capacity)"),

@@ -435,7 +435,7 @@ TOOLS = (
     Tool(
         name="kernel_stats", title="GPU kernel stats", compute=compute, compute_partials=compute, multi_host=True,
         few_planes=True,
-        aliases=("pytorch_kernel_stats",),  # PyTorch's former id, until the next release
+        aliases=("pytorch_kernel_stats",),  # an id old links and scripts use; goes at the next release
         formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
         description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",

@@ -95,7 +95,7 @@ def _merge_leaf(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def _rates(root: dict[str, Any], env: PerfEnv, root_total_us: float) -> None:
     """Every node's rates (_node_rates), walked with a stack: a name scope can be thousands
-    of levels deep (a 5,000-level one raised RecursionError, issue #25)."""
+    of levels deep in a hostile file, beyond Python's recursion limit."""
     stack = [root]
     while stack:
         node = stack.pop()

@@ -1,5 +1,5 @@
 """Device compute precision: the share of device compute time in 16-bit floating point, from
-what the profile actually says about element types (#29 §3).
+what the profile actually says about element types.
 
 XProf's rule (steps/breakdown.classify_gpu_event) calls a kernel 16-bit when its TensorFlow
 ``tensor_shapes`` say "half", or, without them, when its name says "fp16". A JAX or PyTorch

@@ -41,7 +41,7 @@ COLLECTIVES_PERCENT = 20.0  # of device op self time in collectives
 IDLE_PERCENT = 30.0  # of the device time span with no op running
 
 
-# What each rule found, as a heading for people (the page showed rule ids, #29 §4).
+# What each rule found, as a heading for people: a rule id means nothing to a reader.
 RULE_TITLES = {
     "input_bound": "The steps wait for input",
     "kernel_launch_overhead": "Launching kernels takes much of the step",

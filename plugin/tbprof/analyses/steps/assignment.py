@@ -403,7 +403,8 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     per_dev = np.zeros((len(devices), len(begin), sb.N_TYPES), np.int64)
     # A device's column: its own events plus the host's (host compute, input, kernel launch serve
     # every device of the host), so a one-device host's column equals its "all devices" one and
-    # both name the same bottleneck (#29 §4: PyTorch rank 1 read "Host compute" and "All others").
+    # both name the same bottleneck (else one PyTorch rank could read "Host compute" in one and
+    # "All others" in the other).
     on_host = ~np.isin(plane_of, np.asarray(devices, dtype=plane_of.dtype)) if len(plane_of) else plane_of.astype(bool)
     for d, pi in enumerate(devices):
         per_dev[d] = _breakdown(step_idx, st, en, ty, begin, end, (plane_of == pi) | on_host)

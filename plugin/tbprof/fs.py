@@ -367,7 +367,7 @@ def walk_listing(root: UrlPath) -> dict[UrlPath, list[str]]:
 def shown_name(name: str) -> str:
     """A file or folder name as text: POSIX names are bytes, and one that is not UTF-8 comes
     from ``os.walk`` with surrogate escapes, which no JSON encoder, URL or terminal takes
-    (issue #25: one such file emptied the run list). Each undecodable byte is shown as
+    (one such file would empty the run list). Each undecodable byte is shown as
     ``\\xNN``; run and host names are looked up in the discovered map, never decoded back."""
     if name.isascii():
         return name

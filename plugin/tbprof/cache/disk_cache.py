@@ -52,11 +52,11 @@ from tbprof.fs import Location
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
-# Bump when the store layout changes, so old entries are ignored (3: JSON metadata, no pickle,
-# and the store's trace metadata: Kineto's deviceProperties and distributedInfo; 4: Kineto stores
-# in one vocabulary, their devices found by their work, marked by metadata "producer"; 5: Kineto
-# devices carry their vendor, deviceProperties matched by position where ids differ; 6: Chrome
-# trace times exact to the file's decimal text, no longer via float64).
+# Bump when the store layout changes, so entries of another layout are ignored. This layout:
+# JSON metadata (never pickle) with the trace metadata (Kineto's deviceProperties, matched by
+# position where ids differ, and distributedInfo); Kineto stores in one vocabulary, their
+# devices found by their work, marked by metadata "producer" and carrying their vendor; Chrome
+# trace times exact to the file's decimal text, never through float64.
 FORMAT_VERSION = 6
 META = "meta.json"
 # Per entry: its source (path and format) and size, so trimming reads one small file per entry.

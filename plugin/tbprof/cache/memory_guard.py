@@ -216,7 +216,7 @@ def release_free_memory() -> None:
     A conversion frees most of what it allocated (the reader's temporaries), but glibc keeps freed
     blocks under its mmap threshold in the heap of the thread that freed them, and a conversion
     runs on a background thread: the tools that then run on another thread cannot reuse them, so
-    the process' peak was the conversion's leftovers plus the tools' own memory (the peak RSS of
+    the process' peak would be the conversion's leftovers plus the tools' own memory (the peak RSS of
     ``bench/json_bench.py``'s summaries shows it).
     """
     global _trim

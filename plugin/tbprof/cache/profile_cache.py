@@ -147,7 +147,7 @@ class ProfileCache:
     def persist_detached(self) -> None:
         """Writes pending stores from a detached child process, for a command-line process that
         has printed its answer and is about to exit: writing a large store (bench/measurements.md#serving)
-        then no longer delays the prompt, and the next command finds the entry once the child has
+        then does not delay the prompt, and the next command finds the entry once the child has
         committed it (an entry is renamed into place whole, so a command that comes sooner simply
         converts again). Where forking is not safe (not Linux, other threads alive: a process
         pool, fsspec's event loop) the writes run as ``persist_pending`` does and the process

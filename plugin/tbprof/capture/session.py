@@ -204,7 +204,7 @@ def _backoff_s(attempt: int) -> float:
 
 
 def failure_floor_s(retries: int, connect_timeout_s: float) -> float:
-    """The time before any failed address is answered (issue #25): as long as a silent
+    """The time before any failed address is answered: as long as a silent
     (filtered) host takes to give up, plus the backoffs of a refused one's retries. A closed
     port, a filtered one and another service then answer alike, after the same time."""
     return connect_timeout_s + sum(_backoff_s(i) for i in range(retries))
@@ -216,7 +216,7 @@ def repository_root_for(address: Address, root: Location) -> str:
     A server on this machine (a loopback address) or any server writing to a URL logdir
     needs the full root. Any other server gets ``plugins/profile``, relative to its own working
     directory: our absolute logdir path says nothing it needs and names this machine's
-    folders to whatever listens there (issue #25).
+    folders to whatever listens there.
     """
     if isinstance(root, UrlPath) or address.loopback:
         return str(root)
@@ -271,7 +271,7 @@ def capture_one(address: Address, host: str, options: CaptureOptions, root: Loca
         return result(False, "empty_trace", (
             f"the profiler server at {address.text} answered but collected no events in {options.duration_ms} ms "
             f"({tries}): was the program running steps? Try a longer duration or higher tracer levels."))
-    # Every other failure answers alike (issue #25): one kind, one message, the most attempts
+    # Every other failure answers alike: one kind, one message, the most attempts
     # allowed, and no sooner than failure_floor_s. Refused, silent (filtered), another service
     # (UNIMPLEMENTED, UNAUTHENTICATED...) or a server's own error: telling them apart, or timing
     # them, would make capture a port scanner for whoever can reach this page. gRPC's code and

@@ -107,7 +107,7 @@ _READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check", "
 
 
 # numpy's BLAS starts a thread per core when it is imported, unless told otherwise: on a
-# many-core machine that slowed the import of every process (the command and each worker), and
+# many-core machine that slows the import of every process (the command and each worker), and
 # 64 workers would hold 64 threads each. tbprof's analyses do no large matrix products.
 # Set for this process and its workers only where the user has not set them.
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -118,8 +118,8 @@ def entry() -> None:
     after the answer, so the disk-cache writes go to a detached child (``finish_writes``).
 
     A read-only command then leaves with ``os._exit``: tearing down the interpreter (collecting the
-    objects of a converted profile, module by module) took a noticeable time after a large profile
-    (bench/measurements.md#serving), all of it after the user had the answer. Only when no thread
+    objects of a converted profile, module by module) takes a noticeable time after a large profile
+    (bench/measurements.md#serving), all of it after the user has the answer. Only when no thread
     but daemons and no child process is alive (those would be cut off), and no pool left named
     semaphores behind.
     """

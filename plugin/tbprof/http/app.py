@@ -36,7 +36,7 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 Handler = Callable[[AppContext, Request], Response]
 
-# What `tbprof serve` adds to every answer (issue #25). Profile text is data, but should a
+# What `tbprof serve` adds to every answer. Profile text is data, but should a
 # name ever reach the page as markup, the browser still runs no inline or foreign script:
 # scripts only from this server's files ('self': index.js, its chunks, boot.js), no eval.
 # Styles may be inline (the bundle injects its CSS as a <style>, ECharts styles its tooltip

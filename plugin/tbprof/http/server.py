@@ -1,8 +1,8 @@
 """The production HTTP server of ``tbprof serve``: waitress (pinned in setup.py).
 
-werkzeug's development server started a thread per connection and never timed out a silent
-one: idle connections beyond the common ``ulimit -n 1024`` stopped it answering (issue #25;
-bench/idle_connections.py). waitress reads and writes every socket on one event loop (poll(), so more than
+werkzeug's development server starts a thread per connection and never times out a silent
+one: idle connections beyond the common ``ulimit -n 1024`` stop it answering
+(bench/idle_connections.py). waitress reads and writes every socket on one event loop (poll(), so more than
 1,024 descriptors work) and runs the app on a fixed pool of threads; an idle connection costs
 a descriptor and a few KB, never a thread. TensorBoard's own server is not touched: inside
 TensorBoard the plugin is served by TensorBoard.

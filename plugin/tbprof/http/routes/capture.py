@@ -36,8 +36,8 @@ def _body(request: Request) -> dict[str, Any]:
     too_large = CaptureRefused(413, "too_large", f"request body larger than {MAX_BODY_BYTES} bytes")
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise too_large
-    # Read at most the limit: werkzeug's stream stops a chunked body there (a large chunked
-    # body used to be read whole first, costing about twice its size in memory:
+    # Read at most the limit: werkzeug's stream stops a chunked body there (otherwise a large
+    # chunked body is read whole first, costing memory beyond its size:
     # bench/measurements.md#conversion-memory).
     request.max_content_length = MAX_BODY_BYTES
     try:

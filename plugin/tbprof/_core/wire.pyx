@@ -873,8 +873,8 @@ cdef class _ParallelScan:
         """Gives chunks [lo, hi) their first buffers as slices of one numpy array.
 
         numpy asks the kernel for transparent huge pages on an array this large; separate
-        mallocs of ~1 MB per chunk and column got 4 KB pages, whose first-touch page
-        faults were most of the scan's system time (bench/measurements.md#store-build).
+        mallocs of ~1 MB per chunk and column would get 4 KB pages, whose first-touch page
+        faults dominate the scan's system time (bench/measurements.md#store-build).
         """
         cdef Py_ssize_t k, total = 0
         cdef int64_t chunk_bytes, st_cap, tx_cap
@@ -1044,7 +1044,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     ``threads`` decoder threads (default: the serial scan below ``SERIAL_BELOW_BYTES``, else
     ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
     before its columns are filled (stats: -1, not known yet) and may raise to refuse it: a file
-    of empty events costs ~12x its size in columns, far beyond what its size suggests.
+    of empty events costs many times its size in columns, far beyond what its size suggests
+    (bench/measurements.md#build-bytes).
     """
     buf_arr = as_u8(data)
     cdef const uint8_t[::1] view = buf_arr

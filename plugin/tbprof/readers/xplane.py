@@ -92,7 +92,8 @@ def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
         # Called by the scanner once it has counted, before it fills a column: a dense file (2-byte
-        # empty events) is refused here, not after its columns took 12x its size.
+        # empty events) is refused here, not after its columns have taken many times its size
+        # (bench/measurements.md#build-bytes).
         check_allocation(source, n_events * (_SCAN_BYTES_PER_EVENT + _BUILD_BYTES_PER_EVENT)
                          + max(n_stats, 0) * (_SCAN_BYTES_PER_STAT + _BUILD_BYTES_PER_STAT),
                          f"{n_events:,} events" + (f" and {n_stats:,} stats" if n_stats >= 0 else ""))
@@ -250,7 +251,7 @@ def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np
 
     The plane reader keeps the last stat of each name (``_build_plane``). JAX's scope-range plane
     carries tens of thousands of stats, each with its own metadata id and almost none with a
-    name: handing all of them to upb and then to Python was a visible share of a jax_large
+    name: handing all of them to upb and then to Python is a visible share of a jax_large
     conversion (bench/measurements.md#plane-stats). Their ids are read
     in compiled code instead and grouped by the name bytes of their metadata (ids without
     metadata form one more group): finer than the names the reader interns, so the last stat

@@ -113,7 +113,7 @@ def _add_run(runs: dict[str, Run], run: Run, logdir: Location) -> None:
     A later detector may add hosts/files to the run of the same name, kind and folder. Another
     folder can produce the same name (``a/s1/vm.xplane.pb`` beside XProf's session
     ``a/plugins/profile/s1/``, both "a/s1"): it gets its folder below the logdir in
-    parentheses, so neither hides the other (issue #25).
+    parentheses, so neither hides the other.
     """
     existing = runs.get(run.name)
     if existing is None:

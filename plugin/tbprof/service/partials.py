@@ -33,8 +33,9 @@ def available_tools(store: ProfileStore) -> list[str]:
     return [t.name for t in registry.all_tools() if store.format in t.formats and t.available(store)]
 
 
-# Memory a partial takes once decoded, per byte of its binary form: 4.5 measured with tracemalloc on
-# the demo_logs hosts, every carried value decoded (tests/service/test_partials.py checks it).
+# Memory a partial takes once decoded, per byte of its binary form, every carried value decoded:
+# rounded up from what tracemalloc sees on the demo_logs hosts (bench/measurements.md#services;
+# tests/service/test_partials.py checks the bound).
 DECODED_BYTES_PER_BLOB_BYTE = 6
 
 

@@ -1,4 +1,4 @@
-"""Several hosts' stores as one: the ranks of a PyTorch run in one timeline (#29 §5).
+"""Several hosts' stores as one: the ranks of a PyTorch run in one timeline.
 
 A multi-rank PyTorch run writes one Kineto trace per rank. The trace viewer shows them as one
 store whose planes are every rank's planes, rank after rank, each group labelled with its rank

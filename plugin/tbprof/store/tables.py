@@ -371,7 +371,7 @@ class ProfileStore:
     def skip_memo_sizes(self) -> None:
         """For a store that lives for one computation and is then dropped (a worker building a
         host's partial): its derived values are not sized for the memory budget (walking them
-        was a sizeable share of building a partial: bench/measurements.md#serving); they are
+        is a sizeable share of building a partial: bench/measurements.md#serving); they are
         freed with the store."""
         self._memo.estimate = False
 

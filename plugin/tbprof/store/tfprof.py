@@ -26,11 +26,12 @@ EXEC_COLUMNS = ("run_count", "accelerator_exec_micros", "cpu_exec_micros", "requ
                 "residual_bytes", "output_bytes", "all_start_micros", "latest_end_micros")
 
 
-# Memory per item of a tfprof file, bounding what crafted files whose items take the fewest bytes
-# took (tracemalloc and peak RSS: tests/hostile/test_tfprof_memory.py, bench/tfprof_memory_bench.py;
-# bench/measurements.md#conversion-memory): a graph node as the reader keeps it (names, op types,
-# inputs as Python lists) and in a view; a name scope (each ``/`` of a name: a scope-view node and
-# its displayed row); a call-stack frame (its ``Trace``, a code-view node and row).
+# Memory per item of a tfprof file, an upper bound of what it takes in crafted files whose
+# items are as small as they can be (tracemalloc and peak RSS: tests/hostile/test_tfprof_memory.py,
+# bench/tfprof_memory_bench.py; bench/measurements.md#conversion-memory): a graph node as the
+# reader keeps it (names, op types, inputs as Python lists) and in a view; a name scope (each
+# ``/`` of a name: a scope-view node and its displayed row); a call-stack frame (its ``Trace``,
+# a code-view node and row).
 NODE_BYTES = 2560
 SCOPE_BYTES = 2560
 FRAME_BYTES = 2560

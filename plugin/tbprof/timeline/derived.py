@@ -218,8 +218,8 @@ def _step_markers(store: ProfileStore) -> tuple[np.ndarray, list[str]]:
 
 
 def _counted_names(store: ProfileStore, marker_names: list[str]) -> list[str]:
-    """Marker names, those the step analysis leaves out marked so (#29 §5: the Steps track showed
-    train 3-12 where the overview counts train 4-11: it drops the boundary steps, which the
+    """Marker names, those the step analysis leaves out marked so: else the Steps track would show
+    train 3-12 where the overview counts train 4-11 (it drops the boundary steps, which the
     profile holds only in part)."""
     counted = set(steps_of(store).names)
     if not counted.intersection(marker_names):

@@ -155,7 +155,7 @@ def _columns(result: WindowResult, store: ProfileStore,
 def active_range_ps(store: ProfileStore) -> list[int]:
     """[start, end] of the device planes' events (memoised): where the program ran. The whole
     span also holds the profiler's start and stop on the host, often a large share of it with
-    nothing to see (#29 §5; bench/measurements.md#trace-viewer), so the viewer opens here. No device
+    nothing to see (bench/measurements.md#trace-viewer), so the viewer opens here. No device
     plane: the whole span."""
     def compute() -> list[int]:
         starts: list[int] = []

@@ -134,7 +134,7 @@ def search(store: ProfileStore, query: str, regex: bool = False, offset: int = 0
                     "start_ps": int(plane.start_ps[r]), "dur_ps": int(plane.dur_ps[r]),
                     "depth": int(plane.depth[r]), "name": capped_name(name)})
     # A kernel's name is also on its CPU launch, which comes first in time: the viewer starts at
-    # the first match on a device (#29 §5), where the kernel itself runs.
+    # the first match on a device, where the kernel itself runs.
     on_device = np.flatnonzero(np.isin(m.plane, np.asarray(device_planes_of(store), dtype=np.int32)))
     first_device = int(on_device[0]) if on_device.shape[0] else None
     return {"query": query, "regex": regex, "total": total, "offset": offset, "count": len(out),

@@ -1,4 +1,4 @@
-// Byte axes on binary-friendly ticks (issue 19): 16, 32, 48 MiB rather than the decimal
+// Byte axes on binary-friendly ticks: 16, 32, 48 MiB rather than the decimal
 // "nice" steps a chart library picks (20 MB shown as 19.07 MiB, 38.15 MiB, ...). The step is
 // a power of two bytes, so every tick is a whole number of KiB, MiB or GiB.
 

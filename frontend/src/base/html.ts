@@ -1,6 +1,6 @@
 // The one way profile text reaches HTML. ECharts renders a tooltip formatter's return value as
 // markup (innerHTML), so a plane, op or iterator name carrying `<img onerror=...>` would run as
-// script in the page (issue #25). Every tooltip formatter returns SafeHtml, which only `html`
+// script in the page. Every tooltip formatter returns SafeHtml, which only `html`
 // (below) makes: it escapes every interpolated value unless that value is itself SafeHtml.
 // eslint.config.js forbids a tooltip formatter that does not go through `tooltipHtml`, and
 // `innerHTML`/`outerHTML`/`insertAdjacentHTML` anywhere.

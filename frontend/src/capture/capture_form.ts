@@ -135,8 +135,8 @@ export function expectedMs(req: CaptureRequest): number {
 
 /**
  * What the dialog says after a capture: the report's one-line message, then one line per
- * address whose message is left out when the headline already says it (issue 19: with one
- * address the backend's headline is that address's message, and the dialog showed it twice).
+ * address whose message is left out when the headline already says it (with one address the
+ * backend's headline is that address's message, which would otherwise show twice).
  */
 export function reportLines(report: CaptureReport): { headline: string; results: { address: string; ok: boolean; message: string | null }[] } {
   return {

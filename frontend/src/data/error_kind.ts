@@ -1,5 +1,5 @@
-// What went wrong with a request, as a machine-readable kind (issue 13: the shell chose the
-// "no data" page by matching the error's text). The backend's JSON error bodies carry
+// What went wrong with a request, as a machine-readable kind, so the shell never chooses the
+// "no data" page by matching the error's text. The backend's JSON error bodies carry
 // `kind`; this module only falls back to the HTTP status for servers (and proxies) that send
 // none, and never reads the message.
 

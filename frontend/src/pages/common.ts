@@ -15,7 +15,7 @@ export const DEFAULT_PAGE_SIZE = 100;
 
 /**
  * Tables read by their name, count and time (tool/table): shown with those columns first
- * (issue 19: kernel stats put the kernel's name second and its time 14th of 17 columns).
+ * (otherwise kernel stats would put the kernel's name second and its time 14th of 17 columns).
  */
 const KEY_FIRST_TABLES = new Set([
   "kernel_stats/kernels", "framework_op_stats/ops", "tf1_op_stats/ops", "pytorch_op_stats/operators",
@@ -175,7 +175,7 @@ function firstDifference(a: string, b: string): number {
 
 /**
  * Legend labels of at most `maxChars`: names cut in the middle, except where that makes two
- * labels the same ("ncclDevKern…orage<4096ul>)" four times, #29 §4): those show the part where
+ * labels the same ("ncclDevKern…orage<4096ul>)" four times): those show the part where
  * they differ from each other, with "…" on the sides cut away.
  */
 export function legendLabels(names: readonly string[], maxChars: number): Map<string, string> {
@@ -215,7 +215,7 @@ export function legendCharsFor(widthPx: number): number {
 }
 
 /**
- * A donut of the largest `top` slices plus "Other" (issue 19): the legend lists every slice
+ * A donut of the largest `top` slices plus "Other": the legend lists every slice
  * beside the donut (no paging) with long names cut in the middle and whole on hover, and
  * percentages sit inside the slices, so nothing is cut at 1280 px.
  */
@@ -248,7 +248,7 @@ export function pieOption(slices: readonly Slice[], unit: string, top = 8, legen
 
 /**
  * A pie of `slices` in `parent`, or a sentence when there is nothing to compare: a donut
- * that is one 100 % ring says less than "all of it is X" (issue 19).
+ * that is one 100 % ring says less than "all of it is X".
  */
 export function pieChart(ctx: PageContext, parent: HTMLElement, opts: ChartOptions, slices: readonly Slice[], unit: string,
   what: { measure: string; kind: string }): Chart | null {

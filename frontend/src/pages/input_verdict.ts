@@ -1,4 +1,4 @@
-// The input-bound verdict as the backend states it (issue 13: the backend owns verdicts).
+// The input-bound verdict as the backend states it (the backend owns verdicts, so pages agree).
 // The overview's "Waiting for input" card and the input pipeline analyzer both colour and
 // name the verdict from `input_bound` ("high" | "moderate" | "potential" | "no" | "unknown")
 // and show the thresholds the backend sends beside it; nothing here compares percentages,

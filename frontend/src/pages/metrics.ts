@@ -1,7 +1,7 @@
 // Headline metrics with one definition each (the backend's analyses/metrics.py): a tool result
 // lists the ones its page shows under "metrics", with the label, the denominator ("of step
 // time") and the definition. Pages draw them from there and never compute or name them again,
-// so "Device idle, of step time" reads the same number wherever it appears (#29 §1).
+// so "Device idle, of step time" reads the same number wherever it appears.
 
 import { formatPercent } from "../base/format";
 import type { Card, Tone } from "../widgets/cards";

@@ -33,7 +33,7 @@ export const STEP_CATEGORIES: readonly Category[] = [
 ];
 
 /**
- * The host each bar of an all-hosts step chart comes from (issue 19): the backend's
+ * The host each bar of an all-hosts step chart comes from: the backend's
  * `step_time_graph.host` (one per step), else the host of the same step in the steps table
  * (when the step's name is on one host only). Null when every step is on the same host.
  */
@@ -132,8 +132,8 @@ const TIME_UNITS: readonly (readonly [string, number])[] = [["s", 1000], ["ms", 
 
 /**
  * "5.9 µs ± 0.018": the mean in the unit that keeps it ≥ 1 (3 significant digits), the standard
- * deviation in the same unit (2 significant digits): "0.0059 ms ± 0.000018" made the reader
- * count zeros (#29 §4).
+ * deviation in the same unit (2 significant digits): "0.0059 ms ± 0.000018" would make the
+ * reader count zeros.
  */
 export function meanAndSpread(avgMs: number, sdMs: number | null): string {
   const [unit, perUnitMs] = TIME_UNITS.find(([, ms]) => Math.abs(avgMs) >= ms) ?? (avgMs === 0 ? ["ms", 1] : ["ns", 1e-6]);

@@ -1,4 +1,4 @@
-// Tool options as real controls (issue 19: free-text boxes above the title): which control an
+// Tool options as real controls, not free-text boxes: which control an
 // option gets, how options are grouped, and what goes into the URL ("o.<name>", absent when
 // the value is the default). DOM-free; option_controls.ts draws it.
 

@@ -2,7 +2,7 @@
 // tool takes several hosts), the run's tool list, reload, header actions, and the page area.
 // Everything it shows follows the URL state; every failure becomes a readable message.
 //
-// The run list is paged (issue #25: a logdir of many runs sent megabytes on every page load,
+// The run list is paged (the whole list of a logdir of many runs would be megabytes on each load,
 // bench/measurements.md#frontend): the selector holds the first RUN_PAGE runs, a "more" entry
 // loads the next page, the filter box searches every run on the backend (`q`), and a run named
 // in the URL is looked up on its own.
@@ -100,7 +100,7 @@ export class Shell {
     this.page = h("main", { class: "tbp-page", "data-page": "" });
     clear(root);
     root.classList.add("tbp-app");
-    // Below 1100 px the tool list folds away behind this button (#29 §6); wider, it is hidden.
+    // Below 1100 px the tool list folds away behind this button; wider, it is hidden.
     const navToggle = h("button", { type: "button", class: "tbp-btn tbp-nav-toggle", "aria-label": "Tools", "aria-expanded": "false", title: "Show or hide the tool list" }, "☰ Tools");
     navToggle.addEventListener("click", () => {
       const open = root.classList.toggle("tbp-nav-open");
@@ -569,7 +569,7 @@ export class Shell {
     });
   }
 
-  /** Options belong under the page's title (issue 19), once the page has drawn one. */
+  /** Options belong under the page's title, where they read as part of that page, once the page has drawn one. */
   private placeOptions(): void {
     const title = this.page.querySelector(":scope > .tbp-page-title");
     if (title && !this.optionsBar.hidden) title.after(this.optionsBar);

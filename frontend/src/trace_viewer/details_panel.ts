@@ -39,7 +39,7 @@ function kv(rows: [string, string | Node][]): HTMLElement {
 
 /**
  * "step 4" for a step marker (its step_num stat), as the Steps track and the overview name the
- * step ("train 4"); null for other events (#29 §5: the panel said "train" without the number).
+ * step ("train 4"), where "train" alone would not say which; null for other events.
  */
 export function stepLabel(stats: readonly { name: string; value: unknown }[]): string | null {
   const n = stats.find((s) => s.name === "step_num")?.value;

@@ -73,7 +73,7 @@ export class PanelSplitter {
 
   /**
    * The panel's content changed. Something to show: unfold (its details must be seen). Nothing:
-   * fold again, unless the user chose a fold (#29 §5: an empty panel took ~170 px).
+   * fold again, unless the user chose a fold (an empty panel only takes the timeline's room).
    */
   contentChanged(hasContent: boolean): void {
     if (!this.auto || this.folded === !hasContent) return;

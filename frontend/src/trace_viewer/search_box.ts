@@ -79,7 +79,7 @@ export class SearchBox {
       this.host.changed();
       this.count.textContent = countText(this.state);
       // Forward starts at the first device match: a kernel's name is on its CPU launch too,
-      // earlier in time, and the kernel is what was searched for (#29 §5).
+      // earlier in time, and the kernel is what was searched for.
       if (navigate && page.total > 0) await this.goto(direction < 0 ? page.total - 1 : (page.firstDeviceOffset ?? 0));
     } catch (e) {
       if (gen === this.generation && !(e instanceof DOMException && e.name === "AbortError")) {

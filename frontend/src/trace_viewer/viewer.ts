@@ -164,7 +164,7 @@ export class TraceViewer implements ControlTarget {
   dispose(): void {
     this.lifetime.abort();
     // A draw queued before the page was left would write this viewer's window into the next
-    // page's URL 400 ms later (a trace viewer opened from a link then showed the old window).
+    // page's URL 400 ms later (a trace viewer opened from a link would then show the old window).
     if (this.urlTimer !== null) window.clearTimeout(this.urlTimer);
     this.urlTimer = null;
     this.loader.dispose();
@@ -403,7 +403,7 @@ export class TraceViewer implements ControlTarget {
 
   /**
    * The timeline moved under a still pointer (keys, wheel, a search jump): the hover tooltip
-   * describes what was there before, so it goes until the pointer moves again (issue 19).
+   * describes what was there before, so it goes until the pointer moves again.
    */
   private viewMoved(): void {
     this.tooltip.hidden = true;

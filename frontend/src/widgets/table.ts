@@ -306,7 +306,7 @@ export class DataTable {
       const message = e instanceof Error ? e.message : String(e);
       if (this.filterColumn !== null) {
         // A bad filter (a regex that does not compile is the backend's 400): the message at the
-        // input that caused it, the old rows greyed as stale (#29 §6: it was under the table).
+        // input that caused it, not under the table, and the old rows greyed as stale.
         this.markFilter(this.filterColumn, message);
         this.statusEl.textContent = "The rows shown are from before this filter.";
       } else {

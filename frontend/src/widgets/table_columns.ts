@@ -1,5 +1,5 @@
 // Which columns a table shows, in which order, and which stay put when it scrolls sideways
-// (issue 19: kernel stats was 3076 px wide in a 1341 px area with the names scrolled away).
+// (a table as wide as kernel stats is more than twice the page's width: its names must stay).
 // DOM-free: the widget asks for a display order and a count of sticky leading columns.
 //
 // - Key columns first (opt-in per table): identity columns (rank, host), the name, then

@@ -50,8 +50,9 @@ export function sessionHosts(hosts: readonly string[]): string[] {
  * The baseline when the URL names none: an earlier session of the same run (the same run folder,
  * the same kind, the same hosts or ranks; runs are newest first), so "what changed since last
  * time" is one click away; else none, and the page asks. A run at the top of the logdir (no
- * folder) has no sessions: torch_ddp against torch_cnn gave a red "+117.3 %" with no warning,
- * as a Keras CPU run against a JAX LLM gave a confident "−54.6 % faster" (#29 §4, #35).
+ * folder) has no sessions: comparing it with another run by default (torch_ddp against
+ * torch_cnn, a Keras CPU run against a JAX LLM) would show a confident change between
+ * unrelated programs.
  */
 export function defaultBaseline(runs: readonly RunInfo[], cand: Side): Side | null {
   const i = runs.findIndex((r) => r.name === cand.run);

@@ -31,7 +31,7 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
 /**
  * A node's fill: from the theme's "cold" (never ran) to its "hot" (the busiest node), as the DOT
  * output colours them white to red; through CSS variables, so dark mode gets dark nodes with
- * light text and a theme switch recolours the drawn graph (#29 §6).
+ * light text and a theme switch recolours the drawn graph.
  */
 export function heatFill(selfUs: number, maxUs: number): string {
   const pct = Math.round(Math.max(0, Math.min(1, selfUs / (maxUs > 0 ? maxUs : 1))) * 100);

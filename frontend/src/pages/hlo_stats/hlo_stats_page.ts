@@ -62,7 +62,7 @@ function render(ctx: PageContext<HloStatsResult>): void {
         title: "HLO ops",
         decorateCell: (td, row, column) => {
           if (column === tfOpCol) {
-            // XProf's "name:type" with no type: the trailing ":" is noise (#29 §4); the CSV keeps it.
+            // XProf's "name:type" with no type: the trailing ":" is noise; the CSV keeps it.
             const fw = row[tfOpCol];
             if (typeof fw === "string" && fw.endsWith(":")) td.textContent = fw.slice(0, -1);
             return;

@@ -92,7 +92,7 @@ function render(ctx: PageContext<InputPipelineResult>): void {
       { measure: "host input time", kind: "part" });
   } else {
     // Nothing on the host side: the device chart takes the row, and one line says why (an
-    // empty half-width box read as a page that failed to draw, #29 §4).
+    // empty half-width box reads as a page that failed to draw).
     grid.classList.add("tbp-grid-single");
     stepBox.appendChild(h("p", { class: "tbp-muted", "data-no-host-input": "" },
       "No host-side input operations were recorded, so there is no host-side breakdown."));

@@ -1,5 +1,5 @@
 // Names for the memory breakdown's rows. JAX/XLA allocations often carry no op name, and a
-// column of blank cells says nothing (issue 19): such a row reads "(unnamed, 64–128 MiB)", its
+// column of blank cells says nothing: such a row reads "(unnamed, 64–128 MiB)", its
 // size class, so rows of one size group together by eye. DOM-free.
 
 import { formatBytes } from "../../base/format";

@@ -133,7 +133,7 @@ function render(ctx: PageContext<MemoryProfileResult>): void {
         // Heap and stack are parts of the memory in use: stacked areas, each in its own colour.
         { type: "line", name: "Heap", stack: "mem", areaStyle: { color: HEAP, opacity: 0.55 }, lineStyle: { color: HEAP, width: 1 }, itemStyle: { color: HEAP }, showSymbol: false, step: "end", data: pairs(heap) },
         { type: "line", name: "Stack", stack: "mem", areaStyle: { color: STACK, opacity: 0.55 }, lineStyle: { color: STACK, width: 1 }, itemStyle: { color: STACK }, showSymbol: false, step: "end", data: pairs(stack) },
-        // Every series its own colour, named here (#29 §4: stack and fragmentation shared an orange).
+        // Every series its own colour, named here, so no two series share one.
         { type: "line", name: "Free memory", showSymbol: false, step: "end", lineStyle: { type: "dashed", color: FREE }, itemStyle: { color: FREE }, data: pairs(free) },
         { type: "line", name: "Fragmentation", yAxisIndex: 1, showSymbol: false, step: "end", lineStyle: { color: FRAG, width: 1.5 }, itemStyle: { color: FRAG }, data: pairs(frag) },
       ],
@@ -177,7 +177,7 @@ function render(ctx: PageContext<MemoryProfileResult>): void {
   }
 }
 
-/** XProf's "INVALID" data type means none was recorded: "–", not a word that reads as an error (#29 §4). */
+/** XProf's "INVALID" data type means none was recorded: "–", not a word that reads as an error. */
 function noDataType(td: HTMLTableCellElement, value: unknown): void {
   if (value !== "INVALID" && value !== "") return;
   td.textContent = "–";

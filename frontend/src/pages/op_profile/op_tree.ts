@@ -1,6 +1,6 @@
 // What the op profile tree shows of each node, from the backend's node fields (DOM-free,
 // vitest): utilisation against the device's peaks, the time that utilisation leaves unused
-// ("wasted"), and what bounds an op (issue 19: closer to what users use XProf's op profile for).
+// ("wasted"), and what bounds an op: what users open XProf's op profile for.
 // The "top 90 %" cut and the order by wasted time are the backend's options (top_percent,
 // order_by=time_wasted).
 

@@ -120,7 +120,7 @@ function tpuCards(ctx: PageContext, metrics: ReadonlyMap<string, Metric>): HTMLE
 }
 
 /**
- * Where ops run, as XProf shows it: by time and by count, each labelled (issue 19). The count
+ * Where ops run, as XProf shows it: by time and by count, each labelled. The count
  * needs `host_op_count_percent` / `device_op_count_percent` from the backend; until it sends
  * them only the card by time is shown.
  */

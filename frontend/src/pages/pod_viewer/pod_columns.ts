@@ -1,6 +1,6 @@
 // Which bars the pod viewer draws for a step. The backend sends, per host, an "all devices"
 // column beside each device's column; on a host with one device the two are the same numbers
-// and the chart showed every bar twice (issue 19). DOM-free.
+// and the chart would show every bar twice. DOM-free.
 
 /** The backend's name of a host's aggregate column. */
 export const ALL_DEVICES = "all devices";
@@ -23,7 +23,7 @@ export function hostLabel(host: string): string {
 }
 
 /**
- * Indices of the columns to draw, in rank order (#29 §4: rank 1 came before rank 0): a host's
+ * Indices of the columns to draw, in rank order (rank 0 first, whatever order hosts come in): a host's
  * "all devices" column only when it has several devices.
  */
 export function shownColumns(columns: readonly PodColumnKey[]): number[] {

@@ -88,7 +88,7 @@ function render(ctx: PageContext<PodViewerResult>): void {
   el.appendChild(h("div", { class: "tbp-toolbar" }, h("label", { class: "tbp-field" }, h("span", {}, "Step"), slider, stepLabel)));
 
   // One column (one host with one device, or a host-only run): a chart of one bar says less than
-  // its breakdown table, so the page shows the table alone (#29 §4).
+  // its breakdown table, so the page shows the table alone.
   const single = shownColumns(columnsAt(initial)).length <= 1;
   const grid = h("div", { class: single ? "" : "tbp-grid-side" });
   el.appendChild(grid);

@@ -69,7 +69,7 @@ function decodeHosts(raw: ProfileSummaryResult): HostSummary[] {
 /**
  * The kind of device a plane is, or null for host planes: XSpace device planes are
  * "/device:GPU:0"; Chrome traces (PyTorch) name GPU processes "python3 (GPU 0)" and may send
- * no device type, which made a PyTorch GPU run read "CPU only" (issue 19).
+ * no device type, so a PyTorch GPU run must not be read as "CPU only" for the lack of one.
  */
 export function deviceKind(p: { name: string; deviceType: string }): string | null {
   const xspace = /^\/device:([A-Z]+)/.exec(p.name);

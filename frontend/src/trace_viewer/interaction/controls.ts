@@ -9,8 +9,8 @@
 //
 // The keys listen on the frame's window, so the timeline must own the keyboard focus. Inside
 // TensorBoard the plugin is an iframe: a mousedown whose default is prevented (to stop text
-// selection while dragging) does not move the focus into the frame, and the keys went to
-// TensorBoard's document (issue 19). So a click or a wheel on the canvas focuses it explicitly.
+// selection while dragging) does not move the focus into the frame, and the keys would go to
+// TensorBoard's document. So a click or a wheel on the canvas focuses it explicitly.
 
 import { LABEL_W, RULER_H } from "../render/layout";
 
@@ -53,7 +53,7 @@ export interface WheelInput {
 
 /**
  * What a wheel event does. The plain wheel scrolls the tracks: with 60+ tracks a wheel that
- * zoomed left no way to scroll them (#29 §5). Ctrl/⌘ + wheel zooms (Perfetto's and XProf's
+ * zoomed would leave no way to scroll them. Ctrl/⌘ + wheel zooms (Perfetto's and XProf's
  * convention; a trackpad pinch arrives as ctrl + wheel); shift + wheel and a horizontal wheel pan.
  */
 export function wheelAction(e: WheelInput): WheelAction {

@@ -1,5 +1,5 @@
-// The "?" panel: every key and mouse gesture of the timeline, visible on demand (issue 19:
-// a tooltip on the word "Keys" was the only place they were written down).
+// The "?" panel: every key and mouse gesture of the timeline, visible on demand, where a
+// tooltip would hide them from anyone who does not think of hovering.
 
 import { h } from "../../widgets/dom";
 

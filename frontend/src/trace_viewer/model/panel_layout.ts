@@ -1,6 +1,6 @@
 // How the page's height is shared between the timeline and the details panel under it. The
 // user sizes the panel by dragging the bar between them and may fold it away; the timeline
-// gets the rest (issue 19: at 1280×800 about 20 tracks must be visible). DOM-free.
+// gets the rest (at 1280×800 about 20 tracks must stay visible). DOM-free.
 
 /** The timeline never gets shorter than this (the ruler and a few tracks). */
 export const MIN_TIMELINE_PX = 200;

@@ -1,4 +1,4 @@
-// The line under the toolbar: what the timeline draws, in words (issue 19: not "µs/box").
+// The line under the toolbar: what the timeline draws, in words, not units like "µs/box".
 // The server sends every event of the window that is at least a pixel wide and merges the
 // smaller ones into density boxes, so nothing is dropped: the line says so with numbers.
 

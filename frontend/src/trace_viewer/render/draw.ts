@@ -377,7 +377,7 @@ export class Renderer {
     ctx.strokeStyle = theme.accent;
     ctx.strokeRect(b.x0 - 1, b.y - 1, b.x1 - b.x0 + 2, ROW_H + 1);
     // A selected bar (a search match) a few pixels wide says nothing about what it is: its name
-    // on a tag beside it, on the side with room (#29 §5).
+    // on a tag beside it, on the side with room.
     if (e.name && b.x1 - b.x0 < LABEL_MIN_PX * 2) {
       ctx.font = FONT;
       const text = e.name.length > 60 ? `${e.name.slice(0, 59)}…` : e.name;

@@ -78,8 +78,8 @@ export function depthY(row: TrackRow, depth: number): number {
 }
 
 /**
- * The group whose header stays pinned under the ruler while its tracks scroll past (issue 19:
- * sticky process headers): the last group whose header has scrolled above the top, drawn at
+ * The group whose header stays pinned under the ruler while its tracks scroll past (sticky
+ * process headers: a track is never read without its process): the last group whose header has scrolled above the top, drawn at
  * `offset` (0, or less while the next group's header pushes it up). Null when a header is
  * already at the top or nothing is scrolled.
  */

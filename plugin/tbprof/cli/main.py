@@ -12,7 +12,7 @@
     tbprof install-skill DIR
 
 PATH is a logdir, a session folder or one profile file. Exit codes: 0 ok, 1 usage or
-unknown name, 2 unreadable profile (3 and 4: ``check``'s verdicts, 5: capture failed).
+unknown name, 2 unreadable profile (3 and 4: ``check``'s verdicts; 3: ``capture`` failed).
 
 Only the chosen command's module is imported (``tbprof --help`` imports none), so a command
 starts without loading numpy, the analyses or werkzeug before it needs them.

@@ -18,8 +18,8 @@ export function render(root: HTMLElement = document.body): Shell {
   document.head.appendChild(style);
   if (!document.title) document.title = "tbprof";
   watchTheme();
-  // The chart chunk downloads and parses while runs and the tool's data are requested: the
-  // overview is drawn sooner than when it was requested only after the runs arrived
+  // The chart chunk downloads and parses while runs and the tool's data are requested, so the
+  // first chart does not wait for the runs to arrive before its library starts loading
   // (bench/measurements.md#frontend, bench/frontend_load_bench.py).
   void preloadCharts().catch(() => undefined);
   const container = document.createElement("div");

@@ -4,8 +4,8 @@ The wire scanner (``tbprof._core.wire``) writes events and stats in wire order w
 metadata ids and line-relative times. The store wants plane-relative rows, metadata rows,
 string ids and times relative to the profile origin. ``finish_events`` / ``finish_stats``
 rewrite the scanned arrays where they lie, one pass per plane, so the store's columns are the
-scanner's buffers: numpy expressions allocated a temporary per step, and on a VM first touching
-fresh memory was most of the store build (bench/measurements.md#store-build).
+scanner's buffers: numpy expressions would allocate a temporary per step, and on a VM first
+touching fresh memory dominates the store build (bench/measurements.md#store-build).
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> TfDat
                               "suggestion": suggestion_for(a["bottleneck"]),
                               # About the pipeline's calls only: whether the steps wait on it
                               # is the input-bound verdict's (step time), which this must not
-                              # contradict ("consumer waits" beside "not input-bound" did).
+                              # contradict ("consumer waits" beside "not input-bound").
                               "input_bound_hint": ("most GetNext calls of the root are slower than 50 us: the "
                                                    "pipeline is slow to produce elements; whether the steps wait "
                                                    "for them is the input-bound verdict's (overview, input pipeline)"

@@ -1,4 +1,4 @@
-"""Repository hygiene: measured figures stay out of the package's comments (issue #26).
+"""Repository hygiene: measured figures and history stay out of the package's comments.
 
 A figure measured on one machine and one profile rots in a comment: nobody re-measures it there.
 Comments say *why*; the figures live in ``bench/measurements.md``, one section per topic, which
@@ -189,3 +189,43 @@ def test_measurement_anchors_name_a_section() -> None:
     assert anchors, "no comment points to bench/measurements.md"
     missing = sorted((f, a) for f, a in anchors if a not in sections)
     assert missing == []
+
+
+# A comment that narrates history ("issue #25", "#29 §4", "formerly", "its former home", "used
+# to be") tells a reader what the code once was, not why it is as it is; the issue tracker and
+# git keep the history. Another project's issue ("XProf issue #905") is a reference, not ours.
+HISTORY = re.compile(r"(?<!XProf )\bissues? #?\d+|#\d+ §|\(#\d+\)|\bformerly\b|\bformer home\b|\bused to be\b",
+                     re.IGNORECASE)
+# Files rewritten on other branches: their history comments go when those branches are merged.
+HISTORY_PENDING = frozenset({
+    "plugin/tbprof/service/profiles.py",  # "its former home" (re-exports)
+})
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("# Refused as a 500 (issue #25).", True),
+    ("# the page showed rule ids, #29 §4", True),
+    ("// the chart showed every bar twice (issue 19).", True),
+    ("# PERSISTED_FORMATS  # its former home", True),
+    ("# (the confusion behind XProf issue #905)", False),
+    ("# ProfilerStep#4 is the fifth step", False),
+    ("# a hostile name scope 5,000 levels deep", False),
+])
+def test_history_pattern(text: str, found: bool) -> None:
+    assert bool(HISTORY.search(text)) is found
+
+
+def test_no_comment_narrates_history() -> None:
+    """Comments and docs/architecture.md say why the code is as it is, not what it once was."""
+    offenders = []
+    for f in _checked_files():
+        rel = f.relative_to(REPO).as_posix()
+        if rel in HISTORY_PENDING:
+            continue
+        source = f.read_text(encoding="utf-8")
+        for line, text in (ts_comments_of(source) if f.suffix == ".ts" else comments_of(source)):
+            offenders += [f"{rel}:{line + text.count(chr(10), 0, m.start())}: {m.group()}"
+                          for m in HISTORY.finditer(text)]
+    architecture = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    offenders += [f"docs/architecture.md: {m.group()}" for m in HISTORY.finditer(architecture)]
+    assert offenders == [], "comments that narrate history:\n" + "\n".join(offenders)

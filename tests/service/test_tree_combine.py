@@ -27,7 +27,7 @@ from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
 from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
 from tbprof.service.profiles import Profiles
-from tbprof.service.summary import _summary, summary
+from tbprof.service.summary import of_hosts, summary
 
 # Options besides the defaults (as tests/service/test_partials.py).
 OPTION_SETS: dict[str, list[dict[str, str]]] = {
@@ -96,7 +96,7 @@ def _tree_and_flat(profiles: Profiles) -> tuple[dict[str, Any], dict[str, Any], 
     parts = profiles.host_partials(run, hosts)
     assert parts is not None and not parts[1]
     tree: dict[str, Any] = {"summary": summary(profiles, run)}
-    flat: dict[str, Any] = {"summary": _summary(run, list(parts[0]), [p.summary for p in parts[0]], [])}
+    flat: dict[str, Any] = {"summary": of_hosts(run, list(parts[0]), [])}
     for name, option_sets in OPTION_SETS.items():
         tool = profiles.tool(name)
         for raw in option_sets:

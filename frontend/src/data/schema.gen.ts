@@ -1263,6 +1263,39 @@ export interface TfprofAdviceResult {
   warnings: string[];
 }
 
+export interface TopOp {
+  name: string;
+  type: string;
+  self_time_us: number;
+  occurrences: number;
+}
+
+/** A run's headline numbers, what ``tbprof summary`` prints. */
+export interface ProfileHeadline {
+  host_count: number;
+  device_type: string;
+  device_count: number;
+  event_count: number;
+  span_ms: number;
+  step_source: string;
+  step_method: string;
+  step_confidence: string;
+  step_count: number;
+  avg_step_time_ms: number | null;
+  stddev_step_time_ms: number | null;
+  input_percent: number | null;
+  input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  step_diagnosis: string;
+  top_ops_side: string;
+  top_ops: TopOp[];
+  tfprof_nodes?: number;
+  tfprof_steps?: number;
+  tfprof_exec_us_per_step?: number;
+  tfprof_requested_bytes_per_step?: number;
+  device_idle_percent?: number;
+  communication_percent?: number | null;
+}
+
 export interface PlaneLine {
   id: number;
   name: string;
@@ -1307,6 +1340,7 @@ export interface ProfileSummaryResult {
   metrics?: MetricJson[];
   host_count: number;
   event_count: number;
+  headline: ProfileHeadline;
   hosts: HostSummary[];
 }
 

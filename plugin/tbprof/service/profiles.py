@@ -18,6 +18,7 @@ import gzip
 import logging
 import threading
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,18 @@ def persist_derived(store: ProfileStore) -> None:
     reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
     the store is written, after the answer."""
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
+
+
+@dataclass(frozen=True)
+class HostViews:
+    """Hosts as ``Profiles.views`` chose them: per-host partials (``partials``) or stores, and
+    the hosts found unreadable (``{"host", "file", "error"}``)."""
+
+    # The stores (a tfprof run's: its profile), or the PodPartials (a sequence of partials that
+    # also holds tables combined per batch of hosts, which the op tables read).
+    hosts: Sequence[Any]
+    host_errors: list[dict[str, str]]
+    partials: bool
 
 
 class Profiles:
@@ -223,6 +236,16 @@ class Profiles:
         self.loads.wait((run.name, tuple(hosts)))
         return self.partials.get(run, hosts, self.progress)
 
+    def views(self, run: Run, hosts: Sequence[str], few_planes: bool = False) -> HostViews:
+        """The hosts as a reader typed on ``StoreView`` reads them, chosen up front: a pod's
+        per-host partials when every host has one (an XSpace pod: no store loaded), else the
+        stores (``stores_tolerant``: unreadable hosts of several skipped and named)."""
+        parts = self.host_partials(run, hosts) if len(hosts) > 1 else None
+        if parts is not None:
+            return HostViews(parts[0], parts[1], partials=True)
+        stores, host_errors = self.stores_tolerant(run, hosts, few_planes)
+        return HostViews(stores, host_errors, partials=False)
+
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:
         tool = registry.get(name)
@@ -300,19 +323,20 @@ class Profiles:
         memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:
-            # Chosen up front: a tool typed on what a partial holds (``compute_partials``) gets a
-            # pod's partials when every host has one (an XSpace pod); any other tool, the stores.
-            if len(hosts) > 1 and tool.compute_partials is not None:
-                parts = self.host_partials(run, hosts)
-                if parts is not None:
-                    result = tool.compute_partials(parts[0], options)
-                    return {**result, "host_errors": parts[1]} if parts[1] else result
-            stores, host_errors = self.stores_tolerant(run, hosts, few_planes=tool.few_planes)
-            result = tool.compute(stores, options)
-            if host_errors:
+            # Chosen up front: a tool typed on what a partial holds (``compute_partials``) reads
+            # the hosts as ``views`` gives them; any other tool, the stores.
+            if tool.compute_partials is not None:
+                views = self.views(run, hosts, few_planes=tool.few_planes)
+            else:
+                views = HostViews(*self.stores_tolerant(run, hosts, few_planes=tool.few_planes), partials=False)
+            if views.partials and tool.compute_partials is not None:
+                result = tool.compute_partials(views.hosts, options)
+            else:
+                result = tool.compute(views.hosts, options)
+                self.warmups.used(views.hosts)
+            if views.host_errors:
                 # One broken host file among good ones: analyse the good ones, name the broken one.
-                result = {**result, "host_errors": host_errors}
-            self.warmups.used(stores)
+                result = {**result, "host_errors": views.host_errors}
             return result
 
         return (compute() if memo_key is None else self._results.get(memo_key, compute)), memo_key

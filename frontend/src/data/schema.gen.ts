@@ -2,7 +2,7 @@
 // The JSON the backend sends (snake_case, as on the wire): the routes' answers (decode.ts maps
 // them to types.ts) and every tool's result (ToolResults: tool id -> its type), read typed by the pages.
 
-export type ErrorKind = "not_found" | "no_data" | "bad_request" | "unreadable_profile" | "method_not_allowed" | "http" | "internal" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "forbidden_host" | "forbidden_origin" | "too_large" | "answer_too_large";
+export type ErrorKind = "not_found" | "no_data" | "sql_unavailable" | "bad_request" | "answer_too_large" | "unreadable_profile" | "storage_error" | "unsafe_cache_dir" | "error" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "capture_failed" | "forbidden_host" | "forbidden_origin" | "method_not_allowed" | "too_large" | "unsupported_media_type" | "http" | "internal";
 
 /** Every 4xx/5xx answer: a sentence for people, a ``kind`` for programs. */
 export interface ErrorBody {

@@ -15,19 +15,14 @@ import numpy as np
 from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
 from tbprof.analyses.table import Table
-
-# Every error kind a route answers (errors.py's, the app's own, and the capture route's refusals).
-ErrorKind = Literal["not_found", "no_data", "bad_request", "unreadable_profile", "method_not_allowed", "http",
-                    "internal", "bad_address", "bad_option", "no_logdir", "capture_disabled", "logdir_read_only",
-                    "busy", "forbidden_host", "forbidden_origin", "too_large", "answer_too_large"]
-
+from tbprof.http.errors import ErrorKind
 
 class ErrorBody(TypedDict):
     """Every 4xx/5xx answer: a sentence for people, a ``kind`` for programs."""
 
     error: str
     status: int
-    kind: ErrorKind
+    kind: ErrorKind  # one of http/errors.py's ERROR_STATUS
     file: NotRequired[str]  # unreadable_profile: the file
     reason: NotRequired[str]  # unreadable_profile: what is wrong with it
 

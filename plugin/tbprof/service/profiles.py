@@ -14,7 +14,6 @@ front of small services, each with one job, that it wires together:
 
 from __future__ import annotations
 
-import gzip
 import logging
 import threading
 from collections.abc import Hashable, Mapping, Sequence
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.tool import Tool
 from tbprof.cache.disk_cache import cache_key
 from tbprof.cache.profile_cache import ProfileCache
@@ -52,8 +50,6 @@ log = logging.getLogger("tbprof")
 
 # A tool's result and its memo key (Profiles.computed).
 Computed = tuple[dict[str, Any], Hashable | None]
-# gzip level of the memoised JSON bodies (result_json), the one HTTP's other answers use.
-GZIP_LEVEL = 5
 
 
 def persist_derived(store: ProfileStore) -> None:
@@ -294,32 +290,14 @@ class Profiles:
             return None, options
         return memo_key, options
 
-    def result_json(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str],
-                    gzipped: bool = False) -> bytes:
-        """The tool's result as JSON (``analyses/encode.py``; ``gzipped``: compressed), memoised
-        next to the result in the same byte budget, so a repeated request costs a lookup
-        instead of re-encoding the result."""
-        return self.encoded(self.computed(run, hosts, tool, raw_options), gzipped)
-
-    def encoded(self, computed: Computed, gzipped: bool = False) -> bytes:
-        """``result_json`` of a result ``computed`` returned (its key is not looked up again:
-        the host files' cache keys stat every file of a pod)."""
-        result, memo_key = computed
-
-        def encode() -> bytes:
-            if gzipped:
-                return gzip.compress(self.encoded(computed), compresslevel=GZIP_LEVEL)
-            return to_json_bytes(result)
-
-        return encode() if memo_key is None else self._results.get(("json", gzipped, memo_key), encode, size=len)
-
     def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
         """The tool's result for the hosts, memoised (``computed``)."""
         return self.computed(run, hosts, tool, raw_options)[0]
 
     def computed(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str]) -> Computed:
-        """The tool's result and its memo key (None: not memoised), for ``encoded``."""
+        """The tool's result and its memo key (None: not memoised), under which an edge may keep
+        the result's encoding (http/responses.py ``memoised_json``)."""
         memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:

@@ -141,12 +141,12 @@ def data(ctx: AppContext, request: Request) -> Response:
     tool_ = ctx.profiles.tool(params.required(args, "tool"))
     hosts = ctx.profiles.hosts(run, args.get("host"))
     options = params.tool_options(args)
-    computed = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
-    result, tool = computed[0], tool_.name
+    result, key = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
+    tool = tool_.name
     query = params.table_query(args)
     rows = params.int_arg(args, "rows", None)
     if rows is None and not params.queried(query):
-        return responses.memoised_json(request, lambda gz: ctx.profiles.encoded(computed, gz))
+        return responses.memoised_json(request, key, result)
     queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
@@ -177,7 +177,7 @@ def csv(ctx: AppContext, request: Request) -> Response:
     body = responses.table_csv(table, params.table_query(request.args))
     host_part = "all_hosts" if len(hosts) > 1 else hosts[0]
     filename = _SAFE.sub("_", f"{run}_{host_part}_{tool}_{name}").strip("_") + ".csv"
-    return responses.finish(request, body, "text/csv",
+    return responses.send(request, body, "text/csv",
                             headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 

@@ -41,7 +41,7 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     if fmt == "timeline":
         body = responses.to_json_bytes(tfprof_export.timeline_trace(profile, result),
                                        narrow="export a narrower view (fewer nodes: max_depth=, min_micros=)")
-        return responses.finish(request, body, "application/json", headers={
+        return responses.send(request, body, "application/json", headers={
             "Content-Disposition": f'attachment; filename="{stem}_timeline.json"'})
     metric = args.get("metric", "micros")
     body = tfprof_export.pprof_gz(profile, result, metric)

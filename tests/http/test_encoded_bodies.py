@@ -23,7 +23,7 @@ API = "/data/plugin/tbprof/"
 
 
 def _run(profiles: Profiles, prefix: str) -> str:
-    return next(n for n in profiles.runs() if n.startswith(prefix))
+    return next(n for n in profiles.index.runs() if n.startswith(prefix))
 
 
 @pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "kernel_stats", "profile_summary"])
@@ -112,11 +112,11 @@ def test_http_answers_use_the_memoised_body_and_cache_nothing_else(profiles_root
     # go meanwhile: only additions count.
     budget = responses._BODIES.budget
     assert client.get(API + "runs").status_code == 200
-    profiles.wait_warm()  # the warm-ups a listing of converted runs starts fill the budget too
+    profiles.warmups.wait()  # the warm-ups a listing of converted runs starts fill the budget too
     before = budget.keys()
     for _ in range(10):
         assert client.get(API + "runs").status_code == 200
-    profiles.wait_warm()
+    profiles.warmups.wait()
     assert budget.keys() - before == set()
 
 

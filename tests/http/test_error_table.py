@@ -83,8 +83,9 @@ def _kinds_named_at_calls() -> set[str]:
                 continue
             name = ast.unparse(node.func).split(".")[-1]
             index = _KIND_ARG.get(name)
-            if index is not None and len(node.args) > index and isinstance(node.args[index], ast.Constant):
-                found.add(str(node.args[index].value))
+            arg = node.args[index] if index is not None and len(node.args) > index else None
+            if isinstance(arg, ast.Constant):
+                found.add(str(arg.value))
     return found
 
 

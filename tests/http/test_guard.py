@@ -190,7 +190,7 @@ def test_compare_side_reason_keeps_its_closing_quote(profiles_root: Path, tmp_pa
     from tbprof.service.profiles import Profiles
 
     profiles = Profiles(profiles_root, cache_dir=tmp_path / "cache")
-    run = next(r for r in profiles.runs().values() if r.name.startswith("jax_mlp"))
+    run = next(r for r in profiles.index.runs().values() if r.name.startswith("jax_mlp"))
 
     def missing(*args: object, **kwargs: object) -> None:
         raise NotFound("unknown table 'steps'")

@@ -91,7 +91,7 @@ def pool() -> Iterator[ProcessPool]:
 def _tree_and_flat(profiles: Profiles) -> tuple[dict[str, Any], dict[str, Any], PodPartials]:
     """Every covered tool and the summary through the service (the tree), and the same tools
     over the same partials as a plain list (host by host)."""
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     hosts = list(run.hosts)
     parts = profiles.host_partials(run, hosts)
     assert parts is not None and not parts[1]
@@ -125,7 +125,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     hosts = list(run.hosts)
     out: dict[str, Any] = {"summary": summary(profiles, run)}
     for name, option_sets in OPTION_SETS.items():
@@ -174,7 +174,7 @@ def test_demo_pod_on_a_pool_with_cached_hosts_between(mixed_pod: Path, tmp_path:
         (single / h / "plugins" / "profile" / "s").mkdir(parents=True)
         shutil.copy2(f, single / h / "plugins" / "profile" / "s" / f.name)
     first = Profiles(mixed_pod, cache_dir=cache, executor=InProcess())
-    run = next(iter(first.runs().values()))
+    run = next(iter(first.index.runs().values()))
     first.host_partials(run, ["host0003", "host0007"])
     profiles = Profiles(mixed_pod, cache_dir=cache, executor=pool)
     parts = _check(profiles, reference)

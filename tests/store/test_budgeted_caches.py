@@ -43,7 +43,7 @@ def test_shared_hlo_programs_are_charged_and_evicted(profiles_root: Path, cache_
     budget = MemoryBudget(1 << 40)
     monkeypatch.setattr(hlo_map, "_PROGRAMS", Memo(budget))
     profiles = Profiles(profiles_root, cache_dir=cache_dir)
-    run = profiles.run(next(n for n in profiles.runs() if n.startswith("jax_2hosts/")))
+    run = profiles.run(next(n for n in profiles.index.runs() if n.startswith("jax_2hosts/")))
     w0, w1 = (profiles.event_store(run, h) for h in ("worker0", "worker1"))
     progs0, progs1 = hlo_map.hlo_programs(w0), hlo_map.hlo_programs(w1)
     assert progs0, "jax_2hosts carries HLO protos"
@@ -79,7 +79,7 @@ def test_encoded_trace_windows_are_charged_at_their_length_and_evicted(profiles_
     app = create_app(profiles_root, cache_dir=cache_dir)
     client = Client(app)
     profiles = app.ctx.profiles
-    run = profiles.run(next(n for n in profiles.runs() if n.startswith("jax_mlp/")))
+    run = profiles.run(next(n for n in profiles.index.runs() if n.startswith("jax_mlp/")))
     store = profiles.event_store(run, next(iter(run.hosts)))
     budget = MemoryBudget(1 << 40)
     store._memo = Memo(budget)

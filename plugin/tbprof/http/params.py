@@ -14,7 +14,7 @@ from tbprof.analyses.table import TableQuery
 from tbprof.errors import BadParameter
 from tbprof.http.errors import HttpRefused
 from tbprof.service.comparisons import SideSpec, parse_iterations
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
 RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit", "rows"}

@@ -8,7 +8,7 @@ result's ``Table`` is a ``TableJson`` on the wire) and the generated file agains
 
 
 import types
-from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
 from tbprof.analyses.table import Table
 from tbprof.http.errors import ErrorKind
+
 
 class ErrorBody(TypedDict):
     """Every 4xx/5xx answer: a sentence for people, a ``kind`` for programs."""

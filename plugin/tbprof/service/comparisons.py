@@ -27,7 +27,7 @@ from tbprof.cache.disk_cache import cache_key
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
-from tbprof.service.selection import comparison_host
+from tbprof.service.selection import comparison_host, select_hosts
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 
@@ -56,7 +56,7 @@ def parse_iterations(text: str, name: str = "iterations") -> tuple[int, ...]:
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
     run = profiles.run(spec.run)
-    return run, profiles.hosts(run, comparison_host(run, spec.host))
+    return run, select_hosts(run, comparison_host(run, spec.host))
 
 
 def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: str,

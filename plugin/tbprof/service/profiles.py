@@ -9,7 +9,11 @@ front of small services, each with one job, that it wires together:
 * ``pod_conversion.PodConversion``: a pod's hosts converted on the executor;
 * ``host_partials.HostPartials``: a pod's per-host partials (memory, disk, executor);
 * ``background.BackgroundLoads`` and ``warmups.Warmups``: work before and after a request;
-* the tool results and their JSON bodies, memoised here (``compute``, ``result_json``).
+* the hosts as a reader typed on ``StoreView`` reads them (``views``: a pod's partials or the
+  stores), and the tool results, memoised here (``computed``; the edges encode them).
+
+Callers use the services themselves where ``Profiles`` adds nothing: ``index`` (runs),
+``selection.select_hosts``, ``warmups``, ``conversion`` (a pod's timings).
 """
 
 from __future__ import annotations
@@ -33,10 +37,7 @@ from tbprof.service.background import BackgroundLoads
 from tbprof.service.executor import Executor, InProcess, Progress
 from tbprof.service.host_partials import HostPartials
 from tbprof.service.logdir import Run, RunIndex
-from tbprof.service.pod_conversion import PERSISTED_FORMATS as PERSISTED_FORMATS  # its former home
 from tbprof.service.pod_conversion import PodConversion
-from tbprof.service.selection import ALL_HOSTS as ALL_HOSTS  # its former home: callers import it here
-from tbprof.service.selection import select_hosts
 from tbprof.service.warmups import Warmups
 from tbprof.store.any_store import AnyStore
 from tbprof.store.memo import Memo
@@ -92,33 +93,12 @@ class Profiles:
         self.partials = HostPartials(self.cache, self.conversion, self.store, self.store_format)
         self._candidates: dict[tuple[str, str], list[str]] = {}  # (store format, run kind) -> tools
 
-    @property
-    def partial_seconds(self) -> dict[str, float]:
-        """Seconds spent getting partials, summed over hosts (``PodConversion``)."""
-        return self.conversion.partial_seconds
-
-    @property
-    def phase_seconds(self) -> dict[str, float]:
-        """Wall seconds of the phases of the last all-hosts conversion (``PodConversion``)."""
-        return self.conversion.phase_seconds
-
     # --- runs and hosts -------------------------------------------------------------------
-    def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
-        return self.index.runs(refresh=refresh, fresh=fresh)
-
-    def runs_newest_first(self, refresh: bool = False) -> list[Run]:
-        """``runs()`` newest first (equal times by name); do not modify the list."""
-        return self.index.newest_first(refresh=refresh)
-
     def run(self, name: str) -> Run:
         run = self.index.get(name)
         if run is None:
             raise NotFound(f"unknown run {name!r}")
         return run
-
-    def hosts(self, run: Run, host: str | None) -> list[str]:
-        """Host names a request selects (``selection.select_hosts``)."""
-        return select_hosts(run, host)
 
     def store_format(self, run: Run) -> str:
         kind = KINDS.get(run.kind)
@@ -152,10 +132,6 @@ class Profiles:
         competes with the request (its analysis or its JSON encoding) for the interpreter."""
         self.cache.persist_pending()
         self.warmups.start()
-
-    def wait_warm(self) -> None:
-        """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
-        self.warmups.wait()
 
     def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
                 write_store: bool = True, unloaded: bool = False) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.selection import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS, select_hosts
 from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
@@ -39,7 +39,7 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
         # (an unreadable rank left out there and here).
         stores, _ = ctx.profiles.stores_tolerant(run, list(run.hosts))
         return run.name, combined([s for s in stores if isinstance(s, ProfileStore)])
-    hosts = ctx.profiles.hosts(run, host)
+    hosts = select_hosts(run, host)
     return run.name, ctx.profiles.event_store(run, hosts[0])
 
 

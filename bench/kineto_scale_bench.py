@@ -59,11 +59,12 @@ print(json.dumps({"s": time.perf_counter() - t}))
 
 TBPROF_CHILD = """
 import json, sys, time
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS, select_hosts
 t = time.perf_counter()
 p = Profiles(sys.argv[1], cache_dir=sys.argv[2])
-run = next(iter(p.runs().values()))
-r = p.compute(run, p.hosts(run, ALL_HOSTS), p.tool("gpu_breakdown"), {})
+run = next(iter(p.index.runs().values()))
+r = p.compute(run, select_hosts(run, ALL_HOSTS), p.tool("gpu_breakdown"), {})
 print(json.dumps({"s": time.perf_counter() - t, "hosts": len(r["hosts"])}))
 """
 
@@ -72,7 +73,7 @@ import json, sys, time
 from tbprof.service.profiles import Profiles
 t = time.perf_counter()
 p = Profiles(sys.argv[1], cache_dir=sys.argv[2])
-run = next(iter(p.runs().values()))
+run = next(iter(p.index.runs().values()))
 store = p.store(run, sorted(run.hosts)[0])
 p.cache.persist_pending()
 print(json.dumps({"s": time.perf_counter() - t, "events": int(store.n_events)}))
@@ -84,7 +85,7 @@ from tbprof.service.profiles import Profiles
 from tbprof.timeline.window import query_window
 t = time.perf_counter()
 p = Profiles(sys.argv[1], cache_dir=sys.argv[2])
-run = next(iter(p.runs().values()))
+run = next(iter(p.index.runs().values()))
 store = p.store(run, sorted(run.hosts)[0])
 t_open = time.perf_counter() - t
 t = time.perf_counter()
@@ -105,7 +106,7 @@ from tbprof.store.combine import combined
 from tbprof.timeline.tracks import track_index
 from tbprof.timeline.window import query_window
 p = Profiles(sys.argv[1], cache_dir=sys.argv[2])
-run = next(iter(p.runs().values()))
+run = next(iter(p.index.runs().values()))
 stores = [p.event_store(run, h) for h in run.hosts]
 def windows(store):
     t = time.perf_counter()

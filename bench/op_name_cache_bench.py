@@ -28,7 +28,7 @@ from tbprof.service.profiles import Profiles  # noqa: E402
 def distinct_strings(logdir: Path) -> list[str]:
     profiles = Profiles(logdir, cache_dir=Path(tempfile.mkdtemp()))
     names: list[str] = []
-    for run in profiles.runs().values():
+    for run in profiles.index.runs().values():
         for host in run.hosts:
             store = profiles.store(run, host)
             strings = getattr(store, "strings", None)

@@ -64,7 +64,7 @@ if mode == "warm":
     # allocator events) have finished, as when a user opens a second page.
     settled_client = Client(create_app(logdir, cache_dir=cache_dir))
     get(settled_client, run, "profile_summary")
-    settled_client.application.ctx.profiles.wait_warm()
+    settled_client.application.ctx.profiles.warmups.wait()
     out["settled_s"] = get(settled_client, run, tool)[0]
     out["memo_s"] = min(get(client, run, tool)[0] for _ in range(5))
 else:

@@ -45,7 +45,7 @@ executor = make_executor(workers, scheduler)
 executor.start()  # as `tbprof serve` does: the pool starts with the server
 t1b = time.perf_counter()
 profiles = Profiles(logdir, cache_dir=Path(cache), executor=executor)
-run = next(iter(profiles.runs().values()))
+run = next(iter(profiles.index.runs().values()))
 profiles.candidate_tools(run)  # as the runs route does before any page asks (imports the tools)
 t2 = time.perf_counter()
 getattr(executor, "wait_ready", lambda: None)()  # a served pod's first request finds the pool up
@@ -61,7 +61,7 @@ assert parts is not None and not parts[1] and out["run_environment"]["host_count
 executor.close()
 print(json.dumps({"hosts": len(hosts), "import_s": t1 - t0, "listing_s": t2 - t1b, "pool_start_s": t1b - t1 + t3 - t2,
                   "partials_s": t4 - t3, "combine_s": t5 - t4, "request_s": t5 - t3, "total_s": t5 - t0,
-                  "server_cpu_s": server_cpu_s, "split": profiles.partial_seconds}))
+                  "server_cpu_s": server_cpu_s, "split": profiles.conversion.partial_seconds}))
 """
 
 

@@ -64,7 +64,7 @@ app = create_app(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
 client = Client(app)
 run = client.get("/data/plugin/tbprof/runs").get_json()["runs"][0]["run"]
 assert client.get("/data/plugin/tbprof/data", query_string={"run": run, "tool": "profile_summary"}).status_code == 200
-app.ctx.profiles.wait_warm()  # ... and the store's step columns derived in the background after it loaded
+app.ctx.profiles.warmups.wait()  # ... and the store's step columns derived in the background after it loaded
 out = {}
 for tool in sys.argv[3].split(","):
     times = []

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS, select_hosts
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,8 +46,8 @@ def _times(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 
 def _compute(profiles: Profiles, tool: str) -> dict[str, Any]:
-    run = next(iter(profiles.runs().values()))
-    return profiles.compute(run, profiles.hosts(run, ALL_HOSTS), profiles.tool(tool), {})
+    run = next(iter(profiles.index.runs().values()))
+    return profiles.compute(run, select_hosts(run, ALL_HOSTS), profiles.tool(tool), {})
 
 
 def main() -> None:

@@ -117,9 +117,9 @@ def test_the_scan_finds_the_kinds_of_cache() -> None:
 def test_module_level_memos_are_in_the_budget() -> None:
     from tbprof.analyses.compare import stats
     from tbprof.domain import hlo_map
-    from tbprof.http import app
+    from tbprof.http import app, responses
 
-    for memo in (app._GZIPPED, stats._U_CDFS, hlo_map._PROGRAMS):
+    for memo in (app._GZIPPED, responses._BODIES, stats._U_CDFS, hlo_map._PROGRAMS):
         assert isinstance(memo, Memo) and memo.budget is shared_budget()
 
 

@@ -53,7 +53,7 @@ class TbprofPlugin(base_plugin.TBPlugin):
         if self._logdir is None:
             return False
         try:
-            return bool(self._app.ctx.profiles.runs())
+            return bool(self._app.ctx.profiles.index.runs())
         except (OSError, TbprofError):  # unreadable storage: the tab stays hidden, the log says why
             return False
 

@@ -120,7 +120,7 @@ def findings(result: Any, path: str = "") -> Iterator[tuple[str, str, float]]:
 def _answers(roots: list[Path], cache_dir: Path) -> Iterator[tuple[str, str, Any]]:
     for root in roots:
         profiles = Profiles(root, cache_dir=cache_dir)
-        for run in profiles.runs().values():
+        for run in profiles.index.runs().values():
             profile = Profile(profiles, run)
             for name in profile.tools():
                 tool = profiles.tool(name)
@@ -128,7 +128,7 @@ def _answers(roots: list[Path], cache_dir: Path) -> Iterator[tuple[str, str, Any
                 for host in host_sets:
                     for options in [{}, *VARIANTS.get(name, [])]:
                         yield f"{root.name}/{run.name}", name, profile.tool(name, host=host, **options)
-        names = sorted(profiles.runs())
+        names = sorted(profiles.index.runs())
         for base, cand in zip(names, names[1:] + names[:1], strict=True):
             yield (f"{root.name}/{base} vs {cand}", "compare",
                    compare_pair(profiles, SideSpec(base, ALL_HOSTS), SideSpec(cand, ALL_HOSTS)))

@@ -23,6 +23,7 @@ from tbprof.analyses.table import Table
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.comparisons import SideSpec, compare_pair, gather, op_step_series
 from tbprof.service.profiles import Profiles
+from tbprof.service.selection import select_hosts
 
 
 def _step_time(result: CompareResult) -> StepTimeChange:
@@ -38,12 +39,12 @@ def profiles(profiles_root: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def _run(profiles: Profiles, prefix: str) -> str:
-    return next(name for name in profiles.runs() if name.startswith(prefix))
+    return next(name for name in profiles.index.runs() if name.startswith(prefix))
 
 
 def _tool(profiles: Profiles, run: str, tool: str, host: str | None = None, **options: str) -> dict[str, Any]:
     r = profiles.run(run)
-    return profiles.compute(r, profiles.hosts(r, host), profiles.tool(tool), options)
+    return profiles.compute(r, select_hosts(r, host), profiles.tool(tool), options)
 
 
 def _rows(t: Table) -> list[dict[str, Any]]:

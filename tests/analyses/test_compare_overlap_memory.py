@@ -14,7 +14,8 @@ from tbprof.analyses.compare.report import OVERLAP_WARN_BELOW
 from tbprof.analyses.memory.memory_profile import capacity_meaning
 from tbprof.analyses.results.compare import CompareResult
 from tbprof.service.comparisons import SideSpec, compare_pair
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS, select_hosts
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def profiles(profiles_root: Path, sample_profiles: Path, tmp_path_factory: pytes
 
 
 def _run(profiles: Profiles, prefix: str) -> str:
-    return next(name for name in profiles.runs() if name.startswith(prefix))
+    return next(name for name in profiles.index.runs() if name.startswith(prefix))
 
 
 def _status_counts(result: CompareResult, table: str) -> tuple[int, int, int]:
@@ -61,7 +62,7 @@ def test_pytorch_memory_is_compared_in_the_memory_pages_words(profiles: Profiles
     say 'tbprof has no memory analysis for pytorch runs'."""
     torch_ddp, torch_cnn = _run(profiles, "torch_ddp"), _run(profiles, "torch_cnn")
     run = profiles.run(torch_ddp)
-    page = profiles.compute(run, profiles.hosts(run, ALL_HOSTS)[:1], profiles.tool("memory_profile"), {})
+    page = profiles.compute(run, select_hosts(run, ALL_HOSTS)[:1], profiles.tool("memory_profile"), {})
     assert page["memory_ids"]
     result = compare_pair(profiles, SideSpec(torch_cnn), SideSpec(torch_ddp, ALL_HOSTS))
     assert "memory" not in result["unavailable"]

@@ -15,7 +15,8 @@ import pytest
 from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.results.compare import CompareResult, Direction, StepChange
 from tbprof.service.comparisons import SideSpec, compare_pair
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS
 from tests.conftest import SAMPLE_PROFILES
 from tests.helpers import conforms
 
@@ -33,7 +34,7 @@ PAIRS: list[tuple[tuple[str, str | None, str], tuple[str, str | None, str]]] = [
 
 
 def _run(profiles: Profiles, prefix: str) -> str:
-    return next(name for name in profiles.runs() if name.split("/")[0] == prefix)
+    return next(name for name in profiles.index.runs() if name.split("/")[0] == prefix)
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,6 @@ def test_tpu_inference_tool_list_is_xprofs(sample_profiles: Path, tmp_path: Path
                    "op_profile", "trace_viewer", "hlo_stats", "roofline_model", "memory_viewer",
                    "graph_viewer", "inference_profile", *TPU_ONLY}
     profiles = Profiles(sample_profiles / "tpu_inference", cache_dir=tmp_path / "cache")
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     listed = set(profiles.tools(run))
     assert listed & xprof_tools == xprof_list

@@ -48,7 +48,7 @@ def _results(roots: list[Path], cache_dir: Path) -> list[tuple[str, str, Any]]:
     out = []
     for root in roots:
         profiles = Profiles(root, cache_dir=cache_dir)
-        for run in profiles.runs().values():
+        for run in profiles.index.runs().values():
             profile = Profile(profiles, run)
             for name in profile.tools():
                 for options in [{}, *VARIANTS.get(name, [])]:

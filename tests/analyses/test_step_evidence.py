@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tbprof.analyses.overview import overview
-from tbprof.analyses.overview.summary_fields import step_fields
+from tbprof.analyses.overview.headline import headline
 from tbprof.analyses.steps.assignment import (
     MIN_BUSY_COVERAGE,
     MIN_SIMILAR_SHARE,
@@ -73,7 +73,7 @@ def test_tpu_inference_has_no_steps_and_no_verdict() -> None:
     # calls of ~784 ms (98 after the boundary rule), far from "similar durations".
     why = st.diagnosis.split(". ")[0]
     assert why.startswith("No steps: the 98 runs of 'PjitFunction(f)'") and "within 2x of their median" in why
-    fields = step_fields([store])
+    fields = headline([store])
     assert fields["step_confidence"] == "none" and fields["input_bound"] == "unknown"
     assert fields["avg_step_time_ms"] is None and fields["input_percent"] is None
     r = overview.compute([store], {})

@@ -31,7 +31,7 @@ def test_capture_jax_server(tmp_path: Path) -> None:
         def has_training(answer: tuple[int, dict[str, Any]]) -> bool:
             if answer[0] != 200:
                 return False
-            store = app.ctx.profiles.store(app.ctx.profiles.runs(refresh=True)[answer[1]["run"]], host)
+            store = app.ctx.profiles.store(app.ctx.profiles.index.runs(refresh=True)[answer[1]["run"]], host)
             plane = store.plane("/host:CPU")
             return plane is not None and store.strings.id("train") in set(plane.name_id.tolist())
 

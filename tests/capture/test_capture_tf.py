@@ -43,7 +43,7 @@ def _post(client: Client, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
 def _has_training(app: Any, run_name: str, host: str) -> bool:
     """Did the captured window see the training loop (its ops and a traced step)?"""
     profiles = app.ctx.profiles
-    store = profiles.store(profiles.runs(refresh=True)[run_name], host)
+    store = profiles.store(profiles.index.runs(refresh=True)[run_name], host)
     plane = store.plane("/host:CPU")
     if plane is None:
         return False

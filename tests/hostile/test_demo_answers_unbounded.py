@@ -77,7 +77,7 @@ def _estimate_is_close(table: Table, where: Any) -> None:
 @pytest.mark.parametrize("run_dir", RUNS)
 def test_every_tool_answer_is_the_plain_encoding(run_dir: str, tmp_path: Any) -> None:
     profiles = Profiles(SAMPLE_PROFILES / run_dir, cache_dir=tmp_path / "cache")
-    runs = profiles.runs()
+    runs = profiles.index.runs()
     assert runs
     for run in runs.values():
         tools = profiles.tools(run)

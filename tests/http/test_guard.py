@@ -103,7 +103,9 @@ def test_capture_needs_same_origin(tmp_path: Path, origin: str | None, allowed: 
         headers["Origin"] = origin
     status, body = _capture(client, headers)
     if allowed:
-        assert status == 502, body  # passed the guard, then could not connect
+        # Passed the guard, then could not connect: the report, as an error of its own kind.
+        assert status == 502 and body["kind"] == "capture_failed" and body["status"] == 502, body
+        assert body["error"] == body["message"] and body["results"][0]["kind"] == "could_not_connect", body
     else:
         assert status == 403 and body["kind"] == "forbidden_origin", body
     # Reads are not state-changing: a foreign Origin on GET is still answered (the Host check
@@ -190,7 +192,7 @@ def test_compare_side_reason_keeps_its_closing_quote(profiles_root: Path, tmp_pa
     from tbprof.service.profiles import Profiles
 
     profiles = Profiles(profiles_root, cache_dir=tmp_path / "cache")
-    run = next(r for r in profiles.runs().values() if r.name.startswith("jax_mlp"))
+    run = next(r for r in profiles.index.runs().values() if r.name.startswith("jax_mlp"))
 
     def missing(*args: object, **kwargs: object) -> None:
         raise NotFound("unknown table 'steps'")

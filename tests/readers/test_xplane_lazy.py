@@ -144,7 +144,7 @@ def test_the_service_converts_lazily_for_a_few_planes_tool(profiles_root: Path, 
     cache's background write decodes the rest, and the entry reopens equal to the eager store."""
     monkeypatch.setattr(xplane, "LAZY_MIN_BYTES", 0)
     profiles = Profiles(profiles_root / "jax_mlp", cache_dir=tmp_path / "cache")
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     host = next(iter(run.hosts))
     tool = profiles.tool("kernel_stats")
     want = json.loads(to_json_bytes(tool.compute([xplane.read_xspace(run.hosts[host])], tool.parse_options({}))))

@@ -21,7 +21,7 @@ def test_runs_and_numbers_match_local(gcs_logdir: str, profiles_root: Path, tmp_
 
     remote = Profiles(gcs_logdir, cache_dir=tmp_path / "cache_remote")
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    remote_runs, local_runs = remote.runs(), local.runs()
+    remote_runs, local_runs = remote.index.runs(), local.index.runs()
     assert {n: (r.kind, sorted(r.hosts)) for n, r in remote_runs.items()} == \
            {n: (r.kind, sorted(r.hosts)) for n, r in local_runs.items()}
     for name in remote_runs:
@@ -42,8 +42,8 @@ def test_serve_on_gcs(gcs: GCS, gcs_logdir: str, profiles_root: Path, tmp_path: 
     from tbprof.service.profiles import Profiles
 
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    pod = next(n for n in local.runs() if n.startswith("jax_2hosts/"))
-    expected = _without_paths(local.compute(local.runs()[pod], list(local.runs()[pod].hosts),
+    pod = next(n for n in local.index.runs() if n.startswith("jax_2hosts/"))
+    expected = _without_paths(local.compute(local.index.runs()[pod], list(local.index.runs()[pod].hosts),
                                             local.tool("input_pipeline_analyzer"), {}))
     with servers.tbprof_serve(gcs_logdir, tmp_path / "cache", tmp_path / "serve.log", extra_env=gcs.env) as srv:
         status, data = srv.get_json(f"data?run={pod}&host=__all__&tool=input_pipeline_analyzer")

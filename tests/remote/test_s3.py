@@ -48,7 +48,7 @@ def test_runs_and_numbers_match_local(s3_logdir: str, profiles_root: Path, tmp_p
 
     remote = Profiles(s3_logdir, cache_dir=tmp_path / "cache_remote")
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    remote_runs, local_runs = remote.runs(), local.runs()
+    remote_runs, local_runs = remote.index.runs(), local.index.runs()
     # Same run names, kinds and host names: discovery reads names only, wherever they are.
     assert {n: (r.kind, sorted(r.hosts)) for n, r in remote_runs.items()} == \
            {n: (r.kind, sorted(r.hosts)) for n, r in local_runs.items()}
@@ -105,8 +105,8 @@ def test_serve_on_s3(s3: S3, s3_logdir: str, profiles_root: Path, tmp_path: Path
     from tbprof.service.profiles import Profiles
 
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    pod = next(n for n in local.runs() if n.startswith("jax_2hosts/"))
-    expected = _without_paths(local.compute(local.runs()[pod], list(local.runs()[pod].hosts),
+    pod = next(n for n in local.index.runs() if n.startswith("jax_2hosts/"))
+    expected = _without_paths(local.compute(local.index.runs()[pod], list(local.index.runs()[pod].hosts),
                                             local.tool("overview_page"), {}))
     with servers.tbprof_serve(s3_logdir, tmp_path / "cache", tmp_path / "serve.log", extra_env=s3.env,
                               extra_args=("--workers", "2")) as srv:
@@ -144,7 +144,7 @@ def test_tensorboard_plugin_on_s3(s3_logdir: str, profiles_root: Path, tmp_path:
                                                                   "tool": "overview_page"})
     assert answer.status_code == 200
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    run = local.runs()[pod]
+    run = local.index.runs()[pod]
     assert _without_paths(answer.get_json()) == _without_paths(local.compute(run, list(run.hosts),
                                                                              local.tool("overview_page"), {}))
 
@@ -179,11 +179,11 @@ def test_a_pod_is_listed_with_one_request_and_read_with_one_get_per_host(s3: S3,
     werkzeug_log.addHandler(counter)
     try:
         profiles = Profiles("s3://pod-requests/logs", cache_dir=tmp_path / "cache")
-        runs = profiles.runs()
+        runs = profiles.index.runs()
         assert [len(r.hosts) for r in runs.values()] == [hosts]
         # Discovery: one recursive listing, no request per file (sizes and times come with it).
         assert counter.count("GET", "list-type=2") == 1 and counter.count("HEAD") == 0
-        assert profiles.runs() is runs  # within the refresh interval: no request at all
+        assert profiles.index.runs() is runs  # within the refresh interval: no request at all
         assert len(counter.lines) == 1
         summary(profiles, next(iter(runs.values())))
         # Reading: one GET per host file, and still no HEAD (the listing answered the stats).
@@ -258,7 +258,7 @@ def tensorboard_answers_like_local(logdir: str, env: dict[str, str], tool: str, 
         assert status == 200, tb.log()
         assert "Traceback" not in tb.log()
     local = Profiles(profiles_root, cache_dir=tmp_path / "cache_local")
-    run = local.runs()[pod]
+    run = local.index.runs()[pod]
     assert _without_paths(answer) == _without_paths(local.compute(run, list(run.hosts), local.tool(tool), {}))
 
 
@@ -287,7 +287,7 @@ def test_a_bucket_file_over_the_budget_streams_by_ranged_reads(s3_logdir: str, p
     local = xplane_of(profiles_root, "jax_mlp")
     want = store_digest(read_xspace(local))
     remote = Profiles(s3_logdir, cache_dir=tmp_path / "cache")
-    run = next(r for n, r in remote.runs().items() if n.startswith("jax_mlp/"))
+    run = next(r for n, r in remote.index.runs().items() if n.startswith("jax_mlp/"))
     url = run.hosts[next(iter(run.hosts))]
     got = stream_xspace(url, DiskCache(tmp_path / "direct"), "entry", 4 << 20, window_bytes=8 << 10)
     assert store_digest(got) == want
@@ -314,7 +314,7 @@ def test_a_bucket_file_rewritten_while_streaming_is_a_read_error(s3: S3, profile
     fs.mkdir("tbprof-rewrite")  # type: ignore[attr-defined]
     fs.put(str(local), "tbprof-rewrite/logs/run/plugins/profile/s/vm.xplane.pb")  # type: ignore[attr-defined]
     remote = Profiles("s3://tbprof-rewrite/logs", cache_dir=tmp_path / "cache")
-    run = next(iter(remote.runs().values()))
+    run = next(iter(remote.index.runs().values()))
     url = run.hosts["vm"]
     data = local.read_bytes()
     fs.pipe("tbprof-rewrite/logs/run/plugins/profile/s/vm.xplane.pb", data[: len(data) // 2])  # type: ignore[attr-defined]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tbprof.service.comparisons import SideSpec, compare_pair
-from tbprof.service.profiles import ALL_HOSTS, Profiles
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import ALL_HOSTS
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "hta" / "torch_ddp.json"
 

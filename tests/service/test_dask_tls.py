@@ -66,7 +66,7 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
 
 def _answers(profiles: Profiles) -> dict[str, Any]:
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     tool = profiles.tool("overview_page")
     return json.loads(to_json_bytes({"summary": summary(profiles, run),
                                      "overview": profiles.compute(run, list(run.hosts), tool, {})}))

@@ -44,14 +44,14 @@ def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _answers(profiles: Profiles) -> dict[str, Any]:
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     tool = profiles.tool("overview_page")
     return json.loads(to_json_bytes({"summary": summary(profiles, run),
                                      "overview": profiles.compute(run, list(run.hosts), tool, {})}))
 
 
 def _same_stores(a: Profiles, b: Profiles) -> None:
-    run_a, run_b = next(iter(a.runs().values())), next(iter(b.runs().values()))
+    run_a, run_b = next(iter(a.index.runs().values())), next(iter(b.index.runs().values()))
     for host in run_a.hosts:
         sa, sb = a.store(run_a, host), b.store(run_b, host)
         assert len(sa.planes) == len(sb.planes)
@@ -73,7 +73,7 @@ def test_process_pool_equals_in_process(pod: Path, tmp_path: Path) -> None:
         # (also written to the cache) and the server loaded no store for these all-hosts answers.
         assert progress == [(i, HOSTS) for i in range(1, HOSTS + 1)]
         assert len(list((tmp_path / "c2" / "partials").glob("*.bin"))) == HOSTS
-        run = next(iter(pooled.runs().values()))
+        run = next(iter(pooled.index.runs().values()))
         assert not any(pooled.is_loaded(run, h) for h in run.hosts)
         _same_stores(pooled, reference)
     finally:
@@ -89,7 +89,7 @@ def test_background_load_converts_each_host_once(pod: Path, tmp_path: Path) -> N
         profiles = Profiles(pod, cache_dir=tmp_path / "cache", executor=pool)
         progress: list[tuple[int, int]] = []
         profiles.progress = lambda done, total: progress.append((done, total))
-        run = next(iter(profiles.runs().values()))
+        run = next(iter(profiles.index.runs().values()))
         loading = profiles.load_in_background(run, list(run.hosts))
         stores, errors = profiles.stores_tolerant(run, list(run.hosts))
         loading.join()
@@ -113,7 +113,7 @@ def test_unreadable_host_is_reported_not_fatal(pod: Path, tmp_path: Path) -> Non
     pool.start()
     try:
         profiles = Profiles(broken, cache_dir=tmp_path / "c3", executor=pool)
-        out = summary(profiles, next(iter(profiles.runs().values())))
+        out = summary(profiles, next(iter(profiles.index.runs().values())))
         assert out["host_count"] == HOSTS - 1
         assert [e["host"] for e in out["host_errors"]] == ["host0001"]
     finally:

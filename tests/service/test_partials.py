@@ -58,7 +58,7 @@ def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
     """The reference: every covered tool computed by the tool itself over the full stores."""
     profiles = Profiles(logdir, cache_dir=cache)
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     stores = [profiles.store(run, h) for h in run.hosts]
     out: dict[str, Any] = {}
     for name, option_sets in OPTION_SETS.items():
@@ -69,7 +69,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
 
 
 def _through_service(profiles: Profiles) -> dict[str, Any]:
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     out: dict[str, Any] = {}
     for name, option_sets in OPTION_SETS.items():
         for raw in option_sets:
@@ -131,7 +131,7 @@ def test_two_real_hosts_in_process_equal_stores(two_hosts: Path, tmp_path: Path)
     shutil.copytree(tmp_path / "c2" / "partials", tmp_path / "c3" / "partials")
     restarted = Profiles(two_hosts, cache_dir=tmp_path / "c3")
     assert _through_service(restarted) == reference
-    run = next(iter(restarted.runs().values()))
+    run = next(iter(restarted.index.runs().values()))
     assert not any(restarted.is_loaded(run, h) for h in run.hosts)
     # Damaged partial files (a step's begin changed, bytes the header does not cover): refused
     # when read, so the server converts the hosts again and answers as from the stores.
@@ -150,7 +150,7 @@ def test_pod_on_a_process_pool_equals_stores(pod: Path, tmp_path: Path, pool: Pr
     assert _through_service(profiles) == reference
     # Each host converted once, by a worker; the server holds partials, no store.
     assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     assert not any(profiles.is_loaded(run, h) for h in run.hosts)
     assert all(profiles.is_ready(run, h) for h in run.hosts)
 
@@ -168,7 +168,7 @@ def _summary_from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     return json.loads(to_json_bytes({"summary": summary(profiles, run), "tools": profiles.tools(run)}))
 
 
@@ -179,7 +179,7 @@ def test_summary_and_tool_list_of_a_pod_from_partials(pod: Path, tmp_path: Path,
     for executor in (None, pool):
         cache = tmp_path / f"c-{executor is None}"
         profiles = Profiles(pod, cache_dir=cache, executor=executor)
-        run = next(iter(profiles.runs().values()))
+        run = next(iter(profiles.index.runs().values()))
         got = json.loads(to_json_bytes({"summary": summary(profiles, run), "tools": profiles.tools(run)}))
         assert got == reference
         if executor is not None:
@@ -192,7 +192,7 @@ def test_a_broken_host_is_named_as_on_the_store_path(pod: Path, tmp_path: Path, 
     next(broken.rglob("host0001.xplane.pb")).write_bytes(b"\x0a\xff\xff")
     for executor in (None, pool):
         profiles = Profiles(broken, cache_dir=tmp_path / f"c-{executor is None}", executor=executor)
-        run = next(iter(profiles.runs().values()))
+        run = next(iter(profiles.index.runs().values()))
         out = profiles.compute(run, list(run.hosts), profiles.tool("overview_page"), {})
         assert [e["host"] for e in out["host_errors"]] == ["host0001"]
         assert out["run_environment"]["host_count"] == POD_HOSTS - 1
@@ -223,7 +223,7 @@ def _round_trip(a: np.ndarray) -> np.ndarray:
 
 def test_a_partial_refuses_what_it_does_not_carry(two_hosts: Path, tmp_path: Path) -> None:
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     blob = make_partial(profiles.event_store(run, next(iter(run.hosts))))
     assert blob is not None
     part = partial_from_bytes(blob)
@@ -270,7 +270,7 @@ def test_partial_memory_is_within_its_accounted_size(two_hosts: Path, tmp_path: 
     form; what decoding it, every carried value included, really allocates (tracemalloc) must
     not exceed that."""
     profiles = Profiles(two_hosts, cache_dir=tmp_path / "c")
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     for host in run.hosts:
         blob = make_partial(profiles.event_store(run, host))
         assert blob is not None
@@ -294,7 +294,7 @@ def test_an_unreadable_host_is_read_once_per_version_of_its_file(pod: Path, tmp_
     profiles = Profiles(broken, cache_dir=tmp_path / "c")
     batches: list[int] = []  # hosts sent to the executor per batch (the progress total)
     profiles.progress = lambda done, total: batches.append(total) if done == 1 else None
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     first = profiles.host_partials(run, list(run.hosts))
     assert first is not None and [e["host"] for e in first[1]] == ["host0002", "host0003"]
     assert batches == [POD_HOSTS]
@@ -316,7 +316,7 @@ def test_summary_waits_for_the_background_partials(pod: Path, tmp_path: Path, po
     profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=pool)
     progress: list[tuple[int, int]] = []
     profiles.progress = lambda done, total: progress.append((done, total))
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     loading = profiles.load_in_background(run, list(run.hosts))
     out = summary(profiles, run)
     loading.join()
@@ -336,7 +336,7 @@ def test_compare_of_a_pod_from_partials_equals_the_stores(pod: Path, tmp_path: P
             return None
 
     def comparison(profiles: Profiles) -> dict[str, Any]:
-        run = next(iter(profiles.runs().values()))
+        run = next(iter(profiles.index.runs().values()))
         base = SideSpec(run=run.name, host="__all__")
         cand = SideSpec(run=run.name, host="__all__", steps="5:8")  # the pod's steps are 4..11
         return json.loads(to_json_bytes(compare_pair(profiles, base, cand)))
@@ -347,5 +347,5 @@ def test_compare_of_a_pod_from_partials_equals_the_stores(pod: Path, tmp_path: P
     assert {"steps", "ops", "kernels", "memory_allocators", "allocations"} <= set(want["tables"])
     profiles = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
     assert comparison(profiles) == want
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     assert not any(profiles.is_loaded(run, h) for h in run.hosts)

@@ -15,7 +15,7 @@ from tbprof.service.selection import ALL_HOSTS, comparison_host, default_host, p
 
 @pytest.fixture(scope="module")
 def runs(profiles_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    return Profiles(profiles_root, cache_dir=tmp_path_factory.mktemp("cache")).runs()
+    return Profiles(profiles_root, cache_dir=tmp_path_factory.mktemp("cache")).index.runs()
 
 
 def _named(runs: dict[str, Run], prefix: str) -> Run:
@@ -62,7 +62,7 @@ def test_hosts_selected_and_defaulted(runs: dict[str, Run]) -> None:
 
 def test_pick_table(profiles_root: Path, cache_dir: Path) -> None:
     profiles = Profiles(profiles_root, cache_dir=cache_dir)
-    run = profiles.run(next(n for n in profiles.runs() if n.startswith("jax_mlp/")))
+    run = profiles.run(next(n for n in profiles.index.runs() if n.startswith("jax_mlp/")))
     result = profiles.compute(run, list(run.hosts), profiles.tool("framework_op_stats"), {})
     names = [k for k, v in result["tables"].items() if isinstance(v, Table)]
     assert pick_table(result, None, "tool 'framework_op_stats'")[0] == names[0]

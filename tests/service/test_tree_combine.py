@@ -27,7 +27,7 @@ from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
 from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
 from tbprof.service.profiles import Profiles
-from tbprof.service.summary import _summary, summary
+from tbprof.service.summary import of_hosts, summary
 
 # Options besides the defaults (as tests/service/test_partials.py).
 OPTION_SETS: dict[str, list[dict[str, str]]] = {
@@ -91,12 +91,12 @@ def pool() -> Iterator[ProcessPool]:
 def _tree_and_flat(profiles: Profiles) -> tuple[dict[str, Any], dict[str, Any], PodPartials]:
     """Every covered tool and the summary through the service (the tree), and the same tools
     over the same partials as a plain list (host by host)."""
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     hosts = list(run.hosts)
     parts = profiles.host_partials(run, hosts)
     assert parts is not None and not parts[1]
     tree: dict[str, Any] = {"summary": summary(profiles, run)}
-    flat: dict[str, Any] = {"summary": _summary(run, list(parts[0]), [p.summary for p in parts[0]], [])}
+    flat: dict[str, Any] = {"summary": of_hosts(run, list(parts[0]), [])}
     for name, option_sets in OPTION_SETS.items():
         tool = profiles.tool(name)
         for raw in option_sets:
@@ -125,7 +125,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
-    run = next(iter(profiles.runs().values()))
+    run = next(iter(profiles.index.runs().values()))
     hosts = list(run.hosts)
     out: dict[str, Any] = {"summary": summary(profiles, run)}
     for name, option_sets in OPTION_SETS.items():
@@ -174,7 +174,7 @@ def test_demo_pod_on_a_pool_with_cached_hosts_between(mixed_pod: Path, tmp_path:
         (single / h / "plugins" / "profile" / "s").mkdir(parents=True)
         shutil.copy2(f, single / h / "plugins" / "profile" / "s" / f.name)
     first = Profiles(mixed_pod, cache_dir=cache, executor=InProcess())
-    run = next(iter(first.runs().values()))
+    run = next(iter(first.index.runs().values()))
     first.host_partials(run, ["host0003", "host0007"])
     profiles = Profiles(mixed_pod, cache_dir=cache, executor=pool)
     parts = _check(profiles, reference)

@@ -68,7 +68,7 @@ def test_unreadable_entry_is_a_miss_and_runs_still_answer(profiles_root: Path, t
     0600 file) is converted again into a fresh entry; listing runs never fails on it."""
     cache_dir = tmp_path / "cache"
     profiles = Profiles(profiles_root, cache_dir=cache_dir)
-    run = next(r for r in profiles.runs().values() if r.name.startswith("custom_loop"))
+    run = next(r for r in profiles.index.runs().values() if r.name.startswith("custom_loop"))
     host = next(iter(run.hosts))
     want = profiles.event_store(run, host)
     profiles.cache.flush()
@@ -76,7 +76,7 @@ def test_unreadable_entry_is_a_miss_and_runs_still_answer(profiles_root: Path, t
     meta.unlink()
     meta.mkdir()
     again = Profiles(profiles_root, cache_dir=cache_dir)
-    assert all(isinstance(again.is_loaded(r, h), bool) for r in again.runs().values() for h in r.hosts)
+    assert all(isinstance(again.is_loaded(r, h), bool) for r in again.index.runs().values() for h in r.hosts)
     assert_same_store(want, again.event_store(run, host))
     again.cache.flush()
     assert len(list(cache_dir.rglob("meta.json"))) == 1 and next(cache_dir.rglob("meta.json")).is_file()

@@ -96,7 +96,7 @@ def test_tool_option_variants_stay_in_the_budget(profiles_root: Path, tmp_path: 
     profiles = Profiles(profiles_root, cache_dir=tmp_path / "cache")
     budget = MemoryBudget(max_bytes=3 << 20)
     profiles._results = Memo(budget)
-    run = next(r for r in profiles.runs().values() if r.name.startswith("jax_mlp"))
+    run = next(r for r in profiles.index.runs().values() if r.name.startswith("jax_mlp"))
     tool = profiles.tool("op_profile")
     for i in range(50):
         profiles.compute(run, list(run.hosts), tool, {"min_self_time_us": str(i / 1000)})

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 def _stores(logdir: Path, cache_dir: Path) -> dict[str, ProfileStore]:
     profiles = Profiles(logdir, cache_dir=cache_dir)
     out = {}
-    for run in profiles.runs().values():
+    for run in profiles.index.runs().values():
         store = profiles.store(run, sorted(run.hosts)[0])
         if isinstance(store, ProfileStore):
             out[run.kind] = store

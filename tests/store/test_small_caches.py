@@ -22,7 +22,7 @@ def op_names(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """Every distinct string of the jax_mlp and keras_cnn profiles (op names, and the rest)."""
     profiles = Profiles(SAMPLE_PROFILES, cache_dir=tmp_path_factory.mktemp("cache"))
     names: list[str] = []
-    for run in profiles.runs().values():
+    for run in profiles.index.runs().values():
         if run.name.split("/")[0] in ("jax_mlp", "keras_cnn"):
             for host in run.hosts:
                 names += profiles.store(run, host).strings.as_list()

@@ -2,7 +2,7 @@
 // The JSON the backend sends (snake_case, as on the wire): the routes' answers (decode.ts maps
 // them to types.ts) and every tool's result (ToolResults: tool id -> its type), read typed by the pages.
 
-export type ErrorKind = "not_found" | "no_data" | "bad_request" | "unreadable_profile" | "method_not_allowed" | "http" | "internal" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "forbidden_host" | "forbidden_origin" | "too_large" | "answer_too_large";
+export type ErrorKind = "not_found" | "no_data" | "sql_unavailable" | "bad_request" | "answer_too_large" | "unreadable_profile" | "storage_error" | "unsafe_cache_dir" | "error" | "bad_address" | "bad_option" | "no_logdir" | "capture_disabled" | "logdir_read_only" | "busy" | "capture_failed" | "forbidden_host" | "forbidden_origin" | "method_not_allowed" | "too_large" | "unsupported_media_type" | "http" | "internal";
 
 /** Every 4xx/5xx answer: a sentence for people, a ``kind`` for programs. */
 export interface ErrorBody {
@@ -1263,6 +1263,39 @@ export interface TfprofAdviceResult {
   warnings: string[];
 }
 
+export interface TopOp {
+  name: string;
+  type: string;
+  self_time_us: number;
+  occurrences: number;
+}
+
+/** A run's headline numbers, what ``tbprof summary`` prints. */
+export interface ProfileHeadline {
+  host_count: number;
+  device_type: string;
+  device_count: number;
+  event_count: number;
+  span_ms: number;
+  step_source: string;
+  step_method: string;
+  step_confidence: string;
+  step_count: number;
+  avg_step_time_ms: number | null;
+  stddev_step_time_ms: number | null;
+  input_percent: number | null;
+  input_bound: "high" | "moderate" | "potential" | "no" | "unknown";
+  step_diagnosis: string;
+  top_ops_side: string;
+  top_ops: TopOp[];
+  tfprof_nodes?: number;
+  tfprof_steps?: number;
+  tfprof_exec_us_per_step?: number;
+  tfprof_requested_bytes_per_step?: number;
+  device_idle_percent?: number;
+  communication_percent?: number | null;
+}
+
 export interface PlaneLine {
   id: number;
   name: string;
@@ -1307,6 +1340,7 @@ export interface ProfileSummaryResult {
   metrics?: MetricJson[];
   host_count: number;
   event_count: number;
+  headline: ProfileHeadline;
   hosts: HostSummary[];
 }
 

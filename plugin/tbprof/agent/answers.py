@@ -31,7 +31,7 @@ from tbprof.analyses.table import QueryError, Table, TableQuery, apply_query
 from tbprof.errors import BadParameter, NoData, NotFound, TbprofError
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
-from tbprof.service.selection import ALL_HOSTS, default_host, pick_table
+from tbprof.service.selection import ALL_HOSTS, default_host, pick_table, select_hosts
 
 # The input-bound threshold is XProf's (docs/formulas.md); the others are tbprof's verdict rules
 # (docs/agents.md, "explain_bottleneck").
@@ -82,7 +82,7 @@ class Agent:
 
     # --- choosing ------------------------------------------------------------------------------
     def _run(self, name: str | None, who: str = "run") -> Run:
-        runs = self.profiles.runs()
+        runs = self.profiles.index.runs()
         if not runs:
             raise AgentError(f"{self.profiles.logdir}: no profiles found")
         if name is None:
@@ -100,7 +100,7 @@ class Agent:
             raise AgentError(f"unknown host {host!r} in run {run.name!r}",
                              {"valid_hosts": [*sorted(run.hosts), ALL_HOSTS]})
         try:
-            return self.profiles.hosts(run, chosen)
+            return select_hosts(run, chosen)
         except TbprofError as e:
             raise AgentError(str(e), {"valid_hosts": [*sorted(run.hosts), ALL_HOSTS]}) from None
 
@@ -152,7 +152,7 @@ class Agent:
     def list_runs(self, args: Mapping[str, Any]) -> dict[str, Any]:
         max_bytes = _int_arg(args, "max_bytes", DEFAULT_MAX_BYTES, MIN_MAX_BYTES, MAX_MAX_BYTES)
         offset = _int_arg(args, "offset", 0, 0, 10**9)
-        runs = self.profiles.runs_newest_first()
+        runs = self.profiles.index.newest_first()
         rows = [{"run": r.name, "kind": r.kind, "host_count": len(r.hosts), "hosts": sorted(r.hosts)[:8]}
                 for r in runs[offset:offset + MAX_LIMIT]]
         answer: dict[str, Any] = {"logdir": str(self.profiles.logdir), "total_runs": len(runs), "offset": offset,

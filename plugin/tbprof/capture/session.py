@@ -25,6 +25,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.capture import client
 from tbprof.capture.addresses import Address, host_names
 from tbprof.capture.client import CaptureOptions
+from tbprof.errors import TbprofError
 from tbprof.fs import Location, UrlPath
 from tbprof.service.logdir import Run
 
@@ -41,12 +42,12 @@ PROFILE_DIR = ("plugins", "profile")
 XPLANE_SUFFIX = ".xplane.pb"
 
 
-class CaptureRefused(Exception):
-    """A capture refused before any connection is made; ``status`` is its HTTP status."""
+class CaptureRefused(TbprofError):
+    """A capture refused before any connection is made, by its ``kind`` (``bad_option``,
+    ``busy``, ``logdir_read_only``, ...; the HTTP edge's error table gives each its status)."""
 
-    def __init__(self, status: int, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
-        self.status = status
         self.kind = kind
 
 
@@ -56,10 +57,10 @@ def _int_field(body: Mapping[str, Any], name: str, default: int, lo: int, hi: in
         return default
     # JSON numbers only; true/false are ints to Python but not numbers to the user.
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise CaptureRefused(400, "bad_option", f"{name} must be a whole number, not {value!r}")
+        raise CaptureRefused("bad_option", f"{name} must be a whole number, not {value!r}")
     value = int(value)
     if not lo <= value <= hi:
-        raise CaptureRefused(400, "bad_option", f"{name}={value} is out of range [{lo}, {hi}]")
+        raise CaptureRefused("bad_option", f"{name}={value} is out of range [{lo}, {hi}]")
     return value
 
 
@@ -68,7 +69,7 @@ def options_from(body: Mapping[str, Any]) -> CaptureOptions:
     d = CaptureOptions()
     duration = body.get("duration_ms", d.duration_ms)
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration <= 0:
-        raise CaptureRefused(400, "bad_option", f"duration_ms must be positive, not {duration}")
+        raise CaptureRefused("bad_option", f"duration_ms must be positive, not {duration}")
     levels = {name: _int_field(body, name, getattr(d, name), lo, hi) for name, (lo, hi) in LEVEL_RANGES.items()}
     return CaptureOptions(
         duration_ms=_int_field(body, "duration_ms", d.duration_ms, 1, MAX_DURATION_MS),
@@ -127,7 +128,7 @@ def claim(addresses: list[Address]) -> Iterator[None]:
     with _lock:
         taken = [k for k in keys if k in _busy]
         if taken:
-            raise CaptureRefused(409, "busy", f"a capture of {', '.join(taken)} is already running; "
+            raise CaptureRefused("busy", f"a capture of {', '.join(taken)} is already running; "
                                               "wait for it to finish")
         _busy.update(keys)
     try:
@@ -155,12 +156,12 @@ def check_writable(logdir: Location) -> Location:
     if isinstance(logdir, UrlPath):
         return logdir / "/".join(PROFILE_DIR)
     if not logdir.is_dir():
-        raise CaptureRefused(400, "no_logdir", f"cannot capture: the logdir {logdir} is not a directory here")
+        raise CaptureRefused("no_logdir", f"cannot capture: the logdir {logdir} is not a directory here")
     root = logdir.joinpath(*PROFILE_DIR)
     existing = root
     while not existing.is_dir():
         if existing.exists():
-            raise CaptureRefused(403, "logdir_read_only", f"cannot capture into {logdir}: {existing} is a file, "
+            raise CaptureRefused("logdir_read_only", f"cannot capture into {logdir}: {existing} is a file, "
                                                            "not a folder")
         existing = existing.parent
     try:
@@ -168,7 +169,7 @@ def check_writable(logdir: Location) -> Location:
         os.rmdir(probe)
     except OSError as e:
         why = "it is on a read-only filesystem" if e.errno == errno.EROFS else (e.strerror or str(e))
-        raise CaptureRefused(403, "logdir_read_only",
+        raise CaptureRefused("logdir_read_only",
                              f"cannot capture into {logdir}: {existing} is not writable ({why}). A capture "
                              "writes a new session under <logdir>/plugins/profile/; serve a writable "
                              "logdir to capture.") from None
@@ -304,7 +305,7 @@ def capture(logdir: Location, addresses: list[Address], options: CaptureOptions,
     """Traces every address at once into one new session; never raises for a failing server
     (that is a per-address result), only ``CaptureRefused`` before any connection is made."""
     if not addresses:
-        raise CaptureRefused(400, "bad_address", "no address given")
+        raise CaptureRefused("bad_address", "no address given")
     logdir = logdir.resolve()
     root = check_writable(logdir)
     with claim(addresses):

@@ -106,7 +106,7 @@ def pick_run(profiles: Profiles, name: str | None) -> Run:
     """The run ``--run`` names; without it, the only run or the newest (said on stderr)."""
     from tbprof.service.selection import pick_run as pick
 
-    return pick(profiles.runs(), name, where=str(profiles.logdir), several="newest", choose_with="--run",
+    return pick(profiles.index.runs(), name, where=str(profiles.logdir), several="newest", choose_with="--run",
                 note=lambda message: print(f"tbprof: {message}", file=sys.stderr))
 
 

@@ -58,7 +58,7 @@ def _side_options(p: argparse.ArgumentParser) -> None:
 def _pick(profiles: Profiles, run_name: str | None, host: str | None, who: str, steps: str,
           iterations: str) -> SideSpec:
     prefix = "--base-" if who == "baseline" else "--"
-    run = pick_run(profiles.runs(), run_name, where=str(profiles.logdir), choose_with=prefix + "run", who=who)
+    run = pick_run(profiles.index.runs(), run_name, where=str(profiles.logdir), choose_with=prefix + "run", who=who)
     select_hosts(run, comparison_host(run, host), choose_with=prefix + "host", who=who)  # refused here, by flag
     return SideSpec(run=run.name, host=host, steps=steps,
                     iterations=parse_iterations(iterations, prefix + "iterations"))

@@ -19,7 +19,7 @@ from tbprof.cli.common import (
     profiles_for,
 )
 from tbprof.service.logdir import Run
-from tbprof.service.selection import ALL_HOSTS, default_host, pick_table
+from tbprof.service.selection import ALL_HOSTS, default_host, pick_table, select_hosts
 
 if TYPE_CHECKING:
     from tbprof.service.executor import Executor
@@ -31,7 +31,7 @@ def configure_tools(p: argparse.ArgumentParser) -> None:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
-    runs = profiles.runs()
+    runs = profiles.index.runs()
     if not runs:
         raise CliError(f"{args.path}: no profiles found")
     for run in sorted(runs.values(), key=lambda r: r.name):
@@ -47,7 +47,7 @@ def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | No
     # lazily, Tool.few_planes), so there is no conversion to overlap with the imports here.
     tool = profiles.tool(tool_name)
     run = pick_run(profiles, run_name)
-    hosts = profiles.hosts(run, default_host(run, host, tool.multi_host_for(run.kind)))
+    hosts = select_hosts(run, default_host(run, host, tool.multi_host_for(run.kind)))
     result = profiles.compute(run, hosts, tool, options)
     return result, run, hosts
 

@@ -28,13 +28,15 @@ def run(args: argparse.Namespace) -> int:
     listed = time.perf_counter()
     loading = profiles.load_in_background(run, list(run.hosts))
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
-    from tbprof.service.summary import summary
+    from tbprof.service.summary import of_hosts
 
     imported = time.perf_counter()
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
     loaded = time.perf_counter()
-    result = summary(profiles, run)
+    views = profiles.views(run, list(run.hosts))
+    viewed = time.perf_counter()
+    result = of_hosts(run, views.hosts, views.host_errors)
     summarised = time.perf_counter()
     if args.json:
         print_json(result)
@@ -49,8 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if args.timings:
         sys.stdout.flush()
         after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded}
+        # A pod summarised from its partials: the headline over them is the combine phase.
+        combined = {"combine_s": summarised - viewed} if views.partials else {}
         print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
-                           profiles.phase_seconds | after_list, profiles.partial_seconds), file=sys.stderr)
+                           profiles.conversion.phase_seconds | combined | after_list,
+                           profiles.conversion.partial_seconds), file=sys.stderr)
     return EXIT_OK
 
 

@@ -9,7 +9,6 @@ the domain errors map to statuses in ``http/errors.py`` (unknown run/host/tool 4
 
 from __future__ import annotations
 
-import gzip
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from tbprof.errors import TbprofError
 from tbprof.fs import Location
 from tbprof.http import responses
 from tbprof.http.context import AppContext
-from tbprof.http.errors import error_fields, http_status
+from tbprof.http.errors import HttpRefused, error_fields
 from tbprof.http.guard import Guard
 from tbprof.http.urls import URL_MAP
 from tbprof.service.executor import Executor
@@ -84,7 +83,7 @@ class TbprofApp:
         refusal = self.ctx.guard.check(request.method, request.headers.get("Host"), request.headers.get("Origin"),
                                        request.scheme)
         if refusal is not None:
-            return responses.error_response(request, refusal.status, refusal.message, kind=refusal.kind)
+            return responses.error_response(request, refusal.kind, refusal.message)
         try:
             try:
                 handler, _ = self.urls.match("/" + path, method=request.method)
@@ -92,16 +91,18 @@ class TbprofApp:
                 return static_file(request, path)
             return cast(Handler, handler)(self.ctx, request)
         except TbprofError as e:
-            return responses.error_response(request, http_status(e), str(e), **error_fields(e))
+            return responses.error_response(request, e.kind, str(e), **error_fields(e))
+        except HttpRefused as e:
+            return responses.error_response(request, e.kind, str(e))
         except MethodNotAllowed as e:
             allowed = ", ".join(sorted(e.valid_methods or ()))
-            return responses.error_response(request, 405, f"{path} takes {allowed}, not {request.method}",
-                                            kind="method_not_allowed")
+            message = f"{path} takes {allowed}, not {request.method}"
+            return responses.error_response(request, "method_not_allowed", message)
         except HTTPException as e:
-            return responses.error_response(request, e.code or 500, e.description or e.name, kind="http")
+            return responses.error_response(request, "http", e.description or e.name, status=e.code or None)
         except Exception as e:  # a bug: say so without a traceback, keep serving
             log.exception("tbprof: internal error on %s", request.full_path)
-            return responses.error_response(request, 500, f"internal error: {type(e).__name__}", kind="internal")
+            return responses.error_response(request, "internal", f"internal error: {type(e).__name__}")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         request = Request(environ)
@@ -123,7 +124,7 @@ def static_file(request: Request, path: str) -> Response:
     if path in ("", "index.html"):
         path = "index.html"
     root = STATIC_DIR.resolve()
-    missing = responses.error_response(request, 404, f"no such route or file: {path[:200]!r}", kind="not_found")
+    missing = responses.error_response(request, "not_found", f"no such route or file: {path[:200]!r}")
     try:
         # A NUL (`index.html%00.js`) raises ValueError and a 5,000-character name OSError
         # (ENAMETOOLONG): neither names a file here.
@@ -131,28 +132,27 @@ def static_file(request: Request, path: str) -> Response:
         if not target.is_relative_to(root) or not target.is_file():
             return missing
         stat = target.stat()
+        body = target.read_bytes()
     except (OSError, ValueError):
         return missing
     mime = _MIME.get(target.suffix, "application/octet-stream")
     # Hashed asset names can be cached forever; entry files must revalidate.
     immutable = "/assets/" in f"/{path}"
     headers = {"Cache-Control": "public, max-age=31536000, immutable" if immutable else "no-cache"}
-    if stat.st_size >= responses.GZIP_MIN_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
-        # The bundle is the same bytes for every client: compress it once, not per request
-        # (gzipping the chart chunk is slow on a busy machine: bench/measurements.md#serving).
-        headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
-        return Response(_gzipped(str(target), stat.st_mtime_ns, stat.st_size), mimetype=mime, headers=headers)
-    return responses.finish(request, target.read_bytes(), mime, headers=headers)
+    # The bundle is the same bytes for every client: compressed once, not per request
+    # (gzipping the chart chunk is slow on a busy machine: bench/measurements.md#serving).
+    return responses.send(request, body, mime, headers=headers,
+                          gzipped=lambda: _gzipped(str(target), stat.st_mtime_ns, body))
 
 
 # Gzipped static files, in the process-wide byte budget (store/memo.py) with everything cached.
 _GZIPPED = Memo()
 
 
-def _gzipped(path: str, mtime_ns: int, size: int) -> bytes:
+def _gzipped(path: str, mtime_ns: int, body: bytes) -> bytes:
     """A static file gzipped; the key includes mtime and size so a rebuilt file is recompressed."""
-    return _GZIPPED.get(("static_gzip", path, mtime_ns, size),
-                        lambda: gzip.compress(Path(path).read_bytes(), compresslevel=9, mtime=0), size=len)
+    return _GZIPPED.get(("static_gzip", path, mtime_ns, len(body)),
+                        lambda: responses.gzip_bytes(body, responses.STATIC_GZIP_LEVEL), size=len)
 
 
 def create_app(logdir: Location | str, cache_dir: Path | str | None = None, prefix: str = "",

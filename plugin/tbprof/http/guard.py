@@ -79,7 +79,8 @@ def split_host(host_header: str) -> str:
 
 @dataclass(frozen=True)
 class Refusal:
-    status: int
+    """Why a request is not answered, by its kind (http/errors.py gives its status: 403)."""
+
     kind: str
     message: str
 
@@ -106,9 +107,9 @@ class Guard:
         return not self.loopback and not self.allowed_hosts
 
     def check(self, method: str, host_header: str | None, origin: str | None, scheme: str) -> Refusal | None:
-        """None when the request may be answered, else why not (always a 403)."""
+        """None when the request may be answered, else why not."""
         if not self.host_allowed(host_header):
-            return Refusal(403, "forbidden_host", (
+            return Refusal("forbidden_host", (
                 f"this tbprof server does not answer requests for host {split_host(host_header or '')!r}: a "
                 "server on loopback answers only localhost names (protection against DNS rebinding). If "
                 "you reach it under another name, start it with --allowed-host NAME (TensorBoard: "
@@ -116,7 +117,7 @@ class Guard:
         if method.upper() in SAFE_METHODS or origin is None:
             return None
         if not self._same_origin(origin, host_header, scheme):
-            return Refusal(403, "forbidden_origin", (
+            return Refusal("forbidden_origin", (
                 f"refused a {method.upper()} from origin {origin[:200]!r}: requests that change something "
                 "(such as a capture) are answered only for pages served by this server"))
         return None

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
+from typing import Any
+
 from werkzeug.datastructures import MultiDict
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.wrappers import Request
 
 from tbprof.analyses.table import TableQuery
 from tbprof.errors import BadParameter
+from tbprof.http.errors import HttpRefused
 from tbprof.service.comparisons import SideSpec, parse_iterations
-from tbprof.service.profiles import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS
 
 # Arguments with a meaning of their own; everything else is passed to the tool as an option.
 RESERVED = {"run", "host", "tool", "table", "sort", "desc", "offset", "limit", "rows"}
@@ -78,3 +85,37 @@ def side_spec(args: MultiDict[str, str], prefix: str) -> SideSpec:
         raise BadParameter(f"parameter {prefix + 'host'!r} contains a NUL byte")
     iterations = parse_iterations(args.get(prefix + "iterations", "") or "", prefix + "iterations")
     return SideSpec(run=run, host=host, steps=args.get(prefix + "steps", "") or "", iterations=iterations)
+
+
+def json_body(request: Request, max_bytes: int, fields: Collection[str], what: str,
+              limit_note: str = "") -> dict[str, Any]:
+    """A POST's JSON object (``what`` it is, for the messages): refused unless its content type
+    is JSON (``unsupported_media_type``; a JSON content type cannot be sent cross-site without a
+    CORS preflight, which is never granted), past ``max_bytes`` (``too_large``), or when it is no
+    JSON object or names a field outside ``fields`` (``BadParameter``). ``limit_note``: what
+    the byte limit means to the user, appended to its message."""
+    if request.mimetype != "application/json":
+        raise HttpRefused("unsupported_media_type", f"send {what} as application/json")
+    too_large = HttpRefused("too_large", f"request body larger than {max_bytes} bytes{limit_note}")
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise too_large
+    # Read at most the limit: werkzeug's stream stops a chunked body there, so a large chunked
+    # body is never read whole (bench/measurements.md#conversion-memory).
+    request.max_content_length = max_bytes
+    try:
+        raw = request.stream.read(max_bytes)
+        more = request.stream.read(1)  # the stream raises (or yields a byte) past the limit
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if more:
+        raise too_large
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise BadParameter("the request body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise BadParameter("the request body must be a JSON object")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise BadParameter(f"unknown field(s) {unknown}; known: {sorted(fields)}")
+    return body

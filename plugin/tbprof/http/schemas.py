@@ -8,18 +8,14 @@ result's ``Table`` is a ``TableJson`` on the wire) and the generated file agains
 
 
 import types
-from typing import Any, Literal, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import numpy as np
 
 from tbprof.analyses.results.compare import CompareResult
 from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
 from tbprof.analyses.table import Table
-
-# Every error kind a route answers (errors.py's, the app's own, and the capture route's refusals).
-ErrorKind = Literal["not_found", "no_data", "bad_request", "unreadable_profile", "method_not_allowed", "http",
-                    "internal", "bad_address", "bad_option", "no_logdir", "capture_disabled", "logdir_read_only",
-                    "busy", "forbidden_host", "forbidden_origin", "too_large", "answer_too_large"]
+from tbprof.http.errors import ErrorKind
 
 
 class ErrorBody(TypedDict):
@@ -27,7 +23,7 @@ class ErrorBody(TypedDict):
 
     error: str
     status: int
-    kind: ErrorKind
+    kind: ErrorKind  # one of http/errors.py's ERROR_STATUS
     file: NotRequired[str]  # unreadable_profile: the file
     reason: NotRequired[str]  # unreadable_profile: what is wrong with it
 

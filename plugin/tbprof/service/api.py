@@ -53,7 +53,7 @@ def open(path: str | Path, run: str | None = None, host: str | None = None,
     if not p.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     profiles = Profiles(p, cache_dir=Path(cache_dir) if cache_dir is not None else None)
-    chosen = pick_run(profiles.runs(), run, where=str(path), choose_with="run=")
+    chosen = pick_run(profiles.index.runs(), run, where=str(path), choose_with="run=")
     if host is not None:
         select_hosts(chosen, host)  # an unknown host is refused now, not at the first call
     return Profile(profiles, chosen, host)
@@ -86,7 +86,7 @@ class Profile:
         """Any tool's result. Several hosts: all of them for multi-host tools, else the first."""
         tool = self.profiles.tool(name)
         want = default_host(self.run, host if host is not None else self.host, tool.multi_host_for(self.run.kind))
-        hosts = self.profiles.hosts(self.run, want)
+        hosts = select_hosts(self.run, want)
         return self.profiles.compute(self.run, hosts, tool, {k: str(v) for k, v in options.items()})
 
     def _frame(self, what: str) -> Any:

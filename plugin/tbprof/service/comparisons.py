@@ -8,10 +8,9 @@ runs already open in the dashboard recomputes nothing but the joins.
 
 from __future__ import annotations
 
-import gzip
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,6 @@ import numpy as np
 from tbprof.analyses.compare import report as cmp
 from tbprof.analyses.compare import sources as src
 from tbprof.analyses.compare import stats as cs
-from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.gpu import trace_diff
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
@@ -28,8 +26,8 @@ from tbprof.analyses.results.compare import CompareResult
 from tbprof.cache.disk_cache import cache_key
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
-from tbprof.service.profiles import GZIP_LEVEL, Profiles
-from tbprof.service.selection import comparison_host
+from tbprof.service.profiles import Profiles
+from tbprof.service.selection import comparison_host, select_hosts
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 
@@ -58,7 +56,7 @@ def parse_iterations(text: str, name: str = "iterations") -> tuple[int, ...]:
 
 def resolve(profiles: Profiles, spec: SideSpec) -> tuple[Run, list[str]]:
     run = profiles.run(spec.run)
-    return run, profiles.hosts(run, comparison_host(run, spec.host))
+    return run, select_hosts(run, comparison_host(run, spec.host))
 
 
 def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: str,
@@ -175,24 +173,15 @@ def _pair_key(profiles: Profiles, base: SideSpec, cand: SideSpec, confidence: fl
 def compare_pair(profiles: Profiles, base: SideSpec, cand: SideSpec,
                  confidence: float = cs.DEFAULT_CONFIDENCE) -> CompareResult:
     """The comparison of two sides of one logdir, memoised per pair (and file versions)."""
+    return compared(profiles, base, cand, confidence)[0]
+
+
+def compared(profiles: Profiles, base: SideSpec, cand: SideSpec,
+             confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[CompareResult, Hashable]:
+    """``compare_pair``'s answer and its memo key (the pair's runs, hosts, file versions and
+    selections: the key an edge keeps the answer's encoding under)."""
     memo, key = _pair_key(profiles, base, cand, confidence)
-    return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
-
-
-def compare_pair_json(profiles: Profiles, base: SideSpec, cand: SideSpec,
-                      confidence: float = cs.DEFAULT_CONFIDENCE) -> tuple[CompareResult, Callable[[bool], bytes]]:
-    """``compare_pair``'s answer, and it as JSON: a function of ``gzipped`` (compressed or not),
-    each memoised next to the comparison (the pair's key, which stats every file, taken once)."""
-    memo, key = _pair_key(profiles, base, cand, confidence)
-    result = memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence))
-
-    def body(gzipped: bool) -> bytes:
-        def encode() -> bytes:
-            return gzip.compress(body(False), compresslevel=GZIP_LEVEL) if gzipped else to_json_bytes(result)
-
-        return memo.get(("json", gzipped, key), encode, size=len)
-
-    return result, body
+    return memo.get(key, lambda: compare_sides(gather(profiles, base), gather(profiles, cand), confidence)), key
 
 
 def compare_sides(base: cmp.SideInput, cand: cmp.SideInput, confidence: float) -> CompareResult:

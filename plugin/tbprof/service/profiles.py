@@ -9,19 +9,22 @@ front of small services, each with one job, that it wires together:
 * ``pod_conversion.PodConversion``: a pod's hosts converted on the executor;
 * ``host_partials.HostPartials``: a pod's per-host partials (memory, disk, executor);
 * ``background.BackgroundLoads`` and ``warmups.Warmups``: work before and after a request;
-* the tool results and their JSON bodies, memoised here (``compute``, ``result_json``).
+* the hosts as a reader typed on ``StoreView`` reads them (``views``: a pod's partials or the
+  stores), and the tool results, memoised here (``computed``; the edges encode them).
+
+Callers use the services themselves where ``Profiles`` adds nothing: ``index`` (runs),
+``selection.select_hosts``, ``warmups``, ``conversion`` (a pod's timings).
 """
 
 from __future__ import annotations
 
-import gzip
 import logging
 import threading
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.tool import Tool
 from tbprof.cache.disk_cache import cache_key
 from tbprof.cache.profile_cache import ProfileCache
@@ -34,10 +37,7 @@ from tbprof.service.background import BackgroundLoads
 from tbprof.service.executor import Executor, InProcess, Progress
 from tbprof.service.host_partials import HostPartials
 from tbprof.service.logdir import Run, RunIndex
-from tbprof.service.pod_conversion import PERSISTED_FORMATS as PERSISTED_FORMATS  # its former home
 from tbprof.service.pod_conversion import PodConversion
-from tbprof.service.selection import ALL_HOSTS as ALL_HOSTS  # its former home: callers import it here
-from tbprof.service.selection import select_hosts
 from tbprof.service.warmups import Warmups
 from tbprof.store.any_store import AnyStore
 from tbprof.store.memo import Memo
@@ -51,8 +51,6 @@ log = logging.getLogger("tbprof")
 
 # A tool's result and its memo key (Profiles.computed).
 Computed = tuple[dict[str, Any], Hashable | None]
-# gzip level of the memoised JSON bodies (result_json), the one HTTP's other answers use.
-GZIP_LEVEL = 5
 
 
 def persist_derived(store: ProfileStore) -> None:
@@ -61,6 +59,18 @@ def persist_derived(store: ProfileStore) -> None:
     reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
     the store is written, after the answer."""
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
+
+
+@dataclass(frozen=True)
+class HostViews:
+    """Hosts as ``Profiles.views`` chose them: per-host partials (``partials``) or stores, and
+    the hosts found unreadable (``{"host", "file", "error"}``)."""
+
+    # The stores (a tfprof run's: its profile), or the PodPartials (a sequence of partials that
+    # also holds tables combined per batch of hosts, which the op tables read).
+    hosts: Sequence[Any]
+    host_errors: list[dict[str, str]]
+    partials: bool
 
 
 class Profiles:
@@ -83,33 +93,12 @@ class Profiles:
         self.partials = HostPartials(self.cache, self.conversion, self.store, self.store_format)
         self._candidates: dict[tuple[str, str], list[str]] = {}  # (store format, run kind) -> tools
 
-    @property
-    def partial_seconds(self) -> dict[str, float]:
-        """Seconds spent getting partials, summed over hosts (``PodConversion``)."""
-        return self.conversion.partial_seconds
-
-    @property
-    def phase_seconds(self) -> dict[str, float]:
-        """Wall seconds of the phases of the last all-hosts conversion (``PodConversion``)."""
-        return self.conversion.phase_seconds
-
     # --- runs and hosts -------------------------------------------------------------------
-    def runs(self, refresh: bool = False, fresh: bool = False) -> dict[str, Run]:
-        return self.index.runs(refresh=refresh, fresh=fresh)
-
-    def runs_newest_first(self, refresh: bool = False) -> list[Run]:
-        """``runs()`` newest first (equal times by name); do not modify the list."""
-        return self.index.newest_first(refresh=refresh)
-
     def run(self, name: str) -> Run:
         run = self.index.get(name)
         if run is None:
             raise NotFound(f"unknown run {name!r}")
         return run
-
-    def hosts(self, run: Run, host: str | None) -> list[str]:
-        """Host names a request selects (``selection.select_hosts``)."""
-        return select_hosts(run, host)
 
     def store_format(self, run: Run) -> str:
         kind = KINDS.get(run.kind)
@@ -143,10 +132,6 @@ class Profiles:
         competes with the request (its analysis or its JSON encoding) for the interpreter."""
         self.cache.persist_pending()
         self.warmups.start()
-
-    def wait_warm(self) -> None:
-        """Waits until the warm-ups started so far have finished (tests and benchmarks)."""
-        self.warmups.wait()
 
     def prepare(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
                 write_store: bool = True, unloaded: bool = False) -> list[dict[str, Any]]:
@@ -223,6 +208,16 @@ class Profiles:
         self.loads.wait((run.name, tuple(hosts)))
         return self.partials.get(run, hosts, self.progress)
 
+    def views(self, run: Run, hosts: Sequence[str], few_planes: bool = False) -> HostViews:
+        """The hosts as a reader typed on ``StoreView`` reads them, chosen up front: a pod's
+        per-host partials when every host has one (an XSpace pod: no store loaded), else the
+        stores (``stores_tolerant``: unreadable hosts of several skipped and named)."""
+        parts = self.host_partials(run, hosts) if len(hosts) > 1 else None
+        if parts is not None:
+            return HostViews(parts[0], parts[1], partials=True)
+        stores, host_errors = self.stores_tolerant(run, hosts, few_planes)
+        return HostViews(stores, host_errors, partials=False)
+
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:
         tool = registry.get(name)
@@ -271,48 +266,31 @@ class Profiles:
             return None, options
         return memo_key, options
 
-    def result_json(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str],
-                    gzipped: bool = False) -> bytes:
-        """The tool's result as JSON (``analyses/encode.py``; ``gzipped``: compressed), memoised
-        next to the result in the same byte budget, so a repeated request costs a lookup
-        instead of re-encoding the result."""
-        return self.encoded(self.computed(run, hosts, tool, raw_options), gzipped)
-
-    def encoded(self, computed: Computed, gzipped: bool = False) -> bytes:
-        """``result_json`` of a result ``computed`` returned (its key is not looked up again:
-        the host files' cache keys stat every file of a pod)."""
-        result, memo_key = computed
-
-        def encode() -> bytes:
-            if gzipped:
-                return gzip.compress(self.encoded(computed), compresslevel=GZIP_LEVEL)
-            return to_json_bytes(result)
-
-        return encode() if memo_key is None else self._results.get(("json", gzipped, memo_key), encode, size=len)
-
     def compute(self, run: Run, hosts: Sequence[str], tool: Tool,
                 raw_options: Mapping[str, str]) -> dict[str, Any]:
         """The tool's result for the hosts, memoised (``computed``)."""
         return self.computed(run, hosts, tool, raw_options)[0]
 
     def computed(self, run: Run, hosts: Sequence[str], tool: Tool, raw_options: Mapping[str, str]) -> Computed:
-        """The tool's result and its memo key (None: not memoised), for ``encoded``."""
+        """The tool's result and its memo key (None: not memoised), under which an edge may keep
+        the result's encoding (http/responses.py ``memoised_json``)."""
         memo_key, options = self._result_key(run, hosts, tool, raw_options)
 
         def compute() -> dict[str, Any]:
-            # Chosen up front: a tool typed on what a partial holds (``compute_partials``) gets a
-            # pod's partials when every host has one (an XSpace pod); any other tool, the stores.
-            if len(hosts) > 1 and tool.compute_partials is not None:
-                parts = self.host_partials(run, hosts)
-                if parts is not None:
-                    result = tool.compute_partials(parts[0], options)
-                    return {**result, "host_errors": parts[1]} if parts[1] else result
-            stores, host_errors = self.stores_tolerant(run, hosts, few_planes=tool.few_planes)
-            result = tool.compute(stores, options)
-            if host_errors:
+            # Chosen up front: a tool typed on what a partial holds (``compute_partials``) reads
+            # the hosts as ``views`` gives them; any other tool, the stores.
+            if tool.compute_partials is not None:
+                views = self.views(run, hosts, few_planes=tool.few_planes)
+            else:
+                views = HostViews(*self.stores_tolerant(run, hosts, few_planes=tool.few_planes), partials=False)
+            if views.partials and tool.compute_partials is not None:
+                result = tool.compute_partials(views.hosts, options)
+            else:
+                result = tool.compute(views.hosts, options)
+                self.warmups.used(views.hosts)
+            if views.host_errors:
                 # One broken host file among good ones: analyse the good ones, name the broken one.
-                result = {**result, "host_errors": host_errors}
-            self.warmups.used(stores)
+                result = {**result, "host_errors": views.host_errors}
             return result
 
         return (compute() if memo_key is None else self._results.get(memo_key, compute)), memo_key

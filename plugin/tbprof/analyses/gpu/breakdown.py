@@ -404,27 +404,9 @@ SUMMARY_VALUES: CarriedValue[tuple[bool, list[float], list[float]]] = CarriedVal
 
 def summary_values(store: StoreView) -> tuple[bool, list[float], list[float]]:
     """Of one host (memoised): whether it has device activity, and per GPU its idle % and
-    communication %, what ``summary_fields`` averages over the hosts' GPUs (so the average
-    over all hosts combines per-host lists)."""
+    communication %, what the run's headline (analyses/overview/headline.py) averages over the
+    hosts' GPUs (so the average over all hosts combines per-host lists)."""
     return store.derive(SUMMARY_VALUES)
-
-
-def summary_fields(stores: Sequence[StoreView]) -> dict[str, Any]:
-    """``device_idle_percent`` (and ``communication_percent`` for several ranks or GPUs) for `tbprof summary`."""
-    idle: list[float] = []
-    comm: list[float] = []
-    any_active = False
-    for s in stores:
-        active, i, c = summary_values(s)
-        any_active = any_active or active
-        idle.extend(i)
-        comm.extend(c)
-    if not any_active:
-        return {}
-    out: dict[str, Any] = {"device_idle_percent": round(float(np.mean(idle)), 2)}
-    if len(idle) > 1:
-        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else None
-    return out
 
 
 # A time threshold longer than a year of profile is a typo, not a setting; past it the picosecond

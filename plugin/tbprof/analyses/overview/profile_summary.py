@@ -1,4 +1,5 @@
-"""profile_summary: what a profile file contains (planes, lines, counts, span, devices)."""
+"""profile_summary: what a profile file contains (planes, lines, counts, span, devices) and the
+run's headline numbers (``headline``: what ``tbprof summary`` prints)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses.overview.headline import headline
 from tbprof.analyses.results.whole_run import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -67,6 +69,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Profi
         "tool": "profile_summary",
         "host_count": len(hosts),
         "event_count": sum(h["event_count"] for h in hosts),
+        "headline": headline(stores),
         "hosts": hosts,
         "tables": {"lines": lines},
     }

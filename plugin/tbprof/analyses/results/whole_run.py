@@ -1,7 +1,7 @@
 """Results of the whole-run views: overview, input pipeline, pod viewer, tf.data, smart suggestions,
 inference profile, profile summary."""
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from tbprof.analyses.results.common import (
     Diagnostics,
@@ -271,9 +271,50 @@ class HostSummary(TypedDict):
     planes: list[PlaneSummary]
 
 
+class TopOp(TypedDict):
+    name: str
+    type: str
+    self_time_us: float
+    occurrences: int
+
+
+class ProfileHeadline(TypedDict):
+    """A run's headline numbers, what ``tbprof summary`` prints.
+
+    The Python API's ``summary()`` and the agent's ``summary`` answer these too, with the run's
+    name, its hosts and its unreadable hosts."""
+
+    host_count: int
+    device_type: str
+    device_count: int
+    event_count: int
+    span_ms: float
+    step_source: str
+    step_method: str
+    step_confidence: str
+    step_count: int
+    avg_step_time_ms: float | None  # None: no steps
+    stddev_step_time_ms: float | None
+    input_percent: float | None
+    input_bound: InputBound
+    step_diagnosis: str
+    top_ops_side: str  # "device" | "host"
+    top_ops: list[TopOp]
+    # A tfprof run's: graph nodes, traced steps, time and memory per step.
+    tfprof_nodes: NotRequired[int]
+    tfprof_steps: NotRequired[int]
+    tfprof_exec_us_per_step: NotRequired[int]
+    tfprof_requested_bytes_per_step: NotRequired[int]
+    # A run with device activity: its GPUs' mean idle %, and with several GPUs their mean
+    # communication % (None: no GPU's share is defined).
+    device_idle_percent: NotRequired[float]
+    communication_percent: NotRequired[float | None]
+
+
 class ProfileSummaryResult(ToolEnvelope):
     host_count: int
     event_count: int
+    headline: ProfileHeadline
     hosts: list[HostSummary]
 
 

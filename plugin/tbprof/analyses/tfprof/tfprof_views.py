@@ -263,19 +263,6 @@ def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> TfprofViewsRes
     }
 
 
-def summary_fields(stores: Sequence[Any]) -> dict[str, Any]:
-    """``tbprof summary`` of a tfprof run: graph nodes, traced steps, time and memory per step."""
-    profiles = [s for s in stores if isinstance(s, TfprofProfile)]
-    if not profiles:
-        return {}
-    p = profiles[0]
-    stats = p.node_stats(-1)
-    return {"tfprof_nodes": p.n_nodes, "tfprof_steps": len(p.steps),
-            "tfprof_exec_us_per_step": int(stats["exec_micros"].sum()),
-            "tfprof_requested_bytes_per_step": int(stats["requested_bytes"].sum())}
-
-
-
 TOOLS = (
     Tool(
         name=TOOL, title="tfprof views", compute=compute, options=OPTIONS, formats=("tfprof",),

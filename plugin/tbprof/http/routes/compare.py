@@ -17,7 +17,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.comparisons import SideSpec, compare_pair, compare_pair_json
+from tbprof.service.comparisons import SideSpec, compare_pair, compared
 from tbprof.service.selection import pick_table
 
 
@@ -48,12 +48,11 @@ def _pick(result: CompareResult, name: str | None) -> tuple[str, Table]:
 
 def compare(ctx: AppContext, request: Request) -> Response:
     """The comparison's JSON; ``rows=N`` caps every table (as ``data`` does)."""
-    base, cand, confidence = _sides(request)
-    result, body = compare_pair_json(ctx.profiles, base, cand, confidence)
+    result, key = compared(ctx.profiles, *_sides(request))
     query = params.table_query(request.args)
     rows = params.int_arg(request.args, "rows", None)
     if rows is None and not params.queried(query):
-        return responses.memoised_json(request, body)
+        return responses.memoised_json(request, ("compare", key), result)
     queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {n: TableQuery(limit=rows) for n, t in result.get("tables", {}).items() if isinstance(t, Table)}
@@ -83,6 +82,6 @@ def compare_csv(ctx: AppContext, request: Request) -> Response:
         return f"{d['run']}_{'all_hosts' if len(hosts) > 1 else hosts[0]}"
 
     filename = _SAFE.sub("_", f"compare_{side(result['baseline'])}_vs_{side(result['candidate'])}_{name}")
-    return responses.finish(request, body, "text/csv",
+    return responses.send(request, body, "text/csv",
                             headers={"Content-Disposition": f'attachment; filename="{filename.strip("_")}.csv"'})
 

@@ -15,7 +15,7 @@ from tbprof.http import params, responses
 from tbprof.http.context import AppContext
 from tbprof.service import tools as registry
 from tbprof.service.logdir import Run
-from tbprof.service.selection import ALL_HOSTS, pick_table
+from tbprof.service.selection import ALL_HOSTS, pick_table, select_hosts
 
 # The longest run-name search (``q``): a search box's text, not a document.
 MAX_RUN_QUERY_CHARS = 256
@@ -73,14 +73,14 @@ def runs(ctx: AppContext, request: Request) -> Response:
     body: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "all_hosts": ALL_HOSTS}
     if "run" in args:
         if refresh:
-            ctx.profiles.runs(refresh=True)
+            ctx.profiles.index.runs(refresh=True)
         run = ctx.profiles.run(params.required(args, "run"))  # NotFound (404) for an unknown name
         body.update(runs=[_run_entry(ctx, run, multi_host)], total=1)
         return responses.json_response(request, body)
     offset = params.int_arg(args, "offset", 0, hi=1 << 31) or 0
     limit = params.int_arg(args, "limit", None, lo=1, hi=MAX_RUNS_PAGE)
     terms = _search_terms(args.get("q"))
-    ordered = ctx.profiles.runs_newest_first(refresh=refresh)
+    ordered = ctx.profiles.index.newest_first(refresh=refresh)
     if terms:
         ordered = [r for r in ordered if all(t in r.name.casefold() for t in terms)]
     page = ordered[offset:] if limit is None else ordered[offset:offset + limit]
@@ -123,7 +123,7 @@ def _result(ctx: AppContext, request: Request) -> tuple[dict[str, Any], str, str
     args = request.args
     run = ctx.profiles.run(params.required(args, "run"))
     tool = ctx.profiles.tool(params.required(args, "tool"))
-    hosts = ctx.profiles.hosts(run, args.get("host"))
+    hosts = select_hosts(run, args.get("host"))
     result = ctx.profiles.compute(run, hosts, tool, params.tool_options(args))
     return result, run.name, tool.name, hosts
 
@@ -139,14 +139,14 @@ def data(ctx: AppContext, request: Request) -> Response:
     args = request.args
     run = ctx.profiles.run(params.required(args, "run"))
     tool_ = ctx.profiles.tool(params.required(args, "tool"))
-    hosts = ctx.profiles.hosts(run, args.get("host"))
+    hosts = select_hosts(run, args.get("host"))
     options = params.tool_options(args)
-    computed = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
-    result, tool = computed[0], tool_.name
+    result, key = ctx.profiles.computed(run, hosts, tool_, options)  # its errors before the query's
+    tool = tool_.name
     query = params.table_query(args)
     rows = params.int_arg(args, "rows", None)
     if rows is None and not params.queried(query):
-        return responses.memoised_json(request, lambda gz: ctx.profiles.encoded(computed, gz))
+        return responses.memoised_json(request, key, result)
     queries: dict[str, TableQuery] = {}
     if rows is not None:
         queries = {name: TableQuery(limit=rows) for name, t in result.get("tables", {}).items()
@@ -177,7 +177,7 @@ def csv(ctx: AppContext, request: Request) -> Response:
     body = responses.table_csv(table, params.table_query(request.args))
     host_part = "all_hosts" if len(hosts) > 1 else hosts[0]
     filename = _SAFE.sub("_", f"{run}_{host_part}_{tool}_{name}").strip("_") + ".csv"
-    return responses.finish(request, body, "text/csv",
+    return responses.send(request, body, "text/csv",
                             headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 

@@ -3,17 +3,16 @@
 Body (JSON): ``{"run": "...", "query": "SELECT ...", "host": "<host>|__all__" (optional: all hosts),
 "max_rows": 1000 (optional, at most MAX_ROWS)}``. The answer is ``run_sql``'s ``SqlResult`` with
 ``schema_version``. A bad query is a 400 carrying DuckDB's message (``kind: bad_request``); a body
-over MAX_BODY_BYTES is a 413, one that is not JSON a 415. The text travels in a JSON body, not the
-URL: a query may be long, and a JSON POST cannot be sent cross-site without a preflight (never
-granted); the app's guard checks its Host and Origin as for every POST.
+over MAX_BODY_BYTES is a 413, one that is not JSON a 415 (http/params.py ``json_body``). The
+text travels in a JSON body, not the URL: a query may be long, and a JSON POST cannot be sent
+cross-site without a preflight (never granted); the app's guard checks its Host and Origin as
+for every POST.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.tool import SCHEMA_VERSION
@@ -31,33 +30,6 @@ MAX_BODY_BYTES = 4 * MAX_QUERY_CHARS + 4096
 _FIELDS = frozenset({"run", "query", "host", "max_rows"})
 
 
-def _body(request: Request) -> dict[str, Any] | Response:
-    if request.mimetype != "application/json":
-        return responses.error_response(request, 415, "send the query as application/json", kind="bad_request")
-    too_large = responses.error_response(request, 413, f"request body larger than {MAX_BODY_BYTES} bytes "
-                                         f"(a query may have {MAX_QUERY_CHARS:,} characters)", kind="too_large")
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        return too_large
-    request.max_content_length = MAX_BODY_BYTES
-    try:
-        raw = request.stream.read(MAX_BODY_BYTES)
-        more = request.stream.read(1)
-    except RequestEntityTooLarge:
-        return too_large
-    if more:
-        return too_large
-    try:
-        body = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise BadParameter("the request body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise BadParameter("the request body must be a JSON object")
-    unknown = sorted(set(body) - _FIELDS)
-    if unknown:
-        raise BadParameter(f"unknown field(s) {unknown}; known: {sorted(_FIELDS)}")
-    return body
-
-
 def _text(body: dict[str, Any], name: str, required: bool = True) -> str | None:
     value = body.get(name)
     if value is None and not required:
@@ -68,9 +40,8 @@ def _text(body: dict[str, Any], name: str, required: bool = True) -> str | None:
 
 
 def sql(ctx: AppContext, request: Request) -> Response:
-    body = _body(request)
-    if isinstance(body, Response):
-        return body
+    body = params.json_body(request, MAX_BODY_BYTES, _FIELDS, "the query",
+                            limit_note=f" (a query may have {MAX_QUERY_CHARS:,} characters)")
     run = ctx.profiles.run(_text(body, "run") or "")
     query = _text(body, "query") or ""
     host = _text(body, "host", required=False)

@@ -17,6 +17,7 @@ from tbprof.analyses.tfprof.tfprof_views import TOOL, run_view
 from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
+from tbprof.service.selection import select_hosts
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 FORMATS = ("timeline", "pprof")
@@ -27,7 +28,7 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     run = ctx.profiles.run(params.required(args, "run"))
     if run.kind != "tfprof":
         raise BadParameter(f"run {run.name!r} is a {run.kind} run; tfprof_export reads tfprof ProfileProto runs")
-    host = ctx.profiles.hosts(run, args.get("host"))[0]
+    host = select_hosts(run, args.get("host"))[0]
     fmt = args.get("format", "timeline")
     if fmt not in FORMATS:
         raise BadParameter(f"format={fmt!r} is not one of {', '.join(FORMATS)}")
@@ -41,7 +42,7 @@ def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     if fmt == "timeline":
         body = responses.to_json_bytes(tfprof_export.timeline_trace(profile, result),
                                        narrow="export a narrower view (fewer nodes: max_depth=, min_micros=)")
-        return responses.finish(request, body, "application/json", headers={
+        return responses.send(request, body, "application/json", headers={
             "Content-Disposition": f'attachment; filename="{stem}_timeline.json"'})
     metric = args.get("metric", "micros")
     body = tfprof_export.pprof_gz(profile, result, metric)

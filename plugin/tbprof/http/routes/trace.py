@@ -7,15 +7,13 @@ re-panning to a view costs a dictionary lookup; the first answer for a view is c
 
 from __future__ import annotations
 
-import gzip
-
 from werkzeug.wrappers import Request, Response
 
 from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.errors import BadParameter
 from tbprof.http import params, responses
 from tbprof.http.context import AppContext
-from tbprof.service.selection import ALL_HOSTS
+from tbprof.service.selection import ALL_HOSTS, select_hosts
 from tbprof.store.combine import combined
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline import encoding
@@ -27,9 +25,6 @@ from tbprof.timeline.window import query_window
 
 MAX_WIDTH_PX = 65536
 MAX_PS = 1 << 62
-# gzip level 1: it already shrinks a whole-span frame several times over, and higher levels save
-# few more bytes for much more time (bench/measurements.md#trace-viewer).
-GZIP_LEVEL = 1
 
 
 def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
@@ -44,7 +39,7 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
         # (an unreadable rank left out there and here).
         stores, _ = ctx.profiles.stores_tolerant(run, list(run.hosts))
         return run.name, combined([s for s in stores if isinstance(s, ProfileStore)])
-    hosts = ctx.profiles.hosts(run, host)
+    hosts = select_hosts(run, host)
     return run.name, ctx.profiles.event_store(run, hosts[0])
 
 
@@ -68,10 +63,6 @@ NARROW_DETAILS = ("the event's own fields and its linked events' names take more
                   "are in the trace answer, and $TBPROF_MEMORY_BYTES raises the bound")
 
 
-def _gzip_ok(request: Request) -> bool:
-    return "gzip" in request.headers.get("Accept-Encoding", "")
-
-
 def trace(ctx: AppContext, request: Request) -> Response:
     args = request.args
     run_name, store = _store(ctx, request)
@@ -84,33 +75,25 @@ def trace(ctx: AppContext, request: Request) -> Response:
     if start_ps is not None and end_ps is not None and end_ps <= start_ps:
         raise BadParameter(f"end_ps={end_ps} must be greater than start_ps={start_ps}")
     tracks = _tracks_arg(store, args.get("tracks"))
-    zipped = _gzip_ok(request)
-    key = (run_name, start_ps, end_ps, width_px, fmt, tuple(tracks) if tracks else None, zipped)
+    key = ("timeline", "response", (run_name, start_ps, end_ps, width_px, fmt, tuple(tracks) if tracks else None))
 
-    def build() -> tuple[bytes, str, dict[str, str]]:
+    def build() -> tuple[bytes, str]:
         result = query_window(store, start_ps, end_ps, width_px, tracks)
         if fmt == "json":
             body = responses.to_json_bytes({**encoding.encode_json(result, store), "run": run_name},
                                            narrow=encoding.NARROW_WINDOW)
-            mime = "application/json"
-        else:
-            body = encoding.encode_binary(result, store)
-            mime = encoding.BINARY_MIME
-        headers = {"Vary": "Accept-Encoding", "Cache-Control": "no-cache"}
-        if zipped and len(body) >= responses.GZIP_MIN_BYTES:
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
-            headers["Content-Encoding"] = "gzip"
-        return body, mime, headers
+            return body, "application/json"
+        return encoding.encode_binary(result, store), encoding.BINARY_MIME
 
-    # Encoded windows live in the store's memo (dropped with the store), charged to the
-    # process-wide byte budget at their length even where the store skips estimating sizes.
-    body, mime, headers = store.memo(("timeline", "response", key), build, size=_window_bytes)
-    return Response(body, status=200, mimetype=mime, headers=headers)
+    # Encoded windows, and gzipped ones, live in the store's memo (dropped with the store),
+    # charged to the process-wide byte budget at their length even where the store skips
+    # estimating sizes.
+    body, mime = store.memo(key, build, size=lambda entry: len(entry[0]) + len(entry[1]))
 
+    def gzipped() -> bytes:
+        return store.memo((*key, "gzip"), lambda: responses.gzip_bytes(body, responses.WINDOW_GZIP_LEVEL), size=len)
 
-def _window_bytes(entry: tuple[bytes, str, dict[str, str]]) -> int:
-    body, mime, headers = entry
-    return len(body) + len(mime) + sum(len(k) + len(v) for k, v in headers.items())
+    return responses.send(request, body, mime, headers={"Cache-Control": "no-cache"}, gzipped=gzipped)
 
 
 def trace_search(ctx: AppContext, request: Request) -> Response:

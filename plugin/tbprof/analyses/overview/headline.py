@@ -1,0 +1,96 @@
+"""A run's headline numbers (``ProfileHeadline``): the ``profile_summary`` tool's ``headline``,
+which ``tbprof summary``, the Python API's ``summary()`` and the agent's ``summary`` print.
+
+Typed on ``StoreView`` (store/view.py), so a pod's per-host partials serve it as well as the
+stores; a tfprof run's store (no events) adds its graph's numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+
+from tbprof.analyses.ops.op_time import op_times
+from tbprof.analyses.overview.overview import run_environment
+from tbprof.analyses.results.whole_run import ProfileHeadline
+from tbprof.analyses.steps.table import analysis, step_table, summaries
+from tbprof.domain.planes import on_device_side
+from tbprof.store.tfprof import TfprofProfile
+from tbprof.store.view import StoreView
+
+TOP_OPS = 10
+
+Host = StoreView | TfprofProfile
+
+
+def headline(hosts: Sequence[Host]) -> ProfileHeadline:
+    """The headline of the hosts (stores, partials or a tfprof profile), in the key order
+    ``tbprof summary`` prints."""
+    # A tfprof profile reads as a profile without planes (store/tfprof.py), which the step and
+    # op analyses answer with "no steps" and an empty op list; it derives nothing.
+    views = cast(Sequence[StoreView], hosts)
+    st = step_table(views)
+    summ = summaries(st)
+    ana = analysis(st)
+    env = run_environment(views)
+    ops = op_times(views, "device" if st.has_device else "host")
+    no_steps = st.n_steps == 0
+    out: ProfileHeadline = {
+        "host_count": env["host_count"],
+        "device_type": env["device_type"],
+        "device_count": env["device_count"],
+        "event_count": sum(h.n_events for h in hosts),
+        "span_ms": max((h.span_ps for h in hosts), default=0) / 1e9,
+        "step_source": st.source,
+        "step_method": st.method,
+        "step_confidence": st.confidence,
+        "step_count": st.n_steps,
+        "avg_step_time_ms": None if no_steps else summ["step_time_ms"]["avg"],
+        "stddev_step_time_ms": None if no_steps else summ["step_time_ms"]["stddev"],
+        "input_percent": None if no_steps else ana["percent"]["input_percent"],
+        "input_bound": ana["input_bound"],
+        "step_diagnosis": st.diagnosis,
+        "top_ops_side": ops.side,
+        "top_ops": [{"name": str(ops.name[i]), "type": str(ops.type[i]),
+                     "self_time_us": float(ops.self_time_ps[i]) / 1e6, "occurrences": int(ops.occurrences[i])}
+                    for i in range(min(TOP_OPS, ops.n_ops))],
+    }
+    _add_tfprof(out, [h for h in hosts if isinstance(h, TfprofProfile)])
+    _add_devices(out, [h for h in views if not isinstance(h, TfprofProfile)])
+    return out
+
+
+def _add_tfprof(out: ProfileHeadline, profiles: Sequence[TfprofProfile]) -> None:
+    """A tfprof run's graph nodes, traced steps, and time and memory per step (its first host's)."""
+    if not profiles:
+        return
+    p = profiles[0]
+    stats = p.node_stats(-1)
+    out["tfprof_nodes"] = p.n_nodes
+    out["tfprof_steps"] = len(p.steps)
+    out["tfprof_exec_us_per_step"] = int(stats["exec_micros"].sum())
+    out["tfprof_requested_bytes_per_step"] = int(stats["requested_bytes"].sum())
+
+
+def _add_devices(out: ProfileHeadline, hosts: Sequence[StoreView]) -> None:
+    """The mean idle % of the hosts' GPUs (and their mean communication % with several GPUs)."""
+    if not any(on_device_side(p) for h in hosts for p in h.planes):
+        return
+    # Imported only for a run with devices: a CPU profile's summary loads no GPU analysis.
+    from tbprof.analyses.gpu.breakdown import summary_values
+
+    idle: list[float] = []
+    comm: list[float] = []
+    any_active = False
+    for h in hosts:
+        active, i, c = summary_values(h)
+        any_active = any_active or active
+        idle.extend(i)
+        comm.extend(c)
+    if not any_active:
+        return
+    out["device_idle_percent"] = round(float(np.mean(idle)), 2)
+    if len(idle) > 1:
+        out["communication_percent"] = round(float(np.nanmean(comm)), 2) if not np.isnan(comm).all() else None

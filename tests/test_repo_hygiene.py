@@ -196,10 +196,6 @@ def test_measurement_anchors_name_a_section() -> None:
 # git keep the history. Another project's issue ("XProf issue #905") is a reference, not ours.
 HISTORY = re.compile(r"(?<!XProf )\bissues? #?\d+|#\d+ §|\(#\d+\)|\bformerly\b|\bformer home\b|\bused to be\b",
                      re.IGNORECASE)
-# Files rewritten on other branches: their history comments go when those branches are merged.
-HISTORY_PENDING = frozenset({
-    "plugin/tbprof/service/profiles.py",  # "its former home" (re-exports)
-})
 
 
 @pytest.mark.parametrize(("text", "found"), [
@@ -220,8 +216,6 @@ def test_no_comment_narrates_history() -> None:
     offenders = []
     for f in _checked_files():
         rel = f.relative_to(REPO).as_posix()
-        if rel in HISTORY_PENDING:
-            continue
         source = f.read_text(encoding="utf-8")
         for line, text in (ts_comments_of(source) if f.suffix == ".ts" else comments_of(source)):
             offenders += [f"{rel}:{line + text.count(chr(10), 0, m.start())}: {m.group()}"

@@ -33,8 +33,9 @@ from typing import Any
 from tbprof.fs import Location, is_below, relative_posix
 from tbprof.readers.sniff import CHROME_TRACE, XPLANE_SUFFIX, file_kind
 from tbprof.readers.step_files import KIND_ORDER, host_order_key
+from tbprof.store.traits import Trait
 
-__all__ = ["DETECTORS", "KINDS", "XPLANE_SUFFIX", "Detector", "Run", "RunKind", "folder_runs"]
+__all__ = ["DETECTORS", "KINDS", "XPLANE_SUFFIX", "Detector", "Run", "RunKind", "folder_runs", "format_traits"]
 
 
 @dataclass
@@ -48,6 +49,11 @@ class Run:
     def to_json(self) -> dict[str, Any]:
         return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        """What a run of its kind can hold: a tool is offered where its needs are among these."""
+        return KINDS[self.kind].traits
+
 
 Reader = Callable[[Location], Any]
 Streamer = Callable[..., Any]
@@ -57,6 +63,9 @@ Streamer = Callable[..., Any]
 class RunKind:
     store_format: str  # the store model the reader fills ("xspace", "chrome_trace", "tfprof")
     reader_name: str  # "module:function" of the reader of one host file
+    # What its files can hold (store/traits.py): the tools offered for its runs are those whose
+    # needs are among these, decided before a file is read.
+    traits: frozenset[Trait]
     # "module:function" converting a file larger than memory into a disk-cache entry:
     # ``(path, disk, key, budget_bytes) -> store`` (None: this format cannot stream).
     streamer_name: str | None = None
@@ -93,17 +102,30 @@ def _call(name: str, *args: Any) -> Any:
     return _resolve(name)(*args)
 
 
+_XSPACE = "tbprof.readers.xplane:read_xspace"
 _CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
 _CHROME_STREAM = "tbprof.readers.chrome_stream:stream_chrome_trace"
+# A TF1 session's timeline: its graph's ops and allocators, a file per step.
+_TF1: frozenset[Trait] = frozenset({"events", "framework_ops", "memory", "step_files", "tf1"})
 KINDS: dict[str, RunKind] = {
-    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace",
-                      "tbprof.readers.xplane:read_xspace_lazily"),
-    "chrome_trace": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tf1_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tfprof_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "pytorch": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof"),
+    "xspace": RunKind("xspace", _XSPACE,
+                      frozenset({"events", "framework_ops", "memory", "step_markers", "devices", "xplane", "hlo"}),
+                      "tbprof.readers.xplane_stream:stream_xspace", "tbprof.readers.xplane:read_xspace_lazily"),
+    # A Chrome trace of no known producer: a timeline, perhaps a TF1 session's.
+    "chrome_trace": RunKind("chrome_trace", _CHROME, frozenset({"events", "tf1"}), _CHROME_STREAM),
+    "tf1_timeline": RunKind("chrome_trace", _CHROME, _TF1, _CHROME_STREAM),
+    "tfprof_timeline": RunKind("chrome_trace", _CHROME, _TF1, _CHROME_STREAM),
+    "pytorch": RunKind("chrome_trace", _CHROME,
+                       frozenset({"events", "framework_ops", "memory", "step_markers", "devices", "kineto"}),
+                       _CHROME_STREAM),
+    "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof", frozenset({"tfprof"})),
 }
+
+
+def format_traits(store_format: str) -> frozenset[Trait]:
+    """What a store of ``store_format`` can hold: the traits of every kind read into it (for a
+    store met without its run, e.g. a pod's host converted by a worker)."""
+    return frozenset(t for kind in KINDS.values() if kind.store_format == store_format for t in kind.traits)
 
 
 def _mtime(hosts: dict[str, Location]) -> float:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import COMMUNICATION, COMPUTATION, kernel_kind, merge_intervals
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CollectiveOverlapResult
@@ -367,9 +368,12 @@ def has_device_streams(store: object) -> bool:
 TOOLS = (
     Tool(
         name=TOOL, title="Collective overlap", compute=compute, available=has_device_streams,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="Each NCCL/RCCL collective kernel and copy on a GPU (compute on its other streams covers it), "
                     "each XLA async op on a TPU (XProf's analyze_async_overlap): hidden / partially hidden / exposed, "
                     "the most exposed first with their step.",
+        result=CollectiveOverlapResult, needs=frozenset({"devices"}),
+        requires="collective kernels (NCCL/RCCL) on GPU streams beside compute, or XLA async ops on a TPU.",
+        how_to=(rec.TORCH_TRACE, rec.TORCH_RANKS, rec.XLA),
     ),
 )

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import MEMORY, DeviceActivity, device_activity, has_device_activity, per_device
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import GpuCountersResult
@@ -271,7 +272,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuCo
 TOOLS = (
     Tool(
         name=TOOL, title="GPU queue length & memory bandwidth (HTA)", compute=compute, available=has_device_activity,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="HTA's CUDA stream queue length and memcpy/memset bandwidth, summaries and series per rank.",
+        result=GpuCountersResult, needs=frozenset({"devices"}),
+        requires="GPU kernels and memory copies with their launch (runtime) events, to count the queue per stream and"
+                 " the bytes per second.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

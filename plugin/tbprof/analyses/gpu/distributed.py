@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import merge_intervals, union_ps
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CollectivesResult
@@ -260,8 +261,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Colle
 TOOLS = (
     Tool(
         name=TOOL, title="Collectives: waiting vs transfer (torch-tb-profiler)", compute=compute,
-        available=has_collectives, multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        available=has_collectives, multi_host=True,
         description="torch-tb-profiler's distributed view: per rank and collective, latency, data transfer and "
                     "synchronizing time, the slowest rank marked.",
+        result=CollectivesResult, needs=frozenset({"devices", "kineto"}),
+        requires="two or more ranks with NCCL collective kernels and PyTorch's distributedInfo.",
+        how_to=(rec.TORCH_TRACE, rec.TORCH_RANKS),
     ),
 )

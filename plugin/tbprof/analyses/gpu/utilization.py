@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import merge_intervals
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import GpuUtilizationResult
@@ -333,8 +334,12 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuUt
 TOOLS = (
     Tool(
         name=TOOL, title="GPU utilization (torch-tb-profiler)", compute=compute, available=has_kernel_args,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="torch-tb-profiler's GPU utilization, est. SM efficiency and est. achieved occupancy "
                     "per device and kernel.",
+        result=GpuUtilizationResult, needs=frozenset({"devices", "kineto"}),
+        requires="GPU kernels with their launch configuration (blocks, warps per SM, occupancy), as Kineto writes "
+                 "them.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops.op_metrics import (
     OpMetricsDb,
     combine,
@@ -279,5 +280,9 @@ TOOLS = (
         name="hlo_stats", title="HLO op stats", compute=compute, multi_host=True, available=has_hlo_ops,
         few_planes=True,
         description="One row per HLO op: occurrences, total and self time, FLOP rate, bandwidth, bound by.",
+        result=HloStatsResult, needs=frozenset({"hlo"}),
+        requires="XLA device ops: a /device:GPU or /device:TPU plane whose events name HLO ops, and the HLO protos of"
+                 " their programs.",
+        how_to=(rec.XLA,),
     ),
 )

@@ -231,5 +231,8 @@ TOOLS = (
         name="tf_data_bottleneck_analysis", title="tf.data bottleneck analysis", compute=compute,
         available=has_iterator_events, multi_host=True,
         description="Per tf.data pipeline: iterator times, critical path, bottleneck and a suggestion.",
+        result=TfDataResult, needs=frozenset({"xplane"}),
+        requires="tf.data iterator events (Iterator::… on the host), written when the input is a tf.data.Dataset.",
+        how_to=("Feed the model from a tf.data.Dataset and record host events (host_tracer_level=2 or higher).",),
     ),
 )

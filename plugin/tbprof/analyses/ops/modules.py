@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops.op_tree import MODULE, op_tree
 from tbprof.analyses.results.ops import ModuleViewResult
 from tbprof.analyses.table import Column, Table
@@ -145,7 +146,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Modul
 TOOLS = (
     Tool(
         name=TOOL, title="Module view (torch-tb-profiler)", compute=compute, available=has_modules,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="torch-tb-profiler's module view: time per nn.Module in the module hierarchy (with_modules).",
+        result=ModuleViewResult, needs=frozenset({"kineto"}),
+        requires="PyTorch module events: the nn.Module hierarchy that Kineto writes only when the trace is recorded "
+                 "with with_modules=True.",
+        how_to=(
+            "Add with_modules=True to torch.profiler.profile(...) (TorchScript and eager nn.Modules are both "
+            "recorded).",
+            rec.TORCH_TRACE,
+        ),
     ),
 )

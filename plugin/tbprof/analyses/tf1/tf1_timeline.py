@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.results.tf1_tfprof import (
     EmptyNote,
     Tf1MemoryResult,
@@ -305,20 +306,26 @@ def _has_allocators(store: Any) -> bool:
 TOOLS = (
     Tool(
         name="tf1_steps", title="Step time (timelines)", compute=steps_compute, available=is_tf1_timeline,
-        multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        multi_host=True,
         description="Step time of each TF1 timeline step file, as a chart across steps.",
+        result=Tf1StepsResult, needs=frozenset({"tf1"}),
+        requires="TF1 timeline files, one per step (tensorflow.python.client.timeline's Chrome traces).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
     Tool(
         name="tf1_op_stats", title="TensorFlow stats (timelines)", compute=op_stats_compute,
-        available=is_tf1_timeline, multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        available=is_tf1_timeline, multi_host=True,
         description="Time per TensorFlow op over the chosen TF1 timeline steps, host and device.",
+        result=Tf1OpStatsResult, needs=frozenset({"tf1"}),
+        requires="TF1 timeline files, one per step (tensorflow.python.client.timeline's Chrome traces).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
     Tool(
         name="tf1_memory", title="Allocator memory (timelines)", compute=memory_compute,
-        available=_has_allocators, multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        available=_has_allocators, multi_host=True,
         description="Bytes in use per allocator over each step (timelines written with show_memory=True).",
+        result=Tf1MemoryResult, needs=frozenset({"tf1"}),
+        requires="allocator events in TF1 timelines (written with show_memory=True).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
 )

@@ -278,7 +278,10 @@ def summary_fields(stores: Sequence[Any]) -> dict[str, Any]:
 
 TOOLS = (
     Tool(
-        name=TOOL, title="tfprof views", compute=compute, options=OPTIONS, formats=("tfprof",),
+        name=TOOL, title="tfprof views", compute=compute, options=OPTIONS,
         description="tfprof's scope, graph, op and code views with its options.",
+        result=TfprofViewsResult, needs=frozenset({"tfprof"}),
+        requires="a tfprof ProfileProto (Profiler.serialize_to_string() / ProfileContext dump).",
+        how_to=("Write one with tf.compat.v1.profiler.Profiler(...).serialize_to_string().",),
     ),
 )

@@ -2,8 +2,9 @@
 
 ``wire_types()`` (the routes' types, then every type the tools' results reach, each tool's
 ``result`` read from the tool list, ``service/tools.py``) is what ``scripts/gen_ts_schemas.py``
-writes into ``frontend/src/data/schema.gen.ts``; ``tests/http/test_schemas.py`` checks real answers against these shapes (``wire_view``: a
-result's ``Table`` is a ``TableJson`` on the wire) and the generated file against this list.
+writes into ``frontend/src/data/schema.gen.ts``; ``tests/http/test_schemas.py`` checks real
+answers against these shapes (``wire_view``: a result's ``Table`` is a ``TableJson`` on the wire)
+and the generated file against this list.
 """
 
 

@@ -74,10 +74,17 @@ export interface ToolInfo {
   options: ToolOption[];
 }
 
+/** A tool as its backend descriptor says (plugin/tbprof/analyses/tool.py Tool), from `settings`. */
 export interface ToolTitle {
   name: string;
   title: string;
   description: string;
+  /** What a profile must contain for the tool to have data ("" when the tool does not say). */
+  requires: string;
+  /** How to record a profile that has it. */
+  howTo: string[];
+  /** The run traits it needs (plugin/tbprof/store/traits.py). */
+  needs: string[];
 }
 
 /** ``GET progress``: hosts of a run converted so far (a pod converting for an all-hosts page). */

@@ -1,7 +1,10 @@
-"""File names of the older and foreign profilers' runs: which kind a file is, which step it holds.
+"""File names of the older and foreign profilers' runs: the kind a name suggests, the host and step
+it names.
 
-``kinds.py`` turns these names into runs; analyses read a step file's step with
-``store.markers.step_of``.
+A name decides nothing alone: ``name_hint`` is read only by the one detector,
+``sniff.file_kind``, where the bytes leave the kind open (a binary protobuf, a plain Chrome trace
+named as a step file); ``kinds.py`` names and orders the runs; analyses read a step file's step
+with ``store.markers.step_of``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import re
 
 from tbprof.store.markers import step_of
 
-__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "host_order_key", "json_host", "step_of"]
+__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "host_order_key", "json_host", "name_hint", "step_of"]
 
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 # Stripped from a JSON profile's name to get its host (longest first).
@@ -50,8 +53,9 @@ def host_order_key(kind: str, host: str) -> tuple[object, ...]:
     return (tuple((0, len(p.lstrip("0")), p.lstrip("0")) if i % 2 else (1, 0, p) for i, p in enumerate(parts)), host)
 
 
-def classify(name: str) -> tuple[str, str] | None:
-    """(run kind, host name) of a file name, or None when it is none of these formats."""
+def name_hint(name: str) -> tuple[str, str] | None:
+    """(run kind, host name) a file's name suggests, or None when it suggests none of these
+    formats: a hint for ``sniff.file_kind``, which reads the bytes wherever they can decide."""
     for suffix in PYTORCH_SUFFIXES:
         if name.endswith(suffix):
             return "pytorch", name[: -len(suffix)]

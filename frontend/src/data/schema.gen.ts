@@ -56,7 +56,7 @@ export interface ToolsResponse {
   tools: ToolJson[];
 }
 
-/** A tool as its descriptor says (analyses/tool.py ``Tool``): for the tool menu and the "no */
+/** A tool as its descriptor (analyses/tool.py Tool) describes it, for menus and no-data pages. */
 export interface ToolTitleJson {
   name: string;
   title: string;

@@ -79,8 +79,7 @@ class ToolsResponse(TypedDict):
 
 
 class ToolTitleJson(TypedDict):
-    """A tool as its descriptor says (analyses/tool.py ``Tool``): for the tool menu and the "no
-    data" page of a tool a run lacks."""
+    """A tool as its descriptor (analyses/tool.py Tool) describes it, for menus and no-data pages."""
 
     name: str
     title: str

@@ -49,6 +49,7 @@ from tbprof.analyses.results.gpu import CollectiveOverlapResult
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.derived import Derived
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 TOOL = "collective_overlap"
@@ -87,9 +88,13 @@ def int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
     return out
 
 
+DEVICE_EVENTS: Derived[list[DeviceEvents]] = Derived(
+    ("collective_overlap", "device_events"), lambda s: _device_events(s))
+
+
 def device_events(store: ProfileStore) -> list[DeviceEvents]:
     """The stream events of each GPU plane of the host (memoised per store)."""
-    return store.memo(("collective_overlap", "device_events"), lambda: _device_events(store))
+    return store.derive(DEVICE_EVENTS)
 
 
 def _device_events(store: ProfileStore) -> list[DeviceEvents]:

@@ -40,6 +40,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 TOOL = "gpu_utilization"
@@ -220,9 +221,12 @@ def sm_efficiency_ps(start: np.ndarray, end: np.ndarray, blocks_per_sm: np.ndarr
     return float((np.minimum(np.where(level > 0, level, 0.0), 1.0) * seg).sum())
 
 
+DEVICE_METRICS: Derived[list[dict[str, Any]]] = Derived(("gpu_utilization", "devices"), lambda s: _device_metrics(s))
+
+
 def device_metrics(store: ProfileStore) -> list[dict[str, Any]]:
     """Per device: GPU utilization, est. SM efficiency, est. achieved occupancy (memoised)."""
-    return store.memo(("gpu_utilization", "devices"), lambda: _device_metrics(store))
+    return store.derive(DEVICE_METRICS)
 
 
 def _device_metrics(store: ProfileStore) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from tbprof.analyses.ops.op_tree import MODULE, op_tree
 from tbprof.analyses.results.ops import ModuleViewResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 TOOL = "module_view"
@@ -41,10 +42,14 @@ def has_modules(store: object) -> bool:
             and strings.id("Python module id") >= 0)
 
 
+MODULE_ROWS: Derived[list[tuple[int, str, int, int, int, float, float, float]]] = Derived(
+    ("module_view",), lambda s: _rows(s))
+
+
 def module_rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:
     """(depth, name, module id, occurrences, operators, host us, self host us, avg us) in
     hierarchy order (children after their parent, siblings by name) (memoised)."""
-    return store.memo(("module_view",), lambda: _rows(store))
+    return store.derive(MODULE_ROWS)
 
 
 def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:

@@ -311,8 +311,11 @@ class DeviceOpEvents:
     total_time_ps: int  # sum over devices of (last event end - first event start)
 
 
+DEVICE_OP_EVENTS: Derived[DeviceOpEvents] = Derived(("op_metrics", "device_events"), lambda s: _device_op_events(s))
+
+
 def device_op_events(store: ProfileStore) -> DeviceOpEvents:
-    return store.memo(("op_metrics", "device_events"), lambda: _device_op_events(store))
+    return store.derive(DEVICE_OP_EVENTS)
 
 
 def _device_op_events(store: ProfileStore) -> DeviceOpEvents:

@@ -110,3 +110,16 @@ def test_a_run_kind_added_with_its_traits_is_offered_exactly_the_tools_whose_nee
     # The trace viewer combines hosts only where the run shares Kineto's clock: this kind does not say so.
     assert not profiles.tool("trace_viewer").multi_host_for(run.traits)
     assert profiles.tool("trace_viewer").multi_host_for(KINDS["pytorch"].traits)
+
+
+def test_the_architecture_doc_lists_every_trait_with_its_kinds() -> None:
+    import re
+
+    from tbprof.store.traits import ALL_TRAITS
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    rows = dict(re.findall(r"(?m)^\| `(\w+)` \| [^|]+ \| ([^|]+) \|$", text))
+    assert set(rows) == set(ALL_TRAITS)
+    for trait, kinds in rows.items():
+        assert {k.strip() for k in kinds.split(",")} == {k for k, kind in KINDS.items() if trait in kind.traits}, trait

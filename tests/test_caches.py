@@ -185,12 +185,14 @@ def test_host_partials_remember_a_bounded_number_of_unreadable_files_and_batches
     assert len(parts._batches) == HostPartials.MAX_BATCHES and "k0" not in parts._batches
 
 
-def test_candidate_tools_are_kept_per_kind_not_per_run(tmp_path: Path) -> None:
+def test_offered_tools_are_kept_per_trait_set_not_per_run(tmp_path: Path) -> None:
     from tbprof.readers.kinds import KINDS, Run
+    from tbprof.service import tools as registry
     from tbprof.service.profiles import Profiles
 
     profiles = Profiles(tmp_path, cache_dir=tmp_path / "cache")
-    for i in range(200):  # many runs of every kind: one entry per (store format, kind)
+    registry.offered.cache_clear()
+    for i in range(200):  # many runs of every kind: one entry per distinct trait set
         for kind in KINDS:
             profiles.candidate_tools(Run(name=f"run{i}", path=tmp_path, kind=kind))
-    assert len(profiles._candidates) == len(KINDS)
+    assert registry.offered.cache_info().currsize == len({k.traits for k in KINDS.values()})

@@ -124,7 +124,7 @@ def _answers(roots: list[Path], cache_dir: Path) -> Iterator[tuple[str, str, Any
             profile = Profile(profiles, run)
             for name in profile.tools():
                 tool = profiles.tool(name)
-                host_sets = [None] if tool.multi_host_for(run.kind) or len(run.hosts) == 1 else sorted(run.hosts)
+                host_sets = [None] if tool.multi_host_for(run.traits) or len(run.hosts) == 1 else sorted(run.hosts)
                 for host in host_sets:
                     for options in [{}, *VARIANTS.get(name, [])]:
                         yield f"{root.name}/{run.name}", name, profile.tool(name, host=host, **options)

@@ -102,6 +102,9 @@ def test_not_listed_for_other_formats(profiles_root: Path) -> None:
     from tests.conftest import xplane_of
 
     assert not utilization.has_kernel_args(read_xspace(xplane_of(profiles_root, "jax_mlp")))
-    assert utilization.TOOLS[0].kinds == ("pytorch",)
+    # Kineto's launch configurations: offered for PyTorch runs only.
+    from tbprof.readers.kinds import KINDS
+
+    assert [k for k, kind in KINDS.items() if utilization.TOOLS[0].offered_for(kind.traits)] == ["pytorch"]
 
 

@@ -1,5 +1,5 @@
-"""Every tool's declared result type (analyses/schemas.py TOOL_RESULTS, the return type of its
-``compute`` that mypy checks the producer against) holds for its real answer on every sample
+"""Every tool's declared result type (its ``Tool.result``, the return type of its ``compute`` that
+mypy checks the producer against) holds for its real answer on every sample
 profile: as ``compute`` returns it and as JSON. A key renamed, dropped or retyped on one side
 fails here, not as an empty card on a page."""
 
@@ -13,21 +13,25 @@ from typing import Any, NoReturn, get_type_hints
 import pytest
 
 from tbprof.analyses.encode import to_json_bytes
-from tbprof.analyses.schemas import NO_RESULT_TOOLS, TOOL_RESULTS
 from tbprof.service.api import Profile
 from tbprof.service.profiles import Profiles
-from tbprof.service.tools import all_tools
+from tbprof.service.tools import all_tools, result_types
 from tests.conftest import REPO, SAMPLE_PROFILES
 from tests.helpers import conforms, write_serving_xspace
 
+TOOL_RESULTS = result_types()
+# XProf's TPU counter tools: tbprof has no decoder for their data, so they only ever answer "no data".
+NO_RESULT_TOOLS = ("megascale_stats", "perf_counters", "utilization_viewer", "kernel_utilization")
 
-def test_the_registry_names_every_tool_once_with_its_compute_return_type() -> None:
+
+def test_every_tool_once_with_its_compute_return_type() -> None:
     names = [t.name for t in all_tools()]
+    assert len(names) == len(set(names))
     assert sorted(names) == sorted([*TOOL_RESULTS, *NO_RESULT_TOOLS])
     assert list(TOOL_RESULTS) == [n for n in names if n in TOOL_RESULTS]  # the menu order
     for tool in all_tools():
         declared = get_type_hints(tool.compute)["return"]
-        assert declared is (NoReturn if tool.name in NO_RESULT_TOOLS else TOOL_RESULTS[tool.name]), tool.name
+        assert declared is (NoReturn if tool.result is None else tool.result), tool.name
 
 
 # Options that take a tool down another branch (keys its type marks NotRequired, other nodes).

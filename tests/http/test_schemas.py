@@ -1,4 +1,4 @@
-"""The wire TypedDicts (http/schemas.py, analyses/schemas.py) hold for real answers on every sample
+"""The wire TypedDicts (http/schemas.py, each tool's result type) hold for real answers on every sample
 profile, and frontend/src/data/schema.gen.ts is what scripts/gen_ts_schemas.py makes of them."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 from werkzeug.test import Client
 
 from tbprof.analyses.results.compare import CompareResult
-from tbprof.analyses.schemas import TOOL_RESULTS
 from tbprof.http.app import create_app
 from tbprof.http.schemas import (
     ErrorBody,
@@ -20,6 +19,7 @@ from tbprof.http.schemas import (
     TableResponse,
     ToolsResponse,
 )
+from tbprof.service.tools import result_types
 from tests.conftest import SAMPLE_PROFILES
 from tests.helpers import conforms, load_script
 
@@ -54,14 +54,14 @@ def test_every_answer_of_every_run_has_its_wire_shape(client: Client) -> None:
             name = tool["name"]
             one_host = host if tool["multi_host"] else run["hosts"][0]
             result = _json(client, "data", run=run["run"], host=one_host, tool=name, rows="3")
-            assert conforms(result, TOOL_RESULTS[name]) == [], (run["run"], name)
+            assert conforms(result, result_types()[name]) == [], (run["run"], name)
             checked.add(name)
             for table in result.get("tables", {}):
                 body = _json(client, "table", run=run["run"], host=one_host, tool=name, table=table, rows="2")
                 assert conforms(body, TableResponse) == [], (run["run"], name, table)
     # Every tool the sample runs list; module_view and inference_profile need profiles of
     # tests/data (tests/analyses/test_result_types.py runs every tool on a real profile).
-    assert set(TOOL_RESULTS) - {"module_view", "inference_profile"} <= checked
+    assert set(result_types()) - {"module_view", "inference_profile"} <= checked
 
 
 def test_the_compare_routes_have_their_wire_shape(client: Client) -> None:

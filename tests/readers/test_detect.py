@@ -92,3 +92,25 @@ def test_a_gzipped_xspace_is_no_run(tmp_path: Path) -> None:
     path = _save(XPLANE, tmp_path, "vm.json.gz", True)
     assert file_kind(tmp_path, path.name) is None
     assert discover(tmp_path) == {}
+
+
+def test_kinds_are_found_in_one_place() -> None:
+    """The detector (sniff.file_kind) is the only reader of the name hints and of the head test,
+    and readers/kinds.py's folder_runs (through DETECTORS, for folders and single paths) its only
+    caller: no other module decides a kind from a name or from bytes."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "plugin" / "tbprof"
+    users: dict[str, set[str]] = {"name_hint": set(), "kind_of_head": set(), "file_kind": set(), "sniff": set()}
+    for path in package.rglob("*.py"):
+        if "protos" in path.parts:
+            continue
+        module = path.relative_to(package).with_suffix("").as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+            if name in users:
+                users[name].add(module)
+    assert users["name_hint"] == {"readers/sniff"}
+    assert users["kind_of_head"] == {"readers/sniff"}
+    assert users["file_kind"] == {"readers/kinds"}
+    assert users["sniff"] == {"readers/sniff"}

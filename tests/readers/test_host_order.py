@@ -14,13 +14,13 @@ from tbprof.readers.step_files import host_order_key
 def test_ranks_sort_by_rank_not_by_process_id() -> None:
     # Process ids chosen so that sorting by the last number (the step rule) gives 1, 3, 0, 2.
     hosts = ["rank0.300", "rank1.100", "rank2.400", "rank3.200", "rank10.50"]
-    assert sorted(hosts, key=lambda h: host_order_key("pytorch", h)) == hosts
-    assert sorted(reversed(hosts), key=lambda h: host_order_key("pytorch", h)) == hosts
+    assert sorted(hosts, key=lambda h: host_order_key(False, h)) == hosts
+    assert sorted(reversed(hosts), key=lambda h: host_order_key(False, h)) == hosts
 
 
 def test_step_files_still_sort_by_step() -> None:
     steps = ["timeline-2.json", "timeline-10.json", "timeline-1.json"]
-    assert sorted(steps, key=lambda h: host_order_key("tf1_timeline", h)) == [
+    assert sorted(steps, key=lambda h: host_order_key(True, h)) == [
         "timeline-1.json", "timeline-2.json", "timeline-10.json"]
 
 

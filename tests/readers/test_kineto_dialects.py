@@ -321,8 +321,9 @@ def test_steps_of_a_trace_without_profiler_steps(tmp_path: Path, doc: Doc) -> No
 def test_every_listed_tool_answers_on_every_dialect(tmp_path: Path, doc: Doc) -> None:
     from werkzeug.test import Client
 
-    from tbprof.analyses.schemas import TOOL_RESULTS, ToolEnvelope
+    from tbprof.analyses.results.common import ToolEnvelope
     from tbprof.http.app import create_app
+    from tbprof.service.tools import result_types
     from tests.helpers import conforms
 
     variants = {
@@ -346,7 +347,7 @@ def test_every_listed_tool_answers_on_every_dialect(tmp_path: Path, doc: Doc) ->
         for tool in tools:
             r = client.get("/data", query_string={"run": run["run"], "host": "rank-0", "tool": tool, "rows": "3"})
             assert r.status_code == 200, (run["run"], tool, r.get_data(as_text=True)[:200])
-            assert conforms(r.get_json(), TOOL_RESULTS.get(tool, ToolEnvelope)) == [], (run["run"], tool)
+            assert conforms(r.get_json(), result_types().get(tool, ToolEnvelope)) == [], (run["run"], tool)
         overview_steps = client.get("/data", query_string={"run": run["run"], "host": "rank-0",
                                                            "tool": "overview_page"}).get_json()["steps"]
         assert (overview_steps["step_count"] == 0) == (run["run"] == "no_steps")  # GPU-only: GPU annotations

@@ -72,7 +72,13 @@ describe("tool results", () => {
     ] });
     const s = decodeSettings({ version: "1", capture_enabled: true, tools: [{ name: "t", title: "T" }] });
     expect(s.captureEnabled).toBe(true);
-    expect(s.tools).toEqual([{ name: "t", title: "T", description: "" }]);
+    // Older servers send name/title only: no help to show.
+    expect(s.tools).toEqual([{ name: "t", title: "T", description: "", requires: "", howTo: [], needs: [] }]);
+    const described = decodeSettings({ tools: [{ name: "t", title: "T", description: "d", requires: "steps.",
+      how_to: ["Mark steps."], needs: ["events", "step_markers"] }] });
+    expect(described.tools[0]).toEqual({ name: "t", title: "T", description: "d", requires: "steps.",
+      howTo: ["Mark steps."], needs: ["events", "step_markers"] });
+    expect(() => decodeSettings({ tools: [{ name: "t", how_to: [3] }] })).toThrow("settings.tools[0].how_to[0]");
     expect(() => decodeSettings({ capture_enabled: "yes" })).toThrow("settings.capture_enabled should be true or false");
   });
 });

@@ -218,6 +218,11 @@ export function decodeSettings(v: unknown): Settings {
         name,
         title: optString(to.title, `settings.tools[${i}].title`, name),
         description: optString(to.description, `settings.tools[${i}].description`),
+        requires: optString(to.requires, `settings.tools[${i}].requires`),
+        howTo: (to.how_to === undefined ? [] : array(to.how_to, `settings.tools[${i}].how_to`))
+          .map((t, j) => string(t, `settings.tools[${i}].how_to[${j}]`)),
+        needs: (to.needs === undefined ? [] : array(to.needs, `settings.tools[${i}].needs`))
+          .map((t, j) => string(t, `settings.tools[${i}].needs[${j}]`)),
       };
     }),
   };

@@ -56,10 +56,14 @@ export interface ToolsResponse {
   tools: ToolJson[];
 }
 
+/** A tool as its descriptor (analyses/tool.py Tool) describes it, for menus and no-data pages. */
 export interface ToolTitleJson {
   name: string;
   title: string;
   description: string;
+  requires: string;
+  how_to: string[];
+  needs: string[];
 }
 
 export interface SettingsResponse {
@@ -1344,7 +1348,7 @@ export interface ProfileSummaryResult {
   hosts: HostSummary[];
 }
 
-/** Every tool's result type, by tool id (plugin/tbprof/analyses/schemas.py TOOL_RESULTS). */
+/** Every tool's result type, by tool id (each Tool's result, plugin/tbprof/service/tools.py). */
 export interface ToolResults {
   overview_page: OverviewResult;
   input_pipeline_analyzer: InputPipelineResult;

@@ -1,10 +1,33 @@
-// Typed shapes of the backend's JSON (plugin/tbprof/http/core_routes.py, docs/api.md).
-// Decoders in decode.ts turn `unknown` into these or throw a DecodeError naming the path.
+// Typed shapes of the backend's JSON as the pages read it (docs/api.md). Decoders in decode.ts
+// turn `unknown` into these or throw a DecodeError naming the path. The routes' answers are
+// derived from their generated wire types (schema.gen.ts, from plugin/tbprof/http/schemas.py):
+// the same fields camelCased, an optional field null when absent, so a field added, renamed or
+// retyped on the backend changes these too and decode.ts fails tsc until it follows.
 
-import type { ToolEnvelope } from "./schema.gen";
+import type {
+  ProgressResponse,
+  RunJson,
+  RunsResponse as RunsJson,
+  SettingsResponse,
+  TableColumnJson,
+  ToolEnvelope,
+  ToolJson,
+  ToolOptionJson,
+  ToolTitleJson,
+} from "./schema.gen";
+
+/** snake_case -> camelCase, as decode.ts names the wire's fields. */
+type Camel<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
+
+/** A wire type's fields but `Dropped`, camelCased; optional ones are present and null when absent. */
+export type Decoded<T, Dropped extends keyof T = never> = {
+  -readonly [K in Exclude<keyof T, Dropped> as Camel<K & string>]-?: undefined extends T[K]
+    ? Exclude<T[K], undefined> | null
+    : T[K];
+};
 
 export type CellValue = string | number | boolean | null;
-export type ColumnKind = "str" | "int" | "float" | "bool";
+export type ColumnKind = TableColumnJson["kind"];
 
 export interface TableColumn {
   name: string;
@@ -24,25 +47,14 @@ export interface TableData {
   meta: Record<string, unknown>;
 }
 
-export interface RunInfo {
-  name: string;
-  kind: string;
-  hosts: string[];
-  /** Unix seconds of the newest file of the run. */
-  mtime: number;
-  tools: string[];
-  /** False when `tools` are the candidates of the run's kind (not converted yet). */
-  toolsExact: boolean;
-  multiHostTools: string[];
-  error: string | null;
-}
+/**
+ * A run (`runs` route): `mtime` is the Unix seconds of its newest file; `toolsExact` is false
+ * when `tools` are the candidates of the run's kind (not converted yet). Its name is `name`.
+ */
+export type RunInfo = Decoded<RunJson, "run"> & { name: string };
 
-export interface RunsResponse {
-  runs: RunInfo[];
-  allHosts: string;
-  /** Runs in all (matching the search) when a page, a search or one run was asked for. */
-  total: number | null;
-}
+/** `total`: runs in all (matching the search) when a page, a search or one run was asked for. */
+export type RunsResponse = Decoded<RunsJson, "schema_version" | "runs"> & { runs: RunInfo[] };
 
 /** A page of the run list: `limit` runs from `offset`, only those matching `q` (see api.ts). */
 export interface RunsQuery {
@@ -52,47 +64,26 @@ export interface RunsQuery {
   refresh: boolean;
 }
 
-export interface ToolOption {
-  name: string;
-  default: unknown;
-  help: string;
-  /** The allowed values (the options bar shows a select). */
-  choices: string[] | null;
-  /** Bounds of a number option (a number input with min/max). */
-  min: number | null;
-  max: number | null;
-  /** A heading the option is listed under, e.g. "Thresholds". */
-  group: string | null;
-  /** Rarely changed: listed under "More options", closed. */
-  advanced: boolean | null;
-}
+/**
+ * A tool option: `choices` (a select), `min`/`max` (a bounded number input), `group` (the
+ * heading it is listed under), `advanced` (under a closed "More options"); null when not set.
+ */
+export type ToolOption = Decoded<ToolOptionJson>;
 
-export interface ToolInfo {
-  name: string;
-  title: string;
-  multiHost: boolean;
-  options: ToolOption[];
-}
+export type ToolInfo = Decoded<ToolJson, "options"> & { options: ToolOption[] };
 
-export interface ToolTitle {
-  name: string;
-  title: string;
-  description: string;
-}
+/**
+ * A tool as its backend descriptor says (plugin/tbprof/analyses/tool.py Tool), from `settings`:
+ * `requires` (what a profile must contain for it to have data; "" when it does not say),
+ * `howTo` (how to record a profile that has it), `needs` (run traits, plugin/tbprof/store/traits.py).
+ */
+export type ToolTitle = Decoded<ToolTitleJson>;
 
 /** ``GET progress``: hosts of a run converted so far (a pod converting for an all-hosts page). */
-export interface Progress {
-  hostsTotal: number;
-  hostsConverted: number;
-}
+export type Progress = Decoded<ProgressResponse, "schema_version" | "run">;
 
-export interface Settings {
-  version: string;
-  captureEnabled: boolean;
-  allHosts: string;
-  /** Every tool this backend has (with or without data for a given run). */
-  tools: ToolTitle[];
-}
+/** `tools`: every tool this backend has (with or without data for a given run). */
+export type Settings = Decoded<SettingsResponse, "schema_version" | "tools"> & { tools: ToolTitle[] };
 
 /**
  * A tool's JSON: its tables decoded (every page renders them the same way) and the whole answer

@@ -434,6 +434,7 @@ export class Shell {
       tool,
       title: this.toolTitle(tool, tools),
       known: backendMessage !== null || this.settings.tools.length === 0 || this.settings.tools.some((t) => t.name === tool),
+      facts: this.settings.tools.find((t) => t.name === tool),
       backendMessage,
       toolTitle: (t) => this.toolTitle(t, tools),
       href: (t) => this.toolHref(t),

@@ -135,7 +135,7 @@ class Agent:
             tool = self.profiles.tool(tool_name)
         except NotFound:
             raise AgentError(f"unknown tool {tool_name!r}", {"valid_tools": self._tool_names(run)}) from None
-        hosts = self._hosts(run, host, tool.multi_host_for(run.kind))
+        hosts = self._hosts(run, host, tool.multi_host_for(run.traits))
         raw = {str(k): str(v) for k, v in (options or {}).items()}
         try:
             return self.profiles.compute(run, hosts, tool, raw), hosts
@@ -183,7 +183,7 @@ class Agent:
         for name in self._tool_names(run):
             t = self.profiles.tool(name)
             tools.append({"tool": name, "title": t.title, "description": clip_cell(t.description)[0],
-                          "combines_hosts": t.multi_host_for(run.kind),
+                          "combines_hosts": t.multi_host_for(run.traits),
                           "options": [o.name for o in t.options]})
         answer: dict[str, Any] = {"provenance": self._provenance(run, sorted(run.hosts)),
                                   "hint": "tool_table(run, tool) answers a tool's headline numbers and one table"}

@@ -2,20 +2,21 @@
 
 A tool is a pure function ``compute(stores, options) -> R``: it gets the decoded profile(s) of
 the chosen host(s) and parsed options, never a request or a file, and returns its result type
-``R`` (a TypedDict of ``analyses/results/``, listed in ``analyses/schemas.py``), so mypy checks
-what every producer returns. Each tool module defines its ``TOOLS``; ``service/tools.py`` lists
-them. The HTTP layer and the CLI parse options with the declared parsers (a bad value becomes a
-400 naming the option).
+``R`` (a TypedDict of ``analyses/results/``, named in its ``result``), so mypy checks what every
+producer returns. Each tool module defines its ``TOOLS``; ``service/tools.py`` lists the modules.
+The HTTP layer and the CLI parse options with the declared parsers (a bad value becomes a 400
+naming the option).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from tbprof.errors import BadParameter
+from tbprof.store.traits import Trait
 from tbprof.store.view import StoreView
 
 SCHEMA_VERSION = 1
@@ -86,11 +87,25 @@ class Option:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tool(Generic[R]):
+    """One tool, whole: what it computes, its result type, what it needs of a run and its help.
+
+    The tool list (``service/tools.py`` ``TOOL_MODULES``) names the modules that define these;
+    everything else reads them: the ``tools`` and ``settings`` routes, the TypeScript of the
+    result types (``scripts/gen_ts_schemas.py``), the pages' "no data" help, and which runs offer
+    the tool (``needs`` within the run kind's traits, ``readers/kinds.py``).
+    """
+
     name: str
     title: str
     compute: Callable[[Sequence[Any], Mapping[str, Any]], R]
+    # The TypedDict ``compute`` returns (analyses/results/): what the routes send and the pages
+    # read typed. None: a tool that only ever answers "no data" (XProf's TPU counter tools).
+    result: type | None
+    # What it needs from a run (store/traits.py): it is offered for runs of the kinds whose
+    # traits include all of these.
+    needs: frozenset[Trait]
     # The same compute, typed on what it reads of a host (store/view.py), for a tool that can run
     # on a pod's per-host partials (analyses/partials.py): the service then hands it the partials
     # when it has them. None: the tool needs the full stores, and always gets them.
@@ -99,26 +114,26 @@ class Tool(Generic[R]):
     available: Callable[[Any], bool] = lambda store: True
     options: tuple[Option, ...] = ()
     multi_host: bool = False  # accepts several hosts at once ("all hosts")
-    # Accepts several hosts only for runs of these kinds (the trace viewer: a PyTorch run's
-    # ranks in one timeline; an XSpace pod stays one host at a time).
-    multi_host_kinds: tuple[str, ...] = ()
+    # Accepts several hosts only for runs with these traits too (the trace viewer: ranks that
+    # share Kineto's clock in one timeline; an XSpace pod stays one host at a time). Empty: never.
+    multi_host_needs: frozenset[Trait] = frozenset()
     aliases: tuple[str, ...] = ()
-    formats: tuple[str, ...] = ("xspace",)  # store formats the tool reads
-    # Run kinds (readers/kinds.py) it can have data for; empty: every kind of its formats. Lets a
-    # run list its tools exactly before its files are read (a TF1 timeline and a PyTorch trace
-    # are both Chrome traces, with different tools).
-    kinds: tuple[str, ...] = ()
-    description: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    description: str = ""  # what it shows, in a sentence
+    requires: str = ""  # what a profile must contain for it to have data ("needs ..." on a no-data page)
+    how_to: tuple[str, ...] = ()  # how to record a profile that has it
     # Reads the event stats of a few planes only (the device planes, or the host's allocator
     # events): a file this tool opens first is converted lazily, each plane's stats decoded when
     # a tool first reads them (readers/xplane.py ``read_xspace(lazy=True)``).
     few_planes: bool = False
 
+    def offered_for(self, traits: frozenset[str]) -> bool:
+        """Whether a run whose kind has ``traits`` can have data for this tool."""
+        return self.needs <= traits
 
-    def multi_host_for(self, kind: str) -> bool:
-        """Whether the tool takes several hosts at once for a run of ``kind``."""
-        return self.multi_host or kind in self.multi_host_kinds
+    def multi_host_for(self, traits: frozenset[str]) -> bool:
+        """Whether the tool takes several hosts at once for a run whose kind has ``traits``."""
+        return self.multi_host or (bool(self.multi_host_needs) and self.multi_host_needs <= traits)
+
     def parse_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
         parsed: dict[str, Any] = {}
         for opt in self.options:

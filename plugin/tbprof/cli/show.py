@@ -47,7 +47,7 @@ def compute_tool(path: str, tool_name: str, run_name: str | None, host: str | No
     # lazily, Tool.few_planes), so there is no conversion to overlap with the imports here.
     tool = profiles.tool(tool_name)
     run = pick_run(profiles, run_name)
-    hosts = select_hosts(run, default_host(run, host, tool.multi_host_for(run.kind)))
+    hosts = select_hosts(run, default_host(run, host, tool.multi_host_for(run.traits)))
     result = profiles.compute(run, hosts, tool, options)
     return result, run, hosts
 

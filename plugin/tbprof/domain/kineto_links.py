@@ -27,6 +27,7 @@ from tbprof.domain.event_tree import parent_rows
 from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.derived import Derived
 from tbprof.store.tables import Plane, ProfileStore
 
 _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
@@ -55,40 +56,46 @@ def _int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
     return plane.event_stat(sid).dense_int(plane.n_events)
 
 
+def _compute_op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    exts: list[np.ndarray] = []
+    names: list[np.ndarray] = []
+    keys: list[np.ndarray] = []
+    for pi, plane in enumerate(store.planes):
+        rows = np.nonzero(category_mask(store, plane, (kn.OPERATOR,)))[0]
+        ext = external_id(store, plane)[rows]
+        keep = ext >= 0
+        rows, ext = rows[keep], ext[keep]
+        owner = rows.copy()  # the event that names each operator: itself, or the collective inside it
+        spans = np.nonzero(_collective_mask(store, plane, (kn.USER_ANNOTATION, kn.OPERATOR)))[0]
+        if spans.shape[0] and rows.shape[0]:
+            parent = parent_rows(plane)[spans]
+            pos = np.minimum(np.searchsorted(rows, parent), rows.shape[0] - 1)
+            inside = (parent >= 0) & (rows[pos] == parent)
+            owner[pos[inside]] = spans[inside]
+        exts.append(ext)
+        names.append(plane.name_id[owner].astype(np.int64))
+        keys.append((np.int64(pi) << _ROW_BITS) | owner)
+    if not exts:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    ext_all, name_all, key_all = np.concatenate(exts), np.concatenate(names), np.concatenate(keys)
+    order = np.argsort(ext_all, kind="stable")
+    ext_all, name_all, key_all = ext_all[order], name_all[order], key_all[order]
+    last = np.ones(ext_all.shape[0], bool)
+    last[:-1] = ext_all[1:] != ext_all[:-1]
+    return ext_all[last], name_all[last], key_all[last]
+
+
+OP_BY_EXTERNAL_ID: Derived[tuple[np.ndarray, np.ndarray, np.ndarray]] = Derived(
+    ("kineto_op_by_external_id",), _compute_op_by_external_id)
+
+
 def op_by_external_id(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(External ids ascending, name id of the operator carrying each, its instance key) (memoised).
     Of several operators with one External id, the last row (the innermost) owns it. An operator
     holding a collective's span (``record_param_comms`` > ``nccl:_all_gather_base``) stands for
     that collective: its External id is the one NCCL kernels carry."""
-    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        exts: list[np.ndarray] = []
-        names: list[np.ndarray] = []
-        keys: list[np.ndarray] = []
-        for pi, plane in enumerate(store.planes):
-            rows = np.nonzero(category_mask(store, plane, (kn.OPERATOR,)))[0]
-            ext = external_id(store, plane)[rows]
-            keep = ext >= 0
-            rows, ext = rows[keep], ext[keep]
-            owner = rows.copy()  # the event that names each operator: itself, or the collective inside it
-            spans = np.nonzero(_collective_mask(store, plane, (kn.USER_ANNOTATION, kn.OPERATOR)))[0]
-            if spans.shape[0] and rows.shape[0]:
-                parent = parent_rows(plane)[spans]
-                pos = np.minimum(np.searchsorted(rows, parent), rows.shape[0] - 1)
-                inside = (parent >= 0) & (rows[pos] == parent)
-                owner[pos[inside]] = spans[inside]
-            exts.append(ext)
-            names.append(plane.name_id[owner].astype(np.int64))
-            keys.append((np.int64(pi) << _ROW_BITS) | owner)
-        if not exts:
-            z = np.zeros(0, np.int64)
-            return z, z, z
-        ext_all, name_all, key_all = np.concatenate(exts), np.concatenate(names), np.concatenate(keys)
-        order = np.argsort(ext_all, kind="stable")
-        ext_all, name_all, key_all = ext_all[order], name_all[order], key_all[order]
-        last = np.ones(ext_all.shape[0], bool)
-        last[:-1] = ext_all[1:] != ext_all[:-1]
-        return ext_all[last], name_all[last], key_all[last]
-    return store.memo(("kineto_op_by_external_id",), build)
+    return store.derive(OP_BY_EXTERNAL_ID)
 
 
 def _lookup(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,16 +124,21 @@ def _enclosing_op(is_op: np.ndarray, parent: np.ndarray, rows: np.ndarray) -> np
 _ROW_BITS = 40
 
 
+def _compute_collective_name_ids(store: ProfileStore) -> np.ndarray:
+    parts = [sorted_unique(p.name_id) for p in store.planes if p.n_events]
+    ids = sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    names = store.strings.lookup(ids)
+    return np.asarray([i for i, n in zip(ids.tolist(), names, strict=True) if kn.is_collective_name(n)],
+                      np.int64)
+
+
+COLLECTIVE_NAME_IDS: Derived[np.ndarray] = Derived(("kineto_collective_name_ids",), _compute_collective_name_ids)
+
+
 def collective_name_ids(store: ProfileStore) -> np.ndarray:
     """Name ids of the store's collective spans (``kineto_names.is_collective_name``), memoised;
     only event names are tested (the string table also holds every stat's text)."""
-    def build() -> np.ndarray:
-        parts = [sorted_unique(p.name_id) for p in store.planes if p.n_events]
-        ids = sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-        names = store.strings.lookup(ids)
-        return np.asarray([i for i, n in zip(ids.tolist(), names, strict=True) if kn.is_collective_name(n)],
-                          np.int64)
-    return store.memo(("kineto_collective_name_ids",), build)
+    return store.derive(COLLECTIVE_NAME_IDS)
 
 
 def _collective_mask(store: ProfileStore, plane: Plane, categories: tuple[str, ...]) -> np.ndarray:
@@ -166,32 +178,38 @@ def _enclosing_collective(store: ProfileStore, plane: Plane, rows: np.ndarray) -
     return name, key
 
 
+def _compute_op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    corrs: list[np.ndarray] = []
+    ops: list[np.ndarray] = []
+    keys: list[np.ndarray] = []
+    for pi, plane in enumerate(store.planes):
+        if on_device_side(plane) or plane.n_events == 0:
+            continue
+        corr = _int_stat(store, plane, "correlation")
+        rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
+        if rows.shape[0] == 0:
+            continue
+        op = _enclosing_op(_operator_mask(store, plane), parent_rows(plane), rows)
+        found = op >= 0
+        corrs.append(corr[rows[found]])
+        ops.append(plane.name_id[op[found]].astype(np.int64))
+        keys.append((np.int64(pi) << _ROW_BITS) | op[found])
+    if not corrs:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    corr_all = np.concatenate(corrs)
+    order = np.argsort(corr_all, kind="stable")
+    return corr_all[order], np.concatenate(ops)[order], np.concatenate(keys)[order]
+
+
+OP_BY_CORRELATION: Derived[tuple[np.ndarray, np.ndarray, np.ndarray]] = Derived(
+    ("kineto_op_by_correlation",), _compute_op_by_correlation)
+
+
 def op_by_correlation(store: ProfileStore) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(correlation ids ascending, name id of the operator enclosing their launch, that operator
     event's instance key) (memoised)."""
-    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        corrs: list[np.ndarray] = []
-        ops: list[np.ndarray] = []
-        keys: list[np.ndarray] = []
-        for pi, plane in enumerate(store.planes):
-            if on_device_side(plane) or plane.n_events == 0:
-                continue
-            corr = _int_stat(store, plane, "correlation")
-            rows = np.nonzero((corr >= 0) & category_mask(store, plane, _LAUNCH_CATEGORIES))[0]
-            if rows.shape[0] == 0:
-                continue
-            op = _enclosing_op(_operator_mask(store, plane), parent_rows(plane), rows)
-            found = op >= 0
-            corrs.append(corr[rows[found]])
-            ops.append(plane.name_id[op[found]].astype(np.int64))
-            keys.append((np.int64(pi) << _ROW_BITS) | op[found])
-        if not corrs:
-            z = np.zeros(0, np.int64)
-            return z, z, z
-        corr_all = np.concatenate(corrs)
-        order = np.argsort(corr_all, kind="stable")
-        return corr_all[order], np.concatenate(ops)[order], np.concatenate(keys)[order]
-    return store.memo(("kineto_op_by_correlation",), build)
+    return store.derive(OP_BY_CORRELATION)
 
 
 def launching_op(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

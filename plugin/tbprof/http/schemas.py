@@ -1,9 +1,10 @@
 """Wire shapes of the HTTP routes and of every tool result, for the TypeScript side.
 
-``WIRE_TYPES`` (the routes' types, then every type the tool results of ``analyses/schemas.py``
-reach) is what ``scripts/gen_ts_schemas.py`` writes into ``frontend/src/data/schema.gen.ts``;
-``tests/http/test_schemas.py`` checks real answers against these shapes (``wire_view``: a
-result's ``Table`` is a ``TableJson`` on the wire) and the generated file against this list.
+``wire_types()`` (the routes' types, then every type the tools' results reach, each tool's
+``result`` read from the tool list, ``service/tools.py``) is what ``scripts/gen_ts_schemas.py``
+writes into ``frontend/src/data/schema.gen.ts``; ``tests/http/test_schemas.py`` checks real
+answers against these shapes (``wire_view``: a result's ``Table`` is a ``TableJson`` on the wire)
+and the generated file against this list.
 """
 
 
@@ -12,10 +13,11 @@ from typing import Any, NotRequired, TypedDict, Union, get_args, get_origin, get
 
 import numpy as np
 
+from tbprof.analyses.results.common import TableJson, ToolEnvelope
 from tbprof.analyses.results.compare import CompareResult
-from tbprof.analyses.schemas import TOOL_RESULTS, TableJson, ToolEnvelope
 from tbprof.analyses.table import Table
 from tbprof.http.errors import ErrorKind
+from tbprof.service import tools as registry
 
 
 class ErrorBody(TypedDict):
@@ -73,9 +75,14 @@ class ToolsResponse(TypedDict):
 
 
 class ToolTitleJson(TypedDict):
+    """A tool as its descriptor (analyses/tool.py Tool) describes it, for menus and no-data pages."""
+
     name: str
     title: str
     description: str
+    requires: str  # what a profile must contain for the tool to have data
+    how_to: list[str]  # how to record a profile that has it
+    needs: list[str]  # the run traits it needs (store/traits.py)
 
 
 class SettingsResponse(TypedDict):
@@ -141,8 +148,12 @@ ROUTE_TYPES: tuple[type, ...] = (
     ErrorBody, RunJson, RunsResponse, ToolOptionJson, ToolJson, ToolsResponse, ToolTitleJson, SettingsResponse,
     ProgressResponse, TableResponse, CompareResult,
 )
-# The generated file: the routes' types, the envelope, then every tool's result type (analyses/schemas.py)
-# with the types it refers to, dependencies first.
-WIRE_TYPES: tuple[type, ...] = tuple(_typed_dicts((*ROUTE_TYPES, ToolEnvelope, *TOOL_RESULTS.values())))
+
+
+def wire_types() -> tuple[type, ...]:
+    """The generated file's types: the routes' types, the envelope, then every tool's result type
+    (``Tool.result``) with the types it refers to, dependencies first. Read from the tool list
+    when called (it imports every tool module)."""
+    return tuple(_typed_dicts((*ROUTE_TYPES, ToolEnvelope, *registry.result_types().values())))
 # Named literal unions, emitted as TypeScript type aliases.
 WIRE_ALIASES: dict[str, Any] = {"ErrorKind": ErrorKind}

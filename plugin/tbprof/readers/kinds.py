@@ -17,9 +17,9 @@ only as a hint), and a run is a folder's worth of host files of one kind:
   ``*.pt.trace.json[.gz]``, ``export_chrome_trace("trace.json")``, ``rank-0.json.gz``, ...), and
   a plain Chrome trace named ``*.pt.trace.json[.gz]``; one host per file.
 
-Run names: XSpace and Chrome-trace sessions are ``<tb run>/<session>``; the other kinds are
-named after their folder, and when a folder holds several kinds, the first in
-``step_files.KIND_ORDER`` keeps the plain name and the others get `` (<kind>)``.
+Run names: XSpace and Chrome-trace sessions are ``<tb run>/<session>``; the other kinds
+(``RunKind.runs == "folder"``) are named after their folder, and when a folder holds several
+kinds, the first in ``KINDS`` order keeps the plain name and the others get `` (<kind>)``.
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tbprof.fs import Location, is_below, relative_posix
 from tbprof.readers.sniff import CHROME_TRACE, XPLANE_SUFFIX, file_kind
-from tbprof.readers.step_files import KIND_ORDER, host_order_key
+from tbprof.readers.step_files import host_order_key
+from tbprof.store.traits import Trait
 
-__all__ = ["DETECTORS", "KINDS", "XPLANE_SUFFIX", "Detector", "Run", "RunKind", "folder_runs"]
+__all__ = ["DETECTORS", "KINDS", "XPLANE_SUFFIX", "Detector", "Run", "RunKind", "folder_runs", "format_traits"]
 
 
 @dataclass
@@ -48,6 +49,11 @@ class Run:
     def to_json(self) -> dict[str, Any]:
         return {"run": self.name, "kind": self.kind, "hosts": sorted(self.hosts), "mtime": self.mtime}
 
+    @property
+    def traits(self) -> frozenset[Trait]:
+        """What a run of its kind can hold: a tool is offered where its needs are among these."""
+        return KINDS[self.kind].traits
+
 
 Reader = Callable[[Location], Any]
 Streamer = Callable[..., Any]
@@ -57,12 +63,22 @@ Streamer = Callable[..., Any]
 class RunKind:
     store_format: str  # the store model the reader fills ("xspace", "chrome_trace", "tfprof")
     reader_name: str  # "module:function" of the reader of one host file
+    # What its files can hold (store/traits.py): the tools offered for its runs are those whose
+    # needs are among these, decided before a file is read.
+    traits: frozenset[Trait]
     # "module:function" converting a file larger than memory into a disk-cache entry:
     # ``(path, disk, key, budget_bytes) -> store`` (None: this format cannot stream).
     streamer_name: str | None = None
     # "module:function" of a reader that decodes each plane's event stats on first use (for a tool
     # that reads few planes: ``Tool.few_planes``); None: the format has none.
     lazy_reader_name: str | None = None
+    # "session": XProf's ``<tb run>/<session>`` folders (the XSpace and Chrome-trace runs);
+    # "folder": a run per kind found in a folder, named after it (the first such kind in
+    # ``KINDS`` order keeps the plain name).
+    runs: Literal["session", "folder"] = "session"
+    # Its files are steps of one program (a file per step): hosts ordered by the step in the
+    # name; otherwise ranks or hosts, by their numbers in reading order.
+    hosts_are_steps: bool = False
 
     @property
     def reader(self) -> Reader:
@@ -93,17 +109,32 @@ def _call(name: str, *args: Any) -> Any:
     return _resolve(name)(*args)
 
 
+_XSPACE = "tbprof.readers.xplane:read_xspace"
 _CHROME = "tbprof.readers.chrome_trace:read_chrome_trace"
 _CHROME_STREAM = "tbprof.readers.chrome_stream:stream_chrome_trace"
+# A TF1 session's timeline: its graph's ops and allocators, a file per step.
+_TF1: frozenset[Trait] = frozenset({"events", "framework_ops", "memory", "step_files", "tf1"})
 KINDS: dict[str, RunKind] = {
-    "xspace": RunKind("xspace", "tbprof.readers.xplane:read_xspace", "tbprof.readers.xplane_stream:stream_xspace",
-                      "tbprof.readers.xplane:read_xspace_lazily"),
-    "chrome_trace": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tf1_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tfprof_timeline": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "pytorch": RunKind("chrome_trace", _CHROME, _CHROME_STREAM),
-    "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof"),
+    "xspace": RunKind("xspace", _XSPACE,
+                      frozenset({"events", "framework_ops", "memory", "step_markers", "devices", "xplane", "hlo"}),
+                      "tbprof.readers.xplane_stream:stream_xspace", "tbprof.readers.xplane:read_xspace_lazily"),
+    # A Chrome trace of no known producer: a timeline, perhaps a TF1 session's.
+    "chrome_trace": RunKind("chrome_trace", _CHROME, frozenset({"events", "tf1"}), _CHROME_STREAM),
+    # The folder-named kinds, in the order that decides which keeps a shared folder's plain name.
+    "tf1_timeline": RunKind("chrome_trace", _CHROME, _TF1, _CHROME_STREAM, runs="folder", hosts_are_steps=True),
+    "pytorch": RunKind("chrome_trace", _CHROME,
+                       frozenset({"events", "framework_ops", "memory", "step_markers", "devices", "kineto"}),
+                       _CHROME_STREAM, runs="folder"),
+    "tfprof": RunKind("tfprof", "tbprof.readers.tfprof:read_tfprof", frozenset({"tfprof"}), runs="folder",
+                      hosts_are_steps=True),
+    "tfprof_timeline": RunKind("chrome_trace", _CHROME, _TF1, _CHROME_STREAM, runs="folder", hosts_are_steps=True),
 }
+
+
+def format_traits(store_format: str) -> frozenset[Trait]:
+    """What a store of ``store_format`` can hold: the traits of every kind read into it (for a
+    store met without its run, e.g. a pod's host converted by a worker)."""
+    return frozenset(t for kind in KINDS.values() if kind.store_format == store_format for t in kind.traits)
 
 
 def _mtime(hosts: dict[str, Location]) -> float:
@@ -145,23 +176,25 @@ def _chrome_trace_runs(folder: Location, kinds: dict[str, tuple[str, str]], logd
                 hosts=dict(sorted(hosts.items())), mtime=_mtime(hosts))]
 
 
-def _step_file_runs(folder: Location, kinds: dict[str, tuple[str, str]], root: Location) -> list[Run]:
-    """TF1 timelines, tfprof files and PyTorch traces: one run per kind found in the folder."""
+def _folder_runs_by_kind(folder: Location, kinds: dict[str, tuple[str, str]], root: Location) -> list[Run]:
+    """The folder-named kinds (TF1 timelines, tfprof files, PyTorch traces): one run per kind
+    found in the folder."""
     by_kind: dict[str, dict[str, Location]] = {}
     for name, (kind, host) in kinds.items():
-        if kind in KIND_ORDER:
+        if KINDS[kind].runs == "folder":
             by_kind.setdefault(kind, {})[host] = folder / name
     if not by_kind:
         return []
     rel = relative_posix(folder, root) if folder != root else ""
     base = rel or folder.name
     runs: list[Run] = []
-    for kind in KIND_ORDER:
+    for kind in KINDS:
         hosts = by_kind.get(kind)
         if not hosts:
             continue
         name = base if not runs else f"{base} ({kind})"
-        ordered = {h: hosts[h] for h in sorted(hosts, key=functools.partial(host_order_key, kind))}
+        order = functools.partial(host_order_key, KINDS[kind].hosts_are_steps)
+        ordered = {h: hosts[h] for h in sorted(hosts, key=order)}
         runs.append(Run(name=name, path=folder, kind=kind, hosts=ordered, mtime=_mtime(ordered)))
     return runs
 
@@ -171,7 +204,7 @@ def folder_runs(folder: Location, files: list[str], logdir: Location) -> list[Ru
     then XSpace sessions, Chrome-trace sessions and the step-file kinds, in that order."""
     kinds = {name: found for name in files if (found := file_kind(folder, name)) is not None}
     return [*_xspace_runs(folder, kinds, logdir), *_chrome_trace_runs(folder, kinds, logdir),
-            *_step_file_runs(folder, kinds, logdir)]
+            *_folder_runs_by_kind(folder, kinds, logdir)]
 
 
 # A detector looks at one folder (path, its file names, the logdir) and returns runs.

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from tbprof.errors import ProfileReadError, StorageError
 from tbprof.fs import Location, UrlPath
 from tbprof.readers.files import GZIP_MAGIC, head_bytes
-from tbprof.readers.step_files import classify, json_host
+from tbprof.readers.step_files import json_host, name_hint
 from tbprof.store.kineto_names import MARKER_CATEGORIES
 
 KINETO = "pytorch"
@@ -201,7 +201,7 @@ def file_kind(folder: Location, name: str) -> tuple[str, str] | None:
     decided by content."""
     if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX):
         return XSPACE, name[: -len(XPLANE_SUFFIX)]
-    named = classify(name)
+    named = name_hint(name)
     if named is not None and named[0] == "tfprof":
         return named
     if not name.endswith(JSON_ENDINGS) and named is None:

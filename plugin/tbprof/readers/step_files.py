@@ -1,7 +1,10 @@
-"""File names of the older and foreign profilers' runs: which kind a file is, which step it holds.
+"""File names of the older and foreign profilers' runs: the kind a name suggests, the host and step
+it names.
 
-``kinds.py`` turns these names into runs; analyses read a step file's step with
-``store.markers.step_of``.
+A name decides nothing alone: ``name_hint`` is read only by the one detector,
+``sniff.file_kind``, where the bytes leave the kind open (a binary protobuf, a plain Chrome trace
+named as a step file); ``kinds.py`` names and orders the runs; analyses read a step file's step
+with ``store.markers.step_of``.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import re
 
 from tbprof.store.markers import step_of
 
-__all__ = ["KIND_ORDER", "PYTORCH_SUFFIXES", "classify", "host_order_key", "json_host", "step_of"]
+__all__ = ["PYTORCH_SUFFIXES", "host_order_key", "json_host", "name_hint", "step_of"]
 
 PYTORCH_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 # Stripped from a JSON profile's name to get its host (longest first).
@@ -18,13 +21,6 @@ JSON_HOST_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", "
 _TFPROF_TIMELINE = re.compile(r".*timeline.*\.json_-?\d+")
 _TFPROF_PROFILE = re.compile(r"profile\.pb|profile_\d+")
 _DIGITS = re.compile(r"(\d+)")
-# Kinds whose files are steps of one program (ordered by the step in the name); the others'
-# files are ranks or hosts.
-STEP_KINDS = frozenset(("tf1_timeline", "tfprof", "tfprof_timeline"))
-
-# A folder holding several kinds: the first kind in this order keeps the folder's name as
-# its run name, the others get " (<kind>)".
-KIND_ORDER = ("tf1_timeline", "pytorch", "tfprof", "tfprof_timeline")
 
 
 def json_host(name: str) -> str:
@@ -36,12 +32,13 @@ def json_host(name: str) -> str:
     return name
 
 
-def host_order_key(kind: str, host: str) -> tuple[object, ...]:
-    """The order of a run's hosts: step files by their step (the last number in the name); ranks
+def host_order_key(steps: bool, host: str) -> tuple[object, ...]:
+    """The order of a run's hosts: step files (``steps``: a kind whose files are steps of one
+    program, ``RunKind.hosts_are_steps``) by their step (the last number in the name); ranks
     and hosts by their numbers in reading order, compared as numbers (``rank2.<pid>`` before
     ``rank10.<pid>``, and ``rank0.<pid 1795...8>`` before ``rank1.<pid 1795...0>``, whatever the
     process ids)."""
-    if kind in STEP_KINDS:
+    if steps:
         step = step_of(host)
         return (step is None, step or 0, host)
     parts = _DIGITS.split(host)
@@ -50,8 +47,9 @@ def host_order_key(kind: str, host: str) -> tuple[object, ...]:
     return (tuple((0, len(p.lstrip("0")), p.lstrip("0")) if i % 2 else (1, 0, p) for i, p in enumerate(parts)), host)
 
 
-def classify(name: str) -> tuple[str, str] | None:
-    """(run kind, host name) of a file name, or None when it is none of these formats."""
+def name_hint(name: str) -> tuple[str, str] | None:
+    """(run kind, host name) a file's name suggests, or None when it suggests none of these
+    formats: a hint for ``sniff.file_kind``, which reads the bytes wherever they can decide."""
     for suffix in PYTORCH_SUFFIXES:
         if name.endswith(suffix):
             return "pytorch", name[: -len(suffix)]

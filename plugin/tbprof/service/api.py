@@ -85,7 +85,7 @@ class Profile:
     def tool(self, name: str, host: str | None = None, **options: Any) -> dict[str, Any]:
         """Any tool's result. Several hosts: all of them for multi-host tools, else the first."""
         tool = self.profiles.tool(name)
-        want = default_host(self.run, host if host is not None else self.host, tool.multi_host_for(self.run.kind))
+        want = default_host(self.run, host if host is not None else self.host, tool.multi_host_for(self.run.traits))
         hosts = select_hosts(self.run, want)
         return self.profiles.compute(self.run, hosts, tool, {k: str(v) for k, v in options.items()})
 

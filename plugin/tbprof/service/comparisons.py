@@ -63,12 +63,12 @@ def _tool_result(profiles: Profiles, run: Run, hosts: Sequence[str], tool_name: 
                  options: Mapping[str, str] | None = None) -> dict[str, Any] | str:
     """The tool's memoised result, or why the side has none (a string)."""
     tool = profiles.tool(tool_name)
-    if profiles.store_format(run) not in tool.formats:
+    if not tool.offered_for(run.traits):
         return f"{tool_name} does not read {run.kind} runs"
     try:
         return profiles.compute(run, list(hosts), tool, dict(options or {}))
     except NotFound as e:
-        return str(e)  # (stripping quotes here used to cut the closing quote off names)
+        return str(e)  # as said: stripping quotes would cut the closing quote off names
 
 
 # compare's section names (SideInput.unavailable keys) of each source section.
@@ -77,10 +77,10 @@ _UNAVAILABLE_KEY = {"steps": "step_time", "ops": "ops", "kernels": "kernels", "m
 
 def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
     """One side's inputs: the results of the tools its run kind has for each section
-    (compare_sources.SOURCES), restated in the XSpace tools' shape."""
+    (compare/sources.py SOURCES), restated in the XSpace tools' shape."""
     run, hosts = resolve(profiles, spec)
     side = cmp.SideInput(run=run.name, hosts=list(hosts), kind=run.kind, steps=spec.steps)
-    sources = src.SOURCES.get(run.kind, {})
+    sources = src.sources_for(run.traits)
     for section in ("steps", "ops", "kernels", "memory"):
         key = _UNAVAILABLE_KEY[section]
         tool_name = sources.get(section)
@@ -89,7 +89,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
             side.missing.add(key)
             continue
         tool = profiles.tool(tool_name)
-        groups = [list(hosts)] if tool.multi_host_for(run.kind) else [[h] for h in hosts]
+        groups = [list(hosts)] if tool.multi_host_for(run.traits) else [[h] for h in hosts]
         results: list[dict[str, Any]] = []
         digests = _memory_digests(profiles, run, hosts) if tool_name == "memory_profile" else None
         if digests is not None:
@@ -116,7 +116,7 @@ def gather(profiles: Profiles, spec: SideSpec) -> cmp.SideInput:
             side.kernel_stats = results
         else:
             side.memory = results
-    if run.kind == "pytorch":
+    if "kineto" in run.traits:  # HTA's trace diff reads Kineto's operators and iterations
         side.op_summary = _op_summary(profiles, run, hosts, spec.iterations)
     if side.kernel_stats and not any(r.get("has_gpu_kernels") for r in side.kernel_stats):
         side.kernel_stats = []

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 # the partials' analyses load when a partial is built.
 from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.cache.disk_cache import PARTIALS_DIR
+from tbprof.readers.kinds import format_traits
 
 if TYPE_CHECKING:
     from tbprof.store.tables import ProfileStore
@@ -27,10 +28,10 @@ log = logging.getLogger("tbprof")
 
 
 def available_tools(store: ProfileStore) -> list[str]:
-    """Tools of the registry with data for this store (the server filters them by run kind)."""
+    """Tools of the registry with data for this store (the server keeps those its run kind offers)."""
     from tbprof.service import tools as registry
 
-    return [t.name for t in registry.all_tools() if store.format in t.formats and t.available(store)]
+    return [t.name for t in registry.offered(format_traits(store.format)) if t.available(store)]
 
 
 # Memory a partial takes once decoded, per byte of its binary form, every carried value decoded:

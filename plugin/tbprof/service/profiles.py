@@ -91,7 +91,6 @@ class Profiles:
         self.progress: Progress | None = None  # the CLI's progress bar, when it has one
         self.conversion = PodConversion(self.executor, self.cache)
         self.partials = HostPartials(self.cache, self.conversion, self.store, self.store_format)
-        self._candidates: dict[tuple[str, str], list[str]] = {}  # (store format, run kind) -> tools
 
     # --- runs and hosts -------------------------------------------------------------------
     def run(self, name: str) -> Run:
@@ -226,13 +225,8 @@ class Profiles:
         return tool
 
     def candidate_tools(self, run: Run) -> list[str]:
-        fmt = self.store_format(run)
-        # The same for every run of a kind (listing 20 000 runs asks 20 000 times): kept per kind.
-        found = self._candidates.get((fmt, run.kind))
-        if found is None:
-            found = self._candidates[(fmt, run.kind)] = [
-                t.name for t in registry.all_tools() if fmt in t.formats and (not t.kinds or run.kind in t.kinds)]
-        return list(found)
+        """The tools offered for runs of its kind: those whose needs are among the kind's traits."""
+        return [t.name for t in registry.offered(run.traits)]
 
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
@@ -252,11 +246,11 @@ class Profiles:
                     raw_options: Mapping[str, str]) -> tuple[Hashable | None, dict[str, Any]]:
         """The memo key of a tool's result (None: an option value that cannot be a key, never
         from HTTP: strings) and its parsed options; refuses what the tool cannot answer."""
-        if len(hosts) > 1 and not tool.multi_host_for(run.kind):
+        if len(hosts) > 1 and not tool.multi_host_for(run.traits):
             raise BadParameter(f"tool {tool.name!r} shows one host at a time; choose host= one of {sorted(run.hosts)}")
-        fmt = self.store_format(run)
-        if fmt not in tool.formats:
+        if not tool.offered_for(run.traits):
             raise NoData(f"tool {tool.name!r} has no data for run {run.name!r} (a {run.kind} run)")
+        fmt = self.store_format(run)
         options = tool.parse_options(raw_options)
         keys = tuple(cache_key(run.hosts[h], fmt) for h in hosts)
         memo_key = ("result", keys, tool.name, tuple(sorted(options.items(), key=lambda kv: kv[0])))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from tbprof.analyses.compare.sources import WHOLE_RUN_KINDS
+from tbprof.analyses.compare.sources import WHOLE_RUN
 from tbprof.analyses.table import Table
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
@@ -75,7 +75,7 @@ def default_host(run: Run, host: str | None, multi_host: bool) -> str | None:
 def comparison_host(run: Run, host: str | None) -> str | None:
     """A comparison side's host when it names none: a TF1 timeline run's steps all, else as named
     (several hosts and none named is then refused by ``select_hosts``)."""
-    if host in (None, "") and run.kind in WHOLE_RUN_KINDS:
+    if host in (None, "") and WHOLE_RUN in run.traits:
         return ALL_HOSTS
     return host
 

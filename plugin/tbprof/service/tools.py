@@ -1,7 +1,9 @@
 """The tool registry: every tool of every page, listed here and nowhere else.
 
-A tool module defines ``TOOLS`` (its ``Tool`` specs); this list names the modules, so adding a
-page is one line here and importing a module never registers anything.
+A tool module defines ``TOOLS``: each ``Tool`` is the whole tool (compute, result type, what it
+needs of a run, options, help). This list names the modules, so adding a tool is its module and
+one line here (a page of its own in the frontend is optional: the generic page draws any result),
+and importing a module never registers anything.
 """
 
 from __future__ import annotations
@@ -73,6 +75,21 @@ def _by_name() -> dict[str, Tool]:
 def partial_tools() -> frozenset[str]:
     """The tools that run on a pod's per-host partials (those with ``compute_partials``)."""
     return frozenset(t.name for t in all_tools() if t.compute_partials is not None)
+
+
+@cache
+def offered(traits: frozenset[str]) -> tuple[Tool, ...]:
+    """The tools offered for a run whose kind has ``traits`` (those whose needs are among them),
+    in menu order. Kept per trait set: listing 20 000 runs asks 20 000 times, for a handful of
+    kinds."""
+    return tuple(t for t in all_tools() if t.offered_for(traits))
+
+
+def result_types() -> dict[str, type]:
+    """Every tool's result type by tool id, in menu order (the tools that only answer "no data",
+    whose ``result`` is None, left out): what ``scripts/gen_ts_schemas.py`` writes as
+    ``ToolResults`` and the checks of real answers read."""
+    return {t.name: t.result for t in all_tools() if t.result is not None}
 
 
 def get(name: str) -> Tool | None:

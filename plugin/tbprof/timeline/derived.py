@@ -24,6 +24,7 @@ from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.planes import on_host_side
 from tbprof.domain.tf_op import name_scopes, parse_tf_op
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.derived import Derived
 from tbprof.store.tables import Plane, ProfileStore
 
 
@@ -147,14 +148,19 @@ def _merge_levels(levels: list[DerivedEvents]) -> DerivedEvents:
         np.concatenate([lv.run_last + off for lv, off in zip(levels, offsets, strict=False)])[order])
 
 
+def _compute_step_starts(store: ProfileStore) -> np.ndarray:
+    sid = store.stat_id("step_num")
+    starts = [p.start_ps[p.event_stat(sid).rows] for p in store.planes
+              if sid >= 0 and on_host_side(p)]
+    return np.sort(np.concatenate(starts)) if starts else np.zeros(0, np.int64)
+
+
+STEP_STARTS: Derived[np.ndarray] = Derived(("timeline", "step_starts"), _compute_step_starts)
+
+
 def _step_starts(store: ProfileStore) -> np.ndarray:
     """Start times of the host's step markers (events with ``step_num``), ascending."""
-    def compute() -> np.ndarray:
-        sid = store.stat_id("step_num")
-        starts = [p.start_ps[p.event_stat(sid).rows] for p in store.planes
-                  if sid >= 0 and on_host_side(p)]
-        return np.sort(np.concatenate(starts)) if starts else np.zeros(0, np.int64)
-    return store.memo(("timeline", "step_starts"), compute)
+    return store.derive(STEP_STARTS)
 
 
 def _string_key(plane: Plane, store: ProfileStore, stat: str, rows: np.ndarray) -> np.ndarray:
@@ -196,25 +202,30 @@ def _module_runs(store: ProfileStore, plane: Plane, rows: np.ndarray, step: np.n
     return _runs(store, plane, rows, key, step, names)
 
 
+def _compute_step_markers(store: ProfileStore) -> tuple[np.ndarray, list[str]]:
+    sid = store.stat_id("step_num")
+    starts: list[np.ndarray] = []
+    names: list[str] = []
+    for p in store.planes:
+        if sid < 0 or not on_host_side(p):
+            continue
+        col = p.event_stat(sid)
+        starts.append(p.start_ps[col.rows])
+        names.extend(f"{store.strings[int(i)]} {n}" for i, n in zip(p.name_id[col.rows].tolist(),
+                                                                     col.as_int().tolist(), strict=True))
+    if not starts:
+        return np.zeros(0, np.int64), []
+    start = np.concatenate(starts)
+    order = np.argsort(start, kind="stable")
+    return start[order], [names[i] for i in order.tolist()]
+
+
+STEP_MARKERS: Derived[tuple[np.ndarray, list[str]]] = Derived(("timeline", "step_markers"), _compute_step_markers)
+
+
 def _step_markers(store: ProfileStore) -> tuple[np.ndarray, list[str]]:
     """Start times (ascending) and names ("train 4": marker name and step_num) of the host's step markers."""
-    def compute() -> tuple[np.ndarray, list[str]]:
-        sid = store.stat_id("step_num")
-        starts: list[np.ndarray] = []
-        names: list[str] = []
-        for p in store.planes:
-            if sid < 0 or not on_host_side(p):
-                continue
-            col = p.event_stat(sid)
-            starts.append(p.start_ps[col.rows])
-            names.extend(f"{store.strings[int(i)]} {n}" for i, n in zip(p.name_id[col.rows].tolist(),
-                                                                         col.as_int().tolist(), strict=True))
-        if not starts:
-            return np.zeros(0, np.int64), []
-        start = np.concatenate(starts)
-        order = np.argsort(start, kind="stable")
-        return start[order], [names[i] for i in order.tolist()]
-    return store.memo(("timeline", "step_markers"), compute)
+    return store.derive(STEP_MARKERS)
 
 
 def _counted_names(store: ProfileStore, marker_names: list[str]) -> list[str]:

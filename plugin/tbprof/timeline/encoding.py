@@ -26,6 +26,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION
 from tbprof.domain.answer_size import check_answer_bytes
 from tbprof.domain.planes import device_planes_of
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 from tbprof.timeline.window import WindowResult
 
@@ -152,22 +153,26 @@ def _columns(result: WindowResult, store: ProfileStore,
     return header, columns
 
 
+def _compute_active_range_ps(store: ProfileStore) -> list[int]:
+    starts: list[int] = []
+    ends: list[int] = []
+    for pi in device_planes_of(store):
+        p = store.planes[pi]
+        if p.n_events:
+            starts.append(int(p.start_ps.min()))
+            ends.append(int((p.start_ps + p.dur_ps).max()))
+    return [min(starts), max(ends)] if starts and max(ends) > min(starts) else [0, int(store.span_ps)]
+
+
+ACTIVE_RANGE_PS: Derived[list[int]] = Derived(("timeline", "active_range_ps"), _compute_active_range_ps)
+
+
 def active_range_ps(store: ProfileStore) -> list[int]:
     """[start, end] of the device planes' events (memoised): where the program ran. The whole
     span also holds the profiler's start and stop on the host, often a large share of it with
     nothing to see (bench/measurements.md#trace-viewer), so the viewer opens here. No device
     plane: the whole span."""
-    def compute() -> list[int]:
-        starts: list[int] = []
-        ends: list[int] = []
-        for pi in device_planes_of(store):
-            p = store.planes[pi]
-            if p.n_events:
-                starts.append(int(p.start_ps.min()))
-                ends.append(int((p.start_ps + p.dur_ps).max()))
-        return [min(starts), max(ends)] if starts and max(ends) > min(starts) else [0, int(store.span_ps)]
-    found: list[int] = store.memo(("timeline", "active_range_ps"), compute)
-    return found
+    return store.derive(ACTIVE_RANGE_PS)
 
 
 def encode_json(result: WindowResult, store: ProfileStore) -> dict[str, Any]:

@@ -36,7 +36,11 @@ TOOLS = (
     Tool(
         name="trace_viewer", title="Trace viewer", compute=compute,
         available=lambda store: store.n_events > 0,
-        aliases=("trace_viewer@",), formats=("xspace", "chrome_trace"), multi_host_kinds=("pytorch",),
+        aliases=("trace_viewer@",),
         description="Timeline of every event, streamed window by window with level of detail.",
+        result=TraceViewerResult, needs=frozenset({"events"}),
+        multi_host_needs=frozenset({"kineto"}),
+        requires="any timed events.",
+        how_to=("Any profiler output with events opens here.",),
     ),
 )

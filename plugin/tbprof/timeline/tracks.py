@@ -25,6 +25,7 @@ from tbprof.analyses.results.timeline import TrackGroup, TrackIndexJson, TrackJs
 from tbprof.domain.planes import device_display_name, on_device_side, on_host_side
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.combine import PLANE_LABELS
+from tbprof.store.derived import Derived
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import Plane, ProfileStore, StatColumn
 from tbprof.timeline.derived import DerivedEvents, derived_lines, device_plane_lines
@@ -121,8 +122,11 @@ def _line_name(plane: Plane, line: int) -> str:
     return plane.line_display_names[line] or plane.line_names[line] or f"Line {int(plane.line_ids[line])}"
 
 
+TRACK_INDEX: Derived[TrackIndex] = Derived(("timeline", "tracks"), lambda s: _build(s))
+
+
 def track_index(store: ProfileStore) -> TrackIndex:
-    return store.memo(("timeline", "tracks"), lambda: _build(store))
+    return store.derive(TRACK_INDEX)
 
 
 def _build(store: ProfileStore) -> TrackIndex:

@@ -4,9 +4,8 @@
 import { formatDurationPs, formatNumber } from "../../base/format";
 import type { Api } from "../../data/api";
 import { typedResult } from "../../data/decode";
-import type { RunInfo } from "../../data/types";
+import type { RunInfo, ToolTitle } from "../../data/types";
 import { h } from "../../widgets/dom";
-import { toolFacts } from "../catalog";
 
 export interface NoDataOptions {
   el: HTMLElement;
@@ -18,6 +17,8 @@ export interface NoDataOptions {
   title: string;
   /** True when this backend has the tool at all. */
   known: boolean;
+  /** The tool's descriptor (the `settings` route): what it needs, how to record it. */
+  facts: ToolTitle | undefined;
   /** The backend's own words, when a request said "no data". */
   backendMessage: string | null;
   toolTitle: (tool: string) => string;
@@ -27,7 +28,7 @@ export interface NoDataOptions {
 }
 
 export function renderNoData(o: NoDataOptions): void {
-  const facts = toolFacts(o.tool);
+  const facts = o.facts?.requires ? o.facts : undefined;
   const box = h("div", { class: "tbp-message tbp-message-info tbp-no-data", "data-no-data": o.tool });
   o.el.appendChild(box);
   box.appendChild(h("h2", {}, `No ${o.title} data for this run`));
@@ -35,7 +36,7 @@ export function renderNoData(o: NoDataOptions): void {
   if (!o.known) {
     why.appendChild(h("p", {}, `This tbprof server has no tool named "${o.tool}". The link may come from a newer version.`));
   } else if (facts) {
-    why.appendChild(h("p", {}, `${o.title} needs ${facts.needs}`));
+    why.appendChild(h("p", {}, `${o.title} needs ${facts.requires}`));
     why.appendChild(h("p", {}, `The profile of run ${o.run.name} has none of that, so there is nothing to show.`));
   } else {
     why.appendChild(h("p", {}, `The ${o.title} tool found nothing it can analyse in run ${o.run.name}.`));

@@ -1,11 +1,11 @@
-"""Which tools feed each part of a comparison, per run kind, and their results in one shape.
+"""Which tools feed each part of a comparison, by what a run holds, and their results in one shape.
 
 ``compare`` reads steps like ``overview_page`` gives them, ops like ``framework_op_stats``,
-kernels like ``kernel_stats`` and memory like ``memory_profile``. Other run kinds have their
-own tools for the same questions (TF1 timelines: ``tf1_steps``, ``tf1_op_stats``,
-``tf1_memory``); the adapters
-below restate their results in the XSpace tools' shape, so a TF1 timeline run compares
-against an XSpace run. Parts no tool answers for a kind are reported as unavailable.
+kernels like ``kernel_stats`` and memory like ``memory_profile``. Runs whose hosts are their
+steps (TF1 timelines, a file per step) have their own tools for the same questions
+(``tf1_steps``, ``tf1_op_stats``, ``tf1_memory``); the adapters below restate their results in
+the XSpace tools' shape, so a TF1 timeline run compares against an XSpace run. Parts no tool
+answers for a run are reported as unavailable.
 """
 
 from __future__ import annotations
@@ -15,20 +15,23 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses.table import Column, Table
+from tbprof.store.traits import Trait
 
-# run kind -> section -> tool
-SOURCES: dict[str, dict[str, str]] = {
-    "xspace": {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats",
-               "memory": "memory_profile"},
-    "tf1_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
-    "tfprof_timeline": {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"},
-    # PyTorch runs have XProf's tools (Kineto steps, op metrics, kernel reports and, with
-    # profile_memory, the memory profile: the memory page shows it, so compare reads it too).
-    "pytorch": {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats",
-                "memory": "memory_profile"},
-}
-# Kinds whose hosts are the steps of one run (a file per step): compared as a whole.
-WHOLE_RUN_KINDS = ("tf1_timeline", "tfprof_timeline")
+# The trait a run needs for a set of sources (section -> tool), the first that the run has wins.
+# Runs with marked steps (XSpace, and PyTorch through Kineto's steps, op metrics, kernel reports
+# and, with profile_memory, the memory profile the memory page shows) read XProf's tools.
+SOURCES: tuple[tuple[Trait, dict[str, str]], ...] = (
+    ("step_files", {"steps": "tf1_steps", "ops": "tf1_op_stats", "memory": "tf1_memory"}),
+    ("step_markers", {"steps": "overview_page", "ops": "framework_op_stats", "kernels": "kernel_stats",
+                      "memory": "memory_profile"}),
+)
+# Runs whose hosts are the steps of one run (a file per step): compared as a whole.
+WHOLE_RUN = "step_files"
+
+
+def sources_for(traits: frozenset[str]) -> dict[str, str]:
+    """Section -> tool for a run whose kind has ``traits`` (empty: nothing to compare)."""
+    return next((sources for trait, sources in SOURCES if trait in traits), {})
 # The host name adapted whole-run results carry (their per-step divisor is the step count).
 WHOLE_RUN_HOST = "__steps__"
 

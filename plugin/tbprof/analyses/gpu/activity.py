@@ -42,6 +42,7 @@ import numpy as np
 from tbprof.domain.planes import is_accelerator
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.derived import Derived
 from tbprof.store.kineto_names import DEVICE_CATEGORIES
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
@@ -117,9 +118,12 @@ def _empty() -> DeviceActivity:
                           np.zeros(0, np.int32), z64, z64, np.zeros(0, bool), z64, z64, z64)
 
 
+DEVICE_ACTIVITY: Derived[DeviceActivity] = Derived(("gpu_device_activity",), lambda s: _build(s))
+
+
 def device_activity(store: ProfileStore) -> DeviceActivity:
     """The host's device events (memoised per store)."""
-    return store.memo(("gpu_device_activity",), lambda: _build(store))
+    return store.derive(DEVICE_ACTIVITY)
 
 
 def has_device_activity(store: object) -> bool:

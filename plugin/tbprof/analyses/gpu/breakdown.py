@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import (
     COMMUNICATION,
     COMPUTATION,
@@ -429,7 +430,10 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="GPU breakdown (HTA)", compute=compute, available=has_device_activity, options=OPTIONS,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="HTA's temporal, idle-time, overlap, launch and kernel-type breakdowns per rank.",
+        result=GpuBreakdownResult, needs=frozenset({"devices"}),
+        requires="GPU kernels, memory copies and sets on device streams (a CUDA or ROCm trace).",
+        how_to=(rec.TORCH_TRACE, "JAX/TensorFlow on a GPU: any jax.profiler or tf.profiler trace has the kernels."),
     ),
 )

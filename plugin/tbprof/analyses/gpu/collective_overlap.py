@@ -42,12 +42,14 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import COMMUNICATION, COMPUTATION, kernel_kind, merge_intervals
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CollectiveOverlapResult
 from tbprof.analyses.steps.assignment import steps_of
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.derived import Derived
 from tbprof.store.tables import KIND_INT64, KIND_UINT64, Plane, ProfileStore
 
 TOOL = "collective_overlap"
@@ -86,9 +88,13 @@ def int_stat(store: ProfileStore, plane: Plane, name: str) -> np.ndarray:
     return out
 
 
+DEVICE_EVENTS: Derived[list[DeviceEvents]] = Derived(
+    ("collective_overlap", "device_events"), lambda s: _device_events(s))
+
+
 def device_events(store: ProfileStore) -> list[DeviceEvents]:
     """The stream events of each GPU plane of the host (memoised per store)."""
-    return store.memo(("collective_overlap", "device_events"), lambda: _device_events(store))
+    return store.derive(DEVICE_EVENTS)
 
 
 def _device_events(store: ProfileStore) -> list[DeviceEvents]:
@@ -367,9 +373,12 @@ def has_device_streams(store: object) -> bool:
 TOOLS = (
     Tool(
         name=TOOL, title="Collective overlap", compute=compute, available=has_device_streams,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="Each NCCL/RCCL collective kernel and copy on a GPU (compute on its other streams covers it), "
                     "each XLA async op on a TPU (XProf's analyze_async_overlap): hidden / partially hidden / exposed, "
                     "the most exposed first with their step.",
+        result=CollectiveOverlapResult, needs=frozenset({"devices"}),
+        requires="collective kernels (NCCL/RCCL) on GPU streams beside compute, or XLA async ops on a TPU.",
+        how_to=(rec.TORCH_TRACE, rec.TORCH_RANKS, rec.XLA),
     ),
 )

@@ -36,11 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import MEMORY, DeviceActivity, device_activity, has_device_activity, per_device
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import GpuCountersResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.derived import Derived
 from tbprof.store.tables import KIND_REF, KIND_STR, ProfileStore
 
 TOOL = "gpu_counters"
@@ -169,17 +171,22 @@ def memory_bw_series(store: ProfileStore, act: DeviceActivity) -> list[StepSerie
                          np.concatenate([gbps, -gbps]), labels)
 
 
+def _compute_device_counters(store: ProfileStore) -> list[tuple[int, str, list[StepSeries], list[StepSeries]]]:
+    act = device_activity(store)
+    out = []
+    for device, a in per_device(store, act) if act.n else []:
+        out.append((int(a.plane[0]), device, queue_length_series(store, a), memory_bw_series(store, a)))
+    return out
+
+
+
+DEVICE_COUNTERS: Derived[list[tuple[int, str, list[StepSeries], list[StepSeries]]]] = Derived(
+    ("gpu_counters",), _compute_device_counters)
+
+
 def device_counters(store: ProfileStore) -> list[tuple[int, str, list[StepSeries], list[StepSeries]]]:
     """(device plane index, plane name, queue series, bandwidth series) per device of one host (memoised)."""
-    def build() -> list[tuple[int, str, list[StepSeries], list[StepSeries]]]:
-        act = device_activity(store)
-        out = []
-        for device, a in per_device(store, act) if act.n else []:
-            out.append((int(a.plane[0]), device, queue_length_series(store, a), memory_bw_series(store, a)))
-        return out
-
-    result: list[tuple[int, str, list[StepSeries], list[StepSeries]]] = store.memo(("gpu_counters",), build)
-    return result
+    return store.derive(DEVICE_COUNTERS)
 
 
 def last_per_time(time_ps: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -271,7 +278,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuCo
 TOOLS = (
     Tool(
         name=TOOL, title="GPU queue length & memory bandwidth (HTA)", compute=compute, available=has_device_activity,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="HTA's CUDA stream queue length and memcpy/memset bandwidth, summaries and series per rank.",
+        result=GpuCountersResult, needs=frozenset({"devices"}),
+        requires="GPU kernels and memory copies with their launch (runtime) events, to count the queue per stream and"
+                 " the bytes per second.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import kernels
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import STEP_MARKER, _inward_us, has_device_activity
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CriticalPathOverlay, CriticalPathResult
@@ -774,7 +775,11 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="Critical path (HTA)", compute=compute, available=available, options=OPTIONS,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="HTA's critical path analysis: the chain of operators, launches and kernels that bounds a step.",
+        result=CriticalPathResult, needs=frozenset({"devices", "kineto"}),
+        requires="a PyTorch trace with operators, kernels and their links (correlation ids) inside an annotation such"
+                 " as ProfilerStep#N.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

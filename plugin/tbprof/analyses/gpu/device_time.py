@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import merge_intervals
 from tbprof.analyses.gpu.collective_overlap import int_stat
 from tbprof.analyses.results.gpu import DeviceTimeAttributionResult
@@ -167,8 +168,11 @@ def has_device_planes(store: object) -> bool:
 TOOLS = (
     Tool(
         name=TOOL, title="Device time attribution", compute=compute, available=has_device_planes,
-        multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        multi_host=True,
         description="XProf's get_device_time_attribution: each device line's busy time as disjoint intervals, "
                     "each device's time (union of its kernel lines) and their concurrency.",
+        result=DeviceTimeAttributionResult, needs=frozenset({"devices"}),
+        requires="device planes or GPU streams with kernel events.",
+        how_to=(rec.TORCH_TRACE, "JAX/TensorFlow on a GPU or TPU: any jax.profiler or tf.profiler trace has them."),
     ),
 )

@@ -36,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import merge_intervals, union_ps
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import CollectivesResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.kineto_links import collective_name_ids
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 TOOL = "collectives"
@@ -54,9 +56,13 @@ def has_collectives(store: object) -> bool:
             and store.strings.id("External id") >= 0 and collective_name_ids(store).shape[0] > 0)
 
 
+COLLECTIVE_NODES: Derived[list[tuple[str, list[tuple[int, int]]]]] = Derived(
+    ("collectives", "nodes"), lambda s: _nodes(s))
+
+
 def collective_nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
     """(name, ranges in (start, -end) order) per collective, in (start, -end) order (memoised)."""
-    return store.memo(("collectives", "nodes"), lambda: _nodes(store))
+    return store.derive(COLLECTIVE_NODES)
 
 
 def _nodes(store: ProfileStore) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -119,10 +125,14 @@ def _intersect(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray
     return np.asarray(starts, np.int64), np.asarray(ends, np.int64)
 
 
+STEP_OVERLAP: Derived[list[tuple[str, float, float, float, float]]] = Derived(
+    ("collectives", "overlap"), lambda s: _step_overlap(s))
+
+
 def step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, float]]:
     """Per ProfilerStep event in the plugin's order: (step, computation, overlapping, communication,
     other) in us, as its Computation/Communication Overview."""
-    return store.memo(("collectives", "overlap"), lambda: _step_overlap(store))
+    return store.derive(STEP_OVERLAP)
 
 
 def _step_overlap(store: ProfileStore) -> list[tuple[str, float, float, float, float]]:
@@ -260,8 +270,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Colle
 TOOLS = (
     Tool(
         name=TOOL, title="Collectives: waiting vs transfer (torch-tb-profiler)", compute=compute,
-        available=has_collectives, multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        available=has_collectives, multi_host=True,
         description="torch-tb-profiler's distributed view: per rank and collective, latency, data transfer and "
                     "synchronizing time, the slowest rank marked.",
+        result=CollectivesResult, needs=frozenset({"devices", "kineto"}),
+        requires="two or more ranks with NCCL collective kernels and PyTorch's distributedInfo.",
+        how_to=(rec.TORCH_TRACE, rec.TORCH_RANKS),
     ),
 )

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import device_activity, has_device_activity, merge_intervals, per_device
 from tbprof.analyses.gpu.breakdown import idle_intervals, rank_of
 from tbprof.analyses.results.gpu import HostBoundnessResult
@@ -114,8 +115,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> HostB
 TOOLS = (
     Tool(
         name=TOOL, title="Host-boundness", compute=compute, available=has_device_activity, multi_host=True,
-        formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
         description="XProf's check_host_boundness for GPU runs: the device's idle time inside the steps and how much "
                     "of it waits for the host's launches; a verdict with its reasons.",
+        result=HostBoundnessResult, needs=frozenset({"devices", "step_markers"}),
+        requires="GPU activity inside marked steps, with the host's kernel launches.",
+        how_to=(rec.TORCH_TRACE, *rec.STEP_MARKERS[:2]),
     ),
 )

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import device_activity, has_device_activity
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import KernelSequencesResult
@@ -216,7 +217,10 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="Frequent kernel sequences (HTA)", compute=compute, available=has_device_activity,
-        options=OPTIONS, multi_host=True, formats=("chrome_trace", "xspace"), kinds=("pytorch", "xspace"),
+        options=OPTIONS, multi_host=True,
         description="HTA's frequent CUDA kernel sequences: the kernels each operator launches, by pattern.",
+        result=KernelSequencesResult, needs=frozenset({"devices"}),
+        requires="PyTorch operators (aten::) and the kernels they launch, linked by correlation ids.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

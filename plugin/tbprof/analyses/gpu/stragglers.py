@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import COMMUNICATION, kernel_kind
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.gpu.distributed import compute as collectives
@@ -196,7 +197,10 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="Stragglers (HTA)", compute=compute, available=has_steps_and_collectives, options=OPTIONS,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="HTA's straggler analysis: the ranks whose last long collective kernel starts latest.",
+        result=StragglersResult, needs=frozenset({"devices", "kineto", "step_markers"}),
+        requires="two or more ranks with ProfilerStep iterations and NCCL collective kernels.",
+        how_to=(rec.TORCH_TRACE, rec.TORCH_RANKS),
     ),
 )

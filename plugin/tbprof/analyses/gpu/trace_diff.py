@@ -33,6 +33,7 @@ from tbprof.analyses.gpu.activity import _int_column, _inward_us
 from tbprof.analyses.table import Column, Table
 from tbprof.domain.planes import on_device_side
 from tbprof.errors import BadParameter
+from tbprof.store.derived import Derived
 from tbprof.store.markers import is_counter_line
 from tbprof.store.tables import ProfileStore
 
@@ -84,9 +85,12 @@ class EventTable:
     step_numbers: tuple[int, ...]  # every N of a ProfilerStep#N name, ascending
 
 
+EVENT_TABLE: Derived[EventTable | None] = Derived(("hta_event_table",), lambda s: _event_table(s))
+
+
 def event_table(store: ProfileStore) -> EventTable | None:
     """The table (memoised); None without ProfilerStep names."""
-    return store.memo(("hta_event_table",), lambda: _event_table(store))
+    return store.derive(EVENT_TABLE)
 
 
 def _event_table(store: ProfileStore) -> EventTable | None:

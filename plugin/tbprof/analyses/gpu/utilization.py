@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.gpu.activity import merge_intervals
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.results.gpu import GpuUtilizationResult
@@ -39,6 +40,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.planes import on_device_side
 from tbprof.store import kineto_names as kn
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 TOOL = "gpu_utilization"
@@ -219,9 +221,12 @@ def sm_efficiency_ps(start: np.ndarray, end: np.ndarray, blocks_per_sm: np.ndarr
     return float((np.minimum(np.where(level > 0, level, 0.0), 1.0) * seg).sum())
 
 
+DEVICE_METRICS: Derived[list[dict[str, Any]]] = Derived(("gpu_utilization", "devices"), lambda s: _device_metrics(s))
+
+
 def device_metrics(store: ProfileStore) -> list[dict[str, Any]]:
     """Per device: GPU utilization, est. SM efficiency, est. achieved occupancy (memoised)."""
-    return store.memo(("gpu_utilization", "devices"), lambda: _device_metrics(store))
+    return store.derive(DEVICE_METRICS)
 
 
 def _device_metrics(store: ProfileStore) -> list[dict[str, Any]]:
@@ -333,8 +338,12 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuUt
 TOOLS = (
     Tool(
         name=TOOL, title="GPU utilization (torch-tb-profiler)", compute=compute, available=has_kernel_args,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="torch-tb-profiler's GPU utilization, est. SM efficiency and est. achieved occupancy "
                     "per device and kernel.",
+        result=GpuUtilizationResult, needs=frozenset({"devices", "kineto"}),
+        requires="GPU kernels with their launch configuration (blocks, warps per SM, occupancy), as Kineto writes "
+                 "them.",
+        how_to=(rec.TORCH_TRACE,),
     ),
 )

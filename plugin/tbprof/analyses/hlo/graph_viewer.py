@@ -359,5 +359,10 @@ TOOLS = (
                    choices=("json", "dot", "hlo")),
         ),
         description="The HLO graph around an op, coloured by self time; DOT for scripts.",
+        result=GraphViewerResult, needs=frozenset({"hlo"}),
+        requires="the HLO protos of XLA programs (the /host:metadata plane).",
+        how_to=(
+            "Profile JAX, or TensorFlow with XLA. Open it from an HLO op in HLO op stats to centre it on that op.",
+        ),
     ),
 )

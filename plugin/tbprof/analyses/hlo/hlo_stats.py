@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops.op_metrics import (
     OpMetricsDb,
     combine,
@@ -33,6 +34,7 @@ from tbprof.domain import roofline
 from tbprof.domain.hlo_map import HloProgram, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import instruction_text, source_frames
 from tbprof.domain.planes import device_planes_of
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 PS_PER_US = 1e6
@@ -95,12 +97,15 @@ def merge_ops(db: OpMetricsDb, keys: list[Any]) -> OpMetricsDb:
 _COPY_PREFIXES = ("Memcpy", "Memset")
 
 
+HOST_HLO_OPS: Derived[OpMetricsDb] = Derived(("hlo_stats", "ops"), lambda s: _host_hlo_ops(s))
+
+
 def host_hlo_ops(store: ProfileStore) -> OpMetricsDb:
     """One host's HLO ops as XProf counts them (memoised): a kernel's op is keyed by its module
     *name* and op name, so programs compiled twice under one name (two ``jit__normal``) share
     their ops, while an op that runs as a memory copy (``MemcpyD2D`` events, e.g.
     ``wrapped_slice``) is keyed by its program id, as observed in XProf 2.24.2's output."""
-    return store.memo(("hlo_stats", "ops"), lambda: _host_hlo_ops(store))
+    return store.derive(HOST_HLO_OPS)
 
 
 def _host_hlo_ops(store: ProfileStore) -> OpMetricsDb:
@@ -279,5 +284,9 @@ TOOLS = (
         name="hlo_stats", title="HLO op stats", compute=compute, multi_host=True, available=has_hlo_ops,
         few_planes=True,
         description="One row per HLO op: occurrences, total and self time, FLOP rate, bandwidth, bound by.",
+        result=HloStatsResult, needs=frozenset({"hlo"}),
+        requires="XLA device ops: a /device:GPU or /device:TPU plane whose events name HLO ops, and the HLO protos of"
+                 " their programs.",
+        how_to=(rec.XLA,),
     ),
 )

@@ -422,6 +422,11 @@ TOOLS = (
                         "memory space (buffer color): 0 = HBM; the module's spaces are listed in memory_spaces",
                         min_value=0)),
         description="An HLO module's buffer assignment: peak heap, buffers live at the peak, heap over time.",
+        result=MemoryViewerResult, needs=frozenset({"hlo"}),
+        requires="the HLO protos of XLA programs with their buffer assignment (written on the /host:metadata plane).",
+        how_to=(
+            "Profile JAX, or TensorFlow with XLA; each compiled program's buffer assignment comes with the profile.",
+        ),
     ),
 )
 

@@ -104,5 +104,10 @@ TOOLS = (
                         min_value=0, max_value=1e9),),
         description="XProf's get_peak_allocations: every HLO module by its HBM allocation, with the largest buffers "
                     "live at its peak.",
+        result=PeakAllocationsResult, needs=frozenset({"hlo"}),
+        requires="the HLO protos of XLA programs with their buffer assignment (written on the /host:metadata plane).",
+        how_to=(
+            "Profile JAX, or TensorFlow with XLA; each compiled program's buffer assignment comes with the profile.",
+        ),
     ),
 )

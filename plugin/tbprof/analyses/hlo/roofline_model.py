@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.hlo.hlo_stats import (
     BYTES_PER_GIB,
     NO_DEVICE_MESSAGE,
@@ -208,5 +209,8 @@ TOOLS = (
                         "count infeed and outfeed ops in the program point and list them as points "
                         "(XProf's 'Include Infeed/Outfeed' filter)"),),
         description="Device roofs (peak FLOP rate, HBM bandwidth) and one point per HLO op and per program.",
+        result=RooflineModelResult, needs=frozenset({"hlo"}),
+        requires="XLA device ops and the device's peaks (the GPU plane's clock, SM count and memory bandwidth stats).",
+        how_to=(rec.XLA,),
     ),
 )

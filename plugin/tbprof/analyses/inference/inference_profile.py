@@ -90,5 +90,11 @@ TOOLS = (
         name="inference_profile", title="Inference profile", compute=compute, multi_host=True,
         available=has_requests,
         description="Request latency of an inference server profile (needs request_id markers).",
+        result=InferenceProfileResult, needs=frozenset({"xplane"}),
+        requires="inference request markers: host events with a request_id stat (TensorFlow Serving and XLA inference"
+                 " runtimes write them per request).",
+        how_to=(
+            "Profile the serving process while it answers requests (e.g. TensorFlow Serving's profiler endpoint).",
+        ),
     ),
 )

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops import kineto_ops, op_metrics
 from tbprof.analyses.overview.overview import diagnostics
 from tbprof.analyses.results.whole_run import InputPipelineResult, InputTimeBreakdown
@@ -166,8 +167,10 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> InputPip
 TOOLS = (
     Tool(
         name="input_pipeline_analyzer", title="Input pipeline analyzer", compute=compute, compute_partials=compute,
-        available=has_steps_data, multi_host=True, formats=("xspace", "chrome_trace"),
-        kinds=("xspace", "pytorch"),
+        available=has_steps_data, multi_host=True,
         description="Whether steps wait for input, and which input operations take the host's time.",
+        result=InputPipelineResult, needs=frozenset({"step_markers"}),
+        requires="step markers and the host-side input ops (tf.data iterator events) of each step.",
+        how_to=(*rec.STEP_MARKERS, rec.HOST_EVENTS),
     ),
 )

@@ -24,6 +24,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_groups import parents_of
 from tbprof.domain.planes import HOST_PLANE
 from tbprof.store.arrays import sorted_unique
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 SLOW_CALL_PS = 50_000_000  # 50 us
@@ -152,14 +153,18 @@ def _analyse(pipe: dict[str, Any]) -> PipelinePath:
             "root_avg_latency_us": float(pipe["total_ps"][ri] / max(1, pipe["calls"][ri]) / 1e6)}
 
 
+def _compute_has_iterator_events(store: ProfileStore) -> bool:
+    return bool(store.n_events > 0
+                and store.strings.ids_matching(lambda s: s.startswith("Iterator::")).shape[0] > 0)
+
+
+HAS_ITERATOR_EVENTS: Derived[bool] = Derived(("tf_data", "has_iterator_events"), _compute_has_iterator_events)
+
+
 def has_iterator_events(store: ProfileStore) -> bool:
     """Whether the profile names any tf.data iterator: the tool is listed only for runs that use
     tf.data (a JAX or PyTorch run listed it, to show "no pipelines")."""
-    def build() -> bool:
-        return bool(store.n_events > 0
-                    and store.strings.ids_matching(lambda s: s.startswith("Iterator::")).shape[0] > 0)
-    found: bool = store.memo(("tf_data", "has_iterator_events"), build)
-    return found
+    return store.derive(HAS_ITERATOR_EVENTS)
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> TfDataResult:
@@ -231,5 +236,8 @@ TOOLS = (
         name="tf_data_bottleneck_analysis", title="tf.data bottleneck analysis", compute=compute,
         available=has_iterator_events, multi_host=True,
         description="Per tf.data pipeline: iterator times, critical path, bottleneck and a suggestion.",
+        result=TfDataResult, needs=frozenset({"xplane"}),
+        requires="tf.data iterator events (Iterator::… on the host), written when the input is a tf.data.Dataset.",
+        how_to=("Feed the model from a tf.data.Dataset and record host events (host_tracer_level=2 or higher).",),
     ),
 )

@@ -820,7 +820,6 @@ def _positive_int(text: str) -> int:
 TOOLS = (
     Tool(
         name="memory_profile", title="Memory profile", compute=compute, few_planes=True,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         available=has_memory_events,
         options=(
             Option("memory_id", str, "", "allocator to show (default: the first memory id)"),
@@ -832,5 +831,12 @@ TOOLS = (
                    choices=("step", "window")),
     ),
         description="Allocator memory over time, its peak, and the allocations live at the peak.",
+        result=MemoryProfileResult, needs=frozenset({"memory"}),
+        requires="allocator events (MemoryAllocation / MemoryDeallocation) on the host plane, or PyTorch's [memory] "
+                 "events.",
+        how_to=(
+            "TensorFlow records them with host_tracer_level=2 or higher (ProfilerOptions).",
+            "PyTorch: add profile_memory=True to torch.profiler.profile(...).",
+        ),
     ),
 )

@@ -200,10 +200,12 @@ TOOLS = (
     Tool(
         name="framework_op_stats", title="Framework op stats", compute=compute, compute_partials=compute,
         aliases=("tensorflow_stats", "pytorch_op_stats"),  # pytorch_op_stats: until the next release
-        multi_host=True, formats=("xspace", "chrome_trace"),
-        kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"), available=_available,
+        multi_host=True, available=_available,
         options=(Option("include_idle", parse_bool, False,
                                  "include the IDLE row of each side (time with no op running)"),),
         description="Time per TensorFlow/JAX op on the host and on the devices: every op, sortable, filterable.",
+        result=FrameworkOpStatsResult, needs=frozenset({"framework_ops"}),
+        requires="TensorFlow or XLA op events on the host or a device.",
+        how_to=("Profile while ops execute (not only while Python runs): e.g. a few training steps after warm-up.",),
     ),
 )

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.op_metrics import device_events
 from tbprof.analyses.results.ops import KernelSlice, KernelStatsResult
@@ -436,9 +437,15 @@ TOOLS = (
         name="kernel_stats", title="GPU kernel stats", compute=compute, compute_partials=compute, multi_host=True,
         few_planes=True,
         aliases=("pytorch_kernel_stats",),  # an id old links and scripts use; goes at the next release
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         available=lambda store: any(p.name.startswith("/device:GPU") for p in device_planes(store)),
         description="Every GPU kernel launch configuration: time, occupancy, TensorCore use, op.",
+        result=KernelStatsResult, needs=frozenset({"devices"}),
+        requires="GPU kernel launches (a /device:GPU:N plane with kernel events).",
+        how_to=(
+            "Profile on a machine with a GPU and the CUDA profiling library (CUPTI) available.",
+            "CPU-only runs have no kernels: use TensorFlow stats or the trace viewer instead.",
+            rec.TORCH_TRACE,
+        ),
     ),
 )
 

@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops.op_tree import MODULE, op_tree
 from tbprof.analyses.results.ops import ModuleViewResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 TOOL = "module_view"
@@ -40,10 +42,14 @@ def has_modules(store: object) -> bool:
             and strings.id("Python module id") >= 0)
 
 
+MODULE_ROWS: Derived[list[tuple[int, str, int, int, int, float, float, float]]] = Derived(
+    ("module_view",), lambda s: _rows(s))
+
+
 def module_rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:
     """(depth, name, module id, occurrences, operators, host us, self host us, avg us) in
     hierarchy order (children after their parent, siblings by name) (memoised)."""
-    return store.memo(("module_view",), lambda: _rows(store))
+    return store.derive(MODULE_ROWS)
 
 
 def _rows(store: ProfileStore) -> list[tuple[int, str, int, int, int, float, float, float]]:
@@ -145,7 +151,15 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Modul
 TOOLS = (
     Tool(
         name=TOOL, title="Module view (torch-tb-profiler)", compute=compute, available=has_modules,
-        multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        multi_host=True,
         description="torch-tb-profiler's module view: time per nn.Module in the module hierarchy (with_modules).",
+        result=ModuleViewResult, needs=frozenset({"kineto"}),
+        requires="PyTorch module events: the nn.Module hierarchy that Kineto writes only when the trace is recorded "
+                 "with with_modules=True.",
+        how_to=(
+            "Add with_modules=True to torch.profiler.profile(...) (TorchScript and eager nn.Modules are both "
+            "recorded).",
+            rec.TORCH_TRACE,
+        ),
     ),
 )

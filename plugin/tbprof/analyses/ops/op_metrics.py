@@ -280,20 +280,25 @@ def tpu_ops_line(plane: Plane) -> int:
     return plane.line_index(TPU_OPS_LINE) if plane.name.startswith(TPU_PLANE_PREFIX) else -1
 
 
+def _compute_device_events(store: ProfileStore) -> list[DeviceEvents]:
+    out = []
+    for plane in device_planes(store):
+        ops_line = tpu_ops_line(plane)
+        if ops_line >= 0:
+            sl = plane.line_rows(ops_line)
+            rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+        else:
+            rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
+        out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS), tpu=ops_line >= 0))
+    return out
+
+
+DEVICE_EVENTS: Derived[list[DeviceEvents]] = Derived(("op_metrics", "device_stats"), _compute_device_events)
+
+
 def device_events(store: ProfileStore) -> list[DeviceEvents]:
     """Per device plane (as ``device_planes``): one stats pass shared by the op tools (memoised)."""
-    def build() -> list[DeviceEvents]:
-        out = []
-        for plane in device_planes(store):
-            ops_line = tpu_ops_line(plane)
-            if ops_line >= 0:
-                sl = plane.line_rows(ops_line)
-                rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-            else:
-                rows = np.flatnonzero(_live_lines(plane)[plane.line_idx])
-            out.append(DeviceEvents(plane, rows, RowStats(store, plane, rows, DEVICE_STATS), tpu=ops_line >= 0))
-        return out
-    return store.memo(("op_metrics", "device_stats"), build)
+    return store.derive(DEVICE_EVENTS)
 
 
 @dataclass
@@ -311,8 +316,11 @@ class DeviceOpEvents:
     total_time_ps: int  # sum over devices of (last event end - first event start)
 
 
+DEVICE_OP_EVENTS: Derived[DeviceOpEvents] = Derived(("op_metrics", "device_events"), lambda s: _device_op_events(s))
+
+
 def device_op_events(store: ProfileStore) -> DeviceOpEvents:
-    return store.memo(("op_metrics", "device_events"), lambda: _device_op_events(store))
+    return store.derive(DEVICE_OP_EVENTS)
 
 
 def _device_op_events(store: ProfileStore) -> DeviceOpEvents:

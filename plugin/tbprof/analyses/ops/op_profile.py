@@ -307,5 +307,8 @@ TOOLS = (
                    min_value=1, max_value=100),
     ),
         description="Op time as trees by category, name scope and XLA program, with tfprof-style options.",
+        result=OpProfileResult, needs=frozenset({"framework_ops", "xplane"}),
+        requires="device or host op events with their categories (XLA or TensorFlow ops).",
+        how_to=("Profile a few steps of the compiled model after warm-up.",),
     ),
 )

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.ops.op_tree import op_tree
 from tbprof.analyses.results.ops import OperatorsByShapeResult
 from tbprof.analyses.table import Column, Table
@@ -178,8 +179,12 @@ OPTIONS = (
 TOOLS = (
     Tool(
         name=TOOL, title="Operators by input shape / call stack (torch-tb-profiler)", compute=compute,
-        available=has_input_shapes, options=OPTIONS, multi_host=True, formats=("chrome_trace",), kinds=("pytorch",),
+        available=has_input_shapes, options=OPTIONS, multi_host=True,
         description="torch-tb-profiler's operator view grouped by operator, input shape (record_shapes) or "
                     "call stack (with_stack).",
+        result=OperatorsByShapeResult, needs=frozenset({"framework_ops", "kineto"}),
+        requires="PyTorch operators with their input shapes (record_shapes=True) and, for the call stack view, Python"
+                 " stacks (with_stack=True).",
+        how_to=("Add record_shapes=True and with_stack=True to torch.profiler.profile(...).", rec.TORCH_TRACE),
     ),
 )

@@ -43,6 +43,7 @@ import numpy as np
 from tbprof._core import kernels
 from tbprof.domain.planes import device_planes
 from tbprof.store import kineto_names as kn
+from tbprof.store.derived import Derived
 from tbprof.store.tables import ProfileStore
 
 # torch-tb-profiler's TensorCore lists (profiler/tensor_core.py): a kernel runs on TensorCores when
@@ -96,9 +97,12 @@ class OpTree:
     tc_judged: bool  # some kernel of the trace matches the TensorCore name list (else its 0 % says nothing)
 
 
+OP_TREE: Derived[OpTree | None] = Derived(("tb_profiler_op_tree",), lambda s: _build(s))
+
+
 def op_tree(store: ProfileStore) -> OpTree | None:
     """The tree of the host plane (memoised); None without one."""
-    return store.memo(("tb_profiler_op_tree",), lambda: _build(store))
+    return store.derive(OP_TREE)
 
 
 def name_test(store: ProfileStore, name_ids: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:

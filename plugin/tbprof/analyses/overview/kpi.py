@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.hlo import roofline_model
 from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.overview import overview
@@ -28,8 +29,9 @@ TOOL = "kpi_metrics"
 
 
 def _run(tool: Tool[Any], stores: Sequence[ProfileStore]) -> dict[str, Any] | None:
-    """A tool's result on the stores, or None where it has no data for them."""
-    if stores[0].format not in tool.formats or not all(tool.available(s) for s in stores):
+    """A tool's result on the stores, or None where it has no data for them (its ``available``
+    test: an XLA tool finds no HLO programs in a PyTorch store)."""
+    if not all(tool.available(s) for s in stores):
         return None
     return dict(tool.compute(stores, tool.parse_options({})))
 
@@ -73,8 +75,11 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> KpiMe
 TOOLS = (
     Tool(
         name=TOOL, title="KPI metrics", compute=compute,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         description="XProf's get_kpi_metrics: step time, roofline utilization, model FLOPs utilization and peak "
                     "memory, each with the tool that computed it.",
+        result=KpiMetricsResult, needs=frozenset({"step_markers"}),
+        requires="step markers for the step time; XLA programs for the roofline utilization and MFU; allocator events"
+                 " for the peak memory.",
+        how_to=rec.STEP_MARKERS,
     ),
 )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.headline import collectives_metric, idle_metric
@@ -226,7 +227,9 @@ TOOLS = (
     Tool(
         name="overview_page", title="Overview", compute=compute, compute_partials=compute, available=_available,
         multi_host=True,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch", "tf1_timeline", "tfprof_timeline"),
         description="Step time and what it is spent on, top operations and a recommendation.",
+        result=OverviewResult, needs=frozenset({"framework_ops"}),
+        requires="step markers (a step-annotated training loop) and the ops that ran in each step.",
+        how_to=rec.STEP_MARKERS,
     ),
 )

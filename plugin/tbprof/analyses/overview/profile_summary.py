@@ -78,7 +78,9 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Profi
 TOOLS = (
     Tool(
         name="profile_summary", title="Profile summary", compute=compute, multi_host=True,
-        formats=("xspace", "chrome_trace"),
         description="Planes, lines, event counts, time span and devices of the profile.",
+        result=ProfileSummaryResult, needs=frozenset({"events"}),
+        requires="a readable profile file.",
+        how_to=("Any XSpace (*.xplane.pb) or Chrome trace file opens here.",),
     ),
 )

@@ -195,5 +195,8 @@ TOOLS = (
     Tool(
         name="smart_suggestion", title="Smart suggestions", compute=compute, multi_host=True,
         description="Rule-based suggestions with the numbers that triggered them and the page that shows them.",
+        result=SmartSuggestionResult, needs=frozenset({"xplane"}),
+        requires="any XSpace profile: the rules read the overview, kernel stats, memory profile and HLO op stats.",
+        how_to=("Any TensorFlow or JAX profile.",),
     ),
 )

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.overview.overview import diagnostics, run_environment
 from tbprof.analyses.results.whole_run import PodCore, PodViewerResult
 from tbprof.analyses.steps import breakdown as sb
@@ -83,9 +84,11 @@ def compute(stores: Sequence[StoreView], options: Mapping[str, Any]) -> PodViewe
 TOOLS = (
     Tool(
         name="pod_viewer", title="Pod viewer", compute=compute, compute_partials=compute, available=has_steps_data,
-        formats=("xspace", "chrome_trace"), kinds=("xspace", "pytorch"),
         multi_host=True,
         options=(Option("step", int, -1, "step index to show (-1: every step)", min_value=-1, max_value=2**31 - 1),),
         description="Step breakdown of every host and device side by side.",
+        result=PodViewerResult, needs=frozenset({"step_markers"}),
+        requires="step markers on several devices or hosts, to compare their steps side by side.",
+        how_to=rec.STEP_MARKERS,
     ),
 )

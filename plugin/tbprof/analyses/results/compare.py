@@ -1,7 +1,7 @@
 """The A/B comparison's answer (``analyses/compare/report.compare``; the ``compare`` route, ``tbprof
 compare --json`` and ``Profile.compare``).
 
-It is no tool's result (no ``TOOL_RESULTS`` entry: it reads two runs), but it has the envelope, and
+It is no tool's result (no tool's ``result``: it reads two runs), but it has the envelope, and
 the same checks: mypy checks ``compare`` against ``CompareResult``, ``http/schemas.py`` lists it for
 the TypeScript side, ``tests/analyses/test_compare_types.py`` checks real comparisons against it.
 

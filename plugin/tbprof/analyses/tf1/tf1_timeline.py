@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.results.tf1_tfprof import (
     EmptyNote,
     Tf1MemoryResult,
@@ -33,6 +34,7 @@ from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain.event_tree import parent_rows, self_time_ps
 from tbprof.domain.tf1_planes import ALLOCATORS_PLANE, is_tf1_timeline, op_planes
+from tbprof.store.derived import Derived
 from tbprof.store.markers import COUNTER_LINES_STAT, step_of
 from tbprof.store.tables import Plane, ProfileStore
 
@@ -60,33 +62,38 @@ def _str_column(store: ProfileStore, plane: Plane, stat: str, rows: np.ndarray) 
     return store.strings.lookup(ids)
 
 
+def _compute_step_ops(store: ProfileStore) -> StepOps:
+    names: list[str] = []
+    types: list[str] = []
+    sides, devs, starts, durs, selfs = [], [], [], [], []
+    for op in op_planes(store):
+        plane, rows = op.plane, op.rows
+        event_names = store.strings.lookup(plane.name_id[rows])
+        arg_names = _str_column(store, plane, "name", rows)
+        arg_ops = _str_column(store, plane, "op", rows)
+        names.extend(a or e for a, e in zip(arg_names, event_names, strict=False))
+        types.extend(arg_ops)
+        parent = parent_rows(plane)
+        own = self_time_ps(plane, parent)[rows]
+        sides.append(np.full(rows.shape[0], op.side, dtype=object))
+        devs.append(np.full(rows.shape[0], op.device, dtype=object))
+        # Absolute ps exceed int64 (epoch-based µs * 1e6): go to µs in float64 first.
+        starts.append(store.origin_ps / 1e6 + plane.start_ps[rows] / 1e6)
+        durs.append(plane.dur_ps[rows] / 1e6)
+        selfs.append(own / 1e6)
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    return StepOps(step_of(store.host), store.host, names, types, cat(sides, object),
+                   cat(devs, object), cat(starts, np.float64), cat(durs, np.float64), cat(selfs, np.float64))
+
+
+STEP_OPS: Derived[StepOps] = Derived(("tf1_step_ops",), _compute_step_ops)
+
+
 def step_ops(store: ProfileStore) -> StepOps:
-    def build() -> StepOps:
-        names: list[str] = []
-        types: list[str] = []
-        sides, devs, starts, durs, selfs = [], [], [], [], []
-        for op in op_planes(store):
-            plane, rows = op.plane, op.rows
-            event_names = store.strings.lookup(plane.name_id[rows])
-            arg_names = _str_column(store, plane, "name", rows)
-            arg_ops = _str_column(store, plane, "op", rows)
-            names.extend(a or e for a, e in zip(arg_names, event_names, strict=False))
-            types.extend(arg_ops)
-            parent = parent_rows(plane)
-            own = self_time_ps(plane, parent)[rows]
-            sides.append(np.full(rows.shape[0], op.side, dtype=object))
-            devs.append(np.full(rows.shape[0], op.device, dtype=object))
-            # Absolute ps exceed int64 (epoch-based µs * 1e6): go to µs in float64 first.
-            starts.append(store.origin_ps / 1e6 + plane.start_ps[rows] / 1e6)
-            durs.append(plane.dur_ps[rows] / 1e6)
-            selfs.append(own / 1e6)
-
-        def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-        return StepOps(step_of(store.host), store.host, names, types, cat(sides, object),
-                       cat(devs, object), cat(starts, np.float64), cat(durs, np.float64), cat(selfs, np.float64))
-    return store.memo(("tf1_step_ops",), build)
+    return store.derive(STEP_OPS)
 
 
 def _ordered(stores: Sequence[ProfileStore]) -> list[tuple[int, StepOps, ProfileStore]]:
@@ -305,20 +312,26 @@ def _has_allocators(store: Any) -> bool:
 TOOLS = (
     Tool(
         name="tf1_steps", title="Step time (timelines)", compute=steps_compute, available=is_tf1_timeline,
-        multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        multi_host=True,
         description="Step time of each TF1 timeline step file, as a chart across steps.",
+        result=Tf1StepsResult, needs=frozenset({"tf1"}),
+        requires="TF1 timeline files, one per step (tensorflow.python.client.timeline's Chrome traces).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
     Tool(
         name="tf1_op_stats", title="TensorFlow stats (timelines)", compute=op_stats_compute,
-        available=is_tf1_timeline, multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        available=is_tf1_timeline, multi_host=True,
         description="Time per TensorFlow op over the chosen TF1 timeline steps, host and device.",
+        result=Tf1OpStatsResult, needs=frozenset({"tf1"}),
+        requires="TF1 timeline files, one per step (tensorflow.python.client.timeline's Chrome traces).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
     Tool(
         name="tf1_memory", title="Allocator memory (timelines)", compute=memory_compute,
-        available=_has_allocators, multi_host=True, formats=("chrome_trace",),
-        kinds=("tf1_timeline", "tfprof_timeline", "chrome_trace"),
+        available=_has_allocators, multi_host=True,
         description="Bytes in use per allocator over each step (timelines written with show_memory=True).",
+        result=Tf1MemoryResult, needs=frozenset({"tf1"}),
+        requires="allocator events in TF1 timelines (written with show_memory=True).",
+        how_to=(rec.TF1_TIMELINE,),
     ),
 )

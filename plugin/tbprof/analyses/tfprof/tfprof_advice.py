@@ -209,7 +209,10 @@ def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> TfprofAdviceRe
 
 TOOLS = (
     Tool(
-        name=TOOL, title="tfprof advice", compute=compute, formats=("tfprof",),
+        name=TOOL, title="tfprof advice", compute=compute,
         description="tfprof's advisor checks: accelerator utilisation, expensive operations, faster alternatives.",
+        result=TfprofAdviceResult, needs=frozenset({"tfprof"}),
+        requires="a tfprof ProfileProto (Profiler.serialize_to_string() / ProfileContext dump).",
+        how_to=("Write one with tf.compat.v1.profiler.Profiler(...).serialize_to_string().",),
     ),
 )

@@ -265,7 +265,10 @@ def compute(stores: Sequence[Any], options: Mapping[str, Any]) -> TfprofViewsRes
 
 TOOLS = (
     Tool(
-        name=TOOL, title="tfprof views", compute=compute, options=OPTIONS, formats=("tfprof",),
+        name=TOOL, title="tfprof views", compute=compute, options=OPTIONS,
         description="tfprof's scope, graph, op and code views with its options.",
+        result=TfprofViewsResult, needs=frozenset({"tfprof"}),
+        requires="a tfprof ProfileProto (Profiler.serialize_to_string() / ProfileContext dump).",
+        how_to=("Write one with tf.compat.v1.profiler.Profiler(...).serialize_to_string().",),
     ),
 )

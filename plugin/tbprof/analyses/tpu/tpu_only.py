@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from tbprof.analyses import recording as rec
 from tbprof.analyses.tool import Tool
 from tbprof.errors import NoData
 from tbprof.store.tables import ProfileStore
@@ -46,8 +47,12 @@ def _tpu_only(name: str, title: str, what: str, megascale: bool = False) -> Tool
     def compute_tpu(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> NoReturn:
         raise NoData(_missing(stores[0], title, what, megascale) if stores else f"{title}: no host selected.")
 
-    return Tool(name=name, title=title, compute=compute_tpu, available=lambda store: False, multi_host=True,
-                description=f"{title}: reads {what} (TPU only); tbprof does not decode it, so it is never listed.")
+    return Tool(name=name, title=title, compute=compute_tpu, result=None, needs=frozenset({"xplane"}),
+                available=lambda store: False, multi_host=True,
+                description=f"{title}: reads {what} (TPU only); tbprof does not decode it, so it is never listed.",
+                requires=f"a TPU profile: it reads {what}, which only TPU planes (/device:TPU:N) carry (XProf shows it "
+                         "for TPU runs only).",
+                how_to=(rec.TPU,))
 
 
 # After XProf's other tools, in its menu order.

@@ -37,7 +37,7 @@ def _run_entry(ctx: AppContext, run: Run, multi_host: dict[tuple[tuple[str, ...]
     names = tuple(entry["tools"])
     multi = multi_host.get((names, run.kind))
     if multi is None:
-        multi = multi_host[(names, run.kind)] = [t for t in names if profiles.tool(t).multi_host_for(run.kind)]
+        multi = multi_host[(names, run.kind)] = [t for t in names if profiles.tool(t).multi_host_for(run.traits)]
     entry["multi_host_tools"] = list(multi)
     return entry
 
@@ -96,7 +96,7 @@ def tools(ctx: AppContext, request: Request) -> Response:
     return responses.json_response(request, {
         "schema_version": SCHEMA_VERSION, "run": run.name, "tools": [
             {"name": n, "title": ctx.profiles.tool(n).title,
-             "multi_host": ctx.profiles.tool(n).multi_host_for(run.kind),
+             "multi_host": ctx.profiles.tool(n).multi_host_for(run.traits),
              "options": [o.to_json() for o in ctx.profiles.tool(n).options]}
             for n in names]})
 
@@ -112,8 +112,9 @@ def progress(ctx: AppContext, request: Request) -> Response:
 
 
 def settings(ctx: AppContext, request: Request) -> Response:
-    # Every registered tool, so the frontend can name the tools a run has no data for.
-    all_tools = [{"name": t.name, "title": t.title, "description": t.description} for t in registry.all_tools()]
+    # Every tool, so the frontend can name the tools a run has no data for and say what they need.
+    all_tools = [{"name": t.name, "title": t.title, "description": t.description, "requires": t.requires,
+                  "how_to": list(t.how_to), "needs": sorted(t.needs)} for t in registry.all_tools()]
     return responses.json_response(request, {"schema_version": SCHEMA_VERSION, "version": __version__,
                                              "capture_enabled": ctx.capture_enabled, "all_hosts": ALL_HOSTS,
                                              "tools": all_tools})

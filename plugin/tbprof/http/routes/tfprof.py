@@ -26,7 +26,7 @@ FORMATS = ("timeline", "pprof")
 def tfprof_export_route(ctx: AppContext, request: Request) -> Response:
     args = request.args
     run = ctx.profiles.run(params.required(args, "run"))
-    if run.kind != "tfprof":
+    if "tfprof" not in run.traits:
         raise BadParameter(f"run {run.name!r} is a {run.kind} run; tfprof_export reads tfprof ProfileProto runs")
     host = select_hosts(run, args.get("host"))[0]
     fmt = args.get("format", "timeline")

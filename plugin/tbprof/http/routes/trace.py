@@ -32,7 +32,7 @@ def _store(ctx: AppContext, request: Request) -> tuple[str, ProfileStore]:
     run = ctx.profiles.run(params.required(args, "run"))
     host = args.get("host")
     if host == ALL_HOSTS and len(run.hosts) > 1:
-        if not ctx.profiles.tool("trace_viewer").multi_host_for(run.kind):
+        if not ctx.profiles.tool("trace_viewer").multi_host_for(run.traits):
             raise BadParameter("the trace viewer shows one host at a time; choose host= one of "
                                f"{sorted(run.hosts)}")
         # A PyTorch run's ranks in one timeline: the same combined store as the tool's answer

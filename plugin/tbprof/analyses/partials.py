@@ -243,20 +243,28 @@ _CARRIED_BY_NAME = {c.name: c for c in CARRIED}
 
 class PlaneInfo:
     """A plane without its events: what the all-hosts tools read of it. Its stats are unpacked
-    on first use (a pod's pages read those of the device planes only)."""
+    on first use (a pod's pages read those of the device planes only), from their packed form
+    or its JSON ``text`` (a batch frame's, analyses/partial_batches.py)."""
 
-    __slots__ = ("_packed", "_stats", "n_events", "name")
+    __slots__ = ("_packed", "_stats", "_text", "n_events", "name")
 
     def __init__(self, name: str, n_events: int, plane_stats: dict[str, Any] | None = None,
-                 packed: Any = None) -> None:
+                 packed: Any = None, text: str | None = None) -> None:
         self.name = name
         self.n_events = n_events
         self._stats = plane_stats
         self._packed = packed
+        self._text = text
 
     @property
     def plane_stats(self) -> dict[str, Any]:
         if self._stats is None:
+            if self._text is not None:
+                try:
+                    self._packed = json.loads(self._text)
+                except ValueError:  # a frame's text, checked by the frame's CRC only
+                    self._packed = {}
+                self._text = None
             stats = _unpack_value(self._packed)
             self._stats = stats if isinstance(stats, dict) else {}
         return self._stats

@@ -17,6 +17,7 @@ the frame never changes an answer.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -176,7 +177,7 @@ def encode_batch(results: Sequence[dict[str, Any]], decoded_parts: Sequence[Host
 
 def _rows(values: np.ndarray, bounds: list[int], i: int, shape: Sequence[int]) -> np.ndarray:
     part = values[bounds[i]:bounds[i + 1]]
-    if int(np.prod(shape)) != part.shape[0] or any(d < 0 for d in shape):
+    if math.prod(shape) != part.shape[0] or any(d < 0 for d in shape):
         raise FrameError(f"a step table's shape {tuple(shape)} does not match its {part.shape[0]} values")
     return part.reshape(tuple(shape))
 
@@ -222,7 +223,7 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
     seconds = f.get("seconds", "<f8", n).tolist()
     timing_values = f.get("timings", "<f8", n * len(TIMINGS)).tolist()
     blob_values, blob_bounds = f.ragged("blob", n, "<u1")
-    raw = blob_values.tobytes()
+    raw = memoryview(blob_values)
     m = modes.count(FRAMED)
     part_hosts, formats, sources = f.strings("part_host", m), f.strings("format", m), f.strings("source_path", m)
     span = f.get("span_ps", "<i8", m).tolist()
@@ -251,7 +252,7 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
             results.append({"host": host, "file": files[i], "error": errors[i],
                             **({"key": keys[i]} if has_key[i] else {})})
             continue
-        blob = raw[blob_bounds[i]:blob_bounds[i + 1]] if mode != NO_PARTIAL else None
+        blob = raw[blob_bounds[i]:blob_bounds[i + 1]].tobytes() if mode != NO_PARTIAL else None
         timings = {k: v for k, v in zip(TIMINGS, timing_values[i * len(TIMINGS):(i + 1) * len(TIMINGS)],
                                         strict=True) if v == v}
         results.append({"host": host, "key": keys[i], "cached": cached[i], "stored": stored[i], "partial": blob,

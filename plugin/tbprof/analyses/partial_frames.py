@@ -158,8 +158,11 @@ class Frame:
         data = self.get(f"{name}.b", "<u1")
         bounds = self.offsets(name, count, data.shape[0])
         raw = data.tobytes()
+        if raw.isascii():  # one decode, and byte offsets are character offsets
+            text = raw.decode("ascii")
+            return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         try:
-            return [raw[bounds[i]:bounds[i + 1]].decode("utf-8", "surrogatepass") for i in range(count)]
+            return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(bounds, bounds[1:], strict=False)]
         except UnicodeDecodeError:
             raise FrameError(f"section {name!r}: a text is not UTF-8") from None
 

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
+from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -21,9 +21,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     executor = executor_from(args)
-    # A pod's workers start now, importing while this process imports and lists (a small pod's don't).
+    # A pod's workers start now, importing while this process imports and lists (a small pod's don't);
+    # forked before the listing's thread starts (a fork copies only the calling thread).
     executor.start_early(args.path)
-    profiles = profiles_for(args.path, args.cache_dir, executor)
+    index = start_listing(args.path)
+    profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
     run = pick_run(profiles, args.run)
     listed = time.perf_counter()
     loading = profiles.load_in_background(run, list(run.hosts))
@@ -62,7 +64,9 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
 
     The summary total splits into the analyses' imports (while the stores convert on a thread),
     the wait for the conversion beyond them (a pod's: for its partials), and the analyses once
-    the stores are there: on one host the last two are the serial part."""
+    the stores are there: on one host the last two are the serial part. ``serial`` is the
+    command's wall time but the wait for the workers (what more cores cannot shorten; the
+    imports run during the wait, so they count only where they outlast it)."""
     def f(x: Any) -> str:
         return f"{float(x):.3f}"
 
@@ -74,7 +78,8 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "
             f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)} (imports "
             f"{f(phases.get('imports_s', 0))}, then converting {f(phases.get('load_s', 0))}, analyses "
-            f"{f(phases.get('analyses_s', 0))}), answer {f(answer_s)}"
+            f"{f(phases.get('analyses_s', 0))}), answer {f(answer_s)}, "
+            f"serial (all but waiting for workers) {f(list_s + summary_s + answer_s - phases.get('wait_s', 0))}"
             + (f"; summed over hosts: {worker}" if worker else ""))
 
 

@@ -223,7 +223,7 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
     seconds = f.get("seconds", "<f8", n).tolist()
     timing_values = f.get("timings", "<f8", n * len(TIMINGS)).tolist()
     blob_values, blob_bounds = f.ragged("blob", n, "<u1")
-    raw = memoryview(blob_values)
+    raw = memoryview(blob_values.data)
     m = modes.count(FRAMED)
     part_hosts, formats, sources = f.strings("part_host", m), f.strings("format", m), f.strings("source_path", m)
     span = f.get("span_ps", "<i8", m).tolist()

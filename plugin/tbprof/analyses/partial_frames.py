@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -160,9 +161,9 @@ class Frame:
         raw = data.tobytes()
         if raw.isascii():  # one decode, and byte offsets are character offsets
             text = raw.decode("ascii")
-            return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            return [text[a:b] for a, b in pairwise(bounds)]
         try:
-            return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip(bounds, bounds[1:], strict=False)]
+            return [raw[a:b].decode("utf-8", "surrogatepass") for a, b in pairwise(bounds)]
         except UnicodeDecodeError:
             raise FrameError(f"section {name!r}: a text is not UTF-8") from None
 

@@ -64,9 +64,26 @@ def _text(value: Any) -> str:
     return json.dumps(_pack_value(value), separators=(",", ":"))
 
 
-def _framed_fields(p: HostPartial) -> dict[str, Any]:
-    """What the frame carries of a host; TypeError or ValueError when a value is not of the
-    kinds it carries (the host then travels as its blob alone)."""
+def _from_fields(fields: dict[str, Any]) -> HostPartial:
+    """The host partial as ``build_partial`` made it, before its binary form (no JSON to parse):
+    the header, the plane stats in their packed form, and the carried values unpacked on use."""
+    carried = fields["carried"]
+    return HostPartial(
+        host=fields["host"], format=fields["format"], source_path=fields["source_path"],
+        span_ps=fields["span_ps"], hostnames=fields["hostnames"], errors=fields["errors"],
+        warnings=fields["warnings"], metadata=_unpack_value(fields["metadata"]),
+        planes=[PlaneInfo(p["name"], p["n_events"], packed=p["plane_stats"]) for p in fields["planes"]],
+        summary=fields["summary"], available_tools=fields["available_tools"],
+        lazy={c.key: (lambda c=c: c.unpack(carried[c.name])) for c in _CARRIED_BY_NAME.values()
+              if c.name in carried})
+
+
+def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the frame carries of a host (``fields``: the partial before its binary form, when
+    the worker built it: its packed values are written as they are); TypeError or ValueError
+    when a value is not of the kinds the frame carries (the host then travels as its blob)."""
+    if fields is not None:
+        p = _from_fields(fields)
     steps = p.carried(_STEPS_KEY)
     active, idle, comm = p.carried(_GPU_KEY)
     if not isinstance(steps, Steps) or set(p.summary) != set(SUMMARY_KEYS):
@@ -85,9 +102,13 @@ def _framed_fields(p: HostPartial) -> dict[str, Any]:
              *(pl.name for pl in p.planes)]
     if not all(type(t) is str for t in texts):
         raise TypeError("unexpected texts")
-    return {"steps": steps, "gpu": (active, [float(x) for x in idle], [float(x) for x in comm]),
-            "metadata": _text(p.metadata),
-            "plane_stats": [_text(pl.plane_stats) for pl in p.planes]}
+    if fields is not None:  # packed already
+        metadata = json.dumps(fields["metadata"], separators=(",", ":"))
+        plane_stats = [json.dumps(pl["plane_stats"], separators=(",", ":")) for pl in fields["planes"]]
+    else:
+        metadata, plane_stats = _text(p.metadata), [_text(pl.plane_stats) for pl in p.planes]
+    return {"partial": p, "steps": steps, "gpu": (active, [float(x) for x in idle], [float(x) for x in comm]),
+            "metadata": metadata, "plane_stats": plane_stats}
 
 
 def decoded(results: Sequence[dict[str, Any]]) -> list[HostPartial | None]:
@@ -118,13 +139,13 @@ def encode_batch(results: Sequence[dict[str, Any]], decoded_parts: Sequence[Host
             try:
                 if p is None:
                     raise ValueError("not decoded")
-                f = _framed_fields(p)
+                f = _framed_fields(p, r.get("fields"))
             except (TypeError, ValueError, LookupError):
                 modes.append(BLOB_ONLY)
             else:
                 modes.append(FRAMED)
                 framed.append(f)
-                parts.append(p)
+                parts.append(f["partial"])
         blobs.append(np.frombuffer(blob or b"", dtype=np.uint8))
     w.put("mode", modes, "<u1")
     w.put_strings("host", [r["host"] for r in results])

@@ -151,7 +151,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     disk cache when ``task.write_store`` (a request that needs full stores) or the file is large
     (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
-    ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
+    ``fields``: the partial before its binary form, where this call built it (a batch's frame is
+    written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
     decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``, and
     ``cpu_s``: the CPU time the task took.
 
@@ -172,6 +173,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     cpu_started = time.process_time()  # the worker's CPU (decoder threads too): load-independent
     timings: dict[str, float] = {}
     key = ""
+    fields: dict[str, Any] | None = None
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
@@ -223,8 +225,11 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)
-    return {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
-            "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+    out = {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
+           "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+    if partial is not None and fields is not None:
+        out["fields"] = fields  # the batch's frame takes what it carries from here (never sent)
+    return out
 
 
 class Executor(Protocol):
@@ -263,8 +268,8 @@ def _hosts_of(batch_results: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any
 
 class InProcess:
     """Hosts converted in the caller's process, ``batch_hosts`` at a time (default 1: nothing
-    travels, so combining in batches gains nothing, and progress counts every host; tests batch
-    to check the tree combine without processes)."""
+    travels, so combining in batches and framing the answer gain nothing, and progress counts
+    every host; tests batch to check the tree combine and the frames without processes)."""
 
     name = "in-process"
     workers = 1
@@ -275,7 +280,11 @@ class InProcess:
     def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         for i in range(0, len(tasks), self.batch_hosts):
             batch = tasks[i:i + self.batch_hosts]
-            yield open_batch(convert_batch(batch), batch)
+            if len(batch) == 1:  # nothing to combine, nothing travels: no frame to write and read
+                result = {k: v for k, v in convert_host(batch[0]).items() if k not in ("fields", "summary")}
+                yield {"results": [result], "parts": {}, "combined": None, "combined_hosts": [], "timings": {}}
+            else:
+                yield open_batch(convert_batch(batch), batch)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         return _hosts_of(self.map_batches(tasks))

@@ -74,8 +74,11 @@ def _from_fields(fields: dict[str, Any]) -> HostPartial:
         warnings=fields["warnings"], metadata=_unpack_value(fields["metadata"]),
         planes=[PlaneInfo(p["name"], p["n_events"], packed=p["plane_stats"]) for p in fields["planes"]],
         summary=fields["summary"], available_tools=fields["available_tools"],
-        lazy={c.key: (lambda c=c: c.unpack(carried[c.name])) for c in _CARRIED_BY_NAME.values()
-              if c.name in carried})
+        lazy={c.key: _unpacker(c.unpack, carried[c.name]) for c in _CARRIED_BY_NAME.values() if c.name in carried})
+
+
+def _unpacker(unpack: Callable[[dict[str, Any]], Any], packed: dict[str, Any]) -> Callable[[], Any]:
+    return lambda: unpack(packed)
 
 
 def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -152,9 +152,10 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
     ``fields``: the partial before its binary form, where this call built it (a batch's frame is
-    written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
-    decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``, and
-    ``cpu_s``: the CPU time the task took.
+    written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds:
+    ``load_s`` (a cached store), ``convert_s`` (read and decode), ``partial_s`` (the derived
+    values), ``encode_s`` (their binary form), ``write_s``, and ``cpu_s``: the CPU time the task
+    took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """

@@ -176,6 +176,8 @@ def test_a_batch_carries_each_host_as_its_own_partial_does(batch: tuple[list[Hos
     header, planes and their stats, and every carried value (those the frame carries and those
     decoded from the blob on first use)."""
     tasks, frame = batch
+    # Every readable host as arrays (none fell back to its blob alone), the missing file an error.
+    assert Frame(frame).get("mode", "<u1").tolist() == [FRAMED] * (len(tasks) - 1) + [ERROR]
     got = decode_batch(frame, [t.host for t in tasks])
     assert [r["host"] for r in got.results] == [t.host for t in tasks]
     assert "error" in got.results[-1] and "cannot read the file" in got.results[-1]["error"]

@@ -64,6 +64,16 @@ def _text(value: Any) -> str:
     return json.dumps(_pack_value(value), separators=(",", ":"))
 
 
+def _steps_consistent(steps: Steps, n_planes: int) -> bool:
+    """Whether a host's steps agree with themselves: one name, number, begin, end and row of
+    times per step, a table of times per device plane of the host. A worker sends a host
+    whose steps do not as its blob alone; the server refuses a frame that says otherwise."""
+    n = steps.step_nums.shape[0]
+    return (steps.begin_ps.shape[0] == steps.end_ps.shape[0] == steps.type_ps.shape[0] == len(steps.names) == n
+            and steps.per_device_type_ps.shape[:2] == (len(steps.device_planes), n)
+            and all(0 <= i < n_planes for i in steps.device_planes))
+
+
 def _from_fields(fields: dict[str, Any]) -> HostPartial:
     """The host partial as ``build_partial`` made it, before its binary form (no JSON to parse):
     the header, the plane stats in their packed form, and the carried values unpacked on use."""
@@ -94,7 +104,7 @@ def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict
     for name in _STEP_ARRAYS:
         if getattr(steps, name).dtype != np.int64:
             raise TypeError(f"steps.{name} is not int64")
-    if steps.type_ps.ndim != 2 or steps.per_device_type_ps.ndim != 3:
+    if steps.type_ps.ndim != 2 or steps.per_device_type_ps.ndim != 3 or not _steps_consistent(steps, len(p.planes)):
         raise TypeError("unexpected step table shapes")
     ints = (steps.dropped_boundary_steps, steps.candidate_count, p.span_ps, p.summary["device_count"],
             p.summary["event_count"], p.summary["span_ps"], *steps.device_planes)
@@ -306,6 +316,8 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
         counts = plane_events[plane_bounds[j]:plane_bounds[j + 1]].tolist()
         if not len(plane_names) == len(stats) == len(counts):
             raise FrameError("a host's planes, their stats and event counts differ in number")
+        if not _steps_consistent(steps, len(plane_names)):
+            raise FrameError(f"host {host!r}: its steps' columns differ in length")
         later = _later_from_blob(blob)
         parts[host] = HostPartial(
             host=part_hosts[j], format=formats[j], source_path=sources[j], span_ps=span[j],

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.analyses.partial_batches import decode_batch
+from tbprof.analyses.partial_batches import ERROR, FRAMED, decode_batch
 from tbprof.analyses.partial_frames import _COVERED, _ENTRY, _PREFIX, Frame, FrameError, FrameWriter
 from tbprof.analyses.partials import CARRIED, partial_from_bytes
 from tbprof.service.executor import HostTask, convert_batch

@@ -26,14 +26,14 @@ import numpy as np
 
 from tbprof.analyses.partial_frames import Frame, FrameError, FrameWriter
 from tbprof.analyses.partials import (
-    _CARRIED_BY_NAME,
+    CARRIED_BY_NAME,
     SUMMARY_KEYS,
     HostPartial,
     PlaneInfo,
-    _pack_value,
-    _unpack_value,
     decode_on_arrival,
+    pack_value,
     partial_from_bytes,
+    unpack_value,
 )
 from tbprof.analyses.steps.assignment import Steps
 
@@ -41,8 +41,8 @@ from tbprof.analyses.steps.assignment import Steps
 ERROR, NO_PARTIAL, FRAMED, BLOB_ONLY = 0, 1, 2, 3
 # Worker timings that travel (seconds, NaN where a host has none).
 TIMINGS = ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "cpu_s")
-_STEPS_KEY = _CARRIED_BY_NAME["steps"].key
-_GPU_KEY = _CARRIED_BY_NAME["gpu_summary"].key
+_STEPS_KEY = CARRIED_BY_NAME["steps"].key
+_GPU_KEY = CARRIED_BY_NAME["gpu_summary"].key
 _STEP_TEXTS = ("source", "method", "detail", "diagnosis")
 _STEP_ARRAYS = ("step_nums", "begin_ps", "end_ps", "type_ps", "per_device_type_ps")
 
@@ -60,8 +60,8 @@ class BatchAnswer:
 
 
 def _text(value: Any) -> str:
-    """A packed value (``_pack_value``'s form) as JSON; TypeError for one holding an array."""
-    return json.dumps(_pack_value(value), separators=(",", ":"))
+    """A packed value (``pack_value``'s form) as JSON; TypeError for one holding an array."""
+    return json.dumps(pack_value(value), separators=(",", ":"))
 
 
 def _steps_consistent(steps: Steps, n_planes: int) -> bool:
@@ -81,10 +81,10 @@ def _from_fields(fields: dict[str, Any]) -> HostPartial:
     return HostPartial(
         host=fields["host"], format=fields["format"], source_path=fields["source_path"],
         span_ps=fields["span_ps"], hostnames=fields["hostnames"], errors=fields["errors"],
-        warnings=fields["warnings"], metadata=_unpack_value(fields["metadata"]),
+        warnings=fields["warnings"], metadata=unpack_value(fields["metadata"]),
         planes=[PlaneInfo(p["name"], p["n_events"], packed=p["plane_stats"]) for p in fields["planes"]],
         summary=fields["summary"], available_tools=fields["available_tools"],
-        lazy={c.key: _unpacker(c.unpack, carried[c.name]) for c in _CARRIED_BY_NAME.values() if c.name in carried})
+        lazy={c.key: _unpacker(c.unpack, carried[c.name]) for c in CARRIED_BY_NAME.values() if c.name in carried})
 
 
 def _unpacker(unpack: Callable[[dict[str, Any]], Any], packed: dict[str, Any]) -> Callable[[], Any]:
@@ -322,7 +322,7 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
         parts[host] = HostPartial(
             host=part_hosts[j], format=formats[j], source_path=sources[j], span_ps=span[j],
             hostnames=lists["hostnames"][j],
-            errors=lists["errors"][j], warnings=lists["warnings"][j], metadata=_unpack_value(_json(metadata[j])),
+            errors=lists["errors"][j], warnings=lists["warnings"][j], metadata=unpack_value(_json(metadata[j])),
             planes=[PlaneInfo(name, c, text=t) for name, c, t in zip(plane_names, counts, stats, strict=True)],
             summary={"span_ps": summary["span_ps"][j], "event_count": summary["event_count"][j],
                      "device_types": lists["device_types"][j], "device_count": summary["device_count"][j]},
@@ -338,7 +338,7 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
     return BatchAnswer(results, parts, combined, combined_hosts, dict(zip(timing_names, timing_seconds, strict=True)))
 
 
-_CARRIED_BY_NAME_KEYS = tuple(c.key for c in _CARRIED_BY_NAME.values())
+_CARRIED_BY_NAME_KEYS = tuple(c.key for c in CARRIED_BY_NAME.values())
 
 
 def _json(text: str) -> Any:

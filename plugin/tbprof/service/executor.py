@@ -4,12 +4,14 @@ A pod's hosts convert independently, so converting them is a map over host files
 to the workers in batches of consecutive hosts (``batches``: about ``BATCHES_PER_WORKER`` per
 worker, so the server handles tens of messages for a pod of a thousand hosts, not a thousand).
 A batch's task (``convert_batch``) converts each file (``convert_host``), writes the store or
-the host's partial into the *shared* disk cache, and returns the hosts' summaries and binary
-partials plus the batch's op tables combined (a tree: the server merges one table per batch,
-not one per host). Stores never travel back to the server (no pickled stores, and the
-server's memory stays the partials plus the stores a page opens, which it maps from the
-cache). The executor only ever ships strings (a path or URL, a run kind, a cache dir) to
-workers and dicts of strings, numbers and bytes back.
+the host's partial into the *shared* disk cache, decodes the hosts' partials and combines the
+batch's op tables (a tree: the server merges one table per batch, not one per host), and
+answers with one binary frame for the batch (analyses/partial_batches.py): each host's
+values as arrays, which the server decodes with bounds checks (``open_batch``) as batches
+arrive. Stores never travel back to the server (no pickled stores, and the server's memory
+stays the partials plus the stores a page opens, which it maps from the cache). The executor
+only ever ships strings (a path or URL, a run kind, a cache dir) to workers and a dict holding
+one frame's bytes back.
 
 * ``InProcess``: ``--workers 1``; what tests and single-host runs use.
 * ``ProcessPool``: ``--workers N`` (default 1, see ``default_workers``); worker processes
@@ -127,9 +129,9 @@ def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
     """A worker's ``convert_batch`` answer for ``batch``, decoded and checked: ``{"results":
     [convert_host's result per host, without its summary], "parts": {host: HostPartial},
     "combined": bytes | None, "combined_hosts": [...], "timings": {...}, "open_s": seconds this
-    took}``. Raises ValueError for
-    an answer that is not a frame of this batch's hosts (a damaged or foreign answer: the
-    frame's decoder checks every length and offset against its bytes)."""
+    took}``. Raises ValueError for an answer that is not a frame of this batch's hosts (a
+    damaged or foreign answer: the frame's decoder checks every length and offset against its
+    bytes)."""
     from tbprof.analyses.partial_batches import decode_batch
 
     started = time.perf_counter()

@@ -93,10 +93,9 @@ def _unpacker(unpack: Callable[[dict[str, Any]], Any], packed: dict[str, Any]) -
 
 def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the frame carries of a host (``fields``: the partial before its binary form, when
-    the worker built it: its packed values are written as they are); TypeError or ValueError
-    when a value is not of the kinds the frame carries (the host then travels as its blob)."""
-    if fields is not None:
-        p = _from_fields(fields)
+    the worker built it: its packed plane stats and metadata are written as they are);
+    TypeError or ValueError when a value is not of the kinds the frame carries (the host then
+    travels as its blob alone)."""
     steps = p.carried(_STEPS_KEY)
     active, idle, comm = p.carried(_GPU_KEY)
     if not isinstance(steps, Steps) or set(p.summary) != set(SUMMARY_KEYS):
@@ -125,12 +124,18 @@ def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict
 
 
 def decoded(results: Sequence[dict[str, Any]]) -> list[HostPartial | None]:
-    """The partial of each of ``convert_host``'s results, decoded (None: it has none, or one that
-    does not decode: it then travels as its blob alone)."""
+    """The partial of each of ``convert_host``'s results: from the values it was just built from
+    (``fields``: no JSON to parse), else decoded from its blob (a partial read from the cache);
+    None when it has none, or one that does not decode (it then travels as its blob alone)."""
     out: list[HostPartial | None] = []
     for r in results:
         try:
-            out.append(partial_from_bytes(r["partial"], checked=False) if r.get("partial") is not None else None)
+            if r.get("partial") is None:
+                out.append(None)
+            elif r.get("fields") is not None:
+                out.append(_from_fields(r["fields"]))
+            else:
+                out.append(partial_from_bytes(r["partial"], checked=False))
         except (ValueError, KeyError, TypeError, IndexError):
             out.append(None)
     return out

@@ -275,7 +275,9 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
     texts = {k: f.strings(f"steps.{k}", m) for k in _STEP_TEXTS}
     has_device = f.get("steps.has_device", "?", m).tolist()
     dropped, candidates = f.get("steps.dropped", "<i8", m).tolist(), f.get("steps.candidates", "<i8", m).tolist()
-    arrays = {k: f.ragged(f"steps.{k}", m, "<i8") for k in _STEP_ARRAYS}
+    # Copies (small): the hosts' step arrays must not keep the frame's bytes alive, and tools
+    # may work on them in place.
+    arrays = {k: (values.copy(), bounds) for k in _STEP_ARRAYS for values, bounds in [f.ragged(f"steps.{k}", m, "<i8")]}
     type_shape = f.get("steps.type_shape", "<i8", 2 * m).tolist()
     device_shape = f.get("steps.device_shape", "<i8", 3 * m).tolist()
     device_planes, dp_bounds = f.ragged("steps.device_planes", m, "<i8")

@@ -96,7 +96,8 @@ class FrameWriter:
 
 
 class Frame:
-    """A decoded frame: its arrays by name (views of one writable copy of the data)."""
+    """A decoded frame: its arrays by name, read-only views of the frame's bytes (a caller that
+    keeps or hands out an array copies it: a view would keep the whole frame alive)."""
 
     def __init__(self, blob: bytes | bytearray | memoryview) -> None:
         view = memoryview(blob).cast("B")
@@ -116,7 +117,7 @@ class Frame:
         if zlib.crc32(view[_PREFIX.size:], zlib.crc32(_COVERED.pack(magic, version, n, names_len))) != crc:
             raise FrameError("damaged frame (checksum)")
         names = bytes(view[_PREFIX.size + n * _ENTRY.size:head_end])
-        data = bytearray(view[data_start:])  # writable: tools may work on the arrays in place
+        data = view[data_start:].toreadonly()
         self.arrays: dict[str, np.ndarray] = {}
         for i in range(n):
             name_at, name_len, code, offset, count = _ENTRY.unpack_from(view, _PREFIX.size + i * _ENTRY.size)

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     # A pod's workers start now, importing while this process imports and lists (a small pod's don't);
     # forked before the listing's thread starts (a fork copies only the calling thread).
     executor.start_early(args.path)
+    forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
     run = pick_run(profiles, args.run)
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{key}: {value}")
     if args.timings:
         sys.stdout.flush()
-        after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded}
+        after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded,
+                      "start_s": forked - started}
         print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
                            profiles.phase_seconds | after_list, profiles.partial_seconds), file=sys.stderr)
     return EXIT_OK
@@ -58,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
 
 def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],
                  summed: dict[str, float]) -> str:
-    """``--timings``: the wall seconds of each phase in this process (list; pool start and
-    dispatch; waiting for the workers; decoding what they sent; combining), and what the workers
-    spent, summed over hosts (so the serial part shows against the parallel one).
+    """``--timings``: the wall seconds of each phase in this process (import and list, of which
+    starting a pod's workers: importing numpy and forking them; pool start and dispatch; waiting
+    for the workers; decoding what they sent; combining), and what the workers spent, summed over
+    hosts (so the serial part shows against the parallel one).
 
     The summary total splits into the analyses' imports (while the stores convert on a thread),
     the wait for the conversion beyond them (a pod's: for its partials), and the analyses once
@@ -73,7 +76,8 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
     worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
                        for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
                        if summed.get(name))
-    return (f"tbprof timings (s): import + list {f(list_s)}, lookup {f(phases.get('lookup_s', 0))}, "
+    return (f"tbprof timings (s): import + list {f(list_s)} (starting workers {f(phases.get('start_s', 0))}), "
+            f"lookup {f(phases.get('lookup_s', 0))}, "
             f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "
             f"combine {f(phases.get('combine_s', 0))}, summary total {f(summary_s)} (imports "

@@ -10,7 +10,8 @@ Worker counts default to 1, 2, 4, ... up to the cores this process may use. Each
 runs a tbprof found on that PYTHONPATH (e.g. the main branch's wheel and this branch's, installed
 side by side) in the same run, so their numbers compare; the first variant is the reference of
 the ratios. Without ``--variant`` it runs this checkout. ``--timings`` adds each run's phase line
-(``tbprof summary --timings``) where the variant has it. With ``--xprof-python``, XProf's
+(``tbprof summary --timings``) where the variant has it, and a table of the serial part (all but
+waiting for workers: what more cores do not shorten). With ``--xprof-python``, XProf's
 all-hosts overview_page (bench/xprof_runner.py, cold) on the smallest pod is the anchor line.
 Prints numbers and ratios; tests never assert timings.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,6 +60,16 @@ def run_summary(pythonpath: str, pod: Path, workers: int, timings: bool) -> tupl
     return seconds, line
 
 
+def serial_s(line: str) -> float | None:
+    """What a ``--timings`` line says the command spent but waiting for workers: import + list,
+    the summary's total and the answer, less the wait (the same sum for every build's line)."""
+    found = dict(re.findall(r"(import \+ list|waiting for workers|summary total|answer) ([0-9.]+)", line))
+    if len(found) < 4:
+        return None
+    return (float(found["import + list"]) + float(found["summary total"]) + float(found["answer"])
+            - float(found["waiting for workers"]))
+
+
 def supports_timings(pythonpath: str) -> bool:
     env = dict(os.environ, PYTHONPATH=pythonpath)
     out = subprocess.run([sys.executable, "-m", "tbprof.cli", "summary", "--help"], env=env, capture_output=True,
@@ -94,6 +106,7 @@ def main() -> int:
     with_timings = {label: args.timings and supports_timings(path) for label, path in variants}
     print(f"cores {len(os.sched_getaffinity(0))}; variants: " + ", ".join(f"{a} ({b})" for a, b in variants))
     table: dict[tuple[str, int, int], float | None] = {}
+    serial: dict[tuple[str, int, int], float] = {}
     with tempfile.TemporaryDirectory(dir=args.tmp) as d:
         for n in args.hosts:
             pod = Path(d) / f"pod{n}"
@@ -113,6 +126,9 @@ def main() -> int:
                             table[(label, n, w)] = s
                         if line:
                             print(f"  [{label} {n} hosts, {w} workers] {s:.2f} s  {line}")
+                            spent = serial_s(line)
+                            if spent is not None:
+                                serial[(label, n, w)] = min(spent, serial.get((label, n, w), spent))
             shutil_rm(pod)
     print()
     print("tbprof summary, whole process, cold cache (s); best of", args.repeat)
@@ -126,6 +142,13 @@ def main() -> int:
             s1 = f"{t1 / t16:.1f}x" if t1 and t16 else "-"
             s2 = f"{t16 / tmax:.1f}x" if t16 and tmax and max(workers) > 16 else "-"
             print(f"| {label} | {n} | " + " | ".join(row) + f" | {s1} | {s2} |")
+    if serial:
+        print()
+        print("serial part (s): all but waiting for workers, from --timings; the least of the runs")
+        for label, _ in variants:
+            for n in args.hosts:
+                cells = [serial.get((label, n, w)) for w in workers]
+                print(f"| {label} | {n} | " + " | ".join(f"{c:.2f}" if c is not None else "-" for c in cells) + " |")
     if len(variants) > 1:
         ref = variants[0][0]
         print()

@@ -67,10 +67,29 @@ def test_summary_timings_of_a_pod(capsys: pytest.CaptureFixture[str], profiles_r
     (line,) = err.strip().splitlines()
     assert line.startswith("tbprof timings (s): import + list ")
     for phase in ("pool start + dispatch", "waiting for workers", "decode", "combine", "answer", "convert",
-                  "partial", "encode"):
+                  "partial", "encode", "serial (all but waiting for workers)"):
         assert f" {phase} " in line, phase
+    # The serial part is the phases but the wait: import + list, the summary's total and the answer.
+    seconds = {k: float(v) for k, v in re.findall(
+        r"(import \+ list|waiting for workers|summary total|answer|serial \(all but waiting for workers\)) ([0-9.]+)",
+        line)}
+    derived = seconds["import + list"] + seconds["summary total"] + seconds["answer"] - seconds["waiting for workers"]
+    assert seconds["serial (all but waiting for workers)"] == pytest.approx(derived, abs=0.0025)  # 3 decimals each
     code, _, err = _run(capsys, "summary", path, "--json", "--cache-dir", str(cache_dir))
     assert code == 0 and err == ""
+
+
+def test_summary_lists_the_logdir_once_while_it_imports(profiles_root: Path, cache_dir: Path) -> None:
+    """``start_listing`` walks the logdir on a thread; the Profiles given its index waits for that
+    walk instead of starting another, and lists the same runs as a Profiles of its own."""
+    from tbprof.cli.common import profiles_for, start_listing
+    from tbprof.service.profiles import Profiles
+
+    index = start_listing(str(profiles_root))
+    profiles = profiles_for(str(profiles_root), str(cache_dir), None, index)
+    assert profiles.index is index
+    assert sorted(profiles.index.runs()) == sorted(Profiles(profiles_root, cache_dir=cache_dir).index.runs())
+    assert len(profiles.index.runs()) == 4 and index.listings == 1
 
 
 def test_summary_timings_of_one_host(capsys: pytest.CaptureFixture[str], profiles_root: Path,

@@ -2,9 +2,10 @@
 
 An unauthenticated client of the scheduler replaced a worker's ``convert_batch``; the next
 all-hosts request ran a shell command as a child of the tbprof server, because results were
-unpickled there. Results are now taken as msgpack data only and checked for their shape: a worker
-that answers with a pickle (whose unpickling would run code) or with data of another shape gives
-that batch's hosts an error, and nothing runs. The pod: copies of jax_2hosts' host files.
+unpickled there. Results are now taken as msgpack data only, and a batch's answer is one binary
+frame whose decoder checks every length against its bytes: a worker that answers with a pickle
+(whose unpickling would run code) or with data of another shape gives that batch's hosts an
+error, and nothing runs. The pod: copies of jax_2hosts' host files.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tbprof.service.executor import DaskExecutor, HostTask, checked_batch, plain_data
+from tbprof.analyses.partial_batches import encode_batch
+from tbprof.service.executor import DaskExecutor, HostTask, open_batch, plain_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from make_pod import make_pod
@@ -84,15 +86,17 @@ def test_a_worker_answering_a_pickle_runs_nothing_here(tmp_path: Path, monkeypat
         assert all("the Dask task failed" in r["error"] for r in results), results
 
 
-def test_checked_batch_keeps_plain_data_only() -> None:
+def test_open_batch_takes_a_frame_of_the_batch_only() -> None:
     task = HostTask(host="h", path="/x", kind="xspace", cache_dir="/c")
-    good: dict[str, Any] = {"results": ({"host": "h", "partial": b"\x00", "timings": {"convert_s": 0.5}},),
-                            "combined": None, "combined_hosts": (), "timings": {}}
-    assert checked_batch(good, [task])["results"] == [{"host": "h", "partial": b"\x00", "timings": {"convert_s": 0.5}}]
-    for bad in ({"results": [{"host": "other"}]}, {"results": "x"}, {"results": [], "combined": 3},
-                {"results": [{"host": "h", "partial": "text"}]}):
+    result = {"host": "h", "file": "/x", "error": "cannot read the file"}
+    frame = encode_batch([result], [None], None, [], {"combine_s": 0.5})
+    opened = open_batch({"frame": frame}, [task])
+    assert opened["results"] == [result] and opened["parts"] == {} and opened["timings"] == {"combine_s": 0.5}
+    other = encode_batch([{**result, "host": "other"}], [None], None, [], {})
+    for bad in ({"results": [{"host": "h"}]}, {"frame": "text"}, {"frame": other}, {"frame": frame[:-9]},
+                {"frame": frame[:40]}, "x"):
         with pytest.raises(ValueError):
-            checked_batch(bad, [task])
+            open_batch(bad, [task])
     with pytest.raises(ValueError):
         plain_data({"x": object()})
     with pytest.raises(ValueError):

@@ -316,14 +316,16 @@ def test_the_fork_server_preloads_what_a_conversion_imports(pod: Path, tmp_path:
     host = next(pod.rglob("*.xplane.pb"))
     code = f"""
 import importlib, sys
-from tbprof.service.executor import WORKER_PRELOAD, HostTask, convert_batch
+from tbprof.service.executor import WORKER_PRELOAD, HostTask, convert_batch, open_batch
 from tbprof.service.tools import TOOL_MODULES
 for m in WORKER_PRELOAD + list(TOOL_MODULES):
     importlib.import_module(m)
 before = set(sys.modules)
-out = convert_batch([HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False)])
-assert out["results"][0]["partial"] is not None
-print(sorted(m for m in set(sys.modules) - before if m.startswith("tbprof")))
+batch = [HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False)]
+out = convert_batch(batch)
+imported = sorted(m for m in set(sys.modules) - before if m.startswith("tbprof"))
+assert open_batch(out, batch)["results"][0]["partial"] is not None
+print(imported)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
     assert out.stdout.strip() == "[]", out.stdout

@@ -210,11 +210,11 @@ def test_arrays_round_trip_exactly() -> None:
 
 def _round_trip(a: np.ndarray) -> np.ndarray:
     """An array through a host partial's binary form (as a plane stat of a one-plane host)."""
-    from tbprof.analyses.partials import _pack_value
+    from tbprof.analyses.partials import pack_value
 
     host = {"host": "h", "format": "xspace", "source_path": "", "span_ps": 0, "hostnames": [], "errors": [],
-            "warnings": [], "metadata": _pack_value({}), "summary": {}, "available_tools": [], "carried": {},
-            "planes": [{"name": "p", "n_events": 0, "plane_stats": _pack_value({"a": a})}]}
+            "warnings": [], "metadata": pack_value({}), "summary": {}, "available_tools": [], "carried": {},
+            "planes": [{"name": "p", "n_events": 0, "plane_stats": pack_value({"a": a})}]}
     part = decode_partials(encode_partials([host])).hosts[0]
     out = part.planes[0].plane_stats["a"]
     assert isinstance(out, np.ndarray)

@@ -2,7 +2,8 @@
 worker task, which combines the batch's op tables; the server then merges one table per batch
 (``PodPartials``) instead of one per host. Every all-hosts tool on partials and ``tbprof
 summary`` must give the JSON that combining host by host gives (the same per-host partials,
-as a plain list: today's combine), and the stores' answer where it is cheap to get: on
+as a plain list: today's combine), and the stores' answer where it is cheap to get, with every
+host carried back in its batch's binary frame (analyses/partial_batches.py): on
 jax_2hosts, on a pod of all the demo XSpace hosts (different programs, so the op tables differ
 from host to host and their order matters), and on a generated 300-host pod; in-process, on a
 process pool and on a real Dask ``LocalCluster``."""
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from make_pod import make_pod
 from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.ops import op_metrics
+from tbprof.analyses.partial_batches import FRAMED
 from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
 from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
@@ -46,6 +48,8 @@ def _workers_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Memo keys for which a PodPartials answered combined tables (``_record_combined``).
 USED: list[Any] = []
+# How each host of every batch frame the server decoded travelled (``_record_frames``).
+MODES: list[int] = []
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +64,27 @@ def _record_combined(monkeypatch: pytest.MonkeyPatch) -> None:
 
     USED.clear()
     monkeypatch.setattr(PodPartials, "combined", recording)
+
+
+@pytest.fixture(autouse=True)
+def _record_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frames the server decoded (in this process, whichever executor converted)."""
+    from tbprof.analyses import partial_batches
+    from tbprof.analyses.partial_frames import Frame
+
+    decode = partial_batches.decode_batch
+
+    def recording(frame: bytes, hosts: Any) -> Any:
+        MODES.extend(Frame(frame).get("mode", "<u1").tolist())
+        return decode(frame, hosts)
+
+    MODES.clear()
+    monkeypatch.setattr(partial_batches, "decode_batch", recording)
+
+
+def _framed(hosts: int) -> None:
+    """Every converted host came back in a batch frame, as arrays (none as its blob alone)."""
+    assert MODES.count(FRAMED) == len(MODES) == hosts
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +180,10 @@ def test_batches_are_runs_of_consecutive_hosts() -> None:
 @pytest.mark.parametrize("batch_hosts", [2, 3, 4])
 def test_demo_pods_in_process(mixed_pod: Path, profiles_root: Path, tmp_path: Path, batch_hosts: int) -> None:
     reference = _from_stores(mixed_pod, tmp_path / "ref")
+    MODES.clear()
     _check(Profiles(mixed_pod, cache_dir=tmp_path / "c", executor=InProcess(batch_hosts)), reference)
+    # The last batch may hold one host (converted without a frame: nothing to combine).
+    assert len(MODES) >= 11 - 1 and set(MODES) == {FRAMED}
     two = profiles_root / "jax_2hosts"
     if batch_hosts == 2:
         _check(Profiles(two, cache_dir=tmp_path / "c2", executor=InProcess(2)), _from_stores(two, tmp_path / "r2"))
@@ -165,7 +193,9 @@ def test_demo_pod_on_a_pool_with_cached_hosts_between(mixed_pod: Path, tmp_path:
     """Hosts whose partials are cached already are not converted: the batches then cover runs
     of the others, and the cached hosts between them are combined one by one."""
     reference = _from_stores(mixed_pod, tmp_path / "ref")
+    MODES.clear()
     _check(Profiles(mixed_pod, cache_dir=tmp_path / "c", executor=pool), reference)
+    _framed(11)
     # Hosts 0003 and 0007 converted alone first (their partials cached), then the whole pod.
     cache = tmp_path / "c2"
     single = tmp_path / "single"
@@ -188,11 +218,15 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
     results = []
     executors: list[Executor] = [InProcess(37), pool]
     for i, executor in enumerate(executors):
+        MODES.clear()
         results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / f"c{i}", executor=executor)))
+        _framed(300)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         dask = DaskExecutor(cluster.scheduler_address)
         try:
+            MODES.clear()
             results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / "cd", executor=dask)))
+            _framed(300)
         finally:
             dask.close()
     for tree, flat, parts in results:

@@ -77,17 +77,17 @@ def unpack_array(d: dict[str, Any]) -> np.ndarray:
     return np.array(data, dtype=np.dtype(d["dtype"])).reshape(shape)
 
 
-def _pack_value(v: Any) -> Any:
+def pack_value(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return {"__array__": pack_array(v)}
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, dict):
-        return {"__dict__": [[k, _pack_value(x)] for k, x in v.items()]}
+        return {"__dict__": [[k, pack_value(x)] for k, x in v.items()]}
     if isinstance(v, tuple):
-        return {"__tuple__": [_pack_value(x) for x in v]}
+        return {"__tuple__": [pack_value(x) for x in v]}
     if isinstance(v, list):
-        return [_pack_value(x) for x in v]
+        return [pack_value(x) for x in v]
     if isinstance(v, bytes):
         return {"__bytes__": base64.b64encode(v).decode("ascii")}
     if v is None or isinstance(v, (str, int, float, bool)):
@@ -95,27 +95,27 @@ def _pack_value(v: Any) -> Any:
     raise TypeError(f"a partial cannot hold a {type(v).__name__}")
 
 
-def _unpack_value(v: Any) -> Any:
+def unpack_value(v: Any) -> Any:
     if isinstance(v, list):
-        return [_unpack_value(x) for x in v]
+        return [unpack_value(x) for x in v]
     if isinstance(v, dict):
         if "__array__" in v:
             return unpack_array(v["__array__"])
         if "__bytes__" in v:
             return base64.b64decode(v["__bytes__"])
         if "__tuple__" in v:
-            return tuple(_unpack_value(x) for x in v["__tuple__"])
+            return tuple(unpack_value(x) for x in v["__tuple__"])
         if "__dict__" in v:
-            return {k if not isinstance(k, list) else tuple(k): _unpack_value(x) for k, x in v["__dict__"]}
+            return {k if not isinstance(k, list) else tuple(k): unpack_value(x) for k, x in v["__dict__"]}
     return v
 
 
 def _pack_fields(obj: Any, names: Sequence[str]) -> dict[str, Any]:
-    return {n: _pack_value(getattr(obj, n)) for n in names}
+    return {n: pack_value(getattr(obj, n)) for n in names}
 
 
 def _unpack_fields(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: _unpack_value(v) for k, v in d.items()}
+    return {k: unpack_value(v) for k, v in d.items()}
 
 
 # --- the carried values ----------------------------------------------------------------------
@@ -145,13 +145,13 @@ def _unpack_db(d: dict[str, Any]) -> OpMetricsDb:
 
 
 def _pack_table(t: Table) -> dict[str, Any]:
-    return {"columns": [dataclasses.asdict(c) for c in t.columns], "data": _pack_value(t.data),
-            "default_sort": t.default_sort, "default_desc": t.default_desc, "meta": _pack_value(t.meta)}
+    return {"columns": [dataclasses.asdict(c) for c in t.columns], "data": pack_value(t.data),
+            "default_sort": t.default_sort, "default_desc": t.default_desc, "meta": pack_value(t.meta)}
 
 
 def _unpack_table(d: dict[str, Any]) -> Table:
-    return Table(columns=[Column(**c) for c in d["columns"]], data=_unpack_value(d["data"]),
-                 default_sort=d["default_sort"], default_desc=d["default_desc"], meta=_unpack_value(d["meta"]))
+    return Table(columns=[Column(**c) for c in d["columns"]], data=unpack_value(d["data"]),
+                 default_sort=d["default_sort"], default_desc=d["default_desc"], meta=unpack_value(d["meta"]))
 
 
 def _pack_kernels(k: KernelReports) -> dict[str, Any]:
@@ -186,13 +186,13 @@ def memory_digests(store: ProfileStore) -> list[dict[str, Any]]:
 
 
 def _pack_digests(digests: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"digests": [{**{k: _pack_value(d[k]) for k in _DIGEST_KEYS},
+    return {"digests": [{**{k: pack_value(d[k]) for k in _DIGEST_KEYS},
                          "breakdown": _pack_table(d["tables"]["breakdown"]) if d["tables"] else None}
                         for d in digests]}
 
 
 def _unpack_digests(packed: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{**{k: _unpack_value(d[k]) for k in _DIGEST_KEYS},
+    return [{**{k: unpack_value(d[k]) for k in _DIGEST_KEYS},
              "tables": {"breakdown": _unpack_table(d["breakdown"])} if d["breakdown"] is not None else {}}
             for d in packed["digests"]]
 
@@ -236,28 +236,36 @@ CARRIED: tuple[Carried, ...] = (
 )
 
 
-_CARRIED_BY_NAME = {c.name: c for c in CARRIED}
+CARRIED_BY_NAME = {c.name: c for c in CARRIED}
 
 
 # --- the stand-in store ------------------------------------------------------------------------
 
 class PlaneInfo:
     """A plane without its events: what the all-hosts tools read of it. Its stats are unpacked
-    on first use (a pod's pages read those of the device planes only)."""
+    on first use (a pod's pages read those of the device planes only), from their packed form
+    or its JSON ``text`` (a batch frame's, analyses/partial_batches.py)."""
 
-    __slots__ = ("_packed", "_stats", "n_events", "name")
+    __slots__ = ("_packed", "_stats", "_text", "n_events", "name")
 
     def __init__(self, name: str, n_events: int, plane_stats: dict[str, Any] | None = None,
-                 packed: Any = None) -> None:
+                 packed: Any = None, text: str | None = None) -> None:
         self.name = name
         self.n_events = n_events
         self._stats = plane_stats
         self._packed = packed
+        self._text = text
 
     @property
     def plane_stats(self) -> dict[str, Any]:
         if self._stats is None:
-            stats = _unpack_value(self._packed)
+            if self._text is not None:
+                try:
+                    self._packed = json.loads(self._text)
+                except ValueError:  # a frame's text, checked by the frame's CRC only
+                    self._packed = {}
+                self._text = None
+            stats = unpack_value(self._packed)
             self._stats = stats if isinstance(stats, dict) else {}
         return self._stats
 
@@ -317,8 +325,8 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
     return {
         "host": store.host, "format": store.format, "source_path": store.source_path, "span_ps": int(store.span_ps),
         "hostnames": list(store.hostnames), "errors": list(store.errors), "warnings": list(store.warnings),
-        "metadata": _pack_value(store.metadata),
-        "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": _pack_value(dict(p.plane_stats))}
+        "metadata": pack_value(store.metadata),
+        "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": pack_value(dict(p.plane_stats))}
                    for p in store.planes],
         "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
         "available_tools": list(available_tools),
@@ -463,12 +471,12 @@ def decode_partials(blob: bytes, checked: bool = True) -> DecodedPartials:
         hosts.append(HostPartial(
             host=d["host"], format=d["format"], source_path=d["source_path"], span_ps=int(d["span_ps"]),
             hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
-            metadata=_unpack_value(d["metadata"]),
+            metadata=unpack_value(d["metadata"]),
             planes=[PlaneInfo(p["name"], int(p["n_events"]), packed=p["plane_stats"]) for p in d["planes"]],
             summary=d["summary"], available_tools=list(d["available_tools"]),
             lazy={c.key: later(spans[c.name], c.unpack) for c in CARRIED if c.name in spans}))
-    combined = {_CARRIED_BY_NAME[name].key: later(span, _CARRIED_BY_NAME[name].unpack)
-                for name, span in header["combined"].items() if name in _CARRIED_BY_NAME}
+    combined = {CARRIED_BY_NAME[name].key: later(span, CARRIED_BY_NAME[name].unpack)
+                for name, span in header["combined"].items() if name in CARRIED_BY_NAME}
     return DecodedPartials(hosts, combined)
 
 
@@ -502,7 +510,7 @@ def decode_on_arrival(part: HostPartial) -> None:
     left for the tool that asks for it (which then says why)."""
     for name in ON_ARRIVAL:
         try:
-            part.carried(_CARRIED_BY_NAME[name].key)
+            part.carried(CARRIED_BY_NAME[name].key)
         except (LookupError, ValueError, TypeError):
             pass
 

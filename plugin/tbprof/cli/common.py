@@ -8,7 +8,9 @@ bench/measurements.md#serving) only inside the functions that need it.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tbprof.cache.profile_cache import ProfileCache
     from tbprof.service.executor import Executor
-    from tbprof.service.logdir import Run
+    from tbprof.service.logdir import Run, RunIndex
     from tbprof.service.profiles import Profiles
+
+log = logging.getLogger("tbprof")
 
 # The store cache of every Profiles a command opened: the stores it converted are written to
 # the disk cache when the command has answered (``finish_writes``). Not a cache of its own: it
@@ -74,7 +78,28 @@ def terminal_progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
-def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = None) -> Profiles:
+def start_listing(path: str) -> RunIndex:
+    """Lists the runs of ``path`` on a thread (``RunIndex.runs``), so that the command imports
+    the service and the analyses (``profiles_for``) while the logdir is walked: a walk waits on
+    the file system, an import on the CPU. Pass the index to ``profiles_for``; the first
+    ``runs()`` then waits for this listing instead of starting another."""
+    from tbprof.fs import location
+    from tbprof.service.logdir import RunIndex
+
+    index = RunIndex(location(path))
+
+    def walk() -> None:
+        try:
+            index.runs()
+        except Exception:  # kept by the index: the caller's runs() raises it
+            log.debug("tbprof: listing %s failed", path, exc_info=True)
+
+    threading.Thread(target=walk, name="tbprof-list", daemon=True).start()
+    return index
+
+
+def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = None,
+                 index: RunIndex | None = None) -> Profiles:
     from tbprof.fs import location
     from tbprof.service.profiles import Profiles
 
@@ -83,7 +108,7 @@ def profiles_for(path: str, cache_dir: str | None, executor: Executor | None = N
     # a missing bucket) instead of "no such file".
     if isinstance(p, Path) and not p.exists():
         raise CliError(f"{path}: no such file or directory")
-    profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor)  # a folder or a URL
+    profiles = Profiles(p, cache_dir=cache_dir or None, executor=executor, index=index)  # a folder or a URL
     profiles.progress = terminal_progress
     _unwritten.append(profiles.cache)
     return profiles

@@ -4,12 +4,14 @@ A pod's hosts convert independently, so converting them is a map over host files
 to the workers in batches of consecutive hosts (``batches``: about ``BATCHES_PER_WORKER`` per
 worker, so the server handles tens of messages for a pod of a thousand hosts, not a thousand).
 A batch's task (``convert_batch``) converts each file (``convert_host``), writes the store or
-the host's partial into the *shared* disk cache, and returns the hosts' summaries and binary
-partials plus the batch's op tables combined (a tree: the server merges one table per batch,
-not one per host). Stores never travel back to the server (no pickled stores, and the
-server's memory stays the partials plus the stores a page opens, which it maps from the
-cache). The executor only ever ships strings (a path or URL, a run kind, a cache dir) to
-workers and dicts of strings, numbers and bytes back.
+the host's partial into the *shared* disk cache, decodes the hosts' partials and combines the
+batch's op tables (a tree: the server merges one table per batch, not one per host), and
+answers with one binary frame for the batch (analyses/partial_batches.py): each host's
+values as arrays, which the server decodes with bounds checks (``open_batch``) as batches
+arrive. Stores never travel back to the server (no pickled stores, and the server's memory
+stays the partials plus the stores a page opens, which it maps from the cache). The executor
+only ever ships strings (a path or URL, a run kind, a cache dir) to workers and a dict holding
+one frame's bytes back.
 
 * ``InProcess``: ``--workers 1``; what tests and single-host runs use.
 * ``ProcessPool``: ``--workers N`` (default 1, see ``default_workers``); worker processes
@@ -99,28 +101,46 @@ def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:
 
 
 def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
-    """Converts consecutive hosts (``convert_host`` each) and combines their op tables:
-    ``{"results": [convert_host's result per task], "combined": bytes | None, "combined_hosts":
-    [hosts whose tables it combines, in order], "timings": {"combine_s"}}``. ``combined`` is an
-    ``encode_partials`` blob of no host with the ``COMBINED`` values (None for a single host,
-    or when a host has no partial)."""
+    """Converts consecutive hosts (``convert_host`` each), decodes their partials and combines
+    their op tables here (a tree: the server merges one table per batch, not one per host), and
+    answers with one frame for the batch (analyses/partial_batches.py ``encode_batch``): ``{"frame":
+    bytes}``, which ``open_batch`` decodes in the server. The combined tables are of no host,
+    with the ``COMBINED`` values (none for a single host, or when a host has no partial)."""
+    from tbprof.analyses.partial_batches import decoded, encode_batch
+
     results = [convert_host(t) for t in tasks]
-    out: dict[str, Any] = {"results": results, "combined": None, "combined_hosts": [], "timings": {}}
-    with_partial = [r for r in results if r.get("partial") is not None]
-    if len(with_partial) < 2:
-        return out
-    from tbprof.analyses.partials import combine_partials, encode_partials, partial_from_bytes
+    started = time.perf_counter()
+    parts = decoded(results)
+    combined, combined_hosts, timings = None, [], {}
+    with_partial = [(r, p) for r, p in zip(results, parts, strict=True) if r.get("partial") is not None]
+    if len(with_partial) >= 2 and all(p is not None for _, p in with_partial):
+        from tbprof.analyses.partials import combine_partials, encode_partials
+
+        try:
+            combined = encode_partials([], combine_partials([p for _, p in with_partial if p is not None]))
+            combined_hosts = [r["host"] for r, _ in with_partial]
+        except (ValueError, TypeError):  # the server then combines host by host
+            log.debug("tbprof: no combined tables for a batch", exc_info=True)
+    timings["combine_s"] = round(time.perf_counter() - started, 4)  # decoding and combining
+    return {"frame": encode_batch(results, parts, combined, combined_hosts, timings)}
+
+
+def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
+    """A worker's ``convert_batch`` answer for ``batch``, decoded and checked: ``{"results":
+    [convert_host's result per host, without its summary], "parts": {host: HostPartial},
+    "combined": bytes | None, "combined_hosts": [...], "timings": {...}, "open_s": seconds this
+    took}``. Raises ValueError for an answer that is not a frame of this batch's hosts (a
+    damaged or foreign answer: the frame's decoder checks every length and offset against its
+    bytes)."""
+    from tbprof.analyses.partial_batches import decode_batch
 
     started = time.perf_counter()
-    try:
-        combined = combine_partials([partial_from_bytes(r["partial"], checked=False) for r in with_partial])
-        out["combined"] = encode_partials([], combined)
-    except (ValueError, TypeError):  # the server then combines host by host
-        log.debug("tbprof: no combined tables for a batch", exc_info=True)
-        return out
-    out["combined_hosts"] = [r["host"] for r in with_partial]
-    out["timings"]["combine_s"] = round(time.perf_counter() - started, 4)
-    return out
+    if not isinstance(answer, dict) or not isinstance(answer.get("frame"), bytes):
+        raise ValueError("the answer is not a batch's frame")
+    got = decode_batch(answer["frame"], [t.host for t in batch])
+    return {"results": got.results, "parts": got.parts, "combined": got.combined,
+            "combined_hosts": got.combined_hosts, "timings": got.timings,
+            "open_s": time.perf_counter() - started}
 
 
 def convert_host(task: HostTask) -> dict[str, Any]:
@@ -133,9 +153,11 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     disk cache when ``task.write_store`` (a request that needs full stores) or the file is large
     (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
     partial is already in the cache is not read at all when only the partial is wanted.
-    ``timings`` splits the seconds: ``load_s`` (a cached store), ``convert_s`` (read and
-    decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``, and
-    ``cpu_s``: the CPU time the task took.
+    ``fields``: the partial before its binary form, where this call built it (a batch's frame is
+    written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds:
+    ``load_s`` (a cached store), ``convert_s`` (read and decode), ``partial_s`` (the derived
+    values), ``encode_s`` (their binary form), ``write_s``, and ``cpu_s``: the CPU time the task
+    took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
@@ -154,6 +176,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     cpu_started = time.process_time()  # the worker's CPU (decoder threads too): load-independent
     timings: dict[str, float] = {}
     key = ""
+    fields: dict[str, Any] | None = None
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
@@ -205,8 +228,11 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)
-    return {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
-            "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+    out = {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
+           "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+    if partial is not None and fields is not None:
+        out["fields"] = fields  # the batch's frame takes what it carries from here (never sent)
+    return out
 
 
 class Executor(Protocol):
@@ -245,8 +271,8 @@ def _hosts_of(batch_results: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any
 
 class InProcess:
     """Hosts converted in the caller's process, ``batch_hosts`` at a time (default 1: nothing
-    travels, so combining in batches gains nothing, and progress counts every host; tests batch
-    to check the tree combine without processes)."""
+    travels, so combining in batches and framing the answer gain nothing, and progress counts
+    every host; tests batch to check the tree combine and the frames without processes)."""
 
     name = "in-process"
     workers = 1
@@ -256,7 +282,12 @@ class InProcess:
 
     def map_batches(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         for i in range(0, len(tasks), self.batch_hosts):
-            yield convert_batch(tasks[i:i + self.batch_hosts])
+            batch = tasks[i:i + self.batch_hosts]
+            if len(batch) == 1:  # nothing to combine, nothing travels: no frame to write and read
+                result = {k: v for k, v in convert_host(batch[0]).items() if k not in ("fields", "summary")}
+                yield {"results": [result], "parts": {}, "combined": None, "combined_hosts": [], "timings": {}}
+            else:
+                yield open_batch(convert_batch(batch), batch)
 
     def map_hosts(self, tasks: Sequence[HostTask]) -> Iterator[dict[str, Any]]:
         return _hosts_of(self.map_batches(tasks))
@@ -302,6 +333,7 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 # workers (bench/measurements.md#services).
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.cache.disk_cache",
                   "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+                  "tbprof.analyses.partial_batches", "tbprof.analyses.partial_frames",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
                   "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",
                   "tbprof.cache.remote_cache", "tbprof.cache.memory_guard", "tbprof.cache.paths",
@@ -485,9 +517,11 @@ class ProcessPool:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in done:
                     try:
-                        yield f.result()
+                        answer = f.result()
                     except BrokenProcessPool:
                         broken.append(futures[f])
+                        continue
+                    yield _opened_or_failed(answer, futures[f], "a worker's answer is refused: ")
             if not broken:
                 return
             # A worker died (killed, out of memory): the pool is unusable; start a new one and
@@ -500,8 +534,7 @@ class ProcessPool:
             todo = [[t] for t in lost]
         died = f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"
         for batch in todo:
-            yield {"results": [{"host": task.host, "file": task.path, "error": died} for task in batch],
-                   "combined": None, "combined_hosts": [], "timings": {}}
+            yield _failed(batch, died)
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         """True when the pool is not running and the hosts' files are too small to pay for its start."""
@@ -549,27 +582,18 @@ def plain_data(value: Any, depth: int = 0) -> Any:
     raise ValueError(f"a {type(value).__name__} is not tbprof's data")
 
 
-def checked_batch(result: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
-    """A worker's ``convert_batch`` answer, checked to be of its shape: plain data (``plain_data``),
-    one result per host of ``batch`` (each a dict naming its host), ``combined`` bytes or None and
-    ``combined_hosts`` hosts of the batch. Raises ValueError otherwise."""
-    out = plain_data(result)
-    hosts = {t.host for t in batch}
-    if not isinstance(out, dict) or not isinstance(out.get("results"), list):
-        raise ValueError("the answer is not a batch's results")
-    for r in out["results"]:
-        if not isinstance(r, dict) or r.get("host") not in hosts:
-            raise ValueError("a result names a host of another batch")
-        if not isinstance(r.get("partial", b""), (bytes, type(None))) or not isinstance(r.get("timings", {}), dict):
-            raise ValueError("a result's partial or timings are not of their kind")
-    combined_hosts = out.get("combined_hosts", [])
-    if not isinstance(out.get("combined"), (bytes, type(None))) or not isinstance(combined_hosts, list) \
-            or not set(combined_hosts) <= hosts or not isinstance(out.get("timings", {}), dict):
-        raise ValueError("the combined tables are not of their kind")
-    out.setdefault("combined", None)
-    out.setdefault("combined_hosts", [])
-    out.setdefault("timings", {})
-    return out
+def _failed(batch: Sequence[HostTask], error: str) -> dict[str, Any]:
+    """``open_batch``'s form for a batch none of whose hosts was converted."""
+    return {"results": [{"host": t.host, "file": t.path, "error": error} for t in batch], "parts": {},
+            "combined": None, "combined_hosts": [], "timings": {}}
+
+
+def _opened_or_failed(answer: Any, batch: Sequence[HostTask], refused: str) -> dict[str, Any]:
+    try:
+        return open_batch(answer, batch)
+    except ValueError as e:  # damaged, or not of this batch: its hosts are reported, the others kept
+        log.warning("tbprof: %s%s", refused, e)
+        return _failed(batch, f"{refused}{e}")
 
 
 class DaskExecutor:
@@ -620,10 +644,11 @@ class DaskExecutor:
         for f in as_completed(futures):
             batch = by_key[f.key]
             try:
-                yield checked_batch(f.result(), batch)
+                answer = plain_data(f.result())
             except Exception as e:  # failed on every retry, or not tbprof's data (refused, never unpickled)
-                yield {"results": [{"host": t.host, "file": t.path, "error": f"the Dask task failed: {e}"}
-                                   for t in batch], "combined": None, "combined_hosts": [], "timings": {}}
+                yield _failed(batch, f"the Dask task failed: {e}")
+                continue
+            yield _opened_or_failed(answer, batch, "the Dask task failed: its answer is refused: ")
 
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         return False

@@ -84,16 +84,22 @@ class HostPartials:
         # Sized from the blob: walking the decoded objects costs time per host (bench/measurements.md#services).
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
 
-    def keep_fresh(self, key: str, blob: bytes) -> HostPartial | None:
-        """``keep`` of a partial a worker has just sent (it never was on a disk: no checksum to
-        verify), with the values every all-hosts answer reads decoded now, while other workers
-        still convert (``analyses.partials.ON_ARRIVAL``)."""
+    def keep_fresh(self, key: str, blob: bytes, part: HostPartial | None = None) -> HostPartial | None:
+        """Keeps a partial a worker has just sent: ``part`` as its batch's frame built it (its
+        header, steps and GPU shares from arrays: analyses/partial_batches.py), else decoded from
+        ``blob`` (never on a disk: no checksum to verify) with the values every all-hosts answer
+        reads decoded now, while other workers still convert (``analyses.partials.ON_ARRIVAL``)."""
+        from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE
+
+        if part is not None:
+            # Sized from the blob, which it holds for the values a tool may still ask for.
+            return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
         from tbprof.analyses.partials import decode_on_arrival
 
-        part = self.keep(key, blob, checked=False)
-        if part is not None:
-            decode_on_arrival(part)
-        return part
+        kept = self.keep(key, blob, checked=False)
+        if kept is not None:
+            decode_on_arrival(kept)
+        return kept
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
         """Keeps a batch's combined op tables (executor.convert_batch) for ``host_partials``."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.service.executor import Executor, HostTask, Progress
 from tbprof.service.logdir import Run
+
+if TYPE_CHECKING:
+    from tbprof.analyses.partials import HostPartial
 
 # Store formats the disk cache holds (tfprof profiles are small and stay in memory): only these
 # convert on the executor, whose workers hand stores over through the cache.
@@ -29,7 +32,7 @@ class PodConversion:
         # Wall seconds of the phases of the last all-hosts conversion (``tbprof summary
         # --timings``): lookup_s (cache keys, cached partials), tasks_s (the hosts' tasks),
         # dispatch_s (starting the pool and handing the batches out), wait_s (waiting for
-        # workers), keep_s (decoding what they sent, here).
+        # workers), keep_s (decoding and keeping what they sent, here).
         self.phase_seconds: dict[str, float] = {}
 
     def add_seconds(self, name: str, seconds: float) -> None:
@@ -37,13 +40,14 @@ class PodConversion:
 
     def prepare(self, run: Run, hosts: Sequence[str], fmt: str, progress: Progress | None = None,
                 write_store: bool = True, unloaded: bool = False,
-                keep_partial: Callable[[str, bytes], object] = lambda key, blob: None,
+                keep_partial: Callable[[str, bytes, HostPartial | None], object] = lambda key, blob, part: None,
                 keep_combined: Callable[[tuple[str, ...], bytes], None] = lambda keys, blob: None,
                 ) -> list[dict[str, Any]]:
         """Converts the hosts not yet converted on the executor, in parallel.
 
-        Returns the per-host results (summary, partial or error) in completion order and hands
-        their partials to ``keep_partial`` (a batch's combined tables to ``keep_combined``);
+        Returns the per-host results (partial or error) in completion order and hands their
+        partials to ``keep_partial`` (the blob, and the ``HostPartial`` the batch's frame built:
+        None where the frame holds none) and a batch's combined tables to ``keep_combined``;
         ``progress`` is called with (done, total) as each host finishes.
         ``write_store``: the workers write the stores into the disk cache (for a request that
         loads them); else they return only the partials. With the in-process executor, or one
@@ -80,11 +84,15 @@ class PodConversion:
             phases["wait_s"] += time.perf_counter() - waited
             if batch is None:
                 break
+            # Decoding the batch's frame (executor.open_batch) is this process's work, not waiting.
+            opened = float(batch.get("open_s", 0.0))
+            phases["wait_s"] -= opened
+            phases["keep_s"] += opened
             kept = time.perf_counter()
             for result in batch["results"]:
                 results.append(result)
                 if result.get("partial") is not None:
-                    keep_partial(result["key"], result["partial"])
+                    keep_partial(result["key"], result["partial"], batch["parts"].get(result["host"]))
                 for name, seconds in result.get("timings", {}).items():
                     self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
                 if progress is not None:
@@ -96,7 +104,7 @@ class PodConversion:
                 self.partial_seconds[name] = self.partial_seconds.get(name, 0.0) + seconds
             elapsed = time.perf_counter() - kept
             phases["keep_s"] += elapsed
-            self.partial_seconds["server_keep_s"] = self.partial_seconds.get("server_keep_s", 0.0) + elapsed
+            self.partial_seconds["server_keep_s"] = self.partial_seconds.get("server_keep_s", 0.0) + elapsed + opened
         # The first batch's wait includes starting the pool and handing every batch out.
         phases["dispatch_s"] = float(getattr(self.executor, "dispatch_s", 0.0))
         phases["wait_s"] = max(0.0, phases["wait_s"] - phases["dispatch_s"])

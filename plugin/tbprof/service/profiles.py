@@ -75,11 +75,13 @@ class HostViews:
 
 class Profiles:
     def __init__(self, logdir: Location | str, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, index: RunIndex | None = None) -> None:
+        """``index``: the logdir's run index when the caller started listing it already (a
+        command lists while it imports: cli/common.py ``start_listing``)."""
         self.logdir = location(logdir)
         # Per-host conversions of multi-host requests (see prepare); in-process unless given.
         self.executor: Executor = executor if executor is not None else InProcess()
-        self.index = RunIndex(self.logdir)
+        self.index = index if index is not None and index.logdir == self.logdir else RunIndex(self.logdir)
         kwargs: dict[str, Any] = {"cache_dir": cache_dir}
         if memory_bytes is not None:
             kwargs["memory_bytes"] = memory_bytes

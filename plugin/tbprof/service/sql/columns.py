@@ -12,9 +12,7 @@ query says ``*``): a derived column costs 1-9 bytes an event, and most queries n
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +24,10 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
-from tbprof.store.memo import estimate_bytes
+from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import (
-    KIND_BYTES,
-    KIND_DOUBLE,
-    KIND_NONE,
-    KIND_REF,
-    KIND_STR,
-    KIND_UINT64,
     Plane,
     ProfileStore,
-    StatTable,
 )
 
 
@@ -106,8 +97,6 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
-# One encoder for every event's trace_args (json.dumps would make one per call with these options).
-_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def text_table(texts: list[str]) -> np.ndarray:
@@ -172,10 +161,7 @@ class PlaneColumns:
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
         if name == "trace_args":
-            # The texts are counted (the estimate of an object array counts its pointers only);
-            # events of one metadata without stats of their own share its text.
-            return self.store.memo(("sql_column", self.plane_index, "trace_args"), self._trace_args,
-                                   size=_texts_bytes)
+            return self._memo("trace_args", self._trace_args).texts
         spec = _BY_NAME[name]
         return self._memo(name, lambda: self._stat(spec))
 
@@ -269,38 +255,10 @@ class PlaneColumns:
             has |= s_has
         return _masked_float(values, has) if spec.kind == "float" else _masked_int(values, has)
 
-    def _trace_args(self) -> np.ndarray:
-        """Each event's stats that no other column holds, as JSON text (NULL for an event with none).
-
-        Its metadata's stats first, its own after (an own value wins, as XProf reads stats);
-        numbers are JSON numbers, text and stat references are strings, bytes are hex strings.
-        Built from the long stat tables in one pass over their rows."""
-        plane, store = self.plane, self.store
-        named = {store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
-        names = store.strings
-        keys = {int(i): names[int(i)] for table in (plane.meta_stats, plane.stats) for i in np.unique(table.stat_id)}
-        meta_args: dict[int, dict[str, Any]] = {}
-        for owner, stat_id, value in _stat_values(plane.meta_stats, plane.blobs, names, named):
-            meta_args.setdefault(owner, {})[keys[stat_id]] = value
-        own_args: dict[int, dict[str, Any]] = {}
-        for owner, stat_id, value in _stat_values(plane.stats, plane.blobs, names, named):
-            own_args.setdefault(owner, {})[keys[stat_id]] = value
-        out = np.full(plane.n_events, None, dtype=object)
-        meta_idx = np.asarray(plane.meta_idx)
-        meta_rows = np.flatnonzero(np.isin(meta_idx, np.fromiter(meta_args, dtype=np.int64, count=len(meta_args))))
-        rows = np.union1d(meta_rows, np.fromiter(own_args, dtype=np.int64, count=len(own_args)))
-        meta_text: dict[int, str] = {}
-        for row in rows.tolist():
-            own = own_args.get(row)
-            meta = meta_args.get(int(meta_idx[row]))
-            if own is None and meta is not None:
-                m = int(meta_idx[row])
-                if m not in meta_text:
-                    meta_text[m] = _JSON.encode(meta)
-                out[row] = meta_text[m]
-            else:
-                out[row] = _JSON.encode({**(meta or {}), **(own or {})} if meta else own)
-        return out
+    def _trace_args(self) -> TraceArgs:
+        """Each event's stats that no other column holds, as JSON text (service/sql/trace_args.py)."""
+        named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+        return trace_args_texts(self.plane, self.strings, named)
 
     def _tf_op(self, name: str) -> Any:
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -331,38 +289,6 @@ class PlaneColumns:
         """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
         cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
         return cols or {"event_id": self.column("event_id")}
-
-
-def _texts_bytes(texts: np.ndarray) -> int:
-    distinct = {id(t): t for t in texts.tolist() if t is not None}
-    return int(texts.nbytes) + sum(estimate_bytes(t) for t in distinct.values())
-
-
-def _stat_values(table: StatTable, blobs: list[bytes], names: Any,
-                 skip: Collection[int]) -> Iterator[tuple[int, int, Any]]:
-    """(owner, stat id, JSON value) of each stat row whose stat is not in ``skip``."""
-    if len(table) == 0:
-        return
-    keep = ~np.isin(table.stat_id, np.fromiter(skip, dtype=np.int64, count=len(skip)))
-    owners, stat_ids = table.owner[keep].tolist(), table.stat_id[keep].tolist()
-    kinds, values = table.kind[keep], table.value[keep]
-    as_double = values.view(np.float64).tolist()
-    as_uint = values.view(np.uint64).tolist()
-    for i, (kind, value) in enumerate(zip(kinds.tolist(), values.tolist(), strict=True)):
-        got: Any
-        if kind == KIND_DOUBLE:
-            got = as_double[i] if math.isfinite(as_double[i]) else None
-        elif kind == KIND_UINT64:
-            got = as_uint[i]
-        elif kind in (KIND_STR, KIND_REF):
-            got = names[value] if 0 <= value < len(names) else None
-        elif kind == KIND_BYTES:
-            got = blobs[value].hex() if 0 <= value < len(blobs) else None
-        elif kind == KIND_NONE:
-            got = None
-        else:
-            got = value
-        yield owners[i], stat_ids[i], got
 
 
 def device_name(plane_name: str) -> str:

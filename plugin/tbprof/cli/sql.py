@@ -51,8 +51,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     query = sys.stdin.read() if args.query == "-" else args.query
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     run = pick_run(profiles, args.run)
-    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does.
-    loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts))
+    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does; lazily,
+    # as run_sql reads the stores (a query decodes the stats of the planes whose stat columns it names).
+    loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts),
+                                          few_planes=True)
     from tbprof.service.sql import load_engine, run_sql
 
     load_engine()

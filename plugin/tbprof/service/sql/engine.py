@@ -221,7 +221,9 @@ def _stores(profiles: Profiles, run: Run, hosts: Sequence[str],
     hosts' stores must fit the memory budget together: more is refused, naming the ways around."""
     if len(hosts) > 1:
         profiles.prepare(run, hosts)
-    stores, errors = profiles.stores_tolerant(run, hosts)
+    # The lazy reader's stores: a plane's stats are decoded when a column of the query reads them
+    # (most queries name none; on jax_large the stats are most of the file).
+    stores, errors = profiles.stores_tolerant(run, hosts, few_planes=True)
     host_errors.extend(errors)
     got = [(s.host, s) for s in stores if isinstance(s, ProfileStore)]
     if not got:

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from tbprof.service import api
-from tbprof.service.sql import run_sql
-from tbprof.service.sql import trace_args
+from tbprof.service.sql import run_sql, trace_args
 from tbprof.service.sql.columns import STAT_COLUMNS, PlaneColumns, text_table
 from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import KIND_BYTES, KIND_DOUBLE, KIND_NONE, KIND_REF, KIND_STR, KIND_UINT64, ProfileStore

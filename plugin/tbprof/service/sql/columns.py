@@ -24,6 +24,7 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
+from tbprof.service.sql.hlo_tensors import op_tensors
 from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import (
     Plane,
@@ -40,7 +41,8 @@ class EventColumn:
     sql_type: str  # the DuckDB type a user sees
     doc: str
     stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
-    kind: str = "int"  # "int" | "float" | "text" | "json" (trace_args) for stat columns
+    # "int" | "float" | "text" for stat columns; "json" (trace_args), "tensors" (from the HLO protos)
+    kind: str = "int"
 
 
 # Stat columns: XProf's Events DB name where the meaning is the same (docs/sql.md maps them).
@@ -66,6 +68,10 @@ STAT_COLUMNS: tuple[EventColumn, ...] = (
     EventColumn("stream", "BIGINT", "CUDA stream (PyTorch traces)", ("stream",)),
     EventColumn("input_dims", "VARCHAR", "input shapes as recorded (PyTorch record_shapes)", ("Input Dims",), "text"),
     EventColumn("input_types", "VARCHAR", "input dtypes as recorded (PyTorch record_shapes)", ("Input type",), "text"),
+    EventColumn("input_tensors", "VARCHAR[]", "XLA op's operand shapes, from the profile's HLO (XProf's input_tensors)",
+                kind="tensors"),
+    EventColumn("output_tensors", "VARCHAR[]", "XLA op's result shape, from the profile's HLO (XProf's output_tensors)",
+                kind="tensors"),
     EventColumn("flops", "BIGINT", "FLOPs the profiler recorded", ("flops",)),
     EventColumn("memory_accessed", "BIGINT", "bytes accessed the profiler recorded", ("bytes_accessed",)),
     EventColumn("bytes", "BIGINT", "bytes of a memory or copy event (PyTorch traces)", ("Bytes", "bytes")),
@@ -163,6 +169,8 @@ class PlaneColumns:
         if name == "trace_args":
             return self._memo("trace_args", self._trace_args).texts
         spec = _BY_NAME[name]
+        if spec.kind == "tensors":
+            return self._memo(name, lambda: self._tensors(name))
         return self._memo(name, lambda: self._stat(spec))
 
     def _line_names(self) -> Any:
@@ -259,6 +267,19 @@ class PlaneColumns:
         """Each event's stats that no other column holds, as JSON text (service/sql/trace_args.py)."""
         named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
         return trace_args_texts(self.plane, self.strings, named)
+
+    def _tensors(self, name: str) -> np.ndarray:
+        """input_tensors / output_tensors: the shapes joined by ``hlo_tensors.SEPARATOR`` (the
+        view splits them); NULL but for XLA ops of an XSpace profile with HLO protos."""
+        codes = np.full(self.plane.n_events, -1, dtype=np.int32)
+        if self.store.format != "xspace":
+            return _texts_of(codes, text_table([]))
+        found = op_tensors(self.store)
+        entry = found.planes.get(self.plane_index)
+        if entry is not None:
+            rows, inputs, outputs = entry
+            codes[rows] = inputs if name == "input_tensors" else outputs
+        return _texts_of(codes, text_table(found.texts))
 
     def _tf_op(self, name: str) -> Any:
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -19,7 +19,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NotRequired, TypedDict
 
@@ -38,6 +38,7 @@ from tbprof.service.sql.columns import (
     device_name,
     text_table,
 )
+from tbprof.service.sql.hlo_tensors import SEPARATOR
 from tbprof.service.sql.tables import TABLE_SOURCES, concat_columns, host_table, source_of, table_columns
 from tbprof.store.memo import Memo, estimate_bytes, shared_budget
 from tbprof.store.tables import ProfileStore
@@ -178,9 +179,16 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
         f"{'NULL::VARCHAR' if on_device else line_name + '::VARCHAR'} AS thread_name",
         f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
     ]
-    exprs += [f"{col(c.name, c.sql_type)}{'::VARCHAR' if c.sql_type == 'VARCHAR' else ''} AS {c.name}"
-              for c in STAT_COLUMNS]
+    exprs += [f"{_stat_expr(col, c.name, c.sql_type)} AS {c.name}" for c in STAT_COLUMNS]
     return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
+
+
+def _stat_expr(col: Callable[[str, str], str], name: str, sql_type: str) -> str:
+    if sql_type == "VARCHAR":
+        return f"{col(name, sql_type)}::VARCHAR"
+    if sql_type == "VARCHAR[]":  # shapes joined in the frame (service/sql/hlo_tensors.py)
+        return f"string_split({col(name, 'VARCHAR')}::VARCHAR, {_literal(SEPARATOR)})"
+    return col(name, sql_type)
 
 
 def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:

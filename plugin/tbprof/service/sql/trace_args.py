@@ -55,7 +55,7 @@ class _Texts:
         if todo.shape[0]:
             self.encoded[todo] = _object_array([_JSON.encode(t) + self.suffix for t in self.strings[todo].tolist()])
             self.done[todo] = True
-        return self.encoded[ids]  # type: ignore[no-any-return]
+        return self.encoded[ids]
 
 
 def _fragments(stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, keys: _Texts, texts: _Texts,
@@ -84,10 +84,10 @@ def _fragments(stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, keys: _
     if is_bytes.any():  # rare (XSpace's serialized protos): one text per row
         values[is_bytes] = _object_array([_JSON.encode(blobs[b].hex()) if 0 <= b < len(blobs) else "null"
                                           for b in value[is_bytes].tolist()])
-    values[np.equal(values, None)] = "null"
+    values[values == None] = "null"  # noqa: E711 (elementwise: the rows no kind filled)
     named = (stat_id >= 0) & (stat_id < n_strings)
     names = keys.of(stat_id) if named.all() else np.where(named, keys.of(np.where(named, stat_id, 0)), '"": ')
-    return names + values  # type: ignore[no-any-return]
+    return names + values
 
 
 def _objects(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray,

@@ -14,6 +14,7 @@ from tbprof.errors import BadParameter, NotFound
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
 from tbprof.service.sql import engine as sql_engine
+from tbprof.service.sql.columns import FRAME_COLUMNS, TRACE_ARGS_BYTES_PER_STAT, PlaneColumns, built_bytes
 from tbprof.service.sql.tables import host_table, source_of
 from tests.conftest import SAMPLE_PROFILES
 
@@ -269,6 +270,33 @@ def test_hosts_beyond_the_memory_budget_are_refused(torch_ddp: api.Profile, monk
         run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events")
     one = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events", host=torch_ddp.hosts[0])
     assert one["rows"][0][0] == torch_ddp.profiles.event_store(torch_ddp.run, torch_ddp.hosts[0]).n_events
+
+
+def test_a_query_whose_columns_pass_the_memory_budget_is_refused(torch_ddp: api.Profile,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns are built whole and held while DuckDB scans them: a query whose columns would not fit
+    beside DuckDB's share of the budget is refused with the ways around, before any is built; one
+    naming fewer columns runs."""
+    planes = [p for h in torch_ddp.hosts for p in torch_ddp.profiles.event_store(torch_ddp.run, h).planes
+              if p.n_events]
+    every = sum(built_bytes(p, [c.name for c in FRAME_COLUMNS]) for p in planes)
+    names = sum(built_bytes(p, ["name"]) for p in planes)
+    # Trace_args holds a text per stat row: part of every (a star), absent from names.
+    assert every > names + sum(TRACE_ARGS_BYTES_PER_STAT * len(p.stats) for p in planes)
+
+    class Small:
+        max_bytes = int(every / (1 - sql_engine.QUERY_MEMORY_SHARE)) - 1  # room one byte short of every column
+
+    monkeypatch.setattr(sql_engine, "shared_budget", Small)
+    built: list[str] = []
+    monkeypatch.setattr(PlaneColumns, "column", lambda self, name: built.append(name))
+    with pytest.raises(BadParameter, match="trace_args is the largest"):
+        run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT * FROM events LIMIT 1")
+    assert built == []
+    monkeypatch.undo()
+    monkeypatch.setattr(sql_engine, "shared_budget", Small)
+    got = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(DISTINCT name) FROM events")
+    assert got["rows"][0][0] > 0
 
 
 def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broken: api.Profile) -> None:

@@ -105,6 +105,33 @@ FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
 
 
+# Bytes a built column holds per event: an object array's reference (text), int64 or float64
+# and a mask byte (a stat that may be missing), int32 or int64 (ids, self time); 0 for the
+# store's own arrays, read in place.
+_IN_PLACE = frozenset(("start_ps", "dur_ps", "depth"))
+_BYTES_PER_EVENT = {"event_id": 4, "line_id": 8, "self_ps": 8, "step_num": 9}
+_KIND_BYTES_PER_EVENT = {"int": 9, "float": 9, "text": 8, "tensors": 8, "json": 8}
+# trace_args' texts per stat row of the plane ("key": value and its separator, and the share of
+# its event's string header), rounded up from the 0.9 GB PyTorch benchmark trace's 26
+# (bench/measurements.md "SQL").
+TRACE_ARGS_BYTES_PER_STAT = 28
+
+
+def built_bytes(plane: Plane, names: Collection[str]) -> int:
+    """Memory the columns ``names`` of ``plane`` take once built (whether built yet or not): the
+    query that reads them holds them all at once."""
+    total = 0
+    for name in names:
+        if name in _IN_PLACE:
+            continue
+        spec = _BY_NAME[name]
+        per_event = _BYTES_PER_EVENT.get(name, _KIND_BYTES_PER_EVENT.get(spec.kind, 8))
+        total += per_event * plane.n_events
+        if spec.kind == "json":
+            total += TRACE_ARGS_BYTES_PER_STAT * (len(plane.stats) + len(plane.meta_stats))
+    return total
+
+
 def text_table(texts: list[str]) -> np.ndarray:
     """``texts`` as an object array with a trailing None, so that code -1 reads as NULL."""
     table = np.empty(len(texts) + 1, dtype=object)

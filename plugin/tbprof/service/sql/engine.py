@@ -34,6 +34,7 @@ from tbprof.service.sql.columns import (
     FRAME_COLUMNS,
     STAT_COLUMNS,
     PlaneColumns,
+    built_bytes,
     category_of,
     device_name,
     text_table,
@@ -247,6 +248,23 @@ def _stores(profiles: Profiles, run: Run, hosts: Sequence[str],
     return got
 
 
+def _check_columns_fit(stores: Sequence[tuple[str, ProfileStore]], built: Collection[str]) -> None:
+    """Refuses a query whose columns would not fit the memory budget beside DuckDB's share: they
+    are built whole (numpy arrays DuckDB scans in place) and held together while it runs."""
+    budget = shared_budget().max_bytes
+    room = int(budget * (1 - QUERY_MEMORY_SHARE))
+    planes = [p for _, store in stores for p in store.planes if p.n_events]
+    need = sum(built_bytes(p, built) for p in planes)
+    if need > room:
+        n_events = sum(p.n_events for p in planes)
+        raise BadParameter(
+            f"the columns this query reads take about {need / 1e6:,.0f} MB for {n_events:,} events, more than "
+            f"the {room / 1e6:,.0f} MB the memory budget ($TBPROF_MEMORY_BYTES) leaves beside the query's own "
+            f"share; name only the columns needed (* reads all {len(FRAME_COLUMNS)}, and trace_args is the "
+            "largest), query one host (host=...), or write the run as Parquet (tbprof export PATH --parquet "
+            "DIR) and query the files")
+
+
 def _host_names(run: Run, host: str | None) -> list[str]:
     if host in (None, "", ALL_HOSTS):
         return sorted(run.hosts)
@@ -288,7 +306,10 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
     errors = host_errors if host_errors is not None else []
     branches: list[str] = []
     if words is None or "events" in words:
-        for host, store in _stores(profiles, run, hosts, errors):
+        stores = _stores(profiles, run, hosts, errors)
+        if query is not None:
+            _check_columns_fit(stores, built)
+        for host, store in stores:
             strings = _strings(store)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:

@@ -1,13 +1,13 @@
 """``events.trace_args``: each event's stats that no other column holds, as one JSON object text.
 
 Built per plane with numpy over the store's long stat tables, never a Python loop per event or
-per stat: every stat row becomes a ``"key": value`` fragment (a key's text is encoded once per
-stat name, a text value once per distinct string, numbers by ``str``/``repr`` mapped over the
-column), and the fragments of a chunk of rows are joined into one text that ``str.replace`` and
-``str.split`` cut into the objects: an owner's last fragment carries a U+0001, and ``U+0001, ``
-becomes ``}`` newline ``{``. A JSON text never holds a raw U+0001 or newline (the encoder escapes control
-characters in keys and values alike), so the cuts fall between objects only. Rows are joined a
-chunk at a time, which bounds the fragments (Python strings) alive at once.
+per stat: a key's text is encoded once per stat name, in two forms (``{"key": `` opening an
+object, ``, "key": `` after another), a text value once per distinct string, numbers by
+``str``/``repr`` mapped over the column; an owner's last value carries ``}`` and a newline, and
+the keys and values of a chunk of rows are joined into one text that ``str.split`` cuts into the
+objects. A JSON text never holds a raw newline (the encoder escapes control characters in keys
+and values alike), so the cuts fall between objects only. Rows are joined a chunk at a time,
+which bounds the pieces (Python strings) alive at once.
 
 An event's object is its metadata's stats, then its own (an own value wins over its metadata's
 under the same name, as XProf reads stats). Events without stats of their own share their
@@ -27,9 +27,6 @@ from tbprof.store.tables import KIND_BYTES, KIND_DOUBLE, KIND_NONE, KIND_REF, KI
 
 # The encoder of every key and text value (json.dumps would build one per call).
 _JSON = json.JSONEncoder(ensure_ascii=False)
-# Marks an object's last fragment: a control character, which JSON text always escapes (not NUL:
-# numpy drops trailing NULs of a str it converts).
-_END = "\x01"
 # Stat rows made into text at once (about 100 bytes of transient strings each).
 CHUNK_ROWS = 1 << 18
 
@@ -43,25 +40,26 @@ def _object_array(items: list[str]) -> np.ndarray:
 class _Texts:
     """JSON texts of a host's strings, encoded once each and only when a stat uses them."""
 
-    def __init__(self, strings: np.ndarray, suffix: str = "") -> None:
+    def __init__(self, strings: np.ndarray, prefix: str = "", suffix: str = "") -> None:
         self.strings = strings  # ``columns.text_table``: the host's strings and a trailing None
         self.encoded = np.empty(strings.shape[0], dtype=object)
         self.done = np.zeros(strings.shape[0], dtype=bool)
-        self.suffix = suffix
+        self.prefix, self.suffix = prefix, suffix
 
     def of(self, ids: np.ndarray) -> np.ndarray:
         """``ids``' strings as JSON texts (``ids`` within the table)."""
         todo = np.unique(ids[~self.done[ids]])
         if todo.shape[0]:
-            self.encoded[todo] = _object_array([_JSON.encode(t) + self.suffix for t in self.strings[todo].tolist()])
+            # (The table's trailing None: a stat whose name id is out of range, named "".)
+            self.encoded[todo] = _object_array([self.prefix + _JSON.encode(t if t is not None else "") + self.suffix
+                                                for t in self.strings[todo].tolist()])
             self.done[todo] = True
         return self.encoded[ids]
 
 
-def _fragments(stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, keys: _Texts, texts: _Texts,
-               blobs: list[bytes]) -> np.ndarray:
-    """``"key": value`` of each stat row, JSON as ``json.dumps`` writes it."""
-    n = stat_id.shape[0]
+def _values(kind: np.ndarray, value: np.ndarray, texts: _Texts, blobs: list[bytes]) -> np.ndarray:
+    """Each stat row's value as JSON text, as ``json.dumps`` writes it."""
+    n = kind.shape[0]
     n_strings = texts.strings.shape[0] - 1
     values = np.empty(n, dtype=object)  # None until a kind below fills it; "null" where none does
     is_double = kind == KIND_DOUBLE
@@ -85,16 +83,22 @@ def _fragments(stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray, keys: _
         values[is_bytes] = _object_array([_JSON.encode(blobs[b].hex()) if 0 <= b < len(blobs) else "null"
                                           for b in value[is_bytes].tolist()])
     values[values == None] = "null"  # noqa: E711 (elementwise: the rows no kind filled)
+    return values
+
+
+def _keys(stat_id: np.ndarray, first: np.ndarray, opening: _Texts, following: _Texts) -> np.ndarray:
+    """Each stat row's ``{"key": `` (an object's first) or ``, "key": ``."""
+    n_strings = opening.strings.shape[0] - 1
     named = (stat_id >= 0) & (stat_id < n_strings)
-    names = keys.of(stat_id) if named.all() else np.where(named, keys.of(np.where(named, stat_id, 0)), '"": ')
-    return names + values
+    ids = stat_id if named.all() else np.where(named, stat_id, n_strings)  # the trailing None: ""
+    return np.where(first, opening.of(ids), following.of(ids))
 
 
 def _objects(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np.ndarray,
              strings: np.ndarray, blobs: list[bytes]) -> tuple[np.ndarray, list[str]]:
     """The distinct owners of the stat rows (grouped by owner, in object order) and each one's
     JSON object."""
-    keys, texts = _Texts(strings, ": "), _Texts(strings)
+    opening, following, texts = _Texts(strings, "{", ": "), _Texts(strings, ", ", ": "), _Texts(strings)
     owners: list[np.ndarray] = []
     objects: list[str] = []
     n = owner.shape[0]
@@ -105,15 +109,20 @@ def _objects(owner: np.ndarray, stat_id: np.ndarray, kind: np.ndarray, value: np
             cut = lo + int(np.searchsorted(owner[lo:], owner[hi], side="left"))
             hi = cut if cut > lo else lo + int(np.searchsorted(owner[lo:], owner[hi], side="right"))
         o = owner[lo:hi]
-        ends = np.empty(o.shape[0], dtype=bool)
-        ends[-1] = True
-        np.not_equal(o[1:], o[:-1], out=ends[:-1])
-        fragments = _fragments(stat_id[lo:hi], kind[lo:hi], value[lo:hi], keys, texts, blobs)
-        fragments[ends] += _END
-        joined = ", ".join(fragments.tolist())
-        del fragments
-        objects.extend(("{" + joined[:-1].replace(_END + ", ", "}\n{") + "}").split("\n"))
-        owners.append(o[ends])
+        first = np.empty(o.shape[0], dtype=bool)
+        first[0] = True
+        np.not_equal(o[1:], o[:-1], out=first[1:])
+        last = np.empty_like(first)
+        last[-1] = True
+        last[:-1] = first[1:]
+        values = _values(kind[lo:hi], value[lo:hi], texts, blobs)
+        values[last] += "}\n"
+        pieces = np.empty(2 * o.shape[0], dtype=object)
+        pieces[0::2] = _keys(stat_id[lo:hi], first, opening, following)
+        pieces[1::2] = values
+        del values
+        objects.extend("".join(pieces.tolist()).split("\n")[:-1])
+        owners.append(o[first])
         lo = hi
     return (np.concatenate(owners) if owners else np.zeros(0, dtype=owner.dtype)), objects
 

@@ -24,7 +24,6 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
-from tbprof.service.sql.hlo_tensors import op_tensors
 from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import (
     Plane,
@@ -104,6 +103,10 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
 
+
+# Joins the shapes of one list in a tensors column; the view splits them into a VARCHAR[]. A
+# shape's text never holds it (type names, digits, brackets, commas, parentheses and spaces only).
+TENSOR_SEPARATOR = ";"
 
 # Bytes a built column holds per event: an object array's reference (text), int64 or float64
 # and a mask byte (a stat that may be missing), int32 or int64 (ids, self time); 0 for the
@@ -296,11 +299,15 @@ class PlaneColumns:
         return trace_args_texts(self.plane, self.strings, named)
 
     def _tensors(self, name: str) -> np.ndarray:
-        """input_tensors / output_tensors: the shapes joined by ``hlo_tensors.SEPARATOR`` (the
-        view splits them); NULL but for XLA ops of an XSpace profile with HLO protos."""
+        """input_tensors / output_tensors: the shapes joined by ``TENSOR_SEPARATOR`` (the view
+        splits them); NULL but for XLA ops of an XSpace profile with HLO protos."""
         codes = np.full(self.plane.n_events, -1, dtype=np.int32)
         if self.store.format != "xspace":
             return _texts_of(codes, text_table([]))
+        # Imported here: the op tools' modules are for the queries that name these columns, and
+        # the cold path of every other query would pay their import.
+        from tbprof.service.sql.hlo_tensors import op_tensors
+
         found = op_tensors(self.store)
         entry = found.planes.get(self.plane_index)
         if entry is not None:

@@ -33,13 +33,13 @@ from tbprof.service.sql.columns import (
     BASE_COLUMNS,
     FRAME_COLUMNS,
     STAT_COLUMNS,
+    TENSOR_SEPARATOR,
     PlaneColumns,
     built_bytes,
     category_of,
     device_name,
     text_table,
 )
-from tbprof.service.sql.hlo_tensors import SEPARATOR
 from tbprof.service.sql.tables import TABLE_SOURCES, concat_columns, host_table, source_of, table_columns
 from tbprof.store.memo import Memo, estimate_bytes, shared_budget
 from tbprof.store.tables import ProfileStore
@@ -188,7 +188,7 @@ def _stat_expr(col: Callable[[str, str], str], name: str, sql_type: str) -> str:
     if sql_type == "VARCHAR":
         return f"{col(name, sql_type)}::VARCHAR"
     if sql_type == "VARCHAR[]":  # shapes joined in the frame (service/sql/hlo_tensors.py)
-        return f"string_split({col(name, 'VARCHAR')}::VARCHAR, {_literal(SEPARATOR)})"
+        return f"string_split({col(name, 'VARCHAR')}::VARCHAR, {_literal(TENSOR_SEPARATOR)})"
     return col(name, sql_type)
 
 

@@ -18,11 +18,8 @@ import numpy as np
 from tbprof.analyses.ops.op_metrics import device_events, device_op_events
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
 from tbprof.domain.hlo_text import human_shape_text
+from tbprof.service.sql.columns import TENSOR_SEPARATOR as SEPARATOR
 from tbprof.store.tables import ProfileStore
-
-# Joins the shapes of one list in a frame column; the view splits them into a VARCHAR[]. A shape's
-# text never holds it (type names, digits, brackets, commas, parentheses and spaces only).
-SEPARATOR = ";"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tbprof.domain.planes import HOST_PLANE
 from tbprof.errors import BadParameter, NotFound
+from tbprof.readers import xplane
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
 from tbprof.service.sql import engine as sql_engine
@@ -298,6 +300,22 @@ def test_a_query_whose_columns_pass_the_memory_budget_is_refused(torch_ddp: api.
     got = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(DISTINCT name) FROM events")
     distinct = got["rows"][0][0]
     assert isinstance(distinct, int) and distinct > 0
+
+
+def test_a_query_decodes_the_stats_of_the_planes_it_reads_only(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores are read lazily: a group-by over names leaves the host plane's stats undecoded (on
+    jax_large they are most of the file); a query naming trace_args decodes them."""
+    monkeypatch.setattr(xplane, "LAZY_MIN_BYTES", 0)  # jax_mlp is below the 8 MiB from which files read lazily
+    shutil.copytree(SAMPLE_PROFILES / "jax_mlp", tmp_path / "jax_mlp")
+    p = api.open(tmp_path / "jax_mlp", cache_dir=tmp_path / "cache")
+    got = run_sql(p.profiles, p.run.name, "SELECT name, count(*) AS n FROM events GROUP BY name")
+    assert got["row_count"] > 0
+    store = p.profiles.event_store(p.run, p.hosts[0])
+    host_plane = store.plane(HOST_PLANE)
+    assert host_plane is not None and not host_plane.stats_loaded
+    run_sql(p.profiles, p.run.name, "SELECT count(trace_args) FROM events WHERE device = 'cpu:0'")
+    assert host_plane.stats_loaded
 
 
 def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broken: api.Profile) -> None:

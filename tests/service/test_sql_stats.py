@@ -162,3 +162,28 @@ def test_no_stack_column_where_the_profile_has_none(jax_mlp: api.Profile) -> Non
     got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
                   "SELECT count(call_stack), count(source_line), count(*) FROM events")["rows"][0]
     assert got[0] == 0 and got[1] == 0 and isinstance(got[2], int) and got[2] > 0
+
+
+@pytest.mark.parametrize("widest", [3, 40])  # the windowed pass, and the sort past _WINDOW_ROWS rows
+def test_one_per_name_keeps_what_a_dict_keeps(widest: int) -> None:
+    """An owner's repeated stat name keeps its first row's place and its last row's value, as
+    ``dict`` assignment in row order does."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, widest + 1, 400)
+    owner = np.repeat(np.arange(sizes.shape[0]), sizes).astype(np.int32)
+    stat_id = rng.integers(0, 5, owner.shape[0]).astype(np.int32)
+    expected_kept: list[int] = []
+    expected_source: list[int] = []
+    for o in np.unique(owner).tolist():
+        place: dict[int, int] = {}
+        value: dict[int, int] = {}
+        for row in np.flatnonzero(owner == o).tolist():
+            place.setdefault(int(stat_id[row]), row)
+            value[int(stat_id[row])] = row
+        for name, row in place.items():
+            expected_kept.append(row)
+            expected_source.append(value[name])
+    order = np.argsort(expected_kept)
+    kept, source = trace_args._one_per_name(owner, stat_id)
+    assert kept.tolist() == np.asarray(expected_kept)[order].tolist()
+    assert source.tolist() == np.asarray(expected_source)[order].tolist()

@@ -140,10 +140,39 @@ def _ragged_rows(lo: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return starts + np.arange(total, dtype=np.int64)
 
 
+# Owners with at most this many stat rows are deduplicated by comparing each row with the few
+# before it (a pass per distance); an owner with more takes a sort of all the rows instead.
+_WINDOW_ROWS = 16
+
+
 def _one_per_name(owner: np.ndarray, stat_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Of rows grouped by owner, where an owner has a stat name more than once, as a dict keeps
     it: the first row's place with the last row's value. (rows kept, the row each takes its value
-    from), both in row order. A stable sort of nearly sorted keys: about linear."""
+    from), both in row order."""
+    n = owner.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return rows, rows
+    starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    widest = int(np.diff(np.append(starts, n)).max())
+    if widest > _WINDOW_ROWS:
+        return _one_per_name_sorted(owner, stat_id)
+    later = np.zeros(n, dtype=bool)  # a row an earlier row of the same owner and name precedes
+    source = rows.copy()
+    for d in range(1, widest):
+        same = (owner[d:] == owner[:-d]) & (stat_id[d:] == stat_id[:-d])
+        if same.any():
+            at = np.flatnonzero(same)  # rows at and at + d repeat a name
+            later[at + d] = True
+            np.maximum.at(source, at, at + d)
+    if not later.any():
+        return rows, rows
+    kept = np.flatnonzero(~later)
+    return kept, source[kept]
+
+
+def _one_per_name_sorted(owner: np.ndarray, stat_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_one_per_name`` by a stable sort of (owner, name) keys."""
     key = owner.astype(np.int64) * (int(stat_id.max(initial=0)) + 1) + stat_id
     by_key = np.argsort(key, kind="stable")
     sorted_key = key[by_key]

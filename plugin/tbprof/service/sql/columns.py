@@ -115,8 +115,8 @@ _IN_PLACE = frozenset(("start_ps", "dur_ps", "depth"))
 _BYTES_PER_EVENT = {"event_id": 4, "line_id": 8, "self_ps": 8, "step_num": 9}
 _KIND_BYTES_PER_EVENT = {"int": 9, "float": 9, "text": 8, "tensors": 8, "json": 8}
 # trace_args' texts per stat row of the plane ("key": value and its separator, and the share of
-# its event's string header), rounded up from the 0.9 GB PyTorch benchmark trace's 26
-# (bench/measurements.md "SQL").
+# its event's string header), rounded up from what the PyTorch benchmark trace's take
+# (bench/measurements.md#sql).
 TRACE_ARGS_BYTES_PER_STAT = 28
 
 

@@ -27,7 +27,8 @@ from tbprof.store.tables import KIND_BYTES, KIND_DOUBLE, KIND_NONE, KIND_REF, KI
 
 # The encoder of every key and text value (json.dumps would build one per call).
 _JSON = json.JSONEncoder(ensure_ascii=False)
-# Stat rows made into text at once (about 100 bytes of transient strings each).
+# Stat rows made into text at once: bounds the transient strings (a key, a value and their
+# joined text per row) to a small share of the memory budget.
 CHUNK_ROWS = 1 << 18
 
 

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tbprof.domain.planes import HOST_PLANE
@@ -16,6 +17,7 @@ from tbprof.readers import xplane
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
 from tbprof.service.sql import engine as sql_engine
+from tbprof.service.sql import export as sql_export
 from tbprof.service.sql.columns import FRAME_COLUMNS, TRACE_ARGS_BYTES_PER_STAT, PlaneColumns, built_bytes
 from tbprof.service.sql.tables import host_table, source_of
 from tests.conftest import SAMPLE_PROFILES
@@ -316,6 +318,35 @@ def test_a_query_decodes_the_stats_of_the_planes_it_reads_only(tmp_path: Path,
     assert host_plane is not None and not host_plane.stats_loaded
     run_sql(p.profiles, p.run.name, "SELECT count(trace_args) FROM events WHERE device = 'cpu:0'")
     assert host_plane.stats_loaded
+
+
+def test_export_writes_a_plane_in_parts_that_fit_the_budget(torch_ddp: api.Profile, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a budget smaller than a plane's columns the export writes the plane in parts of
+    events, each built alone; read back, the parts are every event with every column, as the
+    events view answers them."""
+    planes = [p for h in torch_ddp.hosts for p in torch_ddp.profiles.event_store(torch_ddp.run, h).planes]
+    biggest = max(planes, key=lambda p: p.n_events)
+    every = built_bytes(biggest, [c.name for c in FRAME_COLUMNS])
+
+    class Small:
+        max_bytes = int(every / 4 / sql_export.PART_SHARE)  # a quarter of the plane per part
+
+    monkeypatch.setattr(sql_export, "shared_budget", Small)
+    monkeypatch.setattr(sql_export, "MIN_PART_EVENTS", 1)
+    assert sql_export.part_events(biggest, int(Small.max_bytes * sql_export.PART_SHARE)) < biggest.n_events // 3
+    written = sql_export.export_parquet(torch_ddp.profiles, torch_ddp.run.name, tmp_path / "out")
+    parts = [w for w in written if Path(w["path"]).parent.name.startswith("host=")]
+    assert len(parts) > len([p for p in planes if p.n_events]) + 3  # the biggest plane in 4 or more
+    monkeypatch.undo()
+    columns = "host, plane_index, event_id, name, dur_ps, self_ps, step_num, correlation_id, trace_args"
+    expected = run_sql(torch_ddp.profiles, torch_ddp.run.name, f"SELECT {columns} FROM events ORDER BY ALL",
+                       max_rows=10**7)
+    assert sum(w["rows"] for w in parts) == expected["row_count"]
+    con = duckdb.connect()
+    glob = str(tmp_path / "out" / "events" / "*" / "*.parquet").replace("'", "''")
+    got = con.execute(f"SELECT {columns} FROM read_parquet('{glob}', hive_partitioning = true) ORDER BY ALL").fetchall()
+    assert [list(r) for r in got] == expected["rows"]
 
 
 def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broken: api.Profile) -> None:

@@ -155,18 +155,24 @@ def _masked_float(values: np.ndarray, has: np.ndarray) -> Any:
 
 
 class PlaneColumns:
-    """Builds (and memoises in the store's memo) the columns of one plane."""
+    """Builds (and memoises in the store's memo) the columns of one plane; with ``rows``, those of
+    a run of its events only (``frame``), memoising nothing: an export writes a plane larger than
+    the memory budget allows whole in such chunks, each column built, cut and dropped in turn."""
 
-    def __init__(self, store: ProfileStore, plane_index: int, strings: np.ndarray) -> None:
+    def __init__(self, store: ProfileStore, plane_index: int, strings: np.ndarray,
+                 rows: slice | None = None) -> None:
         self.store = store
         self.plane_index = plane_index
         self.plane: Plane = store.planes[plane_index]
         self.strings = strings  # the host's string table, ``text_table``
+        self.rows = rows  # a step-1 slice of the plane's events
 
     def _host_texts(self, what: str, codes: Callable[[], np.ndarray]) -> np.ndarray:
         return self._memo(what, lambda: _texts_of(codes(), self.strings))
 
     def _memo(self, what: str, compute: Callable[[], Any]) -> Any:
+        if self.rows is not None:
+            return compute()
         return self.store.memo(("sql_column", self.plane_index, what), compute)
 
     def column(self, name: str) -> Any:
@@ -342,8 +348,17 @@ class PlaneColumns:
 
     def frame(self, wanted: Collection[str]) -> dict[str, Any]:
         """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
-        cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
-        return cols or {"event_id": self.column("event_id")}
+        names = [c.name for c in FRAME_COLUMNS if c.name in wanted] or ["event_id"]
+        return {name: self._chunk(name) if self.rows is not None else self.column(name) for name in names}
+
+    def _chunk(self, name: str) -> Any:
+        """Column ``name`` of the events ``rows``: a copy, so that the plane's whole column goes."""
+        assert self.rows is not None
+        if name == "trace_args":
+            named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+            return trace_args_texts(self.plane, self.strings, named, self.rows).texts
+        whole = self.column(name)
+        return whole[self.rows] if name in _IN_PLACE else whole[self.rows].copy()
 
 
 def device_name(plane_name: str) -> str:

@@ -145,7 +145,7 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
     return wanted
 
 
-def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
+def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
     """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed."""
     plane = store.planes[plane_index]
 
@@ -200,7 +200,7 @@ def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:
     return f"SELECT *{replace} FROM {source}"
 
 
-def _empty_events() -> str:
+def empty_events() -> str:
     return "SELECT " + ", ".join(f"NULL::{t} AS {n}" for n, t, _ in events_columns()) + " WHERE false"
 
 
@@ -271,7 +271,7 @@ def _host_names(run: Run, host: str | None) -> list[str]:
     return select_hosts(run, host)
 
 
-def _strings(store: ProfileStore) -> np.ndarray:
+def host_strings(store: ProfileStore) -> np.ndarray:
     """The host's string table (``text_table``): every text column indexes it."""
     return store.memo(("sql_strings",), lambda: text_table(store.strings.as_list()),
                       size=lambda table: estimate_bytes(table.tolist()))
@@ -310,14 +310,14 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
         if query is not None:
             _check_columns_fit(stores, built)
         for host, store in stores:
-            strings = _strings(store)
+            strings = host_strings(store)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:
                     continue
                 name = f"f_{len(branches)}"
                 con.register(name, PlaneColumns(store, i, strings).frame(built))
-                branches.append(_plane_branch(store, host, i, name, built))
-    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
+                branches.append(plane_select(store, host, i, name, built))
+    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else empty_events()))
     for what in TABLE_SOURCES if tables else ():
         if words is not None and what not in words:
             continue

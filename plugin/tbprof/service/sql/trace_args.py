@@ -201,24 +201,32 @@ class TraceArgs:
         return int(self.texts.nbytes) + self.text_bytes
 
 
-def trace_args_texts(plane: Plane, strings: np.ndarray, skip: Collection[int]) -> TraceArgs:
-    """One JSON text (or None) per event of ``plane``: its stats whose name id is not in ``skip``
-    (``strings``: the host's string table with a trailing None, ``columns.text_table``)."""
-    out = np.empty(plane.n_events, dtype=object)  # None: no stat
+def trace_args_texts(plane: Plane, strings: np.ndarray, skip: Collection[int],
+                     rows: slice | None = None) -> TraceArgs:
+    """One JSON text (or None) per event of ``plane`` (of its events ``rows``, a step-1 slice,
+    when given): its stats whose name id is not in ``skip`` (``strings``: the host's string table
+    with a trailing None, ``columns.text_table``)."""
+    lo, hi, _ = (rows or slice(0, plane.n_events)).indices(plane.n_events)
+    out = np.empty(max(hi - lo, 0), dtype=object)  # None: no stat
     text_bytes = 0
     meta_idx = np.asarray(plane.meta_idx)
     meta, own = plane.meta_stats, plane.stats
-    meta_keep, own_keep = _kept(meta, skip), _kept(own, skip)
+    meta_keep = _kept(meta, skip)
     m_owner, m_stat, m_kind, m_value = (a[meta_keep] for a in (meta.owner, meta.stat_id, meta.kind, meta.value))
-    o_owner, o_stat, o_kind, o_value = (a[own_keep] for a in (own.owner, own.stat_id, own.kind, own.value))
+    # The own rows of the events asked for (a table sorted by owner: one contiguous run).
+    first, last = (int(i) for i in np.searchsorted(own.owner, np.array([lo, hi], dtype=own.owner.dtype)))
+    own_cols = [a[first:last] for a in (own.owner, own.stat_id, own.kind, own.value)]
+    own_keep = ~np.isin(own_cols[1], np.fromiter(skip, dtype=np.int64, count=len(skip)))
+    o_owner, o_stat, o_kind, o_value = (a[own_keep] for a in own_cols)
 
     # Events with a metadata stat and none of their own: their metadata's text, one per metadata.
     if m_owner.shape[0]:
         keep, source = _one_per_name(m_owner, m_stat)
         metas, meta_texts = _objects(m_owner[keep], m_stat[keep], m_kind[source], m_value[source], strings,
                                      plane.blobs)
-        found = np.minimum(np.searchsorted(metas, meta_idx), metas.shape[0] - 1)
-        has_meta = metas[found] == meta_idx
+        wanted_meta = meta_idx[lo:hi]
+        found = np.minimum(np.searchsorted(metas, wanted_meta), metas.shape[0] - 1)
+        has_meta = metas[found] == wanted_meta
         out[has_meta] = _object_array(meta_texts)[found[has_meta]]
         text_bytes += sum(map(sys.getsizeof, meta_texts))
     if not o_owner.shape[0]:
@@ -244,5 +252,5 @@ def trace_args_texts(plane: Plane, strings: np.ndarray, skip: Collection[int]) -
     if keep.shape[0] < owner.shape[0]:
         owner, stat, kind, value = owner[keep], stat[keep], kind[source], value[source]
     owners, texts = _objects(owner, stat, kind, value, strings, plane.blobs)
-    out[owners] = _object_array(texts)
+    out[owners - lo] = _object_array(texts)
     return TraceArgs(out, text_bytes + sum(map(sys.getsizeof, texts)))

@@ -84,6 +84,11 @@ def _duckdb() -> Any:
     return duckdb
 
 
+def load_duckdb() -> Any:
+    """The ``duckdb`` module (SqlUnavailable without the ``sql`` extra)."""
+    return _duckdb()
+
+
 def load_engine() -> None:
     """Imports DuckDB: a caller that is converting a profile meanwhile (the CLI) does
     it then, instead of on the first query."""

@@ -25,6 +25,7 @@ from tbprof.service.sql.engine import (
     connect,
     empty_events,
     host_strings,
+    load_duckdb,
     plane_select,
     query_memory_bytes,
     register_views,
@@ -76,6 +77,7 @@ def _export_events(profiles: Profiles, run: Run, host: str, out_dir: Path, memor
     for old in folder.glob("events*.parquet"):
         old.unlink()
     strings = host_strings(store)
+    duckdb = load_duckdb()
     parts: list[tuple[int, slice]] = []
     for i, plane in enumerate(store.planes):
         step = part_events(plane, room_bytes)
@@ -94,8 +96,12 @@ def _export_events(profiles: Profiles, run: Run, host: str, out_dir: Path, memor
             else:
                 con.register("f_0", PlaneColumns(store, i, strings, rows).frame(_ALL_COLUMNS))
                 con.execute("CREATE VIEW events AS " + plane_select(store, host, i, "f_0", _ALL_COLUMNS))
-            con.execute(f"COPY (SELECT * EXCLUDE (host) FROM events) TO {_literal(str(target))} "
-                        f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_EVENTS})")
+            try:
+                con.execute(f"COPY (SELECT * EXCLUDE (host) FROM events) TO {_literal(str(target))} "
+                            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_EVENTS})")
+            except duckdb.OutOfMemoryException as e:
+                raise BadParameter(f"writing {target.name} needs more than DuckDB's share of the memory budget "
+                                   f"($TBPROF_MEMORY_BYTES): {e}") from e
         finally:
             con.close()
         written.append({"path": str(target), "rows": rows.stop - rows.start})

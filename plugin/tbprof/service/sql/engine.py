@@ -5,7 +5,8 @@ file system, network or extensions (``enable_external_access=false``, no extensi
 autoinstall) and its settings are locked before the user's text runs, so a query reads the
 views and nothing else; nothing is written (no temp directory). A query is stopped after
 ``timeout_s`` and held to a memory limit that is reserved in the process-wide memory budget while
-it runs (values the LRU holds make room for it); rows beyond ``max_rows`` are dropped and the
+it runs (values the LRU holds make room for it), and refused before it starts when the columns it
+names would not fit the rest of the budget (``_check_columns_fit``); rows beyond ``max_rows`` are dropped and the
 answer says ``truncated``. DuckDB's own message is what a bad query gets back (a BadParameter).
 """
 

@@ -69,15 +69,11 @@ print(json.dumps({"imports_s": t1 - t0, "first_s": t3 - t2, "second_s": t4 - t3,
 """
 
 # ``tbprof sql`` as the console script runs it (``entry``: it leaves with ``os._exit``), reporting
-# the process's memory from /proc/self/status as it leaves: VmHWM (peak resident, every page; the
-# larger of the peaks before and during the query),
-# RssFile (resident pages mapped from files: the disk cache's columns, the libraries) and RssAnon
-# (the process's own memory). ru_maxrss alone counts the cache pages a query reads as its own.
-#
-# The query's own peak: just before ``run_sql`` the peak is reset (``5`` into /proc/self/clear_refs)
-# and the anonymous memory noted; ``query_*`` fields are then the query's alone, conversion apart.
+# as it leaves VmHWM (peak resident, every page), RssFile and RssAnon from /proc/self/status, and
+# the wall-clock times (``time.time``) between which ``run_sql`` ran, so that the sampler of the
+# parent (``run_measured``) can tell the query's own anonymous peak from the conversion's.
 CLI_WITH_STATUS = r"""
-import os, sys, json
+import os, sys, json, time
 def status():
     fields = {}
     with open("/proc/self/status") as f:
@@ -88,21 +84,15 @@ def status():
     return fields
 extra = {}
 def report():
-    fields = status()
-    fields["VmHWM"] = max(fields["VmHWM"], extra.get("hwm_before_query", 0))
-    os.write(2, ("TBPROF_STATUS " + json.dumps({**fields, **extra}) + "\n").encode())
+    os.write(2, ("TBPROF_STATUS " + json.dumps({**status(), **extra}) + "\n").encode())
 import tbprof.service.sql as sql
 real_run_sql = sql.run_sql
 def run_sql(*a, **k):
-    before = status()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+    extra.update(query_anon_before=status()["RssAnon"], query_t0=time.time())
     try:
         return real_run_sql(*a, **k)
     finally:
-        after = status()
-        extra.update(hwm_before_query=before["VmHWM"], query_anon_before=before["RssAnon"],
-                     query_peak_anon=after["VmHWM"] - after["RssFile"], query_file=after["RssFile"])
+        extra.update(query_t1=time.time())
 sql.run_sql = run_sql
 real_exit = os._exit
 def leave(code):
@@ -116,47 +106,69 @@ try:
 finally:
     report()
 """
+# How often the parent reads the child's RssAnon (as bench/json_bench.py does). A thread inside
+# the child would do it more often but would keep the CLI from forking its cache writer.
+SAMPLE_S = 0.005
+
+
+def _rss_anon_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:")), 0)
+    except OSError:
+        return 0
 
 
 class Measured(NamedTuple):
     seconds: float
     max_rss_bytes: int  # ru_maxrss: every resident page at the peak, mapped files included
     stdout: str
-    status: dict[str, int]  # CLI_WITH_STATUS's fields, bytes (empty for other commands)
+    status: dict[str, float]  # CLI_WITH_STATUS's fields, bytes and times (empty for other commands)
+    peak_anon_bytes: int  # RssAnon's peak, sampled every SAMPLE_S: the process's own memory
+    query_peak_anon_bytes: int  # the same while run_sql ran (0 where not reported)
 
 
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
-    with tempfile.TemporaryFile() as out_file:
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=subprocess.PIPE)
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=err_file)
+        samples: list[tuple[float, int]] = []
+        while True:
+            pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            samples.append((time.time(), _rss_anon_bytes(proc.pid)))
+            time.sleep(SAMPLE_S)
         seconds = time.perf_counter() - t0
-        code = os.waitstatus_to_exitcode(status)
+        code = os.waitstatus_to_exitcode(wait_status)
         proc.returncode = code
+        err_file.seek(0)
+        err = err_file.read()
         if code != 0:
             raise RuntimeError(f"{cmd[:3]} failed ({code}): {err.decode()[-2000:]}")
         out_file.seek(0)
-        status: dict[str, int] = {}
+        status: dict[str, float] = {}
         for line in err.decode(errors="replace").splitlines():
             if line.startswith("TBPROF_STATUS "):
                 status = json.loads(line.removeprefix("TBPROF_STATUS "))
-        return Measured(seconds, usage.ru_maxrss * 1024, out_file.read().decode(), status)
+        t_q0, t_q1 = status.get("query_t0", 0.0), status.get("query_t1", 0.0)
+        query_peak = max((a for t, a in samples if t_q0 <= t <= t_q1), default=0)
+        return Measured(seconds, usage.ru_maxrss * 1024, out_file.read().decode(), status,
+                        max((a for _, a in samples), default=0), query_peak)
 
 
 def memory_line(m: Measured) -> str:
-    """Peak RSS, and how much of the process's memory at its end was its own (anonymous) and how
-    much mapped file pages; peak anonymous is estimated as VmHWM less the file pages at the end."""
+    """Peak RSS (every resident page, mapped files included: the streamed input and the cache's
+    columns are file-backed, which the kernel writes back and drops under pressure) and the
+    process's own memory: RssAnon's sampled peak, the whole command's and the query's."""
     s = m.status
     if not s:
-        return f"peak RSS {m.max_rss_bytes / 1e6:.0f} MB"
-    peak_anon = s["VmHWM"] - s["RssFile"] - s.get("RssShmem", 0)
-    text = (f"peak RSS {s['VmHWM'] / 1e6:.0f} MB = peak anonymous ~{peak_anon / 1e6:.0f} MB + mapped files "
-            f"{s['RssFile'] / 1e6:.0f} MB (at exit: anonymous {s['RssAnon'] / 1e6:.0f} MB)")
-    if "query_peak_anon" in s:
-        text += (f"; the query alone: peak anonymous ~{s['query_peak_anon'] / 1e6:.0f} MB (before it "
-                 f"{s['query_anon_before'] / 1e6:.0f} MB), mapped files {s['query_file'] / 1e6:.0f} MB")
+        return f"peak RSS {m.max_rss_bytes / 1e6:.0f} MB, peak anonymous {m.peak_anon_bytes / 1e6:.0f} MB"
+    text = (f"peak RSS {s['VmHWM'] / 1e6:.0f} MB (mapped files included), peak anonymous "
+            f"{m.peak_anon_bytes / 1e6:.0f} MB (sampled every {SAMPLE_S * 1e3:g} ms)")
+    if "query_t0" in s:
+        text += (f"; the query alone: peak anonymous {m.query_peak_anon_bytes / 1e6:.0f} MB (before it "
+                 f"{s['query_anon_before'] / 1e6:.0f} MB)")
     return text
 
 
@@ -223,10 +235,9 @@ def kineto(args: argparse.Namespace) -> None:
               f"{inproc['second_s']:.3f} s  (target <= 2 s)")
         if args.memory_bytes:
             for name, m in (("cold", cold), ("cached", warm)):
-                if m.status:
-                    anon = m.status["VmHWM"] - m.status["RssFile"] - m.status.get("RssShmem", 0)
-                    print(f"peak anonymous / budget, {name:6}      : {anon / args.memory_bytes:.2f} (process), "
-                          f"{m.status['query_peak_anon'] / args.memory_bytes:.2f} (the query)")
+                budget = args.memory_bytes
+                print(f"peak anonymous / budget, {name:6}      : {m.peak_anon_bytes / budget:.2f} (process), "
+                      f"{m.query_peak_anon_bytes / budget:.2f} (the query)")
 
 
 def main() -> int:

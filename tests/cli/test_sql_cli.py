@@ -62,6 +62,20 @@ def test_format_table_aligns_and_shows_null() -> None:
     assert text.splitlines() == ["a       bb", "----  ----", "x        1", "NULL  22.5"]
 
 
+def test_a_list_column_prints_as_json_text(capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
+    """input_tensors (VARCHAR[]) in CSV and in the terminal table is the list's JSON text, as the
+    Query page shows it, and the same list as the JSON answer's."""
+    path = str(SAMPLE_PROFILES / "jax_mlp")
+    query = "SELECT DISTINCT input_tensors FROM events WHERE len(input_tensors) > 1 ORDER BY ALL LIMIT 3"
+    code, out, _ = _run(capsys, "sql", path, query, "--format", "json", "--cache-dir", str(cache_dir))
+    lists = [r[0] for r in json.loads(out)["rows"]]
+    assert code == 0 and lists and all(isinstance(v, list) and len(v) > 1 for v in lists)
+    code, out, _ = _run(capsys, "sql", path, query, "--format", "csv", "--cache-dir", str(cache_dir))
+    assert [json.loads(r[0]) for r in list(csv.reader(io.StringIO(out)))[1:]] == lists
+    code, out, _ = _run(capsys, "sql", path, query, "--cache-dir", str(cache_dir))
+    assert [json.loads(line.strip()) for line in out.splitlines()[2:]] == lists
+
+
 def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_dir: Path, tmp_path: Path) -> None:
     import duckdb
 
@@ -70,7 +84,8 @@ def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_di
     code, out, _ = _run(capsys, "export", path, "--parquet", str(out_dir), "--cache-dir", str(cache_dir))
     assert code == 0
     written = dict(line.split("\t") for line in out.splitlines())
-    assert {Path(p).name for p in written} >= {"events.parquet", "steps.parquet", "kernels.parquet"}
+    assert {Path(p).name for p in written} >= {"steps.parquet", "kernels.parquet"}
+    assert any(Path(p).name.startswith("events-") and Path(p).parent.name.startswith("host=") for p in written)
     code, out, _ = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir))
     expected = json.loads(out)["rows"]
     glob = str(out_dir / "events" / "*" / "*.parquet").replace("'", "''")

@@ -59,6 +59,10 @@ QUERIES = {
         f"count(*) AS n FROM Events WHERE step IS NOT NULL AND category <> 'host' AND {SKIPPED} "
         "AND kernel_name NOT IN ('MemcpyH2D', 'MemcpyP2P') "
         "GROUP BY device, step ORDER BY device, first_start_ns, step"),
+    # The operand and result shapes XProf reads from the HLO protos, per op.
+    "tensors_by_hlo_op": (
+        "SELECT device, hlo_op, input_tensors, output_tensors, count(*) AS n FROM Events "
+        f"WHERE output_tensors IS NOT NULL AND {SKIPPED} GROUP BY ALL ORDER BY ALL"),
     "first_start": (
         f"SELECT device, min(start_ns) - {FIRST} AS first_start_ns FROM Events WHERE {SKIPPED} "
         "GROUP BY device ORDER BY device"),

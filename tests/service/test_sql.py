@@ -8,12 +8,17 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from tbprof.domain.planes import HOST_PLANE
 from tbprof.errors import BadParameter, NotFound
+from tbprof.readers import xplane
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
 from tbprof.service.sql import engine as sql_engine
+from tbprof.service.sql import export as sql_export
+from tbprof.service.sql.columns import FRAME_COLUMNS, TRACE_ARGS_BYTES_PER_STAT, PlaneColumns, built_bytes
 from tbprof.service.sql.tables import host_table, source_of
 from tests.conftest import SAMPLE_PROFILES
 
@@ -269,6 +274,79 @@ def test_hosts_beyond_the_memory_budget_are_refused(torch_ddp: api.Profile, monk
         run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events")
     one = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(*) FROM events", host=torch_ddp.hosts[0])
     assert one["rows"][0][0] == torch_ddp.profiles.event_store(torch_ddp.run, torch_ddp.hosts[0]).n_events
+
+
+def test_a_query_whose_columns_pass_the_memory_budget_is_refused(torch_ddp: api.Profile,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns are built whole and held while DuckDB scans them: a query whose columns would not fit
+    beside DuckDB's share of the budget is refused with the ways around, before any is built; one
+    naming fewer columns runs."""
+    planes = [p for h in torch_ddp.hosts for p in torch_ddp.profiles.event_store(torch_ddp.run, h).planes
+              if p.n_events]
+    every = sum(built_bytes(p, [c.name for c in FRAME_COLUMNS]) for p in planes)
+    names = sum(built_bytes(p, ["name"]) for p in planes)
+    # Trace_args holds a text per stat row: part of every (a star), absent from names.
+    assert every > names + sum(TRACE_ARGS_BYTES_PER_STAT * len(p.stats) for p in planes)
+
+    class Small:
+        max_bytes = int(every / (1 - sql_engine.QUERY_MEMORY_SHARE)) - 1  # room one byte short of every column
+
+    monkeypatch.setattr(sql_engine, "shared_budget", Small)
+    built: list[str] = []
+    monkeypatch.setattr(PlaneColumns, "column", lambda self, name: built.append(name))
+    with pytest.raises(BadParameter, match="trace_args is the largest"):
+        run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT * FROM events LIMIT 1")
+    assert built == []
+    monkeypatch.undo()
+    monkeypatch.setattr(sql_engine, "shared_budget", Small)
+    got = run_sql(torch_ddp.profiles, torch_ddp.run.name, "SELECT count(DISTINCT name) FROM events")
+    distinct = got["rows"][0][0]
+    assert isinstance(distinct, int) and distinct > 0
+
+
+def test_a_query_decodes_the_stats_of_the_planes_it_reads_only(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stores are read lazily: a group-by over names leaves the host plane's stats undecoded (on
+    jax_large they are most of the file); a query naming trace_args decodes them."""
+    monkeypatch.setattr(xplane, "LAZY_MIN_BYTES", 0)  # jax_mlp is below the 8 MiB from which files read lazily
+    shutil.copytree(SAMPLE_PROFILES / "jax_mlp", tmp_path / "jax_mlp")
+    p = api.open(tmp_path / "jax_mlp", cache_dir=tmp_path / "cache")
+    got = run_sql(p.profiles, p.run.name, "SELECT name, count(*) AS n FROM events GROUP BY name")
+    assert got["row_count"] > 0
+    store = p.profiles.event_store(p.run, p.hosts[0])
+    host_plane = store.plane(HOST_PLANE)
+    assert host_plane is not None and not host_plane.stats_loaded
+    run_sql(p.profiles, p.run.name, "SELECT count(trace_args) FROM events WHERE device = 'cpu:0'")
+    assert host_plane.stats_loaded
+
+
+def test_export_writes_a_plane_in_parts_that_fit_the_budget(torch_ddp: api.Profile, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a budget smaller than a plane's columns the export writes the plane in parts of
+    events, each built alone; read back, the parts are every event with every column, as the
+    events view answers them."""
+    planes = [p for h in torch_ddp.hosts for p in torch_ddp.profiles.event_store(torch_ddp.run, h).planes]
+    biggest = max(planes, key=lambda p: p.n_events)
+    every = built_bytes(biggest, [c.name for c in FRAME_COLUMNS])
+
+    class Small:
+        max_bytes = int(every / 4 / sql_export.PART_SHARE)  # a quarter of the plane per part
+
+    monkeypatch.setattr(sql_export, "shared_budget", Small)
+    monkeypatch.setattr(sql_export, "MIN_PART_EVENTS", 1)
+    assert sql_export.part_events(biggest, int(Small.max_bytes * sql_export.PART_SHARE)) < biggest.n_events // 3
+    written = sql_export.export_parquet(torch_ddp.profiles, torch_ddp.run.name, tmp_path / "out")
+    parts = [w for w in written if Path(w["path"]).parent.name.startswith("host=")]
+    assert len(parts) > len([p for p in planes if p.n_events]) + 3  # the biggest plane in 4 or more
+    monkeypatch.undo()
+    columns = "host, plane_index, event_id, name, dur_ps, self_ps, step_num, correlation_id, trace_args"
+    expected = run_sql(torch_ddp.profiles, torch_ddp.run.name, f"SELECT {columns} FROM events ORDER BY ALL",
+                       max_rows=10**7)
+    assert sum(w["rows"] for w in parts) == expected["row_count"]
+    con = duckdb.connect()
+    glob = str(tmp_path / "out" / "events" / "*" / "*.parquet").replace("'", "''")
+    got = con.execute(f"SELECT {columns} FROM read_parquet('{glob}', hive_partitioning = true) ORDER BY ALL").fetchall()
+    assert [list(r) for r in got] == expected["rows"]
 
 
 def test_tables_of_an_unreadable_host_are_left_out_and_named(two_hosts_one_broken: api.Profile) -> None:

@@ -40,7 +40,7 @@ def test_each_question_answers(run: str, query: str, opened: dict[str, api.Profi
 
 def test_the_column_table_is_the_view(opened: dict[str, api.Profile]) -> None:
     section = DOC.split("### `events` columns")[1].split("###")[0]
-    documented = re.findall(r"^\| `(\w+)` \| [A-Z]+ \|", section, flags=re.M)
+    documented = re.findall(r"^\| `(\w+)` \| [A-Z]+(?:\[\])? \|", section, flags=re.M)
     profile = next(iter(opened.values()))
     events = next(t for t in sql_tables(profile.profiles, profile.run.name) if t["name"] == "events")
     assert documented == [c["name"] for c in events["columns"]]

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from tbprof.service import api
-from tbprof.service.sql import run_sql
-from tbprof.service.sql.columns import STAT_COLUMNS, PlaneColumns
+from tbprof.service.sql import run_sql, trace_args
+from tbprof.service.sql.columns import STAT_COLUMNS, PlaneColumns, text_table
+from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import KIND_BYTES, KIND_DOUBLE, KIND_NONE, KIND_REF, KIND_STR, KIND_UINT64, ProfileStore
 from tests.conftest import REPO, SAMPLE_PROFILES
 
@@ -28,7 +29,9 @@ def _open_dir(src: Any, name: str, tmp_path_factory: pytest.TempPathFactory) -> 
     return api.open(root / name, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
-@pytest.fixture(scope="module", params=["jax_mlp", "torch_cnn"])
+# jax_mlp: a stat named twice on one event; tpu_inference: metadata stats under the events' own,
+# and bytes values; torch_cnn: a PyTorch trace's args.
+@pytest.fixture(scope="module", params=["jax_mlp", "torch_cnn", "tpu_inference"])
 def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> api.Profile:
     return _open_dir(SAMPLE_PROFILES / request.param, request.param, tmp_path_factory)
 
@@ -74,9 +77,24 @@ def test_trace_args_are_the_events_other_stats(demo: api.Profile) -> None:
     for plane_index, event_id, text in got["rows"]:
         assert isinstance(plane_index, int) and isinstance(event_id, int)
         expected = _expected_args(store, plane_index, event_id)
-        assert (json.loads(str(text)) if text is not None else None) == expected, (plane_index, event_id)
+        # The text is what json.dumps writes of the event's stats as a dict collects them.
+        assert text == (json.dumps(expected, ensure_ascii=False) if expected is not None else None), \
+            (plane_index, event_id)
         with_args += expected is not None
     assert with_args > 0
+
+
+def test_trace_args_do_not_depend_on_the_chunk_size(demo: api.Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Objects are cut at owner boundaries whatever the chunk of rows made into text at once."""
+    host = sorted(demo.run.hosts)[0]
+    store = demo.profiles.store(demo.run, host)
+    assert isinstance(store, ProfileStore)
+    named = {store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+    strings = text_table(store.strings.as_list())
+    whole = [trace_args_texts(p, strings, named).texts.tolist() for p in store.planes]
+    for rows in (1, 7, 64):
+        monkeypatch.setattr(trace_args, "CHUNK_ROWS", rows)
+        assert [trace_args_texts(p, strings, named).texts.tolist() for p in store.planes] == whole, rows
 
 
 def test_trace_args_read_with_duckdb_json(demo: api.Profile) -> None:
@@ -96,7 +114,7 @@ def test_trace_args_is_built_only_when_named(jax_mlp: api.Profile, monkeypatch: 
     built: list[int] = []
     original = PlaneColumns._trace_args
 
-    def counting(self: PlaneColumns) -> np.ndarray:
+    def counting(self: PlaneColumns) -> TraceArgs:
         built.append(self.plane_index)
         return original(self)
 
@@ -144,3 +162,28 @@ def test_no_stack_column_where_the_profile_has_none(jax_mlp: api.Profile) -> Non
     got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
                   "SELECT count(call_stack), count(source_line), count(*) FROM events")["rows"][0]
     assert got[0] == 0 and got[1] == 0 and isinstance(got[2], int) and got[2] > 0
+
+
+@pytest.mark.parametrize("widest", [3, 40])  # the windowed pass, and the sort past _WINDOW_ROWS rows
+def test_one_per_name_keeps_what_a_dict_keeps(widest: int) -> None:
+    """An owner's repeated stat name keeps its first row's place and its last row's value, as
+    ``dict`` assignment in row order does."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, widest + 1, 400)
+    owner = np.repeat(np.arange(sizes.shape[0]), sizes).astype(np.int32)
+    stat_id = rng.integers(0, 5, owner.shape[0]).astype(np.int32)
+    expected_kept: list[int] = []
+    expected_source: list[int] = []
+    for o in np.unique(owner).tolist():
+        place: dict[int, int] = {}
+        value: dict[int, int] = {}
+        for row in np.flatnonzero(owner == o).tolist():
+            place.setdefault(int(stat_id[row]), row)
+            value[int(stat_id[row])] = row
+        for name, row in place.items():
+            expected_kept.append(row)
+            expected_source.append(value[name])
+    order = np.argsort(expected_kept)
+    kept, source = trace_args._one_per_name(owner, stat_id)
+    assert kept.tolist() == np.asarray(expected_kept)[order].tolist()
+    assert source.tolist() == np.asarray(expected_source)[order].tolist()

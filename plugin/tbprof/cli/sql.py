@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,12 @@ def configure_sql(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--max-rows", type=int, default=10_000, help="rows printed at most (default 10000)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds the query may run (default 300)")
+
+
+def _scalar(value: Any) -> Any:
+    """A list or struct value (``input_tensors``, ``json_keys(...)``) as its JSON text, as the
+    Query page shows it; other values as they are."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else value
 
 
 def _cell(value: Any) -> str:
@@ -51,8 +58,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     query = sys.stdin.read() if args.query == "-" else args.query
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     run = pick_run(profiles, args.run)
-    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does.
-    loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts))
+    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does; lazily,
+    # as run_sql reads the stores (a query decodes the stats of the planes whose stat columns it names).
+    loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts),
+                                          few_planes=True)
     from tbprof.service.sql import load_engine, run_sql
 
     load_engine()
@@ -61,13 +70,19 @@ def cmd_sql(args: argparse.Namespace) -> int:
     names = [c["name"] for c in result["columns"]]
     if args.format == "json":
         print_json({"run": run.name, **result}, narrow=NARROW_SQL)
-    elif args.format == "csv":
+        return _done(result, args.format)
+    rows = [[_scalar(v) for v in row] for row in result["rows"]]
+    if args.format == "csv":
         from tbprof.analyses.encode import rows_csv
 
-        sys.stdout.write(rows_csv(names, result["rows"], narrow=NARROW_SQL).decode())
+        sys.stdout.write(rows_csv(names, rows, narrow=NARROW_SQL).decode())
     else:
-        sys.stdout.write(format_table(names, result["rows"]))
-    if result["truncated"] and args.format != "json":
+        sys.stdout.write(format_table(names, rows))
+    return _done(result, args.format)
+
+
+def _done(result: Any, fmt: str) -> int:
+    if result["truncated"] and fmt != "json":
         print(f"tbprof: only the first {result['row_count']:,} rows are printed (--max-rows)", file=sys.stderr)
     return EXIT_OK
 

@@ -53,6 +53,17 @@ def shape_text(shape: Any) -> str:
     return text
 
 
+def human_shape_text(shape: Any) -> str:
+    """XLA's ``ShapeUtil::HumanString``: the shape without its layout (``f32[4096,4096]``,
+    ``(bf16[8,8], s8[64])``), as XProf's Events DB writes an op's input and output tensors."""
+    if shape.element_type == _TUPLE:
+        return "(" + ", ".join(human_shape_text(s) for s in shape.tuple_shapes) + ")"
+    name = _TYPE_NAMES.get(shape.element_type, f"type{shape.element_type}")
+    if name in ("token", "opaque"):
+        return f"{name}[]"
+    return f"{name}[{','.join(str(d) for d in shape.dimensions)}]"
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 

@@ -141,7 +141,7 @@ class Profiles:
         return self.conversion.prepare(run, hosts, self.store_format(run), progress, write_store, unloaded,
                                        keep_partial=self.partials.keep_fresh, keep_combined=self.partials.keep_combined)
 
-    def load_in_background(self, run: Run, hosts: Sequence[str]) -> threading.Thread:
+    def load_in_background(self, run: Run, hosts: Sequence[str], few_planes: bool = False) -> threading.Thread:
         """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
         it (join it when done).
 
@@ -149,6 +149,7 @@ class Profiles:
         decoder spends most of a conversion outside the GIL, so the analyses load on one core
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
+        ``few_planes``: the lazy reader's store (``store``), for a command that reads few stats.
         """
         key = (run.name, tuple(hosts))
 
@@ -157,7 +158,7 @@ class Profiles:
                 # A pod's summary reads per-host partials, not stores (host_partials).
                 if len(hosts) > 1 and self.partials.get(run, hosts, self.progress) is not None:
                     return
-                self._stores_tolerant(run, hosts)
+                self._stores_tolerant(run, hosts, few_planes)
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 

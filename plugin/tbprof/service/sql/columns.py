@@ -12,9 +12,7 @@ query says ``*``): a derived column costs 1-9 bytes an event, and most queries n
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,17 +24,10 @@ from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.domain.tf_op import parse_tf_op
-from tbprof.store.memo import estimate_bytes
+from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import (
-    KIND_BYTES,
-    KIND_DOUBLE,
-    KIND_NONE,
-    KIND_REF,
-    KIND_STR,
-    KIND_UINT64,
     Plane,
     ProfileStore,
-    StatTable,
 )
 
 
@@ -49,7 +40,8 @@ class EventColumn:
     sql_type: str  # the DuckDB type a user sees
     doc: str
     stats: tuple[str, ...] = ()  # the stat names it reads, first found wins
-    kind: str = "int"  # "int" | "float" | "text" | "json" (trace_args) for stat columns
+    # "int" | "float" | "text" for stat columns; "json" (trace_args), "tensors" (from the HLO protos)
+    kind: str = "int"
 
 
 # Stat columns: XProf's Events DB name where the meaning is the same (docs/sql.md maps them).
@@ -75,6 +67,10 @@ STAT_COLUMNS: tuple[EventColumn, ...] = (
     EventColumn("stream", "BIGINT", "CUDA stream (PyTorch traces)", ("stream",)),
     EventColumn("input_dims", "VARCHAR", "input shapes as recorded (PyTorch record_shapes)", ("Input Dims",), "text"),
     EventColumn("input_types", "VARCHAR", "input dtypes as recorded (PyTorch record_shapes)", ("Input type",), "text"),
+    EventColumn("input_tensors", "VARCHAR[]", "XLA op's operand shapes, from the profile's HLO (XProf's input_tensors)",
+                kind="tensors"),
+    EventColumn("output_tensors", "VARCHAR[]", "XLA op's result shape, from the profile's HLO (XProf's output_tensors)",
+                kind="tensors"),
     EventColumn("flops", "BIGINT", "FLOPs the profiler recorded", ("flops",)),
     EventColumn("memory_accessed", "BIGINT", "bytes accessed the profiler recorded", ("bytes_accessed",)),
     EventColumn("bytes", "BIGINT", "bytes of a memory or copy event (PyTorch traces)", ("Bytes", "bytes")),
@@ -106,8 +102,37 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
-# One encoder for every event's trace_args (json.dumps would make one per call with these options).
-_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+# Joins the shapes of one list in a tensors column; the view splits them into a VARCHAR[]. A
+# shape's text never holds it (type names, digits, brackets, commas, parentheses and spaces only).
+TENSOR_SEPARATOR = ";"
+
+# Bytes a built column holds per event: an object array's reference (text), int64 or float64
+# and a mask byte (a stat that may be missing), int32 or int64 (ids, self time); 0 for the
+# store's own arrays, read in place.
+_IN_PLACE = frozenset(("start_ps", "dur_ps", "depth"))
+_BYTES_PER_EVENT = {"event_id": 4, "line_id": 8, "self_ps": 8, "step_num": 9}
+_KIND_BYTES_PER_EVENT = {"int": 9, "float": 9, "text": 8, "tensors": 8, "json": 8}
+# trace_args' texts per stat row of the plane ("key": value and its separator, and the share of
+# its event's string header), rounded up from what the PyTorch benchmark trace's take
+# (bench/measurements.md#sql).
+TRACE_ARGS_BYTES_PER_STAT = 28
+
+
+def built_bytes(plane: Plane, names: Collection[str]) -> int:
+    """Memory the columns ``names`` of ``plane`` take once built (whether built yet or not): the
+    query that reads them holds them all at once."""
+    total = 0
+    for name in names:
+        if name in _IN_PLACE:
+            continue
+        spec = _BY_NAME[name]
+        per_event = _BYTES_PER_EVENT.get(name, _KIND_BYTES_PER_EVENT.get(spec.kind, 8))
+        total += per_event * plane.n_events
+        if spec.kind == "json":
+            total += TRACE_ARGS_BYTES_PER_STAT * (len(plane.stats) + len(plane.meta_stats))
+    return total
 
 
 def text_table(texts: list[str]) -> np.ndarray:
@@ -130,18 +155,24 @@ def _masked_float(values: np.ndarray, has: np.ndarray) -> Any:
 
 
 class PlaneColumns:
-    """Builds (and memoises in the store's memo) the columns of one plane."""
+    """Builds (and memoises in the store's memo) the columns of one plane; with ``rows``, those of
+    a run of its events only (``frame``), memoising nothing: an export writes a plane larger than
+    the memory budget allows whole in such chunks, each column built, cut and dropped in turn."""
 
-    def __init__(self, store: ProfileStore, plane_index: int, strings: np.ndarray) -> None:
+    def __init__(self, store: ProfileStore, plane_index: int, strings: np.ndarray,
+                 rows: slice | None = None) -> None:
         self.store = store
         self.plane_index = plane_index
         self.plane: Plane = store.planes[plane_index]
         self.strings = strings  # the host's string table, ``text_table``
+        self.rows = rows  # a step-1 slice of the plane's events
 
     def _host_texts(self, what: str, codes: Callable[[], np.ndarray]) -> np.ndarray:
         return self._memo(what, lambda: _texts_of(codes(), self.strings))
 
     def _memo(self, what: str, compute: Callable[[], Any]) -> Any:
+        if self.rows is not None:
+            return compute()
         return self.store.memo(("sql_column", self.plane_index, what), compute)
 
     def column(self, name: str) -> Any:
@@ -172,11 +203,10 @@ class PlaneColumns:
         if name in ("tf_op_name", "tf_op_type"):
             return self._tf_op(name)
         if name == "trace_args":
-            # The texts are counted (the estimate of an object array counts its pointers only);
-            # events of one metadata without stats of their own share its text.
-            return self.store.memo(("sql_column", self.plane_index, "trace_args"), self._trace_args,
-                                   size=_texts_bytes)
+            return self._memo("trace_args", self._trace_args).texts
         spec = _BY_NAME[name]
+        if spec.kind == "tensors":
+            return self._memo(name, lambda: self._tensors(name))
         return self._memo(name, lambda: self._stat(spec))
 
     def _line_names(self) -> Any:
@@ -269,38 +299,27 @@ class PlaneColumns:
             has |= s_has
         return _masked_float(values, has) if spec.kind == "float" else _masked_int(values, has)
 
-    def _trace_args(self) -> np.ndarray:
-        """Each event's stats that no other column holds, as JSON text (NULL for an event with none).
+    def _trace_args(self) -> TraceArgs:
+        """Each event's stats that no other column holds, as JSON text (service/sql/trace_args.py)."""
+        named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+        return trace_args_texts(self.plane, self.strings, named)
 
-        Its metadata's stats first, its own after (an own value wins, as XProf reads stats);
-        numbers are JSON numbers, text and stat references are strings, bytes are hex strings.
-        Built from the long stat tables in one pass over their rows."""
-        plane, store = self.plane, self.store
-        named = {store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
-        names = store.strings
-        keys = {int(i): names[int(i)] for table in (plane.meta_stats, plane.stats) for i in np.unique(table.stat_id)}
-        meta_args: dict[int, dict[str, Any]] = {}
-        for owner, stat_id, value in _stat_values(plane.meta_stats, plane.blobs, names, named):
-            meta_args.setdefault(owner, {})[keys[stat_id]] = value
-        own_args: dict[int, dict[str, Any]] = {}
-        for owner, stat_id, value in _stat_values(plane.stats, plane.blobs, names, named):
-            own_args.setdefault(owner, {})[keys[stat_id]] = value
-        out = np.full(plane.n_events, None, dtype=object)
-        meta_idx = np.asarray(plane.meta_idx)
-        meta_rows = np.flatnonzero(np.isin(meta_idx, np.fromiter(meta_args, dtype=np.int64, count=len(meta_args))))
-        rows = np.union1d(meta_rows, np.fromiter(own_args, dtype=np.int64, count=len(own_args)))
-        meta_text: dict[int, str] = {}
-        for row in rows.tolist():
-            own = own_args.get(row)
-            meta = meta_args.get(int(meta_idx[row]))
-            if own is None and meta is not None:
-                m = int(meta_idx[row])
-                if m not in meta_text:
-                    meta_text[m] = _JSON.encode(meta)
-                out[row] = meta_text[m]
-            else:
-                out[row] = _JSON.encode({**(meta or {}), **(own or {})} if meta else own)
-        return out
+    def _tensors(self, name: str) -> np.ndarray:
+        """input_tensors / output_tensors: the shapes joined by ``TENSOR_SEPARATOR`` (the view
+        splits them); NULL but for XLA ops of an XSpace profile with HLO protos."""
+        codes = np.full(self.plane.n_events, -1, dtype=np.int32)
+        if self.store.format != "xspace":
+            return _texts_of(codes, text_table([]))
+        # Imported here: the op tools' modules are for the queries that name these columns, and
+        # the cold path of every other query would pay their import.
+        from tbprof.service.sql.hlo_tensors import op_tensors
+
+        found = op_tensors(self.store)
+        entry = found.planes.get(self.plane_index)
+        if entry is not None:
+            rows, inputs, outputs = entry
+            codes[rows] = inputs if name == "input_tensors" else outputs
+        return _texts_of(codes, text_table(found.texts))
 
     def _tf_op(self, name: str) -> Any:
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -329,40 +348,17 @@ class PlaneColumns:
 
     def frame(self, wanted: Collection[str]) -> dict[str, Any]:
         """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
-        cols = {c.name: self.column(c.name) for c in FRAME_COLUMNS if c.name in wanted}
-        return cols or {"event_id": self.column("event_id")}
+        names = [c.name for c in FRAME_COLUMNS if c.name in wanted] or ["event_id"]
+        return {name: self._chunk(name) if self.rows is not None else self.column(name) for name in names}
 
-
-def _texts_bytes(texts: np.ndarray) -> int:
-    distinct = {id(t): t for t in texts.tolist() if t is not None}
-    return int(texts.nbytes) + sum(estimate_bytes(t) for t in distinct.values())
-
-
-def _stat_values(table: StatTable, blobs: list[bytes], names: Any,
-                 skip: Collection[int]) -> Iterator[tuple[int, int, Any]]:
-    """(owner, stat id, JSON value) of each stat row whose stat is not in ``skip``."""
-    if len(table) == 0:
-        return
-    keep = ~np.isin(table.stat_id, np.fromiter(skip, dtype=np.int64, count=len(skip)))
-    owners, stat_ids = table.owner[keep].tolist(), table.stat_id[keep].tolist()
-    kinds, values = table.kind[keep], table.value[keep]
-    as_double = values.view(np.float64).tolist()
-    as_uint = values.view(np.uint64).tolist()
-    for i, (kind, value) in enumerate(zip(kinds.tolist(), values.tolist(), strict=True)):
-        got: Any
-        if kind == KIND_DOUBLE:
-            got = as_double[i] if math.isfinite(as_double[i]) else None
-        elif kind == KIND_UINT64:
-            got = as_uint[i]
-        elif kind in (KIND_STR, KIND_REF):
-            got = names[value] if 0 <= value < len(names) else None
-        elif kind == KIND_BYTES:
-            got = blobs[value].hex() if 0 <= value < len(blobs) else None
-        elif kind == KIND_NONE:
-            got = None
-        else:
-            got = value
-        yield owners[i], stat_ids[i], got
+    def _chunk(self, name: str) -> Any:
+        """Column ``name`` of the events ``rows``: a copy, so that the plane's whole column goes."""
+        assert self.rows is not None
+        if name == "trace_args":
+            named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
+            return trace_args_texts(self.plane, self.strings, named, self.rows).texts
+        whole = self.column(name)
+        return whole[self.rows] if name in _IN_PLACE else whole[self.rows].copy()
 
 
 def device_name(plane_name: str) -> str:

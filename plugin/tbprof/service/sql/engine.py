@@ -5,7 +5,8 @@ file system, network or extensions (``enable_external_access=false``, no extensi
 autoinstall) and its settings are locked before the user's text runs, so a query reads the
 views and nothing else; nothing is written (no temp directory). A query is stopped after
 ``timeout_s`` and held to a memory limit that is reserved in the process-wide memory budget while
-it runs (values the LRU holds make room for it); rows beyond ``max_rows`` are dropped and the
+it runs (values the LRU holds make room for it), and refused before it starts when the columns it
+names would not fit the rest of the budget (``_check_columns_fit``); rows beyond ``max_rows`` are dropped and the
 answer says ``truncated``. DuckDB's own message is what a bad query gets back (a BadParameter).
 """
 
@@ -19,7 +20,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NotRequired, TypedDict
 
@@ -33,7 +34,9 @@ from tbprof.service.sql.columns import (
     BASE_COLUMNS,
     FRAME_COLUMNS,
     STAT_COLUMNS,
+    TENSOR_SEPARATOR,
     PlaneColumns,
+    built_bytes,
     category_of,
     device_name,
     text_table,
@@ -80,6 +83,11 @@ def _duckdb() -> Any:
     except ImportError as e:
         raise SqlUnavailable(_SQL_HINT) from e
     return duckdb
+
+
+def load_duckdb() -> Any:
+    """The ``duckdb`` module (SqlUnavailable without the ``sql`` extra)."""
+    return _duckdb()
 
 
 def load_engine() -> None:
@@ -143,7 +151,7 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
     return wanted
 
 
-def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
+def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
     """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed."""
     plane = store.planes[plane_index]
 
@@ -178,9 +186,16 @@ def _plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: 
         f"{'NULL::VARCHAR' if on_device else line_name + '::VARCHAR'} AS thread_name",
         f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
     ]
-    exprs += [f"{col(c.name, c.sql_type)}{'::VARCHAR' if c.sql_type == 'VARCHAR' else ''} AS {c.name}"
-              for c in STAT_COLUMNS]
+    exprs += [f"{_stat_expr(col, c.name, c.sql_type)} AS {c.name}" for c in STAT_COLUMNS]
     return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
+
+
+def _stat_expr(col: Callable[[str, str], str], name: str, sql_type: str) -> str:
+    if sql_type == "VARCHAR":
+        return f"{col(name, sql_type)}::VARCHAR"
+    if sql_type == "VARCHAR[]":  # shapes joined in the frame (service/sql/hlo_tensors.py)
+        return f"string_split({col(name, 'VARCHAR')}::VARCHAR, {_literal(TENSOR_SEPARATOR)})"
+    return col(name, sql_type)
 
 
 def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:
@@ -191,7 +206,7 @@ def _table_select(source: str, columns: dict[str, np.ndarray]) -> str:
     return f"SELECT *{replace} FROM {source}"
 
 
-def _empty_events() -> str:
+def empty_events() -> str:
     return "SELECT " + ", ".join(f"NULL::{t} AS {n}" for n, t, _ in events_columns()) + " WHERE false"
 
 
@@ -221,7 +236,9 @@ def _stores(profiles: Profiles, run: Run, hosts: Sequence[str],
     hosts' stores must fit the memory budget together: more is refused, naming the ways around."""
     if len(hosts) > 1:
         profiles.prepare(run, hosts)
-    stores, errors = profiles.stores_tolerant(run, hosts)
+    # The lazy reader's stores: a plane's stats are decoded when a column of the query reads them
+    # (most queries name none; on jax_large the stats are most of the file).
+    stores, errors = profiles.stores_tolerant(run, hosts, few_planes=True)
     host_errors.extend(errors)
     got = [(s.host, s) for s in stores if isinstance(s, ProfileStore)]
     if not got:
@@ -237,13 +254,30 @@ def _stores(profiles: Profiles, run: Run, hosts: Sequence[str],
     return got
 
 
+def _check_columns_fit(stores: Sequence[tuple[str, ProfileStore]], built: Collection[str]) -> None:
+    """Refuses a query whose columns would not fit the memory budget beside DuckDB's share: they
+    are built whole (numpy arrays DuckDB scans in place) and held together while it runs."""
+    budget = shared_budget().max_bytes
+    room = int(budget * (1 - QUERY_MEMORY_SHARE))
+    planes = [p for _, store in stores for p in store.planes if p.n_events]
+    need = sum(built_bytes(p, built) for p in planes)
+    if need > room:
+        n_events = sum(p.n_events for p in planes)
+        raise BadParameter(
+            f"the columns this query reads take about {need / 1e6:,.0f} MB for {n_events:,} events, more than "
+            f"the {room / 1e6:,.0f} MB the memory budget ($TBPROF_MEMORY_BYTES) leaves beside the query's own "
+            f"share; name only the columns needed (* reads all {len(FRAME_COLUMNS)}, and trace_args is the "
+            "largest), query one host (host=...), or write the run as Parquet (tbprof export PATH --parquet "
+            "DIR) and query the files")
+
+
 def _host_names(run: Run, host: str | None) -> list[str]:
     if host in (None, "", ALL_HOSTS):
         return sorted(run.hosts)
     return select_hosts(run, host)
 
 
-def _strings(store: ProfileStore) -> np.ndarray:
+def host_strings(store: ProfileStore) -> np.ndarray:
     """The host's string table (``text_table``): every text column indexes it."""
     return store.memo(("sql_strings",), lambda: text_table(store.strings.as_list()),
                       size=lambda table: estimate_bytes(table.tolist()))
@@ -278,15 +312,18 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
     errors = host_errors if host_errors is not None else []
     branches: list[str] = []
     if words is None or "events" in words:
-        for host, store in _stores(profiles, run, hosts, errors):
-            strings = _strings(store)
+        stores = _stores(profiles, run, hosts, errors)
+        if query is not None:
+            _check_columns_fit(stores, built)
+        for host, store in stores:
+            strings = host_strings(store)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:
                     continue
                 name = f"f_{len(branches)}"
                 con.register(name, PlaneColumns(store, i, strings).frame(built))
-                branches.append(_plane_branch(store, host, i, name, built))
-    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else _empty_events()))
+                branches.append(plane_select(store, host, i, name, built))
+    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else empty_events()))
     for what in TABLE_SOURCES if tables else ():
         if words is not None and what not in words:
             continue

@@ -2,7 +2,7 @@
 rest derived once per plane and kept in the store's memo (so in the memory budget).
 
 A plane's columns are a dict of numpy arrays, which DuckDB scans in place; pandas is not
-imported (it took longer to import than the query it served). A name, line or text stat is an
+imported (its import takes longer than the query it would serve). A name, line or text stat is an
 object array indexed from the host's string table by the store's int32 ids: one reference an
 event to a string the table already holds (none is made per event), and a missing id (-1) picks
 the table's trailing None. A stat that may be missing is a numpy masked array (DuckDB: NULL).

@@ -164,7 +164,7 @@ def _summary_from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
     hand summary() a Profiles whose host_partials has nothing (the store path)."""
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
@@ -332,7 +332,7 @@ def test_compare_of_a_pod_from_partials_equals_the_stores(pod: Path, tmp_path: P
     from tbprof.service.comparisons import SideSpec, compare_pair
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     def comparison(profiles: Profiles) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
     """The reference where it is cheap: every tool and the summary over the full stores."""
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)

@@ -75,6 +75,9 @@ class HostTask:
     # only returns (and writes) the host's partial (an all-hosts tool that runs on partials).
     write_store: bool = True
     want_partial: bool = True
+    # The parts of the partial the request reads (analyses/partials.py ``Parts``; None: all): a
+    # worker computes those only, and a cached partial that lacks one is no answer.
+    parts: frozenset[str] | None = None
 
 
 # Batches per worker: one would make the server merge the fewest tables, but a worker that
@@ -162,7 +165,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
     from tbprof.analyses.overview.profile_summary import summarize_store
-    from tbprof.analyses.partials import partial_is_intact
+    from tbprof.analyses.partials import ALL_PARTS, partial_serves
     from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
     from tbprof.cache.profile_cache import convert_file
@@ -192,8 +195,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         disk = open_disk_cache(task.cache_dir, user_cache_dir())
         files = PartialFiles(disk.root)
         partial = files.load(key) if task.want_partial and not task.write_store else None
-        if partial is not None and not partial_is_intact(partial):  # damaged on disk: convert again
-            partial = None
+        if partial is not None and not partial_serves(partial, ALL_PARTS if task.parts is None else task.parts):
+            partial = None  # damaged on disk, or made for a request that needed less: convert again
         if partial is not None:  # everything the request needs is in the cache: read no store
             return {"host": task.host, "key": key, "cached": True, "stored": False,
                     "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
@@ -209,7 +212,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
             store.skip_memo_sizes()  # this store is dropped when the task returns
-            fields = partial_dict(store)
+            fields = partial_dict(store, task.parts)
             t = lap("partial_s", t)
             partial = encode_partial(fields) if fields is not None else None
             t = lap("encode_s", t)

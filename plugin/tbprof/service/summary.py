@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from tbprof.analyses.overview.headline import headline
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 
 
 def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
-    views = profiles.views(run, list(run.hosts))
+    views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
     return of_hosts(run, views.hosts, views.host_errors)
 
 

@@ -12,13 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from tbprof.analyses.overview.headline import headline
-from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 
 
-def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
-    views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
+def summary(profiles: Profiles, run: Run, parts: frozenset[str] | None = None) -> dict[str, Any]:
+    """``parts``: what a pod's hosts' partials are computed with (``Profiles.views``). None (all
+    of them) where the process goes on to other tools of the run (the server, the Python API,
+    the agent): a partial of the headline's parts alone (``HEADLINE_PARTS``, about half the
+    workers' time; ``tbprof summary``, whose process ends with the answer) would have every
+    host converted again for the first page that reads the rest."""
+    views = profiles.views(run, list(run.hosts), parts=parts)
     return of_hosts(run, views.hosts, views.host_errors)
 
 

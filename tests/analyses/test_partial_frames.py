@@ -224,3 +224,34 @@ def test_a_batch_whose_shapes_lie_is_refused(batch: tuple[list[HostTask], bytes]
     struct.pack_into("<q", out, data_start + entry[3], 3)  # the first host's step count, now 3
     with pytest.raises(FrameError, match="does not match"):
         decode_batch(_with_checksum(out), [t.host for t in tasks])
+
+
+def test_a_batch_of_the_headlines_parts_carries_those_only(profiles_root: Path, tmp_path: Path) -> None:
+    """A batch converted for ``tbprof summary`` (``HostTask.parts``: the headline's parts): each
+    host has exactly those parts (no tool list, no kernel reports), as its own partial says,
+    every value it has equal to the host's complete partial's, and a value it lacks is refused
+    (LookupError), never computed as something else."""
+    from tbprof.analyses.partial_formats import HEADLINE_PARTS
+    from tbprof.analyses.partials import ALL_PARTS
+
+    files = sorted(profiles_root.rglob("*.xplane.pb"))
+    hosts = [f"h{i}" for i in range(len(files))]
+
+    def converted(parts: frozenset[str] | None, cache: Path) -> Any:
+        tasks = [HostTask(h, str(f), "xspace", str(cache), write_store=False, parts=parts)
+                 for h, f in zip(hosts, files, strict=True)]
+        return decode_batch(convert_batch(tasks)["frame"], hosts)
+
+    lean, full = converted(HEADLINE_PARTS, tmp_path / "c1"), converted(None, tmp_path / "c2")
+    assert len(lean.parts) == len(files) >= 5
+    kernel_key = next(c.key for c in CARRIED if c.name == "kernel_reports")
+    for h in hosts:
+        part, ref = lean.parts[h], full.parts[h]
+        assert part.parts() == partial_from_bytes(lean.results[hosts.index(h)]["partial"]).parts() == HEADLINE_PARTS
+        assert ref.parts() == ALL_PARTS and ref.available_tools and part.available_tools is None
+        assert part.holds(HEADLINE_PARTS) and not part.holds(ALL_PARTS)
+        for c in CARRIED:
+            if c.name in HEADLINE_PARTS:
+                assert _same(ref.carried(c.key), part.carried(c.key)), c.name
+        with pytest.raises(LookupError, match="does not carry"):
+            part.carried(kernel_key)

@@ -23,7 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from make_pod import make_pod
 from tbprof.analyses import partials as partials_module
 from tbprof.analyses.encode import to_json_bytes
-from tbprof.analyses.partials import CARRIED, HostPartial, decode_partials, encode_partials, partial_from_bytes
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
+from tbprof.analyses.partials import (
+    ALL_PARTS,
+    CARRIED,
+    HostPartial,
+    decode_partials,
+    encode_partials,
+    partial_from_bytes,
+)
 from tbprof.analyses.steps.assignment import STEPS, compute_steps
 from tbprof.service import tools as registry
 from tbprof.service.executor import ProcessPool
@@ -164,7 +172,7 @@ def _summary_from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
     hand summary() a Profiles whose host_partials has nothing (the store path)."""
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
@@ -182,6 +190,38 @@ def test_summary_and_tool_list_of_a_pod_from_partials(pod: Path, tmp_path: Path,
         run = next(iter(profiles.index.runs().values()))
         got = json.loads(to_json_bytes({"summary": summary(profiles, run), "tools": profiles.tools(run)}))
         assert got == reference
+        if executor is not None:
+            assert not any(profiles.is_loaded(run, h) for h in run.hosts)
+
+
+def test_a_summarys_workers_compute_the_headlines_parts_and_a_tool_gets_the_rest(
+        pod: Path, tmp_path: Path, pool: ProcessPool) -> None:
+    """``tbprof summary`` of a pod asks for what the headline reads (``HEADLINE_PARTS``): its
+    partials, in memory and on disk, hold those only, and its answer is the stores' answer. A tool
+    then asked for the same pod gets its hosts converted again, complete (its answer the stores'
+    too), and a summary after it uses those complete partials without converting anything."""
+    reference = _summary_from_stores(pod, tmp_path / "c1")["summary"]
+    tool_reference = _from_stores(pod, tmp_path / "c0")["kernel_stats{}"]
+    for executor in (None, pool):
+        cache = tmp_path / f"c-{executor is None}"
+        profiles = Profiles(pod, cache_dir=cache, executor=executor)
+        progress: list[tuple[int, int]] = []
+        profiles.progress = lambda done, total, progress=progress: progress.append((done, total))
+        run = next(iter(profiles.index.runs().values()))
+        assert json.loads(to_json_bytes(summary(profiles, run, HEADLINE_PARTS))) == reference
+        files = sorted((cache / "partials").glob("*.bin"))
+        assert len(files) == POD_HOSTS
+        assert all(partial_from_bytes(f.read_bytes()).parts() == HEADLINE_PARTS for f in files)
+        held = profiles.host_partials(run, list(run.hosts), HEADLINE_PARTS)
+        assert held is not None and all(p.parts() == HEADLINE_PARTS for p in held[0])
+        converted = len(progress)
+        got = profiles.compute(run, list(run.hosts), profiles.tool("kernel_stats"), {})
+        assert json.loads(to_json_bytes(got)) == tool_reference
+        assert len(progress) > converted  # the lean partials could not serve: converted again
+        assert all(partial_from_bytes(f.read_bytes()).parts() == ALL_PARTS for f in files)
+        converted = len(progress)
+        assert json.loads(to_json_bytes(summary(profiles, run, HEADLINE_PARTS))) == reference
+        assert len(progress) == converted
         if executor is not None:
             assert not any(profiles.is_loaded(run, h) for h in run.hosts)
 
@@ -317,8 +357,8 @@ def test_summary_waits_for_the_background_partials(pod: Path, tmp_path: Path, po
     progress: list[tuple[int, int]] = []
     profiles.progress = lambda done, total: progress.append((done, total))
     run = next(iter(profiles.index.runs().values()))
-    loading = profiles.load_in_background(run, list(run.hosts))
-    out = summary(profiles, run)
+    loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)  # as the command asks
+    out = summary(profiles, run, HEADLINE_PARTS)
     loading.join()
     assert out["host_count"] == POD_HOSTS
     assert progress == [(i, POD_HOSTS) for i in range(1, POD_HOSTS + 1)]  # each host converted once
@@ -332,7 +372,7 @@ def test_compare_of_a_pod_from_partials_equals_the_stores(pod: Path, tmp_path: P
     from tbprof.service.comparisons import SideSpec, compare_pair
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     def comparison(profiles: Profiles) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def test_a_pods_summary_from_partials_is_the_headline_from_stores(profiles_root:
     from_partials = _plain(summary(pod, run))
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     stores = StoresOnly(profiles_root / "jax_2hosts", cache_dir=tmp_path / "stores")

@@ -25,6 +25,7 @@ from make_pod import make_pod
 from tbprof.analyses.encode import to_json_bytes
 from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.partial_batches import FRAMED
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.analyses.partials import PodPartials
 from tbprof.service import tools as registry
 from tbprof.service.executor import BATCHES_PER_WORKER, DaskExecutor, Executor, InProcess, ProcessPool, batches
@@ -146,7 +147,7 @@ def _from_stores(logdir: Path, cache: Path) -> dict[str, Any]:
     """The reference where it is cheap: every tool and the summary over the full stores."""
 
     class StoresOnly(Profiles):
-        def host_partials(self, run: Any, hosts: Any) -> None:
+        def host_partials(self, run: Any, hosts: Any, parts: Any = None) -> None:
             return None
 
     profiles = StoresOnly(logdir, cache_dir=cache)
@@ -227,8 +228,13 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
             MODES.clear()
             results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / "cd", executor=dask)))
             _framed(300)
+            # ``tbprof summary``'s own request: the workers compute the headline's parts only.
+            lean = Profiles(pod300, cache_dir=tmp_path / "cl", executor=dask)
+            lean_summary = json.loads(to_json_bytes(summary(lean, next(iter(lean.index.runs().values())),
+                                                            HEADLINE_PARTS)))
         finally:
             dask.close()
+    assert lean_summary == results[0][1]["summary"]
     for tree, flat, parts in results:
         assert tree == flat == results[0][1]
         assert len(parts) == 300 and parts.segments

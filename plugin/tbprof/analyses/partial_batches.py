@@ -28,6 +28,7 @@ from tbprof.analyses.partial_frames import Frame, FrameError, FrameWriter
 from tbprof.analyses.partials import (
     CARRIED_BY_NAME,
     SUMMARY_KEYS,
+    TOOL_LIST,
     HostPartial,
     PlaneInfo,
     decode_on_arrival,
@@ -110,7 +111,7 @@ def _framed_fields(p: HostPartial, fields: dict[str, Any] | None = None) -> dict
     if not all(type(v) is int for v in ints) or type(steps.has_device) is not bool or type(active) is not bool:
         raise TypeError("unexpected scalar types")
     texts = [*steps.names, *steps.notes, *p.summary["device_types"], *p.hostnames, *p.errors, *p.warnings,
-             *p.available_tools, *(getattr(steps, k) for k in _STEP_TEXTS), p.host, p.format, p.source_path,
+             *(p.available_tools or []), *(getattr(steps, k) for k in _STEP_TEXTS), p.host, p.format, p.source_path,
              *(pl.name for pl in p.planes)]
     if not all(type(t) is str for t in texts):
         raise TypeError("unexpected texts")
@@ -181,8 +182,12 @@ def encode_batch(results: Sequence[dict[str, Any]], decoded_parts: Sequence[Host
     w.put_strings("format", [p.format for p in parts])
     w.put_strings("source_path", [p.source_path for p in parts])
     w.put("span_ps", [p.span_ps for p in parts], "<i8")
-    for name in ("hostnames", "errors", "warnings", "available_tools"):
+    for name in ("hostnames", "errors", "warnings"):
         w.put_string_lists(name, [getattr(p, name) for p in parts])
+    w.put_string_lists("available_tools", [p.available_tools or [] for p in parts])
+    w.put("has_tools", [p.available_tools is not None for p in parts], "?")
+    # The carried values each host has (the others are left out of its partial: ``Parts``).
+    w.put_string_lists("carried", [sorted(p.parts() - {TOOL_LIST}) for p in parts])
     w.put_strings("metadata", [f["metadata"] for f in framed])
     w.put_string_lists("plane_name", [[pl.name for pl in p.planes] for p in parts])
     w.put_ragged("plane_events", [np.array([pl.n_events for pl in p.planes], dtype=np.int64) for p in parts], "<i8")
@@ -270,6 +275,8 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
                                                "plane_name", "plane_stats", "device_types", "steps.names",
                                                "steps.notes")}
     metadata = f.strings("metadata", m)
+    has_tools = f.get("has_tools", "?", m).tolist()
+    carried_names = f.string_lists("carried", m)
     plane_events, plane_bounds = f.ragged("plane_events", m, "<i8")
     summary = {k: f.get(f"summary.{k}", "<i8", m).tolist() for k in ("device_count", "event_count", "span_ps")}
     texts = {k: f.strings(f"steps.{k}", m) for k in _STEP_TEXTS}
@@ -333,8 +340,9 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
             planes=[PlaneInfo(name, c, text=t) for name, c, t in zip(plane_names, counts, stats, strict=True)],
             summary={"span_ps": summary["span_ps"][j], "event_count": summary["event_count"][j],
                      "device_types": lists["device_types"][j], "device_count": summary["device_count"][j]},
-            available_tools=lists["available_tools"][j], memos={_STEPS_KEY: steps, _GPU_KEY: gpu},
-            lazy={key: later(key) for key in _CARRIED_BY_NAME_KEYS if key not in (_STEPS_KEY, _GPU_KEY)})
+            available_tools=lists["available_tools"][j] if has_tools[j] else None,
+            memos={_STEPS_KEY: steps, _GPU_KEY: gpu},
+            lazy={key: later(key) for key in _carried_keys(carried_names[j]) if key not in (_STEPS_KEY, _GPU_KEY)})
         j += 1
     combined = f.get("combined", "<u1").tobytes() if f.get("has_combined", "?", 1)[0] else None
     combined_hosts = f.strings("combined_hosts", _count(f, "combined_hosts"))
@@ -345,7 +353,12 @@ def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
     return BatchAnswer(results, parts, combined, combined_hosts, dict(zip(timing_names, timing_seconds, strict=True)))
 
 
-_CARRIED_BY_NAME_KEYS = tuple(c.key for c in CARRIED_BY_NAME.values())
+def _carried_keys(names: Sequence[str]) -> list[Hashable]:
+    """The memo keys of carried values by name; FrameError for a name this version lacks."""
+    try:
+        return [CARRIED_BY_NAME[n].key for n in names]
+    except KeyError as e:
+        raise FrameError(f"a host carries an unknown value {e.args[0]!r}") from None
 
 
 def _json(text: str) -> Any:

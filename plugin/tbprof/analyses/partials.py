@@ -32,7 +32,7 @@ import struct
 import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -238,6 +238,16 @@ CARRIED: tuple[Carried, ...] = (
 
 CARRIED_BY_NAME = {c.name: c for c in CARRIED}
 
+# What a partial may hold beyond its header: the carried values by name, and the run's tool
+# list (``TOOL_LIST``). A request names the parts it reads (``Parts``); a worker computes only
+# those, and a partial that lacks one is converted again when a request needs it. The server's
+# tools ask for every part (``ALL_PARTS``: one partial serves every page); ``tbprof summary``
+# only for what the headline reads (analyses/overview/headline.py ``PARTIAL_PARTS``), which is
+# about half of a host's partial to compute (bench/measurements.md#services).
+TOOL_LIST = "available_tools"
+Parts: TypeAlias = frozenset[str]
+ALL_PARTS: Parts = frozenset([*CARRIED_BY_NAME, TOOL_LIST])
+
 
 # --- the stand-in store ------------------------------------------------------------------------
 
@@ -284,7 +294,7 @@ class HostPartial:
     metadata: dict[str, Any]
     planes: list[PlaneInfo]
     summary: dict[str, Any]  # what ``tbprof summary`` reads of summarize_store (SUMMARY_KEYS)
-    available_tools: list[str]  # tools with data for this host (the run's tool list)
+    available_tools: list[str] | None  # tools with data for this host (the run's tool list); None: not listed
     memos: dict[Hashable, Any] = field(default_factory=dict)
     # Carried values not decoded yet (decoded on first use: ``tbprof summary`` of a pod reads
     # the steps of every host but the op tables of none, its batches' combined tables serving).
@@ -293,6 +303,14 @@ class HostPartial:
     @property
     def n_events(self) -> int:
         return sum(p.n_events for p in self.planes)
+
+    def parts(self) -> Parts:
+        """The parts the partial has (its carried values, decoded or not, and the tool list)."""
+        held = {c.name for c in CARRIED if c.key in self.memos or c.key in self.lazy}
+        return frozenset(held | ({TOOL_LIST} if self.available_tools is not None else set()))
+
+    def holds(self, parts: Parts) -> bool:
+        return parts <= self.parts()
 
     def derive(self, value: CarriedValue[T]) -> T:
         """The carried value (``StoreView.derive``; the tools typed on ``StoreView`` ask only
@@ -319,9 +337,11 @@ class HostPartial:
 SUMMARY_KEYS = ("device_types", "device_count", "event_count", "span_ps")
 
 
-def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[str, Any]:
-    """The partial of one store (computes, or takes from the store's memo, every carried value),
-    as ``encode_partials`` writes it."""
+def build_partial(store: ProfileStore, available_tools: Sequence[str] | None,
+                  parts: Parts = ALL_PARTS) -> dict[str, Any]:
+    """The partial of one store as ``encode_partials`` writes it: its header and the carried
+    values of ``parts`` (computed, or taken from the store's memo); ``available_tools`` None
+    when ``parts`` leaves the tool list out."""
     return {
         "host": store.host, "format": store.format, "source_path": store.source_path, "span_ps": int(store.span_ps),
         "hostnames": list(store.hostnames), "errors": list(store.errors), "warnings": list(store.warnings),
@@ -329,8 +349,8 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str]) -> dict[s
         "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": pack_value(dict(p.plane_stats))}
                    for p in store.planes],
         "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
-        "available_tools": list(available_tools),
-        "carried": {c.name: c.pack(c.of(store)) for c in CARRIED},
+        "available_tools": list(available_tools) if available_tools is not None else None,
+        "carried": {c.name: c.pack(c.of(store)) for c in CARRIED if c.name in parts},
     }
 
 
@@ -473,21 +493,22 @@ def decode_partials(blob: bytes, checked: bool = True) -> DecodedPartials:
             hostnames=list(d["hostnames"]), errors=list(d["errors"]), warnings=list(d["warnings"]),
             metadata=unpack_value(d["metadata"]),
             planes=[PlaneInfo(p["name"], int(p["n_events"]), packed=p["plane_stats"]) for p in d["planes"]],
-            summary=d["summary"], available_tools=list(d["available_tools"]),
+            summary=d["summary"],
+            available_tools=list(d["available_tools"]) if d["available_tools"] is not None else None,
             lazy={c.key: later(spans[c.name], c.unpack) for c in CARRIED if c.name in spans}))
     combined = {CARRIED_BY_NAME[name].key: later(span, CARRIED_BY_NAME[name].unpack)
                 for name, span in header["combined"].items() if name in CARRIED_BY_NAME}
     return DecodedPartials(hosts, combined)
 
 
-def partial_is_intact(blob: bytes) -> bool:
-    """Whether a blob is a partial of this version whose checksum holds (a worker checks a cached
-    file before it sends it: the server does not check what workers send)."""
+def partial_serves(blob: bytes, parts: Parts) -> bool:
+    """Whether a blob is a host partial of this version whose checksum holds and which has
+    ``parts`` (a worker checks a cached file before it sends it: the server does not check what
+    workers send)."""
     try:
-        decode_partials(blob)
+        return partial_from_bytes(blob).holds(parts)
     except (ValueError, KeyError, TypeError, IndexError):
         return False
-    return True
 
 
 def partial_from_bytes(blob: bytes, checked: bool = True) -> HostPartial:
@@ -523,12 +544,13 @@ COMBINED = ("host_ops", "device_ops")
 
 
 def combine_partials(parts: Sequence[HostPartial]) -> dict[str, dict[str, Any]]:
-    """The ``COMBINED`` values of consecutive hosts, combined (``encode_partials``' ``combined``)."""
-    by_name = {c.name: c for c in CARRIED}
+    """The ``COMBINED`` values of consecutive hosts, combined (``encode_partials``' ``combined``):
+    those every host carries."""
     out = {}
     for name in COMBINED:
-        c = by_name[name]
-        out[name] = c.pack(op_metrics.combine([p.carried(c.key) for p in parts]))
+        if all(name in p.parts() for p in parts):
+            c = CARRIED_BY_NAME[name]
+            out[name] = c.pack(op_metrics.combine([p.carried(c.key) for p in parts]))
     return out
 
 

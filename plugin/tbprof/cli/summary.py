@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
 
 
@@ -29,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
     run = pick_run(profiles, args.run)
     listed = time.perf_counter()
-    loading = profiles.load_in_background(run, list(run.hosts))
+    # A pod's workers compute only what the headline reads of each host.
+    loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import of_hosts
 
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
     loaded = time.perf_counter()
-    views = profiles.views(run, list(run.hosts))
+    views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
     viewed = time.perf_counter()
     result = of_hosts(run, views.hosts, views.host_errors)
     summarised = time.perf_counter()

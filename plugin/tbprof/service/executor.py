@@ -75,6 +75,9 @@ class HostTask:
     # only returns (and writes) the host's partial (an all-hosts tool that runs on partials).
     write_store: bool = True
     want_partial: bool = True
+    # The parts of the partial the request reads (analyses/partials.py ``Parts``; None: all): a
+    # worker computes those only, and a cached partial that lacks one is no answer.
+    parts: frozenset[str] | None = None
 
 
 # Batches per worker: one would make the server merge the fewest tables, but a worker that
@@ -108,7 +111,7 @@ def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
     with the ``COMBINED`` values (none for a single host, or when a host has no partial)."""
     from tbprof.analyses.partial_batches import decoded, encode_batch
 
-    results = [convert_host(t) for t in tasks]
+    results = [convert_host(t, with_summary=False) for t in tasks]
     started = time.perf_counter()
     parts = decoded(results)
     combined, combined_hosts, timings = None, [], {}
@@ -143,10 +146,11 @@ def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
             "open_s": time.perf_counter() - started}
 
 
-def convert_host(task: HostTask) -> dict[str, Any]:
+def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
-    (``summary`` is absent when the partial came from the cache: it holds one).
+    (``summary`` is absent when the partial came from the cache, which holds one, or
+    ``with_summary`` is false: a batch's frame carries the partial's).
 
     ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, in its binary
     form; it is also written next to the stores (service/partials.py). The store itself goes into the
@@ -162,7 +166,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
     from tbprof.analyses.overview.profile_summary import summarize_store
-    from tbprof.analyses.partials import partial_is_intact
+    from tbprof.analyses.partials import ALL_PARTS, partial_serves
     from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
     from tbprof.cache.profile_cache import convert_file
@@ -192,8 +196,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
         disk = open_disk_cache(task.cache_dir, user_cache_dir())
         files = PartialFiles(disk.root)
         partial = files.load(key) if task.want_partial and not task.write_store else None
-        if partial is not None and not partial_is_intact(partial):  # damaged on disk: convert again
-            partial = None
+        if partial is not None and not partial_serves(partial, ALL_PARTS if task.parts is None else task.parts):
+            partial = None  # damaged on disk, or made for a request that needed less: convert again
         if partial is not None:  # everything the request needs is in the cache: read no store
             return {"host": task.host, "key": key, "cached": True, "stored": False,
                     "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
@@ -209,7 +213,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
             store.skip_memo_sizes()  # this store is dropped when the task returns
-            fields = partial_dict(store)
+            fields = partial_dict(store, task.parts)
             t = lap("partial_s", t)
             partial = encode_partial(fields) if fields is not None else None
             t = lap("encode_s", t)
@@ -220,7 +224,8 @@ def convert_host(task: HostTask) -> dict[str, Any]:
             disk.save(key, store)
             stored = True
             t = lap("write_s", t)
-        summary: dict[str, Any] = dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
+        summary = {"summary": dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
+                   } if with_summary else {}
     except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
         # A MemoryRefusal (no memory or cache disk now) may pass later: not remembered.
         remember = bool(key) and not isinstance(e, MemoryRefusal)
@@ -228,7 +233,7 @@ def convert_host(task: HostTask) -> dict[str, Any]:
     except OSError as e:
         return {"host": task.host, "file": task.path, "error": f"cannot read the file: {e.strerror or e}"}
     timings["cpu_s"] = round(time.process_time() - cpu_started, 4)
-    out = {"host": task.host, "key": key, "cached": cached, "stored": stored, "summary": summary,
+    out = {"host": task.host, "key": key, "cached": cached, "stored": stored, **summary,
            "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
     if partial is not None and fields is not None:
         out["fields"] = fields  # the batch's frame takes what it carries from here (never sent)
@@ -284,7 +289,7 @@ class InProcess:
         for i in range(0, len(tasks), self.batch_hosts):
             batch = tasks[i:i + self.batch_hosts]
             if len(batch) == 1:  # nothing to combine, nothing travels: no frame to write and read
-                result = {k: v for k, v in convert_host(batch[0]).items() if k not in ("fields", "summary")}
+                result = {k: v for k, v in convert_host(batch[0], with_summary=False).items() if k != "fields"}
                 yield {"results": [result], "parts": {}, "combined": None, "combined_hosts": [], "timings": {}}
             else:
                 yield open_batch(convert_batch(batch), batch)

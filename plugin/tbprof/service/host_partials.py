@@ -19,8 +19,14 @@ from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 
 if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
-    from tbprof.analyses.partials import HostPartial, PodPartials
+    from tbprof.analyses.partials import HostPartial, Parts, PodPartials
     from tbprof.service.partials import PartialFiles
+
+
+def _all_parts() -> Parts:
+    from tbprof.analyses.partials import ALL_PARTS
+
+    return ALL_PARTS
 
 
 class _Miss(Exception):
@@ -82,6 +88,8 @@ class HostPartials:
         except (ValueError, KeyError, TypeError, IndexError):  # another version, or a damaged file
             return None
         # Sized from the blob: walking the decoded objects costs time per host (bench/measurements.md#services).
+        # It replaces what was kept of the host: a partial of fewer parts, converted again.
+        self._memo.clear_key(("partial", key))
         return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
 
     def keep_fresh(self, key: str, blob: bytes, part: HostPartial | None = None) -> HostPartial | None:
@@ -93,6 +101,7 @@ class HostPartials:
 
         if part is not None:
             # Sized from the blob, which it holds for the values a tool may still ask for.
+            self._memo.clear_key(("partial", key))
             return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
         from tbprof.analyses.partials import decode_on_arrival
 
@@ -141,22 +150,25 @@ class HostPartials:
             i += 1
         return out
 
-    def _known(self, key: str, on_disk: set[str] | None = None) -> HostPartial | None:
-        """The partial of a host cache key from memory, else from the disk cache's file
-        (``on_disk``: the keys with a file, when the caller listed them)."""
+    def _known(self, key: str, parts: Parts, on_disk: set[str] | None = None) -> HostPartial | None:
+        """The partial of a host cache key that has ``parts``, from memory, else from the disk
+        cache's file (``on_disk``: the keys with a file, when the caller listed them)."""
         try:
             found: HostPartial = self._memo.get(("partial", key), _miss)
-            return found
+            if found.holds(parts):
+                return found
         except _Miss:
             pass
         if on_disk is not None and key not in on_disk:
             return None
         blob = self.files.load(key) if self.files is not None else None
-        return self.keep(key, blob) if blob is not None else None
+        part = self.keep(key, blob) if blob is not None else None
+        return part if part is not None and part.holds(parts) else None
 
-    def get(self, run: Run, hosts: Sequence[str],
-            progress: Progress | None = None) -> tuple[PodPartials, list[dict[str, str]]] | None:
-        """The partials of the hosts (in ``hosts`` order) and the unreadable hosts, as
+    def get(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
+            parts: frozenset[str] | None = None) -> tuple[PodPartials, list[dict[str, str]]] | None:
+        """The partials of the hosts (in ``hosts`` order) that have ``parts`` (analyses/partials.py
+        ``Parts``; None: all, what the tools read) and the unreadable hosts, as
         ``Profiles.stores_tolerant`` reports them; None when some host cannot have one (another
         format).
 
@@ -171,6 +183,7 @@ class HostPartials:
         fmt = self.store_format(run)
         if fmt not in PARTIAL_FORMATS:
             return None
+        wanted = parts if parts is not None else _all_parts()
         looked = time.perf_counter()
         keys = dict(zip(hosts, cache_keys([run.hosts[h] for h in hosts], fmt), strict=True))
         got: dict[str, HostPartial] = {}
@@ -178,7 +191,7 @@ class HostPartials:
         # One listing of the partial files, not a failed open per host of a pod seen first.
         on_disk = self.files.present() if self.files is not None else None
         for h in hosts:
-            part = self._known(keys[h], on_disk)
+            part = self._known(keys[h], wanted, on_disk)
             if part is not None:
                 got[h] = part
             elif keys[h] in self._unreadable:
@@ -189,13 +202,14 @@ class HostPartials:
         if len(missing) > 1:
             self.conversion.phase_seconds = {"lookup_s": time.perf_counter() - looked}
             for r in self.conversion.prepare(run, missing, fmt, progress, write_store=False, unloaded=True,
-                                             keep_partial=self.keep_fresh, keep_combined=self.keep_combined):
+                                             keep_partial=self.keep_fresh, keep_combined=self.keep_combined,
+                                             parts=parts):
                 if "error" in r:
                     errors[r["host"]] = {"host": r["host"], "file": r["file"], "error": r["error"]}
                     if "key" in r:
                         self._remember_unreadable(r["key"], errors[r["host"]])
                 elif r.get("partial") is not None:
-                    part = self._known(r["key"])
+                    part = self._known(r["key"], wanted)
                     if part is not None:
                         got[r["host"]] = part
         first_error: ProfileReadError | None = None
@@ -212,7 +226,7 @@ class HostPartials:
             converted = time.perf_counter()
             from tbprof.service.partials import make_partial
 
-            blob = make_partial(store) if isinstance(store, ProfileStore) else None
+            blob = make_partial(store, parts) if isinstance(store, ProfileStore) else None
             for name, seconds in (("convert_s", converted - started), ("partial_s", time.perf_counter() - converted)):
                 self.conversion.add_seconds(name, seconds)
             part = self.keep(keys[h], blob) if blob is not None else None

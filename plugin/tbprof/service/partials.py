@@ -40,15 +40,17 @@ def available_tools(store: ProfileStore) -> list[str]:
 DECODED_BYTES_PER_BLOB_BYTE = 6
 
 
-def partial_dict(store: ProfileStore) -> dict[str, Any] | None:
-    """The partial of a store before its binary form (``build_partial``), or None when its
-    format has none or a derived value cannot be computed."""
-    from tbprof.analyses.partials import build_partial
+def partial_dict(store: ProfileStore, parts: frozenset[str] | None = None) -> dict[str, Any] | None:
+    """The partial of a store before its binary form (``build_partial``) with ``parts`` (None:
+    all of them, analyses/partials.py ``ALL_PARTS``), or None when its format has none or a
+    derived value cannot be computed."""
+    from tbprof.analyses.partials import ALL_PARTS, TOOL_LIST, build_partial
 
     if store.format not in PARTIAL_FORMATS:
         return None
+    parts = ALL_PARTS if parts is None else parts
     try:
-        return build_partial(store, available_tools(store))
+        return build_partial(store, available_tools(store) if TOOL_LIST in parts else None, parts)
     except (TypeError, ValueError):
         log.debug("tbprof: no partial for %s", store.source_path, exc_info=True)
         return None
@@ -65,10 +67,10 @@ def encode_partial(fields: dict[str, Any]) -> bytes | None:
         return None
 
 
-def make_partial(store: ProfileStore) -> bytes | None:
-    """The partial of a store in its binary form (what workers send and the cache keeps), or
-    None when its format has none or a value cannot be one."""
-    fields = partial_dict(store)
+def make_partial(store: ProfileStore, parts: frozenset[str] | None = None) -> bytes | None:
+    """The partial of a store in its binary form (what workers send and the cache keeps) with
+    ``parts`` (None: all), or None when its format has none or a value cannot be one."""
+    fields = partial_dict(store, parts)
     return encode_partial(fields) if fields is not None else None
 
 

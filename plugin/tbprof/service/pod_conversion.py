@@ -42,7 +42,7 @@ class PodConversion:
                 write_store: bool = True, unloaded: bool = False,
                 keep_partial: Callable[[str, bytes, HostPartial | None], object] = lambda key, blob, part: None,
                 keep_combined: Callable[[tuple[str, ...], bytes], None] = lambda keys, blob: None,
-                ) -> list[dict[str, Any]]:
+                parts: frozenset[str] | None = None) -> list[dict[str, Any]]:
         """Converts the hosts not yet converted on the executor, in parallel.
 
         Returns the per-host results (partial or error) in completion order and hands their
@@ -54,6 +54,7 @@ class PodConversion:
         host to convert, stores are not converted here (``store`` converts on first use as
         before), but partials are: a host at a time, in this process, keeping no store.
         ``unloaded``: the caller has just found none of the hosts loaded (not checked again).
+        ``parts``: the parts of the partials the caller reads (None: all; ``HostTask.parts``).
         """
         if fmt not in PERSISTED_FORMATS or self.cache.disk is None:
             return []
@@ -70,7 +71,8 @@ class PodConversion:
             except OSError:  # gone since the listing: the worker reports it as unreadable
                 st = None
             todo.append(HostTask(h, str(path), run.kind, str(self.cache.cache_dir),
-                                 st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store))
+                                 st.st_size if st else -1, st.st_mtime_ns if st else -1, write_store=write_store,
+                                 parts=parts))
         if len(todo) < 2 or (write_store and self.executor.in_process(todo)):
             # Stores converted here would only be written to the cache and mapped back: the
             # request converts them on first use instead.

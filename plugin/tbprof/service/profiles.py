@@ -141,7 +141,8 @@ class Profiles:
         return self.conversion.prepare(run, hosts, self.store_format(run), progress, write_store, unloaded,
                                        keep_partial=self.partials.keep_fresh, keep_combined=self.partials.keep_combined)
 
-    def load_in_background(self, run: Run, hosts: Sequence[str], few_planes: bool = False) -> threading.Thread:
+    def load_in_background(self, run: Run, hosts: Sequence[str], few_planes: bool = False,
+                           parts: frozenset[str] | None = None) -> threading.Thread:
         """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
         it (join it when done).
 
@@ -150,13 +151,14 @@ class Profiles:
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
         ``few_planes``: the lazy reader's store (``store``), for a command that reads few stats.
+        ``parts``: what the caller reads of a pod's partials (``views``).
         """
         key = (run.name, tuple(hosts))
 
         def load() -> None:
             try:
                 # A pod's summary reads per-host partials, not stores (host_partials).
-                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress) is not None:
+                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress, parts) is not None:
                     return
                 self._stores_tolerant(run, hosts, few_planes)
             except Exception:  # the caller's own stores_tolerant reports it
@@ -204,19 +206,23 @@ class Profiles:
         return self.is_loaded(run, host) or self.partials.contains(cache_key(run.hosts[host], self.store_format(run)))
 
     # --- per-host partials ----------------------------------------------------------------
-    def host_partials(self, run: Run, hosts: Sequence[str]) -> tuple[PodPartials, list[dict[str, str]]] | None:
-        """The partials of the hosts and the unreadable hosts (``HostPartials.get``), once a
-        background load of the same hosts has finished."""
+    def host_partials(self, run: Run, hosts: Sequence[str],
+                      parts: frozenset[str] | None = None) -> tuple[PodPartials, list[dict[str, str]]] | None:
+        """The partials of the hosts with ``parts`` (None: all) and the unreadable hosts
+        (``HostPartials.get``), once a background load of the same hosts has finished."""
         self.loads.wait((run.name, tuple(hosts)))
-        return self.partials.get(run, hosts, self.progress)
+        return self.partials.get(run, hosts, self.progress, parts)
 
-    def views(self, run: Run, hosts: Sequence[str], few_planes: bool = False) -> HostViews:
+    def views(self, run: Run, hosts: Sequence[str], few_planes: bool = False,
+              parts: frozenset[str] | None = None) -> HostViews:
         """The hosts as a reader typed on ``StoreView`` reads them, chosen up front: a pod's
         per-host partials when every host has one (an XSpace pod: no store loaded), else the
-        stores (``stores_tolerant``: unreadable hosts of several skipped and named)."""
-        parts = self.host_partials(run, hosts) if len(hosts) > 1 else None
-        if parts is not None:
-            return HostViews(parts[0], parts[1], partials=True)
+        stores (``stores_tolerant``: unreadable hosts of several skipped and named). ``parts``:
+        what the reader reads of a partial beyond its header (analyses/partials.py ``Parts``;
+        None: every part, as the tools do)."""
+        got = self.host_partials(run, hosts, parts) if len(hosts) > 1 else None
+        if got is not None:
+            return HostViews(got[0], got[1], partials=True)
         stores, host_errors = self.stores_tolerant(run, hosts, few_planes)
         return HostViews(stores, host_errors, partials=False)
 
@@ -236,7 +242,7 @@ class Profiles:
         candidates = set(self.candidate_tools(run))
         parts = self.host_partials(run, list(run.hosts)) if len(run.hosts) > 1 else None
         if parts is not None:  # a pod: what its workers found, without loading its stores
-            found = {name for p in parts[0] for name in p.available_tools}
+            found = {name for p in parts[0] for name in p.available_tools or ()}
             return [t.name for t in registry.all_tools() if t.name in candidates and t.name in found]
         if len(run.hosts) > 1:
             self.prepare(run, list(run.hosts), self.progress)

@@ -16,8 +16,13 @@ from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
 
 
-def summary(profiles: Profiles, run: Run) -> dict[str, Any]:
-    views = profiles.views(run, list(run.hosts))
+def summary(profiles: Profiles, run: Run, parts: frozenset[str] | None = None) -> dict[str, Any]:
+    """``parts``: what a pod's hosts' partials are computed with (``Profiles.views``). None (all
+    of them) where the process goes on to other tools of the run (the server, the Python API,
+    the agent): partials of the headline's parts alone (``HEADLINE_PARTS``: less worker time,
+    bench/measurements.md#services; what ``tbprof summary`` asks, whose process ends with the
+    answer) would have every host converted again for the first page that reads the rest."""
+    views = profiles.views(run, list(run.hosts), parts=parts)
     return of_hosts(run, views.hosts, views.host_errors)
 
 

@@ -2,7 +2,8 @@
 which ``tbprof summary``, the Python API's ``summary()`` and the agent's ``summary`` print.
 
 Typed on ``StoreView`` (store/view.py), so a pod's per-host partials serve it as well as the
-stores; a tfprof run's store (no events) adds its graph's numbers.
+stores, partials holding only ``HEADLINE_PARTS`` of theirs (analyses/partial_formats.py) too;
+a tfprof run's store (no events) adds its graph's numbers.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from tbprof.analyses.hlo.hlo_stats import (
     NO_DEVICE_MESSAGE,
     PS_PER_US,
     HloOpRates,
+    core_count,
     device_count,
     has_hlo_ops,
     hlo_table,
@@ -37,7 +38,16 @@ from tbprof.domain import roofline
 from tbprof.domain.planes import device_display_name, device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
 
-INFEED_OUTFEED = ("infeed", "outfeed")
+INFEED_OUTFEED = ("infeed", "outfeed")  # a category containing either word ("host infeed" too)
+# Ops that may contain other ops: their FLOPs and bytes are their inner ops', which are points of
+# their own, so the program point leaves them out (their time stays in the device time).
+MAY_HAVE_INNER_OPS = ("call", "conditional", "while", "megacore fusion")
+
+
+def is_infeed_or_outfeed(categories: np.ndarray) -> np.ndarray:
+    text = categories.astype(str)
+    return np.any([np.char.find(text, word) >= 0 for word in INFEED_OUTFEED], axis=0) if text.shape[0] else \
+        np.zeros(0, dtype=bool)
 # XProf's roofline page opens with its "Include Infeed/Outfeed" filter on true.
 INCLUDE_INFEED_OUTFEED_DEFAULT = True
 
@@ -144,18 +154,20 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
     db, env = r.db, r.env
     ops = hlo_table(stores, r)
     o = r.order
-    cores = max(1, device_count(stores))
-    io = np.isin(db.type[o].astype(str), INFEED_OUTFEED)
+    cores = max(1, core_count(stores))
+    io = is_infeed_or_outfeed(db.type[o])
+    outer = np.isin(db.type[o].astype(str), MAY_HAVE_INNER_OPS)
     parts: list[dict[str, Any]] = []
     # No device ops: no points at all (XProf's table is empty on CPU profiles).
     for include in (include_infeed_outfeed if o.shape[0] else ()):
         keep = np.ones(o.shape[0], dtype=bool) if include else ~io
         idx = o[keep]
         total_ps = float(db.total_time_ps) - (0.0 if include else float(db.time_ps[o[io]].sum()))
-        # The program point: every device op of the hosts over the whole device time.
+        # The program point: every innermost device op of the hosts over the whole device time.
+        inner = o[keep & ~outer]
         prog: dict[str, Any] = _roof_columns(
-            env, np.array([db.flops[idx].sum()]), np.array([db.bytes_accessed[idx].sum()]),
-            np.array([db.program_hbm[idx].sum()]), np.array([total_ps]))
+            env, np.array([db.flops[inner].sum()]), np.array([db.bytes_accessed[inner].sum()]),
+            np.array([db.program_hbm[inner].sum()]), np.array([total_ps]))
         prog.update(step=["Total"], rank=[0], category=["Program"], operation=["Program"], occurrences=[1],
                     total_time=[total_ps / PS_PER_US], avg_time=[total_ps / PS_PER_US], total_self_time=[0.0],
                     avg_self_time=[0.0], total_self_time_percent=[0.0], cumulative_total_self_time_percent=[0.0],

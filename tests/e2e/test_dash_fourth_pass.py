@@ -232,6 +232,28 @@ def test_stragglers_cards_fit_and_say_what_they_measure(server: Any, looks: Any)
         _shot(looks, "stragglers", width, scheme)
 
 
+def test_pie_legends_whole_beside_their_donut(server: Any, looks: Any) -> None:
+    """GPU breakdown's kernel-type pie names every type whole ("COMPUTATION overlapping
+    COMMUNICATION", 37 characters, fits beside the donut of a half-width panel at 1280 px);
+    kernel stats' pie of long kernel names cuts them in the middle, each legend text inside its
+    chart and none over another or the donut's labels."""
+    kinds = server.json("table", run=DDP, host="__all__", tool="gpu_breakdown", table="kernel_type_breakdown")
+    at = [c["name"] for c in kinds["columns"]].index("kernel_type")
+    assert {"COMPUTATION overlapping COMMUNICATION", "COMMUNICATION overlapping MEMORY"} <= {r[at] for r in kinds["rows"]}
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=DDP, host="__all__", tool="gpu_breakdown")
+        wait_charts_drawn(looks, min_charts=2)
+        _legend_whole(looks, "gpu_kernel_types")
+        _chart_text_ok(looks, "gpu_kernel_types")
+        _shot(looks, "gpu_breakdown_torch_ddp", width, scheme)
+        _open(looks, server, width, scheme, run=CNN, tool="kernel_stats")
+        wait_charts_drawn(looks, min_charts=1)
+        legend = looks.evaluate(LEGEND_JS, "pie_by_kernel")
+        assert legend["type"] == "plain" and len(set(legend["shown"])) == len(legend["names"])
+        _chart_text_ok(looks, "pie_by_kernel")
+        _shot(looks, "kernel_stats_torch_cnn", width, scheme)
+
+
 def test_ranks_in_rank_order(server: Any, looks: Any) -> None:
     hosts = server.json("data", run=DDP, host="__all__", tool="profile_summary", rows="0")["hosts"]
     assert [h["host"].split(".")[0] for h in hosts] == ["rank0", "rank1"]

@@ -239,7 +239,8 @@ def test_pie_legends_whole_beside_their_donut(server: Any, looks: Any) -> None:
     chart and none over another or the donut's labels."""
     kinds = server.json("table", run=DDP, host="__all__", tool="gpu_breakdown", table="kernel_type_breakdown")
     at = [c["name"] for c in kinds["columns"]].index("kernel_type")
-    assert {"COMPUTATION overlapping COMMUNICATION", "COMMUNICATION overlapping MEMORY"} <= {r[at] for r in kinds["rows"]}
+    long_names = {"COMPUTATION overlapping COMMUNICATION", "COMMUNICATION overlapping MEMORY"}
+    assert long_names <= {r[at] for r in kinds["rows"]}
     for width, scheme in LOOKS:
         _open(looks, server, width, scheme, run=DDP, host="__all__", tool="gpu_breakdown")
         wait_charts_drawn(looks, min_charts=2)

@@ -31,10 +31,12 @@ from tbprof.analyses.hlo.hlo_stats import (
     hlo_table,
     op_rates,
 )
-from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks
+from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks, UndeterminedBytes
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain import roofline
+from tbprof.domain.hlo_cost import hlo_op_bytes
+from tbprof.domain.hlo_map import hlo_programs
 from tbprof.domain.planes import device_display_name, device_model, device_planes_of
 from tbprof.store.tables import ProfileStore
 
@@ -147,6 +149,43 @@ def _roof_columns(env: roofline.PerfEnv, flops: np.ndarray, nbytes: np.ndarray, 
     }
 
 
+UNDETERMINED_NAMES_SHOWN = 8
+
+
+def bytes_undetermined(stores: Sequence[ProfileStore], names: Sequence[str], program_ids: Sequence[int],
+                       bytes_accessed: np.ndarray) -> np.ndarray:
+    """Per op, whether its bytes are unknown: no bytes from its events, and its HLO op, found in its
+    program, has none from the cost analysis (hlo_cost leaves such ops out)."""
+    found = np.zeros(len(names), dtype=bool)
+    programs = [(s, hlo_programs(s)) for s in stores]
+    for i, (name, pid) in enumerate(zip(names, program_ids, strict=True)):
+        if bytes_accessed[i] > 0:
+            continue
+        for store, progs in programs:
+            program = progs.get(int(pid))
+            if program is not None and program.op(str(name)) is not None:
+                found[i] = str(name) not in hlo_op_bytes(store, int(pid))
+                break
+    return found
+
+
+def undetermined_bytes(stores: Sequence[ProfileStore], rates: HloOpRates,
+                       include_infeed_outfeed: bool) -> UndeterminedBytes:
+    """The program point's ops whose bytes are unknown, and their share of its time."""
+    db, o = rates.db, rates.order
+    keep = ~np.isin(db.type[o].astype(str), MAY_HAVE_INNER_OPS)
+    if not include_infeed_outfeed:
+        keep &= ~is_infeed_or_outfeed(db.type[o])
+    idx = o[keep]
+    unknown = idx[bytes_undetermined(stores, db.name[idx], db.program_id[idx], db.bytes_accessed[idx])]
+    total_ps = float(db.total_time_ps) - (0.0 if include_infeed_outfeed
+                                          else float(db.time_ps[o[is_infeed_or_outfeed(db.type[o])]].sum()))
+    by_time = unknown[np.argsort(-db.time_ps[unknown], kind="stable")]
+    return {"op_count": int(unknown.shape[0]),
+            "time_fraction": float(db.time_ps[unknown].sum()) / total_ps if total_ps > 0 else 0.0,
+            "ops": [str(db.name[i]) for i in by_time[:UNDETERMINED_NAMES_SHOWN]]}
+
+
 def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None,
                    include_infeed_outfeed: Sequence[bool] = (True, False)) -> Table:
     """The program row and the op rows once per value of ``include_infeed_outfeed`` asked for."""
@@ -205,6 +244,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Roofl
         "device_count": device_count(stores),
         **peaks(rates.env),
         "op_count": int(rates.order.shape[0]),
+        "undetermined_bytes": undetermined_bytes(stores, rates, include),
         "tables": {"roofline": table},
     }
     if rates.order.shape[0] == 0:

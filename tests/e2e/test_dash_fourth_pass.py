@@ -255,6 +255,21 @@ def test_pie_legends_whole_beside_their_donut(server: Any, looks: Any) -> None:
         _shot(looks, "kernel_stats_torch_cnn", width, scheme)
 
 
+def test_query_chart_labels_inside_and_apart(server: Any, looks: Any) -> None:
+    """The Query page's chart of its default answer (kernels per rank and name): upright bar labels
+    that name the rank and the kernel, none over another, every text (axis names too) inside the
+    chart, at each width and in dark mode."""
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=DDP, host="__all__", tool="query")
+        looks.wait_for_function("() => document.querySelector('[data-testid=sql-status]')?.dataset.rows !== undefined")
+        wait_charts_drawn(looks, min_charts=1)
+        drawn = _chart_text_ok(looks, "sql_chart")
+        labels = [t["text"] for t in drawn["texts"] if " · " in t["text"]]
+        assert labels and all(t.startswith("rank") for t in labels), labels
+        assert any(t["text"] == "rank · name" for t in drawn["texts"])  # the x axis says what a bar is
+        _shot(looks, "query_torch_ddp", width, scheme)
+
+
 def test_ranks_in_rank_order(server: Any, looks: Any) -> None:
     hosts = server.json("data", run=DDP, host="__all__", tool="profile_summary", rows="0")["hosts"]
     assert [h["host"].split(".")[0] for h in hosts] == ["rank0", "rank1"]

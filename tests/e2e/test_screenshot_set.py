@@ -1,5 +1,5 @@
-"""A screenshot of every page of every demo run, at 1600 px light and 1280 px dark, for a
-person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
+"""A screenshot of every page of every demo run (its tools, Compare and Query), at 1600 px light
+and 1280 px dark, for a person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
 
 The whole set with ``TBPROF_SCREENSHOT_SET=1`` (about two minutes of page loads that CI need not
 spend); without it, only the runs of ``SMOKE_RUNS`` (every page of a PyTorch and a TPU run).
@@ -28,6 +28,8 @@ ENABLED = os.environ.get("TBPROF_SCREENSHOT_SET") == "1"
 OUT = SCREENSHOTS / "set"
 SMOKE_RUNS = ("torch_cnn", "tpu_inference")
 ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p) or (() if ENABLED else SMOKE_RUNS)
+# Pages of every run that are not tools of its tool list (the sidebar's Compare and Query).
+RUN_PAGES = ("compare", "query")
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
 # Pages that ask for a user action (a query, a capture) before they show anything of a run.
@@ -67,8 +69,7 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
     shot = 0
     try:
         for run in runs:
-            for tool in server.json("tools", run=run)["tools"]:
-                name = tool["name"]
+            for name in [t["name"] for t in server.json("tools", run=run)["tools"]] + list(RUN_PAGES):
                 state = {"run": run, "tool": name}
                 pg.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
                 pg.wait_for_function(SETTLED_JS, timeout=PAGE_TIMEOUT_MS)

@@ -43,6 +43,19 @@ function render(ctx: PageContext): void {
   el.appendChild(
     h("div", { class: "tbp-page-title" }, h("h1", {}, "Query (SQL)"), h("span", { class: "tbp-muted" }, `${ctx.run.name} · ${hostText}`)),
   );
+  if (!ctx.run.tools.includes("trace_viewer")) {
+    // The SQL views are the events the trace viewer shows; a run without a timeline (tfprof's
+    // ProfileProto: op statistics only) has none, and asking would only answer "no data".
+    el.appendChild(messageBox({
+      title: "No events to query",
+      body: [
+        `${ctx.run.name} is a ${ctx.run.kind} run: its files hold no timed events, and the Query page reads the events ` +
+          "the trace viewer shows. Its own pages are in the list on the left.",
+      ],
+    }));
+    el.dataset.noEvents = "";
+    return;
+  }
   const examples = examplesFor(ctx.run.kind);
   const editor = h("textarea", {
     class: "tbp-sql-editor",

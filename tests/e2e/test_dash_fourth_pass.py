@@ -268,6 +268,14 @@ def test_query_chart_labels_inside_and_apart(server: Any, looks: Any) -> None:
         assert labels and all(t.startswith("rank") for t in labels), labels
         assert any(t["text"] == "rank · name" for t in drawn["texts"])  # the x axis says what a bar is
         _shot(looks, "query_torch_ddp", width, scheme)
+    # Short labels (a TPU run's HLO op names): the axis name follows them, inside the chart.
+    tpu_run = next(r["run"] for r in server.json("runs")["runs"] if r["run"].startswith(TPU_PREFIX))
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=tpu_run, tool="query")
+        looks.wait_for_function("() => document.querySelector('[data-testid=sql-status]')?.dataset.rows !== undefined")
+        wait_charts_drawn(looks, min_charts=1)
+        drawn = _chart_text_ok(looks, "sql_chart")
+        assert any(t["text"] == "hlo_op" for t in drawn["texts"])
 
 
 def test_ranks_in_rank_order(server: Any, looks: Any) -> None:

@@ -75,6 +75,7 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
                 pg.wait_for_function(SETTLED_JS, timeout=PAGE_TIMEOUT_MS)
                 pg.wait_for_timeout(300)  # charts finish their first frame
                 assert pg.locator(".tbp-message-error").count() == 0, (run, name)
+                assert pg.tbprof_errors == [], (run, name, pg.tbprof_errors)  # named by the page it came from
                 pg.screenshot(path=str(OUT / f"{_safe(run)}__{name}__{width}_{scheme}.png"), full_page=True)
                 shot += 1
     finally:

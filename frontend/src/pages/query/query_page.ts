@@ -193,9 +193,14 @@ function drawAnswer(ctx: PageContext, out: HTMLElement, answer: SqlAnswer): void
 
 // An upright category label (a rotated box's corners would reach over its neighbours): at most
 // this many characters, cut in the middle (a rank's host name and a kernel's name differ at
-// their ends); the axis name sits below the longest (11 px text, 6.6 px a character).
+// their ends); the axis name sits below the longest shown (11 px text, 6.6 px a character).
 const X_LABEL_CHARS = 24;
-const X_LABEL_NAME_GAP = Math.ceil(X_LABEL_CHARS * 6.6) + 16;
+const X_LABEL_CHAR_PX = 6.6;
+
+function xNameGap(labels: readonly (string | number)[]): number {
+  const longest = labels.reduce<number>((m, v) => Math.max(m, Math.min(String(v).length, X_LABEL_CHARS)), 0);
+  return Math.ceil(longest * X_LABEL_CHAR_PX) + 16;
+}
 
 function drawChart(ctx: PageContext, out: HTMLElement, columns: TableColumn[], answer: SqlAnswer): void {
   const numeric = chartable(columns);
@@ -229,7 +234,7 @@ function drawChart(ctx: PageContext, out: HTMLElement, columns: TableColumn[], a
       xAxis: s.numericX
         ? { type: "value", name: s.x, nameLocation: "middle", nameGap: 28, scale: true }
         : {
-          type: "category", data: s.xs, name: s.x, nameLocation: "middle", nameGap: X_LABEL_NAME_GAP,
+          type: "category", data: s.xs, name: s.x, nameLocation: "middle", nameGap: xNameGap(s.xs),
           axisLabel: { rotate: 90, hideOverlap: true, formatter: (v: string) => middleEllipsis(v, X_LABEL_CHARS) },
         },
       yAxis: { type: "value", name: s.y, axisLabel: { formatter: axisLabel(unit) } },

@@ -80,7 +80,7 @@ LEGEND_JS = """
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[Any]:
     root = tmp_path_factory.mktemp("e2e_dash4")
-    for name in (DDP, CNN, "tpu_inference"):
+    for name in (DDP, CNN, "tpu_inference", "keras_cnn"):
         shutil.copytree(sample_profiles / name, root / "logs" / name)
     server = PluginServer(root / "logs", root / "cache")
     yield server
@@ -276,6 +276,25 @@ def test_query_chart_labels_inside_and_apart(server: Any, looks: Any) -> None:
         wait_charts_drawn(looks, min_charts=1)
         drawn = _chart_text_ok(looks, "sql_chart")
         assert any(t["text"] == "hlo_op" for t in drawn["texts"])
+
+
+def test_cpu_run_overview_has_no_gpu_breakdown_block(server: Any, looks: Any) -> None:
+    """keras_cnn ran on the CPU: HTA's kernel-timeline idle and communication are not determined
+    (null), so the overview shows no rows of "–" for them and no link to a GPU breakdown of
+    nothing, whatever the run list's candidate tools say before the run is converted."""
+    runs = server.json("runs")["runs"]
+    run = next(r["run"] for r in runs if r["run"].startswith("keras_cnn/"))
+    # Not converted yet: the run list offers its kind's candidate tools, GPU breakdown among them.
+    assert "gpu_breakdown" in next(r for r in runs if r["run"] == run)["tools"]
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=run, tool="overview_page")
+        looks.wait_for_function("() => !document.querySelector('[data-gpu-breakdown=\"loading\"]')")
+        assert looks.locator("[data-gpu-breakdown-link]").count() == 0
+        cells = looks.locator('[data-section="idle_panel"] [data-metric-value]').all_inner_texts()
+        assert "–" not in cells, cells
+        _shot(looks, "overview_keras_cnn", width, scheme)
+    hta = server.json("data", run=run, tool="gpu_breakdown", rows="0")["metrics"]
+    assert hta and all(m["value_percent"] is None for m in hta)
 
 
 def test_ranks_in_rank_order(server: Any, looks: Any) -> None:

@@ -38,7 +38,8 @@ def _union_length(intervals: list[tuple[int, int]]) -> int:
     [(0, 10), (5, 15)],  # overlap: 15
     [(0, 10), (2, 3), (20, 30)],  # nested and disjoint: 20
     [(5, 5), (0, 0)],  # zero-length
-    [(10**15, 10**15 + 7), (10**15 + 3, 10**15 + 9), (0, 1)],  # far apart: the bands stay in int64
+    [(10**15, 10**15 + 7), (10**15 + 3, 10**15 + 9), (0, 1)],  # far apart: 3 bands of 10^15 fit in int64
+    [(0, 1), (2**61, 2**61 + 5), (2**61 + 2, 2**61 + 9)],  # 3 bands of 2^61 do not: ends ranked first
 ])
 def test_union_length_per_key_matches_a_sweep(intervals: list[tuple[int, int]]) -> None:
     # The same intervals under three keys, key 1 empty: each key's union on its own.

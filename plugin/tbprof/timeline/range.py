@@ -27,21 +27,30 @@ def covered_ps(key: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray, n_keys
 
     Sorted by (key, start), an interval adds what reaches past the furthest end seen so far in
     its key. That running maximum is one ``np.maximum.accumulate`` over the ends moved into a
-    band per key; the ends are first replaced by their rank among all endpoints, so the bands
-    (``key * (endpoints + 1)``) stay far inside int64 whatever the times.
+    band per key (``key * band + end``, times taken from the earliest start); where those bands
+    would not fit in int64 (a long span and many keys) the ends are first replaced by their rank
+    among all endpoints, which keeps the order and makes the band as wide as the endpoints are many.
     """
     out = np.zeros(n_keys, dtype=np.int64)
     if key.shape[0] == 0:
         return out
     order = np.lexsort((start_ps, key))
     k, s, e = key[order].astype(np.int64), start_ps[order], end_ps[order]
-    coords = np.unique(np.concatenate([s, e]))
-    band = np.int64(coords.shape[0] + 1)
-    furthest = np.maximum.accumulate(k * band + np.searchsorted(coords, e))
+    origin = int(s.min())
+    band = int(e.max()) - origin + 1
+    if n_keys * band < 1 << 62:
+        value_of = None
+        ends = e - origin
+    else:
+        value_of = np.sort(np.concatenate([s, e]))
+        value_of = value_of[np.concatenate(([True], value_of[1:] != value_of[:-1]))]
+        band = value_of.shape[0] + 1
+        ends = np.searchsorted(value_of, e)
+    furthest = np.maximum.accumulate(k * band + ends)
     same_key = np.zeros(k.shape[0], dtype=bool)
     same_key[1:] = k[1:] == k[:-1]
-    prev_band = np.roll(furthest, 1) - k * band
-    prev_end = np.where(same_key, coords[np.where(same_key, prev_band, 0)], s)
+    prev = np.where(same_key, np.roll(furthest, 1) - k * band, 0)
+    prev_end = np.where(same_key, prev + origin if value_of is None else value_of[prev], s)
     added = np.maximum(e - np.maximum(s, prev_end), 0)
     np.add.at(out, k, added)
     return out

@@ -32,7 +32,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Tool
 from tbprof.domain import roofline
 from tbprof.domain.hlo_map import HloProgram, hlo_programs, program_id_text
 from tbprof.domain.hlo_text import instruction_text, source_frames
-from tbprof.domain.planes import device_planes_of, is_accelerator
+from tbprof.domain.planes import device_planes_of
 from tbprof.store.tables import ProfileStore
 
 PS_PER_US = 1e6
@@ -152,15 +152,7 @@ def programs_of(stores: Sequence[ProfileStore]) -> dict[int, HloProgram]:
 
 
 def device_count(stores: Sequence[ProfileStore]) -> int:
-    """Devices that ran something (planes with events), over the hosts."""
     return sum(len(device_planes_of(s)) for s in stores)
-
-
-def core_count(stores: Sequence[ProfileStore]) -> int:
-    """XProf's ``device_core_count``: every accelerator plane of each host, idle ones included
-    (a profiler lists each GPU of the machine, used or not), over the hosts. XProf divides the
-    roofline's "Total time per core" by it."""
-    return sum(sum(1 for p in s.planes if is_accelerator(p)) for s in stores)
 
 
 class _Texts:

@@ -25,7 +25,6 @@ from tbprof.analyses.hlo.hlo_stats import (
     NO_DEVICE_MESSAGE,
     PS_PER_US,
     HloOpRates,
-    core_count,
     device_count,
     has_hlo_ops,
     hlo_table,
@@ -37,7 +36,7 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain import roofline
 from tbprof.domain.hlo_cost import hlo_op_bytes
 from tbprof.domain.hlo_map import hlo_programs
-from tbprof.domain.planes import device_display_name, device_model, device_planes_of
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of, is_accelerator
 from tbprof.store.tables import ProfileStore
 
 INFEED_OUTFEED = ("infeed", "outfeed")  # a category containing either word ("host infeed" too)
@@ -70,6 +69,13 @@ def device_name(stores: Sequence[ProfileStore]) -> str:
         for pi in device_planes_of(s):
             return device_display_name(s.planes[pi])
     return ""
+
+
+def core_count(stores: Sequence[ProfileStore]) -> int:
+    """XProf's ``device_core_count``: every accelerator plane of each host, idle ones included
+    (a profiler lists each GPU of the machine, used or not), over the hosts. XProf divides the
+    roofline's "Total time per core" by it; ``device_count`` counts the devices that ran."""
+    return sum(sum(1 for p in s.planes if is_accelerator(p)) for s in stores)
 
 
 def peaks(env: roofline.PerfEnv) -> RooflinePeaks:

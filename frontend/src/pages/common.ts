@@ -284,7 +284,7 @@ export function pieChart(ctx: PageContext, parent: HTMLElement, opts: ChartOptio
   const only = shown[0];
   parent.appendChild(h("p", { class: "tbp-pie-sentence", "data-pie-sentence": opts.id ?? "" }, only
     ? [`All of the ${what.measure} (${formatWithUnit(only.value, unit)}) is in one ${what.kind}: `, h("b", {}, only.name), "."]
-    : `No ${what.measure} to break down.`));
+    : `No ${what.measure} to break down by ${what.kind}.`));
   return null;
 }
 

@@ -39,9 +39,10 @@ function render(ctx: PageContext<InputPipelineResult>): void {
     { class: `tbp-message tbp-verdict tbp-tone-${tone}`, "data-verdict": bound },
     h("h2", {}, v.label || "Verdict"),
     v.thresholds ? h("p", { class: "tbp-muted", "data-thresholds": "" }, `Thresholds: ${v.thresholds} of the step time waiting for input.`) : null,
+    // A statement that only repeats why there are no steps (the "Steps" box above says it) is left out.
     ...(["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"] as const)
       .map((k) => verdict[k])
-      .filter(Boolean)
+      .filter((t) => Boolean(t) && t !== raw.steps.diagnosis)
       .map((t) => h("p", {}, t)),
   );
   el.appendChild(verdictBox);

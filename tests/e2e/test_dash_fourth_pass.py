@@ -219,6 +219,22 @@ def test_tpu_overview(server: Any, tpu: str, looks: Any) -> None:
         _shot(looks, "overview_tpu", width, scheme)
 
 
+def test_tpu_input_pipeline_without_steps(server: Any, tpu: str, looks: Any) -> None:
+    """No steps on the TPU run: the input pipeline page says why once, draws no empty step chart
+    and no empty step-breakdown table, and its verdict does not repeat the Steps box."""
+    result = server.json("data", run=tpu, tool="input_pipeline_analyzer", rows="0")
+    diagnosis = result["steps"]["diagnosis"]
+    assert result["steps"]["step_count"] == 0 and diagnosis and result["verdict"]["summary_next_step"] == diagnosis
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=tpu, tool="input_pipeline_analyzer")
+        text = looks.inner_text("main.tbp-page")
+        assert text.count(diagnosis[:60]) == 1
+        assert looks.locator('[data-chart="input_wait"]').count() == 0  # no empty chart frame
+        assert looks.locator("[data-no-steps]").count() == 1
+        assert "Device-side step time breakdown" not in text
+        _shot(looks, "input_pipeline_tpu", width, scheme)
+
+
 def test_stragglers_cards_fit_and_say_what_they_measure(server: Any, looks: Any) -> None:
     result = server.json("data", run=DDP, host="__all__", tool="stragglers", rows="0")
     for width, scheme in LOOKS:

@@ -31,8 +31,11 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 # XProf keys a kernel's HLO op by module name (jax_2hosts: the two jit__normal programs'
 # loop_multiply_fusion are one row) and a copy's by program (jax_mlp: the two jit__multi_slice
 # programs' wrapped_slice, MemcpyD2D events, are two rows).
+# jax_large_slim (tests/data, make_slim.py): the real jax_large profile's device side, one busy
+# and one idle GPU plane; XProf's per-core time divides by both.
 SELECTIONS = ("jax_mlp", "jax_2hosts", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn",
-              "tpu_inference")
+              "tpu_inference", "jax_large_slim")
+TEST_DATA = Path(__file__).resolve().parent.parent / "data"
 SINGLE_HOSTS = ("jax_mlp", "jax_2hosts_worker0", "jax_2hosts_worker1", "custom_loop", "keras_cnn", "tpu_inference")
 TIME_RTOL = 0.01
 RATE_RTOL = 0.02
@@ -54,6 +57,8 @@ def _stores(root: Path, sel: str) -> list[ProfileStore]:
         return [_read(xplane_of(root, "jax_2hosts", sel.removeprefix("jax_2hosts_")))]
     if sel == "tpu_inference":
         return [store_of(root, sel)]
+    if sel == "jax_large_slim":
+        return [_read(xplane_of(TEST_DATA, sel))]
     return [_read(xplane_of(root, sel))]
 
 

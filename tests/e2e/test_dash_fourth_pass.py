@@ -80,7 +80,7 @@ LEGEND_JS = """
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, sample_profiles: Path) -> Iterator[Any]:
     root = tmp_path_factory.mktemp("e2e_dash4")
-    for name in (DDP, CNN, "tpu_inference"):
+    for name in (DDP, CNN, "tpu_inference", "keras_cnn"):
         shutil.copytree(sample_profiles / name, root / "logs" / name)
     server = PluginServer(root / "logs", root / "cache")
     yield server
@@ -219,6 +219,22 @@ def test_tpu_overview(server: Any, tpu: str, looks: Any) -> None:
         _shot(looks, "overview_tpu", width, scheme)
 
 
+def test_tpu_input_pipeline_without_steps(server: Any, tpu: str, looks: Any) -> None:
+    """No steps on the TPU run: the input pipeline page says why once, draws no empty step chart
+    and no empty step-breakdown table, and its verdict does not repeat the Steps box."""
+    result = server.json("data", run=tpu, tool="input_pipeline_analyzer", rows="0")
+    diagnosis = result["steps"]["diagnosis"]
+    assert result["steps"]["step_count"] == 0 and diagnosis and result["verdict"]["summary_next_step"] == diagnosis
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=tpu, tool="input_pipeline_analyzer")
+        text = looks.inner_text("main.tbp-page")
+        assert text.count(diagnosis[:60]) == 1
+        assert looks.locator('[data-chart="input_wait"]').count() == 0  # no empty chart frame
+        assert looks.locator("[data-no-steps]").count() == 1
+        assert "Device-side step time breakdown" not in text
+        _shot(looks, "input_pipeline_tpu", width, scheme)
+
+
 def test_stragglers_cards_fit_and_say_what_they_measure(server: Any, looks: Any) -> None:
     result = server.json("data", run=DDP, host="__all__", tool="stragglers", rows="0")
     for width, scheme in LOOKS:
@@ -230,6 +246,71 @@ def test_stragglers_cards_fit_and_say_what_they_measure(server: Any, looks: Any)
         expected = "–" if waited is None else f"rank {waited}"
         assert looks.inner_text('[data-card="waited_for"] .tbp-card-value') == expected
         _shot(looks, "stragglers", width, scheme)
+
+
+def test_pie_legends_whole_beside_their_donut(server: Any, looks: Any) -> None:
+    """GPU breakdown's kernel-type pie names every type whole ("COMPUTATION overlapping
+    COMMUNICATION", 37 characters, fits beside the donut of a half-width panel at 1280 px);
+    kernel stats' pie of long kernel names cuts them in the middle, each legend text inside its
+    chart and none over another or the donut's labels."""
+    kinds = server.json("table", run=DDP, host="__all__", tool="gpu_breakdown", table="kernel_type_breakdown")
+    at = [c["name"] for c in kinds["columns"]].index("kernel_type")
+    long_names = {"COMPUTATION overlapping COMMUNICATION", "COMMUNICATION overlapping MEMORY"}
+    assert long_names <= {r[at] for r in kinds["rows"]}
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=DDP, host="__all__", tool="gpu_breakdown")
+        wait_charts_drawn(looks, min_charts=2)
+        _legend_whole(looks, "gpu_kernel_types")
+        _chart_text_ok(looks, "gpu_kernel_types")
+        _shot(looks, "gpu_breakdown_torch_ddp", width, scheme)
+        _open(looks, server, width, scheme, run=CNN, tool="kernel_stats")
+        wait_charts_drawn(looks, min_charts=1)
+        legend = looks.evaluate(LEGEND_JS, "pie_by_kernel")
+        assert legend["type"] == "plain" and len(set(legend["shown"])) == len(legend["names"])
+        _chart_text_ok(looks, "pie_by_kernel")
+        _shot(looks, "kernel_stats_torch_cnn", width, scheme)
+
+
+def test_query_chart_labels_inside_and_apart(server: Any, looks: Any) -> None:
+    """The Query page's chart of its default answer (kernels per rank and name): upright bar labels
+    that name the rank and the kernel, none over another, every text (axis names too) inside the
+    chart, at each width and in dark mode."""
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=DDP, host="__all__", tool="query")
+        looks.wait_for_function("() => document.querySelector('[data-testid=sql-status]')?.dataset.rows !== undefined")
+        wait_charts_drawn(looks, min_charts=1)
+        drawn = _chart_text_ok(looks, "sql_chart")
+        labels = [t["text"] for t in drawn["texts"] if " · " in t["text"]]
+        assert labels and all(t.startswith("rank") for t in labels), labels
+        assert any(t["text"] == "rank · name" for t in drawn["texts"])  # the x axis says what a bar is
+        _shot(looks, "query_torch_ddp", width, scheme)
+    # Short labels (a TPU run's HLO op names): the axis name follows them, inside the chart.
+    tpu_run = next(r["run"] for r in server.json("runs")["runs"] if r["run"].startswith(TPU_PREFIX))
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=tpu_run, tool="query")
+        looks.wait_for_function("() => document.querySelector('[data-testid=sql-status]')?.dataset.rows !== undefined")
+        wait_charts_drawn(looks, min_charts=1)
+        drawn = _chart_text_ok(looks, "sql_chart")
+        assert any(t["text"] == "hlo_op" for t in drawn["texts"])
+
+
+def test_cpu_run_overview_has_no_gpu_breakdown_block(server: Any, looks: Any) -> None:
+    """keras_cnn ran on the CPU: HTA's kernel-timeline idle and communication are not determined
+    (null), so the overview shows no rows of "–" for them and no link to a GPU breakdown of
+    nothing, whatever the run list's candidate tools say before the run is converted."""
+    runs = server.json("runs")["runs"]
+    run = next(r["run"] for r in runs if r["run"].startswith("keras_cnn/"))
+    # Not converted yet: the run list offers its kind's candidate tools, GPU breakdown among them.
+    assert "gpu_breakdown" in next(r for r in runs if r["run"] == run)["tools"]
+    for width, scheme in LOOKS:
+        _open(looks, server, width, scheme, run=run, tool="overview_page")
+        looks.wait_for_function("() => !document.querySelector('[data-gpu-breakdown=\"loading\"]')")
+        assert looks.locator("[data-gpu-breakdown-link]").count() == 0
+        cells = looks.locator('[data-section="idle_panel"] [data-metric-value]').all_inner_texts()
+        assert "–" not in cells, cells
+        _shot(looks, "overview_keras_cnn", width, scheme)
+    hta = server.json("data", run=run, tool="gpu_breakdown", rows="0")["metrics"]
+    assert hta and all(m["value_percent"] is None for m in hta)
 
 
 def test_ranks_in_rank_order(server: Any, looks: Any) -> None:

@@ -10,6 +10,7 @@ import csv
 import io
 import shutil
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,24 @@ def test_tfprof_views_page_with_regex_max_depth_and_csv(page: object, server: st
     rows = list(csv.reader(io.StringIO(path.read_text())))
     assert rows[0][0] == "name"
     assert [r[0] for r in rows[1:]] == want
+
+
+def test_query_page_of_a_tfprof_run_says_there_is_nothing_to_query(server: str, browser: Any) -> None:
+    """A tfprof run holds op statistics, no events: the Query page (listed for every run) says so
+    instead of sending a query that can only fail; no request errors, no browser errors."""
+    context = browser.new_context()
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    sql_requests: list[str] = []
+    pg.on("request", lambda r: sql_requests.append(r.url) if "/sql" in r.url else None)
+    try:
+        pg.goto(server + "#" + urllib.parse.urlencode({"run": RUN, "tool": "query"}, quote_via=urllib.parse.quote))
+        pg.wait_for_selector("main.tbp-page[data-no-events]", timeout=60_000)
+        text = pg.inner_text("main.tbp-page")
+        assert "No events to query" in text and f"{RUN} is a tfprof run" in text
+        assert pg.locator(".tbp-message-error").count() == 0
+        assert pg.locator('[data-testid="sql-editor"]').count() == 0
+        assert sql_requests == [] and errors == []
+    finally:
+        context.close()

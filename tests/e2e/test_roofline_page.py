@@ -2,7 +2,8 @@
 filter is a page option (checked by default, as XProf's page opens) and the page asks the
 backend for that setting's rows only (one row per op, not two); the deciding columns come
 first; the log axes span whole decades around the data with short labels; the device card
-names the device as the overview and the trace viewer do. Screenshots at 1280 and 1600 px."""
+names the device as the overview and the trace viewer do; a note says what the Program point
+sums. Screenshots at 1280 and 1600 px."""
 
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def test_roofline_option_rows_columns_and_axes(standalone: Any, serve_page: Any,
     assert result["include_infeed_outfeed"] is True
     # One row per HLO op and one program row: no op twice.
     assert result["tables"]["roofline"]["total_rows"] == result["op_count"] + 1
+    # The program point says what it sums; every op's bytes are known here, so no warning.
+    note = page.locator("[data-program-note]").inner_text()
+    assert note.startswith(f"Program: all {result['device_count']} devices' ops") and "idle included" in note
+    assert result["undetermined_bytes"]["op_count"] == 0
+    assert page.locator("[data-undetermined-bytes]").count() == 0
     # What a reader compares first, right after the op's name.
     assert column_names(page, "roofline")[:6] == ["operation", "bound_by", "operational_intensity",
                                                   "hbm_operational_intensity", "measured_flop_rate",

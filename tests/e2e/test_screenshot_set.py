@@ -1,11 +1,12 @@
-"""A screenshot of every page of every demo run, at 1600 px light and 1280 px dark, for a
-person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
+"""A screenshot of every page of every demo run (its tools, Compare and Query), at 1600 px light
+and 1280 px dark, for a person to look at (#35): written into the git-ignored ``test-artifacts/screenshots/set/``.
 
 The whole set with ``TBPROF_SCREENSHOT_SET=1`` (about two minutes of page loads that CI need not
 spend); without it, only the runs of ``SMOKE_RUNS`` (every page of a PyTorch and a TPU run).
 ``TBPROF_SCREENSHOT_RUNS=torch_ddp,tpu`` shoots only the runs whose names start with one of those
 prefixes. Each page must load without a browser
-error and show no error message, so the set doubles as a smoke test of every page.
+error, show no error message, say no paragraph twice and not scroll sideways, so the set doubles
+as a smoke test of every page.
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ ENABLED = os.environ.get("TBPROF_SCREENSHOT_SET") == "1"
 OUT = SCREENSHOTS / "set"
 SMOKE_RUNS = ("torch_cnn", "tpu_inference")
 ONLY = tuple(p for p in os.environ.get("TBPROF_SCREENSHOT_RUNS", "").split(",") if p) or (() if ENABLED else SMOKE_RUNS)
+# The page's paragraphs (a sentence shown twice on one page says nothing twice), and whether the
+# page scrolls sideways (wide tables scroll inside their own box instead).
+PARAGRAPHS_JS = ("() => [...document.querySelectorAll('main.tbp-page p')]"
+                 ".map((p) => p.textContent.trim()).filter(Boolean)")
+SIDEWAYS_JS = "() => document.documentElement.scrollWidth > document.documentElement.clientWidth + 1"
+# Pages of every run that are not tools of its tool list (the sidebar's Compare and Query).
+RUN_PAGES = ("compare", "query")
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
 # Pages that ask for a user action (a query, a capture) before they show anything of a run.
@@ -67,13 +75,17 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
     shot = 0
     try:
         for run in runs:
-            for tool in server.json("tools", run=run)["tools"]:
-                name = tool["name"]
+            for name in [t["name"] for t in server.json("tools", run=run)["tools"]] + list(RUN_PAGES):
                 state = {"run": run, "tool": name}
                 pg.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
                 pg.wait_for_function(SETTLED_JS, timeout=PAGE_TIMEOUT_MS)
                 pg.wait_for_timeout(300)  # charts finish their first frame
                 assert pg.locator(".tbp-message-error").count() == 0, (run, name)
+                assert pg.tbprof_errors == [], (run, name, pg.tbprof_errors)  # named by the page it came from
+                paragraphs = pg.evaluate(PARAGRAPHS_JS)
+                twice = sorted({p for p in paragraphs if paragraphs.count(p) > 1})
+                assert twice == [], (run, name, twice)
+                assert not pg.evaluate(SIDEWAYS_JS), (run, name)
                 pg.screenshot(path=str(OUT / f"{_safe(run)}__{name}__{width}_{scheme}.png"), full_page=True)
                 shot += 1
     finally:

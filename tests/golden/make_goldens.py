@@ -21,7 +21,9 @@ written to ``--raw-dir`` (default ``/tmp/xprof_raw``, never into the repo).
 Selections: ``custom_loop``, ``jax_mlp``, ``keras_cnn``, ``jax_2hosts`` (both
 hosts, XProf's "ALL_HOSTS" view), ``jax_2hosts_worker0`` and
 ``jax_2hosts_worker1`` (one host each), ``tpu_inference`` (XProf's public Cloud TPU v6e
-inference profile, four TPU cores, no step markers).
+inference profile, four TPU cores, no step markers), ``jax_large_slim`` (from
+``tests/data/jax_large_slim``: the device side of the real jax_large profile, one busy and one
+idle GPU; generate it with ``--tools roofline_model hlo_stats``).
 
 Units are in every field name (``_ms``, ``_us``, ``_ps``, ``_bytes``,
 ``_percent`` = 0..100, ``_fraction`` = 0..1).  Fields under ``xprof`` are
@@ -71,7 +73,12 @@ SELECTIONS = {
     "jax_2hosts_worker0": ("jax_2hosts", ["worker0"]),
     "jax_2hosts_worker1": ("jax_2hosts", ["worker1"]),
     "tpu_inference": ("tpu_inference", None),
+    "jax_large_slim": ("jax_large_slim", None),
 }
+# Stems read from tests/data rather than demo_logs: jax_large_slim is the real jax_large profile
+# cut to its device side and a 0.4 s window by tests/data/jax_large_slim/make_slim.py (one busy
+# and one idle GPU plane).
+TEST_DATA_STEMS = ("jax_large_slim",)
 
 TOOLS = (
     "overview_page",
@@ -898,7 +905,8 @@ def count_memory_events(xplane_path: str) -> dict:
 def unpack(stem: str, dest: str) -> str:
     """A private copy of demo_logs/<stem> (XProf writes cache files beside the xplanes)."""
     target = os.path.join(dest, stem)
-    shutil.copytree(os.path.join(PROFILES_DIR, stem), target)
+    source_dir = os.path.join(REPO, "tests", "data") if stem in TEST_DATA_STEMS else PROFILES_DIR
+    shutil.copytree(os.path.join(source_dir, stem), target, ignore=shutil.ignore_patterns("*.py"))
     return target
 
 

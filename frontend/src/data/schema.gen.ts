@@ -704,6 +704,13 @@ export interface HloStatsResult {
   message?: string;
 }
 
+/** Device ops of the program point whose bytes the cost analysis could not determine (XLA's GPU */
+export interface UndeterminedBytes {
+  op_count: number;
+  time_fraction: number;
+  ops: string[];
+}
+
 export interface RooflineModelResult {
   schema_version: number;
   tool: string;
@@ -722,6 +729,7 @@ export interface RooflineModelResult {
   include_infeed_outfeed: boolean;
   device_count: number;
   op_count: number;
+  undetermined_bytes: UndeterminedBytes;
   message?: string;
 }
 

@@ -203,15 +203,36 @@ export function middleEllipsis(name: string, maxChars: number): string {
   return `${name.slice(0, maxChars - 1 - tail)}…${name.slice(name.length - tail)}`;
 }
 
-// The legend's share of a pie chart's width (the donut's centre sits at 28 %), and the width of
-// one 11 px legend character.
-const LEGEND_WIDTH_FRACTION = 0.42;
+// The donut's outer radius (a fraction of half the chart's smaller side), its margin from the
+// chart's left edge, the gap to the legend and the legend's symbol (px), and the width of one
+// 11 px legend character (a generous average for an 11 px sans-serif font).
+const DONUT_OUTER_RADIUS = 0.6;
+const DONUT_MARGIN_PX = 8;
+const LEGEND_GAP_PX = 16;
+const LEGEND_SYMBOL_PX = 18;
 const LEGEND_CHAR_PX = 6.6;
 
-/** How many characters a pie legend of a chart `widthPx` wide holds, so names are cut only when they must be. */
-export function legendCharsFor(widthPx: number): number {
-  if (widthPx <= 0) return 26;
-  return Math.max(16, Math.floor((widthPx * LEGEND_WIDTH_FRACTION - 24) / LEGEND_CHAR_PX));
+/** Where a pie chart's donut and legend go in a chart `widthPx` x `heightPx`. */
+export interface PieLayout {
+  centreXPx: number;
+  radiusPx: number;
+  legendLeftPx: number;
+  /** Characters a legend name may have before it is cut in the middle. */
+  legendChars: number;
+}
+
+/**
+ * The donut at the chart's left edge and the legend right after it, so the legend gets every
+ * pixel the donut leaves: a 486 x 300 panel (half the page at 1280 px) holds "COMPUTATION
+ * overlapping COMMUNICATION" (37 characters) whole.
+ */
+export function pieLayout(widthPx: number, heightPx: number = widthPx): PieLayout {
+  const side = Math.min(widthPx, heightPx > 0 ? heightPx : widthPx);
+  const radiusPx = (DONUT_OUTER_RADIUS * Math.max(side, 0)) / 2;
+  const centreXPx = DONUT_MARGIN_PX + radiusPx;
+  const legendLeftPx = centreXPx + radiusPx + LEGEND_GAP_PX;
+  const room = widthPx - legendLeftPx - LEGEND_SYMBOL_PX - DONUT_MARGIN_PX;
+  return { centreXPx, radiusPx, legendLeftPx, legendChars: Math.max(16, Math.floor(room / LEGEND_CHAR_PX)) };
 }
 
 /**
@@ -219,14 +240,16 @@ export function legendCharsFor(widthPx: number): number {
  * beside the donut (no paging) with long names cut in the middle and whole on hover, and
  * percentages sit inside the slices, so nothing is cut at 1280 px.
  */
-export function pieOption(slices: readonly Slice[], unit: string, top = 8, legendChars = 26): Record<string, unknown> {
+export function pieOption(slices: readonly Slice[], unit: string, top = 8, layout?: PieLayout): Record<string, unknown> {
+  const legendChars = layout?.legendChars ?? 26;
   const shown = pieSlices(slices, top);
   const labels = legendLabels(shown.map((s) => s.name), legendChars);
   return {
     color: PALETTE,
     tooltip: { trigger: "item", valueFormatter: unitFormatter(unit), confine: true },
     legend: {
-      type: "plain", orient: "vertical", right: 4, top: "middle", itemGap: 6, itemWidth: 12, itemHeight: 10,
+      type: "plain", orient: "vertical", top: "middle", itemGap: 6, itemWidth: 12, itemHeight: 10,
+      ...(layout ? { left: layout.legendLeftPx } : { right: 4 }),
       formatter: (name: string) => labels.get(name) ?? middleEllipsis(name, legendChars),
       tooltip: { show: true },
       textStyle: { fontSize: 11 },
@@ -234,8 +257,8 @@ export function pieOption(slices: readonly Slice[], unit: string, top = 8, legen
     series: [
       {
         type: "pie",
-        radius: ["30%", "66%"],
-        center: ["28%", "50%"],
+        radius: layout ? [layout.radiusPx * (30 / 66), layout.radiusPx] : ["30%", "66%"],
+        center: layout ? [layout.centreXPx, "50%"] : ["28%", "50%"],
         data: shown.map((s) => (s.color ? { name: s.name, value: s.value, itemStyle: { color: s.color } } : { name: s.name, value: s.value })),
         // Percentages inside slices wide enough to carry one; the legend and tooltip name them all.
         minShowLabelAngle: 20,
@@ -255,13 +278,13 @@ export function pieChart(ctx: PageContext, parent: HTMLElement, opts: ChartOptio
   const shown = pieSlices(slices);
   if (shown.length >= 2) {
     const c = chart(ctx, parent, opts);
-    c.setOption(pieOption(slices, unit, 8, legendCharsFor(c.el.clientWidth)));
+    c.setOption(pieOption(slices, unit, 8, pieLayout(c.el.clientWidth, c.el.clientHeight || opts.height || 0)));
     return c;
   }
   const only = shown[0];
   parent.appendChild(h("p", { class: "tbp-pie-sentence", "data-pie-sentence": opts.id ?? "" }, only
     ? [`All of the ${what.measure} (${formatWithUnit(only.value, unit)}) is in one ${what.kind}: `, h("b", {}, only.name), "."]
-    : `No ${what.measure} to break down.`));
+    : `No ${what.measure} to break down by ${what.kind}.`));
   return null;
 }
 

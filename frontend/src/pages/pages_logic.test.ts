@@ -1,6 +1,6 @@
 // Page logic that is not drawing: pie aggregation, the overview's input-bound tone, step labels.
 import { describe, expect, it } from "vitest";
-import { legendCharsFor, legendLabels, middleEllipsis, pieOption, pieSlices, sequenceText } from "./common";
+import { legendLabels, middleEllipsis, pieLayout, pieOption, pieSlices, sequenceText } from "./common";
 import { inputCardHint, inputVerdict } from "./input_verdict";
 import { opPlacementCards } from "./overview/overview_page";
 import { legendRowCount, meanAndSpread, shortHostNames, stepConfidenceText, stepHosts } from "./steps_common";
@@ -145,11 +145,18 @@ describe("step chart labels and legends (#35)", () => {
     expect(legendRowCount(labels, 300)).toBeGreaterThanOrEqual(Math.ceil(widths.reduce((a, b) => a + b, 0) / 280));
     expect(legendRowCount([], 300)).toBe(1);
   });
-  it("lets a pie legend hold names as long as its width allows", () => {
-    // 600 px: 42 % is 252 px, less 24 px of symbol, at 6.6 px a character.
-    expect(legendCharsFor(600)).toBe(Math.floor((600 * 0.42 - 24) / 6.6));
-    expect(legendCharsFor(600)).toBeGreaterThanOrEqual("COMMUNICATION overlapping MEMORY".length);
-    expect(legendCharsFor(100)).toBe(16);
+  it("puts the donut at the left edge and gives the legend the rest", () => {
+    // 486 x 300 (a half-width panel at 1280 px): radius 0.6 x 150 = 90 px, centre 8 + 90 px,
+    // legend from 98 + 90 + 16 = 204 px; 486 - 204 - 18 - 8 = 256 px at 6.6 px a character.
+    const l = pieLayout(486, 300);
+    expect(l.radiusPx).toBeCloseTo(90);
+    expect(l.centreXPx).toBeCloseTo(98);
+    expect(l.legendLeftPx).toBeCloseTo(204);
+    expect(l.legendChars).toBe(Math.floor((486 - 204 - 18 - 8) / 6.6));
+    expect(l.legendChars).toBeGreaterThanOrEqual("COMPUTATION overlapping COMMUNICATION".length);
+    expect(pieLayout(100, 300).legendChars).toBe(16);
+    const option = pieOption([{ name: "a", value: 1 }, { name: "b", value: 2 }], "us", 8, l);
+    expect((option.legend as { left: number }).left).toBeCloseTo(204);
   });
 });
 

@@ -196,12 +196,25 @@ export class DetailsPanel {
       h("span", { class: "tbp-muted" }, ` ${formatDurationPs(r.startPs, 9)} – ${formatDurationPs(r.endPs, 9)} · ` +
         `${formatNumber(r.eventCount)} events, ${formatNumber(r.nameCount)} names`),
       h("button", { type: "button", class: "tbp-btn", onclick: () => this.actions.zoomTo(r.startPs, r.endPs) }, "Zoom to selection")));
-    this.el.appendChild(h("table", { class: "tbp-tv-stats tbp-tv-range" },
-      h("tr", {}, h("th", {}, "Name"), h("th", {}, "Count"), h("th", { title: "summed over every track (thread, stream, rank) it ran on" }, "Total (clipped)"),
-        h("th", { title: "its time on the one track where it ran longest, over the selection: at most 100 %" }, "% of selection (busiest track)")),
-      r.names.map((n) => h("tr", {},
+    const share = (ps: number): string => formatPercent((100 * ps) / Math.max(dur, 1));
+    const shareTitle = "the part of the selection during which it ran (overlapping events counted once): at most 100 %";
+    this.el.appendChild(h("div", { class: "tbp-tv-range-wrap" }, h("table", { class: "tbp-tv-stats tbp-tv-range" },
+      h("tr", {}, h("th", {}, "Name"), h("th", {}, "Count"),
+        h("th", { title: "summed over every selected track (thread, stream, rank) it ran on: can exceed the selection" }, "Total (clipped)"),
+        h("th", { title: shareTitle }, r.ranks.length > 0 ? "% of selection (any rank)" : "% of selection"),
+        ...r.ranks.map((rank) => h("th", { title: `${shareTitle}, on ${rank}`, "data-rank": rank }, `% ${rank}`))),
+      r.names.map((n) => h("tr", { "data-name": n.name },
         h("td", {}, h("span", { class: "tbp-tv-swatch", style: `background:${colorOf(n.name)}` }), n.name),
-        h("td", {}, formatNumber(n.count)), h("td", {}, formatDurationPs(n.totalPs)),
-        h("td", { "data-share": "" }, formatPercent((100 * n.busiestTrackPs) / Math.max(dur, 1)))))));
+        h("td", { "data-count": String(n.count) }, formatNumber(n.count)),
+        h("td", { "data-total-ps": String(n.totalPs) }, formatDurationPs(n.totalPs)),
+        h("td", { "data-share": "", "data-covered-ps": String(n.coveredPs) }, share(n.coveredPs)),
+        ...n.byRank.map((b, k) => h("td", {
+          "data-rank": r.ranks[k] ?? "", "data-total-ps": String(b.totalPs), "data-covered-ps": String(b.coveredPs),
+          title: `${formatDurationPs(b.totalPs)} on ${r.ranks[k] ?? ""} (summed over its tracks)`,
+        }, b.totalPs > 0 ? share(b.coveredPs) : "–")))))));
+    this.el.appendChild(h("p", { class: "tbp-muted" },
+      "Total adds up every track the name ran on, so it can exceed the selection; % of selection is the part " +
+      "of the selection during which the name ran at all" +
+      (r.ranks.length > 0 ? ", over every rank and on each rank alone." : ".")));
   }
 }

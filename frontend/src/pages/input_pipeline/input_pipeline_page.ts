@@ -39,9 +39,10 @@ function render(ctx: PageContext<InputPipelineResult>): void {
     { class: `tbp-message tbp-verdict tbp-tone-${tone}`, "data-verdict": bound },
     h("h2", {}, v.label || "Verdict"),
     v.thresholds ? h("p", { class: "tbp-muted", "data-thresholds": "" }, `Thresholds: ${v.thresholds} of the step time waiting for input.`) : null,
+    // A statement that only repeats why there are no steps (the "Steps" box above says it) is left out.
     ...(["statement", "kernel_launch_statement", "all_other_statement", "device_collectives_statement", "summary_next_step"] as const)
       .map((k) => verdict[k])
-      .filter(Boolean)
+      .filter((t) => Boolean(t) && t !== raw.steps.diagnosis)
       .map((t) => h("p", {}, t)),
   );
   el.appendChild(verdictBox);
@@ -64,7 +65,10 @@ function render(ctx: PageContext<InputPipelineResult>): void {
   el.appendChild(grid);
   const stepBox = h("div", { class: "tbp-panel" }, h("h2", {}, "Device side: step time and input wait"));
   grid.appendChild(stepBox);
-  chart(ctx, stepBox, { label: "Step time and input wait per step", id: "input_wait", height: 300 }).setOption({
+  // No steps: an empty chart frame would read as a chart that failed to draw; one line says why.
+  if (stepNames.length === 0) {
+    stepBox.appendChild(h("p", { class: "tbp-muted", "data-no-steps": "" }, "No steps, so no step time or input wait to draw."));
+  } else chart(ctx, stepBox, { label: "Step time and input wait per step", id: "input_wait", height: 300 }).setOption({
     color: ["#e15759", "#4e79a7", "#f28e2b"],
     grid: { left: 8, right: 16, top: 36, bottom: 8, containLabel: true },
     legend: { top: 0 },
@@ -98,7 +102,9 @@ function render(ctx: PageContext<InputPipelineResult>): void {
       "No host-side input operations were recorded, so there is no host-side breakdown."));
   }
 
-  el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(device.breakdown_ms)));
+  if (stepNames.length > 0) {
+    el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "Device-side step time breakdown"), breakdownStatsTable(device.breakdown_ms)));
+  }
 
   const recs = raw.recommendations;
   if (recs.length) el.appendChild(h("section", { class: "tbp-section" }, h("h2", {}, "What to try"), h("ul", {}, recs.map((r) => h("li", {}, r)))));

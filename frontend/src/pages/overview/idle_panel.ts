@@ -45,11 +45,16 @@ function row(d: Definition, m: Metric): HTMLElement {
   );
 }
 
-function table(metrics: ReadonlyMap<string, Metric>): HTMLElement {
-  const rows = IDLE_DEFINITIONS.flatMap((d) => {
+/** The definitions the run has a value for (a metric that could not be determined is left out). */
+function shown(metrics: ReadonlyMap<string, Metric>): [Definition, Metric][] {
+  return IDLE_DEFINITIONS.flatMap((d): [Definition, Metric][] => {
     const m = metrics.get(d.key);
-    return m ? [row(d, m)] : [];
+    return m && m.valuePercent !== null ? [[d, m]] : [];
   });
+}
+
+function table(metrics: ReadonlyMap<string, Metric>): HTMLElement {
+  const rows = shown(metrics).map(([d, m]) => row(d, m));
   return h(
     "table",
     { class: "tbp-static-table tbp-idle-table" },
@@ -64,7 +69,7 @@ function table(metrics: ReadonlyMap<string, Metric>): HTMLElement {
  */
 export function idlePanel(ctx: PageContext, own: ReadonlyMap<string, Metric>): HTMLElement | null {
   const hasHta = ctx.run.tools.includes(GPU_BREAKDOWN_TOOL);
-  if (own.size === 0 && !hasHta) return null;
+  if (shown(own).length === 0 && !hasHta) return null;
   const metrics = new Map(own);
   const holder = h("div", {}, table(metrics));
   const box = h(
@@ -88,7 +93,16 @@ export function idlePanel(ctx: PageContext, own: ReadonlyMap<string, Metric>): H
   ctx.api
     .data({ run: ctx.request.run, host, tool: GPU_BREAKDOWN_TOOL, options: {} }, 0, ctx.signal)
     .then((result: ToolResult) => {
-      for (const [k, m] of metricsOf(result.raw)) metrics.set(k, m);
+      const hta = metricsOf(result.raw);
+      for (const [k, m] of hta) metrics.set(k, m);
+      if (![...hta.values()].some((m) => m.valuePercent !== null)) {
+        // No GPU kernel timeline (a CPU-only run whose kind could have one): no HTA rows and no
+        // link to a breakdown of nothing; without rows of its own the panel goes too.
+        link.remove();
+        box.setAttribute("data-gpu-breakdown", "none");
+        if (shown(metrics).length === 0) box.remove();
+        return;
+      }
       holder.replaceChildren(table(metrics));
       box.setAttribute("data-gpu-breakdown", "ready");
     })

@@ -74,6 +74,16 @@ describe("query model", () => {
     expect(chartSeries(columns.slice(0, 1), answer.rows, null)).toBeNull();
   });
 
+  it("labels a bar with the row's leading text columns", () => {
+    const grouped = tableColumns([
+      { name: "rank", type: "VARCHAR" }, { name: "name", type: "VARCHAR" }, { name: "n", type: "BIGINT" },
+    ]);
+    const s = chartSeries(grouped, [["rank0", "gemm", 3], ["rank0", "nccl", 5]], "n");
+    expect(s?.x).toBe("rank · name");
+    expect(s?.xs).toEqual(["rank0 · gemm", "rank0 · nccl"]);
+    expect(s?.ys).toEqual([3, 5]);
+  });
+
   it("links a row's event to the trace viewer around it", () => {
     const ev = eventOf(columns, answer.rows[0] ?? []);
     expect(ev).toEqual({ host: "rank0", plane: 2, row: 10, startPs: 5000, durPs: 3000 });

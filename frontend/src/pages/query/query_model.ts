@@ -193,16 +193,20 @@ export function chartSeries(columns: readonly TableColumn[], rows: readonly Cell
   if (!yCol) return null;
   const yi = columns.indexOf(yCol);
   const numericX = first.kind === "int" || first.kind === "float";
+  // A bar's label: the row's leading text columns (the GROUP BY keys, "rank · name"), so bars of
+  // one rank and different names read different.
+  let keys = 1;
+  while (!numericX && keys < yi && columns[keys]?.kind === "str") keys++;
   const xs: (string | number)[] = [];
   const ys: number[] = [];
   for (const row of rows.slice(0, maxPoints)) {
     const v = row[yi];
     if (typeof v !== "number") continue;
     const xv = row[0] ?? null;
-    xs.push(numericX && typeof xv === "number" ? xv : String(xv));
+    xs.push(numericX && typeof xv === "number" ? xv : row.slice(0, keys).map((c) => String(c ?? null)).join(" · "));
     ys.push(v);
   }
-  return { x: first.name, y: yCol.name, xs, ys, numericX };
+  return { x: columns.slice(0, keys).map((c) => c.name).join(" · "), y: yCol.name, xs, ys, numericX };
 }
 
 /** The numeric columns a chart may show (every one but the first). */

@@ -13,7 +13,7 @@ import { clear, downloadText, h } from "../../widgets/dom";
 import { loading, messageBox } from "../../widgets/message";
 import { DataTable } from "../../widgets/table";
 import { DEFAULT_VIEW, toQuery } from "../../widgets/table_model";
-import { chart } from "../common";
+import { chart, middleEllipsis } from "../common";
 import type { PageContext } from "../context";
 import type { PageSpec } from "../registry";
 import {
@@ -43,6 +43,19 @@ function render(ctx: PageContext): void {
   el.appendChild(
     h("div", { class: "tbp-page-title" }, h("h1", {}, "Query (SQL)"), h("span", { class: "tbp-muted" }, `${ctx.run.name} · ${hostText}`)),
   );
+  if (!ctx.run.tools.includes("trace_viewer")) {
+    // The SQL views are the events the trace viewer shows; a run without a timeline (tfprof's
+    // ProfileProto: op statistics only) has none, and asking would only answer "no data".
+    el.appendChild(messageBox({
+      title: "No events to query",
+      body: [
+        `${ctx.run.name} is a ${ctx.run.kind} run: its files hold no timed events, and the Query page reads the events ` +
+          "the trace viewer shows. Its own pages are in the list on the left.",
+      ],
+    }));
+    el.dataset.noEvents = "";
+    return;
+  }
   const examples = examplesFor(ctx.run.kind);
   const editor = h("textarea", {
     class: "tbp-sql-editor",
@@ -178,6 +191,17 @@ function drawAnswer(ctx: PageContext, out: HTMLElement, answer: SqlAnswer): void
   out.append(h("div", { class: "tbp-sql-bar" }, all), table.el);
 }
 
+// An upright category label (a rotated box's corners would reach over its neighbours): at most
+// this many characters, cut in the middle (a rank's host name and a kernel's name differ at
+// their ends); the axis name sits below the longest shown (11 px text, 6.6 px a character).
+const X_LABEL_CHARS = 24;
+const X_LABEL_CHAR_PX = 6.6;
+
+function xNameGap(labels: readonly (string | number)[]): number {
+  const longest = labels.reduce<number>((m, v) => Math.max(m, Math.min(String(v).length, X_LABEL_CHARS)), 0);
+  return Math.ceil(longest * X_LABEL_CHAR_PX) + 16;
+}
+
 function drawChart(ctx: PageContext, out: HTMLElement, columns: TableColumn[], answer: SqlAnswer): void {
   const numeric = chartable(columns);
   if (numeric.length === 0 || answer.rows.length < 2) return;
@@ -188,14 +212,16 @@ function drawChart(ctx: PageContext, out: HTMLElement, columns: TableColumn[], a
   if (chosen && numeric.includes(chosen)) ySelect.value = chosen;
   box.appendChild(h("div", { class: "tbp-sql-bar" }, h("h2", {}, "Chart"), ySelect));
   out.appendChild(box);
-  const c: Chart = chart(ctx, box, { label: "A numeric column of the answer over its first column", id: "sql_chart", height: 260 });
+  const c: Chart = chart(ctx, box, { label: "A numeric column of the answer over its first column", id: "sql_chart", height: 420 });
   const draw = (): void => {
     const s = chartSeries(columns, answer.rows, ySelect.value);
     if (!s) return;
     const unit = columns.find((col) => col.name === s.y)?.unit ?? "";
     c.setOption({
       color: PALETTE,
-      grid: { left: 8, right: 24, top: 16, bottom: 24, containLabel: true },
+      // Room above for the y axis's name and below for the x axis's, which sits under the
+      // (upright, middle-cut) labels rather than past the last one where the panel cuts it.
+      grid: { left: 8, right: 24, top: 32, bottom: 28, containLabel: true },
       tooltip: {
         trigger: "axis",
         formatter: tooltipHtml((params: unknown) => {
@@ -205,7 +231,12 @@ function drawChart(ctx: PageContext, out: HTMLElement, columns: TableColumn[], a
           return html`${s.x}: ${String(s.xs[i])}<br>${s.y}: ${String(s.ys[i])}`;
         }),
       },
-      xAxis: s.numericX ? { type: "value", name: s.x, scale: true } : { type: "category", data: s.xs, name: s.x, axisLabel: { width: 160, overflow: "truncate" } },
+      xAxis: s.numericX
+        ? { type: "value", name: s.x, nameLocation: "middle", nameGap: 28, scale: true }
+        : {
+          type: "category", data: s.xs, name: s.x, nameLocation: "middle", nameGap: xNameGap(s.xs),
+          axisLabel: { rotate: 90, hideOverlap: true, formatter: (v: string) => middleEllipsis(v, X_LABEL_CHARS) },
+        },
       yAxis: { type: "value", name: s.y, axisLabel: { formatter: axisLabel(unit) } },
       series: [s.numericX
         ? { type: "line", name: s.y, showSymbol: s.ys.length < 200, data: s.xs.map((x, i) => [x, s.ys[i]]) }

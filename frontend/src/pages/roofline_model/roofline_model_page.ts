@@ -4,7 +4,7 @@
 
 import type { RooflineModelResult } from "../../data/schema.gen";
 import { html, tooltipHtml } from "../../base/html";
-import { formatNumber } from "../../base/format";
+import { formatNumber, formatPercent } from "../../base/format";
 import type { TableData } from "../../data/types";
 import { cardRow } from "../../widgets/cards";
 import { h } from "../../widgets/dom";
@@ -106,6 +106,16 @@ function render(ctx: PageContext<RooflineModelResult>): void {
     ],
   });
   const included = raw.include_infeed_outfeed ? "with" : "without";
+  el.appendChild(h("p", { class: "tbp-muted", "data-program-note": "" }, programNote(raw.device_count)));
+  const unknown = raw.undetermined_bytes;
+  if (unknown.op_count > 0) {
+    el.appendChild(messageBox({
+      title: `Bytes not determined for ${formatNumber(unknown.op_count)} ${unknown.op_count === 1 ? "op" : "ops"} (${formatPercent(100 * unknown.time_fraction)} of the device time)`,
+      body: h("div", { "data-undetermined-bytes": String(unknown.op_count) },
+        h("p", {}, UNDETERMINED_NOTE),
+        h("p", { class: "tbp-muted" }, unknown.ops.join(", ") + (unknown.op_count > unknown.ops.length ? `, and ${formatNumber(unknown.op_count - unknown.ops.length)} more` : ""))),
+    }));
+  }
   const table = result.tables.roofline;
   if (table) {
     const over = overPeakRows(table);
@@ -131,6 +141,19 @@ function render(ctx: PageContext<RooflineModelResult>): void {
   }
   el.appendChild(h("p", { class: "tbp-muted" }, "Points with no FLOPs or no HBM bytes have no place on log axes; the table lists them."));
 }
+
+/** What the Program point sums, as XProf 2.24.2 builds it (docs/formulas.md "Program point"). */
+export function programNote(devices: number): string {
+  const over = devices > 1 ? `all ${formatNumber(devices)} devices' ops over their device time summed` : "every op over the device time";
+  return `Program: ${over} (from each device's first op to its last, idle included), `
+    + "so its FLOP rate and bandwidth are per-device averages that idle time lowers; ops that only hold other ops "
+    + "(while, call, conditional) add nothing, their inner ops being counted.";
+}
+
+export const UNDETERMINED_NOTE = "XLA's cost analysis gives these ops no bytes here (all-gather, reduce-scatter and "
+  + "async collectives, whose GPU rules depend on replica groups, and custom-calls XLA does not model): the Program "
+  + "point leaves their bytes out, so its HBM intensity reads higher and its bandwidth and roofline efficiency lower "
+  + "than with them. XProf 2.24.2 may count bytes for them.";
 
 /** Columns that are fractions of a peak: above 1 the measurement, not the op, is off. */
 const OVER_PEAK_COLUMNS = ["roofline_efficiency", "compute_efficiency", "max_mem_bw_utilization"];

@@ -51,8 +51,19 @@ export interface RangeSummary {
   endPs: number;
   eventCount: number;
   nameCount: number;
-  /** totalPs: over every track; busiestTrackPs: on the track where the name ran longest (at most the range). */
-  names: { name: string; count: number; totalPs: number; busiestTrackPs: number }[];
+  /** A multi-rank run's ranks with selected tracks (timeline order); empty for one host. */
+  ranks: string[];
+  names: RangeName[];
+}
+
+/** totalPs: summed over every selected track (can exceed the range); coveredPs: the part of the
+ * range during which the name ran anywhere (at most the range); byRank aligned with `ranks`. */
+export interface RangeName {
+  name: string;
+  count: number;
+  totalPs: number;
+  coveredPs: number;
+  byRank: { totalPs: number; coveredPs: number }[];
 }
 
 export interface Target {
@@ -151,8 +162,12 @@ export async function fetchRange(api: Api, t: Target, startPs: number, endPs: nu
   const o = isObj(body) ? body : {};
   return {
     startPs: num(o.start_ps), endPs: num(o.end_ps), eventCount: num(o.event_count), nameCount: num(o.name_count),
+    ranks: (Array.isArray(o.ranks) ? o.ranks : []).map(str),
     names: (Array.isArray(o.names) ? o.names : []).filter(isObj).map((n) => ({
-      name: str(n.name), count: num(n.count), totalPs: num(n.total_ps), busiestTrackPs: num(n.busiest_track_ps),
+      name: str(n.name), count: num(n.count), totalPs: num(n.total_ps), coveredPs: num(n.covered_ps),
+      byRank: (Array.isArray(n.by_rank) ? n.by_rank : []).filter(isObj).map((r) => ({
+        totalPs: num(r.total_ps), coveredPs: num(r.covered_ps),
+      })),
     })),
   };
 }

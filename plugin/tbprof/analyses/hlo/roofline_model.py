@@ -31,14 +31,25 @@ from tbprof.analyses.hlo.hlo_stats import (
     hlo_table,
     op_rates,
 )
-from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks
+from tbprof.analyses.results.hlo import RooflineModelResult, RooflinePeaks, UndeterminedBytes
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_bool
 from tbprof.domain import roofline
-from tbprof.domain.planes import device_display_name, device_model, device_planes_of
+from tbprof.domain.hlo_cost import hlo_op_bytes
+from tbprof.domain.hlo_map import hlo_programs
+from tbprof.domain.planes import device_display_name, device_model, device_planes_of, is_accelerator
 from tbprof.store.tables import ProfileStore
 
-INFEED_OUTFEED = ("infeed", "outfeed")
+INFEED_OUTFEED = ("infeed", "outfeed")  # a category containing either word ("host infeed" too)
+# Ops that may contain other ops: their FLOPs and bytes are their inner ops', which are points of
+# their own, so the program point leaves them out (their time stays in the device time).
+MAY_HAVE_INNER_OPS = ("call", "conditional", "while", "megacore fusion")
+
+
+def is_infeed_or_outfeed(categories: np.ndarray) -> np.ndarray:
+    text = categories.astype(str)
+    return np.any([np.char.find(text, word) >= 0 for word in INFEED_OUTFEED], axis=0) if text.shape[0] else \
+        np.zeros(0, dtype=bool)
 # XProf's roofline page opens with its "Include Infeed/Outfeed" filter on true.
 INCLUDE_INFEED_OUTFEED_DEFAULT = True
 
@@ -59,6 +70,13 @@ def device_name(stores: Sequence[ProfileStore]) -> str:
         for pi in device_planes_of(s):
             return device_display_name(s.planes[pi])
     return ""
+
+
+def core_count(stores: Sequence[ProfileStore]) -> int:
+    """XProf's ``device_core_count``: every accelerator plane of each host, idle ones included
+    (a profiler lists each GPU of the machine, used or not), over the hosts. XProf divides the
+    roofline's "Total time per core" by it; ``device_count`` counts the devices that ran."""
+    return sum(sum(1 for p in s.planes if is_accelerator(p)) for s in stores)
 
 
 def peaks(env: roofline.PerfEnv) -> RooflinePeaks:
@@ -138,6 +156,43 @@ def _roof_columns(env: roofline.PerfEnv, flops: np.ndarray, nbytes: np.ndarray, 
     }
 
 
+UNDETERMINED_NAMES_SHOWN = 8
+
+
+def bytes_undetermined(stores: Sequence[ProfileStore], names: Sequence[str], program_ids: Sequence[int],
+                       bytes_accessed: np.ndarray) -> np.ndarray:
+    """Per op, whether its bytes are unknown: no bytes from its events, and its HLO op, found in its
+    program, has none from the cost analysis (hlo_cost leaves such ops out)."""
+    found = np.zeros(len(names), dtype=bool)
+    programs = [(s, hlo_programs(s)) for s in stores]
+    for i, (name, pid) in enumerate(zip(names, program_ids, strict=True)):
+        if bytes_accessed[i] > 0:
+            continue
+        for store, progs in programs:
+            program = progs.get(int(pid))
+            if program is not None and program.op(str(name)) is not None:
+                found[i] = str(name) not in hlo_op_bytes(store, int(pid))
+                break
+    return found
+
+
+def undetermined_bytes(stores: Sequence[ProfileStore], rates: HloOpRates,
+                       include_infeed_outfeed: bool) -> UndeterminedBytes:
+    """The program point's ops whose bytes are unknown, and their share of its time."""
+    db, o = rates.db, rates.order
+    keep = ~np.isin(db.type[o].astype(str), MAY_HAVE_INNER_OPS)
+    if not include_infeed_outfeed:
+        keep &= ~is_infeed_or_outfeed(db.type[o])
+    idx = o[keep]
+    unknown = idx[bytes_undetermined(stores, db.name[idx], db.program_id[idx], db.bytes_accessed[idx])]
+    total_ps = float(db.total_time_ps) - (0.0 if include_infeed_outfeed
+                                          else float(db.time_ps[o[is_infeed_or_outfeed(db.type[o])]].sum()))
+    by_time = unknown[np.argsort(-db.time_ps[unknown], kind="stable")]
+    return {"op_count": int(unknown.shape[0]),
+            "time_fraction": float(db.time_ps[unknown].sum()) / total_ps if total_ps > 0 else 0.0,
+            "ops": [str(db.name[i]) for i in by_time[:UNDETERMINED_NAMES_SHOWN]]}
+
+
 def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = None,
                    include_infeed_outfeed: Sequence[bool] = (True, False)) -> Table:
     """The program row and the op rows once per value of ``include_infeed_outfeed`` asked for."""
@@ -145,18 +200,20 @@ def roofline_table(stores: Sequence[ProfileStore], rates: HloOpRates | None = No
     db, env = r.db, r.env
     ops = hlo_table(stores, r)
     o = r.order
-    cores = max(1, device_count(stores))
-    io = np.isin(db.type[o].astype(str), INFEED_OUTFEED)
+    cores = max(1, core_count(stores))
+    io = is_infeed_or_outfeed(db.type[o])
+    outer = np.isin(db.type[o].astype(str), MAY_HAVE_INNER_OPS)
     parts: list[dict[str, Any]] = []
     # No device ops: no points at all (XProf's table is empty on CPU profiles).
     for include in (include_infeed_outfeed if o.shape[0] else ()):
         keep = np.ones(o.shape[0], dtype=bool) if include else ~io
         idx = o[keep]
         total_ps = float(db.total_time_ps) - (0.0 if include else float(db.time_ps[o[io]].sum()))
-        # The program point: every device op of the hosts over the whole device time.
+        # The program point: every innermost device op of the hosts over the whole device time.
+        inner = o[keep & ~outer]
         prog: dict[str, Any] = _roof_columns(
-            env, np.array([db.flops[idx].sum()]), np.array([db.bytes_accessed[idx].sum()]),
-            np.array([db.program_hbm[idx].sum()]), np.array([total_ps]))
+            env, np.array([db.flops[inner].sum()]), np.array([db.bytes_accessed[inner].sum()]),
+            np.array([db.program_hbm[inner].sum()]), np.array([total_ps]))
         prog.update(step=["Total"], rank=[0], category=["Program"], operation=["Program"], occurrences=[1],
                     total_time=[total_ps / PS_PER_US], avg_time=[total_ps / PS_PER_US], total_self_time=[0.0],
                     avg_self_time=[0.0], total_self_time_percent=[0.0], cumulative_total_self_time_percent=[0.0],
@@ -194,6 +251,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> Roofl
         "device_count": device_count(stores),
         **peaks(rates.env),
         "op_count": int(rates.order.shape[0]),
+        "undetermined_bytes": undetermined_bytes(stores, rates, include),
         "tables": {"roofline": table},
     }
     if rates.order.shape[0] == 0:

@@ -36,6 +36,16 @@ class RooflinePeaks(TypedDict):
     vmem_write_ridge_point: float
 
 
+class UndeterminedBytes(TypedDict):
+    """Device ops of the program point whose bytes the cost analysis could not determine (XLA's GPU
+    rules for all-gather, reduce-scatter and async collectives, unknown custom-calls): the point
+    leaves their bytes out."""
+
+    op_count: int
+    time_fraction: float  # their time over the program point's time, 0..1
+    ops: list[str]  # the first few, most time first
+
+
 class RooflineModelResult(ToolEnvelope, RooflinePeaks):
     host: str | None
     hosts: list[str]
@@ -44,6 +54,7 @@ class RooflineModelResult(ToolEnvelope, RooflinePeaks):
     include_infeed_outfeed: bool  # the rows' setting of XProf's Include Infeed/Outfeed filter
     device_count: int
     op_count: int
+    undetermined_bytes: UndeterminedBytes
     message: NotRequired[str]  # why there are no device ops
 
 

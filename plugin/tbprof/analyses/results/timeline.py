@@ -40,3 +40,28 @@ class TraceViewerResult(ToolEnvelope, TrackIndexJson):
     origin_ps: int
     event_count: int
     warnings: list[str]
+
+
+class RankShare(TypedDict):
+    total_ps: int  # the name's clipped time summed over the rank's selected tracks
+    covered_ps: int  # the part of the selection during which it ran on any of them (at most the selection)
+
+
+class RangeName(TypedDict):
+    name: str
+    count: int
+    total_ps: int  # summed over every selected track: can exceed the selection
+    covered_ps: int  # the part of the selection during which it ran anywhere: at most the selection
+    by_rank: list[RankShare]  # aligned with RangeSummaryJson.ranks (empty for one host)
+
+
+class RangeSummaryJson(TypedDict):
+    """A trace viewer selection's totals per event name (route trace_range)."""
+
+    start_ps: int
+    end_ps: int
+    duration_ps: int
+    event_count: int
+    name_count: int
+    ranks: list[str]  # a multi-rank run's ranks with selected tracks, in timeline order; empty for one host
+    names: list[RangeName]

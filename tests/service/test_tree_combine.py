@@ -10,6 +10,7 @@ process pool and on a real Dask ``LocalCluster``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -169,10 +170,14 @@ def test_batches_are_runs_of_consecutive_hosts() -> None:
 
     for hosts in (1, 3, 11, 256, 1024):
         tasks = [HostTask(f"h{i}", "", "xspace", "") for i in range(hosts)]
-        for workers in (1, 2, 3, 64):
+        for workers in (1, 2, 3, 16, 64):
             got = batches(tasks, workers)
             assert [t for b in got for t in b] == tasks  # in order, each once
-            assert max(map(len, got)) - min(map(len, got)) <= 1
+            sizes = [len(b) for b in got]
+            # Falling (a host more than the batch before at most: rounding), never ending larger.
+            assert all(b <= a + 1 for a, b in itertools.pairwise(sizes)) and sizes[-1] <= sizes[0]
+            if hosts >= 8 * len(got):  # hosts enough to tell: the last batch is the first's quarter
+                assert 2 * sizes[-1] <= sizes[0]
             assert min(hosts, workers) <= len(got) <= BATCHES_PER_WORKER * workers  # every worker has work
             if hosts >= 2 * workers:  # hosts enough: no batch of one host, which combines nothing
                 assert min(map(len, got)) >= 2

@@ -2,7 +2,8 @@
 
 A pod's hosts convert independently, so converting them is a map over host files. Hosts go
 to the workers in batches of consecutive hosts (``batches``: about ``BATCHES_PER_WORKER`` per
-worker, so the server handles tens of messages for a pod of a thousand hosts, not a thousand).
+worker, the last ones smaller, so the server handles tens of messages for a pod of a thousand
+hosts, not a thousand, and the workers finish together).
 A batch's task (``convert_batch``) converts each file (``convert_host``), writes the store or
 the host's partial into the *shared* disk cache, decodes the hosts' partials and combines the
 batch's op tables (a tree: the server merges one table per batch, not one per host), and
@@ -86,18 +87,34 @@ class HostTask:
 # slack, and the server decode the first three quarters while the workers convert the rest
 # (faster than two on 32 cores at 256 and 1024 hosts: bench/measurements.md#services).
 BATCHES_PER_WORKER = 4
+# The first batch's share of the hosts against the last's: workers take batches in order, so
+# the last ones decide how unevenly the workers finish (and how much the server has left to
+# decode once the last arrives); large first batches keep the batch count, and with it the
+# server's merges, what it was.
+FIRST_TO_LAST = 4
 
 
 def batches(tasks: Sequence[HostTask], workers: int) -> list[list[HostTask]]:
-    """The tasks cut into at most ``workers * BATCHES_PER_WORKER`` runs of consecutive hosts of
-    nearly equal count (consecutive: a batch's combined op tables then stand for a run of the
-    pod's hosts, see analyses/partials.PodPartials), of two hosts at least where there are
-    hosts enough for every worker (a batch of one host combines nothing)."""
+    """The tasks cut into at most ``workers * BATCHES_PER_WORKER`` runs of consecutive hosts
+    (consecutive: a batch's combined op tables then stand for a run of the pod's hosts, see
+    analyses/partials.PodPartials), of two hosts at least where there are hosts enough for
+    every worker (a batch of one host combines nothing). Sizes fall linearly from the first
+    batch to the last (about ``FIRST_TO_LAST`` times fewer hosts), so the workers' last batches
+    are short and they finish together."""
     n = min(len(tasks), max(1, workers * BATCHES_PER_WORKER), max(1, workers, len(tasks) // 2))
-    size, extra = divmod(len(tasks), n) if n else (0, 0)
-    out, start = [], 0
-    for i in range(n):
-        end = start + size + (1 if i < extra else 0)
+    if n == 0:
+        return []
+    least = 2 if len(tasks) >= 2 * n else 1
+    spare = len(tasks) - least * n
+    # Batch i's weight falls from FIRST_TO_LAST * n (the first) to about n (the last).
+    weights = [FIRST_TO_LAST * n - (FIRST_TO_LAST - 1) * i for i in range(n)]
+    total = sum(weights)
+    out, start, cumulative = [], 0, 0
+    for w in weights:
+        # (Rounded up: a remainder goes to the earlier batches, never to the last.)
+        extra_before = -(-cumulative * spare // total)
+        cumulative += w
+        end = start + least + -(-cumulative * spare // total) - extra_before
         out.append(list(tasks[start:end]))
         start = end
     return out

@@ -1294,6 +1294,126 @@ cdef class Scanner:
                 v[t] = -<int64_t>mag if neg else <int64_t>mag
         return flags, values
 
+    # --- one trace scanned by several scanners ----------------------------------------------
+    @property
+    def between_events(self):
+        """True when the scanner stopped just before an element of the event array (after a
+        ','): the only place where a scanner started there (``resume_in_events``) may take over."""
+        return self.state == S_ARR_ELEM and not self.err_code
+
+    def resume_in_events(self, bint bare):
+        """Starts this new scanner just before an element of the event array (``bare``: the
+        trace is the array itself, else the array of ``traceEvents``)."""
+        self.state = S_ARR_ELEM
+        self.bare = bare
+        self.top_kind = 2 if bare else 1
+        self.trace_events = 1
+
+    def absorb_tokens(self, Scanner other not None, np):
+        """Interns ``other``'s tokens into this table, in ``other``'s id order (so tokens first
+        seen later in the file get later ids, as one scanner would give them); returns, per token
+        id of ``other``, its id here (int32). Raises ValueError past 2^31 tokens."""
+        cdef int32_t n = other.n_tok, t, got = 0
+        remap = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] r = remap
+        cdef const uint8_t* at
+        with nogil:
+            for t in range(n):
+                at = <const uint8_t*>(other.arena + other.tok_off[t])
+                got = self._intern(at[0], at + 1, other.tok_len[t] - 1)
+                if got < 0:
+                    break
+                r[t] = got
+        if got < 0:
+            raise ValueError(ERRORS[E_TOO_MANY])
+        return remap
+
+    def columns_into(self, dict out, int64_t ev_at, int64_t st_at, remap=None):
+        """Moves the columns into ``out``'s arrays (those ``columns`` returns, sized for every
+        scanner of the trace) from row ``ev_at`` of the events and ``st_at`` of the stats: token
+        ids through ``remap`` (``absorb_tokens``), stat owners shifted by ``ev_at``. The C buffers
+        are freed."""
+        cdef int64_t n = self.n_ev, m = self.n_st, i
+        cdef int32_t[::1] rm
+        cdef bint mapped = remap is not None
+        cdef int32_t[::1] d32
+        cdef int32_t* s32
+        cdef int64_t[::1] d64
+        cdef int8_t[::1] kind
+        cdef int32_t v
+        cdef int32_t shift = <int32_t>ev_at
+        if mapped:
+            rm = remap
+        if ev_at < 0 or st_at < 0 or ev_at + n > 0x7FFFFFFF:
+            raise ValueError(ERRORS[E_TOO_MANY])
+        for name in ("ph", "pid", "tid", "name", "cat", "id", "bind_id"):
+            d32 = out[name]
+            if ev_at + n > d32.shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
+            s32 = <int32_t*>(self._event_slot(name)[0])
+            if mapped:
+                for i in range(n):
+                    v = s32[i]
+                    d32[ev_at + i] = rm[v] if v >= 0 else v
+            elif n:
+                memcpy(&d32[ev_at], s32, n * 4)
+        for name, width in (("ts_us", 8), ("ts_sub_ps", 4), ("dur_ps", 8), ("flags", 1)):
+            arr = out[name]
+            if ev_at + n > arr.shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
+            if n:
+                self._copy_into(arr, ev_at, self._event_slot(name)[0], n, width)
+        for name in ("st_owner", "st_key", "st_kind", "st_value"):
+            if st_at + m > out[name].shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
+        d32 = out["st_owner"]
+        for i in range(m):
+            d32[st_at + i] = self.st_owner[i] + shift
+        d32 = out["st_key"]
+        if mapped:
+            for i in range(m):
+                v = self.st_key[i]
+                d32[st_at + i] = rm[v] if v >= 0 else v
+        elif m:
+            memcpy(&d32[st_at], self.st_key, m * 4)
+        kind = out["st_kind"]
+        if m:
+            memcpy(&kind[st_at], self.st_kind, m)
+        d64 = out["st_value"]
+        for i in range(m):
+            if mapped and (self.st_kind[i] == KIND_STR or self.st_kind[i] == K_JSON):
+                d64[st_at + i] = rm[<int32_t>self.st_value[i]]
+            else:
+                d64[st_at + i] = self.st_value[i]
+        self._free_columns()
+
+    cdef void _copy_into(self, object arr, int64_t at, void* src, int64_t n, int width):
+        cdef uint8_t[::1] dst = arr.view("u1")
+        memcpy(&dst[at * width], src, n * width)
+
+    cdef void** _event_slot(self, str name):
+        if name == "ph":
+            return <void**>&self.ev_ph
+        if name == "ts_us":
+            return <void**>&self.ev_ts
+        if name == "ts_sub_ps":
+            return <void**>&self.ev_ts_sub
+        if name == "dur_ps":
+            return <void**>&self.ev_dur
+        if name == "pid":
+            return <void**>&self.ev_pid
+        if name == "tid":
+            return <void**>&self.ev_tid
+        if name == "name":
+            return <void**>&self.ev_name
+        if name == "cat":
+            return <void**>&self.ev_cat
+        if name == "id":
+            return <void**>&self.ev_id
+        if name == "bind_id":
+            return <void**>&self.ev_bind
+        return <void**>&self.ev_flags
+
     def columns(self, np):
         """The columns as numpy arrays (the C buffers are freed as they are copied)."""
         out = {}
@@ -1316,34 +1436,10 @@ cdef class Scanner:
 
     cdef void _copy_event_column(self, str name, object arr, int64_t nbytes):
         cdef uint8_t[::1] dst = arr.view("u1") if nbytes else None
-        cdef void* src
-        cdef void** slot
-        if name == "ph":
-            slot = <void**>&self.ev_ph
-        elif name == "ts_us":
-            slot = <void**>&self.ev_ts
-        elif name == "ts_sub_ps":
-            slot = <void**>&self.ev_ts_sub
-        elif name == "dur_ps":
-            slot = <void**>&self.ev_dur
-        elif name == "pid":
-            slot = <void**>&self.ev_pid
-        elif name == "tid":
-            slot = <void**>&self.ev_tid
-        elif name == "name":
-            slot = <void**>&self.ev_name
-        elif name == "cat":
-            slot = <void**>&self.ev_cat
-        elif name == "id":
-            slot = <void**>&self.ev_id
-        elif name == "bind_id":
-            slot = <void**>&self.ev_bind
-        else:
-            slot = <void**>&self.ev_flags
-        src = slot[0]
+        cdef void** slot = self._event_slot(name)
         if nbytes:
-            memcpy(&dst[0], src, nbytes)
-        free(src)
+            memcpy(&dst[0], slot[0], nbytes)
+        free(slot[0])
         slot[0] = NULL
 
     cdef void _copy_stat_column(self, str name, object arr, int64_t nbytes):

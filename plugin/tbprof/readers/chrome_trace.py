@@ -59,21 +59,22 @@ import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof.cache.memory_guard import available_bytes, check_allocation, decompressed_limit_bytes, release_free_memory
+from tbprof.cache.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
-from tbprof.readers import kineto
+from tbprof.readers import chrome_scan, kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_columns import MemoryWork, Spill, StatSink, Work, chunks
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
+from tbprof.readers.chrome_scan import Scan
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
@@ -97,25 +98,12 @@ def host_of(path: Location) -> str:
     return json_host(shown_name(path.name))
 
 
-
 # Bytes read per window, and the most decompressed bytes one gzip step may produce: the reader's
 # memory is its columns, not the file (see read_chrome_trace).
 WINDOW_BYTES = 16 << 20
-# The scanner sees a window in pieces of this size, so the memory check between pieces is fine-grained.
-_FEED_BYTES = 1 << 20
-# One JSON unit (an event, a top-level value) longer than this is refused: a real one is far shorter.
-MAX_UNIT_BYTES = 256 << 20
 # zlib gets this much input per step (see _gunzip_windows); real files have a member or a few.
 _GZIP_INPUT_BYTES = 64 << 10
 MAX_GZIP_MEMBERS = 4096
-# Peak memory of the in-memory reader per event and per argument value: the scanner's columns, their
-# copy out of it and the builder's first columns (bench/hostile_bench.py; bench/measurements.md).
-SCAN_EVENT_BYTES = 96
-SCAN_STAT_BYTES = 40
-# Per distinct token (name, id, text value) and per byte of its text: the scanner's table and hash
-# slots, the token's bytes and str objects, its string-table entry (bench/hostile_bench.py).
-SCAN_TOKEN_BYTES = 256
-SCAN_TOKEN_TEXT_FACTOR = 3
 
 
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
@@ -124,15 +112,20 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
     The file is read in windows of ``WINDOW_BYTES`` (``pread`` locally, ranged GETs for a URL,
     gzip decompressed as a stream with bounded output per step) and tokenised window by window
     by the compiled scanner (``_core/jsonscan.pyx``): peak memory is the event and stat columns,
-    never the file's text nor a Python object per event.
+    never the file's text nor a Python object per event. A large local file that is not gzip is
+    scanned in segments on several threads (``chrome_scan.scan_file``).
     """
     path = as_location(path)
     f: StreamSource = UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else LocalFile(Path(path))
     try:
         if f.size == 0:
             raise ProfileReadError(str(path), "the file is empty (0 bytes)")
-        store = read_windows(file_windows(f, WINDOW_BYTES), str(path),
-                              host if host is not None else host_of(path), WINDOW_BYTES)
+        host = host if host is not None else host_of(path)
+        threads = chrome_scan.segment_threads(f.size)
+        if isinstance(f, LocalFile) and threads > 1 and f.pread(0, 2) != GZIP_MAGIC:
+            store = store_of(chrome_scan.scan_file(f, WINDOW_BYTES, str(path), threads), str(path), host)
+        else:
+            store = read_windows(file_windows(f, WINDOW_BYTES), str(path), host, WINDOW_BYTES)
         f.check_unchanged()
     finally:
         f.close()
@@ -241,7 +234,11 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     windows: Iterator[bytes] = itertools.chain([head], raw)
     if head[:2] == GZIP_MAGIC:
         windows = _gunzip_windows(windows, source, window_bytes, spill)
-    scan = _scan(windows, source, spill)
+    return store_of(chrome_scan.scan(windows, source, spill), source, host, spill)
+
+
+def store_of(scan: Scan, source: str, host: str, spill: Spill | None = None) -> tables.ProfileStore:
+    """The store of what the scanner found."""
     if scan.top_kind == 1 and scan.trace_events == 2:
         raise ProfileReadError(source, "not a Chrome trace: 'traceEvents' is not a list")
     if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
@@ -270,126 +267,6 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     kineto.finish(store)
     release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
-
-
-class _Scan:
-    """What the scanner found: event and stat columns, the token table, the top-level values."""
-
-    def __init__(self, sc: jsonscan.Scanner, cols: dict[str, np.ndarray] | None = None) -> None:
-        self.top_kind = int(sc.top_kind)
-        self.trace_events = int(sc.trace_events)
-        self.non_objects = int(sc.non_objects)
-        self.top: dict[str, bytes] = dict(sc.top)
-        self.tokens: list[bytes] = sc.tokens()
-        self.int_flag, self.int_value = sc.token_ints(np)
-        self.cols: dict[str, np.ndarray] = sc.columns(np) if cols is None else cols
-
-
-def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> _Scan:
-    """Feeds the windows to the scanner in linear time: a unit (an event, a top-level value) cut by
-    a window's end is carried into the next, and one longer than a window is gathered until twice
-    its bytes are there (each doubling scanned once), up to ``MAX_UNIT_BYTES``. In memory, the events
-    and stats scanned are counted against the memory free at the start, piece by piece; streaming,
-    they are drained to the entry's files piece by piece (``Spill.drain``: at its share of the budget)."""
-    sc = jsonscan.Scanner()
-    avail = available_bytes() if spill is None else None
-
-    def after_piece(sc: jsonscan.Scanner) -> None:
-        if spill is not None:
-            spill.drain(sc, final=False)
-            # The token table stays in memory while streaming: a trace of millions of distinct
-            # names is refused by its budget while it is scanned, as the XSpace streaming reader does.
-            spill.work.check(token_need_bytes(sc), f"{sc.n_tokens:,} distinct names and values")
-        else:
-            _check_scanned(sc, source, avail)
-
-    carry = bytearray()  # bytes of an unfinished unit, and what came after them
-    base = 0
-    want = 0
-    for chunk in windows:
-        buf: bytes | bytearray
-        if carry:
-            carry += chunk  # amortised: the unit's bytes are not copied again per window
-            if len(carry) < want:
-                continue
-            # A unit that did not end in a window is scanned whole in one piece.
-            buf, first_piece = carry, len(carry) if want else _FEED_BYTES
-        else:
-            buf, first_piece = chunk, _FEED_BYTES
-        used = _feed_window(sc, buf, base, source, after_piece, first_piece)
-        base += used
-        if used == 0:
-            if len(buf) > MAX_UNIT_BYTES:
-                raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
-                                       f"{MAX_UNIT_BYTES >> 20} MiB")
-            carry = buf if isinstance(buf, bytearray) else bytearray(buf)
-            want = min(2 * len(carry), MAX_UNIT_BYTES + 1)
-        else:
-            with memoryview(buf) as view:
-                carry = bytearray(view[used:])
-            want = 0
-    if sc.feed(carry, base, True) < 0:
-        _scan_error(sc, source)
-    _check_scanned(sc, source, avail)
-    if spill is not None:
-        spill.drain(sc, final=True)
-        return _Scan(sc, spill.columns())
-    return _Scan(sc)
-
-
-def _feed_window(sc: jsonscan.Scanner, buf: bytes | bytearray, base: int, source: str,
-                 after_piece: Callable[[jsonscan.Scanner], None], first_piece: int) -> int:
-    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (the first ``first_piece``; a piece as long as a
-    unit needs), calling ``after_piece`` after each; returns the bytes consumed (whole units)."""
-    off = 0
-    size = first_piece
-    with memoryview(buf) as view:
-        while off < len(buf):
-            end = min(len(buf), off + size)
-            piece = view[off:end]
-            used = sc.feed(piece, base + off, False)
-            piece.release()
-            if used < 0:
-                _scan_error(sc, source)
-            off += used
-            after_piece(sc)
-            if used == 0:
-                if end == len(buf):
-                    break  # the unit runs on into the next window
-                size *= 2
-            else:
-                size = _FEED_BYTES
-                if end == len(buf):
-                    break  # what is left is the start of a unit: the next window continues it
-    return off
-
-
-def _check_scanned(sc: jsonscan.Scanner, source: str, avail: int | None) -> None:
-    """Refuses a file whose events and stats (scanned so far) will not fit in ``avail`` bytes: a
-    small gzip of empty events holds one event per 3 bytes of JSON, 19x the memory per byte that
-    the guard assumed from the JSON's length."""
-    if avail is None:
-        return
-    n_events, n_stats = sc.n_events, sc.n_stats
-    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES + token_need_bytes(sc)
-    if need > avail:
-        check_allocation(source, need, f"{n_events:,} events, {n_stats:,} argument values and {sc.n_tokens:,} "
-                         "distinct names and values (so far)")
-
-
-def token_need_bytes(sc: jsonscan.Scanner) -> int:
-    """Memory the token table takes once the reader has it: the scanner's table, each token's
-    bytes and string objects and the string table's entry."""
-    return sc.n_tokens * SCAN_TOKEN_BYTES + sc.token_bytes * SCAN_TOKEN_TEXT_FACTOR
-
-
-def _scan_error(sc: jsonscan.Scanner, source: str) -> None:
-    code, at = int(sc.err_code), int(sc.err_at)
-    if code == jsonscan.UTF8_ERROR:
-        raise ProfileReadError(source, f"not a Chrome trace: the bytes are not UTF-8 text (at byte {at})")
-    if code == jsonscan.DEPTH_ERROR:
-        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply")
-    raise ProfileReadError(source, f"not valid JSON: {jsonscan.ERRORS.get(code, 'error')} at byte {at}")
 
 
 # Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):
@@ -800,7 +677,7 @@ class _Builder:
         self.st_rows.append(owners[pos].astype(np.int32), key, kind.astype(np.int8), value)
 
     # --- the pass --------------------------------------------------------------------------
-    def build(self, scan: _Scan) -> tables.ProfileStore:
+    def build(self, scan: Scan) -> tables.ProfileStore:
         try:
             return self._build(scan)
         except _LongNumber as e:
@@ -808,7 +685,7 @@ class _Builder:
                 e.field = _field_of(self.cols, e.token)
             raise
 
-    def _build(self, scan: _Scan) -> tables.ProfileStore:
+    def _build(self, scan: Scan) -> tables.ProfileStore:
         c = self.cols = scan.cols
         scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)

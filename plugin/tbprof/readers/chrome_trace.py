@@ -503,7 +503,11 @@ _BYTES_PER_FLOW_KEY = 48  # every point's index, (cat, id) keys and part, while 
 _SORT_BYTES_PER_ROW = 64
 _SORT_BYTES_PER_STAT = 48
 # Stat rows placed per slice (bounds the placement's temporaries).
-_STAT_SLICE = 1 << 22
+_STAT_SLICE = 1 << 20
+# Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
+_ARGS_EVENTS = 1 << 17
+# Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
+_TRIM_BYTES = 64 << 20
 
 
 class _Builder:
@@ -654,7 +658,7 @@ class _Builder:
     def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
         """The args of ``events`` as stats of the collected events ``owners`` (one each), in
         batches of events so that the temporaries stay small."""
-        step = 1 << 19
+        step = _ARGS_EVENTS
         for lo in range(0, events.shape[0], step):
             self._add_batch(owners[lo:lo + step], events[lo:lo + step])
 
@@ -1148,6 +1152,7 @@ class _Builder:
         st_name = work.empty("st_name", np.int32, total)
         st_kind = work.empty("st_kind", np.int8, total)
         st_value = work.empty("st_value", np.int64, total)
+        freed = 0
         for owner, name, kind, value in self.st_rows.segments(consume=True):
             if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
                 work.check(_SORT_BYTES_PER_STAT * owner.shape[0], f"the order of {owner.shape[0]:,} stats")
@@ -1163,7 +1168,14 @@ class _Builder:
                 st_name[dest] = name[lo:lo + _STAT_SLICE]
                 st_kind[dest] = kind[lo:lo + _STAT_SLICE]
                 st_value[dest] = value[lo:lo + _STAT_SLICE]
+            freed += owner.nbytes + name.nbytes + kind.nbytes + value.nbytes
             del owner, name, kind, value
+            if freed >= _TRIM_BYTES:
+                # The segments placed are freed into the C heap (each is under glibc's mmap
+                # threshold) while the placed columns fill pages of their own: handed back as
+                # they go, the peak is one copy of the stat rows, not two.
+                release_free_memory()
+                freed = 0
         work.drop(fill)
         return st_row, st_name, st_kind, st_value, bounds
 

@@ -584,7 +584,7 @@ class _Builder:
         flag = np.zeros(used.shape[0], dtype=np.bool_)
         real = used >= 0
         flag[real] = self.int_flag[used[real]] == 1
-        ints = np.unique(self.int_value[used[flag]])
+        ints = sorted_unique(self.int_value[used[flag]])
         table = np.zeros(self.n_tokens + 3, dtype=np.int64)
         table[used[flag] + 3] = np.searchsorted(ints, self.int_value[used[flag]])
         others: dict[Hashable, int] = {}
@@ -1082,7 +1082,7 @@ class _Builder:
             uniq = np.zeros(0, np.int64)
             for a, b in chunks(phi - plo, step):
                 rows = order[plo + a:plo + b]
-                uniq = np.union1d(uniq, name_id[rows].astype(np.int64) * base + cat_id[rows])
+                uniq = sorted_unique(np.concatenate([uniq, name_id[rows].astype(np.int64) * base + cat_id[rows]]))
             meta_idx = work.plane_column(pi, "meta_idx", np.int32, phi - plo)
             p_name = work.plane_column(pi, "name_id", np.int32, phi - plo)
             for a, b in chunks(phi - plo, step):

@@ -1331,65 +1331,73 @@ cdef class Scanner:
     def columns_into(self, dict out, int64_t ev_at, int64_t st_at, remap=None):
         """Moves the columns into ``out``'s arrays (those ``columns`` returns, sized for every
         scanner of the trace) from row ``ev_at`` of the events and ``st_at`` of the stats: token
-        ids through ``remap`` (``absorb_tokens``), stat owners shifted by ``ev_at``. The C buffers
-        are freed."""
-        cdef int64_t n = self.n_ev, m = self.n_st, i
-        cdef int32_t[::1] rm
+        ids through ``remap`` (``absorb_tokens``), stat owners shifted by ``ev_at``. The copy runs
+        with the GIL released (scanners of one trace move theirs at once); the C buffers are freed."""
+        cdef int64_t n = self.n_ev, m = self.n_st
         cdef bint mapped = remap is not None
-        cdef int32_t[::1] d32
-        cdef int32_t* s32
-        cdef int64_t[::1] d64
-        cdef int8_t[::1] kind
-        cdef int32_t v
-        cdef int32_t shift = <int32_t>ev_at
-        if mapped:
-            rm = remap
+        cdef int32_t[::1] rm = remap if mapped else _NO_REMAP
+        cdef int32_t[::1] ph = out["ph"], pid = out["pid"], tid = out["tid"], name = out["name"]
+        cdef int32_t[::1] cat = out["cat"], id_ = out["id"], bind = out["bind_id"], ts_sub = out["ts_sub_ps"]
+        cdef int64_t[::1] ts = out["ts_us"], dur = out["dur_ps"], st_value = out["st_value"]
+        cdef uint8_t[::1] flags = out["flags"]
+        cdef int32_t[::1] st_owner = out["st_owner"], st_key = out["st_key"]
+        cdef int8_t[::1] st_kind = out["st_kind"]
         if ev_at < 0 or st_at < 0 or ev_at + n > 0x7FFFFFFF:
             raise ValueError(ERRORS[E_TOO_MANY])
-        for name in ("ph", "pid", "tid", "name", "cat", "id", "bind_id"):
-            d32 = out[name]
-            if ev_at + n > d32.shape[0]:
+        for col in (ph, pid, tid, name, cat, id_, bind, ts_sub):
+            if ev_at + n > col.shape[0]:
                 raise ValueError("columns_into: the arrays are too short")
-            s32 = <int32_t*>(self._event_slot(name)[0])
-            if mapped:
-                for i in range(n):
-                    v = s32[i]
-                    d32[ev_at + i] = rm[v] if v >= 0 else v
-            elif n:
-                memcpy(&d32[ev_at], s32, n * 4)
-        for name, width in (("ts_us", 8), ("ts_sub_ps", 4), ("dur_ps", 8), ("flags", 1)):
-            arr = out[name]
-            if ev_at + n > arr.shape[0]:
-                raise ValueError("columns_into: the arrays are too short")
+        if ev_at + n > ts.shape[0] or ev_at + n > dur.shape[0] or ev_at + n > flags.shape[0]:
+            raise ValueError("columns_into: the arrays are too short")
+        if st_at + m > st_value.shape[0] or st_at + m > st_owner.shape[0] or st_at + m > st_key.shape[0] \
+                or st_at + m > st_kind.shape[0]:
+            raise ValueError("columns_into: the arrays are too short")
+        if mapped and rm.shape[0] < self.n_tok:
+            raise ValueError("columns_into: the token map is too short")
+        cdef int32_t* r = &rm[0]
+        cdef int64_t i
+        cdef int32_t shift = <int32_t>ev_at
+        cdef int8_t k
+        with nogil:
+            # Each column freed once moved: the peak is the columns once, plus one column twice.
             if n:
-                self._copy_into(arr, ev_at, self._event_slot(name)[0], n, width)
-        for name in ("st_owner", "st_key", "st_kind", "st_value"):
-            if st_at + m > out[name].shape[0]:
-                raise ValueError("columns_into: the arrays are too short")
-        d32 = out["st_owner"]
-        for i in range(m):
-            d32[st_at + i] = self.st_owner[i] + shift
-        d32 = out["st_key"]
-        if mapped:
-            for i in range(m):
-                v = self.st_key[i]
-                d32[st_at + i] = rm[v] if v >= 0 else v
-        elif m:
-            memcpy(&d32[st_at], self.st_key, m * 4)
-        kind = out["st_kind"]
-        if m:
-            memcpy(&kind[st_at], self.st_kind, m)
-        d64 = out["st_value"]
-        for i in range(m):
-            if mapped and (self.st_kind[i] == KIND_STR or self.st_kind[i] == K_JSON):
-                d64[st_at + i] = rm[<int32_t>self.st_value[i]]
-            else:
-                d64[st_at + i] = self.st_value[i]
+                _tokens_into(&ph[ev_at], self.ev_ph, n, r, mapped)
+                free(self.ev_ph); self.ev_ph = NULL
+                _tokens_into(&pid[ev_at], self.ev_pid, n, r, mapped)
+                free(self.ev_pid); self.ev_pid = NULL
+                _tokens_into(&tid[ev_at], self.ev_tid, n, r, mapped)
+                free(self.ev_tid); self.ev_tid = NULL
+                _tokens_into(&name[ev_at], self.ev_name, n, r, mapped)
+                free(self.ev_name); self.ev_name = NULL
+                _tokens_into(&cat[ev_at], self.ev_cat, n, r, mapped)
+                free(self.ev_cat); self.ev_cat = NULL
+                _tokens_into(&id_[ev_at], self.ev_id, n, r, mapped)
+                free(self.ev_id); self.ev_id = NULL
+                _tokens_into(&bind[ev_at], self.ev_bind, n, r, mapped)
+                free(self.ev_bind); self.ev_bind = NULL
+                memcpy(&ts[ev_at], self.ev_ts, n * 8)
+                free(self.ev_ts); self.ev_ts = NULL
+                memcpy(&ts_sub[ev_at], self.ev_ts_sub, n * 4)
+                free(self.ev_ts_sub); self.ev_ts_sub = NULL
+                memcpy(&dur[ev_at], self.ev_dur, n * 8)
+                free(self.ev_dur); self.ev_dur = NULL
+                memcpy(&flags[ev_at], self.ev_flags, n)
+                free(self.ev_flags); self.ev_flags = NULL
+            if m:
+                for i in range(m):
+                    st_owner[st_at + i] = self.st_owner[i] + shift
+                free(self.st_owner); self.st_owner = NULL
+                _tokens_into(&st_key[st_at], self.st_key, m, r, mapped)
+                free(self.st_key); self.st_key = NULL
+                for i in range(m):
+                    k = self.st_kind[i]
+                    if mapped and (k == KIND_STR or k == K_JSON):
+                        st_value[st_at + i] = r[<int32_t>self.st_value[i]]
+                    else:
+                        st_value[st_at + i] = self.st_value[i]
+                free(self.st_value); self.st_value = NULL
+                memcpy(&st_kind[st_at], self.st_kind, m)
         self._free_columns()
-
-    cdef void _copy_into(self, object arr, int64_t at, void* src, int64_t n, int width):
-        cdef uint8_t[::1] dst = arr.view("u1")
-        memcpy(&dst[at * width], src, n * width)
 
     cdef void** _event_slot(self, str name):
         if name == "ph":
@@ -1457,6 +1465,28 @@ cdef class Scanner:
             memcpy(&dst[0], slot[0], nbytes)
         free(slot[0])
         slot[0] = NULL
+
+
+cdef int32_t[::1] _NO_REMAP = array_of_one_int32()
+
+
+cdef int32_t[::1] array_of_one_int32():
+    import array
+    return array.array("i", [0])
+
+
+cdef inline void _tokens_into(int32_t* dst, const int32_t* src, int64_t n, const int32_t* remap,
+                              bint mapped) noexcept nogil:
+    """Token ids src[0:n] into dst, through ``remap`` when ``mapped`` (absent and non-string ids,
+    which are negative, as they are)."""
+    cdef int64_t i
+    cdef int32_t v
+    if not mapped:
+        memcpy(dst, src, n * 4)
+        return
+    for i in range(n):
+        v = src[i]
+        dst[i] = remap[v] if v >= 0 else v
 
 
 cdef void _exact_us(const uint8_t* b, Py_ssize_t p, Py_ssize_t q, int64_t* whole_us, int32_t* sub_ps) noexcept nogil:

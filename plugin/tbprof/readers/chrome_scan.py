@@ -29,7 +29,7 @@ import numpy as np
 
 from tbprof._core import jsonscan
 from tbprof._core.wire import default_threads
-from tbprof.cache.memory_guard import available_bytes, check_allocation
+from tbprof.cache.memory_guard import available_bytes, check_allocation, release_free_memory
 from tbprof.errors import ProfileReadError
 from tbprof.readers.byte_sources import LocalFile
 from tbprof.readers.chrome_columns import SCANNER_EVENT_COLUMNS, SCANNER_STAT_COLUMNS, Spill
@@ -328,12 +328,23 @@ def _merged(scanners: list[jsonscan.Scanner], source: str) -> Scan:
     cols.update({name: np.empty(n_stats, dtype) for name, dtype in SCANNER_STAT_COLUMNS})
     top: dict[str, bytes] = {}
     non_objects = 0
+    moves = []
     ev_at = st_at = 0
     for sc, remap in zip(scanners, remaps, strict=True):
         top.update(sc.top)  # a key repeated later in the file wins, as json.loads has it
         non_objects += int(sc.non_objects)
-        n, m = sc.n_events, sc.n_stats
-        sc.columns_into(cols, ev_at, st_at, remap)
-        ev_at, st_at = ev_at + n, st_at + m
+        moves.append((sc, ev_at, st_at, remap))
+        ev_at, st_at = ev_at + sc.n_events, st_at + sc.n_stats
+    # Each scanner moves its columns on a thread of its own (the copy releases the GIL).
+    workers = [threading.Thread(target=sc.columns_into, args=(cols, e, s, r), name="tbprof-json-merge")
+               for sc, e, s, r in moves[1:]]
+    for w in workers:
+        w.start()
+    first.columns_into(cols, moves[0][1], moves[0][2], None)
+    for w in workers:
+        w.join()
+    # The scanners' buffers (the smaller ones under glibc's mmap threshold) were freed into the C
+    # heaps of the threads that moved them: handed back before the builder allocates its own.
+    release_free_memory()
     return Scan(first, cols, top, non_objects)
 

@@ -94,7 +94,7 @@ def _normalise_categories(store: tables.ProfileStore) -> None:
         return
     renamed: dict[str, str] = {}
     remap: dict[int, int] = {}
-    for cat in _categories(store):
+    for cat in sorted(_categories(store)):  # canonical names interned in one order, whatever the hash seed
         canonical = kn.CANONICAL_CATEGORY.get(cat.lower())
         if canonical is not None and canonical != cat:
             renamed[cat] = canonical

@@ -29,8 +29,12 @@ windows fall.
 
 Threads: the event array is parsed with the GIL released (``_array_run``: no Python object per
 event; ``args`` numbers through the C library's ``strtod``, correctly rounded as Python's
-``float()``, unless the process' locale has another decimal point); the top-level members and the result
-columns are handled with the GIL.
+``float()``, unless the process' locale has another decimal point); the top-level members are
+handled with the GIL. One trace may be scanned in segments by several scanners at once
+(``readers/chrome_scan.py``): a scanner started inside the event array (``resume_in_events``),
+the boundary verified by the state of the scanner before it (``between_events``), the tables
+merged in file order (``absorb_tokens``) and the columns moved with the GIL released
+(``columns_into``).
 
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is
 bounded (``MAX_DEPTH``); malformed input gives an error code and its absolute byte offset,

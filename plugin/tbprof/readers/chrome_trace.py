@@ -59,7 +59,7 @@ import json
 import math
 import zlib
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -449,6 +449,26 @@ def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
     return _lut_table([toks], fn, dtype, n_tokens)[toks + 3]
 
 
+class _TokenTable:
+    """``fn(t)`` per token id, computed once per distinct id across calls: each call computes the
+    ids it is the first to see, in ascending order (the order a fresh ``_lut`` per call would
+    intern new strings in), without a table over every token per call."""
+
+    def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
+        self.fn = fn
+        self.done = np.zeros(n_tokens + 3, dtype=np.bool_)
+        self.table = np.zeros(n_tokens + 3, dtype=dtype)
+
+    def __call__(self, toks: np.ndarray) -> np.ndarray:
+        at = toks.astype(np.int64) + 3
+        new = at[~self.done[at]]
+        if new.shape[0]:
+            ids = sorted_unique(new)
+            self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
+            self.done[ids] = True
+        return self.table[at]
+
+
 def _line_batches(line_start: np.ndarray, step: int) -> Iterator[tuple[int, int]]:
     """[a, b) row ranges of whole lines (``line_start``: each line's first row, then the end), of
     at most ``step`` rows each unless one line alone is longer."""
@@ -544,6 +564,9 @@ class _Builder:
         self.int_value = np.zeros(0, np.int64)
         self.cols: dict[str, np.ndarray] = {}
         self._stat_bounds: np.ndarray | None = None
+        # Args keys and text values -> string ids (set once the token table is known).
+        self._arg_keys = _TokenTable(int, np.int32, 0)
+        self._arg_texts = _TokenTable(int, np.int64, 0)
 
     # --- helpers ---------------------------------------------------------------------------
     def _warn(self, count: int, what: str) -> None:
@@ -640,8 +663,12 @@ class _Builder:
             n = self.cols["ph"].shape[0]
             owner = self.cols["st_owner"]
             bounds = self.work.empty("stat_bounds", np.int64, n + 1)
-            for lo, hi in chunks(n + 1, self.work.chunk_events):
-                bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
+            if n + 1 <= self.work.chunk_events:  # in memory: counted in one pass over the owners
+                bounds[0] = 0
+                np.cumsum(np.bincount(owner, minlength=n)[:n], out=bounds[1:])
+            else:
+                for lo, hi in chunks(n + 1, self.work.chunk_events):
+                    bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
             self._stat_bounds = bounds
         bounds = self._stat_bounds
         lo = bounds[events]
@@ -670,13 +697,12 @@ class _Builder:
         rows, pos, kind = rows[keep], pos[keep], kind[keep]
         if rows.shape[0] == 0:
             return
-        key = _lut(c["st_key"][rows], lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+        key = self._arg_keys(c["st_key"][rows])
         value = c["st_value"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
         if text.any():
             # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
-            value[text] = _lut(value[text].astype(np.int32), lambda t: self.strings.intern(self.tok.canonical(t)),
-                               np.int64, self.n_tokens)
+            value[text] = self._arg_texts(value[text])
             kind[text] = tables.KIND_STR
         self.st_rows.append(owners[pos].astype(np.int32), key, kind.astype(np.int8), value)
 
@@ -695,6 +721,8 @@ class _Builder:
         self.tok = _Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        self._arg_keys = _TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+        self._arg_texts = _TokenTable(lambda t: self.strings.intern(self.tok.canonical(t)), np.int64, self.n_tokens)
         n = c["ph"].shape[0]
         step = self.work.chunk_events
         self.work.check(n, f"the phases of {n:,} events")

@@ -70,6 +70,7 @@ TIME_MISSING = TS_MISSING
 cdef int64_t MAX_DUR_US = 9223372036853  # the most whole microseconds whose picoseconds fit int64
 
 DEF MAX_DEPTH = 512
+DEF RECENT = 1024  # entries of the interning cache of recent tokens (a power of two)
 DEF NEED = -1   # the buffer ends inside the unit
 DEF ERR = -2    # malformed; self.err_code / self.err_at say why and where
 
@@ -140,7 +141,13 @@ cdef inline uint64_t _hash(const uint8_t* s, Py_ssize_t n, uint8_t prefix) nogil
         i += 8
     w = 0
     if i < n:
-        memcpy(&w, s + i, n - i)
+        if n >= 8:
+            memcpy(&w, s + n - 8, 8)  # the last eight bytes, overlapping: one load
+        else:
+            # Byte by byte: a partial memcpy into w stalls its 8-byte read (store forwarding).
+            while i < n:
+                w |= (<uint64_t>s[i]) << (8 * i)
+                i += 1
     h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL
     return h ^ (h >> 29)
 
@@ -153,6 +160,7 @@ cdef class Scanner:
     cdef int32_t* tok_len
     cdef int32_t n_tok, tok_cap
     cdef int32_t* slots
+    cdef int32_t recent[RECENT]  # the token last found per hash bucket: the hot ones skip the table
     cdef int64_t n_slots
     # Per key token: the args object it was last seen in, and its row (duplicate keys).
     cdef int64_t* key_stamp
@@ -219,6 +227,7 @@ cdef class Scanner:
                 or self.key_stamp == NULL or self.key_row == NULL or self.sbuf == NULL or self.cbuf == NULL):
             raise MemoryError()
         memset(self.slots, 0xFF, self.n_slots * sizeof(int32_t))
+        memset(self.recent, 0xFF, RECENT * sizeof(int32_t))
         memset(self.key_stamp, 0xFF, self.key_cap * sizeof(int64_t))
         self.top = {}
 
@@ -293,8 +302,13 @@ cdef class Scanner:
         cdef uint64_t h = _hash(s, n, prefix)
         cdef int64_t mask = self.n_slots - 1
         cdef int64_t i = <int64_t>(h & <uint64_t>mask)
-        cdef int32_t t
+        cdef int64_t r = <int64_t>((h >> 40) & (RECENT - 1))
+        cdef int32_t t = self.recent[r]
         cdef char* at
+        if t >= 0 and self.tok_len[t] == n + 1:
+            at = self.arena + self.tok_off[t]
+            if <uint8_t>at[0] == prefix and memcmp(at + 1, s, n) == 0:
+                return t
         while True:
             t = self.slots[i]
             if t < 0:
@@ -302,6 +316,7 @@ cdef class Scanner:
             if self.tok_len[t] == n + 1:
                 at = self.arena + self.tok_off[t]
                 if <uint8_t>at[0] == prefix and memcmp(at + 1, s, n) == 0:
+                    self.recent[r] = t
                     return t
             i = (i + 1) & mask
         if self.n_tok >= 0x7FFFFFF0 or n + 1 > 0x7FFFFFFF:
@@ -325,6 +340,7 @@ cdef class Scanner:
         self.arena_len += n + 1
         self.n_tok += 1
         self.slots[i] = t
+        self.recent[r] = t
         if self.n_tok * 2 > self.n_slots:
             self._rehash()
         return t
@@ -568,7 +584,9 @@ cdef class Scanner:
         with gil:
             return PyOS_string_to_double(<const char*>self.sbuf, NULL, NULL)
 
-    cdef Py_ssize_t _skip_ws(self, Py_ssize_t p) noexcept nogil:
+    cdef inline Py_ssize_t _skip_ws(self, Py_ssize_t p) noexcept nogil:
+        if p < self.end and self.buf[p] > 32:  # most calls: no whitespace at all
+            return p
         while p < self.end and _ws(self.buf[p]):
             p += 1
         return p

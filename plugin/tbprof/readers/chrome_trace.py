@@ -670,6 +670,8 @@ class _Builder:
                 for lo, hi in chunks(n + 1, self.work.chunk_events):
                     bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
             self._stat_bounds = bounds
+            del owner
+            self.work.drop(self.cols.pop("st_owner"))  # the bounds say it all now
         bounds = self._stat_bounds
         lo = bounds[events]
         counts = bounds[events + 1] - lo
@@ -797,7 +799,8 @@ class _Builder:
         flows = self._timed(flows, "flow ('s'/'t'/'f') events")
         # Every args entry is read now; the flows need only their identity columns.
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
-            self.work.drop(c.pop(name))
+            if name in c:
+                self.work.drop(c.pop(name))
         if self._stat_bounds is not None:
             self.work.drop(self._stat_bounds)
             self._stat_bounds = None
@@ -1011,6 +1014,7 @@ class _Builder:
     # --- assembling planes -----------------------------------------------------------------
     def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
         work, step = self.work, self.work.chunk_events
+        release_free_memory()  # the passes' temporaries, freed into the C heap, before the planes
         n = self.n_events
         start_ps, dur_ps, line_g = self.ev_start.done(), self.ev_dur.done(), self.ev_line.done()
         name_id, cat_id = self.ev_name.done(), self.ev_cat.done()
@@ -1096,6 +1100,7 @@ class _Builder:
         work.drop(*self.cols.values())
         self.cols = {}
         del flows
+        release_free_memory()  # the flows' temporaries, before the stats' placed columns
         st_row, st_name, st_kind, st_value, st_bounds = self._place_stats(order, plane_bounds, row_in_plane)
         work.drop(row_in_plane)
         del row_in_plane

@@ -527,7 +527,7 @@ _STAT_SLICE = 1 << 20
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
 # Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
-_TRIM_BYTES = 64 << 20
+_TRIM_BYTES = 16 << 20
 
 
 class _Builder:

@@ -1324,10 +1324,10 @@ class _Builder:
         counts = np.bincount(chain[keep], minlength=n_chains)
         keep = keep[counts[chain[keep]] >= 2]
         # One stat per (event, chain), even when two points of a chain bind to one event.
-        pairs = np.unique(np.stack([bound[keep], chain[keep]], axis=1), axis=0) if keep.shape[0] else \
-            np.zeros((0, 2), np.int64)
-        owner = pairs[:, 0]
-        chain_of = pairs[:, 1]
+        # Sorted by (event, chain), as one int64 key: events and chains are fewer than 2^31.
+        pairs = sorted_unique(bound[keep] * n_chains + chain[keep])
+        owner = pairs // n_chains
+        chain_of = pairs % n_chains
         first_point = np.full(n_chains, -1, dtype=np.int64)
         first_point[chain[pt_order][::-1]] = pt_order[::-1]
         cat_ids = self._cat_ids(c["cat"][flows[first_point[chain_of]]]).astype(np.int64) if chain_of.shape[0] \

@@ -515,14 +515,12 @@ def _kept(code: np.ndarray) -> np.ndarray:
 
 # Anonymous bytes per row of the steps that hold whole columns even when streaming: events of the
 # phases read whole (begin/end, instants, counters, objects: indices, times, lines, names and
-# their sorts), flow points of a part (binding, chains), one thread's rows sorted by time, a
-# segment of stat rows sorted by owner.
+# their sorts), flow points of a part (binding, chains), one thread's rows sorted by time.
 _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW = 160
 _BYTES_PER_FLOW_KEY = 48  # every point's index, (cat, id) keys and part, while the parts are bound
 _SORT_BYTES_PER_ROW = 64
-_SORT_BYTES_PER_STAT = 48
-# Stat rows placed per slice (bounds the placement's temporaries).
+# Stat owners counted per slice (bounds the counting's temporaries).
 _STAT_SLICE = 1 << 20
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
@@ -1187,20 +1185,8 @@ class _Builder:
         st_value = work.empty("st_value", np.int64, total)
         freed = 0
         for owner, name, kind, value in self.st_rows.segments(consume=True):
-            if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
-                work.check(_SORT_BYTES_PER_STAT * owner.shape[0], f"the order of {owner.shape[0]:,} stats")
-                perm = np.argsort(owner, kind="stable")
-                owner, name, kind, value = owner[perm], name[perm], kind[perm], value[perm]
-            for lo in range(0, owner.shape[0], _STAT_SLICE):
-                o = owner[lo:lo + _STAT_SLICE].astype(np.int64)
-                starts = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
-                lengths = np.diff(np.concatenate([starts, [o.shape[0]]]))
-                dest = fill[o] + (np.arange(o.shape[0]) - np.repeat(starts, lengths))
-                fill[o[starts]] += lengths
-                st_row[dest] = row_in_plane[o]
-                st_name[dest] = name[lo:lo + _STAT_SLICE]
-                st_kind[dest] = kind[lo:lo + _STAT_SLICE]
-                st_value[dest] = value[lo:lo + _STAT_SLICE]
+            # In collection order, each row to its event's next slot (an event's rows keep their order).
+            kernels.place_rows(owner, fill, row_in_plane, name, kind, value, st_row, st_name, st_kind, st_value)
             freed += owner.nbytes + name.nbytes + kind.nbytes + value.nbytes
             del owner, name, kind, value
             if freed >= _TRIM_BYTES:

@@ -115,6 +115,12 @@ DEPTH_ERROR = E_DEPTH
 DEF TOP_VALUE_MAX_BYTES = 1 << 20
 
 
+# Bytes a string's plain ASCII run may hold (printable, not '"' nor '\\'): one table lookup a byte.
+cdef uint8_t _PLAIN[256]
+for _c in range(256):
+    _PLAIN[_c] = 1 if 0x20 <= _c < 0x80 and _c != 34 and _c != 92 else 0
+
+
 cdef inline bint _ws(uint8_t c) nogil:
     return c == 32 or c == 10 or c == 13 or c == 9
 
@@ -276,25 +282,32 @@ cdef class Scanner:
         self.st_cap = cap
         return 0
 
-    cdef int _need_sbuf(self, int64_t n) except -1 nogil:
-        cdef int64_t cap = self.sbuf_cap
-        if n <= cap:
+    cdef inline int _need_sbuf(self, int64_t n) except -1 nogil:
+        if n <= self.sbuf_cap:
             return 0
+        return self._grow_sbuf(n)
+
+    cdef int _grow_sbuf(self, int64_t n) except -1 nogil:
+        cdef int64_t cap = self.sbuf_cap
         while cap < n:
             cap *= 2
         self.sbuf = <uint8_t*>_grow(self.sbuf, cap)
         self.sbuf_cap = cap
         return 0
 
-    cdef int _cput(self, const uint8_t* s, int64_t n) except -1 nogil:
-        cdef int64_t cap = self.cbuf_cap
-        if self.cbuf_len + n > cap:
-            while cap < self.cbuf_len + n:
-                cap *= 2
-            self.cbuf = <uint8_t*>_grow(self.cbuf, cap)
-            self.cbuf_cap = cap
+    cdef inline int _cput(self, const uint8_t* s, int64_t n) except -1 nogil:
+        if self.cbuf_len + n > self.cbuf_cap:
+            self._grow_cbuf(self.cbuf_len + n)
         memcpy(self.cbuf + self.cbuf_len, s, n)
         self.cbuf_len += n
+        return 0
+
+    cdef int _grow_cbuf(self, int64_t need) except -1 nogil:
+        cdef int64_t cap = self.cbuf_cap
+        while cap < need:
+            cap *= 2
+        self.cbuf = <uint8_t*>_grow(self.cbuf, cap)
+        self.cbuf_cap = cap
         return 0
 
     # --- tokens ---------------------------------------------------------------------------
@@ -495,7 +508,7 @@ cdef class Scanner:
             if c < 0x80:
                 # A run of plain ASCII.
                 r = q + 1
-                while r < self.end and b[r] >= 0x20 and b[r] < 0x80 and b[r] != 34 and b[r] != 92:
+                while r < self.end and _PLAIN[b[r]]:
                     r += 1
                 if decode:
                     self._need_sbuf(n + (r - q))

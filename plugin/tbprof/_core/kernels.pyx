@@ -1274,3 +1274,34 @@ def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_ki
             o_name[d] = nm[i]
             o_kind[d] = kd[i]
             o_val[d] = val[i]
+
+
+def args_rows(events, bounds, kind, int skip_kind) -> tuple[np.ndarray, np.ndarray]:
+    """The stat rows of ``events`` (event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, in
+    order) whose kind is not ``skip_kind``, and for each its event's position in ``events``
+    (readers/chrome_trace.py ``_add_batch``)."""
+    cdef const int64_t[::1] ev = _in(events, np.int64)
+    cdef const int64_t[::1] b = _in(bounds, np.int64)
+    cdef const int8_t[::1] kd = _in(kind, np.int8)
+    cdef Py_ssize_t n = ev.shape[0], i, total = 0, k = 0
+    cdef int64_t r, e
+    cdef int8_t skip = <int8_t>skip_kind
+    with nogil:
+        for i in range(n):
+            e = ev[i]
+            for r in range(b[e], b[e + 1]):
+                if kd[r] != skip:
+                    total += 1
+    rows_arr = np.empty(total, dtype=np.int64)
+    pos_arr = np.empty(total, dtype=np.int64)
+    cdef int64_t[::1] rows = rows_arr
+    cdef int64_t[::1] pos = pos_arr
+    with nogil:
+        for i in range(n):
+            e = ev[i]
+            for r in range(b[e], b[e + 1]):
+                if kd[r] != skip:
+                    rows[k] = r
+                    pos[k] = i
+                    k += 1
+    return rows_arr, pos_arr

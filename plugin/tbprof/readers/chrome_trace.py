@@ -653,9 +653,8 @@ class _Builder:
         c = self.cols
         return self._append(line, ts, dur, self._name_ids(c["name"][idx]), self._cat_ids(c["cat"][idx]))
 
-    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
-        each row, its event's position in ``events``."""
+    def _bounds(self) -> np.ndarray:
+        """Each event's first stat row in the scanner's columns, then their end (computed once)."""
         if self._stat_bounds is None:
             # The scanner writes an event's rows together, events in file order: owners ascend.
             n = self.cols["ph"].shape[0]
@@ -670,7 +669,12 @@ class _Builder:
             self._stat_bounds = bounds
             del owner
             self.work.drop(self.cols.pop("st_owner"))  # the bounds say it all now
-        bounds = self._stat_bounds
+        return self._stat_bounds
+
+    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
+        each row, its event's position in ``events``."""
+        bounds = self._bounds()
         lo = bounds[events]
         counts = bounds[events + 1] - lo
         pos = np.repeat(np.arange(events.shape[0]), counts)
@@ -690,11 +694,10 @@ class _Builder:
             self._add_batch(owners[lo:lo + step], events[lo:lo + step])
 
     def _add_batch(self, owners: np.ndarray, events: np.ndarray) -> None:
-        rows, pos = self._stat_rows(events)
         c = self.cols
+        # The stat rows of the events, but for null arguments (they say nothing).
+        rows, pos = kernels.args_rows(events, self._bounds(), c["st_kind"], tables.KIND_NONE)
         kind = c["st_kind"][rows]
-        keep = kind != tables.KIND_NONE  # a null argument says nothing
-        rows, pos, kind = rows[keep], pos[keep], kind[keep]
         if rows.shape[0] == 0:
             return
         key = self._arg_keys(c["st_key"][rows])

@@ -197,3 +197,30 @@ def test_seeded_byte_flips_read_or_fail_alike(monkeypatch: pytest.MonkeyPatch, t
             _assert_same(got, want)
         outcomes.add(type(want))
     assert outcomes == {str, tables.ProfileStore}  # some flips break the trace, some do not
+
+
+def test_a_refusal_for_memory_stops_every_segment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The columns of every segment together are counted against the memory free: 3000 events of a
+    # few arguments need ~0.8 MB by the scanner's bytes per event and per value (chrome_scan.py),
+    # more than 200 KB.
+    from tbprof.errors import MemoryRefusal
+
+    path = tmp_path / "big.json"
+    path.write_bytes(_trace(3000))
+    monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(200_000))
+    merges = _Merges(monkeypatch)
+    segments: list[int] = []
+    cuts = chrome_scan._cuts
+
+    def counting_cuts(f: Any, n: int) -> list[int]:
+        got = cuts(f, n)
+        segments.append(len(got) - 1)
+        return got
+
+    monkeypatch.setattr(chrome_scan, "_cuts", counting_cuts)
+    with pytest.raises(MemoryRefusal, match="events"):
+        _segmented(monkeypatch, path, 16 << 10)
+    assert segments and segments[-1] >= 2  # scanned in segments
+    assert merges.counts == []  # refused before any merge
+    with pytest.raises(MemoryRefusal, match="events"):
+        _serial(monkeypatch, path)

@@ -30,7 +30,7 @@ import numpy as np
 from tbprof._core import jsonscan
 from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import available_bytes, check_allocation, release_free_memory
-from tbprof.errors import ProfileReadError
+from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers.byte_sources import LocalFile
 from tbprof.readers.chrome_columns import SCANNER_EVENT_COLUMNS, SCANNER_STAT_COLUMNS, Spill
 
@@ -264,17 +264,21 @@ def scan_file(f: LocalFile, window_bytes: int, source: str, threads: int) -> Sca
         _check_scanned(scanners, source, avail)
 
     feeders = [_Feeder(sc, source, after_piece, base=lo) for sc, lo in zip(scanners, cuts, strict=False)]
-    errors: list[BaseException | None] = [None] * len(feeders)
+    errors: list[ProfileReadError | None] = [None] * len(feeders)
+    fatal: list[BaseException] = []  # a refusal (memory) or a failure: every segment stops
 
     def run(k: int) -> None:
         try:
             feeders[k].feed(_windows(f, cuts[k], cuts[k + 1], window_bytes))
+        except MemoryRefusal as e:
+            fatal.append(e)
+            stop.set()
         except ProfileReadError as e:  # malformed (or a cut inside a string): judged after the join
             errors[k] = e
         except _Stopped:
             pass
         except BaseException as e:
-            errors[k] = e
+            fatal.append(e)
             stop.set()
 
     workers = [threading.Thread(target=run, args=(k,), name=f"tbprof-json-scan-{k}", daemon=True)
@@ -284,21 +288,19 @@ def scan_file(f: LocalFile, window_bytes: int, source: str, threads: int) -> Sca
     run(0)
     for w in workers:
         w.join()
-    for e in errors:
-        if e is not None and not isinstance(e, ProfileReadError):
-            raise e
+    if fatal:
+        raise fatal[0]
     # The segments whose start a verified scan reached: 0..kept.
     kept = 0
-    while kept < len(feeders) - 1:
-        if errors[kept] is not None:
-            raise errors[kept]  # type: ignore[misc]
+    while True:
+        error = errors[kept]
+        if error is not None:
+            raise error
         here = feeders[kept]
-        if here.carry or not here.sc.between_events or here.base != cuts[kept + 1]:
-            break  # the cut was no event boundary: this scanner reads on through the rest
+        if kept == len(feeders) - 1 or here.carry or not here.sc.between_events or here.base != cuts[kept + 1]:
+            break  # the last segment, or the cut was no event boundary: this scanner reads on
         kept += 1
     last = feeders[kept]
-    if errors[kept] is not None:
-        raise errors[kept]  # type: ignore[misc]
     del feeders[kept + 1:], scanners[kept + 1:]
     if kept < len(cuts) - 2:
         last.feed(_windows(f, cuts[kept + 1], f.size, window_bytes))

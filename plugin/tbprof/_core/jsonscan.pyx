@@ -1379,14 +1379,12 @@ cdef class Scanner:
         cdef int8_t[::1] st_kind = out["st_kind"]
         if ev_at < 0 or st_at < 0 or ev_at + n > 0x7FFFFFFF:
             raise ValueError(ERRORS[E_TOO_MANY])
-        for col in (ph, pid, tid, name, cat, id_, bind, ts_sub):
-            if ev_at + n > col.shape[0]:
+        for col_name in ("ph", "pid", "tid", "name", "cat", "id", "bind_id", "ts_sub_ps", "ts_us", "dur_ps", "flags"):
+            if ev_at + n > out[col_name].shape[0]:
                 raise ValueError("columns_into: the arrays are too short")
-        if ev_at + n > ts.shape[0] or ev_at + n > dur.shape[0] or ev_at + n > flags.shape[0]:
-            raise ValueError("columns_into: the arrays are too short")
-        if st_at + m > st_value.shape[0] or st_at + m > st_owner.shape[0] or st_at + m > st_key.shape[0] \
-                or st_at + m > st_kind.shape[0]:
-            raise ValueError("columns_into: the arrays are too short")
+        for col_name in ("st_owner", "st_key", "st_kind", "st_value"):
+            if st_at + m > out[col_name].shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
         if mapped and rm.shape[0] < self.n_tok:
             raise ValueError("columns_into: the token map is too short")
         cdef int32_t* r = &rm[0]

@@ -26,7 +26,7 @@ import pytest
 
 from tbprof._core import jsonscan
 from tbprof.errors import ProfileReadError
-from tbprof.readers import chrome_trace
+from tbprof.readers import chrome_scan, chrome_trace
 from tbprof.readers.chrome_trace import MAX_GZIP_MEMBERS, chrome_trace_from_bytes
 from tests.servers import PLUGIN_SRC
 
@@ -67,7 +67,7 @@ class _WithCountingScanner(types.ModuleType):
 
 
 def _scanned_bytes(monkeypatch: pytest.MonkeyPatch, data: bytes, window_bytes: int) -> int:
-    monkeypatch.setattr(chrome_trace, "jsonscan", _WithCountingScanner("jsonscan"))
+    monkeypatch.setattr(chrome_scan, "jsonscan", _WithCountingScanner("jsonscan"))
     _CountingScanner.fed_bytes = 0
     chrome_trace_from_bytes(data, "unit.json", "h", window_bytes=window_bytes)
     return _CountingScanner.fed_bytes
@@ -125,7 +125,7 @@ def test_one_long_unit_reads_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_one_unit_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chrome_trace, "MAX_UNIT_BYTES", 1 << 20)
+    monkeypatch.setattr(chrome_scan, "MAX_UNIT_BYTES", 1 << 20)
     with pytest.raises(ProfileReadError, match="longer than 1 MiB"):
         chrome_trace_from_bytes(_one_unit(4), "unit.json", "h", window_bytes=64 << 10)
     # A unit under the cap still reads.

@@ -19,7 +19,7 @@ import pytest
 from werkzeug.test import Client
 
 from tbprof.http.app import create_app
-from tbprof.readers import chrome_trace
+from tbprof.readers import chrome_scan
 
 API = "/data/plugin/tbprof/"
 # sys.get_int_max_str_digits() is 4300 by default: one digit more than any limit Python ships.
@@ -66,13 +66,13 @@ def client(logdir: Path, tmp_path: Path) -> Client:
 def test_odd_value_is_a_remembered_422_naming_file_and_field(client: Client, host: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     scans: list[int] = []
-    real_scan = chrome_trace._scan
+    real_scan = chrome_scan.scan
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         scans.append(1)
         return real_scan(*args, **kwargs)
 
-    monkeypatch.setattr(chrome_trace, "_scan", counted)
+    monkeypatch.setattr(chrome_scan, "scan", counted)
     _, field = REFUSED[host]
     for tool in ("profile_summary", "trace_viewer", "profile_summary"):
         r = client.get(API + "data", query_string={"run": host, "tool": tool})

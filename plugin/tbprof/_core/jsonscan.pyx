@@ -29,8 +29,12 @@ windows fall.
 
 Threads: the event array is parsed with the GIL released (``_array_run``: no Python object per
 event; ``args`` numbers through the C library's ``strtod``, correctly rounded as Python's
-``float()``, unless the process' locale has another decimal point); the top-level members and the result
-columns are handled with the GIL.
+``float()``, unless the process' locale has another decimal point); the top-level members are
+handled with the GIL. One trace may be scanned in segments by several scanners at once
+(``readers/chrome_scan.py``): a scanner started inside the event array (``resume_in_events``),
+the boundary verified by the state of the scanner before it (``between_events``), the tables
+merged in file order (``absorb_tokens``) and the columns moved with the GIL released
+(``columns_into``).
 
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is
 bounded (``MAX_DEPTH``); malformed input gives an error code and its absolute byte offset,
@@ -66,6 +70,7 @@ TIME_MISSING = TS_MISSING
 cdef int64_t MAX_DUR_US = 9223372036853  # the most whole microseconds whose picoseconds fit int64
 
 DEF MAX_DEPTH = 512
+DEF RECENT = 1024  # entries of the interning cache of recent tokens (a power of two)
 DEF NEED = -1   # the buffer ends inside the unit
 DEF ERR = -2    # malformed; self.err_code / self.err_at say why and where
 
@@ -110,6 +115,12 @@ DEPTH_ERROR = E_DEPTH
 DEF TOP_VALUE_MAX_BYTES = 1 << 20
 
 
+# Bytes a string's plain ASCII run may hold (printable, not '"' nor '\\'): one table lookup a byte.
+cdef uint8_t _PLAIN[256]
+for _c in range(256):
+    _PLAIN[_c] = 1 if 0x20 <= _c < 0x80 and _c != 34 and _c != 92 else 0
+
+
 cdef inline bint _ws(uint8_t c) nogil:
     return c == 32 or c == 10 or c == 13 or c == 9
 
@@ -136,7 +147,13 @@ cdef inline uint64_t _hash(const uint8_t* s, Py_ssize_t n, uint8_t prefix) nogil
         i += 8
     w = 0
     if i < n:
-        memcpy(&w, s + i, n - i)
+        if n >= 8:
+            memcpy(&w, s + n - 8, 8)  # the last eight bytes, overlapping: one load
+        else:
+            # Byte by byte: a partial memcpy into w stalls its 8-byte read (store forwarding).
+            while i < n:
+                w |= (<uint64_t>s[i]) << (8 * i)
+                i += 1
     h = (h ^ w) * 0xC4CEB9FE1A85EC53ULL
     return h ^ (h >> 29)
 
@@ -149,6 +166,7 @@ cdef class Scanner:
     cdef int32_t* tok_len
     cdef int32_t n_tok, tok_cap
     cdef int32_t* slots
+    cdef int32_t recent[RECENT]  # the token last found per hash bucket: the hot ones skip the table
     cdef int64_t n_slots
     # Per key token: the args object it was last seen in, and its row (duplicate keys).
     cdef int64_t* key_stamp
@@ -215,6 +233,7 @@ cdef class Scanner:
                 or self.key_stamp == NULL or self.key_row == NULL or self.sbuf == NULL or self.cbuf == NULL):
             raise MemoryError()
         memset(self.slots, 0xFF, self.n_slots * sizeof(int32_t))
+        memset(self.recent, 0xFF, RECENT * sizeof(int32_t))
         memset(self.key_stamp, 0xFF, self.key_cap * sizeof(int64_t))
         self.top = {}
 
@@ -263,25 +282,32 @@ cdef class Scanner:
         self.st_cap = cap
         return 0
 
-    cdef int _need_sbuf(self, int64_t n) except -1 nogil:
-        cdef int64_t cap = self.sbuf_cap
-        if n <= cap:
+    cdef inline int _need_sbuf(self, int64_t n) except -1 nogil:
+        if n <= self.sbuf_cap:
             return 0
+        return self._grow_sbuf(n)
+
+    cdef int _grow_sbuf(self, int64_t n) except -1 nogil:
+        cdef int64_t cap = self.sbuf_cap
         while cap < n:
             cap *= 2
         self.sbuf = <uint8_t*>_grow(self.sbuf, cap)
         self.sbuf_cap = cap
         return 0
 
-    cdef int _cput(self, const uint8_t* s, int64_t n) except -1 nogil:
-        cdef int64_t cap = self.cbuf_cap
-        if self.cbuf_len + n > cap:
-            while cap < self.cbuf_len + n:
-                cap *= 2
-            self.cbuf = <uint8_t*>_grow(self.cbuf, cap)
-            self.cbuf_cap = cap
+    cdef inline int _cput(self, const uint8_t* s, int64_t n) except -1 nogil:
+        if self.cbuf_len + n > self.cbuf_cap:
+            self._grow_cbuf(self.cbuf_len + n)
         memcpy(self.cbuf + self.cbuf_len, s, n)
         self.cbuf_len += n
+        return 0
+
+    cdef int _grow_cbuf(self, int64_t need) except -1 nogil:
+        cdef int64_t cap = self.cbuf_cap
+        while cap < need:
+            cap *= 2
+        self.cbuf = <uint8_t*>_grow(self.cbuf, cap)
+        self.cbuf_cap = cap
         return 0
 
     # --- tokens ---------------------------------------------------------------------------
@@ -289,8 +315,13 @@ cdef class Scanner:
         cdef uint64_t h = _hash(s, n, prefix)
         cdef int64_t mask = self.n_slots - 1
         cdef int64_t i = <int64_t>(h & <uint64_t>mask)
-        cdef int32_t t
+        cdef int64_t r = <int64_t>((h >> 40) & (RECENT - 1))
+        cdef int32_t t = self.recent[r]
         cdef char* at
+        if t >= 0 and self.tok_len[t] == n + 1:
+            at = self.arena + self.tok_off[t]
+            if <uint8_t>at[0] == prefix and memcmp(at + 1, s, n) == 0:
+                return t
         while True:
             t = self.slots[i]
             if t < 0:
@@ -298,6 +329,7 @@ cdef class Scanner:
             if self.tok_len[t] == n + 1:
                 at = self.arena + self.tok_off[t]
                 if <uint8_t>at[0] == prefix and memcmp(at + 1, s, n) == 0:
+                    self.recent[r] = t
                     return t
             i = (i + 1) & mask
         if self.n_tok >= 0x7FFFFFF0 or n + 1 > 0x7FFFFFFF:
@@ -321,6 +353,7 @@ cdef class Scanner:
         self.arena_len += n + 1
         self.n_tok += 1
         self.slots[i] = t
+        self.recent[r] = t
         if self.n_tok * 2 > self.n_slots:
             self._rehash()
         return t
@@ -475,7 +508,7 @@ cdef class Scanner:
             if c < 0x80:
                 # A run of plain ASCII.
                 r = q + 1
-                while r < self.end and b[r] >= 0x20 and b[r] < 0x80 and b[r] != 34 and b[r] != 92:
+                while r < self.end and _PLAIN[b[r]]:
                     r += 1
                 if decode:
                     self._need_sbuf(n + (r - q))
@@ -564,7 +597,9 @@ cdef class Scanner:
         with gil:
             return PyOS_string_to_double(<const char*>self.sbuf, NULL, NULL)
 
-    cdef Py_ssize_t _skip_ws(self, Py_ssize_t p) noexcept nogil:
+    cdef inline Py_ssize_t _skip_ws(self, Py_ssize_t p) noexcept nogil:
+        if p < self.end and self.buf[p] > 32:  # most calls: no whitespace at all
+            return p
         while p < self.end and _ws(self.buf[p]):
             p += 1
         return p
@@ -1294,6 +1329,132 @@ cdef class Scanner:
                 v[t] = -<int64_t>mag if neg else <int64_t>mag
         return flags, values
 
+    # --- one trace scanned by several scanners ----------------------------------------------
+    @property
+    def between_events(self):
+        """True when the scanner stopped just before an element of the event array (after a
+        ','): the only place where a scanner started there (``resume_in_events``) may take over."""
+        return self.state == S_ARR_ELEM and not self.err_code
+
+    def resume_in_events(self, bint bare):
+        """Starts this new scanner just before an element of the event array (``bare``: the
+        trace is the array itself, else the array of ``traceEvents``)."""
+        self.state = S_ARR_ELEM
+        self.bare = bare
+        self.top_kind = 2 if bare else 1
+        self.trace_events = 1
+
+    def absorb_tokens(self, Scanner other not None, np):
+        """Interns ``other``'s tokens into this table, in ``other``'s id order (so tokens first
+        seen later in the file get later ids, as one scanner would give them); returns, per token
+        id of ``other``, its id here (int32). Raises ValueError past 2^31 tokens."""
+        cdef int32_t n = other.n_tok, t, got = 0
+        remap = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] r = remap
+        cdef const uint8_t* at
+        with nogil:
+            for t in range(n):
+                at = <const uint8_t*>(other.arena + other.tok_off[t])
+                got = self._intern(at[0], at + 1, other.tok_len[t] - 1)
+                if got < 0:
+                    break
+                r[t] = got
+        if got < 0:
+            raise ValueError(ERRORS[E_TOO_MANY])
+        return remap
+
+    def columns_into(self, dict out, int64_t ev_at, int64_t st_at, remap=None):
+        """Moves the columns into ``out``'s arrays (those ``columns`` returns, sized for every
+        scanner of the trace) from row ``ev_at`` of the events and ``st_at`` of the stats: token
+        ids through ``remap`` (``absorb_tokens``), stat owners shifted by ``ev_at``. The copy runs
+        with the GIL released (scanners of one trace move theirs at once); the C buffers are freed."""
+        cdef int64_t n = self.n_ev, m = self.n_st
+        cdef bint mapped = remap is not None
+        cdef int32_t[::1] rm = remap if mapped else _NO_REMAP
+        cdef int32_t[::1] ph = out["ph"], pid = out["pid"], tid = out["tid"], name = out["name"]
+        cdef int32_t[::1] cat = out["cat"], id_ = out["id"], bind = out["bind_id"], ts_sub = out["ts_sub_ps"]
+        cdef int64_t[::1] ts = out["ts_us"], dur = out["dur_ps"], st_value = out["st_value"]
+        cdef uint8_t[::1] flags = out["flags"]
+        cdef int32_t[::1] st_owner = out["st_owner"], st_key = out["st_key"]
+        cdef int8_t[::1] st_kind = out["st_kind"]
+        if ev_at < 0 or st_at < 0 or ev_at + n > 0x7FFFFFFF:
+            raise ValueError(ERRORS[E_TOO_MANY])
+        for col_name in ("ph", "pid", "tid", "name", "cat", "id", "bind_id", "ts_sub_ps", "ts_us", "dur_ps", "flags"):
+            if ev_at + n > out[col_name].shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
+        for col_name in ("st_owner", "st_key", "st_kind", "st_value"):
+            if st_at + m > out[col_name].shape[0]:
+                raise ValueError("columns_into: the arrays are too short")
+        if mapped and rm.shape[0] < self.n_tok:
+            raise ValueError("columns_into: the token map is too short")
+        cdef int32_t* r = &rm[0]
+        cdef int64_t i
+        cdef int32_t shift = <int32_t>ev_at
+        cdef int8_t k
+        with nogil:
+            # Each column freed once moved: the peak is the columns once, plus one column twice.
+            if n:
+                _tokens_into(&ph[ev_at], self.ev_ph, n, r, mapped)
+                free(self.ev_ph); self.ev_ph = NULL
+                _tokens_into(&pid[ev_at], self.ev_pid, n, r, mapped)
+                free(self.ev_pid); self.ev_pid = NULL
+                _tokens_into(&tid[ev_at], self.ev_tid, n, r, mapped)
+                free(self.ev_tid); self.ev_tid = NULL
+                _tokens_into(&name[ev_at], self.ev_name, n, r, mapped)
+                free(self.ev_name); self.ev_name = NULL
+                _tokens_into(&cat[ev_at], self.ev_cat, n, r, mapped)
+                free(self.ev_cat); self.ev_cat = NULL
+                _tokens_into(&id_[ev_at], self.ev_id, n, r, mapped)
+                free(self.ev_id); self.ev_id = NULL
+                _tokens_into(&bind[ev_at], self.ev_bind, n, r, mapped)
+                free(self.ev_bind); self.ev_bind = NULL
+                memcpy(&ts[ev_at], self.ev_ts, n * 8)
+                free(self.ev_ts); self.ev_ts = NULL
+                memcpy(&ts_sub[ev_at], self.ev_ts_sub, n * 4)
+                free(self.ev_ts_sub); self.ev_ts_sub = NULL
+                memcpy(&dur[ev_at], self.ev_dur, n * 8)
+                free(self.ev_dur); self.ev_dur = NULL
+                memcpy(&flags[ev_at], self.ev_flags, n)
+                free(self.ev_flags); self.ev_flags = NULL
+            if m:
+                for i in range(m):
+                    st_owner[st_at + i] = self.st_owner[i] + shift
+                free(self.st_owner); self.st_owner = NULL
+                _tokens_into(&st_key[st_at], self.st_key, m, r, mapped)
+                free(self.st_key); self.st_key = NULL
+                for i in range(m):
+                    k = self.st_kind[i]
+                    if mapped and (k == KIND_STR or k == K_JSON):
+                        st_value[st_at + i] = r[<int32_t>self.st_value[i]]
+                    else:
+                        st_value[st_at + i] = self.st_value[i]
+                free(self.st_value); self.st_value = NULL
+                memcpy(&st_kind[st_at], self.st_kind, m)
+        self._free_columns()
+
+    cdef void** _event_slot(self, str name):
+        if name == "ph":
+            return <void**>&self.ev_ph
+        if name == "ts_us":
+            return <void**>&self.ev_ts
+        if name == "ts_sub_ps":
+            return <void**>&self.ev_ts_sub
+        if name == "dur_ps":
+            return <void**>&self.ev_dur
+        if name == "pid":
+            return <void**>&self.ev_pid
+        if name == "tid":
+            return <void**>&self.ev_tid
+        if name == "name":
+            return <void**>&self.ev_name
+        if name == "cat":
+            return <void**>&self.ev_cat
+        if name == "id":
+            return <void**>&self.ev_id
+        if name == "bind_id":
+            return <void**>&self.ev_bind
+        return <void**>&self.ev_flags
+
     def columns(self, np):
         """The columns as numpy arrays (the C buffers are freed as they are copied)."""
         out = {}
@@ -1316,34 +1477,10 @@ cdef class Scanner:
 
     cdef void _copy_event_column(self, str name, object arr, int64_t nbytes):
         cdef uint8_t[::1] dst = arr.view("u1") if nbytes else None
-        cdef void* src
-        cdef void** slot
-        if name == "ph":
-            slot = <void**>&self.ev_ph
-        elif name == "ts_us":
-            slot = <void**>&self.ev_ts
-        elif name == "ts_sub_ps":
-            slot = <void**>&self.ev_ts_sub
-        elif name == "dur_ps":
-            slot = <void**>&self.ev_dur
-        elif name == "pid":
-            slot = <void**>&self.ev_pid
-        elif name == "tid":
-            slot = <void**>&self.ev_tid
-        elif name == "name":
-            slot = <void**>&self.ev_name
-        elif name == "cat":
-            slot = <void**>&self.ev_cat
-        elif name == "id":
-            slot = <void**>&self.ev_id
-        elif name == "bind_id":
-            slot = <void**>&self.ev_bind
-        else:
-            slot = <void**>&self.ev_flags
-        src = slot[0]
+        cdef void** slot = self._event_slot(name)
         if nbytes:
-            memcpy(&dst[0], src, nbytes)
-        free(src)
+            memcpy(&dst[0], slot[0], nbytes)
+        free(slot[0])
         slot[0] = NULL
 
     cdef void _copy_stat_column(self, str name, object arr, int64_t nbytes):
@@ -1361,6 +1498,28 @@ cdef class Scanner:
             memcpy(&dst[0], slot[0], nbytes)
         free(slot[0])
         slot[0] = NULL
+
+
+cdef int32_t[::1] _NO_REMAP = array_of_one_int32()
+
+
+cdef int32_t[::1] array_of_one_int32():
+    import array
+    return array.array("i", [0])
+
+
+cdef inline void _tokens_into(int32_t* dst, const int32_t* src, int64_t n, const int32_t* remap,
+                              bint mapped) noexcept nogil:
+    """Token ids src[0:n] into dst, through ``remap`` when ``mapped`` (absent and non-string ids,
+    which are negative, as they are)."""
+    cdef int64_t i
+    cdef int32_t v
+    if not mapped:
+        memcpy(dst, src, n * 4)
+        return
+    for i in range(n):
+        v = src[i]
+        dst[i] = remap[v] if v >= 0 else v
 
 
 cdef void _exact_us(const uint8_t* b, Py_ssize_t p, Py_ssize_t q, int64_t* whole_us, int32_t* sub_ps) noexcept nogil:

@@ -1242,3 +1242,66 @@ def or_into_parents(parent, flag, may_inherit) -> None:
                         raise ValueError("a parent must precede its children")
                 if out[i] and inherit[p]:
                     out[p] = 1
+
+
+def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_kind, out_value) -> None:
+    """A counting sort's placement of stat rows (readers/chrome_trace.py ``_place_stats``): row
+    ``i`` goes to slot ``fill[owner[i]]``, which then moves on by one, so an owner's rows keep
+    their order; the slot gets ``row_of[owner[i]]`` and the row's name, kind and value. ``fill``
+    and the four outputs are written in place (their dtypes: int64; int32, int32, int8, int64)."""
+    cdef const int32_t[::1] own = _in(owner, np.int32)
+    cdef const int32_t[::1] nm = _in(name, np.int32)
+    cdef const int8_t[::1] kd = _in(kind, np.int8)
+    cdef const int64_t[::1] val = _in(value, np.int64)
+    cdef const int64_t[::1] rows = _in(row_of, np.int64)
+    cdef int64_t[::1] slot = fill
+    cdef int32_t[::1] o_row = out_row
+    cdef int32_t[::1] o_name = out_name
+    cdef int8_t[::1] o_kind = out_kind
+    cdef int64_t[::1] o_val = out_value
+    cdef Py_ssize_t n = own.shape[0], i, d
+    cdef int32_t e
+    if nm.shape[0] != n or kd.shape[0] != n or val.shape[0] != n:
+        raise ValueError("stat columns differ in length")
+    if o_name.shape[0] != o_row.shape[0] or o_kind.shape[0] != o_row.shape[0] or o_val.shape[0] != o_row.shape[0]:
+        raise ValueError("output columns differ in length")
+    with nogil:
+        for i in range(n):
+            e = own[i]
+            d = slot[e]
+            slot[e] = d + 1
+            o_row[d] = <int32_t>rows[e]
+            o_name[d] = nm[i]
+            o_kind[d] = kd[i]
+            o_val[d] = val[i]
+
+
+def args_rows(events, bounds, kind, int skip_kind) -> tuple[np.ndarray, np.ndarray]:
+    """The stat rows of ``events`` (event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, in
+    order) whose kind is not ``skip_kind``, and for each its event's position in ``events``
+    (readers/chrome_trace.py ``_add_batch``)."""
+    cdef const int64_t[::1] ev = _in(events, np.int64)
+    cdef const int64_t[::1] b = _in(bounds, np.int64)
+    cdef const int8_t[::1] kd = _in(kind, np.int8)
+    cdef Py_ssize_t n = ev.shape[0], i, total = 0, k = 0
+    cdef int64_t r, e
+    cdef int8_t skip = <int8_t>skip_kind
+    with nogil:
+        for i in range(n):
+            e = ev[i]
+            for r in range(b[e], b[e + 1]):
+                if kd[r] != skip:
+                    total += 1
+    rows_arr = np.empty(total, dtype=np.int64)
+    pos_arr = np.empty(total, dtype=np.int64)
+    cdef int64_t[::1] rows = rows_arr
+    cdef int64_t[::1] pos = pos_arr
+    with nogil:
+        for i in range(n):
+            e = ev[i]
+            for r in range(b[e], b[e + 1]):
+                if kd[r] != skip:
+                    rows[k] = r
+                    pos[k] = i
+                    k += 1
+    return rows_arr, pos_arr

@@ -66,14 +66,15 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof.cache.memory_guard import available_bytes, check_allocation, decompressed_limit_bytes, release_free_memory
+from tbprof.cache.memory_guard import decompressed_limit_bytes, release_free_memory
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
-from tbprof.readers import kineto
+from tbprof.readers import chrome_scan, kineto
 from tbprof.readers.byte_sources import LocalFile, StreamSource, UrlFile
 from tbprof.readers.chrome_columns import MemoryWork, Spill, StatSink, Work, chunks
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
+from tbprof.readers.chrome_scan import Scan
 from tbprof.readers.files import GZIP_MAGIC
 from tbprof.readers.plane_builder import line_rows
 from tbprof.readers.step_files import json_host
@@ -97,25 +98,12 @@ def host_of(path: Location) -> str:
     return json_host(shown_name(path.name))
 
 
-
 # Bytes read per window, and the most decompressed bytes one gzip step may produce: the reader's
 # memory is its columns, not the file (see read_chrome_trace).
 WINDOW_BYTES = 16 << 20
-# The scanner sees a window in pieces of this size, so the memory check between pieces is fine-grained.
-_FEED_BYTES = 1 << 20
-# One JSON unit (an event, a top-level value) longer than this is refused: a real one is far shorter.
-MAX_UNIT_BYTES = 256 << 20
 # zlib gets this much input per step (see _gunzip_windows); real files have a member or a few.
 _GZIP_INPUT_BYTES = 64 << 10
 MAX_GZIP_MEMBERS = 4096
-# Peak memory of the in-memory reader per event and per argument value: the scanner's columns, their
-# copy out of it and the builder's first columns (bench/hostile_bench.py; bench/measurements.md).
-SCAN_EVENT_BYTES = 96
-SCAN_STAT_BYTES = 40
-# Per distinct token (name, id, text value) and per byte of its text: the scanner's table and hash
-# slots, the token's bytes and str objects, its string-table entry (bench/hostile_bench.py).
-SCAN_TOKEN_BYTES = 256
-SCAN_TOKEN_TEXT_FACTOR = 3
 
 
 def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.ProfileStore:
@@ -124,15 +112,20 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
     The file is read in windows of ``WINDOW_BYTES`` (``pread`` locally, ranged GETs for a URL,
     gzip decompressed as a stream with bounded output per step) and tokenised window by window
     by the compiled scanner (``_core/jsonscan.pyx``): peak memory is the event and stat columns,
-    never the file's text nor a Python object per event.
+    never the file's text nor a Python object per event. A large local file that is not gzip is
+    scanned in segments on several threads (``chrome_scan.scan_file``).
     """
     path = as_location(path)
     f: StreamSource = UrlFile(path, WINDOW_BYTES) if isinstance(path, UrlPath) else LocalFile(Path(path))
     try:
         if f.size == 0:
             raise ProfileReadError(str(path), "the file is empty (0 bytes)")
-        store = read_windows(file_windows(f, WINDOW_BYTES), str(path),
-                              host if host is not None else host_of(path), WINDOW_BYTES)
+        host = host if host is not None else host_of(path)
+        threads = chrome_scan.segment_threads(f.size)
+        if isinstance(f, LocalFile) and threads > 1 and f.pread(0, 2) != GZIP_MAGIC:
+            store = store_of(chrome_scan.scan_file(f, WINDOW_BYTES, str(path), threads), str(path), host)
+        else:
+            store = read_windows(file_windows(f, WINDOW_BYTES), str(path), host, WINDOW_BYTES)
         f.check_unchanged()
     finally:
         f.close()
@@ -241,7 +234,11 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     windows: Iterator[bytes] = itertools.chain([head], raw)
     if head[:2] == GZIP_MAGIC:
         windows = _gunzip_windows(windows, source, window_bytes, spill)
-    scan = _scan(windows, source, spill)
+    return store_of(chrome_scan.scan(windows, source, spill), source, host, spill)
+
+
+def store_of(scan: Scan, source: str, host: str, spill: Spill | None = None) -> tables.ProfileStore:
+    """The store of what the scanner found."""
     if scan.top_kind == 1 and scan.trace_events == 2:
         raise ProfileReadError(source, "not a Chrome trace: 'traceEvents' is not a list")
     if not (scan.top_kind == 2 or (scan.top_kind == 1 and scan.trace_events == 1)):
@@ -270,126 +267,6 @@ def read_windows(raw: Iterator[bytes], source: str, host: str, window_bytes: int
     kineto.finish(store)
     release_free_memory()  # the builder's temporaries, for the tools that run next
     return store
-
-
-class _Scan:
-    """What the scanner found: event and stat columns, the token table, the top-level values."""
-
-    def __init__(self, sc: jsonscan.Scanner, cols: dict[str, np.ndarray] | None = None) -> None:
-        self.top_kind = int(sc.top_kind)
-        self.trace_events = int(sc.trace_events)
-        self.non_objects = int(sc.non_objects)
-        self.top: dict[str, bytes] = dict(sc.top)
-        self.tokens: list[bytes] = sc.tokens()
-        self.int_flag, self.int_value = sc.token_ints(np)
-        self.cols: dict[str, np.ndarray] = sc.columns(np) if cols is None else cols
-
-
-def _scan(windows: Iterator[bytes], source: str, spill: Spill | None = None) -> _Scan:
-    """Feeds the windows to the scanner in linear time: a unit (an event, a top-level value) cut by
-    a window's end is carried into the next, and one longer than a window is gathered until twice
-    its bytes are there (each doubling scanned once), up to ``MAX_UNIT_BYTES``. In memory, the events
-    and stats scanned are counted against the memory free at the start, piece by piece; streaming,
-    they are drained to the entry's files piece by piece (``Spill.drain``: at its share of the budget)."""
-    sc = jsonscan.Scanner()
-    avail = available_bytes() if spill is None else None
-
-    def after_piece(sc: jsonscan.Scanner) -> None:
-        if spill is not None:
-            spill.drain(sc, final=False)
-            # The token table stays in memory while streaming: a trace of millions of distinct
-            # names is refused by its budget while it is scanned, as the XSpace streaming reader does.
-            spill.work.check(token_need_bytes(sc), f"{sc.n_tokens:,} distinct names and values")
-        else:
-            _check_scanned(sc, source, avail)
-
-    carry = bytearray()  # bytes of an unfinished unit, and what came after them
-    base = 0
-    want = 0
-    for chunk in windows:
-        buf: bytes | bytearray
-        if carry:
-            carry += chunk  # amortised: the unit's bytes are not copied again per window
-            if len(carry) < want:
-                continue
-            # A unit that did not end in a window is scanned whole in one piece.
-            buf, first_piece = carry, len(carry) if want else _FEED_BYTES
-        else:
-            buf, first_piece = chunk, _FEED_BYTES
-        used = _feed_window(sc, buf, base, source, after_piece, first_piece)
-        base += used
-        if used == 0:
-            if len(buf) > MAX_UNIT_BYTES:
-                raise ProfileReadError(source, f"one JSON value (an event or a top-level value) is longer than "
-                                       f"{MAX_UNIT_BYTES >> 20} MiB")
-            carry = buf if isinstance(buf, bytearray) else bytearray(buf)
-            want = min(2 * len(carry), MAX_UNIT_BYTES + 1)
-        else:
-            with memoryview(buf) as view:
-                carry = bytearray(view[used:])
-            want = 0
-    if sc.feed(carry, base, True) < 0:
-        _scan_error(sc, source)
-    _check_scanned(sc, source, avail)
-    if spill is not None:
-        spill.drain(sc, final=True)
-        return _Scan(sc, spill.columns())
-    return _Scan(sc)
-
-
-def _feed_window(sc: jsonscan.Scanner, buf: bytes | bytearray, base: int, source: str,
-                 after_piece: Callable[[jsonscan.Scanner], None], first_piece: int) -> int:
-    """Feeds ``buf`` in pieces of ``_FEED_BYTES`` (the first ``first_piece``; a piece as long as a
-    unit needs), calling ``after_piece`` after each; returns the bytes consumed (whole units)."""
-    off = 0
-    size = first_piece
-    with memoryview(buf) as view:
-        while off < len(buf):
-            end = min(len(buf), off + size)
-            piece = view[off:end]
-            used = sc.feed(piece, base + off, False)
-            piece.release()
-            if used < 0:
-                _scan_error(sc, source)
-            off += used
-            after_piece(sc)
-            if used == 0:
-                if end == len(buf):
-                    break  # the unit runs on into the next window
-                size *= 2
-            else:
-                size = _FEED_BYTES
-                if end == len(buf):
-                    break  # what is left is the start of a unit: the next window continues it
-    return off
-
-
-def _check_scanned(sc: jsonscan.Scanner, source: str, avail: int | None) -> None:
-    """Refuses a file whose events and stats (scanned so far) will not fit in ``avail`` bytes: a
-    small gzip of empty events holds one event per 3 bytes of JSON, 19x the memory per byte that
-    the guard assumed from the JSON's length."""
-    if avail is None:
-        return
-    n_events, n_stats = sc.n_events, sc.n_stats
-    need = n_events * SCAN_EVENT_BYTES + n_stats * SCAN_STAT_BYTES + token_need_bytes(sc)
-    if need > avail:
-        check_allocation(source, need, f"{n_events:,} events, {n_stats:,} argument values and {sc.n_tokens:,} "
-                         "distinct names and values (so far)")
-
-
-def token_need_bytes(sc: jsonscan.Scanner) -> int:
-    """Memory the token table takes once the reader has it: the scanner's table, each token's
-    bytes and string objects and the string table's entry."""
-    return sc.n_tokens * SCAN_TOKEN_BYTES + sc.token_bytes * SCAN_TOKEN_TEXT_FACTOR
-
-
-def _scan_error(sc: jsonscan.Scanner, source: str) -> None:
-    code, at = int(sc.err_code), int(sc.err_at)
-    if code == jsonscan.UTF8_ERROR:
-        raise ProfileReadError(source, f"not a Chrome trace: the bytes are not UTF-8 text (at byte {at})")
-    if code == jsonscan.DEPTH_ERROR:
-        raise ProfileReadError(source, "not a Chrome trace: the JSON is nested too deeply")
-    raise ProfileReadError(source, f"not valid JSON: {jsonscan.ERRORS.get(code, 'error')} at byte {at}")
 
 
 # Top-level keys of a trace object worth keeping (Kineto writes them beside ``traceEvents``):
@@ -572,6 +449,26 @@ def _lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
     return _lut_table([toks], fn, dtype, n_tokens)[toks + 3]
 
 
+class _TokenTable:
+    """``fn(t)`` per token id, computed once per distinct id across calls: each call computes the
+    ids it is the first to see, in ascending order (the order a fresh ``_lut`` per call would
+    intern new strings in), without a table over every token per call."""
+
+    def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
+        self.fn = fn
+        self.done = np.zeros(n_tokens + 3, dtype=np.bool_)
+        self.table = np.zeros(n_tokens + 3, dtype=dtype)
+
+    def __call__(self, toks: np.ndarray) -> np.ndarray:
+        at = toks.astype(np.int64) + 3
+        new = at[~self.done[at]]
+        if new.shape[0]:
+            ids = sorted_unique(new)
+            self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
+            self.done[ids] = True
+        return self.table[at]
+
+
 def _line_batches(line_start: np.ndarray, step: int) -> Iterator[tuple[int, int]]:
     """[a, b) row ranges of whole lines (``line_start``: each line's first row, then the end), of
     at most ``step`` rows each unless one line alone is longer."""
@@ -618,15 +515,17 @@ def _kept(code: np.ndarray) -> np.ndarray:
 
 # Anonymous bytes per row of the steps that hold whole columns even when streaming: events of the
 # phases read whole (begin/end, instants, counters, objects: indices, times, lines, names and
-# their sorts), flow points of a part (binding, chains), one thread's rows sorted by time, a
-# segment of stat rows sorted by owner.
+# their sorts), flow points of a part (binding, chains), one thread's rows sorted by time.
 _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW = 160
 _BYTES_PER_FLOW_KEY = 48  # every point's index, (cat, id) keys and part, while the parts are bound
 _SORT_BYTES_PER_ROW = 64
-_SORT_BYTES_PER_STAT = 48
-# Stat rows placed per slice (bounds the placement's temporaries).
-_STAT_SLICE = 1 << 22
+# Stat owners counted per slice (bounds the counting's temporaries).
+_STAT_SLICE = 1 << 20
+# Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
+_ARGS_EVENTS = 1 << 17
+# Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
+_TRIM_BYTES = 16 << 20
 
 
 class _Builder:
@@ -663,6 +562,9 @@ class _Builder:
         self.int_value = np.zeros(0, np.int64)
         self.cols: dict[str, np.ndarray] = {}
         self._stat_bounds: np.ndarray | None = None
+        # Args keys and text values -> string ids (set once the token table is known).
+        self._arg_keys = _TokenTable(int, np.int32, 0)
+        self._arg_texts = _TokenTable(int, np.int64, 0)
 
     # --- helpers ---------------------------------------------------------------------------
     def _warn(self, count: int, what: str) -> None:
@@ -703,7 +605,7 @@ class _Builder:
         flag = np.zeros(used.shape[0], dtype=np.bool_)
         real = used >= 0
         flag[real] = self.int_flag[used[real]] == 1
-        ints = np.unique(self.int_value[used[flag]])
+        ints = sorted_unique(self.int_value[used[flag]])
         table = np.zeros(self.n_tokens + 3, dtype=np.int64)
         table[used[flag] + 3] = np.searchsorted(ints, self.int_value[used[flag]])
         others: dict[Hashable, int] = {}
@@ -751,18 +653,28 @@ class _Builder:
         c = self.cols
         return self._append(line, ts, dur, self._name_ids(c["name"][idx]), self._cat_ids(c["cat"][idx]))
 
-    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
-        each row, its event's position in ``events``."""
+    def _bounds(self) -> np.ndarray:
+        """Each event's first stat row in the scanner's columns, then their end (computed once)."""
         if self._stat_bounds is None:
             # The scanner writes an event's rows together, events in file order: owners ascend.
             n = self.cols["ph"].shape[0]
             owner = self.cols["st_owner"]
             bounds = self.work.empty("stat_bounds", np.int64, n + 1)
-            for lo, hi in chunks(n + 1, self.work.chunk_events):
-                bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
+            if n + 1 <= self.work.chunk_events:  # in memory: counted in one pass over the owners
+                bounds[0] = 0
+                np.cumsum(np.bincount(owner, minlength=n)[:n], out=bounds[1:])
+            else:
+                for lo, hi in chunks(n + 1, self.work.chunk_events):
+                    bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
             self._stat_bounds = bounds
-        bounds = self._stat_bounds
+            del owner
+            self.work.drop(self.cols.pop("st_owner"))  # the bounds say it all now
+        return self._stat_bounds
+
+    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
+        each row, its event's position in ``events``."""
+        bounds = self._bounds()
         lo = bounds[events]
         counts = bounds[events + 1] - lo
         pos = np.repeat(np.arange(events.shape[0]), counts)
@@ -777,30 +689,28 @@ class _Builder:
     def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
         """The args of ``events`` as stats of the collected events ``owners`` (one each), in
         batches of events so that the temporaries stay small."""
-        step = 1 << 19
+        step = _ARGS_EVENTS
         for lo in range(0, events.shape[0], step):
             self._add_batch(owners[lo:lo + step], events[lo:lo + step])
 
     def _add_batch(self, owners: np.ndarray, events: np.ndarray) -> None:
-        rows, pos = self._stat_rows(events)
         c = self.cols
+        # The stat rows of the events, but for null arguments (they say nothing).
+        rows, pos = kernels.args_rows(events, self._bounds(), c["st_kind"], tables.KIND_NONE)
         kind = c["st_kind"][rows]
-        keep = kind != tables.KIND_NONE  # a null argument says nothing
-        rows, pos, kind = rows[keep], pos[keep], kind[keep]
         if rows.shape[0] == 0:
             return
-        key = _lut(c["st_key"][rows], lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+        key = self._arg_keys(c["st_key"][rows])
         value = c["st_value"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
         if text.any():
             # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
-            value[text] = _lut(value[text].astype(np.int32), lambda t: self.strings.intern(self.tok.canonical(t)),
-                               np.int64, self.n_tokens)
+            value[text] = self._arg_texts(value[text])
             kind[text] = tables.KIND_STR
         self.st_rows.append(owners[pos].astype(np.int32), key, kind.astype(np.int8), value)
 
     # --- the pass --------------------------------------------------------------------------
-    def build(self, scan: _Scan) -> tables.ProfileStore:
+    def build(self, scan: Scan) -> tables.ProfileStore:
         try:
             return self._build(scan)
         except _LongNumber as e:
@@ -808,12 +718,14 @@ class _Builder:
                 e.field = _field_of(self.cols, e.token)
             raise
 
-    def _build(self, scan: _Scan) -> tables.ProfileStore:
+    def _build(self, scan: Scan) -> tables.ProfileStore:
         c = self.cols = scan.cols
         scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = _Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        self._arg_keys = _TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+        self._arg_texts = _TokenTable(lambda t: self.strings.intern(self.tok.canonical(t)), np.int64, self.n_tokens)
         n = c["ph"].shape[0]
         step = self.work.chunk_events
         self.work.check(n, f"the phases of {n:,} events")
@@ -888,7 +800,8 @@ class _Builder:
         flows = self._timed(flows, "flow ('s'/'t'/'f') events")
         # Every args entry is read now; the flows need only their identity columns.
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
-            self.work.drop(c.pop(name))
+            if name in c:
+                self.work.drop(c.pop(name))
         if self._stat_bounds is not None:
             self.work.drop(self._stat_bounds)
             self._stat_bounds = None
@@ -1102,6 +1015,7 @@ class _Builder:
     # --- assembling planes -----------------------------------------------------------------
     def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
         work, step = self.work, self.work.chunk_events
+        release_free_memory()  # the passes' temporaries, freed into the C heap, before the planes
         n = self.n_events
         start_ps, dur_ps, line_g = self.ev_start.done(), self.ev_dur.done(), self.ev_line.done()
         name_id, cat_id = self.ev_name.done(), self.ev_cat.done()
@@ -1187,6 +1101,7 @@ class _Builder:
         work.drop(*self.cols.values())
         self.cols = {}
         del flows
+        release_free_memory()  # the flows' temporaries, before the stats' placed columns
         st_row, st_name, st_kind, st_value, st_bounds = self._place_stats(order, plane_bounds, row_in_plane)
         work.drop(row_in_plane)
         del row_in_plane
@@ -1201,7 +1116,7 @@ class _Builder:
             uniq = np.zeros(0, np.int64)
             for a, b in chunks(phi - plo, step):
                 rows = order[plo + a:plo + b]
-                uniq = np.union1d(uniq, name_id[rows].astype(np.int64) * base + cat_id[rows])
+                uniq = sorted_unique(np.concatenate([uniq, name_id[rows].astype(np.int64) * base + cat_id[rows]]))
             meta_idx = work.plane_column(pi, "meta_idx", np.int32, phi - plo)
             p_name = work.plane_column(pi, "name_id", np.int32, phi - plo)
             for a, b in chunks(phi - plo, step):
@@ -1271,22 +1186,18 @@ class _Builder:
         st_name = work.empty("st_name", np.int32, total)
         st_kind = work.empty("st_kind", np.int8, total)
         st_value = work.empty("st_value", np.int64, total)
+        freed = 0
         for owner, name, kind, value in self.st_rows.segments(consume=True):
-            if owner.shape[0] > 1 and not bool((owner[1:] >= owner[:-1]).all()):
-                work.check(_SORT_BYTES_PER_STAT * owner.shape[0], f"the order of {owner.shape[0]:,} stats")
-                perm = np.argsort(owner, kind="stable")
-                owner, name, kind, value = owner[perm], name[perm], kind[perm], value[perm]
-            for lo in range(0, owner.shape[0], _STAT_SLICE):
-                o = owner[lo:lo + _STAT_SLICE].astype(np.int64)
-                starts = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
-                lengths = np.diff(np.concatenate([starts, [o.shape[0]]]))
-                dest = fill[o] + (np.arange(o.shape[0]) - np.repeat(starts, lengths))
-                fill[o[starts]] += lengths
-                st_row[dest] = row_in_plane[o]
-                st_name[dest] = name[lo:lo + _STAT_SLICE]
-                st_kind[dest] = kind[lo:lo + _STAT_SLICE]
-                st_value[dest] = value[lo:lo + _STAT_SLICE]
+            # In collection order, each row to its event's next slot (an event's rows keep their order).
+            kernels.place_rows(owner, fill, row_in_plane, name, kind, value, st_row, st_name, st_kind, st_value)
+            freed += owner.nbytes + name.nbytes + kind.nbytes + value.nbytes
             del owner, name, kind, value
+            if freed >= _TRIM_BYTES:
+                # The segments placed are freed into the C heap (each is under glibc's mmap
+                # threshold) while the placed columns fill pages of their own: handed back as
+                # they go, the peak is one copy of the stat rows, not two.
+                release_free_memory()
+                freed = 0
         work.drop(fill)
         return st_row, st_name, st_kind, st_value, bounds
 
@@ -1402,10 +1313,10 @@ class _Builder:
         counts = np.bincount(chain[keep], minlength=n_chains)
         keep = keep[counts[chain[keep]] >= 2]
         # One stat per (event, chain), even when two points of a chain bind to one event.
-        pairs = np.unique(np.stack([bound[keep], chain[keep]], axis=1), axis=0) if keep.shape[0] else \
-            np.zeros((0, 2), np.int64)
-        owner = pairs[:, 0]
-        chain_of = pairs[:, 1]
+        # Sorted by (event, chain), as one int64 key: events and chains are fewer than 2^31.
+        pairs = sorted_unique(bound[keep] * n_chains + chain[keep])
+        owner = pairs // n_chains
+        chain_of = pairs % n_chains
         first_point = np.full(n_chains, -1, dtype=np.int64)
         first_point[chain[pt_order][::-1]] = pt_order[::-1]
         cat_ids = self._cat_ids(c["cat"][flows[first_point[chain_of]]]).astype(np.int64) if chain_of.shape[0] \

@@ -36,6 +36,7 @@ import numpy as np
 
 from tbprof.store import kineto_names as kn
 from tbprof.store import tables
+from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import COUNTER_LINES_STAT
 
 PRODUCER = "pytorch"
@@ -83,7 +84,7 @@ def _categories(store: tables.ProfileStore) -> set[str]:
     ids: set[int] = set()
     for plane in store.planes:
         ms = plane.meta_stats
-        ids.update(np.unique(ms.value[ms.stat_id == sid]).tolist())
+        ids.update(sorted_unique(ms.value[ms.stat_id == sid]).tolist())
     return {store.strings[i] for i in ids if i > 0}
 
 
@@ -93,7 +94,7 @@ def _normalise_categories(store: tables.ProfileStore) -> None:
         return
     renamed: dict[str, str] = {}
     remap: dict[int, int] = {}
-    for cat in _categories(store):
+    for cat in sorted(_categories(store)):  # canonical names interned in one order, whatever the hash seed
         canonical = kn.CANONICAL_CATEGORY.get(cat.lower())
         if canonical is not None and canonical != cat:
             renamed[cat] = canonical

@@ -85,7 +85,7 @@ def host_ops(store: ProfileStore) -> dict[str, Any]:
 
 
 def device_ops(store: ProfileStore) -> dict[str, Any]:
-    names: list[str] = []
+    labels: list[np.ndarray] = []
     ext_all: list[np.ndarray] = []
     dur_all: list[np.ndarray] = []
     total_ps = 0
@@ -95,22 +95,28 @@ def device_ops(store: ProfileStore) -> dict[str, Any]:
             continue
         total_ps += int((plane.start_ps[rows] + plane.dur_ps[rows]).max() - plane.start_ps[rows].min())
         op_id, instance = launching_op(store, plane, rows)
-        label = np.where(op_id >= 0, op_id, plane.name_id[rows].astype(np.int64))
-        names.extend(store.strings.lookup(label))
+        labels.append(np.where(op_id >= 0, op_id, plane.name_id[rows].astype(np.int64)))
         ext_all.append(np.where(op_id >= 0, instance, -1 - np.arange(rows.shape[0])))
         dur_all.append(plane.dur_ps[rows].astype(np.float64))
-    if not names:
+    if not labels:
         return _db([], np.zeros(0), np.zeros(0), np.zeros(0), total_ps)
     has_op = np.concatenate([e >= 0 for e in ext_all])
     ext = np.concatenate(ext_all)
     dur = np.concatenate(dur_all)
-    uniq, inv = np.unique(np.asarray(names, dtype=object), return_inverse=True)
-    inv = inv.reshape(-1)
+    # Names in text order, sorted once per distinct string id, not once per device event.
+    ids, id_inv = np.unique(np.concatenate(labels), return_inverse=True)
+    texts = store.strings.lookup(ids)
+    uniq_texts = sorted(set(texts))
+    at = {t: i for i, t in enumerate(uniq_texts)}
+    uniq = np.array(uniq_texts, dtype=object)
+    inv = np.array([at[t] for t in texts], dtype=np.int64)[id_inv.reshape(-1)]
     k = uniq.shape[0]
     time_ps = np.bincount(inv, weights=dur, minlength=k).round()
-    # Occurrences: operator instances (distinct External ids) that launched work; own launches count one each.
-    pairs = np.unique(np.stack([inv, ext], axis=1), axis=0)
-    occ = np.bincount(pairs[:, 0], minlength=k)
+    # Occurrences: operator instances (distinct External ids) that launched work; own launches count
+    # one each. Distinct (name, instance) pairs as one int64 key: both are dense ranks below 2^31.
+    ext_values, ext_rank = np.unique(ext, return_inverse=True)
+    pairs = sorted_unique(inv * ext_values.shape[0] + ext_rank.reshape(-1))
+    occ = np.bincount(pairs // ext_values.shape[0], minlength=k)
     launched = np.zeros(k, bool)
     launched[inv[has_op]] = True
     types = [str(u) if launched[i] else "Unknown" for i, u in enumerate(uniq.tolist())]

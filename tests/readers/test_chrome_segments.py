@@ -1,0 +1,226 @@
+"""A Chrome trace scanned in segments on several threads (``readers/chrome_scan.scan_file``) is read
+exactly as one scanner reads it: the same strings in the same order, the same columns, the same
+warnings, the same refusals with the same byte offsets.
+
+Segments are made small here (``SEGMENT_MIN_BYTES``) so that the demo traces, a few KB to a few MB,
+are cut in several places; each test checks that the cut it is about really happened (the number
+of scanners merged, or that a scanner went on past a cut), so none passes by reading serially.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tbprof.errors import ProfileReadError
+from tbprof.readers import chrome_scan
+from tbprof.readers.chrome_trace import read_chrome_trace
+from tbprof.store import tables
+from tests.core.chrome_digest import DEMO, DIGESTS, demo_files, semantic_digest
+
+WANT = json.loads(DIGESTS.read_text())
+_PLANE_COLUMNS = ("start_ps", "dur_ps", "name_id", "meta_idx", "depth", "line_idx", "line_offsets", "line_ids",
+                  "meta_name_id", "meta_ids")
+_STAT_COLUMNS = ("owner", "stat_id", "kind", "value")
+
+
+class _Merges:
+    """Counts the scanners merged per read (1 when the file was read by one scanner)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.counts: list[int] = []
+        merged = chrome_scan._merged
+
+        def counting(scanners: list[Any], source: str) -> chrome_scan.Scan:
+            self.counts.append(len(scanners))
+            return merged(scanners, source)
+
+        monkeypatch.setattr(chrome_scan, "_merged", counting)
+
+
+def _serial(monkeypatch: pytest.MonkeyPatch, path: Path) -> tables.ProfileStore:
+    with monkeypatch.context() as m:
+        m.setenv("TBPROF_THREADS", "1")
+        return read_chrome_trace(path)
+
+
+def _segmented(monkeypatch: pytest.MonkeyPatch, path: Path, segment_bytes: int, threads: int = 4,
+               ) -> tables.ProfileStore:
+    with monkeypatch.context() as m:
+        m.setenv("TBPROF_THREADS", str(threads))
+        m.setattr(chrome_scan, "SEGMENT_MIN_BYTES", segment_bytes)
+        m.setattr(chrome_scan, "_PROBE_BYTES", 4096)
+        return read_chrome_trace(path)
+
+
+def _assert_same(a: tables.ProfileStore, b: tables.ProfileStore) -> None:
+    assert a.strings.as_list() == b.strings.as_list()
+    assert (a.warnings, a.metadata, a.origin_ps, a.span_ps) == (b.warnings, b.metadata, b.origin_ps, b.span_ps)
+    assert [p.name for p in a.planes] == [p.name for p in b.planes]
+    for p, q in zip(a.planes, b.planes, strict=True):
+        assert (p.line_names, p.plane_stats) == (q.line_names, q.plane_stats)
+        for col in _PLANE_COLUMNS:
+            assert np.array_equal(getattr(p, col), getattr(q, col)), (p.name, col)
+        for table in ("stats", "meta_stats"):
+            for col in _STAT_COLUMNS:
+                assert np.array_equal(getattr(getattr(p, table), col), getattr(getattr(q, table), col)), \
+                    (p.name, table, col)
+
+
+@pytest.mark.parametrize("path", [p for p in demo_files() if not p.name.endswith(".gz")], ids=lambda p: p.name)
+def test_demo_traces_read_alike_in_segments(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    merges = _Merges(monkeypatch)
+    # Segments of a fifth of the file (1 KB at least): cut up to three times. A gzip stream is read
+    # by one scanner (it cannot be entered in the middle).
+    size = path.stat().st_size
+    got = _segmented(monkeypatch, path, max(1024, size // 5))
+    assert merges.counts and merges.counts[-1] >= 2, "the file was not cut"
+    _assert_same(got, _serial(monkeypatch, path))
+    assert json.loads(json.dumps(semantic_digest(got))) == WANT[str(path.relative_to(DEMO))]
+
+
+def _trace(n: int, text_every: int = 0, tail: str = "") -> bytes:
+    """A trace object of ``n`` complete events (distinct names every 7, so later segments find
+    tokens the earlier ones did not), and with ``text_every`` an args string that reads like an
+    event boundary (``}, {``); ``tail``: top-level members after the event array."""
+    events = []
+    for i in range(n):
+        args: dict[str, Any] = {"i": i, "note": f"x{i % 5}"}
+        if text_every and i % text_every == 0:
+            args["text"] = '{"a": 1}, {"ph": "X"}' * 3
+        events.append({"ph": "X", "name": f"op{i % 7}_{i // 50}", "cat": "cpu_op", "pid": 1, "tid": 1 + i % 3,
+                       "ts": 1000 + 3 * i, "dur": 2, "args": args})
+    body = json.dumps({"schemaVersion": 1, "traceEvents": events})[:-1]
+    return (body + tail + "}").encode()
+
+
+def test_cuts_inside_strings_are_not_taken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Every event carries a string with '}, {' in it: most candidate cuts fall inside a string,
+    # where the scanner before the cut does not stop between two events; it reads on.
+    path = tmp_path / "strings.json"
+    path.write_bytes(_trace(3000, text_every=1))
+    feeds: list[int] = []
+    segments: list[int] = []
+    feed, cuts = chrome_scan._Feeder.feed, chrome_scan._cuts
+
+    def counting_feed(self: chrome_scan._Feeder, windows: Any) -> None:
+        feeds.append(self.base)
+        feed(self, windows)
+
+    def counting_cuts(f: Any, n: int) -> list[int]:
+        got = cuts(f, n)
+        segments.append(len(got) - 1)
+        return got
+
+    monkeypatch.setattr(chrome_scan._Feeder, "feed", counting_feed)
+    monkeypatch.setattr(chrome_scan, "_cuts", counting_cuts)
+    got = _segmented(monkeypatch, path, 16 << 10, threads=6)
+    assert segments[-1] >= 2
+    assert len(feeds) == segments[-1] + 1, "no scanner read on past a cut inside a string"
+    _assert_same(got, _serial(monkeypatch, path))
+
+
+def test_members_after_the_events_and_a_second_event_array(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    merges = _Merges(monkeypatch)
+    after = tmp_path / "after.json"
+    after.write_bytes(_trace(3000, tail=', "displayTimeUnit": "ns", "schemaVersion": 2'))
+    got = _segmented(monkeypatch, after, 16 << 10)
+    assert merges.counts[-1] >= 2
+    _assert_same(got, _serial(monkeypatch, after))
+    assert got.metadata["schemaVersion"] == 2 and got.metadata["displayTimeUnit"] == "ns"
+    # A second 'traceEvents' after the cuts: the last one wins, as json.loads has it.
+    again = tmp_path / "again.json"
+    again.write_bytes(_trace(3000, tail=', "traceEvents": [{"ph": "X", "name": "last", "pid": 1, "tid": 1, '
+                                        '"ts": 5, "dur": 1}]'))
+    got = _segmented(monkeypatch, again, 16 << 10)
+    _assert_same(got, _serial(monkeypatch, again))
+    assert got.n_events == 1
+
+
+def test_a_bare_event_array(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    merges = _Merges(monkeypatch)
+    events = json.loads(_trace(3000).decode())["traceEvents"]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(events))
+    got = _segmented(monkeypatch, path, 16 << 10)
+    assert merges.counts[-1] >= 2
+    _assert_same(got, _serial(monkeypatch, path))
+    # Cut short (a tracer killed mid-write): read up to the last whole event, as one scanner does.
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(path.read_bytes()[:-1000])
+    _assert_same(_segmented(monkeypatch, cut, 16 << 10), _serial(monkeypatch, cut))
+
+
+@pytest.mark.parametrize("damage", ["late", "early", "utf8"])
+def test_errors_are_those_of_one_scanner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, damage: str) -> None:
+    data = bytearray(_trace(3000))
+    at = {"late": len(data) * 9 // 10, "early": len(data) // 10, "utf8": len(data) * 6 // 10}[damage]
+    at = data.index(b'"name"', at)  # a key's opening quote: the event is no longer JSON there
+    data[at] = 0xFF if damage == "utf8" else ord("}")
+    path = tmp_path / "bad.json"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ProfileReadError) as serial:
+        _serial(monkeypatch, path)
+    with pytest.raises(ProfileReadError) as segmented:
+        _segmented(monkeypatch, path, 16 << 10)
+    assert segmented.value.reason == serial.value.reason
+    assert f"at byte {at}" in serial.value.reason or damage == "utf8"
+
+
+def test_seeded_byte_flips_read_or_fail_alike(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    base = _trace(600, text_every=4)
+    rng = np.random.default_rng(39)
+    path = tmp_path / "flip.json"
+    outcomes = set()
+    for _ in range(60):
+        data = bytearray(base)
+        for _ in range(int(rng.integers(1, 4))):
+            data[int(rng.integers(0, len(data)))] = int(rng.choice(list(b'{}[],:" \\x0')))
+        path.write_bytes(bytes(data))
+        try:
+            want: tables.ProfileStore | str = _serial(monkeypatch, path)
+        except ProfileReadError as e:
+            want = e.reason
+        try:
+            got: tables.ProfileStore | str = _segmented(monkeypatch, path, 4096)
+        except ProfileReadError as e:
+            got = e.reason
+        assert type(got) is type(want)
+        if isinstance(want, str):
+            assert got == want
+        else:
+            assert isinstance(got, tables.ProfileStore)
+            _assert_same(got, want)
+        outcomes.add(type(want))
+    assert outcomes == {str, tables.ProfileStore}  # some flips break the trace, some do not
+
+
+def test_a_refusal_for_memory_stops_every_segment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The columns of every segment together are counted against the memory free: 3000 events of a
+    # few arguments need ~0.8 MB by the scanner's bytes per event and per value (chrome_scan.py),
+    # more than 200 KB.
+    from tbprof.errors import MemoryRefusal
+
+    path = tmp_path / "big.json"
+    path.write_bytes(_trace(3000))
+    monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(200_000))
+    merges = _Merges(monkeypatch)
+    segments: list[int] = []
+    cuts = chrome_scan._cuts
+
+    def counting_cuts(f: Any, n: int) -> list[int]:
+        got = cuts(f, n)
+        segments.append(len(got) - 1)
+        return got
+
+    monkeypatch.setattr(chrome_scan, "_cuts", counting_cuts)
+    with pytest.raises(MemoryRefusal, match="events"):
+        _segmented(monkeypatch, path, 16 << 10)
+    assert segments and segments[-1] >= 2  # scanned in segments
+    assert merges.counts == []  # refused before any merge
+    with pytest.raises(MemoryRefusal, match="events"):
+        _serial(monkeypatch, path)

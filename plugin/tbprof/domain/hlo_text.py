@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# Joins the shapes of one list of tensors in a text (SQL's tensors columns, which the view splits
+# into a VARCHAR[]). A shape's text never holds it (type names, digits, brackets, commas,
+# parentheses and spaces only).
+TENSOR_SEPARATOR = ";"
+
 # xla_data.proto PrimitiveType number -> XLA's lower-case type name.
 _TYPE_NAMES = {
     1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",

@@ -104,10 +104,6 @@ FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
 
 
-# Joins the shapes of one list in a tensors column; the view splits them into a VARCHAR[]. A
-# shape's text never holds it (type names, digits, brackets, commas, parentheses and spaces only).
-TENSOR_SEPARATOR = ";"
-
 # Bytes a built column holds per event: an object array's reference (text), int64 or float64
 # and a mask byte (a stat that may be missing), int32 or int64 (ids, self time); 0 for the
 # store's own arrays, read in place.

@@ -26,6 +26,7 @@ from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
+from tbprof.domain.hlo_text import TENSOR_SEPARATOR
 from tbprof.errors import BadParameter, NoData, ProfileReadError, TbprofError
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
@@ -34,7 +35,6 @@ from tbprof.service.sql.columns import (
     BASE_COLUMNS,
     FRAME_COLUMNS,
     STAT_COLUMNS,
-    TENSOR_SEPARATOR,
     PlaneColumns,
     built_bytes,
     category_of,

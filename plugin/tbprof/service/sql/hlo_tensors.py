@@ -17,8 +17,7 @@ import numpy as np
 
 from tbprof.analyses.ops.op_metrics import device_events, device_op_events
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
-from tbprof.domain.hlo_text import human_shape_text
-from tbprof.service.sql.columns import TENSOR_SEPARATOR as SEPARATOR
+from tbprof.domain.hlo_text import TENSOR_SEPARATOR, human_shape_text
 from tbprof.store.tables import ProfileStore
 
 
@@ -61,7 +60,7 @@ def _op_tensors(store: ProfileStore) -> OpTensors:
         if program.program_id not in by_id:
             by_id[program.program_id] = _operands_by_id(program)
         operands = [by_id[program.program_id].get(i) for i in ins.operand_ids]
-        inputs = SEPARATOR.join(human_shape_text(o.shape) for o in operands if o is not None)
+        inputs = TENSOR_SEPARATOR.join(human_shape_text(o.shape) for o in operands if o is not None)
         if inputs:
             input_code[k] = index.setdefault(inputs, len(index))
         output_code[k] = index.setdefault(human_shape_text(ins.shape), len(index))

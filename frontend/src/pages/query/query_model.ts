@@ -11,10 +11,12 @@ export interface Example {
   sql: string;
 }
 
+// Each ORDER BY ends in columns that make the order total: DuckDB orders ties differently from one
+// run to the next (its threads), and an example must answer the same rows every time.
 const COMMON: Example[] = [
   {
     title: "Longest events, each linked to the trace viewer",
-    sql: "SELECT host, plane_index, event_id, device, line_name, name, dur_ps / 1e6 AS dur_us, start_ps, dur_ps\nFROM events\nORDER BY dur_ps DESC\nLIMIT 100",
+    sql: "SELECT host, plane_index, event_id, device, line_name, name, dur_ps / 1e6 AS dur_us, start_ps, dur_ps\nFROM events\nORDER BY dur_ps DESC, host, plane_index, event_id\nLIMIT 100",
   },
   {
     title: "Events and time per device and category",
@@ -30,33 +32,33 @@ const BY_KIND: Record<string, Example[]> = {
   xspace: [
     {
       title: "Top HLO ops by self time (XProf's Events DB example)",
-      sql: "SELECT hlo_op, count(*) AS n, sum(self_time_ns) / 1e3 AS self_us\nFROM events\nWHERE hlo_op IS NOT NULL AND category <> 'host'\nGROUP BY hlo_op\nORDER BY self_us DESC\nLIMIT 20",
+      sql: "SELECT hlo_op, count(*) AS n, sum(self_time_ns) / 1e3 AS self_us\nFROM events\nWHERE hlo_op IS NOT NULL AND category <> 'host'\nGROUP BY hlo_op\nORDER BY self_us DESC, hlo_op\nLIMIT 20",
     },
     {
       title: "p50 / p99 of each GPU kernel",
-      sql: "SELECT name, count(*) AS n,\n  quantile_cont(dur_ps / 1e6, 0.5) AS p50_us,\n  quantile_cont(dur_ps / 1e6, 0.99) AS p99_us\nFROM events\nWHERE category = 'device'\nGROUP BY name\nORDER BY p99_us DESC\nLIMIT 20",
+      sql: "SELECT name, count(*) AS n,\n  quantile_cont(dur_ps / 1e6, 0.5) AS p50_us,\n  quantile_cont(dur_ps / 1e6, 0.99) AS p99_us\nFROM events\nWHERE category = 'device'\nGROUP BY name\nORDER BY p99_us DESC, name\nLIMIT 20",
     },
     {
       title: "Device time per step (XProf's step column)",
-      sql: "SELECT step, device, count(*) AS events, (max(end_ns) - min(start_ns)) / 1e6 AS span_ms\nFROM events\nWHERE step IS NOT NULL AND category <> 'host'\nGROUP BY step, device\nORDER BY min(start_ns)",
+      sql: "SELECT step, device, count(*) AS events, (max(end_ns) - min(start_ns)) / 1e6 AS span_ms\nFROM events\nWHERE step IS NOT NULL AND category <> 'host'\nGROUP BY step, device\nORDER BY min(start_ns), device",
     },
   ],
   pytorch: [
     {
       title: "Kernel time per rank and kernel",
-      sql: "SELECT host AS rank, name, count(*) AS n, sum(dur_ps) / 1e6 AS total_us\nFROM events\nWHERE cat = 'kernel'\nGROUP BY ALL\nORDER BY total_us DESC\nLIMIT 50",
+      sql: "SELECT host AS rank, name, count(*) AS n, sum(dur_ps) / 1e6 AS total_us\nFROM events\nWHERE cat = 'kernel'\nGROUP BY ALL\nORDER BY total_us DESC, rank, name\nLIMIT 50",
     },
     {
       title: "NCCL kernels longer than 1 ms",
-      sql: "SELECT host, plane_index, event_id, name, dur_ps / 1e9 AS dur_ms, step_num\nFROM events\nWHERE cat = 'kernel' AND name ILIKE '%nccl%' AND dur_ps > 1e9\nORDER BY dur_ps DESC",
+      sql: "SELECT host, plane_index, event_id, name, dur_ps / 1e9 AS dur_ms, step_num\nFROM events\nWHERE cat = 'kernel' AND name ILIKE '%nccl%' AND dur_ps > 1e9\nORDER BY dur_ps DESC, host, plane_index, event_id",
     },
     {
       title: "p99 of each kernel per rank",
-      sql: "SELECT name, host,\n  quantile_cont(dur_ps / 1e6, 0.99) AS p99_us, count(*) AS n\nFROM events\nWHERE cat = 'kernel'\nGROUP BY ALL\nORDER BY p99_us DESC\nLIMIT 50",
+      sql: "SELECT name, host,\n  quantile_cont(dur_ps / 1e6, 0.99) AS p99_us, count(*) AS n\nFROM events\nWHERE cat = 'kernel'\nGROUP BY ALL\nORDER BY p99_us DESC, name, host\nLIMIT 50",
     },
     {
       title: "Operators that launched the most kernel time",
-      sql: "SELECT op.name AS operator, count(*) AS kernels, sum(k.dur_ps) / 1e6 AS kernel_us\nFROM events k\nJOIN events rt ON rt.host = k.host AND rt.correlation_id = k.correlation_id AND rt.cat = 'cuda_runtime'\nJOIN events op ON op.host = rt.host AND op.external_id = rt.external_id AND op.cat = 'cpu_op'\nWHERE k.cat = 'kernel'\nGROUP BY operator\nORDER BY kernel_us DESC\nLIMIT 20",
+      sql: "SELECT op.name AS operator, count(*) AS kernels, sum(k.dur_ps) / 1e6 AS kernel_us\nFROM events k\nJOIN events rt ON rt.host = k.host AND rt.correlation_id = k.correlation_id AND rt.cat = 'cuda_runtime'\nJOIN events op ON op.host = rt.host AND op.external_id = rt.external_id AND op.cat = 'cpu_op'\nWHERE k.cat = 'kernel'\nGROUP BY operator\nORDER BY kernel_us DESC, operator\nLIMIT 20",
     },
   ],
 };

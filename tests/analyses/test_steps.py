@@ -206,6 +206,55 @@ def test_breakdown_through_rows_equals_the_gathered_columns() -> None:
                                              rows=np.array([n]), type_divisor=10)
 
 
+def _plain_sweep(step: np.ndarray, start: np.ndarray, end: np.ndarray, types: np.ndarray, begin: np.ndarray,
+                 stop: np.ndarray, n_types: int) -> np.ndarray:
+    """The breakdown's rule written out: a step's events clipped to it, their boundaries in time
+    order (ties in input order, a begin before its own end), each stretch between two boundaries
+    to the highest type then covering it, the rest of the step unknown (type 0)."""
+    out = np.zeros((begin.shape[0], n_types), np.int64)
+    for s in range(begin.shape[0]):
+        b0, b1 = int(begin[s]), int(stop[s])
+        bounds = []
+        for k, i in enumerate(np.flatnonzero(step == s).tolist()):
+            a = max(int(start[i]), b0)
+            e = max(min(int(end[i]), b1), a)
+            bounds += [(a, 2 * k, int(types[i]), 1), (e, 2 * k + 1, int(types[i]), -1)]
+        counts = [0] * n_types
+        prev, covered = b0, 0
+        for t, _, ty, delta in sorted(bounds):
+            top = max((u for u in range(n_types) if counts[u] > 0), default=-1)
+            if top >= 0 and t > prev:
+                out[s, top] += t - prev
+                covered += t - prev
+            prev = t
+            counts[ty] += delta
+        out[s, 0] += (b1 - b0) - covered
+        if out[s].sum() == 0:
+            out[s, 0] = b1 - b0
+    return out
+
+
+@pytest.mark.parametrize(("origin_ps", "span_ps"), [
+    (0, 1_000),  # many ties: 400 events of a step on 1000 distinct times
+    (10**15, 7 * 10**9),  # a PyTorch step of 7 ms, 15 minutes into a trace
+    (-(2**62), 2**62),  # offsets too wide to pack with the boundary's index: the comparison sort
+])
+def test_breakdown_equals_the_plain_sweep(origin_ps: int, span_ps: int) -> None:
+    rng = np.random.default_rng(11)
+    n, n_steps = 2_000, 5
+    step = rng.integers(0, n_steps, n)
+    start = origin_ps + rng.integers(-span_ps // 8, span_ps, n)
+    end = start + rng.integers(0, span_ps // 4, n)
+    end[::17] = start[::17]  # instants
+    types = rng.integers(0, step_breakdown.N_TYPES, n)
+    begin = origin_ps + np.zeros(n_steps, np.int64)
+    stop = begin + span_ps
+    order = np.argsort(step, kind="stable")
+    got = step_breakdown.nonoverlapped_type_ps(step, start, end, types, begin, stop, step_breakdown.N_TYPES,
+                                               rows=order)
+    assert np.array_equal(got, _plain_sweep(step, start, end, types, begin, stop, step_breakdown.N_TYPES))
+
+
 def test_breakdown_counts_overlap_once_for_the_top_priority() -> None:
     # Two events of one step: compute 32-bit [0, 10), collectives [5, 20); step [0, 30).
     out = step_breakdown.nonoverlapped_type_ps(

@@ -407,7 +407,9 @@ def _assemble(store: ProfileStore, source: str, method: str, detail: str, names:
     # "All others" in the other).
     on_host = ~np.isin(plane_of, np.asarray(devices, dtype=plane_of.dtype)) if len(plane_of) else plane_of.astype(bool)
     for d, pi in enumerate(devices):
-        per_dev[d] = _breakdown(step_idx, st, en, ty, begin, end, (plane_of == pi) | on_host)
+        mine = (plane_of == pi) | on_host
+        # A host's only device sees every typed event: its column is the "all devices" one.
+        per_dev[d] = type_ps if mine.all() else _breakdown(step_idx, st, en, ty, begin, end, mine)
     group_to_step = None
     if group_of is not None and key_to_step is not None:
         group_to_step = np.where(key_to_step >= 0, remap[np.clip(key_to_step, 0, None)], -1)

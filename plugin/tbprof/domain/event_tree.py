@@ -3,27 +3,21 @@
 Events of a plane are sorted by (line, start, -duration) and ``depth`` counts the events of
 the same line that still enclose an event's start, so an event's parent is the closest
 earlier row one level up (a line always starts at depth 0, so that row is on the same
-line). One ``np.searchsorted`` per depth level: no per-event loop.
+line): one compiled pass over the rows (``_core/kernels.depth_parents``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tbprof._core.kernels import depth_parents
 from tbprof.store.tables import Plane
 
 
 def parent_rows(plane: Plane) -> np.ndarray:
     """Row of each event's enclosing event (-1 at depth 0)."""
-    depth = np.asarray(plane.depth, dtype=np.int64)
-    parent = np.full(plane.n_events, -1, dtype=np.int64)
-    if plane.n_events == 0:
-        return parent
-    for d in range(1, int(depth.max()) + 1):
-        rows = np.nonzero(depth == d)[0]
-        above = np.nonzero(depth == d - 1)[0]
-        parent[rows] = above[np.searchsorted(above, rows) - 1]
-    return parent
+    # The plane's rows as one line: the nearest earlier row one level up is on the event's own line.
+    return depth_parents(plane.depth, np.array([0, plane.n_events], dtype=np.int64))
 
 
 def self_time_ps(plane: Plane, parent: np.ndarray, include: np.ndarray | None = None) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from werkzeug.test import Client
 
+from tbprof._core import kernels
 from tbprof.analyses.input import tf_data
 from tbprof.analyses.overview import overview
 from tbprof.analyses.pod import pod_viewer
@@ -253,6 +254,25 @@ def test_breakdown_equals_the_plain_sweep(origin_ps: int, span_ps: int) -> None:
     got = step_breakdown.nonoverlapped_type_ps(step, start, end, types, begin, stop, step_breakdown.N_TYPES,
                                                rows=order)
     assert np.array_equal(got, _plain_sweep(step, start, end, types, begin, stop, step_breakdown.N_TYPES))
+
+
+def test_span_index_is_numpys_last_span_starting_before() -> None:
+    """``span_index``: numpy's ``searchsorted(begin, t, "right") - 1`` where ``t`` is before that
+    span's end, else -1; for times in order (the previous span tried first) and shuffled, and
+    read through ``rows``. Spans share starts and ends, one is empty, and times fall before
+    the first, in gaps and after the last."""
+    begin = np.array([10, 20, 20, 35, 50, 50, 80])
+    end = np.array([20, 20, 30, 40, 50, 70, 90])
+    t = np.arange(0, 100)
+    k = np.searchsorted(begin, t, side="right") - 1
+    want = np.where((k >= 0) & (t < end[np.clip(k, 0, None)]), k, -1)
+    assert np.array_equal(kernels.span_index(begin, end, t), want)
+    shuffled = np.random.default_rng(3).permutation(t.shape[0])
+    assert np.array_equal(kernels.span_index(begin, end, t[shuffled]), want[shuffled])
+    assert np.array_equal(kernels.span_index(begin, end, t, rows=shuffled), want[shuffled])
+    assert np.array_equal(kernels.span_index(begin[:0], end[:0], t), np.full(t.shape[0], -1))
+    with pytest.raises(IndexError):
+        kernels.span_index(begin, end, t, rows=np.array([t.shape[0]]))
 
 
 def test_breakdown_counts_overlap_once_for_the_top_priority() -> None:

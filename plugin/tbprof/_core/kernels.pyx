@@ -927,6 +927,49 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     return out_arr
 
 
+def span_index(begin_ps, end_ps, t_ps, rows=None) -> np.ndarray:
+    """Index of the span holding each time, -1 if none: the last span starting at or before it
+    (``begin_ps`` ascending: numpy's ``searchsorted(begin_ps, t, "right") - 1``) when the time
+    lies before that span's end. ``rows``: the times ``t_ps[rows]`` (no gathered copy). A time
+    is looked for from the previous one's span first (a line's events come in start order), by
+    binary search only where that misses. (analyses/steps/assignment.py ``_event_step_by_time``)
+    """
+    cdef const int64_t[::1] b = _in(begin_ps, np.int64)
+    cdef const int64_t[::1] e = _in(end_ps, np.int64)
+    cdef const int64_t[::1] ts = _in(t_ps, np.int64)
+    if e.shape[0] != b.shape[0]:
+        raise ValueError("begin_ps and end_ps differ in length")
+    cdef bint gather = rows is not None
+    rows_arr = np.ascontiguousarray(rows, dtype=np.int64) if gather else np.zeros(0, np.int64)
+    cdef const int64_t[::1] r = rows_arr
+    cdef Py_ssize_t n = r.shape[0] if gather else ts.shape[0]
+    if gather and n and (rows_arr.min() < 0 or rows_arr.max() >= ts.shape[0]):
+        raise IndexError("rows outside the times")
+    out_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] out = out_arr
+    cdef Py_ssize_t m = b.shape[0], i, k = -1, lo, hi, mid
+    cdef int64_t t
+    with nogil:
+        for i in range(n):
+            t = ts[r[i]] if gather else ts[i]
+            if (k < 0 or b[k] <= t) and (k + 1 >= m or b[k + 1] > t):
+                pass
+            elif k + 1 < m and b[k + 1] <= t and (k + 2 >= m or b[k + 2] > t):
+                k += 1
+            else:
+                lo = 0
+                hi = m
+                while lo < hi:
+                    mid = lo + (hi - lo) // 2
+                    if b[mid] <= t:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                k = lo - 1
+            out[i] = k if k >= 0 and t < e[k] else -1
+    return out_arr
+
+
 # --- analyses/op_metrics.py ----------------------------------------------------------------------
 
 def walk_activities(act_line, act_ts, act_op, act_end, Py_ssize_t n_ops) -> tuple[np.ndarray, np.ndarray]:

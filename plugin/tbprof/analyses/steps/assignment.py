@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from tbprof._core.kernels import span_index
 from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
@@ -372,13 +373,21 @@ def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | 
     return groups, candidates, keep, best_b, best_e, typed
 
 
-def _event_step_by_time(plane: Plane, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Step index of each event whose start lies inside a step span (spans sorted, disjoint)."""
-    if len(begin) == 0:
-        return np.full(plane.n_events, -1, np.int64)
-    k = np.searchsorted(begin, plane.start_ps, side="right") - 1
-    ok = (k >= 0) & (plane.start_ps < end[np.clip(k, 0, None)])
-    return np.where(ok, k, -1).astype(np.int64)
+def _step_by_time(start_ps: np.ndarray, begin: np.ndarray, end: np.ndarray,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """Step index of each start (of ``rows``, else all) that lies inside a step span (spans
+    sorted, disjoint), -1 if none."""
+    if begin.shape[0] > 1 and bool(np.any(begin[1:] < begin[:-1])):  # not sorted: numpy's rule
+        t = start_ps if rows is None else start_ps[rows]
+        k = np.searchsorted(begin, t, side="right") - 1
+        return np.where((k >= 0) & (t < end[np.clip(k, 0, None)]), k, -1).astype(np.int64)
+    return span_index(begin, end, start_ps, rows)
+
+
+def _event_step_by_time(plane: Plane, begin: np.ndarray, end: np.ndarray,
+                        rows: np.ndarray | None = None) -> np.ndarray:
+    """Step index of each event (of ``rows``, else all) whose start lies inside a step span."""
+    return _step_by_time(plane.start_ps, begin, end, rows)
 
 
 def _assemble(store: ProfileStore, source: str, method: str, detail: str, names: list[str], nums: np.ndarray,
@@ -747,7 +756,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         is_launch = categories(host, _LAUNCH_CATEGORIES)
         corr = host.event_stat(corr_sid).dense_int(host.n_events)
         lrows = np.nonzero(is_launch & (corr >= 0))[0]
-        k = _event_step_by_time(host, begin, host_end)[lrows]
+        k = _event_step_by_time(host, begin, host_end, lrows)
         order = np.argsort(corr[lrows][k >= 0], kind="stable")
         launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
         del is_launch, corr, lrows, k, order  # per host event: not kept while the devices are read
@@ -791,9 +800,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     _split_early_device_work(typed, begin)
     # Device events launched outside every step, or whose launch is not in the trace, go by time.
     for i, key in enumerate(typed.key):
-        t = np.searchsorted(begin, typed.start[i], side="right") - 1
-        ok = (t >= 0) & (typed.start[i] < end[np.clip(t, 0, None)])
-        typed.key[i] = np.where(key >= 0, key, np.where(ok, t, -1))
+        typed.key[i] = np.where(key >= 0, key, _step_by_time(typed.start[i], begin, end))
     names = [f"ProfilerStep#{int(n)}" for n in nums.tolist()]
     detail = (f"{len(names)} PyTorch profiler steps (ProfilerStep#N markers); a step runs from its "
               f"{'host marker' if mplane is host else 'GPU annotation'}"
@@ -804,7 +811,6 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
                                             devices, typed, None, len(names), None), len(names), launched)
     # Host side: DataLoader waits, launches, operators.
     is_launch = categories(host, _LAUNCH_CATEGORIES)
-    k_host = _event_step_by_time(host, begin, end)
     host_names = store.strings.lookup(sorted_unique(host.name_id))
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
     is_loader = np.isin(host.name_id, loader_ids)
@@ -815,9 +821,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     htype[is_launch] = sb.HOST_PREPARE if devices else sb.HOST_COMPUTE
     htype[is_loader] = sb.HOST_WAIT_INPUT
     htype[is_step_marker] = -1
-    hrows = np.nonzero((htype >= 0) & (k_host >= 0))[0]
+    hrows = np.nonzero(htype >= 0)[0]
+    k_host = _event_step_by_time(host, begin, end, hrows)
+    hrows, k_host = hrows[k_host >= 0], k_host[k_host >= 0]
     h_start = host.start_ps[hrows]
-    typed.add(store.planes.index(host), h_start, h_start + host.dur_ps[hrows], htype[hrows], k_host[hrows])
+    typed.add(store.planes.index(host), h_start, h_start + host.dur_ps[hrows], htype[hrows], k_host)
     del h_start
     has_loader = bool(np.any(is_loader))
     del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event

@@ -34,12 +34,12 @@ _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 
 
 def category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:
+    """Whether each event of ``plane`` is in one of the categories ``names``."""
     sid = store.stat_id("cat")
     if sid < 0:
         return np.zeros(plane.n_events, bool)
-    cat = plane.dense_str_ids(sid)
     ids = [store.strings.id(n) for n in names]
-    return np.isin(cat, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
+    return plane.str_stat_in(sid, np.asarray([i for i in ids if i >= 0], dtype=np.int64))
 
 
 def external_id(store: ProfileStore, plane: Plane) -> np.ndarray:

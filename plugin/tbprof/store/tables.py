@@ -274,6 +274,18 @@ class Plane:
         per_meta[meta.rows[is_text]] = meta.value[is_text]
         return per_meta[self.meta_idx]
 
+    def str_stat_in(self, stat_id: int, str_ids: np.ndarray) -> np.ndarray:
+        """Whether each event's text stat ``stat_id`` (as ``dense_str_ids`` gives it) is one of
+        ``str_ids``. Where no event has a value of its own (a Chrome trace's "cat"), tested once
+        per metadata row: a category mask of millions of events is then one gather of booleans."""
+        if stat_id < 0 or self.stat_column(stat_id).rows.shape[0]:
+            return np.isin(self.dense_str_ids(stat_id), str_ids)
+        meta = self.meta_stat_column(stat_id)
+        per_meta = np.full(self.meta_ids.shape[0], -1, dtype=np.int32)
+        is_text = (meta.kind == KIND_STR) | (meta.kind == KIND_REF)
+        per_meta[meta.rows[is_text]] = meta.value[is_text]
+        return np.isin(per_meta, str_ids)[self.meta_idx]
+
     def event_stat(self, stat_id: int) -> StatColumn:
         """The stat of each event, falling back to its metadata's stat (as XProf reads them).
 

@@ -175,10 +175,10 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
         rows = np.nonzero(is_dev)[0]
         if rows.shape[0]:
             start, end = _inward_us(store, plane.start_ps[rows], plane.dur_ps[rows])
-            cat = plane.dense_str_ids(cat_sid)[rows] if cat_sid >= 0 else np.full(rows.shape[0], -1, np.int64)
+            is_work = plane.str_stat_in(cat_sid, work_cats)[rows] if cat_sid >= 0 else np.zeros(rows.shape[0], bool)
             exact = plane.start_ps[rows].astype(np.int64)
             dev_parts.append((start, end, stream[rows], plane.name_id[rows], corr[rows],
-                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64), np.isin(cat, work_cats),
+                              np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64), is_work,
                               exact, exact + plane.dur_ps[rows]))
         hrows = np.nonzero(~is_dev & (corr >= 0))[0]
         if hrows.shape[0]:

@@ -44,7 +44,7 @@ from tbprof._core.kernels import span_index
 from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
-from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, device_precision
+from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, category_mask, device_precision
 from tbprof.domain.planes import HOST_PLANE, device_planes_of, on_device_side
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
 from tbprof.store import kineto_names as kn
@@ -741,19 +741,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     host_end = begin + mplane.dur_ps[rows]
     end = host_end.copy()
     corr_sid = store.stat_id("correlation")
-    cat_sid = store.stat_id("cat")
-
-    def categories(plane: Plane, wanted: tuple[str, ...]) -> np.ndarray:
-        if cat_sid < 0:
-            return np.zeros(plane.n_events, bool)
-        cat = plane.dense_str_ids(cat_sid)
-        want = [store.strings.id(c) for c in wanted]
-        return np.isin(cat, np.asarray([w for w in want if w >= 0], dtype=np.int64))
 
     # Launch correlation -> step (by where the launch starts), as sorted arrays.
     launch_corr = launch_k = np.zeros(0, np.int64)
     if host is not None and corr_sid >= 0:
-        is_launch = categories(host, _LAUNCH_CATEGORIES)
+        is_launch = category_mask(store, host, _LAUNCH_CATEGORIES)
         corr = host.event_stat(corr_sid).dense_int(host.n_events)
         lrows = np.nonzero(is_launch & (corr >= 0))[0]
         k = _event_step_by_time(host, begin, host_end, lrows)
@@ -772,7 +764,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
             if hit.shape[0]:
                 anno_step[j] = hit[0]
                 end[hit[0]] = max(end[hit[0]], int(p.start_ps[r] + p.dur_ps[r]))
-        drows = np.nonzero(categories(p, _DEVICE_CATEGORIES))[0]
+        drows = np.nonzero(category_mask(store, p, _DEVICE_CATEGORIES))[0]
         if drows.shape[0] == 0:
             continue
         key = np.full(drows.shape[0], -1, np.int64)
@@ -810,11 +802,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         return _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end,
                                             devices, typed, None, len(names), None), len(names), launched)
     # Host side: DataLoader waits, launches, operators.
-    is_launch = categories(host, _LAUNCH_CATEGORIES)
+    is_launch = category_mask(store, host, _LAUNCH_CATEGORIES)
     host_names = store.strings.lookup(sorted_unique(host.name_id))
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
     is_loader = np.isin(host.name_id, loader_ids)
-    is_op = categories(host, ("cpu_op",))
+    is_op = category_mask(store, host, ("cpu_op",))
     is_step_marker = np.isin(host.name_id, ids)
     htype = np.full(host.n_events, -1, np.int64)
     htype[is_op] = sb.HOST_COMPUTE

@@ -33,6 +33,19 @@ from tbprof.store.tables import Plane, ProfileStore
 _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 
 
+# The events' stats that a Kineto trace's summary reads (steps, operator links, device activity).
+_LINK_STATS = ("cat", "correlation", "stream", "External id", "Input type")
+
+
+def prefetch_link_stats(store: ProfileStore) -> None:
+    """Gathers ``_LINK_STATS`` of every plane in one pass over its stat table instead of a pass
+    per stat (a large trace's host plane holds tens of millions of stats)."""
+    ids = [store.stat_id(n) for n in _LINK_STATS]
+    for plane in store.planes:
+        if plane.n_events:
+            plane.prefetch_stat_columns(ids)
+
+
 def category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:
     """Whether each event of ``plane`` is in one of the categories ``names``."""
     sid = store.stat_id("cat")

@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from tbprof.domain.kineto_links import prefetch_link_stats
 from tbprof.domain.planes import is_accelerator
 from tbprof.store import kineto_names as kn
 from tbprof.store.arrays import sorted_unique
@@ -160,6 +161,7 @@ def _collect_kineto(store: ProfileStore) -> tuple[_Parts, np.ndarray]:
     dev_parts: list[tuple[np.ndarray, ...]] = []
     host_parts: list[tuple[np.ndarray, ...]] = []
     step_starts: list[np.ndarray] = []
+    prefetch_link_stats(store)
     names = store.strings.as_list()
     cat_sid = store.stat_id("cat")
     work_cats = np.array([i for i in (store.strings.id(c) for c in DEVICE_CATEGORIES) if i >= 0], np.int64)

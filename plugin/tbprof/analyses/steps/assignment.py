@@ -44,7 +44,13 @@ from tbprof._core.kernels import span_index
 from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
-from tbprof.domain.kineto_links import PRECISION_16, PRECISION_32, category_mask, device_precision
+from tbprof.domain.kineto_links import (
+    PRECISION_16,
+    PRECISION_32,
+    category_mask,
+    device_precision,
+    prefetch_link_stats,
+)
 from tbprof.domain.planes import HOST_PLANE, device_planes_of, on_device_side
 from tbprof.domain.tf1_planes import is_tf1_timeline, op_planes
 from tbprof.store import kineto_names as kn
@@ -718,6 +724,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
             step_ids[sid] = int(m.group(1))
     if not step_ids:
         return None
+    prefetch_link_stats(store)
     ids = np.fromiter(step_ids, dtype=np.int64)
     host = store.plane(HOST_PLANE)
     if host is not None and host.n_events == 0:

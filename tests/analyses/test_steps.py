@@ -275,6 +275,14 @@ def test_span_index_is_numpys_last_span_starting_before() -> None:
         kernels.span_index(begin, end, t, rows=np.array([t.shape[0]]))
 
 
+def test_counting_order_is_the_stable_argsort() -> None:
+    keys = np.random.default_rng(5).integers(0, 40, 5_000)
+    assert np.array_equal(kernels.counting_order(keys, 40), np.argsort(keys, kind="stable"))
+    assert kernels.counting_order(keys[:0], 0).shape == (0,)
+    with pytest.raises(IndexError):
+        kernels.counting_order(keys, 39)
+
+
 def test_breakdown_counts_overlap_once_for_the_top_priority() -> None:
     # Two events of one step: compute 32-bit [0, 10), collectives [5, 20); step [0, 30).
     out = step_breakdown.nonoverlapped_type_ps(

@@ -927,6 +927,31 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     return out_arr
 
 
+def counting_order(keys, Py_ssize_t n_keys) -> np.ndarray:
+    """The stable order of ``keys`` (each in [0, n_keys)): numpy's ``argsort(keys,
+    kind="stable")`` by a counting sort, one pass to count and one to place.
+    (analyses/steps/assignment.py ``_breakdown``)"""
+    cdef const int64_t[::1] k = _in(keys, np.int64)
+    cdef Py_ssize_t n = k.shape[0], i, b
+    if n_keys < 0:
+        raise ValueError("n_keys must be >= 0")
+    if n and (np.asarray(k).min() < 0 or np.asarray(k).max() >= n_keys):
+        raise IndexError("keys outside [0, n_keys)")
+    start_arr = np.zeros(n_keys + 1, dtype=np.int64)
+    out_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] start = start_arr
+    cdef int64_t[::1] out = out_arr
+    with nogil:
+        for i in range(n):
+            start[k[i] + 1] += 1
+        for b in range(n_keys):
+            start[b + 1] += start[b]
+        for i in range(n):
+            out[start[k[i]]] = i
+            start[k[i]] += 1
+    return out_arr
+
+
 def span_index(begin_ps, end_ps, t_ps, rows=None) -> np.ndarray:
     """Index of the span holding each time, -1 if none: the last span starting at or before it
     (``begin_ps`` ascending: numpy's ``searchsorted(begin_ps, t, "right") - 1``) when the time

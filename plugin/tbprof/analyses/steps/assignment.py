@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from tbprof._core.kernels import span_index
+from tbprof._core.kernels import counting_order, span_index
 from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
@@ -306,11 +306,8 @@ def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: 
     # The kernel reads the columns through ``order`` (a trace streamed to disk has tens of
     # millions of typed events: no gathered copies).
     kept = np.flatnonzero(step_idx >= 0 if subset is None else (step_idx >= 0) & subset)
-    steps = step_idx[kept]
-    if begin_ps.shape[0] <= np.iinfo(np.uint16).max:  # a radix sort, in 2 bytes an event
-        steps = steps.astype(np.uint16)
-    order = kept[np.argsort(steps, kind="stable")]
-    del kept, steps
+    order = kept[counting_order(step_idx[kept], begin_ps.shape[0])]
+    del kept
     return sb.nonoverlapped_type_ps(step_idx, start, end, types, begin_ps, end_ps, sb.N_TYPES, rows=order,
                                     type_divisor=10)
 
@@ -747,6 +744,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     begin = mplane.start_ps[rows].astype(np.int64)
     host_end = begin + mplane.dur_ps[rows]
     end = host_end.copy()
+    by_num = np.argsort(nums, kind="stable")  # the steps by number (one marker per number)
     corr_sid = store.stat_id("correlation")
 
     # Launch correlation -> step (by where the launch starts), as sorted arrays.
@@ -765,12 +763,11 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         p = store.planes[pi]
         # The GPU-side marker of step n spans the device work launched in it.
         anno = np.nonzero(np.isin(p.name_id, ids))[0]
-        anno_step = np.full(anno.shape[0], -1, np.int64)
-        for j, r in enumerate(anno.tolist()):
-            hit = np.nonzero(nums == step_ids[int(p.name_id[r])])[0]
-            if hit.shape[0]:
-                anno_step[j] = hit[0]
-                end[hit[0]] = max(end[hit[0]], int(p.start_ps[r] + p.dur_ps[r]))
+        anno_num = np.array([step_ids[i] for i in p.name_id[anno].tolist()], dtype=np.int64)
+        pos = np.minimum(np.searchsorted(nums, anno_num, sorter=by_num), nums.shape[0] - 1)
+        anno_step = np.where(nums[by_num[pos]] == anno_num, by_num[pos], -1)
+        hit = anno_step >= 0
+        np.maximum.at(end, anno_step[hit], (p.start_ps[anno] + p.dur_ps[anno])[hit])
         drows = np.nonzero(category_mask(store, p, _DEVICE_CATEGORIES))[0]
         if drows.shape[0] == 0:
             continue

@@ -37,13 +37,19 @@ _LAUNCH_CATEGORIES = kn.LAUNCH_CATEGORIES
 _LINK_STATS = ("cat", "correlation", "stream", "External id", "Input type")
 
 
-def prefetch_link_stats(store: ProfileStore) -> None:
-    """Gathers ``_LINK_STATS`` of every plane in one pass over its stat table instead of a pass
-    per stat (a large trace's host plane holds tens of millions of stats)."""
+def _prefetch_link_stats(store: ProfileStore) -> bool:
     ids = [store.stat_id(n) for n in _LINK_STATS]
     for plane in store.planes:
         if plane.n_events:
             plane.prefetch_stat_columns(ids)
+    return True
+
+
+def prefetch_link_stats(store: ProfileStore) -> None:
+    """Gathers ``_LINK_STATS`` of every plane in one pass over its stat table instead of a pass
+    per stat (a large trace's host plane holds tens of millions of stats); once per store, the
+    analyses that run side by side (``analyses/overview/headline.py``) waiting for one gathering."""
+    store.memo(("kineto_link_stats",), lambda: _prefetch_link_stats(store), size=lambda _: 0)
 
 
 def category_mask(store: ProfileStore, plane: Plane, names: tuple[str, ...]) -> np.ndarray:

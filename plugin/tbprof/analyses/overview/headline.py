@@ -9,6 +9,7 @@ a tfprof run's store (no events) adds its graph's numbers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
 import numpy as np
@@ -18,6 +19,7 @@ from tbprof.analyses.overview.overview import run_environment
 from tbprof.analyses.results.whole_run import ProfileHeadline
 from tbprof.analyses.steps.table import analysis, step_table, summaries
 from tbprof.domain.planes import on_device_side
+from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 from tbprof.store.view import StoreView
 
@@ -32,11 +34,20 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
     # A tfprof profile reads as a profile without planes (store/tfprof.py), which the step and
     # op analyses answer with "no steps" and an empty op list; it derives nothing.
     views = cast(Sequence[StoreView], hosts)
-    st = step_table(views)
-    summ = summaries(st)
-    ana = analysis(st)
-    env = run_environment(views)
-    ops = op_times(views, "device" if st.has_device else "host")
+    stores = [h for h in views if not isinstance(h, TfprofProfile)]
+    # The devices' shares read no step: computed beside the steps where that pays.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tbprof-headline") if _side_by_side(views) else None
+    try:
+        devices = pool.submit(_device_values, stores) if pool is not None else None
+        st = step_table(views)
+        summ = summaries(st)
+        ana = analysis(st)
+        env = run_environment(views)
+        ops = op_times(views, "device" if st.has_device else "host")
+        device_values = devices.result() if devices is not None else _device_values(stores)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     no_steps = st.n_steps == 0
     out: ProfileHeadline = {
         "host_count": env["host_count"],
@@ -59,8 +70,21 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
                     for i in range(min(TOP_OPS, ops.n_ops))],
     }
     _add_tfprof(out, [h for h in hosts if isinstance(h, TfprofProfile)])
-    _add_devices(out, [h for h in views if not isinstance(h, TfprofProfile)])
+    _add_devices(out, device_values)
     return out
+
+
+# Above this many events, a Chrome trace's device shares run on a second thread beside its steps.
+SIDE_BY_SIDE_EVENTS = 1 << 20
+
+
+def _side_by_side(views: Sequence[StoreView]) -> bool:
+    """Whether the device shares are worth a thread of their own: Chrome traces (their stores
+    are whole in memory or mapped: nothing read lazily, so two threads may read one), large
+    enough that the overlap of the two parts' numpy work (the GIL released in large array
+    operations) outweighs a thread's start."""
+    return (all(isinstance(h, ProfileStore) and h.format == "chrome_trace" for h in views)
+            and sum(h.n_events for h in views) >= SIDE_BY_SIDE_EVENTS)
 
 
 def _add_tfprof(out: ProfileHeadline, profiles: Sequence[TfprofProfile]) -> None:
@@ -75,10 +99,13 @@ def _add_tfprof(out: ProfileHeadline, profiles: Sequence[TfprofProfile]) -> None
     out["tfprof_requested_bytes_per_step"] = int(stats["requested_bytes"].sum())
 
 
-def _add_devices(out: ProfileHeadline, hosts: Sequence[StoreView]) -> None:
-    """The mean idle % of the hosts' GPUs (and their mean communication % with several GPUs)."""
+# Whether any host has device activity, and per GPU its idle % and communication %.
+_DeviceValues = tuple[bool, list[float], list[float]]
+
+
+def _device_values(hosts: Sequence[StoreView]) -> _DeviceValues:
     if not any(on_device_side(p) for h in hosts for p in h.planes):
-        return
+        return False, [], []
     # Imported only for a run with devices: a CPU profile's summary loads no GPU analysis.
     from tbprof.analyses.gpu.breakdown import summary_values
 
@@ -90,6 +117,12 @@ def _add_devices(out: ProfileHeadline, hosts: Sequence[StoreView]) -> None:
         any_active = any_active or active
         idle.extend(i)
         comm.extend(c)
+    return any_active, idle, comm
+
+
+def _add_devices(out: ProfileHeadline, values: _DeviceValues) -> None:
+    """The mean idle % of the hosts' GPUs (and their mean communication % with several GPUs)."""
+    any_active, idle, comm = values
     if not any_active:
         return
     out["device_idle_percent"] = round(float(np.mean(idle)), 2)

@@ -280,29 +280,94 @@ def bucket_rows(ids, lut, Py_ssize_t n_buckets) -> tuple[np.ndarray, np.ndarray]
     return out, counts_arr
 
 
-def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value
+cdef inline Py_ssize_t _lut_at(const int32_t[::1] lut, int32_t i) noexcept nogil:
+    return lut[i] if 0 <= i < lut.shape[0] else -1
+
+
+def _bucket_count(const int32_t[::1] ids, const int32_t[::1] lut, int64_t[::1] counts, Py_ssize_t lo,
+                  Py_ssize_t hi) -> None:
+    """Counts the rows [lo, hi) of ``ids`` per bucket (``counts[b + 1]``)."""
+    cdef Py_ssize_t i, b
+    with nogil:
+        for i in range(lo, hi):
+            b = _lut_at(lut, ids[i])
+            if b >= 0:
+                counts[b + 1] += 1
+
+
+def _bucket_place(const int32_t[::1] ids, const int32_t[::1] lut, int64_t[::1] pos, const int32_t[::1] own,
+                  const int8_t[::1] knd, const int64_t[::1] val, int64_t[::1] oo, int8_t[::1] ok, int64_t[::1] ov,
+                  Py_ssize_t lo, Py_ssize_t hi) -> None:
+    """Places the owner, kind and value of the rows [lo, hi) at their bucket's next slot."""
+    cdef Py_ssize_t i, b, d
+    with nogil:
+        for i in range(lo, hi):
+            b = _lut_at(lut, ids[i])
+            if b >= 0:
+                d = pos[b]
+                pos[b] = d + 1
+                oo[d] = own[i]
+                ok[d] = knd[i]
+                ov[d] = val[i]
+
+
+def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value, Py_ssize_t threads=1
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``bucket_rows`` that also gathers the owner, kind and value of each hit.
-    (store/tables.py ``_bucket_gather``)"""
-    rows_arr, bounds = bucket_rows(ids, lut, n_buckets)
-    cdef const int64_t[::1] rows = rows_arr
+    """The owner, kind and value of the rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by
+    bucket in row order (a counting sort: one pass to count, one to place), and the bucket
+    bounds. ``threads`` > 1: the rows in that many ranges, counted and placed on as many
+    threads (the GIL released), each range's slots after the earlier ranges' in every bucket,
+    so the answer is the one-thread answer. (store/tables.py ``prefetch_stat_columns``)"""
+    cdef const int32_t[::1] i_ids = _in(ids, np.int32)
+    cdef const int32_t[::1] i_lut = _in(lut, np.int32)
     cdef const int32_t[::1] own = _in(owner, np.int32)
     cdef const int8_t[::1] knd = _in(kind, np.int8)
     cdef const int64_t[::1] val = _in(value, np.int64)
-    cdef Py_ssize_t n = rows.shape[0], j, r
-    out_owner = np.empty(n, dtype=np.int64)
-    out_kind = np.empty(n, dtype=np.int8)
-    out_value = np.empty(n, dtype=np.int64)
-    cdef int64_t[::1] oo = out_owner
-    cdef int8_t[::1] ok = out_kind
-    cdef int64_t[::1] ov = out_value
-    with nogil:
-        for j in range(n):
-            r = rows[j]
-            oo[j] = own[r]
-            ok[j] = knd[r]
-            ov[j] = val[r]
+    cdef Py_ssize_t n = i_ids.shape[0]
+    if own.shape[0] != n or knd.shape[0] != n or val.shape[0] != n:
+        raise ValueError("stat columns differ in length")
+    if n_buckets < 0:
+        raise ValueError("n_buckets must be >= 0")
+    if i_lut.shape[0] and (np.asarray(i_lut).max() >= n_buckets or np.asarray(i_lut).min() < -1):
+        raise IndexError("lut outside the buckets")
+    cdef Py_ssize_t parts = max(1, min(threads, n // (1 << 20) if n >= (1 << 21) else 1))
+    bounds_arr = [(n * t // parts, n * (t + 1) // parts) for t in range(parts)]
+    counts = [np.zeros(n_buckets + 1, dtype=np.int64) for _ in range(parts)]
+    _run_parts(_bucket_count, [(i_ids, i_lut, counts[t], lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
+    per_part = np.stack([c[1:] for c in counts]) if parts else np.zeros((0, n_buckets), np.int64)
+    total = per_part.sum(axis=0)
+    bounds = np.zeros(n_buckets + 1, dtype=np.int64)
+    np.cumsum(total, out=bounds[1:])
+    # Part t's slots in bucket b start after bucket b's earlier parts.
+    starts = bounds[:-1] + np.cumsum(per_part, axis=0) - per_part
+    out_owner = np.empty(bounds[n_buckets], dtype=np.int64)
+    out_kind = np.empty(bounds[n_buckets], dtype=np.int8)
+    out_value = np.empty(bounds[n_buckets], dtype=np.int64)
+    _run_parts(_bucket_place, [(i_ids, i_lut, np.ascontiguousarray(starts[t]), own, knd, val, out_owner, out_kind,
+                                out_value, lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
     return out_owner, out_kind, out_value, bounds
+
+
+def _run_parts(fn, jobs) -> None:
+    """``fn(*job)`` for each job: the first in this thread, the others on threads of their own."""
+    import threading
+    errors = []
+
+    def run(job):
+        try:
+            fn(*job)
+        except BaseException as e:  # re-raised in the caller
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(job,), name="tbprof-kernel") for job in jobs[1:]]
+    for w in workers:
+        w.start()
+    if jobs:
+        run(jobs[0])
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
 
 
 # --- timeline/window.py ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from tbprof._core.kernels import bucket_gather
+from tbprof._core.wire import default_threads
 from tbprof.store.memo import Memo
 from tbprof.store.strings import StringTable
 
@@ -235,7 +236,7 @@ class Plane:
 
         Each ``stat_column`` call scans every stat of the plane (millions on jax_large:
         bench/measurements.md#plane-stats); an analysis that needs ten stats asks for them together
-        instead.
+        instead. A large table is gathered in ranges on several threads (``default_threads``).
         """
         want = sorted({i for i in stat_ids if i >= 0 and ("event", i) not in self._columns})
         if not want:
@@ -244,7 +245,8 @@ class Plane:
         lut = np.full(max(int(ids.max()) if len(ids) else 0, want[-1]) + 1, -1, dtype=np.int32)
         lut[want] = np.arange(len(want), dtype=np.int32)
         owner, kind, value, bounds = bucket_gather(np.asarray(ids), lut, len(want), np.asarray(self.stats.owner),
-                                                    np.asarray(self.stats.kind), np.asarray(self.stats.value))
+                                                    np.asarray(self.stats.kind), np.asarray(self.stats.value),
+                                                    threads=default_threads())
         for k, sid in enumerate(want):
             sl = slice(int(bounds[k]), int(bounds[k + 1]))
             self._columns[("event", sid)] = StatColumn(owner[sl], kind[sl], value[sl])

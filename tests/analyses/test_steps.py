@@ -275,6 +275,25 @@ def test_span_index_is_numpys_last_span_starting_before() -> None:
         kernels.span_index(begin, end, t, rows=np.array([t.shape[0]]))
 
 
+def test_breakdown_on_threads_equals_one_thread() -> None:
+    """Rows in step order cut at steps into ranges on several threads (1 M events: 3 ranges)
+    give the one-thread breakdown; rows out of step order stay on one thread, the same."""
+    rng = np.random.default_rng(13)
+    n, n_steps = 1 << 20, 300
+    step = rng.integers(0, n_steps, n)
+    start = step * 10_000 + rng.integers(-500, 10_000, n)
+    end = start + rng.integers(0, 3_000, n)
+    types = rng.integers(0, step_breakdown.N_TYPES, n)
+    begin = np.arange(n_steps) * 10_000
+    stop = begin + 10_000
+    order = np.argsort(step, kind="stable")
+    args = (step, start, end, types, begin, stop, step_breakdown.N_TYPES)
+    one = step_breakdown.nonoverlapped_type_ps(*args, rows=order, threads=1)
+    assert np.array_equal(step_breakdown.nonoverlapped_type_ps(*args, rows=order, threads=3), one)
+    assert np.array_equal(step_breakdown.nonoverlapped_type_ps(*args, threads=3),
+                          step_breakdown.nonoverlapped_type_ps(*args, threads=1))
+
+
 def test_counting_order_is_the_stable_argsort() -> None:
     keys = np.random.default_rng(5).integers(0, 40, 5_000)
     assert np.array_equal(kernels.counting_order(keys, 40), np.argsort(keys, kind="stable"))

@@ -339,7 +339,7 @@ def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value, Py_ssize_t
     bounds = np.zeros(n_buckets + 1, dtype=np.int64)
     np.cumsum(total, out=bounds[1:])
     # Part t's slots in bucket b start after bucket b's earlier parts.
-    starts = bounds[:-1] + np.cumsum(per_part, axis=0) - per_part
+    starts = bounds[:n_buckets] + np.cumsum(per_part, axis=0) - per_part
     out_owner = np.empty(bounds[n_buckets], dtype=np.int64)
     out_kind = np.empty(bounds[n_buckets], dtype=np.int8)
     out_value = np.empty(bounds[n_buckets], dtype=np.int64)
@@ -843,7 +843,8 @@ def _runs(values):
 
 
 def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, step_end_ps,
-                          Py_ssize_t n_types, rows=None, int64_t type_divisor=1) -> np.ndarray:
+                          Py_ssize_t n_types, rows=None, int64_t type_divisor=1, Py_ssize_t threads=1
+                          ) -> np.ndarray:
     """ps of each step covered by each type, counting overlapping events once for the top type.
 
     Events are taken in step order: in the order of the columns, or of ``rows`` (indices into
@@ -851,6 +852,8 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     type's priority. Time of the step that no event covers goes to column 0 (unknown). Mirrors
     XProf's ToNonOverlappedEvents followed by clipping to the step span.
     (analyses/step_breakdown.py) The sort buffer holds one step's events, not all of them.
+    ``threads`` > 1: rows in step order are cut at steps into that many ranges, each on a thread
+    of its own (the GIL released), their steps disjoint.
     """
     cdef const int64_t[::1] step = _in(step_of, np.int64)
     cdef const int64_t[::1] st = _in(start_ps, np.int64)
@@ -874,6 +877,7 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
         raise IndexError("rows outside the columns")
     cdef Py_ssize_t longest = 0, run = 0, lo
     cdef int64_t last = -1
+    cdef bint in_order = True
     for lo in range(0, n, 1 << 20):
         sel = rows_arr[lo:lo + (1 << 20)]
         sel_steps = np.asarray(step)[sel]
@@ -882,21 +886,50 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
         sel_types = np.asarray(ty)[sel] // type_divisor
         if sel_types.min() < 0 or sel_types.max() >= n_types:
             raise IndexError("type_idx outside [0, n_types)")
+        in_order = in_order and bool(np.all(np.diff(sel_steps) >= 0)) and int(sel_steps[0]) >= last
         for s_run, length in zip(*_runs(sel_steps)):
             run = run + length if s_run == last else length
             last = s_run
             if run > longest:
                 longest = run
     out_arr = np.zeros((n_steps, n_types), dtype=np.int64)
-    counts_arr = np.zeros(n_types, dtype=np.int64)
     cdef int64_t[:, ::1] out = out_arr
+    cdef Py_ssize_t parts = max(1, min(threads, n // (1 << 18))) if in_order else 1
+    cdef Py_ssize_t cut
+    cuts = [0]
+    for lo in range(1, parts):
+        cut = max(n * lo // parts, cuts[lo - 1])
+        while 0 < cut < n and step[r[cut]] == step[r[cut - 1]]:
+            cut += 1
+        cuts.append(cut)
+    cuts.append(n)
+    _run_parts(_type_ps_part, [(step, st, en, ty, b0s, b1s, r, out, n_types, type_divisor, longest, cuts[k], cuts[k + 1])
+                               for k in range(parts) if cuts[k + 1] > cuts[k]])
+    cdef Py_ssize_t u
+    cdef int64_t tot, s
+    with nogil:
+        # Steps without any event: all unknown.
+        for s in range(n_steps):
+            tot = 0
+            for u in range(n_types):
+                tot += out[s, u]
+            if tot == 0:
+                out[s, 0] = b1s[s] - b0s[s]
+    return out_arr
+
+
+def _type_ps_part(const int64_t[::1] step, const int64_t[::1] st, const int64_t[::1] en, const int64_t[::1] ty,
+                  const int64_t[::1] b0s, const int64_t[::1] b1s, const int64_t[::1] r, int64_t[:, ::1] out,
+                  Py_ssize_t n_types, int64_t type_divisor, Py_ssize_t longest, Py_ssize_t lo, Py_ssize_t hi) -> None:
+    """``nonoverlapped_type_ps`` of the rows [lo, hi) (validated by it), into ``out``."""
+    counts_arr = np.zeros(n_types, dtype=np.int64)
     cdef int64_t[::1] counts = counts_arr
     cdef TimeKey* ev = <TimeKey*>malloc((2 * longest + 1) * sizeof(TimeKey))
     cdef int64_t* kinds = <int64_t*>malloc((2 * longest + 1) * sizeof(int64_t))
     cdef uint64_t* keys = <uint64_t*>malloc((2 * longest + 1) * sizeof(uint64_t))
     cdef uint64_t* keys_tmp = <uint64_t*>malloc((2 * longest + 1) * sizeof(uint64_t))
-    cdef Py_ssize_t i = 0, j, m, k, q, u, row, idx
-    cdef int64_t s, b0, b1, a, e, covered, top, prev_t, t, tyk, tot
+    cdef Py_ssize_t i = lo, j, m, k, q, u, row, idx
+    cdef int64_t s, b0, b1, a, e, covered, top, prev_t, t, tyk
     cdef uint64_t rel_max, k_mask
     cdef int k_bits
     cdef bint packed
@@ -908,10 +941,10 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
         raise MemoryError()
     try:
         with nogil:
-            while i < n:
+            while i < hi:
                 s = step[r[i]]
                 j = i
-                while j < n and step[r[j]] == s:
+                while j < hi and step[r[j]] == s:
                     j += 1
                 b0 = b0s[s]
                 b1 = b1s[s]
@@ -977,19 +1010,11 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
                                     break
                 out[s, 0] += (b1 - b0) - covered
                 i = j
-            # Steps without any event: all unknown.
-            for s in range(n_steps):
-                tot = 0
-                for u in range(n_types):
-                    tot += out[s, u]
-                if tot == 0:
-                    out[s, 0] = b1s[s] - b0s[s]
     finally:
         free(ev)
         free(kinds)
         free(keys)
         free(keys_tmp)
-    return out_arr
 
 
 def counting_order(keys, Py_ssize_t n_keys) -> np.ndarray:

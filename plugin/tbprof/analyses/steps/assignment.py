@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core.kernels import counting_order, span_index
+from tbprof._core.wire import default_threads
 from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
@@ -309,7 +310,7 @@ def _breakdown(step_idx: np.ndarray, start: np.ndarray, end: np.ndarray, types: 
     order = kept[counting_order(step_idx[kept], begin_ps.shape[0])]
     del kept
     return sb.nonoverlapped_type_ps(step_idx, start, end, types, begin_ps, end_ps, sb.N_TYPES, rows=order,
-                                    type_divisor=10)
+                                    type_divisor=10, threads=default_threads())
 
 
 def _marker_steps(store: ProfileStore, devices: list[int]) -> tuple[Any, ...] | None:

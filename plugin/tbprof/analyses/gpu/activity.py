@@ -250,19 +250,21 @@ def _build(store: ProfileStore) -> DeviceActivity:
         keep_host = h_start < last_step_start
         h_start, h_dur, h_name, h_corr, h_exact = (h_start[keep_host], h_dur[keep_host], h_name[keep_host],
                                                    h_corr[keep_host], h_exact[keep_host])
-        # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
-        # of HTA's "CPU operators": it stays when it starts before the last step.
-        keep_dev = np.isin(d_corr, h_corr) | ((d_corr < 0) & (d_start < last_step_start))
-        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact, d_exact_end = (
-            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact,
-                                  d_exact_end))
     # Launch of each device event: the host event with its correlation.
     order = np.argsort(h_corr, kind="stable")
     sorted_corr = h_corr[order]
     pos = np.searchsorted(sorted_corr, d_corr)
     pos_c = np.clip(pos, 0, max(sorted_corr.shape[0] - 1, 0))
+    found = (pos < sorted_corr.shape[0]) & (sorted_corr[pos_c] == d_corr) if sorted_corr.shape[0] else pos < 0
+    if last_steps.shape[0]:
+        # A device event without a correlation (a Triton kernel ROCm records as a cpu_op) is one
+        # of HTA's "CPU operators": it stays when it starts before the last step.
+        keep_dev = found | ((d_corr < 0) & (d_start < last_step_start))
+        d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact, d_exact_end = (
+            a[keep_dev] for a in (d_start, d_end, d_stream, d_name, d_corr, d_plane, d_row, d_work, d_exact,
+                                  d_exact_end))
+        pos_c, found = pos_c[keep_dev], found[keep_dev]
     if sorted_corr.shape[0]:
-        found = (pos < sorted_corr.shape[0]) & (sorted_corr[pos_c] == d_corr)
         src = order[pos_c]
         l_start = np.where(found, h_start[src], -1).astype(np.int64)
         l_dur = np.where(found, h_dur[src], -1).astype(np.int64)

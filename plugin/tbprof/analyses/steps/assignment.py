@@ -728,12 +728,21 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     if host is not None and host.n_events == 0:
         host = None
     # The markers: the host's; a GPU-only trace (no host events) has the GPU annotations of them.
+    marker_masks: dict[int, np.ndarray] = {}
+
+    def is_marker(plane: Plane) -> np.ndarray:
+        """Whether each event of ``plane`` is a step marker (tested once a plane)."""
+        got = marker_masks.get(id(plane))
+        if got is None:
+            got = marker_masks[id(plane)] = np.isin(plane.name_id, ids)
+        return got
+
     marked = [p for p in ([host] if host is not None else []) + [store.planes[d] for d in devices]
-              if np.isin(p.name_id, ids).any()]
+              if is_marker(p).any()]
     if not marked:
         return None
     mplane = marked[0]
-    rows = np.nonzero(np.isin(mplane.name_id, ids))[0]
+    rows = np.nonzero(is_marker(mplane))[0]
     nums_all = np.array([step_ids[int(i)] for i in mplane.name_id[rows].tolist()], dtype=np.int64)
     # One marker per step number (the longest, should a trace repeat one).
     o = np.lexsort((-mplane.dur_ps[rows], nums_all))
@@ -763,7 +772,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     for pi in devices:
         p = store.planes[pi]
         # The GPU-side marker of step n spans the device work launched in it.
-        anno = np.nonzero(np.isin(p.name_id, ids))[0]
+        anno = np.nonzero(is_marker(p))[0]
         anno_num = np.array([step_ids[i] for i in p.name_id[anno].tolist()], dtype=np.int64)
         pos = np.minimum(np.searchsorted(nums, anno_num, sorter=by_num), nums.shape[0] - 1)
         anno_step = np.where(nums[by_num[pos]] == anno_num, by_num[pos], -1)
@@ -812,7 +821,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
     is_loader = np.isin(host.name_id, loader_ids)
     is_op = category_mask(store, host, ("cpu_op",))
-    is_step_marker = np.isin(host.name_id, ids)
+    is_step_marker = is_marker(host)
     htype = np.full(host.n_events, -1, np.int64)
     htype[is_op] = sb.HOST_COMPUTE
     htype[is_launch] = sb.HOST_PREPARE if devices else sb.HOST_COMPUTE
@@ -826,6 +835,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     del h_start
     has_loader = bool(np.any(is_loader))
     del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
+    marker_masks.clear()
     steps = _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices,
                                          typed, None, len(names), None), len(names), launched)
     if not has_loader:

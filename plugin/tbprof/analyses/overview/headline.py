@@ -18,6 +18,7 @@ from tbprof.analyses.ops.op_time import op_times
 from tbprof.analyses.overview.overview import run_environment
 from tbprof.analyses.results.whole_run import ProfileHeadline
 from tbprof.analyses.steps.table import analysis, step_table, summaries
+from tbprof.domain.kineto_links import op_by_correlation
 from tbprof.domain.planes import on_device_side
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
@@ -35,10 +36,12 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
     # op analyses answer with "no steps" and an empty op list; it derives nothing.
     views = cast(Sequence[StoreView], hosts)
     stores = [h for h in views if not isinstance(h, TfprofProfile)]
-    # The devices' shares read no step: computed beside the steps where that pays.
+    # The devices' shares read no step: computed beside the steps where that pays, after the
+    # operator links the steps' precision reads (single flight: the steps wait for those rather
+    # than derive them twice).
     pool = ThreadPoolExecutor(1, thread_name_prefix="tbprof-headline") if _side_by_side(views) else None
     try:
-        devices = pool.submit(_device_values, stores) if pool is not None else None
+        devices = pool.submit(_links_then_device_values, stores) if pool is not None else None
         st = step_table(views)
         summ = summaries(st)
         ana = analysis(st)
@@ -101,6 +104,12 @@ def _add_tfprof(out: ProfileHeadline, profiles: Sequence[TfprofProfile]) -> None
 
 # Whether any host has device activity, and per GPU its idle % and communication %.
 _DeviceValues = tuple[bool, list[float], list[float]]
+
+
+def _links_then_device_values(stores: Sequence[StoreView]) -> _DeviceValues:
+    for h in stores:
+        op_by_correlation(cast(ProfileStore, h))
+    return _device_values(stores)
 
 
 def _device_values(hosts: Sequence[StoreView]) -> _DeviceValues:

@@ -20,6 +20,9 @@ def test_side_by_side_gives_the_one_thread_headline(monkeypatch: pytest.MonkeyPa
     stores = [read_chrome_trace(str(p)) for p in RANKS]  # fresh: nothing memoised
     assert not headline_mod._side_by_side(stores)  # 2 small ranks: below the threshold
     monkeypatch.setattr(headline_mod, "SIDE_BY_SIDE_EVENTS", 0)
+    monkeypatch.setenv("TBPROF_THREADS", "1")
+    assert not headline_mod._side_by_side(stores)  # one thread asked for
+    monkeypatch.setenv("TBPROF_THREADS", "2")
     assert headline_mod._side_by_side(stores)
     side_by_side = headline_mod.headline(stores)
     assert side_by_side == one_thread

@@ -14,6 +14,7 @@ from typing import cast
 
 import numpy as np
 
+from tbprof._core.wire import default_threads
 from tbprof.analyses.ops.op_time import op_times
 from tbprof.analyses.overview.overview import run_environment
 from tbprof.analyses.results.whole_run import ProfileHeadline
@@ -85,8 +86,9 @@ def _side_by_side(views: Sequence[StoreView]) -> bool:
     """Whether the device shares are worth a thread of their own: Chrome traces (their stores
     are whole in memory or mapped: nothing read lazily, so two threads may read one), large
     enough that the overlap of the two parts' numpy work (the GIL released in large array
-    operations) outweighs a thread's start."""
-    return (all(isinstance(h, ProfileStore) and h.format == "chrome_trace" for h in views)
+    operations) outweighs a thread's start, and threads allowed (``$TBPROF_THREADS``)."""
+    return (default_threads() > 1
+            and all(isinstance(h, ProfileStore) and h.format == "chrome_trace" for h in views)
             and sum(h.n_events for h in views) >= SIDE_BY_SIDE_EVENTS)
 
 

@@ -252,34 +252,6 @@ cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::
 
 # --- store/tables.py ---------------------------------------------------------------------------
 
-def bucket_rows(ids, lut, Py_ssize_t n_buckets) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort);
-    returns (rows, bucket bounds). (store/tables.py ``_bucket_rows``)"""
-    cdef const int32_t[::1] i_ids = _in(ids, np.int32)
-    cdef const int32_t[::1] i_lut = _in(lut, np.int32)
-    counts_arr = np.zeros(n_buckets + 1, dtype=np.int64)
-    cdef int64_t[::1] counts = counts_arr
-    cdef Py_ssize_t i, b
-    with nogil:
-        for i in range(i_ids.shape[0]):
-            b = i_lut[i_ids[i]]
-            if b >= 0:
-                counts[b + 1] += 1
-        for b in range(n_buckets):
-            counts[b + 1] += counts[b]
-    pos_arr = counts_arr[:n_buckets].copy()
-    cdef int64_t[::1] pos = pos_arr
-    out = np.empty(counts[n_buckets], dtype=np.int64)
-    cdef int64_t[::1] o = out
-    with nogil:
-        for i in range(i_ids.shape[0]):
-            b = i_lut[i_ids[i]]
-            if b >= 0:
-                o[pos[b]] = i
-                pos[b] += 1
-    return out, counts_arr
-
-
 cdef inline Py_ssize_t _lut_at(const int32_t[::1] lut, int32_t i) noexcept nogil:
     return lut[i] if 0 <= i < lut.shape[0] else -1
 

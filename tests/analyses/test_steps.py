@@ -294,6 +294,16 @@ def test_breakdown_on_threads_equals_one_thread() -> None:
                           step_breakdown.nonoverlapped_type_ps(*args, threads=1))
 
 
+@pytest.mark.parametrize(("step", "type_idx"), [(3, 0), (-1, 0), (0, -1), (0, 10 * step_breakdown.N_TYPES)])
+def test_breakdown_refuses_indices_outside_its_tables(step: int, type_idx: int) -> None:
+    """A step outside the steps or a type outside [0, n_types) (before or after dividing) is an
+    IndexError, not a read outside the sort buffer or the table."""
+    with pytest.raises(IndexError):
+        step_breakdown.nonoverlapped_type_ps(np.array([0, step]), np.array([0, 5]), np.array([10, 20]),
+                                             np.array([0, type_idx]), np.array([0, 100]), np.array([50, 150]),
+                                             step_breakdown.N_TYPES, type_divisor=10)
+
+
 def test_counting_order_is_the_stable_argsort() -> None:
     keys = np.random.default_rng(5).integers(0, 40, 5_000)
     assert np.array_equal(kernels.counting_order(keys, 40), np.argsort(keys, kind="stable"))

@@ -808,12 +808,6 @@ cdef void _radix_sort_u64(uint64_t* keys, uint64_t* tmp, Py_ssize_t n, int n_bit
         memcpy(keys, src, n * sizeof(uint64_t))
 
 
-def _runs(values):
-    """(value, length) of each run of equal values."""
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(values)) + 1])
-    return values[starts].tolist(), np.diff(np.concatenate([starts, [values.shape[0]]])).tolist()
-
-
 def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, step_end_ps,
                           Py_ssize_t n_types, rows=None, int64_t type_divisor=1, Py_ssize_t threads=1
                           ) -> np.ndarray:
@@ -843,27 +837,42 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
     rows_arr = np.arange(n_cols, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     cdef const int64_t[::1] r = rows_arr
     cdef Py_ssize_t n = r.shape[0]
-    # Validate what the loop indexes through raw memory (the sort buffer is plain C), a slice of
-    # rows at a time, and find the longest run of one step (the sort buffer's size).
-    if n and (np.asarray(r).min() < 0 or np.asarray(r).max() >= n_cols):
-        raise IndexError("rows outside the columns")
-    cdef Py_ssize_t longest = 0, run = 0, lo
-    cdef int64_t last = -1
+    # Validate what the loop indexes through raw memory (the sort buffer is plain C) in one pass,
+    # finding the longest run of one step (the sort buffer's size) and whether the rows come in
+    # step order (then ranges of steps may go to threads).
+    cdef Py_ssize_t longest = 0, run = 0, lo, i, row
+    cdef int64_t last = -1, s_i, t_i
     cdef bint in_order = True
-    for lo in range(0, n, 1 << 20):
-        sel = rows_arr[lo:lo + (1 << 20)]
-        sel_steps = np.asarray(step)[sel]
-        if sel_steps.min() < 0 or sel_steps.max() >= n_steps:
-            raise IndexError("step_of outside the steps")
-        sel_types = np.asarray(ty)[sel] // type_divisor
-        if sel_types.min() < 0 or sel_types.max() >= n_types:
-            raise IndexError("type_idx outside [0, n_types)")
-        in_order = in_order and bool(np.all(np.diff(sel_steps) >= 0)) and int(sel_steps[0]) >= last
-        for s_run, length in zip(*_runs(sel_steps)):
-            run = run + length if s_run == last else length
-            last = s_run
+    cdef int bad = 0
+    with nogil:
+        for i in range(n):
+            row = r[i]
+            if row < 0 or row >= n_cols:
+                bad = 1
+                break
+            s_i = step[row]
+            if s_i < 0 or s_i >= n_steps:
+                bad = 2
+                break
+            t_i = ty[row] // type_divisor
+            if ty[row] < 0 or t_i >= n_types:
+                bad = 3
+                break
+            if s_i == last:
+                run += 1
+            else:
+                if s_i < last:
+                    in_order = False
+                run = 1
+                last = s_i
             if run > longest:
                 longest = run
+    if bad == 1:
+        raise IndexError("rows outside the columns")
+    if bad == 2:
+        raise IndexError("step_of outside the steps")
+    if bad == 3:
+        raise IndexError("type_idx outside [0, n_types)")
     out_arr = np.zeros((n_steps, n_types), dtype=np.int64)
     cdef int64_t[:, ::1] out = out_arr
     cdef Py_ssize_t parts = max(1, min(threads, n // (1 << 18))) if in_order else 1

@@ -789,11 +789,12 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
             key[hit] = launch_k[pos[hit]]
         key = _in_gpu_step_marker(p, anno[anno_step >= 0], anno_step[anno_step >= 0], drows, key)
         linked = key >= 0
-        np.maximum.at(end, key[linked], (p.start_ps[drows] + p.dur_ps[drows])[linked])
+        d_start = p.start_ps[drows]
+        d_end = d_start + p.dur_ps[drows]
+        np.maximum.at(end, key[linked], d_end[linked])
         uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
         kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
-        typed.add(pi, p.start_ps[drows], p.start_ps[drows] + p.dur_ps[drows], _with_precision(store, p, drows, kinds),
-                  key)
+        typed.add(pi, d_start, d_end, _with_precision(store, p, drows, kinds), key)
         launched.append((pi, drows, key))
     # Steps never overlap and keep the device work launched in them: where the GPU runs behind
     # the CPU, a step starts when the previous step's device work ends (torch-tb-profiler's rule),

@@ -1,0 +1,83 @@
+"""The plane builder for events collected in any order (``readers/plane_collected.py``): its
+time order equals numpy's three-key ``lexsort`` (the definition), and a trace built on several
+threads is the store one thread builds, column for column.
+
+The demo traces are smaller than the event count from which the builder starts threads: it is
+lowered here, and each test checks that the threads really ran (a pool was used), so none passes
+by building serially."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tbprof.readers import plane_collected
+from tbprof.readers.chrome_trace import read_chrome_trace
+from tbprof.store import tables
+from tests.core.chrome_digest import demo_files
+from tests.readers.test_chrome_segments import _assert_same
+
+
+def _reference(start_ps: np.ndarray, dur_ps: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Rows by line, then start, then the longest first, ties in row order (a stable sort)."""
+    return np.lexsort((-dur_ps, start_ps, line))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_time_order_is_the_three_key_sort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 5000
+    # Rows grouped by line (as the builder hands them), nearly in time order, with many equal
+    # starts and equal (start, duration) pairs, so ties of every kind occur.
+    line = np.sort(rng.integers(0, 7, n))
+    start = (np.arange(n) // 3 + rng.integers(-4, 5, n)).astype(np.int64)
+    dur = rng.integers(0, 4, n).astype(np.int64)
+    got = plane_collected.time_order(start, dur, line)
+    assert np.array_equal(got, _reference(start, dur, line))
+    # The ties it had to order were there.
+    s, d, ln = start[got], dur[got], line[got]
+    same = (s[1:] == s[:-1]) & (ln[1:] == ln[:-1])
+    assert (same & (d[1:] != d[:-1])).any() and (same & (d[1:] == d[:-1])).any()
+
+
+def test_time_order_without_ties_and_empty() -> None:
+    start = np.array([5, 1, 3, 2], np.int64)
+    line = np.array([0, 0, 1, 1], np.int64)
+    dur = np.zeros(4, np.int64)
+    assert plane_collected.time_order(start, dur, line).tolist() == [1, 0, 3, 2]
+    empty = np.zeros(0, np.int64)
+    assert plane_collected.time_order(empty, empty, empty).shape == (0,)
+
+
+class _Pools:
+    """Counts the thread pools the builder starts."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = 0
+        real = plane_collected.ThreadPoolExecutor
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.started += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(plane_collected, "ThreadPoolExecutor", counting)
+
+
+def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int) -> tables.ProfileStore:
+    with monkeypatch.context() as m:
+        m.setenv("TBPROF_THREADS", str(threads))
+        m.setattr(plane_collected, "_THREADED_MIN_EVENTS", 0)
+        return read_chrome_trace(path)
+
+
+@pytest.mark.parametrize("path", demo_files(), ids=lambda p: p.name)
+def test_demo_traces_build_alike_on_threads(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    serial = _read(monkeypatch, path, 1)
+    pools = _Pools(monkeypatch)
+    threaded = _read(monkeypatch, path, 3)
+    if len(threaded.planes) > 1 or threaded.planes[0].n_events > 1:
+        assert pools.started > 0
+    _assert_same(serial, threaded)

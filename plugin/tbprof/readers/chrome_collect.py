@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
+from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
@@ -79,6 +82,17 @@ _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW_KEY = 48
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
+
+
+@dataclass
+class _ArgRows:
+    """A batch of events' argument rows, gathered, not yet interned."""
+
+    owner: np.ndarray
+    key_tok: np.ndarray
+    kind: np.ndarray
+    value: np.ndarray
+    text: np.ndarray
 
 
 class Collector:
@@ -228,26 +242,46 @@ class Collector:
 
     def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
         """The args of ``events`` as stats of the collected events ``owners`` (one each), in
-        batches of events so that the temporaries stay small."""
+        batches of events so that the temporaries stay small. In memory, with more than one
+        thread, a batch's rows are gathered on a second thread while the one before is interned
+        (interning stays in batch order: it numbers the strings)."""
         step = _ARGS_EVENTS
-        for lo in range(0, events.shape[0], step):
-            self._add_batch(owners[lo:lo + step], events[lo:lo + step])
-
-    def _add_batch(self, owners: np.ndarray, events: np.ndarray) -> None:
-        c = self.cols
-        # The stat rows of the events, but for null arguments (they say nothing).
-        rows, pos = kernels.args_rows(events, self._bounds(), c["st_kind"], tables.KIND_NONE)
-        kind = c["st_kind"][rows]
-        if rows.shape[0] == 0:
+        batches = [(owners[lo:lo + step], events[lo:lo + step]) for lo in range(0, events.shape[0], step)]
+        self._bounds()  # computed once, before a second thread reads it
+        if len(batches) < 2 or not isinstance(self.work, MemoryWork) or default_threads() < 2:
+            for batch in batches:
+                self._add_rows(self._batch_rows(*batch))
             return
-        key = self._arg_keys(c["st_key"][rows])
-        value = c["st_value"][rows]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ahead = pool.submit(self._batch_rows, *batches[0])
+            for i in range(len(batches)):
+                rows = ahead.result()
+                if i + 1 < len(batches):
+                    ahead = pool.submit(self._batch_rows, *batches[i + 1])
+                self._add_rows(rows)
+
+    def _batch_rows(self, owners: np.ndarray, events: np.ndarray) -> _ArgRows | None:
+        """The scanner's stat rows of ``events`` but for null arguments (they say nothing):
+        owners, key tokens, kinds, values and which values are texts (numpy and compiled loops
+        only: safe beside the interning thread)."""
+        c = self.cols
+        rows, pos = kernels.args_rows(events, self._bounds(), c["st_kind"], tables.KIND_NONE)
+        if rows.shape[0] == 0:
+            return None
+        kind = c["st_kind"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
+        return _ArgRows(owners[pos].astype(np.int32), c["st_key"][rows], kind, c["st_value"][rows], text)
+
+    def _add_rows(self, rows: _ArgRows | None) -> None:
+        if rows is None:
+            return
+        key = self._arg_keys(rows.key_tok)
+        value, kind, text = rows.value, rows.kind, rows.text
         if text.any():
             # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
             value[text] = self._arg_texts(value[text])
             kind[text] = tables.KIND_STR
-        self.st_rows.append(owners[pos].astype(np.int32), key, kind.astype(np.int8), value)
+        self.st_rows.append(rows.owner, key, kind.astype(np.int8), value)
 
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: Scan) -> tables.ProfileStore:

@@ -168,7 +168,8 @@ def _store_order(work: Work, events: Collected, plane_lines: list[list[int]], th
     n = int(line_g.shape[0])
     n_lines = sum(len(mine) for mine in plane_lines)
     display = np.array([g for mine in plane_lines for g in mine], dtype=np.int64)
-    rank_of_line = np.zeros(n_lines, dtype=np.int64)
+    # Ranks of 16 bits where they fit: numpy's stable sort of those is a radix sort.
+    rank_of_line = np.zeros(n_lines, dtype=np.uint16 if n_lines <= 1 << 16 else np.int64)
     rank_of_line[display] = np.arange(display.shape[0])
     per_line = np.zeros(n_lines, dtype=np.int64)  # by display rank
     for lo, hi in chunks(n, step):
@@ -181,7 +182,10 @@ def _store_order(work: Work, events: Collected, plane_lines: list[list[int]], th
         perm = np.argsort(rank, kind="stable")
         rank = rank[perm]
         counts = np.bincount(rank, minlength=n_lines)
-        order[fill[rank] + (np.arange(rank.shape[0]) - (np.cumsum(counts) - counts)[rank])] = lo + perm
+        if hi - lo == n:  # one chunk: its rows grouped by line are the store's
+            order[:] = perm
+        else:
+            order[fill[rank] + (np.arange(rank.shape[0]) - (np.cumsum(counts) - counts)[rank])] = lo + perm
         fill += counts
     work.drop(line_g)
     events.line = np.zeros(0, np.int64)

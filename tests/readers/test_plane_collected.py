@@ -2,9 +2,10 @@
 time order equals numpy's three-key ``lexsort`` (the definition), and a trace built on several
 threads is the store one thread builds, column for column.
 
-The demo traces are smaller than the event count from which the builder starts threads: it is
-lowered here, and each test checks that the threads really ran (a pool was used), so none passes
-by building serially."""
+The demo traces are smaller than the event count from which the builder starts threads and than
+a batch of args rows (the reader gathers the next batch on a second thread): both are lowered
+here, and the test checks that the threads really ran (pools were used), so it does not pass by
+building serially."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.readers import plane_collected
+from tbprof.readers import chrome_collect, plane_collected
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store import tables
 from tests.core.chrome_digest import demo_files
@@ -53,23 +54,25 @@ def test_time_order_without_ties_and_empty() -> None:
 
 
 class _Pools:
-    """Counts the thread pools the builder starts."""
+    """Counts the thread pools the plane builder and the args batches start."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.started = 0
-        real = plane_collected.ThreadPoolExecutor
+        self.started = {"planes": 0, "args": 0}
+        for what, module in (("planes", plane_collected), ("args", chrome_collect)):
+            real = module.ThreadPoolExecutor
 
-        def counting(*args: Any, **kwargs: Any) -> Any:
-            self.started += 1
-            return real(*args, **kwargs)
+            def counting(*args: Any, what: str = what, real: Any = real, **kwargs: Any) -> Any:
+                self.started[what] += 1
+                return real(*args, **kwargs)
 
-        monkeypatch.setattr(plane_collected, "ThreadPoolExecutor", counting)
+            monkeypatch.setattr(module, "ThreadPoolExecutor", counting)
 
 
 def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int) -> tables.ProfileStore:
     with monkeypatch.context() as m:
         m.setenv("TBPROF_THREADS", str(threads))
         m.setattr(plane_collected, "_THREADED_MIN_EVENTS", 0)
+        m.setattr(chrome_collect, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
         return read_chrome_trace(path)
 
 
@@ -78,6 +81,8 @@ def test_demo_traces_build_alike_on_threads(monkeypatch: pytest.MonkeyPatch, pat
     serial = _read(monkeypatch, path, 1)
     pools = _Pools(monkeypatch)
     threaded = _read(monkeypatch, path, 3)
-    if len(threaded.planes) > 1 or threaded.planes[0].n_events > 1:
-        assert pools.started > 0
+    if len(threaded.planes) > 1:
+        assert pools.started["planes"] > 0
+    if sum(p.n_events for p in threaded.planes) > 16:
+        assert pools.started["args"] > 0
     _assert_same(serial, threaded)

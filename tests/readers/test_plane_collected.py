@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbprof.readers import chrome_collect, plane_collected
+from tbprof.readers import chrome_args, plane_collected
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store import tables
 from tests.core.chrome_digest import demo_files
@@ -58,7 +58,7 @@ class _Pools:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.started = {"planes": 0, "args": 0}
-        for what, module in (("planes", plane_collected), ("args", chrome_collect)):
+        for what, module in (("planes", plane_collected), ("args", chrome_args)):
             real = module.ThreadPoolExecutor
 
             def counting(*args: Any, what: str = what, real: Any = real, **kwargs: Any) -> Any:
@@ -72,7 +72,7 @@ def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int) -> tables.P
     with monkeypatch.context() as m:
         m.setenv("TBPROF_THREADS", str(threads))
         m.setattr(plane_collected, "_THREADED_MIN_EVENTS", 0)
-        m.setattr(chrome_collect, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
+        m.setattr(chrome_args, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
         return read_chrome_trace(path)
 
 

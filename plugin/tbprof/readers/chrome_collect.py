@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tbprof._core import jsonscan, kernels
-from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
+from tbprof.readers.chrome_args import ArgStats
 from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
 from tbprof.readers.chrome_scan import Scan
@@ -80,19 +78,6 @@ def _kept(code: np.ndarray) -> np.ndarray:
 # their sorts), every flow point's index, (cat, id) keys and part while the parts are bound.
 _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW_KEY = 48
-# Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
-_ARGS_EVENTS = 1 << 17
-
-
-@dataclass
-class _ArgRows:
-    """A batch of events' argument rows, gathered, not yet interned."""
-
-    owner: np.ndarray
-    key_tok: np.ndarray
-    kind: np.ndarray
-    value: np.ndarray
-    text: np.ndarray
 
 
 class Collector:
@@ -122,10 +107,7 @@ class Collector:
         self.int_flag = np.zeros(0, np.uint8)  # per token: an integer that fits int64 (value below)
         self.int_value = np.zeros(0, np.int64)
         self.cols: dict[str, np.ndarray] = {}
-        self._stat_bounds: np.ndarray | None = None
-        # Args keys and text values -> string ids (set once the token table is known).
-        self._arg_keys = TokenTable(int, np.int32, 0)
-        self._arg_texts = TokenTable(int, np.int64, 0)
+        self.args = ArgStats(self.work, {}, self.st_rows, TokenTable(int, np.int32, 0), TokenTable(int, np.int64, 0))
 
     # --- helpers ---------------------------------------------------------------------------
     def _warn(self, count: int, what: str) -> None:
@@ -207,82 +189,6 @@ class Collector:
         c = self.cols
         return self._append(line, ts, dur, self._name_ids(c["name"][idx]), self.cat_ids(c["cat"][idx]))
 
-    def _bounds(self) -> np.ndarray:
-        """Each event's first stat row in the scanner's columns, then their end (computed once)."""
-        if self._stat_bounds is None:
-            # The scanner writes an event's rows together, events in file order: owners ascend.
-            n = self.cols["ph"].shape[0]
-            owner = self.cols["st_owner"]
-            bounds = self.work.empty("stat_bounds", np.int64, n + 1)
-            if n + 1 <= self.work.chunk_events:  # in memory: counted in one pass over the owners
-                bounds[0] = 0
-                np.cumsum(np.bincount(owner, minlength=n)[:n], out=bounds[1:])
-            else:
-                for lo, hi in chunks(n + 1, self.work.chunk_events):
-                    bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
-            self._stat_bounds = bounds
-            del owner
-            self.work.drop(self.cols.pop("st_owner"))  # the bounds say it all now
-        return self._stat_bounds
-
-    def _stat_rows(self, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
-        each row, its event's position in ``events``."""
-        bounds = self._bounds()
-        lo = bounds[events]
-        counts = bounds[events + 1] - lo
-        pos = np.repeat(np.arange(events.shape[0]), counts)
-        starts = np.cumsum(counts) - counts
-        rows = lo[pos] + (np.arange(pos.shape[0]) - starts[pos])
-        return rows, pos
-
-    def _add_args(self, first: int, events: np.ndarray) -> None:
-        """Every ``args`` entry of ``events`` (collected as first, first + 1, ...) as a stat."""
-        self._add_args_to(first + np.arange(events.shape[0]), events)
-
-    def _add_args_to(self, owners: np.ndarray, events: np.ndarray) -> None:
-        """The args of ``events`` as stats of the collected events ``owners`` (one each), in
-        batches of events so that the temporaries stay small. In memory, with more than one
-        thread, a batch's rows are gathered on a second thread while the one before is interned
-        (interning stays in batch order: it numbers the strings)."""
-        step = _ARGS_EVENTS
-        batches = [(owners[lo:lo + step], events[lo:lo + step]) for lo in range(0, events.shape[0], step)]
-        self._bounds()  # computed once, before a second thread reads it
-        if len(batches) < 2 or not isinstance(self.work, MemoryWork) or default_threads() < 2:
-            for batch in batches:
-                self._add_rows(self._batch_rows(*batch))
-            return
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            ahead = pool.submit(self._batch_rows, *batches[0])
-            for i in range(len(batches)):
-                rows = ahead.result()
-                if i + 1 < len(batches):
-                    ahead = pool.submit(self._batch_rows, *batches[i + 1])
-                self._add_rows(rows)
-
-    def _batch_rows(self, owners: np.ndarray, events: np.ndarray) -> _ArgRows | None:
-        """The scanner's stat rows of ``events`` but for null arguments (they say nothing):
-        owners, key tokens, kinds, values and which values are texts (numpy and compiled loops
-        only: safe beside the interning thread)."""
-        c = self.cols
-        rows, pos = kernels.args_rows(events, self._bounds(), c["st_kind"], tables.KIND_NONE)
-        if rows.shape[0] == 0:
-            return None
-        kind = c["st_kind"][rows]
-        text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
-        return _ArgRows(owners[pos].astype(np.int32), c["st_key"][rows], kind, c["st_value"][rows], text)
-
-    def _add_rows(self, rows: _ArgRows | None) -> None:
-        if rows is None:
-            return
-        key = self._arg_keys(rows.key_tok)
-        value, kind, text = rows.value, rows.kind, rows.text
-        if text.any():
-            # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
-            value[text] = self._arg_texts(value[text])
-            kind[text] = tables.KIND_STR
-        self.st_rows.append(rows.owner, key, kind.astype(np.int8), value)
-
     # --- the pass --------------------------------------------------------------------------
     def build(self, scan: Scan) -> tables.ProfileStore:
         try:
@@ -298,8 +204,10 @@ class Collector:
         self.tok = Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         self.int_flag, self.int_value = scan.int_flag, scan.int_value
-        self._arg_keys = TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
-        self._arg_texts = TokenTable(lambda t: self.strings.intern(self.tok.canonical(t)), np.int64, self.n_tokens)
+        # Args keys and text values -> string ids.
+        self.args = ArgStats(self.work, c, self.st_rows,
+                             TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens),
+                             TokenTable(lambda t: self.strings.intern(self.tok.canonical(t)), np.int64, self.n_tokens))
         n = c["ph"].shape[0]
         step = self.work.chunk_events
         self.work.check(n, f"the phases of {n:,} events")
@@ -376,9 +284,7 @@ class Collector:
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
             if name in c:
                 self.work.drop(c.pop(name))
-        if self._stat_bounds is not None:
-            self.work.drop(self._stat_bounds)
-            self._stat_bounds = None
+        self.args.drop_bounds()
         del c, ph_tok, codes, ts, ts_sub, dur
         return self._finish(flows if flows.shape[0] else None)
 
@@ -386,7 +292,7 @@ class Collector:
         c, tok = self.cols, self.tok
         for i in meta.tolist():
             args: dict[str, Any] = {}
-            for r in self._stat_rows(np.array([i]))[0].tolist():
+            for r in self.args.rows_of(np.array([i]))[0].tolist():
                 kind, value = int(c["st_kind"][r]), int(c["st_value"][r])
                 v: Any = value
                 if kind == tables.KIND_NONE:
@@ -484,7 +390,7 @@ class Collector:
                 line = self._lines(np.where(is_global, GLOBAL, c["pid"][idx]).astype(np.int32),
                                    np.where(is_global, GLOBAL, c["tid"][idx]).astype(np.int32))
             first = self._append(line, ts, dur, name_table[c["name"][idx] + 3], cat_table[c["cat"][idx] + 3])
-            self._add_args(first, idx)
+            self.args.add(first, idx)
         what = "complete ('X') events" if complete else "instant ('i') events"
         self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
         if complete:
@@ -516,10 +422,10 @@ class Collector:
         end = np.where(unclosed, self.trace_end_ps, ts[np.maximum(b_partner, 0)])
         dur = np.maximum(end - b_ts, 0)
         first = self._append_events(idx[b_idx], line[b_idx], b_ts, dur)
-        self._add_args(first, idx[b_idx])
+        self.args.add(first, idx[b_idx])
         # The E's args complete the slice's (chrome://tracing merges them the same way).
         closed = np.flatnonzero(~unclosed)
-        self._add_args_to(first + closed, idx[b_partner[closed]])
+        self.args.add_to(first + closed, idx[b_partner[closed]])
 
     def _counters(self, idx: np.ndarray) -> None:
         if not idx.shape[0]:
@@ -545,7 +451,7 @@ class Collector:
         self.tracks.counter_lines.update(sorted_unique(line).tolist())
         ts = self.start_ps_of(idx)
         first = self._append(line, ts, np.zeros(ts.shape[0], np.int64), name_of[inv], self.cat_ids(c["cat"][idx]))
-        self._add_args(first, idx)
+        self.args.add(first, idx)
 
     def _objects(self, idx: np.ndarray) -> None:
         """Object events (N create, O snapshot, D delete) as one event per object lifetime."""
@@ -584,7 +490,7 @@ class Collector:
         end = np.array([r[2] if r[2] is not None else self.trace_end_ps for r in done], dtype=np.int64)
         line = self._lines(c["pid"][made], c["tid"][made])
         first = self._append_events(made, line, start, end - start)
-        self._add_args_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
+        self.args.add_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
 
     # --- assembling planes -----------------------------------------------------------------
 

@@ -6,15 +6,17 @@ their events, an event metadata row per distinct (name, category), then ``plane_
 
 Columns live where the reader's ``Work`` keeps them (``chrome_columns.py``: in memory, or
 scratch files of a cache entry walked in chunks). In memory the per-plane steps run on several
-threads (``default_threads()``): their sorts, gathers and compiled loops release the GIL.
+threads (``default_threads()``; their sorts, gathers and compiled loops release the GIL): the
+lines' time order in batches, each plane's columns and depths, and each plane's metadata while
+the flows are bound and the stats placed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -117,36 +119,69 @@ def build_planes(work: Work, events: Collected, plane_lines: list[list[int]], he
         line_offsets, depth = line_rows(p_line, p_start, p_dur, len(plane_lines[pi]))
         return SortedPlane(p_line, p_start, p_dur, line_offsets, depth)
 
-    sizes = np.diff(plane_bounds)
-    sorted_planes = _map(sort_plane, len(plane_lines), threads, sizes)
-    work.drop(events.start_ps, events.dur_ps)
-    events.start_ps = events.dur_ps = np.zeros(0, np.int64)
-    if bind is not None:
-        bind(Layout(order, plane_bounds, plane_of_line, local_of_line, sorted_planes))
-    release_free_memory()  # the binding's temporaries, before the stats' placed columns
-    st_row, st_name, st_kind, st_value, st_bounds = place_stats(work, events.stats, order, plane_bounds,
-                                                                row_in_plane)
-    work.drop(row_in_plane)
-    del row_in_plane
+    # Each plane's rows sorted and its event metadata made on the pool (largest plane first),
+    # the metadata while the flows are bound and the stats placed: neither needs the other.
+    with _Tasks(min(threads, len(plane_lines))) as tasks:
+        by_size = np.argsort(-np.diff(plane_bounds), kind="stable").tolist()
+        sorting = {pi: tasks.submit(sort_plane, pi) for pi in by_size}
+        base = len(strings) + 1  # (name, category) pairs as one int64 key: every id below
+        metas = {pi: tasks.submit(_event_metadata, work, pi,
+                                  order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])], events, base)
+                 for pi in by_size}
+        sorted_planes = [sorting[pi].result() for pi in range(len(plane_lines))]
+        work.drop(events.start_ps, events.dur_ps)
+        events.start_ps = events.dur_ps = np.zeros(0, np.int64)
+        if bind is not None:
+            bind(Layout(order, plane_bounds, plane_of_line, local_of_line, sorted_planes))
+        release_free_memory()  # the binding's temporaries, before the stats' placed columns
+        st_row, st_name, st_kind, st_value, st_bounds = place_stats(work, events.stats, order, plane_bounds,
+                                                                    row_in_plane)
+        work.drop(row_in_plane)
+        del row_in_plane
+        meta = [metas[pi].result() for pi in range(len(plane_lines))]
+    work.drop(order, events.name_id, events.cat_id)
     cat_stat = strings.intern(CATEGORY_STAT)
-    base = len(strings) + 1  # (name, category) pairs as one int64 key
-
-    def finish(pi: int) -> tables.Plane:
-        plo, phi = int(plane_bounds[pi]), int(plane_bounds[pi + 1])
-        meta_idx, p_name, meta_name, meta_stats = _event_metadata(work, pi, order[plo:phi], events, base, cat_stat)
+    planes = []
+    for pi, (sp, (meta_idx, p_name, meta_name, meta_cat)) in enumerate(zip(sorted_planes, meta, strict=True)):
+        has_cat = np.nonzero(meta_cat > 0)[0]
+        meta_stats = tables.StatTable(has_cat.astype(np.int32), np.full(has_cat.shape[0], cat_stat, np.int32),
+                                      np.full(has_cat.shape[0], tables.KIND_STR, np.int8), meta_cat[has_cat])
         s_lo, s_hi = int(st_bounds[pi]), int(st_bounds[pi + 1])
-        sp = sorted_planes[pi]
-        return plane(pi, heads[pi], sp.line_offsets, {
+        planes.append(plane(pi, heads[pi], sp.line_offsets, {
             "start_ps": sp.start_ps, "dur_ps": sp.dur_ps, "meta_idx": meta_idx, "name_id": p_name,
             "depth": sp.depth, "line_idx": sp.line_idx,
             "stats": tables.StatTable(st_row[s_lo:s_hi], st_name[s_lo:s_hi], st_kind[s_lo:s_hi], st_value[s_lo:s_hi]),
             "blobs": []},
             np.arange(meta_name.shape[0], dtype=np.int64), meta_name, np.zeros(meta_name.shape[0], dtype=np.int32),
-            meta_stats)
-
-    planes = _map(finish, len(plane_lines), threads, sizes)
-    work.drop(order, events.name_id, events.cat_id)
+            meta_stats))
     return planes
+
+
+class _Done(Generic[T]):
+    """A result computed at once (``_Tasks`` on one thread)."""
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def result(self) -> T:
+        return self.value
+
+
+class _Tasks:
+    """Runs calls on a pool of ``threads`` threads, or at once, in the caller, where one."""
+
+    def __init__(self, threads: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+
+    def __enter__(self) -> _Tasks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T] | _Done[T]:
+        return self.pool.submit(fn, *args) if self.pool is not None else _Done(fn(*args))
 
 
 def _map(fn: Callable[[int], T], count: int, threads: int, sizes: np.ndarray) -> list[T]:
@@ -243,11 +278,11 @@ def _line_batches(line_start: np.ndarray, step: int) -> Iterator[tuple[int, int]
         a = b
 
 
-def _event_metadata(work: Work, pi: int, rows: np.ndarray, events: Collected, base: int, cat_stat: int,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tables.StatTable]:
+def _event_metadata(work: Work, pi: int, rows: np.ndarray, events: Collected, base: int,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A plane's event metadata: a row per distinct (name, category) of its events ``rows``
-    (sorted by name id, then category id), each event's row and name id, and the category of
-    each row that has one as its stat ``cat``."""
+    (sorted by name id, then category id; ``base`` above every id), each event's row and name
+    id, and each row's name and category (0: none)."""
     step = work.chunk_events
     n = int(rows.shape[0])
     name_id, cat_id = events.name_id, events.cat_id
@@ -261,12 +296,7 @@ def _event_metadata(work: Work, pi: int, rows: np.ndarray, events: Collected, ba
         r = rows[a:b]
         p_name[a:b] = name_id[r]
         meta_idx[a:b] = np.searchsorted(uniq, name_id[r].astype(np.int64) * base + cat_id[r])
-    meta_name = (uniq // base).astype(np.int32)
-    meta_cat = (uniq % base).astype(np.int64)
-    has_cat = np.nonzero(meta_cat > 0)[0]
-    meta_stats = tables.StatTable(has_cat.astype(np.int32), np.full(has_cat.shape[0], cat_stat, np.int32),
-                                  np.full(has_cat.shape[0], tables.KIND_STR, np.int8), meta_cat[has_cat])
-    return meta_idx, p_name, meta_name, meta_stats
+    return meta_idx, p_name, (uniq // base).astype(np.int32), (uniq % base).astype(np.int64)
 
 
 def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np.ndarray, row_in_plane: np.ndarray,

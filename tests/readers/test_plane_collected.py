@@ -19,7 +19,25 @@ from tbprof.readers import chrome_args, plane_collected
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store import tables
 from tests.core.chrome_digest import demo_files
-from tests.readers.test_chrome_segments import _assert_same
+
+_PLANE_COLUMNS = ("start_ps", "dur_ps", "name_id", "meta_idx", "depth", "line_idx", "line_offsets", "line_ids",
+                  "line_timestamp_ns", "meta_ids", "meta_name_id", "meta_display_name_id")
+
+
+def _assert_identical(a: tables.ProfileStore, b: tables.ProfileStore) -> None:
+    """The same strings in the same order, the same warnings and metadata, every column equal."""
+    assert a.strings.as_list() == b.strings.as_list()
+    assert (a.warnings, a.metadata, a.origin_ps, a.span_ps) == (b.warnings, b.metadata, b.origin_ps, b.span_ps)
+    assert [p.name for p in a.planes] == [p.name for p in b.planes]
+    for p, q in zip(a.planes, b.planes, strict=True):
+        assert (p.id, p.line_names, p.line_display_names, p.plane_stats) == \
+            (q.id, q.line_names, q.line_display_names, q.plane_stats)
+        for col in _PLANE_COLUMNS:
+            assert np.array_equal(getattr(p, col), getattr(q, col)), (p.name, col)
+        for table in ("stats", "meta_stats"):
+            for col in ("owner", "stat_id", "kind", "value"):
+                assert np.array_equal(getattr(getattr(p, table), col), getattr(getattr(q, table), col)), \
+                    (p.name, table, col)
 
 
 def _reference(start_ps: np.ndarray, dur_ps: np.ndarray, line: np.ndarray) -> np.ndarray:
@@ -85,4 +103,4 @@ def test_demo_traces_build_alike_on_threads(monkeypatch: pytest.MonkeyPatch, pat
         assert pools.started["planes"] > 0
     if sum(p.n_events for p in threaded.planes) > 16:
         assert pools.started["args"] > 0
-    _assert_same(serial, threaded)
+    _assert_identical(serial, threaded)

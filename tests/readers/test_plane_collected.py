@@ -86,19 +86,21 @@ class _Pools:
             monkeypatch.setattr(module, "ThreadPoolExecutor", counting)
 
 
-def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int) -> tables.ProfileStore:
+def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int, pooled_min: int = 0) -> tables.ProfileStore:
     with monkeypatch.context() as m:
         m.setenv("TBPROF_THREADS", str(threads))
         m.setattr(plane_collected, "_THREADED_MIN_EVENTS", 0)
+        m.setattr(plane_collected, "_POOLED_MIN_EVENTS", pooled_min)
         m.setattr(chrome_args, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
         return read_chrome_trace(path)
 
 
+@pytest.mark.parametrize("pooled_min", [0, 64], ids=["every_plane_pooled", "small_planes_at_once"])
 @pytest.mark.parametrize("path", demo_files(), ids=lambda p: p.name)
-def test_demo_traces_build_alike_on_threads(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+def test_demo_traces_build_alike_on_threads(monkeypatch: pytest.MonkeyPatch, path: Path, pooled_min: int) -> None:
     serial = _read(monkeypatch, path, 1)
     pools = _Pools(monkeypatch)
-    threaded = _read(monkeypatch, path, 3)
+    threaded = _read(monkeypatch, path, 3, pooled_min)
     if len(threaded.planes) > 1:
         assert pools.started["planes"] > 0
     if sum(p.n_events for p in threaded.planes) > 16:

@@ -35,8 +35,10 @@ _SORT_BYTES_PER_ROW = 64
 _STAT_SLICE = 1 << 20
 # Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
 _TRIM_BYTES = 16 << 20
-# Fewer events than this are built on one thread (a pool costs more than it saves).
+# Fewer events than this are built on one thread (a pool costs more than it saves); in a trace
+# built on several, a plane of fewer than _POOLED_MIN_EVENTS is built by the calling thread.
 _THREADED_MIN_EVENTS = 1 << 18
+_POOLED_MIN_EVENTS = 1 << 12
 # The stat that names an event metadata row's category.
 CATEGORY_STAT = "cat"
 
@@ -122,10 +124,12 @@ def build_planes(work: Work, events: Collected, plane_lines: list[list[int]], he
     # Each plane's rows sorted and its event metadata made on the pool (largest plane first),
     # the metadata while the flows are bound and the stats placed: neither needs the other.
     with _Tasks(min(threads, len(plane_lines))) as tasks:
-        by_size = np.argsort(-np.diff(plane_bounds), kind="stable").tolist()
-        sorting = {pi: tasks.submit(sort_plane, pi) for pi in by_size}
+        sizes = np.diff(plane_bounds)
+        by_size = np.argsort(-sizes, kind="stable").tolist()
+        small = (sizes < _POOLED_MIN_EVENTS).tolist()  # done at once: a task costs more
+        sorting = {pi: tasks.submit(small[pi], sort_plane, pi) for pi in by_size}
         base = len(strings) + 1  # (name, category) pairs as one int64 key: every id below
-        metas = {pi: tasks.submit(_event_metadata, work, pi,
+        metas = {pi: tasks.submit(small[pi], _event_metadata, work, pi,
                                   order[int(plane_bounds[pi]):int(plane_bounds[pi + 1])], events, base)
                  for pi in by_size}
         sorted_planes = [sorting[pi].result() for pi in range(len(plane_lines))]
@@ -180,8 +184,9 @@ class _Tasks:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T] | _Done[T]:
-        return self.pool.submit(fn, *args) if self.pool is not None else _Done(fn(*args))
+    def submit(self, at_once: bool, fn: Callable[..., T], *args: Any) -> Future[T] | _Done[T]:
+        """``fn(*args)`` on the pool, or ``at_once`` (or without a pool) in the caller."""
+        return self.pool.submit(fn, *args) if self.pool is not None and not at_once else _Done(fn(*args))
 
 
 def _map(fn: Callable[[int], T], count: int, threads: int, sizes: np.ndarray) -> list[T]:

@@ -52,9 +52,8 @@ class ArgStats:
             n = self.cols["ph"].shape[0]
             owner = self.cols["st_owner"]
             bounds = self.work.empty("stat_bounds", np.int64, n + 1)
-            if n + 1 <= self.work.chunk_events:  # in memory: counted in one pass over the owners
-                bounds[0] = 0
-                np.cumsum(np.bincount(owner, minlength=n)[:n], out=bounds[1:])
+            if n + 1 <= self.work.chunk_events:  # in memory: one compiled pass over the owners
+                bounds[:] = kernels.owner_bounds(owner, n)
             else:
                 for lo, hi in chunks(n + 1, self.work.chunk_events):
                     bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))

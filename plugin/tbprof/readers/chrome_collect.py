@@ -30,6 +30,7 @@ from tbprof.readers.chrome_tokens import (
     field_of,
     lut,
     lut_table,
+    token_pairs,
 )
 from tbprof.readers.chrome_tracks import Tracks
 from tbprof.readers.plane_collected import Collected, Layout, build_planes
@@ -119,15 +120,15 @@ class Collector:
         order the pairs first appear."""
         if pid_tok.shape[0] == 0:
             return np.zeros(0, np.int64)
-        code = (pid_tok.astype(np.int64) + 3) * (self.n_tokens + 3) + (tid_tok.astype(np.int64) + 3)
-        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        mapping = np.zeros(uniq.shape[0], dtype=np.int64)
-        for u in np.argsort(first, kind="stable").tolist():
-            pair = int(uniq[u])
-            p, t = pair // (self.n_tokens + 3) - 3, pair % (self.n_tokens + 3) - 3
+        pair, pids, tids = token_pairs(pid_tok, tid_tok, self.n_tokens)
+        first = np.full(pids.shape[0], pid_tok.shape[0], dtype=np.int64)
+        np.minimum.at(first, pair, np.arange(pid_tok.shape[0]))
+        mapping = np.zeros(pids.shape[0], dtype=np.int64)
+        for u in np.argsort(first).tolist():  # each pair's first row: distinct
+            t = int(tids[u])
             tid = "Global" if t == GLOBAL else self.tok.value(t)
-            mapping[u] = self.tracks.line(self.tok.value(p), tid)
-        return mapping[inv.reshape(-1)]
+            mapping[u] = self.tracks.line(self.tok.value(int(pids[u])), tid)
+        return mapping[pair]
 
     def key_ids(self, toks: np.ndarray) -> np.ndarray:
         """One id per distinct identity of the token ids ``toks``, as a dict keyed by the values
@@ -537,12 +538,10 @@ class _Flows:
         c, cols, tok = self.c, self.c.cols, self.c.tok
         flows = self.idx[sel]
         # Points on threads that have no slices cannot bind.
-        code = (cols["pid"][flows].astype(np.int64) + 3) * (c.n_tokens + 3) + cols["tid"][flows] + 3
-        uniq, inv = np.unique(code, return_inverse=True)
-        line_of = np.array([c.tracks.line_keys.get((tok.key(int(u) // (c.n_tokens + 3) - 3),
-                                                    tok.key(int(u) % (c.n_tokens + 3) - 3), "thread"), -1)
-                            for u in uniq.tolist()], dtype=np.int64)
-        line_g = line_of[inv.reshape(-1)]
+        pair, pids, tids = token_pairs(cols["pid"][flows], cols["tid"][flows], c.n_tokens)
+        line_of = np.array([c.tracks.line_keys.get((tok.key(p), tok.key(t), "thread"), -1)
+                            for p, t in zip(pids.tolist(), tids.tolist(), strict=True)], dtype=np.int64)
+        line_g = line_of[pair]
         phase = lut(cols["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, c.n_tokens)
         is_next = (phase == "f") & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
         return line_g, c.start_ps_of(flows), is_next, phase == "s"

@@ -143,24 +143,24 @@ def lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
 
 
 class TokenTable:
-    """``fn(t)`` per token id, computed once per distinct id across calls: each call computes the
-    ids it is the first to see, in ascending order (the order a fresh ``lut`` per call would
-    intern new strings in), without a table over every token per call."""
+    """``fn(t)`` per token id (``fn`` gives ids >= 0: string ids), computed once per distinct id
+    across calls: each call computes the ids it is the first to see, in ascending order (the
+    order a fresh ``lut`` per call would intern new strings in), without a table over every token
+    per call. A token not computed yet reads -1, so a call costs one lookup per row."""
 
     def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
         self.fn = fn
-        self.done = np.zeros(n_tokens + 3, dtype=np.bool_)
-        self.table = np.zeros(n_tokens + 3, dtype=dtype)
+        self.table = np.full(n_tokens + 3, -1, dtype=dtype)
 
     def __call__(self, toks: np.ndarray) -> np.ndarray:
-        at = toks.astype(np.int64) + 3
-        new = at[~self.done[at]]
-        if new.shape[0]:
-            ids = sorted_unique(new)
+        at = toks + 3
+        out = self.table[at]
+        missing = out < 0
+        if missing.any():
+            ids = sorted_unique(at[missing].astype(np.int64))
             self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
-            self.done[ids] = True
-        return self.table[at]
-
+            out[missing] = self.table[at[missing]]
+        return out
 
 
 def token_pairs(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -36,11 +36,12 @@ Digits below the picosecond round to the nearest picosecond (a half away from ze
 Reading: the file is read in bounded windows (local ``pread``, ranged GETs for a URL, gzip
 decompressed as a stream) and tokenised by the compiled scanner ``_core/jsonscan.pyx`` straight
 into columns (phase, ts, dur, pid/tid/name/cat/id as interned tokens, every ``args`` entry as a
-stat row); the builder below works on those columns with numpy and runs Python once per
-distinct token, thread or object, never once per event. Peak memory is the columns (a small
-multiple of the JSON text: bench/measurements.md#conversion-memory), not the file nor a Python
-object per event. The JSON rules the scanner
-follows, and where they differ from ``json.loads``, are in docs/differences.md.
+stat row); ``chrome_collect.py`` collects the events from those columns with numpy, running
+Python once per distinct token, thread or object, never once per event, and hands them to the
+one plane builder (``plane_collected.py``, ``plane_builder.py``). Peak memory is the columns (a
+small multiple of the JSON text: bench/measurements.md#conversion-memory), not the file nor a
+Python object per event. The JSON rules the scanner follows, and where they differ from
+``json.loads``, are in docs/differences.md.
 
 Tolerated, counted in ``store.warnings`` (the rest of the trace is still shown):
 events without a numeric ``ts``, ``X`` events with a negative or non-numeric ``dur`` or one

@@ -26,8 +26,9 @@ import pytest
 
 from tbprof._core import jsonscan
 from tbprof.errors import ProfileReadError
-from tbprof.readers import chrome_scan, chrome_trace
-from tbprof.readers.chrome_trace import MAX_GZIP_MEMBERS, chrome_trace_from_bytes
+from tbprof.readers import chrome_gzip, chrome_scan
+from tbprof.readers.chrome_gzip import MAX_GZIP_MEMBERS
+from tbprof.readers.chrome_trace import chrome_trace_from_bytes
 from tests.servers import PLUGIN_SRC
 
 _EVENT = b'{"ph":"X","pid":1,"tid":1,"ts":1,"dur":2,"name":"k"}'
@@ -147,7 +148,7 @@ def test_gzip_members_read_in_linear_time_and_capped(monkeypatch: pytest.MonkeyP
     # 1 MB and 2 MB of empty members (20 bytes each): refused past the cap, the input handed to zlib
     # bounded by the members read (each at most one input step), whatever follows them. Handing
     # zlib the rest of the file at every member (the quadratic reading) is ~MAX_GZIP_MEMBERS x 1 MB.
-    monkeypatch.setattr(chrome_trace, "zlib", types.SimpleNamespace(decompressobj=_CountingInflater, error=zlib.error))
+    monkeypatch.setattr(chrome_gzip, "zlib", types.SimpleNamespace(decompressobj=_CountingInflater, error=zlib.error))
 
     def handed_bytes(data: bytes) -> int:
         _CountingInflater.handed_bytes = 0
@@ -157,5 +158,5 @@ def test_gzip_members_read_in_linear_time_and_capped(monkeypatch: pytest.MonkeyP
 
     one, two = _members(50_000), _members(100_000)
     handed_one, handed_two = handed_bytes(one), handed_bytes(two)
-    assert handed_one <= MAX_GZIP_MEMBERS * chrome_trace._GZIP_INPUT_BYTES
+    assert handed_one <= MAX_GZIP_MEMBERS * chrome_gzip.GZIP_INPUT_BYTES
     assert handed_two <= 2.5 * handed_one

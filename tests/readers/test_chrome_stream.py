@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tbprof.errors import ProfileReadError
-from tbprof.readers import chrome_trace
+from tbprof.readers import chrome_gzip, chrome_trace
 from tbprof.readers.chrome_trace import chrome_trace_from_bytes, read_chrome_trace
 from tbprof.store.tables import KIND_STR, ProfileStore
 from tests.core.chrome_digest import DEMO, DIGESTS, semantic_digest
@@ -51,7 +51,7 @@ def test_tiny_windows_read_the_pinned_store(monkeypatch: pytest.MonkeyPatch, pat
 
 def test_gzip_is_decompressed_in_bounded_steps() -> None:
     raw = JAX.read_bytes()
-    steps = list(chrome_trace._gunzip_windows(iter([raw[i:i + 4096] for i in range(0, len(raw), 4096)]), "t", 1000))
+    steps = list(chrome_gzip.gunzip_windows(iter([raw[i:i + 4096] for i in range(0, len(raw), 4096)]), "t", 1000))
     assert max(len(s) for s in steps) <= 1000
     assert b"".join(steps) == gzip.decompress(raw)
 

@@ -1128,12 +1128,12 @@ def walk_activities(act_line, act_ts, act_op, act_end, Py_ssize_t n_ops) -> tupl
     return time_arr, child_arr
 
 
-# --- readers/chrome_trace.py ---------------------------------------------------------------------
+# --- the Chrome reader and the plane builder (readers/chrome_*.py, plane_*.py) -------------------
 
 def match_begin_end(line, is_begin) -> np.ndarray:
     """Pairs B/E points (sorted by line, then time, then file order) per line, last open first;
     returns per point the index of its partner (-1 when unmatched).
-    (readers/chrome_trace.py ``_match_begin_end``)"""
+    (readers/chrome_collect.py ``_begin_end``)"""
     cdef const int64_t[::1] ln = _in(line, np.int64)
     cdef const uint8_t[::1] begin = _bool(is_begin)
     cdef Py_ssize_t n = ln.shape[0], i, top = 0
@@ -1160,7 +1160,7 @@ def match_begin_end(line, is_begin) -> np.ndarray:
 
 def depth_parents(depth, line_offsets) -> np.ndarray:
     """Row of each event's parent (the nearest earlier event one level up), -1 at depth 0.
-    (readers/chrome_trace.py ``_parents``)"""
+    (readers/plane_flows.py ``_bind_part``)"""
     cdef const int16_t[::1] dep = _in(depth, np.int16)
     cdef const int64_t[::1] offs = _in(line_offsets, np.int64)
     cdef Py_ssize_t n = dep.shape[0], line, i
@@ -1184,7 +1184,7 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
     Enclosing binding: the last event starting at or before the point, climbing to its parents
     until one still runs at the point (end inclusive: TF1 timelines start a flow exactly at the
     producer's end). ``point_next`` selects "next slice" binding instead: the first event of the
-    line starting at or after the point. (readers/chrome_trace.py ``_bind_points``)
+    line starting at or after the point. (readers/plane_flows.py ``_bind_part``)
     """
     cdef const int64_t[::1] start = _in(start_ps, np.int64)
     cdef const int64_t[::1] end = _in(end_ps, np.int64)
@@ -1454,7 +1454,7 @@ def or_into_parents(parent, flag, may_inherit) -> None:
 
 
 def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_kind, out_value) -> None:
-    """A counting sort's placement of stat rows (readers/chrome_trace.py ``_place_stats``): row
+    """A counting sort's placement of stat rows (readers/plane_collected.py ``place_stats``): row
     ``i`` goes to slot ``fill[owner[i]]``, which then moves on by one, so an owner's rows keep
     their order; the slot gets ``row_of[owner[i]]`` and the row's name, kind and value. ``fill``
     and the four outputs are written in place (their dtypes: int64; int32, int32, int8, int64)."""
@@ -1485,10 +1485,39 @@ def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_ki
             o_val[d] = val[i]
 
 
+def owner_bounds(owner, Py_ssize_t n) -> np.ndarray:
+    """Each of ``n`` events' first row in ``owner`` (one event number per stat row, ascending),
+    then the end: event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, as a prefix sum of
+    ``np.bincount(owner, minlength=n)`` gives, in one pass and no count array
+    (readers/chrome_args.py ``ArgStats.bounds``). Owners that descend or fall outside 0..n-1
+    raise ValueError."""
+    cdef const int32_t[::1] o = _in(owner, np.int32)
+    cdef Py_ssize_t m = o.shape[0], j = 0, e
+    cdef int bad = 0
+    out = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] b = out
+    with nogil:
+        if m and (o[0] < 0 or o[m - 1] >= n):
+            bad = 1
+        for j in range(1, m):
+            if o[j] < o[j - 1]:
+                bad = 1
+                break
+        j = 0
+        if not bad:
+            for e in range(n + 1):
+                while j < m and o[j] < e:
+                    j += 1
+                b[e] = j
+    if bad:
+        raise ValueError("stat owners must ascend within 0..n-1")
+    return out
+
+
 def args_rows(events, bounds, kind, int skip_kind) -> tuple[np.ndarray, np.ndarray]:
     """The stat rows of ``events`` (event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, in
     order) whose kind is not ``skip_kind``, and for each its event's position in ``events``
-    (readers/chrome_trace.py ``_add_batch``)."""
+    (readers/chrome_args.py ``ArgStats``)."""
     cdef const int64_t[::1] ev = _in(events, np.int64)
     cdef const int64_t[::1] b = _in(bounds, np.int64)
     cdef const int8_t[::1] kd = _in(kind, np.int8)

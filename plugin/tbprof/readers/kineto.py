@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from tbprof.readers.plane_builder import take_lines
 from tbprof.store import kineto_names as kn
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
-from tbprof.store.markers import COUNTER_LINES_STAT
 
 PRODUCER = "pytorch"
 _DEVICE_LABEL = re.compile(r"(?:GPU|MTIA|XPU|HPU)\s?(\d{1,4})")
@@ -239,41 +239,9 @@ def _host_lines(plane: tables.Plane, is_dev: np.ndarray, is_host: np.ndarray) ->
 def _split_off(store: tables.ProfileStore, plane: tables.Plane, move: np.ndarray) -> tables.Plane:
     """Moves the lines ``move`` of ``plane`` into a new plane appended to the store; returns the
     plane that replaces ``plane`` (its other lines)."""
-    kept = _take_lines(plane, ~move, plane.index, plane.name)
-    moved = _take_lines(plane, move, len(store.planes), f"{plane.name} (host threads)")
+    kept = take_lines(plane, ~move, plane.index, plane.name)
+    moved = take_lines(plane, move, len(store.planes), f"{plane.name} (host threads)")
     moved.plane_stats.pop("process_labels", None)
     store.planes[plane.index] = kept
     store.planes.append(moved)
     return kept
-
-
-def _take_lines(plane: tables.Plane, lines: np.ndarray, index: int, name: str) -> tables.Plane:
-    picked = np.nonzero(lines)[0]
-    offsets = plane.line_offsets
-    parts = [np.arange(offsets[li], offsets[li + 1], dtype=np.int64) for li in picked.tolist()]
-    rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    counts = np.array([offsets[li + 1] - offsets[li] for li in picked.tolist()], dtype=np.int64)
-    new_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    new_line = np.full(plane.n_lines, -1, dtype=np.int32)
-    new_line[picked] = np.arange(picked.shape[0], dtype=np.int32)
-    new_row = np.full(plane.n_events, -1, dtype=np.int64)
-    new_row[rows] = np.arange(rows.shape[0])
-    st = plane.stats
-    st_keep = new_row[st.owner] >= 0 if st.owner.shape[0] else np.zeros(0, bool)
-    stats = tables.StatTable(new_row[st.owner[st_keep]].astype(np.int32), st.stat_id[st_keep], st.kind[st_keep],
-                             st.value[st_keep])
-    plane_stats = dict(plane.plane_stats)
-    if COUNTER_LINES_STAT in plane_stats:
-        plane_stats[COUNTER_LINES_STAT] = [int(new_line[li]) for li in plane_stats[COUNTER_LINES_STAT]
-                                           if 0 <= li < plane.n_lines and new_line[li] >= 0]
-    return tables.Plane(
-        index=index, id=plane.id, name=name, line_ids=plane.line_ids[picked],
-        line_names=[plane.line_names[i] for i in picked.tolist()],
-        line_display_names=[plane.line_display_names[i] for i in picked.tolist()],
-        line_timestamp_ns=plane.line_timestamp_ns[picked], line_offsets=new_offsets,
-        start_ps=plane.start_ps[rows], dur_ps=plane.dur_ps[rows], meta_idx=plane.meta_idx[rows],
-        name_id=plane.name_id[rows], depth=plane.depth[rows], line_idx=new_line[plane.line_idx[rows]],
-        stats=stats, meta_ids=plane.meta_ids, meta_name_id=plane.meta_name_id,
-        meta_display_name_id=plane.meta_display_name_id, meta_stats=plane.meta_stats,
-        plane_stats=plane_stats, blobs=plane.blobs,
-    )

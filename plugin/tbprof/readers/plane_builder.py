@@ -11,11 +11,17 @@ offsets and nesting depths. The readers differ only in where the columns live (`
 arrays in memory, or files of the entry), where texts are read from (``byte_sources``: the
 bytes in memory, or ``pread`` windows of the file) and the memory limit checked on the way:
 eager reading is streaming with an unlimited window.
+
+Readers whose events come in any order (Chrome trace JSON: every thread's events interleaved in
+file order) hand them to ``plane_collected.build_planes``, which sorts them into planes and
+places their stats, then finishes each plane here too (``line_rows``, ``plane``); the flows of
+such a trace are bound to their slices by ``plane_flows.py``. ``take_lines`` re-cuts a finished
+plane (the Kineto pass moves a device process's host threads to a plane of their own).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,6 +35,7 @@ from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.byte_sources import ByteSource
 from tbprof.store import tables
+from tbprof.store.markers import COUNTER_LINES_STAT
 from tbprof.store.strings import StringTable
 
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
@@ -355,15 +362,72 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
                    "meta_idx": np.zeros(0, np.int32), "name_id": np.zeros(0, np.int32),
                    "depth": np.zeros(0, np.int16), "line_idx": np.zeros(0, np.int32),
                    "stats": tables.StatTable.empty(), "blobs": []}
-    plane = tables.Plane(
-        index=pi, id=pmsg.id, name=_text(pmsg.name), line_ids=line_ids,
-        line_names=[_text(m.name) for m in lines], line_display_names=[_text(m.display_name) for m in lines],
-        line_timestamp_ns=line_timestamp_ns, line_offsets=line_offsets,
-        meta_ids=pm.meta_ids, meta_name_id=pm.meta_name_id, meta_display_name_id=pm.meta_display_name_id,
-        meta_stats=pm.meta_stats, plane_stats=pm.plane_stats, **columns)
+    head = PlaneHead(id=pmsg.id, name=_text(pmsg.name), line_ids=line_ids, line_names=[_text(m.name) for m in lines],
+                     line_display_names=[_text(m.display_name) for m in lines], line_timestamp_ns=line_timestamp_ns,
+                     plane_stats=pm.plane_stats)
+    out = plane(pi, head, line_offsets, columns, pm.meta_ids, pm.meta_name_id, pm.meta_display_name_id,
+                pm.meta_stats)
     if deferred is not None and stats is None:
-        deferred.defer(plane, pm.stat_ids, pm.stat_names)
-    return plane
+        deferred.defer(out, pm.stat_ids, pm.stat_names)
+    return out
+
+
+@dataclass
+class PlaneHead:
+    """What a reader says of a plane besides its rows: its id and name, its lines' ids, names and
+    timestamps (in the plane's line order) and its plane-level stats."""
+
+    id: int
+    name: str
+    line_ids: np.ndarray
+    line_names: list[str]
+    line_display_names: list[str]
+    line_timestamp_ns: np.ndarray
+    plane_stats: dict[str, Any] = field(default_factory=dict)
+
+
+def plane(index: int, head: PlaneHead, line_offsets: np.ndarray, columns: dict[str, Any], meta_ids: np.ndarray,
+          meta_name_id: np.ndarray, meta_display_name_id: np.ndarray, meta_stats: tables.StatTable) -> tables.Plane:
+    """The finished plane ``index``: its head, its rows' columns (``start_ps``, ``dur_ps``,
+    ``meta_idx``, ``name_id``, ``depth``, ``line_idx``, ``stats``, ``blobs``) in store order with
+    ``line_offsets``, and its event metadata table. Every reader's planes are made here."""
+    return tables.Plane(
+        index=index, id=head.id, name=head.name, line_ids=head.line_ids, line_names=head.line_names,
+        line_display_names=head.line_display_names, line_timestamp_ns=head.line_timestamp_ns,
+        line_offsets=line_offsets, meta_ids=meta_ids, meta_name_id=meta_name_id,
+        meta_display_name_id=meta_display_name_id, meta_stats=meta_stats, plane_stats=head.plane_stats, **columns)
+
+
+def take_lines(src: tables.Plane, lines: np.ndarray, index: int, name: str) -> tables.Plane:
+    """Plane ``index`` named ``name`` made of the lines ``lines`` (a mask) of ``src``, in their
+    order, with their rows, stats and counter lines; the event metadata and blobs shared."""
+    picked = np.nonzero(lines)[0]
+    offsets = src.line_offsets
+    parts = [np.arange(offsets[li], offsets[li + 1], dtype=np.int64) for li in picked.tolist()]
+    rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    counts = np.array([offsets[li + 1] - offsets[li] for li in picked.tolist()], dtype=np.int64)
+    new_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    new_line = np.full(src.n_lines, -1, dtype=np.int32)
+    new_line[picked] = np.arange(picked.shape[0], dtype=np.int32)
+    new_row = np.full(src.n_events, -1, dtype=np.int64)
+    new_row[rows] = np.arange(rows.shape[0])
+    st = src.stats
+    st_keep = new_row[st.owner] >= 0 if st.owner.shape[0] else np.zeros(0, bool)
+    stats = tables.StatTable(new_row[st.owner[st_keep]].astype(np.int32), st.stat_id[st_keep], st.kind[st_keep],
+                             st.value[st_keep])
+    plane_stats = dict(src.plane_stats)
+    if COUNTER_LINES_STAT in plane_stats:
+        plane_stats[COUNTER_LINES_STAT] = [int(new_line[li]) for li in plane_stats[COUNTER_LINES_STAT]
+                                           if 0 <= li < src.n_lines and new_line[li] >= 0]
+    head = PlaneHead(id=src.id, name=name, line_ids=src.line_ids[picked],
+                     line_names=[src.line_names[i] for i in picked.tolist()],
+                     line_display_names=[src.line_display_names[i] for i in picked.tolist()],
+                     line_timestamp_ns=src.line_timestamp_ns[picked], plane_stats=plane_stats)
+    columns = {"start_ps": src.start_ps[rows], "dur_ps": src.dur_ps[rows], "meta_idx": src.meta_idx[rows],
+               "name_id": src.name_id[rows], "depth": src.depth[rows], "line_idx": new_line[src.line_idx[rows]],
+               "stats": stats, "blobs": src.blobs}
+    return plane(index, head, new_offsets, columns, src.meta_ids, src.meta_name_id, src.meta_display_name_id,
+                 src.meta_stats)
 
 
 def line_rows(local_line: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, n_lines: int,

@@ -1,0 +1,550 @@
+"""The Chrome trace reader's pass over the scanner's columns: every event of a phase tbprof shows
+collected (in collection order) with its thread's line, exact picosecond times from the earliest
+event, interned name and category, and its ``args`` as stat rows; then handed to the plane
+builder (``plane_collected.build_planes``), with the flow points bound by ``plane_flows``.
+numpy over all events, Python once per distinct token, thread or object (never once per event).
+The mapping from phases to events is ``chrome_trace.py``'s module docstring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+
+from tbprof._core import jsonscan, kernels
+from tbprof.cache.memory_guard import release_free_memory
+from tbprof.errors import ProfileReadError
+from tbprof.readers.chrome_args import ArgStats
+from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
+from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
+from tbprof.readers.chrome_scan import Scan
+from tbprof.readers.chrome_tokens import (
+    GLOBAL,
+    MISSING,
+    LongNumber,
+    Tokens,
+    TokenTable,
+    field_of,
+    lut,
+    lut_table,
+    token_pairs,
+)
+from tbprof.readers.chrome_tracks import Tracks
+from tbprof.readers.plane_collected import Collected, Layout, build_planes
+from tbprof.readers.plane_flows import bind_flows
+from tbprof.store import tables
+from tbprof.store.arrays import sorted_unique
+from tbprof.store.strings import StringTable
+
+FORMAT = "chrome_trace"
+_PS_PER_US = 1_000_000
+_NO_TIME = jsonscan.TIME_MISSING  # a ts or dur that is absent, not a number or beyond the limits
+
+
+def _where(codes: np.ndarray, code: int, step: int) -> np.ndarray:
+    """Indices of the events of phase code ``code``, found a chunk at a time."""
+    parts = [lo + np.flatnonzero(codes[lo:hi] == code) for lo, hi in chunks(codes.shape[0], step)]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+# Phase codes of the reader (the scanner gives each event's phase as a token).
+_PH_NONE, _PH_X, _PH_BE, _PH_INSTANT, _PH_C, _PH_OBJECT, _PH_FLOW, _PH_M, _PH_OTHER = range(9)
+_PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH_INSTANT, "R": _PH_INSTANT,
+                "C": _PH_C, "N": _PH_OBJECT, "O": _PH_OBJECT, "D": _PH_OBJECT, "s": _PH_FLOW, "t": _PH_FLOW,
+                "f": _PH_FLOW, "M": _PH_M, "": _PH_NONE}
+
+
+def _earliest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
+    """The smallest (whole µs, picoseconds above them) of a non-empty set of times."""
+    w = int(whole_us.min())
+    return w, int(sub_ps[whole_us == w].min())
+
+
+def _latest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
+    """The largest (whole µs, picoseconds above them) of a non-empty set of times."""
+    w = int(whole_us.max())
+    return w, int(sub_ps[whole_us == w].max())
+
+
+def _kept(code: np.ndarray) -> np.ndarray:
+    """Events of a phase tbprof shows (not metadata, not absent, not unsupported)."""
+    return (code != _PH_NONE) & (code != _PH_M) & (code != _PH_OTHER)
+
+
+# Anonymous bytes per row of the steps that hold whole columns even when streaming: events of the
+# phases read whole (begin/end, instants, counters, objects: indices, times, lines, names and
+# their sorts), every flow point's index, (cat, id) keys and part while the parts are bound.
+_BYTES_PER_WHOLE_EVENT = 128
+_BYTES_PER_FLOW_KEY = 48
+
+
+class Collector:
+    """Collects a trace's events from the scanner's columns and builds its store with the plane
+    builder: numpy over all events, Python once per distinct token, thread or object."""
+
+    def __init__(self, source: str, host: str, work: Work | None = None) -> None:
+        self.source = source
+        self.host = host
+        self.work: Work = work if work is not None else MemoryWork()
+        self.strings = StringTable()
+        self.warnings: list[str] = []
+        self.tracks = Tracks()
+        # Event columns in collection order (start: picoseconds from the earliest event).
+        self.ev_line = self.work.sink("ev_line", np.int64)
+        self.ev_start = self.work.sink("ev_start_ps", np.int64)
+        self.ev_dur = self.work.sink("ev_dur_ps", np.int64)
+        self.ev_name = self.work.sink("ev_name", np.int32)
+        self.ev_cat = self.work.sink("ev_cat", np.int32)
+        self.n_events = 0
+        # Stats: (event index in collection order, stat name id, kind, value).
+        self.st_rows = StatSink(self.work)
+        self.t0 = (0, 0)  # the earliest kept event's (whole µs, picoseconds above them)
+        self.trace_end_ps = 0
+        self.tok = Tokens([])
+        self.n_tokens = 0
+        self.int_flag = np.zeros(0, np.uint8)  # per token: an integer that fits int64 (value below)
+        self.int_value = np.zeros(0, np.int64)
+        self.cols: dict[str, np.ndarray] = {}
+        self.args = ArgStats(self.work, {}, self.st_rows, TokenTable(int, np.int32, 0), TokenTable(int, np.int64, 0))
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _warn(self, count: int, what: str) -> None:
+        if count:
+            self.warnings.append(f"{count} {what}")
+
+    def _lines(self, pid_tok: np.ndarray, tid_tok: np.ndarray) -> np.ndarray:
+        """Line index of each (pid, tid) token pair: ``_line`` once per distinct pair, in the
+        order the pairs first appear."""
+        if pid_tok.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        pair, pids, tids = token_pairs(pid_tok, tid_tok, self.n_tokens)
+        first = np.full(pids.shape[0], pid_tok.shape[0], dtype=np.int64)
+        np.minimum.at(first, pair, np.arange(pid_tok.shape[0]))
+        mapping = np.zeros(pids.shape[0], dtype=np.int64)
+        for u in np.argsort(first).tolist():  # each pair's first row: distinct
+            t = int(tids[u])
+            tid = "Global" if t == GLOBAL else self.tok.value(t)
+            mapping[u] = self.tracks.line(self.tok.value(int(pids[u])), tid)
+        return mapping[pair]
+
+    def key_ids(self, toks: np.ndarray) -> np.ndarray:
+        """One id per distinct identity of the token ids ``toks``, as a dict keyed by the values
+        would give (``1``, ``1.0`` and ``true`` are one key): integer tokens are numbered in
+        bulk, the others one by one in Python."""
+        if toks.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        mask = np.zeros(self.n_tokens + 3, dtype=np.bool_)
+        mask[toks + 3] = True
+        used = np.flatnonzero(mask) - 3
+        flag = np.zeros(used.shape[0], dtype=np.bool_)
+        real = used >= 0
+        flag[real] = self.int_flag[used[real]] == 1
+        ints = sorted_unique(self.int_value[used[flag]])
+        table = np.zeros(self.n_tokens + 3, dtype=np.int64)
+        table[used[flag] + 3] = np.searchsorted(ints, self.int_value[used[flag]])
+        others: dict[Hashable, int] = {}
+        for t in used[~flag].tolist():
+            key = self.tok.key(t)
+            if isinstance(key, int) or (isinstance(key, float) and key.is_integer()):  # floats here are finite
+                as_int = int(key)
+                at = int(np.searchsorted(ints, as_int)) if -(1 << 63) <= as_int < (1 << 63) else ints.shape[0]
+                if at < ints.shape[0] and int(ints[at]) == as_int:
+                    table[t + 3] = at
+                    continue
+                key = as_int
+            table[t + 3] = ints.shape[0] + others.setdefault(key, len(others))
+        return table[toks + 3]
+
+    def _name_ids(self, toks: np.ndarray) -> np.ndarray:
+        return lut(toks, lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens)
+
+    def _cat_id(self, t: int) -> int:
+        v = self.tok.value(t)
+        return 0 if v is None else self.strings.intern(v if isinstance(v, str) else str(v))
+
+    def cat_ids(self, toks: np.ndarray) -> np.ndarray:
+        return lut(toks, self._cat_id, np.int32, self.n_tokens)
+
+    def start_ps_of(self, idx: np.ndarray) -> np.ndarray:
+        """The exact picoseconds of events ``idx`` (timed, not metadata) from the earliest one;
+        they fit int64: the events span at most MAX_SPAN_US."""
+        c = self.cols
+        t0_us, t0_sub = self.t0
+        return (c["ts_us"][idx] - np.int64(t0_us)) * _PS_PER_US + (c["ts_sub_ps"][idx].astype(np.int64) - t0_sub)
+
+    def _append(self, line: np.ndarray, ts: np.ndarray, dur: np.ndarray, name_id: np.ndarray,
+                cat_id: np.ndarray) -> int:
+        first = self.n_events
+        self.ev_line.append(line.astype(np.int64))
+        self.ev_start.append(ts)
+        self.ev_dur.append(dur)
+        self.ev_name.append(name_id.astype(np.int32))
+        self.ev_cat.append(cat_id.astype(np.int32))
+        self.n_events += line.shape[0]
+        return first
+
+    def _append_events(self, idx: np.ndarray, line: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> int:
+        c = self.cols
+        return self._append(line, ts, dur, self._name_ids(c["name"][idx]), self.cat_ids(c["cat"][idx]))
+
+    # --- the pass --------------------------------------------------------------------------
+    def build(self, scan: Scan) -> tables.ProfileStore:
+        try:
+            return self._build(scan)
+        except LongNumber as e:
+            if e.token != MISSING:
+                e.field = field_of(self.cols, e.token)
+            raise
+
+    def _build(self, scan: Scan) -> tables.ProfileStore:
+        c = self.cols = scan.cols
+        scan.cols = {}  # the builder owns the columns now and drops each when done with it
+        self.tok = Tokens(scan.tokens)
+        self.n_tokens = len(scan.tokens)
+        self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        # Args keys and text values -> string ids.
+        self.args = ArgStats(self.work, c, self.st_rows,
+                             TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens),
+                             TokenTable(lambda t: self.strings.intern(self.tok.canonical(t)), np.int64, self.n_tokens))
+        n = c["ph"].shape[0]
+        step = self.work.chunk_events
+        self.work.check(n, f"the phases of {n:,} events")
+        # Phases: the phase token's code (-1 absent or null, -2 not a string).
+        ph_tok = c["ph"]
+        ph_table = lut_table((ph_tok[lo:hi] for lo, hi in chunks(n, step)),
+                              lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
+                              np.int8, self.n_tokens)
+        codes = np.empty(n, np.int8)
+        not_str = no_phase = 0
+        other_counts = np.zeros(self.n_tokens, np.int64)
+        for lo, hi in chunks(n, step):
+            tok = ph_tok[lo:hi]
+            code = codes[lo:hi] = ph_table[tok + 3]
+            not_str += int((tok == -2).sum())
+            empty = (c["flags"][lo:hi] & jsonscan.FLAG_EMPTY) != 0
+            no_phase += int(((code == _PH_NONE) & ~empty).sum())
+            other = tok[code == _PH_OTHER]
+            if other.shape[0]:
+                other_counts += np.bincount(other, minlength=self.n_tokens)
+        self._warn(not_str, "events whose phase ('ph') is not a string were ignored")
+        self._warn(scan.non_objects, "trace entries that are not JSON objects were ignored")
+        self._warn(no_phase, "events without a phase ('ph') were ignored")
+        for ph, k in sorted((self.tok.value(t), int(other_counts[t])) for t in np.flatnonzero(other_counts).tolist()):
+            self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
+
+        # Usable numbers (the rules of chrome_events.py): present, within the limits.
+        ts, ts_sub, dur = c["ts_us"], c["ts_sub_ps"], c["dur_ps"]
+        lo_us: float = math.inf
+        hi_us: float = -math.inf
+        t0: tuple[int, int] | None = None
+        end: tuple[int, int] | None = None
+        for lo, hi in chunks(n, step):
+            t, sub, d = ts[lo:hi], ts_sub[lo:hi], dur[lo:hi]
+            t[(t < -MAX_ABS_TS_US) | (t > MAX_ABS_TS_US)] = _NO_TIME
+            d[(d < -MAX_SPAN_PS) | (d > MAX_SPAN_PS)] = _NO_TIME
+            code = codes[lo:hi]
+            finite = t != _NO_TIME
+            timed = t[(code != _PH_M) & finite]
+            if timed.shape[0]:
+                lo_us, hi_us = min(lo_us, int(timed.min())), max(hi_us, int(timed.max()))
+            kept = _kept(code) & finite
+            if kept.any():
+                first, last = _earliest(t[kept], sub[kept]), _latest(t[kept], sub[kept])
+                t0 = first if t0 is None else min(t0, first)
+                end = last if end is None else max(end, last)
+        if hi_us - lo_us > MAX_SPAN_US:
+            raise ProfileReadError(self.source, f"the event timestamps span {(hi_us - lo_us) / 86400e6:.0f} days; "
+                                   f"tbprof shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in "
+                                   "the wrong unit?)")
+
+        self._metadata(_where(codes, _PH_M, step))
+        if t0 is None or end is None:
+            return self._finish(None)
+        # Unclosed slices and objects end where the trace ends: its last timestamp or the
+        # end of its last complete event, whichever is later.
+        self.t0 = t0
+        self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
+
+        self._events_by_chunk(codes, _PH_X)
+        for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
+                             (_PH_OBJECT, self._objects)):
+            if handle is None:
+                self._events_by_chunk(codes, code)
+                continue
+            idx = _where(codes, code, step)
+            self.work.check(_BYTES_PER_WHOLE_EVENT * idx.shape[0], f"{idx.shape[0]:,} begin/end, counter or object "
+                            "events")
+            handle(idx)
+        flows = _where(codes, _PH_FLOW, step)
+        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
+        flows = self._timed(flows, "flow ('s'/'t'/'f') events")
+        # Every args entry is read now; the flows need only their identity columns.
+        for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
+            if name in c:
+                self.work.drop(c.pop(name))
+        self.args.drop_bounds()
+        del c, ph_tok, codes, ts, ts_sub, dur
+        return self._finish(flows if flows.shape[0] else None)
+
+    def _metadata(self, meta: np.ndarray) -> None:
+        c, tok = self.cols, self.tok
+        for i in meta.tolist():
+            args: dict[str, Any] = {}
+            for r in self.args.rows_of(np.array([i]))[0].tolist():
+                kind, value = int(c["st_kind"][r]), int(c["st_value"][r])
+                v: Any = value
+                if kind == tables.KIND_NONE:
+                    v = None
+                elif kind == tables.KIND_DOUBLE:
+                    v = float(np.int64(value).view(np.float64))
+                elif kind == tables.KIND_UINT64:
+                    v = value + (1 << 64)
+                elif kind in (tables.KIND_STR, jsonscan.KIND_JSON):
+                    v = tok.canonical(value)
+                args[tok.text(int(c["st_key"][r]))] = v
+            pid = tok.key(int(c["pid"][i]))
+            tid = tok.key(int(c["tid"][i]))
+            name = tok.value(int(c["name"][i]))
+            if name == "process_name" and "name" in args:
+                self.tracks.process_names[pid] = str(args["name"])
+            elif name == "process_labels" and "labels" in args:
+                self.tracks.process_labels[pid] = str(args["labels"])
+            elif name == "process_sort_index" and isinstance(args.get("sort_index"), (int, float)):
+                self.tracks.process_sort[pid] = float(args["sort_index"])
+            elif name == "thread_name" and "name" in args:
+                self.tracks.thread_names[(pid, tid)] = str(args["name"])
+            elif name == "thread_sort_index" and isinstance(args.get("sort_index"), (int, float)):
+                self.tracks.thread_sort[(pid, tid)] = float(args["sort_index"])
+
+    def _timed(self, idx: np.ndarray, what: str) -> np.ndarray:
+        ok = self.cols["ts_us"][idx] != _NO_TIME
+        if not ok.all():
+            self._warn(int((~ok).sum()), f"{what} without a numeric 'ts' were dropped")
+            idx = idx[ok]
+        return idx
+
+    def _events_by_chunk(self, codes: np.ndarray, ph_code: int) -> None:
+        """The ``X`` (complete) or the instant events, a chunk at a time: each is one event of its
+        thread (a global instant: of the global track), its args its stats."""
+        c = self.cols
+        step = self.work.chunk_events
+        n = codes.shape[0]
+        complete = ph_code == _PH_X
+        dropped_ts = dropped_dur = too_long = 0
+
+        def ends_in_span(idx: np.ndarray) -> np.ndarray:
+            # A complete event's start is at least the earliest event's: its end, when within
+            # the limit, fits int64 picoseconds.
+            return c["dur_ps"][idx] <= MAX_SPAN_PS - self.start_ps_of(idx)
+
+        def kept(lo: int, hi: int) -> np.ndarray:
+            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
+            idx = idx[c["ts_us"][idx] != _NO_TIME]
+            if complete:
+                idx = idx[c["dur_ps"][idx] >= 0]  # not a negative or non-numeric 'dur'
+                idx = idx[ends_in_span(idx)]
+            return idx
+
+        # Names and categories are interned first, over every kept event in token order (as one
+        # pass over all of them would), then the chunks' args.
+        whole = [kept(0, n)] if step >= n else None
+
+        def tokens_of(col: str) -> Iterator[np.ndarray]:
+            if whole is not None:
+                yield c[col][whole[0]]
+                return
+            for lo, hi in chunks(n, step):
+                yield c[col][kept(lo, hi)]
+
+        name_table = lut_table(tokens_of("name"), lambda t: self.strings.intern(self.tok.text(t)), np.int32,
+                                self.n_tokens)
+        cat_table = lut_table(tokens_of("cat"), self._cat_id, np.int32, self.n_tokens)
+        whole = None
+        for lo, hi in chunks(n, step):
+            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
+            if not idx.shape[0]:
+                continue
+            ok = c["ts_us"][idx] != _NO_TIME
+            dropped_ts += int((~ok).sum())
+            idx = idx[ok]
+            if complete:
+                dur = c["dur_ps"][idx]
+                bad = dur < 0  # negative or not a number
+                dropped_dur += int(bad.sum())
+                idx, dur = idx[~bad], dur[~bad]
+                bad = ~ends_in_span(idx)
+                too_long += int(bad.sum())
+                idx, dur = idx[~bad], dur[~bad]
+                ts = self.start_ps_of(idx)
+                if ts.shape[0]:
+                    self.trace_end_ps = max(self.trace_end_ps, int((ts + dur).max()))
+                line = self._lines(c["pid"][idx], c["tid"][idx])
+            else:
+                ts = self.start_ps_of(idx)
+                dur = np.zeros(ts.shape[0], np.int64)
+                # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws
+                # them across the whole trace; here they get a track of their own.
+                is_global = (c["flags"][idx] & jsonscan.FLAG_SCOPE_G) != 0
+                line = self._lines(np.where(is_global, GLOBAL, c["pid"][idx]).astype(np.int32),
+                                   np.where(is_global, GLOBAL, c["tid"][idx]).astype(np.int32))
+            first = self._append(line, ts, dur, name_table[c["name"][idx] + 3], cat_table[c["cat"][idx] + 3])
+            self.args.add(first, idx)
+        what = "complete ('X') events" if complete else "instant ('i') events"
+        self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
+        if complete:
+            self._warn(dropped_dur, "complete ('X') events with a negative or non-numeric 'dur' were dropped")
+            self._warn(too_long, f"complete ('X') events ending more than {MAX_SPAN_US / 86400e6:.0f} days after the "
+                       "trace's first event were dropped")
+
+    def _begin_end(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
+            return
+        c = self.cols
+        idx = self._timed(idx, "begin/end ('B'/'E') events")
+        ts = self.start_ps_of(idx)
+        line = self._lines(c["pid"][idx], c["tid"][idx])
+        is_begin = lut(c["ph"][idx], lambda t: t >= 0 and self.tok.value(t) == "B", np.bool_, self.n_tokens)
+        # Time order per thread, ties in file order (an E and the next B at one timestamp).
+        order = np.lexsort((np.arange(idx.shape[0]), ts, line))
+        partner_sorted = kernels.match_begin_end(line[order], is_begin[order])
+        partner = np.full(idx.shape[0], -1, dtype=np.int64)
+        matched = partner_sorted >= 0
+        partner[order[matched]] = order[partner_sorted[matched]]
+        b_idx = np.flatnonzero(is_begin)
+        b_partner = partner[b_idx]
+        self._warn(int((partner[~is_begin] < 0).sum()),
+                   "end ('E') events without an open begin on their thread were dropped")
+        unclosed = b_partner < 0
+        self._warn(int(unclosed.sum()), "begin ('B') events were never ended; they run to the end of the trace")
+        b_ts = ts[b_idx]
+        end = np.where(unclosed, self.trace_end_ps, ts[np.maximum(b_partner, 0)])
+        dur = np.maximum(end - b_ts, 0)
+        first = self._append_events(idx[b_idx], line[b_idx], b_ts, dur)
+        self.args.add(first, idx[b_idx])
+        # The E's args complete the slice's (chrome://tracing merges them the same way).
+        closed = np.flatnonzero(~unclosed)
+        self.args.add_to(first + closed, idx[b_partner[closed]])
+
+    def _counters(self, idx: np.ndarray) -> None:
+        if not idx.shape[0]:
+            return
+        c, tok = self.cols, self.tok
+        idx = self._timed(idx, "counter ('C') events")
+        # One line per (pid, name[, id]): the name with the id is the line's and the events' name.
+        pid_name = (c["pid"][idx].astype(np.int64) + 3) * (self.n_tokens + 3) + c["name"][idx] + 3
+        pid_name = np.unique(pid_name, return_inverse=True)[1].reshape(-1)  # dense: the next product fits
+        code = pid_name * (self.n_tokens + 3) + c["id"][idx] + 3
+        uniq, first_at, inv = np.unique(code, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        line_of = np.zeros(uniq.shape[0], np.int64)
+        name_of = np.zeros(uniq.shape[0], np.int32)
+        for u in np.argsort(first_at, kind="stable").tolist():
+            i = int(idx[int(first_at[u])])
+            ident = tok.value(int(c["id"][i]))
+            name = str(tok.value(int(c["name"][i])) if int(c["name"][i]) != MISSING else "") + \
+                (f" {ident}" if ident is not None else "")
+            line_of[u] = self.tracks.line(tok.value(int(c["pid"][i])), name, "counter")
+            name_of[u] = self.strings.intern(name)
+        line = line_of[inv]
+        self.tracks.counter_lines.update(sorted_unique(line).tolist())
+        ts = self.start_ps_of(idx)
+        first = self._append(line, ts, np.zeros(ts.shape[0], np.int64), name_of[inv], self.cat_ids(c["cat"][idx]))
+        self.args.add(first, idx)
+
+    def _objects(self, idx: np.ndarray) -> None:
+        """Object events (N create, O snapshot, D delete) as one event per object lifetime."""
+        if not idx.shape[0]:
+            return
+        c, tok = self.cols, self.tok
+        idx = self._timed(idx, "object ('N'/'O'/'D') events")
+        ts = self.start_ps_of(idx)
+        phases = [tok.value(int(t)) for t in c["ph"][idx].tolist()]
+        order = np.argsort(ts, kind="stable")  # ties keep file order
+        alive: dict[tuple[Hashable, Hashable, Hashable], list[Any]] = {}
+        done: list[list[Any]] = []
+        for k in order.tolist():
+            e = int(idx[k])
+            key = (tok.key(int(c["pid"][e])), tok.key(int(c["id"][e])), tok.key(int(c["name"][e])))
+            ph = phases[k]
+            rec = alive.get(key)
+            if rec is not None and ph == "N" and rec[4]:
+                done.append(alive.pop(key))  # the id is reused by a new object
+                rec = None
+            if rec is None:
+                # creation, start, end, last snapshot, created by an 'N' (a snapshot may
+                # precede its 'N' by a microsecond: then the 'N' adopts it)
+                alive[key] = [e, int(ts[k]), None, e, ph == "N"]
+            elif ph == "N":
+                rec[4] = True
+            if ph == "O":
+                alive[key][3] = e
+            elif ph == "D":
+                rec = alive.pop(key)
+                rec[2] = int(ts[k])
+                done.append(rec)
+        done.extend(alive.values())
+        made = np.array([r[0] for r in done], dtype=np.int64)
+        start = np.array([r[1] for r in done], dtype=np.int64)
+        end = np.array([r[2] if r[2] is not None else self.trace_end_ps for r in done], dtype=np.int64)
+        line = self._lines(c["pid"][made], c["tid"][made])
+        first = self._append_events(made, line, start, end - start)
+        self.args.add_to(first + np.arange(len(done)), np.array([r[3] for r in done], dtype=np.int64))
+
+    # --- assembling planes -----------------------------------------------------------------
+
+    # --- to the plane builder ------------------------------------------------------------
+    def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
+        work, step = self.work, self.work.chunk_events
+        release_free_memory()  # the passes' temporaries, freed into the C heap, before the planes
+        n = self.n_events
+        start_ps, dur_ps = self.ev_start.done(), self.ev_dur.done()
+        span_ps = 0
+        for lo, hi in chunks(n, step):
+            if hi > lo:
+                span_ps = max(span_ps, int((start_ps[lo:hi] + dur_ps[lo:hi]).max()))
+        origin_ps = self.t0[0] * _PS_PER_US + self.t0[1] if n else 0
+        pids, plane_lines = self.tracks.planes()
+        events = Collected(start_ps, dur_ps, self.ev_line.done(), self.ev_name.done(), self.ev_cat.done(),
+                           self.st_rows)
+        del start_ps, dur_ps
+
+        def bind(layout: Layout) -> None:
+            if flows is not None:
+                unbound = bind_flows(_Flows(self, flows), layout, work, self.strings, self.st_rows)
+                self._warn(unbound, "flow points that bind to no slice of their thread were dropped")
+            work.drop(*self.cols.values())
+            self.cols = {}
+
+        planes = build_planes(work, events, plane_lines, self.tracks.heads(pids, plane_lines), self.strings, bind)
+        return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
+                                   planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
+
+
+class _Flows:
+    """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them."""
+
+    def __init__(self, collector: Collector, idx: np.ndarray) -> None:
+        self.c = collector
+        self.idx = idx
+        cols = collector.cols
+        ident_tok = np.where(cols["id"][idx] != MISSING, cols["id"][idx], cols["bind_id"][idx])
+        self.cat_key = collector.key_ids(cols["cat"][idx])
+        self.id_key = collector.key_ids(ident_tok)
+
+    def where(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        c, cols, tok = self.c, self.c.cols, self.c.tok
+        flows = self.idx[sel]
+        # Points on threads that have no slices cannot bind.
+        pair, pids, tids = token_pairs(cols["pid"][flows], cols["tid"][flows], c.n_tokens)
+        line_of = np.array([c.tracks.line_keys.get((tok.key(p), tok.key(t), "thread"), -1)
+                            for p, t in zip(pids.tolist(), tids.tolist(), strict=True)], dtype=np.int64)
+        line_g = line_of[pair]
+        phase = lut(cols["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, c.n_tokens)
+        is_next = (phase == "f") & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
+        return line_g, c.start_ps_of(flows), is_next, phase == "s"
+
+    def categories(self, sel: np.ndarray) -> np.ndarray:
+        return self.c.cat_ids(self.c.cols["cat"][self.idx[sel]])

@@ -1,0 +1,194 @@
+"""The scanner's token table as the Chrome reader uses it: each distinct token (a name, a pid, an
+args key or value) converted once, per-token lookup tables, JSON decoded with a refusal for
+integers longer than Python converts."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import numpy as np
+
+from tbprof.store.arrays import sorted_unique
+
+GLOBAL_PID = "Global instant events"
+MISSING = -1  # token id of an absent field
+GLOBAL = -3  # token id standing for the global-instant track's pid / tid
+
+
+class LongNumber(ValueError):
+    """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``)."""
+
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"an integer of {digits} digits")
+        self.digits = digits
+        self.token = MISSING  # the token holding it, when it came from the token table
+        self.field = "a value"
+
+    def reason(self) -> str:
+        return f"{self.field} holds an integer of {self.digits} digits, more than tbprof reads"
+
+
+def parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # valid digits: only too many of them
+        raise LongNumber(len(text.lstrip("-"))) from None
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` whose over-long integers raise ``LongNumber`` (a refusal naming the field)."""
+    return json.loads(text, parse_int=parse_int)
+
+
+# Token columns of the scanner, with the field each holds (to name where a bad value is).
+_TOKEN_FIELDS = (("name", "an event's 'name'"), ("pid", "an event's 'pid'"), ("tid", "an event's 'tid'"),
+                 ("id", "an event's 'id'"), ("cat", "an event's 'cat'"), ("ph", "an event's 'ph'"),
+                 ("st_key", "an event's args"), ("st_value", "an event's args"))
+
+
+def field_of(cols: dict[str, np.ndarray], token: int) -> str:
+    """The field of the token columns still held that holds ``token``."""
+    for column, field in _TOKEN_FIELDS:
+        values = cols.get(column)
+        if values is not None and token >= 0 and bool((values == token).any()):
+            return field
+    return "a value"
+
+
+
+
+def hashable(value: Any) -> Hashable:
+    if value is None or isinstance(value, (int, str, float)):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+
+class Tokens:
+    """The scanner's token table, each token converted once per use (a name, an identity, ...)."""
+
+    def __init__(self, raw: list[bytes]) -> None:
+        self.raw = raw
+        self._values: dict[int, Any] = {}
+
+    def value(self, t: int) -> Any:
+        """The field's value as the reader uses it: a string as itself, lists and objects as their
+        JSON text (at most 4 KiB), a non-finite number as its text, absent as None."""
+        if t == MISSING:
+            return None
+        if t == GLOBAL:
+            return GLOBAL_PID
+        found = self._values.get(t, self)
+        if found is not self:
+            return found
+        raw = self.raw[t]
+        text = raw[1:]
+        if raw[:1] == b"S":
+            v: Any = text.decode("utf-8")
+        elif len(text) < 1000 and (text.isdigit() or (text[:1] == b"-" and text[1:].isdigit())):
+            v = int(text)  # the common id: an integer, without json.loads' cost
+        else:
+            try:
+                v = loads(text)
+            except LongNumber as e:
+                e.token = t
+                raise
+            if isinstance(v, float) and not math.isfinite(v):
+                v = str(v)
+            elif v is not None and not isinstance(v, (str, int, float)):
+                v = json.dumps(v, sort_keys=True, default=str)[:4096]
+        self._values[t] = v
+        return v
+
+    def key(self, t: int) -> Hashable:
+        return hashable(self.value(t))
+
+    def text(self, t: int) -> str:
+        """A name as text (absent: "")."""
+        v = self.value(t)
+        return "" if t == MISSING else v if isinstance(v, str) else str(v)
+
+    def canonical(self, t: int) -> str:
+        """A string token's text, or a JSON token as ``json.dumps(v, sort_keys=True)``."""
+        raw = self.raw[t]
+        if raw[:1] == b"S":
+            return raw[1:].decode("utf-8")
+        try:
+            return json.dumps(loads(raw[1:]), sort_keys=True, default=str)
+        except LongNumber as e:
+            e.field = "an event's args"  # canonical text is asked for args values only
+            raise
+
+
+def lut_table(parts: Iterable[np.ndarray], fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
+    """``fn(t)`` at ``t + 3`` for every token id ``t`` (ids >= -3) found in ``parts``, computed once per
+    distinct id in id order (first seen in the file first, so string ids are reproducible)."""
+    mask = np.zeros(n_tokens + 3, dtype=np.bool_)
+    for toks in parts:
+        mask[toks + 3] = True
+    used = np.flatnonzero(mask)
+    table = np.zeros(n_tokens + 3, dtype=dtype)
+    table[used] = [fn(int(t) - 3) for t in used.tolist()]
+    return table
+
+
+def lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
+    """``fn(t)`` for every token id in ``toks`` (see ``lut_table``)."""
+    if toks.shape[0] == 0:
+        return np.zeros(0, dtype=dtype)
+    return lut_table([toks], fn, dtype, n_tokens)[toks + 3]
+
+
+class TokenTable:
+    """``fn(t)`` per token id (``fn`` gives ids >= 0: string ids), computed once per distinct id
+    across calls: each call computes the ids it is the first to see, in ascending order (the
+    order a fresh ``lut`` per call would intern new strings in), without a table over every token
+    per call. A token not computed yet reads -1, so a call costs one lookup per row."""
+
+    def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
+        self.fn = fn
+        self.table = np.full(n_tokens + 3, -1, dtype=dtype)
+
+    def __call__(self, toks: np.ndarray) -> np.ndarray:
+        at = toks + 3
+        out = self.table[at]
+        missing = out < 0
+        if missing.any():
+            ids = sorted_unique(at[missing].astype(np.int64))
+            self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
+            out[missing] = self.table[at[missing]]
+        return out
+
+
+def token_pairs(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (a, b) pairs of two token id columns (ids >= -3; a pid and a tid), without a
+    sort of the rows: each row's pair number, then each pair's ``a`` and ``b`` token ids, pairs
+    numbered in (a, b) id order. Few distinct tokens pair up in a table of every combination;
+    otherwise the combinations found are sorted."""
+    a_at, a_ids = _dense(a, n_tokens)
+    b_at, b_ids = _dense(b, n_tokens)
+    width = b_ids.shape[0]
+    code = a_at * width + b_at
+    n_combos = a_ids.shape[0] * width
+    if n_combos <= 4 * code.shape[0] + 4096:
+        pairs = np.flatnonzero(np.bincount(code, minlength=n_combos))
+        number = np.zeros(n_combos, dtype=np.int64)
+        number[pairs] = np.arange(pairs.shape[0])
+        row_pair = number[code]
+    else:
+        pairs = sorted_unique(code)
+        row_pair = np.searchsorted(pairs, code)
+    return row_pair, a_ids[pairs // max(width, 1)], b_ids[pairs % max(width, 1)]
+
+
+def _dense(toks: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each token id of ``toks`` numbered among the distinct ones (ascending), and those ids."""
+    used = np.zeros(n_tokens + 3, dtype=np.bool_)
+    used[toks + 3] = True
+    ids = np.flatnonzero(used)
+    number = np.zeros(n_tokens + 3, dtype=np.int64)
+    number[ids] = np.arange(ids.shape[0])
+    return number[toks + 3], ids - 3

@@ -36,6 +36,7 @@ Wire facts (proto3, field numbers from ``protos/xplane.proto``):
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 import threading
 import time
@@ -1490,3 +1491,225 @@ def field_metadata_ids(data, starts, ends) -> np.ndarray:
             if err == 0:
                 o[i] = found
     return out
+
+
+# --- a plane's metadata ---------------------------------------------------------------------
+#
+# XPlane: id=1 (VARINT), name=2 (LEN), event_metadata=4 and stat_metadata=5 (map entries: key=1
+# VARINT, value=2 LEN), stats=6 (LEN); XEventMetadata: name=2, display_name=4 (LEN), stats=5
+# (LEN); XStatMetadata: name=2 (LEN). What upb would parse of them, read without building a
+# message object per entry; anything upb reads differently or rejects (a known field with
+# another wire type, a repeated map key, a key or value twice in one entry, an entry with a field
+# of its own beyond those two, malformed bytes)
+# makes ``plane_metadata`` answer None, and the caller then hands the plane to upb.
+
+# Protobuf's largest field number: upb refuses a tag beyond it.
+cdef uint64_t C_MAX_FIELD = 536870911
+
+
+cdef int _stat_fields(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t send, int64_t owner, Rows* out) noexcept nogil:
+    """One XStat in [pos, send): a row (owner, metadata_id, kind, value or text offset, text length)."""
+    cdef uint64_t tag, field, wire, meta = 0, val = 0
+    cdef Py_ssize_t text_end, length = 0
+    cdef int kind = C_KIND_NONE, err, k
+    while pos < send:
+        err = read_varint(buf, &pos, send, &tag)
+        if err != 0:
+            return err
+        field = tag >> 3
+        wire = tag & 7
+        if field == 0 or field > C_MAX_FIELD:
+            return C_FIELD_ZERO
+        if field == 1:
+            if wire != 0:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, send, &meta)
+        elif field == 2:
+            if wire != 1:
+                return C_BAD_WIRE_TYPE
+            if 8 > send - pos:
+                return C_TRUNCATED
+            val = 0
+            for k in range(8):
+                val |= (<uint64_t>buf[pos + k]) << (8 * k)
+            pos += 8
+            kind = C_KIND_DOUBLE
+            length = 0
+        elif field == 3 or field == 4 or field == 7:
+            if wire != 0:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, send, &val)
+            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
+            length = 0
+        elif field == 5 or field == 6:
+            if wire != 2:
+                return C_BAD_WIRE_TYPE
+            err = read_len(buf, &pos, send, &text_end)
+            if err != 0:
+                return err
+            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
+            val = <uint64_t>pos
+            length = text_end - pos
+            pos = text_end
+        else:
+            err = skip_field(buf, &pos, send, wire)
+        if err != 0:
+            return err
+    return rows_push(out, owner, <int64_t>meta, kind, <int64_t>val, length)
+
+
+cdef int _metadata_entry(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t eend, bint is_event, Rows* entries,
+                         Rows* stats) noexcept nogil:
+    """One map entry of event_metadata (``is_event``) or stat_metadata in [pos, eend): a row (key,
+    name start, name end, display name start, display name end); an event's stats to ``stats``."""
+    cdef uint64_t tag, field, wire, key = 0
+    cdef Py_ssize_t vstart = -1, vend = -1, fend, name_s = 0, name_e = 0, disp_s = 0, disp_e = 0
+    cdef bint has_key = False
+    cdef int err
+    cdef int64_t owner = entries.n
+    while pos < eend:
+        err = read_varint(buf, &pos, eend, &tag)
+        if err != 0:
+            return err
+        field = tag >> 3
+        wire = tag & 7
+        if field == 0 or field > C_MAX_FIELD:
+            return C_FIELD_ZERO
+        if field == 1:
+            if wire != 0 or has_key:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, eend, &key)
+            has_key = True
+        elif field == 2:
+            if wire != 2 or vstart >= 0:  # a value twice: upb merges them
+                return C_BAD_WIRE_TYPE
+            err = read_len(buf, &pos, eend, &vend)
+            vstart = pos
+            pos = vend
+        else:
+            return C_BAD_WIRE_TYPE  # upb keeps an entry with an unknown field aside, out of the map
+        if err != 0:
+            return err
+    if vstart >= 0:
+        pos = vstart
+        while pos < vend:
+            err = read_varint(buf, &pos, vend, &tag)
+            if err != 0:
+                return err
+            field = tag >> 3
+            wire = tag & 7
+            if field == 0 or field > C_MAX_FIELD:
+                return C_FIELD_ZERO
+            if field == 2 or (is_event and (field == 4 or field == 5)):
+                if wire != 2:
+                    return C_BAD_WIRE_TYPE
+                err = read_len(buf, &pos, vend, &fend)
+                if err != 0:
+                    return err
+                if field == 2:
+                    name_s, name_e = pos, fend
+                elif field == 4:
+                    disp_s, disp_e = pos, fend
+                else:
+                    err = _stat_fields(buf, pos, fend, owner, stats)
+                    if err != 0:
+                        return err
+                pos = fend
+            else:
+                err = skip_field(buf, &pos, vend, wire)
+                if err != 0:
+                    return err
+    return rows_push(entries, <int64_t>key, name_s, name_e, disp_s, disp_e)
+
+
+cdef object _texts(const uint8_t* buf, object rows, int start_col):
+    """The UTF-8 texts (bad bytes replaced) of the spans in columns ``start_col`` and the next."""
+    cdef const int64_t[:, ::1] r = rows
+    cdef Py_ssize_t i
+    out = []
+    for i in range(r.shape[0]):
+        out.append(PyUnicode_DecodeUTF8(<const char*>(buf + r[i, start_col]), r[i, start_col + 1] - r[i, start_col],
+                                        "replace"))
+    return out
+
+
+def plane_metadata(data, starts, ends):
+    """The metadata of one XPlane whose fields (lines excluded) lie at ``data[starts[i]:ends[i]]``
+    (one whole field each), or None where upb must parse the plane (see above). Returns (id,
+    name, event entries, their names, their display names, stat entries, their names, stats):
+    entries in wire order as int64 rows (key, name start, name end, display start, display end);
+    stats as int64 rows (owner, metadata_id, kind, value, text length): owner an event entry's
+    row, or -1 for a plane stat; a str or bytes value is its text's offset in ``data``, a double
+    its bits, a uint64 its bits as int64."""
+    buf_arr = as_u8(data)
+    cdef const uint8_t[::1] view = buf_arr
+    cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
+    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
+    if s.shape[0] != e.shape[0]:
+        raise ValueError("starts and ends differ in length")
+    cdef Rows events, stat_meta, stats
+    events.data = NULL
+    events.n = events.cap = 0
+    events.width = 5
+    stat_meta.data = NULL
+    stat_meta.n = stat_meta.cap = 0
+    stat_meta.width = 5
+    stats.data = NULL
+    stats.n = stats.cap = 0
+    stats.width = 5
+    cdef Py_ssize_t i, pos, end, fend, n = view.shape[0], name_s = 0, name_e = 0
+    cdef uint64_t tag, field, wire, plane_id = 0
+    cdef int err = 0
+    try:
+        with nogil:
+            for i in range(s.shape[0]):
+                pos = s[i]
+                end = e[i]
+                if pos < 0 or end > n or pos > end:
+                    err = C_LENGTH
+                    break
+                while pos < end and err == 0:
+                    err = read_varint(buf, &pos, end, &tag)
+                    if err != 0:
+                        break
+                    field = tag >> 3
+                    wire = tag & 7
+                    if field == 0 or field > C_MAX_FIELD:
+                        err = C_FIELD_ZERO
+                    elif field == 1:
+                        if wire != 0:
+                            err = C_BAD_WIRE_TYPE
+                        else:
+                            err = read_varint(buf, &pos, end, &plane_id)
+                    elif field == 2 or field == 4 or field == 5 or field == 6:
+                        if wire != 2:
+                            err = C_BAD_WIRE_TYPE
+                            break
+                        err = read_len(buf, &pos, end, &fend)
+                        if err != 0:
+                            break
+                        if field == 2:
+                            name_s, name_e = pos, fend
+                        elif field == 6:
+                            err = _stat_fields(buf, pos, fend, -1, &stats)
+                        else:
+                            err = _metadata_entry(buf, pos, fend, field == 4, &events if field == 4 else &stat_meta,
+                                                  &stats)
+                        pos = fend
+                    elif field == 3:
+                        err = C_BAD_WIRE_TYPE  # lines are not the metadata's: a span that holds one is not ours
+                    else:
+                        err = skip_field(buf, &pos, end, wire)
+                if err != 0:
+                    break
+        if err != 0:
+            return None
+        ev = rows_array(&events)
+        sm = rows_array(&stat_meta)
+        return (<int64_t>plane_id, bytes(view[name_s:name_e]), ev, _texts(buf, ev, 1), _texts(buf, ev, 3), sm,
+                _texts(buf, sm, 1), rows_array(&stats))
+    finally:
+        free(events.data)
+        free(stat_meta.data)
+        free(stats.data)

@@ -22,7 +22,7 @@ from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
-from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta
+from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
@@ -222,15 +222,18 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     source_bytes = MemoryBytes(view, source)
     deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        fields = without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
-        pmsg = parse_spans(xplane_pb2.XPlane, view, fields)
-        assert isinstance(pmsg, xplane_pb2.XPlane)
+        plane_spans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         blobs: list[bytes] = []
-        pm = plane_meta(pmsg, strings, blobs)
+        read = wire_plane_meta(data, plane_spans, strings, blobs)
+        if read is None:  # what the compiled reader leaves to upb (it interned nothing)
+            pmsg = parse_spans(xplane_pb2.XPlane, view, without_replaced_stats(data, view, plane_spans))
+            assert isinstance(pmsg, xplane_pb2.XPlane)
+            read = pmsg.id, _text(pmsg.name), plane_meta(pmsg, strings, blobs)
+        plane_id, plane_name, pm = read
         cols = _scanned_columns(sc, ev_range, st_range, texts)
         later = _PlaneLazy(deferred, pi, ev_range) if deferred is not None and not sc.with_stats else None
-        planes.append(finish_plane(cols, source_bytes, pi, pmsg, pm, blobs, plane_lines, line_msgs, ev_range.start,
-                                   st_range.start, int(origin_ps), strings, len(data), None, later))
+        planes.append(finish_plane(cols, source_bytes, pi, plane_id, plane_name, pm, blobs, plane_lines, line_msgs,
+                                   ev_range.start, st_range.start, int(origin_ps), strings, len(data), None, later))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,

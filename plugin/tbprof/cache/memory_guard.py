@@ -26,7 +26,7 @@ import ctypes
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -192,8 +192,9 @@ def conversion(path: Location, streamable: bool | None = None, stream_dir: Path 
             _reserved_bytes -= need
 
 
-def check_allocation(source: str, need_bytes: int, what: str) -> None:
-    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now.
+def check_allocation(source: str, need_bytes: int, what: str | Callable[[], str]) -> None:
+    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now;
+    ``what`` (or what it returns, asked only for a refusal) says what takes the memory.
 
     For readers that learn a file's real size only while decoding it: the XSpace scanner's
     counts say how many events a file holds, and a file of empty events holds one per 2 bytes
@@ -201,6 +202,7 @@ def check_allocation(source: str, need_bytes: int, what: str) -> None:
     """
     avail = available_bytes()
     if avail is not None and need_bytes > avail:
+        what = what if isinstance(what, str) else what()
         raise MemoryRefusal(source, (
             f"the file is too large to open here: it holds {what}, which need about {_gb(need_bytes)} of "
             f"memory and {_gb(avail)} is available. Open it on a machine with more memory, or capture a "

@@ -208,11 +208,12 @@ def wire_plane_meta(data: bytes | np.ndarray, spans: np.ndarray, strings: String
     if prune and any("\ufffd" in n for n in names):
         return None  # the kept stats are grouped by name bytes, which these texts no longer tell apart
     # Nothing interned before this point: a plane left to upb interns its strings from the start.
-    stat_names = np.array([strings.intern(n) for n in names], dtype=np.int32)
+    stat_names = np.array(strings.intern_all(names), dtype=np.int32)
     stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=True))
     order = ev_order.tolist()
-    meta_name_id = np.array([strings.intern(ev_names[i]) for i in order], dtype=np.int32)
-    meta_display_name_id = np.array([strings.intern(ev_display[i]) if ev_display[i] else 0 for i in order],
+    meta_name_id = np.array(strings.intern_all([ev_names[i] for i in order]), dtype=np.int32)
+    display = [ev_display[i] for i in order]
+    meta_display_name_id = np.array([i if d else 0 for i, d in zip(strings.intern_all(display), display, strict=True)],
                                     dtype=np.int32)
 
     view = memoryview(data) if isinstance(data, bytes) else data.data
@@ -350,7 +351,7 @@ def decode_texts(f: ByteSource, texts: np.ndarray, first_stat: int, kind: np.nda
             for i, o, ln in zip(by_offset[a:b].tolist(), (f_off[a:b] - lo).tolist(), f_len[a:b].tolist(),
                                 strict=True):
                 decoded[i] = str(raw[o:o + ln], "utf-8", errors="replace")
-        ids = np.array([strings.intern(t) for t in decoded], dtype=np.int64)
+        ids = np.array(strings.intern_all(decoded), dtype=np.int64)
         value[rows[str_at]] = ids[inverse]
         del decoded, ids, inverse, first, offsets, lengths
     for row, o, ln in np.asarray(texts[~is_str]).tolist():

@@ -66,8 +66,19 @@ def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:
     return read_xspace(path, lazy=True)
 
 
+_FEW_SPANS = 16
+
+
 def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
     """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
+    if spans.shape[0] <= _FEW_SPANS:  # a line's header: joined in Python, not numpy's per-call overhead
+        runs: list[list[int]] = []
+        for s, e in spans.tolist():
+            if runs and runs[-1][1] == s:
+                runs[-1][1] = e
+            else:
+                runs.append([s, e])
+        return message_type.FromString(b"".join(data[s:e] for s, e in runs))  # type: ignore[attr-defined]
     if spans.shape[0] > 1:
         # The fields of one message lie back to back except where its lines were cut out, so
         # join runs of adjacent spans (a plane with many stats is one run, not a slice per stat).
@@ -140,7 +151,8 @@ def _metadata_fields(data: bytes | np.ndarray, plane_fields: np.ndarray) -> int:
     if plane_fields.shape[0] == 0:
         return 0
     raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data.view(np.uint8)
-    return int(np.isin(raw[plane_fields[:, 1]], _METADATA_TAGS).sum())
+    tags = raw[plane_fields[:, 1]]
+    return int(np.count_nonzero((tags == _METADATA_TAGS[0]) | (tags == _METADATA_TAGS[1])))
 
 
 def build_need_bytes(sc: wire.ScanResult, data: bytes | np.ndarray) -> int:
@@ -170,7 +182,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     owner_kind = sc.spans[:, 0] >> 32
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
     span_se = sc.spans[:, 1:]
-    check_allocation(source, build_need_bytes(sc, data), describe_counts(sc, data))
+    check_allocation(source, build_need_bytes(sc, data), lambda: describe_counts(sc, data))
     strings = StringTable()
     # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
     # file came as an array (a local read) or as bytes (an object store's answer).

@@ -20,7 +20,7 @@ ERR_TOO_MANY: int
 ERR_NO_MEMORY: int
 ERR_FIELD_ZERO: int
 MAX_ROWS: int
-SERIAL_BELOW_BYTES: int
+ONE_THREAD_BELOW_BYTES: int
 ERROR_TEXT: dict[int, str]
 
 class WireError(ValueError):

@@ -851,6 +851,7 @@ cdef class _ParallelScan:
     cdef Py_ssize_t n_chunks
     cdef _Columns events
     cdef _Columns joined
+    cdef int64_t stat_bytes  # the first guess of wire bytes per stat (a chunk's first buffers)
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -886,7 +887,7 @@ cdef class _ParallelScan:
             if self.modes[k] != 2:
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            total += _arena_bytes(chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
+            total += _arena_bytes(chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
         if total == 0:
             return
         arena = np.empty(total, dtype=np.uint8)
@@ -898,7 +899,7 @@ cdef class _ParallelScan:
                 continue
             c = &self.out[k]
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            st_cap = chunk_bytes // 16 + 16
+            st_cap = chunk_bytes // self.stat_bytes + 16
             tx_cap = chunk_bytes // 32 + 16
             # 8-byte columns first, so that every slice is aligned for its type (numpy's data
             # pointer is aligned to at least 16 bytes; every section size is a multiple of 8).
@@ -934,9 +935,10 @@ cdef class _ParallelScan:
                 c.n_wide = s.n_wide
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend at least 16 bytes per stat and far more per text
-            # (bench/measurements.md#xspace-scan); a denser chunk grows its buffers and is decoded again.
-            err = grow_chunk(c, chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
+            # Real profiles spend at least ``stat_bytes`` per stat (16 on large files, 8 on small
+            # ones) and far more per text (bench/measurements.md#xspace-scan); a denser chunk grows
+            # its buffers and is decoded again.
+            err = grow_chunk(c, chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
             while err == 0:
                 s = base[0]
                 s.st_owner = c.owner
@@ -1025,10 +1027,14 @@ def default_threads() -> int:
     return max(1, min(n, 8))
 
 
-# Below this size, the serial scan (one counting and one filling pass, no threads, no chunk
-# buffers to join) is the faster one: threads pay off on jax_large, not on keras_cnn
-# (bench/measurements.md#xspace-scan).
-SERIAL_BELOW_BYTES = 8 << 20
+# Below this size a file's chunks are decoded on the calling thread (threads pay off on jax_large,
+# not on keras_cnn), into first buffers sized for 8 wire bytes a stat: TensorFlow hosts spend ~11,
+# and a chunk that outgrows its buffers is decoded again, which cost more than the serial scan's
+# two passes; once they fit, one pass is ~40 % less CPU than those two on every demo host
+# (bench/measurements.md#xspace-scan). The buffers then take ~3x the file for a moment.
+ONE_THREAD_BELOW_BYTES = 8 << 20
+_SMALL_STAT_BYTES = 8
+_LARGE_STAT_BYTES = 16
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
@@ -1042,8 +1048,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     (an error to report, ids beyond int32) decodes everything: see ``decoded_planes`` and
     ``with_stats`` of the result.
 
-    ``threads`` decoder threads (default: the serial scan below ``SERIAL_BELOW_BYTES``, else
-    ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
+    ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
+    else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
     before its columns are filled (stats: -1, not known yet) and may raise to refuse it: a file
     of empty events costs many times its size in columns, far beyond what its size suggests
     (bench/measurements.md#build-bytes).
@@ -1058,9 +1064,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
-    if threads is None and end < SERIAL_BELOW_BYTES and stats and planes is None:
-        return scan_serial_py(buf_arr, on_counts=on_counts)
-    n_threads = default_threads() if threads is None else max(1, int(threads))
+    cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
+    n_threads = 1 if small else default_threads() if threads is None else max(1, int(threads))
     t_start = time.perf_counter()
     if chunk_bytes < 1:
         chunk_bytes = 1
@@ -1079,6 +1084,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         n_chunks = chunks.n
         t_index = time.perf_counter()
         ps = _ParallelScan()
+        ps.stat_bytes = _SMALL_STAT_BYTES if small else _LARGE_STAT_BYTES
         ps.arenas = []
         ps.buf_arr = buf_arr
         ps.buf = buf
@@ -1111,6 +1117,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
             return scan_serial_py(buf_arr, on_counts=on_counts)
         if n_stats >= C_MAX_ROWS:
             raise WireError(ERR_TOO_MANY, end)
+        if small and on_counts is not None and stats:
+            on_counts(n_events, n_stats)  # as the serial scan, before the stat columns are made
         cols = ps.joined = _Columns(0, n_stats, n_texts, np.int32)
         _in_threads(ps.join, bounds)
         cols.ev_line = ps.events.ev_line

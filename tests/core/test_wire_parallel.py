@@ -40,7 +40,11 @@ def test_a_small_file_scans_alike_on_this_thread(profiles_root: Path) -> None:
         data = path.read_bytes()
         assert len(data) < wire.ONE_THREAD_BELOW_BYTES
         counts: list[tuple[int, int]] = []
-        got = wire.scan(data, on_counts=lambda n_events, n_stats, seen=counts: seen.append((n_events, n_stats)))
+
+        def count(n_events: int, n_stats: int, seen: list[tuple[int, int]] = counts) -> None:
+            seen.append((n_events, n_stats))
+
+        got = wire.scan(data, on_counts=count)
         assert got.phase_s is not None and got.phase_s["threads"] == 1  # not the serial scan's fallback
         serial = wire.scan_serial_py(data)
         assert_same(got, serial)

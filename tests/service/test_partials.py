@@ -124,7 +124,7 @@ def test_a_partials_summary_is_the_hosts_summary(name: str) -> None:
 
     for path in sorted((Path(__file__).resolve().parents[2] / "demo_logs" / name).rglob("*.xplane.pb")):
         store = read_xspace(path)
-        whole = summarize_store(store)
+        whole: dict[str, Any] = dict(summarize_store(store))
         fields = partials_module.build_partial(store, None, frozenset())
         assert fields["summary"] == {k: whole[k] for k in partials_module.SUMMARY_KEYS}
         assert list(fields["summary"]) == [k for k in whole if k in partials_module.SUMMARY_KEYS]

@@ -5,8 +5,8 @@ Why a scanner and not ``XSpace.FromString``: on ``jax_large`` (millions of event
 parse takes seconds, and copying every event and stat out of the message objects several times
 longer (bench/measurements.md#xspace-scan). Events and stats are the only bulky part of a file and
 their wire layout is a handful of varint fields, so one compiled pass writes them into columns; the
-small fields (metadata maps, plane stats, line names) are recorded as byte spans that upb parses
-later (readers/xplane.py).
+small fields (metadata maps, plane stats, line names) are recorded as byte spans, read later by
+``plane_metadata`` below or by upb (readers/xplane.py).
 
 Safety: this module indexes raw memory without Cython's bounds checks, so every read is
 guarded explicitly. Lengths are compared as ``n > end - pos`` in unsigned arithmetic: a varint

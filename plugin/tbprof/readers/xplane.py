@@ -1,9 +1,10 @@
 """Reader of ``*.xplane.pb`` (XSpace) files into a ``ProfileStore``.
 
 The bulky part (events and their stats) is scanned from the wire bytes by
-``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); the small parts (plane metadata,
-line names, hostnames) are parsed by upb from the byte spans the scanner recorded. See
-``_core/wire.pyx`` for why.
+``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); a plane's metadata maps and
+stats are read from the byte spans the scanner recorded by ``wire.plane_metadata`` (upb where a
+plane takes a form upb reads its own way: ``plane_builder.wire_plane_meta``), the other small
+parts (line names, hostnames) parsed by upb. See ``_core/wire.pyx`` for why.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ Wire facts (proto3, field numbers from ``protos/xplane.proto``):
 """
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -1644,11 +1644,12 @@ cdef object _texts(const uint8_t* buf, object rows, int start_col):
 def plane_metadata(data, starts, ends):
     """The metadata of one XPlane whose fields (lines excluded) lie at ``data[starts[i]:ends[i]]``
     (one whole field each), or None where upb must parse the plane (see above). Returns (id,
-    name, event entries, their names, their display names, stat entries, their names, stats):
-    entries in wire order as int64 rows (key, name start, name end, display start, display end);
-    stats as int64 rows (owner, metadata_id, kind, value, text length): owner an event entry's
-    row, or -1 for a plane stat; a str or bytes value is its text's offset in ``data``, a double
-    its bits, a uint64 its bits as int64."""
+    name, event metadata ids, their names, their display names, stat metadata ids, their names,
+    the event metadata's stats, the plane's stats): ids ascending (int64), texts in their order;
+    stats as int64 rows (owner, metadata_id, kind, value, text length), the metadata's grouped
+    by owner (its row in id order; its stats in wire order), the plane's in wire order (owner
+    -1); a str or bytes value is its text's offset in ``data``, a double its bits, a uint64 its
+    bits as int64."""
     buf_arr = as_u8(data)
     cdef const uint8_t[::1] view = buf_arr
     cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
@@ -1669,6 +1670,7 @@ def plane_metadata(data, starts, ends):
     cdef Py_ssize_t i, pos, end, fend, n = view.shape[0], name_s = 0, name_e = 0
     cdef uint64_t tag, field, wire, plane_id = 0
     cdef int err = 0
+    cdef int64_t[::1] evo, smo
     try:
         with nogil:
             for i in range(s.shape[0]):
@@ -1713,11 +1715,95 @@ def plane_metadata(data, starts, ends):
                     break
         if err != 0:
             return None
-        ev = rows_array(&events)
-        sm = rows_array(&stat_meta)
-        return (<int64_t>plane_id, bytes(view[name_s:name_e]), ev, _texts(buf, ev, 1), _texts(buf, ev, 3), sm,
-                _texts(buf, sm, 1), rows_array(&stats))
+        ev_order = np.empty(events.n, dtype=np.int64)
+        sm_order = np.empty(stat_meta.n, dtype=np.int64)
+        evo = ev_order
+        smo = sm_order
+        if (_by_key(&events, &evo[0] if events.n else NULL) != 0
+                or _by_key(&stat_meta, &smo[0] if stat_meta.n else NULL) != 0):
+            return None  # a repeated map key (upb keeps the last entry), or no memory: upb decides
+        ev = rows_array(&events)[ev_order]
+        sm = rows_array(&stat_meta)[sm_order]
+        meta_st, plane_st = _stats_by_entry(&stats, ev_order)
+        return (<int64_t>plane_id, bytes(view[name_s:name_e]), ev[:, 0].copy(), _texts(buf, ev, 1),
+                _texts(buf, ev, 3), sm[:, 0].copy(), _texts(buf, sm, 1), meta_st, plane_st)
     finally:
         free(events.data)
         free(stat_meta.data)
         free(stats.data)
+
+
+cdef struct KeyRow:
+    int64_t key
+    int64_t row
+
+
+cdef int _key_row_cmp(const void* a, const void* b) noexcept nogil:
+    cdef const KeyRow* x = <const KeyRow*>a
+    cdef const KeyRow* y = <const KeyRow*>b
+    if x.key != y.key:
+        return -1 if x.key < y.key else 1
+    return -1 if x.row < y.row else (1 if x.row > y.row else 0)
+
+
+cdef int _by_key(Rows* r, int64_t* order) noexcept nogil:
+    """The rows of ``r`` ordered by their key (column 0): their row numbers into ``order``; 1
+    when a key repeats, C_NO_MEMORY without memory, else 0."""
+    cdef Py_ssize_t i
+    cdef int repeated = 0
+    if r.n == 0:
+        return 0
+    cdef KeyRow* k = <KeyRow*>malloc(r.n * sizeof(KeyRow))
+    if k == NULL:
+        return C_NO_MEMORY
+    for i in range(r.n):
+        k[i].key = r.data[i * r.width]
+        k[i].row = i
+    qsort(k, r.n, sizeof(KeyRow), _key_row_cmp)
+    for i in range(r.n):
+        order[i] = k[i].row
+        if i > 0 and k[i].key == k[i - 1].key:
+            repeated = 1
+    free(k)
+    return repeated
+
+
+cdef tuple _stats_by_entry(Rows* st, object ev_order):
+    """The metadata entries' stats with owner = the entry's row in key order, grouped by it (an
+    entry's stats in wire order), and the plane's own stats (owner -1) in wire order."""
+    cdef const int64_t[::1] order = ev_order
+    cdef Py_ssize_t n_entries = order.shape[0], i, j, n_plane = 0
+    row_arr = np.empty(n_entries, dtype=np.int64)
+    starts_arr = np.zeros(n_entries + 1, dtype=np.int64)
+    cdef int64_t[::1] row_of = row_arr
+    cdef int64_t[::1] starts = starts_arr
+    cdef int64_t owner
+    for i in range(n_entries):
+        row_of[order[i]] = i
+    for i in range(st.n):
+        owner = st.data[i * st.width]
+        if owner < 0:
+            n_plane += 1
+        else:
+            starts[row_of[owner] + 1] += 1
+    for i in range(n_entries):
+        starts[i + 1] += starts[i]
+    meta_arr = np.empty((st.n - n_plane, 5), dtype=np.int64)
+    plane_arr = np.empty((n_plane, 5), dtype=np.int64)
+    cdef int64_t[:, ::1] meta = meta_arr
+    cdef int64_t[:, ::1] plane = plane_arr
+    cdef Py_ssize_t at, p = 0
+    for i in range(st.n):
+        owner = st.data[i * st.width]
+        if owner < 0:
+            at = p
+            p += 1
+            for j in range(5):
+                plane[at, j] = st.data[i * st.width + j]
+        else:
+            at = starts[row_of[owner]]
+            starts[row_of[owner]] += 1
+            meta[at, 0] = row_of[owner]
+            for j in range(1, 5):
+                meta[at, j] = st.data[i * st.width + j]
+    return meta_arr, plane_arr

@@ -26,6 +26,7 @@ import ctypes
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,18 +72,33 @@ def decompressed_limit_bytes() -> int | None:
 
 def available_bytes() -> int | None:
     """Memory a conversion may use: $TBPROF_CONVERT_MEMORY_BYTES, else the kernel's
-    MemAvailable (None when unknown, e.g. not Linux: then nothing is refused)."""
+    MemAvailable (None when unknown, e.g. not Linux: then nothing is refused), read at most
+    once per ``MEMINFO_TTL_S``."""
     env = os.environ.get(LIMIT_ENV, "").strip()
     if env.isdigit():
         return int(env)
+    global _meminfo
+    now = time.monotonic()
+    if now - _meminfo[0] < MEMINFO_TTL_S:
+        return _meminfo[1]
+    found: int | None = None
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    found = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        found = None
+    _meminfo = (now, found)
+    return found
+
+
+# The kernel composes /proc/meminfo on every read (tens of microseconds, twice per converted
+# file: a visible share of a small pod host's conversion in a worker); a reading this recent
+# still says what is available now.
+MEMINFO_TTL_S = 0.05
+_meminfo: tuple[float, int | None] = (-1.0, None)
 
 
 def _gb(n: float) -> str:

@@ -195,14 +195,7 @@ def wire_plane_meta(data: bytes | np.ndarray, spans: np.ndarray, strings: String
     got = wire.plane_metadata(data, spans[:, 0], spans[:, 1])
     if got is None:
         return None
-    plane_id, plane_name, ev, ev_names, ev_display, sm, sm_names, st = got
-    sm_order = np.argsort(sm[:, 0], kind="stable")
-    ev_order = np.argsort(ev[:, 0], kind="stable")
-    stat_ids, meta_ids = sm[sm_order, 0], ev[ev_order, 0]
-    if (stat_ids[1:] == stat_ids[:-1]).any() or (meta_ids[1:] == meta_ids[:-1]).any():
-        return None  # a repeated map key: upb keeps the last entry
-    names = [sm_names[i] for i in sm_order.tolist()]
-    plane_st = st[st[:, 0] < 0]
+    plane_id, plane_name, meta_ids, ev_names, ev_display, stat_ids, names, meta_st, plane_st = got
     prune = (spans.shape[0] >= MANY_PLANE_STATS and plane_st.shape[0] >= MANY_PLANE_STATS
              and bool((plane_st[:, 1] >= 0).all()))
     if prune and any("\ufffd" in n for n in names):
@@ -210,29 +203,21 @@ def wire_plane_meta(data: bytes | np.ndarray, spans: np.ndarray, strings: String
     # Nothing interned before this point: a plane left to upb interns its strings from the start.
     stat_names = np.array(strings.intern_all(names), dtype=np.int32)
     stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=True))
-    order = ev_order.tolist()
-    meta_name_id = np.array(strings.intern_all([ev_names[i] for i in order]), dtype=np.int32)
-    display = [ev_display[i] for i in order]
-    meta_display_name_id = np.array([i if d else 0 for i, d in zip(strings.intern_all(display), display, strict=True)],
-                                    dtype=np.int32)
+    meta_name_id = np.array(strings.intern_all(ev_names), dtype=np.int32)
+    meta_display_name_id = np.array([i if d else 0 for i, d in zip(strings.intern_all(ev_display), ev_display,
+                                                                     strict=True)], dtype=np.int32)
 
     view = memoryview(data) if isinstance(data, bytes) else data.data
-    meta_st = st[st[:, 0] >= 0]
-    row_of_entry = np.empty(ev.shape[0], dtype=np.int64)
-    row_of_entry[ev_order] = np.arange(ev.shape[0])
-    rows = row_of_entry[meta_st[:, 0]]
-    by_row = np.argsort(rows, kind="stable")  # an entry's stats in wire order, entries by id
-    m_owner = rows[by_row].astype(np.int32)
     m_stat: list[int] = []
     m_kind: list[int] = []
     m_value: list[int] = []
-    for _, meta, kind, value, length in meta_st[by_row].tolist():
+    for _, meta, kind, value, length in meta_st.tolist():
         k, v = _value_from_wire(view, meta, kind, value, length, stat_name_of, strings, blobs)
         m_stat.append(stat_name_of.get(meta, 0))
         m_kind.append(k)
         m_value.append(v)
-    meta_stats = tables.StatTable(m_owner, np.array(m_stat, np.int32), np.array(m_kind, np.int8),
-                                  np.array(m_value, np.int64))
+    meta_stats = tables.StatTable(meta_st[:, 0].astype(np.int32), np.array(m_stat, np.int32),
+                                  np.array(m_kind, np.int8), np.array(m_value, np.int64))
 
     if prune:
         group_of_name: dict[str, int] = {}

@@ -13,7 +13,9 @@ Single flight: a caller that asks while another thread computes the same key wai
 computation instead of repeating it. In-flight markers are removed when the computation ends,
 so nothing but the budgeted values stays behind.
 
-The budget: ``$TBPROF_MEMORY_BYTES`` (default 4 GiB), read when it is first used.
+The budget: ``$TBPROF_MEMORY_BYTES`` (default 4 GiB), read when it is first used. The one
+exception: a store that lives for one computation in a worker keeps its derived values to
+itself (``PrivateMemo``) and drops them with it.
 """
 
 from __future__ import annotations

@@ -64,7 +64,8 @@ def main() -> None:
         for i, f in enumerate(files[:args.hosts]):
             t0 = time.thread_time()
             store = kind.reader(f)
-            store.skip_memo_sizes()
+            # As the worker (service/executor.py convert_host); an older build only skips sizes.
+            getattr(store, "keep_memo_private", store.skip_memo_sizes)()
             t1 = time.thread_time()
             fields = (service_partials.partial_dict(store, parts) if has_parts
                       else service_partials.partial_dict(store))

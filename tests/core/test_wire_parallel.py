@@ -31,6 +31,26 @@ def test_real_profiles_scan_alike(profiles_root: Path, threads: int, chunk_bytes
         assert_same(wire.scan(data, threads=threads, chunk_bytes=chunk_bytes), wire.scan_serial_py(data))
 
 
+def test_a_small_file_scans_alike_on_this_thread(profiles_root: Path) -> None:
+    """Below ``ONE_THREAD_BELOW_BYTES`` the default scan decodes the chunks on the calling thread
+    (first buffers for 8 bytes a stat) and tells ``on_counts`` the exact stat count before the
+    stat columns are made, as the serial scan does."""
+    files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
+    for path in files:
+        data = path.read_bytes()
+        assert len(data) < wire.ONE_THREAD_BELOW_BYTES
+        counts: list[tuple[int, int]] = []
+
+        def count(n_events: int, n_stats: int, seen: list[tuple[int, int]] = counts) -> None:
+            seen.append((n_events, n_stats))
+
+        got = wire.scan(data, on_counts=count)
+        assert got.phase_s is not None and got.phase_s["threads"] == 1  # not the serial scan's fallback
+        serial = wire.scan_serial_py(data)
+        assert_same(got, serial)
+        assert counts[-1] == (serial.n_events, serial.n_stats)
+
+
 def test_dense_stats_grow_the_chunk_buffers() -> None:
     """A chunk's stat buffer starts at 1/16 of its bytes (real files: >= 16 bytes per stat); 2-byte
     empty stats and 5-byte string stats overflow it, so the chunk grows and is decoded again."""
@@ -43,6 +63,7 @@ def test_dense_stats_grow_the_chunk_buffers() -> None:
     assert serial.n_stats == 8 * 3000 and serial.texts.shape[0] == 4 * 3000
     for chunk_bytes in (1, 500, 1 << 20):
         assert_same(wire.scan(data, threads=2, chunk_bytes=chunk_bytes), serial)
+    assert_same(wire.scan(data), serial)  # a small file: its one thread's buffers start at 1/8
 
 
 def test_ids_beyond_int32_switch_to_int64_columns() -> None:

@@ -115,6 +115,21 @@ def test_every_carried_value_is_carried() -> None:
     assert sorted(n for i, n in defined.items() if i not in carried) == []
 
 
+@pytest.mark.parametrize("name", ["jax_2hosts", "jax_mlp", "keras_cnn", "custom_loop", "tpu_inference"])
+def test_a_partials_summary_is_the_hosts_summary(name: str) -> None:
+    """A partial's header carries ``summarize_store``'s ``SUMMARY_KEYS``, computed without
+    summarising every plane: the same values on every demo XSpace host (GPU, CPU-only, TPU)."""
+    from tbprof.analyses.overview.profile_summary import summarize_store
+    from tbprof.readers.xplane import read_xspace
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "demo_logs" / name).rglob("*.xplane.pb")):
+        store = read_xspace(path)
+        whole: dict[str, Any] = dict(summarize_store(store))
+        fields = partials_module.build_partial(store, None, frozenset())
+        assert fields["summary"] == {k: whole[k] for k in partials_module.SUMMARY_KEYS}
+        assert list(fields["summary"]) == [k for k in whole if k in partials_module.SUMMARY_KEYS]
+
+
 def test_covered_tools_are_registered_multi_host_tools() -> None:
     # The tools with a compute typed on StoreView (store/view.py) are the ones that run on partials.
     assert registry.partial_tools() == {"overview_page", "input_pipeline_analyzer", "framework_op_stats",

@@ -52,13 +52,36 @@ def test_shared_hlo_programs_are_charged_and_evicted(profiles_root: Path, cache_
     assert shared
     charged = _entries(budget, "hlo_program")
     lengths = _proto_bytes(w0)
-    assert {pid for (_, pid, _digest) in charged} == set(progs0) | set(progs1)
-    for (_, pid, _digest), size in charged.items():
-        assert isinstance(pid, int) and size == lengths[pid] * hlo_map.SHARED_BYTES_PER_PROTO_BYTE
+    assert {pid for (_, pid, _length, _crc) in charged} == set(progs0) | set(progs1)
+    for (_, pid, length, _crc), size in charged.items():
+        # The decoded program, and the proto's own bytes kept to compare the next host's with.
+        assert isinstance(pid, int) and length == lengths[pid]
+        assert size == lengths[pid] * (hlo_map.SHARED_BYTES_PER_PROTO_BYTE + 1)
     # Evicted by the budget like any value: one byte left keeps only the newest entry.
     budget.max_bytes = 1
     budget.put(0, "newer", b"", 1)
     assert not _entries(budget, "hlo_program")
+
+
+def test_a_shared_program_is_taken_only_for_equal_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programs are found by (id, length, CRC-32): other bytes under the same key (a collision,
+    here forced by a CRC that answers one value) get their own decode, never another host's."""
+    budget = MemoryBudget(1 << 40)
+    monkeypatch.setattr(hlo_map, "_PROGRAMS", Memo(budget))
+    monkeypatch.setattr(hlo_map.zlib, "crc32", lambda data: 7)
+    parsed: list[bytes] = []
+
+    def parse(program_id: int, data: bytes) -> object:
+        parsed.append(data)
+        return object()
+
+    monkeypatch.setattr(hlo_map, "parse_hlo_proto", parse)
+    a, same, other = b"program-a", bytes(bytearray(b"program-a")), b"program-b"
+    assert same is not a
+    first = hlo_map._shared_program(1, a)
+    assert hlo_map._shared_program(1, same) is first
+    assert hlo_map._shared_program(1, other) is not first
+    assert parsed == [a, other]
 
 
 def test_gzipped_static_files_are_charged_and_evicted(profiles_root: Path, cache_dir: Path,

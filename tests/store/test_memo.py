@@ -148,3 +148,32 @@ def test_evicting_a_value_that_owns_a_memo_does_not_deadlock() -> None:
     assert not t.is_alive(), "deadlock in MemoryBudget"
     gc.collect()
     assert budget.used_bytes == 0
+
+
+def test_a_worker_store_keeps_its_values_to_itself(profiles_root: Path) -> None:
+    """``ProfileStore.keep_memo_private`` (a worker's store, dropped after its partial): the
+    values are computed once and held by the store, none in the shared budget; a store whose
+    memo was used already keeps it, with sizes skipped."""
+    from tbprof.readers.xplane import read_xspace
+    from tbprof.store.memo import PrivateMemo
+    from tests.conftest import xplane_of
+
+    store = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    store.keep_memo_private()
+    assert isinstance(store._memo, PrivateMemo)
+    calls: list[str] = []
+
+    def compute(name: str) -> list[str]:
+        calls.append(name)
+        return [name]
+
+    first = store.memo("k", lambda: compute("first"))
+    assert store.memo("k", lambda: compute("second")) is first and calls == ["first"]
+
+    used = read_xspace(xplane_of(profiles_root, "jax_mlp"))
+    budget = MemoryBudget(max_bytes=1 << 30)
+    used._memo = Memo(budget)
+    used.memo("before", lambda: b"x" * 100)
+    used.keep_memo_private()
+    assert isinstance(used._memo, Memo) and not used._memo.estimate
+    assert used.memo("before", lambda: pytest.fail("kept")) == b"x" * 100

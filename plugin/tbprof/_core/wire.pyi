@@ -20,7 +20,7 @@ ERR_TOO_MANY: int
 ERR_NO_MEMORY: int
 ERR_FIELD_ZERO: int
 MAX_ROWS: int
-SERIAL_BELOW_BYTES: int
+ONE_THREAD_BELOW_BYTES: int
 ERROR_TEXT: dict[int, str]
 
 class WireError(ValueError):
@@ -72,3 +72,6 @@ def decode_window(window: bytes | bytearray | memoryview | np.ndarray, chunks: n
                   stat_row0: int, stat_cap: int = ..., text_cap: int = ...) -> dict[str, np.ndarray]: ...
 def field_metadata_ids(data: bytes | bytearray | memoryview | np.ndarray, starts: np.ndarray,
                        ends: np.ndarray) -> np.ndarray: ...
+def plane_metadata(
+    data: bytes | bytearray | memoryview | np.ndarray, starts: np.ndarray, ends: np.ndarray,
+) -> tuple[int, bytes, np.ndarray, list[str], list[str], np.ndarray, list[str], np.ndarray, np.ndarray] | None: ...

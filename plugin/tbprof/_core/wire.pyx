@@ -5,8 +5,8 @@ Why a scanner and not ``XSpace.FromString``: on ``jax_large`` (millions of event
 parse takes seconds, and copying every event and stat out of the message objects several times
 longer (bench/measurements.md#xspace-scan). Events and stats are the only bulky part of a file and
 their wire layout is a handful of varint fields, so one compiled pass writes them into columns; the
-small fields (metadata maps, plane stats, line names) are recorded as byte spans that upb parses
-later (readers/xplane.py).
+small fields (metadata maps, plane stats, line names) are recorded as byte spans, read later by
+``plane_metadata`` below or by upb (readers/xplane.py).
 
 Safety: this module indexes raw memory without Cython's bounds checks, so every read is
 guarded explicitly. Lengths are compared as ``n > end - pos`` in unsigned arithmetic: a varint
@@ -34,8 +34,9 @@ Wire facts (proto3, field numbers from ``protos/xplane.proto``):
 """
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 import threading
 import time
@@ -850,6 +851,7 @@ cdef class _ParallelScan:
     cdef Py_ssize_t n_chunks
     cdef _Columns events
     cdef _Columns joined
+    cdef int64_t stat_bytes  # the first guess of wire bytes per stat (a chunk's first buffers)
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -885,7 +887,7 @@ cdef class _ParallelScan:
             if self.modes[k] != 2:
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            total += _arena_bytes(chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
+            total += _arena_bytes(chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
         if total == 0:
             return
         arena = np.empty(total, dtype=np.uint8)
@@ -897,7 +899,7 @@ cdef class _ParallelScan:
                 continue
             c = &self.out[k]
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            st_cap = chunk_bytes // 16 + 16
+            st_cap = chunk_bytes // self.stat_bytes + 16
             tx_cap = chunk_bytes // 32 + 16
             # 8-byte columns first, so that every slice is aligned for its type (numpy's data
             # pointer is aligned to at least 16 bytes; every section size is a multiple of 8).
@@ -933,9 +935,10 @@ cdef class _ParallelScan:
                 c.n_wide = s.n_wide
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend at least 16 bytes per stat and far more per text
-            # (bench/measurements.md#xspace-scan); a denser chunk grows its buffers and is decoded again.
-            err = grow_chunk(c, chunk_bytes // 16 + 16, chunk_bytes // 32 + 16)
+            # Real profiles spend at least ``stat_bytes`` per stat (16 on large files, 8 on small
+            # ones) and far more per text (bench/measurements.md#xspace-scan); a denser chunk grows
+            # its buffers and is decoded again.
+            err = grow_chunk(c, chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
             while err == 0:
                 s = base[0]
                 s.st_owner = c.owner
@@ -1024,10 +1027,14 @@ def default_threads() -> int:
     return max(1, min(n, 8))
 
 
-# Below this size, the serial scan (one counting and one filling pass, no threads, no chunk
-# buffers to join) is the faster one: threads pay off on jax_large, not on keras_cnn
-# (bench/measurements.md#xspace-scan).
-SERIAL_BELOW_BYTES = 8 << 20
+# Below this size a file's chunks are decoded on the calling thread (threads pay off on jax_large,
+# not on keras_cnn), into first buffers sized for 8 wire bytes a stat: TensorFlow hosts spend ~11,
+# and a chunk that outgrows its buffers is decoded again, which cost more than the serial scan's
+# two passes; once they fit, one pass is ~40 % less CPU than those two on every demo host
+# (bench/measurements.md#xspace-scan). The buffers then take ~3x the file for a moment.
+ONE_THREAD_BELOW_BYTES = 8 << 20
+_SMALL_STAT_BYTES = 8
+_LARGE_STAT_BYTES = 16
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
@@ -1041,8 +1048,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     (an error to report, ids beyond int32) decodes everything: see ``decoded_planes`` and
     ``with_stats`` of the result.
 
-    ``threads`` decoder threads (default: the serial scan below ``SERIAL_BELOW_BYTES``, else
-    ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
+    ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
+    else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
     before its columns are filled (stats: -1, not known yet) and may raise to refuse it: a file
     of empty events costs many times its size in columns, far beyond what its size suggests
     (bench/measurements.md#build-bytes).
@@ -1057,9 +1064,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
-    if threads is None and end < SERIAL_BELOW_BYTES and stats and planes is None:
-        return scan_serial_py(buf_arr, on_counts=on_counts)
-    n_threads = default_threads() if threads is None else max(1, int(threads))
+    cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
+    n_threads = 1 if small else default_threads() if threads is None else max(1, int(threads))
     t_start = time.perf_counter()
     if chunk_bytes < 1:
         chunk_bytes = 1
@@ -1078,6 +1084,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         n_chunks = chunks.n
         t_index = time.perf_counter()
         ps = _ParallelScan()
+        ps.stat_bytes = _SMALL_STAT_BYTES if small else _LARGE_STAT_BYTES
         ps.arenas = []
         ps.buf_arr = buf_arr
         ps.buf = buf
@@ -1110,6 +1117,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
             return scan_serial_py(buf_arr, on_counts=on_counts)
         if n_stats >= C_MAX_ROWS:
             raise WireError(ERR_TOO_MANY, end)
+        if small and on_counts is not None and stats:
+            on_counts(n_events, n_stats)  # as the serial scan, before the stat columns are made
         cols = ps.joined = _Columns(0, n_stats, n_texts, np.int32)
         _in_threads(ps.join, bounds)
         cols.ev_line = ps.events.ev_line
@@ -1490,3 +1499,311 @@ def field_metadata_ids(data, starts, ends) -> np.ndarray:
             if err == 0:
                 o[i] = found
     return out
+
+
+# --- a plane's metadata ---------------------------------------------------------------------
+#
+# XPlane: id=1 (VARINT), name=2 (LEN), event_metadata=4 and stat_metadata=5 (map entries: key=1
+# VARINT, value=2 LEN), stats=6 (LEN); XEventMetadata: name=2, display_name=4 (LEN), stats=5
+# (LEN); XStatMetadata: name=2 (LEN). What upb would parse of them, read without building a
+# message object per entry; anything upb reads differently or rejects (a known field with
+# another wire type, a repeated map key, a key or value twice in one entry, an entry with a field
+# of its own beyond those two, malformed bytes)
+# makes ``plane_metadata`` answer None, and the caller then hands the plane to upb.
+
+# Protobuf's largest field number: upb refuses a tag beyond it.
+cdef uint64_t C_MAX_FIELD = 536870911
+
+
+cdef int _stat_fields(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t send, int64_t owner, Rows* out) noexcept nogil:
+    """One XStat in [pos, send): a row (owner, metadata_id, kind, value or text offset, text length)."""
+    cdef uint64_t tag, field, wire, meta = 0, val = 0
+    cdef Py_ssize_t text_end, length = 0
+    cdef int kind = C_KIND_NONE, err, k
+    while pos < send:
+        err = read_varint(buf, &pos, send, &tag)
+        if err != 0:
+            return err
+        field = tag >> 3
+        wire = tag & 7
+        if field == 0 or field > C_MAX_FIELD:
+            return C_FIELD_ZERO
+        if field == 1:
+            if wire != 0:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, send, &meta)
+        elif field == 2:
+            if wire != 1:
+                return C_BAD_WIRE_TYPE
+            if 8 > send - pos:
+                return C_TRUNCATED
+            val = 0
+            for k in range(8):
+                val |= (<uint64_t>buf[pos + k]) << (8 * k)
+            pos += 8
+            kind = C_KIND_DOUBLE
+            length = 0
+        elif field == 3 or field == 4 or field == 7:
+            if wire != 0:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, send, &val)
+            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
+            length = 0
+        elif field == 5 or field == 6:
+            if wire != 2:
+                return C_BAD_WIRE_TYPE
+            err = read_len(buf, &pos, send, &text_end)
+            if err != 0:
+                return err
+            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
+            val = <uint64_t>pos
+            length = text_end - pos
+            pos = text_end
+        else:
+            err = skip_field(buf, &pos, send, wire)
+        if err != 0:
+            return err
+    return rows_push(out, owner, <int64_t>meta, kind, <int64_t>val, length)
+
+
+cdef int _metadata_entry(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t eend, bint is_event, Rows* entries,
+                         Rows* stats) noexcept nogil:
+    """One map entry of event_metadata (``is_event``) or stat_metadata in [pos, eend): a row (key,
+    name start, name end, display name start, display name end); an event's stats to ``stats``."""
+    cdef uint64_t tag, field, wire, key = 0
+    cdef Py_ssize_t vstart = -1, vend = -1, fend, name_s = 0, name_e = 0, disp_s = 0, disp_e = 0
+    cdef bint has_key = False
+    cdef int err
+    cdef int64_t owner = entries.n
+    while pos < eend:
+        err = read_varint(buf, &pos, eend, &tag)
+        if err != 0:
+            return err
+        field = tag >> 3
+        wire = tag & 7
+        if field == 0 or field > C_MAX_FIELD:
+            return C_FIELD_ZERO
+        if field == 1:
+            if wire != 0 or has_key:
+                return C_BAD_WIRE_TYPE
+            err = read_varint(buf, &pos, eend, &key)
+            has_key = True
+        elif field == 2:
+            if wire != 2 or vstart >= 0:  # a value twice: upb merges them
+                return C_BAD_WIRE_TYPE
+            err = read_len(buf, &pos, eend, &vend)
+            vstart = pos
+            pos = vend
+        else:
+            return C_BAD_WIRE_TYPE  # upb keeps an entry with an unknown field aside, out of the map
+        if err != 0:
+            return err
+    if vstart >= 0:
+        pos = vstart
+        while pos < vend:
+            err = read_varint(buf, &pos, vend, &tag)
+            if err != 0:
+                return err
+            field = tag >> 3
+            wire = tag & 7
+            if field == 0 or field > C_MAX_FIELD:
+                return C_FIELD_ZERO
+            if field == 2 or (is_event and (field == 4 or field == 5)):
+                if wire != 2:
+                    return C_BAD_WIRE_TYPE
+                err = read_len(buf, &pos, vend, &fend)
+                if err != 0:
+                    return err
+                if field == 2:
+                    name_s, name_e = pos, fend
+                elif field == 4:
+                    disp_s, disp_e = pos, fend
+                else:
+                    err = _stat_fields(buf, pos, fend, owner, stats)
+                    if err != 0:
+                        return err
+                pos = fend
+            else:
+                err = skip_field(buf, &pos, vend, wire)
+                if err != 0:
+                    return err
+    return rows_push(entries, <int64_t>key, name_s, name_e, disp_s, disp_e)
+
+
+cdef object _texts(const uint8_t* buf, object rows, int start_col):
+    """The UTF-8 texts (bad bytes replaced) of the spans in columns ``start_col`` and the next."""
+    cdef const int64_t[:, ::1] r = rows
+    cdef Py_ssize_t i
+    out = []
+    for i in range(r.shape[0]):
+        out.append(PyUnicode_DecodeUTF8(<const char*>(buf + r[i, start_col]), r[i, start_col + 1] - r[i, start_col],
+                                        "replace"))
+    return out
+
+
+def plane_metadata(data, starts, ends):
+    """The metadata of one XPlane whose fields (lines excluded) lie at ``data[starts[i]:ends[i]]``
+    (one whole field each), or None where upb must parse the plane (see above). Returns (id,
+    name, event metadata ids, their names, their display names, stat metadata ids, their names,
+    the event metadata's stats, the plane's stats): ids ascending (int64), texts in their order;
+    stats as int64 rows (owner, metadata_id, kind, value, text length), the metadata's grouped
+    by owner (its row in id order; its stats in wire order), the plane's in wire order (owner
+    -1); a str or bytes value is its text's offset in ``data``, a double its bits, a uint64 its
+    bits as int64."""
+    buf_arr = as_u8(data)
+    cdef const uint8_t[::1] view = buf_arr
+    cdef const uint8_t* buf = &view[0] if view.shape[0] else NULL
+    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
+    if s.shape[0] != e.shape[0]:
+        raise ValueError("starts and ends differ in length")
+    cdef Rows events, stat_meta, stats
+    events.data = NULL
+    events.n = events.cap = 0
+    events.width = 5
+    stat_meta.data = NULL
+    stat_meta.n = stat_meta.cap = 0
+    stat_meta.width = 5
+    stats.data = NULL
+    stats.n = stats.cap = 0
+    stats.width = 5
+    cdef Py_ssize_t i, pos, end, fend, n = view.shape[0], name_s = 0, name_e = 0
+    cdef uint64_t tag, field, wire, plane_id = 0
+    cdef int err = 0
+    cdef int64_t[::1] evo, smo
+    try:
+        with nogil:
+            for i in range(s.shape[0]):
+                pos = s[i]
+                end = e[i]
+                if pos < 0 or end > n or pos > end:
+                    err = C_LENGTH
+                    break
+                while pos < end and err == 0:
+                    err = read_varint(buf, &pos, end, &tag)
+                    if err != 0:
+                        break
+                    field = tag >> 3
+                    wire = tag & 7
+                    if field == 0 or field > C_MAX_FIELD:
+                        err = C_FIELD_ZERO
+                    elif field == 1:
+                        if wire != 0:
+                            err = C_BAD_WIRE_TYPE
+                        else:
+                            err = read_varint(buf, &pos, end, &plane_id)
+                    elif field == 2 or field == 4 or field == 5 or field == 6:
+                        if wire != 2:
+                            err = C_BAD_WIRE_TYPE
+                            break
+                        err = read_len(buf, &pos, end, &fend)
+                        if err != 0:
+                            break
+                        if field == 2:
+                            name_s, name_e = pos, fend
+                        elif field == 6:
+                            err = _stat_fields(buf, pos, fend, -1, &stats)
+                        else:
+                            err = _metadata_entry(buf, pos, fend, field == 4, &events if field == 4 else &stat_meta,
+                                                  &stats)
+                        pos = fend
+                    elif field == 3:
+                        err = C_BAD_WIRE_TYPE  # lines are not the metadata's: a span that holds one is not ours
+                    else:
+                        err = skip_field(buf, &pos, end, wire)
+                if err != 0:
+                    break
+        if err != 0:
+            return None
+        ev_order = np.empty(events.n, dtype=np.int64)
+        sm_order = np.empty(stat_meta.n, dtype=np.int64)
+        evo = ev_order
+        smo = sm_order
+        if (_by_key(&events, &evo[0] if events.n else NULL) != 0
+                or _by_key(&stat_meta, &smo[0] if stat_meta.n else NULL) != 0):
+            return None  # a repeated map key (upb keeps the last entry), or no memory: upb decides
+        ev = rows_array(&events)[ev_order]
+        sm = rows_array(&stat_meta)[sm_order]
+        meta_st, plane_st = _stats_by_entry(&stats, ev_order)
+        return (<int64_t>plane_id, bytes(view[name_s:name_e]), ev[:, 0].copy(), _texts(buf, ev, 1),
+                _texts(buf, ev, 3), sm[:, 0].copy(), _texts(buf, sm, 1), meta_st, plane_st)
+    finally:
+        free(events.data)
+        free(stat_meta.data)
+        free(stats.data)
+
+
+cdef struct KeyRow:
+    int64_t key
+    int64_t row
+
+
+cdef int _key_row_cmp(const void* a, const void* b) noexcept nogil:
+    cdef const KeyRow* x = <const KeyRow*>a
+    cdef const KeyRow* y = <const KeyRow*>b
+    if x.key != y.key:
+        return -1 if x.key < y.key else 1
+    return -1 if x.row < y.row else (1 if x.row > y.row else 0)
+
+
+cdef int _by_key(Rows* r, int64_t* order) noexcept nogil:
+    """The rows of ``r`` ordered by their key (column 0): their row numbers into ``order``; 1
+    when a key repeats, C_NO_MEMORY without memory, else 0."""
+    cdef Py_ssize_t i
+    cdef int repeated = 0
+    if r.n == 0:
+        return 0
+    cdef KeyRow* k = <KeyRow*>malloc(r.n * sizeof(KeyRow))
+    if k == NULL:
+        return C_NO_MEMORY
+    for i in range(r.n):
+        k[i].key = r.data[i * r.width]
+        k[i].row = i
+    qsort(k, r.n, sizeof(KeyRow), _key_row_cmp)
+    for i in range(r.n):
+        order[i] = k[i].row
+        if i > 0 and k[i].key == k[i - 1].key:
+            repeated = 1
+    free(k)
+    return repeated
+
+
+cdef tuple _stats_by_entry(Rows* st, object ev_order):
+    """The metadata entries' stats with owner = the entry's row in key order, grouped by it (an
+    entry's stats in wire order), and the plane's own stats (owner -1) in wire order."""
+    cdef const int64_t[::1] order = ev_order
+    cdef Py_ssize_t n_entries = order.shape[0], i, j, n_plane = 0
+    row_arr = np.empty(n_entries, dtype=np.int64)
+    starts_arr = np.zeros(n_entries + 1, dtype=np.int64)
+    cdef int64_t[::1] row_of = row_arr
+    cdef int64_t[::1] starts = starts_arr
+    cdef int64_t owner
+    for i in range(n_entries):
+        row_of[order[i]] = i
+    for i in range(st.n):
+        owner = st.data[i * st.width]
+        if owner < 0:
+            n_plane += 1
+        else:
+            starts[row_of[owner] + 1] += 1
+    for i in range(n_entries):
+        starts[i + 1] += starts[i]
+    meta_arr = np.empty((st.n - n_plane, 5), dtype=np.int64)
+    plane_arr = np.empty((n_plane, 5), dtype=np.int64)
+    cdef int64_t[:, ::1] meta = meta_arr
+    cdef int64_t[:, ::1] plane = plane_arr
+    cdef Py_ssize_t at, p = 0
+    for i in range(st.n):
+        owner = st.data[i * st.width]
+        if owner < 0:
+            at = p
+            p += 1
+            for j in range(5):
+                plane[at, j] = st.data[i * st.width + j]
+        else:
+            at = starts[row_of[owner]]
+            starts[row_of[owner]] += 1
+            meta[at, 0] = row_of[owner]
+            for j in range(1, 5):
+                meta[at, j] = st.data[i * st.width + j]
+    return meta_arr, plane_arr

@@ -41,7 +41,7 @@ from tbprof.analyses.memory import memory_profile
 from tbprof.analyses.ops import op_metrics, precision
 from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS, KernelReports
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
-from tbprof.analyses.overview.profile_summary import summarize_store
+from tbprof.analyses.overview.profile_summary import device_counts
 from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS, Steps
 from tbprof.analyses.table import Column, Table
@@ -337,6 +337,12 @@ class HostPartial:
 SUMMARY_KEYS = ("device_types", "device_count", "event_count", "span_ps")
 
 
+def _summary(store: ProfileStore) -> dict[str, Any]:
+    """The ``SUMMARY_KEYS`` of ``summarize_store(store)``."""
+    types, count = device_counts(store)
+    return {"span_ps": store.span_ps, "event_count": store.n_events, "device_types": types, "device_count": count}
+
+
 def build_partial(store: ProfileStore, available_tools: Sequence[str] | None,
                   parts: Parts = ALL_PARTS) -> dict[str, Any]:
     """The partial of one store as ``encode_partials`` writes it: its header and the carried
@@ -348,7 +354,7 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str] | None,
         "metadata": pack_value(store.metadata),
         "planes": [{"name": p.name, "n_events": int(p.n_events), "plane_stats": pack_value(dict(p.plane_stats))}
                    for p in store.planes],
-        "summary": {k: v for k, v in summarize_store(store).items() if k in SUMMARY_KEYS},
+        "summary": _summary(store),
         "available_tools": list(available_tools) if available_tools is not None else None,
         "carried": {c.name: c.pack(c.of(store)) for c in CARRIED if c.name in parts},
     }

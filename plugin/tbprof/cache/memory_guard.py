@@ -26,7 +26,8 @@ import ctypes
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -71,18 +72,33 @@ def decompressed_limit_bytes() -> int | None:
 
 def available_bytes() -> int | None:
     """Memory a conversion may use: $TBPROF_CONVERT_MEMORY_BYTES, else the kernel's
-    MemAvailable (None when unknown, e.g. not Linux: then nothing is refused)."""
+    MemAvailable (None when unknown, e.g. not Linux: then nothing is refused), read at most
+    once per ``MEMINFO_TTL_S``."""
     env = os.environ.get(LIMIT_ENV, "").strip()
     if env.isdigit():
         return int(env)
+    global _meminfo
+    now = time.monotonic()
+    if now - _meminfo[0] < MEMINFO_TTL_S:
+        return _meminfo[1]
+    found: int | None = None
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    found = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        found = None
+    _meminfo = (now, found)
+    return found
+
+
+# The kernel composes /proc/meminfo on every read (tens of microseconds, twice per converted
+# file: a visible share of a small pod host's conversion in a worker); a reading this recent
+# still says what is available now.
+MEMINFO_TTL_S = 0.05
+_meminfo: tuple[float, int | None] = (-1.0, None)
 
 
 def _gb(n: float) -> str:
@@ -192,8 +208,9 @@ def conversion(path: Location, streamable: bool | None = None, stream_dir: Path 
             _reserved_bytes -= need
 
 
-def check_allocation(source: str, need_bytes: int, what: str) -> None:
-    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now.
+def check_allocation(source: str, need_bytes: int, what: str | Callable[[], str]) -> None:
+    """Refuses (MemoryRefusal) to allocate ``need_bytes`` more than the memory available now;
+    ``what`` (or what it returns, asked only for a refusal) says what takes the memory.
 
     For readers that learn a file's real size only while decoding it: the XSpace scanner's
     counts say how many events a file holds, and a file of empty events holds one per 2 bytes
@@ -201,6 +218,7 @@ def check_allocation(source: str, need_bytes: int, what: str) -> None:
     """
     avail = available_bytes()
     if avail is not None and need_bytes > avail:
+        what = what if isinstance(what, str) else what()
         raise MemoryRefusal(source, (
             f"the file is too large to open here: it holds {what}, which need about {_gb(need_bytes)} of "
             f"memory and {_gb(avail)} is available. Open it on a machine with more memory, or capture a "

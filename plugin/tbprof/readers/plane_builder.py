@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tbprof._core import kernels
+from tbprof._core import kernels, wire
 from tbprof._core.wire import hash_spans
 from tbprof.cache.disk_cache import save_blobs
 from tbprof.cache.entry_writer import EntryWriter
@@ -186,6 +186,82 @@ def plane_meta(pmsg: xplane_pb2.XPlane, strings: StringTable, blobs: list[bytes]
                      meta_display_name_id, meta_stats, plane_stats)
 
 
+# A plane with this many fields, this many of them plane stats, keeps only the last stat of each
+# metadata name before upb parses it (readers/xplane.py ``without_replaced_stats``): the stats'
+# order, and so the order their values are interned in, is that of the kept ones.
+MANY_PLANE_STATS = 256
+
+
+def wire_plane_meta(data: bytes | np.ndarray, spans: np.ndarray, strings: StringTable,
+                    blobs: list[bytes]) -> tuple[int, str, PlaneMeta] | None:
+    """A plane's id, name and ``plane_meta`` read from its fields' bytes (``spans``: start, end
+    rows of whole XPlane fields, lines excluded) by the compiled core, without a upb message
+    (what a pod's worker spends most of a small host's plane metadata on); the same tables, the
+    same strings interned in the same order. None where only upb reads the plane as it would:
+    the caller parses it (``plane_meta``)."""
+    got = wire.plane_metadata(data, spans[:, 0], spans[:, 1])
+    if got is None:
+        return None
+    plane_id, plane_name, meta_ids, ev_names, ev_display, stat_ids, names, meta_st, plane_st = got
+    prune = (spans.shape[0] >= MANY_PLANE_STATS and plane_st.shape[0] >= MANY_PLANE_STATS
+             and bool((plane_st[:, 1] >= 0).all()))
+    if prune and any("\ufffd" in n for n in names):
+        return None  # the kept stats are grouped by name bytes, which these texts no longer tell apart
+    # Nothing interned before this point: a plane left to upb interns its strings from the start.
+    stat_names = np.array(strings.intern_all(names), dtype=np.int32)
+    stat_name_of = dict(zip(stat_ids.tolist(), stat_names.tolist(), strict=True))
+    meta_name_id = np.array(strings.intern_all(ev_names), dtype=np.int32)
+    meta_display_name_id = np.array([i if d else 0 for i, d in zip(strings.intern_all(ev_display), ev_display,
+                                                                     strict=True)], dtype=np.int32)
+
+    view = memoryview(data) if isinstance(data, bytes) else data.data
+    m_stat: list[int] = []
+    m_kind: list[int] = []
+    m_value: list[int] = []
+    for _, meta, kind, value, length in meta_st.tolist():
+        k, v = _value_from_wire(view, meta, kind, value, length, stat_name_of, strings, blobs)
+        m_stat.append(stat_name_of.get(meta, 0))
+        m_kind.append(k)
+        m_value.append(v)
+    meta_stats = tables.StatTable(meta_st[:, 0].astype(np.int32), np.array(m_stat, np.int32),
+                                  np.array(m_kind, np.int8), np.array(m_value, np.int64))
+
+    if prune:
+        group_of_name: dict[str, int] = {}
+        meta_group = np.array([group_of_name.setdefault(n, len(group_of_name)) for n in names], dtype=np.int64)
+        ids = plane_st[:, 1]
+        group = np.full(ids.shape[0], -1, dtype=np.int64)
+        if stat_ids.shape[0]:
+            pos = np.minimum(np.searchsorted(stat_ids, ids), stat_ids.shape[0] - 1)
+            known = stat_ids[pos] == ids
+            group[known] = meta_group[pos[known]]
+        _, first_reversed = np.unique(group[::-1], return_index=True)
+        keep = np.zeros(ids.shape[0], dtype=bool)
+        keep[ids.shape[0] - 1 - first_reversed] = True
+        plane_st = plane_st[keep]
+    last_of_name = {stat_name_of.get(row[1], 0): row for row in plane_st.tolist()}
+    plane_stats: dict[str, object] = {}
+    for name_id, (_, meta, kind, value, length) in last_of_name.items():
+        k, v = _value_from_wire(view, meta, kind, value, length, stat_name_of, strings, blobs)
+        plane_stats[strings[name_id]] = _plain_value(k, v, strings, blobs)
+    return plane_id, plane_name.decode("utf-8", errors="replace"), PlaneMeta(
+        stat_ids, stat_names, meta_ids, np.arange(meta_ids.shape[0], dtype=np.int32), meta_name_id,
+        meta_display_name_id, meta_stats, plane_stats)
+
+
+def _value_from_wire(view: memoryview, meta: int, kind: int, value: int, length: int, stat_name_of: dict[int, int],
+                     strings: StringTable, blobs: list[bytes]) -> tuple[int, int]:
+    """``_value_from_pb`` of a stat row of ``wire.plane_metadata``."""
+    if kind == tables.KIND_STR:
+        return kind, strings.intern(str(view[value:value + length], "utf-8", "replace"))
+    if kind == tables.KIND_BYTES:
+        blobs.append(bytes(view[value:value + length]))
+        return kind, len(blobs) - 1
+    if kind == tables.KIND_REF:
+        return kind, stat_name_of.get(value & 0xFFFFFFFFFFFFFFFF, 0)  # a uint64 on the wire
+    return kind, value
+
+
 def _stat_name_ids(pmsg: xplane_pb2.XPlane, strings: StringTable) -> tuple[np.ndarray, np.ndarray]:
     ids = np.array(sorted(pmsg.stat_metadata.keys()), dtype=np.int64)
     name_ids = np.array([strings.intern(_text(pmsg.stat_metadata[i].name)) for i in ids.tolist()], dtype=np.int32)
@@ -267,7 +343,7 @@ def decode_texts(f: ByteSource, texts: np.ndarray, first_stat: int, kind: np.nda
             for i, o, ln in zip(by_offset[a:b].tolist(), (f_off[a:b] - lo).tolist(), f_len[a:b].tolist(),
                                 strict=True):
                 decoded[i] = str(raw[o:o + ln], "utf-8", errors="replace")
-        ids = np.array([strings.intern(t) for t in decoded], dtype=np.int64)
+        ids = np.array(strings.intern_all(decoded), dtype=np.int64)
         value[rows[str_at]] = ids[inverse]
         del decoded, ids, inverse, first, offsets, lengths
     for row, o, ln in np.asarray(texts[~is_str]).tolist():
@@ -293,9 +369,9 @@ def finish_stats(cols: Columns, f: ByteSource, ev_lo: int, first_stat: int, stat
     return tables.StatTable(owner, stat_id, kind_col, values)
 
 
-def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane, pm: PlaneMeta, blobs: list[bytes],
-                 plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine], ev_lo: int, first_stat: int,
-                 origin_ps: int, strings: StringTable, window: int, limit: Limit | None,
+def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_name: str, pm: PlaneMeta,
+                 blobs: list[bytes], plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine], ev_lo: int,
+                 first_stat: int, origin_ps: int, strings: StringTable, window: int, limit: Limit | None,
                  deferred: DeferredStats | None = None, keep_columns: bool = True) -> tables.Plane:
     """Plane ``pi`` from its columns in ``cols`` (``pm``: its metadata tables, ``blobs`` their
     bytes values). ``deferred``: the stats are decoded on first use; ``keep_columns`` False: the
@@ -362,7 +438,7 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
                    "meta_idx": np.zeros(0, np.int32), "name_id": np.zeros(0, np.int32),
                    "depth": np.zeros(0, np.int16), "line_idx": np.zeros(0, np.int32),
                    "stats": tables.StatTable.empty(), "blobs": []}
-    head = PlaneHead(id=pmsg.id, name=_text(pmsg.name), line_ids=line_ids, line_names=[_text(m.name) for m in lines],
+    head = PlaneHead(id=plane_id, name=plane_name, line_ids=line_ids, line_names=[_text(m.name) for m in lines],
                      line_display_names=[_text(m.display_name) for m in lines], line_timestamp_ns=line_timestamp_ns,
                      plane_stats=pm.plane_stats)
     out = plane(pi, head, line_offsets, columns, pm.meta_ids, pm.meta_name_id, pm.meta_display_name_id,

@@ -1,9 +1,10 @@
 """Reader of ``*.xplane.pb`` (XSpace) files into a ``ProfileStore``.
 
 The bulky part (events and their stats) is scanned from the wire bytes by
-``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); the small parts (plane metadata,
-line names, hostnames) are parsed by upb from the byte spans the scanner recorded. See
-``_core/wire.pyx`` for why.
+``tbprof._core.wire.scan`` (compiled, bounds-checked, parallel); a plane's metadata maps and
+stats are read from the byte spans the scanner recorded by ``wire.plane_metadata`` (upb where a
+plane takes a form upb reads its own way: ``plane_builder.wire_plane_meta``), the other small
+parts (line names, hostnames) parsed by upb. See ``_core/wire.pyx`` for why.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
-from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta
+from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
@@ -66,8 +67,19 @@ def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:
     return read_xspace(path, lazy=True)
 
 
+_FEW_SPANS = 16
+
+
 def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> object:
     """Parses the fields at ``spans`` (start, end rows in wire order) as one message."""
+    if spans.shape[0] <= _FEW_SPANS:  # a line's header: joined in Python, not numpy's per-call overhead
+        runs: list[list[int]] = []
+        for s, e in spans.tolist():
+            if runs and runs[-1][1] == s:
+                runs[-1][1] = e
+            else:
+                runs.append([s, e])
+        return message_type.FromString(b"".join(data[s:e] for s, e in runs))  # type: ignore[attr-defined]
     if spans.shape[0] > 1:
         # The fields of one message lie back to back except where its lines were cut out, so
         # join runs of adjacent spans (a plane with many stats is one run, not a slice per stat).
@@ -140,7 +152,8 @@ def _metadata_fields(data: bytes | np.ndarray, plane_fields: np.ndarray) -> int:
     if plane_fields.shape[0] == 0:
         return 0
     raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else data.view(np.uint8)
-    return int(np.isin(raw[plane_fields[:, 1]], _METADATA_TAGS).sum())
+    tags = raw[plane_fields[:, 1]]
+    return int(np.count_nonzero((tags == _METADATA_TAGS[0]) | (tags == _METADATA_TAGS[1])))
 
 
 def build_need_bytes(sc: wire.ScanResult, data: bytes | np.ndarray) -> int:
@@ -170,7 +183,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     owner_kind = sc.spans[:, 0] >> 32
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
     span_se = sc.spans[:, 1:]
-    check_allocation(source, build_need_bytes(sc, data), describe_counts(sc, data))
+    check_allocation(source, build_need_bytes(sc, data), lambda: describe_counts(sc, data))
     strings = StringTable()
     # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
     # file came as an array (a local read) or as bytes (an object store's answer).
@@ -222,15 +235,18 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     source_bytes = MemoryBytes(view, source)
     deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
-        fields = without_replaced_stats(data, view, span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]])
-        pmsg = parse_spans(xplane_pb2.XPlane, view, fields)
-        assert isinstance(pmsg, xplane_pb2.XPlane)
+        plane_spans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         blobs: list[bytes] = []
-        pm = plane_meta(pmsg, strings, blobs)
+        read = wire_plane_meta(data, plane_spans, strings, blobs)
+        if read is None:  # what the compiled reader leaves to upb (it interned nothing)
+            pmsg = parse_spans(xplane_pb2.XPlane, view, without_replaced_stats(data, view, plane_spans))
+            assert isinstance(pmsg, xplane_pb2.XPlane)
+            read = pmsg.id, _text(pmsg.name), plane_meta(pmsg, strings, blobs)
+        plane_id, plane_name, pm = read
         cols = _scanned_columns(sc, ev_range, st_range, texts)
         later = _PlaneLazy(deferred, pi, ev_range) if deferred is not None and not sc.with_stats else None
-        planes.append(finish_plane(cols, source_bytes, pi, pmsg, pm, blobs, plane_lines, line_msgs, ev_range.start,
-                                   st_range.start, int(origin_ps), strings, len(data), None, later))
+        planes.append(finish_plane(cols, source_bytes, pi, plane_id, plane_name, pm, blobs, plane_lines, line_msgs,
+                                   ev_range.start, st_range.start, int(origin_ps), strings, len(data), None, later))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,

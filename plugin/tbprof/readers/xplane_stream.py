@@ -211,8 +211,9 @@ def _convert(f: StreamSource, w: EntryWriter, source: str, host: str, window: in
         ev_lo = int(line_first_event[plane_lines[0]]) if plane_lines.shape[0] else 0
         blobs: list[bytes] = []
         pm = plane_meta(pmsg, strings, blobs)
-        planes.append(finish_plane(EntryColumns(w, pi), f, pi, pmsg, pm, blobs, plane_lines, line_msgs, ev_lo,
-                                   first_stat[pi], int(origin_ps), strings, window, limit, keep_columns=False))
+        planes.append(finish_plane(EntryColumns(w, pi), f, pi, pmsg.id, pmsg.name.decode("utf-8", errors="replace"), pm,
+                                   blobs, plane_lines, line_msgs, ev_lo, first_stat[pi], int(origin_ps), strings,
+                                   window, limit, keep_columns=False))
         del pmsg
     if phases is not None:
         phases.update(index=t_index - t0, decode=t_decode - t_index, finish=time.perf_counter() - t_decode,

@@ -229,7 +229,7 @@ def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
             store, stored = convert_file(path, key, disk, kind.reader, kind.streamer)
             t = lap("convert_s", t)
         if isinstance(store, ProfileStore) and task.want_partial:
-            store.skip_memo_sizes()  # this store is dropped when the task returns
+            store.keep_memo_private()  # this store is dropped when the task returns
             fields = partial_dict(store, task.parts)
             t = lap("partial_s", t)
             partial = encode_partial(fields) if fields is not None else None

@@ -13,7 +13,9 @@ Single flight: a caller that asks while another thread computes the same key wai
 computation instead of repeating it. In-flight markers are removed when the computation ends,
 so nothing but the budgeted values stays behind.
 
-The budget: ``$TBPROF_MEMORY_BYTES`` (default 4 GiB), read when it is first used.
+The budget: ``$TBPROF_MEMORY_BYTES`` (default 4 GiB), read when it is first used. The one
+exception: a store that lives for one computation in a worker keeps its derived values to
+itself (``PrivateMemo``) and drops them with it.
 """
 
 from __future__ import annotations
@@ -253,11 +255,36 @@ class Memo:
     def contains(self, key: Hashable) -> bool:
         return self.budget.contains(self._owner, key)
 
+    def used(self) -> bool:
+        """Whether a value was ever asked for (the budget is taken on first use)."""
+        return self._finalizer is not None
+
     def clear(self) -> None:
         self.budget.drop_owner(self._owner)
 
     def clear_key(self, key: Hashable) -> None:
         self.budget.drop(self._owner, key)
+
+
+class PrivateMemo:
+    """``Memo.get`` for the values of one object that lives for one computation and is then
+    dropped with them (a worker's store, while it builds the host's partial): held by the
+    object alone, outside the shared budget, with no lock, in-flight future or finalizer per
+    value (a measurable share of a small host's partial: bench/measurements.md#services). Two
+    threads asking at once may both compute a value (derived values are pure); the first
+    stored is the one every caller gets."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
+        try:
+            found: T = self._values[key]
+            return found
+        except KeyError:
+            pass
+        value: T = self._values.setdefault(key, compute())
+        return value
 
 
 class SmallLru(Generic[K, V]):

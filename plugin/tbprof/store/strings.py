@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -24,6 +25,20 @@ class StringTable:
         self._strings.append(s)
         self._ids[s] = new_id
         return new_id
+
+    def intern_all(self, texts: Iterable[str]) -> list[int]:
+        """``[self.intern(s) for s in texts]``, in one pass without a method call per text (a
+        reader interns every name of a plane)."""
+        ids, strings = self._ids, self._strings
+        if len(ids) != len(strings):  # a table built from repeated strings: ids are not len(ids)
+            return [self.intern(s) for s in texts]
+        before = len(ids)
+        out = [ids.setdefault(s, len(ids)) for s in texts]
+        if len(ids) > before:  # the new strings, in the order they were added (the dict's)
+            added = list(itertools.islice(reversed(ids), len(ids) - before))
+            added.reverse()
+            strings.extend(added)
+        return out
 
     def id(self, s: str) -> int:
         """The id of ``s``, or -1 when the profile never mentions it."""

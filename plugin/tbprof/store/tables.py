@@ -21,7 +21,7 @@ import numpy as np
 
 from tbprof._core.kernels import bucket_gather
 from tbprof._core.wire import default_threads
-from tbprof.store.memo import Memo
+from tbprof.store.memo import Memo, PrivateMemo
 from tbprof.store.strings import StringTable
 
 # Stat value kinds (``StatTable.kind``); mirrors _core/wire.pyx.
@@ -356,7 +356,7 @@ class ProfileStore:
     # store need not derive them again: name -> {"arrays": {field: array}, "json": value}
     # (written by the layer that knows them: service/profiles.py ``persist_derived``).
     derived: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
-    _memo: Memo = field(default_factory=Memo, repr=False)
+    _memo: Memo | PrivateMemo = field(default_factory=Memo, repr=False)
     # Set once the service has started this store's background warm-ups (service/profiles.py).
     warm_started: bool = field(default=False, repr=False, compare=False)
 
@@ -387,7 +387,18 @@ class ProfileStore:
         host's partial): its derived values are not sized for the memory budget (walking them
         is a sizeable share of building a partial: bench/measurements.md#serving); they are
         freed with the store."""
-        self._memo.estimate = False
+        if isinstance(self._memo, Memo):
+            self._memo.estimate = False
+
+    def keep_memo_private(self) -> None:
+        """For a store that lives for one computation and is then dropped with its values (a
+        worker's, while it builds the host's partial, service/executor.py): they are held by
+        the store alone (``PrivateMemo``), outside the shared budget and its bookkeeping. Where
+        a value was asked for already, ``skip_memo_sizes``."""
+        if isinstance(self._memo, Memo) and not self._memo.used():
+            self._memo = PrivateMemo()
+        else:
+            self.skip_memo_sizes()
 
     def memo(self, key: Any, compute: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
         """Computes a derived value once per store (step assignment, op links, ...), single

@@ -32,18 +32,25 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
     }
 
 
+def device_counts(store: ProfileStore) -> tuple[list[str], int]:
+    """A host's device types (``["CPU"]`` without a device plane holding events) and how many
+    device planes hold events: ``summarize_store``'s, without summarising every plane and line
+    (what a pod's host partial carries, analyses/partials.py ``SUMMARY_KEYS``)."""
+    busy = [p for p in store.planes if kind_of_name(p.name) in DEVICE_SIDE and p.n_events > 0]
+    return sorted({device_type(p) for p in busy}) or ["CPU"], len(busy)
+
+
 def summarize_store(store: ProfileStore | TfprofProfile) -> HostSummary:
     """Headline numbers of one host (a tfprof profile has no planes: no devices, no events)."""
     planes = [_plane_summary(store, p) for p in store.planes] if isinstance(store, ProfileStore) else []
-    devices = [p for p in planes if kind_of_name(p["name"]) in DEVICE_SIDE]
-    types = sorted({p["device_type"] for p in devices if p["event_count"] > 0})
+    types, count = device_counts(store) if isinstance(store, ProfileStore) else (["CPU"], 0)
     return {
         "host": store.host, "source_path": store.source_path, "format": store.format,
         "hostnames": store.hostnames, "errors": store.errors, "warnings": store.warnings,
         "span_ps": store.span_ps, "event_count": store.n_events,
-        "device_types": types or ["CPU"],
-        "device_count": sum(1 for p in devices if p["event_count"] > 0),
-        "device_names": sorted({p["device_name"] for p in devices if p["device_name"]}),
+        "device_types": types, "device_count": count,
+        "device_names": sorted({p["device_name"] for p in planes
+                                if kind_of_name(p["name"]) in DEVICE_SIDE and p["device_name"]}),
         "planes": planes,
     }
 

@@ -186,6 +186,37 @@ def test_settings_are_locked_inside_a_select(jax_mlp: api.Profile) -> None:
     assert got["rows"] == [[False, True]]
 
 
+def test_a_connection_opened_ahead_serves_its_own_text_once(jax_mlp: api.Profile,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_engine(query)`` opens the connection while the caller converts; ``run_sql`` of the
+    same text takes it (once, locked down as any), another text or a refused one gets none."""
+    opened: list[object] = []
+    real_connect = sql_engine.connect
+
+    def connect(memory_bytes: int, writable_dir: str | None = None) -> object:
+        opened.append(real_connect(memory_bytes, writable_dir))
+        return opened[-1]
+
+    monkeypatch.setattr(sql_engine, "connect", connect)
+    query = "SELECT count(*) AS n, current_setting('lock_configuration') AS locked FROM events"
+    sql_engine.load_engine(query)
+    assert len(opened) == 1
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name, query)
+    assert len(opened) == 1 and got["rows"][0][1] is True and got["rows"][0][0] > 0
+    run_sql(jax_mlp.profiles, jax_mlp.run.name, query)  # taken: a second run opens its own
+    assert len(opened) == 2
+    sql_engine.load_engine(query)
+    run_sql(jax_mlp.profiles, jax_mlp.run.name, query + " WHERE dur_ps > 0")  # another text
+    assert len(opened) == 4
+    sql_engine.load_engine("DROP TABLE events")  # refused: nothing kept open
+    assert len(opened) == 5 and sql_engine._opened_connection("DROP TABLE events", sql_engine.query_memory_bytes()) is None
+    with pytest.raises(BadParameter, match="only SELECT"):
+        run_sql(jax_mlp.profiles, jax_mlp.run.name, "DROP TABLE events")
+    leftover = sql_engine._opened_connection(query, sql_engine.query_memory_bytes())  # the one not taken
+    assert leftover is opened[2]
+    leftover.close()
+
+
 def test_a_long_query_text_is_refused_before_parsing(jax_mlp: api.Profile) -> None:
     huge = "SELECT 1 " + "-" * (10 << 20)  # 10 MB
     with pytest.raises(BadParameter, match=f"at most {MAX_QUERY_CHARS:,}"):

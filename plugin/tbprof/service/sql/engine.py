@@ -90,10 +90,41 @@ def load_duckdb() -> Any:
     return _duckdb()
 
 
-def load_engine() -> None:
-    """Imports DuckDB: a caller that is converting a profile meanwhile (the CLI) does
-    it then, instead of on the first query."""
-    _duckdb()
+def load_engine(query: str | None = None) -> None:
+    """Imports DuckDB and, given the query the caller runs next, opens that query's connection
+    (``connect``'s settings, the text parsed, DuckDB's first statement run), which the
+    ``run_sql`` of the same text takes: a caller that converts a profile meanwhile (the CLI) does
+    this work then, instead of after the conversion. A text that does not parse opens nothing
+    (``run_sql`` gives its error)."""
+    duckdb = _duckdb()
+    if query is None:
+        return
+    memory_bytes = query_memory_bytes()
+    con = connect(memory_bytes)
+    try:
+        _select_statement(con, duckdb, query)
+        con.execute("SELECT 1").fetchall()
+    except (TbprofError, duckdb.Error):
+        con.close()
+        return
+    with _OPENED_LOCK:
+        replaced = _OPENED[:]
+        _OPENED[:] = [(query, memory_bytes, con)]
+    for _, _, old in replaced:
+        old.close()
+
+
+# The connection ``load_engine`` opened ahead of its query (at most one): (text, memory limit, connection).
+_OPENED: list[tuple[str, int, Any]] = []
+_OPENED_LOCK = threading.Lock()
+
+
+def _opened_connection(query: str, memory_bytes: int) -> Any | None:
+    """The connection opened ahead for this query text and memory limit (taken: used once), or None."""
+    with _OPENED_LOCK:
+        if _OPENED and _OPENED[0][0] == query and _OPENED[0][1] == memory_bytes:
+            return _OPENED.pop()[2]
+    return None
 
 
 # --- the events view ------------------------------------------------------------------------
@@ -412,8 +443,11 @@ def _execute(con: Any, duckdb: Any, query: str, max_rows: int,
 
 
 def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None,
-            max_rows: int = 10_000, timeout_s: float = 30.0) -> SqlResult:
-    """One read-only SELECT over the run's views (every host, or ``host``)."""
+            max_rows: int = 10_000, timeout_s: float = 30.0, phases: dict[str, float] | None = None) -> SqlResult:
+    """One read-only SELECT over the run's views (every host, or ``host``). ``phases``, where
+    given, gets the wall seconds of its parts: ``connect_s`` (a locked-down connection, the text
+    parsed), ``views_s`` (the stores and the views over their columns), ``query_s`` (DuckDB's
+    run and fetch, a rerun with every column included)."""
     began = time.perf_counter()
     duckdb = _duckdb()
     if max_rows < 0:
@@ -422,14 +456,17 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
         raise BadParameter("timeout_s must be more than 0")
     memory_bytes = query_memory_bytes()
     host_errors: list[dict[str, str]] = []
-    con = connect(memory_bytes)
+    con = _opened_connection(query, memory_bytes) or connect(memory_bytes)
     try:
         statement = _select_statement(con, duckdb, query)
         the_run = profiles.run(run)
         hosts = _host_names(the_run, host)
+        connected = time.perf_counter()
+        viewed = connected
         with reserved(memory_bytes):
             try:
                 register_views(con, profiles, the_run, hosts, statement, host_errors=host_errors)
+                viewed = time.perf_counter()
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
             except duckdb.Error as e:
                 if _UNLOADED not in str(e):
@@ -445,6 +482,8 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
                     raise BadParameter(str(e2)) from e2
     finally:
         con.close()
+    if phases is not None:
+        phases.update(connect_s=connected - began, views_s=viewed - connected, query_s=time.perf_counter() - viewed)
     kept = rows[:max_rows]
     result: SqlResult = {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept],
                          "row_count": len(kept), "truncated": truncated,

@@ -131,6 +131,24 @@ def built_bytes(plane: Plane, names: Collection[str]) -> int:
     return total
 
 
+# A host string table of at most this many strings is given to DuckDB once per query as one list
+# (``listed_strings``), and ``name`` as the store's ids into it: no object array of a reference
+# per event to build, and DuckDB scans int32 (outside the GIL) instead of Python strings. A
+# larger table (a long PyTorch trace's: millions of names and values) would cost more to convert
+# per plane than the references do, so its names stay an object array.
+MAX_LISTED_STRINGS = 1 << 16
+
+
+def listed_strings(strings: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The host's string table (``text_table``) as a one-row frame of one list column
+    ``texts``, or None when it has more than MAX_LISTED_STRINGS strings."""
+    if strings.shape[0] - 1 > MAX_LISTED_STRINGS:
+        return None
+    row = np.empty(1, dtype=object)
+    row[0] = strings[:-1].tolist()
+    return {"texts": row}
+
+
 def text_table(texts: list[str]) -> np.ndarray:
     """``texts`` as an object array with a trailing None, so that code -1 reads as NULL."""
     table = np.empty(len(texts) + 1, dtype=object)
@@ -342,9 +360,13 @@ class PlaneColumns:
             return _texts_of(name_codes if name == "tf_op_name" else type_codes, text_table(parts))
         return self._memo(name, texts)
 
-    def frame(self, wanted: Collection[str]) -> dict[str, Any]:
-        """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
+    def frame(self, wanted: Collection[str], name_ids: bool = False) -> dict[str, Any]:
+        """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them.
+        ``name_ids``: ``name`` as the store's int32 string ids, read in place (the view looks the
+        texts up in the host's listed strings, ``listed_strings``), not an object array."""
         names = [c.name for c in FRAME_COLUMNS if c.name in wanted] or ["event_id"]
+        if name_ids and self.rows is None:
+            return {name: np.asarray(self.plane.name_id) if name == "name" else self.column(name) for name in names}
         return {name: self._chunk(name) if self.rows is not None else self.column(name) for name in names}
 
     def _chunk(self, name: str) -> Any:

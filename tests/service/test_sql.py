@@ -408,8 +408,9 @@ def test_text_sorts_and_compares_as_text(jax_mlp: api.Profile) -> None:
 @pytest.mark.parametrize("run_name", ["jax_mlp", "torch_ddp"])
 def test_names_from_the_listed_strings_equal_the_object_column(run_name: str, request: pytest.FixtureRequest,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """A host's small string table goes to DuckDB as one list and ``name`` as the store's own
-    ids (no array built); the answers are those of the object column a larger table keeps."""
+    """A host's small string table goes to DuckDB as one list and its text columns as ids into it
+    (``name``: the store's own array, no copy); the answers are those of the object columns a
+    larger table keeps, on every text column of the host's strings."""
     profile: api.Profile = request.getfixturevalue(run_name)
     stores = profile.profiles.stores_tolerant(profile.run, sorted(profile.run.hosts), few_planes=True)[0]
     assert all(isinstance(s, ProfileStore) for s in stores)
@@ -417,9 +418,10 @@ def test_names_from_the_listed_strings_equal_the_object_column(run_name: str, re
     assert isinstance(store, ProfileStore)
     strings = sql_engine.host_strings(store)
     plane = max(range(len(store.planes)), key=lambda i: store.planes[i].n_events)
-    frame = PlaneColumns(store, plane, strings).frame({"name", "dur_ps"}, name_ids=True)
+    frame = PlaneColumns(store, plane, strings).frame({"name", "dur_ps"}, host_ids=True)
     assert np.shares_memory(frame["name"], store.planes[plane].name_id)
-    queries = ["SELECT host, plane_index, event_id, name, kernel_name FROM events ORDER BY ALL",
+    texts = ", ".join(sorted(sql_columns.HOST_TEXT_COLUMNS))
+    queries = [f"SELECT host, plane_index, event_id, kernel_name, {texts} FROM events ORDER BY ALL",
                "SELECT name, count(*), sum(dur_ps) FROM events GROUP BY name ORDER BY ALL",
                "SELECT count(*) FROM events WHERE name LIKE '%a%' OR name IS NULL"]
     listed = [run_sql(profile.profiles, profile.run.name, q, max_rows=10**7)["rows"] for q in queries]
@@ -429,7 +431,7 @@ def test_names_from_the_listed_strings_equal_the_object_column(run_name: str, re
     objects = [run_sql(profile.profiles, profile.run.name, q, max_rows=10**7)["rows"] for q in queries]
     assert listed == objects
     assert len(listed[0]) == sum(p.n_events for s in stores if isinstance(s, ProfileStore) for p in s.planes) > 0
-    names = {r[3] for r in listed[0]}
+    names = {r[4 + sorted(sql_columns.HOST_TEXT_COLUMNS).index("name")] for r in listed[0]}
     assert None not in names and names <= set(strings[:-1].tolist())
 
 

@@ -34,6 +34,7 @@ from tbprof.service.selection import ALL_HOSTS, select_hosts
 from tbprof.service.sql.columns import (
     BASE_COLUMNS,
     FRAME_COLUMNS,
+    HOST_TEXT_COLUMNS,
     STAT_COLUMNS,
     PlaneColumns,
     built_bytes,
@@ -186,7 +187,7 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
 def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str],
                  strings_name: str | None = None) -> str:
     """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed.
-    ``strings_name``: the host's ``listed_strings`` frame, where the frame's ``name`` holds string ids."""
+    ``strings_name``: the host's ``listed_strings`` frame, where the frame's HOST_TEXT_COLUMNS hold string ids."""
     plane = store.planes[plane_index]
 
     def col(name: str, sql_type: str) -> str:
@@ -194,8 +195,8 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
         # A text column of no string at all scans as DuckDB's NULL type: the cast keeps it VARCHAR.
         if name not in built:
             return f"error('{_UNLOADED} {name}')::{sql_type}"
-        if name == "name" and strings_name is not None:
-            return "st.texts[ev.name + 1]::VARCHAR"  # 1-based; id -1 reads index 0, NULL
+        if name in HOST_TEXT_COLUMNS and strings_name is not None:
+            return f"st.texts[ev.{name} + 1]::VARCHAR"  # 1-based; id -1 reads index 0, NULL
         return f"ev.{name}::VARCHAR" if sql_type == "VARCHAR" else f"ev.{name}"
 
     category = category_of(plane)
@@ -223,7 +224,7 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
         f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
     ]
     exprs += [f"{_stat_expr(col, c.name, c.sql_type)} AS {c.name}" for c in STAT_COLUMNS]
-    listed = f", {strings_name} AS st" if strings_name is not None and "name" in built else ""
+    listed = f", {strings_name} AS st" if strings_name is not None and HOST_TEXT_COLUMNS & set(built) else ""
     return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev{listed}"
 
 
@@ -354,7 +355,7 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
             _check_columns_fit(stores, built)
         for k, (host, store) in enumerate(stores):
             strings = host_strings(store)
-            listed = listed_strings(strings) if "name" in built else None
+            listed = listed_strings(strings) if HOST_TEXT_COLUMNS & set(built) else None
             strings_name = f"s_{k}" if listed is not None else None
             if listed is not None:
                 con.register(strings_name, listed)
@@ -362,7 +363,7 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
                 if plane.n_events == 0:
                     continue
                 name = f"f_{len(branches)}"
-                con.register(name, PlaneColumns(store, i, strings).frame(built, name_ids=listed is not None))
+                con.register(name, PlaneColumns(store, i, strings).frame(built, host_ids=listed is not None))
                 branches.append(plane_select(store, host, i, name, built, strings_name))
     con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else empty_events()))
     for what in TABLE_SOURCES if tables else ():

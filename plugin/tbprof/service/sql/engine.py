@@ -467,7 +467,9 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
         raise BadParameter("timeout_s must be more than 0")
     memory_bytes = query_memory_bytes()
     host_errors: list[dict[str, str]] = []
-    con = _opened_connection(query, memory_bytes) or connect(memory_bytes)
+    con = _opened_connection(query, memory_bytes)
+    if con is None:
+        con = connect(memory_bytes)
     try:
         statement = _select_statement(con, duckdb, query)
         the_run = profiles.run(run)

@@ -138,9 +138,10 @@ def built_bytes(plane: Plane, names: Collection[str]) -> int:
 # A host string table of at most this many strings is given to DuckDB once per query as one list
 # (``listed_strings``), and the HOST_TEXT_COLUMNS as int32 ids into it (``name``: the store's own
 # array): no object array of a reference per event to build, and DuckDB scans int32 (outside the
-# GIL) instead of Python strings. A larger table (a long PyTorch trace's: millions of names and
-# values) would cost more to convert per plane than the references do: its texts stay object arrays.
-MAX_LISTED_STRINGS = 1 << 16
+# GIL) instead of Python strings. DuckDB's lookup costs more per row the longer the list (its
+# cross product hands each chunk of rows the list anew), so a longer table (a long PyTorch trace's:
+# hundreds of thousands of names and values) keeps object arrays (bench/measurements.md#sql).
+MAX_LISTED_STRINGS = 1 << 12
 
 
 def listed_strings(strings: np.ndarray) -> dict[str, np.ndarray] | None:

@@ -141,6 +141,7 @@ class Measured(NamedTuple):
     status: dict[str, float]  # CLI_WITH_STATUS's fields, bytes and times (empty for other commands)
     peak_anon_bytes: int  # RssAnon's peak, sampled every SAMPLE_S: the process's own memory
     query_peak_anon_bytes: int  # the same while run_sql ran (0 where not reported)
+    timings: str  # ``tbprof sql --timings``' line ("" where not asked)
 
 
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
@@ -163,13 +164,16 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
             raise RuntimeError(f"{cmd[:3]} failed ({code}): {err.decode()[-2000:]}")
         out_file.seek(0)
         status: dict[str, float] = {}
+        timings = ""
         for line in err.decode(errors="replace").splitlines():
             if line.startswith("TBPROF_STATUS "):
                 status = json.loads(line.removeprefix("TBPROF_STATUS "))
+            elif line.startswith("tbprof timings (s): "):
+                timings = line.removeprefix("tbprof timings (s): ")
         t_q0, t_q1 = status.get("query_t0", 0.0), status.get("query_t1", 0.0)
         query_peak = max((a for t, a in samples if t_q0 <= t <= t_q1), default=0)
         return Measured(seconds, usage.ru_maxrss * 1024, out_file.read().decode(), status,
-                        max((a for _, a in samples), default=0), query_peak)
+                        max((a for _, a in samples), default=0), query_peak, timings)
 
 
 def memory_line(m: Measured) -> str:
@@ -216,7 +220,7 @@ def cli_runs(source: Path, query: str, tmp: Path, env: dict[str, str], repeat: i
         cache = tmp / f"cache{i}"
         cache.mkdir()
         cli = [sys.executable, "-c", CLI_WITH_STATUS, "sql", str(source), query, "--format", "json",
-               "--cache-dir", str(cache)]
+               "--cache-dir", str(cache), "--timings"]
         colds.append(run_measured(cli, env))
         wait_for_cache(cache, timeout_s=cache_timeout_s)
         warms.append(run_measured(cli, env))
@@ -256,7 +260,7 @@ def stream(args: argparse.Namespace) -> None:
         cache = tmp / "cache"
         cache.mkdir()
         cli = [sys.executable, "-c", CLI_WITH_STATUS, "sql", str(big), QUERY, "--format", "json",
-               "--cache-dir", str(cache), "--timeout", "3600"]
+               "--cache-dir", str(cache), "--timeout", "3600", "--timings"]
         cold = run_measured(cli, env)
         wait_for_cache(cache, timeout_s=3600)
         warms = [run_measured(cli, env) for _ in range(args.repeat)]
@@ -265,6 +269,7 @@ def stream(args: argparse.Namespace) -> None:
             print(f"tbprof sql, {name}: {m.seconds:.2f} s, peak RSS (ru_maxrss) {m.max_rss_bytes / 1e6:.0f} MB "
                   f"= {m.max_rss_bytes / budget:.2f}x the budget; {memory_line(m)}; peak anonymous / budget "
                   f"{m.peak_anon_bytes / budget:.2f} (process), {m.query_peak_anon_bytes / budget:.2f} (the query)")
+        print(f"  where the conversion's run went (s): {cold.timings}")
         answers = {json.dumps(json.loads(m.stdout)["rows"]) for m in (cold, *warms)}
         print(f"same answer every run: {len(answers) == 1}")
 
@@ -343,6 +348,7 @@ def main() -> int:
 
         cold, warm, inproc = cli_runs(xplane, QUERY, tmp, env, args.repeat)
         print(f"tbprof sql, cold (empty cache)        : {cold.seconds:.2f} s, {memory_line(cold)}")
+        print(f"  where the median cold run went (s)  : {cold.timings}")
         print(f"tbprof sql, cached store (new process): {warm.seconds:.2f} s, {memory_line(warm)}")
         print(f"tbprof run_sql on the cached store    : first {inproc['first_s']:.3f} s (store mapped, columns "
               f"built), again {inproc['second_s']:.3f} s; importing DuckDB {inproc['imports_s']:.2f} s; "

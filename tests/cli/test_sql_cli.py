@@ -113,3 +113,23 @@ def test_sql_answers_without_importing_pandas(cache_dir: Path) -> None:
     body, _, last = done.stdout.rstrip().rpartition("\n")
     assert json.loads(body)["rows"][0][1] > 0
     assert last == "pandas imported: False"
+
+
+def test_sql_timings_name_every_phase(capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
+    """``--timings`` prints one line on stderr with a number for each phase, the answer unchanged."""
+    path = str(SAMPLE_PROFILES / "jax_mlp")
+    code, plain, _ = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir))
+    code, out, err = _run(capsys, "sql", path, QUERY, "--format", "json", "--cache-dir", str(cache_dir), "--timings")
+    assert code == 0
+    assert {k: v for k, v in json.loads(out).items() if k != "elapsed_ms"} == {
+        k: v for k, v in json.loads(plain).items() if k != "elapsed_ms"}
+    (line,) = [x for x in err.splitlines() if x.startswith("tbprof timings (s): ")]
+    phases = dict(part.rsplit(" ", 1) for part in line.removeprefix("tbprof timings (s): ").split(", "))
+    assert list(phases) == ["start + imports", "list", "DuckDB import + connect", "then converting", "connect",
+                            "views", "query", "answer", "command total"]
+    seconds = {k: float(v) for k, v in phases.items() if v != "?"}
+    assert all(s >= 0 for s in seconds.values())
+    # The command's phases add up to its total (each printed to the ms).
+    parts = [seconds[k] for k in ("list", "DuckDB import + connect", "then converting", "answer")]
+    run_sql_s = sum(seconds[k] for k in ("connect", "views", "query"))
+    assert sum(parts) + run_sql_s == pytest.approx(seconds["command total"], abs=0.01)

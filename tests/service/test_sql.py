@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 from tbprof.domain.planes import HOST_PLANE
@@ -16,10 +17,13 @@ from tbprof.errors import BadParameter, NotFound
 from tbprof.readers import xplane
 from tbprof.service import api
 from tbprof.service.sql import MAX_QUERY_CHARS, run_sql, sql_tables
+from tbprof.service.sql import columns as sql_columns
 from tbprof.service.sql import engine as sql_engine
 from tbprof.service.sql import export as sql_export
 from tbprof.service.sql.columns import FRAME_COLUMNS, TRACE_ARGS_BYTES_PER_STAT, PlaneColumns, built_bytes
+from tbprof.service.sql.columns import listed_strings as sql_listed_strings
 from tbprof.service.sql.tables import host_table, source_of
+from tbprof.store.tables import ProfileStore
 from tests.conftest import SAMPLE_PROFILES
 
 GOLDENS = sorted((Path(__file__).resolve().parent.parent / "golden" / "sql").glob("*.json"))
@@ -184,6 +188,38 @@ def test_settings_are_locked_inside_a_select(jax_mlp: api.Profile) -> None:
     got = run_sql(jax_mlp.profiles, jax_mlp.run.name,
                   "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')")
     assert got["rows"] == [[False, True]]
+
+
+def test_a_connection_opened_ahead_serves_its_own_text_once(jax_mlp: api.Profile,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_engine(query)`` opens the connection while the caller converts; ``run_sql`` of the
+    same text takes it (once, locked down as any), another text or a refused one gets none."""
+    opened: list[duckdb.DuckDBPyConnection] = []
+    real_connect = sql_engine.connect
+
+    def connect(memory_bytes: int, writable_dir: str | None = None) -> duckdb.DuckDBPyConnection:
+        opened.append(real_connect(memory_bytes, writable_dir))
+        return opened[-1]
+
+    monkeypatch.setattr(sql_engine, "connect", connect)
+    query = "SELECT count(*) AS n, current_setting('lock_configuration') AS locked FROM events"
+    sql_engine.load_engine(query)
+    assert len(opened) == 1
+    got = run_sql(jax_mlp.profiles, jax_mlp.run.name, query)
+    assert len(opened) == 1 and got["rows"][0][1] is True
+    again = run_sql(jax_mlp.profiles, jax_mlp.run.name, query)  # taken: a second run opens its own
+    assert len(opened) == 2 and again["rows"] == got["rows"]
+    sql_engine.load_engine(query)
+    run_sql(jax_mlp.profiles, jax_mlp.run.name, query + " WHERE dur_ps > 0")  # another text
+    assert len(opened) == 4
+    sql_engine.load_engine("DROP TABLE events")  # refused: nothing kept open
+    assert len(opened) == 5
+    assert sql_engine._opened_connection("DROP TABLE events", sql_engine.query_memory_bytes()) is None
+    with pytest.raises(BadParameter, match="only SELECT"):
+        run_sql(jax_mlp.profiles, jax_mlp.run.name, "DROP TABLE events")
+    leftover = sql_engine._opened_connection(query, sql_engine.query_memory_bytes())  # the one not taken
+    assert leftover is opened[2]
+    leftover.close()
 
 
 def test_a_long_query_text_is_refused_before_parsing(jax_mlp: api.Profile) -> None:
@@ -367,6 +403,36 @@ def test_text_sorts_and_compares_as_text(jax_mlp: api.Profile) -> None:
     below = run_sql(jax_mlp.profiles, jax_mlp.run.name,
                     f"SELECT count(DISTINCT name) FROM events WHERE name < '{pivot.replace(chr(39), chr(39) * 2)}'")
     assert below["rows"] == [[len(names) // 2]]
+
+
+@pytest.mark.parametrize("run_name", ["jax_mlp", "torch_ddp"])
+def test_names_from_the_listed_strings_equal_the_object_column(run_name: str, request: pytest.FixtureRequest,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host's small string table goes to DuckDB as one list and its text columns as ids into it
+    (``name``: the store's own array, no copy); the answers are those of the object columns a
+    larger table keeps, on every text column of the host's strings."""
+    profile: api.Profile = request.getfixturevalue(run_name)
+    stores = profile.profiles.stores_tolerant(profile.run, sorted(profile.run.hosts), few_planes=True)[0]
+    assert all(isinstance(s, ProfileStore) for s in stores)
+    store = stores[0]
+    assert isinstance(store, ProfileStore)
+    strings = sql_engine.host_strings(store)
+    plane = max(range(len(store.planes)), key=lambda i: store.planes[i].n_events)
+    frame = PlaneColumns(store, plane, strings).frame({"name", "dur_ps"}, host_ids=True)
+    assert np.shares_memory(frame["name"], store.planes[plane].name_id)
+    texts = ", ".join(sorted(sql_columns.HOST_TEXT_COLUMNS))
+    queries = [f"SELECT host, plane_index, event_id, kernel_name, {texts} FROM events ORDER BY ALL",
+               "SELECT name, count(*), sum(dur_ps) FROM events GROUP BY name ORDER BY ALL",
+               "SELECT count(*) FROM events WHERE name LIKE '%a%' OR name IS NULL"]
+    listed = [run_sql(profile.profiles, profile.run.name, q, max_rows=10**7)["rows"] for q in queries]
+    assert sql_listed_strings(strings) is not None
+    monkeypatch.setattr(sql_columns, "MAX_LISTED_STRINGS", 0)
+    assert sql_listed_strings(strings) is None
+    objects = [run_sql(profile.profiles, profile.run.name, q, max_rows=10**7)["rows"] for q in queries]
+    assert listed == objects
+    assert len(listed[0]) == sum(p.n_events for s in stores if isinstance(s, ProfileStore) for p in s.planes) > 0
+    names = {r[4 + sorted(sql_columns.HOST_TEXT_COLUMNS).index("name")] for r in listed[0]}
+    assert None not in names and names <= set(strings[:-1].tolist())
 
 
 def test_text_columns_of_an_empty_table_are_varchar(tmp_path_factory: pytest.TempPathFactory) -> None:

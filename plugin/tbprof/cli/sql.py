@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for
+from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, process_age_s, profiles_for
 from tbprof.domain.answer_size import NARROW_SQL
 
 # A column of the terminal table shows at most this many characters (the JSON and CSV keep all).
@@ -25,6 +26,8 @@ def configure_sql(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--max-rows", type=int, default=10_000, help="rows printed at most (default 10000)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds the query may run (default 300)")
+    p.add_argument("--timings", action="store_true",
+                   help="print where the time went, phase by phase, as one line on stderr")
 
 
 def _scalar(value: Any) -> Any:
@@ -55,30 +58,66 @@ def format_table(names: list[str], rows: list[list[Any]]) -> str:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    marks = {"start": time.perf_counter()}
+    age_s = process_age_s() if args.timings else None
     query = sys.stdin.read() if args.query == "-" else args.query
     profiles = profiles_for(args.path, args.cache_dir, executor_from(args))
     run = pick_run(profiles, args.run)
-    # Conversion (a background thread) overlaps the import of DuckDB, as `summary`'s does; lazily,
-    # as run_sql reads the stores (a query decodes the stats of the planes whose stat columns it names).
+    marks["listed"] = time.perf_counter()
+    # Conversion (a background thread) overlaps the import of DuckDB and the opening of the query's
+    # connection, as `summary`'s overlaps its imports; lazily, as run_sql reads the stores (a query
+    # decodes the stats of the planes whose stat columns it names).
     loading = profiles.load_in_background(run, [args.host] if args.host in run.hosts else sorted(run.hosts),
                                           few_planes=True)
     from tbprof.service.sql import load_engine, run_sql
 
-    load_engine()
+    load_engine(query)
+    marks["imported"] = time.perf_counter()
     loading.join()
-    result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout)
+    marks["loaded"] = time.perf_counter()
+    phases: dict[str, float] = {}
+    result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout,
+                     phases=phases)
+    marks["queried"] = time.perf_counter()
+    _print_result(run.name, result, args.format)
+    if args.timings:
+        sys.stdout.flush()
+        marks["printed"] = time.perf_counter()
+        print(timings_line(marks, phases, age_s), file=sys.stderr)
+    return _done(result, args.format)
+
+
+def _print_result(run_name: str, result: Any, fmt: str) -> None:
+    if fmt == "json":
+        print_json({"run": run_name, **result}, narrow=NARROW_SQL)
+        return
     names = [c["name"] for c in result["columns"]]
-    if args.format == "json":
-        print_json({"run": run.name, **result}, narrow=NARROW_SQL)
-        return _done(result, args.format)
     rows = [[_scalar(v) for v in row] for row in result["rows"]]
-    if args.format == "csv":
+    if fmt == "csv":
         from tbprof.analyses.encode import rows_csv
 
         sys.stdout.write(rows_csv(names, rows, narrow=NARROW_SQL).decode())
     else:
         sys.stdout.write(format_table(names, rows))
-    return _done(result, args.format)
+
+
+def timings_line(marks: dict[str, float], phases: dict[str, float], age_s: float | None) -> str:
+    """``--timings``: the wall seconds of each phase of ``tbprof sql``: the interpreter and the
+    imports before the command (from the process's start, to about 10 ms; "?" where /proc does
+    not say), listing the run, importing DuckDB and the SQL layer and opening the query's
+    connection (while the stores convert on a thread), the wait for the conversion beyond that,
+    then ``run_sql``'s parts (the connection where not opened ahead, the views over the stores,
+    DuckDB's query) and printing the answer."""
+    def f(x: float) -> str:
+        return f"{x:.3f}"
+
+    return (f"tbprof timings (s): start + imports {f(age_s) if age_s is not None else '?'}, "
+            f"list {f(marks['listed'] - marks['start'])}, "
+            f"DuckDB import + connect {f(marks['imported'] - marks['listed'])}, "
+            f"then converting {f(marks['loaded'] - marks['imported'])}, "
+            f"connect {f(phases.get('connect_s', 0.0))}, views {f(phases.get('views_s', 0.0))}, "
+            f"query {f(phases.get('query_s', 0.0))}, answer {f(marks['printed'] - marks['queried'])}, "
+            f"command total {f(marks['printed'] - marks['start'])}")
 
 
 def _done(result: Any, fmt: str) -> int:

@@ -5,7 +5,9 @@ A plane's columns are a dict of numpy arrays, which DuckDB scans in place; panda
 imported (its import takes longer than the query it would serve). A name, line or text stat is an
 object array indexed from the host's string table by the store's int32 ids: one reference an
 event to a string the table already holds (none is made per event), and a missing id (-1) picks
-the table's trailing None. A stat that may be missing is a numpy masked array (DuckDB: NULL).
+the table's trailing None (where the host's table is small, the view reads those of the host's
+strings by id instead: ``listed_strings``). A stat that may be missing is a numpy masked array
+(DuckDB: NULL).
 A column is built only when a query names it (``EventColumn.name`` appears in its text, or the
 query says ``*``): a derived column costs 1-9 bytes an event, and most queries name few.
 """
@@ -102,6 +104,8 @@ BASE_COLUMNS: tuple[EventColumn, ...] = (
 
 FRAME_COLUMNS: tuple[EventColumn, ...] = BASE_COLUMNS + STAT_COLUMNS
 _BY_NAME = {c.name: c for c in FRAME_COLUMNS}
+# Text columns whose values are strings of the host's string table (``PlaneColumns.host_ids``).
+HOST_TEXT_COLUMNS = frozenset({"name", "hlo_op", *(c.name for c in STAT_COLUMNS if c.kind == "text")})
 
 
 # Bytes a built column holds per event: an object array's reference (text), int64 or float64
@@ -129,6 +133,25 @@ def built_bytes(plane: Plane, names: Collection[str]) -> int:
         if spec.kind == "json":
             total += TRACE_ARGS_BYTES_PER_STAT * (len(plane.stats) + len(plane.meta_stats))
     return total
+
+
+# A host string table of at most this many strings is given to DuckDB once per query as one list
+# (``listed_strings``), and the HOST_TEXT_COLUMNS as int32 ids into it (``name``: the store's own
+# array): no object array of a reference per event to build, and DuckDB scans int32 (outside the
+# GIL) instead of Python strings. DuckDB's lookup costs more per row the longer the list (its
+# cross product hands each chunk of rows the list anew), so a longer table (a long PyTorch trace's:
+# hundreds of thousands of names and values) keeps object arrays (bench/measurements.md#sql).
+MAX_LISTED_STRINGS = 1 << 12
+
+
+def listed_strings(strings: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The host's string table (``text_table``) as a one-row frame of one list column
+    ``texts``, or None when it has more than MAX_LISTED_STRINGS strings."""
+    if strings.shape[0] - 1 > MAX_LISTED_STRINGS:
+        return None
+    row = np.empty(1, dtype=object)
+    row[0] = strings[:-1].tolist()
+    return {"texts": row}
 
 
 def text_table(texts: list[str]) -> np.ndarray:
@@ -271,16 +294,28 @@ class PlaneColumns:
         has = idx >= 0
         return _masked_int(np.where(has, steps.step_nums[np.clip(idx, 0, None)], 0), has)
 
+    def host_ids(self, name: str) -> np.ndarray:
+        """The int32 ids into the host's string table of a ``HOST_TEXT_COLUMNS`` column (-1:
+        none): the store's own array for ``name``, else derived once and memoised (4 bytes an event)."""
+        if name == "name":
+            return np.asarray(self.plane.name_id)
+        if name == "hlo_op":
+            return self._memo("hlo_op_ids", self._hlo_op)
+        return self._memo(f"{name}_ids", lambda: self._text_stat_ids(_BY_NAME[name]))
+
+    def _text_stat_ids(self, spec: EventColumn) -> np.ndarray:
+        ids = np.full(self.plane.n_events, -1, dtype=np.int32)
+        for s in reversed([s for s in spec.stats if self.store.stat_id(s) >= 0]):  # the first name listed wins
+            got = self.plane.dense_str_ids(self.store.stat_id(s))
+            ids = np.where(got >= 0, got, ids).astype(np.int32)
+        return ids
+
     def _stat(self, spec: EventColumn) -> Any:
         plane = self.plane
         n = plane.n_events
         found = [s for s in spec.stats if self.store.stat_id(s) >= 0]
         if spec.kind == "text":
-            ids = np.full(n, -1, dtype=np.int32)
-            for s in reversed(found):  # the first name listed wins
-                got = plane.dense_str_ids(self.store.stat_id(s))
-                ids = np.where(got >= 0, got, ids).astype(np.int32)
-            return _texts_of(ids, self.strings)
+            return _texts_of(self._text_stat_ids(spec), self.strings)
         if not found:
             empty = np.zeros(n, dtype=bool)
             if spec.kind == "float":
@@ -342,10 +377,15 @@ class PlaneColumns:
             return _texts_of(name_codes if name == "tf_op_name" else type_codes, text_table(parts))
         return self._memo(name, texts)
 
-    def frame(self, wanted: Collection[str]) -> dict[str, Any]:
-        """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them."""
+    def frame(self, wanted: Collection[str], host_ids: bool = False) -> dict[str, Any]:
+        """The wanted frame columns (in FRAME_COLUMNS order), as DuckDB registers them.
+        ``host_ids``: the ``HOST_TEXT_COLUMNS`` as int32 ids into the host's string table (the
+        view looks the texts up in its ``listed_strings``), not as object arrays."""
         names = [c.name for c in FRAME_COLUMNS if c.name in wanted] or ["event_id"]
-        return {name: self._chunk(name) if self.rows is not None else self.column(name) for name in names}
+        if self.rows is not None:
+            return {name: self._chunk(name) for name in names}
+        return {name: self.host_ids(name) if host_ids and name in HOST_TEXT_COLUMNS else self.column(name)
+                for name in names}
 
     def _chunk(self, name: str) -> Any:
         """Column ``name`` of the events ``rows``: a copy, so that the plane's whole column goes."""

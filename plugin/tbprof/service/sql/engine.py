@@ -34,11 +34,13 @@ from tbprof.service.selection import ALL_HOSTS, select_hosts
 from tbprof.service.sql.columns import (
     BASE_COLUMNS,
     FRAME_COLUMNS,
+    HOST_TEXT_COLUMNS,
     STAT_COLUMNS,
     PlaneColumns,
     built_bytes,
     category_of,
     device_name,
+    listed_strings,
     text_table,
 )
 from tbprof.service.sql.tables import TABLE_SOURCES, concat_columns, host_table, source_of, table_columns
@@ -90,10 +92,41 @@ def load_duckdb() -> Any:
     return _duckdb()
 
 
-def load_engine() -> None:
-    """Imports DuckDB: a caller that is converting a profile meanwhile (the CLI) does
-    it then, instead of on the first query."""
-    _duckdb()
+def load_engine(query: str | None = None) -> None:
+    """Imports DuckDB and, given the query the caller runs next, opens that query's connection
+    (``connect``'s settings, the text parsed, DuckDB's first statement run), which the
+    ``run_sql`` of the same text takes: a caller that converts a profile meanwhile (the CLI) does
+    this work then, instead of after the conversion. A text that does not parse opens nothing
+    (``run_sql`` gives its error)."""
+    duckdb = _duckdb()
+    if query is None:
+        return
+    memory_bytes = query_memory_bytes()
+    con = connect(memory_bytes)
+    try:
+        _select_statement(con, duckdb, query)
+        con.execute("SELECT 1").fetchall()
+    except (TbprofError, duckdb.Error):
+        con.close()
+        return
+    with _OPENED_LOCK:
+        replaced = _OPENED[:]
+        _OPENED[:] = [(query, memory_bytes, con)]
+    for _, _, old in replaced:
+        old.close()
+
+
+# The connection ``load_engine`` opened ahead of its query (at most one): (text, memory limit, connection).
+_OPENED: list[tuple[str, int, Any]] = []
+_OPENED_LOCK = threading.Lock()
+
+
+def _opened_connection(query: str, memory_bytes: int) -> Any | None:
+    """The connection opened ahead for this query text and memory limit (taken: used once), or None."""
+    with _OPENED_LOCK:
+        if _OPENED and _OPENED[0][0] == query and _OPENED[0][1] == memory_bytes:
+            return _OPENED.pop()[2]
+    return None
 
 
 # --- the events view ------------------------------------------------------------------------
@@ -151,8 +184,10 @@ def _wanted_frame_columns(query: str | None) -> set[str]:
     return wanted
 
 
-def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str]) -> str:
-    """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed."""
+def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str],
+                 strings_name: str | None = None) -> str:
+    """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed.
+    ``strings_name``: the host's ``listed_strings`` frame, where the frame's HOST_TEXT_COLUMNS hold string ids."""
     plane = store.planes[plane_index]
 
     def col(name: str, sql_type: str) -> str:
@@ -160,6 +195,8 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
         # A text column of no string at all scans as DuckDB's NULL type: the cast keeps it VARCHAR.
         if name not in built:
             return f"error('{_UNLOADED} {name}')::{sql_type}"
+        if name in HOST_TEXT_COLUMNS and strings_name is not None:
+            return f"st.texts[ev.{name} + 1]::VARCHAR"  # 1-based; id -1 reads index 0, NULL
         return f"ev.{name}::VARCHAR" if sql_type == "VARCHAR" else f"ev.{name}"
 
     category = category_of(plane)
@@ -187,7 +224,8 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
         f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
     ]
     exprs += [f"{_stat_expr(col, c.name, c.sql_type)} AS {c.name}" for c in STAT_COLUMNS]
-    return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev"
+    listed = f", {strings_name} AS st" if strings_name is not None and HOST_TEXT_COLUMNS & set(built) else ""
+    return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev{listed}"
 
 
 def _stat_expr(col: Callable[[str, str], str], name: str, sql_type: str) -> str:
@@ -315,14 +353,18 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
         stores = _stores(profiles, run, hosts, errors)
         if query is not None:
             _check_columns_fit(stores, built)
-        for host, store in stores:
+        for k, (host, store) in enumerate(stores):
             strings = host_strings(store)
+            listed = listed_strings(strings) if HOST_TEXT_COLUMNS & set(built) else None
+            strings_name = f"s_{k}" if listed is not None else None
+            if listed is not None:
+                con.register(strings_name, listed)
             for i, plane in enumerate(store.planes):
                 if plane.n_events == 0:
                     continue
                 name = f"f_{len(branches)}"
-                con.register(name, PlaneColumns(store, i, strings).frame(built))
-                branches.append(plane_select(store, host, i, name, built))
+                con.register(name, PlaneColumns(store, i, strings).frame(built, host_ids=listed is not None))
+                branches.append(plane_select(store, host, i, name, built, strings_name))
     con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else empty_events()))
     for what in TABLE_SOURCES if tables else ():
         if words is not None and what not in words:
@@ -412,8 +454,11 @@ def _execute(con: Any, duckdb: Any, query: str, max_rows: int,
 
 
 def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None,
-            max_rows: int = 10_000, timeout_s: float = 30.0) -> SqlResult:
-    """One read-only SELECT over the run's views (every host, or ``host``)."""
+            max_rows: int = 10_000, timeout_s: float = 30.0, phases: dict[str, float] | None = None) -> SqlResult:
+    """One read-only SELECT over the run's views (every host, or ``host``). ``phases``, where
+    given, gets the wall seconds of its parts: ``connect_s`` (a locked-down connection, the text
+    parsed), ``views_s`` (the stores and the views over their columns), ``query_s`` (DuckDB's
+    run and fetch, a rerun with every column included)."""
     began = time.perf_counter()
     duckdb = _duckdb()
     if max_rows < 0:
@@ -422,14 +467,19 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
         raise BadParameter("timeout_s must be more than 0")
     memory_bytes = query_memory_bytes()
     host_errors: list[dict[str, str]] = []
-    con = connect(memory_bytes)
+    con = _opened_connection(query, memory_bytes)
+    if con is None:
+        con = connect(memory_bytes)
     try:
         statement = _select_statement(con, duckdb, query)
         the_run = profiles.run(run)
         hosts = _host_names(the_run, host)
+        connected = time.perf_counter()
+        viewed = connected
         with reserved(memory_bytes):
             try:
                 register_views(con, profiles, the_run, hosts, statement, host_errors=host_errors)
+                viewed = time.perf_counter()
                 columns, rows, truncated = _execute(con, duckdb, statement, max_rows, timeout_s)
             except duckdb.Error as e:
                 if _UNLOADED not in str(e):
@@ -445,6 +495,8 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
                     raise BadParameter(str(e2)) from e2
     finally:
         con.close()
+    if phases is not None:
+        phases.update(connect_s=connected - began, views_s=viewed - connected, query_s=time.perf_counter() - viewed)
     kept = rows[:max_rows]
     result: SqlResult = {"columns": columns, "rows": [[_json_safe(v) for v in row] for row in kept],
                          "row_count": len(kept), "truncated": truncated,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 import sys
 import threading
 import time
@@ -644,7 +643,7 @@ class DaskExecutor:
             # unauthenticated scheduler can replace its functions) never gets a pickle unpickled
             # here (docs/remote.md).
             self._client = Client(scheduler, timeout=10, deserializers=["msgpack"], security=tls)
-        except (OSError, ssl.SSLError) as e:
+        except OSError as e:  # ssl.SSLError is an OSError
             raise ValueError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from e
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
         self.dispatch_s = 0.0

@@ -20,7 +20,6 @@ file, not a TLS failure on connect.
 from __future__ import annotations
 
 import os
-import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,8 @@ DASK_SECURITY_ENV = "TBPROF_DASK_SECURITY"
 
 # Inline key -> Security's parameter.
 _INLINE_KEYS = {"ca-file": "tls_ca_file", "cert": "tls_client_cert", "key": "tls_client_key"}
-_TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
+# ssl is imported only where a TLS cluster is set up: every command imports this module.
+_TLS_VERSIONS = ("1.2", "1.3")
 # A Dask configuration file is a few lines; anything larger is not one.
 _MAX_CONFIG_BYTES = 1 << 20
 
@@ -99,7 +99,9 @@ def _config_file_fields(path: Path) -> dict[str, Any]:
     if version is not None:
         if str(version) not in _TLS_VERSIONS:
             raise ValueError(f"--dask-security: {path}: min-version must be one of {', '.join(_TLS_VERSIONS)}")
-        fields["tls_min_version"] = _TLS_VERSIONS[str(version)]
+        import ssl
+
+        fields["tls_min_version"] = ssl.TLSVersion[f"TLSv1_{str(version)[-1]}"]
     return fields
 
 

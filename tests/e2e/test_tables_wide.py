@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import PAGE_TIMEOUT_MS, app_url, column_names, run_named, wait_ready
+from .helpers import PAGE_TIMEOUT_MS, app_url, column_names, page_error_text, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -101,7 +101,7 @@ def test_no_wide_table_without_a_pinned_first_column_at_1600(standalone: Any, br
     try:
         page = ctx.new_page()
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e: errors.append(page_error_text(page, e)))
         for prefix, tool in [("jax_mlp/", "kernel_stats"), ("jax_mlp/", "framework_op_stats"),
                              ("custom_loop/", "memory_profile"), ("jax_2hosts/", "pod_viewer")]:
             page.goto(app_url(standalone, run=run_named(standalone, prefix), tool=tool))

@@ -70,6 +70,17 @@ def wait_ready(target: Any) -> None:
     target.wait_for_function(PAGE_READY_JS, timeout=PAGE_TIMEOUT_MS)
 
 
+# Two animation frames: what the page scheduled for the next frame (requestAnimationFrame: the
+# tables' pinned columns) and what follows a layout change (ResizeObserver: a chart following its
+# box) has run. Under load a frame can take longer than any fixed sleep.
+NEXT_FRAMES_JS = "() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
+
+
+def after_frames(target: Any) -> None:
+    """Returns once the page has drawn two more frames."""
+    target.evaluate(NEXT_FRAMES_JS)
+
+
 def wait_charts_drawn(target: Any, min_charts: int = 1) -> list[dict[str, Any]]:
     drawn = (f"() => {{ const c = ({CHART_PIXELS_JS})(); "
              f"return c.length >= {min_charts} && c.every((x) => x.painted > 0); }}")

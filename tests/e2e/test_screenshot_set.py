@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from .conftest import SCREENSHOTS
-from .helpers import PluginServer, page_failing_on_errors, wait_ready
+from .helpers import PluginServer, after_frames, page_failing_on_errors, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,14 +38,9 @@ SIDEWAYS_JS = "() => document.documentElement.scrollWidth > document.documentEle
 RUN_PAGES = ("compare", "query")
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
-# Every chart of the page has drawn its first option (Chart.ready), and the frame after that
-# is painted: a screenshot then shows the charts, not their empty boxes.
-CHARTS_DRAWN_JS = """
-async () => {
-  await Promise.all([...(window.__tbprofCharts ?? new Map()).values()].map((c) => c.ready));
-  await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
-}
-"""
+# Every chart of the page has drawn its first option (Chart.ready); after_frames then lets the
+# frame after it paint: a screenshot shows the charts, not their empty boxes.
+CHARTS_READY_JS = "() => Promise.all([...(window.__tbprofCharts ?? new Map()).values()].map((c) => c.ready))"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +73,8 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
                 state = {"run": run, "tool": name}
                 pg.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
                 wait_ready(pg)
-                pg.evaluate(CHARTS_DRAWN_JS)
+                pg.evaluate(CHARTS_READY_JS)
+                after_frames(pg)
                 assert pg.locator(".tbp-message-error").count() == 0, (run, name)
                 assert pg.tbprof_errors == [], (run, name, pg.tbprof_errors)  # named by the page it came from
                 paragraphs = pg.evaluate(PARAGRAPHS_JS)

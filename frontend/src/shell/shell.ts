@@ -606,6 +606,8 @@ export class Shell {
     // Above the page while it loads (and for messages); under the title once it has one.
     this.page.before(this.optionsBar);
     clear(this.page);
+    // A page's own classes (tbp-compare, tbp-query) go with it.
+    this.page.className = "tbp-page";
     this.page.dataset.page = tool;
     let result = null;
     if (!spec?.ownData && !spec?.everyRun) {

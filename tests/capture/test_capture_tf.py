@@ -255,11 +255,10 @@ def _read_only_over_http(prefix: list[str], logdir: Path, tmp_path: Path, addres
 
     from tests import servers
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = [*prefix, sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port)]
-    with servers._run(cmd, base + "/data/plugin/tbprof/settings", base + "/data/plugin/tbprof/", base,
-                      tmp_path / "cache", tmp_path / "serve.log") as srv:
+    def cmd(port: int) -> list[str]:
+        return [*prefix, sys.executable, "-m", "tbprof.cli", "serve", "--logdir", str(logdir), "--port", str(port)]
+
+    with servers._run(cmd, "/data/plugin/tbprof/settings", tmp_path / "cache", tmp_path / "serve.log") as srv:
         req = urllib.request.Request(srv.api + "capture", data=json.dumps({"addresses": address}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
         with pytest.raises(urllib.error.HTTPError) as e:

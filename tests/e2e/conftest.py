@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests import servers
-from tests.e2e.helpers import page_failing_on_errors
+from tests.e2e.helpers import page_error_text, page_failing_on_errors
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("TBPROF_CHROMIUM", "/usr/bin/chromium")
@@ -165,7 +165,7 @@ def _watch(browser: Any, server: Server, color_scheme: str = "light") -> tuple[A
     page = ctx.new_page()
     w = Watch(page, server)
     page.on("console", lambda m: w.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: w.console_errors.append(f"uncaught: {e}"))
+    page.on("pageerror", lambda e: w.console_errors.append(page_error_text(page, e)))
     page.on("request", lambda r: w.requests.append((r.url, r.frame.url if r.frame else "")))
     return ctx, w
 

@@ -36,10 +36,18 @@ ROWS_JS = """
 }
 """
 
+# The page is the one the URL asks for: the shell writes the run, host, tool and options it drew
+# into data-view (base/url_state.ts routedView) once the page is drawn. Right after a goto to
+# another hash the previous page is still on screen, loaded, until the hashchange has run: a
+# readiness check without this would pass on it.
 PAGE_READY_JS = """
 () => {
   const main = document.querySelector('main.tbp-page');
   if (!main || main.children.length === 0) return false;
+  const routed = (text) => [...new URLSearchParams(text.replace(/^#/, ''))]
+    .filter(([k, v]) => v !== '' && (k === 'run' || k === 'host' || k === 'tool' || k.startsWith('o.')))
+    .map(([k, v]) => `${k}=${v}`).sort().join('&');
+  if (main.dataset.view === undefined || routed(main.dataset.view) !== routed(location.hash)) return false;
   if (main.querySelector('.tbp-message-loading')) return false;
   return [...main.querySelectorAll('.tbp-table-widget')].every((t) => !t.classList.contains('tbp-loading'));
 }
@@ -60,6 +68,17 @@ def app_url(server: Any, **state: str) -> str:
 def wait_ready(target: Any) -> None:
     """Waits until the page shows its content (no loading message, no table loading)."""
     target.wait_for_function(PAGE_READY_JS, timeout=PAGE_TIMEOUT_MS)
+
+
+# Two animation frames: what the page scheduled for the next frame (requestAnimationFrame: the
+# tables' pinned columns) and what follows a layout change (ResizeObserver: a chart following its
+# box) has run. Under load a frame can take longer than any fixed sleep.
+NEXT_FRAMES_JS = "() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
+
+
+def after_frames(target: Any) -> None:
+    """Returns once the page has drawn two more frames."""
+    target.evaluate(NEXT_FRAMES_JS)
 
 
 def wait_charts_drawn(target: Any, min_charts: int = 1) -> list[dict[str, Any]]:
@@ -132,6 +151,14 @@ class PluginServer:
         self._thread.join(timeout=10)
 
 
+def page_error_text(page: Any, error: Any) -> str:
+    """An uncaught page error as a failing test reports it: the message, the URL the page was at
+    when it was thrown (its hash names the page), and the browser's stack, so a failure seen
+    once in CI says where it came from."""
+    stack = getattr(error, "stack", None) or ""
+    return f"uncaught: {error} at {page.url}" + (f"\n{stack}" if stack else "")
+
+
 def page_failing_on_errors(browser: Any) -> Any:
     """A new page (in a context of its own) that records console errors and page errors in
     ``page.tbprof_errors``; the caller closes ``page.context`` and asserts the list is empty."""
@@ -139,6 +166,6 @@ def page_failing_on_errors(browser: Any) -> Any:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("pageerror", lambda e: errors.append(page_error_text(pg, e)))
     pg.tbprof_errors = errors
     return pg

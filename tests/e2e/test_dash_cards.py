@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import golden
 
 from .conftest import SCREENSHOTS
-from .helpers import PluginServer, app_url, page_failing_on_errors, run_named, wait_ready
+from .helpers import PluginServer, after_frames, app_url, page_failing_on_errors, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -102,7 +102,7 @@ def test_compare_memory_says_what_the_memory_page_says(browser: Any, sample_prof
         assert any(c.startswith(f"{label}: ") for c in cells)
         for width in (1280, 1600):
             page.set_viewport_size({"width": width, "height": 900})
-            page.wait_for_timeout(200)  # charts follow the new width
+            after_frames(page)  # charts follow the new width
             page.screenshot(path=str(SCREENSHOTS / f"plugin__compare_torch_memory_{width}.png"), full_page=True)
         assert page.tbprof_errors == [], page.tbprof_errors
     finally:

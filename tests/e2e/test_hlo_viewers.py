@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from .conftest import SCREENSHOTS
-from .helpers import PluginServer, page_failing_on_errors, wait_charts_drawn, wait_ready
+from .helpers import PluginServer, after_frames, page_failing_on_errors, wait_charts_drawn, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +56,7 @@ def _shots(page: Any, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for width in (1280, 1600):
         page.set_viewport_size({"width": width, "height": 900})
-        page.wait_for_timeout(300)  # charts follow their box's size on the next frame
+        after_frames(page)  # charts follow their box's size on the next frame
         page.screenshot(path=str(SCREENSHOTS / f"{name}__{width}.png"), full_page=True)
 
 

@@ -13,7 +13,7 @@ from werkzeug.serving import make_server
 from tbprof.http.app import create_app
 from tests.helpers import SERVING_LATENCY_MS, write_serving_xspace
 
-from .helpers import wait_ready
+from .helpers import page_error_text, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -36,7 +36,7 @@ def test_inference_profile_page_lists_the_requests(server: str, browser: Any) ->
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.on("pageerror", lambda e: errors.append(page_error_text(page, e)))
     page.goto(f"{server}/#run=serving%2F2026_11_26_00_00_00&tool=inference_profile")
     wait_ready(page)
     rows = page.locator('[data-table="requests"] tbody tr')

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import app_url, run_named, wait_ready
+from .helpers import after_frames, app_url, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +38,7 @@ def test_tool_list_stays_in_view_on_long_pages(standalone: Any, serve_page: Any)
     wait_ready(page)
     assert page.evaluate("document.documentElement.scrollHeight") > 2 * 800  # a long page
     page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
-    page.wait_for_timeout(100)
+    after_frames(page)
     nav = page.locator("nav.tbp-tools").bounding_box()
     bar = page.locator("header.tbp-bar").bounding_box()
     assert nav is not None and bar is not None

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from .conftest import SCREENSHOTS
-from .helpers import PAGE_TIMEOUT_MS, PluginServer, page_failing_on_errors
+from .helpers import PluginServer, after_frames, page_failing_on_errors, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,15 +38,9 @@ SIDEWAYS_JS = "() => document.documentElement.scrollWidth > document.documentEle
 RUN_PAGES = ("compare", "query")
 # (viewport width, colour scheme) of each shot.
 LOOKS = [(1600, "light"), (1280, "dark")]
-# Pages that ask for a user action (a query, a capture) before they show anything of a run.
-SETTLED_JS = """
-() => {
-  const main = document.querySelector('main.tbp-page');
-  if (!main || main.children.length === 0) return false;
-  if (main.querySelector('.tbp-message-loading')) return false;
-  return [...main.querySelectorAll('.tbp-table-widget')].every((t) => !t.classList.contains('tbp-loading'));
-}
-"""
+# Every chart of the page has drawn its first option (Chart.ready); after_frames then lets the
+# frame after it paint: a screenshot shows the charts, not their empty boxes.
+CHARTS_READY_JS = "() => Promise.all([...(window.__tbprofCharts ?? new Map()).values()].map((c) => c.ready))"
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +72,9 @@ def test_every_page_of_every_demo_run(server: Any, browser: Any, width: int, sch
             for name in [t["name"] for t in server.json("tools", run=run)["tools"]] + list(RUN_PAGES):
                 state = {"run": run, "tool": name}
                 pg.goto(server.base + "#" + urllib.parse.urlencode(state, quote_via=urllib.parse.quote))
-                pg.wait_for_function(SETTLED_JS, timeout=PAGE_TIMEOUT_MS)
-                pg.wait_for_timeout(300)  # charts finish their first frame
+                wait_ready(pg)
+                pg.evaluate(CHARTS_READY_JS)
+                after_frames(pg)
                 assert pg.locator(".tbp-message-error").count() == 0, (run, name)
                 assert pg.tbprof_errors == [], (run, name, pg.tbprof_errors)  # named by the page it came from
                 paragraphs = pg.evaluate(PARAGRAPHS_JS)

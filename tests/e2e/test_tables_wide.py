@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import PAGE_TIMEOUT_MS, app_url, column_names, run_named, wait_ready
+from .helpers import PAGE_TIMEOUT_MS, after_frames, app_url, column_names, page_error_text, run_named, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +50,7 @@ def test_kernel_table_key_columns_sticky_name_and_chooser(standalone: Any, serve
     name_th = '[data-table="kernels"] th[data-col="kernel_name"]'
     name_x = _x(page, name_th)
     page.eval_on_selector(SCROLL, "(s) => { s.scrollLeft = s.scrollWidth; }")
-    page.wait_for_timeout(100)
+    after_frames(page)
     assert page.eval_on_selector(SCROLL, "(s) => s.scrollLeft") > 500
     assert _x(page, name_th) == pytest.approx(name_x, abs=1)
     assert _x(page, '[data-table="kernels"] th[data-col="host"]') == pytest.approx(left + 1, abs=2)
@@ -89,7 +89,7 @@ def test_no_wide_table_without_a_pinned_first_column(standalone: Any, serve_page
         run = run_named(standalone, prefix)
         page.goto(app_url(standalone, run=run, tool=tool))
         wait_ready(page)
-        page.wait_for_timeout(100)  # the pinned columns are measured on the next frame
+        after_frames(page)  # the pinned columns are measured on the next frame
         wide = page.evaluate(WIDE_TABLES_JS)
         assert all(t["pinned"] for t in wide), (tool, wide)
     serve_page.check()
@@ -101,12 +101,12 @@ def test_no_wide_table_without_a_pinned_first_column_at_1600(standalone: Any, br
     try:
         page = ctx.new_page()
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e: errors.append(page_error_text(page, e)))
         for prefix, tool in [("jax_mlp/", "kernel_stats"), ("jax_mlp/", "framework_op_stats"),
                              ("custom_loop/", "memory_profile"), ("jax_2hosts/", "pod_viewer")]:
             page.goto(app_url(standalone, run=run_named(standalone, prefix), tool=tool))
             wait_ready(page)
-            page.wait_for_timeout(100)
+            after_frames(page)
             wide = page.evaluate(WIDE_TABLES_JS)
             assert all(t["pinned"] for t in wide), (tool, wide)
         assert errors == []

@@ -39,12 +39,11 @@ def test_tensorboard_guards_tbprof_routes(profiles_root: Path, tmp_path: Path) -
 @pytest.mark.parametrize(("extra", "capture"), [((), False), (("--tbprof_enable_capture",), True)])
 def test_tensorboard_bind_all_turns_capture_off(profiles_root: Path, tmp_path: Path, extra: tuple[str, ...],
                                                 capture: bool) -> None:
-    port = servers.free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(profiles_root), "--port", str(port),
-           "--bind_all", "--load_fast", "false", *extra]
-    with servers._run(cmd, base + "/data/plugins_listing", base + "/data/plugin/tbprof/", base,
-                      tmp_path / "cache", tmp_path / "tb.log", timeout_s=120) as tb:
+    def cmd(port: int) -> list[str]:
+        return [sys.executable, "-m", "tensorboard.main", "--logdir", str(profiles_root), "--port", str(port),
+                "--bind_all", "--load_fast", "false", *extra]
+
+    with servers._run(cmd, "/data/plugins_listing", tmp_path / "cache", tmp_path / "tb.log", timeout_s=120) as tb:
         status, body = _get(tb, "settings")
         assert status == 200 and body["capture_enabled"] is capture
         # Exposed without a name list: any Host is answered (the server is reachable under any name).

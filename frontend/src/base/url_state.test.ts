@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fromTensorBoardHash, parseHash, serializeState, subState, toTensorBoardHash, withUpdates } from "./url_state";
+import { fromTensorBoardHash, parseHash, routedView, serializeState, subState, toTensorBoardHash, withUpdates } from "./url_state";
 
 describe("own hash", () => {
   it("round-trips run names with slashes, spaces and regex characters", () => {
@@ -39,5 +39,22 @@ describe("TensorBoard hash", () => {
   });
   it("names the plugin tab when TensorBoard's hash is empty", () => {
     expect(toTensorBoardHash("", "tbprof", new Map([["run", "r"]]))).toBe("#tbprof&p.tbprof.run=r");
+  });
+});
+
+describe("routed view", () => {
+  it("keeps what the page is drawn from and leaves a page's own view out", () => {
+    const state = new Map([
+      ["tool", "op_profile"],
+      ["t.ops.sort", "self_time_us"],
+      ["o.top_percent", "90"],
+      ["c.group", "by_category"],
+      ["run", "keras_cnn/train/2026_11_26_00_33_56"],
+      ["host", "vm"],
+    ]);
+    expect(routedView(state)).toBe("run=keras_cnn%2Ftrain%2F2026_11_26_00_33_56&host=vm&tool=op_profile&o.top_percent=90");
+    // A sort or a group choice changes the URL, not the page drawn.
+    expect(routedView(withUpdates(state, { "t.ops.sort": "name", "c.group": null }))).toBe(routedView(state));
+    expect(routedView(withUpdates(state, { "o.top_percent": null }))).not.toBe(routedView(state));
   });
 });

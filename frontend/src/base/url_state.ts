@@ -48,6 +48,17 @@ export function serializeState(state: ViewState): string {
     .join("&");
 }
 
+/**
+ * The part of the state a page is drawn from ("run", "host", "tool" and the tool's "o." options),
+ * serialized: a change of any of these re-routes, while "t." and "c." keys are a page's own
+ * view of what it drew. The shell writes it on the page once the page for it is drawn, so a
+ * reader (a browser test) can tell the page on screen from the one the URL asks for.
+ */
+export function routedView(state: ViewState): string {
+  const routed = new Map([...state].filter(([k]) => FIRST_KEYS.includes(k) || k.startsWith("o.")));
+  return serializeState(routed);
+}
+
 /** Applies updates (null or "" deletes a key) and returns a new map. */
 export function withUpdates(
   state: ViewState,

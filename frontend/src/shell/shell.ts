@@ -9,6 +9,7 @@
 
 import { formatTimestamp } from "../base/format";
 import { newestFirst } from "../base/search";
+import { routedView } from "../base/url_state";
 import { ApiError, type Api, RUN_PAGE } from "../data/api";
 import type { HostError } from "../data/schema.gen";
 import type { DataRequest, RunInfo, Settings, ToolInfo, ToolResult } from "../data/types";
@@ -285,6 +286,16 @@ export class Shell {
   /** Draws what the URL state says. Later calls supersede earlier ones still loading. */
   async route(): Promise<void> {
     const gen = ++this.generation;
+    try {
+      await this.routeTo(gen);
+    } finally {
+      // What the page on screen was drawn for: until it equals the URL's, the page shown is an
+      // earlier one (the URL changed, its hashchange has yet to run or its data is loading).
+      if (gen === this.generation) this.page.dataset.view = routedView(this.state.snapshot());
+    }
+  }
+
+  private async routeTo(gen: number): Promise<void> {
     this.leavePage();
     const ctl = new AbortController();
     this.pageAbort = ctl;
@@ -595,6 +606,8 @@ export class Shell {
     // Above the page while it loads (and for messages); under the title once it has one.
     this.page.before(this.optionsBar);
     clear(this.page);
+    // A page's own classes (tbp-compare, tbp-query) go with it.
+    this.page.className = "tbp-page";
     this.page.dataset.page = tool;
     let result = null;
     if (!spec?.ownData && !spec?.everyRun) {

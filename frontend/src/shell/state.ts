@@ -51,6 +51,8 @@ export class StateStore {
     this.tb = tensorBoardWindow();
     const own = parseHash(window.location.hash);
     this.state = own.size === 0 && this.tb ? fromTensorBoardHash(this.tb.location.hash, PLUGIN_NAME) : own;
+    // Read from TensorBoard's hash: the frame's own hash holds it too, as after every change.
+    if (own.size === 0 && this.state.size > 0) this.writeOwn(false);
     window.addEventListener("hashchange", () => this.reload());
     window.addEventListener("popstate", () => this.reload());
     if (this.tb) this.followTensorBoard(this.tb);

@@ -39,6 +39,16 @@ declare global {
   }
 }
 
+/**
+ * Whether a box of this size is drawn. A box of zero width or height (hidden, taken out of the
+ * page, not laid out yet) shows nothing, and ECharts' graph series throws there ("Cannot read
+ * properties of null (reading '0')": its view's transform has no inverse at zero size); the
+ * ResizeObserver draws the chart once its box has a size.
+ */
+export function drawable(widthPx: number, heightPx: number): boolean {
+  return widthPx > 0 && heightPx > 0;
+}
+
 export class Chart {
   readonly el: HTMLDivElement;
   private instance: ECharts | null = null;
@@ -47,8 +57,10 @@ export class Chart {
   private readonly observer: ResizeObserver;
   private readonly unwatch: () => void;
   private disposed = false;
+  /** A rebuild was put off until the box has a size (drawable). */
+  private rebuildDue = false;
   private readonly id: string | null;
-  /** Resolves once the chart has drawn its first option. */
+  /** Resolves once the chart has drawn its first option (or, in a box without a size, put it off). */
   readonly ready: Promise<void>;
 
   constructor(parent: HTMLElement, opts: ChartOptions) {
@@ -62,7 +74,11 @@ export class Chart {
     parent.appendChild(this.el);
     if (opts.id) (window.__tbprofCharts ??= new Map()).set(opts.id, this);
     this.id = opts.id ?? null;
-    this.observer = new ResizeObserver(() => this.instance?.resize());
+    this.observer = new ResizeObserver(() => {
+      if (!this.hasSize()) return;
+      if (this.rebuildDue) this.rebuild();
+      else this.instance?.resize();
+    });
     this.observer.observe(this.el);
     this.unwatch = watchTheme(() => this.rebuild());
     this.ready = preloadCharts().then(() => {
@@ -99,9 +115,15 @@ export class Chart {
     this.instance = null;
   }
 
+  private hasSize(): boolean {
+    return drawable(this.el.clientWidth, this.el.clientHeight);
+  }
+
   /** (Re)creates the instance: ECharts themes apply at init, so a theme change re-inits. */
   private rebuild(): void {
     if (this.disposed || loaded === null) return;
+    this.rebuildDue = !this.hasSize();
+    if (this.rebuildDue) return;
     this.instance?.dispose();
     const inst = loaded.echarts.init(this.el, isDark() ? "dark" : undefined, { renderer: "canvas" });
     this.instance = inst;

@@ -71,6 +71,9 @@ function render(ctx: PageContext): Promise<void> {
 
   const urlRun = ctx.param(PARAM.baseRun);
   return baselineChoices(ctx, cand.run, urlRun).then((runs) => {
+    // The runs can arrive after the page was left (their fetch done, its abort too late): the
+    // page element is the next page's by then.
+    if (ctx.signal.aborted) return;
     const byName = new Map(runs.map((r) => [r.name, r]));
     // No related run to default to: run "" until the user picks one (nothing is compared).
     let base: Side =

@@ -138,7 +138,13 @@ async function render(ctx: PageContext<GraphViewerResult>): Promise<void> {
   dot.addEventListener("click", () => {
     void ctx.api
       .data({ ...ctx.request, options: { ...ctx.request.options, format: "dot" } }, 0, ctx.signal)
-      .then((r) => downloadText(typedResult("graph_viewer", r).raw.dot ?? "", `${raw.node_name || "graph"}.dot`, "text/vnd.graphviz"));
+      .then((r) => downloadText(typedResult("graph_viewer", r).raw.dot ?? "", `${raw.node_name || "graph"}.dot`, "text/vnd.graphviz"))
+      // Left before the answer came (an abort), or it failed: say so rather than reject unhandled.
+      .catch((e: unknown) => {
+        if (ctx.signal.aborted) return;
+        dot.textContent = "Download DOT (failed)";
+        dot.title = `The DOT file could not be made: ${e instanceof Error ? e.message : String(e)}`;
+      });
   });
   const hloButton = h("button", { type: "button", class: "tbp-btn", "data-action": "module-hlo", "aria-expanded": "false" }, "Module HLO text");
   el.appendChild(
@@ -172,6 +178,10 @@ async function render(ctx: PageContext<GraphViewerResult>): Promise<void> {
         const box = panel(hloBox, `HLO text of ${raw.module}`);
         box.appendChild(save);
         box.appendChild(pre(text, "tbp-hlo-module"));
+      })
+      .catch((e: unknown) => {
+        if (ctx.signal.aborted) return;
+        hloBox.replaceChildren(h("p", { class: "tbp-error" }, `The module's HLO text could not be loaded: ${e instanceof Error ? e.message : String(e)}`));
       });
   });
 

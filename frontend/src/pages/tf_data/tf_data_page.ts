@@ -2,7 +2,6 @@
 // bottleneck highlighted and the critical path in bold, XProf's suggestion, and the tables.
 
 import type { TfDataPipeline, TfDataResult } from "../../data/schema.gen";
-import { html, joinHtml, tooltipHtml } from "../../base/html";
 import { formatDuration, formatNumber, formatPercent } from "../../base/format";
 import type { CellValue, TableData } from "../../data/types";
 import { cardRow } from "../../widgets/cards";
@@ -11,17 +10,8 @@ import { messageBox } from "../../widgets/message";
 import { chart, pageTitle, panel, tableWidget } from "../common";
 import type { PageContext } from "../context";
 import type { PageSpec } from "../registry";
-import { layoutTree, shortName } from "./iterator_tree";
-
-interface IteratorRow {
-  name: string;
-  kind: string;
-  totalMs: number;
-  selfMs: number;
-  calls: number;
-  avgUs: number;
-  critical: boolean;
-}
+import { type IteratorRow, iteratorGraph } from "./iterator_graph";
+import { shortName } from "./iterator_tree";
 
 function iteratorsOf(t: TableData | undefined, host: string, pipeline: string): IteratorRow[] {
   if (!t) return [];
@@ -63,7 +53,6 @@ function drawPipeline(ctx: PageContext, el: HTMLElement, p: TfDataPipeline, inde
   const host = p.host;
   const name = p.pipeline;
   const bottleneck = p.bottleneck;
-  const critical = new Set(p.critical_path);
   el.appendChild(h("h2", { class: "tbp-subtitle" }, `Pipeline ${name}`));
   el.appendChild(
     cardRow([
@@ -80,64 +69,10 @@ function drawPipeline(ctx: PageContext, el: HTMLElement, p: TfDataPipeline, inde
   }
   const iterators = iteratorsOf(table, host, name);
   if (iterators.length === 0) return;
-  const nodes = layoutTree(iterators.map((it) => it.name));
-  const byName = new Map(iterators.map((it) => [it.name, it]));
-  const rows = Math.max(...nodes.map((n) => n.row)) + 1;
+  const { option, rows } = iteratorGraph(iterators, bottleneck, p.critical_path);
   const box = panel(el, "Iterator graph (bottleneck in red, critical path in bold)");
   const c = chart(ctx, box, { label: `Iterator graph of ${name}`, id: `tf_data_graph_${index}`, height: Math.max(200, 90 * rows + 60) });
-  c.setOption({
-    tooltip: {
-      trigger: "item",
-      confine: true,
-      formatter: tooltipHtml((params: unknown) => {
-        const d = (params as { data?: { id?: string } }).data;
-        const it = d?.id !== undefined ? byName.get(d.id) : undefined;
-        if (!it) return html``;
-        return joinHtml([
-          html`<b>${it.kind || shortName(it.name)}</b>`,
-          it.name,
-          `${formatNumber(it.calls)} calls, avg ${formatDuration(it.avgUs, "us")}`,
-          `total ${formatDuration(it.totalMs, "ms")}, self ${formatDuration(it.selfMs, "ms")}`,
-          it.name === bottleneck ? html`<b>bottleneck</b>` : it.critical ? "on the critical path" : "",
-        ].filter((x) => x !== ""));
-      }),
-    },
-    series: [
-      {
-        type: "graph",
-        layout: "none",
-        roam: true,
-        symbol: "roundRect",
-        symbolSize: [110, 34],
-        label: { show: true, formatter: (q: { data?: { label?: string } }) => q.data?.label ?? "", fontSize: 11, overflow: "truncate", width: 104 },
-        edgeSymbol: ["none", "arrow"],
-        edgeSymbolSize: 7,
-        data: nodes.map((n) => {
-          const it = byName.get(n.name);
-          const isBottleneck = n.name === bottleneck;
-          const onPath = critical.has(n.name) || it?.critical === true;
-          return {
-            id: n.name,
-            name: n.name,
-            label: shortName(n.name).replace(/\[\d+\]$/, ""),
-            x: n.depth * 150,
-            y: n.row * 80,
-            itemStyle: {
-              color: isBottleneck ? "#e15759" : onPath ? "#f28e2b" : "#4e79a7",
-              borderColor: onPath ? "#222" : "transparent",
-              borderWidth: onPath ? 2 : 0,
-            },
-          };
-        }),
-        links: nodes
-          .filter((n) => n.parent !== null)
-          .map((n) => {
-            const bold = critical.has(n.name) && critical.has(n.parent ?? "");
-            return { source: n.parent ?? "", target: n.name, lineStyle: { width: bold ? 4 : 1.5, color: bold ? "#f28e2b" : "#999", opacity: 0.9 } };
-          }),
-      },
-    ],
-  });
+  c.setOption(option);
 }
 
 // The graph needs every iterator of every pipeline in the first response.

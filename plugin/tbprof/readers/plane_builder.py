@@ -299,9 +299,10 @@ def _stat_columns(cols: Columns, ev_lo: int, stat_ids: np.ndarray,
     return tables.StatTable(owner, stat_id, kind_col, values), finish
 
 
-# From this many events or stats on, a plane's compiled steps run two at a time (``finish_plane``);
-# below it a thread's start costs about what it saves.
-PARALLEL_MIN_ROWS = 1 << 18
+# From this many events or stats on, a plane's compiled steps run two at a time (``finish_plane``):
+# a step takes ~0.2 ms on 64K rows, starting and joining a thread ~0.03 ms
+# (bench/measurements.md#one-host-summary).
+PARALLEL_MIN_ROWS = 1 << 16
 
 
 class _OnThread:

@@ -31,7 +31,7 @@ from tbprof.cache.profile_cache import ProfileCache
 from tbprof.domain import event_groups
 from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError
 from tbprof.fs import Location, location
-from tbprof.readers.kinds import KINDS
+from tbprof.readers.kinds import KINDS, Reader, RunKind
 from tbprof.service import tools as registry
 from tbprof.service.background import BackgroundLoads
 from tbprof.service.executor import Executor, InProcess, Progress
@@ -59,6 +59,11 @@ def persist_derived(store: ProfileStore) -> None:
     reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
     the store is written, after the answer."""
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
+
+
+def _reader_of(kind: RunKind, few_planes: bool) -> Reader:
+    """The reader of a run kind's files (imported on first use): its lazy one for ``few_planes``."""
+    return (kind.lazy_reader if few_planes else None) or kind.reader
 
 
 @dataclass(frozen=True)
@@ -109,10 +114,14 @@ class Profiles:
         kind = KINDS.get(run.kind)
         if kind is None:
             raise NotFound(f"run {run.name!r} is of kind {run.kind!r}, which has no reader")
-        # A tool that reads few planes converts the file lazily (each plane's stats when first
-        # read); the store is the same for every later tool.
-        reader = (kind.lazy_reader if few_planes else None) or kind.reader
-        return self.cache.get(run.hosts[host], reader, kind=kind.store_format, streamer=kind.streamer)
+
+        def read(path: Location) -> Any:
+            # A tool that reads few planes converts the file lazily (each plane's stats when first
+            # read); the store is the same for every later tool. Resolved only when the file is
+            # converted: a store from the disk cache needs no reader (nor its imports).
+            return _reader_of(kind, few_planes)(path)
+
+        return self.cache.get(run.hosts[host], read, kind=kind.store_format, streamer=kind.streamer)
 
     def event_store(self, run: Run, host: str) -> ProfileStore:
         """The event store of a host (XSpace and Chrome-trace runs); tfprof runs have none."""
@@ -154,6 +163,8 @@ class Profiles:
         ``parts``: what the caller reads of a pod's partials (``views``).
         """
         key = (run.name, tuple(hosts))
+        if len(hosts) == 1:
+            self._import_reader(run, hosts[0], few_planes)
 
         def load() -> None:
             try:
@@ -165,6 +176,15 @@ class Profiles:
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
         return self.loads.start(key, load)
+
+    def _import_reader(self, run: Run, host: str, few_planes: bool) -> None:
+        """Imports the reader of a host not converted yet, on this thread, before its load starts:
+        a load thread importing it would share the GIL with the caller's own imports (the analyses,
+        while the file converts), and the scan, which runs outside the GIL, would start that much
+        later. A converted host's store needs no reader: none is imported for it."""
+        kind = KINDS.get(run.kind)
+        if kind is not None and not self.is_ready(run, host):
+            _reader_of(kind, few_planes)
 
     def stores_tolerant(self, run: Run, hosts: Sequence[str],
                         few_planes: bool = False) -> tuple[list[AnyStore], list[dict[str, str]]]:

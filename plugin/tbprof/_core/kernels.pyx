@@ -12,8 +12,7 @@ Arithmetic on times wraps like numpy's int64 (the extension is built with -fwrap
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-
-import os
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -254,39 +253,30 @@ cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::
 # --- store/tables.py ---------------------------------------------------------------------------
 
 def bucket_rows(ids, lut, Py_ssize_t n_buckets) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket, ascending within each (one
-    pass over ``ids`` collects the hits, a counting sort of the hits groups them: a plane's
-    millions of stats are read once); returns (rows, bucket bounds). (store/tables.py ``_bucket_rows``)"""
+    """Rows of ``ids`` whose ``lut[id]`` is a bucket, grouped by bucket (two passes, no sort);
+    returns (rows, bucket bounds). (store/tables.py ``_bucket_rows``)"""
     cdef const int32_t[::1] i_ids = _in(ids, np.int32)
     cdef const int32_t[::1] i_lut = _in(lut, np.int32)
     counts_arr = np.zeros(n_buckets + 1, dtype=np.int64)
     cdef int64_t[::1] counts = counts_arr
-    # Address space for a hit per id; only the hits' pages are touched.
-    hit_row_arr = np.empty(i_ids.shape[0], dtype=np.int64)
-    hit_bucket_arr = np.empty(i_ids.shape[0], dtype=np.int32)
-    cdef int64_t[::1] hit_row = hit_row_arr
-    cdef int32_t[::1] hit_bucket = hit_bucket_arr
-    cdef Py_ssize_t i, k, n_hits = 0
-    cdef int32_t b
+    cdef Py_ssize_t i, b
     with nogil:
         for i in range(i_ids.shape[0]):
             b = i_lut[i_ids[i]]
             if b >= 0:
-                counts[b + 1] += 1  # (bounds-checked: a bucket beyond n_buckets raises IndexError)
-                hit_row[n_hits] = i
-                hit_bucket[n_hits] = b
-                n_hits += 1
-        for k in range(n_buckets):
-            counts[k + 1] += counts[k]
+                counts[b + 1] += 1
+        for b in range(n_buckets):
+            counts[b + 1] += counts[b]
     pos_arr = counts_arr[:n_buckets].copy()
     cdef int64_t[::1] pos = pos_arr
     out = np.empty(counts[n_buckets], dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
-        for i in range(n_hits):
-            b = hit_bucket[i]
-            o[pos[b]] = hit_row[i]
-            pos[b] += 1
+        for i in range(i_ids.shape[0]):
+            b = i_lut[i_ids[i]]
+            if b >= 0:
+                o[pos[b]] = i
+                pos[b] += 1
     return out, counts_arr
 
 
@@ -775,7 +765,7 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
     while cap < 2 * n_child:
         cap *= 2
     cdef uint64_t mask = <uint64_t>(cap - 1)
-    cdef uint64_t seed = int.from_bytes(os.urandom(8), "little")
+    cdef uint64_t seed = int(np.random.default_rng().integers(0, np.iinfo(np.int64).max))  # OS entropy
     # Per key (at most one per child): its children's bounds in ``order``, its parents' count, its last parent.
     work_arr = np.zeros(3 * (n_child + 1) + 2 * n_child + n_par, dtype=np.int64)
     cdef int64_t* start = _mut_ptr(work_arr)

@@ -15,8 +15,6 @@ eager reading is streaming with an unlimited window.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +28,7 @@ from tbprof.errors import MemoryRefusal
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.byte_sources import ByteSource
+from tbprof.readers.plane_threads import Later, now_or_beside
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
@@ -282,7 +281,7 @@ def finish_stats(cols: Columns, f: ByteSource, ev_lo: int, first_stat: int, stat
 
 
 def _stat_columns(cols: Columns, ev_lo: int, stat_ids: np.ndarray,
-                  stat_names: np.ndarray) -> tuple[tables.StatTable, Callable[[], None]]:
+                  stat_names: np.ndarray) -> tuple[tables.StatTable, Later]:
     """A plane's stat columns and the compiled step that finishes them in place (owners relative
     to the plane, metadata ids to stat names; it releases the GIL): run it before the texts."""
     owner = cols.open("s_owner")
@@ -305,37 +304,6 @@ def _stat_columns(cols: Columns, ev_lo: int, stat_ids: np.ndarray,
 PARALLEL_MIN_ROWS = 1 << 16
 
 
-class _OnThread:
-    """``fn()`` on a thread of its own; ``result()`` waits for it and raises what it raised."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self._fn = fn
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="tbprof-plane", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._fn()
-        except BaseException as e:  # handed to the caller's result()
-            self._error = e
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
-def _now_or_beside(fn: Callable[[], Any], beside: bool) -> Callable[[], Any]:
-    """``fn`` started on a thread (``beside``) or run now; call the returned function for its value."""
-    if beside:
-        return _OnThread(fn).result
-    value = fn()
-    return lambda: value
-
-
 def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane, pm: PlaneMeta, blobs: list[bytes],
                  plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine], ev_lo: int, first_stat: int,
                  origin_ps: int, strings: StringTable, window: int, limit: Limit | None,
@@ -354,10 +322,10 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
     # while the events are, and the nesting depths computed while the texts are decoded (the
     # columns are opened here, on this thread; the threads only run kernels on them).
     stats: tables.StatTable | None = None
-    stats_done: Callable[[], Any] | None = None
+    stats_done: Later | None = None
     if deferred is None:
         stats, finish = _stat_columns(cols, ev_lo, pm.stat_ids, pm.stat_names)
-        stats_done = _now_or_beside(finish, n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
+        stats_done = now_or_beside(finish, n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
     identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
@@ -365,9 +333,9 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, pmsg: xplane_pb2.XPlane,
     del meta_in
     if stats_done is not None:
         stats_done()
-    depths: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
+    depths: Later | None = None
     if identity:  # (rows out of order are sorted first, and their depths follow the sort)
-        depths = _now_or_beside(lambda: line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit),
+        depths = now_or_beside(lambda: line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit),
                                 n_ev >= PARALLEL_MIN_ROWS)
 
     # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.

@@ -1,7 +1,5 @@
-"""``Profiles.load_in_background`` of one host: the reader is imported on the caller's thread
-before the load starts (a load thread importing it would share the GIL with the caller's own
-imports, and the scan would start later), and never for a host already converted (whose store
-needs neither the reader nor protobuf)."""
+"""A host's reader is imported to convert its file, and never for a host already converted: its
+store comes from the disk cache, which needs neither the reader nor protobuf."""
 
 from __future__ import annotations
 
@@ -17,23 +15,14 @@ PLUGIN = Path(__file__).resolve().parents[2] / "plugin"
 
 CHILD = r"""
 import sys
-from tbprof.service.background import BackgroundLoads
 from tbprof.service.profiles import Profiles
 
-start = BackgroundLoads.start
-seen = []
-
-def recording(self, key, load):
-    seen.append("tbprof.readers.xplane" in sys.modules)  # before the load's thread runs
-    return start(self, key, load)
-
-BackgroundLoads.start = recording
 profiles = Profiles(sys.argv[1], cache_dir=sys.argv[2])
 run = next(iter(profiles.index.runs().values()))
-profiles.load_in_background(run, list(run.hosts)).join()
+profiles.load_in_background(run, list(run.hosts)).join()  # as ``tbprof summary`` starts it
 profiles.stores_tolerant(run, list(run.hosts))
 profiles.cache.flush()
-print(seen[0], "tbprof.readers.xplane" in sys.modules, "google.protobuf" in sys.modules)
+print("tbprof.readers.xplane" in sys.modules, "google.protobuf" in sys.modules)
 """
 
 
@@ -44,9 +33,9 @@ def _load(logdir: Path, cache: Path) -> str:
     return proc.stdout.strip()
 
 
-def test_the_reader_loads_before_the_thread_and_not_for_a_converted_host(tmp_path: Path) -> None:
+def test_no_reader_for_a_converted_host(tmp_path: Path) -> None:
     logdir = tmp_path / "jax_mlp"
     shutil.copytree(SAMPLE_PROFILES / "jax_mlp", logdir)
     cache = tmp_path / "cache"
-    assert _load(logdir, cache) == "True True True"  # converted: the reader was there before the thread
-    assert _load(logdir, cache) == "False False False"  # from the disk cache: no reader, no protobuf
+    assert _load(logdir, cache) == "True True"  # converted here
+    assert _load(logdir, cache) == "False False"  # from the disk cache: no reader, no protobuf

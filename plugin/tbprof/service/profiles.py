@@ -163,8 +163,6 @@ class Profiles:
         ``parts``: what the caller reads of a pod's partials (``views``).
         """
         key = (run.name, tuple(hosts))
-        if len(hosts) == 1:
-            self._import_reader(run, hosts[0], few_planes)
 
         def load() -> None:
             try:
@@ -176,15 +174,6 @@ class Profiles:
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
         return self.loads.start(key, load)
-
-    def _import_reader(self, run: Run, host: str, few_planes: bool) -> None:
-        """Imports the reader of a host not converted yet, on this thread, before its load starts:
-        a load thread importing it would share the GIL with the caller's own imports (the analyses,
-        while the file converts), and the scan, which runs outside the GIL, would start that much
-        later. A converted host's store needs no reader: none is imported for it."""
-        kind = KINDS.get(run.kind)
-        if kind is not None and not self.is_ready(run, host):
-            _reader_of(kind, few_planes)
 
     def stores_tolerant(self, run: Run, hosts: Sequence[str],
                         few_planes: bool = False) -> tuple[list[AnyStore], list[dict[str, str]]]:

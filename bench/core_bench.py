@@ -175,7 +175,7 @@ for threads in (1, 2):
         t = time.perf_counter(); r = wire.scan(data, threads=threads); runs.append((time.perf_counter() - t, r.phase_s))
         del r
     best = min(runs, key=lambda x: x[0])
-    out[threads] = {"total": best[0], **{k: v for k, v in best[1].items() if k in ("index", "decode", "join")}}
+    out[threads] = {"total": best[0], **{k: v for k, v in best[1].items() if k in ("index", "count", "decode", "join")}}
 print(json.dumps(out))
 """
 
@@ -246,6 +246,7 @@ def main() -> int:
         one, two = scan["1"], scan["2"]
         print(f"wire scan jax_large, 1 / 2 threads      : {one['total']:.3f} s / {two['total']:.3f} s "
               f"(x{one['total'] / two['total']:.2f}); phases index {one['index']:.3f} / {two['index']:.3f}, "
+              f"count {one['count']:.3f} / {two['count']:.3f}, "
               f"decode {one['decode']:.3f} / {two['decode']:.3f} (x{one['decode'] / two['decode']:.2f}), "
               f"join {one['join']:.3f} / {two['join']:.3f}")
         print(f"load average now: {os.getloadavg()[0]:.1f}")

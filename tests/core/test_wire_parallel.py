@@ -33,7 +33,7 @@ def test_real_profiles_scan_alike(profiles_root: Path, threads: int, chunk_bytes
 
 def test_a_small_file_scans_alike_on_this_thread(profiles_root: Path) -> None:
     """Below ``ONE_THREAD_BELOW_BYTES`` the default scan decodes the chunks on the calling thread
-    (first buffers for 8 bytes a stat) and tells ``on_counts`` the exact stat count before the
+    (its chunks' stats counted first) and tells ``on_counts`` the exact stat count before the
     stat columns are made, as the serial scan does."""
     files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
     for path in files:
@@ -51,9 +51,10 @@ def test_a_small_file_scans_alike_on_this_thread(profiles_root: Path) -> None:
         assert counts[-1] == (serial.n_events, serial.n_stats)
 
 
-def test_dense_stats_grow_the_chunk_buffers() -> None:
-    """A chunk's stat buffer starts at 1/16 of its bytes (real files: >= 16 bytes per stat); 2-byte
-    empty stats and 5-byte string stats overflow it, so the chunk grows and is decoded again."""
+def test_dense_stats_and_texts_scan_alike() -> None:
+    """Stats are counted before they are decoded, so 2-byte empty stats land in exact columns;
+    a chunk's text buffer starts at 1/32 of its bytes (real files: ~60 bytes per text) and 5-byte
+    string stats overflow it, so the chunk grows it and is decoded again."""
     stats = b"".join(len_field(4, b"") for _ in range(3000))
     texts = b"".join(len_field(4, len_field(5, b"x")) for _ in range(3000))
     events = [len_field(4, field(1, 0, i) + (stats if i % 2 else texts)) for i in range(8)]

@@ -99,9 +99,9 @@ def test_conversions_in_flight_reserve_memory(tmp_path: Path, monkeypatch: pytes
 
 
 def test_the_scanner_asks_before_it_fills_a_column() -> None:
-    """The dense file's counts reach the guard between the scanner's index pass and its decode:
-    refusing there means no column of 2 M rows was ever filled (parallel scan: stats not yet
-    counted, -1; the serial scan knows both before its filling pass)."""
+    """The dense file's counts reach the guard before the scanner fills a column: refusing there
+    means no column of 2 M rows was ever filled (the parallel scan counts each chunk's stats before
+    its decode, the serial scan has its counting pass)."""
     from tbprof._core import wire
 
     data = _field(1, _field(3, _varint(1 << 3) + _varint(1) + _field(4, b"") * 2_000_000))
@@ -118,7 +118,22 @@ def test_the_scanner_asks_before_it_fills_a_column() -> None:
         wire.scan(data, threads=2, on_counts=refuse)
     with pytest.raises(Refused):
         wire.scan_serial_py(data, on_counts=refuse)
-    assert seen == [(2_000_000, -1), (2_000_000, 0)]
+    assert seen == [(2_000_000, 0), (2_000_000, 0)]
+
+
+def test_the_parallel_scan_counts_stats_before_it_fills() -> None:
+    """Both scans tell the guard the file's exact stat count, not an estimate: 3,000 events of
+    three stats each (an int, a str and an empty stat) are 9,000 stats."""
+    from tbprof._core import wire
+
+    stat = _field(4, _varint(1 << 3) + _varint(7) + _varint(4 << 3) + _varint(5))
+    text = _field(4, _varint(1 << 3) + _varint(8) + _field(5, b"name"))
+    event = _field(4, _varint(1 << 3) + _varint(1) + stat + text + _field(4, b""))
+    data = _field(1, _field(3, event * 3000))
+    seen: list[tuple[int, int]] = []
+    wire.scan(data, threads=2, chunk_bytes=4096, on_counts=lambda e, s: seen.append((e, s)))
+    wire.scan_serial_py(data, on_counts=lambda e, s: seen.append((e, s)))
+    assert seen == [(3000, 9000), (3000, 9000)]
 
 
 RELEASE_CHILD = """

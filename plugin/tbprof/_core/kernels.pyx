@@ -750,6 +750,135 @@ def propagate_groups(roots, root_level, parent, sub_end, edge_nodes, edge_ptr, e
     return group_arr, root_arr[:n_groups]
 
 
+cdef inline uint64_t _fmix(uint64_t h) noexcept nogil:
+    """MurmurHash3's 64-bit finalizer: every input bit reaches every output bit."""
+    h ^= h >> 33
+    h *= 0xFF51AFD7ED558CCDULL
+    h ^= h >> 33
+    h *= 0xC4CEB9FE1A85EC53ULL
+    h ^= h >> 33
+    return h
+
+
+cdef struct KeySlot:
+    int64_t a
+    int64_t b
+    int64_t id  # -1: empty
+
+
+cdef inline KeySlot* _key_slot(KeySlot* table, uint64_t mask, int64_t a, int64_t b, uint64_t seed) noexcept nogil:
+    """The slot of key (a, b) in an open-addressing table: its own, or the empty one it would take.
+    The hash is seeded per table, so keys from a file cannot be chosen to collide."""
+    cdef uint64_t slot = _fmix(_fmix(<uint64_t>a ^ seed) ^ <uint64_t>b) & mask
+    while table[slot].id >= 0 and (table[slot].a != a or table[slot].b != b):
+        slot = (slot + 1) & mask
+    return &table[slot]
+
+
+def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit, bint last_parent_only
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Edges parent -> child between nodes with equal (type, id) keys (rows of two int64 key
+    matrices), by a hash join: each parent's children in input order; ``last_parent_only``: of
+    the parents of one key, the last in input order alone; a key with ``limit`` or more parents
+    and as many children links nothing (``limit`` <= 0: no limit). (domain/event_groups.py
+    ``_pair_edges``)
+
+    Every index below is made here (key ids < the children's count, slots masked to the table),
+    none read from a file, so the loops use raw pointers."""
+    pk_arr = np.ascontiguousarray(parent_keys, dtype=np.int64).reshape(-1, 2)
+    ck_arr = np.ascontiguousarray(child_keys, dtype=np.int64).reshape(-1, 2)
+    pn_arr = _in(parent_nodes, np.int64)
+    cn_arr = _in(child_nodes, np.int64)
+    cdef Py_ssize_t n_par = pk_arr.shape[0], n_child = ck_arr.shape[0], i, j, k, n_keys = 0, n_edges = 0, e
+    if pn_arr.shape[0] != n_par or cn_arr.shape[0] != n_child:
+        raise ValueError("keys and nodes differ in length")
+    if n_par == 0 or n_child == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cdef const int64_t* pk = _ptr(pk_arr)
+    cdef const int64_t* ck = _ptr(ck_arr)
+    cdef const int64_t* pn = _ptr(pn_arr)
+    cdef const int64_t* cn = _ptr(cn_arr)
+    cdef Py_ssize_t cap = 16
+    while cap < 2 * n_child:
+        cap *= 2
+    cdef uint64_t mask = <uint64_t>(cap - 1)
+    cdef uint64_t seed = int(np.random.default_rng().integers(0, np.iinfo(np.int64).max))  # OS entropy
+    # Per key (at most one per child): its children's bounds in ``order``, its parents' count, its last parent.
+    work_arr = np.zeros(3 * (n_child + 1) + 2 * n_child + n_par, dtype=np.int64)
+    cdef int64_t* start = _mut_ptr(work_arr)
+    cdef int64_t* n_par_key = start + (n_child + 1)
+    cdef int64_t* last = n_par_key + (n_child + 1)
+    cdef int64_t* child_key = last + (n_child + 1)
+    cdef int64_t* order = child_key + n_child
+    cdef int64_t* parent_key = order + n_child
+    cdef KeySlot* table = <KeySlot*>malloc(cap * sizeof(KeySlot))
+    cdef KeySlot* slot
+    if table == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for j in range(cap):
+                table[j].id = -1
+            for j in range(n_child):
+                slot = _key_slot(table, mask, ck[2 * j], ck[2 * j + 1], seed)
+                if slot.id < 0:
+                    slot.a = ck[2 * j]
+                    slot.b = ck[2 * j + 1]
+                    slot.id = n_keys
+                    n_keys += 1
+                child_key[j] = slot.id
+                start[slot.id + 1] += 1
+            for k in range(n_keys):
+                start[k + 1] += start[k]
+                last[k] = start[k]  # (the fill position of each key while its children are placed)
+            for j in range(n_child):  # a counting sort: each key's children stay in input order
+                order[last[child_key[j]]] = j
+                last[child_key[j]] += 1
+            for k in range(n_keys):
+                last[k] = -1
+            for i in range(n_par):
+                slot = _key_slot(table, mask, pk[2 * i], pk[2 * i + 1], seed)
+                parent_key[i] = slot.id
+                if slot.id >= 0:
+                    n_par_key[slot.id] += 1
+                    last[slot.id] = i
+            for i in range(n_par):
+                k = parent_key[i]
+                if k < 0 or (last_parent_only and last[k] != i):
+                    parent_key[i] = -1
+                elif (limit > 0 and (1 if last_parent_only else n_par_key[k]) >= limit
+                        and start[k + 1] - start[k] >= limit):
+                    parent_key[i] = -1
+                else:
+                    n_edges += start[k + 1] - start[k]
+    finally:
+        free(table)
+    src_arr = np.empty(n_edges, dtype=np.int64)
+    dst_arr = np.empty(n_edges, dtype=np.int64)
+    cdef int64_t* src = _mut_ptr(src_arr)
+    cdef int64_t* dst = _mut_ptr(dst_arr)
+    with nogil:
+        e = 0
+        for i in range(n_par):
+            k = parent_key[i]
+            if k >= 0:
+                for j in range(start[k], start[k + 1]):
+                    src[e] = pn[i]
+                    dst[e] = cn[order[j]]
+                    e += 1
+    return src_arr, dst_arr
+
+
+cdef const int64_t* _ptr(object arr):
+    cdef const int64_t[::1] v = arr.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
+cdef int64_t* _mut_ptr(object arr):
+    cdef int64_t[::1] v = arr.reshape(-1)
+    return &v[0] if v.shape[0] else NULL
+
+
 # --- analyses/step_breakdown.py ----------------------------------------------------------------
 
 cdef struct TimeKey:

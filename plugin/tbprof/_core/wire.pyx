@@ -17,14 +17,14 @@ and the byte offset; the reader turns that into ``ProfileReadError``.
 Parallel decode (``scan``): a cheap serial *index* pass walks space -> plane -> line -> event
 headers (a tag and a length per event, no descent into events), which fixes every event's row
 and cuts the lines into chunks of about ``chunk_bytes`` at event boundaries (one huge line, such
-as a Python tracer thread holding most of jax_large's events, is split too). Threads then decode
-the chunks with the GIL released, each writing events at their exact rows and stats into buffers
-of its chunk, which a final pass copies into exact-size columns. Any surprise (an error, a
-metadata id beyond int32) falls back to the serial scan, which reports the first error in wire
-order, where a single pass over the file meets it first.
+as a Python tracer thread holding most of jax_large's events, is split too). Threads then count
+each chunk's stats (which fixes every stat's row) and decode the chunks with the GIL released,
+each writing events and stats at their exact rows of exact-size columns (``_ParallelScan``). Any
+surprise (an error, a metadata id beyond int32) falls back to the serial scan, which reports the
+first error in wire order, where a single pass over the file meets it first.
 
-The index pass is a small share of the scan and the decode phase, most of it, is the part that
-scales with threads; the phase times of jax_large on 1 and 2 threads are in
+The index pass is a small share of the scan and the count and decode phases, most of it, are the
+parts that scale with threads; the phase times of jax_large on 1 and 2 threads are in
 bench/measurements.md#xspace-scan (bench/core_bench.py prints them).
 
 Wire facts (proto3, field numbers from ``protos/xplane.proto``):
@@ -758,62 +758,64 @@ cdef int fill_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept 
     return 0 if ev == ev_end else C_CAPACITY
 
 
+cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats) noexcept nogil:
+    """Counts the stats of one chunk's events (each skipped by its length, as ``decode_event``
+    meets them: one per stats field), so that the fill pass writes them at their final rows."""
+    cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
+    cdef uint64_t tag
+    cdef int err
+    cdef int64_t n = 0
+    while pos < end:
+        err = read_varint(buf, &pos, end, &tag)
+        if err != 0:
+            return err
+        if (tag >> 3) == 4 and (tag & 7) == 2:
+            err = read_len(buf, &pos, end, &eend)
+            if err != 0:
+                return err
+            while pos < eend:
+                err = read_varint(buf, &pos, eend, &tag)
+                if err != 0:
+                    return err
+                if (tag >> 3) == 4 and (tag & 7) == 2:
+                    err = read_len(buf, &pos, eend, &send)
+                    if err != 0:
+                        return err
+                    pos = send
+                    n += 1
+                else:
+                    err = skip_field(buf, &pos, eend, tag & 7)
+                    if err != 0:
+                        return err
+        else:
+            err = skip_field(buf, &pos, end, tag & 7)
+            if err != 0:
+                return err
+    n_stats[0] = n
+    return 0
+
+
 cdef struct ChunkOut:
-    # One chunk's stats and texts, in buffers of its own (malloc, grown on demand).
-    int32_t* owner
-    int32_t* meta
-    int8_t* kind
-    int64_t* value
+    # One chunk's stat count (its stats go straight to their rows of the stat columns) and its
+    # texts, in a buffer of its own (malloc, grown on demand; a few per chunk on real profiles).
     int64_t* texts  # (n, 3)
-    int64_t st_cap
     int64_t tx_cap
     int64_t n_stats
     int64_t n_texts
     int64_t n_wide
-    int64_t st_first  # the chunk's first row in the joined stat and text columns
+    int64_t st_first  # the chunk's first row in the stat and text columns
     int64_t tx_first
     int err
-    bint in_arena  # the buffers are slices of its thread's arena (not malloc'd: never freed alone)
 
 
 cdef void free_chunk(ChunkOut* c) noexcept nogil:
-    if not c.in_arena:
-        free(c.owner)
-        free(c.meta)
-        free(c.kind)
-        free(c.value)
-        free(c.texts)
-    c.owner = c.meta = NULL
-    c.kind = NULL
-    c.value = c.texts = NULL
-    c.st_cap = c.tx_cap = 0
-    c.in_arena = False
+    free(c.texts)
+    c.texts = NULL
+    c.tx_cap = 0
 
 
-cdef int grow_chunk(ChunkOut* c, int64_t st_cap, int64_t tx_cap) noexcept nogil:
+cdef int grow_texts(ChunkOut* c, int64_t tx_cap) noexcept nogil:
     cdef void* p
-    if c.in_arena and (st_cap > c.st_cap or tx_cap > c.tx_cap):
-        # Outgrew its slice of the arena (a denser chunk than real profiles make): from here on
-        # malloc'd buffers. Nothing needs keeping: the chunk is decoded again from its start.
-        free_chunk(c)
-    if st_cap > c.st_cap:
-        p = realloc(c.owner, st_cap * sizeof(int32_t))
-        if p == NULL:
-            return C_NO_MEMORY
-        c.owner = <int32_t*>p
-        p = realloc(c.meta, st_cap * sizeof(int32_t))
-        if p == NULL:
-            return C_NO_MEMORY
-        c.meta = <int32_t*>p
-        p = realloc(c.kind, st_cap * sizeof(int8_t))
-        if p == NULL:
-            return C_NO_MEMORY
-        c.kind = <int8_t*>p
-        p = realloc(c.value, st_cap * sizeof(int64_t))
-        if p == NULL:
-            return C_NO_MEMORY
-        c.value = <int64_t*>p
-        c.st_cap = st_cap
     if tx_cap > c.tx_cap:
         p = realloc(c.texts, 3 * tx_cap * sizeof(int64_t))
         if p == NULL:
@@ -823,35 +825,28 @@ cdef int grow_chunk(ChunkOut* c, int64_t st_cap, int64_t tx_cap) noexcept nogil:
     return 0
 
 
-cdef inline int64_t _round8(int64_t n) noexcept nogil:
-    return (n + 7) & ~(<int64_t>7)
-
-
-cdef inline int64_t _arena_bytes(int64_t st_cap, int64_t tx_cap) noexcept nogil:
-    """Bytes of one chunk's buffers in an arena: value, texts, owner, meta, kind (see _arena)."""
-    return 8 * st_cap + 24 * tx_cap + 4 * _round8(st_cap) + 4 * _round8(st_cap) + _round8(st_cap)
-
-
 cdef class _ParallelScan:
     """State shared by the threads of one parallel scan: the chunk table and the outputs.
 
-    Events go straight to their rows of the event columns (the index pass counted them).
-    Stats and texts go to per-chunk buffers that are copied into exact-size columns at the
-    end: regions of one big buffer would cost more, because numpy asks for transparent huge
-    pages on large arrays and a barely used 2 MB page per chunk and column is still zeroed.
+    Two passes over the chunks, each on the threads: ``count`` counts every chunk's stats (events
+    skipped field by field, stats by their length), which fixes every stat's row; ``run`` then
+    decodes the events and stats straight into exact-size columns, as the index pass let it do
+    for events. Only texts (a few per chunk) go to buffers of their chunk, joined at the end.
+    Counting costs a fraction of decoding; the alternative, stats decoded into per-chunk buffers
+    and copied into the columns, touches every stat's bytes three times, and first touches of
+    fresh memory (the kernel zeroing each page) are most of a scan's system time
+    (bench/measurements.md#one-host-summary).
     """
 
     cdef object buf_arr, chunks_arr
-    cdef list arenas  # one numpy array per decoding thread (see _arena)
     cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats
     cdef const uint8_t* modes
     cdef const uint8_t* buf
     cdef int64_t* chunks  # (n_chunks, 5)
     cdef ChunkOut* out
     cdef Py_ssize_t n_chunks
-    cdef _Columns events
-    cdef _Columns joined
-    cdef int64_t stat_bytes  # the first guess of wire bytes per stat (a chunk's first buffers)
+    cdef _Columns cols
+    cdef object texts
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -860,68 +855,33 @@ cdef class _ParallelScan:
                 free_chunk(&self.out[k])
             free(self.out)
 
+    def count(self, Py_ssize_t lo, Py_ssize_t hi):
+        """Counts the stats of chunks [lo, hi) with the GIL released."""
+        with nogil:
+            self._count(lo, hi)
+
+    cdef void _count(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(lo, hi):
+            self.out[k].n_stats = 0
+            if self.modes[k] == 2:
+                self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
+
     def run(self, Py_ssize_t lo, Py_ssize_t hi):
         """Decodes chunks [lo, hi) with the GIL released."""
         cdef Sink base
-        self._arena(lo, hi)
         memset_sink(&base)
-        self.events.bind(&base)
+        self.cols.bind(&base)
         base.fill = True
         base.narrow = True
         with nogil:
             self._run(lo, hi, &base)
 
-    cdef void _arena(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Gives chunks [lo, hi) their first buffers as slices of one numpy array.
-
-        numpy asks the kernel for transparent huge pages on an array this large; separate
-        mallocs of ~1 MB per chunk and column would get 4 KB pages, whose first-touch page
-        faults dominate the scan's system time (bench/measurements.md#store-build).
-        """
-        cdef Py_ssize_t k, total = 0
-        cdef int64_t chunk_bytes, st_cap, tx_cap
-        cdef ChunkOut* c
-        cdef uint8_t* base
-        cdef uint8_t[::1] view
-        for k in range(lo, hi):
-            if self.modes[k] != 2:
-                continue
-            chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            total += _arena_bytes(chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
-        if total == 0:
-            return
-        arena = np.empty(total, dtype=np.uint8)
-        self.arenas.append(arena)  # alive as long as the scan
-        view = arena
-        base = &view[0]
-        for k in range(lo, hi):
-            if self.modes[k] != 2:
-                continue
-            c = &self.out[k]
-            chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            st_cap = chunk_bytes // self.stat_bytes + 16
-            tx_cap = chunk_bytes // 32 + 16
-            # 8-byte columns first, so that every slice is aligned for its type (numpy's data
-            # pointer is aligned to at least 16 bytes; every section size is a multiple of 8).
-            c.value = <int64_t*>base
-            base += 8 * st_cap
-            c.texts = <int64_t*>base
-            base += 24 * tx_cap
-            c.owner = <int32_t*>base
-            base += 4 * _round8(st_cap)
-            c.meta = <int32_t*>base
-            base += 4 * _round8(st_cap)
-            c.kind = <int8_t*>base
-            base += _round8(st_cap)
-            c.st_cap = st_cap
-            c.tx_cap = tx_cap
-            c.in_arena = True
-
     cdef void _run(self, Py_ssize_t lo, Py_ssize_t hi, Sink* base) noexcept nogil:
         cdef Sink s
         cdef Py_ssize_t k
         cdef ChunkOut* c
-        cdef int64_t chunk_bytes
+        cdef int64_t chunk_bytes, first
         cdef int err
         for k in range(lo, hi):
             c = &self.out[k]
@@ -935,71 +895,60 @@ cdef class _ParallelScan:
                 c.n_wide = s.n_wide
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend at least ``stat_bytes`` per stat (16 on large files, 8 on small
-            # ones) and far more per text (bench/measurements.md#xspace-scan); a denser chunk grows
-            # its buffers and is decoded again.
-            err = grow_chunk(c, chunk_bytes // self.stat_bytes + 16, chunk_bytes // 32 + 16)
+            # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
+            # a denser chunk grows its buffer and is decoded again (untouched capacity costs no memory).
+            err = grow_texts(c, chunk_bytes // 32 + 16)
+            first = c.st_first
             while err == 0:
                 s = base[0]
-                s.st_owner = c.owner
-                s.st_meta32 = c.meta
-                s.st_kind = c.kind
-                s.st_value = c.value
+                if c.n_stats > 0:  # (columns of no rows have no pointers to offset)
+                    s.st_owner = base.st_owner + first
+                    s.st_meta32 = base.st_meta32 + first
+                    s.st_kind = base.st_kind + first
+                    s.st_value = base.st_value + first
+                s.st_cap = c.n_stats
                 s.texts = c.texts
-                s.st_cap = c.st_cap
                 s.tx_cap = c.tx_cap
-                s.st_row0 = 0  # chunk-local; made global when the chunks are joined
+                s.st_row0 = first  # texts name their stats' final rows
                 s.n_stats = 0
                 s.n_texts = 0
                 s.n_wide = 0
-                s.stats_before = 0
+                s.stats_before = first
                 err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-                c.n_stats = s.n_stats
                 c.n_texts = s.n_texts
                 c.n_wide = s.n_wide
                 if err != C_REGION_FULL:
                     break
-                # A stat takes >= 2 bytes and a text >= 3: doubling ends within a few rounds.
-                err = grow_chunk(c, 2 * c.st_cap if s.n_stats >= c.st_cap else c.st_cap,
-                                 2 * c.tx_cap if s.n_texts >= c.tx_cap else c.tx_cap)
+                if s.n_stats >= s.st_cap:
+                    err = C_CAPACITY  # more stats than counted: cannot happen on the same bytes
+                    break
+                # A text takes >= 3 bytes: doubling ends within a few rounds.
+                err = grow_texts(c, 2 * c.tx_cap)
+            if err == 0 and s.n_stats != c.n_stats:
+                err = C_CAPACITY
             c.err = err
 
-    def join(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Copies the stats and texts of chunks [lo, hi) to their rows of the joined columns
-        (``st_first``/``tx_first``, set in wire order) with the GIL released."""
-        cdef Sink s
-        memset_sink(&s)
-        self.joined.bind(&s)
-        with nogil:
-            self._join(lo, hi, &s)
-
-    cdef void _join(self, Py_ssize_t lo, Py_ssize_t hi, Sink* s) noexcept nogil:
-        cdef int64_t n_st, n_tx, ns, nt, j
+    def join(self):
+        """Copies every chunk's texts to their rows of the text column (``tx_first``, set in
+        wire order); a str/bytes stat's value, its chunk's text row, becomes the column's."""
+        cdef int64_t[:, ::1] view = self.texts
+        cdef int64_t* texts = &view[0, 0] if view.shape[0] else NULL
+        cdef int64_t[::1] value_view = self.cols.st_value
+        cdef int64_t* value = &value_view[0] if value_view.shape[0] else NULL
         cdef Py_ssize_t k
+        cdef int64_t j, nt, tx
         cdef ChunkOut* c
-        for k in range(lo, hi):
-            c = &self.out[k]
-            ns = c.n_stats
-            nt = c.n_texts
-            n_st = c.st_first
-            n_tx = c.tx_first
-            if ns > 0:
-                memcpy(s.st_owner + n_st, c.owner, ns * sizeof(int32_t))
-                memcpy(s.st_meta32 + n_st, c.meta, ns * sizeof(int32_t))
-                memcpy(s.st_kind + n_st, c.kind, ns * sizeof(int8_t))
-                memcpy(s.st_value + n_st, c.value, ns * sizeof(int64_t))
-            if nt > 0:
-                # Chunk-local rows become global: a text's stat row, a str/bytes stat's text row.
-                memcpy(s.texts + 3 * n_tx, c.texts, 3 * nt * sizeof(int64_t))
-                for j in range(n_tx, n_tx + nt):
-                    s.texts[3 * j] += n_st
-                if n_tx > 0:
-                    for j in range(n_st, n_st + ns):
-                        if s.st_kind[j] == C_KIND_STR or s.st_kind[j] == C_KIND_BYTES:
-                            s.st_value[j] += n_tx
-            # Free as we go: the joined columns replace the chunk buffers (an arena goes with
-            # the scan).
-            free_chunk(c)
+        with nogil:
+            for k in range(self.n_chunks):
+                c = &self.out[k]
+                nt = c.n_texts
+                tx = c.tx_first
+                if nt > 0:
+                    memcpy(texts + 3 * tx, c.texts, 3 * nt * sizeof(int64_t))
+                    if tx > 0:
+                        for j in range(nt):
+                            value[c.texts[3 * j]] += tx
+                free_chunk(c)
 
 
 def _in_threads(fn, bounds: list) -> None:
@@ -1027,14 +976,10 @@ def default_threads() -> int:
     return max(1, min(n, 8))
 
 
-# Below this size a file's chunks are decoded on the calling thread (threads pay off on jax_large,
-# not on keras_cnn), into first buffers sized for 8 wire bytes a stat: TensorFlow hosts spend ~11,
-# and a chunk that outgrows its buffers is decoded again, which cost more than the serial scan's
-# two passes; once they fit, one pass is ~40 % less CPU than those two on every demo host
-# (bench/measurements.md#xspace-scan). The buffers then take ~3x the file for a moment.
+# Below this size a file's chunks are counted and decoded on the calling thread (threads pay off
+# on jax_large, not on keras_cnn): less CPU than the serial scan's two full passes on the demo
+# hosts (bench/measurements.md#one-host-summary).
 ONE_THREAD_BELOW_BYTES = 8 << 20
-_SMALL_STAT_BYTES = 8
-_LARGE_STAT_BYTES = 16
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
@@ -1050,7 +995,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
 
     ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
     else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
-    before its columns are filled (stats: -1, not known yet) and may raise to refuse it: a file
+    before its columns are filled (stats: -1 where ``stats=False``) and may raise to refuse it: a file
     of empty events costs many times its size in columns, far beyond what its size suggests
     (bench/measurements.md#build-bytes).
     """
@@ -1079,13 +1024,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
             err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
         if err != 0:
             return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
-        if on_counts is not None:
-            on_counts(n_events, -1)
         n_chunks = chunks.n
         t_index = time.perf_counter()
         ps = _ParallelScan()
-        ps.stat_bytes = _SMALL_STAT_BYTES if small else _LARGE_STAT_BYTES
-        ps.arenas = []
         ps.buf_arr = buf_arr
         ps.buf = buf
         ps.chunks_arr = rows_array(&chunks)
@@ -1094,7 +1035,6 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         ps.out = <ChunkOut*>calloc(n_chunks + 1, sizeof(ChunkOut))
         if ps.out == NULL:
             raise MemoryError()
-        ps.events = _Columns(n_events, 0, 0, np.int32)
         chunk_plane = rows_array(&lines)[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
         wanted = (np.ones(n_chunks, dtype=bool) if planes is None
                   else np.asarray(planes, dtype=bool)[np.clip(chunk_plane, 0, max(len(planes) - 1, 0))]
@@ -1103,35 +1043,40 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         ps.modes = _ptr8(ps.modes_arr)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
+        if stats:
+            _in_threads(ps.count, bounds)
+        for k in range(n_chunks):
+            bad = bad or ps.out[k].err != 0
+            ps.out[k].st_first = n_stats
+            n_stats += ps.out[k].n_stats
+        if bad:
+            return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+        if n_stats >= C_MAX_ROWS:
+            raise WireError(ERR_TOO_MANY, end)
+        t_count = time.perf_counter()
+        if on_counts is not None:
+            on_counts(n_events, n_stats if stats else -1)
+        ps.cols = _Columns(n_events, n_stats, 0, np.int32)
         _in_threads(ps.run, bounds)
         t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0
-            ps.out[k].st_first = n_stats
             ps.out[k].tx_first = n_texts
-            n_stats += ps.out[k].n_stats
             n_texts += ps.out[k].n_texts
         if bad:
             # An error (reported by the serial scan as the first in wire order) or a metadata id
             # beyond int32 (the serial scan switches to int64 columns).
             return scan_serial_py(buf_arr, on_counts=on_counts)
-        if n_stats >= C_MAX_ROWS:
-            raise WireError(ERR_TOO_MANY, end)
-        if small and on_counts is not None and stats:
-            on_counts(n_events, n_stats)  # as the serial scan, before the stat columns are made
-        cols = ps.joined = _Columns(0, n_stats, n_texts, np.int32)
-        _in_threads(ps.join, bounds)
-        cols.ev_line = ps.events.ev_line
-        cols.ev_meta = ps.events.ev_meta
-        cols.ev_start = ps.events.ev_start
-        cols.ev_dur = ps.events.ev_dur
+        cols = ps.cols
+        cols.texts = ps.texts = np.empty((n_texts, 3), dtype=np.int64)
+        ps.join()
         result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
         if planes is not None:
             result.decoded_planes = np.asarray(planes, dtype=np.uint8)
         result.with_stats = stats
         t_end = time.perf_counter()
-        result.phase_s = {"index": t_index - t_start, "decode": t_decode - t_index, "join": t_end - t_decode,
-                          "threads": len(bounds) - 1, "chunks": n_chunks}
+        result.phase_s = {"index": t_index - t_start, "count": t_count - t_index, "decode": t_decode - t_count,
+                          "join": t_end - t_decode, "threads": len(bounds) - 1, "chunks": n_chunks}
         return result
     finally:
         free(spans.data)

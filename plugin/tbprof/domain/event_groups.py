@@ -12,7 +12,7 @@ levels first), claims every event reachable from it that no earlier root claimed
 
 The group id of an event is the index of the root that claimed it (0, 1, ... in claim order).
 Everything here runs once per store (``store.memo``) in a few compiled loops over numpy columns
-(``tbprof._core.kernels``: ``nesting_parents``, ``propagate_groups``).
+(``tbprof._core.kernels``: ``nesting_parents``, ``pair_edges``, ``propagate_groups``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from tbprof._core.kernels import nesting_parents, propagate_groups
+from tbprof._core.kernels import nesting_parents, pair_edges, propagate_groups
 from tbprof.domain.planes import HOST_PLANE, is_accelerator, on_device_side
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.tables import Plane, ProfileStore
@@ -89,59 +89,11 @@ def parents_of(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarra
 def _pair_edges(parent_keys: np.ndarray, parent_nodes: np.ndarray, child_keys: np.ndarray,
                 child_nodes: np.ndarray, limit: int | None = None,
                 last_parent_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Edges parent -> child between nodes with equal keys (rows of an int64 key matrix)."""
-    if len(parent_nodes) == 0 or len(child_nodes) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # Keys are (type, id) with few types: match ids type by type (exact, no unique over pairs).
-    types = _distinct(np.concatenate([parent_keys[:, 0], child_keys[:, 0]]))
-    if len(types) > 64:
-        # Many distinct first parts (e.g. step_id): one exact int64 per pair through unique ranks.
-        both = np.concatenate([parent_keys, child_keys])
-        _, ra = np.unique(both[:, 0], return_inverse=True)
-        _, rb = np.unique(both[:, 1], return_inverse=True)
-        rank = ra.reshape(-1).astype(np.int64) * (int(rb.max()) + 1) + rb.reshape(-1)
-        rank2 = np.stack([np.zeros(len(rank), np.int64), rank], axis=1)
-        return _pair_edges(rank2[:len(parent_keys)], parent_nodes, rank2[len(parent_keys):], child_nodes, limit,
-                           last_parent_only)
-    if len(types) > 1:
-        srcs, dsts = [], []
-        for t in types.tolist():
-            pm, cm = parent_keys[:, 0] == t, child_keys[:, 0] == t
-            s_, d_ = _pair_edges(parent_keys[pm], parent_nodes[pm], child_keys[cm], child_nodes[cm], limit,
-                                 last_parent_only)
-            srcs.append(s_)
-            dsts.append(d_)
-        return np.concatenate(srcs), np.concatenate(dsts)
-    pk, ck = parent_keys[:, 1], child_keys[:, 1]
-    if last_parent_only:
-        # XProf keeps one parent per key in a map (the last one written).
-        o = np.argsort(pk, kind="stable")
-        pk_s = pk[o]
-        last = np.concatenate([pk_s[1:] != pk_s[:-1], [True]])
-        pk, parent_nodes = pk_s[last], parent_nodes[o][last]
-    c_order = np.argsort(ck, kind="stable")
-    ck_s, cn_s = ck[c_order], child_nodes[c_order]
-    lo = np.searchsorted(ck_s, pk, side="left")
-    reps = np.searchsorted(ck_s, pk, side="right") - lo
-    if limit is not None:
-        pk_sorted = np.sort(pk)
-        n_par = np.searchsorted(pk_sorted, pk, side="right") - np.searchsorted(pk_sorted, pk, side="left")
-        ok = ~((n_par >= limit) & (reps >= limit))
-        pk, parent_nodes, lo, reps = pk[ok], parent_nodes[ok], lo[ok], reps[ok]
-    src = np.repeat(parent_nodes, reps)
-    # Offsets 0..reps-1 within each parent's run of children.
-    run_start = np.repeat(np.cumsum(reps) - reps, reps)
-    within = np.arange(int(reps.sum())) - run_start
-    dst = cn_s[np.repeat(lo, reps) + within]
-    return src.astype(np.int64), dst.astype(np.int64)
-
-
-def _distinct(x: np.ndarray) -> np.ndarray:
-    """Distinct values, ascending; by counting when they are small (context types, the zeros of
-    correlation keys), which beats sorting a few hundred thousand of them."""
-    if len(x) and int(x.min()) >= 0 and int(x.max()) < 1 << 16:
-        return np.nonzero(np.bincount(x))[0].astype(x.dtype)
-    return sorted_unique(x)
+    """Edges parent -> child between nodes with equal keys (rows of an int64 (type, id) key
+    matrix): each parent's children in input order; ``last_parent_only``: one parent per key,
+    the last (XProf keeps them in a map, the last one written); ``limit``: a key with that many
+    parents and children links nothing. A hash join in compiled code (``pair_edges``)."""
+    return pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, limit or 0, last_parent_only)
 
 
 def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:

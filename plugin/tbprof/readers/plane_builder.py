@@ -34,6 +34,7 @@ from tbprof.errors import MemoryRefusal
 from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.byte_sources import ByteSource
+from tbprof.readers.plane_threads import Later, now_or_beside
 from tbprof.store import tables
 from tbprof.store.markers import COUNTER_LINES_STAT
 from tbprof.store.strings import StringTable
@@ -356,17 +357,34 @@ def finish_stats(cols: Columns, f: ByteSource, ev_lo: int, first_stat: int, stat
                  limit: Limit | None) -> tables.StatTable:
     """A plane's stats from the scanner's columns, finished in place: owners relative to the
     plane, metadata ids to stat names, texts to string ids and blob indices."""
+    stats, finish = _stat_columns(cols, ev_lo, stat_ids, stat_names)
+    finish()
+    decode_texts(f, cols.open("x_texts"), first_stat, stats.kind, stats.value, strings, blobs, window, limit)
+    return stats
+
+
+def _stat_columns(cols: Columns, ev_lo: int, stat_ids: np.ndarray,
+                  stat_names: np.ndarray) -> tuple[tables.StatTable, Later]:
+    """A plane's stat columns and the compiled step that finishes them in place (owners relative
+    to the plane, metadata ids to stat names; it releases the GIL): run it before the texts."""
     owner = cols.open("s_owner")
     stat_in = cols.open("x_stat_in")
     n_st = int(owner.shape[0])
     stat_id = stat_in if stat_in.dtype == np.int32 else cols.create("s_stat_id", np.int32, n_st)
     kind_col = cols.open("s_kind")
     values = cols.open("s_value")
-    kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_lo,
-                         xplane_columns.id_lookup(stat_ids, stat_names, n_st, 0), stat_ids, stat_names)
-    del stat_in
-    decode_texts(f, cols.open("x_texts"), first_stat, kind_col, values, strings, blobs, window, limit)
-    return tables.StatTable(owner, stat_id, kind_col, values)
+    lut = xplane_columns.id_lookup(stat_ids, stat_names, n_st, 0)
+
+    def finish() -> None:
+        kernels.finish_stats(owner, stat_in, stat_id, kind_col, values, ev_lo, lut, stat_ids, stat_names)
+
+    return tables.StatTable(owner, stat_id, kind_col, values), finish
+
+
+# From this many events or stats on, a plane's compiled steps run two at a time (``finish_plane``):
+# a step takes ~0.2 ms on 64K rows, starting and joining a thread ~0.03 ms
+# (bench/measurements.md#one-host-summary).
+PARALLEL_MIN_ROWS = 1 << 16
 
 
 def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_name: str, pm: PlaneMeta,
@@ -383,19 +401,31 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
     n_ev = int(start_ps.shape[0])
     meta_idx = meta_in if meta_in.dtype == np.int32 else cols.create("meta_idx", np.int32, n_ev)
     name_id = cols.create("name_id", np.int32, n_ev)
+    # The compiled steps release the GIL: on a large plane the stats are finished on a thread
+    # while the events are, and the nesting depths computed while the texts are decoded (the
+    # columns are opened here, on this thread; the threads only run kernels on them).
+    stats: tables.StatTable | None = None
+    stats_done: Later | None = None
+    if deferred is None:
+        stats, finish = _stat_columns(cols, ev_lo, pm.stat_ids, pm.stat_names)
+        stats_done = now_or_beside(finish, n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
     identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
         xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1), pm.meta_ids, pm.meta_rows, pm.meta_name_id)
     del meta_in
+    if stats_done is not None:
+        stats_done()
+    depths: Later | None = None
+    if identity:  # (rows out of order are sorted first, and their depths follow the sort)
+        depths = now_or_beside(lambda: line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit),
+                                n_ev >= PARALLEL_MIN_ROWS)
 
     # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.
-    stats: tables.StatTable | None
     if deferred is None:
-        stats = finish_stats(cols, f, ev_lo, first_stat, pm.stat_ids, pm.stat_names, strings, blobs, window, limit)
-    elif identity:
-        stats = None
-    else:
+        assert stats is not None
+        decode_texts(f, cols.open("x_texts"), first_stat, stats.kind, stats.value, strings, blobs, window, limit)
+    elif not identity:
         stats = deferred.decode_now(pm.stat_ids, pm.stat_names, blobs)
 
     if not identity:
@@ -416,7 +446,8 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
             col[:] = np.asarray(col)[sort]
         del order, inverse, new_owner, sort
 
-    line_offsets, depth = line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit)
+    line_offsets, depth = (depths() if depths is not None
+                           else line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit))
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     line_ids = np.array([m.id for m in lines], dtype=np.int64)
     line_timestamp_ns = np.array([m.timestamp_ns for m in lines], dtype=np.int64)

@@ -31,7 +31,7 @@ from tbprof.cache.profile_cache import ProfileCache
 from tbprof.domain import event_groups
 from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError
 from tbprof.fs import Location, location
-from tbprof.readers.kinds import KINDS
+from tbprof.readers.kinds import KINDS, Reader, RunKind
 from tbprof.service import tools as registry
 from tbprof.service.background import BackgroundLoads
 from tbprof.service.executor import Executor, InProcess, Progress
@@ -59,6 +59,11 @@ def persist_derived(store: ProfileStore) -> None:
     reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
     the store is written, after the answer."""
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
+
+
+def _reader_of(kind: RunKind, few_planes: bool) -> Reader:
+    """The reader of a run kind's files (imported on first use): its lazy one for ``few_planes``."""
+    return (kind.lazy_reader if few_planes else None) or kind.reader
 
 
 @dataclass(frozen=True)
@@ -109,10 +114,14 @@ class Profiles:
         kind = KINDS.get(run.kind)
         if kind is None:
             raise NotFound(f"run {run.name!r} is of kind {run.kind!r}, which has no reader")
-        # A tool that reads few planes converts the file lazily (each plane's stats when first
-        # read); the store is the same for every later tool.
-        reader = (kind.lazy_reader if few_planes else None) or kind.reader
-        return self.cache.get(run.hosts[host], reader, kind=kind.store_format, streamer=kind.streamer)
+
+        def read(path: Location) -> Any:
+            # A tool that reads few planes converts the file lazily (each plane's stats when first
+            # read); the store is the same for every later tool. Resolved only when the file is
+            # converted: a store from the disk cache needs no reader (nor its imports).
+            return _reader_of(kind, few_planes)(path)
+
+        return self.cache.get(run.hosts[host], read, kind=kind.store_format, streamer=kind.streamer)
 
     def event_store(self, run: Run, host: str) -> ProfileStore:
         """The event store of a host (XSpace and Chrome-trace runs); tfprof runs have none."""

@@ -1,0 +1,41 @@
+"""A host's reader is imported to convert its file, and never for a host already converted: its
+store comes from the disk cache, which needs neither the reader nor protobuf."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import SAMPLE_PROFILES
+
+PLUGIN = Path(__file__).resolve().parents[2] / "plugin"
+
+CHILD = r"""
+import sys
+from tbprof.service.profiles import Profiles
+
+profiles = Profiles(sys.argv[1], cache_dir=sys.argv[2])
+run = next(iter(profiles.index.runs().values()))
+profiles.load_in_background(run, list(run.hosts)).join()  # as ``tbprof summary`` starts it
+profiles.stores_tolerant(run, list(run.hosts))
+profiles.cache.flush()
+print("tbprof.readers.xplane" in sys.modules, "google.protobuf" in sys.modules)
+"""
+
+
+def _load(logdir: Path, cache: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN)}
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(logdir), str(cache)], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    return proc.stdout.strip()
+
+
+def test_no_reader_for_a_converted_host(tmp_path: Path) -> None:
+    logdir = tmp_path / "jax_mlp"
+    shutil.copytree(SAMPLE_PROFILES / "jax_mlp", logdir)
+    cache = tmp_path / "cache"
+    assert _load(logdir, cache) == "True True"  # converted here
+    assert _load(logdir, cache) == "False False"  # from the disk cache: no reader, no protobuf

@@ -172,7 +172,7 @@ def main() -> int:
             # The cluster's worker processes must import this checkout's tbprof, as the children do.
             os.environ["PYTHONPATH"] = str(REPO / "plugin") + os.pathsep + os.environ.get("PYTHONPATH", "")
             t = time.perf_counter()
-            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
                 start_s = time.perf_counter() - t
                 dask = tbprof_cold(str(pod), 1, cluster.scheduler_address)
             print(line("tbprof Dask (2 procs)", dask) + f"  [cluster start {start_s:.2f} s, not counted]")

@@ -67,7 +67,7 @@ def test_a_worker_answering_a_pickle_runs_nothing_here(tmp_path: Path, monkeypat
     files = sorted((tmp_path / "pod").rglob("*.xplane.pb"))
     tasks = [HostTask(host=f.stem.split(".")[0], path=str(f), kind="xspace", cache_dir=str(tmp_path / "cache"))
              for f in files]
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                       scheduler_port=0) as cluster:
         with Client(cluster.scheduler_address) as attacker:
             attacker.run(_replace_convert_batch)

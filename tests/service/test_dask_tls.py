@@ -59,7 +59,7 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
     os.environ["PYTHONPATH"] = str(PLUGIN) + os.pathsep + os.environ.get("PYTHONPATH", "")
     security = Security.temporary()
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
                       protocol="tls://", host="127.0.0.1", security=security) as cluster:
         assert cluster.scheduler_address.startswith("tls://")
         yield cluster.scheduler_address, _write_pems(security, tmp_path_factory.mktemp("certs"))

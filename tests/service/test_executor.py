@@ -151,7 +151,7 @@ def test_dask_local_cluster_equals_in_process(pod: Path, tmp_path: Path) -> None
     from distributed import LocalCluster
 
     reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       scheduler_port=0) as cluster:
         executor = DaskExecutor(cluster.scheduler_address)
         try:
@@ -166,7 +166,7 @@ def test_dask_worker_killed_mid_run_is_retried(pod: Path, tmp_path: Path) -> Non
     from distributed import LocalCluster
 
     reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       scheduler_port=0) as cluster:
         executor = DaskExecutor(cluster.scheduler_address)
         try:

@@ -227,7 +227,7 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
         MODES.clear()
         results.append(_tree_and_flat(Profiles(pod300, cache_dir=tmp_path / f"c{i}", executor=executor)))
         _framed(300)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         dask = DaskExecutor(cluster.scheduler_address)
         try:
             MODES.clear()

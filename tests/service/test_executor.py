@@ -337,15 +337,17 @@ def _open_fds() -> set[int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked from the command on Linux only")
 def test_forked_workers_freeze_their_imports_and_leave_no_descriptor(pod: Path, tmp_path: Path) -> None:
-    """A command's forked workers (``start_early``) wait for the last fork on a pipe, then
-    preload and freeze what they imported out of the garbage collector; the pipe is closed in
-    the command once they are forked, and the answers are the in-process ones."""
+    """A command's forked workers (``start_early`` in a process with no other thread) wait for
+    the last fork on a pipe, then preload and freeze what they imported out of the garbage
+    collector; the pipe is closed in the command once they are forked, and the answers are the
+    in-process ones. (Forked here directly: other tests of this process leave threads, with
+    which ``start_early`` would use the fork server.)"""
     import gc
 
     before = _open_fds()
     pool = ProcessPool(2, min_pool_bytes=1)
     try:
-        assert pool.start_early(str(pod))
+        pool._start_forked()
         assert pool.forked
         pool.wait_ready()
         assert pool._pool is not None

@@ -373,8 +373,8 @@ def _preload_worker(all_forked: int = -1) -> None:
     ``all_forked``: the read end of a pipe whose write end the command closes once it has forked
     every worker; the worker waits for that before importing. A worker importing while the
     command still forks takes the CPU and the memory locks the next forks need, so the command,
-    the serial part of a pod, would fork its workers several times slower (the workers are
-    idle until the command has listed the logdir anyway). Then the objects imported (and those
+    the serial part of a pod, forked its workers several times slower (a worker has nothing to
+    convert before the command has listed the logdir anyway). Then the objects imported (and those
     inherited from the command) are frozen out of the garbage collector: they live as long as
     the worker, and a full collection would walk them all again every few hosts (copying the
     pages it writes, which the worker shares with the command)."""

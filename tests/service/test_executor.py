@@ -329,3 +329,32 @@ print(imported)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked from the command on Linux only")
+def test_forked_workers_freeze_their_imports_and_leave_no_descriptor(pod: Path, tmp_path: Path) -> None:
+    """A command's forked workers (``start_early`` in a process with no other thread) wait for
+    the last fork on a pipe, then preload and freeze what they imported out of the garbage
+    collector; the pipe is closed in the command once they are forked, and the answers are the
+    in-process ones. (Forked here directly: other tests of this process leave threads, with
+    which ``start_early`` would use the fork server.)"""
+    import gc
+
+    before = _open_fds()
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        pool._start_forked()
+        assert pool.forked
+        pool.wait_ready()
+        assert pool._pool is not None
+        frozen = [pool._pool.submit(gc.get_freeze_count).result() for _ in range(4)]
+        assert all(n > 0 for n in frozen), frozen
+        reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+        assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
+    finally:
+        pool.close(wait=True)
+    assert _open_fds() <= before

@@ -365,11 +365,28 @@ def _worker_ready() -> bool:
     return True
 
 
-def _preload_worker() -> None:
-    """A forked worker's first act (``ProcessPool.start_early``): it imports what the fork server
-    would have preloaded, each worker in parallel with the others and with the command. A module
-    that fails to import is skipped, as the fork server skips it (the task then says why)."""
+def _preload_worker(all_forked: int = -1) -> None:
+    """A forked worker's first act (``ProcessPool._start_forked``): it imports what the fork
+    server would have preloaded, each worker in parallel with the others and with the command. A
+    module that fails to import is skipped, as the fork server skips it (the task then says why).
+
+    ``all_forked``: the read end of a pipe whose write end the command closes once it has forked
+    every worker; the worker waits for that before importing. A worker importing while the
+    command still forks takes the CPU and the memory locks the next forks need, so the command,
+    the serial part of a pod, forked its workers several times slower (a worker has nothing to
+    convert before the command has listed the logdir anyway). Then the objects imported (and those
+    inherited from the command) are frozen out of the garbage collector: they live as long as
+    the worker, and a full collection would walk them all again every few hosts (copying the
+    pages it writes, which the worker shares with the command)."""
+    import gc
     import importlib
+
+    if all_forked >= 0:
+        try:
+            os.read(all_forked, 1)  # b"" once the command has closed the write end
+        except OSError:
+            pass
+        os.close(all_forked)
 
     from tbprof.service.tools import TOOL_MODULES
 
@@ -378,6 +395,16 @@ def _preload_worker() -> None:
             importlib.import_module(name)
         except ImportError:
             log.debug("tbprof: a worker could not preload %s", name, exc_info=True)
+    gc.freeze()
+
+
+def _close_then_preload(all_forked: int, write_fd: int) -> None:
+    """A forked worker's initializer: drops its copy of the pipe's write end (the pipe reads
+    end-of-file only once no process holds one), then ``_preload_worker``. A pool of the fork
+    method forks all its workers at its first submit and none later, so both descriptors are
+    the pipe's."""
+    os.close(write_fd)
+    _preload_worker(all_forked)
 
 
 # Whether a pool of this process was started by a fork server (or spawned): its queues' named
@@ -470,10 +497,16 @@ class ProcessPool:
         with self._pool_lock:
             if self._pool is not None:
                 return
-            pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                       initializer=_preload_worker)
-            # With fork, the first submit forks every worker (before the pool's own threads start).
-            self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+            # The workers wait on this pipe until every one is forked (``_preload_worker``).
+            read_fd, write_fd = os.pipe()
+            try:
+                pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=_close_then_preload, initargs=(read_fd, write_fd))
+                # With fork, the first submit forks every worker (before the pool's own threads start).
+                self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+            finally:
+                os.close(write_fd)
+                os.close(read_fd)
             self._pool = pool
             self.forked = True
 

@@ -121,7 +121,7 @@ def test_place_rows_in_owner_ranges_is_the_one_by_one_placement(cuts: list[int] 
     got_fill = fill.copy()
     got: list[np.ndarray] = [np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int8),
                              np.empty(m, np.int64)]
-    kernels.place_rows(owner, got_fill, row_of, name, kind, value, *got,
+    kernels.place_rows(owner, got_fill, row_of, name, kind, value, got[0], got[1], got[2], got[3],
                        None if cuts is None else np.array(cuts, np.int64))
     for a, b in zip([*got, got_fill], want, strict=True):
         assert np.array_equal(a, b)

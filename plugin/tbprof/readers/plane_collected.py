@@ -7,8 +7,9 @@ their events, an event metadata row per distinct (name, category), then ``plane_
 Columns live where the reader's ``Work`` keeps them (``chrome_columns.py``: in memory, or
 scratch files of a cache entry walked in chunks). In memory the per-plane steps run on several
 threads (``default_threads()``; their sorts, gathers and compiled loops release the GIL): the
-lines' time order in batches, each plane's columns and depths, and each plane's metadata while
-the flows are bound and the stats placed.
+lines' time order in batches, each plane's columns and depths, each plane's metadata while the
+flows are bound and the stats placed, and the stat rows themselves in ranges of events of about
+equal rows (``kernels.place_rows``: an event's rows all in one range, so in their order).
 """
 
 from __future__ import annotations

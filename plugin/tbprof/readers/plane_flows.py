@@ -7,7 +7,8 @@ the chain has a category, ``flow_category``. A chain with one bound point links 
 
 Points are taken in parts by identity (every point of one identity in the same part): in memory,
 one part; streaming, as many as keep a part within a chunk of points and its temporaries within
-half the budget.
+half the budget. In memory, a part's chains are made on the calling thread while its points bind
+on the others, in ranges of points (``kernels.bind_points``; each point's slice is its own).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ an event found by its bounds, null arguments dropped, keys and text values (stri
 integers' digits, arrays' canonical JSON) interned, each distinct one once. Events go in batches
 so that the temporaries stay small; in memory, a batch's rows are gathered on a second thread
 while the one before is interned (interning stays in batch order: it numbers the strings), and
-the ids of its keys and texts already interned are looked up there too, so that the interning
-thread looks up only the rest."""
+the ids of its keys already interned (most of them: a trace has few distinct keys) are looked
+up there too, so that the interning thread looks up only the rest."""
 
 from __future__ import annotations
 
@@ -32,11 +32,8 @@ class _Batch:
     kind: np.ndarray
     value: np.ndarray
     text: np.ndarray
-    # The keys' and text values' string ids known when gathered (-1: looked up when interned),
-    # and the text values' tokens.
+    # The keys' string ids known when gathered (-1: looked up when interned).
     key_known: np.ndarray
-    text_tok: np.ndarray
-    text_known: np.ndarray
 
 
 class ArgStats:
@@ -106,7 +103,7 @@ class ArgStats:
 
     def _batch_rows(self, owners: np.ndarray, events: np.ndarray) -> _Batch | None:
         """The scanner's stat rows of ``events`` but for null arguments (they say nothing):
-        owners, key tokens, kinds, values, which values are texts and the ids of keys and texts
+        owners, key tokens, kinds, values, which values are texts and the ids of the keys
         interned so far (numpy and compiled loops only: safe beside the interning thread)."""
         c = self.cols
         rows, pos = kernels.args_rows(events, self.bounds(), c["st_kind"], tables.KIND_NONE)
@@ -114,10 +111,8 @@ class ArgStats:
             return None
         kind = c["st_kind"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
-        key_tok, value = c["st_key"][rows], c["st_value"][rows]
-        text_tok = value[text]
-        return _Batch(owners[pos].astype(np.int32), key_tok, kind, value, text, self.keys.known(key_tok), text_tok,
-                      self.texts.known(text_tok))
+        key_tok = c["st_key"][rows]
+        return _Batch(owners[pos].astype(np.int32), key_tok, kind, c["st_value"][rows], text, self.keys.known(key_tok))
 
     def _add_rows(self, rows: _Batch | None) -> None:
         if rows is None:
@@ -126,7 +121,7 @@ class ArgStats:
         value, kind, text = rows.value, rows.kind, rows.text
         if text.any():
             # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
-            value[text] = self.texts(rows.text_tok, rows.text_known)
+            value[text] = self.texts(value[text])
             kind[text] = tables.KIND_STR
         self.stats.append(rows.owner, key, kind.astype(np.int8), value)
 

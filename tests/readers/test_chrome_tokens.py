@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tbprof.readers.chrome_tokens import token_pairs
+from tbprof.readers.chrome_tokens import TokenTable, token_pairs
 
 
 def _reference(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -36,3 +36,30 @@ def test_many_combinations_are_sorted_not_tabled() -> None:
     pair, pids, tids = token_pairs(a, b, 1000)
     assert pair.tolist() == list(range(400))
     assert np.array_equal(pids, a) and np.array_equal(tids, b)
+
+
+def test_token_table_with_ids_known_earlier_computes_as_without() -> None:
+    """Ids read by ``known`` before other calls computed some of them (as the args' gathering
+    thread reads them while the interning thread goes on): the same ids, each computed once, in
+    the same order as calls without them."""
+    def run(stale: bool) -> tuple[list[np.ndarray], list[int]]:
+        computed: list[int] = []
+
+        def fn(t: int) -> int:
+            computed.append(t)
+            return 100 + len(computed)
+
+        table = TokenTable(fn, np.int64, 20)
+        first = np.array([5, -3, 7, 5], np.int64)
+        second = np.array([7, 9, 5, 11, 9, -1], np.int64)
+        known = table.known(second)  # before ``first`` is computed: every entry -1
+        assert (known < 0).all()
+        out = [table(first), table(second, known if stale else None)]
+        out.append(table(np.array([11, 12], np.int64), table.known(np.array([11, 12], np.int64))))
+        return out, computed
+
+    (with_known, order_with), (without, order_without) = run(True), run(False)
+    assert order_with == order_without == [-3, 5, 7, -1, 9, 11, 12]
+    for a, b in zip(with_known, without, strict=True):
+        assert np.array_equal(a, b)
+    assert with_known[1].tolist() == [103, 105, 102, 106, 105, 104]

@@ -1307,13 +1307,16 @@ def depth_parents(depth, line_offsets) -> np.ndarray:
     return parent_arr
 
 
-def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, point_next) -> np.ndarray:
+def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, point_next,
+                Py_ssize_t threads=1) -> np.ndarray:
     """Event row each flow point binds to, or -1.
 
     Enclosing binding: the last event starting at or before the point, climbing to its parents
     until one still runs at the point (end inclusive: TF1 timelines start a flow exactly at the
     producer's end). ``point_next`` selects "next slice" binding instead: the first event of the
-    line starting at or after the point. (readers/plane_flows.py ``_bind_part``)
+    line starting at or after the point. ``threads`` > 1: the points in that many ranges, each
+    bound on a thread of its own (the GIL released; each point's answer is its own).
+    (readers/plane_flows.py ``_bind_part``)
     """
     cdef const int64_t[::1] start = _in(start_ps, np.int64)
     cdef const int64_t[::1] end = _in(end_ps, np.int64)
@@ -1322,16 +1325,31 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
     cdef const int64_t[::1] pl = _in(point_line, np.int64)
     cdef const int64_t[::1] pts = _in(point_ts, np.int64)
     cdef const uint8_t[::1] nxt = _bool(point_next)
-    cdef Py_ssize_t m = pl.shape[0], k, lo, hi, j, c
+    cdef Py_ssize_t m = pl.shape[0]
     if pts.shape[0] != m or nxt.shape[0] != m:
         raise ValueError("point columns differ in length")
     if end.shape[0] < start.shape[0] or par.shape[0] < start.shape[0]:
         raise ValueError("event columns differ in length")
     out_arr = np.full(m, -1, dtype=np.int64)
     cdef int64_t[::1] out = out_arr
+    cdef Py_ssize_t parts = max(1, min(threads, m // _BIND_MIN_POINTS))
+    _run_parts(_bind_range, [(start, end, par, offs, pl, pts, nxt, out, m * t // parts, m * (t + 1) // parts)
+                             for t in range(parts)])
+    return out_arr
+
+
+# Points per thread below which more threads cost more than they save.
+_BIND_MIN_POINTS = 1 << 16
+
+
+def _bind_range(const int64_t[::1] start, const int64_t[::1] end, const int64_t[::1] par,
+                const int64_t[::1] offs, const int64_t[::1] pl, const int64_t[::1] pts, const uint8_t[::1] nxt,
+                int64_t[::1] out, Py_ssize_t k0, Py_ssize_t k1) -> None:
+    """``bind_points``'s loop over the points ``k0`` to ``k1``."""
+    cdef Py_ssize_t k, lo, hi, j, c
     cdef int64_t ts
     with nogil:
-        for k in range(m):
+        for k in range(k0, k1):
             lo = offs[pl[k]]
             hi = offs[pl[k] + 1]
             if lo < 0 or hi > start.shape[0] or hi < lo:
@@ -1348,8 +1366,6 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
                 c = par[c]
             if c >= lo:
                 out[k] = c
-    return out_arr
-
 
 
 # --- analyses/gpu/critical_path.py -----------------------------------------------------------
@@ -1582,11 +1598,15 @@ def or_into_parents(parent, flag, may_inherit) -> None:
                     out[p] = 1
 
 
-def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_kind, out_value) -> None:
+def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_kind, out_value, cuts=None) -> None:
     """A counting sort's placement of stat rows (readers/plane_collected.py ``place_stats``): row
     ``i`` goes to slot ``fill[owner[i]]``, which then moves on by one, so an owner's rows keep
     their order; the slot gets ``row_of[owner[i]]`` and the row's name, kind and value. ``fill``
-    and the four outputs are written in place (their dtypes: int64; int32, int32, int8, int64)."""
+    and the four outputs are written in place (their dtypes: int64; int32, int32, int8, int64).
+    ``cuts`` (ascending owners, int64): the owners in ``len(cuts) - 1`` ranges
+    ``[cuts[t], cuts[t + 1])``, each placed on a thread of its own (the GIL released); an owner's
+    rows are all in one range and taken in row order there, so the answer is the one-thread one.
+    Rows whose owner lies outside every range are left unplaced."""
     cdef const int32_t[::1] own = _in(owner, np.int32)
     cdef const int32_t[::1] nm = _in(name, np.int32)
     cdef const int8_t[::1] kd = _in(kind, np.int8)
@@ -1597,15 +1617,33 @@ def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_ki
     cdef int32_t[::1] o_name = out_name
     cdef int8_t[::1] o_kind = out_kind
     cdef int64_t[::1] o_val = out_value
-    cdef Py_ssize_t n = own.shape[0], i, d
-    cdef int32_t e
+    cdef Py_ssize_t n = own.shape[0]
     if nm.shape[0] != n or kd.shape[0] != n or val.shape[0] != n:
         raise ValueError("stat columns differ in length")
     if o_name.shape[0] != o_row.shape[0] or o_kind.shape[0] != o_row.shape[0] or o_val.shape[0] != o_row.shape[0]:
         raise ValueError("output columns differ in length")
+    if cuts is None:
+        ranges = [(-(1 << 31), 1 << 31)]
+    else:
+        c = np.asarray(cuts, dtype=np.int64)
+        if c.ndim != 1 or c.shape[0] < 2 or (c[1:] < c[:-1]).any():
+            raise ValueError("cuts must be at least two ascending owners")
+        ranges = [(int(c[t]), int(c[t + 1])) for t in range(c.shape[0] - 1) if c[t + 1] > c[t]]
+    _run_parts(_place_range, [(own, nm, kd, val, rows, slot, o_row, o_name, o_kind, o_val, lo, hi)
+                              for lo, hi in ranges])
+
+
+def _place_range(const int32_t[::1] own, const int32_t[::1] nm, const int8_t[::1] kd, const int64_t[::1] val,
+                 const int64_t[::1] rows, int64_t[::1] slot, int32_t[::1] o_row, int32_t[::1] o_name,
+                 int8_t[::1] o_kind, int64_t[::1] o_val, int64_t lo, int64_t hi) -> None:
+    """``place_rows``'s loop over the rows whose owner is in ``[lo, hi)``."""
+    cdef Py_ssize_t n = own.shape[0], i, d
+    cdef int32_t e
     with nogil:
         for i in range(n):
             e = own[i]
+            if e < lo or e >= hi:
+                continue
             d = slot[e]
             slot[e] = d + 1
             o_row[d] = <int32_t>rows[e]

@@ -2,7 +2,9 @@
 an event found by its bounds, null arguments dropped, keys and text values (strings, huge
 integers' digits, arrays' canonical JSON) interned, each distinct one once. Events go in batches
 so that the temporaries stay small; in memory, a batch's rows are gathered on a second thread
-while the one before is interned (interning stays in batch order: it numbers the strings)."""
+while the one before is interned (interning stays in batch order: it numbers the strings), and
+the ids of its keys already interned (most of them: a trace has few distinct keys) are looked
+up there too, so that the interning thread looks up only the rest."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ class _Batch:
     kind: np.ndarray
     value: np.ndarray
     text: np.ndarray
+    # The keys' string ids known when gathered (-1: looked up when interned).
+    key_known: np.ndarray
 
 
 class ArgStats:
@@ -99,20 +103,21 @@ class ArgStats:
 
     def _batch_rows(self, owners: np.ndarray, events: np.ndarray) -> _Batch | None:
         """The scanner's stat rows of ``events`` but for null arguments (they say nothing):
-        owners, key tokens, kinds, values and which values are texts (numpy and compiled loops
-        only: safe beside the interning thread)."""
+        owners, key tokens, kinds, values, which values are texts and the ids of the keys
+        interned so far (numpy and compiled loops only: safe beside the interning thread)."""
         c = self.cols
         rows, pos = kernels.args_rows(events, self.bounds(), c["st_kind"], tables.KIND_NONE)
         if rows.shape[0] == 0:
             return None
         kind = c["st_kind"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
-        return _Batch(owners[pos].astype(np.int32), c["st_key"][rows], kind, c["st_value"][rows], text)
+        key_tok = c["st_key"][rows]
+        return _Batch(owners[pos].astype(np.int32), key_tok, kind, c["st_value"][rows], text, self.keys.known(key_tok))
 
     def _add_rows(self, rows: _Batch | None) -> None:
         if rows is None:
             return
-        key = self.keys(rows.key_tok)
+        key = self.keys(rows.key_tok, rows.key_known)
         value, kind, text = rows.value, rows.kind, rows.text
         if text.any():
             # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.

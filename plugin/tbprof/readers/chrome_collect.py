@@ -523,6 +523,11 @@ class Collector:
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
 
 
+# A flow point's phase as a small code: a start ("s") and a finish ("f"); a step ("t") is 0.
+_FLOW_S, _FLOW_F = 1, 2
+_FLOW_PHASES = {"s": _FLOW_S, "f": _FLOW_F}
+
+
 class _Flows:
     """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them."""
 
@@ -542,9 +547,10 @@ class _Flows:
         line_of = np.array([c.tracks.line_keys.get((tok.key(p), tok.key(t), "thread"), -1)
                             for p, t in zip(pids.tolist(), tids.tolist(), strict=True)], dtype=np.int64)
         line_g = line_of[pair]
-        phase = lut(cols["ph"][flows], lambda t: tok.value(t) if t >= 0 else "", object, c.n_tokens)
-        is_next = (phase == "f") & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
-        return line_g, c.start_ps_of(flows), is_next, phase == "s"
+        phase = lut(cols["ph"][flows], lambda t: _FLOW_PHASES.get(tok.value(t), 0) if t >= 0 else 0, np.int8,
+                    c.n_tokens)
+        is_next = (phase == _FLOW_F) & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
+        return line_g, c.start_ps_of(flows), is_next, phase == _FLOW_S
 
     def categories(self, sel: np.ndarray) -> np.ndarray:
         return self.c.cat_ids(self.c.cols["cat"][self.idx[sel]])

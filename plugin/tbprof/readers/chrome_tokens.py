@@ -152,14 +152,27 @@ class TokenTable:
         self.fn = fn
         self.table = np.full(n_tokens + 3, -1, dtype=dtype)
 
-    def __call__(self, toks: np.ndarray) -> np.ndarray:
+    def known(self, toks: np.ndarray) -> np.ndarray:
+        """The ids of ``toks`` computed so far (-1: not yet): safe on another thread while
+        ``__call__`` runs, as an entry only ever goes from -1 to its id."""
+        return self.table[toks + 3]
+
+    def __call__(self, toks: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
+        """The ids of ``toks``, computing the ones not computed yet; ``known``: ``known(toks)``
+        read earlier (its -1s are looked up again, so the answer and the order of computing are
+        those of a call without it)."""
         at = toks + 3
-        out = self.table[at]
+        out = self.table[at] if known is None else known
         missing = out < 0
         if missing.any():
-            ids = sorted_unique(at[missing].astype(np.int64))
-            self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
-            out[missing] = self.table[at[missing]]
+            at_missing = at[missing]
+            got = self.table[at_missing]  # computed since ``known`` was read
+            still = got < 0
+            if still.any():
+                ids = sorted_unique(at_missing[still].astype(np.int64))
+                self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
+                got[still] = self.table[at_missing[still]]
+            out[missing] = got
         return out
 
 

@@ -7,8 +7,9 @@ their events, an event metadata row per distinct (name, category), then ``plane_
 Columns live where the reader's ``Work`` keeps them (``chrome_columns.py``: in memory, or
 scratch files of a cache entry walked in chunks). In memory the per-plane steps run on several
 threads (``default_threads()``; their sorts, gathers and compiled loops release the GIL): the
-lines' time order in batches, each plane's columns and depths, and each plane's metadata while
-the flows are bound and the stats placed.
+lines' time order in batches, each plane's columns and depths, each plane's metadata while the
+flows are bound and the stats placed, and the stat rows themselves in ranges of events of about
+equal rows (``kernels.place_rows``: an event's rows all in one range, so in their order).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from tbprof.store.strings import StringTable
 _SORT_BYTES_PER_ROW = 64
 # Stat owners counted per slice (bounds the counting's temporaries).
 _STAT_SLICE = 1 << 20
+# Stat rows per thread below which placing them on more threads costs more than it saves (each
+# thread reads every owner of a segment).
+_PLACE_MIN_ROWS = 1 << 18
 # Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
 _TRIM_BYTES = 16 << 20
 # Fewer events than this are built on one thread (a pool costs more than it saves); in a trace
@@ -139,7 +143,7 @@ def build_planes(work: Work, events: Collected, plane_lines: list[list[int]], he
             bind(Layout(order, plane_bounds, plane_of_line, local_of_line, sorted_planes))
         release_free_memory()  # the binding's temporaries, before the stats' placed columns
         st_row, st_name, st_kind, st_value, st_bounds = place_stats(work, events.stats, order, plane_bounds,
-                                                                    row_in_plane)
+                                                                    row_in_plane, threads)
         work.drop(row_in_plane)
         del row_in_plane
         meta = [metas[pi].result() for pi in range(len(plane_lines))]
@@ -305,10 +309,12 @@ def _event_metadata(work: Work, pi: int, rows: np.ndarray, events: Collected, ba
 
 
 def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np.ndarray, row_in_plane: np.ndarray,
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every stat row moved to its place: by plane, then event row, an event's rows in
     collection order (as a stable sort would put them). Counted, not sorted: each event's first
-    slot is a prefix sum; segments go in slices so the temporaries stay small."""
+    slot is a prefix sum; segments go in slices so the temporaries stay small. With ``threads``
+    > 1 a segment's rows are placed on that many threads, each for a range of events holding
+    about as many stat rows as the others."""
     step = work.chunk_events
     n = row_in_plane.shape[0]
     per_event = work.zeros("stats_per_event", np.int64, n)
@@ -319,6 +325,7 @@ def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np
                 first = int(o.min())
                 counts = np.bincount(o - first)
                 per_event[first:first + counts.shape[0]] += counts
+    cuts = _owner_cuts(per_event, threads)
     fill = work.empty("stats_fill", np.int64, n)  # each event's next free slot
     bounds = np.zeros(plane_bounds.shape[0], dtype=np.int64)
     total = 0
@@ -339,7 +346,8 @@ def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np
     freed = 0
     for owner, name, kind, value in stats.segments(consume=True):
         # In collection order, each row to its event's next slot (an event's rows keep their order).
-        kernels.place_rows(owner, fill, row_in_plane, name, kind, value, st_row, st_name, st_kind, st_value)
+        kernels.place_rows(owner, fill, row_in_plane, name, kind, value, st_row, st_name, st_kind, st_value,
+                           cuts if owner.shape[0] >= _PLACE_MIN_ROWS else None)
         freed += owner.nbytes + name.nbytes + kind.nbytes + value.nbytes
         del owner, name, kind, value
         if freed >= _TRIM_BYTES:
@@ -350,5 +358,18 @@ def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np
             freed = 0
     work.drop(fill)
     return st_row, st_name, st_kind, st_value, bounds
+
+
+def _owner_cuts(per_event: np.ndarray, threads: int) -> np.ndarray | None:
+    """Events (owners) cut into up to ``threads`` ranges of about equal stat rows (``per_event``:
+    each event's), as ``kernels.place_rows`` takes them: the first 0, the last past every event;
+    None for one range."""
+    total = int(per_event.sum()) if threads > 1 else 0
+    parts = min(threads, total // _PLACE_MIN_ROWS)
+    if parts <= 1:
+        return None
+    cum = np.cumsum(per_event)
+    inner = np.searchsorted(cum, total * np.arange(1, parts, dtype=np.int64) // parts, "right")
+    return np.concatenate([[0], inner, [per_event.shape[0]]]).astype(np.int64)
 
 

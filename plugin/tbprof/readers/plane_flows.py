@@ -7,17 +7,20 @@ the chain has a category, ``flow_category``. A chain with one bound point links 
 
 Points are taken in parts by identity (every point of one identity in the same part): in memory,
 one part; streaming, as many as keep a part within a chunk of points and its temporaries within
-half the budget.
+half the budget. In memory, a part's chains are made on the calling thread while its points bind
+on the others, in ranges of points (``kernels.bind_points``; each point's slice is its own).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
 
 from tbprof._core import kernels
-from tbprof.readers.chrome_columns import StatSink, Work
+from tbprof._core.wire import default_threads
+from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work
 from tbprof.readers.plane_collected import Layout
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
@@ -26,6 +29,8 @@ from tbprof.store.strings import StringTable
 
 # Anonymous bytes per flow point of a part (binding, chains).
 _BYTES_PER_FLOW = 160
+# Fewer points than this are bound on the calling thread alone (threads cost more than they save).
+_THREADED_MIN_POINTS = 1 << 16
 
 
 class FlowPoints(Protocol):
@@ -52,6 +57,7 @@ def bind_flows(points: FlowPoints, layout: Layout, work: Work, strings: StringTa
     Returns how many points bound to no slice."""
     cat_key, id_key = points.cat_key, points.id_key
     n_points = int(cat_key.shape[0])
+    threads = default_threads() if isinstance(work, MemoryWork) and n_points >= _THREADED_MIN_POINTS else 1
     parts = max(1, -(-n_points // work.chunk_events))
     if work.limit is not None:
         parts = max(parts, -(-_BYTES_PER_FLOW * n_points // max(1, work.limit.budget_bytes // 2)))
@@ -62,7 +68,7 @@ def bind_flows(points: FlowPoints, layout: Layout, work: Work, strings: StringTa
     chain_base = 0
     for part in range(parts):
         sel = np.arange(n_points) if part_of is None else np.flatnonzero(part_of == part)
-        owner, chain_of, cat_ids, n_unbound, n_chains = _bind_part(points, sel, layout)
+        owner, chain_of, cat_ids, n_unbound, n_chains = _bind_part(points, sel, layout, threads)
         del sel
         unbound += n_unbound
         has_cat = cat_ids > 0
@@ -83,7 +89,7 @@ def bind_flows(points: FlowPoints, layout: Layout, work: Work, strings: StringTa
     return unbound
 
 
-def _bind_part(points: FlowPoints, sel: np.ndarray, layout: Layout,
+def _bind_part(points: FlowPoints, sel: np.ndarray, layout: Layout, threads: int,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
     """One part's points bound and chained: (owner event, chain in the part, chain category id)
     per (event, chain), the points bound to nothing, the part's chains."""
@@ -91,40 +97,19 @@ def _bind_part(points: FlowPoints, sel: np.ndarray, layout: Layout,
     if n_flows == 0:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, 0, 0
-    cat_key, id_key = points.cat_key[sel], points.id_key[sel]
     line_g, point_ps, is_next, is_start = points.where(sel)
-    bound = np.full(n_flows, -1, dtype=np.int64)  # collection-order event index
-    has_line = line_g >= 0
-    # A trace of flow points only has no line to index.
-    p_plane = (np.where(has_line, layout.plane_of_line[np.maximum(line_g, 0)], -1) if layout.plane_of_line.shape[0]
-               else np.full(n_flows, -1, dtype=np.int64))
-    for pi, sp in enumerate(layout.planes):
-        on = np.nonzero(p_plane == pi)[0]
-        if on.shape[0] == 0:
-            continue
-        rows = layout.order[int(layout.plane_bounds[pi]):int(layout.plane_bounds[pi + 1])]
-        parent = kernels.depth_parents(sp.depth, sp.line_offsets)
-        got = kernels.bind_points(sp.start_ps, sp.start_ps + sp.dur_ps, parent, sp.line_offsets,
-                                  layout.local_of_line[line_g[on]], point_ps[on], is_next[on])
-        del parent
-        ok = got >= 0
-        bound[on[ok]] = rows[got[ok]]
+    if threads > 1:
+        # The chains need no binding: made on this thread while the points bind on the others
+        # (numpy's sorts and the binding loop release the GIL).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            binding = pool.submit(_bound, layout, line_g, point_ps, is_next, threads - 1)
+            chain, pt_order = _chains(points.cat_key[sel], points.id_key[sel], point_ps, is_start)
+            bound = binding.result()
+    else:
+        bound = _bound(layout, line_g, point_ps, is_next, 1)
+        chain, pt_order = _chains(points.cat_key[sel], points.id_key[sel], point_ps, is_start)
+    del line_g, point_ps, is_next, is_start
     unbound = int((bound < 0).sum())
-    # Chains: points of one identity in time order; a start point after the chain's first point
-    # starts a new chain (ids are reused once a flow has finished).
-    # Identities numbered in the order they first appear (as a dict of (cat, id) would).
-    uniq, first_at, inv = np.unique(cat_key * (int(id_key.max()) + 1) + id_key, return_index=True,
-                                    return_inverse=True)
-    rank = np.empty(uniq.shape[0], dtype=np.int64)
-    rank[np.argsort(first_at, kind="stable")] = np.arange(uniq.shape[0])
-    ident_idx = rank[inv.reshape(-1)]
-    pt_order = np.lexsort((~is_start, point_ps, ident_idx))
-    new_ident = np.ones(n_flows, dtype=np.bool_)
-    new_ident[1:] = ident_idx[pt_order][1:] != ident_idx[pt_order][:-1]
-    chain_break = new_ident | is_start[pt_order]
-    chain_sorted = np.cumsum(chain_break) - 1
-    chain = np.empty(n_flows, dtype=np.int64)
-    chain[pt_order] = chain_sorted
     keep = np.nonzero(bound >= 0)[0]
     # A chain with a single bound point links nothing; drop it.
     n_chains = int(chain.max()) + 1
@@ -140,3 +125,48 @@ def _bind_part(points: FlowPoints, sel: np.ndarray, layout: Layout,
     cat_ids = points.categories(sel[first_point[chain_of]]).astype(np.int64) if chain_of.shape[0] \
         else np.zeros(0, np.int64)
     return owner, chain_of, cat_ids, unbound, n_chains
+
+
+def _bound(layout: Layout, line_g: np.ndarray, point_ps: np.ndarray, is_next: np.ndarray, threads: int,
+           ) -> np.ndarray:
+    """The collection-order event each point binds to, or -1."""
+    n_flows = int(line_g.shape[0])
+    bound = np.full(n_flows, -1, dtype=np.int64)
+    # A trace of flow points only has no line to index.
+    p_plane = (np.where(line_g >= 0, layout.plane_of_line[np.maximum(line_g, 0)], -1)
+               if layout.plane_of_line.shape[0] else np.full(n_flows, -1, dtype=np.int64))
+    for pi, sp in enumerate(layout.planes):
+        on = np.nonzero(p_plane == pi)[0]
+        if on.shape[0] == 0:
+            continue
+        rows = layout.order[int(layout.plane_bounds[pi]):int(layout.plane_bounds[pi + 1])]
+        parent = kernels.depth_parents(sp.depth, sp.line_offsets)
+        got = kernels.bind_points(sp.start_ps, sp.start_ps + sp.dur_ps, parent, sp.line_offsets,
+                                  layout.local_of_line[line_g[on]], point_ps[on], is_next[on], threads)
+        del parent
+        ok = got >= 0
+        bound[on[ok]] = rows[got[ok]]
+    return bound
+
+
+def _chains(cat_key: np.ndarray, id_key: np.ndarray, point_ps: np.ndarray, is_start: np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's chain (numbered in the order of the chains' identities' first points, then
+    time) and the points in that order. A chain is the points of one identity in time order; a
+    start point after the chain's first point starts a new one (ids are reused once a flow has
+    finished). Identities are numbered in the order they first appear (as a dict of (cat, id)
+    would)."""
+    n_flows = int(cat_key.shape[0])
+    uniq, first_at, inv = np.unique(cat_key * (int(id_key.max()) + 1) + id_key, return_index=True,
+                                    return_inverse=True)
+    rank = np.empty(uniq.shape[0], dtype=np.int64)
+    rank[np.argsort(first_at, kind="stable")] = np.arange(uniq.shape[0])
+    ident_idx = rank[inv.reshape(-1)]
+    pt_order = np.lexsort((~is_start, point_ps, ident_idx))
+    new_ident = np.ones(n_flows, dtype=np.bool_)
+    new_ident[1:] = ident_idx[pt_order][1:] != ident_idx[pt_order][:-1]
+    chain_break = new_ident | is_start[pt_order]
+    chain_sorted = np.cumsum(chain_break) - 1
+    chain = np.empty(n_flows, dtype=np.int64)
+    chain[pt_order] = chain_sorted
+    return chain, pt_order

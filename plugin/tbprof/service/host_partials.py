@@ -4,6 +4,7 @@ converted on the executor when missing, so a pod's page loads no store."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ class HostPartials:
 
     MAX_BATCHES = 65536  # worker batches remembered, by first host key
     MAX_UNREADABLE = 4096  # host files found unreadable, remembered by cache key
+    MAX_HANDED = 4  # answers of background loads not yet asked for (``get``'s ``hand_over``)
 
     def __init__(self, cache: ProfileCache, conversion: PodConversion, store: Callable[[Run, str], AnyStore],
                  store_format: Callable[[Run], str]) -> None:
@@ -59,6 +61,10 @@ class HostPartials:
         # Host files a worker found unreadable, by cache key (a changed file has another key),
         # so an all-hosts page does not send them to be read again on every request.
         self._unreadable: dict[str, dict[str, str]] = {}
+        # A background load's answer, kept for the one caller that waited for it (``get``).
+        self._handed: dict[tuple[str, tuple[str, ...], frozenset[str] | None],
+                           tuple[PodPartials, list[dict[str, str]]]] = {}
+        self._handed_lock = threading.Lock()
 
     def _remember_unreadable(self, key: str, error: dict[str, str]) -> None:
         """Bounded: a logdir of many broken files forgets its oldest (they are read again)."""
@@ -166,7 +172,8 @@ class HostPartials:
         return part if part is not None and part.holds(parts) else None
 
     def get(self, run: Run, hosts: Sequence[str], progress: Progress | None = None,
-            parts: frozenset[str] | None = None) -> tuple[PodPartials, list[dict[str, str]]] | None:
+            parts: frozenset[str] | None = None,
+            hand_over: bool = False) -> tuple[PodPartials, list[dict[str, str]]] | None:
         """The partials of the hosts (in ``hosts`` order) that have ``parts`` (analyses/partials.py
         ``Parts``; None: all, what the tools read) and the unreadable hosts, as
         ``Profiles.stores_tolerant`` reports them; None when some host cannot have one (another
@@ -175,7 +182,29 @@ class HostPartials:
         Hosts without a partial are converted on the executor, whose workers return partials
         only (no store written, none loaded here); with the in-process executor, from their
         stores. Raises as ``stores_tolerant`` when no host is readable.
+
+        ``hand_over``: for a background load (``Profiles.load_in_background``), whose caller asks
+        for the same hosts and parts once it has finished: the answer is kept for that next
+        ``get``, which takes it instead of computing the cache keys and looking every host up
+        again (after a pod's last batch: on the command's critical path). Taken once; at most
+        ``MAX_HANDED`` kept.
         """
+        handed_key = (run.name, tuple(hosts), parts)
+        with self._handed_lock:
+            handed = self._handed.pop(handed_key, None)
+        if handed is not None:
+            return handed
+        got = self._get(run, hosts, progress, parts)
+        if hand_over and got is not None:
+            with self._handed_lock:
+                self._handed[handed_key] = got
+                while len(self._handed) > self.MAX_HANDED:
+                    del self._handed[next(iter(self._handed))]
+        return got
+
+    def _get(self, run: Run, hosts: Sequence[str], progress: Progress | None,
+             parts: frozenset[str] | None) -> tuple[PodPartials, list[dict[str, str]]] | None:
+        """``get`` without the hand-over."""
         # The partials' analyses are imported once a host needs them (a cached partial, the
         # first batch back, the end): not before the hosts go to the workers.
         from tbprof.analyses.partial_formats import PARTIAL_FORMATS

@@ -167,7 +167,7 @@ class Profiles:
         def load() -> None:
             try:
                 # A pod's summary reads per-host partials, not stores (host_partials).
-                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress, parts) is not None:
+                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress, parts, hand_over=True) is not None:
                     return
                 self._stores_tolerant(run, hosts, few_planes)
             except Exception:  # the caller's own stores_tolerant reports it

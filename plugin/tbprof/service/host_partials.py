@@ -159,12 +159,15 @@ class HostPartials:
     def _known(self, key: str, parts: Parts, on_disk: set[str] | None = None) -> HostPartial | None:
         """The partial of a host cache key that has ``parts``, from memory, else from the disk
         cache's file (``on_disk``: the keys with a file, when the caller listed them)."""
-        try:
-            found: HostPartial = self._memo.get(("partial", key), _miss)
-            if found.holds(parts):
-                return found
-        except _Miss:
-            pass
+        # Asked first: a miss through ``get`` costs a future and a raised exception, per host of a
+        # pod seen first.
+        if self._memo.contains(("partial", key)):
+            try:
+                found: HostPartial = self._memo.get(("partial", key), _miss)
+                if found.holds(parts):
+                    return found
+            except _Miss:  # dropped from the budget since
+                pass
         if on_disk is not None and key not in on_disk:
             return None
         blob = self.files.load(key) if self.files is not None else None

@@ -81,6 +81,16 @@ def test_only_the_same_hosts_and_parts_are_handed(pod: Path, tmp_path: Path, key
     assert key_lookups == [3, 6]
 
 
+def test_a_load_for_the_stores_hands_nothing_over(pod: Path, tmp_path: Path) -> None:
+    """A load that names no parts (``tbprof sql``: it goes on to read the stores) keeps no
+    answer, which would hold every host's partial past the memory budget."""
+    profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=InProcess(2))
+    run = next(iter(profiles.index.runs().values()))
+    profiles.load_in_background(run, list(run.hosts), few_planes=True).join()
+    assert profiles.partials.contains(next(iter(host_partials.cache_keys([run.hosts[h] for h in run.hosts], "xspace"))))
+    assert not profiles.partials._handed
+
+
 def test_at_most_max_handed_answers_wait(pod: Path, tmp_path: Path) -> None:
     profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=InProcess(2))
     run = next(iter(profiles.index.runs().values()))

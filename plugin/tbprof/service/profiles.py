@@ -160,14 +160,18 @@ class Profiles:
         while the file is scanned on the other. ``stores_tolerant`` then waits for this same
         conversion (the cache is single-flight) and raises its errors; here they are dropped.
         ``few_planes``: the lazy reader's store (``store``), for a command that reads few stats.
-        ``parts``: what the caller reads of a pod's partials (``views``).
+        ``parts``: what the caller reads of a pod's partials (``views``); a caller that names them
+        reads the partials, so the load's answer is handed to its ``views`` (``HostPartials.get``'s
+        ``hand_over``: not looked up twice). One that names none (``tbprof sql``: it reads the
+        stores) is handed nothing, which would hold the partials past the memory budget.
         """
         key = (run.name, tuple(hosts))
+        hand_over = parts is not None
 
         def load() -> None:
             try:
                 # A pod's summary reads per-host partials, not stores (host_partials).
-                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress, parts, hand_over=True) is not None:
+                if len(hosts) > 1 and self.partials.get(run, hosts, self.progress, parts, hand_over) is not None:
                     return
                 self._stores_tolerant(run, hosts, few_planes)
             except Exception:  # the caller's own stores_tolerant reports it

@@ -100,3 +100,17 @@ def test_a_partial_with_the_device_table_serves_the_times() -> None:
     with pytest.raises(LookupError):
         op_metrics.device_op_metrics(lean)
     _assert_times_of(op_metrics.device_op_times(lean), op_metrics.device_op_metrics(store))
+
+
+@pytest.mark.parametrize("name", ["jax_2hosts", "tpu_inference", "keras_cnn"])
+def test_a_store_with_its_table_derived_takes_the_times_from_it(name: str) -> None:
+    for path in sorted((DEMO / name).rglob("*.xplane.pb")):
+        fresh, warmed = read_xspace(path), read_xspace(path)
+        full = op_metrics.device_op_metrics(warmed)
+        assert warmed.has_derived(op_metrics.DEVICE_OPS) and not fresh.has_derived(op_metrics.DEVICE_OPS)
+        computed = op_metrics.device_op_times(fresh)
+        assert not fresh.has_derived(op_metrics.DEVICE_OPS)  # computed without the full table
+        taken = op_metrics.device_op_times(warmed)
+        assert taken.name is full.name  # taken from it, not computed again
+        _assert_times_of(computed, full)
+        _assert_times_of(taken, full)

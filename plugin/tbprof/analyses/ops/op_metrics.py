@@ -569,7 +569,8 @@ def times_only(db: OpMetricsDb) -> OpMetricsDb:
 def _device_op_times(store: ProfileStore) -> OpMetricsDb:
     """``_device_op_metrics`` without the HLO programs' cost analysis, which only FLOPs and
     bytes read: the same ops, occurrences and times (the headline's top ops)."""
-    if kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store):  # no HLO costs to skip
+    if (kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store)  # no HLO costs to skip
+            or store.has_derived(DEVICE_OPS)):  # a server's store, its op tables warmed
         return times_only(device_op_metrics(store))
     ev = device_op_events(store)
     n_keys = len(ev.op_name)

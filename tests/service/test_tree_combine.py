@@ -138,9 +138,10 @@ def _check(profiles: Profiles, reference: dict[str, Any] | None = None) -> PodPa
     if reference is not None:
         assert tree == reference
     # The tree was used: runs of hosts with combined tables, and the tools took both combined
-    # tables from them (a run's tables stand for all its hosts).
+    # tables from them (a run's tables stand for all its hosts); the summary the device ops'
+    # times (``DEVICE_OP_TIMES``), from the same combined device tables.
     assert parts.segments and sum(e - s for s, e, _ in parts.segments) > len(parts) // 2
-    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
+    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY, op_metrics.DEVICE_TIMES_KEY}
     return parts
 
 
@@ -243,7 +244,7 @@ def test_300_hosts_in_process_on_a_pool_and_on_dask(pod300: Path, tmp_path: Path
     for tree, flat, parts in results:
         assert tree == flat == results[0][1]
         assert len(parts) == 300 and parts.segments
-    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY}
+    assert set(USED) == {op_metrics.HOST_KEY, op_metrics.DEVICE_KEY, op_metrics.DEVICE_TIMES_KEY}
     assert results[0][0]["summary"]["host_count"] == 300
 
 

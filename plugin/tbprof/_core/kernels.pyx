@@ -14,6 +14,8 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
 
+import os
+
 import numpy as np
 
 
@@ -802,7 +804,8 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
     while cap < 2 * n_child:
         cap *= 2
     cdef uint64_t mask = <uint64_t>(cap - 1)
-    cdef uint64_t seed = int(np.random.default_rng().integers(0, np.iinfo(np.int64).max))  # OS entropy
+    # OS entropy (``os.urandom``: numpy.random would be imported on a worker's first host, ~6 ms).
+    cdef uint64_t seed = int.from_bytes(os.urandom(8), "little") >> 1
     # Per key (at most one per child): its children's bounds in ``order``, its parents' count, its last parent.
     work_arr = np.zeros(3 * (n_child + 1) + 2 * n_child + n_par, dtype=np.int64)
     cdef int64_t* start = _mut_ptr(work_arr)

@@ -15,12 +15,13 @@ PARTIAL_FORMATS = frozenset({"xspace"})
 # operators by launch; 5: steps need good evidence (step_confidence); 6: the overview's precision facts;
 # 7: a device's step breakdown counts the host's events too (per_device_type_ps); 8: a checksum;
 # 9: Hopper TensorCore kernels in the per-op TensorCore use (kernel reports); 10: a partial may
-# hold some of its parts (the tool list null when left out)
-PARTIAL_VERSION = 10
+# hold some of its parts (the tool list null when left out); 11: the device ops' times alone
+# (device_op_times)
+PARTIAL_VERSION = 11
 
 # The parts of a pod's host partials (analyses/partials.py ``Parts``) that the run's headline
 # (analyses/overview/headline.py, ``tbprof summary``) reads beyond their header: a pod's summary
 # asks its workers for these only. Here, not beside the headline, so that the command names them
 # before the headline's analyses are imported. tests/service/test_partials.py checks that the
 # headline of partials holding only these is the headline of complete ones.
-HEADLINE_PARTS = frozenset({"steps", "host_ops", "device_ops", "gpu_summary"})
+HEADLINE_PARTS = frozenset({"steps", "host_ops", "device_op_times", "gpu_summary"})

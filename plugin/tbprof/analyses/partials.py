@@ -225,6 +225,8 @@ CARRIED: tuple[Carried, ...] = (
     Carried("steps", STEPS, _pack_steps, _unpack_steps),
     Carried("host_ops", op_metrics.HOST_OPS, _pack_db, _unpack_db),
     Carried("device_ops", op_metrics.DEVICE_OPS, _pack_db, _unpack_db),
+    # The device ops without FLOPs and bytes: what ``tbprof summary`` reads, with no HLO cost analysis.
+    Carried("device_op_times", op_metrics.DEVICE_OP_TIMES, _pack_db, _unpack_db),
     Carried("kernel_reports", KERNEL_REPORTS, _pack_kernels, _unpack_kernels),
     # ``tbprof summary``'s GPU fields: (has device activity, idle % per GPU, communication % per GPU).
     Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES,
@@ -237,6 +239,15 @@ CARRIED: tuple[Carried, ...] = (
 
 
 CARRIED_BY_NAME = {c.name: c for c in CARRIED}
+
+# Carried values that another one held gives: by name, the name of that one and how. A partial
+# holding the giver has them too (``HostPartial.parts``), so a worker asked for both computes
+# and sends the giver alone (``build_partial``).
+IMPLIED: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "device_op_times": ("device_ops", op_metrics.times_only),
+}
+_IMPLIED_BY_KEY = {CARRIED_BY_NAME[name].key: (CARRIED_BY_NAME[giver].key, how)
+                   for name, (giver, how) in IMPLIED.items()}
 
 # What a partial may hold beyond its header: the carried values by name, and the run's tool
 # list (``TOOL_LIST``). A request names the parts it reads (``Parts``); a worker computes only
@@ -307,6 +318,7 @@ class HostPartial:
     def parts(self) -> Parts:
         """The parts the partial has (its carried values, decoded or not, and the tool list)."""
         held = {c.name for c in CARRIED if c.key in self.memos or c.key in self.lazy}
+        held |= {name for name, (giver, _) in IMPLIED.items() if giver in held}
         return frozenset(held | ({TOOL_LIST} if self.available_tools is not None else set()))
 
     def holds(self, parts: Parts) -> bool:
@@ -326,7 +338,12 @@ class HostPartial:
         except KeyError:
             decode = self.lazy.get(key)
             if decode is None:
-                raise LookupError(f"the partial of host {self.host!r} does not carry {key!r}") from None
+                implied = _IMPLIED_BY_KEY.get(key)
+                if implied is not None and (implied[0] in self.memos or implied[0] in self.lazy):
+                    giver, how = implied
+                    decode = lambda: how(self.carried(giver))  # noqa: E731
+                else:
+                    raise LookupError(f"the partial of host {self.host!r} does not carry {key!r}") from None
             value = self.memos[key] = decode()  # two threads decoding at once get equal values
             self.lazy.pop(key, None)
             return value
@@ -356,7 +373,8 @@ def build_partial(store: ProfileStore, available_tools: Sequence[str] | None,
                    for p in store.planes],
         "summary": _summary(store),
         "available_tools": list(available_tools) if available_tools is not None else None,
-        "carried": {c.name: c.pack(c.of(store)) for c in CARRIED if c.name in parts},
+        "carried": {c.name: c.pack(c.of(store)) for c in CARRIED
+                    if c.name in parts and IMPLIED.get(c.name, ("",))[0] not in parts},
     }
 
 
@@ -546,14 +564,16 @@ def decode_on_arrival(part: HostPartial) -> None:
 
 # Carried values the all-hosts tools only ever sum over all hosts (``op_metrics.hosts_op_metrics``):
 # a batch of hosts sends them combined as well, so the server combines one per batch.
-COMBINED = ("host_ops", "device_ops")
+COMBINED = ("host_ops", "device_ops", "device_op_times")
 
 
 def combine_partials(parts: Sequence[HostPartial]) -> dict[str, dict[str, Any]]:
     """The ``COMBINED`` values of consecutive hosts, combined (``encode_partials``' ``combined``):
-    those every host carries."""
-    out = {}
+    those every host carries, an ``IMPLIED`` one only where its giver is not combined."""
+    out: dict[str, dict[str, Any]] = {}
     for name in COMBINED:
+        if IMPLIED.get(name, ("",))[0] in out:
+            continue
         if all(name in p.parts() for p in parts):
             c = CARRIED_BY_NAME[name]
             out[name] = c.pack(op_metrics.combine([p.carried(c.key) for p in parts]))
@@ -574,7 +594,7 @@ class PodPartials(list[HostPartial]):
 
     def combined(self, key: Hashable) -> Any | None:
         """The value of ``key`` combined over every host (None: combine host by host)."""
-        if not self.segments or key not in (op_metrics.HOST_KEY, op_metrics.DEVICE_KEY):
+        if not self.segments or key not in (op_metrics.HOST_KEY, op_metrics.DEVICE_KEY, op_metrics.DEVICE_TIMES_KEY):
             return None
         if key not in self._combined:
             starts = {s[0]: s for s in self.segments}
@@ -582,8 +602,12 @@ class PodPartials(list[HostPartial]):
             i = 0
             while i < len(self):
                 seg = starts.get(i)
+                implied = _IMPLIED_BY_KEY.get(key)
                 if seg is not None and key in seg[2]:
                     pieces.append(seg[2][key]())
+                    i = seg[1]
+                elif seg is not None and implied is not None and implied[0] in seg[2]:
+                    pieces.append(implied[1](seg[2][implied[0]]()))
                     i = seg[1]
                 else:
                     pieces.append(self[i].carried(key))

@@ -70,18 +70,31 @@ def program_id_text(program_id: int) -> str:
 
 
 class HloProgram:
-    """One HLO module. Instructions are decoded on first lookup: a profile names few of them."""
+    """One HLO module. Instructions are decoded on first lookup: a profile names few of them,
+    and its events name few of its programs, so the index of the instructions by name is built
+    on first lookup too."""
 
-    def __init__(self, program_id: int, module_name: str, instructions: dict[bytes, Any],
-                 module: Any = None, buffer_assignment: Any = None) -> None:
+    def __init__(self, program_id: int, module_name: str, module: Any, buffer_assignment: Any = None) -> None:
         self.program_id = program_id
         self.module_name = module_name
-        self.module = module  # the HloModuleProto (for the cost analysis), None when not kept
+        self.module = module  # the HloModuleProto (instructions, the cost analysis)
         # The BufferAssignmentProto (memory viewer); None when the proto has none.
         self.buffer_assignment = buffer_assignment
-        self._instructions = instructions  # name (bytes) -> HloInstructionProto
+        self._index: dict[bytes, Any] | None = None  # name (bytes) -> HloInstructionProto
         self._ops: dict[str, HloOp | None] = {}
         self.cost_module: Any = None  # hlo_cost's index of the module, built on first use
+
+    @property
+    def _instructions(self) -> dict[bytes, Any]:
+        # Threads building it at once build equal indexes; the first instruction of a name wins.
+        index = self._index
+        if index is None:
+            index = {}
+            for comp in self.module.computations:
+                for ins in comp.instructions:
+                    index.setdefault(ins.name, ins)
+            self._index = index
+        return index
 
     @property
     def display_name(self) -> str:
@@ -123,12 +136,8 @@ def parse_hlo_proto(program_id: int, data: bytes) -> HloProgram:
     proto = hlo_pb2.HloProto()
     proto.ParseFromString(data)
     module = proto.hlo_module
-    instructions: dict[bytes, Any] = {}
-    for comp in module.computations:
-        for ins in comp.instructions:
-            instructions.setdefault(ins.name, ins)
     assignment = proto.buffer_assignment if proto.HasField("buffer_assignment") else None
-    return HloProgram(program_id, _text(module.name), instructions, module, assignment)
+    return HloProgram(program_id, _text(module.name), module, assignment)
 
 
 def hlo_programs(store: ProfileStore) -> dict[int, HloProgram]:

@@ -286,6 +286,9 @@ class PrivateMemo:
         value: T = self._values.setdefault(key, compute())
         return value
 
+    def contains(self, key: Hashable) -> bool:
+        return key in self._values
+
 
 class SmallLru(Generic[K, V]):
     """A cache of many small values on a hot path, bounded in bytes by an estimate per entry.

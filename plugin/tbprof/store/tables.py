@@ -406,6 +406,10 @@ class ProfileStore:
         the value) would count memory another cache already holds."""
         return self._memo.get(key, compute) if size is None else self._memo.get(key, compute, size)
 
+    def has_derived(self, value: Derivable[Any]) -> bool:
+        """Whether ``value`` is derived and held already (a value cheaper to take from it)."""
+        return self._memo.contains(value.key)
+
     def derive(self, value: Derivable[T]) -> T:
         """A derived value of this store (``store/derived.py``), computed once (``memo``)."""
         return self.memo(value.key, lambda: value.compute(self))

@@ -153,6 +153,7 @@ def _cost_stats(store: ProfileStore, plane: Plane, rows: np.ndarray) -> tuple[np
 HOST_KEY = ("op_metrics", "host")
 DEVICE_KEY = ("op_metrics", "device")
 DEVICE_FRAMEWORK_KEY = ("op_metrics", "device_framework")
+DEVICE_TIMES_KEY = ("op_metrics", "device_times")
 
 
 def host_op_metrics(store: StoreView) -> OpMetricsDb:
@@ -414,15 +415,12 @@ def device_op_metrics(store: StoreView) -> OpMetricsDb:
     return store.derive(DEVICE_OPS)
 
 
-def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
+def _durations(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, np.ndarray]:
+    """Per device op event: its duration (a TPU op's device duration where it has one) and
+    whether it ran eagerly."""
     n = ev.row.shape[0]
     dur = np.zeros(n, dtype=np.float64)
-    flops = np.zeros(n)
-    nbytes = np.zeros(n)
-    hbm = np.zeros(n)
     eager = np.zeros(n, dtype=bool)
-    program_hbm = np.full(n, np.nan)  # NaN: as hbm
-    op_flops, op_bytes, op_hbm = _hlo_op_costs(store, ev)
     for pi, dev in enumerate(device_events(store)):
         sel = np.flatnonzero(ev.plane_index == pi)
         if sel.shape[0] == 0:
@@ -432,6 +430,23 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
         if dev.tpu:
             dev_dur = dev.stats.has("device_duration_ps")[pos]
             dur[sel] = np.where(dev_dur, dev.stats.float("device_duration_ps")[pos], dur[sel])
+        eager[sel] = dev.stats.int("is_eager")[pos] != 0
+    return dur, eager
+
+
+def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]:
+    n = ev.row.shape[0]
+    dur, eager = _durations(store, ev)
+    flops = np.zeros(n)
+    nbytes = np.zeros(n)
+    hbm = np.zeros(n)
+    program_hbm = np.full(n, np.nan)  # NaN: as hbm
+    op_flops, op_bytes, op_hbm = _hlo_op_costs(store, ev)
+    for pi, dev in enumerate(device_events(store)):
+        sel = np.flatnonzero(ev.plane_index == pi)
+        if sel.shape[0] == 0:
+            continue
+        pos = ev.pos[sel]
         # An event's own flops stat wins; otherwise its HLO op's FLOPs from the cost analysis.
         flops[sel] = np.where(dev.stats.has("flops")[pos], dev.stats.float("flops")[pos], op_flops[ev.op[sel]])
         # Likewise bytes; an event's own stat stands for the HBM part too.
@@ -450,7 +465,6 @@ def _per_event(store: ProfileStore, ev: DeviceOpEvents) -> dict[str, np.ndarray]
                 idx = sel[has_breakdown]
                 hbm[idx] = np.where(np.isnan(got), nbytes[idx], got)
                 program_hbm[idx] = np.where(np.isnan(got), 0.0, got)
-        eager[sel] = dev.stats.int("is_eager")[pos] != 0
     program_hbm = np.where(np.isnan(program_hbm), hbm, program_hbm)
     return {"dur": dur, "flops": flops, "bytes": nbytes, "hbm": hbm, "program_hbm": program_hbm, "eager": eager}
 
@@ -544,6 +558,41 @@ def _device_op_metrics(store: ProfileStore) -> OpMetricsDb:
     )
 
 
+def times_only(db: OpMetricsDb) -> OpMetricsDb:
+    """The table's ops, occurrences and times, its FLOPs and bytes not determined (NaN): what
+    ``DEVICE_OP_TIMES`` holds."""
+    unknown = np.full(db.n_ops, np.nan)
+    return OpMetricsDb(db.name, db.type, db.provenance, db.program_id, db.occurrences, db.time_ps, db.self_time_ps,
+                       unknown, unknown.copy(), db.is_eager, db.total_time_ps)
+
+
+def _device_op_times(store: ProfileStore) -> OpMetricsDb:
+    """``_device_op_metrics`` without the HLO programs' cost analysis, which only FLOPs and
+    bytes read: the same ops, occurrences and times (the headline's top ops)."""
+    if (kineto_ops.is_kineto(store) or tf1_ops.is_tf1_timeline(store)  # no HLO costs to skip
+            or store.has_derived(DEVICE_OPS)):  # a server's store, its op tables warmed
+        return times_only(device_op_metrics(store))
+    ev = device_op_events(store)
+    n_keys = len(ev.op_name)
+    if n_keys == 0:
+        return _with_total(OpMetricsDb.empty(), ev.total_time_ps)
+    dur, eager = _durations(store, ev)
+    unknown = np.full(ev.op.shape[0], np.nan)
+    sums = _group(ev.op, n_keys, np.arange(ev.op.shape[0]), np.ones(ev.op.shape[0]), dur, dur,
+                  unknown, unknown, eager)
+    return times_only(OpMetricsDb(
+        name=np.array(ev.op_name, dtype=object), type=np.array(ev.op_category, dtype=object),
+        provenance=np.array(ev.op_provenance, dtype=object), program_id=np.array(ev.op_program_id, dtype=np.int64),
+        occurrences=sums["occurrences"], time_ps=sums["time_ps"], self_time_ps=sums["self_time_ps"],
+        flops=sums["flops"], bytes_accessed=sums["bytes_accessed"], is_eager=sums["is_eager"],
+        total_time_ps=ev.total_time_ps))
+
+
+def device_op_times(store: StoreView) -> OpMetricsDb:
+    """The device ops' occurrences and times, FLOPs and bytes not determined (memoised per store)."""
+    return store.derive(DEVICE_OP_TIMES)
+
+
 def framework_ops(db: OpMetricsDb) -> OpMetricsDb:
     """Device ops grouped by the framework op they came from (XProf's TF-level device table).
 
@@ -634,11 +683,15 @@ def device_framework_op_metrics(store: StoreView) -> OpMetricsDb:
     return framework_ops(device_op_metrics(store))
 
 
-def hosts_op_metrics(stores: Sequence[StoreView], side: str) -> OpMetricsDb:
+def hosts_op_metrics(stores: Sequence[StoreView], side: str, costs: bool = True) -> OpMetricsDb:
     """Ops of ``side`` over several hosts: "host" (framework ops on host threads), "device"
     (HLO ops / kernels) or "device_framework" (device ops grouped by framework op). Device ops
     are combined across hosts before grouping, so a framework op's occurrences are the most
-    frequent of its combined device ops, as in XProf's all-hosts table."""
+    frequent of its combined device ops, as in XProf's all-hosts table. ``costs=False``: the
+    device ops' FLOPs and bytes not determined (NaN; ``DEVICE_OP_TIMES``), for a reader of
+    times alone, which then needs no HLO cost analysis."""
+    if not costs and side != "host":
+        return _hosts_op_times(stores, side)
     if len(stores) == 1:
         single = {"host": host_op_metrics, "device": device_op_metrics,
                   "device_framework": device_framework_op_metrics}[side]
@@ -649,6 +702,20 @@ def hosts_op_metrics(stores: Sequence[StoreView], side: str) -> OpMetricsDb:
         return combine([device_framework_op_metrics(s) for s in stores])
     device = _combined(stores, DEVICE_KEY, device_op_metrics)
     return framework_ops(device) if side == "device_framework" else device
+
+
+def _hosts_op_times(stores: Sequence[StoreView], side: str) -> OpMetricsDb:
+    """``hosts_op_metrics`` of a device side from ``DEVICE_OP_TIMES``."""
+    if len(stores) == 1:
+        device = device_op_times(stores[0])
+    elif side == "device_framework" and all(kineto_ops.is_kineto(s) or tf1_ops.is_tf1_timeline(s) for s in stores):
+        return combine([device_op_times(s) for s in stores])
+    else:
+        device = _combined(stores, DEVICE_TIMES_KEY, device_op_times)
+    if side == "device" or (len(stores) == 1 and (kineto_ops.is_kineto(stores[0])
+                                                  or tf1_ops.is_tf1_timeline(stores[0]))):
+        return device  # a PyTorch or TF1 timeline's device ops are framework ops already
+    return framework_ops(device)
 
 
 def _combined(stores: Sequence[StoreView], key: tuple[str, str],
@@ -672,6 +739,10 @@ def warm_op_metrics(store: ProfileStore) -> None:
 # The per-host op tables as derived values (store/view.py; analyses/partials.py carries them).
 HOST_OPS: CarriedValue[OpMetricsDb] = CarriedValue(HOST_KEY, _host_op_metrics)
 DEVICE_OPS: CarriedValue[OpMetricsDb] = CarriedValue(DEVICE_KEY, _device_op_metrics)
+# The device ops without FLOPs and bytes (``times_only``): what ``tbprof summary`` reads of a
+# pod's hosts, with no HLO cost analysis (partials carry it; a partial holding ``DEVICE_OPS``
+# serves it too, analyses/partials.py ``IMPLIED``).
+DEVICE_OP_TIMES: CarriedValue[OpMetricsDb] = CarriedValue(DEVICE_TIMES_KEY, _device_op_times)
 # Not carried by partials: an all-hosts tool combines the hosts' device ops, then groups them.
 DEVICE_FRAMEWORK_OPS: Derived[OpMetricsDb] = Derived(DEVICE_FRAMEWORK_KEY,
                                                      lambda store: framework_ops(device_op_metrics(store)))

@@ -40,11 +40,13 @@ def has_device_ops(stores: Sequence[StoreView]) -> bool:
     return any(op_metrics.device_op_metrics(s).n_ops > 0 for s in stores)
 
 
-def op_times(stores: Sequence[StoreView], side: str | None = None) -> OpTimes:
-    """Ops of ``side`` ("device", "host"; default: device if any host has device ops) over ``stores``."""
+def op_times(stores: Sequence[StoreView], side: str | None = None, costs: bool = True) -> OpTimes:
+    """Ops of ``side`` ("device", "host"; default: device if any host has device ops) over
+    ``stores``. ``costs=False``: FLOPs not determined (NaN), for a reader of times alone (no HLO
+    cost analysis, ``op_metrics.DEVICE_OP_TIMES``)."""
     if side is None:
         side = "device" if has_device_ops(stores) else "host"
-    db = op_metrics.hosts_op_metrics(stores, "device_framework" if side == "device" else "host")
+    db = op_metrics.hosts_op_metrics(stores, "device_framework" if side == "device" else "host", costs)
     order = np.lexsort((db.name.astype(str), -db.self_time_ps))
     return OpTimes(
         side=side, name=db.name[order], type=db.type[order], occurrences=db.occurrences[order],

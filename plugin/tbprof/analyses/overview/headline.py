@@ -47,7 +47,8 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
         summ = summaries(st)
         ana = analysis(st)
         env = run_environment(views)
-        ops = op_times(views, "device" if st.has_device else "host")
+        # Names, types, self times and occurrences only: no HLO cost analysis.
+        ops = op_times(views, "device" if st.has_device else "host", costs=False)
         device_values = devices.result() if devices is not None else _device_values(stores)
     finally:
         if pool is not None:

@@ -37,7 +37,7 @@ class HloBuilder:
 
     def flops(self, entry: Any) -> dict[str, int]:
         self.module.entry_computation_id = entry.id
-        return hlo_cost._program_flops(HloProgram(1, "m", {}, self.module))
+        return hlo_cost._program_flops(HloProgram(1, "m", self.module))
 
 
 def scalar_add(b: HloBuilder) -> Any:

@@ -24,7 +24,7 @@ class _LaidOut(HloBuilder):
 
     def bytes(self, entry: Any) -> dict[str, hlo_cost.OpBytes]:
         self.module.entry_computation_id = entry.id
-        return hlo_cost._program_bytes(HloProgram(1, "m", {}, self.module))
+        return hlo_cost._program_bytes(HloProgram(1, "m", self.module))
 
 
 def _leaf(shape: Any, dims: list[int], element_type: int = F32) -> None:

@@ -71,7 +71,8 @@ def _maker() -> Path:
     raise SystemExit("shared/tools/big_kineto.py not found beside the repository")
 
 
-def _rss_anon_bytes(pid: int) -> int:
+def rss_anon_bytes(pid: int) -> int:
+    """A live process's anonymous resident bytes (its RssAnon), 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             return next((int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:")), 0)
@@ -89,13 +90,13 @@ def _child(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
 
     def sample() -> None:
         while proc.returncode is None and os.path.exists(f"/proc/{proc.pid}"):
-            peak_anon[0] = max(peak_anon[0], _rss_anon_bytes(proc.pid))
+            peak_anon[0] = max(peak_anon[0], rss_anon_bytes(proc.pid))
             time.sleep(0.005)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out = proc.stdout.read()
-    peak_anon[0] = max(peak_anon[0], _rss_anon_bytes(proc.pid))
+    peak_anon[0] = max(peak_anon[0], rss_anon_bytes(proc.pid))
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t

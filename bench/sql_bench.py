@@ -53,6 +53,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from json_bench import rss_anon_bytes  # noqa: E402
+
 QUERY = "SELECT name, count(*) AS n, sum(dur_ps) AS total_ps FROM events GROUP BY name ORDER BY total_ps DESC LIMIT 10"
 # The same question in XProf's columns (durations in whole ns there).
 XPROF_QUERY = ("SELECT kernel_name, count(*) AS n, sum(end_ns - start_ns) AS total_ns FROM Events "
@@ -126,14 +130,6 @@ finally:
 SAMPLE_S = 0.005
 
 
-def _rss_anon_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            return next((int(line.split()[1]) * 1024 for line in f if line.startswith("RssAnon:")), 0)
-    except OSError:
-        return 0
-
-
 class Measured(NamedTuple):
     seconds: float
     max_rss_bytes: int  # ru_maxrss: every resident page at the peak, mapped files included
@@ -153,7 +149,7 @@ def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
             pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            samples.append((time.time(), _rss_anon_bytes(proc.pid)))
+            samples.append((time.time(), rss_anon_bytes(proc.pid)))
             time.sleep(SAMPLE_S)
         seconds = time.perf_counter() - t0
         code = os.waitstatus_to_exitcode(wait_status)

@@ -44,7 +44,7 @@ class HostPartials:
 
     MAX_BATCHES = 65536  # worker batches remembered, by first host key
     MAX_UNREADABLE = 4096  # host files found unreadable, remembered by cache key
-    MAX_HANDED = 4  # answers of background loads not yet asked for (``get``'s ``hand_over``)
+    MAX_HANDED = 1  # answers of background loads not yet asked for (``get``'s ``hand_over``): a command waits for one
 
     def __init__(self, cache: ProfileCache, conversion: PodConversion, store: Callable[[Run, str], AnyStore],
                  store_format: Callable[[Run], str]) -> None:

@@ -23,6 +23,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from tbprof._core.groups import matched_rows, merged_nodes, nest_nodes
 from tbprof._core.kernels import nesting_parents, pair_edges, propagate_groups
 from tbprof.domain.planes import HOST_PLANE, is_accelerator, on_device_side
 from tbprof.store.arrays import sorted_unique
@@ -102,10 +103,13 @@ def _stat_pairs(store: ProfileStore, plane: Plane, a: str, b: str) -> tuple[np.n
     if ida < 0 or idb < 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
     ca, cb = plane.event_stat(ida), plane.event_stat(idb)
-    # Both row lists are ascending and unique: a binary search of one in the other is the
-    # intersection (np.intersect1d would concatenate and sort them again).
+    # Both row lists are ascending: one merge pass finds the intersection (np.intersect1d
+    # would concatenate and sort them again); a binary search of one in the other where not.
     if len(ca.rows) == 0 or len(cb.rows) == 0:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64)
+    matched = matched_rows(ca.rows, ca.as_int(), cb.rows, cb.as_int())
+    if matched is not None:
+        return matched
     ib = np.searchsorted(cb.rows, ca.rows)
     ia = np.nonzero(cb.rows[np.minimum(ib, len(cb.rows) - 1)] == ca.rows)[0]
     ib = ib[ia]
@@ -130,6 +134,31 @@ def _carry_forward(group: np.ndarray, start_ps: np.ndarray) -> np.ndarray:
     return out
 
 
+# The kinds of linked rows a plane's nodes are made of (after its roots), in ``compute_groups``' order.
+_LINKS = ("prod", "cons", "corr", "exec", "next")
+
+
+def _merged_nodes(parts: list[np.ndarray], base: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct rows of ``parts``, ascending (a plane's nodes), and each part's rows as node
+    ids (their positions plus ``base``), by one compiled merge (``merged_nodes``). A part out of
+    order (roots: marked ones, then ``TraceContext`` events) is merged sorted and its ids put
+    back in its order."""
+    orders: list[np.ndarray | None] = []
+    sorted_parts: list[np.ndarray] = []
+    for part in parts:
+        part = np.asarray(part, dtype=np.int64)
+        order = None if len(part) < 2 or not bool(np.any(part[1:] < part[:-1])) else np.argsort(part, kind="stable")
+        orders.append(order)
+        sorted_parts.append(part if order is None else part[order])
+    rows, ids = merged_nodes(sorted_parts, base)
+    for i, order in enumerate(orders):
+        if order is not None:
+            back = np.empty_like(ids[i])
+            back[order] = ids[i]
+            ids[i] = back
+    return rows, ids
+
+
 def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups:
     """Groups every event (``full``) or only the events that carry links (the default on GPU runs).
 
@@ -151,6 +180,7 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     # Pass 1, per plane: the rows that carry links, and the nodes of the grouping graph.
     found: list[dict[str, Any]] = []
     node_rows: list[np.ndarray] = []
+    n_nodes = 0
     for p in planes:
         f: dict[str, Any] = {}
         if p.n_events:
@@ -183,10 +213,9 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
         if full or not p.n_events:
             node_rows.append(np.arange(p.n_events, dtype=np.int64))
         else:
-            # Each part is ascending (rows of stat columns): their concatenation is a few sorted runs.
-            node_rows.append(sorted_unique(np.concatenate(
-                [f["roots"], *(f[k][0] for k in ("prod", "cons", "corr", "exec", "next"))]).astype(np.int64),
-                sorted_runs=True))
+            rows_p, f["nodes"] = _merged_nodes([f["roots"], *(f[k][0] for k in _LINKS)], n_nodes)
+            node_rows.append(rows_p)
+        n_nodes += len(node_rows[-1])
     offsets = np.zeros(len(planes) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in node_rows], out=offsets[1:])
     n = int(offsets[-1])
@@ -201,33 +230,31 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
         if p.n_events == 0:
             continue
         f, rows_p, base = found[pi], node_rows[pi], offsets[pi]
-
-        def node(rows: np.ndarray, rows_p: np.ndarray = rows_p, base: int = int(base)) -> np.ndarray:
-            return (rows if full else np.searchsorted(rows_p, rows)) + base
-
         if full:
             par, send = nesting_parents(p.start_ps, p.dur_ps, p.line_offsets)
+            parent[base:base + len(rows_p)] = np.where(par >= 0, par + base, -1)
+            sub_end[base:base + len(rows_p)] = send + base
+            nodes = {k: rows + base for k, rows in zip(("roots", *_LINKS), (f["roots"], *(f[k][0] for k in _LINKS)),
+                                                       strict=True)}
         else:
-            line_counts = np.bincount(p.line_idx[rows_p], minlength=p.n_lines)
-            line_offsets = np.concatenate([[0], np.cumsum(line_counts)]).astype(np.int64)
-            par, send = nesting_parents(p.start_ps[rows_p], p.dur_ps[rows_p], line_offsets)
-        parent[base:base + len(rows_p)] = np.where(par >= 0, par + base, -1)
-        sub_end[base:base + len(rows_p)] = send + base
-        root_level[node(f["roots"])] = f["levels"]
+            nest_nodes(rows_p, p.line_idx, p.start_ps, p.dur_ps, p.n_lines, int(base), parent[base:base + len(rows_p)],
+                       sub_end[base:base + len(rows_p)])
+            nodes = dict(zip(("roots", *_LINKS), f["nodes"], strict=True))
+        root_level[nodes["roots"]] = f["levels"]
         prod_keys.append(f["prod"][1])
-        prod_nodes.append(node(f["prod"][0]))
+        prod_nodes.append(nodes["prod"])
         cons_keys.append(f["cons"][1])
-        cons_nodes.append(node(f["cons"][0]))
+        cons_nodes.append(nodes["cons"])
         if p.name == HOST_PLANE:
             launch_keys.append(f["corr"][1])
-            launch_nodes.append(node(f["corr"][0]))
+            launch_nodes.append(nodes["corr"])
         elif on_device_side(p):
             exec_keys.append(f["corr"][1])
-            exec_nodes.append(node(f["corr"][0]))
+            exec_nodes.append(nodes["corr"])
         executor_keys.append(f["exec"][1])
-        executor_nodes.append(node(f["exec"][0]))
+        executor_nodes.append(nodes["exec"])
         getnext_keys.append(f["next"][1])
-        getnext_nodes.append(node(f["next"][0]))
+        getnext_nodes.append(nodes["next"])
 
     def cat(parts: list[np.ndarray], width: int = 0) -> np.ndarray:
         if not parts:

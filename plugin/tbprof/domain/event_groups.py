@@ -12,7 +12,9 @@ levels first), claims every event reachable from it that no earlier root claimed
 
 The group id of an event is the index of the root that claimed it (0, 1, ... in claim order).
 Everything here runs once per store (``store.memo``) in a few compiled loops over numpy columns
-(``tbprof._core.kernels``: ``nesting_parents``, ``pair_edges``, ``propagate_groups``).
+(``tbprof._core.kernels``: ``nesting_parents``, ``pair_edges``, ``propagate_groups``; on a GPU run,
+where only linked events are grouped, ``tbprof._core.groups``: ``matched_rows``, ``merged_nodes``,
+``nest_nodes``).
 """
 
 from __future__ import annotations

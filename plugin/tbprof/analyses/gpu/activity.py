@@ -207,14 +207,8 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
     for pi, plane in enumerate(store.planes):
         if plane.n_events == 0:
             continue
-        # Only the events with a correlation (a few percent of a large host plane's events).
-        rows, corr = plane.event_stat(sid).sparse_int()
-        linked = corr >= 0
-        rows, corr = rows[linked], corr[linked]
         if plane.name.startswith("/device:GPU"):
-            line_id = plane.line_ids[plane.line_idx[rows]]
-            on_stream = line_id < _DERIVED_LINE_MIN
-            rows, corr, line_id = rows[on_stream], corr[on_stream], line_id[on_stream]
+            rows, corr, line_id = _xspace_device_rows(plane, sid)
             if rows.shape[0]:
                 start = plane.start_ps[rows].astype(np.int64)
                 end = (plane.start_ps[rows] + plane.dur_ps[rows]).astype(np.int64)
@@ -222,10 +216,57 @@ def _collect_xspace(store: ProfileStore) -> _Parts:
                                   np.full(rows.shape[0], pi, np.int64), rows.astype(np.int64),
                                   np.ones(rows.shape[0], bool), start, end))
         elif plane.name == "/host:CPU":
+            rows, corr = _linked_rows(plane, sid)
             if rows.shape[0]:
                 start = plane.start_ps[rows].astype(np.int64)
                 host_parts.append((start, plane.dur_ps[rows].astype(np.int64), plane.name_id[rows], corr, start))
     return dev_parts, host_parts
+
+
+def _linked_rows(plane: Plane, sid: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a plane's events with a correlation and their correlations (a few percent of
+    a large host plane's events)."""
+    rows, corr = plane.event_stat(sid).sparse_int()
+    linked = corr >= 0
+    return rows[linked], corr[linked]
+
+
+def _xspace_device_rows(plane: Plane, sid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An XSpace GPU plane's device events: (rows, correlations, streams) of those with a
+    correlation on a stream line."""
+    rows, corr = _linked_rows(plane, sid)
+    line_id = plane.line_ids[plane.line_idx[rows]]
+    on_stream = line_id < _DERIVED_LINE_MIN
+    return rows[on_stream], corr[on_stream], line_id[on_stream]
+
+
+def device_intervals(store: ProfileStore) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] | None:
+    """Per device plane with device events, in plane order: its name and its events' (start_ps,
+    end_ps, kind), in no particular order: what ``device_activity`` holds of them, without the
+    launches and the order by start that the idle and communication shares do not read. An XSpace
+    store's only (None for another format: a Kineto trace's events are rounded and its last step
+    cut first), and where the activity is not derived already (None: read it)."""
+    if store.format != "xspace" or store.has_derived(DEVICE_ACTIVITY):
+        return None
+    sid = store.stat_id("correlation_id")
+    out: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []
+    if sid < 0:
+        return out
+    for plane in store.planes:
+        if plane.n_events == 0 or not plane.name.startswith("/device:GPU"):
+            continue
+        rows = _xspace_device_rows(plane, sid)[0]
+        if rows.shape[0]:
+            start = plane.start_ps[rows].astype(np.int64)
+            out.append((plane.name, start, start + plane.dur_ps[rows], _kinds(store, plane.name_id[rows])))
+    return out
+
+
+def _kinds(store: ProfileStore, name_id: np.ndarray) -> np.ndarray:
+    """``kernel_kind`` of each event name, decided once per distinct name."""
+    uniq, inv = np.unique(name_id, return_inverse=True)
+    kinds = np.array([kernel_kind(n) for n in store.strings.lookup(uniq)], dtype=np.int8)
+    return kinds[inv.reshape(-1)] if uniq.shape[0] else np.zeros(0, np.int8)
 
 
 def _build(store: ProfileStore) -> DeviceActivity:
@@ -275,10 +316,7 @@ def _build(store: ProfileStore) -> DeviceActivity:
         l_dur = l_start.copy()
         l_name = np.full(d_corr.shape[0], -1, np.int32)
         l_exact = l_start.copy()
-    # Kind by name, once per distinct name.
-    uniq, inv = np.unique(d_name, return_inverse=True)
-    kinds = np.array([kernel_kind(n) for n in store.strings.lookup(uniq)], dtype=np.int8)
-    kind = kinds[inv.reshape(-1)] if uniq.shape[0] else np.zeros(0, np.int8)
+    kind = _kinds(store, d_name)
     by_start = np.lexsort((d_exact_end, d_end, d_exact, d_start))
     return DeviceActivity(
         start_ps=d_start[by_start].astype(np.int64), end_ps=d_end[by_start].astype(np.int64),

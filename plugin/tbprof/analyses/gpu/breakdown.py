@@ -35,6 +35,7 @@ from tbprof.analyses.gpu.activity import (
     DeviceActivity,
     coverage_by_mask,
     device_activity,
+    device_intervals,
     has_device_activity,
     merge_intervals,
     per_device,
@@ -67,13 +68,18 @@ def rank_of(store: ProfileStore, index: int) -> int:
 
 def temporal(act: DeviceActivity) -> dict[str, float]:
     """Idle / compute / non-compute time of one rank's device timeline (us and %)."""
-    if act.n == 0:
+    return _temporal(act.start_ps, act.end_ps, act.kind)
+
+
+def _temporal(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray) -> dict[str, float]:
+    """``temporal`` of events in any order (the intervals' unions do not read it)."""
+    if start_ps.shape[0] == 0:
         return {}
-    s, e = merge_intervals(act.start_ps, act.end_ps)
+    s, e = merge_intervals(start_ps, end_ps)
     span_ps = int(e[-1] - s[0])
     busy_ps = int((e - s).sum())
-    comp = act.kind == COMPUTATION
-    compute_ps = union_ps(act.start_ps[comp], act.end_ps[comp])
+    comp = kind == COMPUTATION
+    compute_ps = union_ps(start_ps[comp], end_ps[comp])
     idle_ps = span_ps - busy_ps
     # HTA's sums count an event rounded to end before it starts as negative busy time, so the
     # compute union can pass the busy time by a few microseconds: then no non-compute time.
@@ -127,11 +133,15 @@ def comm_comp_overlap(act: DeviceActivity) -> tuple[float, float]:
 
 def communication_percent(act: DeviceActivity) -> float:
     """Share of the device timeline (first start to last end) with a communication kernel running."""
-    if act.n == 0:
+    return _communication_percent(act.start_ps, act.end_ps, act.kind)
+
+
+def _communication_percent(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray) -> float:
+    if start_ps.shape[0] == 0:
         return float("nan")
-    span_ps = int(act.end_ps.max() - act.start_ps.min())
-    comm = act.kind == COMMUNICATION
-    return 100.0 * union_ps(act.start_ps[comm], act.end_ps[comm]) / span_ps if span_ps > 0 else float("nan")
+    span_ps = int(end_ps.max() - start_ps.min())
+    comm = kind == COMMUNICATION
+    return 100.0 * union_ps(start_ps[comm], end_ps[comm]) / span_ps if span_ps > 0 else float("nan")
 
 
 # --- kernel launch statistics -------------------------------------------------------------------
@@ -389,14 +399,15 @@ SUMMARY_VALUES_KEY = ("gpu_breakdown", "summary_values")
 
 
 def _summary_values(store: ProfileStore) -> tuple[bool, list[float], list[float]]:
-    idle: list[float] = []
-    comm: list[float] = []
-    active = has_device_activity(store)
-    if active:
-        for _, _, _, act in _devices([(0, store)]):
-            idle.append(float(temporal(act)["idle_time_percent"]))
-            comm.append(float(communication_percent(act)))
-    return active, idle, comm
+    # An XSpace host's shares from its device events' intervals alone (``device_intervals``): the
+    # activity's launches and order, which the shares do not read, are left to the GPU tools.
+    devices = device_intervals(store)
+    if devices is None:
+        devices = ([(name, act.start_ps, act.end_ps, act.kind) for _, _, name, act in _devices([(0, store)])]
+                   if has_device_activity(store) else [])
+    idle = [float(_temporal(start, end, kind)["idle_time_percent"]) for _, start, end, kind in devices]
+    comm = [float(_communication_percent(start, end, kind)) for _, start, end, kind in devices]
+    return bool(devices), idle, comm
 
 
 SUMMARY_VALUES: CarriedValue[tuple[bool, list[float], list[float]]] = CarriedValue(SUMMARY_VALUES_KEY,

@@ -40,7 +40,7 @@ def test_matched_rows_leave_rows_out_of_order_to_the_caller() -> None:
     assert matched_rows(np.array([1, 3]), one, np.array([3, 1]), one) is None
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(40))
 def test_merged_nodes_are_the_distinct_rows_and_each_parts_positions(seed: int) -> None:
     rng = np.random.default_rng(seed)
     parts = [_ascending_rows(rng, int(rng.integers(0, 60)), 200, bool(rng.integers(0, 2)))

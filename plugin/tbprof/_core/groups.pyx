@@ -91,9 +91,9 @@ def merged_nodes(parts, int64_t base) -> tuple[np.ndarray, list[np.ndarray]]:
     cdef Py_ssize_t* head = <Py_ssize_t*>malloc(max(k, 1) * sizeof(Py_ssize_t))
     cdef const int64_t[::1] view
     cdef int64_t[::1] pview
-    cdef Py_ssize_t n = 0
-    cdef int64_t low, row
-    cdef bint left
+    cdef Py_ssize_t n = 0, first
+    cdef int64_t low, second, v
+    cdef bint bounded
     if src == NULL or pos == NULL or length == NULL or head == NULL:
         free(src)
         free(pos)
@@ -111,20 +111,36 @@ def merged_nodes(parts, int64_t base) -> tuple[np.ndarray, list[np.ndarray]]:
             pos[q] = &pview[0] if pview.shape[0] else NULL
         with nogil:
             while True:
-                left = False
+                # The part with the lowest next row, and the lowest next row of the others.
+                first = -1
                 low = 0
+                second = 0
+                bounded = False
                 for q in range(k):
-                    if head[q] < length[q] and (not left or src[q][head[q]] < low):
-                        low = src[q][head[q]]
-                        left = True
-                if not left:
+                    if head[q] < length[q]:
+                        v = src[q][head[q]]
+                        if first < 0 or v < low:
+                            if first >= 0:
+                                second = low if not bounded or low < second else second
+                                bounded = True
+                            first = q
+                            low = v
+                        elif not bounded or v < second:
+                            second = v
+                            bounded = True
+                if first < 0:
                     break
-                out[n] = low
-                for q in range(k):
-                    while head[q] < length[q] and src[q][head[q]] == low:
-                        pos[q][head[q]] = n + base
-                        head[q] += 1
-                n += 1
+                # Its rows up to the others' next one, in one run: a row equal to the last one
+                # placed is that node (the output ascends).
+                while head[first] < length[first]:
+                    v = src[first][head[first]]
+                    if bounded and v > second:
+                        break
+                    if n == 0 or out[n - 1] != v:
+                        out[n] = v
+                        n += 1
+                    pos[first][head[first]] = n - 1 + base
+                    head[first] += 1
     finally:
         free(src)
         free(pos)

@@ -762,19 +762,19 @@ cdef inline uint64_t _fmix(uint64_t h) noexcept nogil:
     return h
 
 
-cdef struct KeySlot:
-    int64_t a
-    int64_t b
-    int64_t id  # -1: empty
-
-
-cdef inline KeySlot* _key_slot(KeySlot* table, uint64_t mask, int64_t a, int64_t b, uint64_t seed) noexcept nogil:
-    """The slot of key (a, b) in an open-addressing table: its own, or the empty one it would take.
-    The hash is seeded per table, so keys from a file cannot be chosen to collide."""
+cdef inline int32_t* _key_slot(int32_t* table, uint64_t mask, const int64_t* key_ab, int64_t a, int64_t b,
+                               uint64_t seed) noexcept nogil:
+    """The slot of key (a, b) in an open-addressing table of key ids (-1: empty; key k is
+    ``key_ab[2k], key_ab[2k + 1]``): its own, or the empty one it would take. Four bytes a slot,
+    so the table of a few hundred thousand keys stays in cache. The hash is seeded per table, so
+    keys from a file cannot be chosen to collide."""
     cdef uint64_t slot = _fmix(_fmix(<uint64_t>a ^ seed) ^ <uint64_t>b) & mask
-    while table[slot].id >= 0 and (table[slot].a != a or table[slot].b != b):
+    cdef int32_t k
+    while True:
+        k = table[slot]
+        if k < 0 or (key_ab[2 * k] == a and key_ab[2 * k + 1] == b):
+            return &table[slot]
         slot = (slot + 1) & mask
-    return &table[slot]
 
 
 def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit, bint last_parent_only
@@ -786,7 +786,8 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
     ``_pair_edges``)
 
     Every index below is made here (key ids < the children's count, slots masked to the table),
-    none read from a file, so the loops use raw pointers."""
+    none read from a file, so the loops use raw pointers. The work space is one block, touched
+    only as far as the keys found reach (fresh pages are slow to touch: a VM's page faults)."""
     pk_arr = np.ascontiguousarray(parent_keys, dtype=np.int64).reshape(-1, 2)
     ck_arr = np.ascontiguousarray(child_keys, dtype=np.int64).reshape(-1, 2)
     pn_arr = _in(parent_nodes, np.int64)
@@ -796,6 +797,8 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
         raise ValueError("keys and nodes differ in length")
     if n_par == 0 or n_child == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if n_par >= (1 << 31) or n_child >= (1 << 30):
+        raise ValueError("too many keys to join")
     cdef const int64_t* pk = _ptr(pk_arr)
     cdef const int64_t* ck = _ptr(ck_arr)
     cdef const int64_t* pn = _ptr(pn_arr)
@@ -806,45 +809,57 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
     cdef uint64_t mask = <uint64_t>(cap - 1)
     # OS entropy (``os.urandom``: numpy.random would be imported on a worker's first host, ~6 ms).
     cdef uint64_t seed = int.from_bytes(os.urandom(8), "little") >> 1
-    # Per key (at most one per child): its children's bounds in ``order``, its parents' count, its last parent.
-    work_arr = np.zeros(3 * (n_child + 1) + 2 * n_child + n_par, dtype=np.int64)
-    cdef int64_t* start = _mut_ptr(work_arr)
-    cdef int64_t* n_par_key = start + (n_child + 1)
-    cdef int64_t* last = n_par_key + (n_child + 1)
-    cdef int64_t* child_key = last + (n_child + 1)
-    cdef int64_t* order = child_key + n_child
-    cdef int64_t* parent_key = order + n_child
-    cdef KeySlot* table = <KeySlot*>malloc(cap * sizeof(KeySlot))
-    cdef KeySlot* slot
-    if table == NULL:
+    # Per key (at most one per child): its (type, id), its children's bounds in ``order``, its
+    # parents' count, its last parent; then (4 bytes each) the slots, each child's and each
+    # parent's key, the children by key.
+    cdef Py_ssize_t wide = 2 * n_child + (n_child + 1) + 2 * n_child
+    cdef char* work = <char*>malloc(wide * sizeof(int64_t) + (cap + 2 * n_child + n_par) * sizeof(int32_t))
+    if work == NULL:
         raise MemoryError()
+    cdef int64_t* key_ab = <int64_t*>work
+    cdef int64_t* start = key_ab + 2 * n_child
+    cdef int64_t* n_par_key = start + (n_child + 1)
+    cdef int64_t* last = n_par_key + n_child
+    cdef int32_t* table = <int32_t*>(last + n_child)
+    cdef int32_t* child_key = table + cap
+    cdef int32_t* order = child_key + n_child
+    cdef int32_t* parent_key = order + n_child
+    cdef int32_t* slot
+    cdef int64_t a, b
+    cdef int64_t* src
+    cdef int64_t* dst
     try:
         with nogil:
             for j in range(cap):
-                table[j].id = -1
+                table[j] = -1
+            start[0] = 0
             for j in range(n_child):
-                slot = _key_slot(table, mask, ck[2 * j], ck[2 * j + 1], seed)
-                if slot.id < 0:
-                    slot.a = ck[2 * j]
-                    slot.b = ck[2 * j + 1]
-                    slot.id = n_keys
+                a = ck[2 * j]
+                b = ck[2 * j + 1]
+                slot = _key_slot(table, mask, key_ab, a, b, seed)
+                if slot[0] < 0:
+                    slot[0] = <int32_t>n_keys
+                    key_ab[2 * n_keys] = a
+                    key_ab[2 * n_keys + 1] = b
+                    start[n_keys + 1] = 0
                     n_keys += 1
-                child_key[j] = slot.id
-                start[slot.id + 1] += 1
+                child_key[j] = slot[0]
+                start[slot[0] + 1] += 1
             for k in range(n_keys):
                 start[k + 1] += start[k]
                 last[k] = start[k]  # (the fill position of each key while its children are placed)
             for j in range(n_child):  # a counting sort: each key's children stay in input order
-                order[last[child_key[j]]] = j
+                order[last[child_key[j]]] = <int32_t>j
                 last[child_key[j]] += 1
             for k in range(n_keys):
                 last[k] = -1
+                n_par_key[k] = 0
             for i in range(n_par):
-                slot = _key_slot(table, mask, pk[2 * i], pk[2 * i + 1], seed)
-                parent_key[i] = slot.id
-                if slot.id >= 0:
-                    n_par_key[slot.id] += 1
-                    last[slot.id] = i
+                slot = _key_slot(table, mask, key_ab, pk[2 * i], pk[2 * i + 1], seed)
+                parent_key[i] = slot[0]
+                if slot[0] >= 0:
+                    n_par_key[slot[0]] += 1
+                    last[slot[0]] = i
             for i in range(n_par):
                 k = parent_key[i]
                 if k < 0 or (last_parent_only and last[k] != i):
@@ -854,21 +869,21 @@ def pair_edges(parent_keys, parent_nodes, child_keys, child_nodes, int64_t limit
                     parent_key[i] = -1
                 else:
                     n_edges += start[k + 1] - start[k]
+        src_arr = np.empty(n_edges, dtype=np.int64)
+        dst_arr = np.empty(n_edges, dtype=np.int64)
+        src = _mut_ptr(src_arr)
+        dst = _mut_ptr(dst_arr)
+        with nogil:
+            e = 0
+            for i in range(n_par):
+                k = parent_key[i]
+                if k >= 0:
+                    for j in range(start[k], start[k + 1]):
+                        src[e] = pn[i]
+                        dst[e] = cn[order[j]]
+                        e += 1
     finally:
-        free(table)
-    src_arr = np.empty(n_edges, dtype=np.int64)
-    dst_arr = np.empty(n_edges, dtype=np.int64)
-    cdef int64_t* src = _mut_ptr(src_arr)
-    cdef int64_t* dst = _mut_ptr(dst_arr)
-    with nogil:
-        e = 0
-        for i in range(n_par):
-            k = parent_key[i]
-            if k >= 0:
-                for j in range(start[k], start[k + 1]):
-                    src[e] = pn[i]
-                    dst[e] = cn[order[j]]
-                    e += 1
+        free(work)
     return src_arr, dst_arr
 
 

@@ -77,7 +77,10 @@ def _plane(rng: np.random.Generator, n_lines: int, per_line: int) -> tuple[np.nd
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_nest_nodes_is_the_nesting_of_the_gathered_rows(seed: int) -> None:
+@pytest.mark.parametrize("lines_told", ["all", "fewer"])
+def test_nest_nodes_is_the_nesting_of_the_gathered_rows(seed: int, lines_told: str) -> None:
+    """``lines_told``: the plane's line count, or fewer (line indices past it still count, as
+    ``np.bincount`` counts them)."""
     rng = np.random.default_rng(seed)
     n_lines = int(rng.integers(1, 5))
     start, dur, line = _plane(rng, n_lines, int(rng.integers(1, 40)))
@@ -85,9 +88,10 @@ def test_nest_nodes_is_the_nesting_of_the_gathered_rows(seed: int) -> None:
     base = int(rng.integers(0, 500))
     parent = np.empty(len(rows), np.int64)
     sub_end = np.empty(len(rows), np.int64)
-    nest_nodes(rows, line, start, dur, n_lines, base, parent, sub_end)
+    told = n_lines if lines_told == "all" else 1
+    nest_nodes(rows, line, start, dur, told, base, parent, sub_end)
     # The definition: the nesting of the gathered rows, with each line's bounds counted.
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(line[rows], minlength=n_lines))]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(line[rows], minlength=told))]).astype(np.int64)
     par, send = nesting_parents(start[rows], dur[rows], offsets)
     assert parent.tolist() == np.where(par >= 0, par + base, -1).tolist()
     assert sub_end.tolist() == (send + base).tolist()

@@ -174,25 +174,33 @@ def nest_nodes(rows, line_idx, start_ps, dur_ps, Py_ssize_t n_lines, int64_t bas
         raise ValueError("outputs differ in length from rows")
     if dur.shape[0] != start.shape[0] or line.shape[0] != start.shape[0]:
         raise ValueError("event columns differ in length")
-    cdef int32_t lo_line = 0
-    with nogil:
-        for i in range(n):
-            ln = line[r[i]]
-            if ln < lo_line:
-                lo_line = <int32_t>ln
-            if ln + 1 > width:
-                width = ln + 1
-    if lo_line < 0:
-        raise ValueError("negative line index")
+    cdef int32_t ln32
+    cdef bint in_range = True
     offs_arr = np.zeros(width + 1, dtype=np.int64)
     cdef int64_t[::1] offs = offs_arr
+    with nogil:
+        # Each line's count, in one pass where every line index is one of the plane's lines.
+        for i in range(n):
+            ln32 = line[r[i]]
+            if ln32 < 0 or ln32 >= width:
+                in_range = False
+                break
+            offs[ln32 + 1] += 1
+    if not in_range:
+        for i in range(n):
+            ln = line[r[i]]
+            if ln < 0:
+                raise ValueError("negative line index")
+            width = max(width, ln + 1)
+        offs_arr = np.zeros(width + 1, dtype=np.int64)
+        offs = offs_arr
+        for i in range(n):
+            offs[line[r[i]] + 1] += 1
     cdef int64_t* stack = NULL
     cdef int64_t s, e, p, ps
     cdef bint oom = False
     try:
         with nogil:
-            for i in range(n):
-                offs[line[r[i]] + 1] += 1
             for ln in range(width):
                 offs[ln + 1] += offs[ln]
             for i in range(n):

@@ -277,7 +277,9 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     src, dst = cat(src_parts), cat(dst_parts)
     order = np.argsort(src, kind="stable")
     src, dst = src[order], dst[order]
-    edge_nodes, first = np.unique(src, return_index=True)
+    # Each source's first edge: where the sorted sources change (np.unique would sort them again).
+    first = np.flatnonzero(np.concatenate([[True], src[1:] != src[:-1]])) if len(src) else np.zeros(0, np.int64)
+    edge_nodes = src[first]
     edge_ptr = np.append(first, len(src)).astype(np.int64)
 
     roots = np.nonzero(root_level > 0)[0]

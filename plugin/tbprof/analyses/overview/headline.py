@@ -16,7 +16,7 @@ import numpy as np
 
 from tbprof._core.wire import default_threads
 from tbprof.analyses.ops.op_time import op_times
-from tbprof.analyses.overview.overview import run_environment
+from tbprof.analyses.overview.environment import run_environment
 from tbprof.analyses.results.whole_run import ProfileHeadline
 from tbprof.analyses.steps.table import analysis, step_table, summaries
 from tbprof.domain.kineto_links import op_by_correlation

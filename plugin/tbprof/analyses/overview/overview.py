@@ -14,14 +14,13 @@ from tbprof.analyses.ops.headline import collectives_metric, idle_metric
 from tbprof.analyses.ops.kernel_stats import tensorcore_by_op, tensorcore_rules_match
 from tbprof.analyses.ops.op_time import OpTimes, eager_percent, op_times
 from tbprof.analyses.ops.precision import Precision, device_precision
+from tbprof.analyses.overview.environment import run_environment
 from tbprof.analyses.results.common import Diagnostics, MetricJson
 from tbprof.analyses.results.whole_run import (
-    DeviceInfo,
     NextStep,
     OverviewRecommendation,
     OverviewResult,
     PrecisionJson,
-    RunEnvironment,
 )
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.advice import framework_of, input_advice
@@ -29,7 +28,6 @@ from tbprof.analyses.steps.assignment import has_steps_data
 from tbprof.analyses.steps.table import StepTable, analysis, step_table, steps_table, summaries
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import device_display_name, device_model, device_planes_of, device_type
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import StoreView
 
@@ -37,30 +35,6 @@ TOP_OPS = 10
 # Below this share of 16-bit device compute the overview suggests bf16/fp16 (a run mostly in
 # 16-bit gains little from the advice).
 PRECISION_ADVICE_BELOW_PERCENT = 50.0
-
-
-def run_environment(stores: Sequence[StoreView]) -> RunEnvironment:
-    devices: list[DeviceInfo] = []
-    for s in stores:
-        for pi in device_planes_of(s):
-            p = s.planes[pi]
-            devices.append({"host": s.host, "plane": p.name, "device_type": device_type(p),
-                            "model": device_display_name(p), "xprof_device_type": device_model(p),
-                            "core_count": int(p.plane_stats["core_count"]) if p.plane_stats.get("core_count") else None,
-                            "compute_capability": (f"{p.plane_stats['compute_cap_major']}."
-                                                   f"{p.plane_stats.get('compute_cap_minor', 0)}"
-                                                   if "compute_cap_major" in p.plane_stats else "")})
-    types = sorted({str(d["device_type"]) for d in devices})
-    models = sorted({str(d["model"]) for d in devices if d["model"]})
-    xprof_types = sorted({str(d["xprof_device_type"]) for d in devices if d["xprof_device_type"]})
-    return {
-        "host_count": len(stores), "hosts": [s.host for s in stores],
-        "hardware_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU_ONLY",
-        "device_type": (types[0] if len(types) == 1 else ",".join(types)) if types else "CPU",
-        "device_model": ", ".join(models), "device_count": len(devices), "devices": devices,
-        # XProf's run-environment device type ("Nvidia GPU (Hopper)", "AMD GPU - gfx942", "TPU v6 Lite").
-        "xprof_device_type": ", ".join(xprof_types),
-    }
 
 
 def top_ops_table(t: OpTimes, n: int = TOP_OPS, tensorcore_by_op: dict[str, tuple[int, int]] | None = None) -> Table:

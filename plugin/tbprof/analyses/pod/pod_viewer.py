@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from tbprof.analyses import recording as rec
-from tbprof.analyses.overview.overview import diagnostics, run_environment
+from tbprof.analyses.overview.environment import run_environment
+from tbprof.analyses.overview.overview import diagnostics
 from tbprof.analyses.results.whole_run import PodCore, PodViewerResult
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.analyses.steps.assignment import has_steps_data

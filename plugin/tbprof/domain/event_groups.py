@@ -221,8 +221,10 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
     offsets = np.zeros(len(planes) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in node_rows], out=offsets[1:])
     n = int(offsets[-1])
-    parent = np.full(n, -1, dtype=np.int64)
-    sub_end = np.zeros(n, dtype=np.int64)
+    # Every node's parent and subtree end are written below, plane by plane (unwritten pages of a
+    # fresh array cost nothing until then).
+    parent = np.empty(n, dtype=np.int64)
+    sub_end = np.empty(n, dtype=np.int64)
     root_level = np.zeros(n, dtype=np.int64)  # 0 = not a root
     prod_keys, prod_nodes, cons_keys, cons_nodes = [], [], [], []
     launch_keys, launch_nodes, exec_keys, exec_nodes = [], [], [], []

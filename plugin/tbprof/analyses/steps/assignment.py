@@ -248,7 +248,7 @@ def _types_by_name(store: ProfileStore, plane: Plane, rows: np.ndarray, gpu: boo
 
 def _longest_runs(groups: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
     """Per group, the longest run of consecutive (in time) events of that group: XProf's device step marker."""
-    order = np.lexsort((-(end - start), start))
+    order = _by_start_longest_first(start, end - start)
     g, s, e = groups[order], start[order], end[order]
     if len(g) == 0:
         return np.full(n_groups, -1, np.int64), np.full(n_groups, -1, np.int64)
@@ -271,6 +271,18 @@ def _longest_runs(groups: np.ndarray, start: np.ndarray, end: np.ndarray, n_grou
     best_end[run_group[pick]] = run_end[pick]
     del run_id
     return best_begin, best_end
+
+
+def _by_start_longest_first(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """The order of events by start, then longest first, then as given: ``np.lexsort((-dur,
+    start))``. A plane's events come by line, each line by (start, -dur): a stable sort by start
+    merges those runs, and is that order wherever no two events of one start are left shorter
+    before longer (else the lexsort decides)."""
+    order = np.argsort(start, kind="stable")
+    s, d = start[order], dur[order]
+    if bool(np.any((s[1:] == s[:-1]) & (d[1:] > d[:-1]))):
+        return np.lexsort((-dur, start))
+    return order
 
 
 @dataclass

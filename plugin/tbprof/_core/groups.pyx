@@ -10,7 +10,7 @@ works. Inputs are coerced to the dtype a loop needs (a no-op for the store's own
 indexing is bounds-checked.
 """
 
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc, realloc
 
 import numpy as np
@@ -157,58 +157,33 @@ cdef int64_t* _grow(int64_t* stack, Py_ssize_t* cap) noexcept nogil:
     return grown
 
 
-def nest_nodes(rows, line_idx, start_ps, dur_ps, Py_ssize_t n_lines, int64_t base, parent_out,
-               sub_end_out) -> None:
-    """The nesting of the events at ``rows`` (ascending) among themselves, line by line, written
-    as node ids (position + ``base``) into ``parent_out`` (-1: top level) and ``sub_end_out``:
-    what ``kernels.nesting_parents`` gives for the gathered rows' times, with the line bounds
-    ``np.bincount(line_idx[rows], minlength=n_lines)`` makes, without gathering them."""
+def nest_nodes(rows, start_ps, dur_ps, node_offsets, int64_t base, parent_out, sub_end_out) -> None:
+    """The nesting of the events at ``rows`` (ascending) among themselves, line by line (line
+    ``l``'s nodes are ``node_offsets[l]:node_offsets[l + 1]``), written as node ids (position +
+    ``base``) into ``parent_out`` (-1: top level) and ``sub_end_out``: what
+    ``kernels.nesting_parents`` gives for the gathered rows' times, without gathering them."""
     cdef const int64_t[::1] r = _in(rows, np.int64)
-    cdef const int32_t[::1] line = _in(line_idx, np.int32)
     cdef const int64_t[::1] start = _in(start_ps, np.int64)
     cdef const int64_t[::1] dur = _in(dur_ps, np.int64)
+    cdef const int64_t[::1] offs = _in(node_offsets, np.int64)
     cdef int64_t[::1] parent = parent_out
     cdef int64_t[::1] sub_end = sub_end_out
-    cdef Py_ssize_t n = r.shape[0], i, top, cap = 0, width = n_lines, ln, a, b
+    cdef Py_ssize_t n = r.shape[0], i, top, cap = 0, ln, a, b
     if parent.shape[0] != n or sub_end.shape[0] != n:
         raise ValueError("outputs differ in length from rows")
-    if dur.shape[0] != start.shape[0] or line.shape[0] != start.shape[0]:
+    if dur.shape[0] != start.shape[0]:
         raise ValueError("event columns differ in length")
-    cdef int32_t ln32
-    cdef bint in_range = True
-    offs_arr = np.zeros(width + 1, dtype=np.int64)
-    cdef int64_t[::1] offs = offs_arr
-    with nogil:
-        # Each line's count, in one pass where every line index is one of the plane's lines.
-        for i in range(n):
-            ln32 = line[r[i]]
-            if ln32 < 0 or ln32 >= width:
-                in_range = False
-                break
-            offs[ln32 + 1] += 1
-    if not in_range:
-        for i in range(n):
-            ln = line[r[i]]
-            if ln < 0:
-                raise ValueError("negative line index")
-            width = max(width, ln + 1)
-        offs_arr = np.zeros(width + 1, dtype=np.int64)
-        offs = offs_arr
-        for i in range(n):
-            offs[line[r[i]] + 1] += 1
     cdef int64_t* stack = NULL
     cdef int64_t s, e, p, ps
     cdef bint oom = False
     try:
         with nogil:
-            for ln in range(width):
-                offs[ln + 1] += offs[ln]
             for i in range(n):
                 parent[i] = -1
             stack = _grow(NULL, &cap)
             oom = stack == NULL
             ln = 0
-            while not oom and ln < width:
+            while not oom and ln < offs.shape[0] - 1:
                 top = 0
                 a = offs[ln]
                 b = offs[ln + 1]

@@ -241,8 +241,9 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
             nodes = {k: rows + base for k, rows in zip(("roots", *_LINKS), (f["roots"], *(f[k][0] for k in _LINKS)),
                                                        strict=True)}
         else:
-            nest_nodes(rows_p, p.line_idx, p.start_ps, p.dur_ps, p.n_lines, int(base), parent[base:base + len(rows_p)],
-                       sub_end[base:base + len(rows_p)])
+            # A line's nodes: its rows' (``line_offsets``: the store keeps a line's events together).
+            nest_nodes(rows_p, p.start_ps, p.dur_ps, np.searchsorted(rows_p, p.line_offsets), int(base),
+                       parent[base:base + len(rows_p)], sub_end[base:base + len(rows_p)])
             nodes = dict(zip(("roots", *_LINKS), f["nodes"], strict=True))
         root_level[nodes["roots"]] = f["levels"]
         prod_keys.append(f["prod"][1])

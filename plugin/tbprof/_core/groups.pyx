@@ -178,8 +178,9 @@ def nest_nodes(rows, start_ps, dur_ps, node_offsets, int64_t base, parent_out, s
     cdef bint oom = False
     try:
         with nogil:
-            for i in range(n):
+            for i in range(n):  # (a node outside every line's bounds: top level, no subtree)
                 parent[i] = -1
+                sub_end[i] = base
             stack = _grow(NULL, &cap)
             oom = stack == NULL
             ln = 0

@@ -116,13 +116,19 @@ def step_table(stores: Sequence[StoreView]) -> StepTable:
     crit = np.argmax(times, axis=0) if n_steps else np.zeros(0, np.int64)
     # A step's breakdown is its critical host's: the categories of those hosts only (and of the
     # first, whose keys name them), not of every host of a pod.
-    cats = {h: sb.categories_ms(per_host[h].type_ps[idx[h]]) for h in sorted({0, *map(int, crit)})}
-    cat_ms = {k: np.array([cats[int(crit[j])][k][j] for j in range(n_steps)], dtype=np.float64)
-              for k in cats[0]} if cats else {}
+    critical = sorted({0, *map(int, crit)})
+    cats = {h: sb.categories_ms(per_host[h].type_ps[idx[h]]) for h in critical}
     step_time = times[crit, np.arange(n_steps)] if n_steps else np.zeros(0)
-    names = [per_host[int(crit[j])].names[int(idx[int(crit[j]), j])] for j in range(n_steps)]
-    nums = np.array([per_host[int(crit[j])].step_nums[int(idx[int(crit[j]), j])] for j in range(n_steps)],
-                    dtype=np.int64)
+    if critical == [0]:  # one host sets every step's pace (one host's run): its columns as they are
+        cat_ms = {k: np.asarray(v, dtype=np.float64) for k, v in cats[0].items()}
+        names = [per_host[0].names[j] for j in idx[0].tolist()]
+        nums = np.asarray(per_host[0].step_nums[idx[0]], dtype=np.int64)
+    else:
+        cat_ms = {k: np.array([cats[int(crit[j])][k][j] for j in range(n_steps)], dtype=np.float64)
+                  for k in cats[0]}
+        names = [per_host[int(crit[j])].names[int(idx[int(crit[j]), j])] for j in range(n_steps)]
+        nums = np.array([per_host[int(crit[j])].step_nums[int(idx[int(crit[j]), j])] for j in range(n_steps)],
+                        dtype=np.int64)
     diagnosis = "; ".join(f"{h}: {s.diagnosis}" if n_hosts > 1 else s.diagnosis
                           for h, s in zip(hosts, per_host, strict=False) if s.diagnosis)
     notes = sorted({n for s in per_host for n in s.notes})

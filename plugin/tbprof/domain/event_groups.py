@@ -262,9 +262,11 @@ def compute_groups(store: ProfileStore, full: bool | None = None) -> EventGroups
         getnext_nodes.append(nodes["next"])
 
     def cat(parts: list[np.ndarray], width: int = 0) -> np.ndarray:
+        parts = [x for x in parts if len(x)]
         if not parts:
             return np.zeros((0, width) if width else 0, np.int64)
-        return np.concatenate(parts)
+        # One plane's links (a GPU run's producers and consumers are all on the host): no copy.
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     src_parts: list[np.ndarray] = []
     dst_parts: list[np.ndarray] = []

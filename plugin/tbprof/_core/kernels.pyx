@@ -143,9 +143,14 @@ cdef inline int64_t _search(int64_t key, const int64_t[::1] sorted_ids, const in
 
 
 def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_ps, int64_t first_line, lut,
-                  sorted_ids, rows, meta_name_id) -> bool:
+                  sorted_ids, rows, meta_name_id, line_ts=None, depth=None) -> bool:
     """One plane's events: times relative to the origin, plane-local line numbers, metadata rows
     (0 when the id is unknown) and name ids, in place; ``meta_out`` may be ``meta_in``.
+
+    ``line_ts``: each line's timestamp (indexed by the file's line numbers, before they are made
+    plane-local), added to each start first, as ``absolute_starts`` would have (None: the starts
+    are absolute already). ``depth`` (int16, written): each event's nesting depth in its line, as
+    ``nesting_depth`` gives it, in the same pass; valid only where the rows are in order.
 
     Returns whether the rows are already in the store's (line, start, -dur) order, which
     profilers usually write. (readers/xplane_columns.py)
@@ -154,16 +159,23 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
     _check_out(line, np.int32, "line")
     _check_out(meta_out, np.int32, "meta_out")
     _check_out(name_out, np.int32, "name_out")
+    if depth is not None:
+        _check_out(depth, np.int16, "depth")
+    ts = _in(line_ts, np.int64) if line_ts is not None else np.zeros(0, np.int64)
+    out_depth = depth if depth is not None else np.zeros(0, np.int16)
     if meta_in.dtype == np.int32:
         return _finish_events[int32_t](start, dur, line, meta_in, meta_out, name_out, origin_ps, first_line, lut,
-                                       sorted_ids, rows, meta_name_id)
+                                       sorted_ids, rows, meta_name_id, ts, line_ts is not None, out_depth,
+                                       depth is not None)
     return _finish_events[int64_t](start, dur, line, _in(meta_in, np.int64), meta_out, name_out, origin_ps,
-                                   first_line, lut, sorted_ids, rows, meta_name_id)
+                                   first_line, lut, sorted_ids, rows, meta_name_id, ts, line_ts is not None,
+                                   out_depth, depth is not None)
 
 
 cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const meta_t[::1] meta_in,
                          int32_t[::1] meta_out, int32_t[::1] name_out, int64_t origin_ps, int64_t first_line,
-                         lut_arr, sorted_arr, rows_arr, names_arr) except -1:
+                         lut_arr, sorted_arr, rows_arr, names_arr, const int64_t[::1] ts, bint add_ts,
+                         int16_t[::1] depth, bint want_depth) except -1:
     cdef const int64_t[::1] dur = _in(dur_arr, np.int64)
     cdef const int32_t[::1] lut = _in(lut_arr, np.int32)
     cdef const int64_t[::1] sorted_ids = _in(sorted_arr, np.int64)
@@ -171,42 +183,75 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
     cdef const int32_t[::1] meta_name_id = _in(names_arr, np.int32)
     cdef Py_ssize_t n = start.shape[0], i
     if dur.shape[0] != n or line.shape[0] != n or meta_in.shape[0] != n or meta_out.shape[0] != n \
-            or name_out.shape[0] != n:
+            or name_out.shape[0] != n or (want_depth and depth.shape[0] != n):
         raise ValueError("event columns differ in length")
-    cdef int64_t m, key, s, d, ln, prev_line = -1, prev_start = 0, prev_dur = 0
-    cdef bint in_order = True
-    with nogil:
-        if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+    cdef int64_t m, key, s, d, ln, g, prev_line = -1, prev_start = 0, prev_dur = 0
+    cdef bint in_order = True, bad_line = False, oom = False
+    cdef Py_ssize_t n_ts = ts.shape[0], cap = 0, top = 0
+    cdef int64_t* stack = NULL
+    try:
+        with nogil:
+            if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+                for i in range(n):
+                    key = meta_in[i]
+                    m = lut[key] if 0 <= key < lut.shape[0] else -1
+                    if m >= 0:
+                        meta_out[i] = <int32_t>m
+                        name_out[i] = meta_name_id[m]
+                    else:
+                        meta_out[i] = 0
+                        name_out[i] = 0
+            else:
+                for i in range(n):
+                    m = _search(meta_in[i], sorted_ids, rows, -1)
+                    if m >= 0:
+                        meta_out[i] = <int32_t>m
+                        name_out[i] = meta_name_id[m]
+                    else:
+                        meta_out[i] = 0
+                        name_out[i] = 0
+            if want_depth:
+                stack = _grow(NULL, &cap)
+                oom = stack == NULL
             for i in range(n):
-                key = meta_in[i]
-                m = lut[key] if 0 <= key < lut.shape[0] else -1
-                if m >= 0:
-                    meta_out[i] = <int32_t>m
-                    name_out[i] = meta_name_id[m]
-                else:
-                    meta_out[i] = 0
-                    name_out[i] = 0
-        else:
-            for i in range(n):
-                m = _search(meta_in[i], sorted_ids, rows, -1)
-                if m >= 0:
-                    meta_out[i] = <int32_t>m
-                    name_out[i] = meta_name_id[m]
-                else:
-                    meta_out[i] = 0
-                    name_out[i] = 0
-        for i in range(n):
-            s = start[i] - origin_ps
-            start[i] = s
-            ln = line[i] - first_line
-            line[i] = <int32_t>ln
-            d = dur[i]
-            if in_order and i > 0:
-                if ln < prev_line or (ln == prev_line and (s < prev_start or (s == prev_start and d > prev_dur))):
-                    in_order = False
-            prev_line = ln
-            prev_start = s
-            prev_dur = d
+                g = line[i]
+                s = start[i]
+                if add_ts:
+                    if not 0 <= g < n_ts:
+                        bad_line = True
+                        break
+                    s = s + ts[g]
+                s = s - origin_ps
+                start[i] = s
+                ln = g - first_line
+                line[i] = <int32_t>ln
+                d = dur[i]
+                if in_order and i > 0:
+                    if ln < prev_line or (ln == prev_line and (s < prev_start or (s == prev_start and d > prev_dur))):
+                        in_order = False
+                if in_order and want_depth and not oom:
+                    # ``nesting_depth``'s stack, reset at each line (rows in order: a line's rows in a row).
+                    if ln != prev_line:
+                        top = 0
+                    while top > 0 and stack[top - 1] <= s:
+                        top -= 1
+                    if top == cap:
+                        stack = _grow(stack, &cap)
+                        if stack == NULL:
+                            oom = True
+                    if not oom:
+                        depth[i] = <int16_t>(top if top < 32767 else 32767)
+                        stack[top] = s + d
+                        top += 1
+                prev_line = ln
+                prev_start = s
+                prev_dur = d
+    finally:
+        free(stack)
+    if bad_line:
+        raise IndexError("an event's line is out of range")
+    if oom:
+        raise MemoryError()
     return in_order
 
 

@@ -44,6 +44,7 @@ class ScanResult:
     phase_s: dict[str, float] | None  # parallel scan: seconds per phase, threads, chunks
     decoded_planes: np.ndarray | None  # uint8 per plane whose events were decoded; None: all
     with_stats: bool
+    line_bounds: np.ndarray | None  # int64 (n_lines, 3): least offset, greatest offset + duration, has events
     @property
     def n_events(self) -> int: ...
     @property

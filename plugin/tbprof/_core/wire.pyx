@@ -38,6 +38,7 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
+import sys
 import threading
 import time
 
@@ -94,6 +95,7 @@ cdef enum:
     C_FIELD_ZERO = 9
 
 cdef int64_t C_MAX_ROWS = 2147483647
+cdef int64_t C_INT64_MAX = 0x7FFFFFFFFFFFFFFF
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
 cdef int64_t OWNER_PLANE = 4294967296
 cdef int64_t OWNER_LINE = 8589934592
@@ -110,16 +112,48 @@ class WireError(ValueError):
 
 # --- primitives ------------------------------------------------------------------------------
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define TBPROF_CTZ64(x) __builtin_ctzll(x)
+    #else
+    static int TBPROF_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    #endif
+    """
+    int TBPROF_CTZ64(unsigned long long x) noexcept nogil
+
+
+# The 8-byte varint decoder reads a word in the machine's byte order: little-endian only.
+cdef bint WORD_VARINTS = sys.byteorder == "little"
+
+
 cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end, uint64_t* out) noexcept nogil:
     """Reads a varint at pos[0] < end (at most 10 bytes); advances pos. Precondition: end <= len(buf)."""
     cdef Py_ssize_t p = pos[0]
     cdef uint64_t result = 0
-    cdef uint64_t b
-    cdef int shift = 0
+    cdef uint64_t b, word, stops
+    cdef int shift = 0, n
     if p < end and buf[p] < 0x80:  # most tags, ids and small values are one byte
         out[0] = buf[p]
         pos[0] = p + 1
         return 0
+    if WORD_VARINTS and end - p >= 8:
+        # Times and durations in picoseconds take 3-6 bytes, of varying length: a byte-by-byte
+        # loop mispredicts its exit on most of them. Here the first byte without a continuation
+        # bit is found in one word and the 7-bit groups are packed by masks and shifts.
+        memcpy(&word, buf + p, 8)
+        stops = ~word & <uint64_t>0x8080808080808080
+        if stops != 0:
+            n = (TBPROF_CTZ64(stops) >> 3) + 1  # the varint's bytes, 1-8, all before ``end``
+            if n < 8:
+                word &= (<uint64_t>1 << (8 * n)) - 1
+            word &= <uint64_t>0x7F7F7F7F7F7F7F7F
+            word = ((word & <uint64_t>0x7F007F007F007F00) >> 1) | (word & <uint64_t>0x007F007F007F007F)
+            word = ((word & <uint64_t>0x3FFF00003FFF0000) >> 2) | (word & <uint64_t>0x00003FFF00003FFF)
+            word = ((word & <uint64_t>0x0FFFFFFF00000000) >> 4) | (word & <uint64_t>0x000000000FFFFFFF)
+            out[0] = word
+            pos[0] = p + n
+            return 0
     while True:
         if p >= end:
             pos[0] = p
@@ -520,6 +554,10 @@ cdef class ScanResult:
     # Planes whose events were decoded (uint8 per plane; None: all) and whether their stats were.
     cdef public object decoded_planes
     cdef public bint with_stats
+    # Per line (int64[n_lines, 3]): its events' least offset and greatest offset + duration, and
+    # 1 where it has events. None where not known (a serial scan, a scan of some planes, or an
+    # event whose times are negative or overflow: the reader then adds the line times itself).
+    cdef public object line_bounds
 
     @property
     def n_events(self) -> int:
@@ -548,6 +586,7 @@ cdef ScanResult _result(_Columns c, object spans, int64_t n_planes, object lines
     r.texts = c.texts[:n_texts]
     r.decoded_planes = None
     r.with_stats = True
+    r.line_bounds = None
     return r
 
 
@@ -805,6 +844,11 @@ cdef struct ChunkOut:
     int64_t n_wide
     int64_t st_first  # the chunk's first row in the stat and text columns
     int64_t tx_first
+    # The least offset and the greatest offset + duration of its events (``time_bounds``), and
+    # whether every event had 0 <= offset, 0 <= duration and no overflow in their sum.
+    int64_t t_lo
+    int64_t t_hi
+    bint t_ok
     int err
 
 
@@ -823,6 +867,28 @@ cdef int grow_texts(ChunkOut* c, int64_t tx_cap) noexcept nogil:
         c.texts = <int64_t*>p
         c.tx_cap = tx_cap
     return 0
+
+
+cdef void time_bounds(const int64_t* chunk, const int64_t* ev_start, const int64_t* ev_dur,
+                      ChunkOut* c) noexcept nogil:
+    """The chunk's time bounds (``ChunkOut.t_lo`` ...), from its events' columns just written
+    (still in cache): what lets the reader place the profile's origin without a pass over
+    every event (readers/xplane.py ``_origin_from_lines``)."""
+    cdef int64_t i, s, d, lo = 0, hi = 0
+    cdef bint ok = True
+    for i in range(chunk[3], chunk[3] + chunk[4]):
+        s = ev_start[i]
+        d = ev_dur[i]
+        if s < 0 or d < 0 or s > C_INT64_MAX - d:
+            ok = False
+            break
+        if i == chunk[3] or s < lo:
+            lo = s
+        if i == chunk[3] or s + d > hi:
+            hi = s + d
+    c.t_lo = lo
+    c.t_hi = hi
+    c.t_ok = ok
 
 
 cdef class _ParallelScan:
@@ -893,6 +959,8 @@ cdef class _ParallelScan:
                 s.st_cap = s.tx_cap = 0
                 c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
                 c.n_wide = s.n_wide
+                if c.err == 0:
+                    time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
             # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
@@ -926,6 +994,8 @@ cdef class _ParallelScan:
                 err = grow_texts(c, 2 * c.tx_cap)
             if err == 0 and s.n_stats != c.n_stats:
                 err = C_CAPACITY
+            if err == 0:
+                time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
             c.err = err
 
     def join(self):
@@ -949,6 +1019,24 @@ cdef class _ParallelScan:
                         for j in range(nt):
                             value[c.texts[3 * j]] += tx
                 free_chunk(c)
+
+    def line_bounds(self, Py_ssize_t n_lines):
+        """``ScanResult.line_bounds`` from the chunks' time bounds (a line's chunks in a row)."""
+        out = np.zeros((n_lines, 3), dtype=np.int64)
+        cdef int64_t[:, ::1] b = out
+        cdef Py_ssize_t k, ln
+        cdef ChunkOut* c
+        for k in range(self.n_chunks):
+            c = &self.out[k]
+            ln = <Py_ssize_t>self.chunks[5 * k]
+            if not c.t_ok or self.modes[k] == 0 or not 0 <= ln < n_lines:
+                return None
+            if b[ln, 2] == 0 or c.t_lo < b[ln, 0]:
+                b[ln, 0] = c.t_lo
+            if b[ln, 2] == 0 or c.t_hi > b[ln, 1]:
+                b[ln, 1] = c.t_hi
+            b[ln, 2] = 1
+        return out
 
 
 def _in_threads(fn, bounds: list) -> None:
@@ -1073,6 +1161,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
         if planes is not None:
             result.decoded_planes = np.asarray(planes, dtype=np.uint8)
+        else:
+            result.line_bounds = ps.line_bounds(result.lines.shape[0])
         result.with_stats = stats
         t_end = time.perf_counter()
         result.phase_s = {"index": t_index - t_start, "count": t_count - t_index, "decode": t_decode - t_count,

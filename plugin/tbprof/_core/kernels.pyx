@@ -10,6 +10,7 @@ instead of reading stray memory); the loops run with the GIL released.
 Arithmetic on times wraps like numpy's int64 (the extension is built with -fwrapv).
 """
 
+cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
@@ -172,6 +173,9 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
                                    out_depth, depth is not None)
 
 
+# Unchecked indexing in the two loops a reader runs over every event and stat: their columns'
+# lengths are checked first, and each index read from the file is compared with its table's.
+@cython.boundscheck(False)
 cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const meta_t[::1] meta_in,
                          int32_t[::1] meta_out, int32_t[::1] name_out, int64_t origin_ps, int64_t first_line,
                          lut_arr, sorted_arr, rows_arr, names_arr, const int64_t[::1] ts, bint add_ts,
@@ -186,8 +190,8 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
             or name_out.shape[0] != n or (want_depth and depth.shape[0] != n):
         raise ValueError("event columns differ in length")
     cdef int64_t m, key, s, d, ln, g, prev_line = -1, prev_start = 0, prev_dur = 0
-    cdef bint in_order = True, bad_line = False, oom = False
-    cdef Py_ssize_t n_ts = ts.shape[0], cap = 0, top = 0
+    cdef bint in_order = True, bad_line = False, bad_row = False, oom = False
+    cdef Py_ssize_t n_ts = ts.shape[0], n_names = meta_name_id.shape[0], cap = 0, top = 0
     cdef int64_t* stack = NULL
     try:
         with nogil:
@@ -195,6 +199,9 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
                 for i in range(n):
                     key = meta_in[i]
                     m = lut[key] if 0 <= key < lut.shape[0] else -1
+                    if m >= n_names:
+                        bad_row = True
+                        break
                     if m >= 0:
                         meta_out[i] = <int32_t>m
                         name_out[i] = meta_name_id[m]
@@ -204,16 +211,19 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
             else:
                 for i in range(n):
                     m = _search(meta_in[i], sorted_ids, rows, -1)
+                    if m >= n_names:
+                        bad_row = True
+                        break
                     if m >= 0:
                         meta_out[i] = <int32_t>m
                         name_out[i] = meta_name_id[m]
                     else:
                         meta_out[i] = 0
                         name_out[i] = 0
-            if want_depth:
+            if want_depth and not bad_row:
                 stack = _grow(NULL, &cap)
                 oom = stack == NULL
-            for i in range(n):
+            for i in range(n if not bad_row else 0):
                 g = line[i]
                 s = start[i]
                 if add_ts:
@@ -248,6 +258,8 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
                 prev_dur = d
     finally:
         free(stack)
+    if bad_row:
+        raise IndexError("an event's metadata row is out of range")
     if bad_line:
         raise IndexError("an event's line is out of range")
     if oom:
@@ -269,6 +281,7 @@ def finish_stats(owner, meta_in, meta_out, kind, value, int64_t first_event, lut
                                name_ids)
 
 
+@cython.boundscheck(False)
 cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::1] meta_out, kind_arr,
                        int64_t[::1] value, int64_t first_event, lut_arr, sorted_arr, names_arr) except -1:
     cdef const int8_t[::1] kind = _in(kind_arr, np.int8)

@@ -874,21 +874,18 @@ cdef void time_bounds(const int64_t* chunk, const int64_t* ev_start, const int64
     """The chunk's time bounds (``ChunkOut.t_lo`` ...), from its events' columns just written
     (still in cache): what lets the reader place the profile's origin without a pass over
     every event (readers/xplane.py ``_origin_from_lines``)."""
-    cdef int64_t i, s, d, lo = 0, hi = 0
-    cdef bint ok = True
-    for i in range(chunk[3], chunk[3] + chunk[4]):
+    cdef int64_t i, s, d, e, lo = C_INT64_MAX, hi = 0
+    cdef bint bad = chunk[4] <= 0
+    for i in range(chunk[3], chunk[3] + chunk[4]):  # (no early exit: the loop stays branch-free)
         s = ev_start[i]
         d = ev_dur[i]
-        if s < 0 or d < 0 or s > C_INT64_MAX - d:
-            ok = False
-            break
-        if i == chunk[3] or s < lo:
-            lo = s
-        if i == chunk[3] or s + d > hi:
-            hi = s + d
+        bad |= (s < 0) | (d < 0) | (s > C_INT64_MAX - d)
+        e = s + d
+        lo = s if s < lo else lo
+        hi = e if e > hi else hi
     c.t_lo = lo
     c.t_hi = hi
-    c.t_ok = ok
+    c.t_ok = not bad
 
 
 cdef class _ParallelScan:

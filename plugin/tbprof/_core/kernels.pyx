@@ -1188,6 +1188,86 @@ def _type_ps_part(const int64_t[::1] step, const int64_t[::1] st, const int64_t[
         free(keys_tmp)
 
 
+cdef struct KeyIndex:
+    uint64_t key
+    int64_t index
+
+
+cdef int _key_index_cmp(const void* a, const void* b) noexcept nogil:
+    cdef const KeyIndex* x = <const KeyIndex*>a
+    cdef const KeyIndex* y = <const KeyIndex*>b
+    return -1 if x.key < y.key else (1 if x.key > y.key else 0)
+
+
+def unique_keys(keys) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)[1:]`` of uint64 keys: each
+    distinct key's first position, in key order, and each key's distinct rank. By a hash table
+    with the GIL released, in time linear in the keys (only the distinct ones are sorted): the
+    texts of a plane are a few distinct strings repeated over many stats; in about the memory
+    np.unique takes. (readers/plane_builder.py)
+    """
+    cdef const uint64_t[::1] k = _in(keys, np.uint64)
+    cdef Py_ssize_t n = k.shape[0], cap = 16, i, j, h, n_distinct = 0
+    cdef int bits = 4
+    if n >= 2**31:
+        raise ValueError("more than 2^31 keys")
+    while cap < 2 * n:
+        cap *= 2
+        bits += 1
+    inverse_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] inverse = inverse_arr
+    cdef int64_t[::1] first
+    cdef int32_t* table = <int32_t*>malloc(cap * sizeof(int32_t))  # a key's first position, or -1
+    cdef KeyIndex* distinct = NULL
+    cdef uint64_t key
+    cdef int64_t p
+    cdef bint oom = table == NULL
+    try:
+        with nogil:
+            if not oom:
+                for h in range(cap):
+                    table[h] = -1
+                for i in range(n):
+                    key = k[i]
+                    h = <Py_ssize_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+                    while table[h] >= 0 and k[table[h]] != key:
+                        h = (h + 1) & (cap - 1)
+                    if table[h] < 0:
+                        table[h] = <int32_t>i
+                        n_distinct += 1
+                    inverse[i] = table[h]
+                distinct = <KeyIndex*>malloc((n_distinct if n_distinct else 1) * sizeof(KeyIndex))
+                oom = distinct == NULL
+            if not oom:
+                j = 0
+                for i in range(n):
+                    if inverse[i] == i:
+                        distinct[j].key = k[i]
+                        distinct[j].index = i
+                        j += 1
+                qsort(distinct, n_distinct, sizeof(KeyIndex), _key_index_cmp)
+                # Each first position holds -(its rank + 1) for a while; the others then read it.
+                for j in range(n_distinct):
+                    inverse[distinct[j].index] = -(j + 1)
+                for i in range(n):
+                    p = inverse[i]
+                    if p >= 0:
+                        inverse[i] = -inverse[p] - 1
+                for i in range(n):
+                    if inverse[i] < 0:
+                        inverse[i] = -inverse[i] - 1
+        if oom:
+            raise MemoryError()
+        first_arr = np.empty(n_distinct, dtype=np.int64)
+        first = first_arr
+        for j in range(n_distinct):
+            first[j] = distinct[j].index
+    finally:
+        free(table)
+        free(distinct)
+    return first_arr, inverse_arr
+
+
 def counting_order(keys, Py_ssize_t n_keys) -> np.ndarray:
     """The stable order of ``keys`` (each in [0, n_keys)): numpy's ``argsort(keys,
     kind="stable")`` by a counting sort, one pass to count and one to place.

@@ -40,7 +40,7 @@ from tbprof.store.markers import COUNTER_LINES_STAT
 from tbprof.store.strings import StringTable
 
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
-# lengths, digests, np.unique's sort and inverse).
+# lengths, digests, the distinct digests' hash table, ranks and inverse).
 _BYTES_PER_TEXT = 64
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
@@ -333,7 +333,7 @@ def decode_texts(f: ByteSource, texts: np.ndarray, first_stat: int, kind: np.nda
             lo = int(offsets[a])
             raw = f.pread(lo, int(offsets[b - 1] + lengths[b - 1]) - lo)
             digest[a:b] = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets[a:b] - lo, lengths[a:b])
-        _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+        first, inverse = kernels.unique_keys(digest)
         del digest
         by_offset = np.argsort(first, kind="stable")
         decoded: list[str] = [""] * first.shape[0]

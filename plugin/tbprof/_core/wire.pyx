@@ -95,6 +95,8 @@ cdef enum:
     C_FIELD_ZERO = 9
 
 cdef int64_t C_MAX_ROWS = 2147483647
+# Protobuf's largest field number: upb refuses a tag beyond it.
+cdef uint64_t C_MAX_FIELD = 536870911
 cdef int64_t C_INT64_MAX = 0x7FFFFFFFFFFFFFFF
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
 cdef int64_t OWNER_PLANE = 4294967296
@@ -241,15 +243,77 @@ cdef inline int64_t narrow_id(Sink* s, uint64_t raw) noexcept nogil:
     return v
 
 
+cdef struct StatFields:
+    uint64_t meta
+    int kind
+    uint64_t value  # a double's bits, an integer's, or a str/bytes value's offset
+    Py_ssize_t length  # a str/bytes value's length
+
+
+cdef inline int decode_stat(const uint8_t* buf, Py_ssize_t* at, Py_ssize_t send, bint strict,
+                            StatFields* out) noexcept nogil:
+    """The fields of the XStat in [at[0], send) (the last of each wins, as protobuf's); ``at``
+    advances as they are read (an error's offset is where it stopped). Lenient (the
+    scanner): a field of another wire type than its own is skipped. ``strict`` (``plane_metadata``,
+    which must read what upb reads or hand the plane to upb): such a field, field number 0 or one
+    beyond protobuf's largest, is an error."""
+    cdef uint64_t tag, field, wire
+    cdef Py_ssize_t text_end, pos = at[0]
+    cdef int err = 0, k
+    out.meta = 0
+    out.kind = C_KIND_NONE
+    out.value = 0
+    out.length = 0
+    while pos < send and err == 0:
+        err = read_varint(buf, &pos, send, &tag)
+        if err != 0:
+            break
+        field = tag >> 3
+        wire = tag & 7
+        if field == 1 and wire == 0:
+            err = read_varint(buf, &pos, send, &out.meta)
+        elif field == 2 and wire == 1:
+            if 8 > send - pos:
+                err = C_TRUNCATED
+                break
+            out.value = 0
+            for k in range(8):
+                out.value |= (<uint64_t>buf[pos + k]) << (8 * k)
+            pos += 8
+            out.kind = C_KIND_DOUBLE
+            out.length = 0
+        elif wire == 0 and (field == 3 or field == 4 or field == 7):
+            err = read_varint(buf, &pos, send, &out.value)
+            out.kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
+            out.length = 0
+        elif (field == 5 or field == 6) and wire == 2:
+            err = read_len(buf, &pos, send, &text_end)
+            if err != 0:
+                break
+            out.kind = C_KIND_STR if field == 5 else C_KIND_BYTES
+            out.value = <uint64_t>pos
+            out.length = text_end - pos
+            pos = text_end
+        elif strict and (field == 0 or field > C_MAX_FIELD):
+            err = C_FIELD_ZERO
+        elif strict and field <= 7:
+            err = C_BAD_WIRE_TYPE
+        else:
+            err = skip_field(buf, &pos, send, wire)
+    at[0] = pos
+    return err
+
+
 cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int64_t ev_idx, int32_t line_idx,
                       int64_t ev_slot, Sink* s) noexcept nogil:
     """Decodes the XEvent in [pos, eend); writes it at ``ev_slot`` and its stats to the sink."""
     cdef uint64_t tag, v, efield, ewire, sfield, swire
     cdef uint64_t meta_id = 0, offset_ps = 0, dur_ps = 0
     cdef uint64_t s_meta, s_val
-    cdef Py_ssize_t send, s_off, s_len, text_end
-    cdef int s_kind, err, k
+    cdef Py_ssize_t send, s_off, s_len
+    cdef int s_kind, err
     cdef int64_t st_slot, m
+    cdef StatFields st
     while pos[0] < eend:
         err = read_varint(buf, pos, eend, &tag)
         if err != 0:
@@ -273,47 +337,14 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             if s.skip_stats:
                 pos[0] = send
                 continue
-            s_meta = 0
-            s_kind = C_KIND_NONE
-            s_val = 0
-            s_off = 0
-            s_len = 0
-            while pos[0] < send:
-                err = read_varint(buf, pos, send, &tag)
-                if err != 0:
-                    return err
-                sfield = tag >> 3
-                swire = tag & 7
-                if sfield == 1 and swire == 0:
-                    err = read_varint(buf, pos, send, &s_meta)
-                elif sfield == 2 and swire == 1:
-                    if 8 > send - pos[0]:
-                        return C_TRUNCATED
-                    s_kind = C_KIND_DOUBLE
-                    s_val = 0
-                    for k in range(8):
-                        s_val |= (<uint64_t>buf[pos[0] + k]) << (8 * k)
-                    pos[0] += 8
-                elif swire == 0 and (sfield == 3 or sfield == 4 or sfield == 7):
-                    err = read_varint(buf, pos, send, &s_val)
-                    if sfield == 3:
-                        s_kind = C_KIND_UINT64
-                    elif sfield == 4:
-                        s_kind = C_KIND_INT64
-                    else:
-                        s_kind = C_KIND_REF
-                elif (sfield == 5 or sfield == 6) and swire == 2:
-                    err = read_len(buf, pos, send, &text_end)
-                    if err != 0:
-                        return err
-                    s_kind = C_KIND_STR if sfield == 5 else C_KIND_BYTES
-                    s_off = pos[0]
-                    s_len = text_end - pos[0]
-                    pos[0] = text_end
-                else:
-                    err = skip_field(buf, pos, send, swire)
-                if err != 0:
-                    return err
+            err = decode_stat(buf, pos, send, False, &st)
+            if err != 0:
+                return err
+            s_meta = st.meta
+            s_kind = st.kind
+            s_val = st.value
+            s_off = <Py_ssize_t>st.value
+            s_len = st.length
             if s.stats_before + s.n_stats >= C_MAX_ROWS:
                 return C_TOO_MANY
             if s.fill and s.n_stats >= s.st_cap:
@@ -1543,59 +1574,14 @@ def field_metadata_ids(data, starts, ends) -> np.ndarray:
 # of its own beyond those two, malformed bytes)
 # makes ``plane_metadata`` answer None, and the caller then hands the plane to upb.
 
-# Protobuf's largest field number: upb refuses a tag beyond it.
-cdef uint64_t C_MAX_FIELD = 536870911
-
 
 cdef int _stat_fields(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t send, int64_t owner, Rows* out) noexcept nogil:
     """One XStat in [pos, send): a row (owner, metadata_id, kind, value or text offset, text length)."""
-    cdef uint64_t tag, field, wire, meta = 0, val = 0
-    cdef Py_ssize_t text_end, length = 0
-    cdef int kind = C_KIND_NONE, err, k
-    while pos < send:
-        err = read_varint(buf, &pos, send, &tag)
-        if err != 0:
-            return err
-        field = tag >> 3
-        wire = tag & 7
-        if field == 0 or field > C_MAX_FIELD:
-            return C_FIELD_ZERO
-        if field == 1:
-            if wire != 0:
-                return C_BAD_WIRE_TYPE
-            err = read_varint(buf, &pos, send, &meta)
-        elif field == 2:
-            if wire != 1:
-                return C_BAD_WIRE_TYPE
-            if 8 > send - pos:
-                return C_TRUNCATED
-            val = 0
-            for k in range(8):
-                val |= (<uint64_t>buf[pos + k]) << (8 * k)
-            pos += 8
-            kind = C_KIND_DOUBLE
-            length = 0
-        elif field == 3 or field == 4 or field == 7:
-            if wire != 0:
-                return C_BAD_WIRE_TYPE
-            err = read_varint(buf, &pos, send, &val)
-            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
-            length = 0
-        elif field == 5 or field == 6:
-            if wire != 2:
-                return C_BAD_WIRE_TYPE
-            err = read_len(buf, &pos, send, &text_end)
-            if err != 0:
-                return err
-            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
-            val = <uint64_t>pos
-            length = text_end - pos
-            pos = text_end
-        else:
-            err = skip_field(buf, &pos, send, wire)
-        if err != 0:
-            return err
-    return rows_push(out, owner, <int64_t>meta, kind, <int64_t>val, length)
+    cdef StatFields st
+    cdef int err = decode_stat(buf, &pos, send, True, &st)
+    if err != 0:
+        return err
+    return rows_push(out, owner, <int64_t>st.meta, st.kind, <int64_t>st.value, st.length)
 
 
 cdef int _metadata_entry(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t eend, bint is_event, Rows* entries,

@@ -38,7 +38,6 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-import sys
 import threading
 import time
 
@@ -121,12 +120,16 @@ cdef extern from *:
     #else
     static int TBPROF_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
     #endif
+    #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    #define TBPROF_WORD_VARINTS 1
+    #else
+    #define TBPROF_WORD_VARINTS 0
+    #endif
     """
     int TBPROF_CTZ64(unsigned long long x) noexcept nogil
-
-
-# The 8-byte varint decoder reads a word in the machine's byte order: little-endian only.
-cdef bint WORD_VARINTS = sys.byteorder == "little"
+    # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
+    # compile-time constant: the check costs nothing per varint).
+    const bint TBPROF_WORD_VARINTS
 
 
 cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end, uint64_t* out) noexcept nogil:
@@ -139,7 +142,7 @@ cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end,
         out[0] = buf[p]
         pos[0] = p + 1
         return 0
-    if WORD_VARINTS and end - p >= 8:
+    if TBPROF_WORD_VARINTS and end - p >= 8:
         # Times and durations in picoseconds take 3-6 bytes, of varying length: a byte-by-byte
         # loop mispredicts its exit on most of them. Here the first byte without a continuation
         # bit is found in one word and the 7-bit groups are packed by masks and shifts.
@@ -253,46 +256,43 @@ cdef struct StatFields:
 cdef inline int decode_stat(const uint8_t* buf, Py_ssize_t* at, Py_ssize_t send, bint strict,
                             StatFields* out) noexcept nogil:
     """The fields of the XStat in [at[0], send) (the last of each wins, as protobuf's); ``at``
-    advances as they are read (an error's offset is where it stopped). Lenient (the
-    scanner): a field of another wire type than its own is skipped. ``strict`` (``plane_metadata``,
-    which must read what upb reads or hand the plane to upb): such a field, field number 0 or one
+    advances as they are read (an error's offset is where it stopped). Lenient (the scanner): a
+    field of another wire type than its own is skipped. ``strict`` (``plane_metadata``, which
+    must read what upb reads or hand the plane to upb): such a field, field number 0 or one
     beyond protobuf's largest, is an error."""
-    cdef uint64_t tag, field, wire
-    cdef Py_ssize_t text_end, pos = at[0]
-    cdef int err = 0, k
-    out.meta = 0
-    out.kind = C_KIND_NONE
-    out.value = 0
-    out.length = 0
-    while pos < send and err == 0:
+    # (Locals, stored once at the end: the scanner's hot loop keeps them in registers.)
+    cdef uint64_t tag, field, wire, meta = 0, value = 0
+    cdef Py_ssize_t text_end, pos = at[0], length = 0
+    cdef int err = 0, k, kind = C_KIND_NONE
+    while pos < send:
         err = read_varint(buf, &pos, send, &tag)
         if err != 0:
             break
         field = tag >> 3
         wire = tag & 7
         if field == 1 and wire == 0:
-            err = read_varint(buf, &pos, send, &out.meta)
+            err = read_varint(buf, &pos, send, &meta)
         elif field == 2 and wire == 1:
             if 8 > send - pos:
                 err = C_TRUNCATED
                 break
-            out.value = 0
+            value = 0
             for k in range(8):
-                out.value |= (<uint64_t>buf[pos + k]) << (8 * k)
+                value |= (<uint64_t>buf[pos + k]) << (8 * k)
             pos += 8
-            out.kind = C_KIND_DOUBLE
-            out.length = 0
+            kind = C_KIND_DOUBLE
+            length = 0
         elif wire == 0 and (field == 3 or field == 4 or field == 7):
-            err = read_varint(buf, &pos, send, &out.value)
-            out.kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
-            out.length = 0
+            err = read_varint(buf, &pos, send, &value)
+            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
+            length = 0
         elif (field == 5 or field == 6) and wire == 2:
             err = read_len(buf, &pos, send, &text_end)
             if err != 0:
                 break
-            out.kind = C_KIND_STR if field == 5 else C_KIND_BYTES
-            out.value = <uint64_t>pos
-            out.length = text_end - pos
+            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
+            value = <uint64_t>pos
+            length = text_end - pos
             pos = text_end
         elif strict and (field == 0 or field > C_MAX_FIELD):
             err = C_FIELD_ZERO
@@ -300,7 +300,13 @@ cdef inline int decode_stat(const uint8_t* buf, Py_ssize_t* at, Py_ssize_t send,
             err = C_BAD_WIRE_TYPE
         else:
             err = skip_field(buf, &pos, send, wire)
+        if err != 0:
+            break
     at[0] = pos
+    out.meta = meta
+    out.kind = kind
+    out.value = value
+    out.length = length
     return err
 
 
@@ -577,6 +583,8 @@ cdef class ScanResult:
     st_owner (int32 event row), st_meta, st_kind (int8), st_value (int64 bit pattern; for
         str/bytes the row of ``texts``): one row per stat.
     texts: int64[n, 3] = (stat row, byte offset, length) of each str/bytes value.
+    line_bounds: int64[n_lines, 3] = (least offset_ps, greatest offset_ps + duration_ps, 1 where
+        the line has events), or None (see below).
     """
 
     cdef public object spans, lines, ev_line, ev_meta, ev_start, ev_dur, st_owner, st_meta, st_kind, st_value, texts

@@ -4,10 +4,11 @@ reader (Chrome trace JSON too) orders a plane's rows into lines and nesting dept
 The in-memory reader (``xplane.py``) holds the scanner's columns of the whole file; the streaming
 reader (``xplane_stream.py``) appends them, window by window, to column files of the cache entry
 it writes. From there a plane is finished by the same steps on either: metadata ids to rows and
-names, absolute times made relative to the profile's origin, stats' metadata ids to names, texts
+names, times made relative to the profile's origin (the in-memory reader's still offsets in their
+line: the line's timestamp is added in the same pass), stats' metadata ids to names, texts
 interned (distinct texts by a content hash, in digest order: the order of ``strings.intern``
 calls fixes every string id), rows sorted when a writer did not emit them in time order, line
-offsets and nesting depths. The readers differ only in where the columns live (``Columns``:
+offsets and nesting depths (in that same pass where the rows are in order). The readers differ only in where the columns live (``Columns``:
 arrays in memory, or files of the entry), where texts are read from (``byte_sources``: the
 bytes in memory, or ``pread`` windows of the file) and the memory limit checked on the way:
 eager reading is streaming with an unlimited window.

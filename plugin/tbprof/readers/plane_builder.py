@@ -8,10 +8,10 @@ names, times made relative to the profile's origin (the in-memory reader's still
 line: the line's timestamp is added in the same pass), stats' metadata ids to names, texts
 interned (distinct texts by a content hash, in digest order: the order of ``strings.intern``
 calls fixes every string id), rows sorted when a writer did not emit them in time order, line
-offsets and nesting depths (in that same pass where the rows are in order). The readers differ only in where the columns live (``Columns``:
-arrays in memory, or files of the entry), where texts are read from (``byte_sources``: the
-bytes in memory, or ``pread`` windows of the file) and the memory limit checked on the way:
-eager reading is streaming with an unlimited window.
+offsets and nesting depths (in that same pass where the rows are in order). The readers differ
+only in where the columns live (``Columns``: arrays in memory, or files of the entry), where
+texts are read from (``byte_sources``: the bytes in memory, or ``pread`` windows of the file)
+and the memory limit checked on the way: eager reading is streaming with an unlimited window.
 
 Readers whose events come in any order (Chrome trace JSON: every thread's events interleaved in
 file order) hand them to ``plane_collected.build_planes``, which sorts them into planes and

@@ -193,6 +193,10 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
     cdef bint in_order = True, bad_line = False, bad_row = False, oom = False
     cdef Py_ssize_t n_ts = ts.shape[0], n_names = meta_name_id.shape[0], cap = 0, top = 0
     cdef int64_t* stack = NULL
+    if n == 0:
+        # (Not even the GIL handed over: taking it back can wait a switch interval for a thread
+        # that imports meanwhile, and half the planes of a file may be empty.)
+        return True
     try:
         with nogil:
             if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
@@ -292,6 +296,8 @@ cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::
     cdef int64_t key
     if meta_in.shape[0] != n or meta_out.shape[0] != n or kind.shape[0] != n or value.shape[0] != n:
         raise ValueError("stat columns differ in length")
+    if n == 0:
+        return 0  # (the GIL kept: see _finish_events)
     with nogil:
         for j in range(n):
             owner[j] = <int32_t>(owner[j] - first_event)

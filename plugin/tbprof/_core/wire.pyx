@@ -218,6 +218,7 @@ cdef struct Sink:
     bint fill
     bint narrow  # metadata ids into int32 columns (else int64)
     bint skip_stats  # events only: stats are skipped by their length (decoded later, see scan)
+    bint skip_events  # stats only: the events' rows are left unwritten (decoded before, see scan)
     int32_t* ev_line
     int32_t* ev_meta32
     int64_t* ev_meta64
@@ -380,7 +381,7 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             if err != 0:
                 return err
     m = narrow_id(s, meta_id)
-    if s.fill:
+    if s.fill and not s.skip_events:
         s.ev_line[ev_slot] = line_idx
         if s.narrow:
             s.ev_meta32[ev_slot] = <int32_t>m
@@ -597,6 +598,9 @@ cdef class ScanResult:
     # 1 where it has events. None where not known (a serial scan, a scan of some planes, or an
     # event whose times are negative or overflow: the reader then adds the line times itself).
     cdef public object line_bounds
+    # (lines, chunks, n_planes, n_events) of a parallel scan, for a later scan of the same bytes
+    # (``scan(index=...)``); None after the serial scan.
+    cdef public object index
 
     @property
     def n_events(self) -> int:
@@ -626,6 +630,7 @@ cdef ScanResult _result(_Columns c, object spans, int64_t n_planes, object lines
     r.decoded_planes = None
     r.with_stats = True
     r.line_bounds = None
+    r.index = None
     return r
 
 
@@ -693,6 +698,7 @@ cdef void memset_sink(Sink* s) noexcept nogil:
     s.fill = False
     s.narrow = True
     s.skip_stats = False
+    s.skip_events = False
     s.ev_line = NULL
     s.ev_meta32 = NULL
     s.ev_meta64 = NULL
@@ -941,7 +947,7 @@ cdef class _ParallelScan:
     """
 
     cdef object buf_arr, chunks_arr
-    cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats
+    cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats, 3 stats only
     cdef const uint8_t* modes
     cdef const uint8_t* buf
     cdef int64_t* chunks  # (n_chunks, 5)
@@ -966,7 +972,7 @@ cdef class _ParallelScan:
         cdef Py_ssize_t k
         for k in range(lo, hi):
             self.out[k].n_stats = 0
-            if self.modes[k] == 2:
+            if self.modes[k] >= 2:
                 self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
 
     def run(self, Py_ssize_t lo, Py_ssize_t hi):
@@ -1013,6 +1019,7 @@ cdef class _ParallelScan:
                 s.st_cap = c.n_stats
                 s.texts = c.texts
                 s.tx_cap = c.tx_cap
+                s.skip_events = self.modes[k] == 3
                 s.st_row0 = first  # texts name their stats' final rows
                 s.n_stats = 0
                 s.n_texts = 0
@@ -1030,7 +1037,7 @@ cdef class _ParallelScan:
                 err = grow_texts(c, 2 * c.tx_cap)
             if err == 0 and s.n_stats != c.n_stats:
                 err = C_CAPACITY
-            if err == 0:
+            if err == 0 and self.modes[k] == 2:
                 time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
             c.err = err
 
@@ -1107,15 +1114,19 @@ ONE_THREAD_BELOW_BYTES = 8 << 20
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
-         planes=None) -> ScanResult:
+         planes=None, bint events=True, index=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
 
     ``planes`` (one flag per plane, wire order; None: every plane) decodes only the events of
     the flagged planes (the rows of the others are left unwritten); ``stats=False`` decodes
     events without their stats, which are skipped by their length (a lazily read plane
-    decodes them when asked: readers/xplane.py). A scan that falls back to the serial scan
-    (an error to report, ids beyond int32) decodes everything: see ``decoded_planes`` and
-    ``with_stats`` of the result.
+    decodes them when asked: readers/xplane.py); ``events=False`` decodes the stats of the flagged
+    planes and leaves their events' rows unwritten (that lazily read plane has its events: only
+    its stats' rows are new). A scan that falls back to the serial scan (an error to report, ids
+    beyond int32) decodes everything: see ``decoded_planes`` and ``with_stats`` of the result.
+    ``index``: an earlier parallel scan's ``index`` of the same bytes (its lines and chunks), so
+    that a later scan of some planes does not walk the whole file's headers again (the result's
+    ``spans`` are then empty).
 
     ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
     else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
@@ -1134,6 +1145,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef bint bad = False
     cdef _ParallelScan ps
     cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
+    if not events and not stats:
+        raise ValueError("a scan decodes events, stats or both")
     n_threads = 1 if small else default_threads() if threads is None else max(1, int(threads))
     t_start = time.perf_counter()
     if chunk_bytes < 1:
@@ -1144,26 +1157,31 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     lines.width = 2
     chunks.width = 5
     try:
-        with nogil:
-            err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
-        if err != 0:
-            return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
-        n_chunks = chunks.n
+        if index is None:
+            with nogil:
+                err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
+            if err != 0:
+                return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+            spans_arr, lines_arr, chunks_arr = rows_array(&spans), rows_array(&lines), rows_array(&chunks)
+        else:
+            lines_arr, chunks_arr, n_planes, n_events = _checked_index(index, end)
+            spans_arr = np.zeros((0, 3), dtype=np.int64)
+        n_chunks = chunks_arr.shape[0]
         t_index = time.perf_counter()
         ps = _ParallelScan()
         ps.buf_arr = buf_arr
         ps.buf = buf
-        ps.chunks_arr = rows_array(&chunks)
+        ps.chunks_arr = chunks_arr
         ps.chunks = _ptr64(ps.chunks_arr)
         ps.n_chunks = n_chunks
         ps.out = <ChunkOut*>calloc(n_chunks + 1, sizeof(ChunkOut))
         if ps.out == NULL:
             raise MemoryError()
-        chunk_plane = rows_array(&lines)[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
+        chunk_plane = lines_arr[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
         wanted = (np.ones(n_chunks, dtype=bool) if planes is None
                   else np.asarray(planes, dtype=bool)[np.clip(chunk_plane, 0, max(len(planes) - 1, 0))]
                   & (chunk_plane < len(planes)))
-        ps.modes_arr = np.ascontiguousarray(np.where(wanted, 2 if stats else 1, 0).astype(np.uint8))
+        ps.modes_arr = np.ascontiguousarray(np.where(wanted, (2 if events else 3) if stats else 1, 0).astype(np.uint8))
         ps.modes = _ptr8(ps.modes_arr)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
@@ -1194,7 +1212,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         cols = ps.cols
         cols.texts = ps.texts = np.empty((n_texts, 3), dtype=np.int64)
         ps.join()
-        result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        result = _result(cols, spans_arr, n_planes, lines_arr, n_events, n_stats, n_texts)
+        result.index = (lines_arr, ps.chunks_arr, n_planes, n_events)
         if planes is not None:
             result.decoded_planes = np.asarray(planes, dtype=np.uint8)
         else:
@@ -1208,6 +1227,25 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         free(spans.data)
         free(lines.data)
         free(chunks.data)
+
+
+def _checked_index(index, Py_ssize_t end):
+    """An earlier scan's (lines, chunks, n_planes, n_events), checked against the bytes' length
+    and each other: the chunk decoder reads at the positions it names unchecked against the
+    buffer's end (its precondition)."""
+    lines_arr, chunks_arr, n_planes, n_events = index
+    lines_arr = np.ascontiguousarray(lines_arr, dtype=np.int64)
+    chunks_arr = np.ascontiguousarray(chunks_arr, dtype=np.int64)
+    if (lines_arr.ndim != 2 or lines_arr.shape[1] != 2 or chunks_arr.ndim != 2 or chunks_arr.shape[1] != 5
+            or not 0 <= n_events < C_MAX_ROWS or not 0 <= n_planes):
+        raise ValueError("not a scan's index")
+    if chunks_arr.shape[0] and not (
+            (chunks_arr[:, 0] >= 0).all() and (chunks_arr[:, 0] < lines_arr.shape[0]).all()
+            and (chunks_arr[:, 1] >= 0).all() and (chunks_arr[:, 1] <= chunks_arr[:, 2]).all()
+            and (chunks_arr[:, 2] <= end).all() and (chunks_arr[:, 3] >= 0).all() and (chunks_arr[:, 4] >= 0).all()
+            and (chunks_arr[:, 3] + chunks_arr[:, 4] <= n_events).all()):
+        raise ValueError("the index does not fit these bytes")
+    return lines_arr, chunks_arr, int(n_planes), int(n_events)
 
 
 cdef const uint8_t* _ptr8(object arr):

@@ -238,7 +238,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     source_bytes = MemoryBytes(view, source)
-    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
+    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings, sc.index) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         plane_spans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         blobs: list[bytes] = []
@@ -366,8 +366,10 @@ class _LazyStats:
     """
 
     def __init__(self, data: bytes | np.ndarray, source: str, n_planes: int, n_events: int,
-                 strings: StringTable) -> None:
+                 strings: StringTable, index: tuple[np.ndarray, np.ndarray, int, int] | None = None) -> None:
         self._data: bytes | np.ndarray | None = data
+        # The first scan's lines and chunks: a plane's scan walks only its own chunks.
+        self._index = index
         self._n_events = n_events
         self._source = source
         self._n_planes = n_planes
@@ -408,7 +410,8 @@ class _LazyStats:
         # scan's buffers of as much: refused (MemoryRefusal, 507) rather than risking the OOM killer.
         check_allocation(self._source, 3 * self._share_bytes(ev_range), f"the stats of plane {pi}")
         try:
-            sc = wire.scan(data, planes=want)
+            # Its stats only (its events are decoded already), from the first scan's chunks.
+            sc = wire.scan(data, planes=want, events=False, index=self._index)
             st_range, texts = _stat_rows(sc, ev_range)
             view = memoryview(data) if isinstance(data, bytes) else data.data
             return finish_stats(_scanned_columns(sc, ev_range, st_range, texts), MemoryBytes(view, self._source),

@@ -430,3 +430,23 @@ def test_negative_offsets_leave_the_origin_to_every_event(tmp_path: Path) -> Non
     starts = [1000 - 10, 1000 + 7]
     assert store.origin_ps == min(starts)
     assert store.planes[0].start_ps.tolist() == [s - min(starts) for s in starts]
+
+
+def test_every_lines_depths_restart_at_the_line(profiles_root: Path) -> None:
+    """The depths computed in ``finish_events``' pass, every line of every plane of two real hosts,
+    against a plain stack of end times per line (a line's first event at depth 0)."""
+    for name in ("custom_loop", "jax_mlp"):
+        store = xplane.read_xspace(xplane_of(profiles_root, name))
+        checked = 0
+        for plane in store.planes:
+            for line in range(plane.n_lines):
+                rows = plane.line_rows(line)
+                stack: list[int] = []
+                for i in range(rows.start, rows.stop):
+                    s = int(plane.start_ps[i])
+                    while stack and stack[-1] <= s:
+                        stack.pop()
+                    assert plane.depth[i] == min(len(stack), 32767)
+                    stack.append(s + int(plane.dur_ps[i]))
+                    checked += 1
+        assert checked == sum(p.n_events for p in store.planes) > 0

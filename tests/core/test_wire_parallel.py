@@ -81,3 +81,45 @@ def test_stat_kinds_agree_with_the_store() -> None:
 
     names = ("KIND_NONE", "KIND_DOUBLE", "KIND_UINT64", "KIND_INT64", "KIND_STR", "KIND_BYTES", "KIND_REF")
     assert [getattr(wire, n) for n in names] == [getattr(tables, n) for n in names]
+
+
+@pytest.mark.parametrize(("threads", "chunk_bytes"), [(1, 1 << 20), (2, 4096)])
+def test_one_planes_stats_from_the_first_scans_index(profiles_root: Path, threads: int, chunk_bytes: int) -> None:
+    """A lazily read plane's stats (``events=False`` and the first scan's ``index``): the stat
+    rows, kinds, values and texts of that plane as a whole scan has them (its event rows are left
+    unwritten: the plane has its events from the first scan)."""
+    files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
+    for path in files:
+        data = path.read_bytes()
+        whole = wire.scan(data, threads=threads, chunk_bytes=chunk_bytes)
+        first = wire.scan(data, threads=threads, chunk_bytes=chunk_bytes, stats=False)
+        assert first.index is not None
+        for pi in range(whole.n_planes):
+            want = np.zeros(whole.n_planes, dtype=np.uint8)
+            want[pi] = 1
+            got = wire.scan(data, threads=threads, planes=want, events=False, index=first.index)
+            assert got.spans.shape[0] == 0
+            lines = np.flatnonzero(whole.lines[:, 0] == pi)
+            in_plane = np.isin(whole.ev_line[whole.st_owner], lines)
+            assert np.array_equal(got.st_owner, whole.st_owner[in_plane])
+            for name in ("st_meta", "st_kind"):
+                assert np.array_equal(getattr(got, name), getattr(whole, name)[in_plane]), name
+            # Text values are rows of each scan's own texts: compare the texts they name.
+            is_text = (got.st_kind == wire.KIND_STR) | (got.st_kind == wire.KIND_BYTES)
+            assert np.array_equal(got.st_value[~is_text], whole.st_value[in_plane][~is_text])
+            assert np.array_equal(got.texts[got.st_value[is_text], 1:],
+                                  whole.texts[whole.st_value[in_plane][is_text], 1:])
+
+
+def test_an_index_that_does_not_fit_the_bytes_is_refused(profiles_root: Path) -> None:
+    path = sorted((profiles_root / XSPACE_PROFILES[0]).rglob("*.xplane.pb"))[0]
+    data = path.read_bytes()
+    index = wire.scan(data, stats=False).index
+    assert index is not None
+    lines, chunks, n_planes, n_events = index
+    beyond = chunks.copy()
+    beyond[-1, 2] = len(data) + 1
+    for bad in ((lines, beyond, n_planes, n_events), (lines, chunks, n_planes, -1),
+                (lines[:, :1], chunks, n_planes, n_events)):
+        with pytest.raises(ValueError):
+            wire.scan(data, planes=np.ones(n_planes, np.uint8), events=False, index=bad)

@@ -363,3 +363,90 @@ def test_plane_stat_ids_of_hostile_spans_never_crash() -> None:
     # (0xAC 0x02); cut one byte short, it does not parse.
     field = bytes([0x32, 3, 0x08, 0xAC, 0x02])
     assert wire.field_metadata_ids(field, np.array([0, 0]), np.array([5, 4])).tolist() == [300, -1]
+
+
+def _wrapped(x: int) -> int:
+    return (x + 2**63) % 2**64 - 2**63
+
+
+def _timed_space(line_ts_ns: list[int], events: list[list[tuple[int, int]]]) -> bytes:
+    """One plane per line (``line_ts_ns``), each line's events (offset_ps, duration_ps)."""
+    space = xplane_pb2.XSpace()
+    for pi, (ts, evs) in enumerate(zip(line_ts_ns, events, strict=True)):
+        p = space.planes.add(id=pi, name=f"/device:GPU:{pi}".encode())
+        p.event_metadata[1].id = 1
+        p.event_metadata[1].name = b"op"
+        line = p.lines.add(id=1, name=b"stream", timestamp_ns=ts)
+        for off, dur in evs:
+            line.events.add(metadata_id=1, offset_ps=off, duration_ps=dur)
+    return space.SerializeToString()
+
+
+# Line timestamps as profilers write them: since the epoch (in picoseconds past int64, where the
+# times wrap as int64 arithmetic does), small, and one whose events straddle the wrap.
+_EPOCH_NS = 1_764_000_000_000_000_000
+_STRADDLE_NS = (2**63 - 5_000) // 1000
+
+
+@pytest.mark.parametrize(
+    ("line_ts_ns", "events", "from_bounds"),
+    [
+        ([_EPOCH_NS, _EPOCH_NS + 7], [[(10, 5), (3, 40)], [(0, 1), (2_000, 9)]], True),
+        ([29_554_945, 69_863], [[(500, 100), (0, 1000)], [(1, 2)]], True),
+        ([_STRADDLE_NS, 1], [[(0, 10), (20_000, 10)], [(5, 5)]], False),
+    ],
+)
+def test_origin_and_starts_as_the_line_times_add_up_in_int64(tmp_path: Path, line_ts_ns: list[int],
+                                                             events: list[list[tuple[int, int]]],
+                                                             from_bounds: bool) -> None:
+    """The origin found from each line's bounds (the scanner's) equals the one every event's
+    absolute start gives, wrapped as int64 like the kernels; a line whose times wrap part of the
+    way is left to the pass over every event. Derived here event by event."""
+    path = tmp_path / "timed.xplane.pb"
+    path.write_bytes(_timed_space(line_ts_ns, events))
+    scanned = xplane.wire.scan(path.read_bytes())
+    line_ts_ps = np.array(line_ts_ns, dtype=np.int64) * 1000  # (wraps where it must, as the reader's)
+    assert scanned.line_bounds is not None
+    assert (xplane._origin_from_lines(scanned.line_bounds, line_ts_ps) is not None) == from_bounds
+    absolute = [[(_wrapped(int(ts) + off), dur) for off, dur in evs]
+                for ts, evs in zip(line_ts_ps, events, strict=True)]
+    origin = min(s for evs in absolute for s, _ in evs)
+    end = max(_wrapped(s + d) for evs in absolute for s, d in evs)
+    store = xplane.read_xspace(path)
+    assert store.origin_ps == origin
+    assert store.span_ps == end - origin
+    for plane, evs in zip(store.planes, absolute, strict=True):
+        want = sorted(((_wrapped(s - origin), d) for s, d in evs), key=lambda e: (e[0], -e[1]))
+        assert list(zip(plane.start_ps.tolist(), plane.dur_ps.tolist(), strict=True)) == want
+
+
+def test_negative_offsets_leave_the_origin_to_every_event(tmp_path: Path) -> None:
+    """A negative offset (int64 on the wire, a hostile or broken writer) gives the scanner no line
+    bounds: the pass over every event places the origin, as before."""
+    path = tmp_path / "negative.xplane.pb"
+    path.write_bytes(_timed_space([1], [[(-10, 5), (7, 1)]]))
+    assert xplane.wire.scan(path.read_bytes()).line_bounds is None
+    store = xplane.read_xspace(path)
+    starts = [1000 - 10, 1000 + 7]
+    assert store.origin_ps == min(starts)
+    assert store.planes[0].start_ps.tolist() == [s - min(starts) for s in starts]
+
+
+def test_every_lines_depths_restart_at_the_line(profiles_root: Path) -> None:
+    """The depths computed in ``finish_events``' pass, every line of every plane of two real hosts,
+    against a plain stack of end times per line (a line's first event at depth 0)."""
+    for name in ("custom_loop", "jax_mlp"):
+        store = xplane.read_xspace(xplane_of(profiles_root, name))
+        checked = 0
+        for plane in store.planes:
+            for line in range(plane.n_lines):
+                rows = plane.line_rows(line)
+                stack: list[int] = []
+                for i in range(rows.start, rows.stop):
+                    s = int(plane.start_ps[i])
+                    while stack and stack[-1] <= s:
+                        stack.pop()
+                    assert plane.depth[i] == min(len(stack), 32767)
+                    stack.append(s + int(plane.dur_ps[i]))
+                    checked += 1
+        assert checked == sum(p.n_events for p in store.planes) > 0

@@ -10,6 +10,7 @@ instead of reading stray memory); the loops run with the GIL released.
 Arithmetic on times wraps like numpy's int64 (the extension is built with -fwrapv).
 """
 
+cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
@@ -143,9 +144,14 @@ cdef inline int64_t _search(int64_t key, const int64_t[::1] sorted_ids, const in
 
 
 def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_ps, int64_t first_line, lut,
-                  sorted_ids, rows, meta_name_id) -> bool:
+                  sorted_ids, rows, meta_name_id, line_ts=None, depth=None) -> bool:
     """One plane's events: times relative to the origin, plane-local line numbers, metadata rows
     (0 when the id is unknown) and name ids, in place; ``meta_out`` may be ``meta_in``.
+
+    ``line_ts``: each line's timestamp (indexed by the file's line numbers, before they are made
+    plane-local), added to each start first, as ``absolute_starts`` would have (None: the starts
+    are absolute already). ``depth`` (int16, written): each event's nesting depth in its line, as
+    ``nesting_depth`` gives it, in the same pass; valid only where the rows are in order.
 
     Returns whether the rows are already in the store's (line, start, -dur) order, which
     profilers usually write. (readers/xplane_columns.py)
@@ -154,16 +160,26 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
     _check_out(line, np.int32, "line")
     _check_out(meta_out, np.int32, "meta_out")
     _check_out(name_out, np.int32, "name_out")
+    if depth is not None:
+        _check_out(depth, np.int16, "depth")
+    ts = _in(line_ts, np.int64) if line_ts is not None else np.zeros(0, np.int64)
+    out_depth = depth if depth is not None else np.zeros(0, np.int16)
     if meta_in.dtype == np.int32:
         return _finish_events[int32_t](start, dur, line, meta_in, meta_out, name_out, origin_ps, first_line, lut,
-                                       sorted_ids, rows, meta_name_id)
+                                       sorted_ids, rows, meta_name_id, ts, line_ts is not None, out_depth,
+                                       depth is not None)
     return _finish_events[int64_t](start, dur, line, _in(meta_in, np.int64), meta_out, name_out, origin_ps,
-                                   first_line, lut, sorted_ids, rows, meta_name_id)
+                                   first_line, lut, sorted_ids, rows, meta_name_id, ts, line_ts is not None,
+                                   out_depth, depth is not None)
 
 
+# Unchecked indexing in the two loops a reader runs over every event and stat: their columns'
+# lengths are checked first, and each index read from the file is compared with its table's.
+@cython.boundscheck(False)
 cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const meta_t[::1] meta_in,
                          int32_t[::1] meta_out, int32_t[::1] name_out, int64_t origin_ps, int64_t first_line,
-                         lut_arr, sorted_arr, rows_arr, names_arr) except -1:
+                         lut_arr, sorted_arr, rows_arr, names_arr, const int64_t[::1] ts, bint add_ts,
+                         int16_t[::1] depth, bint want_depth) except -1:
     cdef const int64_t[::1] dur = _in(dur_arr, np.int64)
     cdef const int32_t[::1] lut = _in(lut_arr, np.int32)
     cdef const int64_t[::1] sorted_ids = _in(sorted_arr, np.int64)
@@ -171,42 +187,87 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
     cdef const int32_t[::1] meta_name_id = _in(names_arr, np.int32)
     cdef Py_ssize_t n = start.shape[0], i
     if dur.shape[0] != n or line.shape[0] != n or meta_in.shape[0] != n or meta_out.shape[0] != n \
-            or name_out.shape[0] != n:
+            or name_out.shape[0] != n or (want_depth and depth.shape[0] != n):
         raise ValueError("event columns differ in length")
-    cdef int64_t m, key, s, d, ln, prev_line = -1, prev_start = 0, prev_dur = 0
-    cdef bint in_order = True
-    with nogil:
-        if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
-            for i in range(n):
-                key = meta_in[i]
-                m = lut[key] if 0 <= key < lut.shape[0] else -1
-                if m >= 0:
-                    meta_out[i] = <int32_t>m
-                    name_out[i] = meta_name_id[m]
-                else:
-                    meta_out[i] = 0
-                    name_out[i] = 0
-        else:
-            for i in range(n):
-                m = _search(meta_in[i], sorted_ids, rows, -1)
-                if m >= 0:
-                    meta_out[i] = <int32_t>m
-                    name_out[i] = meta_name_id[m]
-                else:
-                    meta_out[i] = 0
-                    name_out[i] = 0
-        for i in range(n):
-            s = start[i] - origin_ps
-            start[i] = s
-            ln = line[i] - first_line
-            line[i] = <int32_t>ln
-            d = dur[i]
-            if in_order and i > 0:
-                if ln < prev_line or (ln == prev_line and (s < prev_start or (s == prev_start and d > prev_dur))):
-                    in_order = False
-            prev_line = ln
-            prev_start = s
-            prev_dur = d
+    cdef int64_t m, key, s, d, ln, g, prev_line = -1, prev_start = 0, prev_dur = 0
+    cdef bint in_order = True, bad_line = False, bad_row = False, oom = False
+    cdef Py_ssize_t n_ts = ts.shape[0], n_names = meta_name_id.shape[0], cap = 0, top = 0
+    cdef int64_t* stack = NULL
+    if n == 0:
+        # (Not even the GIL handed over: taking it back can wait a switch interval for a thread
+        # that imports meanwhile, and half the planes of a file may be empty.)
+        return True
+    try:
+        with nogil:
+            if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+                for i in range(n):
+                    key = meta_in[i]
+                    m = lut[key] if 0 <= key < lut.shape[0] else -1
+                    if m >= n_names:
+                        bad_row = True
+                        break
+                    if m >= 0:
+                        meta_out[i] = <int32_t>m
+                        name_out[i] = meta_name_id[m]
+                    else:
+                        meta_out[i] = 0
+                        name_out[i] = 0
+            else:
+                for i in range(n):
+                    m = _search(meta_in[i], sorted_ids, rows, -1)
+                    if m >= n_names:
+                        bad_row = True
+                        break
+                    if m >= 0:
+                        meta_out[i] = <int32_t>m
+                        name_out[i] = meta_name_id[m]
+                    else:
+                        meta_out[i] = 0
+                        name_out[i] = 0
+            if want_depth and not bad_row:
+                stack = _grow(NULL, &cap)
+                oom = stack == NULL
+            for i in range(n if not bad_row else 0):
+                g = line[i]
+                s = start[i]
+                if add_ts:
+                    if not 0 <= g < n_ts:
+                        bad_line = True
+                        break
+                    s = s + ts[g]
+                s = s - origin_ps
+                start[i] = s
+                ln = g - first_line
+                line[i] = <int32_t>ln
+                d = dur[i]
+                if in_order and i > 0:
+                    if ln < prev_line or (ln == prev_line and (s < prev_start or (s == prev_start and d > prev_dur))):
+                        in_order = False
+                if in_order and want_depth and not oom:
+                    # ``nesting_depth``'s stack, reset at each line (rows in order: a line's rows in a row).
+                    if ln != prev_line:
+                        top = 0
+                    while top > 0 and stack[top - 1] <= s:
+                        top -= 1
+                    if top == cap:
+                        stack = _grow(stack, &cap)
+                        if stack == NULL:
+                            oom = True
+                    if not oom:
+                        depth[i] = <int16_t>(top if top < 32767 else 32767)
+                        stack[top] = s + d
+                        top += 1
+                prev_line = ln
+                prev_start = s
+                prev_dur = d
+    finally:
+        free(stack)
+    if bad_row:
+        raise IndexError("an event's metadata row is out of range")
+    if bad_line:
+        raise IndexError("an event's line is out of range")
+    if oom:
+        raise MemoryError()
     return in_order
 
 
@@ -224,6 +285,7 @@ def finish_stats(owner, meta_in, meta_out, kind, value, int64_t first_event, lut
                                name_ids)
 
 
+@cython.boundscheck(False)
 cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::1] meta_out, kind_arr,
                        int64_t[::1] value, int64_t first_event, lut_arr, sorted_arr, names_arr) except -1:
     cdef const int8_t[::1] kind = _in(kind_arr, np.int8)
@@ -234,6 +296,8 @@ cdef int _finish_stats(int32_t[::1] owner, const meta_t[::1] meta_in, int32_t[::
     cdef int64_t key
     if meta_in.shape[0] != n or meta_out.shape[0] != n or kind.shape[0] != n or value.shape[0] != n:
         raise ValueError("stat columns differ in length")
+    if n == 0:
+        return 0  # (the GIL kept: see _finish_events)
     with nogil:
         for j in range(n):
             owner[j] = <int32_t>(owner[j] - first_event)
@@ -1143,6 +1207,86 @@ def _type_ps_part(const int64_t[::1] step, const int64_t[::1] st, const int64_t[
         free(kinds)
         free(keys)
         free(keys_tmp)
+
+
+cdef struct KeyIndex:
+    uint64_t key
+    int64_t index
+
+
+cdef int _key_index_cmp(const void* a, const void* b) noexcept nogil:
+    cdef const KeyIndex* x = <const KeyIndex*>a
+    cdef const KeyIndex* y = <const KeyIndex*>b
+    return -1 if x.key < y.key else (1 if x.key > y.key else 0)
+
+
+def unique_keys(keys) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_index=True, return_inverse=True)[1:]`` of uint64 keys: each
+    distinct key's first position, in key order, and each key's distinct rank. By a hash table
+    with the GIL released, in time linear in the keys (only the distinct ones are sorted): the
+    texts of a plane are a few distinct strings repeated over many stats; in about the memory
+    np.unique takes. (readers/plane_builder.py)
+    """
+    cdef const uint64_t[::1] k = _in(keys, np.uint64)
+    cdef Py_ssize_t n = k.shape[0], cap = 16, i, j, h, n_distinct = 0
+    cdef int bits = 4
+    if n >= 2**31:
+        raise ValueError("more than 2^31 keys")
+    while cap < 2 * n:
+        cap *= 2
+        bits += 1
+    inverse_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] inverse = inverse_arr
+    cdef int64_t[::1] first
+    cdef int32_t* table = <int32_t*>malloc(cap * sizeof(int32_t))  # a key's first position, or -1
+    cdef KeyIndex* distinct = NULL
+    cdef uint64_t key
+    cdef int64_t p
+    cdef bint oom = table == NULL
+    try:
+        with nogil:
+            if not oom:
+                for h in range(cap):
+                    table[h] = -1
+                for i in range(n):
+                    key = k[i]
+                    h = <Py_ssize_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+                    while table[h] >= 0 and k[table[h]] != key:
+                        h = (h + 1) & (cap - 1)
+                    if table[h] < 0:
+                        table[h] = <int32_t>i
+                        n_distinct += 1
+                    inverse[i] = table[h]
+                distinct = <KeyIndex*>malloc((n_distinct if n_distinct else 1) * sizeof(KeyIndex))
+                oom = distinct == NULL
+            if not oom:
+                j = 0
+                for i in range(n):
+                    if inverse[i] == i:
+                        distinct[j].key = k[i]
+                        distinct[j].index = i
+                        j += 1
+                qsort(distinct, n_distinct, sizeof(KeyIndex), _key_index_cmp)
+                # Each first position holds -(its rank + 1) for a while; the others then read it.
+                for j in range(n_distinct):
+                    inverse[distinct[j].index] = -(j + 1)
+                for i in range(n):
+                    p = inverse[i]
+                    if p >= 0:
+                        inverse[i] = -inverse[p] - 1
+                for i in range(n):
+                    if inverse[i] < 0:
+                        inverse[i] = -inverse[i] - 1
+        if oom:
+            raise MemoryError()
+        first_arr = np.empty(n_distinct, dtype=np.int64)
+        first = first_arr
+        for j in range(n_distinct):
+            first[j] = distinct[j].index
+    finally:
+        free(table)
+        free(distinct)
+    return first_arr, inverse_arr
 
 
 def counting_order(keys, Py_ssize_t n_keys) -> np.ndarray:

@@ -94,6 +94,9 @@ cdef enum:
     C_FIELD_ZERO = 9
 
 cdef int64_t C_MAX_ROWS = 2147483647
+# Protobuf's largest field number: upb refuses a tag beyond it.
+cdef uint64_t C_MAX_FIELD = 536870911
+cdef int64_t C_INT64_MAX = 0x7FFFFFFFFFFFFFFF
 # spans[:, 0] = owner kind * 2^32 + owner index (kind 0 = space, 1 = plane, 2 = line).
 cdef int64_t OWNER_PLANE = 4294967296
 cdef int64_t OWNER_LINE = 8589934592
@@ -110,16 +113,52 @@ class WireError(ValueError):
 
 # --- primitives ------------------------------------------------------------------------------
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define TBPROF_CTZ64(x) __builtin_ctzll(x)
+    #else
+    static int TBPROF_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    #endif
+    #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    #define TBPROF_WORD_VARINTS 1
+    #else
+    #define TBPROF_WORD_VARINTS 0
+    #endif
+    """
+    int TBPROF_CTZ64(unsigned long long x) noexcept nogil
+    # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
+    # compile-time constant: the check costs nothing per varint).
+    const bint TBPROF_WORD_VARINTS
+
+
 cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end, uint64_t* out) noexcept nogil:
     """Reads a varint at pos[0] < end (at most 10 bytes); advances pos. Precondition: end <= len(buf)."""
     cdef Py_ssize_t p = pos[0]
     cdef uint64_t result = 0
-    cdef uint64_t b
-    cdef int shift = 0
+    cdef uint64_t b, word, stops
+    cdef int shift = 0, n
     if p < end and buf[p] < 0x80:  # most tags, ids and small values are one byte
         out[0] = buf[p]
         pos[0] = p + 1
         return 0
+    if TBPROF_WORD_VARINTS and end - p >= 8:
+        # Times and durations in picoseconds take 3-6 bytes, of varying length: a byte-by-byte
+        # loop mispredicts its exit on most of them. Here the first byte without a continuation
+        # bit is found in one word and the 7-bit groups are packed by masks and shifts.
+        memcpy(&word, buf + p, 8)
+        stops = ~word & <uint64_t>0x8080808080808080
+        if stops != 0:
+            n = (TBPROF_CTZ64(stops) >> 3) + 1  # the varint's bytes, 1-8, all before ``end``
+            if n < 8:
+                word &= (<uint64_t>1 << (8 * n)) - 1
+            word &= <uint64_t>0x7F7F7F7F7F7F7F7F
+            word = ((word & <uint64_t>0x7F007F007F007F00) >> 1) | (word & <uint64_t>0x007F007F007F007F)
+            word = ((word & <uint64_t>0x3FFF00003FFF0000) >> 2) | (word & <uint64_t>0x00003FFF00003FFF)
+            word = ((word & <uint64_t>0x0FFFFFFF00000000) >> 4) | (word & <uint64_t>0x000000000FFFFFFF)
+            out[0] = word
+            pos[0] = p + n
+            return 0
     while True:
         if p >= end:
             pos[0] = p
@@ -179,6 +218,7 @@ cdef struct Sink:
     bint fill
     bint narrow  # metadata ids into int32 columns (else int64)
     bint skip_stats  # events only: stats are skipped by their length (decoded later, see scan)
+    bint skip_events  # stats only: the events' rows are left unwritten (decoded before, see scan)
     int32_t* ev_line
     int32_t* ev_meta32
     int64_t* ev_meta64
@@ -207,15 +247,80 @@ cdef inline int64_t narrow_id(Sink* s, uint64_t raw) noexcept nogil:
     return v
 
 
+cdef struct StatFields:
+    uint64_t meta
+    int kind
+    uint64_t value  # a double's bits, an integer's, or a str/bytes value's offset
+    Py_ssize_t length  # a str/bytes value's length
+
+
+cdef inline int decode_stat(const uint8_t* buf, Py_ssize_t* at, Py_ssize_t send, bint strict,
+                            StatFields* out) noexcept nogil:
+    """The fields of the XStat in [at[0], send) (the last of each wins, as protobuf's); ``at``
+    advances as they are read (an error's offset is where it stopped). Lenient (the scanner): a
+    field of another wire type than its own is skipped. ``strict`` (``plane_metadata``, which
+    must read what upb reads or hand the plane to upb): such a field, field number 0 or one
+    beyond protobuf's largest, is an error."""
+    # (Locals, stored once at the end: the scanner's hot loop keeps them in registers.)
+    cdef uint64_t tag, field, wire, meta = 0, value = 0
+    cdef Py_ssize_t text_end, pos = at[0], length = 0
+    cdef int err = 0, k, kind = C_KIND_NONE
+    while pos < send:
+        err = read_varint(buf, &pos, send, &tag)
+        if err != 0:
+            break
+        field = tag >> 3
+        wire = tag & 7
+        if field == 1 and wire == 0:
+            err = read_varint(buf, &pos, send, &meta)
+        elif field == 2 and wire == 1:
+            if 8 > send - pos:
+                err = C_TRUNCATED
+                break
+            value = 0
+            for k in range(8):
+                value |= (<uint64_t>buf[pos + k]) << (8 * k)
+            pos += 8
+            kind = C_KIND_DOUBLE
+            length = 0
+        elif wire == 0 and (field == 3 or field == 4 or field == 7):
+            err = read_varint(buf, &pos, send, &value)
+            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
+            length = 0
+        elif (field == 5 or field == 6) and wire == 2:
+            err = read_len(buf, &pos, send, &text_end)
+            if err != 0:
+                break
+            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
+            value = <uint64_t>pos
+            length = text_end - pos
+            pos = text_end
+        elif strict and (field == 0 or field > C_MAX_FIELD):
+            err = C_FIELD_ZERO
+        elif strict and field <= 7:
+            err = C_BAD_WIRE_TYPE
+        else:
+            err = skip_field(buf, &pos, send, wire)
+        if err != 0:
+            break
+    at[0] = pos
+    out.meta = meta
+    out.kind = kind
+    out.value = value
+    out.length = length
+    return err
+
+
 cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int64_t ev_idx, int32_t line_idx,
                       int64_t ev_slot, Sink* s) noexcept nogil:
     """Decodes the XEvent in [pos, eend); writes it at ``ev_slot`` and its stats to the sink."""
     cdef uint64_t tag, v, efield, ewire, sfield, swire
     cdef uint64_t meta_id = 0, offset_ps = 0, dur_ps = 0
     cdef uint64_t s_meta, s_val
-    cdef Py_ssize_t send, s_off, s_len, text_end
-    cdef int s_kind, err, k
+    cdef Py_ssize_t send, s_off, s_len
+    cdef int s_kind, err
     cdef int64_t st_slot, m
+    cdef StatFields st
     while pos[0] < eend:
         err = read_varint(buf, pos, eend, &tag)
         if err != 0:
@@ -239,47 +344,14 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             if s.skip_stats:
                 pos[0] = send
                 continue
-            s_meta = 0
-            s_kind = C_KIND_NONE
-            s_val = 0
-            s_off = 0
-            s_len = 0
-            while pos[0] < send:
-                err = read_varint(buf, pos, send, &tag)
-                if err != 0:
-                    return err
-                sfield = tag >> 3
-                swire = tag & 7
-                if sfield == 1 and swire == 0:
-                    err = read_varint(buf, pos, send, &s_meta)
-                elif sfield == 2 and swire == 1:
-                    if 8 > send - pos[0]:
-                        return C_TRUNCATED
-                    s_kind = C_KIND_DOUBLE
-                    s_val = 0
-                    for k in range(8):
-                        s_val |= (<uint64_t>buf[pos[0] + k]) << (8 * k)
-                    pos[0] += 8
-                elif swire == 0 and (sfield == 3 or sfield == 4 or sfield == 7):
-                    err = read_varint(buf, pos, send, &s_val)
-                    if sfield == 3:
-                        s_kind = C_KIND_UINT64
-                    elif sfield == 4:
-                        s_kind = C_KIND_INT64
-                    else:
-                        s_kind = C_KIND_REF
-                elif (sfield == 5 or sfield == 6) and swire == 2:
-                    err = read_len(buf, pos, send, &text_end)
-                    if err != 0:
-                        return err
-                    s_kind = C_KIND_STR if sfield == 5 else C_KIND_BYTES
-                    s_off = pos[0]
-                    s_len = text_end - pos[0]
-                    pos[0] = text_end
-                else:
-                    err = skip_field(buf, pos, send, swire)
-                if err != 0:
-                    return err
+            err = decode_stat(buf, pos, send, False, &st)
+            if err != 0:
+                return err
+            s_meta = st.meta
+            s_kind = st.kind
+            s_val = st.value
+            s_off = <Py_ssize_t>st.value
+            s_len = st.length
             if s.stats_before + s.n_stats >= C_MAX_ROWS:
                 return C_TOO_MANY
             if s.fill and s.n_stats >= s.st_cap:
@@ -309,7 +381,7 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
             if err != 0:
                 return err
     m = narrow_id(s, meta_id)
-    if s.fill:
+    if s.fill and not s.skip_events:
         s.ev_line[ev_slot] = line_idx
         if s.narrow:
             s.ev_meta32[ev_slot] = <int32_t>m
@@ -512,6 +584,8 @@ cdef class ScanResult:
     st_owner (int32 event row), st_meta, st_kind (int8), st_value (int64 bit pattern; for
         str/bytes the row of ``texts``): one row per stat.
     texts: int64[n, 3] = (stat row, byte offset, length) of each str/bytes value.
+    line_bounds: int64[n_lines, 3] = (least offset_ps, greatest offset_ps + duration_ps, 1 where
+        the line has events), or None (see below).
     """
 
     cdef public object spans, lines, ev_line, ev_meta, ev_start, ev_dur, st_owner, st_meta, st_kind, st_value, texts
@@ -520,6 +594,13 @@ cdef class ScanResult:
     # Planes whose events were decoded (uint8 per plane; None: all) and whether their stats were.
     cdef public object decoded_planes
     cdef public bint with_stats
+    # Per line (int64[n_lines, 3]): its events' least offset and greatest offset + duration, and
+    # 1 where it has events. None where not known (a serial scan, a scan of some planes, or an
+    # event whose times are negative or overflow: the reader then adds the line times itself).
+    cdef public object line_bounds
+    # (lines, chunks, n_planes, n_events) of a parallel scan, for a later scan of the same bytes
+    # (``scan(index=...)``); None after the serial scan.
+    cdef public object index
 
     @property
     def n_events(self) -> int:
@@ -548,6 +629,8 @@ cdef ScanResult _result(_Columns c, object spans, int64_t n_planes, object lines
     r.texts = c.texts[:n_texts]
     r.decoded_planes = None
     r.with_stats = True
+    r.line_bounds = None
+    r.index = None
     return r
 
 
@@ -615,6 +698,7 @@ cdef void memset_sink(Sink* s) noexcept nogil:
     s.fill = False
     s.narrow = True
     s.skip_stats = False
+    s.skip_events = False
     s.ev_line = NULL
     s.ev_meta32 = NULL
     s.ev_meta64 = NULL
@@ -805,6 +889,11 @@ cdef struct ChunkOut:
     int64_t n_wide
     int64_t st_first  # the chunk's first row in the stat and text columns
     int64_t tx_first
+    # The least offset and the greatest offset + duration of its events (``time_bounds``), and
+    # whether every event had 0 <= offset, 0 <= duration and no overflow in their sum.
+    int64_t t_lo
+    int64_t t_hi
+    bint t_ok
     int err
 
 
@@ -825,6 +914,25 @@ cdef int grow_texts(ChunkOut* c, int64_t tx_cap) noexcept nogil:
     return 0
 
 
+cdef void time_bounds(const int64_t* chunk, const int64_t* ev_start, const int64_t* ev_dur,
+                      ChunkOut* c) noexcept nogil:
+    """The chunk's time bounds (``ChunkOut.t_lo`` ...), from its events' columns just written
+    (still in cache): what lets the reader place the profile's origin without a pass over
+    every event (readers/xplane.py ``_origin_from_lines``)."""
+    cdef int64_t i, s, d, e, lo = C_INT64_MAX, hi = 0
+    cdef bint bad = chunk[4] <= 0
+    for i in range(chunk[3], chunk[3] + chunk[4]):  # (no early exit: the loop stays branch-free)
+        s = ev_start[i]
+        d = ev_dur[i]
+        bad |= (s < 0) | (d < 0) | (s > C_INT64_MAX - d)
+        e = s + d
+        lo = s if s < lo else lo
+        hi = e if e > hi else hi
+    c.t_lo = lo
+    c.t_hi = hi
+    c.t_ok = not bad
+
+
 cdef class _ParallelScan:
     """State shared by the threads of one parallel scan: the chunk table and the outputs.
 
@@ -839,7 +947,7 @@ cdef class _ParallelScan:
     """
 
     cdef object buf_arr, chunks_arr
-    cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats
+    cdef object modes_arr  # per chunk: 0 skip, 1 events only, 2 events and stats, 3 stats only
     cdef const uint8_t* modes
     cdef const uint8_t* buf
     cdef int64_t* chunks  # (n_chunks, 5)
@@ -864,7 +972,7 @@ cdef class _ParallelScan:
         cdef Py_ssize_t k
         for k in range(lo, hi):
             self.out[k].n_stats = 0
-            if self.modes[k] == 2:
+            if self.modes[k] >= 2:
                 self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
 
     def run(self, Py_ssize_t lo, Py_ssize_t hi):
@@ -893,6 +1001,8 @@ cdef class _ParallelScan:
                 s.st_cap = s.tx_cap = 0
                 c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
                 c.n_wide = s.n_wide
+                if c.err == 0:
+                    time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
                 continue
             chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
             # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
@@ -909,6 +1019,7 @@ cdef class _ParallelScan:
                 s.st_cap = c.n_stats
                 s.texts = c.texts
                 s.tx_cap = c.tx_cap
+                s.skip_events = self.modes[k] == 3
                 s.st_row0 = first  # texts name their stats' final rows
                 s.n_stats = 0
                 s.n_texts = 0
@@ -926,6 +1037,8 @@ cdef class _ParallelScan:
                 err = grow_texts(c, 2 * c.tx_cap)
             if err == 0 and s.n_stats != c.n_stats:
                 err = C_CAPACITY
+            if err == 0 and self.modes[k] == 2:
+                time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
             c.err = err
 
     def join(self):
@@ -949,6 +1062,24 @@ cdef class _ParallelScan:
                         for j in range(nt):
                             value[c.texts[3 * j]] += tx
                 free_chunk(c)
+
+    def line_bounds(self, Py_ssize_t n_lines):
+        """``ScanResult.line_bounds`` from the chunks' time bounds (a line's chunks in a row)."""
+        out = np.zeros((n_lines, 3), dtype=np.int64)
+        cdef int64_t[:, ::1] b = out
+        cdef Py_ssize_t k, ln
+        cdef ChunkOut* c
+        for k in range(self.n_chunks):
+            c = &self.out[k]
+            ln = <Py_ssize_t>self.chunks[5 * k]
+            if not c.t_ok or self.modes[k] == 0 or not 0 <= ln < n_lines:
+                return None
+            if b[ln, 2] == 0 or c.t_lo < b[ln, 0]:
+                b[ln, 0] = c.t_lo
+            if b[ln, 2] == 0 or c.t_hi > b[ln, 1]:
+                b[ln, 1] = c.t_hi
+            b[ln, 2] = 1
+        return out
 
 
 def _in_threads(fn, bounds: list) -> None:
@@ -983,15 +1114,19 @@ ONE_THREAD_BELOW_BYTES = 8 << 20
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
-         planes=None) -> ScanResult:
+         planes=None, bint events=True, index=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
 
     ``planes`` (one flag per plane, wire order; None: every plane) decodes only the events of
     the flagged planes (the rows of the others are left unwritten); ``stats=False`` decodes
     events without their stats, which are skipped by their length (a lazily read plane
-    decodes them when asked: readers/xplane.py). A scan that falls back to the serial scan
-    (an error to report, ids beyond int32) decodes everything: see ``decoded_planes`` and
-    ``with_stats`` of the result.
+    decodes them when asked: readers/xplane.py); ``events=False`` decodes the stats of the flagged
+    planes and leaves their events' rows unwritten (that lazily read plane has its events: only
+    its stats' rows are new). A scan that falls back to the serial scan (an error to report, ids
+    beyond int32) decodes everything: see ``decoded_planes`` and ``with_stats`` of the result.
+    ``index``: an earlier parallel scan's ``index`` of the same bytes (its lines and chunks), so
+    that a later scan of some planes does not walk the whole file's headers again (the result's
+    ``spans`` are then empty).
 
     ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
     else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
@@ -1010,6 +1145,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef bint bad = False
     cdef _ParallelScan ps
     cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
+    if not events and not stats:
+        raise ValueError("a scan decodes events, stats or both")
     n_threads = 1 if small else default_threads() if threads is None else max(1, int(threads))
     t_start = time.perf_counter()
     if chunk_bytes < 1:
@@ -1020,26 +1157,31 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     lines.width = 2
     chunks.width = 5
     try:
-        with nogil:
-            err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
-        if err != 0:
-            return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
-        n_chunks = chunks.n
+        if index is None:
+            with nogil:
+                err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
+            if err != 0:
+                return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+            spans_arr, lines_arr, chunks_arr = rows_array(&spans), rows_array(&lines), rows_array(&chunks)
+        else:
+            lines_arr, chunks_arr, n_planes, n_events = _checked_index(index, end)
+            spans_arr = np.zeros((0, 3), dtype=np.int64)
+        n_chunks = chunks_arr.shape[0]
         t_index = time.perf_counter()
         ps = _ParallelScan()
         ps.buf_arr = buf_arr
         ps.buf = buf
-        ps.chunks_arr = rows_array(&chunks)
+        ps.chunks_arr = chunks_arr
         ps.chunks = _ptr64(ps.chunks_arr)
         ps.n_chunks = n_chunks
         ps.out = <ChunkOut*>calloc(n_chunks + 1, sizeof(ChunkOut))
         if ps.out == NULL:
             raise MemoryError()
-        chunk_plane = rows_array(&lines)[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
+        chunk_plane = lines_arr[ps.chunks_arr[:, 0], 0] if n_chunks else np.zeros(0, np.int64)
         wanted = (np.ones(n_chunks, dtype=bool) if planes is None
                   else np.asarray(planes, dtype=bool)[np.clip(chunk_plane, 0, max(len(planes) - 1, 0))]
                   & (chunk_plane < len(planes)))
-        ps.modes_arr = np.ascontiguousarray(np.where(wanted, 2 if stats else 1, 0).astype(np.uint8))
+        ps.modes_arr = np.ascontiguousarray(np.where(wanted, (2 if events else 3) if stats else 1, 0).astype(np.uint8))
         ps.modes = _ptr8(ps.modes_arr)
         # Threads take contiguous runs of chunks with about equal bytes.
         bounds = _split(ps.chunks_arr, n_threads)
@@ -1070,9 +1212,12 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         cols = ps.cols
         cols.texts = ps.texts = np.empty((n_texts, 3), dtype=np.int64)
         ps.join()
-        result = _result(cols, rows_array(&spans), n_planes, rows_array(&lines), n_events, n_stats, n_texts)
+        result = _result(cols, spans_arr, n_planes, lines_arr, n_events, n_stats, n_texts)
+        result.index = (lines_arr, ps.chunks_arr, n_planes, n_events)
         if planes is not None:
             result.decoded_planes = np.asarray(planes, dtype=np.uint8)
+        else:
+            result.line_bounds = ps.line_bounds(result.lines.shape[0])
         result.with_stats = stats
         t_end = time.perf_counter()
         result.phase_s = {"index": t_index - t_start, "count": t_count - t_index, "decode": t_decode - t_count,
@@ -1082,6 +1227,25 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         free(spans.data)
         free(lines.data)
         free(chunks.data)
+
+
+def _checked_index(index, Py_ssize_t end):
+    """An earlier scan's (lines, chunks, n_planes, n_events), checked against the bytes' length
+    and each other: the chunk decoder reads at the positions it names unchecked against the
+    buffer's end (its precondition)."""
+    lines_arr, chunks_arr, n_planes, n_events = index
+    lines_arr = np.ascontiguousarray(lines_arr, dtype=np.int64)
+    chunks_arr = np.ascontiguousarray(chunks_arr, dtype=np.int64)
+    if (lines_arr.ndim != 2 or lines_arr.shape[1] != 2 or chunks_arr.ndim != 2 or chunks_arr.shape[1] != 5
+            or not 0 <= n_events < C_MAX_ROWS or not 0 <= n_planes):
+        raise ValueError("not a scan's index")
+    if chunks_arr.shape[0] and not (
+            (chunks_arr[:, 0] >= 0).all() and (chunks_arr[:, 0] < lines_arr.shape[0]).all()
+            and (chunks_arr[:, 1] >= 0).all() and (chunks_arr[:, 1] <= chunks_arr[:, 2]).all()
+            and (chunks_arr[:, 2] <= end).all() and (chunks_arr[:, 3] >= 0).all() and (chunks_arr[:, 4] >= 0).all()
+            and (chunks_arr[:, 3] + chunks_arr[:, 4] <= n_events).all()):
+        raise ValueError("the index does not fit these bytes")
+    return lines_arr, chunks_arr, int(n_planes), int(n_events)
 
 
 cdef const uint8_t* _ptr8(object arr):
@@ -1456,59 +1620,14 @@ def field_metadata_ids(data, starts, ends) -> np.ndarray:
 # of its own beyond those two, malformed bytes)
 # makes ``plane_metadata`` answer None, and the caller then hands the plane to upb.
 
-# Protobuf's largest field number: upb refuses a tag beyond it.
-cdef uint64_t C_MAX_FIELD = 536870911
-
 
 cdef int _stat_fields(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t send, int64_t owner, Rows* out) noexcept nogil:
     """One XStat in [pos, send): a row (owner, metadata_id, kind, value or text offset, text length)."""
-    cdef uint64_t tag, field, wire, meta = 0, val = 0
-    cdef Py_ssize_t text_end, length = 0
-    cdef int kind = C_KIND_NONE, err, k
-    while pos < send:
-        err = read_varint(buf, &pos, send, &tag)
-        if err != 0:
-            return err
-        field = tag >> 3
-        wire = tag & 7
-        if field == 0 or field > C_MAX_FIELD:
-            return C_FIELD_ZERO
-        if field == 1:
-            if wire != 0:
-                return C_BAD_WIRE_TYPE
-            err = read_varint(buf, &pos, send, &meta)
-        elif field == 2:
-            if wire != 1:
-                return C_BAD_WIRE_TYPE
-            if 8 > send - pos:
-                return C_TRUNCATED
-            val = 0
-            for k in range(8):
-                val |= (<uint64_t>buf[pos + k]) << (8 * k)
-            pos += 8
-            kind = C_KIND_DOUBLE
-            length = 0
-        elif field == 3 or field == 4 or field == 7:
-            if wire != 0:
-                return C_BAD_WIRE_TYPE
-            err = read_varint(buf, &pos, send, &val)
-            kind = C_KIND_UINT64 if field == 3 else (C_KIND_INT64 if field == 4 else C_KIND_REF)
-            length = 0
-        elif field == 5 or field == 6:
-            if wire != 2:
-                return C_BAD_WIRE_TYPE
-            err = read_len(buf, &pos, send, &text_end)
-            if err != 0:
-                return err
-            kind = C_KIND_STR if field == 5 else C_KIND_BYTES
-            val = <uint64_t>pos
-            length = text_end - pos
-            pos = text_end
-        else:
-            err = skip_field(buf, &pos, send, wire)
-        if err != 0:
-            return err
-    return rows_push(out, owner, <int64_t>meta, kind, <int64_t>val, length)
+    cdef StatFields st
+    cdef int err = decode_stat(buf, &pos, send, True, &st)
+    if err != 0:
+        return err
+    return rows_push(out, owner, <int64_t>st.meta, st.kind, <int64_t>st.value, st.length)
 
 
 cdef int _metadata_entry(const uint8_t* buf, Py_ssize_t pos, Py_ssize_t eend, bint is_event, Rows* entries,

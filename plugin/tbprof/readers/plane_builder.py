@@ -4,13 +4,14 @@ reader (Chrome trace JSON too) orders a plane's rows into lines and nesting dept
 The in-memory reader (``xplane.py``) holds the scanner's columns of the whole file; the streaming
 reader (``xplane_stream.py``) appends them, window by window, to column files of the cache entry
 it writes. From there a plane is finished by the same steps on either: metadata ids to rows and
-names, absolute times made relative to the profile's origin, stats' metadata ids to names, texts
+names, times made relative to the profile's origin (the in-memory reader's still offsets in their
+line: the line's timestamp is added in the same pass), stats' metadata ids to names, texts
 interned (distinct texts by a content hash, in digest order: the order of ``strings.intern``
 calls fixes every string id), rows sorted when a writer did not emit them in time order, line
-offsets and nesting depths. The readers differ only in where the columns live (``Columns``:
-arrays in memory, or files of the entry), where texts are read from (``byte_sources``: the
-bytes in memory, or ``pread`` windows of the file) and the memory limit checked on the way:
-eager reading is streaming with an unlimited window.
+offsets and nesting depths (in that same pass where the rows are in order). The readers differ
+only in where the columns live (``Columns``: arrays in memory, or files of the entry), where
+texts are read from (``byte_sources``: the bytes in memory, or ``pread`` windows of the file)
+and the memory limit checked on the way: eager reading is streaming with an unlimited window.
 
 Readers whose events come in any order (Chrome trace JSON: every thread's events interleaved in
 file order) hand them to ``plane_collected.build_planes``, which sorts them into planes and
@@ -40,7 +41,7 @@ from tbprof.store.markers import COUNTER_LINES_STAT
 from tbprof.store.strings import StringTable
 
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
-# lengths, digests, np.unique's sort and inverse).
+# lengths, digests, the distinct digests' hash table, ranks and inverse).
 _BYTES_PER_TEXT = 64
 # Per event and stat of a plane sorted in memory (lexsort keys, order, inverse, reordered copies).
 _SORT_BYTES_PER_EVENT = 64
@@ -333,7 +334,7 @@ def decode_texts(f: ByteSource, texts: np.ndarray, first_stat: int, kind: np.nda
             lo = int(offsets[a])
             raw = f.pread(lo, int(offsets[b - 1] + lengths[b - 1]) - lo)
             digest[a:b] = hash_spans(np.frombuffer(raw, dtype=np.uint8), offsets[a:b] - lo, lengths[a:b])
-        _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+        first, inverse = kernels.unique_keys(digest)
         del digest
         by_offset = np.argsort(first, kind="stable")
         decoded: list[str] = [""] * first.shape[0]
@@ -390,10 +391,12 @@ PARALLEL_MIN_ROWS = 1 << 16
 def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_name: str, pm: PlaneMeta,
                  blobs: list[bytes], plane_lines: np.ndarray, line_msgs: list[xplane_pb2.XLine], ev_lo: int,
                  first_stat: int, origin_ps: int, strings: StringTable, window: int, limit: Limit | None,
-                 deferred: DeferredStats | None = None, keep_columns: bool = True) -> tables.Plane:
+                 deferred: DeferredStats | None = None, keep_columns: bool = True,
+                 line_ts_ps: np.ndarray | None = None) -> tables.Plane:
     """Plane ``pi`` from its columns in ``cols`` (``pm``: its metadata tables, ``blobs`` their
     bytes values). ``deferred``: the stats are decoded on first use; ``keep_columns`` False: the
-    plane carries only its small tables (the caller reopens the committed entry)."""
+    plane carries only its small tables (the caller reopens the committed entry); ``line_ts_ps``:
+    the file's line timestamps, where the starts are still the scanner's offsets in their line."""
     start_ps = cols.open("start_ps")
     dur_ps = cols.open("dur_ps")
     local_line = cols.open("line_idx")
@@ -402,24 +405,25 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
     meta_idx = meta_in if meta_in.dtype == np.int32 else cols.create("meta_idx", np.int32, n_ev)
     name_id = cols.create("name_id", np.int32, n_ev)
     # The compiled steps release the GIL: on a large plane the stats are finished on a thread
-    # while the events are, and the nesting depths computed while the texts are decoded (the
-    # columns are opened here, on this thread; the threads only run kernels on them).
+    # while the events are (the columns are opened here, on this thread; the thread only runs
+    # the kernel on them).
     stats: tables.StatTable | None = None
     stats_done: Later | None = None
     if deferred is None:
         stats, finish = _stat_columns(cols, ev_lo, pm.stat_ids, pm.stat_names)
         stats_done = now_or_beside(finish, n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
+    # The nesting depths in the same pass, valid where the rows are in order (rows out of order
+    # are sorted first, and their depths follow the sort).
+    _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
+    depth = np.empty(n_ev, dtype=np.int16)
     identity = kernels.finish_events(
         start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
         int(plane_lines[0]) if plane_lines.shape[0] else 0,
-        xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1), pm.meta_ids, pm.meta_rows, pm.meta_name_id)
+        xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1), pm.meta_ids, pm.meta_rows, pm.meta_name_id,
+        line_ts_ps, depth)
     del meta_in
     if stats_done is not None:
         stats_done()
-    depths: Later | None = None
-    if identity:  # (rows out of order are sorted first, and their depths follow the sort)
-        depths = now_or_beside(lambda: line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit),
-                                n_ev >= PARALLEL_MIN_ROWS)
 
     # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.
     if deferred is None:
@@ -446,8 +450,10 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
             col[:] = np.asarray(col)[sort]
         del order, inverse, new_owner, sort
 
-    line_offsets, depth = (depths() if depths is not None
-                           else line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit))
+    if identity:
+        line_offsets = line_starts(local_line, plane_lines.shape[0])
+    else:
+        line_offsets, depth = line_rows(local_line, start_ps, dur_ps, plane_lines.shape[0], limit)
     lines = [line_msgs[i] for i in plane_lines.tolist()]
     line_ids = np.array([m.id for m in lines], dtype=np.int64)
     line_timestamp_ns = np.array([m.timestamp_ns for m in lines], dtype=np.int64)
@@ -537,11 +543,16 @@ def take_lines(src: tables.Plane, lines: np.ndarray, index: int, name: str) -> t
                  src.meta_stats)
 
 
+def line_starts(local_line: np.ndarray, n_lines: int) -> np.ndarray:
+    """A plane's line offsets: each line's first row (rows sorted by line), then the row count."""
+    # (Needles in the column's dtype: int64 needles would make numpy copy the column.)
+    return np.searchsorted(local_line, np.arange(n_lines + 1, dtype=local_line.dtype)).astype(np.int64)
+
+
 def line_rows(local_line: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray, n_lines: int,
               limit: Limit | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A plane's line offsets (rows sorted by line, then start) and each event's nesting depth."""
-    # (Needles in the column's dtype: int64 needles would make numpy copy the column.)
-    line_offsets = np.searchsorted(local_line, np.arange(n_lines + 1, dtype=local_line.dtype)).astype(np.int64)
+    line_offsets = line_starts(local_line, n_lines)
     n_ev = int(start_ps.shape[0])
     _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
     return line_offsets, kernels.nesting_depth(start_ps, dur_ps, line_offsets)

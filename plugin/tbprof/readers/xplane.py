@@ -212,8 +212,13 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         line_msgs.append(msg)
     line_ts_ps = np.array([m.timestamp_ns for m in line_msgs], dtype=np.int64) * 1000
 
-    # Absolute starts in place; the origin is the earliest event of the whole profile.
-    origin_ps, end_ps = kernels.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
+    # The origin is the earliest event of the whole profile: from each line's time bounds (the
+    # scanner's), the line times then added as each plane is finished; else absolute starts in place.
+    time_range = _origin_from_lines(sc.line_bounds, line_ts_ps) if sc.line_bounds is not None else None
+    if time_range is None:
+        origin_ps, end_ps = kernels.absolute_starts(sc.ev_start, sc.ev_dur, sc.ev_line, line_ts_ps)
+    else:
+        origin_ps, end_ps = time_range
     span_ps = int(end_ps - origin_ps)
 
     plane_span_rows = np.nonzero(owner_kind == 1)[0]
@@ -233,7 +238,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     source_bytes = MemoryBytes(view, source)
-    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings) if lazy else None
+    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings, sc.index) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         plane_spans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         blobs: list[bytes] = []
@@ -246,7 +251,8 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         cols = _scanned_columns(sc, ev_range, st_range, texts)
         later = _PlaneLazy(deferred, pi, ev_range) if deferred is not None and not sc.with_stats else None
         planes.append(finish_plane(cols, source_bytes, pi, plane_id, plane_name, pm, blobs, plane_lines, line_msgs,
-                                   ev_range.start, st_range.start, int(origin_ps), strings, len(data), None, later))
+                                   ev_range.start, st_range.start, int(origin_ps), strings, len(data), None, later,
+                                   line_ts_ps=line_ts_ps if time_range is not None else None))
 
     return tables.ProfileStore(
         source_path=source, host=host, format="xspace", strings=strings, planes=planes,
@@ -254,6 +260,34 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         hostnames=[_text(h) for h in space.hostnames],
         errors=[_text(e) for e in space.errors], warnings=[_text(w) for w in space.warnings],
     )
+
+
+_WRAP = 1 << 64
+_HALF = 1 << 63
+
+
+def _wrapped(x: int) -> int:
+    """``x`` as int64 arithmetic leaves it (the kernels wrap, built with -fwrapv)."""
+    return (x + _HALF) % _WRAP - _HALF
+
+
+def _origin_from_lines(line_bounds: np.ndarray, line_ts_ps: np.ndarray) -> tuple[int, int] | None:
+    """(least start, greatest end) over every event, as ``kernels.absolute_starts`` finds them,
+    from each line's least offset and greatest offset + duration (``ScanResult.line_bounds``)
+    and its timestamp; None where a line's times, once its timestamp is added, wrap around int64
+    part of the way (each event would then compare differently: the kernel's pass decides)."""
+    lo: int | None = None
+    hi: int | None = None
+    for (first, last, has_events), ts in zip(line_bounds.tolist(), line_ts_ps.tolist(), strict=True):
+        if not has_events:
+            continue
+        a, b = first + ts, last + ts
+        if (a + _HALF) // _WRAP != (b + _HALF) // _WRAP:
+            return None
+        a, b = _wrapped(a), _wrapped(b)
+        lo = a if lo is None or a < lo else lo
+        hi = b if hi is None or b > hi else hi
+    return (lo, hi) if lo is not None and hi is not None else (0, 0)
 
 
 # XPlane.stats is field 6, length-delimited: its tag is this one byte.
@@ -332,8 +366,10 @@ class _LazyStats:
     """
 
     def __init__(self, data: bytes | np.ndarray, source: str, n_planes: int, n_events: int,
-                 strings: StringTable) -> None:
+                 strings: StringTable, index: tuple[np.ndarray, np.ndarray, int, int] | None = None) -> None:
         self._data: bytes | np.ndarray | None = data
+        # The first scan's lines and chunks: a plane's scan walks only its own chunks.
+        self._index = index
         self._n_events = n_events
         self._source = source
         self._n_planes = n_planes
@@ -374,7 +410,8 @@ class _LazyStats:
         # scan's buffers of as much: refused (MemoryRefusal, 507) rather than risking the OOM killer.
         check_allocation(self._source, 3 * self._share_bytes(ev_range), f"the stats of plane {pi}")
         try:
-            sc = wire.scan(data, planes=want)
+            # Its stats only (its events are decoded already), from the first scan's chunks.
+            sc = wire.scan(data, planes=want, events=False, index=self._index)
             st_range, texts = _stat_rows(sc, ev_range)
             view = memoryview(data) if isinstance(data, bytes) else data.data
             return finish_stats(_scanned_columns(sc, ev_range, st_range, texts), MemoryBytes(view, self._source),

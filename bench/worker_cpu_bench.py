@@ -171,11 +171,21 @@ def _thread_cpu_per_host(tasks: list[Any], unshared: bool) -> list[float]:
     return out
 
 
+def _timed_job(tasks: list[Any], unshared: bool, _job: bytes) -> bytes:
+    """A forked worker's job here: ``_thread_cpu_per_host`` of the tasks, as JSON."""
+    import json
+
+    return json.dumps(_thread_cpu_per_host(tasks, unshared)).encode()
+
+
 def cold(hosts: int, repeat: int, unshared: bool) -> None:
+    import functools
+    import json
     import statistics
 
     from tbprof.analyses.partial_formats import HEADLINE_PARTS
-    from tbprof.service.executor import HostTask, ProcessPool
+    from tbprof.service.executor import HostTask, _preload_worker
+    from tbprof.service.forked_workers import ForkedWorkers
 
     tmp = Path(tempfile.mkdtemp(prefix="tbprof-worker-cold-"))
     try:
@@ -184,12 +194,19 @@ def cold(hosts: int, repeat: int, unshared: bool) -> None:
         for i in range(repeat):
             tasks = [HostTask(f.stem, str(f), "xspace", str(tmp / f"cache{i}"), f.stat().st_size,
                               f.stat().st_mtime_ns, write_store=False, parts=HEADLINE_PARTS) for f in files]
-            pool = ProcessPool(1)
-            pool._start_forked()  # as a command forks its workers: numpy imported, then the preload
-            pool.wait_ready()
-            assert pool._pool is not None
-            runs.append(pool._pool.submit(_thread_cpu_per_host, tasks, unshared).result())
-            pool.close()
+            # As a command forks its workers (ProcessPool._start_forked): numpy imported, then
+            # the preload for the headline's parts; the work here is this bench's.
+            import numpy  # noqa: F401
+
+            work = functools.partial(_timed_job, tasks, unshared)
+            worker = ForkedWorkers(1, work, functools.partial(_preload_worker, HEADLINE_PARTS))
+            try:
+                worker.wait_ready()
+                ((_, answer),) = list(worker.run([b""]))
+                assert isinstance(answer, bytes), answer
+                runs.append(json.loads(answer))
+            finally:
+                worker.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     per_position = [statistics.median(r[k] for r in runs) for k in range(hosts)]

@@ -22,9 +22,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     executor = executor_from(args)
-    # A pod's workers start now, importing while this process imports and lists (a small pod's don't);
-    # forked before the listing's thread starts (a fork copies only the calling thread).
-    executor.start_early(args.path)
+    # A pod's workers start now, importing what the headline's parts need while this process
+    # imports and lists (a small pod's don't); forked before the listing's thread starts (a fork
+    # copies only the calling thread).
+    executor.start_early(args.path, HEADLINE_PARTS)
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed

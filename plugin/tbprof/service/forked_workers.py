@@ -1,0 +1,327 @@
+"""Worker processes forked from a one-shot command, spoken to over pipes: no multiprocessing, no
+concurrent.futures, no pickle.
+
+A command (``tbprof summary`` of a pod) forks its workers first thing, while it has no other
+thread (executor.py ``ProcessPool.start_early``). A ``multiprocessing`` pool costs the command
+its imports before the first fork (multiprocessing, concurrent.futures.process, pickle: ~8 ms
+on the path of every worker) and, per batch, pickled tasks and answers handled by two threads of
+its own beside the command's. Here each worker has two pipes: jobs in (a length and the caller's
+bytes), answers out (a tag, a length and the bytes). The command hands a worker its next job as
+soon as it answers, with one more queued in its pipe so that a worker never waits for the
+command between jobs; the command's side never blocks on one worker (non-blocking pipes, one
+``poll`` over all of them).
+
+What can go wrong stays a clean answer: a worker that dies (killed, out of memory) closes its
+answer pipe, and its jobs come back as ``DIED``; an exception in the work comes back as its text
+(``Failed``); an answer whose header is not one comes back as ``DIED`` and its worker is ended.
+A worker ignores SIGINT (the command handles Ctrl-C and ends its workers) and leaves when its
+job pipe closes (the command has gone).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import signal
+import struct
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+_JOB = struct.Struct("<Q")  # a job's length
+_ANSWER = struct.Struct("<BQ")  # an answer's tag and length
+READY, ANSWER, FAILED = 1, 2, 3
+# A length beyond any answer a worker sends (a batch's frame): a damaged pipe, not a message.
+MAX_MESSAGE_BYTES = 1 << 36
+QUEUED_PER_WORKER = 2  # jobs handed to a worker at once: the one it runs and the next
+READ_CHUNK_BYTES = 1 << 20
+# A pipe this large holds a batch's whole answer, so a worker can start its next job before the
+# command has read it (Linux's default pipe-max-size; a smaller limit keeps the default size).
+PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+class Died:
+    """A job lost with its worker (killed, out of memory, or an answer that was not one)."""
+
+    def __repr__(self) -> str:
+        return "DIED"
+
+
+DIED = Died()
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The work raised: its exception's type and message."""
+
+    error: str
+
+
+def _widen(fd: int) -> None:
+    try:
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:  # above the system's or the user's limit: the default size works, slower
+        pass
+
+
+@dataclass
+class _Worker:
+    pid: int
+    jobs_fd: int  # the write end of its job pipe (non-blocking)
+    answers_fd: int  # the read end of its answer pipe (non-blocking)
+    ready: bool = False
+    alive: bool = True
+    inbox: bytearray | None = None
+    outbox: bytearray | None = None
+    running: deque[int] | None = None  # the indices of the jobs handed to it, oldest first
+
+
+class ForkedWorkers:
+    """``count`` processes forked now from this process, each running ``work`` (bytes in, bytes
+    out) on the jobs ``run`` hands it. ``preload`` runs in each worker once every worker is
+    forked (a pipe this process closes after the last fork: a worker that imported while the
+    others were still being forked took the CPU and the memory locks the forks needed)."""
+
+    def __init__(self, count: int, work: Callable[[bytes], bytes], preload: Callable[[], None]) -> None:
+        self.workers: list[_Worker] = []
+        gate_read, gate_write = os.pipe()
+        ours: list[int] = [gate_write]  # every descriptor a later worker must not keep
+        try:
+            for _ in range(count):
+                jobs_read, jobs_write = os.pipe()
+                answers_read, answers_write = os.pipe()
+                _widen(answers_write)
+                pid = os.fork()
+                if pid == 0:  # the worker
+                    for fd in (*ours, jobs_write, answers_read):
+                        os.close(fd)
+                    _serve(gate_read, jobs_read, answers_write, work, preload)  # never returns
+                os.close(jobs_read)
+                os.close(answers_write)
+                os.set_blocking(jobs_write, False)
+                os.set_blocking(answers_read, False)
+                ours += [jobs_write, answers_read]
+                self.workers.append(_Worker(pid, jobs_write, answers_read, inbox=bytearray(),
+                                            outbox=bytearray(), running=deque()))
+        except BaseException:
+            self.close(wait=False)
+            raise
+        finally:
+            os.close(gate_read)
+            os.close(gate_write)  # the workers start their preload
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.pid for w in self.workers]
+
+    def alive(self) -> int:
+        """The workers not known to have died."""
+        return sum(w.alive for w in self.workers)
+
+    def wait_ready(self, timeout_s: float = 120.0) -> bool:
+        """Waits until every live worker has preloaded (benchmarks, tests); whether they have."""
+        deadline = time.monotonic() + timeout_s
+        while any(w.alive and not w.ready for w in self.workers):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for _ in self._events(left):
+                pass
+        return True
+
+    def run(self, jobs: Sequence[bytes]) -> Iterator[tuple[int, bytes | Failed | Died]]:
+        """Hands the jobs to the workers in order (each its next as it answers) and yields
+        ``(job index, answer)`` as answers arrive: the work's bytes, ``Failed`` or ``DIED`` (its
+        worker died; every job it held comes back so). Jobs left when every worker has died come
+        back as ``DIED``. Not thread-safe: one ``run`` at a time."""
+        todo = deque(range(len(jobs)))
+        owner: dict[int, _Worker] = {}
+        pending = len(jobs)
+        while pending:
+            for w in self.workers:
+                while w.alive and todo and w.running is not None and len(w.running) < QUEUED_PER_WORKER:
+                    i = todo.popleft()
+                    assert w.outbox is not None
+                    w.outbox += _JOB.pack(len(jobs[i])) + jobs[i]
+                    w.running.append(i)
+                    owner[i] = w
+                self._flush(w)
+            if not any(w.alive for w in self.workers):
+                for i in [*todo, *owner]:
+                    pending -= 1
+                    yield i, DIED
+                return
+            for w, tag, payload in self._events(None):
+                assert w.running is not None
+                if tag == READY:
+                    continue
+                if tag is None:  # died: what it held comes back
+                    for i in w.running:
+                        del owner[i]
+                        pending -= 1
+                        yield i, DIED
+                    w.running.clear()
+                    continue
+                i = w.running.popleft()
+                del owner[i]
+                pending -= 1
+                yield i, (payload if tag == ANSWER else Failed(payload.decode("utf-8", "replace")))
+
+    def _flush(self, w: _Worker) -> None:
+        """Writes what the worker's outbox holds, as much as its pipe takes now."""
+        if not w.alive or not w.outbox:
+            return
+        try:
+            sent = os.write(w.jobs_fd, w.outbox)
+        except BlockingIOError:
+            return
+        except OSError:  # the worker has gone (EPIPE): its answer pipe says so
+            w.outbox.clear()
+            return
+        del w.outbox[:sent]
+
+    def _events(self, timeout_s: float | None) -> Iterator[tuple[_Worker, int | None, bytes]]:
+        """Waits for the workers' pipes (at most ``timeout_s``), writes what their outboxes hold
+        and yields each whole answer read: (worker, tag, payload); tag None: the worker died."""
+        poller = select.poll()
+        by_fd: dict[int, _Worker] = {}
+        for w in self.workers:
+            if w.alive:
+                poller.register(w.answers_fd, select.POLLIN)
+                if w.outbox:
+                    poller.register(w.jobs_fd, select.POLLOUT)
+                by_fd[w.answers_fd] = by_fd[w.jobs_fd] = w
+        if not by_fd:
+            return
+        for fd, _ in poller.poll(None if timeout_s is None else max(0, int(timeout_s * 1000))):
+            w = by_fd[fd]
+            if not w.alive:  # found dead through its other descriptor in this same poll
+                continue
+            if fd == w.jobs_fd:
+                self._flush(w)
+                continue
+            yield from self._read(w)
+
+    def _read(self, w: _Worker) -> Iterator[tuple[_Worker, int | None, bytes]]:
+        assert w.inbox is not None
+        try:
+            chunk = os.read(w.answers_fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._lost(w)
+            yield w, None, b""
+            return
+        w.inbox += chunk
+        while len(w.inbox) >= _ANSWER.size:
+            tag, length = _ANSWER.unpack_from(w.inbox)
+            if tag not in (READY, ANSWER, FAILED) or length > MAX_MESSAGE_BYTES:
+                self._lost(w)
+                yield w, None, b""
+                return
+            end = _ANSWER.size + length
+            if len(w.inbox) < end:
+                return
+            payload = bytes(w.inbox[_ANSWER.size:end])
+            del w.inbox[:end]
+            if tag == READY:
+                w.ready = True
+            yield w, tag, payload
+
+    def _lost(self, w: _Worker) -> None:
+        """A worker that died or broke its pipe: ended (if it still runs) and reaped."""
+        w.alive = False
+        for fd in (w.jobs_fd, w.answers_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _end(w.pid, wait=True)
+
+    def close(self, wait: bool = True) -> None:
+        """Ends the workers: ``wait``: each leaves once its job pipe closes (its current job
+        done); else (a command that has its answer) at once, by SIGTERM. They hold nothing
+        unwritten: every cache file is written to a temporary name and renamed."""
+        for w in self.workers:
+            if not w.alive:
+                continue
+            w.alive = False
+            for fd in (w.jobs_fd, w.answers_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if not wait:
+                _end(w.pid, wait=False)
+        for w in self.workers:
+            _reap(w.pid)
+        self.workers = []
+
+
+def _end(pid: int, wait: bool) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    if wait:
+        _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped already
+        pass
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    """``n`` bytes from a blocking descriptor; None at its end (or a short last message)."""
+    parts, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, READ_CHUNK_BYTES))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _serve(gate: int, jobs: int, answers: int, work: Callable[[bytes], bytes], preload: Callable[[], None]) -> None:
+    """A worker's life: wait for the last fork, preload, say so, then answer every job until the
+    job pipe closes. Leaves with ``os._exit`` (never through the command's code after the fork:
+    its atexit handlers, its buffered output)."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.read(gate, 1)  # b"" once the command has forked every worker
+        os.close(gate)
+        preload()
+        _write_all(answers, _ANSWER.pack(READY, 0))
+        while True:
+            head = _read_exact(jobs, _JOB.size)
+            if head is None:
+                break
+            (length,) = _JOB.unpack(head)
+            payload = _read_exact(jobs, length) if length <= MAX_MESSAGE_BYTES else None
+            if payload is None:
+                break
+            try:
+                out, tag = work(payload), ANSWER
+            except Exception as e:  # the command reports it for the job's hosts
+                out, tag = f"{type(e).__name__}: {e}".encode("utf-8", "replace"), FAILED
+            _write_all(answers, _ANSWER.pack(tag, len(out)) + out)
+    except BaseException:  # the command has gone (a broken pipe) or the worker was told to end
+        code = 1
+    finally:
+        os._exit(code)

@@ -33,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
     listed = time.perf_counter()
     # A pod's workers compute only what the headline reads of each host.
     loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)
-    # Imported while the stores convert (see load_in_background): the analyses behind the summary.
+    # Imported while the stores convert (see load_in_background): the analyses behind the summary,
+    # and numpy.ma, which numpy (2.x) imports on np.unique's first call (the step table's), ~10-25 ms.
+    import numpy.ma  # noqa: F401
+
     from tbprof.service.summary import of_hosts
 
     imported = time.perf_counter()

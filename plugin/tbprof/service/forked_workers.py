@@ -7,9 +7,10 @@ its imports before the first fork (multiprocessing, concurrent.futures.process, 
 on the path of every worker) and, per batch, pickled tasks and answers handled by two threads of
 its own beside the command's. Here each worker has two pipes: jobs in (a length and the caller's
 bytes), answers out (a tag, a length and the bytes). The command hands a worker its next job as
-soon as it answers, with one more queued in its pipe so that a worker never waits for the
-command between jobs; the command's side never blocks on one worker (non-blocking pipes, one
-``poll`` over all of them).
+soon as it answers, with one more queued in its pipe while there are more jobs than workers (a
+worker then does not wait for the command between jobs, and the last jobs go to the workers
+free first); the command's side never blocks on one worker (non-blocking pipes, one ``poll``
+over all of them).
 
 What can go wrong stays a clean answer: a worker that dies (killed, out of memory) closes its
 answer pipe, and its jobs come back as ``DIED``; an exception in the work comes back as its text
@@ -141,8 +142,11 @@ class ForkedWorkers:
         owner: dict[int, _Worker] = {}
         pending = len(jobs)
         while pending:
+            # A second job queued behind a worker's current one only while there are more jobs
+            # than workers: the last ones go to whichever worker is free first.
+            queued = QUEUED_PER_WORKER if len(todo) > self.alive() else 1
             for w in self.workers:
-                while w.alive and todo and w.running is not None and len(w.running) < QUEUED_PER_WORKER:
+                while w.alive and todo and w.running is not None and len(w.running) < queued:
                     i = todo.popleft()
                     assert w.outbox is not None
                     w.outbox += _JOB.pack(len(jobs[i])) + jobs[i]

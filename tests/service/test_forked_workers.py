@@ -137,3 +137,24 @@ def test_killed_forked_workers_hosts_are_converted_again(pod: Path, tmp_path: Pa
         assert (pool._pool is not None) == (killed == 2)
     finally:
         pool.close(wait=True)
+
+
+def test_an_unreadable_host_on_forked_workers_is_reported_not_fatal(pod: Path, tmp_path: Path) -> None:
+    """A host whose file is not an XSpace profile, converted by a forked worker, is one of the
+    summary's unreadable hosts; the others are summarised."""
+    import shutil
+
+    broken = tmp_path / "pod"
+    shutil.copytree(pod, broken)
+    bad = next(broken.rglob("host0001.xplane.pb"))
+    bad.write_bytes(b"\x0a\xff\xff")
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        pool._start_forked(HEADLINE_PARTS)
+        profiles = Profiles(broken, cache_dir=tmp_path / "c", executor=pool)
+        out = summary(profiles, next(iter(profiles.index.runs().values())), parts=HEADLINE_PARTS)
+    finally:
+        pool.close(wait=False)
+    assert out["host_count"] == HOSTS - 1
+    assert [e["host"] for e in out["host_errors"]] == ["host0001"]
+    assert "not a readable XSpace profile" in out["host_errors"][0]["error"]

@@ -60,8 +60,11 @@ def test_every_job_answered_once_by_several_workers() -> None:
         assert len(answers) == 20 and all(answers[i].startswith(jobs[i] + b"@") for i in range(20))
         # Jobs were spread over more than one worker (each takes two at once, 20 jobs for 3).
         assert len({a.split(b"@")[1] for a in answers.values()}) > 1
-        # A second run on the same workers.
-        assert dict(workers.run([b"again"]))[0].startswith(b"again@")  # type: ignore[union-attr]
+        # A second run on the same workers, with jobs larger than a pipe holds (written as the
+        # worker reads them) and answers as large.
+        big = [bytes([65 + i]) * (3 << 20) for i in range(3)]
+        again = dict(workers.run(big))
+        assert [again[i][:len(big[i]) + 1] for i in range(3)] == [b + b"@" for b in big]  # type: ignore[index]
     finally:
         workers.close(wait=True)
     assert _open_fds() <= before

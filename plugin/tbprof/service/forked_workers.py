@@ -75,6 +75,7 @@ class _Worker:
     answers_fd: int  # the read end of its answer pipe (non-blocking)
     ready: bool = False
     alive: bool = True
+    writing: bool = False  # its job pipe is polled for room (its outbox holds what it did not take)
     inbox: bytearray | None = None
     outbox: bytearray | None = None
     running: deque[int] | None = None  # the indices of the jobs handed to it, oldest first
@@ -88,6 +89,10 @@ class ForkedWorkers:
 
     def __init__(self, count: int, work: Callable[[bytes], bytes], preload: Callable[[], None]) -> None:
         self.workers: list[_Worker] = []
+        # One poll set for the command's side: every live worker's answers, and its jobs while
+        # its outbox holds bytes its pipe did not take.
+        self._poller = select.poll()
+        self._by_fd: dict[int, _Worker] = {}
         gate_read, gate_write = os.pipe()
         ours: list[int] = [gate_write]  # every descriptor a later worker must not keep
         try:
@@ -107,6 +112,8 @@ class ForkedWorkers:
                 ours += [jobs_write, answers_read]
                 self.workers.append(_Worker(pid, jobs_write, answers_read, inbox=bytearray(),
                                             outbox=bytearray(), running=deque()))
+                self._poller.register(answers_read, select.POLLIN)
+                self._by_fd[answers_read] = self._by_fd[jobs_write] = self.workers[-1]
         except BaseException:
             self.close(wait=False)
             raise
@@ -176,32 +183,29 @@ class ForkedWorkers:
 
     def _flush(self, w: _Worker) -> None:
         """Writes what the worker's outbox holds, as much as its pipe takes now."""
-        if not w.alive or not w.outbox:
+        if not w.alive or w.outbox is None:
             return
-        try:
-            sent = os.write(w.jobs_fd, w.outbox)
-        except BlockingIOError:
-            return
-        except OSError:  # the worker has gone (EPIPE): its answer pipe says so
-            w.outbox.clear()
-            return
-        del w.outbox[:sent]
+        if w.outbox:
+            try:
+                del w.outbox[:os.write(w.jobs_fd, w.outbox)]
+            except BlockingIOError:
+                pass
+            except OSError:  # the worker has gone (EPIPE): its answer pipe says so
+                w.outbox.clear()
+        if w.outbox and not w.writing:
+            self._poller.register(w.jobs_fd, select.POLLOUT)
+            w.writing = True
+        elif w.writing and not w.outbox:
+            self._poller.unregister(w.jobs_fd)
+            w.writing = False
 
     def _events(self, timeout_s: float | None) -> Iterator[tuple[_Worker, int | None, bytes]]:
         """Waits for the workers' pipes (at most ``timeout_s``), writes what their outboxes hold
         and yields each whole answer read: (worker, tag, payload); tag None: the worker died."""
-        poller = select.poll()
-        by_fd: dict[int, _Worker] = {}
-        for w in self.workers:
-            if w.alive:
-                poller.register(w.answers_fd, select.POLLIN)
-                if w.outbox:
-                    poller.register(w.jobs_fd, select.POLLOUT)
-                by_fd[w.answers_fd] = by_fd[w.jobs_fd] = w
-        if not by_fd:
+        if not any(w.alive for w in self.workers):
             return
-        for fd, _ in poller.poll(None if timeout_s is None else max(0, int(timeout_s * 1000))):
-            w = by_fd[fd]
+        for fd, _ in self._poller.poll(None if timeout_s is None else max(0, int(timeout_s * 1000))):
+            w = self._by_fd[fd]
             if not w.alive:  # found dead through its other descriptor in this same poll
                 continue
             if fd == w.jobs_fd:
@@ -240,6 +244,10 @@ class ForkedWorkers:
     def _lost(self, w: _Worker) -> None:
         """A worker that died or broke its pipe: ended (if it still runs) and reaped."""
         w.alive = False
+        self._poller.unregister(w.answers_fd)  # before the numbers can name other files
+        if w.writing:
+            self._poller.unregister(w.jobs_fd)
+            w.writing = False
         for fd in (w.jobs_fd, w.answers_fd):
             try:
                 os.close(fd)
@@ -265,6 +273,7 @@ class ForkedWorkers:
         for w in self.workers:
             _reap(w.pid)
         self.workers = []
+        self._poller, self._by_fd = select.poll(), {}
 
 
 def _end(pid: int, wait: bool) -> None:

@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded,
                       "start_s": forked - started}
+        # Forked workers: when the last was ready and the first batch handed out, since the start.
+        for name, at in (("ready_at_s", getattr(executor, "ready_at", None)),
+                         ("handed_at_s", getattr(executor, "handed_at", None))):
+            if at is not None:
+                after_list[name] = at - started
         # A pod summarised from its partials: the headline over them is the combine phase.
         combined = {"combine_s": summarised - viewed} if views.partials else {}
         print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
@@ -78,7 +83,10 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
 
     The summary total splits into the analyses' imports (while the stores convert on a thread),
     the wait for the conversion beyond them (a pod's: for its partials), and the analyses once
-    the stores are there: on one host the last two are the serial part. ``serial`` is the
+    the stores are there: on one host the last two are the serial part. Workers forked from the
+    command say when the last of them was ready and when the first batch was handed out (the
+    later of the two is where the conversion could start: the workers' preload or the
+    command's listing and lookup is the critical path). ``serial`` is the
     command's wall time but the wait for the workers (what more cores cannot shorten; the
     imports run during the wait, so they count only where they outlast it)."""
     def f(x: Any) -> str:
@@ -87,7 +95,10 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
     worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
                        for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
                        if summed.get(name))
-    return (f"tbprof timings (s): import + list {f(list_s)} (starting workers {f(phases.get('start_s', 0))}), "
+    forked = (f"; last worker ready at {f(phases['ready_at_s'])}, first batch handed out at "
+              f"{f(phases['handed_at_s'])} after the start" if "ready_at_s" in phases and "handed_at_s" in phases
+              else "")
+    return (f"tbprof timings (s): import + list {f(list_s)} (starting workers {f(phases.get('start_s', 0))}{forked}), "
             f"lookup {f(phases.get('lookup_s', 0))}, "
             f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "

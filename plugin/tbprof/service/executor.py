@@ -479,6 +479,10 @@ class ProcessPool:
         self._started: list[Future[bool]] = []
         self._starting: threading.Thread | None = None  # start_early's
         self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
+        # Forked workers (``--timings``): when the last was ready and when the first batch was
+        # handed out (``time.perf_counter``), so the critical path shows: workers or command.
+        self.ready_at: float | None = None
+        self.handed_at: float | None = None
         self._closed = False
 
     @property
@@ -614,6 +618,8 @@ class ProcessPool:
                 yield _failed(todo[i], f"the worker converting this file failed: {answer.error}")
             else:
                 yield _opened_or_failed({"frame": answer}, todo[i], "a worker's answer is refused: ")
+        if attempt == 0:
+            self.ready_at, self.handed_at = forked.ready_at(), forked.handed_at
         return broken
 
     def _run_pooled(self, todo: list[list[HostTask]],

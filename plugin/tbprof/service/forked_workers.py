@@ -33,6 +33,9 @@ from dataclasses import dataclass
 
 _JOB = struct.Struct("<Q")  # a job's length
 _ANSWER = struct.Struct("<BQ")  # an answer's tag and length
+# READY's payload: when the worker was ready, on the clock every process of the machine shares
+# (``time.perf_counter``: CLOCK_MONOTONIC on Linux), for ``--timings``.
+_CLOCK = struct.Struct("<d")
 READY, ANSWER, FAILED = 1, 2, 3
 # A length beyond any answer a worker sends (a batch's frame): a damaged pipe, not a message.
 MAX_MESSAGE_BYTES = 1 << 36
@@ -73,7 +76,7 @@ class _Worker:
     pid: int
     jobs_fd: int  # the write end of its job pipe (non-blocking)
     answers_fd: int  # the read end of its answer pipe (non-blocking)
-    ready: bool = False
+    ready_at: float | None = None  # its READY's clock reading
     alive: bool = True
     writing: bool = False  # its job pipe is polled for room (its outbox holds what it did not take)
     inbox: bytearray | None = None
@@ -93,6 +96,7 @@ class ForkedWorkers:
         # its outbox holds bytes its pipe did not take.
         self._poller = select.poll()
         self._by_fd: dict[int, _Worker] = {}
+        self.handed_at: float | None = None  # when the last ``run`` handed out its first jobs
         gate_read, gate_write = os.pipe()
         ours: list[int] = [gate_write]  # every descriptor a later worker must not keep
         try:
@@ -121,6 +125,12 @@ class ForkedWorkers:
             os.close(gate_read)
             os.close(gate_write)  # the workers start their preload
 
+    def ready_at(self) -> float | None:
+        """When the last of the workers was ready (``time.perf_counter``), as far as their
+        answers read so far say; None before every live worker has said so."""
+        times = [w.ready_at for w in self.workers if w.alive]
+        return None if not times or None in times else max(t for t in times if t is not None)
+
     @property
     def pids(self) -> list[int]:
         return [w.pid for w in self.workers]
@@ -132,7 +142,7 @@ class ForkedWorkers:
     def wait_ready(self, timeout_s: float = 120.0) -> bool:
         """Waits until every live worker has preloaded (benchmarks, tests); whether they have."""
         deadline = time.monotonic() + timeout_s
-        while any(w.alive and not w.ready for w in self.workers):
+        while any(w.alive and w.ready_at is None for w in self.workers):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -147,6 +157,7 @@ class ForkedWorkers:
         back as ``DIED``. Not thread-safe: one ``run`` at a time."""
         todo = deque(range(len(jobs)))
         owner: dict[int, _Worker] = {}
+        self.handed_at = time.perf_counter()
         pending = len(jobs)
         while pending:
             # A second job queued behind a worker's current one only while there are more jobs
@@ -238,7 +249,7 @@ class ForkedWorkers:
             payload = bytes(w.inbox[_ANSWER.size:end])
             del w.inbox[:end]
             if tag == READY:
-                w.ready = True
+                w.ready_at = _CLOCK.unpack(payload)[0] if len(payload) == _CLOCK.size else time.perf_counter()
             yield w, tag, payload
 
     def _lost(self, w: _Worker) -> None:
@@ -320,7 +331,7 @@ def _serve(gate: int, jobs: int, answers: int, work: Callable[[bytes], bytes], p
         os.read(gate, 1)  # b"" once the command has forked every worker
         os.close(gate)
         preload()
-        _write_all(answers, _ANSWER.pack(READY, 0))
+        _write_all(answers, _ANSWER.pack(READY, _CLOCK.size) + _CLOCK.pack(time.perf_counter()))
         while True:
             head = _read_exact(jobs, _JOB.size)
             if head is None:

@@ -203,7 +203,7 @@ def cold(hosts: int, repeat: int, unshared: bool) -> None:
             try:
                 worker.wait_ready()
                 ((_, answer),) = list(worker.run([b""]))
-                assert isinstance(answer, bytes), answer
+                assert isinstance(answer, bytearray), answer
                 runs.append(json.loads(answer))
             finally:
                 worker.close()

@@ -156,7 +156,7 @@ def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
     from tbprof.analyses.partial_batches import decode_batch
 
     started = time.perf_counter()
-    if not isinstance(answer, dict) or not isinstance(answer.get("frame"), bytes):
+    if not isinstance(answer, dict) or not isinstance(answer.get("frame"), (bytes, bytearray)):
         raise ValueError("the answer is not a batch's frame")
     got = decode_batch(answer["frame"], [t.host for t in batch])
     return {"results": got.results, "parts": got.parts, "combined": got.combined,

@@ -79,7 +79,10 @@ class _Worker:
     ready_at: float | None = None  # its READY's clock reading
     alive: bool = True
     writing: bool = False  # its job pipe is polled for room (its outbox holds what it did not take)
-    inbox: bytearray | None = None
+    inbox: bytearray | None = None  # the header of the answer being read
+    tag: int = 0  # the answer's tag, once its header is read
+    body: bytearray | None = None  # its payload, as far as read (``body_at``)
+    body_at: int = 0
     outbox: bytearray | None = None
     running: deque[int] | None = None  # the indices of the jobs handed to it, oldest first
 
@@ -150,11 +153,12 @@ class ForkedWorkers:
                 pass
         return True
 
-    def run(self, jobs: Sequence[bytes]) -> Iterator[tuple[int, bytes | Failed | Died]]:
+    def run(self, jobs: Sequence[bytes]) -> Iterator[tuple[int, bytearray | Failed | Died]]:
         """Hands the jobs to the workers in order (each its next as it answers) and yields
-        ``(job index, answer)`` as answers arrive: the work's bytes, ``Failed`` or ``DIED`` (its
-        worker died; every job it held comes back so). Jobs left when every worker has died come
-        back as ``DIED``. Not thread-safe: one ``run`` at a time."""
+        ``(job index, answer)`` as answers arrive: the work's bytes (a bytearray, read in
+        place), ``Failed`` or ``DIED`` (its worker died; every job it held comes back so). Jobs
+        left when every worker has died come back as ``DIED``. Not thread-safe: one ``run`` at
+        a time."""
         todo = deque(range(len(jobs)))
         owner: dict[int, _Worker] = {}
         self.handed_at = time.perf_counter()
@@ -210,7 +214,7 @@ class ForkedWorkers:
             self._poller.unregister(w.jobs_fd)
             w.writing = False
 
-    def _events(self, timeout_s: float | None) -> Iterator[tuple[_Worker, int | None, bytes]]:
+    def _events(self, timeout_s: float | None) -> Iterator[tuple[_Worker, int | None, bytearray]]:
         """Waits for the workers' pipes (at most ``timeout_s``), writes what their outboxes hold
         and yields each whole answer read: (worker, tag, payload); tag None: the worker died."""
         if not any(w.alive for w in self.workers):
@@ -224,33 +228,42 @@ class ForkedWorkers:
                 continue
             yield from self._read(w)
 
-    def _read(self, w: _Worker) -> Iterator[tuple[_Worker, int | None, bytes]]:
+    def _read(self, w: _Worker) -> Iterator[tuple[_Worker, int | None, bytearray]]:
+        """Reads what the worker's answer pipe holds now: a message's header into ``inbox``, then
+        its payload straight into a buffer of its length (no copy beyond the kernel's: a pod's
+        answers are megabytes); yields each message completed."""
         assert w.inbox is not None
-        try:
-            chunk = os.read(w.answers_fd, READ_CHUNK_BYTES)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._lost(w)
-            yield w, None, b""
-            return
-        w.inbox += chunk
-        while len(w.inbox) >= _ANSWER.size:
-            tag, length = _ANSWER.unpack_from(w.inbox)
-            if tag not in (READY, ANSWER, FAILED) or length > MAX_MESSAGE_BYTES:
+        while True:
+            try:
+                if w.body is None:
+                    chunk = os.read(w.answers_fd, _ANSWER.size - len(w.inbox))
+                    got = len(chunk)
+                    w.inbox += chunk
+                else:
+                    got = os.readv(w.answers_fd, [memoryview(w.body)[w.body_at:]])
+                    w.body_at += got
+            except BlockingIOError:
+                return
+            except OSError:
+                got = 0
+            if got == 0:
                 self._lost(w)
-                yield w, None, b""
+                yield w, None, bytearray()
                 return
-            end = _ANSWER.size + length
-            if len(w.inbox) < end:
-                return
-            payload = bytes(w.inbox[_ANSWER.size:end])
-            del w.inbox[:end]
-            if tag == READY:
-                w.ready_at = _CLOCK.unpack(payload)[0] if len(payload) == _CLOCK.size else time.perf_counter()
-            yield w, tag, payload
+            if w.body is None and len(w.inbox) == _ANSWER.size:
+                tag, length = _ANSWER.unpack_from(w.inbox)
+                if tag not in (READY, ANSWER, FAILED) or length > MAX_MESSAGE_BYTES:
+                    self._lost(w)
+                    yield w, None, bytearray()
+                    return
+                w.tag, w.body, w.body_at = tag, bytearray(length), 0
+            if w.body is not None and w.body_at == len(w.body):
+                tag, payload = w.tag, w.body
+                w.inbox.clear()
+                w.body = None
+                if tag == READY:
+                    w.ready_at = _CLOCK.unpack(payload)[0] if len(payload) == _CLOCK.size else time.perf_counter()
+                yield w, tag, payload
 
     def _lost(self, w: _Worker) -> None:
         """A worker that died or broke its pipe: ended (if it still runs) and reaped."""

@@ -161,3 +161,34 @@ def test_an_unreadable_host_on_forked_workers_is_reported_not_fatal(pod: Path, t
     assert out["host_count"] == HOSTS - 1
     assert [e["host"] for e in out["host_errors"]] == ["host0001"]
     assert "not a readable XSpace profile" in out["host_errors"][0]["error"]
+
+
+def test_a_fork_that_fails_leaves_no_worker_and_the_pool_starts_when_needed(
+        pod: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No process left to fork (EAGAIN) after the first worker: the one forked is ended, the
+    command goes on, and its hosts convert on a pool started when they are needed."""
+    real_fork = os.fork
+    forks: list[int] = []
+
+    def fork_once() -> int:
+        if forks:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    plugin = str(Path(__file__).resolve().parents[2] / "plugin")
+    monkeypatch.setenv("PYTHONPATH", plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))  # the fork server's
+    monkeypatch.setattr(os, "fork", fork_once)
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        pool._start_forked(HEADLINE_PARTS)
+        assert pool._forked is None and len(forks) == 1
+        with pytest.raises(ChildProcessError):
+            os.waitpid(forks[0], os.WNOHANG)  # ended and reaped
+        monkeypatch.setattr(os, "fork", real_fork)
+        reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+        assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
+    finally:
+        pool.close(wait=True)

@@ -530,8 +530,11 @@ class ProcessPool:
         with self._pool_lock:
             if self._pool is not None or self._forked is not None:
                 return
-            self._forked = ForkedWorkers(self.workers, _convert_batch_bytes,
-                                         functools.partial(_preload_worker, parts))
+            try:
+                self._forked = ForkedWorkers(self.workers, _convert_batch_bytes,
+                                             functools.partial(_preload_worker, parts))
+            except OSError as e:  # no process or pipe left (EAGAIN, EMFILE): the pool starts on demand
+                log.warning("tbprof: could not fork the workers now (%s); they start when needed", e)
 
     def start(self) -> None:
         """Starts the workers now (they import in the background while the caller lists the
@@ -556,7 +559,7 @@ class ProcessPool:
             # (More workers than cores would each import on a shared core: the fork server
             # imports once.)
             self._start_forked(parts)
-            return True
+            return self._forked is not None
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
         self._starting.start()
         return True

@@ -182,3 +182,18 @@ def test_summary_timings_say_when_forked_workers_were_ready() -> None:
     assert ("(starting workers 0.050; last worker ready at 0.180, first batch handed out at 0.125 after the "
             "start)") in line
     assert "ready at" not in timings_line(0.1, 0.4, 0.001, {"start_s": 0.05}, {})
+
+
+def test_summary_leaves_the_garbage_collector_as_it_found_it(capsys: pytest.CaptureFixture[str],
+                                                              profiles_root: Path, cache_dir: Path) -> None:
+    """The command imports with the collector off and freezes what it imported; a caller that
+    goes on (this test) finds it on again and nothing frozen, after an answer and after an error."""
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, out, _ = _run(capsys, "summary", str(profiles_root / "jax_2hosts"), "--json", "--cache-dir", str(cache_dir))
+    assert code == 0 and json.loads(out)["host_count"] == 2
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, _, _ = _run(capsys, "summary", str(profiles_root / "no_such_run"), "--cache-dir", str(cache_dir))
+    assert code != 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0

@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     # A pod's workers start now, importing what the headline's parts need while this process
     # imports and lists (a small pod's don't); forked before the listing's thread starts (a fork
     # copies only the calling thread).
-    executor.start_early(args.path, HEADLINE_PARTS)
+    workers_started = executor.start_early(args.path, HEADLINE_PARTS)
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
@@ -50,11 +50,14 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     listed = time.perf_counter()
     # A pod's workers compute only what the headline reads of each host.
     loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)
-    # Imported while the stores convert (see load_in_background): the analyses behind the summary,
-    # and numpy.ma, which numpy (2.x) imports on np.unique's first call (the step table's), ~10-25 ms.
-    import numpy.ma  # noqa: F401
-
+    # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import of_hosts
+
+    if workers_started:
+        # And numpy.ma, which numpy (2.x) imports on np.unique's first call (the step table's,
+        # after the last batch: ~10-25 ms), while this process waits for its workers (not while
+        # it converts a small pod itself: the import would hold the lock the conversion needs).
+        import numpy.ma  # noqa: F401
 
     gc.freeze()
     if collecting:

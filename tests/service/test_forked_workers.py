@@ -41,6 +41,19 @@ def _echo(job: bytes) -> bytes:
         os.kill(os.getpid(), signal.SIGKILL)
     if job == b"slow":
         time.sleep(0.2)
+    if job == b"garble" or job.startswith(b"half"):  # its answer: a header that is none, or half an answer
+        from tbprof.service import forked_workers
+
+        real = forked_workers._write_all
+
+        def damaged(fd: int, data: bytes) -> None:
+            if job == b"garble":
+                real(fd, b"\x09" + data[1:])
+            else:
+                real(fd, data[:len(data) // 2])
+                os._exit(0)
+
+        forked_workers._write_all = damaged
     return job + b"@" + str(os.getpid()).encode()
 
 
@@ -81,6 +94,16 @@ def test_a_raising_job_and_a_dying_worker_are_clean_answers() -> None:
         assert all(isinstance(got[i], bytearray) or got[i] is DIED for i in range(3, 7))
         assert isinstance(got[0], bytearray)
         assert workers.alive() == 1
+        # A worker whose answer's header is none, or that leaves in the middle of an answer: its
+        # job comes back DIED (the first worker ended by the command).
+        assert dict(workers.run([b"garble"])) == {0: DIED}
+        assert workers.alive() == 0
+    finally:
+        workers.close(wait=False)
+    workers = ForkedWorkers(2, _echo, _nothing)
+    try:
+        got = dict(workers.run([b"half" + b"." * 200_000, b"slow"]))
+        assert got[0] is DIED and isinstance(got[1], bytearray) and workers.alive() == 1
         # Every worker dead: what is left comes back DIED, at once.
         workers.run([b"die"]).__next__()
         assert workers.alive() == 0

@@ -215,3 +215,34 @@ def test_a_fork_that_fails_leaves_no_worker_and_the_pool_starts_when_needed(
         assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
     finally:
         pool.close(wait=True)
+
+
+def test_released_workers_leave_and_a_later_conversion_still_answers(pod: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``release`` (a command that has its hosts' answers) lets the forked workers leave while it
+    derives: they exit on their own; a conversion after that runs on the fork server's pool and
+    answers as in-process."""
+    plugin = str(Path(__file__).resolve().parents[2] / "plugin")
+    monkeypatch.setenv("PYTHONPATH", plugin + os.pathsep + os.environ.get("PYTHONPATH", ""))  # the fork server's
+    reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
+    pool = ProcessPool(2, min_pool_bytes=1)
+    try:
+        pool._start_forked(HEADLINE_PARTS)
+        assert pool._forked is not None
+        forked = pool._forked
+        pids = forked.pids
+        first = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+        run = next(iter(first.index.runs().values()))
+        assert first.views(run, list(run.hosts), parts=HEADLINE_PARTS).partials
+        pool.release()
+        assert forked.alive() == 0
+        for pid in pids:  # each leaves by itself (its pipes closed), nothing sent to it
+            deadline = time.monotonic() + 60
+            while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                assert time.monotonic() < deadline, "a released worker did not leave"
+                time.sleep(0.01)
+        again = Profiles(pod, cache_dir=tmp_path / "c3", executor=pool)
+        assert _answers(again) == _answers(reference)
+        assert pool._pool is not None  # the fork server's
+    finally:
+        pool.close(wait=True)

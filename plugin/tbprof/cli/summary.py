@@ -65,6 +65,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     imported = time.perf_counter()
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
+    executor.release()  # a pod's workers leave while the summary derives, not after it
     loaded = time.perf_counter()
     views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
     viewed = time.perf_counter()

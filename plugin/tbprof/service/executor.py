@@ -276,6 +276,11 @@ class Executor(Protocol):
 
     def start(self) -> None: ...
 
+    def release(self) -> None:
+        """No more work is coming (a one-shot command that has its hosts' answers): workers
+        forked for it may leave now, while the command derives its answer, rather than after."""
+        ...
+
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         """Starts the workers in the background when ``logdir`` holds a pod worth them (a
         one-shot command, before it imports and lists); whether it did. ``parts``: what the
@@ -321,6 +326,9 @@ class InProcess:
         return True
 
     def start(self) -> None:
+        pass
+
+    def release(self) -> None:
         pass
 
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
@@ -552,6 +560,14 @@ class ProcessPool:
         logdir), so the first conversion does not wait for their start."""
         pool = self._get_pool()
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
+
+    def release(self) -> None:
+        """Lets workers forked from this process leave (their job pipes closed: each exits once
+        idle), so that the system takes their memory down while the command derives its answer;
+        ``close`` then finds them gone. A later conversion runs on the fork server's pool."""
+        with self._pool_lock:
+            if self._forked is not None:
+                self._forked.release()
 
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         """Starts the workers when ``logdir`` is a local folder with a run of at least
@@ -796,6 +812,9 @@ class DaskExecutor:
         return False
 
     def start(self) -> None:
+        pass
+
+    def release(self) -> None:
         pass
 
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:

@@ -78,6 +78,7 @@ class _Worker:
     answers_fd: int  # the read end of its answer pipe (non-blocking)
     ready_at: float | None = None  # its READY's clock reading
     alive: bool = True
+    reaped: bool = False
     writing: bool = False  # its job pipe is polled for room (its outbox holds what it did not take)
     inbox: bytearray | None = None  # the header of the answer being read
     tag: int = 0  # the answer's tag, once its header is read
@@ -267,8 +268,22 @@ class ForkedWorkers:
 
     def _lost(self, w: _Worker) -> None:
         """A worker that died or broke its pipe: ended (if it still runs) and reaped."""
+        self._forget(w)
+        _end(w.pid, wait=True)
+        w.reaped = True  # (its pid may name another process from now on)
+
+    def release(self) -> None:
+        """Closes every live worker's pipes: each leaves once it has read to their end (its
+        current job done), without waiting here (``close`` reaps them). No job is run after."""
+        for w in self.workers:
+            if w.alive:
+                self._forget(w)
+
+    def _forget(self, w: _Worker) -> None:
+        """A worker no longer spoken to: out of the poll set (before its descriptors' numbers
+        can name other files), its pipes closed."""
         w.alive = False
-        self._poller.unregister(w.answers_fd)  # before the numbers can name other files
+        self._poller.unregister(w.answers_fd)
         if w.writing:
             self._poller.unregister(w.jobs_fd)
             w.writing = False
@@ -277,25 +292,19 @@ class ForkedWorkers:
                 os.close(fd)
             except OSError:
                 pass
-        _end(w.pid, wait=True)
 
     def close(self, wait: bool = True) -> None:
         """Ends the workers: ``wait``: each leaves once its job pipe closes (its current job
         done); else (a command that has its answer) at once, by SIGTERM. They hold nothing
         unwritten: every cache file is written to a temporary name and renamed."""
         for w in self.workers:
-            if not w.alive:
-                continue
-            w.alive = False
-            for fd in (w.jobs_fd, w.answers_fd):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            if not wait:
+            if w.alive:
+                self._forget(w)
+            if not wait and not w.reaped:  # (a released worker too: it may be in a job still)
                 _end(w.pid, wait=False)
         for w in self.workers:
-            _reap(w.pid)
+            if not w.reaped:
+                _reap(w.pid)
         self.workers = []
         self._poller, self._by_fd = select.poll(), {}
 

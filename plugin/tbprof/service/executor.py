@@ -388,10 +388,10 @@ def _preload_worker(parts: frozenset[str] | None = None) -> None:
 
     The collector is off while it imports (a module's objects live as long as the worker: the
     ~23 collections an import of ~140 modules ran freed a few objects, for ~4 ms of every
-    worker's start, bench/measurements.md#services);
-    then the objects imported (and those inherited from the command) are frozen out of it: a full
-    collection would walk them all again every few hosts (copying the pages it writes, which the
-    worker shares with the command)."""
+    worker's start, bench/measurements.md#services); then the objects imported (and those
+    inherited from the command) are frozen out of it: a full collection would walk them all
+    again every few hosts (copying the pages it writes, which the worker shares with the
+    command)."""
     import gc
 
     gc.disable()

@@ -426,9 +426,11 @@ def _batch_bytes(batch: Sequence[HostTask]) -> bytes:
     """A batch's tasks as a forked worker's job (``_convert_batch_bytes``): JSON of their fields
     (strings, numbers, booleans, the parts as a sorted list), never a pickle."""
     import json
+    from dataclasses import fields
 
-    return json.dumps([{**t.__dict__, "parts": None if t.parts is None else sorted(t.parts)} for t in batch],
-                      separators=(",", ":")).encode()
+    names = [f.name for f in fields(HostTask)]
+    return json.dumps([{**{n: getattr(t, n) for n in names}, "parts": None if t.parts is None else sorted(t.parts)}
+                       for t in batch], separators=(",", ":")).encode()
 
 
 def _batch_from_bytes(job: bytes) -> list[HostTask]:

@@ -4,7 +4,7 @@ command's calls timed by thread CPU (``time.thread_time``: independent of the ma
 unlike wall time) and the whole command's CPU (``getrusage(RUSAGE_SELF)``), variants alternating.
 
     python bench/pod_parent_cpu.py [--hosts 256 1024] [--workers 16 2] [--repeat 3]
-                                   [--variant LABEL=PYTHONPATH ...] [--forked-as-on W-core]
+                                   [--variant LABEL=PYTHONPATH ...] [--tmp DIR]
 
 Pods are byte copies of jax_2hosts' two real hosts (bench/make_pod.py). The workers are forked
 from the command as on a machine of ``--workers`` cores or more (the command forks them only up

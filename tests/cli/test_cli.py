@@ -170,3 +170,30 @@ def test_show_and_csv_take_the_workers(capsys: pytest.CaptureFixture[str], profi
                       "--cache-dir", str(cache_dir))
     assert code == 0
     assert len(seen) == 1 and isinstance(seen[0], ProcessPool) and seen[0].workers == 3
+
+
+def test_summary_timings_say_when_forked_workers_were_ready() -> None:
+    """A pod's forked workers: the line says when the last was ready and when the first batch
+    was handed out (the later is where conversion could start); other pods' lines do not."""
+    from tbprof.cli.summary import timings_line
+
+    phases = {"start_s": 0.05, "wait_s": 0.2, "ready_at_s": 0.18, "handed_at_s": 0.125}
+    line = timings_line(0.1, 0.4, 0.001, phases, {})
+    assert ("(starting workers 0.050; last worker ready at 0.180, first batch handed out at 0.125 after the "
+            "start)") in line
+    assert "ready at" not in timings_line(0.1, 0.4, 0.001, {"start_s": 0.05}, {})
+
+
+def test_summary_leaves_the_garbage_collector_as_it_found_it(capsys: pytest.CaptureFixture[str],
+                                                              profiles_root: Path, cache_dir: Path) -> None:
+    """The command imports with the collector off and freezes what it imported; a caller that
+    goes on (this test) finds it on again and nothing frozen, after an answer and after an error."""
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, out, _ = _run(capsys, "summary", str(profiles_root / "jax_2hosts"), "--json", "--cache-dir", str(cache_dir))
+    assert code == 0 and json.loads(out)["host_count"] == 2
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, _, _ = _run(capsys, "summary", str(profiles_root / "no_such_run"), "--cache-dir", str(cache_dir))
+    assert code != 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0

@@ -309,19 +309,29 @@ def test_start_early_only_for_a_pod_worth_a_pool(pod: Path, tmp_path: Path) -> N
     assert pool._pool is None and not any(p.is_alive() for p in procs)
 
 
-def test_the_fork_server_preloads_what_a_conversion_imports(pod: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("parts", [None, "HEADLINE_PARTS"])
+def test_the_fork_server_preloads_what_a_conversion_imports(pod: Path, tmp_path: Path, parts: str | None) -> None:
     """A worker forked after WORKER_PRELOAD (and the tools) imports no tbprof module while it
     converts a host for its partial: each import there would be paid again by every worker.
-    (The fork server skips a preload that fails to import, so each must also import.)"""
+    (The fork server skips a preload that fails to import, so each must also import.) A
+    command's worker preloaded for the headline's parts (``_preload_worker``: no tool module, as
+    ``tbprof summary`` forks them) imports none either while it converts for those parts."""
     host = next(pod.rglob("*.xplane.pb"))
     code = f"""
 import importlib, sys
-from tbprof.service.executor import WORKER_PRELOAD, HostTask, convert_batch, open_batch
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
+from tbprof.service.executor import WORKER_PRELOAD, HostTask, _preload_worker, convert_batch, open_batch
 from tbprof.service.tools import TOOL_MODULES
-for m in WORKER_PRELOAD + list(TOOL_MODULES):
-    importlib.import_module(m)
+parts = {parts or "None"}
+if parts is None:
+    for m in WORKER_PRELOAD + list(TOOL_MODULES):
+        importlib.import_module(m)
+else:
+    _preload_worker(parts)
+    # (Some tool modules are what a conversion imports anyway: the headline's op tables, the summary.)
+    assert sum(m not in sys.modules for m in TOOL_MODULES) >= len(TOOL_MODULES) // 2, "the tools were preloaded"
 before = set(sys.modules)
-batch = [HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False)]
+batch = [HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False, parts=parts)]
 out = convert_batch(batch)
 imported = sorted(m for m in set(sys.modules) - before if m.startswith("tbprof"))
 assert open_batch(out, batch)["results"][0]["partial"] is not None
@@ -339,20 +349,28 @@ def _open_fds() -> set[int]:
 def test_forked_workers_freeze_their_imports_and_leave_no_descriptor(pod: Path, tmp_path: Path) -> None:
     """A command's forked workers (``start_early`` in a process with no other thread) wait for
     the last fork on a pipe, then preload and freeze what they imported out of the garbage
-    collector; the pipe is closed in the command once they are forked, and the answers are the
-    in-process ones. (Forked here directly: other tests of this process leave threads, with
+    collector; their pipes are closed in the command once they have ended, and the answers are
+    the in-process ones. (Forked here directly: other tests of this process leave threads, with
     which ``start_early`` would use the fork server.)"""
+    import functools
     import gc
 
+    from tbprof.service.executor import _preload_worker
+    from tbprof.service.forked_workers import ForkedWorkers
+
     before = _open_fds()
+    workers = ForkedWorkers(2, lambda job: str(gc.get_freeze_count()).encode(),
+                            functools.partial(_preload_worker, None))
+    try:
+        frozen = [int(answer) for _, answer in workers.run([b""] * 4)]  # type: ignore[arg-type]
+        assert len(frozen) == 4 and all(n > 0 for n in frozen), frozen
+    finally:
+        workers.close(wait=True)
     pool = ProcessPool(2, min_pool_bytes=1)
     try:
         pool._start_forked()
         assert pool.forked
         pool.wait_ready()
-        assert pool._pool is not None
-        frozen = [pool._pool.submit(gc.get_freeze_count).result() for _ in range(4)]
-        assert all(n > 0 for n in frozen), frozen
         reference = Profiles(pod, cache_dir=tmp_path / "c1", executor=InProcess())
         assert _answers(Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)) == _answers(reference)
     finally:

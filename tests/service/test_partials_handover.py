@@ -100,3 +100,25 @@ def test_at_most_max_handed_answers_wait(pod: Path, tmp_path: Path) -> None:
         assert profiles.partials.get(run, hosts[:n], parts=HEADLINE_PARTS, hand_over=True) is not None
     assert len(profiles.partials._handed) == HostPartials.MAX_HANDED
     assert (run.name, tuple(hosts), HEADLINE_PARTS) in profiles.partials._handed  # the latest kept
+
+
+def test_what_every_answer_reads_is_decoded_as_batches_arrive(pod: Path, tmp_path: Path) -> None:
+    """The device planes' stats and a batch's combined op tables are decoded as the batch
+    arrives (``keep_fresh``, ``keep_combined``), not on the headline's first read after the last
+    batch: each plane holds its unpacked stats, each combined table decodes once, and the
+    summary is the one of a fresh lookup."""
+    from tbprof.domain.planes import device_planes_of
+
+    reference = _summary_json(Profiles(pod, cache_dir=tmp_path / "ref", executor=InProcess()))
+    profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=InProcess(2))  # batches of 2: frames
+    run = next(iter(profiles.index.runs().values()))
+    got = profiles.partials.get(run, list(run.hosts), parts=HEADLINE_PARTS)
+    assert got is not None
+    parts, errors = got
+    assert not errors and len(parts) == 6
+    device = [p.planes[i] for p in parts for i in device_planes_of(p)]
+    assert device and all(plane._stats is not None for plane in device)
+    assert len(parts.segments) == 3  # three batches of two, each with its combined tables
+    for _, _, combined in parts.segments:
+        assert combined and all(decode() is decode() for decode in combined.values())
+    assert json.loads(to_json_bytes(of_hosts(run, parts, errors))) == json.loads(reference)

@@ -250,7 +250,7 @@ def _later_from_blob(blob: bytes) -> Callable[[Hashable], Callable[[], Any]]:
     return lambda key: lambda: full().carried(key)
 
 
-def decode_batch(frame: bytes, hosts: Sequence[str]) -> BatchAnswer:
+def decode_batch(frame: bytes | bytearray, hosts: Sequence[str]) -> BatchAnswer:
     """A worker's frame for the batch of ``hosts`` (in order). Raises ``FrameError`` (a
     ValueError) when the frame is damaged or answers for other hosts; a host's own blob is
     decoded here only when the frame could not carry it (``BLOB_ONLY``)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from typing import Any
@@ -20,11 +21,28 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command. Its imports (the service and the analyses: objects that live until it exits)
+    run with the garbage collector off, then are frozen out of it: the collections it ran during
+    them freed next to nothing, ~8 ms of a 256-host pod's command and ~25 ms at 1024 hosts (one
+    a full walk of every imported object; bench/measurements.md#services). Restored for a
+    caller that goes on (a test calling ``main``)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args, collecting)
+    finally:
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace, collecting: bool) -> int:
     started = time.perf_counter()
     executor = executor_from(args)
-    # A pod's workers start now, importing while this process imports and lists (a small pod's don't);
-    # forked before the listing's thread starts (a fork copies only the calling thread).
-    executor.start_early(args.path)
+    # A pod's workers start now, importing what the headline's parts need while this process
+    # imports and lists (a small pod's don't); forked before the listing's thread starts (a fork
+    # copies only the calling thread).
+    workers_started = executor.start_early(args.path, HEADLINE_PARTS)
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
@@ -35,9 +53,19 @@ def run(args: argparse.Namespace) -> int:
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import of_hosts
 
+    if workers_started:
+        # And numpy.ma, which numpy (2.x) imports on np.unique's first call (the step table's,
+        # after the last batch: ~10-25 ms), while this process waits for its workers (not while
+        # it converts a small pod itself: the import would hold the lock the conversion needs).
+        import numpy.ma  # noqa: F401
+
+    gc.freeze()
+    if collecting:
+        gc.enable()
     imported = time.perf_counter()
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
+    executor.release()  # a pod's workers leave while the summary derives, not after it
     loaded = time.perf_counter()
     views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
     viewed = time.perf_counter()
@@ -57,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         after_list = {"imports_s": imported - listed, "load_s": loaded - imported, "analyses_s": summarised - loaded,
                       "start_s": forked - started}
+        # Forked workers: when the last was ready and the first batch handed out, since the start.
+        for name, at in (("ready_at_s", getattr(executor, "ready_at", None)),
+                         ("handed_at_s", getattr(executor, "handed_at", None))):
+            if at is not None:
+                after_list[name] = at - started
         # A pod summarised from its partials: the headline over them is the combine phase.
         combined = {"combine_s": summarised - viewed} if views.partials else {}
         print(timings_line(listed - started, summarised - listed, time.perf_counter() - summarised,
@@ -74,7 +107,10 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
 
     The summary total splits into the analyses' imports (while the stores convert on a thread),
     the wait for the conversion beyond them (a pod's: for its partials), and the analyses once
-    the stores are there: on one host the last two are the serial part. ``serial`` is the
+    the stores are there: on one host the last two are the serial part. Workers forked from the
+    command say when the last of them was ready and when the first batch was handed out (the
+    later of the two is where the conversion could start: the workers' preload or the
+    command's listing and lookup is the critical path). ``serial`` is the
     command's wall time but the wait for the workers (what more cores cannot shorten; the
     imports run during the wait, so they count only where they outlast it)."""
     def f(x: Any) -> str:
@@ -83,7 +119,10 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
     worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
                        for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
                        if summed.get(name))
-    return (f"tbprof timings (s): import + list {f(list_s)} (starting workers {f(phases.get('start_s', 0))}), "
+    forked = (f"; last worker ready at {f(phases['ready_at_s'])}, first batch handed out at "
+              f"{f(phases['handed_at_s'])} after the start" if "ready_at_s" in phases and "handed_at_s" in phases
+              else "")
+    return (f"tbprof timings (s): import + list {f(list_s)} (starting workers {f(phases.get('start_s', 0))}{forked}), "
             f"lookup {f(phases.get('lookup_s', 0))}, "
             f"tasks {f(phases.get('tasks_s', 0))}, pool start + dispatch {f(phases.get('dispatch_s', 0))}, "
             f"waiting for workers {f(phases.get('wait_s', 0))}, decode {f(phases.get('keep_s', 0))}, "

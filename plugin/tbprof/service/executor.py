@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,6 +44,8 @@ from tbprof.service.dask_security import has_dask_tls_config, make_security, sec
 # The pool module (multiprocessing) loads only when a pool is made (bench/measurements.md#services).
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+
+    from tbprof.service.forked_workers import ForkedWorkers
 
 log = logging.getLogger("tbprof")
 
@@ -154,7 +156,7 @@ def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
     from tbprof.analyses.partial_batches import decode_batch
 
     started = time.perf_counter()
-    if not isinstance(answer, dict) or not isinstance(answer.get("frame"), bytes):
+    if not isinstance(answer, dict) or not isinstance(answer.get("frame"), (bytes, bytearray)):
         raise ValueError("the answer is not a batch's frame")
     got = decode_batch(answer["frame"], [t.host for t in batch])
     return {"results": got.results, "parts": got.parts, "combined": got.combined,
@@ -274,9 +276,16 @@ class Executor(Protocol):
 
     def start(self) -> None: ...
 
-    def start_early(self, logdir: str) -> bool:
+    def release(self) -> None:
+        """No more work is coming (a one-shot command that has its hosts' answers): workers
+        forked for it may leave now, while the command derives its answer, rather than after."""
+        ...
+
+    def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         """Starts the workers in the background when ``logdir`` holds a pod worth them (a
-        one-shot command, before it imports and lists); whether it did."""
+        one-shot command, before it imports and lists); whether it did. ``parts``: what the
+        command's hosts' partials hold (``HostTask.parts``; None: all), so that the workers
+        import only what computing those needs."""
         ...
 
     def close(self, wait: bool = True) -> None:
@@ -319,7 +328,10 @@ class InProcess:
     def start(self) -> None:
         pass
 
-    def start_early(self, logdir: str) -> bool:
+    def release(self) -> None:
+        pass
+
+    def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         return False
 
     def close(self, wait: bool = True) -> None:
@@ -365,46 +377,79 @@ def _worker_ready() -> bool:
     return True
 
 
-def _preload_worker(all_forked: int = -1) -> None:
-    """A forked worker's first act (``ProcessPool._start_forked``): it imports what the fork
-    server would have preloaded, each worker in parallel with the others and with the command. A
-    module that fails to import is skipped, as the fork server skips it (the task then says why).
+def _preload_worker(parts: frozenset[str] | None = None) -> None:
+    """A forked worker's first act (``ProcessPool._start_forked``, once every worker is forked):
+    it imports what the fork server would have preloaded, each worker in parallel with the
+    others and with the command. A module that fails to import is skipped, as the fork server
+    skips it (the task then says why). The tool modules only where the partials carry the tool
+    list (``parts``; None: all): a worker asks each tool whether its host has data for that
+    alone, and a command that reads less (``tbprof summary``) would have every worker import
+    them (~20 ms) before its first host (bench/measurements.md#services).
 
-    ``all_forked``: the read end of a pipe whose write end the command closes once it has forked
-    every worker; the worker waits for that before importing. A worker importing while the
-    command still forks takes the CPU and the memory locks the next forks need, so the command,
-    the serial part of a pod, forked its workers several times slower (a worker has nothing to
-    convert before the command has listed the logdir anyway). Then the objects imported (and those
-    inherited from the command) are frozen out of the garbage collector: they live as long as
-    the worker, and a full collection would walk them all again every few hosts (copying the
-    pages it writes, which the worker shares with the command)."""
+    The collector is off while it imports (a module's objects live as long as the worker: the
+    ~23 collections an import of ~140 modules ran freed a few objects, for ~4 ms of every
+    worker's start, bench/measurements.md#services); then the objects imported (and those
+    inherited from the command) are frozen out of it: a full collection would walk them all
+    again every few hosts (copying the pages it writes, which the worker shares with the
+    command)."""
     import gc
+
+    gc.disable()
+    try:
+        _import_preload(parts)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _import_preload(parts: frozenset[str] | None) -> None:
     import importlib
 
-    if all_forked >= 0:
-        try:
-            os.read(all_forked, 1)  # b"" once the command has closed the write end
-        except OSError:
-            pass
-        os.close(all_forked)
-
-    from tbprof.service.tools import TOOL_MODULES
-
-    for name in WORKER_PRELOAD + list(TOOL_MODULES):
+    for name in WORKER_PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:
             log.debug("tbprof: a worker could not preload %s", name, exc_info=True)
-    gc.freeze()
+    from tbprof.analyses.partials import TOOL_LIST
+
+    if parts is None or TOOL_LIST in parts:
+        from tbprof.service.tools import TOOL_MODULES
+
+        for name in TOOL_MODULES:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                log.debug("tbprof: a worker could not preload %s", name, exc_info=True)
 
 
-def _close_then_preload(all_forked: int, write_fd: int) -> None:
-    """A forked worker's initializer: drops its copy of the pipe's write end (the pipe reads
-    end-of-file only once no process holds one), then ``_preload_worker``. A pool of the fork
-    method forks all its workers at its first submit and none later, so both descriptors are
-    the pipe's."""
-    os.close(write_fd)
-    _preload_worker(all_forked)
+def _batch_bytes(batch: Sequence[HostTask]) -> bytes:
+    """A batch's tasks as a forked worker's job (``_convert_batch_bytes``): JSON of their fields
+    (strings, numbers, booleans, the parts as a sorted list), never a pickle."""
+    import json
+    from dataclasses import fields
+
+    names = [f.name for f in fields(HostTask)]
+    return json.dumps([{**{n: getattr(t, n) for n in names}, "parts": None if t.parts is None else sorted(t.parts)}
+                       for t in batch], separators=(",", ":")).encode()
+
+
+def _batch_from_bytes(job: bytes) -> list[HostTask]:
+    """``_batch_bytes``' tasks again; ValueError for a job that is not one."""
+    import json
+
+    out = []
+    for fields in json.loads(job):
+        if not isinstance(fields, dict):
+            raise ValueError("a job's task is not an object")
+        parts = fields.get("parts")
+        out.append(HostTask(**{**fields, "parts": None if parts is None else frozenset(parts)}))
+    return out
+
+
+def _convert_batch_bytes(job: bytes) -> bytes:
+    """In a forked worker: ``convert_batch`` of a job's tasks; the answer is the batch's frame."""
+    frame: bytes = convert_batch(_batch_from_bytes(job))["frame"]
+    return frame
 
 
 # Whether a pool of this process was started by a fork server (or spawned): its queues' named
@@ -422,9 +467,7 @@ def orderly_exit_needed() -> bool:
 def can_fork_now() -> bool:
     """Whether this process may fork its workers itself: Linux, and no thread but this one alive
     (a fork copies only the calling thread: a lock another thread held stays held in the child)."""
-    import multiprocessing
-
-    return (sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    return (sys.platform.startswith("linux") and hasattr(os, "fork")
             and threading.active_count() == 1 and threading.current_thread() is threading.main_thread())
 
 
@@ -437,10 +480,10 @@ POOL_MIN_BYTES = 64 << 20
 
 
 class ProcessPool:
-    """A local pool of worker processes forked from a fork server (never from the threaded
-    server itself: a fork of a process with threads can inherit a held lock and hang), or, for
-    a one-shot command that has started no thread yet, forked from the command itself
-    (``start_early``).
+    """A local pool of worker processes: for a one-shot command that has started no thread yet,
+    forked from the command itself (``start_early``: ``ForkedWorkers``, pipes and no pickle);
+    else forked from a fork server (never from the threaded server itself: a fork of a process
+    with threads can inherit a held lock and hang).
 
     Started by ``start`` (a server, at its start), by ``start_early`` (a command, before it
     imports and lists) or by the first batch of hosts whose files total at least
@@ -452,11 +495,21 @@ class ProcessPool:
         self.workers = workers
         self.min_pool_bytes = min_pool_bytes
         self._pool: ProcessPoolExecutor | None = None
+        self._forked: ForkedWorkers | None = None  # start_early's, forked from this process
         self._pool_lock = threading.Lock()  # start_early's thread and a conversion may both start it
         self._started: list[Future[bool]] = []
         self._starting: threading.Thread | None = None  # start_early's
         self.dispatch_s = 0.0  # the last map_batches: seconds to start the pool and hand out its batches
-        self.forked = False  # the running pool was forked from this process (start_early)
+        # Forked workers (``--timings``): when the last was ready and when the first batch was
+        # handed out (``time.perf_counter``), so the critical path shows: workers or command.
+        self.ready_at: float | None = None
+        self.handed_at: float | None = None
+        self._closed = False
+
+    @property
+    def forked(self) -> bool:
+        """Whether the running workers were forked from this process (``start_early``)."""
+        return self._forked is not None
 
     def _get_pool(self) -> ProcessPoolExecutor:
         with self._pool_lock:
@@ -475,40 +528,34 @@ class ProcessPool:
 
                 ctx.set_forkserver_preload(WORKER_PRELOAD + list(TOOL_MODULES))
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
-            self.forked = False
             _named_semaphores = True
         return self._pool
 
-    def _start_forked(self) -> None:
-        """Forks the workers from this process now, each importing what a conversion needs
-        (``_preload_worker``) in parallel with the others and with this process. Called while
-        this process has no other thread and has imported little: a fork then takes a fraction
-        of a millisecond, where the fork server first imports everything itself (an interpreter
-        start and numpy) and then forks the workers one request at a time
-        (bench/measurements.md#services)."""
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    def _start_forked(self, parts: frozenset[str] | None = None) -> None:
+        """Forks the workers from this process now, each importing what converting a host for
+        ``parts`` needs (``_preload_worker``) in parallel with the others and with this process.
+        Called while this process has no other thread and has imported little: a fork then takes
+        a fraction of a millisecond, where the fork server first imports everything itself (an
+        interpreter start and numpy) and then forks the workers one request at a time
+        (bench/measurements.md#services). No multiprocessing: its imports alone (~8 ms) delayed
+        every worker's start (service/forked_workers.py)."""
+        import functools
 
         # numpy first, which this process needs anyway: each worker then inherits it instead of
         # importing it, the largest import, which many workers importing at once made them
         # ready several times later (bench/measurements.md#services).
         import numpy  # noqa: F401
 
+        from tbprof.service.forked_workers import ForkedWorkers
+
         with self._pool_lock:
-            if self._pool is not None:
+            if self._pool is not None or self._forked is not None:
                 return
-            # The workers wait on this pipe until every one is forked (``_preload_worker``).
-            read_fd, write_fd = os.pipe()
             try:
-                pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=_close_then_preload, initargs=(read_fd, write_fd))
-                # With fork, the first submit forks every worker (before the pool's own threads start).
-                self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
-            finally:
-                os.close(write_fd)
-                os.close(read_fd)
-            self._pool = pool
-            self.forked = True
+                self._forked = ForkedWorkers(self.workers, _convert_batch_bytes,
+                                             functools.partial(_preload_worker, parts))
+            except OSError as e:  # no process or pipe left (EAGAIN, EMFILE): the pool starts on demand
+                log.warning("tbprof: could not fork the workers now (%s); they start when needed", e)
 
     def start(self) -> None:
         """Starts the workers now (they import in the background while the caller lists the
@@ -516,29 +563,41 @@ class ProcessPool:
         pool = self._get_pool()
         self._started = [pool.submit(_worker_ready) for _ in range(self.workers)]
 
-    def start_early(self, logdir: str) -> bool:
+    def release(self) -> None:
+        """Lets workers forked from this process leave (their job pipes closed: each exits once
+        idle), so that the system takes their memory down while the command derives its answer;
+        ``close`` then finds them gone. A later conversion runs on the fork server's pool."""
+        with self._pool_lock:
+            if self._forked is not None:
+                self._forked.release()
+
+    def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         """Starts the workers when ``logdir`` is a local folder with a run of at least
         ``min_pool_bytes`` of XSpace hosts (what ``map_batches`` would start the pool for), so
         that they import numpy and tbprof while this process does the same and lists the logdir,
         instead of after. A small pod or a single host starts nothing.
 
         In a process with no other thread (a command, first thing) the workers are forked from
-        it at once (``_start_forked``); else the fork server starts them on a thread."""
-        if self._pool is not None or not os.path.isdir(logdir):
+        it at once (``_start_forked``, importing what computing ``parts`` needs); else the fork
+        server starts them on a thread."""
+        if self._pool is not None or self._forked is not None or not os.path.isdir(logdir):
             return False
         if largest_folder_bytes(logdir, enough=self.min_pool_bytes) < self.min_pool_bytes:
             return False
         if can_fork_now() and self.workers <= default_cores():
             # (More workers than cores would each import on a shared core: the fork server
             # imports once.)
-            self._start_forked()
-            return True
+            self._start_forked(parts)
+            return self._forked is not None
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
         self._starting.start()
         return True
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
-        """Waits until the workers ``start`` launched have answered (benchmarks, tests)."""
+        """Waits until the workers ``start`` or ``start_early`` launched are ready (benchmarks, tests)."""
+        if self._forked is not None:
+            self._forked.wait_ready(timeout_s)
+            return
         if self._starting is not None:
             self._starting.join(timeout_s)
         wait(self._started, timeout=timeout_s)
@@ -550,54 +609,101 @@ class ProcessPool:
         if self.in_process(tasks):
             yield from InProcess().map_batches(tasks)  # less work than starting the pool
             return
-        # Imported only for a pool that runs: the CLI exits at once unless it was (cli/main.py).
-        from concurrent.futures.process import BrokenProcessPool
         todo = batches(tasks, self.workers)
-        dispatched = time.perf_counter()
+        self._closed = False
         for attempt in range(TASK_RETRIES + 1):
-            pool = self._get_pool()
-            futures: dict[Future[dict[str, Any]], list[HostTask]] = {}
-            broken: list[list[HostTask]] = []
-            for i, batch in enumerate(todo):
-                try:
-                    futures[pool.submit(convert_batch, batch)] = batch
-                except BrokenProcessPool:  # a worker died before every batch was handed out
-                    broken.extend(todo[i:])
-                    break
-            if attempt == 0:  # starting the pool (on demand, a worker per batch) and handing out
-                self.dispatch_s = time.perf_counter() - dispatched
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    try:
-                        answer = f.result()
-                    except BrokenProcessPool:
-                        broken.append(futures[f])
-                        continue
-                    yield _opened_or_failed(answer, futures[f], "a worker's answer is refused: ")
+            if self._closed:  # ended during this run (a command leaving, Ctrl-C): no new pool for the rest
+                for batch in todo:
+                    yield _failed(batch, "the workers were ended before this file was converted")
+                return
+            forked = self._forked
+            if forked is not None and forked.alive():
+                broken = yield from self._run_forked(forked, todo, attempt)
+            else:
+                broken = yield from self._run_pooled(todo, attempt)
             if not broken:
                 return
-            # A worker died (killed, out of memory): the pool is unusable; start a new one and
-            # run the batches it took down again, a host per batch (one host may be the cause).
+            # A worker died (killed, out of memory): run the batches it took down again, a host
+            # per batch (one host may be the cause), on the workers left, else on a new pool.
             lost = [t for b in broken for t in b]
             log.warning("tbprof: a worker process died; retrying %d host(s) (attempt %d)", len(lost), attempt + 1)
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
             todo = [[t] for t in lost]
         died = f"the worker converting this file died {TASK_RETRIES + 1} times (out of memory?)"
         for batch in todo:
             yield _failed(batch, died)
 
+    def _run_forked(self, forked: ForkedWorkers, todo: list[list[HostTask]],
+                    attempt: int) -> Generator[dict[str, Any], None, list[list[HostTask]]]:
+        """The batches on the workers forked from this process, each answer decoded as it
+        arrives; returns the batches lost with a worker that died."""
+        from tbprof.service.forked_workers import Died, Failed
+
+        dispatched = time.perf_counter()
+        jobs = [_batch_bytes(b) for b in todo]
+        if attempt == 0:
+            self.dispatch_s = time.perf_counter() - dispatched
+        broken: list[list[HostTask]] = []
+        for i, answer in forked.run(jobs):
+            if isinstance(answer, Died):
+                broken.append(todo[i])
+            elif isinstance(answer, Failed):
+                yield _failed(todo[i], f"the worker converting this file failed: {answer.error}")
+            else:
+                yield _opened_or_failed({"frame": answer}, todo[i], "a worker's answer is refused: ")
+        if attempt == 0:
+            self.ready_at, self.handed_at = forked.ready_at(), forked.handed_at
+        return broken
+
+    def _run_pooled(self, todo: list[list[HostTask]],
+                    attempt: int) -> Generator[dict[str, Any], None, list[list[HostTask]]]:
+        """The batches on the fork server's pool (started on demand, a worker per batch);
+        returns the batches lost with a worker that died, after which the pool is dropped (a
+        broken pool runs nothing more) for the next attempt to start another."""
+        # Imported only for a pool that runs: the CLI exits at once unless it was (cli/main.py).
+        from concurrent.futures.process import BrokenProcessPool
+
+        dispatched = time.perf_counter()
+        pool = self._get_pool()
+        futures: dict[Future[dict[str, Any]], list[HostTask]] = {}
+        broken: list[list[HostTask]] = []
+        for i, batch in enumerate(todo):
+            try:
+                futures[pool.submit(convert_batch, batch)] = batch
+            except BrokenProcessPool:  # a worker died before every batch was handed out
+                broken.extend(todo[i:])
+                break
+        if attempt == 0:  # starting the pool (on demand, a worker per batch) and handing out
+            self.dispatch_s = time.perf_counter() - dispatched
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    answer = f.result()
+                except BrokenProcessPool:
+                    broken.append(futures[f])
+                    continue
+                yield _opened_or_failed(answer, futures[f], "a worker's answer is refused: ")
+        if broken:
+            with self._pool_lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+        return broken
+
     def in_process(self, tasks: Sequence[HostTask]) -> bool:
         """True when the pool is not running and the hosts' files are too small to pay for its start."""
         known = [t.size_bytes for t in tasks if t.size_bytes >= 0]
-        return self._pool is None and len(known) == len(tasks) and sum(known) < self.min_pool_bytes
+        return (self._pool is None and self._forked is None and len(known) == len(tasks)
+                and sum(known) < self.min_pool_bytes)
 
     def close(self, wait: bool = True) -> None:
         with self._pool_lock:
+            self._closed = True
             pool, self._pool = self._pool, None
+            forked, self._forked = self._forked, None
+        if forked is not None:
+            forked.close(wait=wait)
         if pool is None:
             return
         if wait:
@@ -710,7 +816,10 @@ class DaskExecutor:
     def start(self) -> None:
         pass
 
-    def start_early(self, logdir: str) -> bool:
+    def release(self) -> None:
+        pass
+
+    def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         return False
 
     def close(self, wait: bool = True) -> None:

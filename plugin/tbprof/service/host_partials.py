@@ -30,6 +30,20 @@ def _all_parts() -> Parts:
     return ALL_PARTS
 
 
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
+def _device_stats_now(part: HostPartial) -> None:
+    """Unpacks the stats of a host's device planes now, as its batch arrives: every all-hosts
+    answer reads them (the run environment's device types and models), and unpacked on first
+    use they were a walk over every host after the last batch, on the command's critical path."""
+    from tbprof.domain.planes import device_planes_of
+
+    for i in device_planes_of(part):
+        part.planes[i].plane_stats  # noqa: B018 (unpacked and kept by the plane)
+
+
 class _Miss(Exception):
     """A memo lookup that found nothing (nothing is stored)."""
 
@@ -108,12 +122,16 @@ class HostPartials:
         if part is not None:
             # Sized from the blob, which it holds for the values a tool may still ask for.
             self._memo.clear_key(("partial", key))
-            return self._memo.get(("partial", key), lambda: part, lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
-        from tbprof.analyses.partials import decode_on_arrival
+            kept: HostPartial | None = self._memo.get(("partial", key), lambda: part,
+                                                      lambda _: DECODED_BYTES_PER_BLOB_BYTE * len(blob))
+        else:
+            from tbprof.analyses.partials import decode_on_arrival
 
-        kept = self.keep(key, blob, checked=False)
+            kept = self.keep(key, blob, checked=False)
+            if kept is not None:
+                decode_on_arrival(kept)
         if kept is not None:
-            decode_on_arrival(kept)
+            _device_stats_now(kept)
         return kept
 
     def keep_combined(self, keys: tuple[str, ...], blob: bytes) -> None:
@@ -125,6 +143,9 @@ class HostPartials:
             return
         try:
             combined = decode_partials(blob, checked=False).combined  # a worker's answer, never on disk
+            # Decoded now, while other workers convert, not when the last batch is in (every
+            # all-hosts answer of op times reads them): each value then decodes once.
+            combined = {k: _constant(decode()) for k, decode in combined.items()}
         except (ValueError, KeyError, TypeError, IndexError):  # the tables are then combined host by host
             return
         self._memo.clear_key(("combined", keys))

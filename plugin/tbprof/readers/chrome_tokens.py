@@ -174,34 +174,3 @@ class TokenTable:
                 got[still] = self.table[at_missing[still]]
             out[missing] = got
         return out
-
-
-def token_pairs(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (a, b) pairs of two token id columns (ids >= -3; a pid and a tid), without a
-    sort of the rows: each row's pair number, then each pair's ``a`` and ``b`` token ids, pairs
-    numbered in (a, b) id order. Few distinct tokens pair up in a table of every combination;
-    otherwise the combinations found are sorted."""
-    a_at, a_ids = _dense(a, n_tokens)
-    b_at, b_ids = _dense(b, n_tokens)
-    width = b_ids.shape[0]
-    code = a_at * width + b_at
-    n_combos = a_ids.shape[0] * width
-    if n_combos <= 4 * code.shape[0] + 4096:
-        pairs = np.flatnonzero(np.bincount(code, minlength=n_combos))
-        number = np.zeros(n_combos, dtype=np.int64)
-        number[pairs] = np.arange(pairs.shape[0])
-        row_pair = number[code]
-    else:
-        pairs = sorted_unique(code)
-        row_pair = np.searchsorted(pairs, code)
-    return row_pair, a_ids[pairs // max(width, 1)], b_ids[pairs % max(width, 1)]
-
-
-def _dense(toks: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each token id of ``toks`` numbered among the distinct ones (ascending), and those ids."""
-    used = np.zeros(n_tokens + 3, dtype=np.bool_)
-    used[toks + 3] = True
-    ids = np.flatnonzero(used)
-    number = np.zeros(n_tokens + 3, dtype=np.int64)
-    number[ids] = np.arange(ids.shape[0])
-    return number[toks + 3], ids - 3

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tbprof._core import kernels
-from tbprof.readers import chrome_args, plane_collected, plane_flows
+from tbprof.readers import chrome_args, chrome_collect, plane_collected, plane_flows
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store import tables
 from tbprof.store.markers import FLOW_ID_STAT
@@ -176,11 +176,12 @@ def test_bind_points_in_ranges_is_the_one_thread_binding(monkeypatch: pytest.Mon
 
 
 class _Pools:
-    """Counts the thread pools the plane builder, the args batches and the flows start."""
+    """Counts the thread pools the plane builder, the args batches and the flows (their chains made
+    while the events are collected) start."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.started = {"planes": 0, "args": 0, "flows": 0}
-        for what, module in (("planes", plane_collected), ("args", chrome_args), ("flows", plane_flows)):
+        for what, module in (("planes", plane_collected), ("args", chrome_args), ("flows", chrome_collect)):
             real = module.ThreadPoolExecutor
 
             def counting(*args: Any, what: str = what, real: Any = real, **kwargs: Any) -> Any:
@@ -197,6 +198,7 @@ def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int, pooled_min:
         m.setattr(plane_collected, "_POOLED_MIN_EVENTS", pooled_min)
         m.setattr(chrome_args, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
         m.setattr(plane_flows, "_THREADED_MIN_POINTS", 0)
+        m.setattr(chrome_collect, "_FLOWS_AHEAD_MIN_POINTS", 0)
         m.setattr(plane_collected, "_PLACE_MIN_ROWS", 1)
         m.setattr(kernels, "_BIND_MIN_POINTS", 1)
         return read_chrome_trace(path)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
 from tbprof._core import chrome_pass, jsonscan, kernels
+from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_args import ArgStats
@@ -33,7 +36,7 @@ from tbprof.readers.chrome_tokens import (
 )
 from tbprof.readers.chrome_tracks import Tracks
 from tbprof.readers.plane_collected import Collected, Layout, build_planes
-from tbprof.readers.plane_flows import bind_flows
+from tbprof.readers.plane_flows import bind_flows, chains
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.strings import StringTable
@@ -61,6 +64,8 @@ _PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH
 # their sorts), every flow point's index, (cat, id) keys and part while the parts are bound.
 _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW_KEY = 48
+# Fewer flow points than this are prepared on the calling thread (a thread costs more than it saves).
+_FLOWS_AHEAD_MIN_POINTS = 1 << 14
 
 
 class Collector:
@@ -237,6 +242,26 @@ class Collector:
         self.t0 = t0
         self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
 
+        # The flow points' identities, times and chains need no event collected: made on a thread
+        # of their own while the events are (in memory, with threads; bound once the rows are placed).
+        flows = _where(codes, _PH_FLOW, step)
+        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
+        timed_flow = c["ts_us"][flows] != _NO_TIME
+        untimed_flows = int(flows.shape[0] - timed_flow.sum())
+        flows = flows[timed_flow]
+        del timed_flow, ph_tok, ts, ts_sub, dur
+        with ThreadPoolExecutor(max_workers=1) if self._flows_ahead(flows) else nullcontext() as pool:
+            prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None else None
+            return self._collect(codes, flows, untimed_flows, prepared)  # waits for ``prepared`` when binding
+
+    def _flows_ahead(self, flows: np.ndarray) -> bool:
+        """Whether the flow points are prepared on a thread while the events are collected."""
+        return (isinstance(self.work, MemoryWork) and flows.shape[0] >= _FLOWS_AHEAD_MIN_POINTS
+                and default_threads() > 1)
+
+    def _collect(self, codes: np.ndarray, flows: np.ndarray, untimed_flows: int,
+                 prepared: Future[_FlowTimes] | None) -> tables.ProfileStore:
+        c, step = self.cols, self.work.chunk_events
         self._events_by_chunk(codes, _PH_X)
         for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
                              (_PH_OBJECT, self._objects)):
@@ -247,16 +272,14 @@ class Collector:
             self.work.check(_BYTES_PER_WHOLE_EVENT * idx.shape[0], f"{idx.shape[0]:,} begin/end, counter or object "
                             "events")
             handle(idx)
-        flows = _where(codes, _PH_FLOW, step)
-        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
-        flows = self._timed(flows, "flow ('s'/'t'/'f') events")
+        self._warn(untimed_flows, "flow ('s'/'t'/'f') events without a numeric 'ts' were dropped")
         # Every args entry is read now; the flows need only their identity columns.
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
             if name in c:
                 self.work.drop(c.pop(name))
         self.args.drop_bounds()
-        del c, ph_tok, codes, ts, ts_sub, dur
-        return self._finish(flows if flows.shape[0] else None)
+        del c, codes
+        return self._finish((flows, prepared) if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -452,7 +475,9 @@ class Collector:
     # --- assembling planes -----------------------------------------------------------------
 
     # --- to the plane builder ------------------------------------------------------------
-    def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
+    def _finish(self, flows: tuple[np.ndarray, Future[_FlowTimes] | None] | None) -> tables.ProfileStore:
+        """The store of the events collected; ``flows``: the flow points and their times being
+        prepared (or None), bound once the rows are in store order."""
         work, step = self.work, self.work.chunk_events
         release_free_memory()  # the passes' temporaries, freed into the C heap, before the planes
         n = self.n_events
@@ -469,7 +494,7 @@ class Collector:
 
         def bind(layout: Layout) -> None:
             if flows is not None:
-                unbound = bind_flows(_Flows(self, flows), layout, work, self.strings, self.st_rows)
+                unbound = bind_flows(_Flows(self, *flows), layout, work, self.strings, self.st_rows)
                 self._warn(unbound, "flow points that bind to no slice of their thread were dropped")
             work.drop(*self.cols.values())
             self.cols = {}
@@ -484,29 +509,46 @@ _FLOW_S, _FLOW_F = 1, 2
 _FLOW_PHASES = {"s": _FLOW_S, "f": _FLOW_F}
 
 
-class _Flows:
-    """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them."""
+class _FlowTimes:
+    """Flow points ``idx``'s identities (``cat_key``, ``id_key``: ``Collector.key_ids``), times,
+    kinds and, ``chained``, their chains (``plane_flows.chains``): all the binding needs but
+    their threads' lines (known once every event is collected). Safe on a thread beside the
+    collecting one: it reads the scanner's columns and the token table, and interns nothing."""
 
-    def __init__(self, collector: Collector, idx: np.ndarray) -> None:
-        self.c = collector
-        self.idx = idx
-        cols = collector.cols
+    def __init__(self, collector: Collector, idx: np.ndarray, chained: bool) -> None:
+        cols, tok = collector.cols, collector.tok
         ident_tok = np.where(cols["id"][idx] != MISSING, cols["id"][idx], cols["bind_id"][idx])
         self.cat_key = collector.key_ids(cols["cat"][idx])
         self.id_key = collector.key_ids(ident_tok)
+        del ident_tok
+        self.point_ps = collector.start_ps_of(idx)
+        phase = lut(cols["ph"][idx], lambda t: _FLOW_PHASES.get(tok.value(t), 0) if t >= 0 else 0, np.int8,
+                    collector.n_tokens)
+        self.is_next = (phase == _FLOW_F) & ((cols["flags"][idx] & jsonscan.FLAG_BP_E) == 0)
+        self.is_start = phase == _FLOW_S
+        self.chains = chains(self.cat_key, self.id_key, self.point_ps, self.is_start) if chained else None
+
+
+class _Flows:
+    """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them;
+    ``prepared``: their ``_FlowTimes`` being made on another thread (None: made here)."""
+
+    def __init__(self, collector: Collector, idx: np.ndarray, prepared: Future[_FlowTimes] | None) -> None:
+        self.c = collector
+        self.idx = idx
+        self.times = prepared.result() if prepared is not None else _FlowTimes(collector, idx, False)
+        self.cat_key = self.times.cat_key
+        self.id_key = self.times.id_key
+        self.known_chains = self.times.chains
 
     def where(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        c, cols, tok = self.c, self.c.cols, self.c.tok
+        c, cols, tok, times = self.c, self.c.cols, self.c.tok, self.times
         flows = self.idx[sel]
         # Points on threads that have no slices cannot bind.
         pair, pids, tids = chrome_pass.first_pairs(cols["pid"][flows], cols["tid"][flows])
         line_of = np.array([c.tracks.line_keys.get((tok.key(p), tok.key(t), "thread"), -1)
                             for p, t in zip(pids.tolist(), tids.tolist(), strict=True)], dtype=np.int64)
-        line_g = line_of[pair]
-        phase = lut(cols["ph"][flows], lambda t: _FLOW_PHASES.get(tok.value(t), 0) if t >= 0 else 0, np.int8,
-                    c.n_tokens)
-        is_next = (phase == _FLOW_F) & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
-        return line_g, c.start_ps_of(flows), is_next, phase == _FLOW_S
+        return line_of[pair], times.point_ps[sel], times.is_next[sel], times.is_start[sel]
 
     def categories(self, sel: np.ndarray) -> np.ndarray:
         return self.c.cat_ids(self.c.cols["cat"][self.idx[sel]])

@@ -132,3 +132,36 @@ def test_first_pairs_number_the_pairs_as_they_first_appear(n_rows: int, distinct
     assert np.array_equal(pa, a[np.sort(first)]) and np.array_equal(pb, b[np.sort(first)])
     if distinct > 1024:
         assert uniq.shape[0] > 1024  # the table grew past its first size
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_count_owners_adds_the_bincount(threads: int) -> None:
+    n = 3 << 16  # three ranges of events with three threads
+    rng = np.random.default_rng(threads)
+    owner = rng.integers(0, n, 500_000).astype(np.int32)
+    per_event = np.arange(n, dtype=np.int64)  # counts already there are added to
+    chrome_pass.count_owners(owner, per_event, threads)
+    assert np.array_equal(per_event, np.arange(n) + np.bincount(owner, minlength=n))
+
+
+@pytest.mark.parametrize("stray", [-1, 3 << 16])
+def test_count_owners_refuse_an_owner_that_is_no_event(stray: int) -> None:
+    owner = np.array([0, 5, stray, 7], np.int32)
+    with pytest.raises(IndexError):
+        chrome_pass.count_owners(owner, np.zeros(3 << 16, np.int64), 3)
+
+
+def test_fill_slots_are_the_prefix_sums_in_store_order() -> None:
+    rng = np.random.default_rng(5)
+    n = 1000
+    per_event = rng.integers(0, 4, n).astype(np.int64)
+    order = rng.permutation(n).astype(np.int64)  # row -> event
+    plane_bounds = np.array([0, 0, 300, 999, 1000], np.int64)  # an empty plane first
+    fill = np.full(n, -1, np.int64)
+    bounds = np.zeros(plane_bounds.shape[0], np.int64)
+    chrome_pass.fill_slots(order, per_event, fill, plane_bounds, bounds)
+    in_order = per_event[order]
+    want = np.empty(n, np.int64)
+    want[order] = np.cumsum(in_order) - in_order
+    assert np.array_equal(fill, want)
+    assert bounds.tolist() == [int(in_order[:b].sum()) for b in plane_bounds.tolist()]

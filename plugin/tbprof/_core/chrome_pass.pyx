@@ -234,3 +234,84 @@ def first_pairs(a, b):
         free(nums)
     return out_arr, np.asarray(a, np.int32)[firsts_arr], np.asarray(b, np.int32)[firsts_arr]
 
+
+
+# --- readers/plane_collected.py: stat rows counted and given slots --------------------------------
+
+def _run_parts(fn, jobs) -> None:
+    """``fn(*job)`` for each job: the first in this thread, the others on threads of their own."""
+    import threading
+    errors = []
+
+    def run(job):
+        try:
+            fn(*job)
+        except BaseException as e:  # re-raised in the caller
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(job,), name="tbprof-chrome-pass") for job in jobs[1:]]
+    for w in workers:
+        w.start()
+    if jobs:
+        run(jobs[0])
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
+
+
+def count_owners(owner, per_event, Py_ssize_t threads=1) -> None:
+    """``per_event[e] += (owner == e).sum()`` for every event ``e`` (``np.bincount`` added in place),
+    on up to ``threads`` threads, each for a range of events (each reads every owner). Owners
+    outside ``0..len(per_event) - 1`` raise IndexError."""
+    cdef const int32_t[::1] own = _in(owner, np.int32)
+    cdef int64_t[::1] counts = per_event
+    cdef Py_ssize_t n = counts.shape[0]
+    parts = max(1, min(threads, n // (1 << 16)))
+    cuts = [n * t // parts for t in range(parts + 1)]
+    stray = np.zeros(1, np.int64)  # owners outside every range, counted by the first part
+    _run_parts(_count_range, [(own, counts, cuts[t], cuts[t + 1], stray if t == 0 else None) for t in range(parts)])
+    if stray[0]:
+        raise IndexError("a stat row's owner is not an event")
+
+
+def _count_range(const int32_t[::1] own, int64_t[::1] counts, int64_t lo, int64_t hi, int64_t[::1] stray) -> None:
+    """``count_owners``'s loop over the rows whose owner is in ``[lo, hi)``; ``stray`` (or None)
+    gets the number of owners outside ``0..len(counts) - 1``."""
+    cdef Py_ssize_t i
+    cdef int32_t e
+    cdef int64_t n = counts.shape[0], outside = 0
+    cdef bint check = stray is not None
+    with nogil:
+        for i in range(own.shape[0]):
+            e = own[i]
+            if e >= lo and e < hi:
+                counts[e] += 1
+            elif check and (e < 0 or e >= n):
+                outside += 1
+    if check:
+        stray[0] = outside
+
+
+def fill_slots(order, per_event, fill, plane_bounds, out_bounds) -> None:
+    """Each event's first slot among the stat rows in store order: ``fill[order[r]]`` is the sum
+    of ``per_event`` over the rows before ``r`` (``order``: row -> event); ``out_bounds[p + 1]``:
+    the rows of planes ``0..p`` (``plane_bounds``: each plane's first row, then the end), as a
+    prefix sum per plane in numpy gives."""
+    cdef const int64_t[::1] rows = _in(order, np.int64)
+    cdef const int64_t[::1] counts = _in(per_event, np.int64)
+    cdef int64_t[::1] slot = fill
+    cdef const int64_t[::1] pb = _in(plane_bounds, np.int64)
+    cdef int64_t[::1] ob = out_bounds
+    cdef Py_ssize_t n_planes = pb.shape[0] - 1, p
+    cdef int64_t r, e, total = 0
+    if ob.shape[0] != pb.shape[0] or n_planes < 0:
+        raise ValueError("plane bounds differ in length")
+    with nogil:
+        ob[0] = 0
+        for p in range(n_planes):
+            for r in range(pb[p], pb[p + 1]):
+                e = rows[r]
+                slot[e] = total
+                total += counts[e]
+            ob[p + 1] = total

@@ -165,3 +165,28 @@ def test_fill_slots_are_the_prefix_sums_in_store_order() -> None:
     want[order] = np.cumsum(in_order) - in_order
     assert np.array_equal(fill, want)
     assert bounds.tolist() == [int(in_order[:b].sum()) for b in plane_bounds.tolist()]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize(("n", "m"), [(0, 0), (1, 0), (1, 4), (7, 3), (1000, 5000), (5000, 1000), (40, 3 << 20),
+                                      (5_000_000, 3 << 20)])
+def test_owner_bounds_are_the_prefix_sum_of_the_counts(n: int, m: int, threads: int) -> None:
+    # (40, 3 << 20): long runs of one owner across the threads' row ranges; (5 M, 3 << 20): events
+    # without rows between them.
+    owner = np.sort(np.random.default_rng(n + m).integers(0, max(n, 1), m)).astype(np.int32)
+    want = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n)[:n])]).astype(np.int64)
+    assert np.array_equal(chrome_pass.owner_bounds(owner, n, threads), want)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("at", [0, 1 << 20, (1 << 20) + 1, (3 << 20) - 1])
+@pytest.mark.parametrize("bad", ["descending", "negative", "past_n"])
+def test_owner_bounds_refuse_owners_out_of_order_or_range(threads: int, at: int, bad: str) -> None:
+    owner = np.repeat(np.arange(3, dtype=np.int32), 1 << 20)  # a row range of its own per thread
+    if bad == "descending":  # a 2 then a smaller owner, at ``at``
+        at = min(at, owner.shape[0] - 2)
+        owner[at:at + 2] = [2, 1 if at == owner.shape[0] - 2 else 0]
+    else:
+        owner[at] = -1 if bad == "negative" else 3
+    with pytest.raises(ValueError, match="ascend"):
+        chrome_pass.owner_bounds(owner, 3, threads)

@@ -1,6 +1,5 @@
 """The plane builder for events collected in any order (``readers/plane_collected.py``): its
-time order equals numpy's three-key ``lexsort`` (the definition), the args' stat bounds equal a
-prefix sum of ``bincount`` (``kernels.owner_bounds``), the stat rows placed and the flow points
+time order equals numpy's three-key ``lexsort`` (the definition), the stat rows placed and the flow points
 bound in ranges on several threads equal the one-thread loops (``kernels.place_rows``,
 ``kernels.bind_points``), and a trace built on several threads is the store one thread builds,
 column for column.
@@ -75,19 +74,6 @@ def test_time_order_without_ties_and_empty() -> None:
     assert plane_collected.time_order(start, dur, line).tolist() == [1, 0, 3, 2]
     empty = np.zeros(0, np.int64)
     assert plane_collected.time_order(empty, empty, empty).shape == (0,)
-
-
-@pytest.mark.parametrize(("n", "m"), [(0, 0), (1, 0), (1, 4), (7, 3), (1000, 5000), (5000, 1000)])
-def test_owner_bounds_are_the_prefix_sum_of_the_counts(n: int, m: int) -> None:
-    owner = np.sort(np.random.default_rng(n + m).integers(0, max(n, 1), m)).astype(np.int32)
-    want = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n)[:n])]).astype(np.int64)
-    assert np.array_equal(kernels.owner_bounds(owner, n), want)
-
-
-@pytest.mark.parametrize("owner", [[0, 2, 1], [-1, 0], [0, 3]], ids=["descending", "negative", "past_n"])
-def test_owner_bounds_refuse_owners_out_of_order_or_range(owner: list[int]) -> None:
-    with pytest.raises(ValueError, match="ascend"):
-        kernels.owner_bounds(np.array(owner, np.int32), 3)
 
 
 def _placed_one_by_one(owner: np.ndarray, fill: np.ndarray, row_of: np.ndarray, name: np.ndarray,

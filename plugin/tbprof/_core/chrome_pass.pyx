@@ -315,3 +315,47 @@ def fill_slots(order, per_event, fill, plane_bounds, out_bounds) -> None:
                 slot[e] = total
                 total += counts[e]
             ob[p + 1] = total
+
+
+# --- readers/chrome_args.py: each event's stat rows ----------------------------------------------
+
+def owner_bounds(owner, Py_ssize_t n, Py_ssize_t threads=1) -> np.ndarray:
+    """Each of ``n`` events' first row in ``owner`` (one event number per stat row, ascending),
+    then the end: event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, as a prefix sum of
+    ``np.bincount(owner, minlength=n)`` gives, in one pass and no count array, on up to
+    ``threads`` threads, each for a range of rows (and the events whose first row is there).
+    Owners that descend or fall outside 0..n-1 raise ValueError."""
+    cdef const int32_t[::1] o = _in(owner, np.int32)
+    cdef Py_ssize_t m = o.shape[0]
+    if n < 0:
+        raise ValueError("a negative count of events")
+    out = np.empty(n + 1, dtype=np.int64)
+    parts = max(1, min(threads, m // (1 << 20)))
+    cuts = [m * t // parts for t in range(parts + 1)]
+    bad = np.zeros(parts, np.uint8)
+    _run_parts(_bounds_range, [(o, out, n, cuts[t], cuts[t + 1], bad[t:t + 1]) for t in range(parts)])
+    if bad.any():
+        raise ValueError("stat owners must ascend within 0..n-1")
+    return out
+
+
+def _bounds_range(const int32_t[::1] o, int64_t[::1] b, Py_ssize_t n, Py_ssize_t lo, Py_ssize_t hi,
+                  uint8_t[::1] bad) -> None:
+    """``owner_bounds`` for rows ``lo``..``hi``: the events after the owner of row ``lo - 1`` (from
+    0 for the first rows) up to the owner of row ``hi - 1`` (to ``n`` for the last rows) get
+    their first row, each found in these rows; ``bad[0]`` set where these rows (with the one
+    before them) descend or leave 0..n-1."""
+    cdef Py_ssize_t m = o.shape[0], j, e, e_lo, e_hi
+    with nogil:
+        for j in range(lo - 1 if lo > 0 else lo, hi):  # the row before too: its owner starts the events
+            if o[j] < 0 or o[j] >= n or (j > 0 and o[j] < o[j - 1]):
+                bad[0] = 1
+                break
+        if not bad[0]:
+            e_lo = 0 if lo == 0 else o[lo - 1] + 1
+            e_hi = n if hi == m else o[hi - 1]
+            j = lo
+            for e in range(e_lo, e_hi + 1):
+                while j < hi and o[j] < e:
+                    j += 1
+                b[e] = j

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tbprof._core import jsonscan, kernels
+from tbprof._core import chrome_pass, jsonscan, kernels
 from tbprof._core.wire import default_threads
 from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
 from tbprof.readers.chrome_tokens import TokenTable
@@ -57,7 +57,7 @@ class ArgStats:
             owner = self.cols["st_owner"]
             bounds = self.work.empty("stat_bounds", np.int64, n + 1)
             if n + 1 <= self.work.chunk_events:  # in memory: one compiled pass over the owners
-                bounds[:] = kernels.owner_bounds(owner, n)
+                bounds[:] = chrome_pass.owner_bounds(owner, n, default_threads())
             else:
                 for lo, hi in chunks(n + 1, self.work.chunk_events):
                     bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))

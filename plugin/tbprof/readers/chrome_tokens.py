@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from tbprof.store.arrays import sorted_unique
-
 GLOBAL_PID = "Global instant events"
 MISSING = -1  # token id of an absent field
 GLOBAL = -3  # token id standing for the global-instant track's pid / tid
@@ -144,33 +142,21 @@ def lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
 
 class TokenTable:
     """``fn(t)`` per token id (``fn`` gives ids >= 0: string ids), computed once per distinct id
-    across calls: each call computes the ids it is the first to see, in ascending order (the
-    order a fresh ``lut`` per call would intern new strings in), without a table over every token
-    per call. A token not computed yet reads -1, so a call costs one lookup per row."""
+    across calls: ``intern`` computes, in ascending order, the ids of the tokens it is the first
+    to see (the order one lookup per batch of rows interns new strings in); ``lookup`` reads
+    them, on any thread, for tokens interned already (an entry only ever goes from -1 to its id)."""
 
     def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
         self.fn = fn
         self.table = np.full(n_tokens + 3, -1, dtype=dtype)
 
-    def known(self, toks: np.ndarray) -> np.ndarray:
-        """The ids of ``toks`` computed so far (-1: not yet): safe on another thread while
-        ``__call__`` runs, as an entry only ever goes from -1 to its id."""
-        return self.table[toks + 3]
+    def intern(self, distinct: np.ndarray) -> None:
+        """Computes the ids of the tokens ``distinct`` (ascending, each once) not computed yet."""
+        at = distinct.astype(np.int64) + 3
+        new = at[self.table[at] < 0]
+        if new.shape[0]:
+            self.table[new] = [self.fn(int(t) - 3) for t in new.tolist()]
 
-    def __call__(self, toks: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
-        """The ids of ``toks``, computing the ones not computed yet; ``known``: ``known(toks)``
-        read earlier (its -1s are looked up again, so the answer and the order of computing are
-        those of a call without it)."""
-        at = toks + 3
-        out = self.table[at] if known is None else known
-        missing = out < 0
-        if missing.any():
-            at_missing = at[missing]
-            got = self.table[at_missing]  # computed since ``known`` was read
-            still = got < 0
-            if still.any():
-                ids = sorted_unique(at_missing[still].astype(np.int64))
-                self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
-                got[still] = self.table[at_missing[still]]
-            out[missing] = got
-        return out
+    def lookup(self, toks: np.ndarray) -> np.ndarray:
+        """The ids of ``toks``, every one interned already."""
+        return self.table[toks + 3]

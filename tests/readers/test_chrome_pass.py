@@ -190,3 +190,18 @@ def test_owner_bounds_refuse_owners_out_of_order_or_range(threads: int, at: int,
         owner[at] = -1 if bad == "negative" else 3
     with pytest.raises(ValueError, match="ascend"):
         chrome_pass.owner_bounds(owner, 3, threads)
+
+
+@pytest.mark.parametrize(("n_rows", "n_lines"), [(0, 0), (0, 3), (1, 1), (10_000, 7), (10_000, 5_000)])
+def test_line_order_is_the_stable_sort_by_rank(n_rows: int, n_lines: int) -> None:
+    rng = np.random.default_rng(n_rows + n_lines)
+    line = rng.integers(0, max(n_lines, 1), n_rows).astype(np.int64)
+    rank_of_line = rng.permutation(n_lines).astype(np.int64)  # a line's place in display order
+    order, per_rank = chrome_pass.line_order(line, rank_of_line, n_lines)
+    assert np.array_equal(order, np.argsort(rank_of_line[line], kind="stable"))
+    assert np.array_equal(per_rank, np.bincount(rank_of_line[line], minlength=n_lines))
+
+
+def test_line_order_refuses_a_line_out_of_range() -> None:
+    with pytest.raises(IndexError):
+        chrome_pass.line_order(np.array([0, 3], np.int64), np.arange(3, dtype=np.int64), 3)

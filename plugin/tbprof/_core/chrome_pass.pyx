@@ -359,3 +359,30 @@ def _bounds_range(const int32_t[::1] o, int64_t[::1] b, Py_ssize_t n, Py_ssize_t
                 while j < hi and o[j] < e:
                     j += 1
                 b[e] = j
+
+
+# --- readers/plane_collected.py: rows grouped by line ----------------------------------------------
+
+def line_order(line, rank_of_line, Py_ssize_t n_ranks) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by their line's rank (``rank_of_line[line[i]]``, ranks 0..n_ranks-1), each
+    group in row order, as a stable sort by rank gives (a counting sort: two passes); and the rows
+    of each rank. Lines or ranks out of range raise IndexError."""
+    cdef const int64_t[::1] ln = _in(line, np.int64)
+    cdef const int64_t[::1] rank = _in(rank_of_line, np.int64)
+    cdef Py_ssize_t n = ln.shape[0], i
+    counts_arr = np.zeros(n_ranks, np.int64)
+    order_arr = np.empty(n, np.int64)
+    cdef int64_t[::1] counts = counts_arr
+    cdef int64_t[::1] order = order_arr
+    cdef int64_t r
+    for i in range(n):  # checked with the GIL: a bad rank raises here, before any placement
+        r = rank[ln[i]]
+        counts[r] += 1
+    fill_arr = np.concatenate([[0], np.cumsum(counts_arr)[:-1]]).astype(np.int64) if n_ranks else counts_arr.copy()
+    cdef int64_t[::1] fill = fill_arr
+    with nogil:
+        for i in range(n):
+            r = rank[ln[i]]
+            order[fill[r]] = i
+            fill[r] += 1
+    return order_arr, counts_arr

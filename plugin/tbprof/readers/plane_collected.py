@@ -213,25 +213,27 @@ def _store_order(work: Work, events: Collected, plane_lines: list[list[int]], th
     # Ranks of 16 bits where they fit: numpy's stable sort of those is a radix sort.
     rank_of_line = np.zeros(n_lines, dtype=np.uint16 if n_lines <= 1 << 16 else np.int64)
     rank_of_line[display] = np.arange(display.shape[0])
-    per_line = np.zeros(n_lines, dtype=np.int64)  # by display rank
-    for lo, hi in chunks(n, step):
-        per_line += np.bincount(rank_of_line[line_g[lo:hi]], minlength=n_lines)
-    line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
-    order = work.empty("order", np.int64, n)
-    fill = line_start[:-1].copy()
-    for lo, hi in chunks(n, step):
-        rank = rank_of_line[line_g[lo:hi]]
-        perm = np.argsort(rank, kind="stable")
-        rank = rank[perm]
-        counts = np.bincount(rank, minlength=n_lines)
-        if hi - lo == n:  # one chunk: its rows grouped by line are the store's
-            order[:] = perm
-        else:
+    if isinstance(work, MemoryWork):  # one chunk: its rows grouped by line (a counting sort) are the store's
+        order, per_line = chrome_pass.line_order(line_g, rank_of_line, n_lines)
+        line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
+    else:
+        per_line = np.zeros(n_lines, dtype=np.int64)  # by display rank
+        for lo, hi in chunks(n, step):
+            per_line += np.bincount(rank_of_line[line_g[lo:hi]], minlength=n_lines)
+        line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
+        order = work.empty("order", np.int64, n)
+        fill = line_start[:-1].copy()
+        for lo, hi in chunks(n, step):
+            rank = rank_of_line[line_g[lo:hi]]
+            perm = np.argsort(rank, kind="stable")
+            rank = rank[perm]
+            counts = np.bincount(rank, minlength=n_lines)
             order[fill[rank] + (np.arange(rank.shape[0]) - (np.cumsum(counts) - counts)[rank])] = lo + perm
-        fill += counts
+            fill += counts
+        del fill
     work.drop(line_g)
     events.line = np.zeros(0, np.int64)
-    del line_g, fill
+    del line_g
     longest = int(per_line.max()) if per_line.shape[0] else 0
     work.check(_SORT_BYTES_PER_ROW * longest, f"the time order of a thread of {longest:,} events")
     # Batches of whole lines of about a chunk each (streaming: a thread longer than a chunk is a

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,7 +68,7 @@ def hashable(value: Any) -> Hashable:
 class Tokens:
     """The scanner's token table, each token converted once per use (a name, an identity, ...)."""
 
-    def __init__(self, raw: list[bytes]) -> None:
+    def __init__(self, raw: Sequence[bytes]) -> None:
         self.raw = raw
         self._values: dict[int, Any] = {}
 

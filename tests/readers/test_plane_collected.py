@@ -163,7 +163,7 @@ def test_bind_points_in_ranges_is_the_one_thread_binding(monkeypatch: pytest.Mon
 
 class _Pools:
     """Counts the thread pools the plane builder, the args batches and the flows (their chains made
-    while the events are collected) start."""
+    while the rows are put in order) start."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.started = {"planes": 0, "args": 0, "flows": 0}

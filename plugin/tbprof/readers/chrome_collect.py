@@ -242,8 +242,6 @@ class Collector:
         self.t0 = t0
         self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
 
-        # The flow points' identities, times and chains need no event collected: made on a thread
-        # of their own while the events are (in memory, with threads; bound once the rows are placed).
         flows = _where(codes, _PH_FLOW, step)
         self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
         timed_flow = c["ts_us"][flows] != _NO_TIME
@@ -251,16 +249,15 @@ class Collector:
         flows = flows[timed_flow]
         del timed_flow, ph_tok, ts, ts_sub, dur
         with ThreadPoolExecutor(max_workers=1) if self._flows_ahead(flows) else nullcontext() as pool:
-            prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None else None
-            return self._collect(codes, flows, untimed_flows, prepared)  # waits for ``prepared`` when binding
+            return self._collect(codes, flows, untimed_flows, pool)
 
     def _flows_ahead(self, flows: np.ndarray) -> bool:
-        """Whether the flow points are prepared on a thread while the events are collected."""
+        """Whether the flow points are prepared on a thread while the rows are put in order."""
         return (isinstance(self.work, MemoryWork) and flows.shape[0] >= _FLOWS_AHEAD_MIN_POINTS
                 and default_threads() > 1)
 
     def _collect(self, codes: np.ndarray, flows: np.ndarray, untimed_flows: int,
-                 prepared: Future[_FlowTimes] | None) -> tables.ProfileStore:
+                 pool: ThreadPoolExecutor | None) -> tables.ProfileStore:
         c, step = self.cols, self.work.chunk_events
         self._events_by_chunk(codes, _PH_X)
         for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
@@ -279,6 +276,10 @@ class Collector:
                 self.work.drop(c.pop(name))
         self.args.drop_bounds()
         del c, codes
+        # The flow points' identities, times and chains need no event placed: made on ``pool``'s
+        # thread while the rows are put in store order, bound once they are. Not earlier: beside
+        # the events' collection their temporaries would add to its peak of memory.
+        prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None and flows.shape[0] else None
         return self._finish((flows, prepared) if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:

@@ -37,7 +37,7 @@ class FlowPoints(Protocol):
     """A reader's flow points: ``cat_key`` and ``id_key`` (dense ids of each point's category and
     identity; one flow is one (category, identity)), and per selection of points their thread,
     time and kind, and their categories' string ids. ``known_chains``: ``chains`` of every point,
-    where the reader made them already (on a thread of its own while it collected the events),
+    where the reader made them already (on a thread of its own while the rows were put in order),
     else None."""
 
     cat_key: np.ndarray

@@ -122,6 +122,9 @@ def test_first_pairs_number_the_pairs_as_they_first_appear(n_rows: int, distinct
     # Token ids from -3 up, as the scanner's columns hold them; -1 with -1 is a pair like any other.
     a = rng.integers(-3, distinct, n_rows).astype(np.int32)
     b = rng.integers(-3, 40, n_rows).astype(np.int32)
+    if n_rows > 1:  # runs of one pair (a thread's events together), then the pair again later
+        a[n_rows // 3:n_rows // 2] = a[n_rows // 3]
+        b[n_rows // 3:n_rows // 2] = b[n_rows // 3]
     pair, pa, pb = chrome_pass.first_pairs(a, b)
     code = (a.astype(np.int64) + 3) * 64 + (b.astype(np.int64) + 3)
     uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)

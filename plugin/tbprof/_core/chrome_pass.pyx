@@ -209,6 +209,9 @@ def first_pairs(a, b):
                     keys = grown_keys
                     nums = grown_nums
                     cap = new_cap
+                if i > 0 and av[i] == av[i - 1] and bv[i] == bv[i - 1]:  # a thread's events often come together
+                    out[i] = out[i - 1]
+                    continue
                 mask = cap - 1
                 key = (<uint64_t><uint32_t>av[i]) << 32 | <uint64_t><uint32_t>bv[i]
                 h = _mix(key) & mask

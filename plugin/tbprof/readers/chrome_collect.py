@@ -2,8 +2,12 @@
 collected (in collection order) with its thread's line, exact picosecond times from the earliest
 event, interned name and category, and its ``args`` as stat rows; then handed to the plane
 builder (``plane_collected.build_planes``), with the flow points bound by ``plane_flows``.
-numpy over all events, Python once per distinct token, thread or object (never once per event).
-The mapping from phases to events is ``chrome_trace.py``'s module docstring.
+numpy and compiled passes (``_core/chrome_pass.pyx``: the phases' checks, a phase's kept rows,
+the (pid, tid) pairs) over all events, Python once per distinct token, thread or object (never
+once per event). The calling thread runs what numbers strings and lines, in file order; what
+does not (the args' gathering and mapping, the flow points' identities and chains) runs on
+other threads beside it, in memory. The mapping from phases to events is ``chrome_trace.py``'s
+module docstring.
 """
 
 from __future__ import annotations

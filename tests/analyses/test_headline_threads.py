@@ -33,6 +33,8 @@ def test_side_by_side_gives_the_one_thread_headline(monkeypatch: pytest.MonkeyPa
     side_by_side = headline_mod.headline(stores)
     assert side_by_side == one_thread
     assert "device_idle_percent" in side_by_side and "communication_percent" in side_by_side
+    monkeypatch.setenv("TBPROF_THREADS", "3")  # the operators' times beside the steps too
+    assert headline_mod.headline([read_chrome_trace(str(p)) for p in RANKS]) == one_thread
 
 
 @pytest.mark.parametrize("path", [*RANKS, *sorted((REPO / "demo_logs" / "torch_cnn").glob("*.pt.trace.json"))],

@@ -40,14 +40,16 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
     # The devices' shares read no step: computed beside the steps where that pays, after the
     # operator links the steps' precision reads (single flight: the steps wait for those rather
     # than derive them twice).
-    # The operators' times read no step either: beside them too, on the side the steps will name
-    # (a Chrome trace's steps have a device where it has device planes; checked after them).
+    # With three threads or more, the operators' times (they read no step either) beside them
+    # too, on the side the steps will name (a Chrome trace's steps have a device where it has
+    # device planes; checked after them).
     pool = ThreadPoolExecutor(2, thread_name_prefix="tbprof-headline") if _side_by_side(views) else None
     try:
         devices = pool.submit(_links_then_device_values, stores) if pool is not None else None
         guess = "device" if any(device_planes_of(h) for h in stores) else "host"
         # Names, types, self times and occurrences only: no HLO cost analysis.
-        ops_aside = pool.submit(op_times, views, guess, costs=False) if pool is not None else None
+        ops_aside = (pool.submit(op_times, views, guess, costs=False) if pool is not None and default_threads() > 2
+                     else None)
         st = step_table(views)
         summ = summaries(st)
         ana = analysis(st)

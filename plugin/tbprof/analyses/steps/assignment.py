@@ -694,8 +694,8 @@ def _with_launch_steps(steps: Steps, n_found: int, launched: list[tuple[int, np.
     return steps
 
 
-# Above this many events (and with threads), a PyTorch trace's device and host events are typed
-# on threads beside the steps' linking (numpy's sorts, searches and gathers release the GIL).
+# Above this many events (and with three threads or more), a PyTorch trace's device and host events
+# are typed on threads beside the steps' linking (numpy's sorts, searches and gathers release the GIL).
 ASIDE_MIN_EVENTS = 1 << 20
 
 T = TypeVar("T")
@@ -722,13 +722,14 @@ class _Done(Generic[T]):
 
 class _Aside:
     """Calls run on threads beside the caller for a store of at least ``ASIDE_MIN_EVENTS`` (its
-    columns in memory or mapped: two threads may read them; the store's memo is single-flight),
-    else at once."""
+    columns in memory or mapped: two threads may read them; the store's memo is single-flight)
+    with three threads or more, else at once: with two, the headline's second thread takes the
+    other core already, and the temporaries held at once would only raise the peak of memory."""
 
     def __init__(self, store: ProfileStore) -> None:
         threads = default_threads()
         big = store.format == "chrome_trace" and sum(p.n_events for p in store.planes) >= ASIDE_MIN_EVENTS
-        self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="tbprof-steps") if big and threads > 1 \
+        self.pool = ThreadPoolExecutor(threads - 2, thread_name_prefix="tbprof-steps") if big and threads > 2 \
             else None
 
     def __enter__(self) -> _Aside:

@@ -7,9 +7,9 @@ the chain has a category, ``flow_category``. A chain with one bound point links 
 
 Points are taken in parts by identity (every point of one identity in the same part): in memory,
 one part; streaming, as many as keep a part within a chunk of points and its temporaries within
-half the budget. In memory, the points bind on several threads, in ranges of points (``kernels.bind_points``; each
-point's slice is its own), and the reader makes the chains beforehand, on a thread of its own
-(``FlowPoints.known_chains``).
+half the budget. In memory, the points bind on several threads, in ranges of points
+(``kernels.bind_points``; each point's slice is its own), and the reader makes the chains
+beforehand, on a thread of its own (``FlowPoints.known_chains``).
 """
 
 from __future__ import annotations

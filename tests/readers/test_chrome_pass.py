@@ -143,7 +143,8 @@ def test_count_owners_adds_the_bincount(threads: int) -> None:
     rng = np.random.default_rng(threads)
     owner = rng.integers(0, n, 500_000).astype(np.int32)
     per_event = np.arange(n, dtype=np.int64)  # counts already there are added to
-    chrome_pass.count_owners(owner, per_event, threads)
+    segments = [owner[:1000], owner[1000:1000], owner[1000:]]  # an empty one among them
+    chrome_pass.count_owners(segments, per_event, threads)
     assert np.array_equal(per_event, np.arange(n) + np.bincount(owner, minlength=n))
 
 
@@ -151,7 +152,7 @@ def test_count_owners_adds_the_bincount(threads: int) -> None:
 def test_count_owners_refuse_an_owner_that_is_no_event(stray: int) -> None:
     owner = np.array([0, 5, stray, 7], np.int32)
     with pytest.raises(IndexError):
-        chrome_pass.count_owners(owner, np.zeros(3 << 16, np.int64), 3)
+        chrome_pass.count_owners([np.array([1, 2], np.int32), owner], np.zeros(3 << 16, np.int64), 3)
 
 
 def test_fill_slots_are_the_prefix_sums_in_store_order() -> None:

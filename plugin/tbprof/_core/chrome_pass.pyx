@@ -263,35 +263,40 @@ def _run_parts(fn, jobs) -> None:
         raise errors[0]
 
 
-def count_owners(owner, per_event, Py_ssize_t threads=1) -> None:
-    """``per_event[e] += (owner == e).sum()`` for every event ``e`` (``np.bincount`` added in place),
-    on up to ``threads`` threads, each for a range of events (each reads every owner). Owners
-    outside ``0..len(per_event) - 1`` raise IndexError."""
-    cdef const int32_t[::1] own = _in(owner, np.int32)
+def count_owners(owners, per_event, Py_ssize_t threads=1) -> None:
+    """``per_event[e] += (owner == e).sum()`` for every event ``e`` and every owner array of
+    ``owners`` (``np.bincount`` added in place), on up to ``threads`` threads started once for all
+    of them, each for a range of events (each reads every owner). Owners outside
+    ``0..len(per_event) - 1`` raise IndexError."""
+    arrays = [_in(o, np.int32) for o in owners]
     cdef int64_t[::1] counts = per_event
     cdef Py_ssize_t n = counts.shape[0]
     parts = max(1, min(threads, n // (1 << 16)))
     cuts = [n * t // parts for t in range(parts + 1)]
     stray = np.zeros(1, np.int64)  # owners outside every range, counted by the first part
-    _run_parts(_count_range, [(own, counts, cuts[t], cuts[t + 1], stray if t == 0 else None) for t in range(parts)])
+    _run_parts(_count_range, [(arrays, counts, cuts[t], cuts[t + 1], stray if t == 0 else None)
+                              for t in range(parts)])
     if stray[0]:
         raise IndexError("a stat row's owner is not an event")
 
 
-def _count_range(const int32_t[::1] own, int64_t[::1] counts, int64_t lo, int64_t hi, int64_t[::1] stray) -> None:
+def _count_range(list arrays, int64_t[::1] counts, int64_t lo, int64_t hi, int64_t[::1] stray) -> None:
     """``count_owners``'s loop over the rows whose owner is in ``[lo, hi)``; ``stray`` (or None)
     gets the number of owners outside ``0..len(counts) - 1``."""
+    cdef const int32_t[::1] own
     cdef Py_ssize_t i
     cdef int32_t e
     cdef int64_t n = counts.shape[0], outside = 0
     cdef bint check = stray is not None
-    with nogil:
-        for i in range(own.shape[0]):
-            e = own[i]
-            if e >= lo and e < hi:
-                counts[e] += 1
-            elif check and (e < 0 or e >= n):
-                outside += 1
+    for arr in arrays:
+        own = arr
+        with nogil:
+            for i in range(own.shape[0]):
+                e = own[i]
+                if e >= lo and e < hi:
+                    counts[e] += 1
+                elif check and (e < 0 or e >= n):
+                    outside += 1
     if check:
         stray[0] = outside
 

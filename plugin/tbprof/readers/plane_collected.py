@@ -312,13 +312,15 @@ def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np
                 threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every stat row moved to its place: by plane, then event row, an event's rows in
     collection order (as a stable sort would put them). Counted, not sorted: each event's first
-    slot is a prefix sum (compiled loops, no temporaries). With ``threads`` > 1 a segment's rows
-    are counted on that many threads, each for a range of events, and placed on that many, each
-    for a range of events holding about as many stat rows as the others."""
+    slot is a prefix sum (compiled loops, no temporaries). With ``threads`` > 1 the rows are
+    counted on that many threads, each for a range of events over every segment, and a segment's
+    rows placed on that many, each for a range of events holding about as many stat rows as the
+    others."""
     n = row_in_plane.shape[0]
     per_event = work.zeros("stats_per_event", np.int64, n)
-    for owner, _, _, _ in stats.segments(consume=False):
-        chrome_pass.count_owners(owner, per_event, threads if owner.shape[0] >= _PLACE_MIN_ROWS else 1)
+    owners = [owner for owner, _, _, _ in stats.segments(consume=False)]
+    chrome_pass.count_owners(owners, per_event, threads if sum(o.shape[0] for o in owners) >= _PLACE_MIN_ROWS else 1)
+    del owners
     cuts = _owner_cuts(per_event, threads)
     fill = work.empty("stats_fill", np.int64, n)  # each event's next free slot
     bounds = np.zeros(plane_bounds.shape[0], dtype=np.int64)

@@ -807,12 +807,16 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         host = None
     # The markers: the host's; a GPU-only trace (no host events) has the GPU annotations of them.
     marker_masks: dict[int, np.ndarray] = {}
+    # By string id, one gather per plane instead of isin's sort; an id out of range (clipped to the
+    # last slot or to id 0, the empty name) is no marker, as isin has it.
+    is_step_name = np.zeros(len(store.strings) + 1, bool)
+    is_step_name[ids] = True
 
     def is_marker(plane: Plane) -> np.ndarray:
         """Whether each event of ``plane`` is a step marker (tested once a plane)."""
         got = marker_masks.get(id(plane))
         if got is None:
-            got = marker_masks[id(plane)] = np.isin(plane.name_id, ids)
+            got = marker_masks[id(plane)] = np.take(is_step_name, plane.name_id, mode="clip")
         return got
 
     marked = [p for p in ([host] if host is not None else []) + [store.planes[d] for d in devices]

@@ -333,7 +333,7 @@ class Collector:
         dropped_ts = dropped_dur = too_long = 0
         t0_us, t0_sub = self.t0
 
-        def kept(lo: int, hi: int) -> tuple[Any, ...]:
+        def kept(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int, int, int, bool, int]:
             # The rows of the phase that are timed and, complete events, of a duration >= 0 that
             # ends within the span limit (a start is at least the earliest event's, so such an
             # end fits int64 picoseconds); their starts; the counts dropped; the latest end.

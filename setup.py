@@ -38,7 +38,7 @@ class BuildExt(build_ext):
 
 def core_extensions() -> list[Extension]:
     """tbprof._core: plain typed-memoryview Cython, no NumPy C API (so no numpy ABI pin)."""
-    return [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"]) for name in ("wire", "kernels", "jsonscan", "groups")]
+    return [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"]) for name in ("wire", "kernels", "jsonscan", "groups", "chrome_pass")]
 
 
 version = re.search(r'__version__ = "([^"]+)"', Path("plugin/tbprof/__init__.py").read_text()).group(1)

@@ -1,6 +1,5 @@
 """The plane builder for events collected in any order (``readers/plane_collected.py``): its
-time order equals numpy's three-key ``lexsort`` (the definition), the args' stat bounds equal a
-prefix sum of ``bincount`` (``kernels.owner_bounds``), the stat rows placed and the flow points
+time order equals numpy's three-key ``lexsort`` (the definition), the stat rows placed and the flow points
 bound in ranges on several threads equal the one-thread loops (``kernels.place_rows``,
 ``kernels.bind_points``), and a trace built on several threads is the store one thread builds,
 column for column.
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 
 from tbprof._core import kernels
-from tbprof.readers import chrome_args, plane_collected, plane_flows
+from tbprof.readers import chrome_args, chrome_collect, plane_collected, plane_flows
 from tbprof.readers.chrome_trace import read_chrome_trace
 from tbprof.store import tables
 from tbprof.store.markers import FLOW_ID_STAT
@@ -75,19 +74,6 @@ def test_time_order_without_ties_and_empty() -> None:
     assert plane_collected.time_order(start, dur, line).tolist() == [1, 0, 3, 2]
     empty = np.zeros(0, np.int64)
     assert plane_collected.time_order(empty, empty, empty).shape == (0,)
-
-
-@pytest.mark.parametrize(("n", "m"), [(0, 0), (1, 0), (1, 4), (7, 3), (1000, 5000), (5000, 1000)])
-def test_owner_bounds_are_the_prefix_sum_of_the_counts(n: int, m: int) -> None:
-    owner = np.sort(np.random.default_rng(n + m).integers(0, max(n, 1), m)).astype(np.int32)
-    want = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n)[:n])]).astype(np.int64)
-    assert np.array_equal(kernels.owner_bounds(owner, n), want)
-
-
-@pytest.mark.parametrize("owner", [[0, 2, 1], [-1, 0], [0, 3]], ids=["descending", "negative", "past_n"])
-def test_owner_bounds_refuse_owners_out_of_order_or_range(owner: list[int]) -> None:
-    with pytest.raises(ValueError, match="ascend"):
-        kernels.owner_bounds(np.array(owner, np.int32), 3)
 
 
 def _placed_one_by_one(owner: np.ndarray, fill: np.ndarray, row_of: np.ndarray, name: np.ndarray,
@@ -176,11 +162,12 @@ def test_bind_points_in_ranges_is_the_one_thread_binding(monkeypatch: pytest.Mon
 
 
 class _Pools:
-    """Counts the thread pools the plane builder, the args batches and the flows start."""
+    """Counts the thread pools the plane builder, the args batches and the flows (their chains made
+    while the rows are put in order) start."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.started = {"planes": 0, "args": 0, "flows": 0}
-        for what, module in (("planes", plane_collected), ("args", chrome_args), ("flows", plane_flows)):
+        for what, module in (("planes", plane_collected), ("args", chrome_args), ("flows", chrome_collect)):
             real = module.ThreadPoolExecutor
 
             def counting(*args: Any, what: str = what, real: Any = real, **kwargs: Any) -> Any:
@@ -197,6 +184,7 @@ def _read(monkeypatch: pytest.MonkeyPatch, path: Path, threads: int, pooled_min:
         m.setattr(plane_collected, "_POOLED_MIN_EVENTS", pooled_min)
         m.setattr(chrome_args, "_ARGS_EVENTS", 16)  # the batch size numbers strings: the same in both
         m.setattr(plane_flows, "_THREADED_MIN_POINTS", 0)
+        m.setattr(chrome_collect, "_FLOWS_AHEAD_MIN_POINTS", 0)
         m.setattr(plane_collected, "_PLACE_MIN_ROWS", 1)
         m.setattr(kernels, "_BIND_MIN_POINTS", 1)
         return read_chrome_trace(path)

@@ -1290,9 +1290,11 @@ cdef class Scanner:
         """Bytes of the distinct tokens' text so far (the reader turns each into Python strings)."""
         return self.arena_len
 
-    def tokens(self):
-        """Every token's bytes (prefix first), by id."""
-        return [PyBytes_FromStringAndSize(self.arena + self.tok_off[t], self.tok_len[t]) for t in range(self.n_tok)]
+    def token(self, int64_t t):
+        """Token ``t``'s bytes (prefix first): the reader converts the few it uses, not every one."""
+        if t < 0 or t >= self.n_tok:
+            raise IndexError("no such token")
+        return PyBytes_FromStringAndSize(self.arena + self.tok_off[t], self.tok_len[t])
 
     def token_ints(self, np):
         """(is_int, value) per token: 1 and its value for a JSON integer token that fits int64

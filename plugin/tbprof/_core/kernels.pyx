@@ -1814,35 +1814,6 @@ def _place_range(const int32_t[::1] own, const int32_t[::1] nm, const int8_t[::1
             o_val[d] = val[i]
 
 
-def owner_bounds(owner, Py_ssize_t n) -> np.ndarray:
-    """Each of ``n`` events' first row in ``owner`` (one event number per stat row, ascending),
-    then the end: event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, as a prefix sum of
-    ``np.bincount(owner, minlength=n)`` gives, in one pass and no count array
-    (readers/chrome_args.py ``ArgStats.bounds``). Owners that descend or fall outside 0..n-1
-    raise ValueError."""
-    cdef const int32_t[::1] o = _in(owner, np.int32)
-    cdef Py_ssize_t m = o.shape[0], j = 0, e
-    cdef int bad = 0
-    out = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] b = out
-    with nogil:
-        if m and (o[0] < 0 or o[m - 1] >= n):
-            bad = 1
-        for j in range(1, m):
-            if o[j] < o[j - 1]:
-                bad = 1
-                break
-        j = 0
-        if not bad:
-            for e in range(n + 1):
-                while j < m and o[j] < e:
-                    j += 1
-                b[e] = j
-    if bad:
-        raise ValueError("stat owners must ascend within 0..n-1")
-    return out
-
-
 def args_rows(events, bounds, kind, int skip_kind) -> tuple[np.ndarray, np.ndarray]:
     """The stat rows of ``events`` (event ``e``'s rows are ``bounds[e]`` to ``bounds[e + 1]``, in
     order) whose kind is not ``skip_kind``, and for each its event's position in ``events``

@@ -1,39 +1,43 @@
 """Every ``args`` entry of a Chrome trace's collected events as a stat row: the scanner's rows of
 an event found by its bounds, null arguments dropped, keys and text values (strings, huge
 integers' digits, arrays' canonical JSON) interned, each distinct one once. Events go in batches
-so that the temporaries stay small; in memory, a batch's rows are gathered on a second thread
-while the one before is interned (interning stays in batch order: it numbers the strings), and
-the ids of its keys already interned (most of them: a trace has few distinct keys) are looked
-up there too, so that the interning thread looks up only the rest."""
+so that the temporaries stay small; in memory, a batch's rows and its distinct keys and texts are
+gathered on another thread while the one before is interned, and its rows mapped to string ids
+on another thread again once it is: the calling thread interns only the distinct tokens, in
+batch order (it numbers the strings)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from tbprof._core import jsonscan, kernels
+from tbprof._core import chrome_pass, jsonscan, kernels
 from tbprof._core.wire import default_threads
 from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
 from tbprof.readers.chrome_tokens import TokenTable
 from tbprof.store import tables
+from tbprof.store.arrays import sorted_unique
 
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
+# A batch's stat rows: owners, name ids, kinds, values.
+_Stats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass
 class _Batch:
-    """A batch of events' argument rows, gathered, not yet interned."""
+    """A batch of events' argument rows, gathered, not yet interned: the distinct key tokens and
+    text value tokens beside the rows."""
 
     owner: np.ndarray
     key_tok: np.ndarray
     kind: np.ndarray
     value: np.ndarray
     text: np.ndarray
-    # The keys' string ids known when gathered (-1: looked up when interned).
-    key_known: np.ndarray
+    distinct_keys: np.ndarray
+    distinct_texts: np.ndarray
 
 
 class ArgStats:
@@ -57,7 +61,7 @@ class ArgStats:
             owner = self.cols["st_owner"]
             bounds = self.work.empty("stat_bounds", np.int64, n + 1)
             if n + 1 <= self.work.chunk_events:  # in memory: one compiled pass over the owners
-                bounds[:] = kernels.owner_bounds(owner, n)
+                bounds[:] = chrome_pass.owner_bounds(owner, n, default_threads())
             else:
                 for lo, hi in chunks(n + 1, self.work.chunk_events):
                     bounds[lo:hi] = np.searchsorted(owner, np.arange(lo, hi, dtype=owner.dtype))
@@ -83,28 +87,40 @@ class ArgStats:
 
     def add_to(self, owners: np.ndarray, events: np.ndarray) -> None:
         """The args of ``events`` as stats of the collected events ``owners`` (one each), in
-        batches of events so that the temporaries stay small. In memory, with more than one
-        thread, a batch's rows are gathered on a second thread while the one before is interned
-        (interning stays in batch order: it numbers the strings)."""
+        batches of events so that the temporaries stay small: a batch's rows gathered, their
+        distinct keys and texts interned (in batch order: it numbers the strings), the rows mapped
+        to string ids and appended (in batch order). In memory, with more than one thread, the
+        gathering and the mapping run on other threads, ahead of and behind the interning."""
         step = _ARGS_EVENTS
         batches = [(owners[lo:lo + step], events[lo:lo + step]) for lo in range(0, events.shape[0], step)]
-        self.bounds()  # computed once, before a second thread reads it
+        self.bounds()  # computed once, before another thread reads it
         if len(batches) < 2 or not isinstance(self.work, MemoryWork) or default_threads() < 2:
             for batch in batches:
-                self._add_rows(self._batch_rows(*batch))
+                rows = self._batch_rows(*batch)
+                if rows is not None:
+                    self._intern(rows)
+                    self.stats.append(*self._mapped(rows))
             return
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:
             ahead = pool.submit(self._batch_rows, *batches[0])
+            mapping: list[Future[_Stats]] = []
             for i in range(len(batches)):
                 rows = ahead.result()
                 if i + 1 < len(batches):
                     ahead = pool.submit(self._batch_rows, *batches[i + 1])
-                self._add_rows(rows)
+                if rows is not None:
+                    self._intern(rows)
+                    mapping.append(pool.submit(self._mapped, rows))
+                del rows
+                while len(mapping) > 1 or (mapping and mapping[0].done()):  # at most one batch in flight
+                    self.stats.append(*mapping.pop(0).result())
+            for done in mapping:
+                self.stats.append(*done.result())
 
     def _batch_rows(self, owners: np.ndarray, events: np.ndarray) -> _Batch | None:
         """The scanner's stat rows of ``events`` but for null arguments (they say nothing):
-        owners, key tokens, kinds, values, which values are texts and the ids of the keys
-        interned so far (numpy and compiled loops only: safe beside the interning thread)."""
+        owners, key tokens, kinds, values, which values are texts, and the distinct key and text
+        tokens (numpy and compiled loops only: safe beside the interning thread)."""
         c = self.cols
         rows, pos = kernels.args_rows(events, self.bounds(), c["st_kind"], tables.KIND_NONE)
         if rows.shape[0] == 0:
@@ -112,18 +128,24 @@ class ArgStats:
         kind = c["st_kind"][rows]
         text = (kind == tables.KIND_STR) | (kind == jsonscan.KIND_JSON)
         key_tok = c["st_key"][rows]
-        return _Batch(owners[pos].astype(np.int32), key_tok, kind, c["st_value"][rows], text, self.keys.known(key_tok))
+        value = c["st_value"][rows]
+        return _Batch(owners[pos].astype(np.int32), key_tok, kind, value, text, sorted_unique(key_tok),
+                      sorted_unique(value[text]))
 
-    def _add_rows(self, rows: _Batch | None) -> None:
-        if rows is None:
-            return
-        key = self.keys(rows.key_tok, rows.key_known)
+    def _intern(self, rows: _Batch) -> None:
+        """A batch's new keys, then its new texts (strings, huge integers' digits, arrays'
+        canonical text), interned: each distinct one once, in token order."""
+        self.keys.intern(rows.distinct_keys)
+        self.texts.intern(rows.distinct_texts)
+
+    def _mapped(self, rows: _Batch) -> _Stats:
+        """A batch's rows as stat rows, its keys and texts interned already (safe beside the
+        interning thread: it reads interned entries only)."""
         value, kind, text = rows.value, rows.kind, rows.text
         if text.any():
-            # Strings, huge integers' digits, arrays' canonical text: each distinct one interned once.
-            value[text] = self.texts(value[text])
+            value[text] = self.texts.lookup(value[text])
             kind[text] = tables.KIND_STR
-        self.stats.append(rows.owner, key, kind.astype(np.int8), value)
+        return rows.owner, self.keys.lookup(rows.key_tok), kind.astype(np.int8), value
 
     def drop_bounds(self) -> None:
         """Frees the bounds once every args entry is read."""

@@ -2,19 +2,26 @@
 collected (in collection order) with its thread's line, exact picosecond times from the earliest
 event, interned name and category, and its ``args`` as stat rows; then handed to the plane
 builder (``plane_collected.build_planes``), with the flow points bound by ``plane_flows``.
-numpy over all events, Python once per distinct token, thread or object (never once per event).
-The mapping from phases to events is ``chrome_trace.py``'s module docstring.
+numpy and compiled passes (``_core/chrome_pass.pyx``: the phases' checks, a phase's kept rows,
+the (pid, tid) pairs) over all events, Python once per distinct token, thread or object (never
+once per event). The calling thread runs what numbers strings and lines, in file order; what
+does not (the args' gathering and mapping, the flow points' identities and chains) runs on
+other threads beside it, in memory. The mapping from phases to events is ``chrome_trace.py``'s
+module docstring.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
-from tbprof._core import jsonscan, kernels
+from tbprof._core import chrome_pass, jsonscan, kernels
+from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_args import ArgStats
@@ -30,11 +37,10 @@ from tbprof.readers.chrome_tokens import (
     field_of,
     lut,
     lut_table,
-    token_pairs,
 )
 from tbprof.readers.chrome_tracks import Tracks
 from tbprof.readers.plane_collected import Collected, Layout, build_planes
-from tbprof.readers.plane_flows import bind_flows
+from tbprof.readers.plane_flows import bind_flows, chains
 from tbprof.store import tables
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.strings import StringTable
@@ -57,28 +63,13 @@ _PHASE_CODES = {"X": _PH_X, "B": _PH_BE, "E": _PH_BE, "i": _PH_INSTANT, "I": _PH
                 "f": _PH_FLOW, "M": _PH_M, "": _PH_NONE}
 
 
-def _earliest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
-    """The smallest (whole µs, picoseconds above them) of a non-empty set of times."""
-    w = int(whole_us.min())
-    return w, int(sub_ps[whole_us == w].min())
-
-
-def _latest(whole_us: np.ndarray, sub_ps: np.ndarray) -> tuple[int, int]:
-    """The largest (whole µs, picoseconds above them) of a non-empty set of times."""
-    w = int(whole_us.max())
-    return w, int(sub_ps[whole_us == w].max())
-
-
-def _kept(code: np.ndarray) -> np.ndarray:
-    """Events of a phase tbprof shows (not metadata, not absent, not unsupported)."""
-    return (code != _PH_NONE) & (code != _PH_M) & (code != _PH_OTHER)
-
-
 # Anonymous bytes per row of the steps that hold whole columns even when streaming: events of the
 # phases read whole (begin/end, instants, counters, objects: indices, times, lines, names and
 # their sorts), every flow point's index, (cat, id) keys and part while the parts are bound.
 _BYTES_PER_WHOLE_EVENT = 128
 _BYTES_PER_FLOW_KEY = 48
+# Fewer flow points than this are prepared on the calling thread (a thread costs more than it saves).
+_FLOWS_AHEAD_MIN_POINTS = 1 << 14
 
 
 class Collector:
@@ -120,14 +111,11 @@ class Collector:
         order the pairs first appear."""
         if pid_tok.shape[0] == 0:
             return np.zeros(0, np.int64)
-        pair, pids, tids = token_pairs(pid_tok, tid_tok, self.n_tokens)
-        first = np.full(pids.shape[0], pid_tok.shape[0], dtype=np.int64)
-        np.minimum.at(first, pair, np.arange(pid_tok.shape[0]))
+        pair, pids, tids = chrome_pass.first_pairs(pid_tok, tid_tok)  # numbered as they first appear
         mapping = np.zeros(pids.shape[0], dtype=np.int64)
-        for u in np.argsort(first).tolist():  # each pair's first row: distinct
-            t = int(tids[u])
+        for u, (p, t) in enumerate(zip(pids.tolist(), tids.tolist(), strict=True)):
             tid = "Global" if t == GLOBAL else self.tok.value(t)
-            mapping[u] = self.tracks.line(self.tok.value(int(pids[u])), tid)
+            mapping[u] = self.tracks.line(self.tok.value(p), tid)
         return mapping[pair]
 
     def key_ids(self, toks: np.ndarray) -> np.ndarray:
@@ -217,44 +205,34 @@ class Collector:
         ph_table = lut_table((ph_tok[lo:hi] for lo, hi in chunks(n, step)),
                               lambda t: _PH_NONE if t < 0 else _PHASE_CODES.get(self.tok.value(t), _PH_OTHER),
                               np.int8, self.n_tokens)
+        # Phase codes, the phases' counts and the numbers' limits (the rules of chrome_events.py):
+        # a ts or dur beyond them reads as absent; then the span of the timed events, the earliest
+        # and the latest kept one (a phase shown) by (whole µs, picoseconds above them).
         codes = np.empty(n, np.int8)
         not_str = no_phase = 0
         other_counts = np.zeros(self.n_tokens, np.int64)
-        for lo, hi in chunks(n, step):
-            tok = ph_tok[lo:hi]
-            code = codes[lo:hi] = ph_table[tok + 3]
-            not_str += int((tok == -2).sum())
-            empty = (c["flags"][lo:hi] & jsonscan.FLAG_EMPTY) != 0
-            no_phase += int(((code == _PH_NONE) & ~empty).sum())
-            other = tok[code == _PH_OTHER]
-            if other.shape[0]:
-                other_counts += np.bincount(other, minlength=self.n_tokens)
-        self._warn(not_str, "events whose phase ('ph') is not a string were ignored")
-        self._warn(scan.non_objects, "trace entries that are not JSON objects were ignored")
-        self._warn(no_phase, "events without a phase ('ph') were ignored")
-        for ph, k in sorted((self.tok.value(t), int(other_counts[t])) for t in np.flatnonzero(other_counts).tolist()):
-            self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
-
-        # Usable numbers (the rules of chrome_events.py): present, within the limits.
         ts, ts_sub, dur = c["ts_us"], c["ts_sub_ps"], c["dur_ps"]
         lo_us: float = math.inf
         hi_us: float = -math.inf
         t0: tuple[int, int] | None = None
         end: tuple[int, int] | None = None
         for lo, hi in chunks(n, step):
-            t, sub, d = ts[lo:hi], ts_sub[lo:hi], dur[lo:hi]
-            t[(t < -MAX_ABS_TS_US) | (t > MAX_ABS_TS_US)] = _NO_TIME
-            d[(d < -MAX_SPAN_PS) | (d > MAX_SPAN_PS)] = _NO_TIME
-            code = codes[lo:hi]
-            finite = t != _NO_TIME
-            timed = t[(code != _PH_M) & finite]
-            if timed.shape[0]:
-                lo_us, hi_us = min(lo_us, int(timed.min())), max(hi_us, int(timed.max()))
-            kept = _kept(code) & finite
-            if kept.any():
-                first, last = _earliest(t[kept], sub[kept]), _latest(t[kept], sub[kept])
-                t0 = first if t0 is None else min(t0, first)
-                end = last if end is None else max(end, last)
+            (bad_ph, no_ph, any_timed, first_us, last_us, any_kept, t0_us, t0_sub, end_us,
+             end_sub) = chrome_pass.phase_pass(ph_tok[lo:hi], ph_table, c["flags"][lo:hi], ts[lo:hi], ts_sub[lo:hi],
+                                               dur[lo:hi], codes[lo:hi], other_counts, jsonscan.FLAG_EMPTY,
+                                               _PH_NONE, _PH_M, _PH_OTHER, _NO_TIME, MAX_ABS_TS_US, MAX_SPAN_PS)
+            not_str += bad_ph
+            no_phase += no_ph
+            if any_timed:
+                lo_us, hi_us = min(lo_us, first_us), max(hi_us, last_us)
+            if any_kept:
+                t0 = (t0_us, t0_sub) if t0 is None else min(t0, (t0_us, t0_sub))
+                end = (end_us, end_sub) if end is None else max(end, (end_us, end_sub))
+        self._warn(not_str, "events whose phase ('ph') is not a string were ignored")
+        self._warn(scan.non_objects, "trace entries that are not JSON objects were ignored")
+        self._warn(no_phase, "events without a phase ('ph') were ignored")
+        for ph, k in sorted((self.tok.value(t), int(other_counts[t])) for t in np.flatnonzero(other_counts).tolist()):
+            self._warn(k, f"events of phase {ph!r}, which tbprof does not show, were ignored")
         if hi_us - lo_us > MAX_SPAN_US:
             raise ProfileReadError(self.source, f"the event timestamps span {(hi_us - lo_us) / 86400e6:.0f} days; "
                                    f"tbprof shows traces of up to {MAX_SPAN_US / 86400e6:.0f} days (is a 'ts' in "
@@ -268,6 +246,23 @@ class Collector:
         self.t0 = t0
         self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
 
+        flows = _where(codes, _PH_FLOW, step)
+        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
+        timed_flow = c["ts_us"][flows] != _NO_TIME
+        untimed_flows = int(flows.shape[0] - timed_flow.sum())
+        flows = flows[timed_flow]
+        del timed_flow, ph_tok, ts, ts_sub, dur
+        with ThreadPoolExecutor(max_workers=1) if self._flows_ahead(flows) else nullcontext() as pool:
+            return self._collect(codes, flows, untimed_flows, pool)
+
+    def _flows_ahead(self, flows: np.ndarray) -> bool:
+        """Whether the flow points are prepared on a thread while the rows are put in order."""
+        return (isinstance(self.work, MemoryWork) and flows.shape[0] >= _FLOWS_AHEAD_MIN_POINTS
+                and default_threads() > 1)
+
+    def _collect(self, codes: np.ndarray, flows: np.ndarray, untimed_flows: int,
+                 pool: ThreadPoolExecutor | None) -> tables.ProfileStore:
+        c, step = self.cols, self.work.chunk_events
         self._events_by_chunk(codes, _PH_X)
         for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
                              (_PH_OBJECT, self._objects)):
@@ -278,16 +273,18 @@ class Collector:
             self.work.check(_BYTES_PER_WHOLE_EVENT * idx.shape[0], f"{idx.shape[0]:,} begin/end, counter or object "
                             "events")
             handle(idx)
-        flows = _where(codes, _PH_FLOW, step)
-        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
-        flows = self._timed(flows, "flow ('s'/'t'/'f') events")
+        self._warn(untimed_flows, "flow ('s'/'t'/'f') events without a numeric 'ts' were dropped")
         # Every args entry is read now; the flows need only their identity columns.
         for name in ("st_owner", "st_key", "st_kind", "st_value", "dur_ps", "name"):
             if name in c:
                 self.work.drop(c.pop(name))
         self.args.drop_bounds()
-        del c, ph_tok, codes, ts, ts_sub, dur
-        return self._finish(flows if flows.shape[0] else None)
+        del c, codes
+        # The flow points' identities, times and chains need no event placed: made on ``pool``'s
+        # thread while the rows are put in store order, bound once they are. Not earlier: beside
+        # the events' collection their temporaries would add to its peak of memory.
+        prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None and flows.shape[0] else None
+        return self._finish((flows, prepared) if flows.shape[0] else None)
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -334,56 +331,43 @@ class Collector:
         n = codes.shape[0]
         complete = ph_code == _PH_X
         dropped_ts = dropped_dur = too_long = 0
+        t0_us, t0_sub = self.t0
 
-        def ends_in_span(idx: np.ndarray) -> np.ndarray:
-            # A complete event's start is at least the earliest event's: its end, when within
-            # the limit, fits int64 picoseconds.
-            return c["dur_ps"][idx] <= MAX_SPAN_PS - self.start_ps_of(idx)
-
-        def kept(lo: int, hi: int) -> np.ndarray:
-            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
-            idx = idx[c["ts_us"][idx] != _NO_TIME]
-            if complete:
-                idx = idx[c["dur_ps"][idx] >= 0]  # not a negative or non-numeric 'dur'
-                idx = idx[ends_in_span(idx)]
-            return idx
+        def kept(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int, int, int, bool, int]:
+            # The rows of the phase that are timed and, complete events, of a duration >= 0 that
+            # ends within the span limit (a start is at least the earliest event's, so such an
+            # end fits int64 picoseconds); their starts; the counts dropped; the latest end.
+            return chrome_pass.kept_events(codes, ph_code, c["ts_us"], c["ts_sub_ps"], c["dur_ps"], lo, hi, t0_us,
+                                           t0_sub, _NO_TIME, complete, MAX_SPAN_PS)
 
         # Names and categories are interned first, over every kept event in token order (as one
-        # pass over all of them would), then the chunks' args.
+        # pass over all of them would), then the chunks' args. In memory (one chunk) the rows
+        # found for the tables are the loop's.
         whole = [kept(0, n)] if step >= n else None
 
         def tokens_of(col: str) -> Iterator[np.ndarray]:
             if whole is not None:
-                yield c[col][whole[0]]
+                yield c[col][whole[0][0]]
                 return
             for lo, hi in chunks(n, step):
-                yield c[col][kept(lo, hi)]
+                yield c[col][kept(lo, hi)[0]]
 
         name_table = lut_table(tokens_of("name"), lambda t: self.strings.intern(self.tok.text(t)), np.int32,
                                 self.n_tokens)
         cat_table = lut_table(tokens_of("cat"), self._cat_id, np.int32, self.n_tokens)
-        whole = None
         for lo, hi in chunks(n, step):
-            idx = lo + np.flatnonzero(codes[lo:hi] == ph_code)
+            idx, ts, no_ts, negative, late, any_end, end_ps = whole.pop() if whole else kept(lo, hi)
+            dropped_ts += no_ts
+            dropped_dur += negative
+            too_long += late
             if not idx.shape[0]:
                 continue
-            ok = c["ts_us"][idx] != _NO_TIME
-            dropped_ts += int((~ok).sum())
-            idx = idx[ok]
             if complete:
                 dur = c["dur_ps"][idx]
-                bad = dur < 0  # negative or not a number
-                dropped_dur += int(bad.sum())
-                idx, dur = idx[~bad], dur[~bad]
-                bad = ~ends_in_span(idx)
-                too_long += int(bad.sum())
-                idx, dur = idx[~bad], dur[~bad]
-                ts = self.start_ps_of(idx)
-                if ts.shape[0]:
-                    self.trace_end_ps = max(self.trace_end_ps, int((ts + dur).max()))
+                if any_end:
+                    self.trace_end_ps = max(self.trace_end_ps, end_ps)
                 line = self._lines(c["pid"][idx], c["tid"][idx])
             else:
-                ts = self.start_ps_of(idx)
                 dur = np.zeros(ts.shape[0], np.int64)
                 # Global-scope instants ("s": "g") belong to no thread: chrome://tracing draws
                 # them across the whole trace; here they get a track of their own.
@@ -496,7 +480,9 @@ class Collector:
     # --- assembling planes -----------------------------------------------------------------
 
     # --- to the plane builder ------------------------------------------------------------
-    def _finish(self, flows: np.ndarray | None) -> tables.ProfileStore:
+    def _finish(self, flows: tuple[np.ndarray, Future[_FlowTimes] | None] | None) -> tables.ProfileStore:
+        """The store of the events collected; ``flows``: the flow points and their times being
+        prepared (or None), bound once the rows are in store order."""
         work, step = self.work, self.work.chunk_events
         release_free_memory()  # the passes' temporaries, freed into the C heap, before the planes
         n = self.n_events
@@ -513,7 +499,7 @@ class Collector:
 
         def bind(layout: Layout) -> None:
             if flows is not None:
-                unbound = bind_flows(_Flows(self, flows), layout, work, self.strings, self.st_rows)
+                unbound = bind_flows(_Flows(self, *flows), layout, work, self.strings, self.st_rows)
                 self._warn(unbound, "flow points that bind to no slice of their thread were dropped")
             work.drop(*self.cols.values())
             self.cols = {}
@@ -528,29 +514,46 @@ _FLOW_S, _FLOW_F = 1, 2
 _FLOW_PHASES = {"s": _FLOW_S, "f": _FLOW_F}
 
 
-class _Flows:
-    """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them."""
+class _FlowTimes:
+    """Flow points ``idx``'s identities (``cat_key``, ``id_key``: ``Collector.key_ids``), times,
+    kinds and, ``chained``, their chains (``plane_flows.chains``): all the binding needs but
+    their threads' lines (known once every event is collected). Safe on a thread beside the
+    collecting one: it reads the scanner's columns and the token table, and interns nothing."""
 
-    def __init__(self, collector: Collector, idx: np.ndarray) -> None:
-        self.c = collector
-        self.idx = idx
-        cols = collector.cols
+    def __init__(self, collector: Collector, idx: np.ndarray, chained: bool) -> None:
+        cols, tok = collector.cols, collector.tok
         ident_tok = np.where(cols["id"][idx] != MISSING, cols["id"][idx], cols["bind_id"][idx])
         self.cat_key = collector.key_ids(cols["cat"][idx])
         self.id_key = collector.key_ids(ident_tok)
+        del ident_tok
+        self.point_ps = collector.start_ps_of(idx)
+        phase = lut(cols["ph"][idx], lambda t: _FLOW_PHASES.get(tok.value(t), 0) if t >= 0 else 0, np.int8,
+                    collector.n_tokens)
+        self.is_next = (phase == _FLOW_F) & ((cols["flags"][idx] & jsonscan.FLAG_BP_E) == 0)
+        self.is_start = phase == _FLOW_S
+        self.chains = chains(self.cat_key, self.id_key, self.point_ps, self.is_start) if chained else None
+
+
+class _Flows:
+    """The trace's flow points (``s``/``t``/``f`` events ``idx``) as ``plane_flows`` reads them;
+    ``prepared``: their ``_FlowTimes`` being made on another thread (None: made here)."""
+
+    def __init__(self, collector: Collector, idx: np.ndarray, prepared: Future[_FlowTimes] | None) -> None:
+        self.c = collector
+        self.idx = idx
+        self.times = prepared.result() if prepared is not None else _FlowTimes(collector, idx, False)
+        self.cat_key = self.times.cat_key
+        self.id_key = self.times.id_key
+        self.known_chains = self.times.chains
 
     def where(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        c, cols, tok = self.c, self.c.cols, self.c.tok
+        c, cols, tok, times = self.c, self.c.cols, self.c.tok, self.times
         flows = self.idx[sel]
         # Points on threads that have no slices cannot bind.
-        pair, pids, tids = token_pairs(cols["pid"][flows], cols["tid"][flows], c.n_tokens)
+        pair, pids, tids = chrome_pass.first_pairs(cols["pid"][flows], cols["tid"][flows])
         line_of = np.array([c.tracks.line_keys.get((tok.key(p), tok.key(t), "thread"), -1)
                             for p, t in zip(pids.tolist(), tids.tolist(), strict=True)], dtype=np.int64)
-        line_g = line_of[pair]
-        phase = lut(cols["ph"][flows], lambda t: _FLOW_PHASES.get(tok.value(t), 0) if t >= 0 else 0, np.int8,
-                    c.n_tokens)
-        is_next = (phase == _FLOW_F) & ((cols["flags"][flows] & jsonscan.FLAG_BP_E) == 0)
-        return line_g, c.start_ps_of(flows), is_next, phase == _FLOW_S
+        return line_of[pair], times.point_ps[sel], times.is_next[sel], times.is_start[sel]
 
     def categories(self, sel: np.ndarray) -> np.ndarray:
         return self.c.cat_ids(self.c.cols["cat"][self.idx[sel]])

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -57,6 +58,29 @@ _MAX_EVENTS = (1 << 31) - 1  # stat owners are int32
 _CUT = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 
 
+class ScanTokens(Sequence[bytes]):
+    """The scanner's token table by id, each token's bytes made when asked for (the reader uses a
+    few thousand of a large trace's million tokens: most are ids it reads as integers)."""
+
+    def __init__(self, sc: jsonscan.Scanner) -> None:
+        self.sc = sc
+        self.n = int(sc.n_tokens)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, t: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, t: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, t: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(t, slice):
+            return [self.sc.token(i) for i in range(*t.indices(self.n))]
+        return self.sc.token(t)
+
+
 class Scan:
     """What the scanners found: event and stat columns, the token table, the top-level values."""
 
@@ -66,7 +90,7 @@ class Scan:
         self.trace_events = int(sc.trace_events)
         self.non_objects = int(sc.non_objects) if non_objects is None else non_objects
         self.top: dict[str, bytes] = dict(sc.top) if top is None else top
-        self.tokens: list[bytes] = sc.tokens()
+        self.tokens = ScanTokens(sc)
         self.int_flag, self.int_value = sc.token_ints(np)
         self.cols: dict[str, np.ndarray] = sc.columns(np) if cols is None else cols
 

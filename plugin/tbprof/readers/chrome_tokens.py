@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-
-from tbprof.store.arrays import sorted_unique
 
 GLOBAL_PID = "Global instant events"
 MISSING = -1  # token id of an absent field
@@ -70,7 +68,7 @@ def hashable(value: Any) -> Hashable:
 class Tokens:
     """The scanner's token table, each token converted once per use (a name, an identity, ...)."""
 
-    def __init__(self, raw: list[bytes]) -> None:
+    def __init__(self, raw: Sequence[bytes]) -> None:
         self.raw = raw
         self._values: dict[int, Any] = {}
 
@@ -144,64 +142,21 @@ def lut(toks: np.ndarray, fn: Any, dtype: Any, n_tokens: int) -> np.ndarray:
 
 class TokenTable:
     """``fn(t)`` per token id (``fn`` gives ids >= 0: string ids), computed once per distinct id
-    across calls: each call computes the ids it is the first to see, in ascending order (the
-    order a fresh ``lut`` per call would intern new strings in), without a table over every token
-    per call. A token not computed yet reads -1, so a call costs one lookup per row."""
+    across calls: ``intern`` computes, in ascending order, the ids of the tokens it is the first
+    to see (the order one lookup per batch of rows interns new strings in); ``lookup`` reads
+    them, on any thread, for tokens interned already (an entry only ever goes from -1 to its id)."""
 
     def __init__(self, fn: Callable[[int], Any], dtype: Any, n_tokens: int) -> None:
         self.fn = fn
         self.table = np.full(n_tokens + 3, -1, dtype=dtype)
 
-    def known(self, toks: np.ndarray) -> np.ndarray:
-        """The ids of ``toks`` computed so far (-1: not yet): safe on another thread while
-        ``__call__`` runs, as an entry only ever goes from -1 to its id."""
+    def intern(self, distinct: np.ndarray) -> None:
+        """Computes the ids of the tokens ``distinct`` (ascending, each once) not computed yet."""
+        at = distinct.astype(np.int64) + 3
+        new = at[self.table[at] < 0]
+        if new.shape[0]:
+            self.table[new] = [self.fn(int(t) - 3) for t in new.tolist()]
+
+    def lookup(self, toks: np.ndarray) -> np.ndarray:
+        """The ids of ``toks``, every one interned already."""
         return self.table[toks + 3]
-
-    def __call__(self, toks: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
-        """The ids of ``toks``, computing the ones not computed yet; ``known``: ``known(toks)``
-        read earlier (its -1s are looked up again, so the answer and the order of computing are
-        those of a call without it)."""
-        at = toks + 3
-        out = self.table[at] if known is None else known
-        missing = out < 0
-        if missing.any():
-            at_missing = at[missing]
-            got = self.table[at_missing]  # computed since ``known`` was read
-            still = got < 0
-            if still.any():
-                ids = sorted_unique(at_missing[still].astype(np.int64))
-                self.table[ids] = [self.fn(int(t) - 3) for t in ids.tolist()]
-                got[still] = self.table[at_missing[still]]
-            out[missing] = got
-        return out
-
-
-def token_pairs(a: np.ndarray, b: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (a, b) pairs of two token id columns (ids >= -3; a pid and a tid), without a
-    sort of the rows: each row's pair number, then each pair's ``a`` and ``b`` token ids, pairs
-    numbered in (a, b) id order. Few distinct tokens pair up in a table of every combination;
-    otherwise the combinations found are sorted."""
-    a_at, a_ids = _dense(a, n_tokens)
-    b_at, b_ids = _dense(b, n_tokens)
-    width = b_ids.shape[0]
-    code = a_at * width + b_at
-    n_combos = a_ids.shape[0] * width
-    if n_combos <= 4 * code.shape[0] + 4096:
-        pairs = np.flatnonzero(np.bincount(code, minlength=n_combos))
-        number = np.zeros(n_combos, dtype=np.int64)
-        number[pairs] = np.arange(pairs.shape[0])
-        row_pair = number[code]
-    else:
-        pairs = sorted_unique(code)
-        row_pair = np.searchsorted(pairs, code)
-    return row_pair, a_ids[pairs // max(width, 1)], b_ids[pairs % max(width, 1)]
-
-
-def _dense(toks: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each token id of ``toks`` numbered among the distinct ones (ascending), and those ids."""
-    used = np.zeros(n_tokens + 3, dtype=np.bool_)
-    used[toks + 3] = True
-    ids = np.flatnonzero(used)
-    number = np.zeros(n_tokens + 3, dtype=np.int64)
-    number[ids] = np.arange(ids.shape[0])
-    return number[toks + 3], ids - 3

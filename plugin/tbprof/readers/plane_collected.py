@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from tbprof._core import kernels
+from tbprof._core import chrome_pass, kernels
 from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
@@ -32,10 +32,8 @@ from tbprof.store.strings import StringTable
 
 # Anonymous bytes per row of one line's rows sorted by time (held whole even when streaming).
 _SORT_BYTES_PER_ROW = 64
-# Stat owners counted per slice (bounds the counting's temporaries).
-_STAT_SLICE = 1 << 20
-# Stat rows per thread below which placing them on more threads costs more than it saves (each
-# thread reads every owner of a segment).
+# Stat rows per thread below which counting or placing them on more threads costs more than it
+# saves (each thread reads every owner of a segment).
 _PLACE_MIN_ROWS = 1 << 18
 # Stat rows freed between two hand-backs of the C heap's free pages while they are placed.
 _TRIM_BYTES = 16 << 20
@@ -215,25 +213,27 @@ def _store_order(work: Work, events: Collected, plane_lines: list[list[int]], th
     # Ranks of 16 bits where they fit: numpy's stable sort of those is a radix sort.
     rank_of_line = np.zeros(n_lines, dtype=np.uint16 if n_lines <= 1 << 16 else np.int64)
     rank_of_line[display] = np.arange(display.shape[0])
-    per_line = np.zeros(n_lines, dtype=np.int64)  # by display rank
-    for lo, hi in chunks(n, step):
-        per_line += np.bincount(rank_of_line[line_g[lo:hi]], minlength=n_lines)
-    line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
-    order = work.empty("order", np.int64, n)
-    fill = line_start[:-1].copy()
-    for lo, hi in chunks(n, step):
-        rank = rank_of_line[line_g[lo:hi]]
-        perm = np.argsort(rank, kind="stable")
-        rank = rank[perm]
-        counts = np.bincount(rank, minlength=n_lines)
-        if hi - lo == n:  # one chunk: its rows grouped by line are the store's
-            order[:] = perm
-        else:
+    if isinstance(work, MemoryWork):  # one chunk: its rows grouped by line (a counting sort) are the store's
+        order, per_line = chrome_pass.line_order(line_g, rank_of_line, n_lines)
+        line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
+    else:
+        per_line = np.zeros(n_lines, dtype=np.int64)  # by display rank
+        for lo, hi in chunks(n, step):
+            per_line += np.bincount(rank_of_line[line_g[lo:hi]], minlength=n_lines)
+        line_start = np.concatenate([[0], np.cumsum(per_line)]).astype(np.int64)
+        order = work.empty("order", np.int64, n)
+        fill = line_start[:-1].copy()
+        for lo, hi in chunks(n, step):
+            rank = rank_of_line[line_g[lo:hi]]
+            perm = np.argsort(rank, kind="stable")
+            rank = rank[perm]
+            counts = np.bincount(rank, minlength=n_lines)
             order[fill[rank] + (np.arange(rank.shape[0]) - (np.cumsum(counts) - counts)[rank])] = lo + perm
-        fill += counts
+            fill += counts
+        del fill
     work.drop(line_g)
     events.line = np.zeros(0, np.int64)
-    del line_g, fill
+    del line_g
     longest = int(per_line.max()) if per_line.shape[0] else 0
     work.check(_SORT_BYTES_PER_ROW * longest, f"the time order of a thread of {longest:,} events")
     # Batches of whole lines of about a chunk each (streaming: a thread longer than a chunk is a
@@ -312,31 +312,20 @@ def place_stats(work: Work, stats: StatSink, order: np.ndarray, plane_bounds: np
                 threads: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every stat row moved to its place: by plane, then event row, an event's rows in
     collection order (as a stable sort would put them). Counted, not sorted: each event's first
-    slot is a prefix sum; segments go in slices so the temporaries stay small. With ``threads``
-    > 1 a segment's rows are placed on that many threads, each for a range of events holding
-    about as many stat rows as the others."""
-    step = work.chunk_events
+    slot is a prefix sum (compiled loops, no temporaries). With ``threads`` > 1 the rows are
+    counted on that many threads, each for a range of events over every segment, and a segment's
+    rows placed on that many, each for a range of events holding about as many stat rows as the
+    others."""
     n = row_in_plane.shape[0]
     per_event = work.zeros("stats_per_event", np.int64, n)
-    for owner, _, _, _ in stats.segments(consume=False):
-        for lo, hi in chunks(owner.shape[0], _STAT_SLICE):
-            if hi > lo:
-                o = owner[lo:hi]
-                first = int(o.min())
-                counts = np.bincount(o - first)
-                per_event[first:first + counts.shape[0]] += counts
+    owners = [owner for owner, _, _, _ in stats.segments(consume=False)]
+    chrome_pass.count_owners(owners, per_event, threads if sum(o.shape[0] for o in owners) >= _PLACE_MIN_ROWS else 1)
+    del owners
     cuts = _owner_cuts(per_event, threads)
     fill = work.empty("stats_fill", np.int64, n)  # each event's next free slot
     bounds = np.zeros(plane_bounds.shape[0], dtype=np.int64)
-    total = 0
-    for pi in range(plane_bounds.shape[0] - 1):
-        for a, b in chunks(int(plane_bounds[pi + 1] - plane_bounds[pi]), step):
-            rows = order[int(plane_bounds[pi]) + a:int(plane_bounds[pi]) + b]
-            in_order = per_event[rows]
-            ends = np.cumsum(in_order)
-            fill[rows] = total + ends - in_order
-            total += int(ends[-1]) if ends.shape[0] else 0
-        bounds[pi + 1] = total
+    chrome_pass.fill_slots(order, per_event, fill, plane_bounds, bounds)
+    total = int(bounds[-1])
     work.drop(per_event)
     del per_event
     st_row = work.empty("st_row", np.int32, total)

@@ -7,13 +7,13 @@ the chain has a category, ``flow_category``. A chain with one bound point links 
 
 Points are taken in parts by identity (every point of one identity in the same part): in memory,
 one part; streaming, as many as keep a part within a chunk of points and its temporaries within
-half the budget. In memory, a part's chains are made on the calling thread while its points bind
-on the others, in ranges of points (``kernels.bind_points``; each point's slice is its own).
+half the budget. In memory, the points bind on several threads, in ranges of points
+(``kernels.bind_points``; each point's slice is its own), and the reader makes the chains
+beforehand, on a thread of its own (``FlowPoints.known_chains``).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -36,10 +36,13 @@ _THREADED_MIN_POINTS = 1 << 16
 class FlowPoints(Protocol):
     """A reader's flow points: ``cat_key`` and ``id_key`` (dense ids of each point's category and
     identity; one flow is one (category, identity)), and per selection of points their thread,
-    time and kind, and their categories' string ids."""
+    time and kind, and their categories' string ids. ``known_chains``: ``chains`` of every point,
+    where the reader made them already (on a thread of its own while the rows were put in order),
+    else None."""
 
     cat_key: np.ndarray
     id_key: np.ndarray
+    known_chains: tuple[np.ndarray, np.ndarray] | None
 
     def where(self, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(global line or -1 where the thread has no line, time in ps from the origin, binds to
@@ -98,16 +101,11 @@ def _bind_part(points: FlowPoints, sel: np.ndarray, layout: Layout, threads: int
         empty = np.zeros(0, np.int64)
         return empty, empty, empty, 0, 0
     line_g, point_ps, is_next, is_start = points.where(sel)
-    if threads > 1:
-        # The chains need no binding: made on this thread while the points bind on the others
-        # (numpy's sorts and the binding loop release the GIL).
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            binding = pool.submit(_bound, layout, line_g, point_ps, is_next, threads - 1)
-            chain, pt_order = _chains(points.cat_key[sel], points.id_key[sel], point_ps, is_start)
-            bound = binding.result()
+    bound = _bound(layout, line_g, point_ps, is_next, threads)
+    if points.known_chains is not None and n_flows == points.cat_key.shape[0]:  # one part: every point
+        chain, pt_order = points.known_chains
     else:
-        bound = _bound(layout, line_g, point_ps, is_next, 1)
-        chain, pt_order = _chains(points.cat_key[sel], points.id_key[sel], point_ps, is_start)
+        chain, pt_order = chains(points.cat_key[sel], points.id_key[sel], point_ps, is_start)
     del line_g, point_ps, is_next, is_start
     unbound = int((bound < 0).sum())
     keep = np.nonzero(bound >= 0)[0]
@@ -149,7 +147,7 @@ def _bound(layout: Layout, line_g: np.ndarray, point_ps: np.ndarray, is_next: np
     return bound
 
 
-def _chains(cat_key: np.ndarray, id_key: np.ndarray, point_ps: np.ndarray, is_start: np.ndarray,
+def chains(cat_key: np.ndarray, id_key: np.ndarray, point_ps: np.ndarray, is_start: np.ndarray,
             ) -> tuple[np.ndarray, np.ndarray]:
     """Each point's chain (numbered in the order of the chains' identities' first points, then
     time) and the points in that order. A chain is the points of one identity in time order; a

@@ -20,7 +20,7 @@ from tbprof.analyses.overview.environment import run_environment
 from tbprof.analyses.results.whole_run import ProfileHeadline
 from tbprof.analyses.steps.table import analysis, step_table, summaries
 from tbprof.domain.kineto_links import op_by_correlation
-from tbprof.domain.planes import on_device_side
+from tbprof.domain.planes import device_planes_of, on_device_side
 from tbprof.store.tables import ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 from tbprof.store.view import StoreView
@@ -40,15 +40,22 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
     # The devices' shares read no step: computed beside the steps where that pays, after the
     # operator links the steps' precision reads (single flight: the steps wait for those rather
     # than derive them twice).
-    pool = ThreadPoolExecutor(1, thread_name_prefix="tbprof-headline") if _side_by_side(views) else None
+    # With three threads or more, the operators' times (they read no step either) beside them
+    # too, on the side the steps will name (a Chrome trace's steps have a device where it has
+    # device planes; checked after them).
+    pool = ThreadPoolExecutor(2, thread_name_prefix="tbprof-headline") if _side_by_side(views) else None
     try:
         devices = pool.submit(_links_then_device_values, stores) if pool is not None else None
+        guess = "device" if any(device_planes_of(h) for h in stores) else "host"
+        # Names, types, self times and occurrences only: no HLO cost analysis.
+        ops_aside = (pool.submit(op_times, views, guess, costs=False) if pool is not None and default_threads() > 2
+                     else None)
         st = step_table(views)
         summ = summaries(st)
         ana = analysis(st)
         env = run_environment(views)
-        # Names, types, self times and occurrences only: no HLO cost analysis.
-        ops = op_times(views, "device" if st.has_device else "host", costs=False)
+        side = "device" if st.has_device else "host"
+        ops = ops_aside.result() if ops_aside is not None and side == guess else op_times(views, side, costs=False)
         device_values = devices.result() if devices is not None else _device_values(stores)
     finally:
         if pool is not None:
@@ -79,15 +86,15 @@ def headline(hosts: Sequence[Host]) -> ProfileHeadline:
     return out
 
 
-# Above this many events, a Chrome trace's device shares run on a second thread beside its steps.
+# Above this many events, a Chrome trace's device shares and operator times run on threads beside its steps.
 SIDE_BY_SIDE_EVENTS = 1 << 20
 
 
 def _side_by_side(views: Sequence[StoreView]) -> bool:
-    """Whether the device shares are worth a thread of their own: Chrome traces (their stores
-    are whole in memory or mapped: nothing read lazily, so two threads may read one), large
-    enough that the overlap of the two parts' numpy work (the GIL released in large array
-    operations) outweighs a thread's start, and threads allowed (``$TBPROF_THREADS``)."""
+    """Whether the device shares and the operators' times are worth threads of their own: Chrome
+    traces (their stores are whole in memory or mapped: nothing read lazily, so two threads may
+    read one), large enough that the overlap of the parts' numpy work (the GIL released in large
+    array operations) outweighs a thread's start, and threads allowed (``$TBPROF_THREADS``)."""
     return (default_threads() > 1
             and all(isinstance(h, ProfileStore) and h.format == "chrome_trace" for h in views)
             and sum(h.n_events for h in views) >= SIDE_BY_SIDE_EVENTS)

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -705,6 +706,83 @@ def _with_launch_steps(steps: Steps, n_found: int, launched: list[tuple[int, np.
     return steps
 
 
+# Above this many events (and with three threads or more), a PyTorch trace's device and host events
+# are typed on threads beside the steps' linking (numpy's sorts, searches and gathers release the GIL).
+ASIDE_MIN_EVENTS = 1 << 20
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+# A device's typed events: their rows and XProf's type of each (device compute by precision).
+_Typed = tuple[np.ndarray, np.ndarray]
+# The host's typed events: their rows (in row order), the type of each, whether any DataLoader span.
+_HostTyped = tuple[np.ndarray, np.ndarray, bool]
+
+
+class _Result(Protocol[T_co]):
+    def result(self) -> T_co: ...
+
+
+class _Done(Generic[T]):
+    """A result computed at once (``_Aside`` without threads)."""
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def result(self) -> T:
+        return self.value
+
+
+class _Aside:
+    """Calls run on threads beside the caller for a store of at least ``ASIDE_MIN_EVENTS`` (its
+    columns in memory or mapped: two threads may read them; the store's memo is single-flight)
+    with three threads or more, else at once: with two, the headline's second thread takes the
+    other core already, and the temporaries held at once would only raise the peak of memory."""
+
+    def __init__(self, store: ProfileStore) -> None:
+        threads = default_threads()
+        big = store.format == "chrome_trace" and sum(p.n_events for p in store.planes) >= ASIDE_MIN_EVENTS
+        self.pool = ThreadPoolExecutor(threads - 2, thread_name_prefix="tbprof-steps") if big and threads > 2 \
+            else None
+
+    def __enter__(self) -> _Aside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> _Result[T]:
+        return self.pool.submit(fn, *args) if self.pool is not None else _Done(fn(*args))
+
+
+def _device_typed(store: ProfileStore, p: Plane) -> _Typed:
+    """A device plane's events of Kineto's device categories, each typed by XProf's GPU rules
+    (device compute by its precision)."""
+    drows = np.nonzero(category_mask(store, p, _DEVICE_CATEGORIES))[0]
+    if drows.shape[0] == 0:
+        return drows, np.zeros(0, np.int64)
+    uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
+    kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
+    return drows, _with_precision(store, p, drows, kinds)
+
+
+def _host_typed(store: ProfileStore, host: Plane, is_launch: np.ndarray, is_step_marker: np.ndarray,
+                has_devices: bool) -> _HostTyped:
+    """The host's events of a breakdown type: DataLoader spans wait for input, launches prepare
+    device work (compute on a host without devices), other operators compute; step markers none."""
+    host_names = store.strings.lookup(sorted_unique(host.name_id))
+    loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
+    is_loader = np.isin(host.name_id, loader_ids)
+    is_op = category_mask(store, host, ("cpu_op",))
+    htype = np.full(host.n_events, -1, np.int64)
+    htype[is_op] = sb.HOST_COMPUTE
+    htype[is_launch] = sb.HOST_PREPARE if has_devices else sb.HOST_COMPUTE
+    htype[is_loader] = sb.HOST_WAIT_INPUT
+    htype[is_step_marker] = -1
+    hrows = np.nonzero(htype >= 0)[0]
+    return hrows, htype[hrows], bool(np.any(is_loader))
+
+
 def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
     """Steps of a PyTorch profiler trace from its ``ProfilerStep#<n>`` markers.
 
@@ -741,12 +819,16 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         host = None
     # The markers: the host's; a GPU-only trace (no host events) has the GPU annotations of them.
     marker_masks: dict[int, np.ndarray] = {}
+    # By string id, one gather per plane instead of isin's sort; an id out of range (clipped to the
+    # last slot or to id 0, the empty name) is no marker, as isin has it.
+    is_step_name = np.zeros(len(store.strings) + 1, bool)
+    is_step_name[ids] = True
 
     def is_marker(plane: Plane) -> np.ndarray:
         """Whether each event of ``plane`` is a step marker (tested once a plane)."""
         got = marker_masks.get(id(plane))
         if got is None:
-            got = marker_masks[id(plane)] = np.isin(plane.name_id, ids)
+            got = marker_masks[id(plane)] = np.take(is_step_name, plane.name_id, mode="clip")
         return got
 
     marked = [p for p in ([host] if host is not None else []) + [store.planes[d] for d in devices]
@@ -771,14 +853,30 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
 
     # Launch correlation -> step (by where the launch starts), as sorted arrays.
     launch_corr = launch_k = np.zeros(0, np.int64)
+    is_launch_host = category_mask(store, host, _LAUNCH_CATEGORIES) if host is not None else np.zeros(0, bool)
     if host is not None and corr_sid >= 0:
-        is_launch = category_mask(store, host, _LAUNCH_CATEGORIES)
         corr = host.event_stat(corr_sid).dense_int(host.n_events)
-        lrows = np.nonzero(is_launch & (corr >= 0))[0]
+        lrows = np.nonzero(is_launch_host & (corr >= 0))[0]
         k = _event_step_by_time(host, begin, host_end, lrows)
         order = np.argsort(corr[lrows][k >= 0], kind="stable")
         launch_corr, launch_k = corr[lrows][k >= 0][order], k[k >= 0][order]
-        del is_launch, corr, lrows, k, order  # per host event: not kept while the devices are read
+        del corr, lrows, k, order  # per host event: not kept while the devices are read
+    with _Aside(store) as aside:
+        # The device events' types and the host events' need no step: made beside the linking.
+        device_typed = {pi: aside.submit(_device_typed, store, store.planes[pi]) for pi in devices}
+        host_typed = (aside.submit(_host_typed, store, host, is_launch_host, is_marker(host), bool(devices))
+                      if host is not None else None)
+        return _kineto_linked(store, devices, host, mplane, step_ids, is_marker, nums, begin, end, by_num, corr_sid,
+                              launch_corr, launch_k, device_typed, host_typed)
+
+
+def _kineto_linked(store: ProfileStore, devices: list[int], host: Plane | None, mplane: Plane,
+                   step_ids: dict[int, int], is_marker: Callable[[Plane], np.ndarray], nums: np.ndarray,
+                   begin: np.ndarray, end: np.ndarray, by_num: np.ndarray, corr_sid: int,
+                   launch_corr: np.ndarray, launch_k: np.ndarray, device_typed: dict[int, _Result[_Typed]],
+                   host_typed: _Result[_HostTyped] | None) -> Steps:
+    """``_kineto_steps`` once its markers are found: the device events linked to the steps that
+    launched them, the steps' spans, the host events typed and the breakdown."""
     typed = _TypedEvents()
     launched: list[tuple[int, np.ndarray, np.ndarray]] = []  # per device: its events, their step (-1: by time)
     for pi in devices:
@@ -790,7 +888,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         anno_step = np.where(nums[by_num[pos]] == anno_num, by_num[pos], -1)
         hit = anno_step >= 0
         np.maximum.at(end, anno_step[hit], (p.start_ps[anno] + p.dur_ps[anno])[hit])
-        drows = np.nonzero(category_mask(store, p, _DEVICE_CATEGORIES))[0]
+        drows, kinds = device_typed[pi].result()
         if drows.shape[0] == 0:
             continue
         key = np.full(drows.shape[0], -1, np.int64)
@@ -804,9 +902,7 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         d_start = p.start_ps[drows]
         d_end = d_start + p.dur_ps[drows]
         np.maximum.at(end, key[linked], d_end[linked])
-        uniq, inv = np.unique(p.name_id[drows], return_inverse=True)
-        kinds = np.array([_kineto_gpu_type(n) for n in store.strings.lookup(uniq)], dtype=np.int64)[inv.reshape(-1)]
-        typed.add(pi, d_start, d_end, _with_precision(store, p, drows, kinds), key)
+        typed.add(pi, d_start, d_end, kinds, key)
         launched.append((pi, drows, key))
     # Steps never overlap and keep the device work launched in them: where the GPU runs behind
     # the CPU, a step starts when the previous step's device work ends (torch-tb-profiler's rule),
@@ -829,26 +925,14 @@ def _kineto_steps(store: ProfileStore, devices: list[int]) -> Steps | None:
         return _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end,
                                             devices, typed, None, len(names), None), len(names), launched)
     # Host side: DataLoader waits, launches, operators.
-    is_launch = category_mask(store, host, _LAUNCH_CATEGORIES)
-    host_names = store.strings.lookup(sorted_unique(host.name_id))
-    loader_ids = np.array([store.strings.id(n) for n in host_names if n.startswith(DATALOADER_PREFIX)], np.int64)
-    is_loader = np.isin(host.name_id, loader_ids)
-    is_op = category_mask(store, host, ("cpu_op",))
-    is_step_marker = is_marker(host)
-    htype = np.full(host.n_events, -1, np.int64)
-    htype[is_op] = sb.HOST_COMPUTE
-    htype[is_launch] = sb.HOST_PREPARE if devices else sb.HOST_COMPUTE
-    htype[is_loader] = sb.HOST_WAIT_INPUT
-    htype[is_step_marker] = -1
-    hrows = np.nonzero(htype >= 0)[0]
+    assert host_typed is not None
+    hrows, htype, has_loader = host_typed.result()
     k_host = _event_step_by_time(host, begin, end, hrows)
-    hrows, k_host = hrows[k_host >= 0], k_host[k_host >= 0]
+    in_step = k_host >= 0
+    hrows, htype, k_host = hrows[in_step], htype[in_step], k_host[in_step]
     h_start = host.start_ps[hrows]
-    typed.add(store.planes.index(host), h_start, h_start + host.dur_ps[hrows], htype[hrows], k_host)
-    del h_start
-    has_loader = bool(np.any(is_loader))
-    del is_launch, k_host, is_loader, is_op, is_step_marker, htype, hrows  # per host event
-    marker_masks.clear()
+    typed.add(store.planes.index(host), h_start, h_start + host.dur_ps[hrows], htype, k_host)
+    del h_start, k_host, htype, hrows, in_step  # per host event
     steps = _with_launch_steps(_assemble(store, "markers", "profiler_step", detail, names, nums, begin, end, devices,
                                          typed, None, len(names), None), len(names), launched)
     if not has_loader:

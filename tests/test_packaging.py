@@ -90,7 +90,8 @@ def test_editable_install_builds_the_core_in_place_and_nothing_else(tmp_path: Pa
     assert {rel.split("/")[-1].split(".")[0] for rel in added} == set(CORE_MODULES)
     # The throwaway venv has no numpy (the core imports it): this interpreter's, on the path.
     env = {**os.environ, "PYTHONPATH": str(Path(numpy.__file__).parent.parent)}
-    probe = ("import tbprof._core.wire as w, tbprof._core.kernels, tbprof._core.jsonscan, tbprof._core.groups, tbprof._core.chrome_pass; "
+    probe = ("import tbprof._core.wire as w, tbprof._core.kernels, tbprof._core.jsonscan, tbprof._core.groups, "
+             "tbprof._core.chrome_pass; "
              "print(w.__file__)")
     where = subprocess.run([python, "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
                            text=True).stdout

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 import math
 import os
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NotRequired, TypedDict
@@ -254,12 +254,13 @@ def query_memory_bytes() -> int:
 
 
 _RESERVATIONS = Memo()
+_QUERY_NUMBERS = itertools.count()  # one memo key per running query
 
 
 @contextmanager
 def reserved(size_bytes: int) -> Iterator[None]:
     """Holds ``size_bytes`` of the memory budget while a query runs (the LRU makes room)."""
-    key = ("sql_query", uuid.uuid4().hex)
+    key = ("sql_query", next(_QUERY_NUMBERS))
     _RESERVATIONS.get(key, lambda: None, size=lambda _: size_bytes)
     try:
         yield

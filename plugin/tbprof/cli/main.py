@@ -114,10 +114,9 @@ _READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check", "
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 # A read-only command imports its modules, converts and answers once: nearly every container it
-# makes lives until the process ends, so the cyclic collector's default young-generation passes
-# (one per 700 containers: ~70 in a cold `tbprof sql`) find next to nothing to free. Rarer passes
-# (bench/measurements.md#cold-sql-command); garbage without cycles is freed
-# by reference counting as before, and cycles still are, later.
+# makes lives until the process ends, so the cyclic collector's default passes (one per 700 new
+# containers) find next to nothing to free and only hold the GIL (bench/measurements.md#cold-sql-command).
+# It runs them rarely; garbage without cycles is still freed at once by reference counting, cycles later.
 ONE_SHOT_GC_THRESHOLDS = (50_000, 20, 20)
 
 

@@ -94,10 +94,10 @@ def load_duckdb() -> Any:
 
 def load_engine(query: str | None = None) -> None:
     """Imports DuckDB and, given the query the caller runs next, opens that query's connection
-    (``connect``'s settings, the text parsed, DuckDB's first statement and aggregate run: ``WARM_UP``), which the
-    ``run_sql`` of the same text takes: a caller that converts a profile meanwhile (the CLI) does
-    this work then, instead of after the conversion. A text that does not parse opens nothing
-    (``run_sql`` gives its error)."""
+    (``connect``'s settings, the text parsed, DuckDB's first statement and aggregate run:
+    ``WARM_UP``), which the ``run_sql`` of the same text takes: a caller that converts a profile
+    meanwhile (the CLI) does this work then, instead of after the conversion. A text that does not
+    parse opens nothing (``run_sql`` gives its error)."""
     duckdb = _duckdb()
     if query is None:
         return
@@ -117,8 +117,8 @@ def load_engine(query: str | None = None) -> None:
 
 
 # What ``load_engine`` runs on the connection it opens: a process's first statement, and its first
-# aggregate, pay DuckDB's one-time start (its first group-by over the events took ~2 ms longer than
-# the next: bench/measurements.md#cold-sql-command), here beside the conversion instead of after it.
+# aggregate, pay DuckDB's one-time start (bench/measurements.md#cold-sql-command), here beside the
+# conversion instead of after it.
 WARM_UP = "SELECT a, count(*), sum(b) FROM (VALUES (1, 2)) AS t(a, b) GROUP BY a"
 
 # The connection ``load_engine`` opened ahead of its query (at most one): (text, memory limit, connection).

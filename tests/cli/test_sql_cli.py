@@ -115,6 +115,29 @@ def test_sql_answers_without_importing_pandas(cache_dir: Path) -> None:
     assert last == "pandas imported: False"
 
 
+# Columns whose modules a query imports only when it names them (service/sql/columns.py).
+_COLUMN_MODULES = {"step_num": "tbprof.analyses.steps.assignment", "tf_op_name": "tbprof.domain.tf_op",
+                   "trace_args": "tbprof.service.sql.trace_args"}
+
+
+@pytest.mark.parametrize("named", [(), tuple(_COLUMN_MODULES)], ids=["name-and-duration", "step_num-tf_op-trace_args"])
+def test_sql_imports_the_modules_of_the_columns_it_names(cache_dir: Path, named: tuple[str, ...]) -> None:
+    """A cold query pays no import for a column it does not name (on the command's path beside the
+    conversion); naming the column imports its module, so the module names here are the real ones."""
+    picked = "".join(f", count({c})" for c in named)
+    query = f"SELECT name, count(*) AS n, sum(dur_ps) AS total_ps{picked} FROM events GROUP BY name"
+    code = ("import sys\nfrom tbprof.cli.main import main\nrc = main(sys.argv[1:])\n"
+            f"print(sorted(m for m in {sorted(_COLUMN_MODULES.values())!r} if m in sys.modules))\nsys.exit(rc)")
+    env = {**os.environ, "PYTHONPATH": str(Path(tbprof.__file__).resolve().parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code, "sql", str(SAMPLE_PROFILES / "jax_mlp"), query,
+                           "--format", "json", "--cache-dir", str(cache_dir)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    body, _, last = done.stdout.rstrip().rpartition("\n")
+    assert json.loads(body)["row_count"] > 0
+    assert last == repr(sorted(_COLUMN_MODULES[c] for c in named))
+
+
 def test_sql_timings_name_every_phase(capsys: pytest.CaptureFixture[str], cache_dir: Path) -> None:
     """``--timings`` prints one line on stderr with a number for each phase, the answer unchanged."""
     path = str(SAMPLE_PROFILES / "jax_mlp")

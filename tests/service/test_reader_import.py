@@ -39,3 +39,34 @@ def test_no_reader_for_a_converted_host(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     assert _load(logdir, cache) == "True True"  # converted here
     assert _load(logdir, cache) == "False False"  # from the disk cache: no reader, no protobuf
+
+
+STARTED = r"""
+import sys
+from tbprof.service.profiles import Profiles
+
+profiles = Profiles(sys.argv[1], cache_dir=sys.argv[2])
+run = next(iter(profiles.index.runs().values()))
+seen = []
+start = profiles.loads.start
+
+
+def recording_start(key, work):
+    seen.append("tbprof.readers.xplane" in sys.modules)  # before the load's thread exists
+    return start(key, work)
+
+
+profiles.loads.start = recording_start
+profiles.load_in_background(run, list(run.hosts), few_planes=True).join()  # as ``tbprof sql`` starts it
+print(seen)
+"""
+
+
+def test_reader_imported_before_the_load_starts(tmp_path: Path) -> None:
+    """An unconverted host's reader is imported on the caller's thread before the background load
+    starts, so that the load's thread begins with the file's scan (outside the GIL), not with
+    imports that take turns with the caller's."""
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN)}
+    proc = subprocess.run([sys.executable, "-c", STARTED, str(SAMPLE_PROFILES / "jax_mlp"), str(tmp_path / "cache")],
+                          capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert proc.stdout.strip() == "[True]"

@@ -104,10 +104,10 @@ def _print_result(run_name: str, result: Any, fmt: str) -> None:
 def timings_line(marks: dict[str, float], phases: dict[str, float], age_s: float | None) -> str:
     """``--timings``: the wall seconds of each phase of ``tbprof sql``: the interpreter and the
     imports before the command (from the process's start, to about 10 ms; "?" where /proc does
-    not say), listing the run, importing DuckDB and the SQL layer and opening the query's
-    connection (while the stores convert on a thread), the wait for the conversion beyond that,
-    then ``run_sql``'s parts (the connection where not opened ahead, the views over the stores,
-    DuckDB's query) and printing the answer."""
+    not say), listing the run, importing the file's reader (where it converts) and then DuckDB and
+    the SQL layer and opening the query's connection (while the stores convert on a thread), the
+    wait for the conversion beyond that, then ``run_sql``'s parts (the connection where not opened
+    ahead, the views over the stores, DuckDB's query) and printing the answer."""
     def f(x: float) -> str:
         return f"{x:.3f}"
 

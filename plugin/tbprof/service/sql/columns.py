@@ -16,21 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tbprof.analyses.steps.assignment import steps_of
 from tbprof.domain import event_tree
 from tbprof.domain.event_columns import RowStats
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
-from tbprof.domain.tf_op import parse_tf_op
-from tbprof.service.sql.trace_args import TraceArgs, trace_args_texts
 from tbprof.store.tables import (
     Plane,
     ProfileStore,
 )
+
+if TYPE_CHECKING:  # step, tf_op and trace_args columns import their modules when a query names them
+    from tbprof.service.sql.trace_args import TraceArgs
 
 
 @dataclass(frozen=True)
@@ -272,6 +272,8 @@ class PlaneColumns:
                     codes = np.where(group >= 0, inverse.reshape(-1)[np.clip(group, 0, None)], -1).astype(np.int32)
                     return codes, [str(x) for x in names.tolist()]
                 return np.full(n, -1, dtype=np.int32), []
+            from tbprof.analyses.steps.assignment import steps_of
+
             steps = steps_of(self.store)
             if steps.n_steps == 0 or self.plane_index >= len(steps.planes):
                 return np.full(n, -1, dtype=np.int32), []
@@ -286,6 +288,8 @@ class PlaneColumns:
         return self._memo("step", texts)
 
     def _step_nums(self) -> Any:
+        from tbprof.analyses.steps.assignment import steps_of
+
         steps = steps_of(self.store)
         n = self.plane.n_events
         if steps.n_steps == 0 or not steps.planes or self.plane_index >= len(steps.planes):
@@ -332,6 +336,8 @@ class PlaneColumns:
 
     def _trace_args(self) -> TraceArgs:
         """Each event's stats that no other column holds, as JSON text (service/sql/trace_args.py)."""
+        from tbprof.service.sql.trace_args import trace_args_texts
+
         named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
         return trace_args_texts(self.plane, self.strings, named)
 
@@ -354,6 +360,8 @@ class PlaneColumns:
 
     def _tf_op(self, name: str) -> Any:
         def compute() -> tuple[np.ndarray, np.ndarray, list[str]]:
+            from tbprof.domain.tf_op import parse_tf_op
+
             sid = self.store.stat_id("tf_op")
             ids = self.plane.dense_str_ids(sid) if sid >= 0 else np.full(self.plane.n_events, -1, np.int32)
             unique, inverse = np.unique(ids, return_inverse=True)
@@ -391,6 +399,8 @@ class PlaneColumns:
         """Column ``name`` of the events ``rows``: a copy, so that the plane's whole column goes."""
         assert self.rows is not None
         if name == "trace_args":
+            from tbprof.service.sql.trace_args import trace_args_texts
+
             named = {self.store.stat_id(s) for c in STAT_COLUMNS for s in c.stats} - {-1}
             return trace_args_texts(self.plane, self.strings, named, self.rows).texts
         whole = self.column(name)

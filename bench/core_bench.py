@@ -71,11 +71,11 @@ def _checkout_digest() -> str:
     return f"{head}-{hashlib.sha256(diff).hexdigest()[:16]}"
 
 
-def install(venv: Path) -> str:
-    """``pip install .`` of this checkout into ``venv`` (no system site-packages); its python."""
+def install(venv: Path, extras: str = "") -> str:
+    """``pip install .[extras]`` of this checkout into ``venv`` (no system site-packages); its python."""
     stamp = venv / "tbprof-checkout.txt"
     python = venv / "bin" / "python"
-    digest = _checkout_digest()
+    digest = f"{_checkout_digest()}[{extras}]"
     if not (python.exists() and stamp.exists() and stamp.read_text() == digest):
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -88,7 +88,8 @@ def install(venv: Path) -> str:
                                       check=True).stdout
                 if diff:
                     subprocess.run(["git", "apply"], cwd=src, input=diff, check=True)
-                subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", src],
+                target = f"{src}[{extras}]" if extras else src
+                subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", target],
                                check=True)
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", src], cwd=REPO, check=False)

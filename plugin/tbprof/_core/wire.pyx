@@ -116,20 +116,20 @@ class WireError(ValueError):
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
-    #define TBPROF_CTZ64(x) __builtin_ctzll(x)
+    #define WIRE_CTZ64(x) __builtin_ctzll(x)
     #else
-    static int TBPROF_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    static int WIRE_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
     #endif
     #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    #define TBPROF_WORD_VARINTS 1
+    #define WIRE_WORD_VARINTS 1
     #else
-    #define TBPROF_WORD_VARINTS 0
+    #define WIRE_WORD_VARINTS 0
     #endif
     """
-    int TBPROF_CTZ64(unsigned long long x) noexcept nogil
+    int WIRE_CTZ64(unsigned long long x) noexcept nogil
     # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
     # compile-time constant: the check costs nothing per varint).
-    const bint TBPROF_WORD_VARINTS
+    const bint WIRE_WORD_VARINTS
 
 
 cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end, uint64_t* out) noexcept nogil:
@@ -142,14 +142,14 @@ cdef inline int read_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end,
         out[0] = buf[p]
         pos[0] = p + 1
         return 0
-    if TBPROF_WORD_VARINTS and end - p >= 8:
+    if WIRE_WORD_VARINTS and end - p >= 8:
         # Times and durations in picoseconds take 3-6 bytes, of varying length: a byte-by-byte
         # loop mispredicts its exit on most of them. Here the first byte without a continuation
         # bit is found in one word and the 7-bit groups are packed by masks and shifts.
         memcpy(&word, buf + p, 8)
         stops = ~word & <uint64_t>0x8080808080808080
         if stops != 0:
-            n = (TBPROF_CTZ64(stops) >> 3) + 1  # the varint's bytes, 1-8, all before ``end``
+            n = (WIRE_CTZ64(stops) >> 3) + 1  # the varint's bytes, 1-8, all before ``end``
             if n < 8:
                 word &= (<uint64_t>1 << (8 * n)) - 1
             word &= <uint64_t>0x7F7F7F7F7F7F7F7F

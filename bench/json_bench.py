@@ -81,7 +81,7 @@ def rss_anon_bytes(pid: int) -> int:
 
 
 def _child(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Runs cmd; wall seconds, CPU seconds, peak RSS (MB) of that child alone, its peak RssAnon
+    """Runs cmd; wall seconds, CPU seconds, peak RSS (MiB) of that child alone, its peak RssAnon
     (MB, sampled every 5 ms), its last JSON line."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
@@ -150,7 +150,7 @@ def main() -> None:
         reader = _best([_child([sys.executable, "-c", READER_CHILD, str(trace)]) for _ in range(args.repeat)])
         rows.append((k, mb, hta, tbprof, reader))
 
-    print(f"{'trace':>12} {'events':>9} | {'HTA s':>7} {'cpu':>6} {'MB':>6} | {'tbprof s':>8} {'cpu':>6} {'MB':>6} | "
+    print(f"{'trace':>12} {'events':>9} | {'HTA s':>7} {'cpu':>6} {'MiB':>6} | {'tbprof s':>8} {'cpu':>6} {'MiB':>6} | "
           f"{'ratio':>6} | {'reader s':>8} {'cpu':>6} {'MB/s':>6}")
     for _k, mb, hta, tbprof, reader in rows:
         hta_cols = f"{hta['out']['seconds']:7.2f} {hta['cpu']:6.1f} {hta['rss_mb']:6.0f}" if hta else f"{'-':>7} " \
@@ -163,7 +163,7 @@ def main() -> None:
         small, big = rows[0], rows[-1]
         print(f"summary time {big[1]:.0f} MB / {small[1]:.0f} MB: {big[3]['wall'] / small[3]['wall']:.1f}x "
               f"(size {big[1] / small[1]:.1f}x); CPU {big[3]['cpu'] / small[3]['cpu']:.1f}x")
-    print("ratio = tbprof cold summary wall / HTA load + temporal breakdown; MB = peak RSS of the process")
+    print("ratio = tbprof cold summary wall / HTA load + temporal breakdown; MiB = peak RSS of the process (ru_maxrss / 1024)")
     for k in args.stream_k:
         _streamed(args.dir, k, args.budget_bytes)
 

@@ -163,7 +163,7 @@ def main() -> None:
         small, big = rows[0], rows[-1]
         print(f"summary time {big[1]:.0f} MB / {small[1]:.0f} MB: {big[3]['wall'] / small[3]['wall']:.1f}x "
               f"(size {big[1] / small[1]:.1f}x); CPU {big[3]['cpu'] / small[3]['cpu']:.1f}x")
-    print("ratio = tbprof cold summary wall / HTA load + temporal breakdown; MiB = peak RSS of the process (ru_maxrss / 1024)")
+    print("ratio = tbprof cold summary wall / HTA load + temporal breakdown; MiB = peak RSS (ru_maxrss / 1024)")
     for k in args.stream_k:
         _streamed(args.dir, k, args.budget_bytes)
 

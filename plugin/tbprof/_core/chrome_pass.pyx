@@ -14,6 +14,8 @@ from libc.stdlib cimport calloc, free
 
 import numpy as np
 
+from tbprof._core.kernels import run_parts
+
 cdef int64_t _PS_PER_US = 1000000
 
 
@@ -238,29 +240,7 @@ def first_pairs(a, b):
     return out_arr, np.asarray(a, np.int32)[firsts_arr], np.asarray(b, np.int32)[firsts_arr]
 
 
-
 # --- readers/plane_collected.py: stat rows counted and given slots --------------------------------
-
-def _run_parts(fn, jobs) -> None:
-    """``fn(*job)`` for each job: the first in this thread, the others on threads of their own."""
-    import threading
-    errors = []
-
-    def run(job):
-        try:
-            fn(*job)
-        except BaseException as e:  # re-raised in the caller
-            errors.append(e)
-
-    workers = [threading.Thread(target=run, args=(job,), name="tbprof-chrome-pass") for job in jobs[1:]]
-    for w in workers:
-        w.start()
-    if jobs:
-        run(jobs[0])
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
 
 
 def count_owners(owners, per_event, Py_ssize_t threads=1) -> None:
@@ -274,8 +254,8 @@ def count_owners(owners, per_event, Py_ssize_t threads=1) -> None:
     parts = max(1, min(threads, n // (1 << 16)))
     cuts = [n * t // parts for t in range(parts + 1)]
     stray = np.zeros(1, np.int64)  # owners outside every range, counted by the first part
-    _run_parts(_count_range, [(arrays, counts, cuts[t], cuts[t + 1], stray if t == 0 else None)
-                              for t in range(parts)])
+    run_parts(_count_range, [(arrays, counts, cuts[t], cuts[t + 1], stray if t == 0 else None)
+                             for t in range(parts)], name="tbprof-chrome-pass")
     if stray[0]:
         raise IndexError("a stat row's owner is not an event")
 
@@ -341,7 +321,8 @@ def owner_bounds(owner, Py_ssize_t n, Py_ssize_t threads=1) -> np.ndarray:
     parts = max(1, min(threads, m // (1 << 20)))
     cuts = [m * t // parts for t in range(parts + 1)]
     bad = np.zeros(parts, np.uint8)
-    _run_parts(_bounds_range, [(o, out, n, cuts[t], cuts[t + 1], bad[t:t + 1]) for t in range(parts)])
+    run_parts(_bounds_range, [(o, out, n, cuts[t], cuts[t + 1], bad[t:t + 1]) for t in range(parts)],
+              name="tbprof-chrome-pass")
     if bad.any():
         raise ValueError("stat owners must ascend within 0..n-1")
     return out

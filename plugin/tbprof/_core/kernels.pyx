@@ -371,7 +371,7 @@ def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value, Py_ssize_t
     cdef Py_ssize_t parts = max(1, min(threads, n // (1 << 20) if n >= (1 << 21) else 1))
     bounds_arr = [(n * t // parts, n * (t + 1) // parts) for t in range(parts)]
     counts = [np.zeros(n_buckets + 1, dtype=np.int64) for _ in range(parts)]
-    _run_parts(_bucket_count, [(i_ids, i_lut, counts[t], lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
+    run_parts(_bucket_count, [(i_ids, i_lut, counts[t], lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
     per_part = np.stack([c[1:] for c in counts]) if parts else np.zeros((0, n_buckets), np.int64)
     total = per_part.sum(axis=0)
     bounds = np.zeros(n_buckets + 1, dtype=np.int64)
@@ -381,13 +381,14 @@ def bucket_gather(ids, lut, Py_ssize_t n_buckets, owner, kind, value, Py_ssize_t
     out_owner = np.empty(bounds[n_buckets], dtype=np.int64)
     out_kind = np.empty(bounds[n_buckets], dtype=np.int8)
     out_value = np.empty(bounds[n_buckets], dtype=np.int64)
-    _run_parts(_bucket_place, [(i_ids, i_lut, np.ascontiguousarray(starts[t]), own, knd, val, out_owner, out_kind,
-                                out_value, lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
+    run_parts(_bucket_place, [(i_ids, i_lut, np.ascontiguousarray(starts[t]), own, knd, val, out_owner, out_kind,
+                               out_value, lo, hi) for t, (lo, hi) in enumerate(bounds_arr)])
     return out_owner, out_kind, out_value, bounds
 
 
-def _run_parts(fn, jobs) -> None:
-    """``fn(*job)`` for each job: the first in this thread, the others on threads of their own."""
+def run_parts(fn, jobs, name="tbprof-kernel") -> None:
+    """``fn(*job)`` for each job: the first in this thread, the others on threads of their own
+    (``name``d); the first exception any raised is raised here once all have ended."""
     import threading
     errors = []
 
@@ -397,7 +398,7 @@ def _run_parts(fn, jobs) -> None:
         except BaseException as e:  # re-raised in the caller
             errors.append(e)
 
-    workers = [threading.Thread(target=run, args=(job,), name="tbprof-kernel") for job in jobs[1:]]
+    workers = [threading.Thread(target=run, args=(job,), name=name) for job in jobs[1:]]
     for w in workers:
         w.start()
     if jobs:
@@ -1095,8 +1096,8 @@ def nonoverlapped_type_ps(step_of, start_ps, end_ps, type_idx, step_begin_ps, st
             cut += 1
         cuts.append(cut)
     cuts.append(n)
-    _run_parts(_type_ps_part, [(step, st, en, ty, b0s, b1s, r, out, n_types, type_divisor, longest, cuts[k], cuts[k + 1])
-                               for k in range(parts) if cuts[k + 1] > cuts[k]])
+    run_parts(_type_ps_part, [(step, st, en, ty, b0s, b1s, r, out, n_types, type_divisor, longest, cuts[k], cuts[k + 1])
+                              for k in range(parts) if cuts[k + 1] > cuts[k]])
     cdef Py_ssize_t u
     cdef int64_t tot, s
     with nogil:
@@ -1495,8 +1496,8 @@ def bind_points(start_ps, end_ps, parent, line_offsets, point_line, point_ts, po
     out_arr = np.full(m, -1, dtype=np.int64)
     cdef int64_t[::1] out = out_arr
     cdef Py_ssize_t parts = max(1, min(threads, m // _BIND_MIN_POINTS))
-    _run_parts(_bind_range, [(start, end, par, offs, pl, pts, nxt, out, m * t // parts, m * (t + 1) // parts)
-                             for t in range(parts)])
+    run_parts(_bind_range, [(start, end, par, offs, pl, pts, nxt, out, m * t // parts, m * (t + 1) // parts)
+                            for t in range(parts)])
     return out_arr
 
 
@@ -1791,8 +1792,8 @@ def place_rows(owner, fill, row_of, name, kind, value, out_row, out_name, out_ki
         if c.ndim != 1 or c.shape[0] < 2 or (c[1:] < c[:-1]).any():
             raise ValueError("cuts must be at least two ascending owners")
         ranges = [(int(c[t]), int(c[t + 1])) for t in range(c.shape[0] - 1) if c[t + 1] > c[t]]
-    _run_parts(_place_range, [(own, nm, kd, val, rows, slot, o_row, o_name, o_kind, o_val, lo, hi)
-                              for lo, hi in ranges])
+    run_parts(_place_range, [(own, nm, kd, val, rows, slot, o_row, o_name, o_kind, o_val, lo, hi)
+                             for lo, hi in ranges])
 
 
 def _place_range(const int32_t[::1] own, const int32_t[::1] nm, const int8_t[::1] kd, const int64_t[::1] val,

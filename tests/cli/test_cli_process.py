@@ -3,7 +3,6 @@ reaches the disk cache from a detached writer (``ProfileCache.persist_detached``
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -11,10 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tbprof.cache.profile_cache import ProfileCache
-from tbprof.cli import main as cli
 from tbprof.readers import xplane
 from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
@@ -90,31 +86,3 @@ def test_a_small_pod_converts_in_process_and_the_command_leaves_at_once(profiles
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(out.stdout)["host_count"] == 2
     assert out.stderr.strip().splitlines()[-1] == "0 False 0 False"
-
-
-@pytest.mark.parametrize(("command", "one_shot"), [("sql", True), ("summary", True), ("serve", False)])
-def test_a_one_shot_command_collects_cycles_rarely(monkeypatch: pytest.MonkeyPatch, command: str,
-                                                   one_shot: bool) -> None:
-    """A read-only command runs under ``ONE_SHOT_GC_THRESHOLDS`` (its process ends after the
-    answer); the server, which lives on, keeps Python's thresholds."""
-    before = gc.get_threshold()
-    seen: list[tuple[int, ...]] = []
-
-    def fake_main(detach_writes: bool) -> int:
-        seen.append(gc.get_threshold())
-        return 0
-
-    def no_exit(code: int) -> None:
-        raise SystemExit(code)
-
-    for name in cli.BLAS_THREAD_VARS:
-        monkeypatch.setenv(name, "1")
-    monkeypatch.setattr(sys, "argv", ["tbprof", command, "logdir"])
-    monkeypatch.setattr(cli, "main", fake_main)
-    monkeypatch.setattr(os, "_exit", no_exit)
-    try:
-        with pytest.raises(SystemExit):
-            cli.entry()
-    finally:
-        gc.set_threshold(*before)
-    assert seen == [cli.ONE_SHOT_GC_THRESHOLDS if one_shot else before]

@@ -21,7 +21,6 @@ starts without loading numpy, the analyses or werkzeug before it needs them.
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
@@ -113,12 +112,6 @@ _READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check", "
 # Set for this process and its workers only where the user has not set them.
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-# A read-only command imports its modules, converts and answers once: nearly every container it
-# makes lives until the process ends, so the cyclic collector's default passes (one per 700 new
-# containers) find next to nothing to free and only hold the GIL (bench/measurements.md#cold-sql-command).
-# It runs them rarely; garbage without cycles is still freed at once by reference counting, cycles later.
-ONE_SHOT_GC_THRESHOLDS = (50_000, 20, 20)
-
 
 def entry() -> None:
     """The ``tbprof`` command (console script and ``python -m tbprof.cli``): the process ends
@@ -132,8 +125,6 @@ def entry() -> None:
     """
     for name in BLAS_THREAD_VARS:
         os.environ.setdefault(name, "1")
-    if _chosen(sys.argv[1:]) in _READ_ONLY:
-        gc.set_threshold(*ONE_SHOT_GC_THRESHOLDS)
     code = main(detach_writes=True)
     if _chosen(sys.argv[1:]) in _READ_ONLY and not _still_running():
         for stream in (sys.stdout, sys.stderr):

@@ -49,10 +49,11 @@ def _serial(monkeypatch: pytest.MonkeyPatch, path: Path) -> tables.ProfileStore:
 
 
 def _segmented(monkeypatch: pytest.MonkeyPatch, path: Path, segment_bytes: int, threads: int = 4,
-               ) -> tables.ProfileStore:
+               window_bytes: int = chrome_scan.SEGMENT_WINDOW_BYTES) -> tables.ProfileStore:
     with monkeypatch.context() as m:
         m.setenv("TBPROF_THREADS", str(threads))
         m.setattr(chrome_scan, "SEGMENT_MIN_BYTES", segment_bytes)
+        m.setattr(chrome_scan, "SEGMENT_WINDOW_BYTES", window_bytes)
         m.setattr(chrome_scan, "_PROBE_BYTES", 4096)
         return read_chrome_trace(path)
 
@@ -81,6 +82,69 @@ def test_demo_traces_read_alike_in_segments(monkeypatch: pytest.MonkeyPatch, pat
     assert merges.counts and merges.counts[-1] >= 2, "the file was not cut"
     _assert_same(got, _serial(monkeypatch, path))
     assert json.loads(json.dumps(semantic_digest(got))) == WANT[str(path.relative_to(DEMO))]
+
+
+def test_segments_read_in_windows_shorter_than_an_event(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each segment's scanner reads windows of ``SEGMENT_WINDOW_BYTES``: events cut by a window's end
+    (here most of them: windows of 64 bytes) are carried into the next, as one scanner reads them."""
+    path = tmp_path / "t.json"
+    path.write_bytes(_trace(600, text_every=9))
+    merges = _Merges(monkeypatch)
+    got = _segmented(monkeypatch, path, 16 << 10, window_bytes=64)
+    assert merges.counts and merges.counts[-1] >= 2, "the file was not cut"
+    _assert_same(got, _serial(monkeypatch, path))
+
+
+def test_the_scan_is_freed_without_the_cyclic_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a store is read, the scan (its token table, the scanner's memory) and the builder are
+    freed by their references alone: a one-shot command may never run the cyclic collector, and a
+    cycle would hold them beside the store until the process ends."""
+    import gc
+    import weakref
+
+    from tbprof.readers import chrome_collect, chrome_trace
+
+    held: list[weakref.ref[Any]] = []
+    real_build, real_scan_file = chrome_collect.Collector.build, chrome_scan.scan_file
+
+    def build(self: chrome_collect.Collector, scan: chrome_scan.Scan) -> tables.ProfileStore:
+        held.append(weakref.ref(self))
+        return real_build(self, scan)
+
+    def scan_file(*args: Any) -> chrome_scan.Scan:
+        scan = real_scan_file(*args)
+        held.append(weakref.ref(scan))
+        return scan
+
+    monkeypatch.setattr(chrome_collect.Collector, "build", build)
+    monkeypatch.setattr(chrome_trace.chrome_scan, "scan_file", scan_file)
+    path = next((DEMO / "torch_ddp").glob("rank0.*.pt.trace.json"))
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        store = _segmented(monkeypatch, path, 256 << 10)
+        assert len(held) == 2, "the file was not read in segments"
+        assert [ref() for ref in held] == [None, None]
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert store.planes
+
+
+def test_a_whole_scan_drops_its_token_index() -> None:
+    """The scanner's hash index goes once its scan is whole (``Scan``): its tokens stay readable by
+    id, and it reads and interns no more (a refusal, not a read of freed memory)."""
+    from tbprof._core import jsonscan
+
+    sc = jsonscan.Scanner()
+    assert sc.feed(b'[{"ph": "X", "name": "a", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]', 0, True) > 0
+    scan = chrome_scan.Scan(sc)
+    assert [scan.tokens[t] for t in range(len(scan.tokens))] == [sc.token(t) for t in range(sc.n_tokens)]
+    assert b"Sa" in [scan.tokens[t] for t in range(len(scan.tokens))]
+    with pytest.raises(ValueError, match="dropped"):
+        sc.feed(b" ", 0, True)
+    with pytest.raises(ValueError, match="dropped"):
+        sc.absorb_tokens(jsonscan.Scanner(), np)
 
 
 def _trace(n: int, text_every: int = 0, tail: str = "") -> bytes:

@@ -1114,6 +1114,8 @@ cdef class Scanner:
         cdef const char* point
         if self.err_code:
             return ERR
+        if self.slots == NULL:
+            raise ValueError("the scanner's token index was dropped: it reads no more bytes")
         if data.shape[0]:
             self.buf = &data[0]
         else:
@@ -1346,11 +1348,22 @@ cdef class Scanner:
         self.top_kind = 2 if bare else 1
         self.trace_events = 1
 
+    def drop_index(self):
+        """Frees the token table's hash index (4 bytes per slot, two slots per token or more) once
+        the scan is whole: the tokens stay readable by id, no more are interned (``feed`` and
+        ``absorb_tokens`` refuse)."""
+        free(self.slots)
+        self.slots = NULL
+        self.n_slots = 0
+        memset(self.recent, 0xFF, RECENT * sizeof(int32_t))
+
     def absorb_tokens(self, Scanner other not None, np):
         """Interns ``other``'s tokens into this table, in ``other``'s id order (so tokens first
         seen later in the file get later ids, as one scanner would give them); returns, per token
         id of ``other``, its id here (int32). Raises ValueError past 2^31 tokens."""
         cdef int32_t n = other.n_tok, t, got = 0
+        if self.slots == NULL:
+            raise ValueError("the scanner's token index was dropped: it interns no more tokens")
         remap = np.empty(n, dtype=np.int32)
         cdef int32_t[::1] r = remap
         cdef const uint8_t* at

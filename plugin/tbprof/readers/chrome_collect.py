@@ -101,6 +101,16 @@ class Collector:
         self.cols: dict[str, np.ndarray] = {}
         self.args = ArgStats(self.work, {}, self.st_rows, TokenTable(int, np.int32, 0), TokenTable(int, np.int64, 0))
 
+    def _drop_tokens(self) -> None:
+        """Frees the scanner's token table and the per-token tables once no token is converted
+        any more. The args' token tables call back into this collector (a reference cycle that
+        only the cyclic collector would free, and a one-shot command may never run it): they go
+        here, so the table is freed when the last reference goes."""
+        self.tok = Tokens([])
+        self.int_flag = np.zeros(0, np.uint8)
+        self.int_value = np.zeros(0, np.int64)
+        self.args = ArgStats(self.work, {}, self.st_rows, TokenTable(int, np.int32, 0), TokenTable(int, np.int64, 0))
+
     # --- helpers ---------------------------------------------------------------------------
     def _warn(self, count: int, what: str) -> None:
         if count:
@@ -186,13 +196,16 @@ class Collector:
             if e.token != MISSING:
                 e.field = field_of(self.cols, e.token)
             raise
+        finally:
+            self._drop_tokens()
 
     def _build(self, scan: Scan) -> tables.ProfileStore:
+        # The builder owns the scan's columns and token table now and drops each when done with it.
         c = self.cols = scan.cols
-        scan.cols = {}  # the builder owns the columns now and drops each when done with it
         self.tok = Tokens(scan.tokens)
         self.n_tokens = len(scan.tokens)
         self.int_flag, self.int_value = scan.int_flag, scan.int_value
+        scan.release()
         # Args keys and text values -> string ids.
         self.args = ArgStats(self.work, c, self.st_rows,
                              TokenTable(lambda t: self.strings.intern(self.tok.text(t)), np.int32, self.n_tokens),
@@ -503,6 +516,7 @@ class Collector:
                 self._warn(unbound, "flow points that bind to no slice of their thread were dropped")
             work.drop(*self.cols.values())
             self.cols = {}
+            self._drop_tokens()  # every token is converted: the scanner's table goes before the stats are placed
 
         planes = build_planes(work, events, plane_lines, self.tracks.heads(pids, plane_lines), self.strings, bind)
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,

@@ -51,6 +51,10 @@ SCAN_TOKEN_TEXT_FACTOR = 3
 # the merge would cost more than they save); a cut is looked for in the first PROBE_BYTES after its
 # target offset.
 SEGMENT_MIN_BYTES = 8 << 20
+# Bytes a segment's scanner reads at once: every segment holds one window (and its heap keeps what
+# the last ones left), so a small window keeps many threads' scan within the memory of a few, and
+# its bytes in the CPU's caches while they are scanned (bench/measurements.md).
+SEGMENT_WINDOW_BYTES = 1 << 20
 _PROBE_BYTES = 1 << 20
 _MAX_EVENTS = (1 << 31) - 1  # stat owners are int32
 # Where one event ends and the next begins, as writers put them (a candidate only: see above).
@@ -86,13 +90,21 @@ class Scan:
 
     def __init__(self, sc: jsonscan.Scanner, cols: dict[str, np.ndarray] | None = None,
                  top: dict[str, bytes] | None = None, non_objects: int | None = None) -> None:
+        sc.drop_index()  # the scan is whole: its tokens are read by id from here on
         self.top_kind = int(sc.top_kind)
         self.trace_events = int(sc.trace_events)
         self.non_objects = int(sc.non_objects) if non_objects is None else non_objects
         self.top: dict[str, bytes] = dict(sc.top) if top is None else top
-        self.tokens = ScanTokens(sc)
+        self.tokens: Sequence[bytes] = ScanTokens(sc)
         self.int_flag, self.int_value = sc.token_ints(np)
         self.cols: dict[str, np.ndarray] = sc.columns(np) if cols is None else cols
+
+    def release(self) -> None:
+        """Drops the columns and the token table (their new owner, the builder, frees them as it
+        goes): the scanner's memory is not held until the caller lets go of this scan."""
+        self.cols = {}
+        self.tokens = ()
+        self.int_flag = self.int_value = np.zeros(0, np.int64)
 
 
 class _Feeder:
@@ -269,9 +281,11 @@ class _Stopped(Exception):
     """Another segment's scan failed: this one ends early."""
 
 
-def scan_file(f: LocalFile, window_bytes: int, source: str, threads: int) -> Scan:
+def scan_file(f: LocalFile, source: str, threads: int) -> Scan:
     """The scan of a local, uncompressed file in up to ``threads`` segments scanned at once (the
-    module docstring says how the result stays the one scanner's)."""
+    module docstring says how the result stays the one scanner's), each read in windows of
+    ``SEGMENT_WINDOW_BYTES``."""
+    window_bytes = SEGMENT_WINDOW_BYTES
     bare = _top_is_array(f)
     cuts = _cuts(f, threads) if bare is not None else [0, f.size]
     if len(cuts) <= 2:
@@ -325,21 +339,24 @@ def scan_file(f: LocalFile, window_bytes: int, source: str, threads: int) -> Sca
             break  # the last segment, or the cut was no event boundary: this scanner reads on
         kept += 1
     last = feeders[kept]
-    del feeders[kept + 1:], scanners[kept + 1:]
+    feeders.clear()  # from here on ``scanners`` (and ``last``) hold the only references
+    del here, scanners[kept + 1:]
     if kept < len(cuts) - 2:
         last.feed(_windows(f, cuts[kept + 1], f.size, window_bytes))
     last.finish()
+    del last
     _check_scanned(scanners, source, avail)
     if any(sc.event_resets for sc in scanners[1:]):
         # A second 'traceEvents' after the cut (the last one wins): read as one scanner would.
-        del feeders, scanners
+        del scanners
         return scan(_windows(f, 0, f.size, window_bytes), source)
     return _merged(scanners, source)
 
 
 def _merged(scanners: list[jsonscan.Scanner], source: str) -> Scan:
     """One scan of the segments' scanners (in file order): tokens merged into the first's table,
-    columns moved into one set, the top-level values and counts combined."""
+    columns moved into one set, the top-level values and counts combined. Every scanner but the
+    first is dropped from ``scanners`` once merged."""
     first = scanners[0]
     n_events = sum(sc.n_events for sc in scanners)
     n_stats = sum(sc.n_stats for sc in scanners)
@@ -369,8 +386,10 @@ def _merged(scanners: list[jsonscan.Scanner], source: str) -> Scan:
     first.columns_into(cols, moves[0][1], moves[0][2], None)
     for w in workers:
         w.join()
-    # The scanners' buffers (the smaller ones under glibc's mmap threshold) were freed into the C
-    # heaps of the threads that moved them: handed back before the builder allocates its own.
+    # The merged scanners' token tables go too. Their buffers, and the columns' (the smaller ones,
+    # under glibc's mmap threshold), were freed into the C heaps of the threads that scanned or
+    # moved them: handed back before the builder allocates its own.
+    del moves, workers, remaps, sc, remap, scanners[1:]
     release_free_memory()
     return Scan(first, cols, top, non_objects)
 

@@ -108,7 +108,7 @@ def read_chrome_trace(path: str | Location, host: str | None = None) -> tables.P
         host = host if host is not None else host_of(path)
         threads = chrome_scan.segment_threads(f.size)
         if isinstance(f, LocalFile) and threads > 1 and f.pread(0, 2) != GZIP_MAGIC:
-            store = store_of(chrome_scan.scan_file(f, WINDOW_BYTES, str(path), threads), str(path), host)
+            store = store_of(chrome_scan.scan_file(f, str(path), threads), str(path), host)
         else:
             store = read_windows(file_windows(f, WINDOW_BYTES), str(path), host, WINDOW_BYTES)
         f.check_unchanged()

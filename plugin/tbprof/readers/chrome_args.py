@@ -52,6 +52,13 @@ class ArgStats:
         self.keys = keys
         self.texts = texts
         self._bounds: np.ndarray | None = None
+        self._rows_of_event: np.ndarray | None = None  # an event's row in the scanner's columns
+
+    def renumber(self, rows: np.ndarray) -> None:
+        """From now on event ``i`` is the scanner's event ``rows[i]`` (the event columns were reduced
+        to those rows; the stat columns were not)."""
+        self.bounds()  # of every event, counted from the stat owners before they go
+        self._rows_of_event = rows
 
     def bounds(self) -> np.ndarray:
         """Each event's first stat row in the scanner's columns, then their end (computed once)."""
@@ -74,6 +81,8 @@ class ArgStats:
         """The scanner's stat rows of ``events`` (event by event, keys in file order) and, for
         each row, its event's position in ``events``."""
         bounds = self.bounds()
+        if self._rows_of_event is not None:
+            events = self._rows_of_event[events]
         lo = bounds[events]
         counts = bounds[events + 1] - lo
         pos = np.repeat(np.arange(events.shape[0]), counts)
@@ -85,12 +94,21 @@ class ArgStats:
         """Every ``args`` entry of ``events`` (collected as first, first + 1, ...) as a stat."""
         self.add_to(first + np.arange(events.shape[0]), events)
 
+    def add_scanner_rows(self, first: int, rows: np.ndarray) -> None:
+        """``add`` for events given by their rows in the scanner's columns (as numbered before
+        ``renumber``)."""
+        self._add_rows(first + np.arange(rows.shape[0]), rows)
+
     def add_to(self, owners: np.ndarray, events: np.ndarray) -> None:
         """The args of ``events`` as stats of the collected events ``owners`` (one each), in
         batches of events so that the temporaries stay small: a batch's rows gathered, their
         distinct keys and texts interned (in batch order: it numbers the strings), the rows mapped
         to string ids and appended (in batch order). In memory, with more than one thread, the
         gathering and the mapping run on other threads, ahead of and behind the interning."""
+        self._add_rows(owners, events if self._rows_of_event is None else self._rows_of_event[events])
+
+    def _add_rows(self, owners: np.ndarray, events: np.ndarray) -> None:
+        """``add_to`` for events given by their rows in the scanner's columns."""
         step = _ARGS_EVENTS
         batches = [(owners[lo:lo + step], events[lo:lo + step]) for lo in range(0, events.shape[0], step)]
         self.bounds()  # computed once, before another thread reads it

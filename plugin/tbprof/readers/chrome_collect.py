@@ -25,7 +25,7 @@ from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
 from tbprof.readers.chrome_args import ArgStats
-from tbprof.readers.chrome_columns import MemoryWork, StatSink, Work, chunks
+from tbprof.readers.chrome_columns import SCANNER_EVENT_COLUMNS, MemoryWork, StatSink, Work, chunks
 from tbprof.readers.chrome_events import MAX_ABS_TS_US, MAX_SPAN_PS, MAX_SPAN_US
 from tbprof.readers.chrome_scan import Scan
 from tbprof.readers.chrome_tokens import (
@@ -276,7 +276,16 @@ class Collector:
     def _collect(self, codes: np.ndarray, flows: np.ndarray, untimed_flows: int,
                  pool: ThreadPoolExecutor | None) -> tables.ProfileStore:
         c, step = self.cols, self.work.chunk_events
-        self._events_by_chunk(codes, _PH_X)
+        args_of_complete: list[tuple[int, np.ndarray]] = []
+        self._events_by_chunk(codes, _PH_X, args_of_complete if isinstance(self.work, MemoryWork) else None)
+        if args_of_complete:
+            # The complete events (most of a trace) are collected: the scanner's event columns
+            # keep only the other events' rows before the complete events' args are read, so that
+            # the stat rows made from those args do not come on top of every event's columns.
+            codes, flows = self._keep_rows(codes, flows, np.flatnonzero(codes != _PH_X))
+            for first, idx in args_of_complete:
+                self.args.add_scanner_rows(first, idx)
+            del args_of_complete
         for code, handle in ((_PH_BE, self._begin_end), (_PH_INSTANT, None), (_PH_C, self._counters),
                              (_PH_OBJECT, self._objects)):
             if handle is None:
@@ -298,6 +307,17 @@ class Collector:
         # the events' collection their temporaries would add to its peak of memory.
         prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None and flows.shape[0] else None
         return self._finish((flows, prepared) if flows.shape[0] else None)
+
+    def _keep_rows(self, codes: np.ndarray, flows: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The scanner's event columns, the phase codes and the flow points' rows reduced to the
+        events ``keep`` (ascending, every flow point among them); the args read on through their
+        events' rows in the scanner's stat columns (``ArgStats.renumber``)."""
+        self.args.renumber(keep)
+        c = self.cols
+        for name, _ in SCANNER_EVENT_COLUMNS:
+            if name in c:
+                c[name] = c[name][keep]
+        return codes[keep], np.searchsorted(keep, flows)
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -336,9 +356,11 @@ class Collector:
             idx = idx[ok]
         return idx
 
-    def _events_by_chunk(self, codes: np.ndarray, ph_code: int) -> None:
+    def _events_by_chunk(self, codes: np.ndarray, ph_code: int,
+                         args_later: list[tuple[int, np.ndarray]] | None = None) -> None:
         """The ``X`` (complete) or the instant events, a chunk at a time: each is one event of its
-        thread (a global instant: of the global track), its args its stats."""
+        thread (a global instant: of the global track), its args its stats (read by the caller
+        when ``args_later`` is given: the first collected event and the rows of each chunk)."""
         c = self.cols
         step = self.work.chunk_events
         n = codes.shape[0]
@@ -388,7 +410,10 @@ class Collector:
                 line = self._lines(np.where(is_global, GLOBAL, c["pid"][idx]).astype(np.int32),
                                    np.where(is_global, GLOBAL, c["tid"][idx]).astype(np.int32))
             first = self._append(line, ts, dur, name_table[c["name"][idx] + 3], cat_table[c["cat"][idx] + 3])
-            self.args.add(first, idx)
+            if args_later is not None:
+                args_later.append((first, idx))
+            else:
+                self.args.add(first, idx)
         what = "complete ('X') events" if complete else "instant ('i') events"
         self._warn(dropped_ts, f"{what} without a numeric 'ts' were dropped")
         if complete:

@@ -144,7 +144,40 @@ def test_a_whole_scan_drops_its_token_index() -> None:
     with pytest.raises(ValueError, match="dropped"):
         sc.feed(b" ", 0, True)
     with pytest.raises(ValueError, match="dropped"):
-        sc.absorb_tokens(jsonscan.Scanner(), np)
+        sc.merge_tokens([jsonscan.Scanner()], np)
+
+
+@pytest.mark.parametrize("first_empty", [False, True])
+def test_merged_token_tables_number_tokens_as_one_scanner(first_empty: bool) -> None:
+    """``Scanner.merge_tokens`` gives every token the id one scanner reading the whole array gives
+    it: tokens repeated across segments keep their first id, new ones follow in file order (also
+    when the first segment holds no token at all)."""
+    from tbprof._core import jsonscan
+
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(40)]
+    parts = [b"[{}," if first_empty else b'[{"name": "w3", "cat": "c"},']
+    for _ in range(3):
+        events = [json.dumps({"name": str(rng.choice(words)), "args": {"k": str(rng.choice(words)), "n": int(i)}})
+                  for i in rng.integers(0, 30, size=25)]
+        parts.append(("".join(e + "," for e in events)).encode())
+    parts[-1] = parts[-1][:-1] + b"]"
+    whole = jsonscan.Scanner()
+    assert whole.feed(b"".join(parts), 0, True) > 0
+    scanners = [jsonscan.Scanner() for _ in parts]
+    for k, (sc, part) in enumerate(zip(scanners, parts, strict=True)):
+        if k:
+            sc.resume_in_events(True)
+        assert sc.feed(part, 0, k == len(parts) - 1) == len(part)
+    if first_empty:
+        assert scanners[0].n_tokens == 0
+    remaps = scanners[0].merge_tokens(scanners[1:], np)
+    merged = scanners[0]
+    assert [merged.token(t) for t in range(merged.n_tokens)] == [whole.token(t) for t in range(whole.n_tokens)]
+    for sc, remap in zip(scanners[1:], remaps, strict=True):
+        assert [merged.token(int(t)) for t in remap] == [sc.token(t) for t in range(sc.n_tokens)]
+    with pytest.raises(ValueError, match="dropped"):
+        merged.feed(b" ", 0, True)
 
 
 def _trace(n: int, text_every: int = 0, tail: str = "") -> bytes:

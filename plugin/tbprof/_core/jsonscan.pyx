@@ -33,7 +33,7 @@ event; ``args`` numbers through the C library's ``strtod``, correctly rounded as
 handled with the GIL. One trace may be scanned in segments by several scanners at once
 (``readers/chrome_scan.py``): a scanner started inside the event array (``resume_in_events``),
 the boundary verified by the state of the scanner before it (``between_events``), the tables
-merged in file order (``absorb_tokens``) and the columns moved with the GIL released
+merged in file order (``merge_tokens``, on threads) and the columns moved with the GIL released
 (``columns_into``).
 
 Safety: every read is guarded by ``p < end`` (``end`` = the buffer's length); nesting is
@@ -50,6 +50,8 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int8_t, int32_t, int64_t, uint8_t
 from libc.locale cimport localeconv
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memcmp, memcpy, memset
+
+from tbprof._core.kernels import run_parts
 
 
 cdef extern from "Python.h":
@@ -1351,37 +1353,77 @@ cdef class Scanner:
     def drop_index(self):
         """Frees the token table's hash index (4 bytes per slot, two slots per token or more) once
         the scan is whole: the tokens stay readable by id, no more are interned (``feed`` and
-        ``absorb_tokens`` refuse)."""
+        ``merge_tokens`` refuse)."""
         free(self.slots)
         self.slots = NULL
         self.n_slots = 0
         memset(self.recent, 0xFF, RECENT * sizeof(int32_t))
 
-    def absorb_tokens(self, Scanner other not None, np):
-        """Interns ``other``'s tokens into this table, in ``other``'s id order (so tokens first
-        seen later in the file get later ids, as one scanner would give them); returns, per token
-        id of ``other``, its id here (int32). Raises ValueError past 2^31 tokens."""
-        cdef int32_t n = other.n_tok, t, got = 0
+    def merge_tokens(self, list others not None, np):
+        """Merges the token tables of ``others`` (the scanners of the segments after this one's, in
+        file order) into this one's, each token given the id one scanner reading the whole file
+        would have given it (the order of first occurrences: this table's, then each other's in
+        its id order); returns, per scanner of ``others``, the id here of each of its tokens
+        (int32). On one thread per scanner: the tokens are hashed, deduplicated in partitions of
+        their hashes, numbered per scanner after a count, and copied into this table. The merged
+        table has no hash index (``drop_index``): it reads no more bytes. Raises ValueError past
+        2^31 tokens."""
+        cdef Scanner sc
+        cdef int64_t m = len(others) + 1, k, n_all = 0
         if self.slots == NULL:
             raise ValueError("the scanner's token index was dropped: it interns no more tokens")
-        remap = np.empty(n, dtype=np.int32)
-        cdef int32_t[::1] r = remap
-        cdef const uint8_t* at
-        with nogil:
-            for t in range(n):
-                at = <const uint8_t*>(other.arena + other.tok_off[t])
-                got = self._intern(at[0], at + 1, other.tok_len[t] - 1)
-                if got < 0:
-                    break
-                r[t] = got
-        if got < 0:
+        scanners = [self, *others]
+        offsets = np.zeros(m + 1, dtype=np.int64)
+        cdef int64_t[::1] off = offsets
+        for k in range(m):
+            sc = scanners[k]
+            off[k + 1] = off[k] + sc.n_tok
+        n_all = off[m]
+        hashes = np.empty(n_all, dtype=np.uint64)
+        starts = np.empty(n_all, dtype=np.uintp)  # each token's bytes (prefix first)
+        lengths = np.empty(n_all, dtype=np.int32)
+        first = np.empty(n_all, dtype=np.int64)  # the token's first occurrence (its own index if first)
+        ids = np.empty(n_all, dtype=np.int32)
+        counts = np.zeros(2 * m, dtype=np.int64)  # per scanner: first occurrences, their bytes
+        run_parts(_hash_tokens, [(scanners[k], hashes, starts, lengths, off[k]) for k in range(m)],
+                  name="tbprof-json-merge")
+        run_parts(_first_occurrences, [(hashes, starts, lengths, first, k, m) for k in range(m)],
+                  name="tbprof-json-merge")
+        run_parts(_count_first, [(first, lengths, counts, off[k], off[k + 1], k) for k in range(m)],
+                  name="tbprof-json-merge")
+        cdef int64_t[::1] cnt = counts
+        cdef int64_t n_new = 0, new_bytes = 0
+        for k in range(1, m):
+            n_new += cnt[2 * k]
+            new_bytes += cnt[2 * k + 1]
+        if self.n_tok + n_new >= 0x7FFFFFF0:
             raise ValueError(ERRORS[E_TOO_MANY])
-        return remap
+        if self.tok_cap < self.n_tok + n_new:
+            self.tok_cap = self.n_tok + n_new
+            self.tok_off = <int64_t*>_grow(self.tok_off, self.tok_cap * sizeof(int64_t))
+            self.tok_len = <int32_t*>_grow(self.tok_len, self.tok_cap * sizeof(int32_t))
+        if self.arena_cap < self.arena_len + new_bytes:
+            self.arena_cap = self.arena_len + new_bytes
+            self.arena = <char*>_grow(self.arena, self.arena_cap)
+        # Scanner k's first occurrences take the ids and arena bytes after those of scanners < k.
+        cdef int64_t id_at = self.n_tok, byte_at = self.arena_len
+        jobs = []
+        for k in range(m):
+            jobs.append((self, first, starts, lengths, ids, off[k], off[k + 1], k == 0, id_at, byte_at))
+            if k:
+                id_at += cnt[2 * k]
+                byte_at += cnt[2 * k + 1]
+        run_parts(_number_first, jobs, name="tbprof-json-merge")
+        self.n_tok = <int32_t>id_at
+        self.arena_len = byte_at
+        run_parts(_number_repeats, [(first, ids, off[k], off[k + 1]) for k in range(1, m)], name="tbprof-json-merge")
+        self.drop_index()
+        return [ids[off[k]:off[k + 1]] for k in range(1, m)]
 
     def columns_into(self, dict out, int64_t ev_at, int64_t st_at, remap=None):
         """Moves the columns into ``out``'s arrays (those ``columns`` returns, sized for every
         scanner of the trace) from row ``ev_at`` of the events and ``st_at`` of the stats: token
-        ids through ``remap`` (``absorb_tokens``), stat owners shifted by ``ev_at``. The copy runs
+        ids through ``remap`` (``merge_tokens``), stat owners shifted by ``ev_at``. The copy runs
         with the GIL released (scanners of one trace move theirs at once); the C buffers are freed."""
         cdef int64_t n = self.n_ev, m = self.n_st
         cdef bint mapped = remap is not None
@@ -1647,6 +1689,95 @@ cdef inline uint32_t _get_utf8(const uint8_t* s, int n) nogil:
     if n == 3:
         return ((s[0] & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
     return ((s[0] & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
+
+
+# --- the token tables of one trace's scanners merged (Scanner.merge_tokens) ------------------------
+def _hash_tokens(Scanner sc, uint64_t[::1] hashes, size_t[::1] starts, int32_t[::1] lengths, int64_t at):
+    cdef int64_t t
+    cdef const char* tok
+    with nogil:
+        for t in range(sc.n_tok):
+            tok = sc.arena + sc.tok_off[t]
+            hashes[at + t] = _hash(<const uint8_t*>tok + 1, sc.tok_len[t] - 1, <uint8_t>tok[0])
+            starts[at + t] = <size_t>tok
+            lengths[at + t] = sc.tok_len[t]
+
+
+def _first_occurrences(const uint64_t[::1] hashes, const size_t[::1] starts, const int32_t[::1] lengths,
+                       int64_t[::1] first, int64_t part, int64_t parts):
+    """Partition ``part`` of ``parts`` (tokens by their hash's high bits): each token's first
+    occurrence in the order of all the scanners' tokens."""
+    cdef int64_t n = hashes.shape[0], g, i, mine = 0, n_slots = 16, mask, other
+    cdef int64_t* slots
+    for g in range(n):
+        if <int64_t>((hashes[g] >> 40) % <uint64_t>parts) == part:
+            mine += 1
+    while n_slots < 2 * mine:
+        n_slots *= 2
+    slots = <int64_t*>malloc(n_slots * sizeof(int64_t))
+    if slots == NULL:
+        raise MemoryError()
+    mask = n_slots - 1
+    with nogil:
+        memset(slots, 0xFF, n_slots * sizeof(int64_t))
+        for g in range(n):
+            if <int64_t>((hashes[g] >> 40) % <uint64_t>parts) != part:
+                continue
+            i = <int64_t>(hashes[g] & <uint64_t>mask)
+            while True:
+                other = slots[i]
+                if other < 0:
+                    slots[i] = g
+                    first[g] = g
+                    break
+                if (hashes[other] == hashes[g] and lengths[other] == lengths[g]
+                        and memcmp(<const void*>starts[other], <const void*>starts[g], lengths[g]) == 0):
+                    first[g] = other
+                    break
+                i = (i + 1) & mask
+    free(slots)
+
+
+def _count_first(const int64_t[::1] first, const int32_t[::1] lengths, int64_t[::1] counts, int64_t lo, int64_t hi,
+                 int64_t k):
+    cdef int64_t g, n = 0, nbytes = 0
+    with nogil:
+        for g in range(lo, hi):
+            if first[g] == g:
+                n += 1
+                nbytes += lengths[g]
+    counts[2 * k] = n
+    counts[2 * k + 1] = nbytes
+
+
+def _number_first(Scanner into, const int64_t[::1] first, const size_t[::1] starts, const int32_t[::1] lengths,
+                  int32_t[::1] ids, int64_t lo, int64_t hi, bint own, int64_t id_at, int64_t byte_at):
+    """A scanner's first occurrences (the tokens ``lo:hi``) numbered from ``id_at`` and copied into
+    ``into``'s table at ``byte_at`` (``own``: ``into``'s own tokens, numbered and there already)."""
+    cdef int64_t g
+    if own:
+        with nogil:
+            for g in range(lo, hi):
+                ids[g] = <int32_t>(g - lo)
+        return
+    with nogil:
+        for g in range(lo, hi):
+            if first[g] != g:
+                continue
+            memcpy(into.arena + byte_at, <const void*>starts[g], lengths[g])
+            into.tok_off[id_at] = byte_at
+            into.tok_len[id_at] = lengths[g]
+            ids[g] = <int32_t>id_at
+            id_at += 1
+            byte_at += lengths[g]
+
+
+def _number_repeats(const int64_t[::1] first, int32_t[::1] ids, int64_t lo, int64_t hi):
+    cdef int64_t g
+    with nogil:
+        for g in range(lo, hi):
+            if first[g] != g:
+                ids[g] = ids[first[g]]
 
 
 cdef void* _grow(void* ptr, int64_t nbytes) except NULL nogil:

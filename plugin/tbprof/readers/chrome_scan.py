@@ -15,7 +15,7 @@ the state of the parse that reaches it): only when that scanner stops exactly at
 two elements of the event array (``Scanner.between_events``), does the next segment's scan count;
 otherwise that scanner goes on through the rest of the file and the later segments' scans are
 dropped. So the columns never depend on where the cuts fall. The scanners' token tables are
-merged into the first one's in file order (``Scanner.absorb_tokens``: a token gets the id one
+merged into the first one's (``Scanner.merge_tokens``, on threads: a token gets the id one
 scanner would have given it) and their columns moved into one set (``Scanner.columns_into``).
 """
 
@@ -364,7 +364,7 @@ def _merged(scanners: list[jsonscan.Scanner], source: str) -> Scan:
         raise ProfileReadError(source, f"the trace holds more than {_MAX_EVENTS:,} events, more than tbprof "
                                "reads from one file")
     try:
-        remaps = [None, *(first.absorb_tokens(sc, np) for sc in scanners[1:])]
+        remaps = [None, *first.merge_tokens(scanners[1:], np)]
     except ValueError as e:
         raise ProfileReadError(source, f"not valid JSON: {e}") from None
     cols: dict[str, np.ndarray] = {name: np.empty(n_events, dtype) for name, dtype in SCANNER_EVENT_COLUMNS}

@@ -1,6 +1,11 @@
 """Type stubs of the compiled kernels (kernels.pyx)."""
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
+
+def run_parts(fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]], name: str = ...) -> None: ...
 
 def nesting_depth(start_ps: np.ndarray, dur_ps: np.ndarray, line_offsets: np.ndarray) -> np.ndarray: ...
 def absolute_starts(ev_start: np.ndarray, ev_dur: np.ndarray, ev_line: np.ndarray,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tbprof._core import chrome_pass, jsonscan, kernels
+from tbprof._core.kernels import run_parts
 from tbprof._core.wire import default_threads
 from tbprof.cache.memory_guard import release_free_memory
 from tbprof.errors import ProfileReadError
@@ -259,14 +260,17 @@ class Collector:
         self.t0 = t0
         self.trace_end_ps = (end[0] - t0[0]) * _PS_PER_US + (end[1] - t0[1])
 
-        flows = _where(codes, _PH_FLOW, step)
-        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
-        timed_flow = c["ts_us"][flows] != _NO_TIME
-        untimed_flows = int(flows.shape[0] - timed_flow.sum())
-        flows = flows[timed_flow]
-        del timed_flow, ph_tok, ts, ts_sub, dur
+        flows, untimed_flows = self._flow_points(codes)
+        del ph_tok, ts, ts_sub, dur
         with ThreadPoolExecutor(max_workers=1) if self._flows_ahead(flows) else nullcontext() as pool:
             return self._collect(codes, flows, untimed_flows, pool)
+
+    def _flow_points(self, codes: np.ndarray) -> tuple[np.ndarray, int]:
+        """The rows of the flow points with a numeric ``ts``, and how many have none."""
+        flows = _where(codes, _PH_FLOW, self.work.chunk_events)
+        self.work.check(_BYTES_PER_FLOW_KEY * flows.shape[0], f"the identities of {flows.shape[0]:,} flow events")
+        timed = self.cols["ts_us"][flows] != _NO_TIME
+        return flows[timed], int(flows.shape[0] - timed.sum())
 
     def _flows_ahead(self, flows: np.ndarray) -> bool:
         """Whether the flow points are prepared on a thread while the rows are put in order."""
@@ -282,7 +286,8 @@ class Collector:
             # The complete events (most of a trace) are collected: the scanner's event columns
             # keep only the other events' rows before the complete events' args are read, so that
             # the stat rows made from those args do not come on top of every event's columns.
-            codes, flows = self._keep_rows(codes, flows, np.flatnonzero(codes != _PH_X))
+            codes = self._keep_rows(codes, np.flatnonzero(codes != _PH_X))
+            flows = self._flow_points(codes)[0]
             for first, idx in args_of_complete:
                 self.args.add_scanner_rows(first, idx)
             del args_of_complete
@@ -308,16 +313,21 @@ class Collector:
         prepared = pool.submit(_FlowTimes, self, flows, True) if pool is not None and flows.shape[0] else None
         return self._finish((flows, prepared) if flows.shape[0] else None)
 
-    def _keep_rows(self, codes: np.ndarray, flows: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The scanner's event columns, the phase codes and the flow points' rows reduced to the
-        events ``keep`` (ascending, every flow point among them); the args read on through their
-        events' rows in the scanner's stat columns (``ArgStats.renumber``)."""
+    def _keep_rows(self, codes: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """The scanner's event columns reduced to the events ``keep`` (ascending); their phase
+        codes. The args read on through their events' rows in the scanner's stat columns
+        (``ArgStats.renumber``)."""
         self.args.renumber(keep)
         c = self.cols
-        for name, _ in SCANNER_EVENT_COLUMNS:
-            if name in c:
-                c[name] = c[name][keep]
-        return codes[keep], np.searchsorted(keep, flows)
+        kept = {name: np.empty(keep.shape[0], c[name].dtype) for name, _ in SCANNER_EVENT_COLUMNS if name in c}
+        kept_codes = np.empty(keep.shape[0], codes.dtype)
+        gathers = [(c[name], out) for name, out in kept.items()] + [(codes, kept_codes)]
+        # On threads (numpy's take releases the GIL), a few columns to each.
+        threads = max(1, min(default_threads(), len(gathers)))
+        run_parts(_take_rows, [(keep, gathers[k::threads]) for k in range(threads)], name="tbprof-json-keep")
+        del gathers
+        c.update(kept)
+        return kept_codes
 
     def _metadata(self, meta: np.ndarray) -> None:
         c, tok = self.cols, self.tok
@@ -546,6 +556,11 @@ class Collector:
         planes = build_planes(work, events, plane_lines, self.tracks.heads(pids, plane_lines), self.strings, bind)
         return tables.ProfileStore(source_path=self.source, host=self.host, format=FORMAT, strings=self.strings,
                                    planes=planes, origin_ps=origin_ps, span_ps=span_ps, warnings=self.warnings)
+
+
+def _take_rows(rows: np.ndarray, gathers: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    for values, out in gathers:
+        np.take(values, rows, out=out)
 
 
 # A flow point's phase as a small code: a start ("s") and a finish ("f"); a step ("t") is 0.

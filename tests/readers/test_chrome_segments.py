@@ -321,3 +321,23 @@ def test_a_refusal_for_memory_stops_every_segment(monkeypatch: pytest.MonkeyPatc
     assert merges.counts == []  # refused before any merge
     with pytest.raises(MemoryRefusal, match="events"):
         _serial(monkeypatch, path)
+
+
+@pytest.mark.parametrize(("env", "cpus", "want"), [(None, 32, 16), (None, 12, 12), (None, 2, 2), ("4", 32, 4),
+                                                    ("24", 2, 24), ("0", 32, 16)])
+def test_scan_threads(monkeypatch: pytest.MonkeyPatch, env: str | None, cpus: int, want: int) -> None:
+    """The scan's threads: ``$TBPROF_THREADS`` when set (a positive number, as ``default_threads``
+    reads it), else the CPUs this process may use up to ``SCAN_MAX_THREADS``; one per
+    ``SEGMENT_MIN_BYTES`` of the file."""
+    import os
+
+    if env is None:
+        monkeypatch.delenv("TBPROF_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("TBPROF_THREADS", env)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert chrome_scan.SCAN_MAX_THREADS == 16
+    assert chrome_scan.scan_threads() == want
+    assert chrome_scan.segment_threads(100 * chrome_scan.SEGMENT_MIN_BYTES) == want
+    assert chrome_scan.segment_threads(3 * chrome_scan.SEGMENT_MIN_BYTES + 1) == min(want, 3)
+    assert chrome_scan.segment_threads(1) == 1

@@ -21,6 +21,7 @@ scanner would have given it) and their columns moved into one set (``Scanner.col
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -236,8 +237,28 @@ def scan_error(sc: jsonscan.Scanner, source: str) -> None:
 # --- segments on threads -------------------------------------------------------------------------
 def segment_threads(size_bytes: int) -> int:
     """Threads worth scanning a file of ``size_bytes`` on: one per ``SEGMENT_MIN_BYTES``, at most
-    ``default_threads()`` (``$TBPROF_THREADS`` or the CPUs this process may use)."""
-    return max(1, min(default_threads(), size_bytes // SEGMENT_MIN_BYTES))
+    ``$TBPROF_THREADS`` if set, else the CPUs this process may use up to ``SCAN_MAX_THREADS``."""
+    return max(1, min(scan_threads(), size_bytes // SEGMENT_MIN_BYTES))
+
+
+# The scan's own cap when ``$TBPROF_THREADS`` is unset: above ``default_threads()``'s, since a
+# segment's thread costs a window and what its C heap keeps (a few MiB: bench/measurements.md),
+# and the scan is the conversion's largest part that shortens with every core.
+SCAN_MAX_THREADS = 16
+
+
+def scan_threads() -> int:
+    """``default_threads()`` where ``$TBPROF_THREADS`` says how many; else the CPUs this process
+    may use, at most ``SCAN_MAX_THREADS``."""
+    threads = default_threads()
+    env = os.environ.get("TBPROF_THREADS", "")
+    if env.isdigit() and int(env) > 0:  # as default_threads() reads it
+        return threads
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(threads, min(cpus, SCAN_MAX_THREADS))
 
 
 def _windows(f: LocalFile, lo: int, hi: int, window_bytes: int) -> Iterator[bytes]:

@@ -36,9 +36,15 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+# Cython declarations the modules cimport (listed so a source distribution carries them and a
+# change rebuilds the modules).
+CORE_PXD = ["plugin/tbprof/_core/hash64.pxd"]
+
+
 def core_extensions() -> list[Extension]:
     """tbprof._core: plain typed-memoryview Cython, no NumPy C API (so no numpy ABI pin)."""
-    return [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"]) for name in ("wire", "kernels", "jsonscan", "groups", "chrome_pass")]
+    return [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"], depends=CORE_PXD)
+            for name in ("wire", "kernels", "jsonscan", "groups", "chrome_pass")]
 
 
 version = re.search(r'__version__ = "([^"]+)"', Path("plugin/tbprof/__init__.py").read_text()).group(1)
@@ -51,7 +57,7 @@ setup(
     long_description_content_type="text/markdown",
     package_dir={"": "plugin"},
     packages=find_packages("plugin"),
-    package_data={"tbprof": ["static/*", "static/**/*", "protos/*.proto", "protos/*.pyi", "_core/*.pyi",
+    package_data={"tbprof": ["static/*", "static/**/*", "protos/*.proto", "protos/*.pyi", "_core/*.pyi", "_core/*.pxd",
                              "agent/skill/*.md", "agent/skill/references/*.md"]},
     ext_modules=core_extensions(),
     cmdclass={"build_ext": BuildExt},

@@ -11,6 +11,7 @@ loops run with the GIL released.
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
+from tbprof._core.hash64 cimport fmix64
 
 import numpy as np
 
@@ -152,16 +153,6 @@ def kept_events(codes, int ph_code, ts_us, ts_sub_ps, dur_ps, Py_ssize_t lo, Py_
     return rows_arr, start_arr, no_ts, neg, late, any_end, end_max
 
 
-cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
-    """A 64-bit finaliser (MurmurHash3's): the key's bits spread over the slot index."""
-    h ^= h >> 33
-    h *= 0xff51afd7ed558ccdULL
-    h ^= h >> 33
-    h *= 0xc4ceb9fe1a85ec53ULL
-    h ^= h >> 33
-    return h
-
-
 def first_pairs(a, b):
     """The distinct (a, b) pairs of two int32 columns, numbered in the order they first appear:
     each row's pair number (int64), then each pair's ``a`` and ``b`` (int32). A hash table of
@@ -201,7 +192,7 @@ def first_pairs(a, b):
                         break
                     for j in range(cap):
                         if nums[j] != 0:
-                            h = _mix(keys[j]) & (new_cap - 1)
+                            h = fmix64(keys[j]) & (new_cap - 1)
                             while grown_nums[h] != 0:
                                 h = (h + 1) & (new_cap - 1)
                             grown_keys[h] = keys[j]
@@ -216,7 +207,7 @@ def first_pairs(a, b):
                     continue
                 mask = cap - 1
                 key = (<uint64_t><uint32_t>av[i]) << 32 | <uint64_t><uint32_t>bv[i]
-                h = _mix(key) & mask
+                h = fmix64(key) & mask
                 while nums[h] != 0 and keys[h] != key:
                     h = (h + 1) & mask
                 if nums[h] == 0:

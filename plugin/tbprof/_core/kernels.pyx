@@ -14,6 +14,7 @@ cimport cython
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy, memset
+from tbprof._core.hash64 cimport fmix64
 
 import os
 
@@ -817,23 +818,13 @@ def propagate_groups(roots, root_level, parent, sub_end, edge_nodes, edge_ptr, e
     return group_arr, root_arr[:n_groups]
 
 
-cdef inline uint64_t _fmix(uint64_t h) noexcept nogil:
-    """MurmurHash3's 64-bit finalizer: every input bit reaches every output bit."""
-    h ^= h >> 33
-    h *= 0xFF51AFD7ED558CCDULL
-    h ^= h >> 33
-    h *= 0xC4CEB9FE1A85EC53ULL
-    h ^= h >> 33
-    return h
-
-
 cdef inline int32_t* _key_slot(int32_t* table, uint64_t mask, const int64_t* key_ab, int64_t a, int64_t b,
                                uint64_t seed) noexcept nogil:
     """The slot of key (a, b) in an open-addressing table of key ids (-1: empty; key k is
     ``key_ab[2k], key_ab[2k + 1]``): its own, or the empty one it would take. Four bytes a slot,
     so the table of a few hundred thousand keys stays in cache. The hash is seeded per table, so
     keys from a file cannot be chosen to collide."""
-    cdef uint64_t slot = _fmix(_fmix(<uint64_t>a ^ seed) ^ <uint64_t>b) & mask
+    cdef uint64_t slot = fmix64(fmix64(<uint64_t>a ^ seed) ^ <uint64_t>b) & mask
     cdef int32_t k
     while True:
         k = table[slot]

@@ -2,12 +2,13 @@
 an event found by its bounds, null arguments dropped, keys and text values (strings, huge
 integers' digits, arrays' canonical JSON) interned, each distinct one once. Events go in batches
 so that the temporaries stay small; in memory, a batch's rows and its distinct keys and texts are
-gathered on another thread while the one before is interned, and its rows mapped to string ids
-on another thread again once it is: the calling thread interns only the distinct tokens, in
-batch order (it numbers the strings)."""
+gathered on other threads (one or two batches ahead) while the one before is interned, and its
+rows mapped to string ids on other threads again once it is: the calling thread interns only the
+distinct tokens, in batch order (it numbers the strings)."""
 
 from __future__ import annotations
 
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,6 +23,10 @@ from tbprof.store.arrays import sorted_unique
 
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
+# The most batches gathered ahead of the interning (and mapped behind it) at once where there
+# are threads for them: 4 cost the 903 MB trace's conversion ~50-70 MiB of peak memory, 2 ~0-30
+# (bench/measurements.md).
+_ARGS_IN_FLIGHT = 2
 # A batch's stat rows: owners, name ids, kinds, values.
 _Stats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -119,19 +124,22 @@ class ArgStats:
                     self._intern(rows)
                     self.stats.append(*self._mapped(rows))
             return
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            ahead = pool.submit(self._batch_rows, *batches[0])
-            mapping: list[Future[_Stats]] = []
+        # Batches gathered ahead of the interning, and mapped behind it, at once: one each with two
+        # threads, more where there are cores for them (each batch in flight holds its rows).
+        in_flight = max(1, min(default_threads() - 1, _ARGS_IN_FLIGHT))
+        with ThreadPoolExecutor(max_workers=2 * in_flight) as pool:
+            gathering = deque(pool.submit(self._batch_rows, *batch) for batch in batches[:in_flight])
+            mapping: deque[Future[_Stats]] = deque()
             for i in range(len(batches)):
-                rows = ahead.result()
-                if i + 1 < len(batches):
-                    ahead = pool.submit(self._batch_rows, *batches[i + 1])
+                rows = gathering.popleft().result()
+                if i + in_flight < len(batches):
+                    gathering.append(pool.submit(self._batch_rows, *batches[i + in_flight]))
                 if rows is not None:
                     self._intern(rows)
                     mapping.append(pool.submit(self._mapped, rows))
                 del rows
-                while len(mapping) > 1 or (mapping and mapping[0].done()):  # at most one batch in flight
-                    self.stats.append(*mapping.pop(0).result())
+                while len(mapping) > in_flight or (mapping and mapping[0].done()):
+                    self.stats.append(*mapping.popleft().result())
             for done in mapping:
                 self.stats.append(*done.result())
 

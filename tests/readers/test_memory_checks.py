@@ -166,3 +166,48 @@ def test_freed_conversion_memory_goes_back_to_the_kernel() -> None:
     out = subprocess.run([sys.executable, "-c", RELEASE_CHILD], capture_output=True, text=True, env=env, check=True)
     before, after = (int(x) for x in out.stdout.split())
     assert before - after > 200, (before, after, out.stderr)  # 450 of the 500 temporaries (~360 MB) were freed
+
+
+class _FakeLibc:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return 1
+
+
+@pytest.mark.parametrize("env", [None, "64"])
+def test_heaps_are_shared_once_unless_the_environment_says(monkeypatch: pytest.MonkeyPatch, env: str | None) -> None:
+    """``share_heaps`` caps glibc's arenas (``mallopt(M_ARENA_MAX)``, -8 in glibc's malloc.h) at
+    ``SHARED_HEAPS`` once per process, and leaves them alone where ``$MALLOC_ARENA_MAX`` is set
+    (glibc read it at start: the user's choice stands)."""
+    libc = _FakeLibc()
+    monkeypatch.setattr(memory_guard, "_libc", libc)
+    monkeypatch.setattr(memory_guard, "_heaps_shared", False)
+    if env is None:
+        monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    else:
+        monkeypatch.setenv("MALLOC_ARENA_MAX", env)
+    memory_guard.share_heaps()
+    memory_guard.share_heaps()
+    assert libc.calls == ([] if env is not None else [(-8, memory_guard.SHARED_HEAPS)])
+    assert memory_guard.SHARED_HEAPS == 2
+
+
+def test_a_segmented_scan_shares_the_heaps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The Chrome reader shares the heaps before its segments' threads start."""
+    from tbprof.readers import chrome_scan
+
+    calls: list[int] = []
+    monkeypatch.setattr(chrome_scan, "share_heaps", lambda: calls.append(1))
+    monkeypatch.setenv("TBPROF_THREADS", "4")
+    monkeypatch.setattr(chrome_scan, "SEGMENT_MIN_BYTES", 4096)
+    monkeypatch.setattr(chrome_scan, "_PROBE_BYTES", 4096)
+    events = [{"ph": "X", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1, "args": {"k": i}}
+              for i in range(2000)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    store = chrome_trace.read_chrome_trace(path)
+    assert calls == [1]
+    assert sum(p.n_events for p in store.planes) == 2000

@@ -31,7 +31,7 @@ import numpy as np
 
 from tbprof._core import jsonscan
 from tbprof._core.wire import default_threads
-from tbprof.cache.memory_guard import available_bytes, check_allocation, release_free_memory
+from tbprof.cache.memory_guard import available_bytes, check_allocation, release_free_memory, share_heaps
 from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers.byte_sources import LocalFile
 from tbprof.readers.chrome_columns import SCANNER_EVENT_COLUMNS, SCANNER_STAT_COLUMNS, Spill
@@ -311,6 +311,7 @@ def scan_file(f: LocalFile, source: str, threads: int) -> Scan:
     cuts = _cuts(f, threads) if bare is not None else [0, f.size]
     if len(cuts) <= 2:
         return scan(_windows(f, 0, f.size, window_bytes), source)
+    share_heaps()  # the segments' threads and the builder's after them
     scanners = [jsonscan.Scanner() for _ in cuts[:-1]]
     for sc in scanners[1:]:
         sc.resume_in_events(bool(bare))

@@ -13,11 +13,17 @@ import io
 import os
 import stat
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeVar
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
+from tbprof.readers import read_ahead
+
+if TYPE_CHECKING:
+    import mmap
+
+    import numpy as np
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK_BYTES = 1 << 20
@@ -70,24 +76,40 @@ def head_bytes(path: str | Path, n: int) -> bytes:
 
 def read_profile_bytes(path: str | Path) -> bytes:
     """The whole file, refusing special files and a file that changes while it is read."""
-    data = _read_whole(path, as_array=False)
+    data = _read_whole(path, None)[1]
     assert isinstance(data, bytes)
     return data
 
 
 def read_profile_array(path: str | Path) -> np.ndarray:
-    """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals.
+    """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals;
+    the bytes read ahead of it where a command did (readers/read_ahead.py).
 
     numpy asks the kernel for transparent huge pages on an array this large, where a ``bytes``
     object gets 4 KB pages, and on a VM first touching fresh memory in small pages is slow
     enough to show in the read (bench/measurements.md#store-build).
     """
-    data = _read_whole(path, as_array=True)
-    assert isinstance(data, np.ndarray)
-    return data
+    import numpy as np
+
+    ahead = read_ahead.take(path)
+    if ahead is not None:
+        return ahead
+    return read_unchanged(path, lambda size: np.empty(size, dtype=np.uint8))[1]
 
 
-def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
+# A buffer a file is read into: numpy's array, or memory mapped before numpy is imported.
+Buffer = TypeVar("Buffer", "np.ndarray", "mmap.mmap")
+
+
+def read_unchanged(path: str | Path, allocate: Callable[[int], Buffer]) -> tuple[os.stat_result, Buffer]:
+    """The whole file into ``allocate(its size)``, refusing special files and a file that changes
+    while it is read; with the file's status (the same before and after the read)."""
+    after, data = _read_whole(path, allocate)
+    assert not isinstance(data, bytes)
+    return after, data
+
+
+def _read_whole(path: str | Path, allocate: Callable[[int], Buffer] | None) -> tuple[os.stat_result, bytes | Buffer]:
     try:
         before = os.stat(path)
     except OSError as e:
@@ -95,10 +117,10 @@ def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", buffering=0, closefd=True) as f:
-            if as_array:
-                array = np.empty(before.st_size, dtype=np.uint8)
-                n = _read_into(f, array.data)
-                data: bytes | np.ndarray = array
+            if allocate is not None:
+                buffer = allocate(before.st_size)
+                n = _read_into(f, memoryview(buffer))
+                data: bytes | Buffer = buffer
                 # One byte more than expected: the file grew (caught below with the stat).
                 grew = f.read(1) != b""
             else:
@@ -110,7 +132,7 @@ def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or n != after.st_size or grew:
         raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
                                "still writing it?); try again when it is complete")
-    return data
+    return after, data
 
 
 def _read_into(f: io.RawIOBase, view: memoryview) -> int:

@@ -1,0 +1,166 @@
+"""One local XSpace file read on a thread while a command is still importing and listing.
+
+A cold ``tbprof summary`` of one host spends its first ~0.1 s in imports (numpy's a third of
+it) and the logdir's listing, one core busy, before its conversion starts with the file's read
+(~20 ms for 60 MB: fresh pages and a copy out of the page cache, outside the GIL). Read ahead,
+the bytes are there when the conversion starts (bench/measurements.md#cold-summary). Nothing
+here imports numpy, so the read starts before numpy's import rather than after it: into private
+anonymous memory that asks for transparent huge pages, as numpy does for a large array (shared
+anonymous memory, ``mmap``'s default, gets none: 30 ms instead of 18 for the file).
+
+One file at most, only where the path names a single ``.xplane.pb`` (a file, or a folder that
+holds exactly one), only where converting it would fit in memory now (what the conversion checks
+before it reads: a file that would stream is not read here), and only where the caller says it
+is not converted already. The bytes are handed to the first ``read_profile_array`` of that same
+file (same device and inode, size, mtime and ctime now as before and after the read: the
+refusals of a normal read hold), once; ``discard`` drops them unread. A failed read keeps
+nothing: the conversion then reads, and reports the error itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger("tbprof")
+
+XSPACE_SUFFIX = ".xplane.pb"
+# A folder's walk looking for its one XSpace file gives up after this many entries (a large
+# logdir is a pod or many runs: nothing to read ahead, and no long walk on the import's core).
+WALK_MAX_ENTRIES = 2000
+
+# (device, inode, size, mtime, ctime): the file as it was read.
+_Identity = tuple[int, int, int, int, int]
+
+
+class _Ahead:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.identity: _Identity | None = None
+        self.data: mmap.mmap | None = None
+
+
+_lock = threading.Lock()
+_slot: _Ahead | None = None
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def single_xspace_file(path: Path, max_entries: int = WALK_MAX_ENTRIES) -> Path | None:
+    """The one ``.xplane.pb`` regular file ``path`` names or holds (symlinks not followed: the
+    listing's own rules decide those), None when it holds none, several, or too many entries."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode):
+        return path if path.name.endswith(XSPACE_SUFFIX) else None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    found: Path | None = None
+    seen = 0
+    for root, dirs, files in os.walk(path, followlinks=False):
+        seen += len(dirs) + len(files)
+        if seen > max_entries:
+            return None
+        for name in files:
+            if name.endswith(XSPACE_SUFFIX):
+                if found is not None:
+                    return None
+                found = Path(root, name)
+    if found is None:
+        return None
+    try:
+        return found if stat.S_ISREG(os.lstat(found).st_mode) else None
+    except OSError:
+        return None
+
+
+def start(path: Path, converted: Callable[[Path], bool]) -> threading.Thread:
+    """Reads the single XSpace file of ``path`` on a daemon thread, unless ``converted(file)``
+    (the store is in the cache already: nothing will read the file) or its conversion would not
+    fit in memory now; returns the thread (tests join it)."""
+    global _slot
+    ahead = _Ahead()
+    with _lock:
+        _slot = ahead
+
+    def read() -> None:
+        try:
+            _read(ahead, path, converted)
+        except Exception:  # the conversion reads again and says what is wrong
+            log.debug("tbprof: reading %s ahead failed", path, exc_info=True)
+        finally:
+            ahead.done.set()
+
+    thread = threading.Thread(target=read, name="tbprof-read-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
+def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool]) -> None:
+    from tbprof.cache.memory_guard import check_fits
+    from tbprof.errors import ProfileReadError
+    from tbprof.readers.files import read_unchanged
+
+    file = single_xspace_file(path)
+    if file is None or os.stat(file).st_size == 0:  # an empty file: the conversion says so
+        return
+    try:
+        check_fits(file)
+    except ProfileReadError:  # the conversion streams it, or refuses it
+        return
+    if converted(file):
+        return
+    identity, data = read_unchanged(file, _buffer)
+    ahead.identity, ahead.data = _identity(identity), data
+
+
+def _buffer(size: int) -> mmap.mmap:
+    """Private anonymous memory of ``size`` bytes (> 0), in huge pages where the kernel has them."""
+    buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        buffer.madvise(mmap.MADV_HUGEPAGE)
+    return buffer
+
+
+def take(path: str | Path) -> np.ndarray | None:
+    """The bytes read ahead of ``path``, if they are of this same file unchanged (waiting for
+    the read when it is still running); handed out once."""
+    global _slot
+    with _lock:
+        ahead = _slot
+    if ahead is None:
+        return None
+    ahead.done.wait()
+    try:
+        now = _identity(os.stat(path))
+    except OSError:
+        return None
+    with _lock:
+        if _slot is not ahead or ahead.identity != now:
+            return None
+        _slot = None
+    if ahead.data is None:
+        return None
+    import numpy as np
+
+    return np.frombuffer(ahead.data, dtype=np.uint8)
+
+
+def discard() -> None:
+    """Drops bytes read ahead and not taken (the run picked was another, or read otherwise)."""
+    global _slot
+    with _lock:
+        _slot = None

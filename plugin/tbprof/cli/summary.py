@@ -104,18 +104,19 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
 
 
 def _read_ahead(path: str, cache_dir: str | None) -> None:
-    """A single local host's file read on a thread while the command imports and picks the run
-    (readers/read_ahead.py); not from a URL, nor where the store is converted already. After
-    the workers' start: a process with a thread forks none."""
-    from tbprof.fs import is_url
+    """A single local host's file read and converted on a thread while the command imports and
+    picks the run (readers/read_ahead.py); not from a URL, nor where the store is converted
+    already. After the workers' start: a process with a thread forks none."""
+    from tbprof.fs import location
 
     def converted(file: Path) -> bool:
         from tbprof.cache.keys import converted_on_disk
 
         return converted_on_disk(cache_dir, file)
 
-    if not is_url(path):
-        read_ahead.start(Path(path), converted)
+    where = location(path)
+    if isinstance(where, Path):
+        read_ahead.start(where, converted)
 
 
 def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],

@@ -1,20 +1,23 @@
-"""One local XSpace file read on a thread while a command is still importing and listing.
+"""One local XSpace file read and converted on a thread while a command is still importing and
+listing.
 
 A cold ``tbprof summary`` of one host spends its first ~0.1 s in imports (numpy's a third of
 it) and the logdir's listing, one core busy, before its conversion starts with the file's read
-(~20 ms for 60 MB: fresh pages and a copy out of the page cache, outside the GIL). Read ahead,
-the bytes are there when the conversion starts (bench/measurements.md#cold-summary). Nothing
-here imports numpy, so the read starts before numpy's import rather than after it: into private
-anonymous memory that asks for transparent huge pages, as numpy does for a large array (shared
-anonymous memory, ``mmap``'s default, gets none: 30 ms instead of 18 for the file).
+(~20 ms for 60 MB: fresh pages and a copy out of the page cache) and scan (on every core, outside
+the GIL). Started here instead, the read runs beside numpy's import and the scan beside the
+service's and the analyses' imports, on the core they leave idle; the command's conversion then
+finds the store (bench/measurements.md#cold-summary). The read starts before numpy is imported:
+into private anonymous memory that asks for transparent huge pages, as numpy does for a large
+array (shared anonymous memory, ``mmap``'s default, gets none: 30 ms instead of 18 for 60 MB).
 
 One file at most, only where the path names a single ``.xplane.pb`` (a file, or a folder that
-holds exactly one), only where converting it would fit in memory now (what the conversion checks
+holds exactly one), only where converting it in memory fits now (what the conversion checks
 before it reads: a file that would stream is not read here), and only where the caller says it
-is not converted already. The bytes are handed to the first ``read_profile_array`` of that same
-file (same device and inode, size, mtime and ctime now as before and after the read: the
-refusals of a normal read hold), once; ``discard`` drops them unread. A failed read keeps
-nothing: the conversion then reads, and reports the error itself.
+is not converted already. What was read is handed to the first reader of that same file (the
+same path, and the same device, inode, size, mtime and ctime now as before and after the read:
+the refusals of a normal read hold), once: the eager reader takes the store, any other reader
+the bytes. ``discard`` drops them untaken. Nothing is kept of a read or a conversion that failed:
+the command's own conversion then reads the file again and reports the error itself.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
+    from tbprof.store.tables import ProfileStore
+
 log = logging.getLogger("tbprof")
 
 XSPACE_SUFFIX = ".xplane.pb"
@@ -45,8 +50,10 @@ _Identity = tuple[int, int, int, int, int]
 class _Ahead:
     def __init__(self) -> None:
         self.done = threading.Event()
+        self.source = ""
         self.identity: _Identity | None = None
         self.data: mmap.mmap | None = None
+        self.store: ProfileStore | None = None
 
 
 _lock = threading.Lock()
@@ -87,10 +94,12 @@ def single_xspace_file(path: Path, max_entries: int = WALK_MAX_ENTRIES) -> Path 
         return None
 
 
-def start(path: Path, converted: Callable[[Path], bool]) -> threading.Thread:
-    """Reads the single XSpace file of ``path`` on a daemon thread, unless ``converted(file)``
-    (the store is in the cache already: nothing will read the file) or its conversion would not
-    fit in memory now; returns the thread (tests join it)."""
+def start(path: Path, converted: Callable[[Path], bool], convert: bool = True) -> threading.Thread:
+    """Reads the single XSpace file of ``path`` (and with ``convert``, converts it as the eager
+    reader does) on a daemon thread, unless ``converted(file)`` (its store is cached already:
+    nothing will read the file) or its conversion would not fit in memory now; returns the
+    thread (tests join it). The file found has the path the logdir's listing gives it (resolved),
+    which its conversion asks for."""
     global _slot
     ahead = _Ahead()
     with _lock:
@@ -98,8 +107,9 @@ def start(path: Path, converted: Callable[[Path], bool]) -> threading.Thread:
 
     def read() -> None:
         try:
-            _read(ahead, path, converted)
-        except Exception:  # the conversion reads again and says what is wrong
+            _read(ahead, path, converted, convert)
+        except Exception:  # kept: nothing; the command's conversion reads again and says what is wrong
+            ahead.data = ahead.store = None
             log.debug("tbprof: reading %s ahead failed", path, exc_info=True)
         finally:
             ahead.done.set()
@@ -109,12 +119,12 @@ def start(path: Path, converted: Callable[[Path], bool]) -> threading.Thread:
     return thread
 
 
-def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool]) -> None:
+def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], convert: bool) -> None:
     from tbprof.cache.memory_guard import check_fits
     from tbprof.errors import ProfileReadError
     from tbprof.readers.files import read_unchanged
 
-    file = single_xspace_file(path)
+    file = single_xspace_file(path.resolve())  # the listing's form of the path (service/logdir.py)
     if file is None or os.stat(file).st_size == 0:  # an empty file: the conversion says so
         return
     try:
@@ -124,7 +134,13 @@ def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool]) -> None:
     if converted(file):
         return
     identity, data = read_unchanged(file, _buffer)
-    ahead.identity, ahead.data = _identity(identity), data
+    ahead.source, ahead.identity, ahead.data = str(file), _identity(identity), data
+    if convert:
+        import numpy as np
+
+        from tbprof.readers.xplane import store_of
+
+        ahead.store = store_of(file, np.frombuffer(data, dtype=np.uint8))
 
 
 def _buffer(size: int) -> mmap.mmap:
@@ -135,9 +151,9 @@ def _buffer(size: int) -> mmap.mmap:
     return buffer
 
 
-def take(path: str | Path) -> np.ndarray | None:
-    """The bytes read ahead of ``path``, if they are of this same file unchanged (waiting for
-    the read when it is still running); handed out once."""
+def _taken(path: str | Path, store: bool) -> _Ahead | None:
+    """The slot, emptied, if it holds what was read of ``path`` as the file is now, and (with
+    ``store``) its store; waits for the read and conversion when they are still running."""
     global _slot
     with _lock:
         ahead = _slot
@@ -149,10 +165,23 @@ def take(path: str | Path) -> np.ndarray | None:
     except OSError:
         return None
     with _lock:
-        if _slot is not ahead or ahead.identity != now:
+        if (_slot is not ahead or ahead.identity != now or ahead.source != str(path)
+                or (ahead.store is None if store else ahead.data is None)):
             return None
         _slot = None
-    if ahead.data is None:
+    return ahead
+
+
+def take_store(path: str | Path) -> ProfileStore | None:
+    """The store converted ahead of ``path`` (the eager reader's), if any; handed out once."""
+    ahead = _taken(path, store=True)
+    return ahead.store if ahead is not None else None
+
+
+def take(path: str | Path) -> np.ndarray | None:
+    """The bytes read ahead of ``path`` (for a reader that does not take the store); handed out once."""
+    ahead = _taken(path, store=False)
+    if ahead is None or ahead.data is None:
         return None
     import numpy as np
 
@@ -160,7 +189,7 @@ def take(path: str | Path) -> np.ndarray | None:
 
 
 def discard() -> None:
-    """Drops bytes read ahead and not taken (the run picked was another, or read otherwise)."""
+    """Drops what was read ahead and not taken (the run picked was another, or read otherwise)."""
     global _slot
     with _lock:
         _slot = None

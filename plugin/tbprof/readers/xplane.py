@@ -21,6 +21,7 @@ from tbprof.errors import ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
+from tbprof.readers import read_ahead
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
@@ -57,7 +58,17 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     ``lazy``: a file of ``LAZY_MIN_BYTES`` or more gets its events now and each plane's stats
     when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
+    if not lazy and host is None and isinstance(path, Path):
+        ahead = read_ahead.take_store(path)  # a command's single host, converted while it imported
+        if ahead is not None:
+            return ahead
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
+    return store_of(path, data, host, lazy)
+
+
+def store_of(path: Location, data: bytes | np.ndarray, host: str | None = None,
+             lazy: bool = False) -> tables.ProfileStore:
+    """``read_xspace``'s store of the file's bytes ``data``."""
     host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
     return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
 

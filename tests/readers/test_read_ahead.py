@@ -1,7 +1,7 @@
-"""A profile file read and converted ahead (readers/read_ahead.py): handed to its reader once,
+"""A profile file read and scanned ahead (readers/read_ahead.py): handed to its reader once,
 only while the file is unchanged, never where it would not fit or is converted already; a failed
-read or conversion ahead leaves the reader to read and report, and ``tbprof summary`` answers
-the same with it."""
+read or scan ahead leaves the reader to read and report, and ``tbprof summary`` answers the same
+with it."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tbprof._core.wire import ScanResult
 from tbprof.cache.keys import cache_key, converted_on_disk
 from tbprof.cli import main as cli
 from tbprof.errors import ProfileReadError
-from tbprof.fs import Location
 from tbprof.readers import files, read_ahead, xplane
-from tbprof.store.tables import ProfileStore
 from tests.conftest import xplane_of
 from tests.helpers import assert_same_store
 
@@ -66,8 +65,8 @@ def test_the_single_xspace_file_of_a_path(profiles_root: Path, tmp_path: Path) -
 def test_read_ahead_is_taken_once_with_the_files_bytes(one_host: Path) -> None:
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    read_ahead.start(one_host, _never_converted, convert=False).join()
-    assert read_ahead.take_store(file) is None  # read, not converted: the bytes stay for take
+    read_ahead.start(one_host, _never_converted, scan=False).join()
+    assert read_ahead.take_scanned(file) is None  # read, not scanned: the bytes stay for take
     taken = read_ahead.take(file)
     assert taken is not None and taken.dtype == np.uint8
     assert taken.tobytes() == file.read_bytes()
@@ -79,7 +78,7 @@ def test_read_ahead_is_taken_once_with_the_files_bytes(one_host: Path) -> None:
 def test_the_conversion_reads_the_bytes_read_ahead(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    read_ahead.start(one_host, _never_converted, convert=False).join()
+    read_ahead.start(one_host, _never_converted, scan=False).join()
 
     def no_second_read(*_: object) -> None:
         raise AssertionError("read again")
@@ -94,7 +93,7 @@ def test_a_file_changed_since_its_read_ahead_is_read_again(one_host: Path) -> No
     read_ahead.start(one_host, _never_converted).join()
     original = file.read_bytes()
     file.write_bytes(original[: len(original) // 2])  # rewritten: size, mtime and ctime change
-    assert read_ahead.take_store(file) is None
+    assert read_ahead.take_scanned(file) is None
     assert read_ahead.take(file) is None
     assert files.read_profile_array(file).tobytes() == original[: len(original) // 2]
 
@@ -103,11 +102,11 @@ def test_nothing_is_read_ahead_where_converted_or_too_large(one_host: Path, monk
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
     read_ahead.start(one_host, lambda _: True).join()
-    assert read_ahead.take_store(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
     # A file whose conversion would not fit in memory now streams or is refused: not read here.
     monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(file.stat().st_size))
     read_ahead.start(one_host, _never_converted).join()
-    assert read_ahead.take_store(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
 
 
 def test_a_failed_read_ahead_leaves_the_read_to_the_conversion(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,36 +119,35 @@ def test_a_failed_read_ahead_leaves_the_read_to_the_conversion(one_host: Path, m
     with monkeypatch.context() as m:
         m.setattr(files, "read_unchanged", failing)
         read_ahead.start(one_host, _never_converted).join()
-    assert read_ahead.take_store(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
     assert files.read_profile_array(file).tobytes() == file.read_bytes()
 
 
-def test_the_eager_reader_takes_the_store_converted_ahead(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The store converted ahead is the one ``read_xspace`` gives the file (its tables equal a
-    conversion of its own), handed to the eager reader once, which then converts nothing."""
+def test_the_eager_reader_builds_from_the_scan_done_ahead(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file scanned ahead gives the eager reader the store a read of its own gives (every
+    table equal), handed over once, the reader scanning nothing itself; the lazy reader (events
+    without stats) scans its own way."""
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    conversions: list[str] = []
-    real_store_of = xplane.store_of
+    scans: list[str] = []
+    real_scan = xplane.scan_xspace
 
-    def counting(path: Location, data: bytes | np.ndarray, host: str | None = None,
-                 lazy: bool = False) -> ProfileStore:
-        conversions.append(threading.current_thread().name)
-        return real_store_of(path, data, host, lazy)
+    def counting(data: bytes | np.ndarray, source: str, lazy: bool = False) -> ScanResult:
+        scans.append(threading.current_thread().name)
+        return real_scan(data, source, lazy)
 
-    monkeypatch.setattr(xplane, "store_of", counting)
+    monkeypatch.setattr(xplane, "scan_xspace", counting)
     read_ahead.start(one_host, _never_converted).join()
-    assert conversions == ["tbprof-read-ahead"]
+    assert scans == ["tbprof-read-ahead"]
     ahead = xplane.read_xspace(file)
-    assert conversions == ["tbprof-read-ahead"]
-    assert read_ahead.take_store(file) is None  # handed out once
+    assert scans == ["tbprof-read-ahead"]
+    assert read_ahead.take_scanned(file) is None  # handed out once
     own = xplane.read_xspace(file)
-    assert conversions == ["tbprof-read-ahead", "MainThread"]
+    assert scans == ["tbprof-read-ahead", "MainThread"]
     assert_same_store(ahead, own)
-    # The lazy reader takes no eager store; it converts itself (with the bytes, where they are left).
     read_ahead.start(one_host, _never_converted).join()
     assert xplane.read_xspace(file, lazy=True).host == "vm"
-    assert conversions[-1] == "MainThread"
+    assert scans[-1] == "MainThread"
 
 
 def test_a_failed_conversion_ahead_is_the_readers_error(tmp_path: Path) -> None:
@@ -179,14 +177,14 @@ def test_converted_on_disk_asks_the_cache_of_the_command(one_host: Path, tmp_pat
 def test_summary_answers_the_same_with_the_file_read_ahead(capsys: pytest.CaptureFixture[str], one_host: Path,
                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[bool] = []
-    real_take = read_ahead.take_store
+    real_take = read_ahead.take_scanned
 
-    def counting(path: str | Path) -> ProfileStore | None:
-        store = real_take(path)
-        taken.append(store is not None)
-        return store
+    def counting(path: str | Path) -> tuple[np.ndarray, ScanResult] | None:
+        found = real_take(path)
+        taken.append(found is not None)
+        return found
 
-    monkeypatch.setattr(read_ahead, "take_store", counting)
+    monkeypatch.setattr(read_ahead, "take_scanned", counting)
     assert cli.main(["summary", str(one_host), "--json", "--cache-dir", str(tmp_path / "c1")]) == 0
     ahead = json.loads(capsys.readouterr().out)
     assert taken == [True]

@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
 
 
 def _read_ahead(path: str, cache_dir: str | None) -> None:
-    """A single local host's file read and converted on a thread while the command imports and
+    """A single local host's file read and scanned on a thread while the command imports and
     picks the run (readers/read_ahead.py); not from a URL, nor where the store is converted
     already. After the workers' start: a process with a thread forks none."""
     from tbprof.fs import location

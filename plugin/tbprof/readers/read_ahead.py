@@ -1,23 +1,25 @@
-"""One local XSpace file read and converted on a thread while a command is still importing and
+"""One local XSpace file read and scanned on a thread while a command is still importing and
 listing.
 
 A cold ``tbprof summary`` of one host spends its first ~0.1 s in imports (numpy's a third of
 it) and the logdir's listing, one core busy, before its conversion starts with the file's read
-(~20 ms for 60 MB: fresh pages and a copy out of the page cache) and scan (on every core, outside
-the GIL). Started here instead, the read runs beside numpy's import and the scan beside the
-service's and the analyses' imports, on the core they leave idle; the command's conversion then
-finds the store (bench/measurements.md#cold-summary). The read starts before numpy is imported:
-into private anonymous memory that asks for transparent huge pages, as numpy does for a large
-array (shared anonymous memory, ``mmap``'s default, gets none: 30 ms instead of 18 for 60 MB).
+(~20 ms for 60 MB: fresh pages and a copy out of the page cache) and wire scan (on every core,
+outside the GIL). Started here instead, the read runs beside numpy's import and the scan beside
+the service's and the analyses' imports, on the core they leave idle; the command's conversion
+then builds its store from the scan (bench/measurements.md#cold-summary). The build itself
+holds the GIL: beside the imports it would only take turns with them, so it stays in the
+conversion. The read starts before numpy is imported: into private anonymous memory that asks
+for transparent huge pages, as numpy does for a large array (shared anonymous memory, ``mmap``'s
+default, gets none: 30 ms instead of 18 for 60 MB).
 
 One file at most, only where the path names a single ``.xplane.pb`` (a file, or a folder that
 holds exactly one), only where converting it in memory fits now (what the conversion checks
 before it reads: a file that would stream is not read here), and only where the caller says it
 is not converted already. What was read is handed to the first reader of that same file (the
 same path, and the same device, inode, size, mtime and ctime now as before and after the read:
-the refusals of a normal read hold), once: the eager reader takes the store, any other reader
-the bytes. ``discard`` drops them untaken. Nothing is kept of a read or a conversion that failed:
-the command's own conversion then reads the file again and reports the error itself.
+the refusals of a normal read hold), once: the eager reader takes the bytes with their scan, any
+other reader the bytes. ``discard`` drops them untaken. Nothing is kept of a read or a scan that
+failed: the command's own conversion then reads the file again and reports the error itself.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from tbprof.store.tables import ProfileStore
+    from tbprof._core.wire import ScanResult
 
 log = logging.getLogger("tbprof")
 
@@ -53,7 +55,8 @@ class _Ahead:
         self.source = ""
         self.identity: _Identity | None = None
         self.data: mmap.mmap | None = None
-        self.store: ProfileStore | None = None
+        self.array: np.ndarray | None = None  # the bytes as the scan read them
+        self.scanned: ScanResult | None = None
 
 
 _lock = threading.Lock()
@@ -94,9 +97,9 @@ def single_xspace_file(path: Path, max_entries: int = WALK_MAX_ENTRIES) -> Path 
         return None
 
 
-def start(path: Path, converted: Callable[[Path], bool], convert: bool = True) -> threading.Thread:
-    """Reads the single XSpace file of ``path`` (and with ``convert``, converts it as the eager
-    reader does) on a daemon thread, unless ``converted(file)`` (its store is cached already:
+def start(path: Path, converted: Callable[[Path], bool], scan: bool = True) -> threading.Thread:
+    """Reads the single XSpace file of ``path`` (and with ``scan``, scans it as the eager reader
+    does) on a daemon thread, unless ``converted(file)`` (its store is cached already:
     nothing will read the file) or its conversion would not fit in memory now; returns the
     thread (tests join it). The file found has the path the logdir's listing gives it (resolved),
     which its conversion asks for."""
@@ -107,9 +110,9 @@ def start(path: Path, converted: Callable[[Path], bool], convert: bool = True) -
 
     def read() -> None:
         try:
-            _read(ahead, path, converted, convert)
+            _read(ahead, path, converted, scan)
         except Exception:  # kept: nothing; the command's conversion reads again and says what is wrong
-            ahead.data = ahead.store = None
+            ahead.data = ahead.array = ahead.scanned = None
             log.debug("tbprof: reading %s ahead failed", path, exc_info=True)
         finally:
             ahead.done.set()
@@ -119,7 +122,7 @@ def start(path: Path, converted: Callable[[Path], bool], convert: bool = True) -
     return thread
 
 
-def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], convert: bool) -> None:
+def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], scan: bool) -> None:
     from tbprof.cache.memory_guard import check_fits
     from tbprof.errors import ProfileReadError
     from tbprof.readers.files import read_unchanged
@@ -135,12 +138,13 @@ def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], convert:
         return
     identity, data = read_unchanged(file, _buffer)
     ahead.source, ahead.identity, ahead.data = str(file), _identity(identity), data
-    if convert:
+    if scan:
         import numpy as np
 
-        from tbprof.readers.xplane import store_of
+        from tbprof.readers.xplane import scan_xspace
 
-        ahead.store = store_of(file, np.frombuffer(data, dtype=np.uint8))
+        array = np.frombuffer(data, dtype=np.uint8)
+        ahead.scanned, ahead.array = scan_xspace(array, str(file)), array
 
 
 def _buffer(size: int) -> mmap.mmap:
@@ -151,9 +155,9 @@ def _buffer(size: int) -> mmap.mmap:
     return buffer
 
 
-def _taken(path: str | Path, store: bool) -> _Ahead | None:
+def _taken(path: str | Path, scanned: bool) -> _Ahead | None:
     """The slot, emptied, if it holds what was read of ``path`` as the file is now, and (with
-    ``store``) its store; waits for the read and conversion when they are still running."""
+    ``scanned``) its scan; waits for the read and scan when they are still running."""
     global _slot
     with _lock:
         ahead = _slot
@@ -166,21 +170,24 @@ def _taken(path: str | Path, store: bool) -> _Ahead | None:
         return None
     with _lock:
         if (_slot is not ahead or ahead.identity != now or ahead.source != str(path)
-                or (ahead.store is None if store else ahead.data is None)):
+                or (ahead.scanned is None if scanned else ahead.data is None)):
             return None
         _slot = None
     return ahead
 
 
-def take_store(path: str | Path) -> ProfileStore | None:
-    """The store converted ahead of ``path`` (the eager reader's), if any; handed out once."""
-    ahead = _taken(path, store=True)
-    return ahead.store if ahead is not None else None
+def take_scanned(path: str | Path) -> tuple[np.ndarray, ScanResult] | None:
+    """The bytes of ``path`` and their scan as the eager reader makes it, if read ahead; handed
+    out once."""
+    ahead = _taken(path, scanned=True)
+    if ahead is None or ahead.array is None or ahead.scanned is None:
+        return None
+    return ahead.array, ahead.scanned
 
 
 def take(path: str | Path) -> np.ndarray | None:
-    """The bytes read ahead of ``path`` (for a reader that does not take the store); handed out once."""
-    ahead = _taken(path, store=False)
+    """The bytes read ahead of ``path`` (for a reader that does not take the scan); handed out once."""
+    ahead = _taken(path, scanned=False)
     if ahead is None or ahead.data is None:
         return None
     import numpy as np

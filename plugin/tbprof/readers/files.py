@@ -10,6 +10,7 @@ decompression streams and stops at a byte budget instead of trusting the compres
 from __future__ import annotations
 
 import io
+import mmap
 import os
 import stat
 import zlib
@@ -21,8 +22,6 @@ from tbprof.errors import MemoryRefusal, ProfileReadError
 from tbprof.readers import read_ahead
 
 if TYPE_CHECKING:
-    import mmap
-
     import numpy as np
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -119,7 +118,7 @@ def _read_whole(path: str | Path, allocate: Callable[[int], Buffer] | None) -> t
         with os.fdopen(fd, "rb", buffering=0, closefd=True) as f:
             if allocate is not None:
                 buffer = allocate(before.st_size)
-                n = _read_into(f, memoryview(buffer))
+                n = _read_into(f, memoryview(buffer) if isinstance(buffer, mmap.mmap) else buffer.data)
                 data: bytes | Buffer = buffer
                 # One byte more than expected: the file grew (caught below with the stat).
                 grew = f.read(1) != b""

@@ -65,35 +65,32 @@ def test_the_single_xspace_file_of_a_path(profiles_root: Path, tmp_path: Path) -
 def test_read_ahead_is_taken_once_with_the_files_bytes(one_host: Path) -> None:
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    read_ahead.start(one_host, _never_converted, scan=False).join()
-    assert read_ahead.take_scanned(file) is None  # read, not scanned: the bytes stay for take
+    read_ahead.start(one_host, _never_converted).join()
     taken = read_ahead.take(file)
-    assert taken is not None and taken.dtype == np.uint8
-    assert taken.tobytes() == file.read_bytes()
+    assert taken is not None and taken[1] is None  # read, not scanned
+    assert taken[0].dtype == np.uint8 and taken[0].tobytes() == file.read_bytes()
     assert read_ahead.take(file) is None  # handed out once
-    # The conversion's own read, now that nothing is read ahead, gives the same bytes.
-    assert np.array_equal(files.read_profile_array(file), taken)
 
 
-def test_the_conversion_reads_the_bytes_read_ahead(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_reader_reads_no_file_read_ahead(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    read_ahead.start(one_host, _never_converted, scan=False).join()
+    own = xplane.read_xspace(file)
+    read_ahead.start(one_host, _never_converted).join()
 
     def no_second_read(*_: object) -> None:
         raise AssertionError("read again")
 
-    monkeypatch.setattr(files, "read_unchanged", no_second_read)
-    assert files.read_profile_array(file).tobytes() == file.read_bytes()
+    monkeypatch.setattr(xplane, "read_profile_array", no_second_read)
+    assert_same_store(xplane.read_xspace(file), own)
 
 
 def test_a_file_changed_since_its_read_ahead_is_read_again(one_host: Path) -> None:
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
-    read_ahead.start(one_host, _never_converted).join()
+    read_ahead.start(one_host, _never_converted, xplane.scan_xspace).join()
     original = file.read_bytes()
     file.write_bytes(original[: len(original) // 2])  # rewritten: size, mtime and ctime change
-    assert read_ahead.take_scanned(file) is None
     assert read_ahead.take(file) is None
     assert files.read_profile_array(file).tobytes() == original[: len(original) // 2]
 
@@ -102,11 +99,11 @@ def test_nothing_is_read_ahead_where_converted_or_too_large(one_host: Path, monk
     file = read_ahead.single_xspace_file(one_host)
     assert file is not None
     read_ahead.start(one_host, lambda _: True).join()
-    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take(file) is None
     # A file whose conversion would not fit in memory now streams or is refused: not read here.
     monkeypatch.setenv("TBPROF_CONVERT_MEMORY_BYTES", str(file.stat().st_size))
     read_ahead.start(one_host, _never_converted).join()
-    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take(file) is None
 
 
 def test_a_failed_read_ahead_leaves_the_read_to_the_conversion(one_host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +116,7 @@ def test_a_failed_read_ahead_leaves_the_read_to_the_conversion(one_host: Path, m
     with monkeypatch.context() as m:
         m.setattr(files, "read_unchanged", failing)
         read_ahead.start(one_host, _never_converted).join()
-    assert read_ahead.take_scanned(file) is None and read_ahead.take(file) is None
+    assert read_ahead.take(file) is None
     assert files.read_profile_array(file).tobytes() == file.read_bytes()
 
 
@@ -137,17 +134,19 @@ def test_the_eager_reader_builds_from_the_scan_done_ahead(one_host: Path, monkey
         return real_scan(data, source, lazy)
 
     monkeypatch.setattr(xplane, "scan_xspace", counting)
-    read_ahead.start(one_host, _never_converted).join()
+    read_ahead.start(one_host, _never_converted, counting).join()
     assert scans == ["tbprof-read-ahead"]
     ahead = xplane.read_xspace(file)
     assert scans == ["tbprof-read-ahead"]
-    assert read_ahead.take_scanned(file) is None  # handed out once
+    assert read_ahead.take(file) is None  # handed out once
     own = xplane.read_xspace(file)
     assert scans == ["tbprof-read-ahead", "MainThread"]
     assert_same_store(ahead, own)
-    read_ahead.start(one_host, _never_converted).join()
+    # The lazy reader takes the bytes, not the eager scan (it scans events without their stats).
+    read_ahead.start(one_host, _never_converted, counting).join()
     assert xplane.read_xspace(file, lazy=True).host == "vm"
-    assert scans[-1] == "MainThread"
+    assert scans == ["tbprof-read-ahead", "MainThread", "tbprof-read-ahead", "MainThread"]
+    assert read_ahead.take(file) is None
 
 
 def test_a_failed_conversion_ahead_is_the_readers_error(tmp_path: Path) -> None:
@@ -155,7 +154,8 @@ def test_a_failed_conversion_ahead_is_the_readers_error(tmp_path: Path) -> None:
     bad = tmp_path / "logdir" / "vm.xplane.pb"
     bad.parent.mkdir()
     bad.write_bytes(b"\xff" * 64)
-    read_ahead.start(tmp_path / "logdir", _never_converted).join()
+    read_ahead.start(tmp_path / "logdir", _never_converted, xplane.scan_xspace).join()
+    assert read_ahead.take(bad) is None
     with pytest.raises(ProfileReadError, match="not a readable XSpace profile"):
         xplane.read_xspace(bad)
 
@@ -177,14 +177,14 @@ def test_converted_on_disk_asks_the_cache_of_the_command(one_host: Path, tmp_pat
 def test_summary_answers_the_same_with_the_file_read_ahead(capsys: pytest.CaptureFixture[str], one_host: Path,
                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[bool] = []
-    real_take = read_ahead.take_scanned
+    real_take = read_ahead.take
 
-    def counting(path: str | Path) -> tuple[np.ndarray, ScanResult] | None:
+    def counting(path: str | Path) -> tuple[np.ndarray, ScanResult | None] | None:
         found = real_take(path)
-        taken.append(found is not None)
+        taken.append(found is not None and found[1] is not None)
         return found
 
-    monkeypatch.setattr(read_ahead, "take_scanned", counting)
+    monkeypatch.setattr(read_ahead, "take", counting)
     assert cli.main(["summary", str(one_host), "--json", "--cache-dir", str(tmp_path / "c1")]) == 0
     ahead = json.loads(capsys.readouterr().out)
     assert taken == [True]

@@ -7,11 +7,16 @@ import gc
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
 from tbprof.readers import read_ahead
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tbprof._core.wire import ScanResult
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -114,9 +119,14 @@ def _read_ahead(path: str, cache_dir: str | None) -> None:
 
         return converted_on_disk(cache_dir, file)
 
+    def scan(data: np.ndarray, source: str) -> ScanResult:
+        from tbprof.readers.xplane import scan_xspace
+
+        return scan_xspace(data, source)
+
     where = location(path)
     if isinstance(where, Path):
-        read_ahead.start(where, converted)
+        read_ahead.start(where, converted, scan)
 
 
 def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
-from tbprof.readers import read_ahead
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,8 +80,7 @@ def read_profile_bytes(path: str | Path) -> bytes:
 
 
 def read_profile_array(path: str | Path) -> np.ndarray:
-    """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals;
-    the bytes read ahead of it where a command did (readers/read_ahead.py).
+    """The whole file as a uint8 array (what the XSpace scanner reads), with the same refusals.
 
     numpy asks the kernel for transparent huge pages on an array this large, where a ``bytes``
     object gets 4 KB pages, and on a VM first touching fresh memory in small pages is slow
@@ -90,9 +88,6 @@ def read_profile_array(path: str | Path) -> np.ndarray:
     """
     import numpy as np
 
-    ahead = read_ahead.take(path)
-    if ahead is not None:
-        return ahead
     return read_unchanged(path, lambda size: np.empty(size, dtype=np.uint8))[1]
 
 

@@ -17,8 +17,8 @@ holds exactly one), only where converting it in memory fits now (what the conver
 before it reads: a file that would stream is not read here), and only where the caller says it
 is not converted already. What was read is handed to the first reader of that same file (the
 same path, and the same device, inode, size, mtime and ctime now as before and after the read:
-the refusals of a normal read hold), once: the eager reader takes the bytes with their scan, any
-other reader the bytes. ``discard`` drops them untaken. Nothing is kept of a read or a scan that
+the refusals of a normal read hold), once, with its scan (the eager reader's: the lazy reader
+scans its own way); ``discard`` drops it untaken. Nothing is kept of a read or a scan that
 failed: the command's own conversion then reads the file again and reports the error itself.
 """
 
@@ -54,8 +54,7 @@ class _Ahead:
         self.done = threading.Event()
         self.source = ""
         self.identity: _Identity | None = None
-        self.data: mmap.mmap | None = None
-        self.array: np.ndarray | None = None  # the bytes as the scan read them
+        self.array: np.ndarray | None = None  # the bytes (over the memory read into)
         self.scanned: ScanResult | None = None
 
 
@@ -97,12 +96,16 @@ def single_xspace_file(path: Path, max_entries: int = WALK_MAX_ENTRIES) -> Path 
         return None
 
 
-def start(path: Path, converted: Callable[[Path], bool], scan: bool = True) -> threading.Thread:
-    """Reads the single XSpace file of ``path`` (and with ``scan``, scans it as the eager reader
-    does) on a daemon thread, unless ``converted(file)`` (its store is cached already:
-    nothing will read the file) or its conversion would not fit in memory now; returns the
-    thread (tests join it). The file found has the path the logdir's listing gives it (resolved),
-    which its conversion asks for."""
+# The eager reader's scan of a file's bytes (``xplane.scan_xspace``), given by the command: this
+# module imports no reader (the readers take what it read).
+Scan = Callable[["np.ndarray", str], "ScanResult"]
+
+
+def start(path: Path, converted: Callable[[Path], bool], scan: Scan | None = None) -> threading.Thread:
+    """Reads the single XSpace file of ``path`` (and scans it with ``scan``) on a daemon thread,
+    unless ``converted(file)`` (its store is cached already: nothing will read the file) or its
+    conversion would not fit in memory now; returns the thread (tests join it). The file found
+    has the path the logdir's listing gives it (resolved), which its conversion asks for."""
     global _slot
     ahead = _Ahead()
     with _lock:
@@ -112,7 +115,7 @@ def start(path: Path, converted: Callable[[Path], bool], scan: bool = True) -> t
         try:
             _read(ahead, path, converted, scan)
         except Exception:  # kept: nothing; the command's conversion reads again and says what is wrong
-            ahead.data = ahead.array = ahead.scanned = None
+            ahead.array = ahead.scanned = None
             log.debug("tbprof: reading %s ahead failed", path, exc_info=True)
         finally:
             ahead.done.set()
@@ -122,7 +125,7 @@ def start(path: Path, converted: Callable[[Path], bool], scan: bool = True) -> t
     return thread
 
 
-def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], scan: bool) -> None:
+def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], scan: Scan | None) -> None:
     from tbprof.cache.memory_guard import check_fits
     from tbprof.errors import ProfileReadError
     from tbprof.readers.files import read_unchanged
@@ -137,14 +140,11 @@ def _read(ahead: _Ahead, path: Path, converted: Callable[[Path], bool], scan: bo
     if converted(file):
         return
     identity, data = read_unchanged(file, _buffer)
-    ahead.source, ahead.identity, ahead.data = str(file), _identity(identity), data
-    if scan:
-        import numpy as np
+    import numpy as np  # (imported by the command meanwhile)
 
-        from tbprof.readers.xplane import scan_xspace
-
-        array = np.frombuffer(data, dtype=np.uint8)
-        ahead.scanned, ahead.array = scan_xspace(array, str(file)), array
+    array = np.frombuffer(data, dtype=np.uint8)
+    scanned = scan(array, str(file)) if scan is not None else None
+    ahead.source, ahead.identity, ahead.array, ahead.scanned = str(file), _identity(identity), array, scanned
 
 
 def _buffer(size: int) -> mmap.mmap:
@@ -155,9 +155,10 @@ def _buffer(size: int) -> mmap.mmap:
     return buffer
 
 
-def _taken(path: str | Path, scanned: bool) -> _Ahead | None:
-    """The slot, emptied, if it holds what was read of ``path`` as the file is now, and (with
-    ``scanned``) its scan; waits for the read and scan when they are still running."""
+def take(path: str | Path) -> tuple[np.ndarray, ScanResult | None] | None:
+    """The bytes read ahead of ``path`` and their scan (None where not scanned), if they are of
+    this same file unchanged (waiting for the read and scan when they are still running); handed
+    out once."""
     global _slot
     with _lock:
         ahead = _slot
@@ -169,30 +170,10 @@ def _taken(path: str | Path, scanned: bool) -> _Ahead | None:
     except OSError:
         return None
     with _lock:
-        if (_slot is not ahead or ahead.identity != now or ahead.source != str(path)
-                or (ahead.scanned is None if scanned else ahead.data is None)):
+        if _slot is not ahead or ahead.array is None or ahead.identity != now or ahead.source != str(path):
             return None
         _slot = None
-    return ahead
-
-
-def take_scanned(path: str | Path) -> tuple[np.ndarray, ScanResult] | None:
-    """The bytes of ``path`` and their scan as the eager reader makes it, if read ahead; handed
-    out once."""
-    ahead = _taken(path, scanned=True)
-    if ahead is None or ahead.array is None or ahead.scanned is None:
-        return None
     return ahead.array, ahead.scanned
-
-
-def take(path: str | Path) -> np.ndarray | None:
-    """The bytes read ahead of ``path`` (for a reader that does not take the scan); handed out once."""
-    ahead = _taken(path, scanned=False)
-    if ahead is None or ahead.data is None:
-        return None
-    import numpy as np
-
-    return np.frombuffer(ahead.data, dtype=np.uint8)
 
 
 def discard() -> None:

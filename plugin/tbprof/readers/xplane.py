@@ -59,12 +59,14 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
     host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
-    if not lazy and isinstance(path, Path):
-        ahead = read_ahead.take_scanned(path)  # a command's single host, scanned while it imported
-        if ahead is not None:
-            return xspace_from_bytes(ahead[0], str(path), host_name, None, scanned=ahead[1])
+    lazy_min_bytes = LAZY_MIN_BYTES if lazy else None
+    # A command's single host, read (and scanned as eagerly) while it imported.
+    ahead = read_ahead.take(path) if isinstance(path, Path) else None
+    if ahead is not None:
+        data, scanned = ahead
+        return xspace_from_bytes(data, str(path), host_name, lazy_min_bytes, scanned=None if lazy else scanned)
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
-    return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
+    return xspace_from_bytes(data, str(path), host_name, lazy_min_bytes)
 
 
 def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:

@@ -63,8 +63,7 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     # A command's single host, read (and scanned as eagerly) while it imported.
     ahead = read_ahead.take(path) if isinstance(path, Path) else None
     if ahead is not None:
-        data, scanned = ahead
-        return xspace_from_bytes(data, str(path), host_name, lazy_min_bytes, scanned=None if lazy else scanned)
+        return xspace_from_bytes(ahead[0], str(path), host_name, lazy_min_bytes, scanned=None if lazy else ahead[1])
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
     return xspace_from_bytes(data, str(path), host_name, lazy_min_bytes)
 

@@ -122,7 +122,7 @@ def test_http_answers_use_the_memoised_body_and_cache_nothing_else(profiles_root
 
 def test_a_repeated_request_keys_its_hosts_once(profiles_root: Path, cache_dir: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """A result's memo key stats every host file of the run (cache/keys.cache_key): a data
+    """A result's memo key stats every host file of the run (store/disk_cache.cache_key): a data
     request takes it once, for the result and both of its bodies."""
     from tbprof.service import profiles as profiles_mod
 

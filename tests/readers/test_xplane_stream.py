@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.cache.disk_cache import DiskCache
-from tbprof.cache.keys import cache_key
+from tbprof.cache.disk_cache import DiskCache, cache_key
 from tbprof.cache.memory_guard import LIMIT_ENV, memory_factor
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import MemoryRefusal, ProfileReadError

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.cache.keys import cache_key
+from tbprof.cache.disk_cache import cache_key
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import UnsafeCacheDir
 from tbprof.readers import chrome_trace, xplane
@@ -146,7 +146,7 @@ def test_cache_keys_of_a_folder_are_each_files_key(profiles_root: Path, tmp_path
     """``cache_keys`` resolves a folder once for all its files (issue #28: a pod's lookup); each
     key is still ``cache_key``'s: through a linked file, a linked folder, '..' in the path, a
     relative path, and a file that is gone (its error)."""
-    from tbprof.cache.keys import cache_keys
+    from tbprof.cache.disk_cache import cache_keys
     from tbprof.errors import ProfileReadError
 
     files = sorted(profiles_root.rglob("*.xplane.pb"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tbprof.cache import disk_cache, keys
+from tbprof.cache import disk_cache
 from tbprof.cache.disk_cache import (
     DEFAULT_MAX_BYTES,
     MAX_BYTES_ENV,
@@ -130,7 +130,7 @@ def test_a_rewritten_files_old_entry_is_removed(profiles_root: Path, tmp_path: P
     again.get(path, xplane.read_xspace)
     again.flush()
     (entry,) = DiskCache(cache_dir).entries()
-    assert entry[0] == keys.cache_key(path, "xspace")
+    assert entry[0] == disk_cache.cache_key(path, "xspace")
 
 
 def test_leftovers_are_removed_at_start_but_not_a_writers_folder(tmp_path: Path) -> None:
@@ -239,10 +239,10 @@ def test_partials_are_trimmed_with_the_stores(profiles_root: Path, tmp_path: Pat
     path = tmp_path / "vm.xplane.pb"
     path.write_bytes(xplane_of(profiles_root, "custom_loop").read_bytes())
     disk.max_bytes = 1 << 40
-    old_key = keys.cache_key(path, "xspace")
+    old_key = disk_cache.cache_key(path, "xspace")
     disk.save(old_key, xplane.read_xspace(path))
     files.save(old_key, b"{}")
     path.write_bytes(xplane_of(profiles_root, "keras_cnn").read_bytes())
-    new_key = keys.cache_key(path, "xspace")
+    new_key = disk_cache.cache_key(path, "xspace")
     disk.save(new_key, xplane.read_xspace(path))
     assert not disk.has(old_key) and files.load(old_key) is None and disk.has(new_key)

@@ -26,16 +26,18 @@ from __future__ import annotations
 import base64
 import ctypes
 import errno
+import hashlib
 import json
 import logging
 import mmap
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
@@ -43,12 +45,20 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tbprof import __version__
 from tbprof.cache.cache_dir import check_cache_dir
-from tbprof.cache.keys import META, entry_committed, entry_dir
-from tbprof.errors import UnsafeCacheDir
+from tbprof.errors import ProfileReadError, UnsafeCacheDir
+from tbprof.fs import Location
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
+# Bump when the store layout changes, so entries of another layout are ignored. This layout:
+# JSON metadata (never pickle) with the trace metadata (Kineto's deviceProperties, matched by
+# position where ids differ, and distributedInfo); Kineto stores in one vocabulary, their
+# devices found by their work, marked by metadata "producer" and carrying their vendor; Chrome
+# trace times exact to the file's decimal text, never through float64.
+FORMAT_VERSION = 6
+META = "meta.json"
 # Per entry: its source (path and format) and size, so trimming reads one small file per entry.
 SOURCE = "source.json"
 
@@ -77,6 +87,54 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 PLANE_ARRAYS = ("line_ids", "line_timestamp_ns", "line_offsets", "start_ps", "dur_ps", "meta_idx",
                  "name_id", "depth", "line_idx", "meta_ids", "meta_name_id", "meta_display_name_id")
 STAT_ARRAYS = tuple(f.name for f in fields(tables.StatTable))
+
+
+def cache_key(path: Location, extra: str = "") -> str:
+    """The key of ``path``'s current content; a file that vanished since discovery is a 422
+    naming it (ProfileReadError), not an OSError."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from None
+    return _key(path.resolve(), st, extra)
+
+
+def _key(resolved: object, st: Any, extra: str) -> str:
+    # Inode and ctime too (a local file's; an object's listing has neither): a file rewritten with
+    # its old size and mtime (``cp -p``, ``touch -r``, a tool restoring times) gets a new ctime, and a
+    # file replaced by a rename a new inode, so neither serves the old file's results.
+    ino, ctime_ns = getattr(st, "st_ino", 0), getattr(st, "st_ctime_ns", 0)
+    raw = f"{resolved}|{st.st_size}|{st.st_mtime_ns}|{ino}|{ctime_ns}|{__version__}|{FORMAT_VERSION}|{extra}"
+    # A POSIX path is bytes: one that is not UTF-8 holds surrogate escapes, kept as its bytes.
+    return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def cache_keys(paths: Sequence[Location], extra: str = "") -> list[str]:
+    """``cache_key`` of each path. A local folder's real path is resolved once for all its files
+    (a pod's hosts share one folder), not once per file: resolving checks every folder on the
+    way, which made looking up a 1024-host pod's keys a phase of its own (bench/pod_scale.py).
+    A file that is itself a link is resolved as ``cache_key`` does."""
+    folders: dict[str, str] = {}
+    out = []
+    for path in paths:
+        if not isinstance(path, Path) or path.name in ("", ".", ".."):
+            out.append(cache_key(path, extra))
+            continue
+        text = str(path)
+        try:
+            st = os.lstat(text)
+        except OSError:
+            out.append(cache_key(path, extra))  # its error, as cache_key words it
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out.append(cache_key(path, extra))
+            continue
+        parent, name = os.path.split(text)
+        folder = folders.get(parent)
+        if folder is None:
+            folder = folders[parent] = str(path.parent.resolve())
+        out.append(_key(os.path.join(folder, name), st, extra))
+    return out
 
 
 def _to_json(value: Any) -> Any:
@@ -309,7 +367,7 @@ class DiskCache:
         self.clean_leftovers()
 
     def _entry(self, key: str) -> Path:
-        return entry_dir(self.root, key)
+        return self.root / "stores" / key
 
     def entry_path(self, key: str) -> Path:
         """The folder of ``key``'s entry (cache/entry_writer.py writes one beside it)."""
@@ -329,7 +387,8 @@ class DiskCache:
             return None
 
     def has(self, key: str) -> bool:
-        return entry_committed(self.root, key)
+        meta = self._entry(key) / META
+        return os.path.isfile(meta) and os.access(meta, os.R_OK)  # neither raises
 
     # --- reading --------------------------------------------------------------------------
     def _open_stores(self) -> int:

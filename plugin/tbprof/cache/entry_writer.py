@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 
 from tbprof.cache.cache_dir import check_cache_dir
-from tbprof.cache.disk_cache import DiskCache, locked_temp_folder
-from tbprof.cache.keys import META
+from tbprof.cache.disk_cache import META, DiskCache, locked_temp_folder
 
 
 def _header(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:

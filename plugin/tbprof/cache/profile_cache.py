@@ -16,14 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tbprof.cache.disk_cache import DiskCache
+from tbprof.cache.disk_cache import DiskCache, cache_key
 from tbprof.cache.failures import FailureMemo
-from tbprof.cache.keys import cache_key
 from tbprof.cache.memory_guard import conversion, streaming_budget_bytes
-from tbprof.cache.paths import chosen_cache_dir, user_cache_dir
+from tbprof.cache.paths import default_cache_dir, user_cache_dir
 from tbprof.cache.remote_cache import RemoteCache, open_disk_cache
 from tbprof.errors import MemoryRefusal, ProfileReadError
-from tbprof.fs import Location, UrlPath
+from tbprof.fs import Location, UrlPath, is_url
 from tbprof.store.memo import Memo, MemoryBudget, estimate_bytes
 from tbprof.store.tables import ProfileStore
 
@@ -70,7 +69,9 @@ class ProfileCache:
 
     def __init__(self, cache_dir: Path | str | None = None, memory_bytes: int | None = None,
                  use_disk: bool = True, before_save: Callable[[ProfileStore], None] | None = None) -> None:
-        self.cache_dir: Path | str = chosen_cache_dir(cache_dir)
+        # A folder, or a URL shared by a team and by workers (cache/remote_cache.py).
+        explicit = os.environ.get("TBPROF_CACHE_DIR", "")
+        self.cache_dir: Path | str = cache_dir or (explicit if is_url(explicit) else default_cache_dir())
         self.disk: DiskCache | RemoteCache | None = (
             open_disk_cache(self.cache_dir, user_cache_dir()) if use_disk else None)
         self._memo = Memo(MemoryBudget(memory_bytes) if memory_bytes is not None else None)

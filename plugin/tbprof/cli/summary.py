@@ -6,17 +6,10 @@ import argparse
 import gc
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
-from tbprof.readers import read_ahead
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from tbprof._core.wire import ScanResult
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -50,8 +43,6 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     # imports and lists (a small pod's don't); forked before the listing's thread starts (a fork
     # copies only the calling thread).
     workers_started = executor.start_early(args.path, HEADLINE_PARTS)
-    if not workers_started:
-        _read_ahead(args.path, args.cache_dir or None)
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
@@ -74,7 +65,6 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     imported = time.perf_counter()
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()
-    read_ahead.discard()  # read for another run's file, or not at all
     executor.release()  # a pod's workers leave while the summary derives, not after it
     loaded = time.perf_counter()
     views = profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS)
@@ -106,27 +96,6 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
                            profiles.conversion.phase_seconds | combined | after_list,
                            profiles.conversion.partial_seconds), file=sys.stderr)
     return EXIT_OK
-
-
-def _read_ahead(path: str, cache_dir: str | None) -> None:
-    """A single local host's file read and scanned on a thread while the command imports and
-    picks the run (readers/read_ahead.py); not from a URL, nor where the store is converted
-    already. After the workers' start: a process with a thread forks none."""
-    from tbprof.fs import location
-
-    def converted(file: Path) -> bool:
-        from tbprof.cache.keys import converted_on_disk
-
-        return converted_on_disk(cache_dir, file)
-
-    def scan(data: np.ndarray, source: str) -> ScanResult:
-        from tbprof.readers.xplane import scan_xspace
-
-        return scan_xspace(data, source)
-
-    where = location(path)
-    if isinstance(where, Path):
-        read_ahead.start(where, converted, scan)
 
 
 def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],

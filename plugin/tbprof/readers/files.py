@@ -10,18 +10,14 @@ decompression streams and stops at a byte budget instead of trusting the compres
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import stat
 import zlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
 
 from tbprof.errors import MemoryRefusal, ProfileReadError
-
-if TYPE_CHECKING:
-    import numpy as np
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK_BYTES = 1 << 20
@@ -74,7 +70,7 @@ def head_bytes(path: str | Path, n: int) -> bytes:
 
 def read_profile_bytes(path: str | Path) -> bytes:
     """The whole file, refusing special files and a file that changes while it is read."""
-    data = _read_whole(path, None)[1]
+    data = _read_whole(path, as_array=False)
     assert isinstance(data, bytes)
     return data
 
@@ -86,24 +82,12 @@ def read_profile_array(path: str | Path) -> np.ndarray:
     object gets 4 KB pages, and on a VM first touching fresh memory in small pages is slow
     enough to show in the read (bench/measurements.md#store-build).
     """
-    import numpy as np
-
-    return read_unchanged(path, lambda size: np.empty(size, dtype=np.uint8))[1]
-
-
-# A buffer a file is read into: numpy's array, or memory mapped before numpy is imported.
-Buffer = TypeVar("Buffer", "np.ndarray", "mmap.mmap")
+    data = _read_whole(path, as_array=True)
+    assert isinstance(data, np.ndarray)
+    return data
 
 
-def read_unchanged(path: str | Path, allocate: Callable[[int], Buffer]) -> tuple[os.stat_result, Buffer]:
-    """The whole file into ``allocate(its size)``, refusing special files and a file that changes
-    while it is read; with the file's status (the same before and after the read)."""
-    after, data = _read_whole(path, allocate)
-    assert not isinstance(data, bytes)
-    return after, data
-
-
-def _read_whole(path: str | Path, allocate: Callable[[int], Buffer] | None) -> tuple[os.stat_result, bytes | Buffer]:
+def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     try:
         before = os.stat(path)
     except OSError as e:
@@ -111,10 +95,10 @@ def _read_whole(path: str | Path, allocate: Callable[[int], Buffer] | None) -> t
     fd = open_regular(path)
     try:
         with os.fdopen(fd, "rb", buffering=0, closefd=True) as f:
-            if allocate is not None:
-                buffer = allocate(before.st_size)
-                n = _read_into(f, memoryview(buffer) if isinstance(buffer, mmap.mmap) else buffer.data)
-                data: bytes | Buffer = buffer
+            if as_array:
+                array = np.empty(before.st_size, dtype=np.uint8)
+                n = _read_into(f, array.data)
+                data: bytes | np.ndarray = array
                 # One byte more than expected: the file grew (caught below with the stat).
                 grew = f.read(1) != b""
             else:
@@ -126,7 +110,7 @@ def _read_whole(path: str | Path, allocate: Callable[[int], Buffer] | None) -> t
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or n != after.st_size or grew:
         raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
                                "still writing it?); try again when it is complete")
-    return after, data
+    return data
 
 
 def _read_into(f: io.RawIOBase, view: memoryview) -> int:

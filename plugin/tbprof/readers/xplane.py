@@ -21,7 +21,6 @@ from tbprof.errors import ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
-from tbprof.readers import read_ahead
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
@@ -58,14 +57,9 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     ``lazy``: a file of ``LAZY_MIN_BYTES`` or more gets its events now and each plane's stats
     when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
-    host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
-    lazy_min_bytes = LAZY_MIN_BYTES if lazy else None
-    # A command's single host, read (and scanned as eagerly) while it imported.
-    ahead = read_ahead.take(path) if isinstance(path, Path) else None
-    if ahead is not None:
-        return xspace_from_bytes(ahead[0], str(path), host_name, lazy_min_bytes, scanned=None if lazy else ahead[1])
     data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
-    return xspace_from_bytes(data, str(path), host_name, lazy_min_bytes)
+    host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
+    return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
 
 
 def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:
@@ -102,29 +96,10 @@ def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> obje
 LAZY_MIN_BYTES = 8 << 20
 
 
-def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str, lazy_min_bytes: int | None = None,
-                      scanned: wire.ScanResult | None = None) -> tables.ProfileStore:
+def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
+                      lazy_min_bytes: int | None = None) -> tables.ProfileStore:
     """The store of an XSpace's bytes; from ``lazy_min_bytes`` on (None: never), its event
-    stats decoded plane by plane on first use (``_LazyStats``). ``scanned``: ``scan_xspace`` of
-    the same bytes and laziness, done already (readers/read_ahead.py)."""
-    lazy = lazy_min_bytes is not None and len(data) >= lazy_min_bytes
-    if scanned is None:
-        scanned = scan_xspace(data, source, lazy)
-    elif scanned.with_stats == lazy:
-        raise ValueError("the scan's stats do not match the laziness asked")
-    try:
-        return _build(data, scanned, source, host, lazy=lazy)
-    except DecodeError as e:
-        raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
-    except IndexError as e:
-        # The compiled kernels check every index; one out of range means the file's rows and
-        # metadata disagree (corrupt bytes that still scan), not a bug to report as a 500.
-        raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
-
-
-def scan_xspace(data: bytes | np.ndarray, source: str, lazy: bool = False) -> wire.ScanResult:
-    """The wire scan of an XSpace's bytes (``lazy``: events without their stats), its errors as
-    ProfileReadError, a file denser than memory allows refused once counted."""
+    stats decoded plane by plane on first use (``_LazyStats``)."""
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
@@ -135,10 +110,19 @@ def scan_xspace(data: bytes | np.ndarray, source: str, lazy: bool = False) -> wi
                          + max(n_stats, 0) * (_SCAN_BYTES_PER_STAT + _BUILD_BYTES_PER_STAT),
                          f"{n_events:,} events" + (f" and {n_stats:,} stats" if n_stats >= 0 else ""))
 
+    lazy = lazy_min_bytes is not None and len(data) >= lazy_min_bytes
     try:
-        return wire.scan(data, on_counts=refuse_dense, stats=not lazy)
+        scanned = wire.scan(data, on_counts=refuse_dense, stats=not lazy)
     except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
+    try:
+        return _build(data, scanned, source, host, lazy=lazy)
+    except DecodeError as e:
+        raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
+    except IndexError as e:
+        # The compiled kernels check every index; one out of range means the file's rows and
+        # metadata disagree (corrupt bytes that still scan), not a bug to report as a 500.
+        raise ProfileReadError(source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
 
 
 # Memory the store's columns take per scanned event and stat beyond the scanner's own columns:

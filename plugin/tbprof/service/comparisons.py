@@ -23,7 +23,7 @@ from tbprof.analyses.gpu import trace_diff
 from tbprof.analyses.gpu.breakdown import rank_of
 from tbprof.analyses.ops.op_step_time import op_step_time
 from tbprof.analyses.results.compare import CompareResult
-from tbprof.cache.keys import cache_key
+from tbprof.cache.disk_cache import cache_key
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles

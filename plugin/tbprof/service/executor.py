@@ -185,7 +185,7 @@ def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
     """
     from tbprof.analyses.overview.profile_summary import summarize_store
     from tbprof.analyses.partials import ALL_PARTS, partial_serves
-    from tbprof.cache.keys import cache_key
+    from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
     from tbprof.cache.profile_cache import convert_file
     from tbprof.cache.remote_cache import open_disk_cache

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tbprof.cache.keys import cache_keys
+from tbprof.cache.disk_cache import cache_keys
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.errors import ProfileReadError
 from tbprof.service.executor import Progress

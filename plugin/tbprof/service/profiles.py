@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.tool import Tool
-from tbprof.cache.keys import cache_key
+from tbprof.cache.disk_cache import cache_key
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.domain import event_groups
 from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError

@@ -230,7 +230,7 @@ _trim: object = None
 # glibc's mallopt parameters (malloc.h).
 _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
-# Blocks from this size on keep their own mapping: in memory, only a file of this size converts.
+# Blocks of this size or more still get mappings of their own (given back when freed).
 HEAP_BLOCKS_BELOW_BYTES = 1 << 30
 
 
@@ -252,12 +252,11 @@ def one_arena() -> bool:
 
 def large_blocks_in_heap() -> bool:
     """glibc takes blocks below ``HEAP_BLOCKS_BELOW_BYTES`` from the heap, not from mappings of
-    their own that go back to the kernel when freed: a one-shot command's analyses then reuse the
-    pages its conversion freed instead of faulting in fresh zeroed ones, and the conversion's
-    threads map and unmap less (each unmapping stalls the page faults of the others). Measured
-    on jax_large's summary: 27 k page faults -> 17 k, the same peak RSS
-    (bench/measurements.md#one-host-summary). For a process that ends after one file in memory:
-    freed blocks stay in the heap."""
+    their own that go back to the kernel when freed: with ``one_arena``, a one-shot command's
+    analyses then reuse the pages its conversion freed instead of faulting in fresh zeroed ones
+    (jax_large's summary: 27 k page faults -> 17 k, the same peak RSS; neither call alone
+    helps: bench/measurements.md#one-host-summary). For a process that ends after one file
+    converted in memory: freed blocks stay in the heap. Whether it did (not glibc: nothing)."""
     return _mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCKS_BELOW_BYTES)
 
 

@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     workers_started = executor.start_early(args.path, HEADLINE_PARTS)
     tune_heap = getattr(args, "process_ends", False) and not workers_started
     if tune_heap:
-        from tbprof.cache.memory_guard import large_blocks_in_heap, one_arena
+        from tbprof.cache.memory_guard import one_arena
 
         one_arena()  # before the listing's thread: the conversion's threads share this thread's heap
     forked = time.perf_counter()
@@ -58,6 +58,8 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     run = pick_run(profiles, args.run)
     listed = time.perf_counter()
     if tune_heap and _one_xspace_file_in_memory(run):
+        from tbprof.cache.memory_guard import large_blocks_in_heap
+
         large_blocks_in_heap()  # its conversion's freed blocks then serve the analyses
     # A pod's workers compute only what the headline reads of each host.
     loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tbprof.cache.profile_cache import ProfileCache
 from tbprof.readers import xplane
 from tbprof.store.tables import ProfileStore
@@ -86,3 +88,18 @@ def test_a_small_pod_converts_in_process_and_the_command_leaves_at_once(profiles
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(out.stdout)["host_count"] == 2
     assert out.stderr.strip().splitlines()[-1] == "0 False 0 False"
+
+
+def test_summary_process_answers_as_the_command_in_process(profiles_root: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The command as its own process tunes the C heap for one host converted in memory
+    (``memory_guard.one_arena``, ``large_blocks_in_heap``); a caller that goes on (``main`` in
+    this process) leaves it as it is. Same answers, for each XSpace demo host."""
+    from tbprof.cli import main as cli
+
+    for name in ("jax_mlp", "keras_cnn", "custom_loop"):
+        f = xplane_of(profiles_root, name)
+        run = _tbprof("summary", str(f), "--json", cache_dir=tmp_path / f"p_{name}")
+        assert run.returncode == 0, run.stderr
+        assert cli.main(["summary", str(f), "--json", "--cache-dir", str(tmp_path / f"i_{name}")]) == 0
+        assert json.loads(run.stdout) == json.loads(capsys.readouterr().out), name

@@ -266,6 +266,38 @@ def share_heaps() -> None:
     if mallopt is not None:
         mallopt(_M_ARENA_MAX, SHARED_HEAPS)
 
+# glibc's mallopt parameters (malloc.h).
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+# Blocks of this size or more still get mappings of their own (given back when freed).
+HEAP_BLOCKS_BELOW_BYTES = 1 << 30
+
+
+def _mallopt(param: int, value: int) -> bool:
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return False
+    return bool(mallopt(param, value))
+
+
+def one_arena() -> bool:
+    """glibc serves the threads started from now on from the arena of those before them, so that
+    memory one thread frees (a conversion's temporaries, on its thread) is there for the next
+    (the analyses, on the command's): call it before a one-shot command starts its first thread.
+    Whether it did (not glibc: nothing). See ``large_blocks_in_heap``."""
+    return _mallopt(_M_ARENA_MAX, 1)
+
+
+def large_blocks_in_heap() -> bool:
+    """glibc takes blocks below ``HEAP_BLOCKS_BELOW_BYTES`` from the heap, not from mappings of
+    their own that go back to the kernel when freed: with ``one_arena``, a one-shot command's
+    analyses then reuse the pages its conversion freed instead of faulting in fresh zeroed ones
+    (jax_large's summary: 27 k page faults -> 17 k, the same peak RSS; neither call alone
+    helps: bench/measurements.md#one-host-summary). For a process that ends after one file
+    converted in memory: freed blocks stay in the heap. Whether it did (not glibc: nothing)."""
+    return _mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCKS_BELOW_BYTES)
+
 
 def release_free_memory() -> None:
     """Hands the C heap's free pages back to the kernel (glibc's ``malloc_trim``; elsewhere nothing).

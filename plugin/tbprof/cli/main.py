@@ -161,6 +161,8 @@ def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     command = _chosen(argv)
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
+    # The ``tbprof`` command: its process ends with this command (a test calling ``main`` goes on).
+    args.process_ends = detach_writes
     try:
         return int(args.fn(args))
     except CliError as e:

@@ -6,10 +6,14 @@ import argparse
 import gc
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
+
+if TYPE_CHECKING:
+    from tbprof.service.logdir import Run
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -43,11 +47,20 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     # imports and lists (a small pod's don't); forked before the listing's thread starts (a fork
     # copies only the calling thread).
     workers_started = executor.start_early(args.path, HEADLINE_PARTS)
+    tune_heap = getattr(args, "process_ends", False) and not workers_started
+    if tune_heap:
+        from tbprof.cache.memory_guard import one_arena
+
+        one_arena()  # before the listing's thread: the conversion's threads share this thread's heap
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed
     run = pick_run(profiles, args.run)
     listed = time.perf_counter()
+    if tune_heap and _one_xspace_file_in_memory(run):
+        from tbprof.cache.memory_guard import large_blocks_in_heap
+
+        large_blocks_in_heap()  # its conversion's freed blocks then serve the analyses
     # A pod's workers compute only what the headline reads of each host.
     loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
@@ -96,6 +109,22 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
                            profiles.conversion.phase_seconds | combined | after_list,
                            profiles.conversion.partial_seconds), file=sys.stderr)
     return EXIT_OK
+
+
+def _one_xspace_file_in_memory(run: Run) -> bool:
+    """Whether the run is one local XSpace host that converts in memory now (not one that streams
+    into the disk cache: its memory is budgeted, and handed back as it goes)."""
+    from tbprof.cache.memory_guard import check_fits
+    from tbprof.errors import ProfileReadError
+
+    paths = list(run.hosts.values())
+    if len(paths) != 1 or run.kind != "xspace" or not isinstance(paths[0], Path):
+        return False
+    try:
+        check_fits(paths[0])
+    except ProfileReadError:
+        return False
+    return True
 
 
 def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[str, float],

@@ -93,7 +93,7 @@ def test_a_small_pod_converts_in_process_and_the_command_leaves_at_once(profiles
 def test_summary_process_answers_as_the_command_in_process(profiles_root: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """The command as its own process tunes the C heap for one host converted in memory
-    (``memory_guard.one_arena``, ``large_blocks_in_heap``); a caller that goes on (``main`` in
+    (``memory_guard.share_heaps(1)``, ``large_blocks_in_heap``); a caller that goes on (``main`` in
     this process) leaves it as it is. Same answers, for each XSpace demo host."""
     from tbprof.cli import main as cli
 

@@ -1,4 +1,4 @@
-"""The C heap tuned for a one-shot command (``memory_guard.one_arena``, ``large_blocks_in_heap``):
+"""The C heap tuned for a one-shot command (``memory_guard.share_heaps(1)``, ``large_blocks_in_heap``):
 a large block freed on one thread serves the next one allocated on another without fresh
 pages, where glibc's defaults map (and fault in) a new one. Each case in a process of its own:
 the tuning lasts for the process."""
@@ -18,7 +18,7 @@ import numpy as np
 from tbprof.cache import memory_guard
 
 tuned = sys.argv[1] == "tuned"
-applied = memory_guard.one_arena() and memory_guard.large_blocks_in_heap() if tuned else False
+applied = memory_guard.share_heaps(1) and memory_guard.large_blocks_in_heap() if tuned else False
 SIZE = 48 << 20
 held = []
 

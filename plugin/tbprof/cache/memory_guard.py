@@ -227,10 +227,13 @@ def check_allocation(source: str, need_bytes: int, what: str | Callable[[], str]
 
 _trim: object = None
 _libc: object = None
-# glibc's heaps (arenas) shared by every thread created after ``share_heaps``, and its mallopt
-# parameter for that cap.
-SHARED_HEAPS = 2
+# glibc's mallopt parameters (malloc.h).
+_M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
+# glibc's heaps (arenas) shared by every thread created after ``share_heaps`` (its default cap).
+SHARED_HEAPS = 2
+# Blocks of this size or more still get mappings of their own (given back when freed).
+HEAP_BLOCKS_BELOW_BYTES = 1 << 30
 _heaps_shared = False
 _heaps_lock = threading.Lock()
 
@@ -245,55 +248,40 @@ def _c_library() -> object:
     return _libc
 
 
-def share_heaps() -> None:
-    """Caps glibc's heaps (arenas) at ``SHARED_HEAPS`` for the threads created from now on, in the
-    whole process (once; nothing where ``$MALLOC_ARENA_MAX`` says how many, or without glibc).
+def _mallopt(param: int, value: int) -> bool:
+    libc = _c_library()
+    mallopt = getattr(libc, "mallopt", None) if libc else None
+    return mallopt is not None and bool(mallopt(param, value))
+
+
+def share_heaps(count: int = SHARED_HEAPS) -> bool:
+    """Caps glibc's heaps (arenas) at ``count`` for the threads created from now on, in the whole
+    process. The first call decides (a one-shot command that asked for one heap keeps it when a
+    reader later asks for ``SHARED_HEAPS``); nothing where ``$MALLOC_ARENA_MAX`` says how many (the
+    user's choice stands), or without glibc. Whether it did.
 
     Each thread that allocates gets a heap of its own, up to 8 per CPU, and a heap keeps the free
     pages at its top (``malloc_trim`` hands back only the main heap's): after a Chrome trace's scan
     on 16 threads and its builder's pools, those tops held ~150-250 MiB while the analyses ran.
-    Threads that share a few heaps reuse those pages instead (bench/measurements.md).
+    Threads that share a few heaps reuse those pages instead; with one heap, what a conversion's
+    thread frees serves the analyses on the command's (see ``large_blocks_in_heap``;
+    bench/measurements.md).
     """
     global _heaps_shared
     with _heaps_lock:
         if _heaps_shared:
-            return
+            return False
         _heaps_shared = True
     if "MALLOC_ARENA_MAX" in os.environ:
-        return
-    libc = _c_library()
-    mallopt = getattr(libc, "mallopt", None) if libc else None
-    if mallopt is not None:
-        mallopt(_M_ARENA_MAX, SHARED_HEAPS)
-
-# glibc's mallopt parameters (malloc.h).
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
-# Blocks of this size or more still get mappings of their own (given back when freed).
-HEAP_BLOCKS_BELOW_BYTES = 1 << 30
-
-
-def _mallopt(param: int, value: int) -> bool:
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc: nothing to tune
         return False
-    return bool(mallopt(param, value))
-
-
-def one_arena() -> bool:
-    """glibc serves the threads started from now on from the arena of those before them, so that
-    memory one thread frees (a conversion's temporaries, on its thread) is there for the next
-    (the analyses, on the command's): call it before a one-shot command starts its first thread.
-    Whether it did (not glibc: nothing). See ``large_blocks_in_heap``."""
-    return _mallopt(_M_ARENA_MAX, 1)
+    return _mallopt(_M_ARENA_MAX, count)
 
 
 def large_blocks_in_heap() -> bool:
     """glibc takes blocks below ``HEAP_BLOCKS_BELOW_BYTES`` from the heap, not from mappings of
-    their own that go back to the kernel when freed: with ``one_arena``, a one-shot command's
-    analyses then reuse the pages its conversion freed instead of faulting in fresh zeroed ones
-    (jax_large's summary: 27 k page faults -> 17 k, the same peak RSS; neither call alone
+    their own that go back to the kernel when freed: with one heap (``share_heaps(1)``), a one-shot
+    command's analyses then reuse the pages its conversion freed instead of faulting in fresh zeroed
+    ones (jax_large's summary: 27 k page faults -> 17 k, the same peak RSS; neither call alone
     helps: bench/measurements.md#one-host-summary). For a process that ends after one file
     converted in memory: freed blocks stay in the heap. Whether it did (not glibc: nothing)."""
     return _mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCKS_BELOW_BYTES)

@@ -49,9 +49,9 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
     workers_started = executor.start_early(args.path, HEADLINE_PARTS)
     tune_heap = getattr(args, "process_ends", False) and not workers_started
     if tune_heap:
-        from tbprof.cache.memory_guard import one_arena
+        from tbprof.cache.memory_guard import share_heaps
 
-        one_arena()  # before the listing's thread: the conversion's threads share this thread's heap
+        share_heaps(1)  # before the listing's thread: the conversion's threads share this thread's heap
     forked = time.perf_counter()
     index = start_listing(args.path)
     profiles = profiles_for(args.path, args.cache_dir, executor, index)  # imports while the logdir is listed

@@ -222,33 +222,6 @@ def test_a_connection_opened_ahead_serves_its_own_text_once(jax_mlp: api.Profile
     leftover.close()
 
 
-def test_a_connection_left_open_is_closed_by_the_next(jax_mlp: api.Profile, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``close=False`` (``tbprof sql``, which exits after the answer) keeps one connection open at
-    most: the next such query closes it; a query with ``close=True`` closes its own."""
-    opened: list[duckdb.DuckDBPyConnection] = []
-    real_connect = sql_engine.connect
-
-    def connect(memory_bytes: int, writable_dir: str | None = None) -> duckdb.DuckDBPyConnection:
-        opened.append(real_connect(memory_bytes, writable_dir))
-        return opened[-1]
-
-    monkeypatch.setattr(sql_engine, "connect", connect)
-    monkeypatch.setattr(sql_engine, "_LEFT_OPEN", [])
-    query = "SELECT count(*) FROM events"
-    first = run_sql(jax_mlp.profiles, jax_mlp.run.name, query, close=False)
-    assert sql_engine._LEFT_OPEN == [opened[0]]
-    assert opened[0].execute("SELECT 1").fetchall() == [(1,)]
-    second = run_sql(jax_mlp.profiles, jax_mlp.run.name, query, close=False)
-    assert sql_engine._LEFT_OPEN == [opened[1]] and second["rows"] == first["rows"]
-    with pytest.raises(duckdb.ConnectionException):
-        opened[0].execute("SELECT 1")
-    run_sql(jax_mlp.profiles, jax_mlp.run.name, query)
-    assert sql_engine._LEFT_OPEN == [opened[1]]
-    with pytest.raises(duckdb.ConnectionException):
-        opened[2].execute("SELECT 1")
-    opened[1].close()
-
-
 def test_columns_not_built_are_one_error_each_of_the_same_type(jax_mlp: api.Profile) -> None:
     """A query that names few columns gets a view of the same columns and types as one that reads
     them all, and each column it does not build is a single error over the union of the planes

@@ -76,10 +76,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     loading.join()
     marks["loaded"] = time.perf_counter()
     phases: dict[str, float] = {}
-    # close=False: the process exits once the answer is printed; closing DuckDB's database first
-    # would only put milliseconds before the answer.
     result = run_sql(profiles, run.name, query, host=args.host, max_rows=max(args.max_rows, 0), timeout_s=args.timeout,
-                     phases=phases, close=False)
+                     phases=phases)
     marks["queried"] = time.perf_counter()
     _print_result(run.name, result, args.format)
     if args.timings:

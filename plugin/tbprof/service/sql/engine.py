@@ -134,23 +134,6 @@ def _opened_connection(query: str, memory_bytes: int) -> Any | None:
     return None
 
 
-# The connection of the last query run with ``close=False`` (at most one: the next one closes it).
-_LEFT_OPEN: list[Any] = []
-
-
-def _close(con: Any, close: bool) -> None:
-    """Closes a query's connection, or with ``close=False`` keeps it open in ``_LEFT_OPEN`` (closing
-    the one kept before): for a process that exits once it has printed the answer, where closing an
-    in-memory database frees nothing anyone waits for and takes milliseconds before the answer."""
-    if close:
-        con.close()
-        return
-    with _OPENED_LOCK:
-        replaced = _LEFT_OPEN[:]
-        _LEFT_OPEN[:] = [con]
-    for old in replaced:
-        old.close()
-
 
 # --- the events view ------------------------------------------------------------------------
 # Columns the view computes from the frame's, and what each needs.
@@ -504,18 +487,18 @@ def _execute(con: Any, duckdb: Any, query: str, max_rows: int,
         raise BadParameter(f"the query needs more than its memory limit: {e}") from e
     finally:
         timer.cancel()
+        # Ended before the answer: a one-shot command forks its cache writer only when no other
+        # thread is alive (cache/profile_cache.py ``_can_fork_writer``), and writes in-process otherwise.
+        timer.join()
     return columns, rows, len(rows) > max_rows
 
 
 def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None,
-            max_rows: int = 10_000, timeout_s: float = 30.0, phases: dict[str, float] | None = None,
-            close: bool = True) -> SqlResult:
+            max_rows: int = 10_000, timeout_s: float = 30.0, phases: dict[str, float] | None = None) -> SqlResult:
     """One read-only SELECT over the run's views (every host, or ``host``). ``phases``, where
     given, gets the wall seconds of its parts: ``connect_s`` (a locked-down connection, the text
     parsed), ``views_s`` (the stores and the views over their columns), ``query_s`` (DuckDB's
-    run and fetch, a rerun with every column included, closing the connection). ``close=False``:
-    the connection stays open until the next such query (``_close``), for a command that exits
-    after printing the answer."""
+    run and fetch, a rerun with every column included, closing the connection)."""
     began = time.perf_counter()
     duckdb = _duckdb()
     if max_rows < 0:
@@ -551,7 +534,7 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
                 except duckdb.Error as e2:
                     raise BadParameter(str(e2)) from e2
     finally:
-        _close(con, close)
+        con.close()
     if phases is not None:
         phases.update(connect_s=connected - began, views_s=viewed - connected, query_s=time.perf_counter() - viewed)
     kept = rows[:max_rows]

@@ -134,7 +134,6 @@ def _opened_connection(query: str, memory_bytes: int) -> Any | None:
     return None
 
 
-
 # --- the events view ------------------------------------------------------------------------
 # Columns the view computes from the frame's, and what each needs.
 VIEW_COLUMNS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
@@ -252,15 +251,18 @@ def events_select(branches: Sequence[PlaneBranch]) -> str:
     """The planes' SELECTs as one (``UNION ALL``). A column that reads a column not built, on any
     plane, is left out of the planes' SELECTs and is one error over their union instead: DuckDB binds
     every expression of every plane (for the view and again for each query), and on a query that
-    names few columns those errors were most of the expressions."""
+    names few columns the errors are most of them."""
     unloaded = {name for exprs, _ in branches for name, expr in exprs if _UNLOADED in expr}
     union = " UNION ALL ".join(
         "SELECT " + ", ".join(f'{expr} AS "{name}"' for name, expr in exprs if name not in unloaded) + " FROM " + source
         for exprs, source in branches)
     if not unloaded:
         return union
-    outer = [f'{_unloaded(name, sql_type) if name in unloaded else chr(34) + name + chr(34)} AS "{name}"'
-             for name, sql_type, _ in events_columns()]
+
+    def column(name: str, sql_type: str) -> str:
+        return _unloaded(name, sql_type) if name in unloaded else f'"{name}"'
+
+    outer = [f'{column(name, sql_type)} AS "{name}"' for name, sql_type, _ in events_columns()]
     return f"SELECT {', '.join(outer)} FROM ({union})"
 
 

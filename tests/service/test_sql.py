@@ -225,7 +225,7 @@ def test_a_connection_opened_ahead_serves_its_own_text_once(jax_mlp: api.Profile
 def test_columns_not_built_are_one_error_each_of_the_same_type(jax_mlp: api.Profile) -> None:
     """A query that names few columns gets a view of the same columns and types as one that reads
     them all, and each column it does not build is a single error over the union of the planes
-    (DuckDB binds every expression of every plane: these were most of them)."""
+    (DuckDB binds every expression of every plane: one error per plane would be most of them)."""
     run = jax_mlp.run
     hosts = sorted(run.hosts)
 

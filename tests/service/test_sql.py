@@ -222,6 +222,50 @@ def test_a_connection_opened_ahead_serves_its_own_text_once(jax_mlp: api.Profile
     leftover.close()
 
 
+def test_columns_not_built_are_one_error_each_of_the_same_type(jax_mlp: api.Profile) -> None:
+    """A query that names few columns gets a view of the same columns and types as one that reads
+    them all, and each column it does not build is a single error over the union of the planes
+    (DuckDB binds every expression of every plane: one error per plane would be most of them)."""
+    run = jax_mlp.run
+    hosts = sorted(run.hosts)
+
+    class Recording:  # the statements register_views runs, as it wrote them
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self.con, self.statements = con, list[str]()
+
+        def register(self, name: str, frame: object) -> None:
+            self.con.register(name, frame)
+
+        def execute(self, statement: str) -> duckdb.DuckDBPyConnection:
+            self.statements.append(statement)
+            return self.con.execute(statement)
+
+    def view(query: str | None) -> tuple[list[tuple[str, str]], str]:
+        con = sql_engine.connect(sql_engine.query_memory_bytes())
+        try:
+            recording = Recording(con)
+            sql_engine.register_views(recording, jax_mlp.profiles, run, hosts, query)
+            described = [(str(r[0]), str(r[1])) for r in con.execute("DESCRIBE events").fetchall()]
+            return described, next(s for s in recording.statements if s.startswith("CREATE VIEW events"))
+        finally:
+            con.close()
+
+    every, every_sql = view(None)
+    few, few_sql = view("SELECT name, sum(dur_ps) FROM events GROUP BY name")
+    assert few == every and [n for n, _ in every] == [n for n, _, _ in sql_engine.events_columns()]
+    assert sql_engine._UNLOADED not in every_sql
+    planes = sum(1 for s in jax_mlp.profiles.stores_tolerant(run, hosts, few_planes=True)[0]
+                 if isinstance(s, ProfileStore) for p in s.planes if p.n_events)
+    assert planes > 1 and few_sql.count(" UNION ALL ") == planes - 1
+    # The frame columns of the view other than the two the query names are not built; the columns
+    # computed from name and dur_ps alone (kernel_name, duration_ns) are.
+    unloaded = [n for n, _ in every if f"{sql_engine._UNLOADED} {n}'" in few_sql]
+    view_names = {n for n, _ in every}
+    assert {c.name for c in FRAME_COLUMNS} & view_names - {"name", "dur_ps"} <= set(unloaded)
+    assert not {"name", "dur_ps", "kernel_name", "duration_ns"} & set(unloaded)
+    assert few_sql.count("error(") == len(unloaded)
+
+
 def test_a_long_query_text_is_refused_before_parsing(jax_mlp: api.Profile) -> None:
     huge = "SELECT 1 " + "-" * (10 << 20)  # 10 MB
     with pytest.raises(BadParameter, match=f"at most {MAX_QUERY_CHARS:,}"):

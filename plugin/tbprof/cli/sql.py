@@ -71,6 +71,9 @@ def cmd_sql(args: argparse.Namespace) -> int:
                                           few_planes=True)
     from tbprof.service.sql import load_engine, run_sql
 
+    if args.format != "table":  # the answer's encoder (it imports the analyses' tables), not after the query
+        import tbprof.analyses.encode  # noqa: F401
+
     load_engine(query)
     marks["imported"] = time.perf_counter()
     loading.join()

@@ -15,13 +15,13 @@ from tbprof.errors import ProfileReadError
 from tbprof.service.executor import Progress
 from tbprof.service.logdir import Run
 from tbprof.service.pod_conversion import PodConversion
-from tbprof.store.any_store import AnyStore
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
 
 if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
     from tbprof.analyses.partials import HostPartial, Parts, PodPartials
     from tbprof.service.partials import PartialFiles
+    from tbprof.store.any_store import AnyStore
 
 
 def _all_parts() -> Parts:

@@ -25,27 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tbprof.analyses.tool import Tool
 from tbprof.cache.disk_cache import cache_key
 from tbprof.cache.profile_cache import ProfileCache
-from tbprof.domain import event_groups
 from tbprof.errors import BadParameter, NoData, NotFound, ProfileReadError
 from tbprof.fs import Location, location
 from tbprof.readers.kinds import KINDS, Reader, RunKind
-from tbprof.service import tools as registry
 from tbprof.service.background import BackgroundLoads
 from tbprof.service.executor import Executor, InProcess, Progress
 from tbprof.service.host_partials import HostPartials
 from tbprof.service.logdir import Run, RunIndex
 from tbprof.service.pod_conversion import PodConversion
 from tbprof.service.warmups import Warmups
-from tbprof.store.any_store import AnyStore
 from tbprof.store.memo import Memo
 from tbprof.store.tables import ProfileStore
-from tbprof.store.tfprof import TfprofProfile
 
-if TYPE_CHECKING:  # the partials (and the analyses they carry) load when a pod needs them
+# The partials (and the analyses they carry) load when a pod needs them; the tool registry, the
+# event grouping and tfprof's store when used: a command that converts one file and reads its
+# events (``tbprof sql``) starts converting without them.
+if TYPE_CHECKING:
     from tbprof.analyses.partials import PodPartials
+    from tbprof.analyses.tool import Tool
+    from tbprof.store.any_store import AnyStore
+    from tbprof.store.tfprof import TfprofProfile
 
 log = logging.getLogger("tbprof")
 
@@ -58,6 +59,8 @@ def persist_derived(store: ProfileStore) -> None:
     (steps, memory steps and smart suggestions all start from it; deriving it again costs a
     reopened store tens of ms on a large profile: bench/measurements.md#services). Runs where
     the store is written, after the answer."""
+    from tbprof.domain import event_groups
+
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
 
 
@@ -131,6 +134,8 @@ class Profiles:
         return store
 
     def tfprof_profile(self, run: Run, host: str) -> TfprofProfile:
+        from tbprof.store.tfprof import TfprofProfile
+
         store = self.store(run, host)
         if not isinstance(store, TfprofProfile):
             raise BadParameter(f"run {run.name!r} is a {run.kind} run, not a tfprof ProfileProto run")
@@ -260,6 +265,8 @@ class Profiles:
 
     # --- tools ----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool:
+        from tbprof.service import tools as registry
+
         tool = registry.get(name)
         if tool is None:
             raise NotFound(f"unknown tool {name!r}; tools: {sorted(t.name for t in registry.all_tools())}")
@@ -267,10 +274,14 @@ class Profiles:
 
     def candidate_tools(self, run: Run) -> list[str]:
         """The tools offered for runs of its kind: those whose needs are among the kind's traits."""
+        from tbprof.service import tools as registry
+
         return [t.name for t in registry.offered(run.traits)]
 
     def tools(self, run: Run) -> list[str]:
         """Tools with data for the run (loads its stores)."""
+        from tbprof.service import tools as registry
+
         candidates = set(self.candidate_tools(run))
         parts = self.host_partials(run, list(run.hosts)) if len(run.hosts) > 1 else None
         if parts is not None:  # a pod: what its workers found, without loading its stores

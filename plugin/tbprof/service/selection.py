@@ -10,12 +10,13 @@ One implementation each for HTTP, the CLI and the Python API. They differ only i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from tbprof.analyses.compare.sources import WHOLE_RUN
-from tbprof.analyses.table import Table
 from tbprof.errors import BadParameter, NotFound
 from tbprof.service.logdir import Run
+
+if TYPE_CHECKING:  # the analyses' modules load where a table or a comparison is chosen, not for a run
+    from tbprof.analyses.table import Table
 
 ALL_HOSTS = "__all__"
 
@@ -75,6 +76,8 @@ def default_host(run: Run, host: str | None, multi_host: bool) -> str | None:
 def comparison_host(run: Run, host: str | None) -> str | None:
     """A comparison side's host when it names none: a TF1 timeline run's steps all, else as named
     (several hosts and none named is then refused by ``select_hosts``)."""
+    from tbprof.analyses.compare.sources import WHOLE_RUN
+
     if host in (None, "") and WHOLE_RUN in run.traits:
         return ALL_HOSTS
     return host
@@ -84,6 +87,8 @@ def pick_table(result: Mapping[str, Any], name: str | None, what: str,
                prefer: Sequence[str] = ()) -> tuple[str, Table]:
     """A table of a tool result or comparison: ``name``, else the first of ``prefer`` present,
     else the first. ``what`` names the result in messages ("tool 'kernel_stats'")."""
+    from tbprof.analyses.table import Table
+
     tables = {k: v for k, v in result.get("tables", {}).items() if isinstance(v, Table)}
     if not tables:
         raise NotFound(f"{what} has no tables for this run")

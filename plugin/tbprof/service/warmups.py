@@ -7,10 +7,12 @@ import logging
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-from tbprof.service import tools as registry
-from tbprof.store.any_store import AnyStore
 from tbprof.store.tables import ProfileStore
+
+if TYPE_CHECKING:
+    from tbprof.store.any_store import AnyStore
 
 log = logging.getLogger("tbprof")
 
@@ -39,6 +41,8 @@ class Warmups:
         self._thread.submit(lambda: None).result()
 
     def _warm(self, store: AnyStore) -> None:
+        from tbprof.service import tools as registry  # the tools load when a store is warmed up
+
         if not registry.warmups() or not isinstance(store, ProfileStore) or store.warm_started:
             return
         store.warm_started = True

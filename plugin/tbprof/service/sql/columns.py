@@ -22,7 +22,6 @@ import numpy as np
 
 from tbprof.domain import event_tree
 from tbprof.domain.event_columns import RowStats
-from tbprof.domain.event_groups import event_groups
 from tbprof.domain.planes import PlaneKind, plane_kind
 from tbprof.store.tables import (
     Plane,
@@ -265,6 +264,8 @@ class PlaneColumns:
         def compute() -> tuple[np.ndarray, list[str]]:
             n = self.plane.n_events
             if self.store.format == "xspace":
+                from tbprof.domain.event_groups import event_groups
+
                 groups = event_groups(self.store)
                 if self.plane_index < len(groups.group_of) and groups.n_groups:
                     names, inverse = np.unique(np.asarray(groups.group_names, dtype=object), return_inverse=True)

@@ -193,22 +193,32 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
                  strings_name: str | None = None) -> str:
     """One plane's SELECT of the ``events`` view: the frame's columns, its literals, what is computed.
     ``strings_name``: the host's ``listed_strings`` frame, where the frame's HOST_TEXT_COLUMNS hold string ids."""
+    return events_select([plane_branch(store, host, plane_index, frame_name, built, strings_name)])
+
+
+# One plane's part of ``events``: (column name, its expression) in ``events_columns`` order, and the FROM clause.
+PlaneBranch = tuple[list[tuple[str, str]], str]
+
+
+def plane_branch(store: ProfileStore, host: str, plane_index: int, frame_name: str, built: Collection[str],
+                 strings_name: str | None = None) -> PlaneBranch:
+    """One plane's columns of ``events`` as expressions over its frame (``plane_select``)."""
     plane = store.planes[plane_index]
 
     def col(name: str, sql_type: str) -> str:
         # A column the query does not name is not built: reading it anyway is an error, never NULL.
         # A text column of no string at all scans as DuckDB's NULL type: the cast keeps it VARCHAR.
         if name not in built:
-            return f"error('{_UNLOADED} {name}')::{sql_type}"
+            return _unloaded(name, sql_type)
         if name in HOST_TEXT_COLUMNS and strings_name is not None:
             return f"st.texts[ev.{name} + 1]::VARCHAR"  # 1-based; id -1 reads index 0, NULL
         return f"ev.{name}::VARCHAR" if sql_type == "VARCHAR" else f"ev.{name}"
 
     category = category_of(plane)
     on_device = plane.name.startswith("/device:")
-    exprs = [f"{_literal(host)} AS host", f"{plane_index} AS plane_index", f"{_literal(plane.name)} AS plane",
-             f"{_literal(device_name(plane.name))} AS device"]
-    exprs += [f"{col(c.name, c.sql_type)} AS {c.name}" for c in BASE_COLUMNS]
+    exprs = [("host", _literal(host)), ("plane_index", str(plane_index)), ("plane", _literal(plane.name)),
+             ("device", _literal(device_name(plane.name)))]
+    exprs += [(c.name, col(c.name, c.sql_type)) for c in BASE_COLUMNS]
     start, dur = col("start_ps", "BIGINT"), col("dur_ps", "BIGINT")
     line_id, line_name = col("line_id", "BIGINT"), col("line_name", "VARCHAR")
     kernel_name = f"{col('name', 'VARCHAR')}::VARCHAR"
@@ -217,20 +227,43 @@ def plane_select(store: ProfileStore, host: str, plane_index: int, frame_name: s
         kernel_name = (f"CASE WHEN {line_name}::VARCHAR = 'XLA Modules' THEN 'HLO Module:' || {kernel_name} "
                        f"ELSE {kernel_name} END")
     exprs += [
-        f"{start} + {dur} AS end_ps",
-        f"({start} // 1000) AS start_ns",
-        f"({start} // 1000 + {dur} // 1000) AS end_ns",
-        f"({dur} / 1000.0) AS duration_ns",
-        f"({col('self_ps', 'BIGINT')} // 1000) AS self_time_ns",
-        f"{kernel_name} AS kernel_name",
-        f"{line_id if on_device else 'NULL::BIGINT'} AS stream_id",
-        f"{'NULL::BIGINT' if on_device else line_id} AS thread_id",
-        f"{'NULL::VARCHAR' if on_device else line_name + '::VARCHAR'} AS thread_name",
-        f"{_literal(category) if category is not None else line_name + '::VARCHAR'} AS category",
+        ("end_ps", f"{start} + {dur}"),
+        ("start_ns", f"({start} // 1000)"),
+        ("end_ns", f"({start} // 1000 + {dur} // 1000)"),
+        ("duration_ns", f"({dur} / 1000.0)"),
+        ("self_time_ns", f"({col('self_ps', 'BIGINT')} // 1000)"),
+        ("kernel_name", kernel_name),
+        ("stream_id", line_id if on_device else "NULL::BIGINT"),
+        ("thread_id", "NULL::BIGINT" if on_device else line_id),
+        ("thread_name", "NULL::VARCHAR" if on_device else line_name + "::VARCHAR"),
+        ("category", _literal(category) if category is not None else line_name + "::VARCHAR"),
     ]
-    exprs += [f"{_stat_expr(col, c.name, c.sql_type)} AS {c.name}" for c in STAT_COLUMNS]
+    exprs += [(c.name, _stat_expr(col, c.name, c.sql_type)) for c in STAT_COLUMNS]
     listed = f", {strings_name} AS st" if strings_name is not None and HOST_TEXT_COLUMNS & set(built) else ""
-    return f"SELECT {', '.join(exprs)} FROM {frame_name} AS ev{listed}"
+    return exprs, f"{frame_name} AS ev{listed}"
+
+
+def _unloaded(name: str, sql_type: str) -> str:
+    return f"error('{_UNLOADED} {name}')::{sql_type}"
+
+
+def events_select(branches: Sequence[PlaneBranch]) -> str:
+    """The planes' SELECTs as one (``UNION ALL``). A column that reads a column not built, on any
+    plane, is left out of the planes' SELECTs and is one error over their union instead: DuckDB binds
+    every expression of every plane (for the view and again for each query), and on a query that
+    names few columns the errors are most of them."""
+    unloaded = {name for exprs, _ in branches for name, expr in exprs if _UNLOADED in expr}
+    union = " UNION ALL ".join(
+        "SELECT " + ", ".join(f'{expr} AS "{name}"' for name, expr in exprs if name not in unloaded) + " FROM " + source
+        for exprs, source in branches)
+    if not unloaded:
+        return union
+
+    def column(name: str, sql_type: str) -> str:
+        return _unloaded(name, sql_type) if name in unloaded else f'"{name}"'
+
+    outer = [f'{column(name, sql_type)} AS "{name}"' for name, sql_type, _ in events_columns()]
+    return f"SELECT {', '.join(outer)} FROM ({union})"
 
 
 def _stat_expr(col: Callable[[str, str], str], name: str, sql_type: str) -> str:
@@ -354,7 +387,7 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
     words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower())) if query is not None else None
     built = {c.name for c in FRAME_COLUMNS} if all_columns else _wanted_frame_columns(query)
     errors = host_errors if host_errors is not None else []
-    branches: list[str] = []
+    branches: list[PlaneBranch] = []
     if words is None or "events" in words:
         stores = _stores(profiles, run, hosts, errors)
         if query is not None:
@@ -370,8 +403,8 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
                     continue
                 name = f"f_{len(branches)}"
                 con.register(name, PlaneColumns(store, i, strings).frame(built, host_ids=listed is not None))
-                branches.append(plane_select(store, host, i, name, built, strings_name))
-    con.execute("CREATE VIEW events AS " + (" UNION ALL ".join(branches) if branches else empty_events()))
+                branches.append(plane_branch(store, host, i, name, built, strings_name))
+    con.execute("CREATE VIEW events AS " + (events_select(branches) if branches else empty_events()))
     for what in TABLE_SOURCES if tables else ():
         if words is not None and what not in words:
             continue
@@ -456,6 +489,9 @@ def _execute(con: Any, duckdb: Any, query: str, max_rows: int,
         raise BadParameter(f"the query needs more than its memory limit: {e}") from e
     finally:
         timer.cancel()
+        # Ended before the answer: a one-shot command forks its cache writer only when no other
+        # thread is alive (cache/profile_cache.py ``_can_fork_writer``), and writes in-process otherwise.
+        timer.join()
     return columns, rows, len(rows) > max_rows
 
 
@@ -464,7 +500,7 @@ def run_sql(profiles: Profiles, run: str, query: str, *, host: str | None = None
     """One read-only SELECT over the run's views (every host, or ``host``). ``phases``, where
     given, gets the wall seconds of its parts: ``connect_s`` (a locked-down connection, the text
     parsed), ``views_s`` (the stores and the views over their columns), ``query_s`` (DuckDB's
-    run and fetch, a rerun with every column included)."""
+    run and fetch, a rerun with every column included, closing the connection)."""
     began = time.perf_counter()
     duckdb = _duckdb()
     if max_rows < 0:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from tbprof.analyses.table import Table
 from tbprof.service.logdir import Run
 from tbprof.service.profiles import Profiles
+
+if TYPE_CHECKING:  # the analyses' table type loads with a query that names a table (the tools compute it)
+    from tbprof.analyses.table import Table
 
 # Which (tool, table) gives each table: the first tool the run lists wins, so every format
 # answers with the tool that has its data.
@@ -27,6 +31,8 @@ def source_of(profiles: Profiles, run: Run, what: str) -> tuple[str, str] | None
 
 def host_table(profiles: Profiles, run: Run, host: str, source: tuple[str, str]) -> Table | None:
     """One host's table (memoised with the tool's result)."""
+    from tbprof.analyses.table import Table
+
     tool_name, table = source
     result = profiles.compute(run, [host], profiles.tool(tool_name), {})
     found = result.get("tables", {}).get(table)

@@ -120,6 +120,12 @@ cdef extern from *:
     #else
     static int WIRE_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
     #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define WIRE_NEXT(c) __atomic_fetch_add((c), 1, __ATOMIC_RELAXED)
+    #elif defined(_MSC_VER)
+    #include <intrin.h>
+    #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
+    #endif
     #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     #define WIRE_WORD_VARINTS 1
     #else
@@ -127,6 +133,7 @@ cdef extern from *:
     #endif
     """
     int WIRE_CTZ64(unsigned long long x) noexcept nogil
+    Py_ssize_t WIRE_NEXT(Py_ssize_t* counter) noexcept nogil
     # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
     # compile-time constant: the check costs nothing per varint).
     const bint WIRE_WORD_VARINTS
@@ -842,9 +849,30 @@ cdef int fill_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept 
     return 0 if ev == ev_end else C_CAPACITY
 
 
+cdef inline int skip_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end) noexcept nogil:
+    """Skips a varint at pos[0] < end without assembling its value (``read_varint``'s checks
+    where it is longer than 8 bytes or near ``end``)."""
+    cdef Py_ssize_t p = pos[0]
+    cdef uint64_t word, stops, dummy
+    if p < end and buf[p] < 0x80:
+        pos[0] = p + 1
+        return 0
+    if WIRE_WORD_VARINTS and end - p >= 8:
+        memcpy(&word, buf + p, 8)
+        stops = ~word & <uint64_t>0x8080808080808080
+        if stops != 0:
+            pos[0] = p + (WIRE_CTZ64(stops) >> 3) + 1  # within the 8 bytes, so before ``end``
+            return 0
+    return read_varint(buf, pos, end, &dummy)
+
+
 cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats) noexcept nogil:
     """Counts the stats of one chunk's events (each skipped by its length, as ``decode_event``
-    meets them: one per stats field), so that the fill pass writes them at their final rows."""
+    meets them: one per stats field), so that the fill pass writes them at their final rows.
+    The other fields are skipped without decoding their values: counting walks every event's
+    fields, a third of a stats scan's time when it decoded them (bench/measurements.md#xspace-build).
+    On bytes the decoder reads otherwise the counts differ and the scan falls back to the serial
+    scan (``_ParallelScan.run`` compares them)."""
     cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
     cdef uint64_t tag
     cdef int err
@@ -858,19 +886,25 @@ cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats)
             if err != 0:
                 return err
             while pos < eend:
-                err = read_varint(buf, &pos, eend, &tag)
-                if err != 0:
-                    return err
-                if (tag >> 3) == 4 and (tag & 7) == 2:
-                    err = read_len(buf, &pos, eend, &send)
+                if buf[pos] < 0x80:  # a one-byte tag: every field of a real XEvent's
+                    tag = buf[pos]
+                    pos += 1
+                else:
+                    err = read_varint(buf, &pos, eend, &tag)
                     if err != 0:
                         return err
-                    pos = send
+                if (tag & 7) == 0:
+                    if pos >= eend:
+                        return C_TRUNCATED
+                    err = skip_varint(buf, &pos, eend)
+                elif (tag >> 3) == 4 and (tag & 7) == 2:
+                    err = read_len(buf, &pos, eend, &send)
+                    pos = send if err == 0 else pos
                     n += 1
                 else:
                     err = skip_field(buf, &pos, eend, tag & 7)
-                    if err != 0:
-                        return err
+                if err != 0:
+                    return err
         else:
             err = skip_field(buf, &pos, end, tag & 7)
             if err != 0:
@@ -953,6 +987,8 @@ cdef class _ParallelScan:
     cdef int64_t* chunks  # (n_chunks, 5)
     cdef ChunkOut* out
     cdef Py_ssize_t n_chunks
+    # The next chunk a thread takes (``WIRE_NEXT``); reset before each pass, before its threads start.
+    cdef Py_ssize_t next_chunk
     cdef _Columns cols
     cdef object texts
 
@@ -963,35 +999,39 @@ cdef class _ParallelScan:
                 free_chunk(&self.out[k])
             free(self.out)
 
-    def count(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Counts the stats of chunks [lo, hi) with the GIL released."""
+    def count(self):
+        """Counts the stats of the chunks this thread takes, with the GIL released."""
         with nogil:
-            self._count(lo, hi)
+            self._count()
 
-    cdef void _count(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-        cdef Py_ssize_t k
-        for k in range(lo, hi):
+    cdef void _count(self) noexcept nogil:
+        cdef Py_ssize_t k = WIRE_NEXT(&self.next_chunk)
+        while k < self.n_chunks:
             self.out[k].n_stats = 0
             if self.modes[k] >= 2:
                 self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
+            k = WIRE_NEXT(&self.next_chunk)
 
-    def run(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Decodes chunks [lo, hi) with the GIL released."""
+    def run(self):
+        """Decodes the chunks this thread takes, with the GIL released."""
         cdef Sink base
         memset_sink(&base)
         self.cols.bind(&base)
         base.fill = True
         base.narrow = True
         with nogil:
-            self._run(lo, hi, &base)
+            self._run(&base)
 
-    cdef void _run(self, Py_ssize_t lo, Py_ssize_t hi, Sink* base) noexcept nogil:
+    cdef void _run(self, Sink* base) noexcept nogil:
         cdef Sink s
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k = -1
         cdef ChunkOut* c
         cdef int64_t chunk_bytes, first
         cdef int err
-        for k in range(lo, hi):
+        while True:
+            k = WIRE_NEXT(&self.next_chunk)
+            if k >= self.n_chunks:
+                break
             c = &self.out[k]
             if self.modes[k] == 0:
                 continue  # a plane not asked for: its rows stay unwritten
@@ -1082,14 +1122,16 @@ cdef class _ParallelScan:
         return out
 
 
-def _in_threads(fn, bounds: list) -> None:
-    """fn(lo, hi) for each run of ``bounds`` on its own thread (the first on this one)."""
-    workers = [threading.Thread(target=fn, args=(bounds[t], bounds[t + 1]), daemon=True)
-               for t in range(1, len(bounds) - 1)]
+def _in_threads(fn, Py_ssize_t n_threads) -> None:
+    """fn() on ``n_threads`` threads (the first on this one), each taking chunks until none is left.
+
+    Taken one at a time rather than cut into a run per thread: a thread that starts late (it waits
+    for the GIL while another thread runs Python) or loses its core to another process leaves its
+    chunks to the others instead of making them wait (bench/measurements.md#xspace-build)."""
+    workers = [threading.Thread(target=fn, daemon=True) for _ in range(1, n_threads)]
     for w in workers:
         w.start()
-    if len(bounds) > 1:
-        fn(bounds[0], bounds[1])
+    fn()
     for w in workers:
         w.join()
 
@@ -1183,10 +1225,10 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
                   & (chunk_plane < len(planes)))
         ps.modes_arr = np.ascontiguousarray(np.where(wanted, (2 if events else 3) if stats else 1, 0).astype(np.uint8))
         ps.modes = _ptr8(ps.modes_arr)
-        # Threads take contiguous runs of chunks with about equal bytes.
-        bounds = _split(ps.chunks_arr, n_threads)
+        n_threads = max(1, min(n_threads, n_chunks))
         if stats:
-            _in_threads(ps.count, bounds)
+            ps.next_chunk = 0
+            _in_threads(ps.count, n_threads)
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0
             ps.out[k].st_first = n_stats
@@ -1199,7 +1241,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if on_counts is not None:
             on_counts(n_events, n_stats if stats else -1)
         ps.cols = _Columns(n_events, n_stats, 0, np.int32)
-        _in_threads(ps.run, bounds)
+        ps.next_chunk = 0
+        _in_threads(ps.run, n_threads)
         t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0
@@ -1221,7 +1264,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         result.with_stats = stats
         t_end = time.perf_counter()
         result.phase_s = {"index": t_index - t_start, "count": t_count - t_index, "decode": t_decode - t_count,
-                          "join": t_end - t_decode, "threads": len(bounds) - 1, "chunks": n_chunks}
+                          "join": t_end - t_decode, "threads": n_threads if n_chunks else 0, "chunks": n_chunks}
         return result
     finally:
         free(spans.data)
@@ -1256,19 +1299,6 @@ cdef const uint8_t* _ptr8(object arr):
 cdef int64_t* _ptr64(object arr):
     cdef int64_t[:, ::1] v = arr
     return &v[0, 0] if v.shape[0] else NULL
-
-
-def _split(chunks, Py_ssize_t n_threads) -> list:
-    """Chunk index bounds of each thread: contiguous runs of about equal bytes."""
-    n = chunks.shape[0]
-    if n == 0:
-        return [0]
-    if n_threads <= 1 or n == 1:
-        return [0, n]
-    sizes = chunks[:, 2] - chunks[:, 1]
-    done = np.cumsum(sizes)
-    cuts = np.searchsorted(done, done[n - 1] * np.arange(1, n_threads) / n_threads, side="left")
-    return [0, *sorted({int(c) + 1 for c in cuts if int(c) + 1 < n}), n]
 
 
 def hash_spans(data, offsets, lengths) -> np.ndarray:

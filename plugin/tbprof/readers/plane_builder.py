@@ -438,7 +438,6 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
         raise
     done()
     beside.raise_errors()
-    del meta_in
 
     # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.
     if deferred is None:

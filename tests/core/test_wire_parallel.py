@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,38 @@ def test_an_index_that_does_not_fit_the_bytes_is_refused(profiles_root: Path) ->
                 (lines[:, :1], chunks, n_planes, n_events)):
         with pytest.raises(ValueError):
             wire.scan(data, planes=np.ones(n_planes, np.uint8), events=False, index=bad)
+
+
+@pytest.mark.parametrize("piece_bytes", [7, 4096, wire.READ_PIECE_BYTES])
+def test_the_walk_beside_the_read_scans_alike(profiles_root: Path, piece_bytes: int) -> None:
+    """``scan(reading=...)``: the file read into the array on this thread while the index pass
+    walks it on another (a step waits for its bytes; 7-byte pieces make it wait at most steps)
+    gives the columns of a scan of the whole bytes, with and without stats."""
+    files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
+    for path in files:
+        data = path.read_bytes()
+        for stats in (True, False):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                array = np.empty(len(data), dtype=np.uint8)
+                got = wire.scan(array, threads=2, chunk_bytes=4096, stats=stats,
+                                reading=wire.FileRead(fd, array, piece_bytes=piece_bytes))
+            finally:
+                os.close(fd)
+            assert_same(got, wire.scan(data, threads=2, chunk_bytes=4096, stats=stats))
+
+
+def test_a_read_that_ends_short_is_its_own_error(profiles_root: Path, tmp_path: Path) -> None:
+    """A file shorter than the array (it shrank after its size was taken): the walk stops where
+    the bytes end and the scan raises ERR_SHORT_READ, not a malformed-bytes error."""
+    data = next((profiles_root / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    path = tmp_path / "short.xplane.pb"
+    path.write_bytes(data[:len(data) // 2])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        array = np.empty(len(data), dtype=np.uint8)
+        with pytest.raises(wire.WireError) as e:
+            wire.scan(array, reading=wire.FileRead(fd, array, piece_bytes=4096))
+    finally:
+        os.close(fd)
+    assert e.value.code == wire.ERR_SHORT_READ and e.value.offset == len(data) // 2

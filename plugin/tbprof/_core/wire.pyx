@@ -61,6 +61,7 @@ ERR_CAPACITY = 5  # internal: the index pass and a chunk disagree (triggers the 
 ERR_TOO_MANY = 6
 ERR_NO_MEMORY = 7
 ERR_FIELD_ZERO = 9
+ERR_SHORT_READ = 10
 
 # Event and stat rows are int32 in the store.
 MAX_ROWS = 2**31 - 1
@@ -73,6 +74,7 @@ ERROR_TEXT = {
     ERR_TOO_MANY: "more than 2^31 events or stats in one file (not supported)",
     ERR_NO_MEMORY: "not enough memory to index the file",
     ERR_FIELD_ZERO: "field number 0, which protobuf never writes (not an XSpace, or corrupt bytes)",
+    ERR_SHORT_READ: "the file ended before its size (it changed while it was being read)",
 }
 
 cdef enum:
@@ -92,6 +94,7 @@ cdef enum:
     C_NO_MEMORY = 7
     C_REGION_FULL = 8  # a chunk's stat or text buffer is full: grow it and decode the chunk again
     C_FIELD_ZERO = 9
+    C_SHORT_READ = 10  # the file's read ended before its size (``FileRead``): the caller reports it
 
 cdef int64_t C_MAX_ROWS = 2147483647
 # Protobuf's largest field number: upb refuses a tag beyond it.
@@ -126,6 +129,28 @@ cdef extern from *:
     #include <intrin.h>
     #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
     #endif
+    #if defined(_WIN32)
+    #define WIRE_PREAD_OK 0
+    static Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) { return -1; }
+    static void wire_pause(void) { }
+    static int wire_errno(void) { return 0; }
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return *(volatile Py_ssize_t*)p; }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { *(volatile Py_ssize_t*)p = v; }
+    #else
+    #include <errno.h>
+    #include <time.h>
+    #include <unistd.h>
+    #define WIRE_PREAD_OK 1
+    static Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) {
+        Py_ssize_t r;
+        do { r = pread(fd, buf, n, (off_t)off); } while (r < 0 && errno == EINTR);
+        return r;
+    }
+    static void wire_pause(void) { struct timespec ts = {0, 20000}; nanosleep(&ts, NULL); }
+    static int wire_errno(void) { return errno; }
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    #endif
     #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     #define WIRE_WORD_VARINTS 1
     #else
@@ -134,6 +159,12 @@ cdef extern from *:
     """
     int WIRE_CTZ64(unsigned long long x) noexcept nogil
     Py_ssize_t WIRE_NEXT(Py_ssize_t* counter) noexcept nogil
+    const bint WIRE_PREAD_OK
+    Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) noexcept nogil
+    int _errno "wire_errno"() noexcept nogil
+    void wire_pause() noexcept nogil
+    Py_ssize_t wire_load(Py_ssize_t* p) noexcept nogil
+    void wire_store(Py_ssize_t* p, Py_ssize_t v) noexcept nogil
     # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
     # compile-time constant: the check costs nothing per varint).
     const bint WIRE_WORD_VARINTS
@@ -728,19 +759,55 @@ cdef void memset_sink(Sink* s) noexcept nogil:
 
 # --- the parallel scan --------------------------------------------------------------------------
 
+cdef struct Filling:
+    # A file being read into the buffer by ``FileRead.read`` on another thread: ``filled`` bytes
+    # from the start are there (published with release, read with acquire), ``done`` once the
+    # reading thread has stopped (the whole file, or a short read or an error).
+    Py_ssize_t filled
+    Py_ssize_t done
+
+
+cdef inline int wait_filled(Filling* f, Py_ssize_t* avail, Py_ssize_t upto) noexcept nogil:
+    """Waits until the buffer holds bytes [0, upto) (``avail``: what this thread saw last);
+    C_SHORT_READ if the read stopped before."""
+    cdef Py_ssize_t a
+    while True:
+        a = wire_load(&f.filled)
+        if a >= upto:
+            avail[0] = a
+            return 0
+        if wire_load(&f.done):
+            a = wire_load(&f.filled)  # (the last bytes may have come with the end)
+            avail[0] = a
+            return 0 if a >= upto else C_SHORT_READ
+        wire_pause()
+
+
+cdef enum:
+    # The most bytes one step of the index pass reads from a field's first byte: a tag and a
+    # length (or a varint), 10 bytes each.
+    C_INDEX_STEP = 20
+
+
 cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, Rows* spans, Rows* lines,
-                    Rows* chunks, int64_t* n_planes_out, int64_t* n_events_out) noexcept nogil:
+                    Rows* chunks, int64_t* n_planes_out, int64_t* n_events_out, Filling* filling=NULL) noexcept nogil:
     """Space, plane and line fields in wire order; events only by their tag and length.
 
     chunks: rows (line index, byte start, byte end, first event row, event count); a chunk
-    starts at an event boundary inside one line.
+    starts at an event boundary inside one line. ``filling``: the buffer is still being read
+    (``FileRead``); each step waits for its bytes, so the walk follows the read.
     """
     cdef Py_ssize_t pos = 0, tag_start, pend, lend, eend, chunk_start
+    cdef Py_ssize_t avail = end if filling == NULL else 0
     cdef uint64_t tag, field, wire
     cdef int64_t n_planes = 0, n_events = 0, plane_idx, line_idx, chunk_first
     cdef int err = 0
     while pos < end:
         tag_start = pos
+        if avail - pos < C_INDEX_STEP and avail < end:
+            err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+            if err != 0:
+                return err
         err = read_varint(buf, &pos, end, &tag)
         if err != 0:
             return err
@@ -754,6 +821,10 @@ cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, 
             n_planes += 1
             while pos < pend:
                 tag_start = pos
+                if avail - pos < C_INDEX_STEP and avail < end:
+                    err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+                    if err != 0:
+                        return err
                 err = read_varint(buf, &pos, pend, &tag)
                 if err != 0:
                     return err
@@ -771,6 +842,10 @@ cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, 
                     chunk_first = n_events
                     while pos < lend:
                         tag_start = pos
+                        if avail - pos < C_INDEX_STEP and avail < end:
+                            err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+                            if err != 0:
+                                return err
                         err = read_varint(buf, &pos, lend, &tag)
                         if err != 0:
                             return err
@@ -1122,6 +1197,101 @@ cdef class _ParallelScan:
         return out
 
 
+cdef enum:
+    # A file's read hands the scan its bytes this many at a time (``FileRead``).
+    C_READ_PIECE = 1 << 18
+READ_PIECE_BYTES = C_READ_PIECE
+# Files from this size on are read beside the index pass (``FileRead.supported``): below it the
+# thread costs more than the walk it hides.
+READ_BESIDE_MIN_BYTES = 8 << 20
+
+
+cdef class FileRead:
+    """A regular file's first ``len(array)`` bytes read into ``array`` by ``read`` (``pread`` in
+    pieces of ``piece_bytes``, the GIL released), for ``scan(reading=...)``: its index pass walks the headers on
+    another thread as the bytes arrive, instead of after the whole file is in memory. ``got``
+    tells how many bytes came (fewer than asked: the file shrank, or ``error`` holds an errno);
+    the caller checks the file as a whole read would (readers/files.py ``read_beside``)."""
+
+    cdef object arr
+    cdef uint8_t* buf
+    cdef Py_ssize_t size, piece
+    cdef int fd
+    cdef Filling fill
+    cdef public int error
+    cdef public bint ran
+
+    def __cinit__(self, int fd, array, Py_ssize_t piece_bytes=C_READ_PIECE):
+        cdef uint8_t[::1] view = array
+        self.piece = piece_bytes if piece_bytes > 0 else 1
+        self.arr = array
+        self.buf = &view[0] if view.shape[0] else NULL
+        self.size = view.shape[0]
+        self.fd = fd
+        self.fill.filled = 0
+        self.fill.done = 0
+        self.error = 0
+        self.ran = False
+
+    @staticmethod
+    def supported() -> bool:
+        """Whether this platform has the reading thread (``pread``); else the file is read first."""
+        return bool(WIRE_PREAD_OK)
+
+    @property
+    def got(self) -> int:
+        return wire_load(&self.fill.filled)
+
+    def read(self) -> int:
+        """Reads the file into the array (call once, on the thread that reads); the bytes read."""
+        cdef Py_ssize_t done = 0, n
+        cdef int err = 0
+        if self.ran:
+            raise ValueError("the file was read already")
+        self.ran = True
+        with nogil:
+            while done < self.size:
+                n = wire_pread(self.fd, self.buf + done, min(self.piece, self.size - done), done)
+                if n <= 0:
+                    if n < 0:
+                        err = _errno()
+                    break
+                done += n
+                wire_store(&self.fill.filled, done)
+            wire_store(&self.fill.done, 1)
+        self.error = err
+        return done
+
+
+cdef class _IndexBeside:
+    """``index_pass`` over a buffer that ``FileRead.read`` fills meanwhile (``run`` on a thread)."""
+
+    cdef Rows spans, lines, chunks
+    cdef int64_t n_planes, n_events
+    cdef Py_ssize_t chunk_bytes, end
+    cdef const uint8_t* buf
+    cdef FileRead reading
+    cdef int err
+
+    def __cinit__(self):
+        self.spans.data = self.lines.data = self.chunks.data = NULL
+        self.spans.n = self.spans.cap = self.lines.n = self.lines.cap = self.chunks.n = self.chunks.cap = 0
+        self.spans.width = 3
+        self.lines.width = 2
+        self.chunks.width = 5
+        self.err = -1
+
+    def __dealloc__(self):
+        free(self.spans.data)
+        free(self.lines.data)
+        free(self.chunks.data)
+
+    def run(self):
+        with nogil:
+            self.err = index_pass(self.buf, self.end, self.chunk_bytes, &self.spans, &self.lines, &self.chunks,
+                                  &self.n_planes, &self.n_events, &self.reading.fill)
+
+
 def _in_threads(fn, Py_ssize_t n_threads) -> None:
     """fn() on ``n_threads`` threads (the first on this one), each taking chunks until none is left.
 
@@ -1156,7 +1326,7 @@ ONE_THREAD_BELOW_BYTES = 8 << 20
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
-         planes=None, bint events=True, index=None) -> ScanResult:
+         planes=None, bint events=True, index=None, FileRead reading=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
 
     ``planes`` (one flag per plane, wire order; None: every plane) decodes only the events of
@@ -1168,7 +1338,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     beyond int32) decodes everything: see ``decoded_planes`` and ``with_stats`` of the result.
     ``index``: an earlier parallel scan's ``index`` of the same bytes (its lines and chunks), so
     that a later scan of some planes does not walk the whole file's headers again (the result's
-    ``spans`` are then empty).
+    ``spans`` are then empty). ``reading``: the file is read into ``data`` now, by
+    ``reading.read()`` on this thread, while the index pass follows it on another; a read that
+    ends short raises ``WireError(ERR_SHORT_READ)`` (the caller reports the file as changed).
 
     ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
     else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
@@ -1198,8 +1370,29 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     spans.width = 3
     lines.width = 2
     chunks.width = 5
+    if reading is not None and (reading.buf != buf or reading.size != end or index is not None):
+        raise ValueError("a scan beside a read walks the headers of the array being read")
     try:
-        if index is None:
+        if reading is not None:
+            beside = _IndexBeside()
+            beside.buf, beside.end, beside.chunk_bytes, beside.reading = buf, end, chunk_bytes, reading
+            walker = threading.Thread(target=beside.run, daemon=True)
+            try:
+                walker.start()
+            except RuntimeError:  # no thread to be had: the walk after the read, on this one
+                walker = None
+            reading.read()
+            if walker is None:
+                beside.run()
+            else:
+                walker.join()
+            if reading.got != end:
+                raise WireError(ERR_SHORT_READ, reading.got)
+            if beside.err != 0:
+                return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+            spans_arr, lines_arr = rows_array(&beside.spans), rows_array(&beside.lines)
+            chunks_arr, n_planes, n_events = rows_array(&beside.chunks), beside.n_planes, beside.n_events
+        elif index is None:
             with nogil:
                 err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
             if err != 0:

@@ -1370,8 +1370,8 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     spans.width = 3
     lines.width = 2
     chunks.width = 5
-    if reading is not None and (reading.buf != buf or reading.size != end or index is not None):
-        raise ValueError("a scan beside a read walks the headers of the array being read")
+    if reading is not None and (reading.buf != buf or reading.size != end or index is not None or reading.ran):
+        raise ValueError("a scan beside a read walks the headers of the array it is about to read")
     try:
         if reading is not None:
             beside = _IndexBeside()

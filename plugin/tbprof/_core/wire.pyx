@@ -38,8 +38,8 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-import threading
 import time
+from _thread import start_new_thread
 
 import numpy as np
 
@@ -125,9 +125,11 @@ cdef extern from *:
     #endif
     #if defined(__GNUC__) || defined(__clang__)
     #define WIRE_NEXT(c) __atomic_fetch_add((c), 1, __ATOMIC_RELAXED)
+    #define WIRE_DONE(c) ((void)__atomic_add_fetch((c), 1, __ATOMIC_RELEASE))
     #elif defined(_MSC_VER)
     #include <intrin.h>
     #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
+    #define WIRE_DONE(c) ((void)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
     #endif
     #if defined(_WIN32)
     #define WIRE_PREAD_OK 0
@@ -161,6 +163,7 @@ cdef extern from *:
     """
     int WIRE_CTZ64(unsigned long long x) noexcept nogil
     Py_ssize_t WIRE_NEXT(Py_ssize_t* counter) noexcept nogil
+    void WIRE_DONE(Py_ssize_t* counter) noexcept nogil
     const bint WIRE_PREAD_OK
     Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) noexcept nogil
     int _errno "wire_errno"() noexcept nogil
@@ -1044,6 +1047,38 @@ cdef void time_bounds(const int64_t* chunk, const int64_t* ev_start, const int64
     c.t_ok = not bad
 
 
+cdef class _Pass:
+    """One pass of threads over the chunks: the next chunk to take and the chunks done (atomics)."""
+
+    cdef Py_ssize_t next
+    cdef Py_ssize_t done
+
+    def wait(self, Py_ssize_t n):
+        """Waits, the GIL released, until ``n`` chunks are done (by whichever threads took them)."""
+        with nogil:
+            while wire_load(&self.done) < n:
+                wire_pause()
+
+
+def _on_threads(fn, _Pass p, Py_ssize_t n_threads, Py_ssize_t n_chunks) -> None:
+    """fn(p) on this thread and on ``n_threads - 1`` more, each taking chunks until none is left;
+    returns once every chunk is done.
+
+    Taken one at a time rather than cut into a run per thread: a thread that starts late or loses
+    its core to another process leaves its chunks to the others. The threads are started without
+    ``threading``'s handshake and waited for by the count of chunks done, not joined: both would
+    wait for the GIL (a switch interval, 5 ms, each), which a command's main thread holds while it
+    imports beside the conversion (bench/measurements.md#xspace-build). A thread that starts after
+    the pass ended finds no chunk left and ends."""
+    for _ in range(1, n_threads):
+        try:
+            start_new_thread(fn, (p,))
+        except RuntimeError:  # no more threads to be had: the others take its chunks
+            break
+    fn(p)
+    p.wait(n_chunks)
+
+
 cdef class _ParallelScan:
     """State shared by the threads of one parallel scan: the chunk table and the outputs.
 
@@ -1064,8 +1099,6 @@ cdef class _ParallelScan:
     cdef int64_t* chunks  # (n_chunks, 5)
     cdef ChunkOut* out
     cdef Py_ssize_t n_chunks
-    # The next chunk a thread takes (``WIRE_NEXT``); reset before each pass, before its threads start.
-    cdef Py_ssize_t next_chunk
     cdef _Columns cols
     cdef object texts
 
@@ -1076,87 +1109,89 @@ cdef class _ParallelScan:
                 free_chunk(&self.out[k])
             free(self.out)
 
-    def count(self):
-        """Counts the stats of the chunks this thread takes, with the GIL released."""
+    def count(self, _Pass p):
+        """Counts the stats of the chunks this thread takes from ``p``, with the GIL released."""
         with nogil:
-            self._count()
+            self._count(&p.next, &p.done)
 
-    cdef void _count(self) noexcept nogil:
-        cdef Py_ssize_t k = WIRE_NEXT(&self.next_chunk)
+    cdef void _count(self, Py_ssize_t* next, Py_ssize_t* done) noexcept nogil:
+        cdef Py_ssize_t k = WIRE_NEXT(next)
         while k < self.n_chunks:
             self.out[k].n_stats = 0
             if self.modes[k] >= 2:
                 self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
-            k = WIRE_NEXT(&self.next_chunk)
+            WIRE_DONE(done)
+            k = WIRE_NEXT(next)
 
-    def run(self):
-        """Decodes the chunks this thread takes, with the GIL released."""
+    def run(self, _Pass p):
+        """Decodes the chunks this thread takes from ``p``, with the GIL released."""
         cdef Sink base
         memset_sink(&base)
         self.cols.bind(&base)
         base.fill = True
         base.narrow = True
         with nogil:
-            self._run(&base)
+            self._run(&base, &p.next, &p.done)
 
-    cdef void _run(self, Sink* base) noexcept nogil:
+    cdef void _run(self, Sink* base, Py_ssize_t* next, Py_ssize_t* done) noexcept nogil:
+        cdef Py_ssize_t k = WIRE_NEXT(next)
+        while k < self.n_chunks:
+            self._run_chunk(base, k)
+            WIRE_DONE(done)
+            k = WIRE_NEXT(next)
+
+    cdef void _run_chunk(self, Sink* base, Py_ssize_t k) noexcept nogil:
         cdef Sink s
-        cdef Py_ssize_t k = -1
-        cdef ChunkOut* c
+        cdef ChunkOut* c = &self.out[k]
         cdef int64_t chunk_bytes, first
         cdef int err
-        while True:
-            k = WIRE_NEXT(&self.next_chunk)
-            if k >= self.n_chunks:
-                break
-            c = &self.out[k]
-            if self.modes[k] == 0:
-                continue  # a plane not asked for: its rows stay unwritten
-            if self.modes[k] == 1:
-                s = base[0]
-                s.skip_stats = True
-                s.st_cap = s.tx_cap = 0
-                c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-                c.n_wide = s.n_wide
-                if c.err == 0:
-                    time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
-                continue
-            chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
-            # a denser chunk grows its buffer and is decoded again (untouched capacity costs no memory).
-            err = grow_texts(c, chunk_bytes // 32 + 16)
-            first = c.st_first
-            while err == 0:
-                s = base[0]
-                if c.n_stats > 0:  # (columns of no rows have no pointers to offset)
-                    s.st_owner = base.st_owner + first
-                    s.st_meta32 = base.st_meta32 + first
-                    s.st_kind = base.st_kind + first
-                    s.st_value = base.st_value + first
-                s.st_cap = c.n_stats
-                s.texts = c.texts
-                s.tx_cap = c.tx_cap
-                s.skip_events = self.modes[k] == 3
-                s.st_row0 = first  # texts name their stats' final rows
-                s.n_stats = 0
-                s.n_texts = 0
-                s.n_wide = 0
-                s.stats_before = first
-                err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-                c.n_texts = s.n_texts
-                c.n_wide = s.n_wide
-                if err != C_REGION_FULL:
-                    break
-                if s.n_stats >= s.st_cap:
-                    err = C_CAPACITY  # more stats than counted: cannot happen on the same bytes
-                    break
-                # A text takes >= 3 bytes: doubling ends within a few rounds.
-                err = grow_texts(c, 2 * c.tx_cap)
-            if err == 0 and s.n_stats != c.n_stats:
-                err = C_CAPACITY
-            if err == 0 and self.modes[k] == 2:
+        if self.modes[k] == 0:
+            return  # a plane not asked for: its rows stay unwritten
+        if self.modes[k] == 1:
+            s = base[0]
+            s.skip_stats = True
+            s.st_cap = s.tx_cap = 0
+            c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+            c.n_wide = s.n_wide
+            if c.err == 0:
                 time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
-            c.err = err
+            return
+        chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
+        # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
+        # a denser chunk grows its buffer and is decoded again (untouched capacity costs no memory).
+        err = grow_texts(c, chunk_bytes // 32 + 16)
+        first = c.st_first
+        while err == 0:
+            s = base[0]
+            if c.n_stats > 0:  # (columns of no rows have no pointers to offset)
+                s.st_owner = base.st_owner + first
+                s.st_meta32 = base.st_meta32 + first
+                s.st_kind = base.st_kind + first
+                s.st_value = base.st_value + first
+            s.st_cap = c.n_stats
+            s.texts = c.texts
+            s.tx_cap = c.tx_cap
+            s.skip_events = self.modes[k] == 3
+            s.st_row0 = first  # texts name their stats' final rows
+            s.n_stats = 0
+            s.n_texts = 0
+            s.n_wide = 0
+            s.stats_before = first
+            err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+            c.n_texts = s.n_texts
+            c.n_wide = s.n_wide
+            if err != C_REGION_FULL:
+                break
+            if s.n_stats >= s.st_cap:
+                err = C_CAPACITY  # more stats than counted: cannot happen on the same bytes
+                break
+            # A text takes >= 3 bytes: doubling ends within a few rounds.
+            err = grow_texts(c, 2 * c.tx_cap)
+        if err == 0 and s.n_stats != c.n_stats:
+            err = C_CAPACITY
+        if err == 0 and self.modes[k] == 2:
+            time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
+        c.err = err
 
     def join(self):
         """Copies every chunk's texts to their rows of the text column (``tx_first``, set in
@@ -1274,6 +1309,7 @@ cdef class _IndexBeside:
     cdef const uint8_t* buf
     cdef FileRead reading
     cdef int err
+    cdef Py_ssize_t finished  # set (release) once the walk has ended
 
     def __cinit__(self):
         self.spans.data = self.lines.data = self.chunks.data = NULL
@@ -1292,20 +1328,13 @@ cdef class _IndexBeside:
         with nogil:
             self.err = index_pass(self.buf, self.end, self.chunk_bytes, &self.spans, &self.lines, &self.chunks,
                                   &self.n_planes, &self.n_events, &self.reading.fill)
+            wire_store(&self.finished, 1)
 
-
-def _in_threads(fn, Py_ssize_t n_threads) -> None:
-    """fn() on ``n_threads`` threads (the first on this one), each taking chunks until none is left.
-
-    Taken one at a time rather than cut into a run per thread: a thread that starts late (it waits
-    for the GIL while another thread runs Python) or loses its core to another process leaves its
-    chunks to the others instead of making them wait (bench/measurements.md#xspace-build)."""
-    workers = [threading.Thread(target=fn, daemon=True) for _ in range(1, n_threads)]
-    for w in workers:
-        w.start()
-    fn()
-    for w in workers:
-        w.join()
+    def wait(self):
+        """Waits, the GIL released, for the walk to end (a thread's join would wait for the GIL)."""
+        with nogil:
+            while not wire_load(&self.finished):
+                wire_pause()
 
 
 def default_threads() -> int:
@@ -1378,16 +1407,16 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if reading is not None:
             beside = _IndexBeside()
             beside.buf, beside.end, beside.chunk_bytes, beside.reading = buf, end, chunk_bytes, reading
-            walker = threading.Thread(target=beside.run, daemon=True)
-            try:
-                walker.start()
+            try:  # (started without threading's handshake: see _on_threads)
+                start_new_thread(beside.run, ())
+                walking = True
             except RuntimeError:  # no thread to be had: the walk after the read, on this one
-                walker = None
+                walking = False
             reading.read()
-            if walker is None:
-                beside.run()
+            if walking:
+                beside.wait()
             else:
-                walker.join()
+                beside.run()
             if reading.got != end:
                 raise WireError(ERR_SHORT_READ, reading.got)
             if beside.err != 0:
@@ -1422,8 +1451,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         ps.modes = _ptr8(ps.modes_arr)
         n_threads = max(1, min(n_threads, n_chunks))
         if stats:
-            ps.next_chunk = 0
-            _in_threads(ps.count, n_threads)
+            _on_threads(ps.count, _Pass(), n_threads, n_chunks)
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0
             ps.out[k].st_first = n_stats
@@ -1436,8 +1464,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if on_counts is not None:
             on_counts(n_events, n_stats if stats else -1)
         ps.cols = _Columns(n_events, n_stats, 0, np.int32)
-        ps.next_chunk = 0
-        _in_threads(ps.run, n_threads)
+        _on_threads(ps.run, _Pass(), n_threads, n_chunks)
         t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0

@@ -1053,30 +1053,28 @@ cdef class _Pass:
     cdef Py_ssize_t next
     cdef Py_ssize_t done
 
-    def wait(self, Py_ssize_t n):
-        """Waits, the GIL released, until ``n`` chunks are done (by whichever threads took them)."""
-        with nogil:
-            while wire_load(&self.done) < n:
-                wire_pause()
+
+cdef inline void wait_done(Py_ssize_t* done, Py_ssize_t n) noexcept nogil:
+    while wire_load(done) < n:
+        wire_pause()
 
 
-def _on_threads(fn, _Pass p, Py_ssize_t n_threads, Py_ssize_t n_chunks) -> None:
-    """fn(p) on this thread and on ``n_threads - 1`` more, each taking chunks until none is left;
-    returns once every chunk is done.
+cdef void _start_helpers(fn, _Pass p, Py_ssize_t n_threads):
+    """fn(p) on ``n_threads - 1`` more threads, each taking chunks until none is left (the caller
+    takes its share, then waits for the count of chunks done: ``wait_done``).
 
     Taken one at a time rather than cut into a run per thread: a thread that starts late or loses
     its core to another process leaves its chunks to the others. The threads are started without
     ``threading``'s handshake and waited for by the count of chunks done, not joined: both would
     wait for the GIL (a switch interval, 5 ms, each), which a command's main thread holds while it
-    imports beside the conversion (bench/measurements.md#xspace-build). A thread that starts after
-    the pass ended finds no chunk left and ends."""
+    imports beside the conversion; for the same reason the caller's share and its wait are one
+    stretch without the GIL (bench/measurements.md#xspace-build). A thread that starts after the
+    pass ended finds no chunk left and ends."""
     for _ in range(1, n_threads):
         try:
             start_new_thread(fn, (p,))
         except RuntimeError:  # no more threads to be had: the others take its chunks
             break
-    fn(p)
-    p.wait(n_chunks)
 
 
 cdef class _ParallelScan:
@@ -1281,6 +1279,10 @@ cdef class FileRead:
 
     def read(self) -> int:
         """Reads the file into the array (call once, on the thread that reads); the bytes read."""
+        return self._read_then(NULL)
+
+    cdef Py_ssize_t _read_then(self, Py_ssize_t* wait_for):
+        """``read``, then (``wait_for``) waits until that flag is set, without the GIL throughout."""
         cdef Py_ssize_t done = 0, n
         cdef int err = 0
         if self.ran:
@@ -1296,6 +1298,9 @@ cdef class FileRead:
                 done += n
                 wire_store(&self.fill.filled, done)
             wire_store(&self.fill.done, 1)
+            if wait_for != NULL:
+                while not wire_load(wait_for):
+                    wire_pause()
         self.error = err
         return done
 
@@ -1329,12 +1334,6 @@ cdef class _IndexBeside:
             self.err = index_pass(self.buf, self.end, self.chunk_bytes, &self.spans, &self.lines, &self.chunks,
                                   &self.n_planes, &self.n_events, &self.reading.fill)
             wire_store(&self.finished, 1)
-
-    def wait(self):
-        """Waits, the GIL released, for the walk to end (a thread's join would wait for the GIL)."""
-        with nogil:
-            while not wire_load(&self.finished):
-                wire_pause()
 
 
 def default_threads() -> int:
@@ -1389,6 +1388,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
+    cdef _Pass count_pass, run_pass
+    cdef _IndexBeside beside
+    cdef Sink base
     cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
     if not events and not stats:
         raise ValueError("a scan decodes events, stats or both")
@@ -1412,10 +1414,10 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
                 walking = True
             except RuntimeError:  # no thread to be had: the walk after the read, on this one
                 walking = False
-            reading.read()
             if walking:
-                beside.wait()
+                reading._read_then(&beside.finished)  # and waits for the walk, in one stretch without the GIL
             else:
+                reading.read()
                 beside.run()
             if reading.got != end:
                 raise WireError(ERR_SHORT_READ, reading.got)
@@ -1451,7 +1453,11 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         ps.modes = _ptr8(ps.modes_arr)
         n_threads = max(1, min(n_threads, n_chunks))
         if stats:
-            _on_threads(ps.count, _Pass(), n_threads, n_chunks)
+            count_pass = _Pass()
+            _start_helpers(ps.count, count_pass, n_threads)
+            with nogil:
+                ps._count(&count_pass.next, &count_pass.done)
+                wait_done(&count_pass.done, n_chunks)
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0
             ps.out[k].st_first = n_stats
@@ -1464,7 +1470,15 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if on_counts is not None:
             on_counts(n_events, n_stats if stats else -1)
         ps.cols = _Columns(n_events, n_stats, 0, np.int32)
-        _on_threads(ps.run, _Pass(), n_threads, n_chunks)
+        run_pass = _Pass()
+        memset_sink(&base)
+        ps.cols.bind(&base)
+        base.fill = True
+        base.narrow = True
+        _start_helpers(ps.run, run_pass, n_threads)
+        with nogil:
+            ps._run(&base, &run_pass.next, &run_pass.done)
+            wait_done(&run_pass.done, n_chunks)
         t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0

@@ -188,6 +188,16 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             problems.append(f"input {i}: {traceback.format_exc(limit=3)}")
             continue
         counts[kind_s] += 1
+        # Events without their stats (``wire.fill_events_chunk``): where the serial scan reads the
+        # input, the same event columns.
+        try:
+            kind_e, evs = _outcome(lambda data=data: wire.scan(data, threads=2, chunk_bytes=64, stats=False))
+        except Exception:
+            problems.append(f"input {i}: events only: {traceback.format_exc(limit=3)}")
+            continue
+        if kind_s == "ok" and (kind_e != "ok" or not all(np.array_equal(getattr(evs, c), getattr(ser, c))
+                                                          for c in ("ev_line", "ev_meta", "ev_start", "ev_dur"))):
+            problems.append(f"input {i}: events only {kind_e} {evs if kind_e != 'ok' else 'other columns'}")
         # The walk beside the file's read (7-byte pieces: it waits at almost every step) finds
         # what the walk of the whole array finds.
         if kind_b != kind_p or (kind_p == "ok" and not _same(bes, par)) or (kind_p != "ok" and bes != par):

@@ -929,6 +929,69 @@ cdef int fill_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept 
     return 0 if ev == ev_end else C_CAPACITY
 
 
+cdef int fill_events_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept nogil:
+    """``fill_chunk`` of a scan without stats (``Sink.skip_stats``): the same fields decoded the
+    same way as ``decode_event`` decodes them, in one loop whose common tags (one byte each:
+    metadata id, offset, duration, a stat skipped by its length) are compared whole."""
+    cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
+    cdef int32_t line_idx = <int32_t>chunk[0]
+    cdef int64_t ev = chunk[3], ev_end = chunk[3] + chunk[4], m
+    cdef uint64_t tag, meta_id, offset_ps, dur_ps, v
+    cdef int err
+    while pos < end:
+        err = read_varint(buf, &pos, end, &tag)
+        if err != 0:
+            return err
+        if (tag >> 3) != 4 or (tag & 7) != 2:
+            err = skip_field(buf, &pos, end, tag & 7)
+            if err != 0:
+                return err
+            continue
+        err = read_len(buf, &pos, end, &eend)
+        if err != 0:
+            return err
+        if ev >= ev_end:  # the index pass saw fewer events: cannot happen on the same bytes
+            return C_CAPACITY
+        meta_id = offset_ps = dur_ps = 0
+        while pos < eend:
+            if buf[pos] < 0x80:
+                tag = buf[pos]
+                pos += 1
+            else:
+                err = read_varint(buf, &pos, eend, &tag)
+                if err != 0:
+                    return err
+            if tag == 0x22 or ((tag >> 3) == 4 and (tag & 7) == 2):
+                err = read_len(buf, &pos, eend, &send)
+                if err != 0:
+                    return err
+                pos = send
+            elif (tag & 7) == 0 and (tag >> 3) >= 1 and (tag >> 3) <= 3:
+                err = read_varint(buf, &pos, eend, &v)
+                if err != 0:
+                    return err
+                if (tag >> 3) == 1:
+                    meta_id = v
+                elif (tag >> 3) == 2:
+                    offset_ps = v
+                else:
+                    dur_ps = v
+            else:
+                err = skip_field(buf, &pos, eend, tag & 7)
+                if err != 0:
+                    return err
+        m = narrow_id(s, meta_id)
+        s.ev_line[ev] = line_idx
+        if s.narrow:
+            s.ev_meta32[ev] = <int32_t>m
+        else:
+            s.ev_meta64[ev] = m
+        s.ev_start[ev] = <int64_t>offset_ps
+        s.ev_dur[ev] = <int64_t>dur_ps
+        ev += 1
+    return 0 if ev == ev_end else C_CAPACITY
+
+
 cdef inline int skip_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end) noexcept nogil:
     """Skips a varint at pos[0] < end without assembling its value (``read_varint``'s checks
     where it is longer than 8 bytes or near ``end``)."""
@@ -1149,7 +1212,7 @@ cdef class _ParallelScan:
             s = base[0]
             s.skip_stats = True
             s.st_cap = s.tx_cap = 0
-            c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+            c.err = fill_events_chunk(self.buf, self.chunks + 5 * k, &s)
             c.n_wide = s.n_wide
             if c.err == 0:
                 time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)

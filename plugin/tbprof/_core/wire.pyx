@@ -128,16 +128,28 @@ cdef extern from *:
     #define WIRE_DONE(c) ((void)__atomic_add_fetch((c), 1, __ATOMIC_RELEASE))
     #elif defined(_MSC_VER)
     #include <intrin.h>
+    #if defined(_WIN64)
     #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
     #define WIRE_DONE(c) ((void)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
+    #else
+    #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd((volatile long*)(c), 1))
+    #define WIRE_DONE(c) ((void)_InterlockedExchangeAdd((volatile long*)(c), 1))
+    #endif
     #endif
     #if defined(_WIN32)
+    #include <intrin.h>
     #define WIRE_PREAD_OK 0
     static Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) { return -1; }
-    static void wire_pause(void) { }
+    static void wire_pause(void) { }  /* (a pass's last chunks: a short spin) */
     static int wire_errno(void) { return 0; }
-    static Py_ssize_t wire_load(Py_ssize_t* p) { return *(volatile Py_ssize_t*)p; }
-    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { *(volatile Py_ssize_t*)p = v; }
+    /* Interlocked: full barriers on every Windows target (a volatile access is not one on ARM64). */
+    #if defined(_WIN64)
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return (Py_ssize_t)_InterlockedOr64((volatile __int64*)p, 0); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { _InterlockedExchange64((volatile __int64*)p, (__int64)v); }
+    #else
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return (Py_ssize_t)_InterlockedOr((volatile long*)p, 0); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { _InterlockedExchange((volatile long*)p, (long)v); }
+    #endif
     #else
     #include <errno.h>
     #include <time.h>

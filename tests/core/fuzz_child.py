@@ -106,6 +106,26 @@ def _built_on_disk(data: bytes) -> tuple[str, Any]:
             return "crash", traceback.format_exc(limit=6)
 
 
+def _scan_beside_read(data: bytes) -> wire.ScanResult:
+    """``wire.scan`` of ``data`` written to a file and read by ``wire.FileRead`` meanwhile."""
+    import os
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".xplane.pb") as f:
+        f.write(data)
+        f.flush()
+        fd = os.open(f.name, os.O_RDONLY)
+        try:
+            array = np.empty(len(data), dtype=np.uint8)
+            return wire.scan(array, threads=2, chunk_bytes=64, reading=wire.FileRead(fd, array, piece_bytes=7))
+        finally:
+            os.close(fd)
+
+
+def _same(a: wire.ScanResult, b: wire.ScanResult) -> bool:
+    return a.n_planes == b.n_planes and all(np.array_equal(getattr(a, c), getattr(b, c)) for c in COLUMNS)
+
+
 def run_stream(job: dict[str, Any]) -> dict[str, Any]:
     import os
     import tempfile
@@ -163,10 +183,26 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         try:
             kind_p, par = _outcome(lambda data=data: wire.scan(data, threads=2, chunk_bytes=64))
             kind_s, ser = _outcome(lambda data=data: wire.scan_serial_py(data))
+            kind_b, bes = _outcome(lambda data=data: _scan_beside_read(data))
         except Exception:  # any other exception is a bug: the scanners only raise WireError
             problems.append(f"input {i}: {traceback.format_exc(limit=3)}")
             continue
         counts[kind_s] += 1
+        # Events without their stats (``wire.fill_events_chunk``): where the serial scan reads the
+        # input, the same event columns.
+        try:
+            kind_e, evs = _outcome(lambda data=data: wire.scan(data, threads=2, chunk_bytes=64, stats=False))
+        except Exception:
+            problems.append(f"input {i}: events only: {traceback.format_exc(limit=3)}")
+            continue
+        if kind_s == "ok" and (kind_e != "ok" or not all(np.array_equal(getattr(evs, c), getattr(ser, c))
+                                                          for c in ("ev_line", "ev_meta", "ev_start", "ev_dur"))):
+            problems.append(f"input {i}: events only {kind_e} {evs if kind_e != 'ok' else 'other columns'}")
+        # The walk beside the file's read (7-byte pieces: it waits at almost every step) finds
+        # what the walk of the whole array finds.
+        if kind_b != kind_p or (kind_p == "ok" and not _same(bes, par)) or (kind_p != "ok" and bes != par):
+            problems.append(f"input {i}: beside the read {kind_b} {bes if kind_b != 'ok' else ''} vs "
+                            f"parallel {kind_p} {par if kind_p != 'ok' else ''}")
         if job.get("compare"):
             if kind_p != kind_s:
                 problems.append(f"input {i}: parallel {kind_p} {par if kind_p != 'ok' else ''} vs serial {kind_s} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,68 @@ def test_an_index_that_does_not_fit_the_bytes_is_refused(profiles_root: Path) ->
                 (lines[:, :1], chunks, n_planes, n_events)):
         with pytest.raises(ValueError):
             wire.scan(data, planes=np.ones(n_planes, np.uint8), events=False, index=bad)
+
+
+@pytest.mark.parametrize("piece_bytes", [7, 4096, wire.READ_PIECE_BYTES])
+def test_the_walk_beside_the_read_scans_alike(profiles_root: Path, piece_bytes: int) -> None:
+    """``scan(reading=...)``: the file read into the array on this thread while the index pass
+    walks it on another (a step waits for its bytes; 7-byte pieces make it wait at most steps)
+    gives the columns of a scan of the whole bytes, with and without stats."""
+    files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
+    for path in files:
+        data = path.read_bytes()
+        for stats in (True, False):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                array = np.empty(len(data), dtype=np.uint8)
+                got = wire.scan(array, threads=2, chunk_bytes=4096, stats=stats,
+                                reading=wire.FileRead(fd, array, piece_bytes=piece_bytes))
+            finally:
+                os.close(fd)
+            assert_same(got, wire.scan(data, threads=2, chunk_bytes=4096, stats=stats))
+
+
+def test_a_read_that_ends_short_is_its_own_error(profiles_root: Path, tmp_path: Path) -> None:
+    """A file shorter than the array (it shrank after its size was taken): the walk stops where
+    the bytes end and the scan raises ERR_SHORT_READ, not a malformed-bytes error."""
+    data = next((profiles_root / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    path = tmp_path / "short.xplane.pb"
+    path.write_bytes(data[:len(data) // 2])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        array = np.empty(len(data), dtype=np.uint8)
+        with pytest.raises(wire.WireError) as e:
+            wire.scan(array, reading=wire.FileRead(fd, array, piece_bytes=4096))
+    finally:
+        os.close(fd)
+    assert e.value.code == wire.ERR_SHORT_READ and e.value.offset == len(data) // 2
+
+
+@pytest.mark.parametrize(("threads", "chunk_bytes"), [(1, 1 << 20), (2, 4096), (3, 97)])
+def test_events_without_stats_scan_alike(profiles_root: Path, threads: int, chunk_bytes: int) -> None:
+    """``scan(stats=False)`` decodes events in a loop of its own (``fill_events_chunk``): the
+    event columns of the serial scan, which decodes every field."""
+    files = sorted(p for name in XSPACE_PROFILES for p in (profiles_root / name).rglob("*.xplane.pb"))
+    for path in files:
+        data = path.read_bytes()
+        got, want = wire.scan(data, threads=threads, chunk_bytes=chunk_bytes, stats=False), wire.scan_serial_py(data)
+        assert not got.with_stats
+        for name in ("spans", "lines", "ev_line", "ev_meta", "ev_start", "ev_dur"):
+            x, y = getattr(got, name), getattr(want, name)
+            assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+def test_events_without_stats_read_any_encoding_of_their_fields() -> None:
+    """Fields whose tags are written in more bytes than needed (a valid encoding) and fields the
+    decoder does not know are read as the serial scan reads them."""
+    def long_tag(field_no: int, wire_type: int) -> bytes:
+        return bytes([((field_no << 3) | wire_type) | 0x80, 0x00])  # the same tag in two bytes
+
+    event = (long_tag(1, 0) + b"\x05" + field(2, 0, 1000) + long_tag(3, 0) + b"\x07"
+             + long_tag(4, 2) + b"\x02\x08\x01" + len_field(4, field(1, 0, 2)) + field(9, 0, 3))
+    line = len_field(4, event) + len_field(4, field(1, 0, 6) + field(3, 0, 8))
+    data = len_field(1, len_field(3, line))
+    got, want = wire.scan(data, threads=1, stats=False), wire.scan_serial_py(data)
+    for name in ("ev_line", "ev_meta", "ev_start", "ev_dur"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert want.ev_meta.tolist() == [5, 6] and want.ev_start.tolist() == [1000, 0] and want.ev_dur.tolist() == [7, 8]

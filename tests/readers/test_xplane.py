@@ -450,3 +450,45 @@ def test_every_lines_depths_restart_at_the_line(profiles_root: Path) -> None:
                     stack.append(s + int(plane.dur_ps[i]))
                     checked += 1
         assert checked == sum(p.n_events for p in store.planes) > 0
+
+
+def test_a_file_read_beside_its_walk_gives_the_same_store(profiles_root: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real xplane read by ``read_xspace`` through ``files.ArrayRead`` (the header walk
+    beside the read, used from ``wire.READ_BESIDE_MIN_BYTES`` on: here from 0) is the store of
+    its bytes, eager and lazy."""
+    from tbprof._core import wire
+    from tests.core.store_digest import store_digest
+
+    monkeypatch.setattr(wire, "READ_BESIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(xplane, "LAZY_MIN_BYTES", 0)
+    for path in _all_xplanes(profiles_root):
+        for lazy in (False, True):
+            got = xplane.read_xspace(path, lazy=lazy)
+            want = xplane.xspace_from_bytes(path.read_bytes(), str(path), got.host, 0 if lazy else None)
+            for store in (got, want):
+                for plane in store.planes:
+                    _ = plane.stats
+            assert store_digest(got) == store_digest(want)
+
+
+def test_a_file_that_shrinks_while_read_beside_its_walk_is_reported_as_changed(
+        profiles_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file shrinks between its size being taken and its read: the reader says the file
+    changed while it was read (as a plain read does), not that its bytes are malformed."""
+    from tbprof._core import wire
+    from tbprof.readers import files
+
+    path = tmp_path / "vm.xplane.pb"
+    data = next((profiles_root / "jax_mlp").rglob("*.xplane.pb")).read_bytes()
+    path.write_bytes(data)
+    monkeypatch.setattr(wire, "READ_BESIDE_MIN_BYTES", 0)
+
+    def shrinking(p: Path) -> files.ArrayRead | None:
+        opened = files.read_beside(p)
+        os.truncate(p, len(data) // 3)
+        return opened
+
+    monkeypatch.setattr(xplane, "read_beside", shrinking)
+    with pytest.raises(ProfileReadError, match="changed while it was being read"):
+        xplane.read_xspace(path)

@@ -145,7 +145,7 @@ cdef inline int64_t _search(int64_t key, const int64_t[::1] sorted_ids, const in
 
 
 def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_ps, int64_t first_line, lut,
-                  sorted_ids, rows, meta_name_id, line_ts=None, depth=None) -> bool:
+                  sorted_ids, rows, meta_name_id, line_ts=None, depth=None, bint names=True, bint times=True) -> bool:
     """One plane's events: times relative to the origin, plane-local line numbers, metadata rows
     (0 when the id is unknown) and name ids, in place; ``meta_out`` may be ``meta_in``.
 
@@ -156,6 +156,12 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
 
     Returns whether the rows are already in the store's (line, start, -dur) order, which
     profilers usually write. (readers/xplane_columns.py)
+
+    The pass is two loops over disjoint columns: ``names`` (metadata rows and name ids, from
+    ``meta_in``) and ``times`` (starts, lines, depths and the order, from ``start``, ``dur`` and
+    ``line``); a caller may run each on its own thread (one call with ``times=False``, one with
+    ``names=False``: the latter's answer is the order). An error of the metadata rows is the
+    one a single pass raises first.
     """
     _check_out(start, np.int64, "start")
     _check_out(line, np.int32, "line")
@@ -168,10 +174,10 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
     if meta_in.dtype == np.int32:
         return _finish_events[int32_t](start, dur, line, meta_in, meta_out, name_out, origin_ps, first_line, lut,
                                        sorted_ids, rows, meta_name_id, ts, line_ts is not None, out_depth,
-                                       depth is not None)
+                                       depth is not None, names, times)
     return _finish_events[int64_t](start, dur, line, _in(meta_in, np.int64), meta_out, name_out, origin_ps,
                                    first_line, lut, sorted_ids, rows, meta_name_id, ts, line_ts is not None,
-                                   out_depth, depth is not None)
+                                   out_depth, depth is not None, names, times)
 
 
 # Unchecked indexing in the two loops a reader runs over every event and stat: their columns'
@@ -180,7 +186,7 @@ def finish_events(start, dur, line, meta_in, meta_out, name_out, int64_t origin_
 cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const meta_t[::1] meta_in,
                          int32_t[::1] meta_out, int32_t[::1] name_out, int64_t origin_ps, int64_t first_line,
                          lut_arr, sorted_arr, rows_arr, names_arr, const int64_t[::1] ts, bint add_ts,
-                         int16_t[::1] depth, bint want_depth) except -1:
+                         int16_t[::1] depth, bint want_depth, bint names, bint times) except -1:
     cdef const int64_t[::1] dur = _in(dur_arr, np.int64)
     cdef const int32_t[::1] lut = _in(lut_arr, np.int32)
     cdef const int64_t[::1] sorted_ids = _in(sorted_arr, np.int64)
@@ -200,7 +206,9 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
         return True
     try:
         with nogil:
-            if lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
+            if not names:
+                pass
+            elif lut.shape[0] > 0:  # two loops, so the common one has no binary search in it
                 for i in range(n):
                     key = meta_in[i]
                     m = lut[key] if 0 <= key < lut.shape[0] else -1
@@ -225,10 +233,10 @@ cdef int _finish_events(int64_t[::1] start, dur_arr, int32_t[::1] line, const me
                     else:
                         meta_out[i] = 0
                         name_out[i] = 0
-            if want_depth and not bad_row:
+            if want_depth and times and not bad_row:
                 stack = _grow(NULL, &cap)
                 oom = stack == NULL
-            for i in range(n if not bad_row else 0):
+            for i in range(n if times and not bad_row else 0):
                 g = line[i]
                 s = start[i]
                 if add_ts:

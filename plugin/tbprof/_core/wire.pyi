@@ -19,6 +19,19 @@ ERR_CAPACITY: int
 ERR_TOO_MANY: int
 ERR_NO_MEMORY: int
 ERR_FIELD_ZERO: int
+ERR_SHORT_READ: int
+READ_PIECE_BYTES: int
+READ_BESIDE_MIN_BYTES: int
+
+class FileRead:
+    error: int
+    ran: bool
+    def __init__(self, fd: int, array: np.ndarray, piece_bytes: int = ...) -> None: ...
+    @staticmethod
+    def supported() -> bool: ...
+    @property
+    def got(self) -> int: ...
+    def read(self) -> int: ...
 MAX_ROWS: int
 ONE_THREAD_BELOW_BYTES: int
 ERROR_TEXT: dict[int, str]
@@ -55,7 +68,8 @@ def default_threads() -> int: ...
 def scan(data: bytes | bytearray | memoryview | np.ndarray, threads: int | None = None,
          chunk_bytes: int = ..., on_counts: Callable[[int, int], None] | None = None, stats: bool = True,
          planes: np.ndarray | None = None, events: bool = True,
-         index: tuple[np.ndarray, np.ndarray, int, int] | None = None) -> ScanResult: ...
+         index: tuple[np.ndarray, np.ndarray, int, int] | None = None, reading: FileRead | None = None
+         ) -> ScanResult: ...
 def scan_serial_py(data: bytes | bytearray | memoryview | np.ndarray, wide: bool = False,
                    on_counts: Callable[[int, int], None] | None = None) -> ScanResult: ...
 def hash_spans(data: bytes | np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray: ...

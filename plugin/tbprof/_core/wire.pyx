@@ -38,8 +38,8 @@ from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcpy
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-import threading
 import time
+from _thread import start_new_thread
 
 import numpy as np
 
@@ -61,6 +61,7 @@ ERR_CAPACITY = 5  # internal: the index pass and a chunk disagree (triggers the 
 ERR_TOO_MANY = 6
 ERR_NO_MEMORY = 7
 ERR_FIELD_ZERO = 9
+ERR_SHORT_READ = 10
 
 # Event and stat rows are int32 in the store.
 MAX_ROWS = 2**31 - 1
@@ -73,6 +74,7 @@ ERROR_TEXT = {
     ERR_TOO_MANY: "more than 2^31 events or stats in one file (not supported)",
     ERR_NO_MEMORY: "not enough memory to index the file",
     ERR_FIELD_ZERO: "field number 0, which protobuf never writes (not an XSpace, or corrupt bytes)",
+    ERR_SHORT_READ: "the file ended before its size (it changed while it was being read)",
 }
 
 cdef enum:
@@ -92,6 +94,7 @@ cdef enum:
     C_NO_MEMORY = 7
     C_REGION_FULL = 8  # a chunk's stat or text buffer is full: grow it and decode the chunk again
     C_FIELD_ZERO = 9
+    C_SHORT_READ = 10  # the file's read ended before its size (``FileRead``): the caller reports it
 
 cdef int64_t C_MAX_ROWS = 2147483647
 # Protobuf's largest field number: upb refuses a tag beyond it.
@@ -120,6 +123,50 @@ cdef extern from *:
     #else
     static int WIRE_CTZ64(unsigned long long x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
     #endif
+    #if defined(__GNUC__) || defined(__clang__)
+    #define WIRE_NEXT(c) __atomic_fetch_add((c), 1, __ATOMIC_RELAXED)
+    #define WIRE_DONE(c) ((void)__atomic_add_fetch((c), 1, __ATOMIC_RELEASE))
+    #elif defined(_MSC_VER)
+    #include <intrin.h>
+    #if defined(_WIN64)
+    #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
+    #define WIRE_DONE(c) ((void)_InterlockedExchangeAdd64((volatile __int64*)(c), 1))
+    #else
+    #define WIRE_NEXT(c) ((Py_ssize_t)_InterlockedExchangeAdd((volatile long*)(c), 1))
+    #define WIRE_DONE(c) ((void)_InterlockedExchangeAdd((volatile long*)(c), 1))
+    #endif
+    #endif
+    #if defined(_WIN32)
+    #include <intrin.h>
+    #define WIRE_PREAD_OK 0
+    static Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) { return -1; }
+    static void wire_pause(void) { }  /* (a pass's last chunks: a short spin) */
+    static int wire_errno(void) { return 0; }
+    /* Interlocked: full barriers on every Windows target (a volatile access is not one on ARM64). */
+    #if defined(_WIN64)
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return (Py_ssize_t)_InterlockedOr64((volatile __int64*)p, 0); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { _InterlockedExchange64((volatile __int64*)p, (__int64)v); }
+    #else
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return (Py_ssize_t)_InterlockedOr((volatile long*)p, 0); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { _InterlockedExchange((volatile long*)p, (long)v); }
+    #endif
+    #else
+    #include <errno.h>
+    #include <time.h>
+    #include <unistd.h>
+    #define WIRE_PREAD_OK 1
+    static Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) {
+        Py_ssize_t r;
+        do { r = pread(fd, buf, n, (off_t)off); } while (r < 0 && errno == EINTR);
+        return r;
+    }
+    /* A tenth of a millisecond: the read of a 256 KiB piece takes about that long, and a walk that
+       lags by one piece ends a piece after the read (fewer wake-ups cost less CPU than a tighter lag). */
+    static void wire_pause(void) { struct timespec ts = {0, 100000}; nanosleep(&ts, NULL); }
+    static int wire_errno(void) { return errno; }
+    static Py_ssize_t wire_load(Py_ssize_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static void wire_store(Py_ssize_t* p, Py_ssize_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    #endif
     #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     #define WIRE_WORD_VARINTS 1
     #else
@@ -127,6 +174,14 @@ cdef extern from *:
     #endif
     """
     int WIRE_CTZ64(unsigned long long x) noexcept nogil
+    Py_ssize_t WIRE_NEXT(Py_ssize_t* counter) noexcept nogil
+    void WIRE_DONE(Py_ssize_t* counter) noexcept nogil
+    const bint WIRE_PREAD_OK
+    Py_ssize_t wire_pread(int fd, void* buf, size_t n, long long off) noexcept nogil
+    int _errno "wire_errno"() noexcept nogil
+    void wire_pause() noexcept nogil
+    Py_ssize_t wire_load(Py_ssize_t* p) noexcept nogil
+    void wire_store(Py_ssize_t* p, Py_ssize_t v) noexcept nogil
     # The 8-byte varint decoder reads a word in the machine's byte order: little-endian only (a
     # compile-time constant: the check costs nothing per varint).
     const bint WIRE_WORD_VARINTS
@@ -721,19 +776,55 @@ cdef void memset_sink(Sink* s) noexcept nogil:
 
 # --- the parallel scan --------------------------------------------------------------------------
 
+cdef struct Filling:
+    # A file being read into the buffer by ``FileRead.read`` on another thread: ``filled`` bytes
+    # from the start are there (published with release, read with acquire), ``done`` once the
+    # reading thread has stopped (the whole file, or a short read or an error).
+    Py_ssize_t filled
+    Py_ssize_t done
+
+
+cdef inline int wait_filled(Filling* f, Py_ssize_t* avail, Py_ssize_t upto) noexcept nogil:
+    """Waits until the buffer holds bytes [0, upto) (``avail``: what this thread saw last);
+    C_SHORT_READ if the read stopped before."""
+    cdef Py_ssize_t a
+    while True:
+        a = wire_load(&f.filled)
+        if a >= upto:
+            avail[0] = a
+            return 0
+        if wire_load(&f.done):
+            a = wire_load(&f.filled)  # (the last bytes may have come with the end)
+            avail[0] = a
+            return 0 if a >= upto else C_SHORT_READ
+        wire_pause()
+
+
+cdef enum:
+    # The most bytes one step of the index pass reads from a field's first byte: a tag and a
+    # length (or a varint), 10 bytes each.
+    C_INDEX_STEP = 20
+
+
 cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, Rows* spans, Rows* lines,
-                    Rows* chunks, int64_t* n_planes_out, int64_t* n_events_out) noexcept nogil:
+                    Rows* chunks, int64_t* n_planes_out, int64_t* n_events_out, Filling* filling=NULL) noexcept nogil:
     """Space, plane and line fields in wire order; events only by their tag and length.
 
     chunks: rows (line index, byte start, byte end, first event row, event count); a chunk
-    starts at an event boundary inside one line.
+    starts at an event boundary inside one line. ``filling``: the buffer is still being read
+    (``FileRead``); each step waits for its bytes, so the walk follows the read.
     """
     cdef Py_ssize_t pos = 0, tag_start, pend, lend, eend, chunk_start
+    cdef Py_ssize_t avail = end if filling == NULL else 0
     cdef uint64_t tag, field, wire
     cdef int64_t n_planes = 0, n_events = 0, plane_idx, line_idx, chunk_first
     cdef int err = 0
     while pos < end:
         tag_start = pos
+        if avail - pos < C_INDEX_STEP and avail < end:
+            err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+            if err != 0:
+                return err
         err = read_varint(buf, &pos, end, &tag)
         if err != 0:
             return err
@@ -747,6 +838,10 @@ cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, 
             n_planes += 1
             while pos < pend:
                 tag_start = pos
+                if avail - pos < C_INDEX_STEP and avail < end:
+                    err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+                    if err != 0:
+                        return err
                 err = read_varint(buf, &pos, pend, &tag)
                 if err != 0:
                     return err
@@ -764,6 +859,10 @@ cdef int index_pass(const uint8_t* buf, Py_ssize_t end, Py_ssize_t chunk_bytes, 
                     chunk_first = n_events
                     while pos < lend:
                         tag_start = pos
+                        if avail - pos < C_INDEX_STEP and avail < end:
+                            err = wait_filled(filling, &avail, pos + C_INDEX_STEP if end - pos > C_INDEX_STEP else end)
+                            if err != 0:
+                                return err
                         err = read_varint(buf, &pos, lend, &tag)
                         if err != 0:
                             return err
@@ -842,9 +941,93 @@ cdef int fill_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept 
     return 0 if ev == ev_end else C_CAPACITY
 
 
+cdef int fill_events_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) noexcept nogil:
+    """``fill_chunk`` of a scan without stats (``Sink.skip_stats``): the same fields decoded the
+    same way as ``decode_event`` decodes them, in one loop whose common tags (one byte each:
+    metadata id, offset, duration, a stat skipped by its length) are compared whole."""
+    cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
+    cdef int32_t line_idx = <int32_t>chunk[0]
+    cdef int64_t ev = chunk[3], ev_end = chunk[3] + chunk[4], m
+    cdef uint64_t tag, meta_id, offset_ps, dur_ps, v
+    cdef int err
+    while pos < end:
+        err = read_varint(buf, &pos, end, &tag)
+        if err != 0:
+            return err
+        if (tag >> 3) != 4 or (tag & 7) != 2:
+            err = skip_field(buf, &pos, end, tag & 7)
+            if err != 0:
+                return err
+            continue
+        err = read_len(buf, &pos, end, &eend)
+        if err != 0:
+            return err
+        if ev >= ev_end:  # the index pass saw fewer events: cannot happen on the same bytes
+            return C_CAPACITY
+        meta_id = offset_ps = dur_ps = 0
+        while pos < eend:
+            if buf[pos] < 0x80:
+                tag = buf[pos]
+                pos += 1
+            else:
+                err = read_varint(buf, &pos, eend, &tag)
+                if err != 0:
+                    return err
+            if tag == 0x22 or ((tag >> 3) == 4 and (tag & 7) == 2):
+                err = read_len(buf, &pos, eend, &send)
+                if err != 0:
+                    return err
+                pos = send
+            elif (tag & 7) == 0 and (tag >> 3) >= 1 and (tag >> 3) <= 3:
+                err = read_varint(buf, &pos, eend, &v)
+                if err != 0:
+                    return err
+                if (tag >> 3) == 1:
+                    meta_id = v
+                elif (tag >> 3) == 2:
+                    offset_ps = v
+                else:
+                    dur_ps = v
+            else:
+                err = skip_field(buf, &pos, eend, tag & 7)
+                if err != 0:
+                    return err
+        m = narrow_id(s, meta_id)
+        s.ev_line[ev] = line_idx
+        if s.narrow:
+            s.ev_meta32[ev] = <int32_t>m
+        else:
+            s.ev_meta64[ev] = m
+        s.ev_start[ev] = <int64_t>offset_ps
+        s.ev_dur[ev] = <int64_t>dur_ps
+        ev += 1
+    return 0 if ev == ev_end else C_CAPACITY
+
+
+cdef inline int skip_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end) noexcept nogil:
+    """Skips a varint at pos[0] < end without assembling its value (``read_varint``'s checks
+    where it is longer than 8 bytes or near ``end``)."""
+    cdef Py_ssize_t p = pos[0]
+    cdef uint64_t word, stops, dummy
+    if p < end and buf[p] < 0x80:
+        pos[0] = p + 1
+        return 0
+    if WIRE_WORD_VARINTS and end - p >= 8:
+        memcpy(&word, buf + p, 8)
+        stops = ~word & <uint64_t>0x8080808080808080
+        if stops != 0:
+            pos[0] = p + (WIRE_CTZ64(stops) >> 3) + 1  # within the 8 bytes, so before ``end``
+            return 0
+    return read_varint(buf, pos, end, &dummy)
+
+
 cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats) noexcept nogil:
     """Counts the stats of one chunk's events (each skipped by its length, as ``decode_event``
-    meets them: one per stats field), so that the fill pass writes them at their final rows."""
+    meets them: one per stats field), so that the fill pass writes them at their final rows.
+    The other fields are skipped without assembling their values (``skip_varint``: ~10 % of the
+    pass on jax_large, bench/measurements.md#xspace-build). On bytes the decoder reads otherwise
+    the counts differ and the scan falls back to the serial scan (``_ParallelScan._run_chunk``
+    compares them)."""
     cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
     cdef uint64_t tag
     cdef int err
@@ -858,19 +1041,25 @@ cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats)
             if err != 0:
                 return err
             while pos < eend:
-                err = read_varint(buf, &pos, eend, &tag)
-                if err != 0:
-                    return err
-                if (tag >> 3) == 4 and (tag & 7) == 2:
-                    err = read_len(buf, &pos, eend, &send)
+                if buf[pos] < 0x80:  # a one-byte tag: every field of a real XEvent's
+                    tag = buf[pos]
+                    pos += 1
+                else:
+                    err = read_varint(buf, &pos, eend, &tag)
                     if err != 0:
                         return err
-                    pos = send
+                if (tag & 7) == 0:
+                    if pos >= eend:
+                        return C_TRUNCATED
+                    err = skip_varint(buf, &pos, eend)
+                elif (tag >> 3) == 4 and (tag & 7) == 2:
+                    err = read_len(buf, &pos, eend, &send)
+                    pos = send if err == 0 else pos
                     n += 1
                 else:
                     err = skip_field(buf, &pos, eend, tag & 7)
-                    if err != 0:
-                        return err
+                if err != 0:
+                    return err
         else:
             err = skip_field(buf, &pos, end, tag & 7)
             if err != 0:
@@ -933,6 +1122,36 @@ cdef void time_bounds(const int64_t* chunk, const int64_t* ev_start, const int64
     c.t_ok = not bad
 
 
+cdef class _Pass:
+    """One pass of threads over the chunks: the next chunk to take and the chunks done (atomics)."""
+
+    cdef Py_ssize_t next
+    cdef Py_ssize_t done
+
+
+cdef inline void wait_done(Py_ssize_t* done, Py_ssize_t n) noexcept nogil:
+    while wire_load(done) < n:
+        wire_pause()
+
+
+cdef void _start_helpers(fn, _Pass p, Py_ssize_t n_threads):
+    """fn(p) on ``n_threads - 1`` more threads, each taking chunks until none is left (the caller
+    takes its share, then waits for the count of chunks done: ``wait_done``).
+
+    Taken one at a time rather than cut into a run per thread: a thread that starts late or loses
+    its core to another process leaves its chunks to the others. The threads are started without
+    ``threading``'s handshake and waited for by the count of chunks done, not joined: both would
+    wait for the GIL (a switch interval, 5 ms, each), which a command's main thread holds while it
+    imports beside the conversion; for the same reason the caller's share and its wait are one
+    stretch without the GIL (bench/measurements.md#xspace-build). A thread that starts after the
+    pass ended finds no chunk left and ends."""
+    for _ in range(1, n_threads):
+        try:
+            start_new_thread(fn, (p,))
+        except RuntimeError:  # no more threads to be had: the others take its chunks
+            break
+
+
 cdef class _ParallelScan:
     """State shared by the threads of one parallel scan: the chunk table and the outputs.
 
@@ -963,83 +1182,89 @@ cdef class _ParallelScan:
                 free_chunk(&self.out[k])
             free(self.out)
 
-    def count(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Counts the stats of chunks [lo, hi) with the GIL released."""
+    def count(self, _Pass p):
+        """Counts the stats of the chunks this thread takes from ``p``, with the GIL released."""
         with nogil:
-            self._count(lo, hi)
+            self._count(&p.next, &p.done)
 
-    cdef void _count(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-        cdef Py_ssize_t k
-        for k in range(lo, hi):
+    cdef void _count(self, Py_ssize_t* next, Py_ssize_t* done) noexcept nogil:
+        cdef Py_ssize_t k = WIRE_NEXT(next)
+        while k < self.n_chunks:
             self.out[k].n_stats = 0
             if self.modes[k] >= 2:
                 self.out[k].err = count_chunk(self.buf, self.chunks + 5 * k, &self.out[k].n_stats)
+            WIRE_DONE(done)
+            k = WIRE_NEXT(next)
 
-    def run(self, Py_ssize_t lo, Py_ssize_t hi):
-        """Decodes chunks [lo, hi) with the GIL released."""
+    def run(self, _Pass p):
+        """Decodes the chunks this thread takes from ``p``, with the GIL released."""
         cdef Sink base
         memset_sink(&base)
         self.cols.bind(&base)
         base.fill = True
         base.narrow = True
         with nogil:
-            self._run(lo, hi, &base)
+            self._run(&base, &p.next, &p.done)
 
-    cdef void _run(self, Py_ssize_t lo, Py_ssize_t hi, Sink* base) noexcept nogil:
+    cdef void _run(self, Sink* base, Py_ssize_t* next, Py_ssize_t* done) noexcept nogil:
+        cdef Py_ssize_t k = WIRE_NEXT(next)
+        while k < self.n_chunks:
+            self._run_chunk(base, k)
+            WIRE_DONE(done)
+            k = WIRE_NEXT(next)
+
+    cdef void _run_chunk(self, Sink* base, Py_ssize_t k) noexcept nogil:
         cdef Sink s
-        cdef Py_ssize_t k
-        cdef ChunkOut* c
+        cdef ChunkOut* c = &self.out[k]
         cdef int64_t chunk_bytes, first
         cdef int err
-        for k in range(lo, hi):
-            c = &self.out[k]
-            if self.modes[k] == 0:
-                continue  # a plane not asked for: its rows stay unwritten
-            if self.modes[k] == 1:
-                s = base[0]
-                s.skip_stats = True
-                s.st_cap = s.tx_cap = 0
-                c.err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-                c.n_wide = s.n_wide
-                if c.err == 0:
-                    time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
-                continue
-            chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
-            # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
-            # a denser chunk grows its buffer and is decoded again (untouched capacity costs no memory).
-            err = grow_texts(c, chunk_bytes // 32 + 16)
-            first = c.st_first
-            while err == 0:
-                s = base[0]
-                if c.n_stats > 0:  # (columns of no rows have no pointers to offset)
-                    s.st_owner = base.st_owner + first
-                    s.st_meta32 = base.st_meta32 + first
-                    s.st_kind = base.st_kind + first
-                    s.st_value = base.st_value + first
-                s.st_cap = c.n_stats
-                s.texts = c.texts
-                s.tx_cap = c.tx_cap
-                s.skip_events = self.modes[k] == 3
-                s.st_row0 = first  # texts name their stats' final rows
-                s.n_stats = 0
-                s.n_texts = 0
-                s.n_wide = 0
-                s.stats_before = first
-                err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
-                c.n_texts = s.n_texts
-                c.n_wide = s.n_wide
-                if err != C_REGION_FULL:
-                    break
-                if s.n_stats >= s.st_cap:
-                    err = C_CAPACITY  # more stats than counted: cannot happen on the same bytes
-                    break
-                # A text takes >= 3 bytes: doubling ends within a few rounds.
-                err = grow_texts(c, 2 * c.tx_cap)
-            if err == 0 and s.n_stats != c.n_stats:
-                err = C_CAPACITY
-            if err == 0 and self.modes[k] == 2:
+        if self.modes[k] == 0:
+            return  # a plane not asked for: its rows stay unwritten
+        if self.modes[k] == 1:
+            s = base[0]
+            s.skip_stats = True
+            s.st_cap = s.tx_cap = 0
+            c.err = fill_events_chunk(self.buf, self.chunks + 5 * k, &s)
+            c.n_wide = s.n_wide
+            if c.err == 0:
                 time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
-            c.err = err
+            return
+        chunk_bytes = self.chunks[5 * k + 2] - self.chunks[5 * k + 1]
+        # Real profiles spend far more than 32 bytes per text (bench/measurements.md#xspace-scan);
+        # a denser chunk grows its buffer and is decoded again (untouched capacity costs no memory).
+        err = grow_texts(c, chunk_bytes // 32 + 16)
+        first = c.st_first
+        while err == 0:
+            s = base[0]
+            if c.n_stats > 0:  # (columns of no rows have no pointers to offset)
+                s.st_owner = base.st_owner + first
+                s.st_meta32 = base.st_meta32 + first
+                s.st_kind = base.st_kind + first
+                s.st_value = base.st_value + first
+            s.st_cap = c.n_stats
+            s.texts = c.texts
+            s.tx_cap = c.tx_cap
+            s.skip_events = self.modes[k] == 3
+            s.st_row0 = first  # texts name their stats' final rows
+            s.n_stats = 0
+            s.n_texts = 0
+            s.n_wide = 0
+            s.stats_before = first
+            err = fill_chunk(self.buf, self.chunks + 5 * k, &s)
+            c.n_texts = s.n_texts
+            c.n_wide = s.n_wide
+            if err != C_REGION_FULL:
+                break
+            if s.n_stats >= s.st_cap:
+                err = C_CAPACITY  # more stats than counted: cannot happen on the same bytes
+                break
+            # A text takes >= 3 bytes: doubling ends within a few rounds.
+            err = grow_texts(c, 2 * c.tx_cap)
+        if err == 0 and s.n_stats != c.n_stats:
+            err = C_CAPACITY
+        if err == 0 and self.modes[k] == 2:
+            time_bounds(self.chunks + 5 * k, base.ev_start, base.ev_dur, c)
+        c.err = err
 
     def join(self):
         """Copies every chunk's texts to their rows of the text column (``tx_first``, set in
@@ -1082,16 +1307,108 @@ cdef class _ParallelScan:
         return out
 
 
-def _in_threads(fn, bounds: list) -> None:
-    """fn(lo, hi) for each run of ``bounds`` on its own thread (the first on this one)."""
-    workers = [threading.Thread(target=fn, args=(bounds[t], bounds[t + 1]), daemon=True)
-               for t in range(1, len(bounds) - 1)]
-    for w in workers:
-        w.start()
-    if len(bounds) > 1:
-        fn(bounds[0], bounds[1])
-    for w in workers:
-        w.join()
+cdef enum:
+    # A file's read hands the scan its bytes this many at a time (``FileRead``).
+    C_READ_PIECE = 1 << 18
+READ_PIECE_BYTES = C_READ_PIECE
+# Files from this size on are read beside the index pass (``FileRead.supported``): below it the
+# thread costs more than the walk it hides.
+READ_BESIDE_MIN_BYTES = 8 << 20
+
+
+cdef class FileRead:
+    """A regular file's first ``len(array)`` bytes read into ``array`` by ``read`` (``pread`` in
+    pieces of ``piece_bytes``, the GIL released), for ``scan(reading=...)``: its index pass walks the headers on
+    another thread as the bytes arrive, instead of after the whole file is in memory. ``got``
+    tells how many bytes came (fewer than asked: the file shrank, or ``error`` holds an errno);
+    the caller checks the file as a whole read would (readers/files.py ``read_beside``)."""
+
+    cdef object arr
+    cdef uint8_t* buf
+    cdef Py_ssize_t size, piece
+    cdef int fd
+    cdef Filling fill
+    cdef public int error
+    cdef public bint ran
+
+    def __cinit__(self, int fd, array, Py_ssize_t piece_bytes=C_READ_PIECE):
+        cdef uint8_t[::1] view = array
+        self.piece = piece_bytes if piece_bytes > 0 else 1
+        self.arr = array
+        self.buf = &view[0] if view.shape[0] else NULL
+        self.size = view.shape[0]
+        self.fd = fd
+        self.fill.filled = 0
+        self.fill.done = 0
+        self.error = 0
+        self.ran = False
+
+    @staticmethod
+    def supported() -> bool:
+        """Whether this platform has the reading thread (``pread``); else the file is read first."""
+        return bool(WIRE_PREAD_OK)
+
+    @property
+    def got(self) -> int:
+        return wire_load(&self.fill.filled)
+
+    def read(self) -> int:
+        """Reads the file into the array (call once, on the thread that reads); the bytes read."""
+        return self._read_then(NULL)
+
+    cdef Py_ssize_t _read_then(self, Py_ssize_t* wait_for):
+        """``read``, then (``wait_for``) waits until that flag is set, without the GIL throughout."""
+        cdef Py_ssize_t done = 0, n
+        cdef int err = 0
+        if self.ran:
+            raise ValueError("the file was read already")
+        self.ran = True
+        with nogil:
+            while done < self.size:
+                n = wire_pread(self.fd, self.buf + done, min(self.piece, self.size - done), done)
+                if n <= 0:
+                    if n < 0:
+                        err = _errno()
+                    break
+                done += n
+                wire_store(&self.fill.filled, done)
+            wire_store(&self.fill.done, 1)
+            if wait_for != NULL:
+                while not wire_load(wait_for):
+                    wire_pause()
+        self.error = err
+        return done
+
+
+cdef class _IndexBeside:
+    """``index_pass`` over a buffer that ``FileRead.read`` fills meanwhile (``run`` on a thread)."""
+
+    cdef Rows spans, lines, chunks
+    cdef int64_t n_planes, n_events
+    cdef Py_ssize_t chunk_bytes, end
+    cdef const uint8_t* buf
+    cdef FileRead reading
+    cdef int err
+    cdef Py_ssize_t finished  # set (release) once the walk has ended
+
+    def __cinit__(self):
+        self.spans.data = self.lines.data = self.chunks.data = NULL
+        self.spans.n = self.spans.cap = self.lines.n = self.lines.cap = self.chunks.n = self.chunks.cap = 0
+        self.spans.width = 3
+        self.lines.width = 2
+        self.chunks.width = 5
+        self.err = -1
+
+    def __dealloc__(self):
+        free(self.spans.data)
+        free(self.lines.data)
+        free(self.chunks.data)
+
+    def run(self):
+        with nogil:
+            self.err = index_pass(self.buf, self.end, self.chunk_bytes, &self.spans, &self.lines, &self.chunks,
+                                  &self.n_planes, &self.n_events, &self.reading.fill)
+            wire_store(&self.finished, 1)
 
 
 def default_threads() -> int:
@@ -1114,7 +1431,7 @@ ONE_THREAD_BELOW_BYTES = 8 << 20
 
 
 def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_counts=None, bint stats=True,
-         planes=None, bint events=True, index=None) -> ScanResult:
+         planes=None, bint events=True, index=None, FileRead reading=None) -> ScanResult:
     """Scans an XSpace into columns; raises WireError on malformed bytes.
 
     ``planes`` (one flag per plane, wire order; None: every plane) decodes only the events of
@@ -1126,7 +1443,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     beyond int32) decodes everything: see ``decoded_planes`` and ``with_stats`` of the result.
     ``index``: an earlier parallel scan's ``index`` of the same bytes (its lines and chunks), so
     that a later scan of some planes does not walk the whole file's headers again (the result's
-    ``spans`` are then empty).
+    ``spans`` are then empty). ``reading``: the file is read into ``data`` now, by
+    ``reading.read()`` on this thread, while the index pass follows it on another; a read that
+    ends short raises ``WireError(ERR_SHORT_READ)`` (the caller reports the file as changed).
 
     ``threads`` decoder threads (default: the calling thread alone below ``ONE_THREAD_BELOW_BYTES``,
     else ``default_threads()``); the columns are identical for any thread count and chunk size. ``on_counts(n_events, n_stats)`` learns the file's counts
@@ -1144,6 +1463,9 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     cdef Py_ssize_t k, n_chunks, n_threads
     cdef bint bad = False
     cdef _ParallelScan ps
+    cdef _Pass count_pass, run_pass
+    cdef _IndexBeside beside
+    cdef Sink base
     cdef bint small = threads is None and end < ONE_THREAD_BELOW_BYTES
     if not events and not stats:
         raise ValueError("a scan decodes events, stats or both")
@@ -1156,8 +1478,29 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
     spans.width = 3
     lines.width = 2
     chunks.width = 5
+    if reading is not None and (reading.buf != buf or reading.size != end or index is not None or reading.ran):
+        raise ValueError("a scan beside a read walks the headers of the array it is about to read")
     try:
-        if index is None:
+        if reading is not None:
+            beside = _IndexBeside()
+            beside.buf, beside.end, beside.chunk_bytes, beside.reading = buf, end, chunk_bytes, reading
+            try:  # (started without threading's handshake: see _on_threads)
+                start_new_thread(beside.run, ())
+                walking = True
+            except RuntimeError:  # no thread to be had: the walk after the read, on this one
+                walking = False
+            if walking:
+                reading._read_then(&beside.finished)  # and waits for the walk, in one stretch without the GIL
+            else:
+                reading.read()
+                beside.run()
+            if reading.got != end:
+                raise WireError(ERR_SHORT_READ, reading.got)
+            if beside.err != 0:
+                return scan_serial_py(buf_arr, on_counts=on_counts)  # raises WireError at the first error
+            spans_arr, lines_arr = rows_array(&beside.spans), rows_array(&beside.lines)
+            chunks_arr, n_planes, n_events = rows_array(&beside.chunks), beside.n_planes, beside.n_events
+        elif index is None:
             with nogil:
                 err = index_pass(buf, end, chunk_bytes, &spans, &lines, &chunks, &n_planes, &n_events)
             if err != 0:
@@ -1183,10 +1526,13 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
                   & (chunk_plane < len(planes)))
         ps.modes_arr = np.ascontiguousarray(np.where(wanted, (2 if events else 3) if stats else 1, 0).astype(np.uint8))
         ps.modes = _ptr8(ps.modes_arr)
-        # Threads take contiguous runs of chunks with about equal bytes.
-        bounds = _split(ps.chunks_arr, n_threads)
+        n_threads = max(1, min(n_threads, n_chunks))
         if stats:
-            _in_threads(ps.count, bounds)
+            count_pass = _Pass()
+            _start_helpers(ps.count, count_pass, n_threads)
+            with nogil:
+                ps._count(&count_pass.next, &count_pass.done)
+                wait_done(&count_pass.done, n_chunks)
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0
             ps.out[k].st_first = n_stats
@@ -1199,7 +1545,15 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         if on_counts is not None:
             on_counts(n_events, n_stats if stats else -1)
         ps.cols = _Columns(n_events, n_stats, 0, np.int32)
-        _in_threads(ps.run, bounds)
+        run_pass = _Pass()
+        memset_sink(&base)
+        ps.cols.bind(&base)
+        base.fill = True
+        base.narrow = True
+        _start_helpers(ps.run, run_pass, n_threads)
+        with nogil:
+            ps._run(&base, &run_pass.next, &run_pass.done)
+            wait_done(&run_pass.done, n_chunks)
         t_decode = time.perf_counter()
         for k in range(n_chunks):
             bad = bad or ps.out[k].err != 0 or ps.out[k].n_wide != 0
@@ -1221,7 +1575,7 @@ def scan(data, threads: int | None = None, Py_ssize_t chunk_bytes=1 << 20, on_co
         result.with_stats = stats
         t_end = time.perf_counter()
         result.phase_s = {"index": t_index - t_start, "count": t_count - t_index, "decode": t_decode - t_count,
-                          "join": t_end - t_decode, "threads": len(bounds) - 1, "chunks": n_chunks}
+                          "join": t_end - t_decode, "threads": n_threads if n_chunks else 0, "chunks": n_chunks}
         return result
     finally:
         free(spans.data)
@@ -1256,19 +1610,6 @@ cdef const uint8_t* _ptr8(object arr):
 cdef int64_t* _ptr64(object arr):
     cdef int64_t[:, ::1] v = arr
     return &v[0, 0] if v.shape[0] else NULL
-
-
-def _split(chunks, Py_ssize_t n_threads) -> list:
-    """Chunk index bounds of each thread: contiguous runs of about equal bytes."""
-    n = chunks.shape[0]
-    if n == 0:
-        return [0]
-    if n_threads <= 1 or n == 1:
-        return [0, n]
-    sizes = chunks[:, 2] - chunks[:, 1]
-    done = np.cumsum(sizes)
-    cuts = np.searchsorted(done, done[n - 1] * np.arange(1, n_threads) / n_threads, side="left")
-    return [0, *sorted({int(c) + 1 for c in cuts if int(c) + 1 < n}), n]
 
 
 def hash_spans(data, offsets, lengths) -> np.ndarray:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tbprof._core import wire
 from tbprof.errors import MemoryRefusal, ProfileReadError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -87,6 +88,62 @@ def read_profile_array(path: str | Path) -> np.ndarray:
     return data
 
 
+class ArrayRead:
+    """A regular file read into a uint8 array by the compiled scanner's ``wire.FileRead``, so that
+    ``wire.scan(reading=...)`` walks its headers while it arrives (a thread beside the read);
+    ``finish`` then refuses what ``read_profile_array`` refuses (a file that changed while it was
+    read) and closes the file. Use as a context manager."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        try:
+            self._before = os.stat(path)
+        except OSError as e:
+            raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
+        self._fd = open_regular(path)
+        self.array = np.empty(self._before.st_size, dtype=np.uint8)
+        self.reading = wire.FileRead(self._fd, self.array)
+
+    def finish(self) -> np.ndarray:
+        """The whole file (reading it now if no scan did); ProfileReadError as ``read_profile_array``."""
+        try:
+            if not self.reading.ran:
+                self.reading.read()
+            if self.reading.error:
+                raise OSError(self.reading.error, os.strerror(self.reading.error))
+            grew = os.pread(self._fd, 1, self._before.st_size) != b""
+            after = os.stat(self.path)
+        except OSError as e:
+            raise ProfileReadError(str(self.path), f"cannot read the file: {e.strerror or e}") from e
+        before = self._before
+        if ((before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or grew
+                or self.reading.got != after.st_size):
+            raise ProfileReadError(str(self.path), _CHANGED)
+        return self.array
+
+    def __enter__(self) -> ArrayRead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)
+
+
+def read_beside(path: str | Path) -> ArrayRead | None:
+    """An ``ArrayRead`` of a local file large enough for the scan's walk beside its read
+    (``wire.READ_BESIDE_MIN_BYTES``) where the platform reads that way; else None."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None  # the plain read reports it
+    if size < wire.READ_BESIDE_MIN_BYTES or not wire.FileRead.supported():
+        return None
+    return ArrayRead(path)
+
+
+_CHANGED = ("the file changed while it was being read (is the profiler still writing it?); try again when it is "
+            "complete")
+
+
 def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     try:
         before = os.stat(path)
@@ -108,8 +165,7 @@ def _read_whole(path: str | Path, as_array: bool) -> bytes | np.ndarray:
     except OSError as e:
         raise ProfileReadError(str(path), f"cannot read the file: {e.strerror or e}") from e
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or n != after.st_size or grew:
-        raise ProfileReadError(str(path), "the file changed while it was being read (is the profiler "
-                               "still writing it?); try again when it is complete")
+        raise ProfileReadError(str(path), _CHANGED)
     return data
 
 

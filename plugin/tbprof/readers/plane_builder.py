@@ -404,26 +404,40 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
     n_ev = int(start_ps.shape[0])
     meta_idx = meta_in if meta_in.dtype == np.int32 else cols.create("meta_idx", np.int32, n_ev)
     name_id = cols.create("name_id", np.int32, n_ev)
-    # The compiled steps release the GIL: on a large plane the stats are finished on a thread
-    # while the events are (the columns are opened here, on this thread; the thread only runs
-    # the kernel on them).
+    # The compiled steps release the GIL: on a large plane the events' names and the stats are
+    # finished on a thread while the events' times and depths are (the columns are opened here,
+    # on this thread; the thread only runs the kernels on them).
     stats: tables.StatTable | None = None
-    stats_done: Later | None = None
+    finish: Later | None = None
     if deferred is None:
         stats, finish = _stat_columns(cols, ev_lo, pm.stat_ids, pm.stat_names)
-        stats_done = now_or_beside(finish, n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
+    split = n_ev >= PARALLEL_MIN_ROWS
     # The nesting depths in the same pass, valid where the rows are in order (rows out of order
     # are sorted first, and their depths follow the sort).
     _check(limit, 2 * n_ev, f"the nesting depths of {n_ev:,} events")
     depth = np.empty(n_ev, dtype=np.int16)
-    identity = kernels.finish_events(
-        start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps,
-        int(plane_lines[0]) if plane_lines.shape[0] else 0,
-        xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1), pm.meta_ids, pm.meta_rows, pm.meta_name_id,
-        line_ts_ps, depth)
-    del meta_in
-    if stats_done is not None:
-        stats_done()
+    lut = xplane_columns.id_lookup(pm.meta_ids, pm.meta_rows, n_ev, -1)
+    first_line = int(plane_lines[0]) if plane_lines.shape[0] else 0
+
+    def finish_events(names: bool, times: bool) -> bool:
+        return kernels.finish_events(start_ps, dur_ps, local_line, meta_in, meta_idx, name_id, origin_ps, first_line,
+                                     lut, pm.meta_ids, pm.meta_rows, pm.meta_name_id, line_ts_ps, depth,
+                                     names=names, times=times)
+
+    on_thread = split or (stats is not None and n_ev + int(stats.owner.shape[0]) >= PARALLEL_MIN_ROWS)
+    if finish is not None and not on_thread:
+        finish()
+        finish = None
+    beside = _Beside((lambda: finish_events(True, False)) if split else None, finish)
+    done = now_or_beside(beside.run, on_thread)
+    try:
+        identity = finish_events(not split, True)
+    except (IndexError, MemoryError):
+        done()
+        beside.raise_names_error()  # a metadata row's error first, as one pass over both reports it
+        raise
+    done()
+    beside.raise_errors()
 
     # Stats now; or on first use (``deferred``), unless the rows must be sorted, which re-points them.
     if deferred is None:
@@ -483,6 +497,40 @@ def finish_plane(cols: Columns, f: ByteSource, pi: int, plane_id: int, plane_nam
     if deferred is not None and stats is None:
         deferred.defer(out, pm.stat_ids, pm.stat_names)
     return out
+
+
+class _Beside:
+    """What ``finish_plane`` runs beside the events' times: their names (the part of
+    ``finish_events`` that reads only the metadata column), then the stats' finishing step.
+    Errors are kept and raised in the order of the steps run one after the other: the names',
+    then the times' (raised by the caller's own step), then the stats'."""
+
+    def __init__(self, names: Later | None, stats: Later | None) -> None:
+        self._names = names
+        self._stats = stats
+        self._names_error: BaseException | None = None
+        self._stats_error: BaseException | None = None
+
+    def run(self) -> None:
+        if self._names is not None:
+            try:
+                self._names()
+            except (IndexError, MemoryError) as e:
+                self._names_error = e
+        if self._stats is not None:
+            try:
+                self._stats()
+            except Exception as e:  # raised by raise_errors, after the events' own
+                self._stats_error = e
+
+    def raise_names_error(self) -> None:
+        if self._names_error is not None:
+            raise self._names_error
+
+    def raise_errors(self) -> None:
+        self.raise_names_error()
+        if self._stats_error is not None:
+            raise self._stats_error
 
 
 @dataclass

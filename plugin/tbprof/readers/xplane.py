@@ -22,7 +22,7 @@ from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
 from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
-from tbprof.readers.files import read_profile_array, read_profile_bytes
+from tbprof.readers.files import read_beside, read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
@@ -57,9 +57,22 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     ``lazy``: a file of ``LAZY_MIN_BYTES`` or more gets its events now and each plane's stats
     when a tool first reads them (the service's reader, ``read_xspace_lazily``)."""
     path = as_location(path)
-    data = _read_url(path) if isinstance(path, UrlPath) else read_profile_array(Path(path))
     host_name = host if host is not None else shown_name(path.name.removesuffix(".xplane.pb"))
-    return xspace_from_bytes(data, str(path), host_name, LAZY_MIN_BYTES if lazy else None)
+    lazy_min = LAZY_MIN_BYTES if lazy else None
+    if isinstance(path, UrlPath):
+        return xspace_from_bytes(_read_url(path), str(path), host_name, lazy_min)
+    beside = read_beside(Path(path))
+    if beside is None:
+        return xspace_from_bytes(read_profile_array(Path(path)), str(path), host_name, lazy_min)
+    # The scan's walk of the headers follows the read on another core (wire.FileRead).
+    with beside:
+        try:
+            store = xspace_from_bytes(beside.array, str(path), host_name, lazy_min, reading=beside.reading)
+        except ProfileReadError:
+            beside.finish()  # a file that changed while it was read is reported as such
+            raise
+        beside.finish()
+    return store
 
 
 def read_xspace_lazily(path: str | Location) -> tables.ProfileStore:
@@ -96,10 +109,11 @@ def parse_spans(message_type: type, data: memoryview, spans: np.ndarray) -> obje
 LAZY_MIN_BYTES = 8 << 20
 
 
-def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
-                      lazy_min_bytes: int | None = None) -> tables.ProfileStore:
+def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str, lazy_min_bytes: int | None = None,
+                      reading: wire.FileRead | None = None) -> tables.ProfileStore:
     """The store of an XSpace's bytes; from ``lazy_min_bytes`` on (None: never), its event
-    stats decoded plane by plane on first use (``_LazyStats``)."""
+    stats decoded plane by plane on first use (``_LazyStats``). ``reading``: ``data`` is being
+    read meanwhile (``wire.scan``'s ``reading``)."""
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
@@ -112,7 +126,7 @@ def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str,
 
     lazy = lazy_min_bytes is not None and len(data) >= lazy_min_bytes
     try:
-        scanned = wire.scan(data, on_counts=refuse_dense, stats=not lazy)
+        scanned = wire.scan(data, on_counts=refuse_dense, stats=not lazy, reading=reading)
     except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:

@@ -159,22 +159,27 @@ def test_sql_timings_name_every_phase(capsys: pytest.CaptureFixture[str], cache_
     assert sum(parts) + run_sql_s == pytest.approx(seconds["command total"], abs=0.01)
 
 
-# Modules of the service's other work (tools, tfprof runs, tables, the disk cache's event grouping)
-# and the SQL layer itself: none is needed to start converting one file for ``tbprof sql``.
+# Modules of the service's other work (tools, tfprof runs, tables, the disk cache's event grouping),
+# the SQL layer itself and protobuf's messages (the reader parses with them only after the read
+# and the scan): none is needed to start converting one file for ``tbprof sql``.
 _NOT_BEFORE_CONVERTING = ("tbprof.analyses.tool", "tbprof.service.tools", "tbprof.store.tfprof",
-                          "tbprof.analyses.table", "tbprof.domain.event_groups", "tbprof.service.sql")
+                          "tbprof.analyses.table", "tbprof.domain.event_groups", "tbprof.service.sql",
+                          "tbprof.protos.xplane_pb2")
 
 
 def test_sql_starts_converting_before_importing_what_it_does_not_need(cache_dir: Path) -> None:
     """The conversion's thread starts as soon as the run is listed and its reader imported: the
-    modules above load (where they do) beside the conversion, not before it."""
+    modules above load (where they do) beside the conversion, not before it; protobuf's messages
+    are loaded once it is done."""
     assert all(importlib.util.find_spec(m) is not None for m in _NOT_BEFORE_CONVERTING)  # real names
-    code = ("import sys\nfrom tbprof.service.profiles import Profiles\nseen = []\nreal = Profiles.load_in_background\n"
-            "def load(self, *a, **k):\n"
+    code = ("import sys\nfrom tbprof.service.background import BackgroundLoads\nseen = []\n"
+            "real = BackgroundLoads.start\n"
+            "def start(self, *a, **k):\n"
             f"    seen.append(sorted(m for m in {_NOT_BEFORE_CONVERTING!r} if m in sys.modules))\n"
             "    return real(self, *a, **k)\n"
-            "Profiles.load_in_background = load\n"
-            "from tbprof.cli.main import main\nrc = main(sys.argv[1:])\nprint(seen)\nsys.exit(rc)")
+            "BackgroundLoads.start = start\n"
+            "from tbprof.cli.main import main\nrc = main(sys.argv[1:])\n"
+            "seen.append('tbprof.protos.xplane_pb2' in sys.modules)\nprint(seen)\nsys.exit(rc)")
     env = {**os.environ, "PYTHONPATH": str(Path(tbprof.__file__).resolve().parent.parent)}
     done = subprocess.run([sys.executable, "-c", code, "sql", str(SAMPLE_PROFILES / "jax_mlp"),
                            "SELECT name, count(*) AS n FROM events GROUP BY name", "--format", "json",
@@ -183,4 +188,4 @@ def test_sql_starts_converting_before_importing_what_it_does_not_need(cache_dir:
     assert done.returncode == 0, done.stderr[-2000:]
     body, _, last = done.stdout.rstrip().rpartition("\n")
     assert json.loads(body)["row_count"] > 0
-    assert last == "[[]]"
+    assert last == "[[], True]"

@@ -52,21 +52,37 @@ start = profiles.loads.start
 
 
 def recording_start(key, work):
-    seen.append("tbprof.readers.xplane" in sys.modules)  # before the load's thread exists
-    return start(key, work)
+    # Before the load's thread exists: the reader, and protobuf's messages (not the reader's import)
+    seen.append(["tbprof.readers.xplane" in sys.modules, "tbprof.protos.xplane_pb2" in sys.modules])
+    thread = start(key, work)
+    seen.append(thread.is_alive())
+    return thread
 
 
 profiles.loads.start = recording_start
-profiles.load_in_background(run, list(run.hosts), few_planes=True).join()  # as ``tbprof sql`` starts it
+here = sys.argv[3] == "here"  # as ``tbprof summary`` starts it; else as ``tbprof sql`` does
+thread = profiles.load_in_background(run, list(run.hosts), few_planes=not here, parser_here=here)
+seen.append("tbprof.protos.xplane_pb2" in sys.modules)  # the caller's import, if its own
+thread.join()
+seen.append("tbprof.protos.xplane_pb2" in sys.modules)  # the conversion's own, if not
 print(seen)
 """
 
 
+def _started(tmp_path: Path, parser: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN)}
+    proc = subprocess.run([sys.executable, "-c", STARTED, str(SAMPLE_PROFILES / "jax_mlp"), str(tmp_path / "cache"),
+                           parser], capture_output=True, text=True, env=env, timeout=120, check=True)
+    return proc.stdout.strip()
+
+
 def test_reader_imported_before_the_load_starts(tmp_path: Path) -> None:
     """An unconverted host's reader is imported on the caller's thread before the background load
-    starts, so that the load's thread begins with the file's scan (outside the GIL), not with
-    imports that take turns with the caller's."""
-    env = {**os.environ, "PYTHONPATH": str(PLUGIN)}
-    proc = subprocess.run([sys.executable, "-c", STARTED, str(SAMPLE_PROFILES / "jax_mlp"), str(tmp_path / "cache")],
-                          capture_output=True, text=True, env=env, timeout=120, check=True)
-    assert proc.stdout.strip() == "[True]"
+    starts, so that the load's thread begins with the file's read and scan (outside the GIL), not
+    with imports that take turns with the caller's. Protobuf's messages are not needed until the
+    scan is done: the caller that asks imports them once the thread runs (``parser_here``), else
+    the conversion does after its scan."""
+    assert _started(tmp_path / "here", "here") == "[[True, False], True, True, True]"
+    # Whether the conversion has reached its parse when the caller returns is a race: not asserted.
+    seen = _started(tmp_path / "there", "there")
+    assert seen.startswith("[[True, False], True, ") and seen.endswith(", True]"), seen

@@ -62,7 +62,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
 
         large_blocks_in_heap()  # its conversion's freed blocks then serve the analyses
     # A pod's workers compute only what the headline reads of each host.
-    loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS)
+    loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS, parser_here=True)
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import of_hosts
 

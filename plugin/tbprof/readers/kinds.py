@@ -79,6 +79,10 @@ class RunKind:
     # Its files are steps of one program (a file per step): hosts ordered by the step in the
     # name; otherwise ranks or hosts, by their numbers in reading order.
     hosts_are_steps: bool = False
+    # A module its reader imports only once the file is read and scanned (protobuf's generated
+    # messages, for the small parts): ``import_parser`` lets a caller import it meanwhile, while
+    # the read and the scan run outside the GIL, instead of before the conversion starts.
+    parser_module_name: str | None = None
 
     @property
     def reader(self) -> Reader:
@@ -93,6 +97,10 @@ class RunKind:
             return None
         reader: Reader = _resolve(self.lazy_reader_name)
         return reader
+
+    def import_parser(self) -> None:
+        if self.parser_module_name is not None:
+            importlib.import_module(self.parser_module_name)
 
     @property
     def streamer(self) -> Streamer | None:
@@ -117,7 +125,8 @@ _TF1: frozenset[Trait] = frozenset({"events", "framework_ops", "memory", "step_f
 KINDS: dict[str, RunKind] = {
     "xspace": RunKind("xspace", _XSPACE,
                       frozenset({"events", "framework_ops", "memory", "step_markers", "devices", "xplane", "hlo"}),
-                      "tbprof.readers.xplane_stream:stream_xspace", "tbprof.readers.xplane:read_xspace_lazily"),
+                      "tbprof.readers.xplane_stream:stream_xspace", "tbprof.readers.xplane:read_xspace_lazily",
+                      parser_module_name="tbprof.protos.xplane_pb2"),
     # A Chrome trace of no known producer: a timeline, perhaps a TF1 session's.
     "chrome_trace": RunKind("chrome_trace", _CHROME, frozenset({"events", "tf1"}), _CHROME_STREAM),
     # The folder-named kinds, in the order that decides which keeps a shared folder's plain name.

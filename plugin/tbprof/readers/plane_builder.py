@@ -23,7 +23,7 @@ plane (the Kineto pass moves a device process's host threads to a plane of their
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -32,13 +32,15 @@ from tbprof._core.wire import hash_spans
 from tbprof.cache.disk_cache import save_blobs
 from tbprof.cache.entry_writer import EntryWriter
 from tbprof.errors import MemoryRefusal
-from tbprof.protos import xplane_pb2
 from tbprof.readers import xplane_columns
 from tbprof.readers.byte_sources import ByteSource
 from tbprof.readers.plane_threads import Later, now_or_beside
 from tbprof.store import tables
 from tbprof.store.markers import COUNTER_LINES_STAT
 from tbprof.store.strings import StringTable
+
+if TYPE_CHECKING:  # the messages are built by readers/xplane.py, which imports protobuf when it parses
+    from tbprof.protos import xplane_pb2
 
 # Anonymous bytes per text of a plane while its strings are deduplicated (rows, offsets,
 # lengths, digests, the distinct digests' hash table, ranks and inverse).

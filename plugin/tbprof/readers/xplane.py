@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -20,12 +21,14 @@ from tbprof.cache.memory_guard import check_allocation
 from tbprof.errors import ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
-from tbprof.protos import xplane_pb2
 from tbprof.readers.byte_sources import MemoryBytes
 from tbprof.readers.files import read_beside, read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
+
+if TYPE_CHECKING:
+    from tbprof.protos import xplane_pb2
 
 
 def _text(raw: bytes) -> str:
@@ -198,6 +201,10 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
     owner_idx = sc.spans[:, 0] & 0xFFFFFFFF
     span_se = sc.spans[:, 1:]
     check_allocation(source, build_need_bytes(sc, data), lambda: describe_counts(sc, data))
+    # Imported here, not with the module: the read and the scan do not need protobuf's messages
+    # (readers/kinds.py ``parser_module_name``: a caller imports them while those run).
+    from tbprof.protos import xplane_pb2
+
     strings = StringTable()
     # The small fields are cut out of the file by Python slicing: of a memoryview, whether the
     # file came as an array (a local read) or as bytes (an object store's answer).
@@ -332,6 +339,8 @@ def without_replaced_stats(data: bytes | np.ndarray, view: memoryview, spans: np
     ids = wire.field_metadata_ids(data, spans[stat_rows, 0], spans[stat_rows, 1])
     if (ids < 0).any():
         return spans
+    from tbprof.protos import xplane_pb2
+
     rest = parse_spans(xplane_pb2.XPlane, view, spans[~is_stat])  # small: all but the stats
     assert isinstance(rest, xplane_pb2.XPlane)
     meta_ids = np.array(sorted(rest.stat_metadata.keys()), dtype=np.int64)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +62,17 @@ def persist_derived(store: ProfileStore) -> None:
     from tbprof.domain import event_groups
 
     store.derived[event_groups.PERSISTED_NAME] = event_groups.to_persisted(event_groups.event_groups(store))
+
+
+def _import_quietly(do_import: Callable[[], object], path: Location) -> bool:
+    """Imports ahead of a conversion; a failure is the conversion's own to report, to the
+    caller that asks for the store."""
+    try:
+        do_import()
+    except ImportError:
+        log.debug("tbprof: importing the reader of %s failed", path, exc_info=True)
+        return False
+    return True
 
 
 def _reader_of(kind: RunKind, few_planes: bool) -> Reader:
@@ -156,7 +167,7 @@ class Profiles:
                                        keep_partial=self.partials.keep_fresh, keep_combined=self.partials.keep_combined)
 
     def load_in_background(self, run: Run, hosts: Sequence[str], few_planes: bool = False,
-                           parts: frozenset[str] | None = None) -> threading.Thread:
+                           parts: frozenset[str] | None = None, parser_here: bool = False) -> threading.Thread:
         """Starts converting the hosts' stores (a pod's: their partials) on a thread and returns
         it (join it when done).
 
@@ -173,12 +184,16 @@ class Profiles:
         A single local host that is not converted yet gets its reader imported here, on the
         caller's thread, before the thread starts: the conversion then begins with the file's read
         and scan, outside the GIL, instead of taking turns on the GIL with the caller's imports
-        from its first line (bench/measurements.md#cold-sql-command).
+        from its first line (bench/measurements.md#cold-sql-command). ``parser_here``: what the
+        reader parses the file's small parts with (an XSpace's protobuf messages) is imported here
+        too, once the thread has started, for a caller whose own imports end before the scan does
+        (``tbprof summary``); else the conversion imports it after its scan (``tbprof sql``, whose
+        DuckDB import outlasts the scan: its thread then imports while DuckDB connects, outside
+        the GIL).
         """
         key = (run.name, tuple(hosts))
         hand_over = parts is not None
-        if len(hosts) == 1:
-            self._import_reader(run, hosts[0], few_planes)
+        converts = len(hosts) == 1 and self._import_reader(run, hosts[0], few_planes)
 
         def load() -> None:
             try:
@@ -189,19 +204,19 @@ class Profiles:
             except Exception:  # the caller's own stores_tolerant reports it
                 log.debug("tbprof: background load of %s failed", run.name, exc_info=True)
 
-        return self.loads.start(key, load)
+        thread = self.loads.start(key, load)
+        if converts and parser_here:
+            _import_quietly(KINDS[run.kind].import_parser, run.hosts[hosts[0]])
+        return thread
 
-    def _import_reader(self, run: Run, host: str, few_planes: bool) -> None:
+    def _import_reader(self, run: Run, host: str, few_planes: bool) -> bool:
         """Imports the reader of a local host file that is about to be converted (none where its
-        store is cached: answering from the cache needs no reader)."""
+        store is cached: answering from the cache needs no reader); whether it did."""
         kind = KINDS.get(run.kind)
         path = run.hosts.get(host)
         if kind is None or not isinstance(path, Path) or self.cache.contains(path, kind.store_format):
-            return
-        try:
-            _reader_of(kind, few_planes)
-        except ImportError:  # the conversion's own import says so, to the caller that asks for the store
-            log.debug("tbprof: importing the reader of %s failed", path, exc_info=True)
+            return False
+        return _import_quietly(lambda: _reader_of(kind, few_planes), path)
 
     def stores_tolerant(self, run: Run, hosts: Sequence[str],
                         few_planes: bool = False) -> tuple[list[AnyStore], list[dict[str, str]]]:

@@ -1,6 +1,7 @@
 """tbprof: a fast profile viewer for TensorFlow / JAX / PyTorch profiler output."""
 
 import atexit
+import os
 import re
 import shutil
 import tempfile
@@ -8,7 +9,6 @@ from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
-
 
 # Everything a build writes (build/, the egg-info, Cython's generated C, object files) goes to
 # a private temporary directory, never into the checkout: two builds at once and a build from a
@@ -21,7 +21,9 @@ atexit.register(shutil.rmtree, BUILD_ROOT, ignore_errors=True)
 class BuildExt(build_ext):
     """Cythonizes into the build's temporary directory, then adds flags per compiler: -fwrapv
     gives int64 time arithmetic numpy's wrap-around semantics (signed overflow is undefined in
-    C), -O2 because setuptools' default may be -O0 on some Pythons."""
+    C), -O2 because setuptools' default may be -O0 on some Pythons (unless $CFLAGS names an
+    optimisation level: the flags added here come last, so they would override it). The modules
+    compile side by side, one per CPU."""
 
     def build_extensions(self) -> None:
         from Cython.Build import cythonize
@@ -31,8 +33,11 @@ class BuildExt(build_ext):
             (generated,) = cythonize([ext], build_dir=c_dir, compiler_directives={"language_level": "3"}, quiet=True)
             ext.sources = generated.sources
         if self.compiler.compiler_type != "msvc":  # MSVC wraps signed overflow already
+            level = [] if re.search(r"(^|\s)-O", os.environ.get("CFLAGS", "")) else ["-O2"]
             for ext in self.extensions:
-                ext.extra_compile_args = [*ext.extra_compile_args, "-O2", "-fwrapv"]
+                ext.extra_compile_args = [*ext.extra_compile_args, *level, "-fwrapv"]
+        if not self.parallel:
+            self.parallel = True  # setuptools: as many compilers at once as there are CPUs
         super().build_extensions()
 
 

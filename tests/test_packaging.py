@@ -50,7 +50,9 @@ def _set_writable(root: Path, writable: bool) -> None:
 
 
 def _pip(*args: str | Path, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    # Unoptimised C (setup.py leaves an optimisation level in $CFLAGS alone): these tests check
+    # where a build writes and what it holds, not the code it makes, and -O0 compiles several times faster.
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "CFLAGS": "-O0"}
     return subprocess.run([python, "-m", "pip", *map(str, args)], capture_output=True, text=True, env=env)
 
 

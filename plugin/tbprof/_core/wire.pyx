@@ -302,6 +302,18 @@ cdef inline int64_t narrow_id(Sink* s, uint64_t raw) noexcept nogil:
     return v
 
 
+cdef inline void put_event(Sink* s, int64_t slot, int32_t line_idx, int64_t meta, uint64_t offset_ps,
+                           uint64_t dur_ps) noexcept nogil:
+    """An event's columns at row ``slot`` (its metadata id as ``narrow_id`` gave it)."""
+    s.ev_line[slot] = line_idx
+    if s.narrow:
+        s.ev_meta32[slot] = <int32_t>meta
+    else:
+        s.ev_meta64[slot] = meta
+    s.ev_start[slot] = <int64_t>offset_ps
+    s.ev_dur[slot] = <int64_t>dur_ps
+
+
 cdef struct StatFields:
     uint64_t meta
     int kind
@@ -437,13 +449,7 @@ cdef int decode_event(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t eend, int6
                 return err
     m = narrow_id(s, meta_id)
     if s.fill and not s.skip_events:
-        s.ev_line[ev_slot] = line_idx
-        if s.narrow:
-            s.ev_meta32[ev_slot] = <int32_t>m
-        else:
-            s.ev_meta64[ev_slot] = m
-        s.ev_start[ev_slot] = <int64_t>offset_ps
-        s.ev_dur[ev_slot] = <int64_t>dur_ps
+        put_event(s, ev_slot, line_idx, m, offset_ps, dur_ps)
     return 0
 
 
@@ -947,7 +953,7 @@ cdef int fill_events_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) no
     metadata id, offset, duration, a stat skipped by its length) are compared whole."""
     cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send
     cdef int32_t line_idx = <int32_t>chunk[0]
-    cdef int64_t ev = chunk[3], ev_end = chunk[3] + chunk[4], m
+    cdef int64_t ev = chunk[3], ev_end = chunk[3] + chunk[4]
     cdef uint64_t tag, meta_id, offset_ps, dur_ps, v
     cdef int err
     while pos < end:
@@ -992,14 +998,7 @@ cdef int fill_events_chunk(const uint8_t* buf, const int64_t* chunk, Sink* s) no
                 err = skip_field(buf, &pos, eend, tag & 7)
                 if err != 0:
                     return err
-        m = narrow_id(s, meta_id)
-        s.ev_line[ev] = line_idx
-        if s.narrow:
-            s.ev_meta32[ev] = <int32_t>m
-        else:
-            s.ev_meta64[ev] = m
-        s.ev_start[ev] = <int64_t>offset_ps
-        s.ev_dur[ev] = <int64_t>dur_ps
+        put_event(s, ev, line_idx, narrow_id(s, meta_id), offset_ps, dur_ps)
         ev += 1
     return 0 if ev == ev_end else C_CAPACITY
 

@@ -4,6 +4,10 @@
 // (below) makes: it escapes every interpolated value unless that value is itself SafeHtml.
 // eslint.config.js forbids a tooltip formatter that does not go through `tooltipHtml`, and
 // `innerHTML`/`outerHTML`/`insertAdjacentHTML` anywhere.
+// What needs no escaping here: ECharts' own tooltips (no formatter: series, category and legend
+// names and every value, `valueFormatter`'s text included, are encoded by ECharts' tooltip markup)
+// and the other formatters (axis, series and legend labels), whose text is drawn on the canvas.
+// tests/e2e/test_payload_names.py hovers every chart point of every page with markup as names.
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 

@@ -1023,8 +1023,8 @@ cdef inline int skip_varint(const uint8_t* buf, Py_ssize_t* pos, Py_ssize_t end)
 cdef int count_chunk(const uint8_t* buf, const int64_t* chunk, int64_t* n_stats) noexcept nogil:
     """Counts the stats of one chunk's events (each skipped by its length, as ``decode_event``
     meets them: one per stats field), so that the fill pass writes them at their final rows.
-    The other fields are skipped without assembling their values (``skip_varint``: ~10 % of the
-    pass on jax_large, bench/measurements.md#xspace-build). On bytes the decoder reads otherwise
+    The other fields are skipped without assembling their values (``skip_varint``:
+    bench/measurements.md#xspace-build). On bytes the decoder reads otherwise
     the counts differ and the scan falls back to the serial scan (``_ParallelScan._run_chunk``
     compares them)."""
     cdef Py_ssize_t pos = <Py_ssize_t>chunk[1], end = <Py_ssize_t>chunk[2], eend, send

@@ -262,8 +262,8 @@ def share_heaps(count: int = SHARED_HEAPS) -> bool:
 
     Each thread that allocates gets a heap of its own, up to 8 per CPU, and a heap keeps the free
     pages at its top (``malloc_trim`` hands back only the main heap's): after a Chrome trace's scan
-    on 16 threads and its builder's pools, those tops held ~150-250 MiB while the analyses ran.
-    Threads that share a few heaps reuse those pages instead; with one heap, what a conversion's
+    on many threads and its builder's pools, those tops held a large share of the peak while the
+    analyses ran. Threads that share a few heaps reuse those pages instead; with one heap, what a conversion's
     thread frees serves the analyses on the command's (see ``large_blocks_in_heap``;
     bench/measurements.md).
     """
@@ -281,9 +281,9 @@ def large_blocks_in_heap() -> bool:
     """glibc takes blocks below ``HEAP_BLOCKS_BELOW_BYTES`` from the heap, not from mappings of
     their own that go back to the kernel when freed: with one heap (``share_heaps(1)``), a one-shot
     command's analyses then reuse the pages its conversion freed instead of faulting in fresh zeroed
-    ones (jax_large's summary: 27 k page faults -> 17 k, the same peak RSS; neither call alone
-    helps: bench/measurements.md#one-host-summary). For a process that ends after one file
-    converted in memory: freed blocks stay in the heap. Whether it did (not glibc: nothing)."""
+    ones, at the same peak (neither call alone helps: bench/measurements.md#one-host-summary). For
+    a process that ends after one file converted in memory: freed blocks stay in the heap. Whether
+    it did (not glibc: nothing)."""
     return _mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCKS_BELOW_BYTES)
 
 

@@ -24,8 +24,8 @@ from tbprof.store.arrays import sorted_unique
 # Events whose args are turned into stat rows per batch (a few int64 temporaries per stat row).
 _ARGS_EVENTS = 1 << 17
 # The most batches gathered ahead of the interning (and mapped behind it) at once where there
-# are threads for them: 4 cost the 903 MB trace's conversion ~50-70 MiB of peak memory, 2 ~0-30
-# (bench/measurements.md).
+# are threads for them: each batch in flight adds to the conversion's peak memory, more than two
+# past what they save in time (bench/measurements.md, "Batches of args in flight").
 _ARGS_IN_FLIGHT = 2
 # A batch's stat rows: owners, name ids, kinds, values.
 _Stats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]

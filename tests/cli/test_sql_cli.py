@@ -100,11 +100,13 @@ def test_export_parquet_round_trips(capsys: pytest.CaptureFixture[str], cache_di
     assert kernels is not None and [kernels[0]] == json.loads(out)["rows"][0]
 
 
-def test_sql_answers_without_importing_pandas(cache_dir: Path) -> None:
+def test_sql_answers_without_importing_pandas_or_duckdbs_python_layer(cache_dir: Path) -> None:
     """The CLI (like the server) scans numpy arrays: pandas is not imported for a query of the
-    events and a table (its import took longer than the query)."""
+    events and a table (its import took longer than the query), nor the ``duckdb`` package's
+    Python layer over the engine's native module (its relation API and version lookup)."""
     code = ("import sys\nfrom tbprof.cli.main import main\nrc = main(sys.argv[1:])\n"
-            "print('pandas imported:', 'pandas' in sys.modules)\nsys.exit(rc)")
+            "print('imported:', sorted(m for m in ('pandas', 'duckdb', '_duckdb') if m in sys.modules))\n"
+            "sys.exit(rc)")
     query = "SELECT (SELECT count(*) FROM kernels) AS kernels, count(*) AS events, min(name) FROM events"
     env = {**os.environ, "PYTHONPATH": str(Path(tbprof.__file__).resolve().parent.parent)}
     done = subprocess.run([sys.executable, "-c", code, "sql", str(SAMPLE_PROFILES / "torch_ddp"), query,
@@ -113,7 +115,7 @@ def test_sql_answers_without_importing_pandas(cache_dir: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     body, _, last = done.stdout.rstrip().rpartition("\n")
     assert json.loads(body)["rows"][0][1] > 0
-    assert last == "pandas imported: False"
+    assert last == "imported: ['_duckdb']"
 
 
 # Columns whose modules a query imports only when it names them (service/sql/columns.py).

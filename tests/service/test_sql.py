@@ -5,7 +5,10 @@ the views' shape, limits and safety. Goldens: tests/golden/make_sql_goldens.py (
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -494,3 +497,31 @@ def test_text_columns_of_an_empty_table_are_varchar(tmp_path_factory: pytest.Tem
         texts, "VARCHAR")
     listed = next(t for t in sql_tables(profile.profiles, profile.run.name) if t["name"] == "steps")
     assert {c["name"]: c["type"] for c in listed["columns"] if c["name"] in texts} == dict.fromkeys(texts, "VARCHAR")
+
+
+# What the SQL layer (service/sql/) asks of DuckDB: module names and connection methods.
+_ENGINE_NAMES = ("connect", "Error", "InterruptException", "OutOfMemoryException", "StatementType")
+_CONNECTION_METHODS = ("execute", "register", "unregister", "extract_statements", "interrupt", "close",
+                       "fetchall", "fetchmany", "fetchone", "description")
+
+
+def test_the_sql_layer_names_only_what_it_is_checked_for() -> None:
+    """The lists above are what the SQL layer's source uses, so that the test below checks all of it."""
+    source = "\n".join(p.read_text() for p in Path(sql_engine.__file__).parent.glob("*.py"))
+
+    assert set(re.findall(r"\bduckdb\.([A-Za-z_]+)", source)) <= set(_ENGINE_NAMES)
+    assert set(re.findall(r"\bcon\.([a-z_]+)\(", source)) <= set(_CONNECTION_METHODS)
+    assert set(re.findall(r"\.(fetch[a-z]*|description|interrupt)\b", source)) <= set(_CONNECTION_METHODS)
+
+
+def test_the_engine_module_is_what_the_duckdb_package_exports() -> None:
+    """The SQL layer imports DuckDB's native module, not the package's Python layer over it
+    (``engine._duckdb`` says why): every name it uses is the very object ``duckdb`` exports, and
+    a connection has every method it calls in a process where the package was never imported."""
+    engine = sql_engine.load_duckdb()
+    assert engine.__name__ == "_duckdb"
+    assert all(getattr(engine, name) is getattr(duckdb, name) for name in _ENGINE_NAMES)
+    code = ("import sys, _duckdb\ncon = _duckdb.connect(':memory:')\n"
+            f"print([m for m in {_CONNECTION_METHODS!r} if not hasattr(con, m)], 'duckdb' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[] False"

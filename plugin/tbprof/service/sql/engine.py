@@ -80,6 +80,19 @@ class SqlUnavailable(NoData):
 
 
 def _duckdb() -> Any:
+    """DuckDB's engine: the ``duckdb`` wheel's native module ``_duckdb``, which its ``duckdb``
+    package re-exports. The connection API used here (``connect``, ``execute``, ``register`` of
+    numpy columns, ``extract_statements``, ``fetchall``, ``interrupt`` and the exception classes)
+    is the native module's own; the package adds a pure-Python relation API and its version
+    string read through ``importlib.metadata``, about 60 ms of a cold ``tbprof sql`` that no query
+    here uses (bench/measurements.md#cold-sql-command). Another wheel layout falls back to the
+    package."""
+    try:
+        import _duckdb
+
+        return _duckdb
+    except ImportError:
+        pass
     try:
         import duckdb
     except ImportError as e:
@@ -88,7 +101,7 @@ def _duckdb() -> Any:
 
 
 def load_duckdb() -> Any:
-    """The ``duckdb`` module (SqlUnavailable without the ``sql`` extra)."""
+    """DuckDB's engine module (``_duckdb``; SqlUnavailable without the ``sql`` extra)."""
     return _duckdb()
 
 
@@ -432,7 +445,7 @@ def register_views(con: Any, profiles: Profiles, run: Run, hosts: Sequence[str],
 
 def _select_statement(con: Any, duckdb: Any, query: str) -> str:
     """The query if it is one SELECT. Parsed on the query's own connection: the module-level
-    ``duckdb.extract_statements`` would start DuckDB's default database first."""
+    ``extract_statements`` of the ``duckdb`` package would start DuckDB's default database first."""
     if len(query) > MAX_QUERY_CHARS:
         raise BadParameter(f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are read")
     if not query.strip():

@@ -33,13 +33,23 @@ RUNS = {"jax_mlp": "2026_11_26_00_32_23", "custom_loop": "2026_11_26_00_33_59"}
 PAYLOAD_RUN = f"{SVG}run"
 
 # Every chart point shown as ECharts shows it on hover (showTip renders the tooltip through
-# its formatter at once), and after each one: is there an element the page did not make?
+# its formatter at once), and after each one: did the page gain an element it does not make? The
+# whole document is searched before the first hover and after the last; in between, what each
+# hover added or changed (a MutationObserver's records, taken at once after it: a node added and
+# removed again still counts), so that a page of long tables is not searched whole 400 times.
 HOVER_ALL_JS = """
 (limit) => {
-  const injected = () => [...document.querySelectorAll('*')].filter((el) =>
-      [...el.attributes].some((a) => a.name.startsWith('on')) || (el.tagName === 'IMG')
-      || (el.tagName === 'SCRIPT' && !el.src)).map((el) => el.outerHTML.slice(0, 200));
+  const bad = (el) => [...el.attributes].some((a) => a.name.startsWith('on')) || (el.tagName === 'IMG')
+      || (el.tagName === 'SCRIPT' && !el.src);
+  const described = (els) => els.filter(bad).map((el) => el.outerHTML.slice(0, 200));
+  const within = (node) => node.nodeType === Node.ELEMENT_NODE ? described([node, ...node.querySelectorAll('*')]) : [];
+  const observer = new MutationObserver(() => {});
+  observer.observe(document, {subtree: true, childList: true, attributes: true});
+  const changed = () => observer.takeRecords().flatMap((r) =>
+      r.type === 'attributes' ? described([r.target]) : [...r.addedNodes].flatMap(within));
   const found = [];
+  const before = within(document.documentElement);
+  if (before.length) found.push(['document', -1, -1, before]);
   let hovered = 0;
   for (const [id, chart] of (window.__tbprofCharts ?? new Map())) {
     const inst = chart.echarts;
@@ -51,14 +61,25 @@ HOVER_ALL_JS = """
       for (let dataIndex = 0; dataIndex < n; dataIndex += step) {
         inst.dispatchAction({type: 'showTip', seriesIndex, dataIndex});
         hovered++;
-        const bad = injected();
-        if (bad.length) found.push([id, seriesIndex, dataIndex, bad]);
+        const added = changed();
+        if (added.length) found.push([id, seriesIndex, dataIndex, added]);
       }
     });
     inst.dispatchAction({type: 'hideTip'});
   }
+  const added = changed();
+  observer.disconnect();
+  const after = within(document.documentElement);
+  if (added.length || after.length) found.push(['document', -1, -1, [...added, ...after]]);
   return {hovered, found, tooltips: document.querySelectorAll('.tbp-chart div').length};
 }
+"""
+
+# Every chart of the page drawn (each chart's ``ready``: its chunk loaded and its first option
+# drawn), then two animation frames, instead of a fixed sleep.
+CHARTS_DRAWN_JS = """
+() => Promise.all([...(window.__tbprofCharts ?? new Map()).values()].map((c) => c.ready))
+    .then(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))))
 """
 
 
@@ -108,7 +129,7 @@ def test_payload_names_never_run(payload_server: Server, payload_page: Watch) ->
     for run, tool in pages:
         page.goto(app_url(payload_server, run=run, tool=tool))
         page.wait_for_function(PAGE_READY_JS, timeout=120_000)
-        page.wait_for_timeout(300)  # charts load their chunk and draw
+        page.evaluate(CHARTS_DRAWN_JS)
         result = page.evaluate(HOVER_ALL_JS, 400)
         hovered_total += result["hovered"]
         assert result["found"] == [], (run, tool, result["found"][:3])

@@ -49,7 +49,7 @@ CORE_PXD = ["plugin/tbprof/_core/hash64.pxd"]
 def core_extensions() -> list[Extension]:
     """tbprof._core: plain typed-memoryview Cython, no NumPy C API (so no numpy ABI pin)."""
     return [Extension(f"tbprof._core.{name}", [f"plugin/tbprof/_core/{name}.pyx"], depends=CORE_PXD)
-            for name in ("wire", "kernels", "jsonscan", "groups", "chrome_pass")]
+            for name in ("wire", "kernels", "jsonscan", "groups", "chrome_pass", "mapped")]
 
 
 version = re.search(r'__version__ = "([^"]+)"', Path("plugin/tbprof/__init__.py").read_text()).group(1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tbprof._core import wire
+from tbprof._core import mapped, wire
 from tbprof.errors import MemoryRefusal, ProfileReadError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -126,6 +126,61 @@ class ArrayRead:
 
     def __exit__(self, *exc: object) -> None:
         os.close(self._fd)
+
+
+# Local files from this size on are mapped (``map_profile``); below it a read costs no more.
+MAP_MIN_BYTES = 64 << 10
+
+
+class MappedProfile:
+    """A local profile file mapped read-only (``_core/mapped.pyx``): ``array`` is its bytes as a
+    read-only uint8 array, read from the page cache in place instead of copied into fresh memory
+    (bench/measurements.md#mapped-reads). ``check`` refuses what was read if the file changed
+    since it was mapped, as ``read_profile_array`` refuses a file that changes while it is read:
+    cut short under the map (whose pages past the new end then read as zeros, never SIGBUS), or
+    grown or rewritten in place (its size or modification time moved). A file replaced by
+    another (renamed over, or deleted) leaves the mapped one intact: nothing to refuse."""
+
+    def __init__(self, path: str | Path, fd: int, before: os.stat_result) -> None:
+        self.path = path
+        self._before = before
+        self._map = mapped.MappedFile(fd, before.st_size)
+        self.array = np.frombuffer(memoryview(self._map), dtype=np.uint8)
+
+    def check(self) -> None:
+        """ProfileReadError if the file changed since it was mapped (what was read is not the file)."""
+        if self._map.changed:
+            raise ProfileReadError(str(self.path), _CHANGED)
+        try:
+            after = os.stat(self.path)
+        except OSError:
+            return  # gone from the folder: the mapped file itself is unchanged
+        before = self._before
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            return
+        if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+            raise ProfileReadError(str(self.path), _CHANGED)
+
+
+def map_profile(path: str | Path) -> MappedProfile | None:
+    """A local regular file of ``MAP_MIN_BYTES`` or more, mapped (``MappedProfile``); None where it
+    is smaller, the platform maps no files or the map fails (the caller reads the file: its read
+    reports what is wrong with it)."""
+    if not mapped.supported():
+        return None
+    try:
+        fd = open_regular(path)
+    except ProfileReadError:
+        return None
+    try:
+        before = os.fstat(fd)
+        if before.st_size < MAP_MIN_BYTES:
+            return None
+        return MappedProfile(path, fd, before)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def read_beside(path: str | Path) -> ArrayRead | None:

@@ -22,12 +22,14 @@ from tbprof.errors import ProfileReadError
 from tbprof.fs import Location, UrlPath, shown_name
 from tbprof.fs import location as as_location
 from tbprof.readers.byte_sources import MemoryBytes
-from tbprof.readers.files import read_beside, read_profile_array, read_profile_bytes
+from tbprof.readers.files import map_profile, read_beside, read_profile_array, read_profile_bytes
 from tbprof.readers.plane_builder import MemoryColumns, finish_plane, finish_stats, plane_meta, wire_plane_meta
 from tbprof.store import tables
 from tbprof.store.strings import StringTable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tbprof.protos import xplane_pb2
 
 
@@ -64,6 +66,15 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
     lazy_min = LAZY_MIN_BYTES if lazy else None
     if isinstance(path, UrlPath):
         return xspace_from_bytes(_read_url(path), str(path), host_name, lazy_min)
+    mapped = map_profile(Path(path))
+    if mapped is not None:
+        try:
+            store = xspace_from_bytes(mapped.array, str(path), host_name, lazy_min, check=mapped.check)
+        except ProfileReadError:
+            mapped.check()  # a file that changed while it was read is reported as such
+            raise
+        mapped.check()
+        return store
     beside = read_beside(Path(path))
     if beside is None:
         return xspace_from_bytes(read_profile_array(Path(path)), str(path), host_name, lazy_min)
@@ -113,10 +124,12 @@ LAZY_MIN_BYTES = 8 << 20
 
 
 def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str, lazy_min_bytes: int | None = None,
-                      reading: wire.FileRead | None = None) -> tables.ProfileStore:
+                      reading: wire.FileRead | None = None,
+                      check: Callable[[], None] | None = None) -> tables.ProfileStore:
     """The store of an XSpace's bytes; from ``lazy_min_bytes`` on (None: never), its event
     stats decoded plane by plane on first use (``_LazyStats``). ``reading``: ``data`` is being
-    read meanwhile (``wire.scan``'s ``reading``)."""
+    read meanwhile (``wire.scan``'s ``reading``). ``check``: ``data`` is a mapped file
+    (``MappedProfile.check``), checked after each later decode of its stats."""
     if len(data) == 0:
         raise ProfileReadError(source, "the file is empty (0 bytes)")
     def refuse_dense(n_events: int, n_stats: int) -> None:
@@ -133,7 +146,7 @@ def xspace_from_bytes(data: bytes | np.ndarray, source: str, host: str, lazy_min
     except wire.WireError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     try:
-        return _build(data, scanned, source, host, lazy=lazy)
+        return _build(data, scanned, source, host, lazy=lazy, check=check)
     except DecodeError as e:
         raise ProfileReadError(source, f"not a readable XSpace profile: {e}") from e
     except IndexError as e:
@@ -194,7 +207,7 @@ def describe_counts(sc: wire.ScanResult, data: bytes | np.ndarray) -> str:
 
 
 def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str,
-           lazy: bool = False) -> tables.ProfileStore:
+           lazy: bool = False, check: Callable[[], None] | None = None) -> tables.ProfileStore:
     # The scanner's counts are the first exact measure of what the file holds: check them before
     # the columns are built (the size-based estimate assumes typical, not dense, files).
     owner_kind = sc.spans[:, 0] >> 32
@@ -259,7 +272,7 @@ def _build(data: bytes | np.ndarray, sc: wire.ScanResult, source: str, host: str
         ranges.append((plane_lines, slice(ev_lo, ev_hi), slice(st_lo, st_hi), sc.texts[tx_lo:tx_hi]))
     planes: list[tables.Plane] = []
     source_bytes = MemoryBytes(view, source)
-    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings, sc.index) if lazy else None
+    deferred = _LazyStats(data, source, sc.n_planes, sc.n_events, strings, sc.index, check) if lazy else None
     for pi, (plane_lines, ev_range, st_range, texts) in enumerate(ranges):
         plane_spans = span_se[plane_span_rows[plane_bounds[pi]:plane_bounds[pi + 1]]]
         blobs: list[bytes] = []
@@ -389,8 +402,11 @@ class _LazyStats:
     """
 
     def __init__(self, data: bytes | np.ndarray, source: str, n_planes: int, n_events: int,
-                 strings: StringTable, index: tuple[np.ndarray, np.ndarray, int, int] | None = None) -> None:
+                 strings: StringTable, index: tuple[np.ndarray, np.ndarray, int, int] | None = None,
+                 check: Callable[[], None] | None = None) -> None:
         self._data: bytes | np.ndarray | None = data
+        # A mapped file's check (``MappedProfile.check``): the file may change after the first scan.
+        self._check = check
         # The first scan's lines and chunks: a plane's scan walks only its own chunks.
         self._index = index
         self._n_events = n_events
@@ -437,13 +453,19 @@ class _LazyStats:
             sc = wire.scan(data, planes=want, events=False, index=self._index)
             st_range, texts = _stat_rows(sc, ev_range)
             view = memoryview(data) if isinstance(data, bytes) else data.data
-            return finish_stats(_scanned_columns(sc, ev_range, st_range, texts), MemoryBytes(view, self._source),
-                                ev_range.start, st_range.start, stat_ids, stat_names, self._strings, blobs, len(data),
-                                None)
-        except wire.WireError as e:
-            raise ProfileReadError(self._source, f"not a readable XSpace profile: {e}") from e
-        except IndexError as e:
-            raise ProfileReadError(self._source, f"not a readable XSpace profile: inconsistent contents ({e})") from e
+            stats = finish_stats(_scanned_columns(sc, ev_range, st_range, texts), MemoryBytes(view, self._source),
+                                 ev_range.start, st_range.start, stat_ids, stat_names, self._strings, blobs, len(data),
+                                 None)
+        except (wire.WireError, IndexError, ProfileReadError) as e:
+            if self._check is not None:
+                self._check()  # a file changed since it was mapped is reported as such
+            if isinstance(e, ProfileReadError):
+                raise
+            detail = str(e) if isinstance(e, wire.WireError) else f"inconsistent contents ({e})"
+            raise ProfileReadError(self._source, f"not a readable XSpace profile: {detail}") from e
+        if self._check is not None:
+            self._check()
+        return stats
 
 
 class _PlaneLazy:

@@ -2,8 +2,8 @@
 
 The in-memory reader (``xplane.py``) holds the whole file and its columns at once, several times the
 file's size (bench/measurements.md#conversion-memory). Here the file is read in windows of bounded
-size (``os.pread`` on a descriptor; never ``mmap``: a profile truncated by another process while
-mapped would kill the server with SIGBUS), in two passes:
+size (``os.pread`` on a descriptor: a window at a time is all this reader holds, where the
+in-memory reader maps the whole file, ``readers/files.py`` ``map_profile``), in two passes:
 
 1. *index*: ``wire.StreamIndex`` walks the space, plane and line headers window by window,
    skipping each event by its length, and records the byte spans of the small fields (plane

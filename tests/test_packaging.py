@@ -22,7 +22,7 @@ import numpy
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CORE_MODULES = ("wire", "kernels", "jsonscan", "groups", "chrome_pass")
+CORE_MODULES = ("wire", "kernels", "jsonscan", "groups", "chrome_pass", "mapped")
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +93,7 @@ def test_editable_install_builds_the_core_in_place_and_nothing_else(tmp_path: Pa
     # The throwaway venv has no numpy (the core imports it): this interpreter's, on the path.
     env = {**os.environ, "PYTHONPATH": str(Path(numpy.__file__).parent.parent)}
     probe = ("import tbprof._core.wire as w, tbprof._core.kernels, tbprof._core.jsonscan, tbprof._core.groups, "
-             "tbprof._core.chrome_pass; "
+             "tbprof._core.chrome_pass, tbprof._core.mapped; "
              "print(w.__file__)")
     where = subprocess.run([python, "-c", probe], cwd=tmp_path, env=env, check=True, capture_output=True,
                            text=True).stdout

@@ -60,7 +60,9 @@ def test_every_real_xplane_read_through_its_map_is_the_store_of_its_bytes(
             assert store_digest(got) == store_digest(want)
 
 
-def test_a_file_from_the_threshold_on_is_mapped_and_a_smaller_one_read(tmp_path: Path) -> None:
+def test_a_file_from_the_threshold_on_is_mapped_and_a_smaller_one_read(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 64 << 10)
     big, small = tmp_path / "big", tmp_path / "small"
     big.write_bytes(b"\x07" * files.MAP_MIN_BYTES)
     small.write_bytes(b"\x07" * (files.MAP_MIN_BYTES - 1))
@@ -117,6 +119,8 @@ def test_a_sigbus_elsewhere_still_ends_the_process(tmp_path: Path) -> None:
 
 def test_a_file_cut_short_after_it_is_mapped_is_refused_as_changed(
         profiles_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 0)
+    _no_reads(monkeypatch)
     source = _largest(profiles_root)
     path = tmp_path / "vm.xplane.pb"
     real_map = files.map_profile
@@ -135,6 +139,8 @@ def test_a_file_cut_short_after_it_is_mapped_is_refused_as_changed(
 
 def test_a_file_grown_or_rewritten_after_it_is_mapped_is_refused_as_changed(
         profiles_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 0)
+    _no_reads(monkeypatch)
     source = _largest(profiles_root)
     path = tmp_path / "vm.xplane.pb"
     real_map = files.map_profile
@@ -205,7 +211,8 @@ def test_a_lazy_store_whose_file_is_replaced_reads_the_mapped_one(
     assert store_digest(store) == store_digest(want)
 
 
-def test_when_every_slot_is_taken_the_file_is_read(tmp_path: Path) -> None:
+def test_when_every_slot_is_taken_the_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 64 << 10)
     path = tmp_path / "f"
     path.write_bytes(b"\x05" * files.MAP_MIN_BYTES)
     held = []

@@ -128,8 +128,10 @@ class ArrayRead:
         os.close(self._fd)
 
 
-# Local files from this size on are mapped (``map_profile``); below it a read costs no more.
-MAP_MIN_BYTES = 64 << 10
+# Local files from this size on are mapped (``map_profile``). A smaller file is read: its bytes
+# fit a heap that a conversion reuses, and a pod's hosts of 650 KB each converted no faster mapped
+# (bench/measurements.md#mapped-reads).
+MAP_MIN_BYTES = 8 << 20
 
 
 class MappedProfile:

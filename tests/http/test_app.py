@@ -255,3 +255,40 @@ def test_one_broken_host_among_good_ones(logdir_copy: Path, cache_dir: Path) -> 
     assert "truncated" in body["host_errors"][0]["error"] or "runs past" in body["host_errors"][0]["error"]
     r1 = client.get(API + "data", query_string={"run": run, "host": "worker1", "tool": "profile_summary"})
     assert r1.status_code == 422
+
+
+def test_a_profile_cut_short_while_mapped_is_422_and_the_server_goes_on(
+        logdir_copy: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process truncates the file between its map and its scan (the SIGBUS a map would
+    raise is turned into zeros by ``_core/mapped.pyx``): the request is a 422 saying the file
+    changed, not a 500 or a dead server; other runs, and this one once the file is whole again,
+    still answer."""
+    from tbprof.readers import files, xplane
+
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 0)
+    client = _client(logdir_copy, cache_dir)
+    runs = [e["run"] for e in client.get(API + "runs").get_json()["runs"]]
+    run = next(n for n in runs if n.startswith("jax_mlp/"))
+    path = next((logdir_copy / "jax_mlp").rglob("*.xplane.pb"))
+    whole = path.read_bytes()
+    real_map = files.map_profile
+    cut: list[Path] = []
+
+    def cut_after_map(p: Path) -> files.MappedProfile | None:
+        got = real_map(p)
+        assert got is not None
+        os.truncate(p, len(whole) // 3)
+        cut.append(p)
+        return got
+
+    monkeypatch.setattr(xplane, "map_profile", cut_after_map)
+    r = client.get(API + "data", query_string={"run": run, "tool": "profile_summary"})
+    assert cut == [path]
+    assert r.status_code == 422, r.get_data(as_text=True)
+    assert "changed while it was being read" in r.get_json()["error"]
+    monkeypatch.setattr(xplane, "map_profile", real_map)
+    other = next(n for n in runs if n.startswith("custom_loop/"))
+    assert client.get(API + "data", query_string={"run": other, "tool": "profile_summary"}).status_code == 200
+    path.write_bytes(whole)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert client.get(API + "data", query_string={"run": run, "tool": "profile_summary"}).status_code == 200

@@ -77,6 +77,16 @@ def test_a_file_from_the_threshold_on_is_mapped_and_a_smaller_one_read(tmp_path:
     assert files.map_profile(fifo) is None  # never opened for a blocking read: refused by the read
 
 
+def test_an_empty_file_is_never_mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to map: the read reports the empty file (a 422), whatever the threshold."""
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 0)
+    empty = tmp_path / "vm.xplane.pb"
+    empty.write_bytes(b"")
+    assert files.map_profile(empty) is None
+    with pytest.raises(ProfileReadError, match="empty"):
+        xplane.read_xspace(empty)
+
+
 def test_pages_cut_off_under_a_map_read_as_zeros_and_mark_it_changed(tmp_path: Path) -> None:
     path = tmp_path / "f"
     size = 3 << 20

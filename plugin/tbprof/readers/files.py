@@ -176,7 +176,7 @@ def map_profile(path: str | Path) -> MappedProfile | None:
         return None
     try:
         before = os.fstat(fd)
-        if before.st_size < MAP_MIN_BYTES:
+        if before.st_size < max(MAP_MIN_BYTES, 1):  # an empty file has nothing to map: the read says so
             return None
         return MappedProfile(path, fd, before)
     except OSError:

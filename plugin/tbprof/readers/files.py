@@ -170,6 +170,11 @@ def map_profile(path: str | Path) -> MappedProfile | None:
     reports what is wrong with it)."""
     if not mapped.supported():
         return None
+    try:  # a small file costs one stat here, not an open (a pod's hosts are all read)
+        if os.stat(path).st_size < max(MAP_MIN_BYTES, 1):
+            return None
+    except OSError:
+        return None
     try:
         fd = open_regular(path)
     except ProfileReadError:

@@ -68,24 +68,27 @@ def read_xspace(path: str | Location, host: str | None = None, lazy: bool = Fals
         return xspace_from_bytes(_read_url(path), str(path), host_name, lazy_min)
     mapped = map_profile(Path(path))
     if mapped is not None:
-        try:
-            store = xspace_from_bytes(mapped.array, str(path), host_name, lazy_min, check=mapped.check)
-        except ProfileReadError:
-            mapped.check()  # a file that changed while it was read is reported as such
-            raise
-        mapped.check()
-        return store
+        array, check = mapped.array, mapped.check
+        return _checked(lambda: xspace_from_bytes(array, str(path), host_name, lazy_min, check=check), check)
     beside = read_beside(Path(path))
     if beside is None:
         return xspace_from_bytes(read_profile_array(Path(path)), str(path), host_name, lazy_min)
     # The scan's walk of the headers follows the read on another core (wire.FileRead).
     with beside:
-        try:
-            store = xspace_from_bytes(beside.array, str(path), host_name, lazy_min, reading=beside.reading)
-        except ProfileReadError:
-            beside.finish()  # a file that changed while it was read is reported as such
-            raise
-        beside.finish()
+        return _checked(lambda: xspace_from_bytes(beside.array, str(path), host_name, lazy_min,
+                                                  reading=beside.reading), beside.finish)
+
+
+def _checked(convert: Callable[[], tables.ProfileStore], check: Callable[[], object]) -> tables.ProfileStore:
+    """``convert()``, then ``check()`` (ProfileReadError for a file that changed while it was
+    read), after a failed conversion too: a file that changed is reported as such, not as
+    malformed bytes."""
+    try:
+        store = convert()
+    except ProfileReadError:
+        check()
+        raise
+    check()
     return store
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
@@ -182,6 +183,34 @@ def test_summary_timings_say_when_forked_workers_were_ready() -> None:
     assert ("(starting workers 0.050; last worker ready at 0.180, first batch handed out at 0.125 after the "
             "start)") in line
     assert "ready at" not in timings_line(0.1, 0.4, 0.001, {"start_s": 0.05}, {})
+
+
+def test_the_command_runs_with_the_collector_that_entry_paused_for_its_imports_on(
+        capsys: pytest.CaptureFixture[str], profiles_root: Path, cache_dir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``entry`` pauses the collector for the command module's imports; ``main`` turns it on
+    again once it has the arguments, so that no command (``serve`` above all, which runs for
+    days) runs with it off."""
+    import gc
+
+    from tbprof.cli import common, show
+
+    seen: list[bool] = []
+    configure, cmd_tools = show.COMMANDS["tools"]
+
+    def cmd_tools_seen(args: argparse.Namespace) -> int:
+        seen.append(gc.isenabled())
+        return cmd_tools(args)
+
+    monkeypatch.setitem(show.COMMANDS, "tools", (configure, cmd_tools_seen))
+    common.pause_collector()
+    try:
+        assert not gc.isenabled()
+        code, out, _ = _run(capsys, "tools", str(profiles_root / "jax_mlp"), "--cache-dir", str(cache_dir))
+    finally:
+        common.resume_collector()
+        gc.unfreeze()
+    assert code == 0 and out and seen == [True]
 
 
 def test_summary_leaves_the_garbage_collector_as_it_found_it(capsys: pytest.CaptureFixture[str],

@@ -57,6 +57,39 @@ def test_sql_truncation_is_said(capsys: pytest.CaptureFixture[str], cache_dir: P
     assert code == 0 and len(out.splitlines()) == 1 + 3 and "first 3 rows" in err
 
 
+def test_sql_imports_without_the_collector_and_queries_with_it(capsys: pytest.CaptureFixture[str], cache_dir: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's imports (up to DuckDB's, ``load_engine``) run with Python's cycle collector
+    off; the query runs with it on (a large trace's conversion goes on beside it); a caller that
+    goes on finds it on and nothing frozen, after an answer and after an error."""
+    import gc
+
+    import tbprof.service.sql as sql_layer
+
+    seen: dict[str, bool] = {}
+    load_engine, run_sql = sql_layer.load_engine, sql_layer.run_sql
+
+    def load_engine_seen(*a: object, **k: object) -> object:
+        seen["imports"] = gc.isenabled()
+        return load_engine(*a, **k)  # type: ignore[arg-type]
+
+    def run_sql_seen(*a: object, **k: object) -> object:
+        seen["query"] = gc.isenabled()
+        return run_sql(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sql_layer, "load_engine", load_engine_seen)
+    monkeypatch.setattr(sql_layer, "run_sql", run_sql_seen)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, out, _ = _run(capsys, "sql", str(SAMPLE_PROFILES / "jax_mlp"), QUERY, "--format", "json",
+                        "--cache-dir", str(cache_dir))
+    assert code == 0 and json.loads(out)["row_count"] == 1
+    assert seen == {"imports": False, "query": True}
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    code, _, _ = _run(capsys, "sql", str(SAMPLE_PROFILES / "jax_mlp"), "SELECT nope FROM events",
+                      "--cache-dir", str(cache_dir))
+    assert code == 1 and gc.isenabled() and gc.get_freeze_count() == 0
+
+
 def test_format_table_aligns_and_shows_null() -> None:
     # Both columns 4 wide ("NULL", "22.5"), two spaces apart; the numeric one right-aligned, header too.
     text = format_table(["a", "bb"], [["x", 1], [None, 22.5]])

@@ -8,10 +8,12 @@ bench/measurements.md#serving) only inside the functions that need it.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,48 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.code = code
+
+
+# Whether ``pause_collector`` turned Python's cycle collector off (and ``resume_collector`` is
+# to turn it on again); False where it was off already (a caller's own choice, left alone).
+_collector_paused = False
+
+
+def pause_collector() -> None:
+    """Python's cycle collector off while a command imports: nearly every object an import
+    makes lives until the process ends, so the collections its ~700-object threshold runs
+    during the imports (numpy's, the service's, DuckDB's) free next to nothing and hold the
+    GIL, which a conversion's thread may be waiting for (bench/measurements.md#cold-sql-command).
+    ``resume_collector`` turns it on again once the imports are done, before the command makes
+    garbage worth collecting (a large trace's conversion: collecting rarely there costs memory)."""
+    global _collector_paused
+    if gc.isenabled():
+        gc.disable()
+        _collector_paused = True
+
+
+def resume_collector() -> None:
+    """The collector on again after ``pause_collector`` (a no-op otherwise). What was imported
+    meanwhile is frozen out of it (``gc.freeze``): a later full collection does not walk every
+    module's objects again."""
+    global _collector_paused
+    if _collector_paused:
+        _collector_paused = False
+        gc.freeze()
+        gc.enable()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """A command's body with the collector paused until it calls ``resume_collector`` (after its
+    imports); at the end the collector is on again and nothing is left frozen, for a caller that
+    goes on (a test calling ``main``)."""
+    pause_collector()
+    try:
+        yield
+    finally:
+        resume_collector()
+        gc.unfreeze()
 
 
 def executor_from(args: argparse.Namespace, start: bool = False) -> Executor:

@@ -28,7 +28,16 @@ import threading
 from collections.abc import Callable, Sequence
 
 from tbprof import __version__
-from tbprof.cli.common import EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE, CliError, close_executors, finish_writes
+from tbprof.cli.common import (
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+    CliError,
+    close_executors,
+    finish_writes,
+    pause_collector,
+    resume_collector,
+)
 from tbprof.errors import NotFound, ProfileReadError
 
 # The one table from errors to exit codes (first matching row wins): an unreadable profile is
@@ -125,6 +134,9 @@ def entry() -> None:
     """
     for name in BLAS_THREAD_VARS:
         os.environ.setdefault(name, "1")
+    # The command's module and what it imports (numpy, for most) with the collector off, until
+    # ``main`` has its arguments (cli/common.py ``pause_collector``).
+    pause_collector()
     code = main(detach_writes=True)
     if _chosen(sys.argv[1:]) in _READ_ONLY and not _still_running():
         for stream in (sys.stdout, sys.stderr):
@@ -161,6 +173,7 @@ def main(argv: Sequence[str] | None = None, detach_writes: bool = False) -> int:
     command = _chosen(argv)
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
+    resume_collector()  # (after entry's pause: the command's own imports pause it again where they are many)
     # The ``tbprof`` command: its process ends with this command (a test calling ``main`` goes on).
     args.process_ends = detach_writes
     try:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tbprof.analyses.partial_formats import HEADLINE_PARTS
-from tbprof.cli.common import EXIT_OK, executor_from, pick_run, print_json, profiles_for, start_listing
+from tbprof.cli.common import (
+    EXIT_OK,
+    collector_paused,
+    executor_from,
+    pick_run,
+    print_json,
+    profiles_for,
+    resume_collector,
+    start_listing,
+)
 
 if TYPE_CHECKING:
     from tbprof.service.logdir import Run
@@ -30,17 +38,11 @@ def run(args: argparse.Namespace) -> int:
     them freed next to nothing, ~8 ms of a 256-host pod's command and ~25 ms at 1024 hosts (one
     a full walk of every imported object; bench/measurements.md#services). Restored for a
     caller that goes on (a test calling ``main``)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _run(args, collecting)
-    finally:
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
+    with collector_paused():
+        return _run(args)
 
 
-def _run(args: argparse.Namespace, collecting: bool) -> int:
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     executor = executor_from(args)
     # A pod's workers start now, importing what the headline's parts need while this process
@@ -72,9 +74,7 @@ def _run(args: argparse.Namespace, collecting: bool) -> int:
         # it converts a small pod itself: the import would hold the lock the conversion needs).
         import numpy.ma  # noqa: F401
 
-    gc.freeze()
-    if collecting:
-        gc.enable()
+    resume_collector()
     imported = time.perf_counter()
     # The stores (a pod's partials) are ready here; the summary then derives, it does not wait.
     loading.join()

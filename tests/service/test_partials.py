@@ -27,12 +27,14 @@ from tbprof.analyses.partial_formats import HEADLINE_PARTS
 from tbprof.analyses.partials import (
     ALL_PARTS,
     CARRIED,
+    CARRIED_BY_NAME,
     HostPartial,
     decode_partials,
     encode_partials,
     partial_from_bytes,
 )
 from tbprof.analyses.steps.assignment import STEPS, compute_steps
+from tbprof.readers.xplane import read_xspace
 from tbprof.service import tools as registry
 from tbprof.service.executor import ProcessPool
 from tbprof.service.partials import DECODED_BYTES_PER_BLOB_BYTE, make_partial
@@ -100,19 +102,50 @@ def pool() -> Iterator[ProcessPool]:
 
 def test_every_carried_value_is_carried() -> None:
     """Every CarriedValue an analysis defines (what a tool typed on StoreView may derive) is in
-    CARRIED, so a partial holds it: scanned over every analyses module a tool imports."""
+    CARRIED, so a partial holds it: scanned over every analyses module a tool imports. CARRIED
+    holds the analysis's own value, or one under its memo key that computes through it (the
+    analyses a pod's summary does not read, imported on first use): a store then memoises one
+    value under that key, whichever of the two derived it first."""
     import importlib
     import pkgutil
 
     import tbprof.analyses
+    from tbprof.analyses import partials
 
     for info in pkgutil.walk_packages(tbprof.analyses.__path__, "tbprof.analyses."):
         importlib.import_module(info.name)
-    defined = {id(v): f"{name}.{attr}" for name, module in list(sys.modules.items())
-               if name.startswith("tbprof.") for attr, v in vars(module).items() if isinstance(v, CarriedValue)}
+    defined = {id(v): (f"{name}.{attr}", v) for name, module in list(sys.modules.items())
+               if name.startswith("tbprof.") and name != partials.__name__
+               for attr, v in vars(module).items() if isinstance(v, CarriedValue)}
     assert len(defined) >= 7
-    carried = {id(c.value) for c in CARRIED}
-    assert sorted(n for i, n in defined.items() if i not in carried) == []
+    carried_keys = {c.key for c in CARRIED}
+    assert sorted(n for n, v in defined.values() if v.key not in carried_keys) == []
+    by_key = {v.key: v for _, v in defined.values()}
+    assert len(by_key) == len(defined)  # one analysis value per key
+    proxies = [c for c in CARRIED if id(c.value) not in defined and c.memoised]
+    assert {c.name for c in proxies} == {"kernel_reports", "precision"}
+    for c in proxies:
+        assert c.key in by_key and c.value is not by_key[c.key]
+
+
+@pytest.mark.parametrize(("name", "module", "own"), [("kernel_reports", "kernel_stats", "kernel_reports"),
+                                                      ("precision", "precision", "host_precision")])
+def test_a_value_carried_through_its_analysis_is_the_analysiss(profiles_root: Path, name: str, module: str,
+                                                                own: str) -> None:
+    """The partial's stand-in for an analysis imported on first use computes by that analysis's
+    own code and shares its memo entry: derived through the stand-in, the analysis's own accessor
+    finds the same object; on another store of the same host, the other order gives equal JSON."""
+    import importlib
+
+    analysis = importlib.import_module(f"tbprof.analyses.ops.{module}")
+    path = next((profiles_root / "jax_mlp").rglob("*.xplane.pb"))
+    store = read_xspace(str(path))
+    through = store.derive(CARRIED_BY_NAME[name].value)
+    assert getattr(analysis, own)(store) is through
+    other = read_xspace(str(path))
+    direct = getattr(analysis, own)(other)
+    assert other.derive(CARRIED_BY_NAME[name].value) is direct
+    assert to_json_bytes(CARRIED_BY_NAME[name].pack(through)) == to_json_bytes(CARRIED_BY_NAME[name].pack(direct))
 
 
 @pytest.mark.parametrize("name", ["jax_2hosts", "jax_mlp", "keras_cnn", "custom_loop", "tpu_inference"])
@@ -120,7 +153,6 @@ def test_a_partials_summary_is_the_hosts_summary(name: str) -> None:
     """A partial's header carries ``summarize_store``'s ``SUMMARY_KEYS``, computed without
     summarising every plane: the same values on every demo XSpace host (GPU, CPU-only, TPU)."""
     from tbprof.analyses.overview.profile_summary import summarize_store
-    from tbprof.readers.xplane import read_xspace
 
     for path in sorted((Path(__file__).resolve().parents[2] / "demo_logs" / name).rglob("*.xplane.pb")):
         store = read_xspace(path)

@@ -25,3 +25,9 @@ PARTIAL_VERSION = 11
 # before the headline's analyses are imported. tests/service/test_partials.py checks that the
 # headline of partials holding only these is the headline of complete ones.
 HEADLINE_PARTS = frozenset({"steps", "host_ops", "device_op_times", "gpu_summary"})
+
+# The memo keys of the carried values whose analyses a partial imports only when it computes or
+# reads them (analyses/partials.py ``later``): here, so that the partials name them without
+# importing those analyses (a pod's worker that computes the headline's parts never does).
+KERNEL_REPORTS_KEY = ("kernel_reports",)
+HOST_PRECISION_KEY = ("precision", "host_facts")

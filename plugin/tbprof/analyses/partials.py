@@ -32,21 +32,27 @@ import struct
 import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 
-from tbprof.analyses.gpu import breakdown as gpu_breakdown
-from tbprof.analyses.memory import memory_profile
-from tbprof.analyses.ops import op_metrics, precision
-from tbprof.analyses.ops.kernel_stats import KERNEL_REPORTS, KernelReports
+from tbprof.analyses.gpu import shares as gpu_shares
+from tbprof.analyses.ops import op_metrics
 from tbprof.analyses.ops.op_metrics import OpMetricsDb
-from tbprof.analyses.overview.profile_summary import device_counts
-from tbprof.analyses.partial_formats import PARTIAL_FORMATS, PARTIAL_VERSION
+from tbprof.analyses.partial_formats import HOST_PRECISION_KEY, KERNEL_REPORTS_KEY, PARTIAL_FORMATS, PARTIAL_VERSION
 from tbprof.analyses.steps.assignment import STEPS, Steps
-from tbprof.analyses.table import Column, Table
+from tbprof.domain.planes import device_counts
 from tbprof.store.tables import ProfileStore
 from tbprof.store.view import CarriedValue
+
+if TYPE_CHECKING:
+    # The analyses of the parts a pod's summary does not read (kernels, precision, memory, their
+    # tables) are imported where a value is computed or decoded, not with this module: a pod's
+    # worker that computes only the headline's parts imports ~25 modules fewer before its first
+    # host (bench/measurements.md#services).
+    from tbprof.analyses.ops.kernel_stats import KernelReports
+    from tbprof.analyses.ops.precision import HostPrecision
+    from tbprof.analyses.table import Table
 
 __all__ = ["PARTIAL_FORMATS", "PARTIAL_VERSION"]  # and the rest of this module
 
@@ -150,6 +156,8 @@ def _pack_table(t: Table) -> dict[str, Any]:
 
 
 def _unpack_table(d: dict[str, Any]) -> Table:
+    from tbprof.analyses.table import Column, Table
+
     return Table(columns=[Column(**c) for c in d["columns"]], data=unpack_value(d["data"]),
                  default_sort=d["default_sort"], default_desc=d["default_desc"], meta=unpack_value(d["meta"]))
 
@@ -160,6 +168,8 @@ def _pack_kernels(k: KernelReports) -> dict[str, Any]:
 
 
 def _unpack_kernels(d: dict[str, Any]) -> KernelReports:
+    from tbprof.analyses.ops.kernel_stats import KernelReports
+
     return KernelReports(_unpack_table(d["table"]), int(d["kernel_count"]),
                          {op: (a, b) for op, a, b in d["tensorcore_by_op"]})
 
@@ -173,6 +183,9 @@ def memory_digests(store: ProfileStore) -> list[dict[str, Any]]:
     """memory_profile's result for each allocator of the host at the default options, as far
     as compare reads it: the allocators' summaries and the breakdown at the peak. The tool
     itself computes them (a 2-point timeline, dropped), so the digests are its numbers."""
+    from tbprof.analyses.memory import memory_profile
+    from tbprof.analyses.table import Table
+
     first = memory_profile.compute([store], {"max_points": 2})
     ids = list(first.get("memory_ids") or [])
     results = [first] + [memory_profile.compute([store], {"memory_id": m, "max_points": 2}) for m in ids[1:]]
@@ -202,6 +215,30 @@ def _unpack_digests(packed: dict[str, Any]) -> list[dict[str, Any]]:
 MEMORY_DIGESTS: CarriedValue[list[dict[str, Any]]] = CarriedValue(MEMORY_DIGESTS_KEY, memory_digests)
 
 
+def _kernel_reports(store: ProfileStore) -> KernelReports:
+    from tbprof.analyses.ops import kernel_stats
+
+    return kernel_stats.KERNEL_REPORTS.compute(store)
+
+
+def _host_precision(store: ProfileStore) -> HostPrecision:
+    from tbprof.analyses.ops import precision
+
+    return precision.HOST_PRECISION.compute(store)
+
+
+def _unpack_precision(d: dict[str, Any]) -> HostPrecision:
+    from tbprof.analyses.ops.precision import HostPrecision
+
+    return HostPrecision(**d)
+
+
+# kernel_stats' and precision's values under their own memo keys, computed by their own code,
+# whose modules are imported on first use (see the imports above).
+KERNEL_REPORTS: CarriedValue[KernelReports] = CarriedValue(KERNEL_REPORTS_KEY, _kernel_reports)
+HOST_PRECISION: CarriedValue[HostPrecision] = CarriedValue(HOST_PRECISION_KEY, _host_precision)
+
+
 @dataclass(frozen=True)
 class Carried:
     """One derived value a partial carries (``store/view.py``'s ``CarriedValue``: its memo key and
@@ -229,11 +266,11 @@ CARRIED: tuple[Carried, ...] = (
     Carried("device_op_times", op_metrics.DEVICE_OP_TIMES, _pack_db, _unpack_db),
     Carried("kernel_reports", KERNEL_REPORTS, _pack_kernels, _unpack_kernels),
     # ``tbprof summary``'s GPU fields: (has device activity, idle % per GPU, communication % per GPU).
-    Carried("gpu_summary", gpu_breakdown.SUMMARY_VALUES,
+    Carried("gpu_summary", gpu_shares.SUMMARY_VALUES,
             lambda v: {"active": bool(v[0]), "idle": list(v[1]), "comm": list(v[2])},
             lambda d: (bool(d["active"]), list(d["idle"]), list(d["comm"]))),
     # The overview's device compute precision (HLO element types, tensor shapes present).
-    Carried("precision", precision.HOST_PRECISION, dataclasses.asdict, lambda d: precision.HostPrecision(**d)),
+    Carried("precision", HOST_PRECISION, dataclasses.asdict, _unpack_precision),
     Carried("memory_digests", MEMORY_DIGESTS, _pack_digests, _unpack_digests, memoised=False),
 )
 

@@ -97,6 +97,15 @@ def device_type(plane: PlaneView) -> str:
     return "CPU" if name == HOST_PLANE else ""
 
 
+def device_counts(store: ProfileStore) -> tuple[list[str], int]:
+    """A host's device types (``["CPU"]`` without a device plane holding events) and how many
+    device planes hold events: what the profile summary says of the host's devices (analyses/
+    overview/profile_summary.py), and what a pod's host partial carries of them without
+    summarising every plane and line (analyses/partials.py ``SUMMARY_KEYS``)."""
+    busy = [p for p in store.planes if kind_of_name(p.name) in DEVICE_SIDE and p.n_events > 0]
+    return sorted({device_type(p) for p in busy}) or ["CPU"], len(busy)
+
+
 # NVIDIA compute capability major (and minor where it splits a major) -> architecture, for
 # XProf's "Nvidia GPU (Hopper)" device type (its GpuModelName).
 _NVIDIA_ARCH = {(2, None): "Fermi", (3, None): "Kepler", (5, None): "Maxwell", (6, None): "Pascal",

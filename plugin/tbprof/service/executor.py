@@ -164,6 +164,15 @@ def open_batch(answer: Any, batch: Sequence[HostTask]) -> dict[str, Any]:
             "open_s": time.perf_counter() - started}
 
 
+def _host_summary(store: object) -> dict[str, Any]:
+    # Imported here: a batch's hosts carry no summary (``convert_batch``), so a pod's worker
+    # never imports the profile summary's analyses.
+    from tbprof.analyses.overview.profile_summary import summarize_store
+    from tbprof.store.tables import ProfileStore
+
+    return dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
+
+
 def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
@@ -183,7 +192,6 @@ def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
-    from tbprof.analyses.overview.profile_summary import summarize_store
     from tbprof.analyses.partials import ALL_PARTS, partial_serves
     from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
@@ -242,8 +250,7 @@ def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
             disk.save(key, store)
             stored = True
             t = lap("write_s", t)
-        summary = {"summary": dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
-                   } if with_summary else {}
+        summary = {"summary": _host_summary(store)} if with_summary else {}
     except ProfileReadError as e:  # "key": these bytes are unreadable (remembered until the file changes)
         # A MemoryRefusal (no memory or cache disk now) may pass later: not remembered.
         remember = bool(key) and not isinstance(e, MemoryRefusal)
@@ -365,7 +372,7 @@ def largest_folder_bytes(logdir: str, suffix: str = ".xplane.pb", enough: int | 
 # than the next, a large share of a worker's time when a pod's hosts are spread over many
 # workers (bench/measurements.md#services).
 WORKER_PRELOAD = ["tbprof.service.executor", "tbprof.readers.kinds", "tbprof.cache.disk_cache",
-                  "tbprof.analyses.overview.profile_summary", "tbprof.service.partials", "tbprof.analyses.partials",
+                  "tbprof.service.partials", "tbprof.analyses.partials",
                   "tbprof.analyses.partial_batches", "tbprof.analyses.partial_frames",
                   "tbprof.readers.xplane", "tbprof.readers.xplane_columns", "tbprof.readers.files",
                   "tbprof.protos.xplane_pb2", "tbprof.protos.hlo_pb2", "tbprof._core.wire",

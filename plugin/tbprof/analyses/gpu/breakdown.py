@@ -34,13 +34,9 @@ from tbprof.analyses.gpu.activity import (
     MEMORY,
     DeviceActivity,
     coverage_by_mask,
-    device_activity,
-    device_intervals,
     has_device_activity,
-    merge_intervals,
-    per_device,
-    union_ps,
 )
+from tbprof.analyses.gpu.shares import PS_PER_US, communication_percent, devices_with_activity, temporal
 from tbprof.analyses.metrics import metric_json
 from tbprof.analyses.results.gpu import GpuBreakdownResult
 from tbprof.analyses.table import Column, Table
@@ -48,10 +44,8 @@ from tbprof.analyses.tool import SCHEMA_VERSION, Option, Tool, parse_float, pars
 from tbprof.store.arrays import sorted_unique
 from tbprof.store.kineto_names import LAUNCH_CALLS
 from tbprof.store.tables import ProfileStore
-from tbprof.store.view import CarriedValue, StoreView
 
 TOOL = "gpu_breakdown"
-_PS_PER_US = 1e6
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 # HTA's kernel-type breakdown looks at these types, in this order (it names overlaps in it).
 BREAKDOWN_KINDS = (COMPUTATION, COMMUNICATION, MEMORY)
@@ -62,33 +56,6 @@ def rank_of(store: ProfileStore, index: int) -> int:
     info = store.metadata.get("distributedInfo") if isinstance(store.metadata, dict) else None
     rank = info.get("rank") if isinstance(info, dict) else None
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else index
-
-
-# --- temporal breakdown -----------------------------------------------------------------------
-
-def temporal(act: DeviceActivity) -> dict[str, float]:
-    """Idle / compute / non-compute time of one rank's device timeline (us and %)."""
-    return _temporal(act.start_ps, act.end_ps, act.kind)
-
-
-def _temporal(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray) -> dict[str, float]:
-    """``temporal`` of events in any order (the intervals' unions do not read it)."""
-    if start_ps.shape[0] == 0:
-        return {}
-    s, e = merge_intervals(start_ps, end_ps)
-    span_ps = int(e[-1] - s[0])
-    busy_ps = int((e - s).sum())
-    comp = kind == COMPUTATION
-    compute_ps = union_ps(start_ps[comp], end_ps[comp])
-    idle_ps = span_ps - busy_ps
-    # HTA's sums count an event rounded to end before it starts as negative busy time, so the
-    # compute union can pass the busy time by a few microseconds: then no non-compute time.
-    non_compute_ps = max(span_ps - compute_ps - idle_ps, 0)
-    pct = (lambda v: 100.0 * v / span_ps) if span_ps > 0 else (lambda v: float("nan"))
-    return {"idle_time_us": idle_ps / _PS_PER_US, "compute_time_us": compute_ps / _PS_PER_US,
-            "non_compute_time_us": non_compute_ps / _PS_PER_US, "kernel_time_us": span_ps / _PS_PER_US,
-            "idle_time_percent": pct(idle_ps), "compute_time_percent": pct(compute_ps),
-            "non_compute_time_percent": pct(non_compute_ps)}
 
 
 # --- idle time breakdown ----------------------------------------------------------------------
@@ -128,20 +95,7 @@ def comm_comp_overlap(act: DeviceActivity) -> tuple[float, float]:
     cover = coverage_by_mask([(act.start_ps[comm], act.end_ps[comm]), (act.start_ps[comp], act.end_ps[comp])])
     comm_ps = sum(v for m, v in cover.items() if m & 1)
     both_ps = cover.get(3, 0)
-    return comm_ps / _PS_PER_US, (100.0 * both_ps / comm_ps) if comm_ps else float("nan")
-
-
-def communication_percent(act: DeviceActivity) -> float:
-    """Share of the device timeline (first start to last end) with a communication kernel running."""
-    return _communication_percent(act.start_ps, act.end_ps, act.kind)
-
-
-def _communication_percent(start_ps: np.ndarray, end_ps: np.ndarray, kind: np.ndarray) -> float:
-    if start_ps.shape[0] == 0:
-        return float("nan")
-    span_ps = int(end_ps.max() - start_ps.min())
-    comm = kind == COMMUNICATION
-    return 100.0 * union_ps(start_ps[comm], end_ps[comm]) / span_ps if span_ps > 0 else float("nan")
+    return comm_ps / PS_PER_US, (100.0 * both_ps / comm_ps) if comm_ps else float("nan")
 
 
 # --- kernel launch statistics -------------------------------------------------------------------
@@ -226,16 +180,6 @@ def top_kernels(names: list[str], dur_us: np.ndarray, num_kernels: int, duration
 
 # --- the tool -----------------------------------------------------------------------------------
 
-def _devices(ranked: list[tuple[int, ProfileStore]]) -> list[tuple[int, ProfileStore, str, DeviceActivity]]:
-    """(rank, store, device plane, its activity) for every GPU with device events."""
-    out: list[tuple[int, ProfileStore, str, DeviceActivity]] = []
-    for rank, store in ranked:
-        act = device_activity(store)
-        if act.n:
-            out.extend((rank, store, device, a) for device, a in per_device(store, act))
-    return out
-
-
 TEMPORAL_COLUMNS = [
     Column("rank", "Rank", "int"), Column("host", "Host", "str"), Column("device", "Device", "str"),
     Column("idle_time_us", "Idle time", "float", "us"),
@@ -305,7 +249,7 @@ def _table(columns: list[Column], rows: list[tuple[Any, ...]], sort: str | None 
 
 
 def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBreakdownResult:
-    delay_ps = round(float(options.get("consecutive_kernel_delay_us", 30.0)) * _PS_PER_US)
+    delay_ps = round(float(options.get("consecutive_kernel_delay_us", 30.0)) * PS_PER_US)
     runtime_cutoff_us = float(options.get("runtime_cutoff_us", 50.0))
     launch_delay_cutoff_us = float(options.get("launch_delay_cutoff_us", 100.0))
     num_kernels = int(options.get("num_kernels", 10))
@@ -320,7 +264,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
     type_ps: dict[str, int] = {}
     idle_pcts: list[float] = []
     comm_pcts: list[float] = []
-    for rank, store, device, act in _devices(ranked):
+    for rank, store, device, act in devices_with_activity(ranked):
         t = temporal(act)
         temporal_rows.append((rank, store.host, device, t["idle_time_us"], t["compute_time_us"],
                               t["non_compute_time_us"], t["kernel_time_us"], t["idle_time_percent"],
@@ -328,7 +272,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
         idle_pcts.append(t["idle_time_percent"])
         comm_pcts.append(communication_percent(act))
         for s in idle_intervals(act, delay_ps):
-            gap_us = s["gap_ps"] / _PS_PER_US
+            gap_us = s["gap_ps"] / PS_PER_US
             total_us = float(gap_us.sum())
             for c, label in enumerate(IDLE_CATEGORIES):
                 g = gap_us[s["category"] == c]
@@ -342,10 +286,10 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
         comm_us, overlap_pct = comm_comp_overlap(act)
         overlap_rows.append((rank, store.host, device, comm_us, overlap_pct))
         rows = launches(store, act)
-        cpu_us = np.maximum(act.launch_dur_ps[rows], 0) / _PS_PER_US
-        gpu_us = act.rounded_dur_ps()[rows] / _PS_PER_US
+        cpu_us = np.maximum(act.launch_dur_ps[rows], 0) / PS_PER_US
+        gpu_us = act.rounded_dur_ps()[rows] / PS_PER_US
         launch_end_ps = act.launch_start_ps[rows] + act.launch_dur_ps[rows]
-        delay_us = np.maximum(act.start_ps[rows] - launch_end_ps, 0) / _PS_PER_US
+        delay_us = np.maximum(act.start_ps[rows] - launch_end_ps, 0) / PS_PER_US
         n = int(rows.shape[0])
         nan = float("nan")
         summary_rows.append((rank, store.host, device, n, float(cpu_us.mean()) if n else nan,
@@ -363,7 +307,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
         for label, ps in type_coverage(act).items():
             type_ps[label] = type_ps.get(label, 0) + ps
         names_all = store.strings.lookup(act.name_id)
-        dur_all = (act.end_ps - act.start_ps) / _PS_PER_US  # HTA's, -1 µs included: top_kernels
+        dur_all = (act.end_ps - act.start_ps) / PS_PER_US  # HTA's, -1 µs included: top_kernels
         for kind in BREAKDOWN_KINDS:
             sel = np.nonzero(act.kind == kind)[0]
             picked = [names_all[i] for i in sel.tolist()]
@@ -373,7 +317,7 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
     all_ps = sum(type_ps.values())
     idle_pct = float(np.mean(idle_pcts)) if idle_pcts else None
     comm_pct = float(np.nanmean(comm_pcts)) if comm_pcts and not np.isnan(comm_pcts).all() else None
-    type_rows = [(label, ps / _PS_PER_US, 100.0 * ps / all_ps if all_ps else float("nan"))
+    type_rows = [(label, ps / PS_PER_US, 100.0 * ps / all_ps if all_ps else float("nan"))
                  for label, ps in sorted(type_ps.items(), key=lambda kv: -kv[1])]
     return {
         "schema_version": SCHEMA_VERSION, "tool": TOOL, "hosts": [s.host for _, s in ranked],
@@ -392,33 +336,6 @@ def compute(stores: Sequence[ProfileStore], options: Mapping[str, Any]) -> GpuBr
             "top_kernels": _table(TOP_KERNEL_COLUMNS, top_rows, sort="sum_us"),
         },
     }
-
-
-# The memo key of a store's per-GPU summary values (analyses/partials.py carries them).
-SUMMARY_VALUES_KEY = ("gpu_breakdown", "summary_values")
-
-
-def _summary_values(store: ProfileStore) -> tuple[bool, list[float], list[float]]:
-    # An XSpace host's shares from its device events' intervals alone (``device_intervals``): the
-    # activity's launches and order, which the shares do not read, are left to the GPU tools.
-    devices = device_intervals(store)
-    if devices is None:
-        devices = ([(name, act.start_ps, act.end_ps, act.kind) for _, _, name, act in _devices([(0, store)])]
-                   if has_device_activity(store) else [])
-    idle = [float(_temporal(start, end, kind)["idle_time_percent"]) for _, start, end, kind in devices]
-    comm = [float(_communication_percent(start, end, kind)) for _, start, end, kind in devices]
-    return bool(devices), idle, comm
-
-
-SUMMARY_VALUES: CarriedValue[tuple[bool, list[float], list[float]]] = CarriedValue(SUMMARY_VALUES_KEY,
-                                                                                   _summary_values)
-
-
-def summary_values(store: StoreView) -> tuple[bool, list[float], list[float]]:
-    """Of one host (memoised): whether it has device activity, and per GPU its idle % and
-    communication %, what the run's headline (analyses/overview/headline.py) averages over the
-    hosts' GPUs (so the average over all hosts combines per-host lists)."""
-    return store.derive(SUMMARY_VALUES)
 
 
 # A time threshold longer than a year of profile is a typo, not a setting; past it the picosecond

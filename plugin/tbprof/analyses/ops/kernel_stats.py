@@ -30,6 +30,7 @@ import numpy as np
 from tbprof.analyses import recording as rec
 from tbprof.analyses.ops import kineto_ops
 from tbprof.analyses.ops.op_metrics import device_events
+from tbprof.analyses.partial_formats import KERNEL_REPORTS_KEY
 from tbprof.analyses.results.ops import KernelSlice, KernelStatsResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
@@ -180,9 +181,6 @@ class KernelReports:
     kernel_count: int  # kernel events
     # op name -> (total kernel ns, TensorCore kernel ns): XProf's per-op TensorCore utilisation.
     tensorcore_by_op: dict[str, tuple[int, int]]
-
-
-KERNEL_REPORTS_KEY = ("kernel_reports",)  # its memo key (analyses/partials.py carries it)
 
 
 def kernel_reports(store: StoreView) -> KernelReports:

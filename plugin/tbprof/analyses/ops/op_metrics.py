@@ -40,7 +40,6 @@ from tbprof._core.kernels import walk_activities
 from tbprof.analyses.ops import kineto_ops, tf1_ops
 from tbprof.domain import tf_op
 from tbprof.domain.event_columns import RowStats, factorize, rows_of_metas, rows_with_stat
-from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
 from tbprof.domain.hlo_map import HloProgram, hlo_programs
 from tbprof.domain.planes import HOST_PLANE, device_planes
 from tbprof.store.tables import Plane, ProfileStore
@@ -520,6 +519,10 @@ def _hlo_op_costs(store: ProfileStore, ev: DeviceOpEvents) -> tuple[np.ndarray, 
     """Per device op, one execution from the HLO cost analysis: FLOPs, bytes accessed and their
     HBM part (0 where the op is no HLO op of the profile's programs, e.g. a TensorFlow GPU
     kernel, or XLA does not know)."""
+    # Imported here: the device ops' times alone (``DEVICE_OP_TIMES``, a pod's summary) need no
+    # cost analysis, and a pod's worker computing only those does not import it.
+    from tbprof.domain.hlo_cost import hlo_op_bytes, hlo_op_flops
+
     programs = hlo_programs(store)
     flops, total, hbm = (np.zeros(len(ev.op_name), dtype=np.float64) for _ in range(3))
     for k, (name, program_id) in enumerate(zip(ev.op_name, ev.op_program_id, strict=False)):

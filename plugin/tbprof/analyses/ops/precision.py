@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from tbprof.analyses.ops.headline import COLLECTIVE_CATEGORIES
 from tbprof.analyses.ops.kineto_ops import is_kineto
 from tbprof.analyses.ops.op_metrics import hosts_op_metrics
+from tbprof.analyses.partial_formats import HOST_PRECISION_KEY
 from tbprof.analyses.results.whole_run import PrecisionSource
 from tbprof.domain.hlo_map import hlo_programs
 from tbprof.store.tables import ProfileStore
@@ -54,11 +55,6 @@ def _float_type(shape: object) -> int | None:
                 return t
         return None
     return et if et in (_F16, _BF16, _F32, _F64) else None
-
-
-# The memo key of a host's precision facts (analyses/partials.py carries them, so an all-hosts
-# overview from partials needs no store).
-HOST_PRECISION_KEY = ("precision", "host_facts")
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ def _device_values(hosts: Sequence[StoreView]) -> _DeviceValues:
     if not any(on_device_side(p) for h in hosts for p in h.planes):
         return False, [], []
     # Imported only for a run with devices: a CPU profile's summary loads no GPU analysis.
-    from tbprof.analyses.gpu.breakdown import summary_values
+    from tbprof.analyses.gpu.shares import summary_values
 
     idle: list[float] = []
     comm: list[float] = []

@@ -12,7 +12,14 @@ from tbprof.analyses.overview.headline import headline
 from tbprof.analyses.results.whole_run import HostSummary, PlaneLine, PlaneSummary, ProfileSummaryResult
 from tbprof.analyses.table import Column, Table
 from tbprof.analyses.tool import SCHEMA_VERSION, Tool
-from tbprof.domain.planes import DEVICE_SIDE, device_display_name, device_type, kind_of_name, on_device_side
+from tbprof.domain.planes import (
+    DEVICE_SIDE,
+    device_counts,
+    device_display_name,
+    device_type,
+    kind_of_name,
+    on_device_side,
+)
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.store.tfprof import TfprofProfile
 
@@ -30,14 +37,6 @@ def _plane_summary(store: ProfileStore, plane: Plane) -> PlaneSummary:
         "line_count": plane.n_lines, "event_count": plane.n_events, "stat_count": len(plane.stats),
         "first_event_ps": first_ps, "last_event_end_ps": last_ps, "lines": lines, "stats": stats,
     }
-
-
-def device_counts(store: ProfileStore) -> tuple[list[str], int]:
-    """A host's device types (``["CPU"]`` without a device plane holding events) and how many
-    device planes hold events: ``summarize_store``'s, without summarising every plane and line
-    (what a pod's host partial carries, analyses/partials.py ``SUMMARY_KEYS``)."""
-    busy = [p for p in store.planes if kind_of_name(p.name) in DEVICE_SIDE and p.n_events > 0]
-    return sorted({device_type(p) for p in busy}) or ["CPU"], len(busy)
 
 
 def summarize_store(store: ProfileStore | TfprofProfile) -> HostSummary:

@@ -37,13 +37,12 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from tbprof._core.kernels import counting_order, span_index
 from tbprof._core.wire import default_threads
-from tbprof.analyses.results.common import StepFacts
 from tbprof.analyses.steps import breakdown as sb
 from tbprof.domain.event_groups import event_groups
 from tbprof.domain.kineto_links import (
@@ -60,6 +59,9 @@ from tbprof.store.arrays import sorted_unique
 from tbprof.store.markers import step_of
 from tbprof.store.tables import Plane, ProfileStore
 from tbprof.store.view import CarriedValue, StoreView
+
+if TYPE_CHECKING:  # a type only: the results' module imports the tables' (a pod's worker needs neither)
+    from tbprof.analyses.results.common import StepFacts
 
 DROP_BOUNDARY_ABOVE = 5  # XProf's kDropIncomplteteStepThreshold
 MIN_INFERRED_STEPS = 2

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
 from tbprof._core.kernels import nonoverlapped_type_ps as nonoverlapped_type_ps
 
-# Compiled: a sweep per step that numpy cannot express (re-exported for the step assignment).
-from tbprof.analyses.results.common import InputThresholds, Stat
+if TYPE_CHECKING:  # types only: the results' module imports the tables' (a pod's worker needs neither)
+    from tbprof.analyses.results.common import InputThresholds, Stat
 
 # XProf's EventType values (xprof/utils/event_span.h): the value is the priority.
 UNKNOWN_TIME = 0

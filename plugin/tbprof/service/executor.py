@@ -45,6 +45,8 @@ from tbprof.service.dask_security import has_dask_tls_config, make_security, sec
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from tbprof.cache.disk_cache import DiskCache
+    from tbprof.cache.remote_cache import RemoteCache
     from tbprof.service.forked_workers import ForkedWorkers
 
 log = logging.getLogger("tbprof")
@@ -129,7 +131,10 @@ def convert_batch(tasks: Sequence[HostTask]) -> dict[str, Any]:
     with the ``COMBINED`` values (none for a single host, or when a host has no partial)."""
     from tbprof.analyses.partial_batches import decoded, encode_batch
 
-    results = [convert_host(t, with_summary=False) for t in tasks]
+    # One disk cache for the batch's hosts (opening one checks the folder's safety and sweeps its
+    # writers' leftovers: once a batch, not once a host).
+    caches: dict[str, DiskCache | RemoteCache] = {}
+    results = [convert_host(t, with_summary=False, caches=caches) for t in tasks]
     started = time.perf_counter()
     parts = decoded(results)
     combined, combined_hosts, timings = None, [], {}
@@ -173,11 +178,13 @@ def _host_summary(store: object) -> dict[str, Any]:
     return dict(summarize_store(store)) if isinstance(store, ProfileStore) else {}
 
 
-def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
+def convert_host(task: HostTask, with_summary: bool = True,
+                 caches: dict[str, DiskCache | RemoteCache] | None = None) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
     (``summary`` is absent when the partial came from the cache, which holds one, or
-    ``with_summary`` is false: a batch's frame carries the partial's).
+    ``with_summary`` is false: a batch's frame carries the partial's). ``caches``: the disk caches
+    opened so far, by cache folder, to open each once for several hosts (``convert_batch``).
 
     ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, in its binary
     form; it is also written next to the stores (service/partials.py). The store itself goes into the
@@ -219,7 +226,11 @@ def convert_host(task: HostTask, with_summary: bool = True) -> dict[str, Any]:
         if isinstance(path, UrlPath) and task.size_bytes >= 0:
             path.listing.remember(path.key, FileInfo(task.size_bytes, task.mtime_ns))
         key = cache_key(path, kind.store_format)
-        disk = open_disk_cache(task.cache_dir, user_cache_dir())
+        disk = caches.get(task.cache_dir) if caches is not None else None
+        if disk is None:
+            disk = open_disk_cache(task.cache_dir, user_cache_dir())
+            if caches is not None:
+                caches[task.cache_dir] = disk
         files = PartialFiles(disk.root)
         partial = files.load(key) if task.want_partial and not task.write_store else None
         if partial is not None and not partial_serves(partial, ALL_PARTS if task.parts is None else task.parts):

@@ -341,6 +341,35 @@ print(imported)
     assert out.stdout.strip() == "[]", out.stdout
 
 
+# What computing the headline's parts of a host does not run: the tools (their registry, tables
+# and results), the analyses of the other parts (kernels, precision, memory), the profile
+# summary, the HLO cost analysis and the tfprof store.
+NOT_FOR_THE_HEADLINE = ("tbprof.analyses.tool", "tbprof.analyses.table", "tbprof.analyses.results.common",
+                        "tbprof.analyses.ops.kernel_stats", "tbprof.analyses.ops.precision",
+                        "tbprof.analyses.memory.memory_profile", "tbprof.analyses.overview.profile_summary",
+                        "tbprof.analyses.overview.headline", "tbprof.analyses.gpu.breakdown",
+                        "tbprof.domain.hlo_cost", "tbprof.store.tfprof")
+
+
+def test_a_headline_worker_imports_only_what_the_headline_parts_compute(pod: Path, tmp_path: Path) -> None:
+    """A worker that ``tbprof summary`` forks preloads for the headline's parts (``_preload_worker``)
+    and converts a host for them without importing what only the other parts, the tools or the
+    summary need: a pod's workers are ready that much sooner (bench/measurements.md#services)."""
+    host = next(pod.rglob("*.xplane.pb"))
+    code = f"""
+import sys
+import tbprof.cli.summary
+from tbprof.analyses.partial_formats import HEADLINE_PARTS
+from tbprof.service.executor import HostTask, _preload_worker, convert_batch, open_batch
+_preload_worker(HEADLINE_PARTS)
+batch = [HostTask("h", {str(host)!r}, "xspace", {str(tmp_path / "c")!r}, write_store=False, parts=HEADLINE_PARTS)]
+assert open_batch(convert_batch(batch), batch)["results"][0]["partial"] is not None
+print(sorted(m for m in {NOT_FOR_THE_HEADLINE!r} if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=dict(os.environ))
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def _open_fds() -> set[int]:
     return {int(fd) for fd in os.listdir("/proc/self/fd")}
 

@@ -83,6 +83,35 @@ def test_every_job_answered_once_by_several_workers() -> None:
     assert _open_fds() <= before
 
 
+def test_waiting_for_the_first_batches_ends_when_they_are_out_or_the_loader_ends(pod: Path, tmp_path: Path) -> None:
+    """``ProcessPool.wait_handed_out`` (``tbprof summary`` holds its imports back with it): it
+    returns once the forked workers have their first jobs; before that, as soon as the loading
+    thread has ended (a pod whose partials were all cached hands nothing out), else at the
+    timeout; at once for a pool with no forked workers."""
+    import threading
+
+    pool = ProcessPool(2, min_pool_bytes=1)
+    pool.wait_handed_out(lambda: True, 60)  # nothing forked: no wait
+    try:
+        pool._start_forked(HEADLINE_PARTS)
+        forked = pool._forked
+        assert forked is not None and not forked.handed.is_set()
+        started = time.monotonic()
+        pool.wait_handed_out(lambda: False, 60)  # the loader has ended
+        pool.wait_handed_out(lambda: True, 0.05)  # still loading: the timeout
+        assert time.monotonic() - started < 30 and not forked.handed.is_set()
+        profiles = Profiles(pod, cache_dir=tmp_path / "c", executor=pool)
+        run = next(iter(profiles.index.runs().values()))
+        loading = threading.Thread(target=lambda: profiles.views(run, list(run.hosts), parts=HEADLINE_PARTS))
+        loading.start()
+        pool.wait_handed_out(lambda: True, 60)
+        assert forked.handed.is_set() and forked.handed_at is not None
+        loading.join(120)
+        assert not loading.is_alive()
+    finally:
+        pool.close(wait=True)
+
+
 def test_a_raising_job_and_a_dying_worker_are_clean_answers() -> None:
     workers = ForkedWorkers(2, _echo, _nothing)
     try:

@@ -23,6 +23,9 @@ from tbprof.cli.common import (
 if TYPE_CHECKING:
     from tbprof.service.logdir import Run
 
+# The longest a pod's command holds its imports back for its workers' first batches.
+HAND_OUT_WAIT_S = 1.0
+
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("path")
@@ -65,6 +68,11 @@ def _run(args: argparse.Namespace) -> int:
         large_blocks_in_heap()  # its conversion's freed blocks then serve the analyses
     # A pod's workers compute only what the headline reads of each host.
     loading = profiles.load_in_background(run, list(run.hosts), parts=HEADLINE_PARTS, parser_here=True)
+    # A pod's workers get their batches from the loading thread (the hosts' lookup, their
+    # tasks), often once they are ready already: this thread's imports below would take turns
+    # with it on the GIL and delay the batches, so they wait until the batches are out (this
+    # thread has nothing else to do until the first answers arrive).
+    executor.wait_handed_out(loading.is_alive, HAND_OUT_WAIT_S)
     # Imported while the stores convert (see load_in_background): the analyses behind the summary.
     from tbprof.service.summary import of_hosts
 

@@ -306,6 +306,12 @@ class Executor(Protocol):
         import only what computing those needs."""
         ...
 
+    def wait_handed_out(self, still_loading: Callable[[], bool], timeout_s: float) -> None:
+        """Waits until the workers ``start_early`` forked have their first batches, while
+        ``still_loading()`` (the thread that hands them out has not ended) and at most
+        ``timeout_s``; returns at once where no worker was forked from this process."""
+        ...
+
     def close(self, wait: bool = True) -> None:
         """Ends the workers: ``wait`` for each to exit cleanly, else (a one-shot command that has
         its answer, the workers idle) end them at once."""
@@ -351,6 +357,9 @@ class InProcess:
 
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         return False
+
+    def wait_handed_out(self, still_loading: Callable[[], bool], timeout_s: float) -> None:
+        pass
 
     def close(self, wait: bool = True) -> None:
         pass
@@ -495,6 +504,8 @@ def can_fork_now() -> bool:
 # in-process than with a pool it had to start (bench/measurements.md#services). So a one-shot
 # command starts a pool from 64 MB on; a served pool starts with the server.
 POOL_MIN_BYTES = 64 << 20
+# How often ``wait_handed_out`` looks whether the loading thread has ended.
+HANDED_OUT_POLL_S = 0.002
 
 
 class ProcessPool:
@@ -610,6 +621,16 @@ class ProcessPool:
         self._starting = threading.Thread(target=self.start, name="tbprof-pool-start", daemon=True)
         self._starting.start()
         return True
+
+    def wait_handed_out(self, still_loading: Callable[[], bool], timeout_s: float) -> None:
+        forked = self._forked
+        if forked is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        # (Polled: the loading thread may end without handing anything out, every host cached.)
+        while not forked.handed.wait(HANDED_OUT_POLL_S):
+            if not still_loading() or time.monotonic() >= deadline:
+                return
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Waits until the workers ``start`` or ``start_early`` launched are ready (benchmarks, tests)."""
@@ -839,6 +860,9 @@ class DaskExecutor:
 
     def start_early(self, logdir: str, parts: frozenset[str] | None = None) -> bool:
         return False
+
+    def wait_handed_out(self, still_loading: Callable[[], bool], timeout_s: float) -> None:
+        pass
 
     def close(self, wait: bool = True) -> None:
         self._client.close()

@@ -26,6 +26,7 @@ import os
 import select
 import signal
 import struct
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -101,6 +102,7 @@ class ForkedWorkers:
         self._poller = select.poll()
         self._by_fd: dict[int, _Worker] = {}
         self.handed_at: float | None = None  # when the last ``run`` handed out its first jobs
+        self.handed = threading.Event()  # set once a ``run`` has written its first jobs to the workers
         gate_read, gate_write = os.pipe()
         ours: list[int] = [gate_write]  # every descriptor a later worker must not keep
         try:
@@ -176,6 +178,7 @@ class ForkedWorkers:
                     w.running.append(i)
                     owner[i] = w
                 self._flush(w)
+            self.handed.set()
             if not any(w.alive for w in self.workers):
                 for i in [*todo, *owner]:
                     pending -= 1

@@ -27,7 +27,8 @@ PARTIAL_VERSION = 11
 HEADLINE_PARTS = frozenset({"steps", "host_ops", "device_op_times", "gpu_summary"})
 
 # The memo keys of the carried values whose analyses a partial imports only when it computes or
-# reads them (analyses/partials.py ``later``): here, so that the partials name them without
-# importing those analyses (a pod's worker that computes the headline's parts never does).
+# reads them (analyses/partials.py ``KERNEL_REPORTS``, ``HOST_PRECISION``): here, so that the
+# partials name them without importing those analyses (a pod's worker that computes the
+# headline's parts never does).
 KERNEL_REPORTS_KEY = ("kernel_reports",)
 HOST_PRECISION_KEY = ("precision", "host_facts")

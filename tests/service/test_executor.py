@@ -288,6 +288,38 @@ def test_a_large_host_keeps_its_store_a_small_one_only_its_partial(pod: Path, tm
     assert len(list((tmp_path / "b" / "stores").iterdir())) == 1
 
 
+def test_a_task_that_wants_no_store_reads_nothing_from_the_cache(pod: Path, tmp_path: Path) -> None:
+    """The server hands out a partials-only task after its own lookup of the cache (a listing of
+    the partial files and of the stores): the worker converts the file, even with a store and a
+    partial of it in the cache, and writes the same partial back."""
+    path = next(pod.rglob("host0000.xplane.pb"))
+    cache = tmp_path / "c"
+    first = convert_host(HostTask("h", str(path), "xspace", str(cache), write_store=True))
+    assert first["stored"] and len(list((cache / "stores").iterdir())) == 1
+    written = sorted((cache / "partials").iterdir())
+    assert len(written) == 1
+    again = convert_host(HostTask("h", str(path), "xspace", str(cache), write_store=False))
+    assert not again["cached"] and not again["stored"] and "convert_s" in again["timings"]
+    assert again["partial"] == first["partial"] == written[0].read_bytes()
+    assert sorted((cache / "partials").iterdir()) == written  # replaced in place, no leftover
+
+
+def test_a_partial_file_makes_its_folder_when_it_is_missing(tmp_path: Path) -> None:
+    """The partials folder is made by the first write (not checked before each), private to the
+    user, and made again when it was removed meanwhile (the cache cleared)."""
+    from tbprof.service.partials import PartialFiles
+
+    files = PartialFiles(tmp_path / "cache")
+    files.save("k" * 32, b"one")
+    assert files.load("k" * 32) == b"one"
+    assert (files.dir.stat().st_mode & 0o777) == 0o700
+    for f in files.dir.iterdir():
+        f.unlink()
+    files.dir.rmdir()
+    files.save("k" * 32, b"two")
+    assert files.load("k" * 32) == b"two" and [f.name for f in files.dir.iterdir()] == [files._path("k" * 32).name]
+
+
 def test_start_early_only_for_a_pod_worth_a_pool(pod: Path, tmp_path: Path) -> None:
     """``tbprof summary`` starts the workers before it imports and lists, but only for a run
     whose hosts reach the pool's threshold; closing without waiting ends the idle workers."""

@@ -208,6 +208,13 @@ def test_pod_on_a_process_pool_equals_stores(pod: Path, tmp_path: Path, pool: Pr
     run = next(iter(profiles.index.runs().values()))
     assert not any(profiles.is_loaded(run, h) for h in run.hosts)
     assert all(profiles.is_ready(run, h) for h in run.hosts)
+    # A restarted server finds the workers' partial files itself (its one listing): it hands no
+    # host out, the workers no longer looking each one up again.
+    restarted = Profiles(pod, cache_dir=tmp_path / "c2", executor=pool)
+    again: list[tuple[int, int]] = []
+    restarted.progress = lambda done, total: again.append((done, total))
+    assert _through_service(restarted) == reference
+    assert again == []
 
 
 def test_pod_in_process_equals_stores(pod: Path, tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def timings_line(list_s: float, summary_s: float, answer_s: float, phases: dict[
         return f"{float(x):.3f}"
 
     worker = ", ".join(f"{name.removesuffix('_s')} {f(summed[name])}"
-                       for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s")
+                       for name in ("load_s", "convert_s", "partial_s", "encode_s", "write_s", "combine_s", "cpu_s")
                        if summed.get(name))
     forked = (f"; last worker ready at {f(phases['ready_at_s'])}, first batch handed out at "
               f"{f(phases['handed_at_s'])} after the start" if "ready_at_s" in phases and "handed_at_s" in phases

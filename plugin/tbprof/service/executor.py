@@ -80,7 +80,7 @@ class HostTask:
     write_store: bool = True
     want_partial: bool = True
     # The parts of the partial the request reads (analyses/partials.py ``Parts``; None: all): a
-    # worker computes those only, and a cached partial that lacks one is no answer.
+    # worker computes those only.
     parts: frozenset[str] | None = None
 
 
@@ -182,24 +182,25 @@ def convert_host(task: HostTask, with_summary: bool = True,
                  caches: dict[str, DiskCache | RemoteCache] | None = None) -> dict[str, Any]:
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
-    (``summary`` is absent when the partial came from the cache, which holds one, or
-    ``with_summary`` is false: a batch's frame carries the partial's). ``caches``: the disk caches
+    (``summary`` is absent when ``with_summary`` is false: a batch's frame carries the
+    partial's). ``caches``: the disk caches
     opened so far, by cache folder, to open each once for several hosts (``convert_batch``).
 
     ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, in its binary
     form; it is also written next to the stores (service/partials.py). The store itself goes into the
     disk cache when ``task.write_store`` (a request that needs full stores) or the file is large
-    (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again); a host whose
-    partial is already in the cache is not read at all when only the partial is wanted.
+    (``WRITE_STORE_MIN_BYTES``: cheap to write, slow to convert again). A task that wants no
+    store is converted without looking the host up in the cache: the server hands out only hosts
+    with neither a partial nor a store there.
     ``fields``: the partial before its binary form, where this call built it (a batch's frame is
     written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds:
-    ``load_s`` (a cached store), ``convert_s`` (read and decode), ``partial_s`` (the derived
-    values), ``encode_s`` (their binary form), ``write_s``, and ``cpu_s``: the CPU time the task
+    ``load_s`` (the cached store, for a task that wants one), ``convert_s`` (read
+    and decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``
+    (the partial's file and the store written to the cache), and ``cpu_s``: the CPU time the task
     took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """
-    from tbprof.analyses.partials import ALL_PARTS, partial_serves
     from tbprof.cache.disk_cache import cache_key
     from tbprof.cache.paths import user_cache_dir
     from tbprof.cache.profile_cache import convert_file
@@ -217,7 +218,7 @@ def convert_host(task: HostTask, with_summary: bool = True,
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
-        timings[name] = round(now - since, 4)
+        timings[name] = round(timings.get(name, 0.0) + now - since, 4)
         return now
 
     try:
@@ -232,14 +233,13 @@ def convert_host(task: HostTask, with_summary: bool = True,
             if caches is not None:
                 caches[task.cache_dir] = disk
         files = PartialFiles(disk.root)
-        partial = files.load(key) if task.want_partial and not task.write_store else None
-        if partial is not None and not partial_serves(partial, ALL_PARTS if task.parts is None else task.parts):
-            partial = None  # damaged on disk, or made for a request that needed less: convert again
-        if partial is not None:  # everything the request needs is in the cache: read no store
-            return {"host": task.host, "key": key, "cached": True, "stored": False,
-                    "partial": partial, "timings": timings, "seconds": round(time.perf_counter() - started, 4)}
+        partial = None
         t = time.perf_counter()
-        store = disk.load(key) if task.write_store or disk.has(key) else None
+        # A task that wants no store comes from the server's lookup (host_partials.py
+        # ``HostPartials._get`` lists the partial files and the stores once for the pod) and only
+        # for a host with neither: looking it up again here would cost a failed open and a stat
+        # per host, in folders the other workers are writing to.
+        store = disk.load(key) if task.write_store else None
         cached = store is not None
         t = lap("load_s", t)
         stored = cached
@@ -256,6 +256,7 @@ def convert_host(task: HostTask, with_summary: bool = True,
             t = lap("encode_s", t)
             if partial is not None:
                 files.save(key, partial)
+                t = lap("write_s", t)
         worth_keeping = task.write_store or partial is None or task.size_bytes >= WRITE_STORE_MIN_BYTES
         if isinstance(store, ProfileStore) and not stored and worth_keeping:
             disk.save(key, store)

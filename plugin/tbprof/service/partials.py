@@ -112,8 +112,13 @@ class PartialFiles:
         path = self._path(key)
         tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}")
         try:
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp.write_bytes(partial)
+            try:
+                tmp.write_bytes(partial)
+            except FileNotFoundError:  # the cache's first partial (or its folder removed since):
+                # made here, not before every write (a mkdir locks the folder above it, which
+                # every worker of a pod writes to)
+                self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                tmp.write_bytes(partial)
             os.replace(tmp, path)
         except OSError:
             log.debug("tbprof: cannot write the partial %s", path, exc_info=True)

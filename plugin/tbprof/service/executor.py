@@ -183,8 +183,8 @@ def convert_host(task: HostTask, with_summary: bool = True,
     """Converts one host file and returns its summary and partial: ``{"host", "key", "seconds",
     "cached", "stored", "summary", "partial", "timings"}`` or ``{"host", "error", "file"}``
     (``summary`` is absent when ``with_summary`` is false: a batch's frame carries the
-    partial's). ``caches``: the disk caches
-    opened so far, by cache folder, to open each once for several hosts (``convert_batch``).
+    partial's). ``caches``: the disk caches opened so far, by cache folder, to open each once for
+    several hosts (``convert_batch``).
 
     ``partial`` (analyses/partials.py) is what the all-hosts tools need of the host, in its binary
     form; it is also written next to the stores (service/partials.py). The store itself goes into the
@@ -194,10 +194,9 @@ def convert_host(task: HostTask, with_summary: bool = True,
     with neither a partial nor a store there.
     ``fields``: the partial before its binary form, where this call built it (a batch's frame is
     written from it; ``convert_batch`` sends no such key). ``timings`` splits the seconds:
-    ``load_s`` (the cached store, for a task that wants one), ``convert_s`` (read
-    and decode), ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s``
-    (the partial's file and the store written to the cache), and ``cpu_s``: the CPU time the task
-    took.
+    ``load_s`` (the cached store, for a task that wants one), ``convert_s`` (read and decode),
+    ``partial_s`` (the derived values), ``encode_s`` (their binary form), ``write_s`` (the
+    partial's file and the store written to the cache), and ``cpu_s``: the CPU time the task took.
 
     Runs in a worker: imports here so that a worker pays for what it uses only.
     """

@@ -38,6 +38,7 @@ from tbprof.cli.common import (
     pause_collector,
     resume_collector,
 )
+from tbprof.cli.huge_pages import choose_page_size
 from tbprof.errors import NotFound, ProfileReadError
 
 # The one table from errors to exit codes (first matching row wins): an unreadable profile is
@@ -134,6 +135,7 @@ def entry() -> None:
     """
     for name in BLAS_THREAD_VARS:
         os.environ.setdefault(name, "1")
+    choose_page_size()
     # The command's module and what it imports (numpy, for most) with the collector off, until
     # ``main`` has its arguments (cli/common.py ``pause_collector``).
     pause_collector()

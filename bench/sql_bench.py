@@ -111,6 +111,8 @@ def status():
 extra = {}
 def report():
     os.write(2, ("TBPROF_STATUS " + json.dumps({**status(), **extra}) + "\n").encode())
+from tbprof.cli.main import entry, prepare_process
+prepare_process()  # (entry's first step, before this wrapper's import of numpy below)
 import tbprof.service.sql as sql
 real_run_sql = sql.run_sql
 def run_sql(*a, **k):
@@ -126,7 +128,6 @@ def leave(code):
     real_exit(code)
 os._exit = leave
 sys.argv = ["tbprof", *sys.argv[1:]]
-from tbprof.cli.main import entry
 try:
     entry()
 finally:

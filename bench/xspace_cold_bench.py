@@ -34,6 +34,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "plugin"))
+
+from tbprof.cli.huge_pages import free_pages_reported  # noqa: E402
+
 DEFAULT_FILE = Path("/tmp/jl/jax_large/plugins/profile/2026_11_26_00_33_10/vm.xplane.pb")
 QUERY = "SELECT name, count(*) AS n, sum(dur_ps) AS total_ps FROM events GROUP BY name ORDER BY total_ps DESC LIMIT 10"
 
@@ -52,7 +56,9 @@ def _env(plugin: Path, home: Path | None = None) -> dict[str, str]:
     drop = ("XDG_CACHE_HOME", "TBPROF_CACHE_DIR", "TBPROF_THREADS", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["PYTHONPATH"] = str(plugin)
-    env["OPENBLAS_NUM_THREADS"] = "1"  # as the tbprof command sets it (cli/main.py BLAS_THREAD_VARS)
+    env["OPENBLAS_NUM_THREADS"] = "1"  # as the tbprof command sets it (cli/main.py prepare_process)
+    if "NUMPY_MADVISE_HUGEPAGE" not in env and free_pages_reported():  # and the size of numpy's pages
+        env["NUMPY_MADVISE_HUGEPAGE"] = "0"
     if home is not None:
         env["HOME"] = str(home)
     return env

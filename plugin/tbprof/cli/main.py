@@ -123,6 +123,14 @@ _READ_ONLY = frozenset({"summary", "show", "csv", "tools", "compare", "check", "
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def prepare_process() -> None:
+    """What the ``tbprof`` command sets for its process and its workers before anything imports
+    numpy: one BLAS thread, and the size of the pages numpy asks for (cli/huge_pages.py)."""
+    for name in BLAS_THREAD_VARS:
+        os.environ.setdefault(name, "1")
+    choose_page_size()
+
+
 def entry() -> None:
     """The ``tbprof`` command (console script and ``python -m tbprof.cli``): the process ends
     after the answer, so the disk-cache writes go to a detached child (``finish_writes``).
@@ -133,9 +141,7 @@ def entry() -> None:
     but daemons and no child process is alive (those would be cut off), and no pool left named
     semaphores behind.
     """
-    for name in BLAS_THREAD_VARS:
-        os.environ.setdefault(name, "1")
-    choose_page_size()
+    prepare_process()
     # The command's module and what it imports (numpy, for most) with the collector off, until
     # ``main`` has its arguments (cli/common.py ``pause_collector``).
     pause_collector()

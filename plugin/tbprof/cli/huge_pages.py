@@ -3,7 +3,7 @@
 numpy asks the kernel for 2 MB pages (``madvise``) for every array of 4 MB or more. Where the
 machine backs its memory itself, one fresh huge page costs less than 512 small ones. In a
 virtual machine whose balloon device reports free memory to its host (virtio-balloon's free
-page reporting, as Firecracker and other microVM hosts run it), the guest hands free 2 MB
+page reporting, which the hypervisor offers and the guest's kernel turns on), the guest hands free 2 MB
 blocks back to the host a few seconds after they were freed, and a huge page is taken from
 those very blocks: the host then finds and zeroes memory for it on its first touch, while small
 pages come from memory freed moments ago. A command that converts a profile writes its columns
@@ -38,7 +38,7 @@ def free_pages_reported(devices: str = VIRTIO_DEVICES) -> bool:
             if int(_read(os.path.join(devices, name, "device")), 16) != VIRTIO_ID_BALLOON:
                 continue
             features = _read(os.path.join(devices, name, "features"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError):  # (a UnicodeDecodeError is a ValueError)
             continue
         if len(features) > VIRTIO_BALLOON_F_REPORTING and features[VIRTIO_BALLOON_F_REPORTING] == "1":
             return True
